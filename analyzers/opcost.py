@@ -1,0 +1,670 @@
+"""FLOPs and bytes of one op, from its name and the shapes torch.profiler recorded.
+
+With `record_shapes=True`, each `cpu_op` event carries, one entry per argument:
+- "Input Dims": a list of ints for a tensor ([] for a 0-dim tensor), [] for a
+  scalar or None, a list of lists for a TensorList (e.g. aten::cat);
+- "Input type": the C++ dtype name for a tensor ("float", "c10::BFloat16", ...),
+  "Scalar", "ScalarList", "TensorList", or "" for None;
+- "Concrete Inputs" (newer torch): the values of scalar arguments as strings
+  ("False", "[1]", "15" for a ScalarType); "" for tensors.
+Python numbers mixed into tensor arithmetic arrive as 0-dim tensors, not Scalars:
+`x * 2` records aten::mul with dims [[8, 16], []] and types ["float", "long int"].
+
+The costs are the *minimum* work: FLOPs the math needs, bytes = every input read once
+plus every output written once. A kernel that re-reads (an unfused chain, a split-K
+GEMM) moves more; the roofline then shows it below the line, which is the point.
+
+Composite ops (aten::linear, aten::matmul, aten::scaled_dot_product_attention,
+aten::layer_norm, aten::to, ...) and the ops they dispatch to (addmm, mm, the flash
+kernel, native_layer_norm, _to_copy, copy_) each get a cost; a caller summing over the
+op tree must count one level only (e.g. the op that launched the kernel).
+
+Pure Python, no torch import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analyzers.peaks import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_TYPE_CODES, normalise_dtype
+
+
+@dataclass(frozen=True)
+class OpCost:
+    flops: float
+    bytes: float
+    dtype: str  # canonical name (peaks.normalise_dtype): "bf16", "fp32", ...
+    kind: str  # 'matmul'|'attention'|'elementwise'|'reduction'|'norm'|'softmax'|'embedding'|'copy'
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOP/byte (0.0 when no bytes move)."""
+        return self.flops / self.bytes if self.bytes > 0 else 0.0
+
+
+def matmul_shapes_flops(M: int, N: int, K: int, batch: int = 1) -> float:
+    """FLOPs of a (batch of) [M, K] @ [K, N] products: one multiply and one add each."""
+    return 2.0 * batch * M * N * K
+
+
+def matmul_shapes_bytes(M: int, N: int, K: int, dtype: str = "bf16", batch: int = 1) -> float:
+    """Minimum bytes of the same product: read A and B once, write C once."""
+    return float(batch * (M * K + K * N + M * N) * _bytes_of(dtype))
+
+
+# --------------------------------------------------------------------------------------
+# Argument parsing
+# --------------------------------------------------------------------------------------
+
+class _Malformed(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _Arg:
+    kind: str  # 'tensor' | 'tensorlist' | 'other'
+    dims: tuple  # tensor: tuple of ints; tensorlist: tuple of tuples; other: ()
+    dtype: str | None  # tensor: canonical dtype; tensorlist/other: None
+    concrete: str  # value from "Concrete Inputs", "" when absent
+    type: str  # the raw "Input type" string ("Scalar", "ScalarList", "", ...)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.dims) if self.kind == "tensor" else 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * _bytes_of(self.dtype) if self.kind == "tensor" else 0
+
+
+def _shape(x: object) -> tuple[int, ...]:
+    if not isinstance(x, list):
+        raise _Malformed
+    for d in x:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            raise _Malformed
+    return tuple(x)
+
+
+def _parse(input_dims: object, input_types: object, concrete: object) -> list[_Arg]:
+    if not isinstance(input_dims, list) or not isinstance(input_types, list):
+        raise _Malformed
+    if len(input_dims) != len(input_types):
+        raise _Malformed
+    if not isinstance(concrete, list) or len(concrete) != len(input_types):
+        concrete = [""] * len(input_types)
+    args = []
+    for dims, typ, value in zip(input_dims, input_types, concrete):
+        if not isinstance(typ, str):
+            raise _Malformed
+        value = value if isinstance(value, str) else ""
+        dtype = normalise_dtype(typ)
+        if dtype is not None:
+            args.append(_Arg("tensor", _shape(dims), dtype, value, typ))
+        elif typ == "TensorList":
+            if not isinstance(dims, list):
+                raise _Malformed
+            args.append(_Arg("tensorlist", tuple(_shape(d) for d in dims), None, value,
+                             typ))
+        else:
+            # Scalars, None, lists, dtypes of unknown tensors: no shape to use.
+            if not isinstance(dims, list):
+                raise _Malformed
+            args.append(_Arg("other", (), None, value, typ))
+    return args
+
+
+def _bytes_of(dtype: str | None) -> int:
+    return DTYPE_BYTES.get(dtype or "", 4)
+
+
+def _tensor(args: list[_Arg], i: int) -> _Arg | None:
+    return args[i] if i < len(args) and args[i].kind == "tensor" else None
+
+
+def _need(args: list[_Arg], i: int, ndim: int | None = None) -> _Arg:
+    t = _tensor(args, i)
+    if t is None or (ndim is not None and len(t.dims) != ndim):
+        raise _Malformed
+    return t
+
+
+def _concrete(args: list[_Arg], i: int) -> str:
+    return args[i].concrete.strip() if i < len(args) else ""
+
+
+def _concrete_bool(args: list[_Arg], i: int) -> bool | None:
+    value = _concrete(args, i)
+    return {"True": True, "False": False}.get(value)
+
+
+def _concrete_ints(args: list[_Arg], i: int) -> list[int] | None:
+    """"[0, 2]" -> [0, 2]; "1" -> [1]; "" -> None (not recorded)."""
+    value = _concrete(args, i)
+    if not value:
+        return None
+    try:
+        if value.startswith("[") and value.endswith("]"):
+            inner = value[1:-1].strip()
+            return [int(v) for v in inner.split(",")] if inner else []
+        return [int(value)]
+    except ValueError:
+        return None
+
+
+def _concrete_dtype(args: list[_Arg], i: int) -> str | None:
+    codes = _concrete_ints(args, i)
+    if codes and len(codes) == 1 and not _concrete(args, i).startswith("["):
+        return SCALAR_TYPE_CODES.get(codes[0])
+    return None
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(-ndim, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            raise _Malformed
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+_PROMOTION = ["bool", "uint8", "int8", "int16", "int32", "int64",
+              "fp8", "bf16", "fp16", "fp32", "fp64"]
+
+
+def _result_dtype(tensors: list[_Arg]) -> str:
+    """Output dtype of an elementwise op, after torch's promotion, roughly.
+
+    Dimensioned tensors decide; 0-dim tensors (wrapped Python numbers) only decide when
+    nothing else does. fp16 with bf16 gives fp32. Unranked dtypes keep the first.
+    """
+    ranked = [t for t in tensors if t.dims] or tensors
+    dtypes = [t.dtype for t in ranked]
+    if not dtypes:
+        return "fp32"
+    if "fp16" in dtypes and "bf16" in dtypes and not {"fp32", "fp64"} & set(dtypes):
+        return "fp32"
+    known = [d for d in dtypes if d in _PROMOTION]
+    if not known:
+        return dtypes[0]
+    return max(known, key=_PROMOTION.index)
+
+
+def _main_dtype(tensors: list[_Arg]) -> str:
+    floats = [t for t in tensors if t.dtype in FLOAT_DTYPES and t.dims]
+    chosen = floats or [t for t in tensors if t.dims] or tensors
+    return chosen[0].dtype if chosen else "fp32"
+
+
+# --------------------------------------------------------------------------------------
+# Matmuls
+# --------------------------------------------------------------------------------------
+
+def _matmul_cost(M, N, K, batch, dtype, reads, out_dtype=None, extra_flops=0.0):
+    out_bytes = batch * M * N * _bytes_of(out_dtype or dtype)
+    return OpCost(flops=matmul_shapes_flops(M, N, K, batch) + extra_flops,
+                  bytes=float(reads + out_bytes), dtype=dtype, kind="matmul")
+
+
+def _mm(name, args):
+    a, b = _need(args, 0, 2), _need(args, 1, 2)
+    (M, K), (K2, N) = a.dims, b.dims
+    if K != K2:
+        raise _Malformed
+    return _matmul_cost(M, N, K, 1, a.dtype, a.nbytes + b.nbytes)
+
+
+def _addmm(name, args):
+    # addmm(bias, mat1, mat2): out = beta*bias + alpha*(mat1 @ mat2); one add per output.
+    bias, a, b = _need(args, 0), _need(args, 1, 2), _need(args, 2, 2)
+    (M, K), (K2, N) = a.dims, b.dims
+    if K != K2:
+        raise _Malformed
+    extra = M * N * (2 if name == "_addmm_activation" else 1)
+    return _matmul_cost(M, N, K, 1, a.dtype, bias.nbytes + a.nbytes + b.nbytes,
+                        extra_flops=extra)
+
+
+def _bmm(name, args):
+    a, b = _need(args, 0, 3), _need(args, 1, 3)
+    (B, M, K), (B2, K2, N) = a.dims, b.dims
+    if K != K2 or B != B2:
+        raise _Malformed
+    return _matmul_cost(M, N, K, B, a.dtype, a.nbytes + b.nbytes)
+
+
+def _baddbmm(name, args):
+    c, a, b = _need(args, 0), _need(args, 1, 3), _need(args, 2, 3)
+    (B, M, K), (B2, K2, N) = a.dims, b.dims
+    if K != K2 or B != B2:
+        raise _Malformed
+    if name == "addbmm":  # sums over the batch into one [M, N]
+        flops = matmul_shapes_flops(M, N, K, B) + M * N
+        out = M * N * _bytes_of(a.dtype)
+        return OpCost(float(flops), float(c.nbytes + a.nbytes + b.nbytes + out),
+                      a.dtype, "matmul")
+    return _matmul_cost(M, N, K, B, a.dtype, c.nbytes + a.nbytes + b.nbytes,
+                        extra_flops=B * M * N)
+
+
+def _linear(name, args):
+    # linear(x[..., K], weight[N, K], bias[N]?): M = product of x's leading dims.
+    x, w = _need(args, 0), _need(args, 1, 2)
+    if not x.dims:
+        raise _Malformed
+    K, (N, K2) = x.dims[-1], w.dims
+    if K != K2:
+        raise _Malformed
+    M = math.prod(x.dims[:-1])
+    bias = _tensor(args, 2)
+    extra = M * N if bias is not None else 0
+    reads = x.nbytes + w.nbytes + (bias.nbytes if bias is not None else 0)
+    return _matmul_cost(M, N, K, 1, x.dtype, reads, extra_flops=extra)
+
+
+def _matmul(name, args):
+    # torch.matmul semantics: 1-D operands gain a dim of 1; batch dims broadcast.
+    a, b = _need(args, 0), _need(args, 1)
+    if not a.dims or not b.dims:
+        raise _Malformed
+    ad = (1,) + a.dims if len(a.dims) == 1 else a.dims
+    bd = b.dims + (1,) if len(b.dims) == 1 else b.dims
+    M, K = ad[-2], ad[-1]
+    K2, N = bd[-2], bd[-1]
+    if K != K2:
+        raise _Malformed
+    batch = math.prod(_broadcast([ad[:-2], bd[:-2]]))
+    return _matmul_cost(M, N, K, batch, a.dtype, a.nbytes + b.nbytes)
+
+
+def _mv(name, args):
+    offset = 1 if name == "addmv" else 0
+    a, v = _need(args, offset, 2), _need(args, offset + 1, 1)
+    (M, K) = a.dims
+    if v.dims[0] != K:
+        raise _Malformed
+    reads = a.nbytes + v.nbytes + (args[0].nbytes if offset else 0)
+    return _matmul_cost(M, 1, K, 1, a.dtype, reads, extra_flops=M if offset else 0)
+
+
+def _dot(name, args):
+    a, b = _need(args, 0, 1), _need(args, 1, 1)
+    if a.dims != b.dims:
+        raise _Malformed
+    return _matmul_cost(1, 1, a.dims[0], 1, a.dtype, a.nbytes + b.nbytes)
+
+
+def _scaled_mm(name, args):
+    # _scaled_mm(a[M,K] fp8, b[K,N] fp8, scale_a, scale_b, bias?, scale_result?,
+    #            out_dtype?, use_fast_accum): out_dtype from Concrete Inputs if recorded,
+    #            else the input dtype (torch's default).
+    a, b = _need(args, 0, 2), _need(args, 1, 2)
+    (M, K), (K2, N) = a.dims, b.dims
+    if K != K2:
+        raise _Malformed
+    reads = sum(t.nbytes for t in args[:6] if t.kind == "tensor")
+    out_dtype = _concrete_dtype(args, 6) or a.dtype
+    bias = _tensor(args, 4)
+    return _matmul_cost(M, N, K, 1, a.dtype, reads, out_dtype=out_dtype,
+                        extra_flops=M * N if bias is not None else 0)
+
+
+# --------------------------------------------------------------------------------------
+# Attention
+# --------------------------------------------------------------------------------------
+
+# name -> (layout, index of attn_mask/bias or None, index of is_causal or None)
+# layout "bhld": [batch, heads, seq, head_dim] as SDPA takes it;
+# layout "blhd": [batch, seq, heads, head_dim] as the flash/efficient forwards take it.
+_ATTENTION = {
+    "scaled_dot_product_attention": ("bhld", 3, 5),
+    "_scaled_dot_product_attention_math": ("bhld", 3, 5),
+    "_scaled_dot_product_flash_attention": ("bhld", None, 4),
+    "_scaled_dot_product_flash_attention_for_cpu": ("bhld", 5, 4),
+    "_scaled_dot_product_efficient_attention": ("bhld", 3, 6),
+    "_scaled_dot_product_cudnn_attention": ("bhld", 3, 6),
+    "_scaled_dot_product_fused_attention_overrideable": ("bhld", 3, 5),
+    "_cudnn_attention_forward": ("bhld", 3, 10),
+    "_flash_attention_forward": ("blhd", None, 8),
+    "_efficient_attention_forward": ("blhd", 3, None),  # custom_mask_type at 9
+}
+
+
+def causal_pairs(Lq: int, Lk: int, offset: int = 0) -> int:
+    """Number of (query, key) pairs a causal mask keeps: query i sees keys j <= i + offset.
+
+    offset 0 is SDPA's is_causal (top-left aligned); offset Lk - Lq is bottom-right
+    alignment (flash-attn's forward, and decode with a KV cache).
+    """
+    if Lq <= 0 or Lk <= 0:
+        return 0
+    # Row i keeps clamp(i + offset + 1, 0, Lk) keys.
+    lo = min(max(-offset, 0), Lq)  # first row that keeps at least one key
+    hi = min(max(Lk - offset - 1, lo), Lq)  # first row that keeps all Lk keys
+    ramp = (hi - lo) * (offset + 1) + (lo + hi - 1) * (hi - lo) // 2
+    return ramp + (Lq - hi) * Lk
+
+
+def _attention(name, args):
+    """FLOPs 2*B*H*Lq*Lk*(Dqk + Dv) = 4*B*H*Lq*Lk*D (QK^T and PV; softmax not counted).
+
+    Causal masking is applied only when is_causal is recorded in "Concrete Inputs"
+    (torch >= 2.4 records it; older traces and the "Input Dims"/"Input type" alone do
+    not, and then the full Lq x Lk is counted: an upper bound). Bytes: q, k, v, the
+    mask if any, and the output, each once. Grouped-query attention: FLOPs use the
+    query heads; bytes use the real (smaller) k and v.
+    """
+    layout, mask_at, causal_at = _ATTENTION[name]
+    q, k, v = _need(args, 0, 4), _need(args, 1, 4), _need(args, 2, 4)
+    if layout == "bhld":
+        B, H, Lq, D = q.dims
+        Lk, Dv = k.dims[2], v.dims[3]
+    else:
+        B, Lq, H, D = q.dims
+        Lk, Dv = k.dims[1], v.dims[3]
+    if k.dims[-1] != D:
+        raise _Malformed
+    pairs = Lq * Lk
+    if name == "_efficient_attention_forward":
+        mask_type = _concrete_ints(args, 9)  # 0 none, 1 top-left, 2 bottom-right
+        if mask_type == [1]:
+            pairs = causal_pairs(Lq, Lk)
+        elif mask_type == [2]:
+            pairs = causal_pairs(Lq, Lk, Lk - Lq)
+    elif causal_at is not None and _concrete_bool(args, causal_at):
+        offset = Lk - Lq if name == "_flash_attention_forward" else 0
+        pairs = causal_pairs(Lq, Lk, offset)
+    flops = 2.0 * B * H * pairs * (D + Dv)
+    mask = _tensor(args, mask_at) if mask_at is not None else None
+    out = B * H * Lq * Dv * _bytes_of(q.dtype)
+    nbytes = q.nbytes + k.nbytes + v.nbytes + out + (mask.nbytes if mask else 0)
+    return OpCost(flops=flops, bytes=float(nbytes), dtype=q.dtype, kind="attention")
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise
+# --------------------------------------------------------------------------------------
+
+# FLOPs per output element. Arithmetic, comparisons and selects count 1. Functions
+# count "a few": what a CUDA kernel with fast intrinsics roughly executes, e.g.
+# sigmoid = neg, exp, add, div (4); silu = sigmoid * x (5); gelu (erf form) ~8.
+# These ops sit far left of every ridge, so the exact count never changes the bound.
+_ELEMENTWISE_FLOPS = {
+    **dict.fromkeys(
+        ["add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder",
+         "fmod", "neg", "abs", "sign", "relu", "clamp", "clamp_min", "clamp_max", "clip",
+         "maximum", "minimum", "fmax", "fmin", "where", "masked_fill", "eq", "ne", "lt",
+         "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor",
+         "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "__and__", "__or__",
+         "__xor__", "floor", "ceil", "round", "trunc", "square", "threshold",
+         "hardtanh", "reciprocal"], 1),
+    **dict.fromkeys(["leaky_relu", "addcmul", "addcdiv", "hardsigmoid", "relu6"], 2),
+    **dict.fromkeys(["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+                     "rsqrt", "sin", "cos", "pow", "lerp", "hardswish"], 2),
+    **dict.fromkeys(["sigmoid", "tanh", "erf", "elu", "softplus"], 4),
+    **dict.fromkeys(["silu", "gelu", "mish"], 5),
+}
+_ELEMENTWISE_FLOPS["gelu"] = 8
+_ELEMENTWISE_FLOPS["mish"] = 8
+_BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                "logical_not", "logical_xor"}
+
+
+def _elementwise(name, args, base, inplace):
+    """Flops = per-element count x output numel. Bytes = every tensor input read once
+    plus the output written once (broadcast shape); an in-place op writes input 0."""
+    tensors = [a for a in args if a.kind == "tensor"]
+    if not tensors:
+        raise _Malformed
+    if base == "where":  # the condition is bool; the result takes the values' dtype
+        out_dtype = _result_dtype(tensors[1:] or tensors)
+    elif base in _BOOL_RESULT:
+        out_dtype = "bool"
+    else:
+        out_dtype = _result_dtype(tensors)
+    if inplace:
+        out_shape, out_dtype = tensors[0].dims, tensors[0].dtype
+    else:
+        out_shape = _broadcast([t.dims for t in tensors])
+    out_numel = math.prod(out_shape)
+    reads = sum(t.nbytes for t in tensors)
+    flops = float(_ELEMENTWISE_FLOPS[base] * out_numel)
+    dtype = out_dtype if out_dtype in FLOAT_DTYPES else _main_dtype(tensors)
+    return OpCost(flops=flops, bytes=float(reads + out_numel * _bytes_of(out_dtype)),
+                  dtype=dtype, kind="elementwise")
+
+
+# --------------------------------------------------------------------------------------
+# Reductions, norms, softmax
+# --------------------------------------------------------------------------------------
+
+# FLOPs per input element: sum/max = 1; mean adds a divide per output (ignored);
+# var/std = subtract, square, add (3); norms 2 (square, add).
+_REDUCTION_FLOPS = {
+    **dict.fromkeys(["sum", "mean", "amax", "amin", "max", "min", "prod", "argmax",
+                     "argmin", "all", "any", "nansum", "cumsum", "cumprod"], 1),
+    **dict.fromkeys(["norm", "linalg_vector_norm", "logsumexp"], 2),
+    **dict.fromkeys(["var", "std", "var_mean", "std_mean"], 3),
+}
+
+
+def _reduction(name, args, base):
+    """Flops = numel read x per-element count. Bytes = input + output.
+
+    The output size comes from an explicit out= tensor if recorded, else from the
+    reduced dims in "Concrete Inputs"; without those, a dim argument is assumed to
+    reduce the last dim and no dim argument to reduce everything.
+    """
+    x = _need(args, 0)
+    if base in ("max", "min") and _tensor(args, 1) is not None and _tensor(args, 1).dims:
+        return _elementwise(name, args, "maximum", inplace=False)  # max(a, b)
+    out_numel = _reduced_numel(x, args, base)
+    out_dtype = x.dtype
+    if base in ("argmax", "argmin"):
+        out_dtype = "int64"
+    elif base in ("all", "any"):
+        out_dtype = "bool"
+    out_bytes = out_numel * _bytes_of(out_dtype)
+    if base in ("max", "min") and _is_dim_overload(args):  # values and indices
+        out_bytes += out_numel * DTYPE_BYTES["int64"]
+    if base in ("var_mean", "std_mean"):
+        out_bytes *= 2
+    flops = float(_REDUCTION_FLOPS[base] * x.numel)
+    return OpCost(flops=flops, bytes=float(x.nbytes + out_bytes), dtype=x.dtype,
+                  kind="reduction")
+
+
+def _is_dim_overload(args):
+    """max.dim(x, int dim, keepdim) returns values and indices; max(x) one value."""
+    return len(args) > 1 and args[1].type == "Scalar"
+
+
+def _reduced_numel(x: _Arg, args: list[_Arg], base: str) -> int:
+    if base in ("cumsum", "cumprod"):
+        return x.numel
+    out = next((a for a in args[1:] if a.kind == "tensor" and a.dims), None)
+    if out is not None:  # *.out overloads record the result tensor
+        return out.numel
+    if len(args) == 1 or not x.dims:
+        return 1
+    if args[1].type not in ("ScalarList", "Scalar") or _concrete_bool(args, 1) is not None:
+        return 1  # no dim argument (sum(x, dtype=None), var(x, unbiased)): reduce all
+    dims = _concrete_ints(args, 1)
+    if dims is None:  # a dim argument whose value was not recorded: assume the last
+        return math.prod(x.dims[:-1])
+    if not dims:  # dim=[] reduces everything
+        return 1
+    ndim = len(x.dims)
+    kept = [s for i, s in enumerate(x.dims) if i not in {d % ndim for d in dims}]
+    return math.prod(kept)
+
+
+# name -> (FLOPs per element, whether args[1] is normalized_shape (no weight there))
+# layer_norm: mean (1), variance (3), normalise (2), affine (2) = 8.
+# rms_norm: square+add (2), scale (1), weight (1) = 4. batch_norm: ~4 with folded stats.
+_NORMS = {
+    "layer_norm": 8, "native_layer_norm": 8, "group_norm": 8, "native_group_norm": 8,
+    "rms_norm": 4, "_fused_rms_norm": 4, "instance_norm": 8,
+    "batch_norm": 4, "_batch_norm_impl_index": 4, "native_batch_norm": 4,
+    "cudnn_batch_norm": 4, "_native_batch_norm_legit": 4,
+    "_native_batch_norm_legit_no_training": 4, "miopen_batch_norm": 4,
+}
+
+
+def _norm(name, args):
+    """Flops = per-element count x numel. Bytes = x read + y written + every other
+    tensor argument (weight, bias, running stats) read; mean/rstd outputs ignored."""
+    x = _need(args, 0)
+    params = sum(a.nbytes for a in args[1:] if a.kind == "tensor")
+    return OpCost(flops=float(_NORMS[name] * x.numel),
+                  bytes=float(2 * x.nbytes + params), dtype=x.dtype, kind="norm")
+
+
+_SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax"}
+
+
+def _softmax(name, args):
+    """~5 FLOPs per element (max, subtract, exp, sum, divide). Bytes = in + out.
+    The output dtype follows softmax(x, dim, dtype) or _softmax(x, dim, half_to_float)
+    when "Concrete Inputs" records it, else the input's."""
+    x = _need(args, 0)
+    out_dtype = x.dtype
+    if name.startswith("_") and name != "_safe_softmax":
+        if _concrete_bool(args, 2):
+            out_dtype = "fp32"
+    else:
+        out_dtype = _concrete_dtype(args, 2) or x.dtype
+    return OpCost(flops=5.0 * x.numel,
+                  bytes=float(x.nbytes + x.numel * _bytes_of(out_dtype)),
+                  dtype=x.dtype, kind="softmax")
+
+
+# --------------------------------------------------------------------------------------
+# Gathers and copies
+# --------------------------------------------------------------------------------------
+
+def _embedding(name, args):
+    """embedding(weight[V, D], indices[...]) -> [..., D]. Bytes = the gathered rows
+    (not the whole table) + the indices + the output. No FLOPs."""
+    w, idx = _need(args, 0, 2), _need(args, 1)
+    rows = idx.numel * w.dims[1] * _bytes_of(w.dtype)
+    return OpCost(flops=0.0, bytes=float(2 * rows + idx.nbytes), dtype=w.dtype,
+                  kind="embedding")
+
+
+def _index_select(name, args):
+    """index_select(x, dim, index): gathered slices read + index read + output written.
+    dim from "Concrete Inputs" when recorded, else 0."""
+    x, idx = _need(args, 0), _need(args, 2)
+    if not x.dims:
+        raise _Malformed
+    dim = (_concrete_ints(args, 1) or [0])[0] % len(x.dims)
+    gathered = x.numel // x.dims[dim] * idx.numel if x.dims[dim] else 0
+    moved = gathered * _bytes_of(x.dtype)
+    return OpCost(flops=0.0, bytes=float(2 * moved + idx.nbytes), dtype=x.dtype,
+                  kind="copy")
+
+
+def _copy(name, args):
+    """No FLOPs; bytes = what is read plus what is written.
+
+    copy_(dst, src) records both dtypes. _to_copy/to record only the input's; the
+    target dtype is read from "Concrete Inputs" (a ScalarType code) when recorded, else
+    assumed unchanged. fill_/zero_ only write. cat/stack read every input and write
+    the same amount.
+    """
+    if name in ("cat", "stack", "concat", "concatenate", "hstack", "vstack"):
+        tl = args[0] if args else None
+        if tl is None or tl.kind != "tensorlist":
+            raise _Malformed
+        # A TensorList records shapes only, never its dtype ("Input type" is just
+        # "TensorList"): assume fp32, which errs high by 2x for 16-bit tensors.
+        dtype = "fp32"
+        moved = sum(math.prod(d) for d in tl.dims) * _bytes_of(dtype)
+        return OpCost(0.0, float(2 * moved), dtype, "copy")
+    if name in ("copy_", "_copy_from", "_copy_from_and_resize"):
+        dst, src = _need(args, 0), _need(args, 1)
+        if name != "copy_":  # _copy_from(self=src, dst)
+            dst, src = src, dst
+        return OpCost(0.0, float(dst.nbytes + src.nbytes), dst.dtype, "copy")
+    x = _need(args, 0)
+    if name in ("fill_", "zero_"):
+        return OpCost(0.0, float(x.nbytes), x.dtype, "copy")
+    out_dtype = x.dtype
+    if name == "_to_copy":
+        out_dtype = _concrete_dtype(args, 1) or x.dtype
+    elif name == "to":
+        # to.dtype(x, dtype, ...) has 5 args; to.dtype_layout(x, dtype, layout, ...) 8;
+        # to.device(x, device, dtype, ...) 6 with the device first.
+        at = 2 if len(args) == 6 else 1
+        out_dtype = _concrete_dtype(args, at) or x.dtype
+    return OpCost(0.0, float(x.nbytes + x.numel * _bytes_of(out_dtype)), x.dtype, "copy")
+
+
+_COPIES = {"copy_", "_copy_from", "_copy_from_and_resize", "to", "_to_copy",
+           "contiguous", "clone", "cat", "stack", "concat", "concatenate", "fill_",
+           "zero_"}
+
+
+# --------------------------------------------------------------------------------------
+# Dispatch
+# --------------------------------------------------------------------------------------
+
+_MATMULS = {
+    "mm": _mm, "addmm": _addmm, "_addmm_activation": _addmm, "bmm": _bmm,
+    "baddbmm": _baddbmm, "addbmm": _baddbmm, "linear": _linear, "matmul": _matmul,
+    "mv": _mv, "addmv": _mv, "dot": _dot, "_scaled_mm": _scaled_mm,
+}
+
+
+def _base_name(name: str) -> str:
+    return name[len("aten::"):] if name.startswith("aten::") else name
+
+
+def op_cost(name: str, input_dims: list | None, input_types: list | None,
+            concrete_inputs: list | None = None) -> OpCost | None:
+    """FLOPs and bytes of one op from its recorded shapes and dtypes.
+
+    `name` is the cpu_op name ("aten::mm"; the "aten::" prefix is optional);
+    `input_dims`, `input_types` and the optional `concrete_inputs` are the event's
+    args "Input Dims", "Input type" and "Concrete Inputs". Returns None for ops it
+    does not know, for missing shapes, and for anything malformed; it never raises.
+    """
+    try:
+        if not isinstance(name, str) or input_dims is None or input_types is None:
+            return None
+        base = _base_name(name.strip())
+        kind = _classify(base)
+        if kind is None:
+            return None
+        args = _parse(input_dims, input_types, concrete_inputs)
+        return kind(base, args)
+    except (_Malformed, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
+            OverflowError, AttributeError):
+        return None
+
+
+def _classify(base: str):
+    if base in _MATMULS:
+        return _MATMULS[base]
+    if base in _ATTENTION:
+        return _attention
+    if base in _NORMS:
+        return _norm
+    if base in _SOFTMAX:
+        return _softmax
+    if base == "embedding":
+        return _embedding
+    if base == "index_select":
+        return _index_select
+    if base in _COPIES:
+        return _copy
+    if base in _REDUCTION_FLOPS:
+        return lambda n, a: _reduction(n, a, n)
+    stem = base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    if stem in _ELEMENTWISE_FLOPS:
+        return lambda n, a: _elementwise(n, a, stem, inplace=stem != base)
+    return None

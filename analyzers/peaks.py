@@ -1,0 +1,429 @@
+"""Device ceilings: peak FLOP/s per dtype and peak memory bandwidth.
+
+The roofline needs two numbers per device and dtype: how fast the device can do
+arithmetic and how fast it can move bytes. They come from a datasheet table keyed by
+device family (matched from the CUDA device name as torch reports it), and any field
+measured on the machine (`tracetriage capture ceilings`) replaces the datasheet one.
+
+All FLOP/s values are DENSE (no 2:4 structured sparsity): NVIDIA's datasheets print
+the sparse figure first, with the dense one in a footnote; the dense figure is half.
+Tensor-core values are the ones with FP32 accumulation, because that is what cuBLAS
+uses for fp16/bf16 GEMMs under PyTorch (CUBLAS_COMPUTE_32F). On GeForce and A10G
+parts this is half the FP16-accumulate rate that marketing leads with.
+
+`fp32` is the non-tensor (CUDA-core) FP32 rate; an fp32 matmul only runs at the
+`tf32` rate when the user allowed TF32, which a trace does not record, so the caller
+must ask for `tf32` explicitly. `fp64` is the FP64 tensor-core rate where the card
+has one (A100/H100/H200: DGEMM uses it by default), else the CUDA-core rate.
+
+Pure Python: no torch import (the report must start in about a second).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# --------------------------------------------------------------------------------------
+# Dtypes
+# --------------------------------------------------------------------------------------
+
+# Kineto writes C++ type names in "Input type" (found by profiling every torch dtype
+# with record_shapes=True under torch 2.13). Canonical names on the right.
+_KINETO_DTYPES = {
+    "double": "fp64",
+    "float": "fp32",
+    "c10::Half": "fp16",
+    "c10::BFloat16": "bf16",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "c10::Float8_e8m0fnu": "fp8",
+    "c10::Float4_e2m1fn_x2": "fp4x2",  # two fp4 values packed in one byte per element
+    "long int": "int64",
+    "long long int": "int64",  # not seen on Linux; harmless
+    "int": "int32",
+    "short int": "int16",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+    "short unsigned int": "uint16",
+    "unsigned int": "uint32",
+    "long unsigned int": "uint64",
+    "bool": "bool",
+    "c10::complex<c10::Half>": "complex32",
+    "c10::complex<float>": "complex64",
+    "c10::complex<double>": "complex128",
+    "c10::qint8": "qint8",
+    "c10::quint8": "quint8",
+    "c10::qint32": "qint32",
+}
+
+# torch-style spellings, accepted so callers can pass "bfloat16" or "torch.float16".
+_TORCH_DTYPES = {
+    "float64": "fp64", "double": "fp64",
+    "float32": "fp32", "float": "fp32",
+    "float16": "fp16", "half": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8", "float8_e8m0fnu": "fp8",
+    "int64": "int64", "long": "int64",
+    "int32": "int32", "int": "int32",
+    "int16": "int16", "short": "int16",
+    "int8": "int8", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "bool": "bool",
+    "complex64": "complex64", "complex128": "complex128", "complex32": "complex32",
+}
+
+# Bytes per element of each canonical dtype. `tf32` is a math mode, stored as fp32.
+DTYPE_BYTES: dict[str, int] = {
+    "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp4x2": 1,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1,
+    "bool": 1,
+    "complex128": 16, "complex64": 8, "complex32": 4,
+    "qint8": 1, "quint8": 1, "qint32": 4,
+}
+
+FLOAT_DTYPES = frozenset({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4x2"})
+
+# c10::ScalarType enum values, as they appear in "Concrete Inputs" for dtype arguments
+# (e.g. aten::to(x, 15) converts to bfloat16). From c10/core/ScalarType.h.
+SCALAR_TYPE_CODES: dict[int, str] = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "fp16", 6: "fp32",
+    7: "fp64", 8: "complex32", 9: "complex64", 10: "complex128", 11: "bool",
+    12: "qint8", 13: "quint8", 14: "qint32", 15: "bf16", 23: "fp8", 24: "fp8",
+    25: "fp8", 26: "fp8", 27: "uint16", 28: "uint32", 29: "uint64", 44: "fp8",
+    45: "fp4x2",
+}
+
+
+def normalise_dtype(s: object) -> str | None:
+    """Canonical dtype name for a Kineto "Input type" string, or None.
+
+    None means "not a tensor dtype": "" (a None argument), "Scalar", "ScalarList",
+    "TensorList", "GenericList", or anything unknown. Canonical names are accepted
+    unchanged, and so are torch spellings ("bfloat16", "torch.float16").
+    """
+    if not isinstance(s, str):
+        return None
+    s = s.strip()
+    if s in _KINETO_DTYPES:
+        return _KINETO_DTYPES[s]
+    if s in DTYPE_BYTES:
+        return s
+    low = s.lower()
+    if low.startswith("torch."):
+        low = low[len("torch."):]
+    return _TORCH_DTYPES.get(low)
+
+
+# --------------------------------------------------------------------------------------
+# The datasheet table
+# --------------------------------------------------------------------------------------
+
+_T = 1e12  # TFLOP/s
+_G = 1e9  # GB/s (decimal, as datasheets print)
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    name: str
+    bytes_per_s: float
+    flops_per_s: dict[str, float] = field(hash=False)
+    source: str  # 'datasheet' | 'measured' | 'measured+datasheet'
+
+    def flops(self, dtype: str | None) -> float:
+        """Peak FLOP/s for a dtype, falling back to the nearest rate the device has.
+
+        fp32 is the CUDA-core rate; pass "tf32" to get the TF32 tensor-core rate.
+        Unknown dtypes (and integers other than int8) use the fp32 rate.
+        """
+        d = normalise_dtype(dtype) or "fp32"
+        for candidate in _FALLBACKS.get(d, (d, "fp32")):
+            value = self.flops_per_s.get(candidate)
+            if value:
+                return value
+        return self.flops_per_s.get("fp32", 0.0)
+
+    def ridge(self, dtype: str | None) -> float:
+        """Ridge point in FLOP/byte: peak FLOP/s for the dtype over peak bytes/s."""
+        if self.bytes_per_s <= 0:
+            return math.inf
+        return self.flops(dtype) / self.bytes_per_s
+
+
+# When a card has no figure for a dtype, use the rate the op would really run at.
+# fp8 without fp8 tensor cores is upcast; bf16 on pre-Ampere parts is computed in fp32.
+_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+    "fp4x2": ("fp4x2", "fp8", "fp16", "fp32"),
+    "int8": ("int8", "fp16", "fp32"),
+    "bf16": ("bf16", "fp32"),
+    "fp16": ("fp16", "fp32"),
+    "tf32": ("tf32", "fp32"),
+    "fp64": ("fp64", "fp32"),
+}
+
+
+def _row(name, gbps, **tflops):
+    return name, gbps * _G, {k: v * _T for k, v in tflops.items()}
+
+
+# Dense values; "/2" notes where the datasheet prints the sparse figure.
+_TABLE: dict[str, tuple[str, float, dict[str, float]]] = {
+    # NVIDIA H200 datasheet (SXM column): FP64 TC 67, FP32 67, TF32 989/2, BF16 and
+    # FP16 1979/2, FP8 and INT8 3958/2; 4.8 TB/s HBM3e.
+    "h200": _row("H200 SXM", 4800, fp64=67, fp32=67, tf32=494.5, bf16=989.5,
+                 fp16=989.5, fp8=1979, int8=1979),
+    # NVIDIA H200 datasheet (NVL column): FP64 TC 60, FP32 60, TF32 835/2,
+    # BF16/FP16 1671/2, FP8/INT8 3341/2; 4.8 TB/s.
+    "h200-nvl": _row("H200 NVL", 4800, fp64=60, fp32=60, tf32=417.5, bf16=835.5,
+                     fp16=835.5, fp8=1670.5, int8=1670.5),
+    # NVIDIA H100 datasheet (SXM column): FP64 TC 67, FP32 67, TF32 989/2,
+    # BF16/FP16 1979/2, FP8/INT8 3958/2; 3.35 TB/s HBM3.
+    "h100-sxm": _row("H100 SXM", 3350, fp64=67, fp32=67, tf32=494.5, bf16=989.5,
+                     fp16=989.5, fp8=1979, int8=1979),
+    # NVIDIA H100 datasheet (PCIe column): FP64 TC 51, FP32 51, TF32 756/2,
+    # BF16/FP16 1513/2, FP8/INT8 3026/2; 2.0 TB/s HBM2e.
+    "h100-pcie": _row("H100 PCIe", 2000, fp64=51, fp32=51, tf32=378, bf16=756,
+                      fp16=756, fp8=1513, int8=1513),
+    # NVIDIA H100 datasheet (NVL column): FP64 TC 60, FP32 60, TF32 835/2,
+    # BF16/FP16 1671/2, FP8/INT8 3341/2; 3.9 TB/s.
+    "h100-nvl": _row("H100 NVL", 3900, fp64=60, fp32=60, tf32=417.5, bf16=835.5,
+                     fp16=835.5, fp8=1670.5, int8=1670.5),
+    # NVIDIA A100 datasheet: FP64 TC 19.5, FP32 19.5, TF32 312/2, BF16/FP16 624/2,
+    # INT8 1248/2; no FP8. Bandwidth per SKU: 40GB 1,555 GB/s; 80GB PCIe 1,935 GB/s;
+    # 80GB SXM 2,039 GB/s.
+    "a100-sxm-40gb": _row("A100 SXM 40GB", 1555, fp64=19.5, fp32=19.5, tf32=156,
+                          bf16=312, fp16=312, int8=624),
+    "a100-pcie-40gb": _row("A100 PCIe 40GB", 1555, fp64=19.5, fp32=19.5, tf32=156,
+                           bf16=312, fp16=312, int8=624),
+    "a100-sxm-80gb": _row("A100 SXM 80GB", 2039, fp64=19.5, fp32=19.5, tf32=156,
+                          bf16=312, fp16=312, int8=624),
+    "a100-pcie-80gb": _row("A100 PCIe 80GB", 1935, fp64=19.5, fp32=19.5, tf32=156,
+                           bf16=312, fp16=312, int8=624),
+    # NVIDIA L40S datasheet: FP32 91.6, TF32 366/2, BF16/FP16 733/2 (362.05 dense),
+    # FP8/INT8 1466/2; 864 GB/s. FP64 is not listed: Ada runs it at 1/64 of FP32.
+    "l40s": _row("L40S", 864, fp64=91.6 / 64, fp32=91.6, tf32=183, bf16=362.05,
+                 fp16=362.05, fp8=733, int8=733),
+    # NVIDIA L4 datasheet: FP32 30.3, TF32 120/2, BF16/FP16 242/2, FP8/INT8 485/2;
+    # 300 GB/s. FP64 not listed: Ada 1/64 of FP32.
+    "l4": _row("L4", 300, fp64=30.3 / 64, fp32=30.3, tf32=60, bf16=121, fp16=121,
+               fp8=242.5, int8=242.5),
+    # NVIDIA T4 datasheet: FP32 8.1, mixed FP16/FP32 65, INT8 130; 320 GB/s.
+    # Turing has no bf16 and no tf32 tensor cores: PyTorch computes bf16 matmuls in
+    # fp32, so bf16 and tf32 get the fp32 rate (a bf16 GEMM on T4 cannot beat it).
+    # FP64 not listed: Turing runs it at 1/32 of FP32.
+    "t4": _row("T4", 320, fp64=8.1 / 32, fp32=8.1, tf32=8.1, bf16=8.1, fp16=65,
+               int8=130),
+    # NVIDIA A10 datasheet: FP32 31.2, TF32 125/2, BF16/FP16 250/2, INT8 500/2;
+    # 600 GB/s. FP64 not listed: GA102 1/32 of FP32.
+    "a10": _row("A10", 600, fp64=31.2 / 32, fp32=31.2, tf32=62.5, bf16=125, fp16=125,
+                int8=250),
+    # A10G (AWS G5 only; no public NVIDIA datasheet). AWS/NVIDIA figures as collected
+    # by Baseten ("NVIDIA A10 vs A10G for ML model inference"): 600 GB/s like the A10,
+    # FP16/BF16 tensor 70 dense, while its CUDA cores are faster than the A10's:
+    # 80 SMs x 128 FP32 lanes x 2 x 1.71 GHz = 35.0 TFLOP/s (31.2 is the A10's
+    # figure). The 70 is GeForce-style half-rate FP32-accumulate (80 SMs x 512 x
+    # 1.71 GHz); TF32 at half of that, as on the RTX 3090. INT8 is not published.
+    "a10g": _row("A10G", 600, fp64=35.0 / 32, fp32=35.0, tf32=35.0, bf16=70, fp16=70),
+    # NVIDIA V100 datasheet (SXM2): FP64 7.8, FP32 15.7, tensor (FP16) 125; 900 GB/s.
+    # Volta has no bf16/tf32: both get the fp32 rate. INT8 (DP4A) not listed.
+    "v100-sxm2": _row("V100 SXM2", 900, fp64=7.8, fp32=15.7, tf32=15.7, bf16=15.7,
+                      fp16=125),
+    # NVIDIA V100 datasheet (PCIe): FP64 7, FP32 14, tensor 112; 900 GB/s.
+    "v100-pcie": _row("V100 PCIe", 900, fp64=7.0, fp32=14.0, tf32=14.0, bf16=14.0,
+                      fp16=112),
+    # NVIDIA V100S datasheet (PCIe): FP64 8.2, FP32 16.4, tensor 130; 1,134 GB/s.
+    "v100s-pcie": _row("V100S PCIe", 1134, fp64=8.2, fp32=16.4, tf32=16.4, bf16=16.4,
+                       fp16=130),
+    # NVIDIA Ada Lovelace architecture whitepaper (RTX 4090 column): FP32 82.6;
+    # FP16 tensor 330.3 with FP16 accumulate / 165.2 with FP32 accumulate; BF16 165.2
+    # (FP32 accumulate); TF32 82.6; FP8 330.3 (FP32 acc.); INT8 660.6; 1,008 GB/s.
+    # We use the FP32-accumulate figures: that is what PyTorch GEMMs run.
+    # FP64 1/64 of FP32.
+    "rtx4090": _row("GeForce RTX 4090", 1008, fp64=82.6 / 64, fp32=82.6, tf32=82.6,
+                    bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
+    # NVIDIA Ampere GA102 whitepaper (RTX 3090 column): FP32 35.6; FP16 tensor 142
+    # with FP16 accumulate / 71 with FP32 accumulate; BF16 71; TF32 35.6; INT8 284;
+    # 936 GB/s. FP32-accumulate figures used, as above. FP64 1/64 of FP32.
+    "rtx3090": _row("GeForce RTX 3090", 936, fp64=35.6 / 64, fp32=35.6, tf32=35.6,
+                    bf16=71, fp16=71, int8=284),
+}
+
+# (regex on the lower-cased device name, table key); first match wins, so the more
+# specific patterns come first. Names as torch.cuda.get_device_name() reports them,
+# e.g. "NVIDIA H100 80GB HBM3" (SXM), "NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-16GB".
+_MATCHERS: list[tuple[re.Pattern, str]] = [
+    (re.compile(p), key)
+    for p, key in [
+        (r"\bh200\b.*\bnvl\b", "h200-nvl"),
+        (r"\bh200\b", "h200"),
+        (r"\bh100\b.*\bnvl\b", "h100-nvl"),
+        (r"\bh100\b.*\bpcie\b", "h100-pcie"),
+        (r"\bh100\b", "h100-sxm"),
+        (r"\ba100\b.*\bpcie\b.*\b40gb\b", "a100-pcie-40gb"),
+        (r"\ba100\b.*\b40gb\b.*\bpcie\b", "a100-pcie-40gb"),
+        (r"\ba100\b.*\bpcie\b", "a100-pcie-80gb"),
+        (r"\ba100\b.*\b80gb\b", "a100-sxm-80gb"),
+        (r"\ba100\b", "a100-sxm-40gb"),
+        (r"\bl40s\b", "l40s"),
+        (r"\bl4\b", "l4"),
+        (r"\bt4\b", "t4"),
+        (r"\ba10g\b", "a10g"),
+        (r"\ba10\b", "a10"),
+        (r"\bv100s\b", "v100s-pcie"),
+        (r"\bv100\b.*\bpcie\b", "v100-pcie"),
+        (r"\bv100\b", "v100-sxm2"),
+        (r"\brtx 4090\b(?! d)(?!.*laptop)", "rtx4090"),
+        (r"\brtx 3090\b(?! ti)(?!.*laptop)", "rtx3090"),
+    ]
+]
+
+
+def _family(device_name: str) -> str | None:
+    low = " ".join(device_name.lower().replace("_", " ").split())
+    # "A100-SXM4-40GB" -> "a100 sxm4 40gb" so word boundaries work on dashes too.
+    low = low.replace("-", " ")
+    for pattern, key in _MATCHERS:
+        if pattern.search(low):
+            return key
+    return None
+
+
+def datasheet(device_name: str | None) -> DevicePeaks | None:
+    """Datasheet peaks for a device name, or None when the family is unknown."""
+    if not isinstance(device_name, str) or not device_name.strip():
+        return None
+    key = _family(device_name)
+    if key is None:
+        return None
+    name, bytes_per_s, flops = _TABLE[key]
+    return DevicePeaks(name=name, bytes_per_s=bytes_per_s, flops_per_s=dict(flops),
+                       source="datasheet")
+
+
+# --------------------------------------------------------------------------------------
+# Measured ceilings
+# --------------------------------------------------------------------------------------
+
+def default_ceilings_path() -> Path:
+    """`$TRACETRIAGE_CACHE_DIR/ceilings.json`, else `~/.cache/tracetriage/ceilings.json`."""
+    base = os.environ.get("TRACETRIAGE_CACHE_DIR")
+    root = Path(base) if base else Path.home() / ".cache" / "tracetriage"
+    return root / "ceilings.json"
+
+
+def _positive_numbers(obj: object, what: str, path: object) -> dict[str, float]:
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: '{what}' must be an object of numbers, "
+                         f"got {type(obj).__name__}")
+    out = {}
+    for key, value in obj.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{path}: '{what}.{key}' must be a positive number, "
+                             f"got {value!r}")
+        out[str(key)] = float(value)
+    return out
+
+
+def load_ceilings(path: str | os.PathLike) -> dict:
+    """Read a ceilings JSON file written by `tracetriage capture ceilings`.
+
+    Returns the dict with `copy_gbps` and `matmul_tflops` checked (positive numbers;
+    matmul dtype keys normalised to canonical names). Raises ValueError with the path
+    and the reason on malformed content; a missing file raises FileNotFoundError.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    device = data.get("device_name")
+    if not isinstance(device, str) or not device.strip():
+        raise ValueError(f"{path}: 'device_name' must be a non-empty string")
+    out = dict(data)
+    out["copy_gbps"] = _positive_numbers(data.get("copy_gbps", {}), "copy_gbps", path)
+    raw = _positive_numbers(data.get("matmul_tflops", {}), "matmul_tflops", path)
+    matmul = {}
+    for key, value in raw.items():
+        dtype = normalise_dtype(key)
+        if dtype is None:
+            raise ValueError(f"{path}: 'matmul_tflops' has unknown dtype {key!r}")
+        matmul[dtype] = value
+    out["matmul_tflops"] = matmul
+    return out
+
+
+def _same_device(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def lookup(device_name: str | None, ceilings: dict | None = None) -> DevicePeaks | None:
+    """Peaks for a device: datasheet, with measured ceilings taking precedence per field.
+
+    - No device name: None (the caller reports no roofline).
+    - Ceilings whose `device_name` differs from `device_name` are ignored (datasheet
+      only; the caller may warn).
+    - Measured d2d copy GB/s (bytes read + written) becomes the memory bandwidth;
+      each measured matmul TFLOP/s replaces that dtype's rate.
+    - An unknown device with matching measured ceilings (bandwidth and at least one
+      matmul rate) gets peaks from the measurements alone; without them, None.
+    """
+    if not isinstance(device_name, str) or not device_name.strip():
+        return None
+    sheet = datasheet(device_name)
+    measured_bw, measured_flops = _measured(device_name, ceilings)
+    if not measured_bw and not measured_flops:
+        return sheet
+    if sheet is None:
+        if not measured_bw or not measured_flops:
+            return None
+        return DevicePeaks(name=device_name.strip(), bytes_per_s=measured_bw,
+                           flops_per_s=measured_flops, source="measured")
+    flops = dict(sheet.flops_per_s)
+    flops.update(measured_flops)
+    all_measured = bool(measured_bw) and set(flops) <= set(measured_flops)
+    return DevicePeaks(
+        name=sheet.name,
+        bytes_per_s=measured_bw or sheet.bytes_per_s,
+        flops_per_s=flops,
+        source="measured" if all_measured else "measured+datasheet",
+    )
+
+
+def _measured(device_name: str, ceilings: dict | None) -> tuple[float, dict[str, float]]:
+    """(bytes/s, {dtype: FLOP/s}) from a ceilings dict for this device; zeros if none."""
+    if not isinstance(ceilings, dict):
+        return 0.0, {}
+    other = ceilings.get("device_name")
+    if not isinstance(other, str) or not _same_device(other, device_name):
+        return 0.0, {}
+    bandwidth = 0.0
+    copies = ceilings.get("copy_gbps")
+    if isinstance(copies, dict):
+        d2d = copies.get("d2d")
+        if _is_positive(d2d):
+            bandwidth = float(d2d) * _G
+    flops = {}
+    matmul = ceilings.get("matmul_tflops")
+    if isinstance(matmul, dict):
+        for key, value in matmul.items():
+            dtype = normalise_dtype(key)
+            if dtype and _is_positive(value):
+                flops[dtype] = float(value) * _T
+    return bandwidth, flops
+
+
+def _is_positive(x: object) -> bool:
+    return (not isinstance(x, bool) and isinstance(x, (int, float))
+            and math.isfinite(x) and x > 0)

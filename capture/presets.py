@@ -1,0 +1,103 @@
+"""Named presets: a workload class, a few overridden fields, and what it was built to show.
+
+`label` is the ground truth the sample library is checked against: the idle cause
+that should dominate (None where the device should hardly idle) and the regime.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    workload: str                    # "module:Class" under capture/, imported lazily
+    overrides: dict = field(default_factory=dict)
+    idle_cause: str | None = None    # launch_overhead | host_work | synchronization | data_transfer | None
+    regime: str | None = None        # compute | memory | overhead
+    about: str = ""
+
+    def label(self) -> dict:
+        return {"idle_cause": self.idle_cause, "regime": self.regime, "about": self.about}
+
+    def build(self, device: str, **more: Any):
+        import importlib
+
+        mod, cls = self.workload.split(":")
+        klass = getattr(importlib.import_module(f"capture.{mod}"), cls)
+        return klass(device=device, **{**self.overrides, **more})
+
+
+_P = Preset
+PRESETS: dict[str, Preset] = {p.name: p for p in [
+    # Elementwise chain: fusion's win collapses toward 1x where launches dominate (M01.08).
+    _P("chain-eager-small", "chain:ElementwiseChain", {"impl": "eager", "n": 1 << 12}, "launch_overhead", "overhead",
+       "eager 4-kernel chain on 4K elements: every kernel shorter than its launch"),
+    _P("chain-triton-small", "chain:ElementwiseChain", {"impl": "triton", "n": 1 << 12}, "launch_overhead", "overhead",
+       "fused Triton chain on 4K elements: one kernel, still shorter than its launch"),
+    _P("chain-eager-large", "chain:ElementwiseChain", {"impl": "eager", "n": 1 << 26}, None, "memory",
+       "eager chain on 64M fp32 elements: 9 passes, 2.4 GB per call"),
+    _P("chain-triton-large", "chain:ElementwiseChain", {"impl": "triton", "n": 1 << 26}, None, "memory",
+       "fused Triton chain on 64M elements: 2 passes, 0.5 GB per call"),
+    _P("chain-compile-large", "chain:ElementwiseChain", {"impl": "compile", "n": 1 << 26}, None, "memory",
+       "torch.compile'd chain on 64M elements: Inductor fuses it into one kernel"),
+    # Matmul sweep (M01.04) and softmax.
+    _P("matmul-sweep-bf16", "matmul:MatmulSweep", {"dtype": "bfloat16"}, None, "compute",
+       "bf16 matmuls 256^3..8192^3 plus M=1/M=16 skinny shapes"),
+    _P("softmax-naive", "softmax:Softmax", {"impl": "naive"}, None, "memory",
+       "softmax as five eager kernels on 4096x4096 fp32"),
+    _P("softmax-triton", "softmax:Softmax", {"impl": "triton"}, None, "memory",
+       "fused Triton softmax, one program per row"),
+    # The four smells.
+    _P("smell-launch-tiny-ops", "smells:LaunchTinyOps", {}, "launch_overhead", "overhead",
+       "200 elementwise ops on a 4 KB tensor per step"),
+    _P("smell-launch-small-mlp", "smells:LaunchSmallMLP", {}, "launch_overhead", "overhead",
+       "24-layer width-256 MLP at batch 8"),
+    _P("smell-launch-per-param", "smells:LaunchPerParamUpdate", {}, "launch_overhead", "overhead",
+       "hand-written momentum SGD over 150 small parameters, no foreach"),
+    _P("smell-host-numpy", "smells:HostNumpy", {}, "host_work", "overhead",
+       "numpy sort of 100k floats on the critical path before each GPU phase"),
+    _P("smell-host-python", "smells:HostPython", {}, "host_work", "overhead",
+       "pure-Python string processing before each GPU phase (untraced host time)"),
+    _P("smell-host-cpu-ops", "smells:HostCpuTensorOps", {}, "host_work", "overhead",
+       "CPU-tensor image augmentation in the main process before each GPU phase"),
+    _P("smell-host-sleep", "smells:HostSleep", {}, "host_work", "overhead",
+       "a 2 ms blocking wait (simulated I/O) before each GPU phase"),
+    _P("smell-sync-item", "smells:SyncItem", {}, "synchronization", "compute",
+       ".item() on the loss every iteration"),
+    _P("smell-sync-explicit", "smells:SyncExplicit", {}, "synchronization", "compute",
+       "torch.cuda.synchronize() after every op to time it with host clocks"),
+    _P("smell-sync-nonzero", "smells:SyncNonzero", {}, "synchronization", "compute",
+       "boolean-mask indexing (nonzero) every iteration"),
+    _P("smell-transfer-pageable-h2d", "smells:TransferPageableH2D", {}, "data_transfer", "overhead",
+       "128 MB pageable host->device copy per step, then a short matmul"),
+    _P("smell-transfer-d2h", "smells:TransferD2H", {}, "data_transfer", "overhead",
+       "128 MB device->host copy into pageable memory per step"),
+    _P("smell-transfer-pinned-serial", "smells:TransferPinnedSerial", {}, "data_transfer", "overhead",
+       "pinned non_blocking copies on the compute stream: no overlap"),
+    _P("healthy-overlap", "smells:HealthyOverlap", {}, None, "compute",
+       "pinned copies prefetched on a side stream while bf16 matmuls run"),
+    # Prefill + decode (last: they compile, and take longest) of a 1.1B-parameter GPT with a static KV cache.
+    _P("gpt-eager", "gpt:PrefillDecode", {"mode": "eager"}, "launch_overhead", "overhead",
+       "prefill 2048 tokens then 32 eager decode steps: decode is launch-bound"),
+    _P("gpt-compile", "gpt:PrefillDecode", {"mode": "compile"}, None, "memory",
+       "prefill eager, decode torch.compile'd: decode streams the weights, memory-bound"),
+    _P("gpt-graphs", "gpt:PrefillDecode", {"mode": "graphs"}, None, "memory",
+       "decode compiled with CUDA graphs (reduce-overhead): one graph launch per token"),
+]}
+
+# Small variants for --device cpu runs and tests: same code, CPU-sized.
+CPU_OVERRIDES: dict[str, dict] = {
+    "gpt:PrefillDecode": {"model": "tiny", "prompt_len": 32, "decode_steps": 4, "dtype": "float32"},
+    "chain:ElementwiseChain": {"n": 1 << 12, "repeats_per_step": 4},
+    "matmul:MatmulSweep": {"shapes": [(64, 64, 64), (256, 256, 256), (1, 256, 256)], "dtype": "float32"},
+    "softmax:Softmax": {"rows": 64, "cols": 256},
+}
+
+
+def get(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; choose one of: {', '.join(sorted(PRESETS))}") from None

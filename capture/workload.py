@@ -1,0 +1,45 @@
+"""What a workload is: a dataclass of parameters with setup() and step().
+
+The harness warms a workload up outside the profiled region, times step() with
+the honest timer, then profiles `steps` calls of it. A workload names its
+phases with `named_range` inside step(); it never synchronizes at the end of a
+step unless the synchronization is the point (the smell workloads).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class Workload:
+    kind: ClassVar[str] = "workload"
+    device: str = "cuda"
+    steps: int = 10      # profiled iterations
+    warmup: int = 3      # untimed, unprofiled iterations first (compile, autotune, allocator)
+
+    def setup(self) -> None:
+        """Allocate inputs and weights on self.device."""
+
+    def step(self) -> Any:
+        raise NotImplementedError
+
+    def inputs(self) -> list[torch.Tensor]:
+        """Tensors the honest timer checks are on the device being timed."""
+        return []
+
+    def summary(self) -> dict:
+        """Workload-specific figures for the sidecar (bytes per element, FLOPs, ...)."""
+        return {}
+
+    def params(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def sync(self) -> None:
+        if torch.device(self.device).type == "cuda":
+            torch.cuda.synchronize()
