@@ -48,13 +48,31 @@ def merge_manifest(out: Path, entries: list[dict], errors: dict) -> dict:
     return manifest
 
 
+def relabel(out: Path) -> int:
+    """Labels live in capture/presets.py; the manifest copies them. Refresh the copies."""
+    from capture.presets import PRESETS
+
+    path = out / MANIFEST
+    manifest = json.loads(path.read_text())
+    for e in manifest["traces"]:
+        if e.get("preset") in PRESETS:
+            e["label"] = PRESETS[e["preset"]].label()
+    write_json_atomic(path, manifest)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m capture.library")
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", nargs="*", help="preset names (default: all)")
-    ap.add_argument("--sweeps", action="store_true", help="also run the fusion sweep and ceilings")
+    ap.add_argument("--extra", nargs="*", default=[], choices=["ceilings", "fusion_sweep"],
+                    help="also measure the ceilings and/or the fusion sweep (into measurements.json)")
+    ap.add_argument("--relabel", action="store_true",
+                    help="only rewrite the manifest's labels from capture/presets.py (no capture)")
     a = ap.parse_args(argv)
+    if a.relabel:
+        return relabel(Path(a.out))
     if a.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from capture.harness import capture_workload
@@ -62,7 +80,7 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = a.only or list(PRESETS)
+    names = list(PRESETS) if a.only is None else a.only
     entries, errors = [], {}
     for name in names:
         preset = PRESETS[name]
@@ -84,19 +102,21 @@ def main(argv=None) -> int:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     merge_manifest(out, entries, errors)
-    if a.sweeps:
+    if a.extra:
         from capture import ceilings, sweeps
 
-        results = {}
-        for label, fn in [("ceilings", lambda: ceilings.measure(a.device)),
-                          ("fusion_sweep", lambda: sweeps.fusion_sweep(a.device))]:
+        mpath = out / "measurements.json"
+        results = json.loads(mpath.read_text()) if mpath.exists() else {}
+        jobs = {"ceilings": lambda: ceilings.measure(a.device), "fusion_sweep": lambda: sweeps.fusion_sweep(a.device)}
+        for label in a.extra:
+            fn = jobs[label]
             try:
                 results[label] = fn()
                 print(f"[ok]   {label}", flush=True)
             except Exception as e:
                 results[label] = {"error": f"{type(e).__name__}: {e}"}
                 traceback.print_exc()
-        write_json_atomic(out / "measurements.json", results)
+        write_json_atomic(mpath, results)
         if isinstance(results.get("ceilings"), dict) and "error" not in results["ceilings"]:
             write_json_atomic(out / "ceilings.json", results["ceilings"])
     return 1 if errors else 0

@@ -194,12 +194,15 @@ class HostSleep(_HostThenGpu):
 
 
 # --- synchronization: the host waits for the device to drain, every step ----------
+# Each iteration queues ~0.5 ms of big matmuls, which the host issues in ~0.1 ms and
+# would run ahead of; the sync throws that lead away, so the device idles from the
+# drain until the host has issued the next work. (With tiny kernels the host would be
+# slower than the device anyway and the trace would be launch-bound, not sync-bound.)
 
 @dataclass
 class _GpuThenSync(Workload):
-    """Shared shape: ~0.1-0.2 ms of GPU work, then a sync that drains the queue."""
-    dim: int = 2048
-    matmuls: int = 4              # bf16 2048^3: ~25-40 µs each on an H200
+    dim: int = 4096
+    matmuls: int = 3              # bf16 4096^3: ~0.18 ms each on an H200
     inner_steps: int = 8          # syncs per profiled step
     dtype: str = "bfloat16"
 
@@ -212,7 +215,7 @@ class _GpuThenSync(Workload):
     def work(self):
         y = self.a
         for _ in range(self.matmuls):
-            y = torch.tanh(y @ self.b)
+            y = y @ self.b            # 4096x4096x4096 bf16: 137 GFLOP, 96 MB
         return y
 
     def inputs(self):
@@ -229,8 +232,7 @@ class SyncItem(_GpuThenSync):
         for _ in range(self.inner_steps):
             with named_range("iteration"):
                 y = self.work()
-                loss = y.float().pow(2).mean()
-                if loss.item() > 1e9:      # device->host copy + stream sync, every iteration
+                if y.sum().item() > 1e30:   # device->host copy + stream sync, every iteration
                     break
         return y
 
@@ -243,11 +245,10 @@ class SyncExplicit(_GpuThenSync):
     def step(self):
         y = self.a
         self.times = []
-        for _ in range(self.inner_steps):
+        for _ in range(self.inner_steps * self.matmuls):
             with named_range("timed_op"):
                 t0 = time.perf_counter()
-                y = torch.tanh(y @ self.b)
-                y = torch.tanh(y @ self.b)
+                y = y @ self.b
                 if _gpu(self.device):
                     torch.cuda.synchronize()  # the device drains here, every op
                 self.times.append(time.perf_counter() - t0)
@@ -261,11 +262,33 @@ class SyncNonzero(_GpuThenSync):
 
     def step(self):
         y = None
+        self.kept = []
         for _ in range(self.inner_steps):
-            with named_range("masked_select"):
+            with named_range("select_rows"):
                 y = self.work()
-                kept = y[y > 0.5]          # nonzero: device->host size, then the host waits
-                y = kept.sum() + y
+                row_max = y.amax(dim=1)
+                kept = row_max[row_max > 0]       # nonzero: device->host size, then the host waits
+                self.kept.append(kept.numel())    # known on the host now, no further sync
+        return y
+
+
+@dataclass
+class SyncLight(_GpuThenSync):
+    """.item() after ~0.1 ms of small kernels, which the host issues about as fast as the device
+    runs them: sync drains and launch gaps cost about the same. A mixed case, not a clean smell."""
+    kind: ClassVar[str] = "control_sync_light"
+    dim: int = 2048
+    matmuls: int = 4
+
+    def step(self):
+        y = None
+        for _ in range(self.inner_steps):
+            with named_range("iteration"):
+                y = self.a
+                for _ in range(self.matmuls):
+                    y = torch.tanh(y @ self.b)
+                if y.float().pow(2).mean().item() > 1e9:
+                    break
         return y
 
 

@@ -76,15 +76,20 @@ def honest_time(
     tensors=(),
     warmup: int = 3,
     repeats: int = 20,
+    check_output: bool = True,
 ) -> Timing:
-    """Median time of fn() in ms. `tensors` are the inputs to check for the device."""
+    """Median time of fn() in ms. `tensors` are the inputs to check for the device.
+
+    check_output=False is for work whose result belongs on the host by design
+    (a device-to-host copy); the inputs are still checked.
+    """
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     check_on_device(device, tensors)
     on_gpu = torch.device(device).type == "cuda"
     for _ in range(warmup):
         out = fn()
-    if warmup:
+    if warmup and check_output:
         check_on_device(device, out)  # the output too: a silent .cpu() inside fn is a fallback
     samples: list[float] = []
     if on_gpu:

@@ -1,0 +1,97 @@
+"""Named ranges: what each record_function / named_range cost on the device.
+
+A range instance is a CPU interval [start, end) on one thread. Its GPU work is every
+activity launched by a call made inside it on that thread. Its wall time runs from
+the range's start to the later of its end and its last GPU activity's end: for a
+`prefill` range that is the time to first token, whatever the host did meanwhile.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers import intervals as iv
+from analyzers.idle import CAUSES, DeviceIdle
+from analyzers.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
+
+_STEP = re.compile(r"^(ProfilerStep)#\d+$")
+
+
+def range_name(raw: str) -> str:
+    m = _STEP.match(raw)
+    return m.group(1) if m else raw
+
+
+@dataclass
+class RangeStats:
+    name: str
+    count: int
+    wall_us: float              # summed over instances
+    median_wall_us: float
+    kernel_busy_us: float
+    gpu_rows: np.ndarray        # GPU activities launched inside the range
+    windows: tuple[np.ndarray, np.ndarray]   # per instance: [cpu start, max(cpu end, last gpu end))
+    idle_by_cause_us: dict[str, float]
+    idle_us: float
+
+    @property
+    def idle_dominant(self) -> str | None:
+        if self.idle_us <= 0:
+            return None
+        return max(self.idle_by_cause_us, key=self.idle_by_cause_us.get)
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle_us / self.wall_us if self.wall_us else 0.0
+
+
+def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None) -> list[RangeStats]:
+    ev = trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if len(ann) == 0:
+        return []
+    labels = np.array([range_name(trace.names[i]) for i in ev.name[ann]], dtype=object)
+    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
+    gpu_call = trace.launch_of[gpu]
+    out = []
+    for name in (names or list(dict.fromkeys(labels.tolist()))):
+        inst = ann[labels == name]
+        if len(inst) == 0:
+            continue
+        s, e = ev.start[inst], ev.end[inst]
+        # calls inside an instance, on the instance's thread
+        inst_of_call = np.full(len(ev), NONE, np.int64)
+        for tid in np.unique(ev.tid[inst]):
+            mine = inst[ev.tid[inst] == tid]
+            ms, me = ev.start[mine], ev.end[mine]
+            order = np.argsort(ms)
+            ms, me, mine_sorted = ms[order], me[order], np.arange(len(inst))[np.isin(inst, mine)][order]
+            c = calls[ev.tid[calls] == tid]
+            k = np.searchsorted(ms, ev.start[c], side="right") - 1
+            inside = (k >= 0) & (ev.start[c] < me[np.maximum(k, 0)])
+            inst_of_call[c[inside]] = mine_sorted[k[inside]]
+        g_inst = inst_of_call[gpu_call]
+        g_rows = gpu[g_inst != NONE]
+        g_inst = g_inst[g_inst != NONE]
+        last = np.full(len(inst), np.iinfo(np.int64).min)
+        np.maximum.at(last, g_inst, ev.end[g_rows])
+        wend = np.maximum(e, last)
+        ws, we = iv.union(s, wend)
+        walls = (wend - s).astype(np.float64)
+        kr = g_rows[ev.cat[g_rows] == KERNEL]
+        ks, ke = iv.union(ev.start[kr], ev.end[kr])
+        idle_by = {c: 0.0 for c in CAUSES}
+        for d in idle:
+            gp = d.gaps
+            for ci, cname in enumerate(CAUSES):
+                m = gp.cause == ci
+                if m.any():
+                    idle_by[cname] += float(iv.covered(gp.start[m], gp.end[m], ws, we).sum()) / 1e3
+        out.append(RangeStats(name=name, count=len(inst), wall_us=float(walls.sum()) / 1e3,
+                              median_wall_us=float(np.median(walls)) / 1e3, kernel_busy_us=iv.total(ks, ke) / 1e3,
+                              gpu_rows=g_rows, windows=(s, wend), idle_by_cause_us=idle_by,
+                              idle_us=sum(idle_by.values())))
+    return out

@@ -1,0 +1,136 @@
+"""The report on the real H200 sample library: right answers, the JSON contract, the CLI."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzers.report import analyze_file, to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+MANIFEST = json.loads((TRACES / "manifest.json").read_text())["traces"]
+LABELLED_IDLE = [e for e in MANIFEST if e["label"]["idle_cause"]]
+LABELLED_REGIME = [e for e in MANIFEST if e["label"]["regime"]]
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "tracetriage.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, **kw)
+
+
+@pytest.mark.parametrize("entry", LABELLED_IDLE, ids=[e["name"] for e in LABELLED_IDLE])
+def test_dominant_idle_cause_matches_the_label(entry):
+    a = analyze_file(TRACES / entry["file"])
+    assert a.dominant == entry["label"]["idle_cause"], a.lines[2]
+
+
+@pytest.mark.parametrize("entry", LABELLED_REGIME, ids=[e["name"] for e in LABELLED_REGIME])
+def test_regime_matches_the_label(entry):
+    a = analyze_file(TRACES / entry["file"])
+    assert a.verdict.regime == entry["label"]["regime"], a.lines[3]
+
+
+def test_every_gap_has_one_cause_and_gaps_never_overlap():
+    a = analyze_file(TRACES / "gpt-eager.json.gz")
+    g = a.devices[0].gaps
+    assert len(g) > 1000
+    assert (g.end > g.start).all()
+    assert (g.start[1:] >= g.end[:-1]).all()
+    assert sum(a.by_cause_ns.values()) == a.idle_ns
+
+
+def test_idle_plus_busy_kernel_time_fills_the_span():
+    a = analyze_file(TRACES / "healthy-overlap.json.gz")
+    d = a.devices[0]
+    assert d.idle_ns + d.kernel_busy_ns == d.span_ns
+
+
+def test_report_has_five_sentences_each_with_a_number():
+    a = analyze_file(TRACES / "smell-host-numpy.json.gz")
+    assert len(a.lines) == 5
+    for prefix, line in zip(("Measured:", "Time:", "Idle:", "Regime:", "Next:"), a.lines):
+        assert line.startswith(prefix) and line.endswith(".")
+        assert any(ch.isdigit() for ch in line), line
+
+
+def test_host_work_evidence_names_the_traced_cpu_ops_not_the_launching_ones():
+    a = analyze_file(TRACES / "smell-host-cpu-ops.json.gz")
+    names = [h["name"] for h in a.evidence["host_work"]["host_events"]]
+    assert "aten::std" in names or "aten::avg_pool2d" in names
+    assert "aten::mm" not in names and "aten::matmul" not in names
+
+
+def test_transfer_evidence_gives_copy_kind_bytes_and_rate():
+    a = analyze_file(TRACES / "smell-transfer-pageable-h2d.json.gz")
+    top = a.evidence["data_transfer"]["copies"][0]
+    assert "HtoD" in top["name"] and "Pageable" in top["name"]
+    assert top["bytes"] >= 10 * 128 * 2**20
+    assert 1 < top["gbps"] < 60
+
+
+def test_prefill_decode_report_speaks_of_both_phases():
+    a = analyze_file(TRACES / "gpt-graphs.json.gz")
+    assert "prefill (TTFT)" in a.lines[0] and "per token" in a.lines[0]
+    assert a.phases["prefill"]["regime"] == "compute"
+    assert a.phases["decode"]["regime"] == "memory"
+    assert a.phases["per_token_us"] < a.phases["ttft_us"]
+
+
+def test_json_contract_keys_are_present():
+    out = to_json(analyze_file(TRACES / "gpt-eager.json.gz"))
+    for k in ("trace", "span_us", "kernel_busy_us", "copy_us", "idle_us", "idle_share", "idle", "regime",
+              "hotspots", "ranges", "roofline", "lines", "next_experiment"):
+        assert k in out
+    assert set(out["trace"]) >= {"path", "events", "device_name"}
+    assert set(out["idle"]["by_cause_us"]) == {"launch_overhead", "host_work", "synchronization",
+                                             "data_transfer", "other"}
+    assert set(out["idle"]) >= {"dominant", "gaps", "evidence"}
+    assert set(out["hotspots"][0]) >= {"name", "device_us", "share", "calls"}
+    assert set(out["ranges"][0]) >= {"name", "count", "wall_us", "kernel_busy_us", "regime", "idle_dominant"}
+    assert set(out["roofline"][0]) >= {"name", "flops", "bytes", "intensity", "achieved_tflops", "achieved_gbps", "bound"}
+    assert set(out["next_experiment"]) == {"lever", "why", "waste"}
+    assert len(out["lines"]) == 5
+
+
+def test_cli_json_prints_one_object_and_nothing_else():
+    r = _cli("report", str(TRACES / "smell-host-sleep.json.gz"), "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["idle"]["dominant"] == "host_work"
+
+
+def test_cli_report_never_imports_torch_triton_or_streamlit():
+    code = ("import sys; from tracetriage.cli import main; "
+            f"rc = main(['report', {str(TRACES / 'smell-host-sleep.json.gz')!r}]); "
+            "bad = [m for m in ('torch', 'triton', 'streamlit', 'pandas') if m in sys.modules]; "
+            "print('IMPORTED', bad); sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORTED []" in r.stdout
+
+
+def test_range_option_restricts_the_report_to_that_range():
+    a = analyze_file(TRACES / "gpt-graphs.json.gz", "decode_step")
+    full = analyze_file(TRACES / "gpt-graphs.json.gz")
+    assert a.span_ns < full.span_ns
+    assert "range decode_step" in a.lines[0]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["report", "/no/such/trace.json"], "no such file"),
+    (["report", str(TRACES / "gpt-graphs.json.gz"), "--range", "nope"], "no range named 'nope'"),
+])
+def test_cli_user_errors_print_one_line_and_exit_2(args, needle):
+    r = _cli(*args)
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: ") and needle in r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_cli_rejects_a_file_that_is_not_json(tmp_path):
+    p = tmp_path / "notes.json"
+    p.write_text("this is not a trace\n")
+    r = _cli("report", str(p))
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "not valid JSON" in r.stderr

@@ -1,0 +1,5 @@
+import sys
+
+from tracetriage.cli import main
+
+sys.exit(main())

@@ -1,0 +1,271 @@
+"""`tracetriage`: capture, report, diff, dashboard, drill.
+
+Each subcommand imports only what it needs: `report`, `diff` and `drill` never
+import torch, triton or streamlit (their import alone costs seconds). A user
+error prints one line `error: ...` on stderr and exits 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_USER_ERROR = 2
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# --- report / diff -------------------------------------------------------------------
+
+def cmd_report(a) -> int:
+    from analyzers.report import analyze_file, to_json
+    from analyzers.trace import TraceError
+
+    path = Path(a.trace)
+    if path.is_dir():
+        from analyzers.ranks import report_dir
+
+        return report_dir(path, as_json=a.json, quiet=a.quiet)
+    try:
+        analysis = analyze_file(path, a.range)
+    except TraceError as e:
+        raise UserError(str(e)) from None
+    hta = None
+    if a.hta:
+        from analyzers.hta_reference import HtaUnavailable, run_hta
+
+        try:
+            hta = run_hta(path).to_dict()
+        except (HtaUnavailable, FileNotFoundError) as e:
+            hta = {"error": str(e)}
+    if a.json:
+        out = to_json(analysis)
+        if hta is not None:
+            out["hta"] = hta
+        _print_json(out)
+        return 0
+    print("\n".join(analysis.lines))
+    for c in analysis.trace.caveats:
+        print(f"Caveat: {c}.")
+    if hta is not None:
+        print(_hta_text(hta, analysis))
+    return 0
+
+
+def _hta_text(hta: dict, analysis) -> str:
+    if "error" in hta:
+        return f"HTA: unavailable: {hta['error']}"
+    lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
+    for rank, r in hta.get("ranks", {}).items():
+        lines.append(f"  rank {rank}: kernel time {r['kernel_time_us_total'] / 1e3:.2f} ms")
+        for s, n in r.get("streams", {}).items():
+            lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
+                         f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
+        ls = r.get("launch", {})
+        if ls:
+            lines.append(f"    launches: {ls.get('count')} paired, median launch delay {ls.get('median_launch_delay_us')} µs, "
+                         f"{ls.get('short_kernels')} short kernels, {ls.get('long_launch_delays')} long launch delays")
+    ours = ", ".join(f"{k} {v / 1e6:.2f} ms" for k, v in analysis.by_cause_ns.items() if v)
+    lines.append(f"  tracetriage, device idle: {ours or 'none'}")
+    return "\n".join(lines)
+
+
+def cmd_diff(a) -> int:
+    from analyzers.diff import diff_files
+    from analyzers.trace import TraceError
+
+    try:
+        d = diff_files(a.before, a.after)
+    except TraceError as e:
+        raise UserError(str(e)) from None
+    if a.json:
+        _print_json(d)
+    else:
+        print("\n".join(d["lines"]))
+    return 0
+
+
+# --- capture ----------------------------------------------------------------------------
+
+def _parse_set(items: list[str]) -> dict:
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise UserError(f"--set expects key=value, got {it!r}")
+        k, v = it.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def cmd_capture(a) -> int:
+    if a.device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels then run on the CPU
+    if a.workload == "list":
+        from capture.presets import PRESETS
+
+        for p in PRESETS.values():
+            label = p.idle_cause or "-"
+            print(f"{p.name:30s} {label:16s} {p.regime or '-':9s} {p.about}")
+        return 0
+    import torch
+
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise UserError("no CUDA device here; pass --device cpu to capture on the CPU")
+    if a.workload == "ceilings":
+        from capture.ceilings import measure_and_save
+
+        result, path = measure_and_save(a.device, a.out)
+        print(json.dumps(result, indent=2))
+        print(f"saved to {path}", file=sys.stderr)
+        return 0
+    if a.workload == "script":
+        from capture.script import capture_script
+
+        if not a.args:
+            raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
+        script, rest = a.args[0], a.args[1:]
+        out = Path(a.out or Path(script).stem + ".json.gz")
+        try:
+            capture_script(script, rest, out)
+        except FileNotFoundError as e:
+            raise UserError(str(e)) from None
+        print(f"wrote {out}")
+        return 0
+    from capture.harness import capture_workload
+    from capture.presets import CPU_OVERRIDES, get
+
+    try:
+        preset = get(a.workload)
+    except KeyError as e:
+        raise UserError(str(e.args[0])) from None
+    more = dict(CPU_OVERRIDES.get(preset.workload, {})) if a.device == "cpu" else {}
+    more.update(_parse_set(a.set))
+    if a.steps:
+        more["steps"] = a.steps
+    try:
+        wl = preset.build(a.device, **more)
+    except TypeError as e:
+        raise UserError(f"bad --set for {a.workload}: {e}") from None
+    out = Path(a.out or f"{a.workload}.json.gz")
+    meta = capture_workload(wl, out, name=preset.name, label=preset.label())
+    t = meta["timing_per_step"]
+    print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
+          f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}")
+    return 0
+
+
+# --- dashboard / drill -------------------------------------------------------------------
+
+def cmd_dashboard(a) -> int:
+    from dashboard.launch import launch
+
+    return launch(a.target, port=a.port, headless=a.headless)
+
+
+def cmd_drill(a) -> int:
+    from drills.cli import run
+
+    return run(a)
+
+
+# --- entry ----------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tracetriage", description="Name the cause of every idle gap in a torch.profiler trace.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
+    r.add_argument("trace")
+    r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
+    r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
+    r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(fn=cmd_report)
+
+    d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
+    d.add_argument("before")
+    d.add_argument("after")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_diff)
+
+    c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
+    c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
+    c.add_argument("args", nargs=argparse.REMAINDER, help="for `script`: the script and its arguments")
+    c.add_argument("--device", default=None, choices=["cuda", "cpu"])
+    c.add_argument("--out")
+    c.add_argument("--steps", type=int)
+    c.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
+    c.set_defaults(fn=cmd_capture)
+
+    b = sub.add_parser("dashboard", help="open the Streamlit dashboard")
+    b.add_argument("target", nargs="?", default=None, help="a trace or a directory of traces (default: the sample library)")
+    b.add_argument("--port", type=int, default=8501)
+    b.add_argument("--headless", action="store_true")
+    b.set_defaults(fn=cmd_dashboard)
+
+    dr = sub.add_parser("drill", help="timeline-smell drills: list, show, grade")
+    dsub = dr.add_subparsers(dest="drill_cmd", required=True)
+    dl = dsub.add_parser("list")
+    dl.add_argument("--json", action="store_true")
+    ds = dsub.add_parser("show")
+    ds.add_argument("id")
+    dg = dsub.add_parser("grade")
+    dg.add_argument("id")
+    dg.add_argument("--answers", required=True)
+    dg.add_argument("--json", action="store_true")
+    dr.set_defaults(fn=cmd_drill)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    a = ap.parse_args(argv)
+    if a.cmd == "capture" and a.device is None:
+        a.device = "cuda" if _cuda_available() else "cpu"
+    try:
+        return a.fn(a)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `tracetriage report x | head`
+        return 0
+    except Exception as e:  # a bug, not bad input: still one line unless asked for the traceback
+        if os.environ.get("TRACETRIAGE_DEBUG"):
+            raise
+        print(f"error: internal failure ({type(e).__name__}: {e}); rerun with TRACETRIAGE_DEBUG=1 for the traceback",
+              file=sys.stderr)
+        return 1
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
