@@ -5,7 +5,7 @@ Random weights: the trace is about time, not text. The KV cache is static
 `prefill` (TTFT) and one `decode_step` per generated token (per-token time).
 
 Per token, decode streams every weight once: at dim 4096, 6 layers, bf16 that is
-~2.7 GB, about 0.6 ms at the H200's ~4.3 TB/s measured copy rate. Eager issues ~35
+~3 GB, about 0.7 ms at the H200's ~4.3 TB/s measured copy rate. Eager issues ~35
 kernels a layer through Python and the dispatcher (~10 µs each), so eager decode is
 launch-bound; compiled, ~10 kernels a layer, it waits on bytes.
 """

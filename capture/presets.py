@@ -81,7 +81,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
        "pinned non_blocking copies on the compute stream: no overlap"),
     _P("healthy-overlap", "smells:HealthyOverlap", {}, None, "compute",
        "pinned copies prefetched on a side stream while bf16 matmuls run"),
-    # Prefill + decode (last: they compile, and take longest) of a 1.1B-parameter GPT with a static KV cache.
+    # Prefill + decode (last: they compile, and take longest) of a 1.5B-parameter GPT with a static KV cache.
     _P("gpt-eager", "gpt:PrefillDecode", {"mode": "eager"}, "launch_overhead", "overhead",
        "prefill 2048 tokens then 32 eager decode steps: decode is launch-bound"),
     _P("gpt-compile", "gpt:PrefillDecode", {"mode": "compile"}, "launch_overhead", "overhead",
