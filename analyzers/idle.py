@@ -117,6 +117,22 @@ class _HostContext:
     issue_by_tid: dict       # tid -> (starts, ends) union of host intervals that issue GPU work
     busy_by_tid: dict        # tid -> (starts, ends) union of all traced host activity
     launch_cost_ns: int
+    top_by_tid: dict = None  # tid -> (starts, ends, rows) of the outermost cpu_ops
+
+    def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
+        """The outermost cpu_op around each op row (aten::item around aten::_local_scalar_dense)."""
+        out = rows.copy()
+        for tid in np.unique(trace.ev.tid[rows]):
+            s_, e_, r_ = self.top_by_tid.get(int(tid), (None, None, None))
+            if s_ is None or len(s_) == 0:
+                continue
+            m = trace.ev.tid[rows] == tid
+            k = np.searchsorted(s_, trace.ev.start[rows[m]], side="right") - 1
+            ok = (k >= 0) & (trace.ev.start[rows[m]] < e_[np.maximum(k, 0)])
+            sub = out[m]
+            sub[ok] = r_[k[ok]]
+            out[m] = sub
+        return out
 
 
 def _host_context(trace: Trace) -> _HostContext:
@@ -173,12 +189,14 @@ def _host_context(trace: Trace) -> _HostContext:
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else 5_000
 
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
-    issue_by_tid, busy_by_tid = {}, {}
+    issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     for tid in np.unique(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
         calls = call_rows[ev.tid[call_rows] == tid]
         top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
+        # rows are sorted by (start, -end): the first op at each extent's start is the outermost
+        top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)
         if len(calls) and len(top_s):
             k = np.searchsorted(top_s, ev.start[calls], side="right") - 1
             inside = (k >= 0) & (ev.start[calls] < top_e[np.maximum(k, 0)])
@@ -191,9 +209,7 @@ def _host_context(trace: Trace) -> _HostContext:
         issue_by_tid[int(tid)] = iv.union(s, e)
         busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[calls])),
                                          np.concatenate((top_e, ev.end[calls])))
-    return _HostContext(run if len(srows) else np.empty(0, np.int64), run, sync_arg, sync_h2d,
-                        issue_by_tid, busy_by_tid, launch_cost) if False else _HostContext(
-        ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost)
+    return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid)
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -427,7 +443,8 @@ def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: i
             rows = rows[rows != NONE]
             item["sync_calls"] = _top_names(trace, rows)
             ops = trace.op_of[rows]
-            item["called_from"] = _top_names(trace, ops[ops != NONE])
+            ops = ops[ops != NONE]
+            item["called_from"] = _top_names(trace, ctx.outermost(trace, ops)) if len(ops) else []
         elif cause == "data_transfer":
             if len(copies):
                 dur = ev.end[copies] - ev.start[copies]

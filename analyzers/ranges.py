@@ -43,8 +43,15 @@ class RangeStats:
         return max(self.idle_by_cause_us, key=self.idle_by_cause_us.get)
 
     @property
+    def union_wall_us(self) -> float:
+        """Wall time covered by any instance: instances overlap when the host runs ahead."""
+        s, e = iv.union(*self.windows)
+        return iv.total(s, e) / 1e3
+
+    @property
     def idle_share(self) -> float:
-        return self.idle_us / self.wall_us if self.wall_us else 0.0
+        wall = self.union_wall_us
+        return self.idle_us / wall if wall else 0.0
 
 
 def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None) -> list[RangeStats]:

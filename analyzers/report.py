@@ -99,7 +99,12 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
 
 
 def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
-    return analyze_trace(load(path), range_name)
+    from analyzers.progress import bar
+
+    with bar(Path(path)) as advance:
+        trace = load(path, progress=advance)
+        advance("analyse")
+        return analyze_trace(trace, range_name)
 
 
 # --- prefill / decode ------------------------------------------------------------
@@ -154,6 +159,9 @@ def _kernel_headroom(a: Analysis) -> float:
     return busy * (1.0 - min(frac, 1.0)) if frac is not None else busy * 0.5
 
 
+IDLE_LEVER_FLOOR = 0.05  # an idle cause worth less than 5% of the span is never "the" lever
+
+
 def _next_experiment(a: Analysis) -> dict:
     v, dom = a.verdict, a.dominant
     ev = a.evidence.get(dom, {}) if dom else {}
@@ -161,7 +169,8 @@ def _next_experiment(a: Analysis) -> dict:
     # Idle time is the lever when removing its dominant cause would win back more of the span
     # than making the kernels run at their ceiling would.
     idle_gain = a.by_cause_ns.get(dom, 0) / a.span_ns if dom and a.span_ns else 0.0
-    if v.regime == "overhead" or (dom and dom != "other" and idle_gain > _kernel_headroom(a)):
+    if v.regime == "overhead" or (dom and dom != "other" and idle_gain >= IDLE_LEVER_FLOOR
+                                  and idle_gain > _kernel_headroom(a)):
         if dom == "launch_overhead":
             return {"lever": "cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
                              "or more work per launch (bigger batch)",
@@ -189,17 +198,27 @@ def _next_experiment(a: Analysis) -> dict:
                     "waste": "faster kernels or torch.compile: compute is not what the device waits on"}
     if v.regime == "compute":
         pk = f" of a {a.roof.peaks.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if a.roof.peaks and v.dtype else ""
-        ach = f"{v.achieved_tflops:.0f} TFLOP/s{pk}" if v.achieved_tflops else "most kernel time in compute-bound ops"
+        why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{pk}" if v.achieved_tflops
+               else f"{100 * v.compute_us / max(_kernel_us(v), 1e-9):.0f}% of kernel time is in compute-bound kernels")
         return {"lever": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), "
                          "skip work (causal masks, smaller shapes)",
-                "why": f"kernel time is compute-bound at {ach}",
+                "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     pk = f" of {a.roof.peaks.bytes_per_s / 1e9:.0f} GB/s" if a.roof.peaks else ""
-    ach = f"{v.achieved_gbps:.0f} GB/s{pk}" if v.achieved_gbps else "most kernel time in memory-bound ops"
+    why = (f"kernel time is memory-bound at {v.achieved_gbps:.0f} GB/s{pk}" if v.achieved_gbps
+           else f"{100 * v.memory_us / max(_kernel_us(v), 1e-9):.0f}% of kernel time is in memory-bound kernels")
     return {"lever": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, "
                      "avoid materialised copies",
-            "why": f"kernel time is memory-bound at {ach}",
+            "why": why,
             "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+
+
+def _kernel_us(v) -> float:
+    return v.compute_us + v.memory_us + v.unknown_us + v.comm_us
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _copy_phrase(ev: dict) -> str:
@@ -226,23 +245,23 @@ def _us_or_ms(us: float) -> str:
 def _evidence_phrase(cause: str, ev: dict) -> str:
     if cause == "launch_overhead":
         ops = ", ".join(o["name"] for o in ev.get("launching_ops", [])[:3])
-        return (f"{ev.get('gaps', 0)} gaps with a median of {ev.get('median_gap_us', 0):.1f} µs between kernels "
+        return (f"{_plural(ev.get('gaps', 0), 'gap')} with a median of {ev.get('median_gap_us', 0):.1f} µs between kernels "
                 f"whose median run is {ev.get('kernel_median_us', 0):.1f} µs; a launch call takes "
                 f"{ev.get('launch_call_median_us', 0):.1f} µs" + (f" (launched by {ops})" if ops else ""))
     if cause == "host_work":
         traced = ", ".join(o["name"] for o in ev.get("host_events", [])[:3])
         un = 100 * ev.get("untraced_share", 0)
-        return (f"{ev.get('gaps', 0)} gaps with a median of {_us_or_ms(ev.get('median_gap_us', 0))} in which the host "
+        return (f"{_plural(ev.get('gaps', 0), 'gap')} with a median of {_us_or_ms(ev.get('median_gap_us', 0))} in which the host "
                 f"issued no GPU work ({un:.0f}% untraced: Python, numpy, sleeping"
                 + (f"; traced CPU ops: {traced}" if traced else "") + ")")
     if cause == "synchronization":
         calls = ", ".join(f"{c['name']} ×{c['count']}" for c in ev.get("sync_calls", [])[:2])
         src = ", ".join(c["name"] for c in ev.get("called_from", [])[:2])
-        return (f"{ev.get('gaps', 0)} drains, a median of {ev.get('median_gap_us', 0):.1f} µs each, after {calls or 'syncs'}"
+        return (f"{_plural(ev.get('gaps', 0), 'drain')}, a median of {ev.get('median_gap_us', 0):.1f} µs each, after {calls or 'syncs'}"
                 + (f" called from {src}" if src else ""))
     if cause == "data_transfer":
         return f"{ev.get('copy_count', 0)} copies, mostly {_copy_phrase(ev)}"
-    return f"{ev.get('gaps', 0)} gaps with no launch call in the trace"
+    return f"{_plural(ev.get('gaps', 0), 'gap')} with no launch call in the trace"
 
 
 def five_lines(a: Analysis) -> list[str]:
@@ -279,12 +298,18 @@ def five_lines(a: Analysis) -> list[str]:
     return [l1, l2, l3, l4, l5]
 
 
+def _pct_of(achieved: float, peak: float) -> str:
+    """A share of a peak; measured copy ceilings can sit a hair under what kernels reach."""
+    return "at the ceiling" if achieved >= peak else f"{100 * achieved / peak:.0f}%"
+
+
 def _regime_line(a: Analysis) -> str:
     v = a.verdict
     pk = a.roof.peaks
-    tot = v.compute_us + v.memory_us + v.unknown_us
+    tot = _kernel_us(v)
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
-           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_us > 0.05 * tot else "")) \
+           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_us > 0.05 * tot else "")
+           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
         if tot else "no kernels ran"
     ridge = ""
     if v.intensity is not None and v.ridge:
@@ -292,15 +317,18 @@ def _regime_line(a: Analysis) -> str:
     if v.regime == "overhead":
         line = f"Regime: overhead-bound: the device idles {100 * v.idle_share:.0f}% of the span; {mix}{ridge}."
     elif v.regime == "compute":
-        ach = f"{v.achieved_tflops:.0f} TFLOP/s" if v.achieved_tflops else "an unmeasured rate"
-        peak = f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({100 * v.achieved_tflops / (pk.flops(v.dtype) / 1e12):.0f}%)" \
-            if pk and v.dtype and v.achieved_tflops else ""
-        line = f"Regime: compute-bound: {mix}; compute-bound ops reach {ach}{peak}{ridge}."
+        if v.achieved_tflops:
+            peak = f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({_pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})" \
+                if pk and v.dtype else ""
+            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {v.achieved_tflops:.0f} TFLOP/s{peak}{ridge}."
+        else:
+            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
     else:
-        ach = f"{v.achieved_gbps:.0f} GB/s" if v.achieved_gbps else "an unmeasured rate"
-        peak = f" of {pk.bytes_per_s / 1e9:.0f} peak ({100 * v.achieved_gbps / (pk.bytes_per_s / 1e9):.0f}%)" \
-            if pk and v.achieved_gbps else ""
-        line = f"Regime: memory-bound: {mix}; memory-bound ops move {ach}{peak}{ridge}."
+        if v.achieved_gbps:
+            peak = f" of {pk.bytes_per_s / 1e9:.0f} peak ({_pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
+            line = f"Regime: memory-bound: {mix}; memory-bound ops move {v.achieved_gbps:.0f} GB/s{peak}{ridge}."
+        else:
+            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
     if a.phases:
         p = a.phases
         line = line[:-1] + (f"; prefill is {p['prefill']['regime']}-bound, decode {p['decode']['regime']}-bound.")

@@ -23,8 +23,11 @@ from analyzers.opcost import op_cost
 from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
 from analyzers.trace import KERNEL, NONE, Trace
 
-UNKNOWN, COMPUTE, MEMORY = 0, 1, 2
-BOUND_NAMES = {UNKNOWN: None, COMPUTE: "compute", MEMORY: "memory"}
+UNKNOWN, COMPUTE, MEMORY, COMM = 0, 1, 2, 3
+BOUND_NAMES = {UNKNOWN: None, COMPUTE: "compute", MEMORY: "memory", COMM: "communication"}
+# Collectives (NCCL) spin while they wait for peers: their time says nothing about arithmetic
+# or bytes on this device, so they are kept out of the compute/memory vote.
+_COMM_NAME = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv", re.I)
 
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
@@ -36,6 +39,8 @@ _PREFILL_ATTN = re.compile(r"flash|fmha|sdpa|attention", re.I)
 
 def guess_bound(kernel_name: str) -> int:
     """A bound from the kernel name alone, where the name is unambiguous; else UNKNOWN."""
+    if _COMM_NAME.search(kernel_name):
+        return COMM
     if _GEMM_NAME.search(kernel_name):
         tile = _TILE.search(kernel_name)
         if "splitk" in kernel_name.lower() or "gemv" in kernel_name.lower():
@@ -122,45 +127,61 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     has_op = op != NONE
     op_rows, inv = np.unique(op[has_op], return_inverse=True)
     op_time = np.bincount(inv, weights=dur[has_op]) if len(op_rows) else np.zeros(0)
-    cache: dict[tuple, tuple] = {}
-    op_cost_of: dict[int, tuple] = {}
-    groups: dict[tuple, dict] = {}
-    for r, t in zip(op_rows.tolist(), op_time.tolist()):
-        raw = trace.args_raw[ev.row[r]]
-        key = (int(ev.name[r]),) + (tuple(bytes(x) for x in raw) if raw else ())
-        hit = cache.get(key)
-        if hit is None:
-            dims, types, concrete = trace.shapes(r)
-            cost = op_cost(trace.names[ev.name[r]], dims, types, concrete) if dims is not None else None
-            hit = cache[key] = (cost, _shape_str(dims))
-        cost, shapes = hit
-        op_cost_of[r] = hit
-        if cost is None:
+    sig = ev.name[op_rows].astype(np.int64) * (1 << 32) + ev.shape[op_rows].astype(np.int64)
+    sigs, sig_inv = np.unique(sig, return_inverse=True)
+    n_sig = len(sigs)
+    sig_flops = np.zeros(n_sig)
+    sig_bytes = np.zeros(n_sig)
+    sig_bound = np.zeros(n_sig, np.int8)
+    sig_time = np.bincount(sig_inv, weights=op_time, minlength=n_sig) if n_sig else np.zeros(0)
+    sig_calls = np.bincount(sig_inv, minlength=n_sig) if n_sig else np.zeros(0, np.int64)
+    first_row = np.zeros(n_sig, np.int64)
+    first_row[sig_inv[::-1]] = op_rows[::-1]
+    points_src = []
+    for j in range(n_sig):
+        r = int(first_row[j])
+        dims, types, concrete = trace.shapes(r)
+        cost = op_cost(trace.names[ev.name[r]], dims, types, concrete) if dims is not None else None
+        if cost is None or cost.bytes <= 0:
             continue
-        g = groups.setdefault(key, {"name": trace.names[ev.name[r]], "shapes": shapes, "cost": cost,
-                                    "calls": 0, "time": 0.0})
-        g["calls"] += 1
-        g["time"] += t
-
-    # Charge each op's cost to its kernels in proportion to their time.
-    op_total = dict(zip(op_rows.tolist(), op_time.tolist()))
-    kernel_names = trace.names
-    for i, k in enumerate(kern.tolist()):
-        o = int(op[i])
-        cost = op_cost_of.get(o, (None,))[0] if o != NONE else None
-        if cost is not None and cost.bytes > 0:
-            share = dur[i] / op_total[o] if op_total[o] > 0 else 0.0
-            kflops[k] = cost.flops * share
-            kbytes[k] = cost.bytes * share
-            if peaks is not None:
-                kbound[k] = COMPUTE if cost.intensity >= peaks.ridge(cost.dtype) else MEMORY
-            else:
-                kbound[k] = guess_bound(kernel_names[ev.name[k]]) or MEMORY
+        sig_flops[j], sig_bytes[j] = cost.flops, cost.bytes
+        if peaks is not None:
+            sig_bound[j] = COMPUTE if cost.intensity >= peaks.ridge(cost.dtype) else MEMORY
         else:
-            kbound[k] = guess_bound(kernel_names[ev.name[k]])
+            sig_bound[j] = COMPUTE if cost.kind == "matmul" else MEMORY
+        points_src.append({"name": trace.names[ev.name[r]], "shapes": _shape_str(dims), "cost": cost,
+                           "calls": int(sig_calls[j]), "time": float(sig_time[j])})
+
+    # Charge each op's cost to its kernels in proportion to their time; name-based guess otherwise.
+    k_sig = np.full(len(kern), -1, np.int64)
+    if len(op_rows):
+        pos = np.searchsorted(op_rows, op[has_op])
+        k_sig[has_op] = sig_inv[pos]
+    known = k_sig >= 0
+    known[known] = sig_bytes[k_sig[known]] > 0
+    share = np.zeros(len(kern))
+    if known.any():
+        op_total = op_time[np.searchsorted(op_rows, op[known])]
+        share[known] = np.where(op_total > 0, dur[known] / np.maximum(op_total, 1), 0.0)
+        kflops[kern[known]] = sig_flops[k_sig[known]] * share[known]
+        kbytes[kern[known]] = sig_bytes[k_sig[known]] * share[known]
+        kbound[kern[known]] = sig_bound[k_sig[known]]
+    comm_names = {i for i in np.unique(ev.name[kern]) if _COMM_NAME.search(trace.names[i])}
+    if comm_names:
+        is_comm = np.isin(ev.name[kern], list(comm_names))
+        known &= ~is_comm
+        kbound[kern[is_comm]] = COMM
+        kflops[kern[is_comm]] = 0.0
+        kbytes[kern[is_comm]] = 0.0
+    unk = kern[~known & (kbound[kern] != COMM)]
+    if len(unk):
+        names_u, inv_u = np.unique(ev.name[unk], return_inverse=True)
+        guesses = np.array([guess_bound(trace.names[i]) for i in names_u], np.int8)
+        kbound[unk] = guesses[inv_u]
+    groups = {i: g for i, g in enumerate(points_src)}
 
     points = []
-    for g in sorted(groups.values(), key=lambda g: -g["time"]):
+    for g in sorted(groups.values(), key=lambda g: -g["time"]):  # one point per (op, shapes)
         c = g["cost"]
         secs = g["time"] / 1e9
         flops, nbytes = c.flops * g["calls"], c.bytes * g["calls"]
@@ -188,6 +209,7 @@ class RegimeVerdict:
     compute_us: float           # kernel time judged compute-bound
     memory_us: float
     unknown_us: float
+    comm_us: float              # collectives (NCCL): waiting on peers, not on this device
     achieved_tflops: float | None   # over the kernels of the winning bound with known cost
     achieved_gbps: float | None
     intensity: float | None     # FLOPs / bytes over all costed kernels
@@ -202,7 +224,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     ev = trace.ev
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
-    comp, mem, unk = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN))
+    comp, mem, unk, comm = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM))
     if idle_share > 0.5:
         verdict = "overhead"
     else:
@@ -216,7 +238,8 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
     dtype = _dominant_dtype(roof)
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
-    return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, ach_tf, ach_gb, intensity, ridge, dtype)
+    return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
+                         ridge, dtype)
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

@@ -40,8 +40,13 @@ def cmd_report(a) -> int:
     from analyzers.report import analyze_file, to_json
     from analyzers.trace import TraceError
 
+    from analyzers.progress import set_quiet
+
+    set_quiet(a.quiet)
     path = Path(a.trace)
     if path.is_dir():
+        if a.range or a.hta:
+            raise UserError("--range and --hta apply to one trace file, not to a directory of ranks")
         from analyzers.ranks import report_dir
 
         return report_dir(path, as_json=a.json, quiet=a.quiet)
