@@ -167,6 +167,15 @@ def _host_context(trace: Trace) -> _HostContext:
         if synchronous_api or "Pageable" in kind:
             blocking_copy[k] = True
             h2d[k] = "HtoD" in kind
+    # A stream sync that belongs to a host->device copy (`.to("cuda")` without non_blocking:
+    # cudaMemcpyAsync then cudaStreamSynchronize, one op, one External id) waits for the
+    # copy it just issued: the idle it causes is part of the transfer, not a drain.
+    h2d_ops = {int(ev.ext[call_rows[k]]) for k in np.flatnonzero(name_is_copy)
+               if "HtoD" in copy_kind_by_call.get(int(call_rows[k]), "") and ev.ext[call_rows[k]] != NONE}
+    if h2d_ops:
+        for k in np.flatnonzero(name_is_sync):
+            if int(ev.ext[call_rows[k]]) in h2d_ops:
+                h2d[k] = True
     sync_mask = name_is_sync | blocking_copy
     srows = call_rows[sync_mask]
     order = np.argsort(ev.start[srows], kind="stable")

@@ -56,7 +56,12 @@ def _rank_main(rank: int, world: int, out: str, straggler: int, straggler_ms: fl
         torch.cuda.synchronize()
     dist.barrier()
     path = Path(out) / f"rank{rank}.json.gz"
-    record(step, device=device, steps=steps, out_path=path)
+    def align():  # inside the profiler: every rank's trace starts at the same moment
+        dist.barrier()
+        if gpu:
+            torch.cuda.synchronize()
+
+    record(step, device=device, steps=steps, out_path=path, prologue=align)
     info = device_info(device)
     write_json_atomic(sidecar_path(path), {
         "name": f"ddp-rank{rank}", "trace": path.name, "workload": "ddp_allreduce",

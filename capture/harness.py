@@ -89,17 +89,23 @@ def git_revision() -> str | None:
         return None
 
 
-def record(step_fn, *, device: str, steps: int, out_path: Path) -> None:
-    """Profile `steps` calls of step_fn and export a gzipped Kineto trace to out_path."""
+def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None) -> None:
+    """Profile `steps` calls of step_fn and export a gzipped Kineto trace to out_path.
+
+    `prologue` runs inside the profiled region before the first step: a multi-rank run
+    passes a barrier so that every rank's trace starts at the same moment.
+    """
     activities = [ProfilerActivity.CPU]
     on_gpu = torch.device(device).type == "cuda"
     if on_gpu:
         activities.append(ProfilerActivity.CUDA)
     with profile(activities=activities, record_shapes=True,
                  experimental_config=experimental_config() if on_gpu else None) as prof:
+        if prologue is not None:
+            prologue()
         for _ in range(steps):
             step_fn()
-            prof.step()  # marks ProfilerStep#N ranges
+            prof.step()  # (torch records ProfilerStep#N ranges only under a schedule; we name our own)
         if on_gpu:
             torch.cuda.synchronize()  # everything issued lands inside the trace
     with tempfile.TemporaryDirectory() as tmp:

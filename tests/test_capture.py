@@ -74,3 +74,21 @@ def test_every_manifest_label_is_the_presets_label():
     manifest = json.loads((ROOT / "traces" / "manifest.json").read_text())
     for e in manifest["traces"]:
         assert e["label"] == PRESETS[e["preset"]].label(), e["name"]
+
+
+@pytest.mark.parametrize("name", [n for n, p in PRESETS.items()
+                                  if p.overrides.get("impl") != "compile" and p.overrides.get("mode") not in ("compile", "graphs")])
+def test_every_preset_runs_a_step_on_the_cpu(name):
+    p = PRESETS[name]
+    wl = p.build("cpu", **CPU_OVERRIDES.get(p.workload, {}))
+    wl.setup()
+    wl.step()
+
+
+def test_the_compiled_chain_runs_on_the_cpu_and_matches_eager():
+    p = PRESETS["chain-compile-large"]
+    wl = p.build("cpu", **CPU_OVERRIDES[p.workload])
+    wl.setup()
+    from kernels.fused_chain import chain_eager
+
+    assert torch.allclose(wl.step(), chain_eager(wl.x), rtol=1e-5, atol=1e-6)

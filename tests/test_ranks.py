@@ -11,7 +11,8 @@ from analyzers import ranks
 from analyzers.ranks import analyze_paths, rank_from_name, report_object, straggler
 
 ROOT = Path(__file__).resolve().parent.parent
-DDP = ROOT / "traces" / "ddp"
+DDP = ROOT / "traces" / "ddp"                 # ranks aligned by a barrier inside the profiler
+DDP_SKEWED = ROOT / "traces" / "ddp-skewed"   # the first capture: rank 0's profiler started 420 ms late
 
 
 def _cli(*args):
@@ -21,13 +22,27 @@ def _cli(*args):
 
 @pytest.fixture(scope="module")
 def ddp():
+    return report_object(DDP_SKEWED)
+
+
+@pytest.fixture(scope="module")
+def ddp_aligned():
     return report_object(DDP)
+
+
+def test_aligned_ddp_run_shows_the_straggler_as_waiting_inside_the_other_ranks_collectives(ddp_aligned):
+    s = ddp_aligned["straggler"]
+    assert s["rank"] == 1 and s["basis"] == "collective_wait"
+    per = {r["rank"]: r for r in s["per_rank"]}
+    # rank 1 sleeps 3 ms a step on its host; rank 0 waits for it inside the all-reduce
+    assert per[0]["collective_per_step_us"] - per[1]["collective_per_step_us"] == pytest.approx(3000, rel=0.15)
+    assert s["host_idle_dominant"] == "host_work"
 
 
 # --- the real 2-rank H200 run ---------------------------------------------------------------
 
 def test_ddp_run_names_rank_1_the_straggler_as_its_capture_label_says(ddp):
-    label = json.loads((DDP / "rank0.meta.json").read_text())["label"]["straggler_rank"]
+    label = json.loads((DDP_SKEWED / "rank0.meta.json").read_text())["label"]["straggler_rank"]
     assert ddp["straggler"]["rank"] == label == 1
 
 
@@ -52,7 +67,7 @@ def test_ddp_straggler_evidence_is_the_host_step_not_the_collective_totals(ddp):
 
 
 def test_ddp_text_report_has_a_line_per_rank_the_straggler_and_the_worst_ranks_five_lines():
-    r = _cli(DDP)
+    r = _cli(DDP_SKEWED)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("Ranks: 2 ranks on NVIDIA H200, 5 AllReduce kernels each")
@@ -67,7 +82,7 @@ def test_ddp_text_report_has_a_line_per_rank_the_straggler_and_the_worst_ranks_f
 
 
 def test_json_prints_one_object_and_nothing_else():
-    r = _cli(DDP, "--json")
+    r = _cli(DDP_SKEWED, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)  # the whole stdout is one object
     assert set(out) >= {"ranks", "straggler", "lines", "errors"}
@@ -81,8 +96,8 @@ def test_json_prints_one_object_and_nothing_else():
 # --- bad and missing files -----------------------------------------------------------------------
 
 def test_a_truncated_rank_is_listed_as_a_caveat_and_the_good_rank_is_reported(tmp_path):
-    shutil.copy(DDP / "rank0.json.gz", tmp_path / "rank0.json.gz")
-    (tmp_path / "rank1.json.gz").write_bytes((DDP / "rank1.json.gz").read_bytes()[:500])
+    shutil.copy(DDP_SKEWED / "rank0.json.gz", tmp_path / "rank0.json.gz")
+    (tmp_path / "rank1.json.gz").write_bytes((DDP_SKEWED / "rank1.json.gz").read_bytes()[:500])
     r = _cli(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stdout + r.stderr

@@ -81,7 +81,9 @@ def _hta_text(hta: dict, analysis) -> str:
         return f"HTA: unavailable: {hta['error']}"
     lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
     for rank, r in hta.get("ranks", {}).items():
-        lines.append(f"  rank {rank}: kernel time {r['kernel_time_us_total'] / 1e3:.2f} ms")
+        lines.append(f"  rank {rank}: GPU activity {r.get('gpu_activity_us_total', r['kernel_time_us_total']) / 1e3:.2f} ms "
+                     f"(HTA's own kernel-breakdown total: {r['kernel_time_us_total'] / 1e3:.2f} ms; it also counts "
+                     "CPU events that carry a stream field)")
         for s, n in r.get("streams", {}).items():
             lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
                          f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
