@@ -13,13 +13,12 @@ from typing import ClassVar
 
 import torch
 
-from capture.ranges import named_range
-from capture.workload import DTYPES, Workload
+from capture.workload import DTYPES, RepeatedCall
 from kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
 
 
 @dataclass
-class ElementwiseChain(Workload):
+class ElementwiseChain(RepeatedCall):
     kind: ClassVar[str] = "elementwise_chain"
     impl: str = "eager"          # eager | triton | compile
     n: int = 1 << 24             # elements
@@ -37,14 +36,8 @@ class ElementwiseChain(Workload):
         else:
             self.fn = torch.compile(chain_eager, dynamic=False)
 
-    def step(self):
-        with named_range(f"chain_{self.impl}"):
-            for _ in range(self.repeats_per_step):
-                y = self.fn(self.x)
-        return y
-
-    def inputs(self):
-        return [self.x]
+    def range_name(self) -> str:
+        return f"chain_{self.impl}"
 
     def summary(self) -> dict:
         passes = EAGER_PASSES if self.impl == "eager" else FUSED_PASSES

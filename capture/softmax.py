@@ -11,8 +11,7 @@ from typing import ClassVar
 
 import torch
 
-from capture.ranges import named_range
-from capture.workload import DTYPES, Workload
+from capture.workload import DTYPES, RepeatedCall
 from kernels.fused_softmax import fused_softmax
 
 
@@ -25,27 +24,20 @@ def naive_softmax(x: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class Softmax(Workload):
+class Softmax(RepeatedCall):
     kind: ClassVar[str] = "softmax"
     impl: str = "naive"      # naive | torch | triton
     rows: int = 4096
     cols: int = 4096
     dtype: str = "float32"
-    repeats_per_step: int = 10
 
     def setup(self) -> None:
         self.fn = {"naive": naive_softmax, "torch": lambda x: torch.softmax(x, dim=-1),
                    "triton": fused_softmax}[self.impl]
         self.x = torch.randn(self.rows, self.cols, device=self.device, dtype=DTYPES[self.dtype])
 
-    def step(self):
-        with named_range(f"softmax_{self.impl}"):
-            for _ in range(self.repeats_per_step):
-                y = self.fn(self.x)
-        return y
-
-    def inputs(self):
-        return [self.x]
+    def range_name(self) -> str:
+        return f"softmax_{self.impl}"
 
     def summary(self) -> dict:
         passes = {"naive": 8, "torch": 2, "triton": 2}[self.impl]

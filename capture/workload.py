@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from capture.ranges import named_range
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -43,3 +45,24 @@ class Workload:
     def sync(self) -> None:
         if torch.device(self.device).type == "cuda":
             torch.cuda.synchronize()
+
+
+@dataclass
+class RepeatedCall(Workload):
+    """A workload that calls self.fn(self.x) `repeats_per_step` times per step, in one named range.
+
+    Subclasses set self.fn and self.x in setup() and name the range with range_name().
+    """
+    repeats_per_step: int = 10
+
+    def range_name(self) -> str:
+        return self.kind
+
+    def step(self):
+        with named_range(self.range_name()):
+            for _ in range(self.repeats_per_step):
+                y = self.fn(self.x)
+        return y
+
+    def inputs(self):
+        return [self.x]

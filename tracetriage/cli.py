@@ -1,4 +1,4 @@
-"""`tracetriage`: capture, report, diff, dashboard, drill.
+"""`tracetriage`: capture, report, diff. (The dashboard and the drills come next.)
 
 Each subcommand imports only what it needs: `report`, `diff` and `drill` never
 import torch, triton or streamlit (their import alone costs seconds). A user
@@ -183,20 +183,6 @@ def cmd_capture(a) -> int:
     return 0
 
 
-# --- dashboard / drill -------------------------------------------------------------------
-
-def cmd_dashboard(a) -> int:
-    from dashboard.launch import launch
-
-    return launch(a.target, port=a.port, headless=a.headless)
-
-
-def cmd_drill(a) -> int:
-    from drills.cli import run
-
-    return run(a)
-
-
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,23 +212,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
     c.set_defaults(fn=cmd_capture)
 
-    b = sub.add_parser("dashboard", help="open the Streamlit dashboard")
-    b.add_argument("target", nargs="?", default=None, help="a trace or a directory of traces (default: the sample library)")
-    b.add_argument("--port", type=int, default=8501)
-    b.add_argument("--headless", action="store_true")
-    b.set_defaults(fn=cmd_dashboard)
-
-    dr = sub.add_parser("drill", help="timeline-smell drills: list, show, grade")
-    dsub = dr.add_subparsers(dest="drill_cmd", required=True)
-    dl = dsub.add_parser("list")
-    dl.add_argument("--json", action="store_true")
-    ds = dsub.add_parser("show")
-    ds.add_argument("id")
-    dg = dsub.add_parser("grade")
-    dg.add_argument("id")
-    dg.add_argument("--answers", required=True)
-    dg.add_argument("--json", action="store_true")
-    dr.set_defaults(fn=cmd_drill)
     return ap
 
 
