@@ -17,7 +17,7 @@ import numpy as np
 from analyzers import hotspots, idle as idle_mod, ranges as ranges_mod, roofline as roof_mod
 from analyzers import intervals as iv
 from analyzers.idle import CAUSES, DeviceIdle
-from analyzers.trace import KERNEL, Trace, TraceError, load
+from analyzers.trace import CPU_OP, KERNEL, Trace, TraceError, load
 
 CAUSE_WORDS = {"launch_overhead": "launch overhead", "host_work": "host work", "synchronization": "synchronization",
                "data_transfer": "data transfer", "other": "other"}
@@ -163,6 +163,8 @@ IDLE_LEVER_FLOOR = 0.05  # an idle cause worth less than 5% of the span is never
 
 
 def _next_experiment(a: Analysis) -> dict:
+    if not a.devices:
+        return dict(CPU_ONLY_NEXT)
     v, dom = a.verdict, a.dominant
     ev = a.evidence.get(dom, {}) if dom else {}
     idle_pct = 100 * a.idle_share
@@ -264,8 +266,45 @@ def _evidence_phrase(cause: str, ev: dict) -> str:
     return f"{_plural(ev.get('gaps', 0), 'gap')} with no launch call in the trace"
 
 
+def _cpu_only_lines(a: Analysis) -> list[str]:
+    """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
+    tr, ev = a.trace, a.trace.ev
+    ops = np.flatnonzero(ev.cat == CPU_OP)
+    if len(ops):
+        lo, hi = int(ev.start[ops].min()), int(ev.end[ops].max())
+        top_s, top_e = iv.union(ev.start[ops], ev.end[ops])
+        outer = ops[np.searchsorted(ev.start[ops], top_s)]
+        hot = hotspots._group(tr, outer, ev.name[outer], lambda k: tr.names[k], 3)
+        busy = iv.total(top_s, top_e)
+    else:
+        lo = hi = busy = 0
+        hot = []
+    span = hi - lo
+    top = ", ".join(f"{h['name']} {100 * h['share']:.0f}% ({h['calls']} calls)" for h in hot)
+    return [
+        f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {len(ops):,} CPU ops "
+        f"over a {_ms(span)} host span, ops running {100 * busy / span if span else 0:.0f}% of it.",
+        f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
+        "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
+        "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "
+        "activity (0 kernels).",
+        f"Next: {CPU_ONLY_NEXT['lever']}, because {CPU_ONLY_NEXT['why']}. "
+        f"Would waste the week: {CPU_ONLY_NEXT['waste']}.",
+    ]
+
+
+CPU_ONLY_NEXT = {
+    "lever": "capture on the GPU with CUDA activity recorded (tracetriage capture --device cuda WORKLOAD, "
+             "or ProfilerActivity.CUDA in your own profiler)",
+    "why": "idle gaps and regimes live on the device timeline, which this trace does not have (0 GPU events)",
+    "waste": "tuning from CPU op times alone: on a GPU most of those ops only launch work",
+}
+
+
 def five_lines(a: Analysis) -> list[str]:
     tr, v = a.trace, a.verdict
+    if not a.devices:
+        return _cpu_only_lines(a)
     dev = tr.device_name() or "an unnamed device"
     n_kern = int(np.sum(a.trace.ev.cat == KERNEL))
     scope = f" (range {a.range_filter})" if a.range_filter else ""
@@ -359,7 +398,7 @@ def to_json(a: Analysis) -> dict:
                  "evidence": a.evidence,
                  "per_device": [{"device": d.device, "span_us": _r(d.span_ns / 1e3), "idle_us": _r(d.idle_ns / 1e3),
                                  "dominant": d.dominant} for d in a.devices]},
-        "regime": a.verdict.regime,
+        "regime": a.verdict.regime if a.devices else None,  # no GPU activity: not decidable
         "regime_detail": a.verdict.to_dict(),
         "hotspots": a.hot_ops,
         "top_kernels": a.hot_kernels,

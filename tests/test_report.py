@@ -134,3 +134,21 @@ def test_cli_rejects_a_file_that_is_not_json(tmp_path):
     p.write_text("this is not a trace\n")
     r = _cli("report", str(p))
     assert r.returncode == 2 and r.stderr.startswith("error: ") and "not valid JSON" in r.stderr
+
+
+def test_a_cpu_only_trace_gets_a_report_that_says_there_is_no_gpu_timeline(tmp_path):
+    from capture.harness import capture_workload
+    from capture.presets import CPU_OVERRIDES, get
+
+    p = get("chain-eager-small")
+    wl = p.build("cpu", **CPU_OVERRIDES[p.workload], steps=2, warmup=1)
+    capture_workload(wl, tmp_path / "cpu", name="cpu", time_repeats=2)
+    r = _cli("report", str(tmp_path / "cpu.json.gz"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Measured: cpu.json.gz has no GPU activity")
+    assert "aten::mul" in lines[1]
+    assert lines[3].startswith("Regime: not decidable from a CPU-only trace")
+    assert "--device cuda" in lines[4]
+    out = json.loads(_cli("report", str(tmp_path / "cpu.json.gz"), "--json").stdout)
+    assert out["regime"] is None and out["idle"]["dominant"] is None
