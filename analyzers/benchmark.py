@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from analyzers.atomic import write_text_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
 
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
             for k in ("cold", "warm"):
                 r["ours"][k].pop("stdout", None)
             r.get("hta", {}).pop("stdout", None)
-        Path(a.out).write_text(json.dumps(results, indent=2))
+        write_text_atomic(a.out, json.dumps(results, indent=2))
     return 0
 
 

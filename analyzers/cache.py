@@ -11,8 +11,12 @@ names, shapes and trace metadata in the file's key-value metadata.
   so an edited file never reads an old entry.
 - Written atomically (temporary file + os.replace): two processes racing on one
   trace both write whole files and the last rename wins; a reader never sees half.
-- Never trusted blindly: page checksums are verified on read, the column lengths
-  and format version are checked, and any entry that fails is deleted and rebuilt.
+- Never trusted blindly: the file ends with a CRC-32 of everything before it (Parquet's
+  own page checksums leave its footer, where the names and metadata live, unchecked);
+  the format version, column types and lengths, and the range of every index column
+  are checked; an entry that fails any check is deleted (if it is still the file we
+  read) and rebuilt. Temporary files left by a writer that died are ignored, and
+  removed once they are an hour old.
 Set TRACETRIAGE_NO_CACHE=1 to bypass it.
 """
 from __future__ import annotations
@@ -21,11 +25,14 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
-FORMAT = 3
+FORMAT = 4
+_TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
+_STALE_TMP_S = 3600
 _COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape")
 _FULL_HASH_LIMIT = 64 << 20
 _SAMPLES, _SAMPLE = 32, 256 << 10
@@ -60,6 +67,25 @@ def entry_path(path: Path) -> Path:
     return cache_dir() / f"{_digest(path, st.st_size)}.parquet"
 
 
+def _crc32(data) -> int:
+    try:
+        from isal import isal_zlib  # ~3x faster than zlib's
+
+        return isal_zlib.crc32(data)
+    except ImportError:  # pragma: no cover
+        import zlib
+
+        return zlib.crc32(data)
+
+
+class CorruptEntry(ValueError):
+    pass
+
+
+class _Stale(Exception):
+    pass
+
+
 def get(path: Path):
     """The cached Trace for this file, or None (missing, stale or corrupt: corrupt ones are removed)."""
     if not enabled():
@@ -68,25 +94,50 @@ def get(path: Path):
         entry = entry_path(path)
     except OSError:
         return None
-    if not entry.exists():
-        return None
     try:
-        import pyarrow.parquet as pq
-
-        table = pq.ParquetFile(entry, page_checksum_verification=True).read()
-        meta = json.loads(table.schema.metadata[b"tracetriage"])
-        if meta.get("format") != FORMAT:
-            raise ValueError("old cache format")
-        st = path.stat()
-        if (meta["source_size"], meta["source_mtime_ns"]) != (st.st_size, st.st_mtime_ns):
-            return None  # the file changed since: rebuild (put() replaces the entry)
-        return _from_table(table, meta, path)
+        with open(entry, "rb") as f:
+            st_entry = os.fstat(f.fileno())
+            data = f.read()
+    except OSError:
+        return None  # no entry (or unreadable): build it
+    try:
+        return _decode_entry(data, path, entry)
+    except _Stale:
+        return None  # the file changed since: rebuild (put() replaces the entry)
     except Exception:  # a truncated, corrupt or foreign file: never trust it
-        try:
-            entry.unlink()
-        except OSError:
-            pass
+        _remove_if_same(entry, st_entry)
         return None
+
+
+def _remove_if_same(entry: Path, st_read: os.stat_result) -> None:
+    """Delete a bad entry, unless another process has meanwhile replaced it with a new (good) one."""
+    try:
+        st_now = os.stat(entry)
+        if (st_now.st_ino, st_now.st_dev) == (st_read.st_ino, st_read.st_dev):
+            entry.unlink()
+    except OSError:
+        pass
+
+
+def _decode_entry(data: bytes, path: Path, entry: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if len(data) < 8 or data[-4:] != _TRAILER_MAGIC:
+        raise CorruptEntry("no trailer: truncated, or not a cache entry")
+    body = memoryview(data)[:-8]
+    if _crc32(body) != int.from_bytes(data[-8:-4], "little"):
+        raise CorruptEntry("checksum mismatch")
+    table = pq.ParquetFile(pa.BufferReader(pa.py_buffer(body))).read()
+    meta = json.loads(table.schema.metadata[b"tracetriage"])
+    if meta.get("format") != FORMAT:
+        raise CorruptEntry("old cache format")
+    if meta.get("digest") != entry.stem:
+        raise CorruptEntry("an entry for another file under this name")
+    st = path.stat()
+    if (meta["source_size"], meta["source_mtime_ns"]) != (st.st_size, st.st_mtime_ns):
+        raise _Stale()
+    return _from_table(table, meta, path)
 
 
 def put(path: Path, trace) -> None:
@@ -99,12 +150,14 @@ def put(path: Path, trace) -> None:
         from analyzers.atomic import write_bytes_atomic
 
         st = path.stat()
-        entry = cache_dir() / f"{_digest(path, st.st_size)}.parquet"
+        digest = _digest(path, st.st_size)
+        entry = cache_dir() / f"{digest}.parquet"
         cols = {c: getattr(trace.ev, c) for c in _COLUMNS}
         cols["launch_of"] = trace.launch_of
         cols["op_of"] = trace.op_of
         meta = {
-            "format": FORMAT, "source": str(path), "source_size": st.st_size, "source_mtime_ns": st.st_mtime_ns,
+            "format": FORMAT, "digest": digest, "source": str(path), "source_size": st.st_size,
+            "source_mtime_ns": st.st_mtime_ns,
             "rows": len(trace.ev), "names": trace.names,
             "shapes": [[b.decode("utf-8", "replace") for b in s] for s in trace.shapes_raw],
             "device_names": {str(k): v for k, v in trace.device_names.items()}, "rank": trace.rank,
@@ -113,11 +166,25 @@ def put(path: Path, trace) -> None:
         table = pa.table(cols).replace_schema_metadata({"tracetriage": json.dumps(meta)})
         sink = pa.BufferOutputStream()
         # one row group, no dictionary, lz4: the read is a few memcpy's (~30 ms for 750k events)
-        pq.write_table(table, sink, compression="lz4", write_page_checksum=True, use_dictionary=False,
-                       row_group_size=max(1, len(trace.ev)))
-        write_bytes_atomic(entry, sink.getvalue().to_pybytes())
+        pq.write_table(table, sink, compression="lz4", use_dictionary=False, row_group_size=max(1, len(trace.ev)))
+        body = sink.getvalue()
+        write_bytes_atomic(entry, b"".join((body, _crc32(body).to_bytes(4, "little"), _TRAILER_MAGIC)))
+        _remove_stale_temporaries(entry.parent)
     except Exception:
         pass  # a cache that cannot be written (read-only home, full disk) must not fail the report
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    """Temporary files of writers that died mid-write (atomic.py names them `.NAME.XXXX.tmp`)."""
+    now = time.time()
+    with os.scandir(directory) as it:
+        for d in it:
+            if d.name.startswith(".") and d.name.endswith(".tmp"):
+                try:
+                    if now - d.stat().st_mtime > _STALE_TMP_S:
+                        os.unlink(d.path)
+                except OSError:
+                    pass
 
 
 def put_in_background(path: Path, trace) -> None:
@@ -142,6 +209,9 @@ def put_in_background(path: Path, trace) -> None:
             os._exit(0)
 
 
+_DTYPES = {"cat": np.int8, "name": np.int32, "device": np.int32, "shape": np.int32}  # the rest: int64
+
+
 def _numpy(column) -> np.ndarray:
     """A primitive, null-free Arrow column as numpy, zero-copy. (Arrow's own to_numpy imports
     pandas on first use: 0.2 s, most of this cache's budget.)"""
@@ -159,8 +229,12 @@ def _from_table(table, meta: dict, path: Path):
 
     n = meta["rows"]
     arrays = {c: _numpy(table.column(c)) for c in table.column_names}
-    if any(len(a) != n for a in arrays.values()) or set(_COLUMNS) - set(arrays):
+    if any(len(a) != n for a in arrays.values()) or set(_COLUMNS) - set(arrays) or \
+            {"launch_of", "op_of"} - set(arrays):
         raise ValueError("cache entry has the wrong shape")
+    for c, a in arrays.items():
+        if a.dtype != _DTYPES.get(c, np.int64):
+            raise ValueError(f"cache column {c} has dtype {a.dtype}")
     ev = Events(**{c: np.ascontiguousarray(arrays[c]) for c in _COLUMNS})
     tr = Trace(path=str(path), names=meta["names"], ev=ev,
                device_names={int(k): v for k, v in meta["device_names"].items()}, rank=meta["rank"],
@@ -168,6 +242,9 @@ def _from_table(table, meta: dict, path: Path):
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]], caveats=list(meta["caveats"]))
     tr.launch_of = np.ascontiguousarray(arrays["launch_of"])
     tr.op_of = np.ascontiguousarray(arrays["op_of"])
-    if len(tr.names) <= int(ev.name.max(initial=-1)):
-        raise ValueError("cache entry names do not cover its rows")
+    bounds = {"name": len(tr.names), "shape": len(tr.shapes_raw), "launch_of": n, "op_of": n, "cat": 12}
+    for c, hi in bounds.items():
+        a = arrays[c]
+        if n and (int(a.max()) >= hi or int(a.min()) < (0 if c in ("name", "cat") else -1)):
+            raise ValueError(f"cache column {c} points outside its table")
     return tr

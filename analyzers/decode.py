@@ -16,7 +16,9 @@ import math
 import os
 import pickle
 import re
+import stat
 import sys
+import zlib
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -42,6 +44,7 @@ class _Args(msgspec.Struct, gc=False):
     # gc=False: a 300 MB trace decodes into ~1.5M of these objects, and letting the cyclic GC
     # track them costs more than the decode itself. They hold no references to containers.
     ext: int = msgspec.field(name="External id", default=NONE)
+    ext_old: int = msgspec.field(name="external id", default=NONE)  # torch 1.x launch calls and kernels
     correlation: int = NONE
     device: int = NONE
     stream: int = NONE
@@ -74,23 +77,37 @@ class _File(msgspec.Struct, gc=False):
     baseTimeNanoseconds: int | None = None
 
 
-# Lenient twins: used only when the strict decode fails, to salvage what is usable.
+# Lenient twins: used only when the strict decode fails, to salvage what is usable. Every value
+# stays raw JSON text until it is read, one at a time, so that no single odd value (a string ts,
+# an args list, a number too big for a float, an event that is not an object) can fail the file.
+class _LooseArgs(msgspec.Struct):
+    ext: msgspec.Raw = msgspec.field(name="External id", default=_RAW_EMPTY)
+    ext_old: msgspec.Raw = msgspec.field(name="external id", default=_RAW_EMPTY)
+    correlation: msgspec.Raw = _RAW_EMPTY
+    device: msgspec.Raw = _RAW_EMPTY
+    stream: msgspec.Raw = _RAW_EMPTY
+    bytes: msgspec.Raw = _RAW_EMPTY
+    dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_EMPTY)
+    types: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_EMPTY)
+    concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_RAW_EMPTY)
+
+
 class _LooseEvent(msgspec.Struct):
-    ph: Any = ""
-    cat: Any = ""
-    name: Any = ""
-    pid: Any = 0
-    tid: Any = 0
-    ts: Any = None
-    dur: Any = None
-    args: Any = None
+    ph: msgspec.Raw = _RAW_EMPTY
+    cat: msgspec.Raw = _RAW_EMPTY
+    name: msgspec.Raw = _RAW_EMPTY
+    pid: msgspec.Raw = _RAW_EMPTY
+    tid: msgspec.Raw = _RAW_EMPTY
+    ts: msgspec.Raw = _RAW_EMPTY
+    dur: msgspec.Raw = _RAW_EMPTY
+    args: msgspec.Raw = _RAW_EMPTY
 
 
 class _LooseFile(msgspec.Struct):
-    traceEvents: Any = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
+    traceEvents: list[msgspec.Raw] | None = None
+    deviceProperties: msgspec.Raw = _RAW_EMPTY
+    distributedInfo: msgspec.Raw = _RAW_EMPTY
+    baseTimeNanoseconds: msgspec.Raw = _RAW_EMPTY
 
 
 @dataclass
@@ -109,36 +126,201 @@ class Part:
 
 # --- reading --------------------------------------------------------------------
 
-def read_bytes(path: Path) -> bytes:
-    """The JSON text of a .json or .json.gz file (gzip detected by magic, not by name)."""
+# Memory. A load holds the JSON text and, while it decodes, a few small Python objects per event
+# (name, category, numbers, args) in both decode processes: on an H200 trace grown to 2 GB of
+# JSON (6.4M events) the whole load peaks at 7.4 GB, the text plus 850 bytes per event. The
+# estimate is therefore the text + MEM_PER_EVENT per event + MEM_BASE, against the memory
+# available (MemAvailable, or the headroom under a cgroup limit, or TRACETRIAGE_MEMORY_BUDGET such
+# as "8G"); a load that would not fit is refused with a message rather than OOM-killed halfway:
+# - before reading, when even MIN_PER_JSON_BYTE x the JSON's size would not fit (for a .json.gz,
+#   the decompression stops as soon as the JSON grows past that);
+# - after reading, by counting the events, when the JSON is over CHECK_MIN_BYTES and there is
+#   less than MAX_PER_JSON_BYTE x its size to spare (otherwise nothing is counted: ~1 s per 2 GB).
+MEM_PER_EVENT = 1000
+MEM_BASE = 300 << 20            # the interpreter, numpy, pyarrow
+MIN_PER_JSON_BYTE = 2.0         # the text, and at least as much again for its events
+MAX_PER_JSON_BYTE = 8.0         # the densest real traces hold one event per ~150 bytes of JSON
+CHECK_MIN_BYTES = PARALLEL_MIN_BYTES
+_GZ_CHUNK = 16 << 20
+
+
+def _parse_size(text: str) -> int | None:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmgt]?)i?b?\s*", text.lower())
+    if not m:
+        return None
+    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
+
+
+def _cgroup_headroom() -> int | None:
+    """Memory left under this process's cgroup limit (containers, CI runners), if there is one: the
+    limit minus what is in use, not counting inactive page cache (the kernel reclaims that first)."""
+    for d, limit_f, usage_f, cache_key in (("/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file"),
+                                           ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes",
+                                            "total_inactive_file")):
+        try:
+            with open(f"{d}/{limit_f}") as f:
+                limit = f.read().strip()
+            with open(f"{d}/{usage_f}") as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if not (limit.isdigit() and int(limit) < (1 << 60)):
+            continue
+        try:
+            with open(f"{d}/memory.stat") as f:
+                usage -= next((int(line.split()[1]) for line in f if line.startswith(cache_key + " ")), 0)
+        except (OSError, ValueError, IndexError):
+            pass
+        return max(int(limit) - usage, 0)
+    return None
+
+
+def _available() -> int | None:
+    try:  # Linux: MemAvailable, without importing psutil (the report's budget is about a second)
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # pragma: no cover
+        return None
+
+
+def memory_budget() -> tuple[int, str]:
+    """Bytes a load may use, and where that figure comes from (for the message)."""
+    env = os.environ.get("TRACETRIAGE_MEMORY_BUDGET")
+    if env:
+        size = _parse_size(env)
+        if size is not None:
+            return size, "TRACETRIAGE_MEMORY_BUDGET"
+    avail, what = _available(), "available"
+    if avail is None:
+        return 1 << 62, "unknown"
+    cg = _cgroup_headroom()
+    if cg is not None and cg < avail:
+        avail, what = cg, "available under this container's memory limit"
+    return avail, what
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def _too_big(path: Path, json_bytes: int, need: int, budget: int, what: str, *, events: int | None = None,
+             more: bool = False) -> DecodeError:
+    count = f" ({events:,} events)" if events is not None else ""
+    return DecodeError(
+        f"{path}: too big to analyse here: {'more than ' if more else ''}{_size(json_bytes)} of JSON{count} needs "
+        f"{'about' if events is not None else 'more than' if more else 'at least'} {_size(need)} of memory and "
+        f"{_size(budget)} is {what}; "
+        "run it on a machine with more memory, or capture a shorter window (fewer steps, or a profiler schedule "
+        "with active=1)")
+
+
+def _read_limit() -> int:
+    """The most JSON worth reading at all (never less than CHECK_MIN_BYTES: small traces always load)."""
+    budget, _ = memory_budget()
+    return max(int((budget - MEM_BASE) / MIN_PER_JSON_BYTE), CHECK_MIN_BYTES)
+
+
+def _refuse_to_read(path: Path, json_bytes: int, more: bool = False) -> DecodeError:
+    budget, what = memory_budget()
+    return _too_big(path, json_bytes, int(MEM_BASE + MIN_PER_JSON_BYTE * json_bytes), budget, what, more=more)
+
+
+def check_memory(data: bytes | bytearray, path: Path) -> None:
+    """After reading: refuse a JSON whose events would not fit in memory once decoded."""
+    n = len(data)
+    if n < CHECK_MIN_BYTES:
+        return
+    budget, what = memory_budget()
+    if MEM_BASE + MAX_PER_JSON_BYTE * n <= budget:
+        return  # room for even the densest trace: no need to count
+    events = data.count(b'"ph"')
+    need = MEM_BASE + n + MEM_PER_EVENT * events
+    if need > budget:
+        raise _too_big(path, n, need, budget, what, events=events)
+
+
+def read_bytes(path: Path) -> bytearray:
+    """The JSON text of a .json or .json.gz file (gzip detected by magic, not by name), in a bytearray
+    (decode() splits it in place). Refuses, before reading it all, a file whose JSON would need more
+    memory than there is."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # (before open: opening a FIFO would block)
+            raise DecodeError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
         with open(path, "rb") as f:
-            data = f.read()
+            st = os.fstat(f.fileno())
+            head = f.read(2)
+            gz = head == b"\x1f\x8b"
+            size = st.st_size
+            limit = None
+            if gz or size >= CHECK_MIN_BYTES:  # (any .gz: a small one can hold a huge JSON)
+                limit = _read_limit()
+                if not gz and size > limit:
+                    raise _refuse_to_read(path, size)
+            f.seek(0)
+            if not gz:
+                data = bytearray(size)
+                n = f.readinto(data)
+                if n != size:  # the file shrank while we read it
+                    del data[n:]
+                return data
+            compressed = f.read()
     except IsADirectoryError:
         raise DecodeError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
         raise DecodeError(f"cannot read {path}: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            from isal import igzip  # ~1.5x faster than zlib for gunzip
+    return _gunzip(compressed, path, limit)
 
-            return igzip.decompress(data)
-        except ImportError:  # pragma: no cover
-            import gzip
 
-            return gzip.decompress(data)
-        except Exception as e:  # truncated or corrupt gzip
-            raise DecodeError(f"{path}: not a readable gzip file ({type(e).__name__}: {e}); "
-                              "was the download cut short?") from None
-    return data
+def _gunzip(compressed: bytes, path: Path, limit: int | None) -> bytearray:
+    """Decompress chunk by chunk into one growing buffer (glibc grows a big one with mremap, without
+    copying), and stop as soon as the output passes `limit`: a small .gz can hold a huge JSON, and its
+    trailer's size field (mod 4 GiB, unchecked until the end) cannot be trusted to say so."""
+    from isal import igzip_lib
+
+    out = bytearray()
+    buf = compressed
+    d = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
+    try:
+        while True:
+            chunk = d.decompress(buf, _GZ_CHUNK)
+            buf = b""
+            out += chunk
+            if limit is not None and len(out) > limit:
+                raise _refuse_to_read(path, limit, more=True)
+            if d.eof:
+                rest = d.unused_data.lstrip(b"\x00")
+                if rest[:2] != b"\x1f\x8b":  # trailing padding is fine; another gzip member continues
+                    break
+                buf, d = rest, igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
+            elif not chunk and d.needs_input:
+                raise DecodeError(f"{path}: not a readable gzip file: it ends early, after {len(out):,} bytes of "
+                                  "JSON (truncated: an interrupted download or copy?); fetch or export it again")
+    except igzip_lib.IsalError as e:
+        raise DecodeError(f"{path}: not a readable gzip file ({e}): it is corrupt; fetch or export it "
+                          "again") from None
+    return out
 
 
 # --- decoding -------------------------------------------------------------------------
 
-def decode(data: bytes, path: Path) -> list[Part]:
+_NONBLANK = re.compile(rb"\s*\S")
+_WHAT_TO_PASS = ("pass the .json or .json.gz that torch.profiler exports (export_chrome_trace, "
+                 "tensorboard_trace_handler)")
+
+
+def decode(data: bytes | bytearray, path: Path) -> list[Part]:
     """All events of a trace as one or two Parts (two when the file is split across cores)."""
-    if len(data) == 0 or not data.lstrip()[:1]:
-        raise DecodeError(f"{path}: empty file")
+    if not _NONBLANK.match(data):
+        raise DecodeError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
+    check_memory(data, path)
     if len(data) >= PARALLEL_MIN_BYTES and sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1:
         parts = _decode_split(data, path)
         if parts is not None:
@@ -146,120 +328,169 @@ def decode(data: bytes, path: Path) -> list[Part]:
     return [_decode_whole(data, path)]
 
 
-def _decode_whole(data: bytes, path: Path) -> Part:
+def _not_json(path: Path, e: Exception) -> DecodeError:
+    if "truncated" in str(e).lower():
+        return DecodeError(f"{path}: not valid JSON: it ends early (truncated: an interrupted export, download "
+                           "or copy?); export or fetch it again")
+    return DecodeError(f"{path}: not valid JSON ({e}); {_WHAT_TO_PASS}")
+
+
+def _decode_whole(data: bytes | bytearray, path: Path) -> Part:
     try:
-        doc = msgspec.json.decode(data, type=_File)
-        return _part_from_doc(doc, strict=True)
-    except msgspec.ValidationError:
-        pass
-    except msgspec.DecodeError as e:
-        hint = " (truncated?)" if "truncated" in str(e).lower() or "end of" in str(e).lower() else ""
-        raise DecodeError(f"{path}: not valid JSON{hint}: {e}") from None
-    try:
+        try:
+            doc = msgspec.json.decode(data, type=_File)
+            return _part_from_doc(doc, strict=True)
+        except msgspec.ValidationError:
+            pass
         doc = msgspec.json.decode(data, type=_LooseFile)
     except msgspec.ValidationError:
-        raise DecodeError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list") from None
+        raise DecodeError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list; "
+                          f"{_WHAT_TO_PASS}") from None
     except msgspec.DecodeError as e:
-        raise DecodeError(f"{path}: not valid JSON: {e}") from None
-    if not isinstance(doc.traceEvents, list):
-        raise DecodeError(f"{path}: JSON, but not a trace: no 'traceEvents' list")
-    return _part_from_doc(doc, strict=False)
+        raise _not_json(path, e) from None
+    except RecursionError:
+        raise DecodeError(f"{path}: JSON nested too deeply to be a trace; {_WHAT_TO_PASS}") from None
+    return _part_from_doc(_LooseDoc(doc), strict=False)
 
 
 _BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"ph"\s*:')
+_SECOND_HEAD = b'{"traceEvents":['
 
 
-def _decode_split(data: bytes, path: Path) -> list[Part] | None:
-    """Decode the two halves in two processes; None if the file does not split cleanly."""
+def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
+    """Decode the two halves in two processes; None if the file does not split cleanly.
+
+    In place, without copying either half: after the fork the parent writes `]}` over the two bytes
+    after the last event of its half (and puts them back afterwards), and the child writes
+    `{"traceEvents":[` over the 16 bytes before the first event of its half; each process sees
+    only its own writes (copy-on-write), so the halves cost no memory beyond the text itself.
+    """
+    if not isinstance(data, bytearray):
+        data = bytearray(data)  # (read_bytes gives a bytearray; other callers pay one copy)
     start = data.find(b'"traceEvents"')
     if start < 0:
         return None
     m = _BOUNDARY.search(data, max(start, len(data) // 2))
     if m is None:
         return None
-    # first half: everything up to the end of an event, then close the list and the object
-    first = data[:m.start() + 1] + b"]}"
-    # second half: a fresh object whose list starts at the next event (trailing keys come along)
-    brace = m.group(0).rindex(b"{")
-    second = b'{"traceEvents":[' + data[m.start() + brace:]
+    end1 = m.start() + 1                                   # just past the '}' of the first half's last event
+    brace = m.start() + m.group(0).rindex(b"{")            # the '{' of the second half's first event
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: decode the second half, send its Part back, exit without cleanup
         code = 0
         try:
             os.close(rfd)
-            part = _part_from_doc(msgspec.json.decode(second, type=_File), strict=True)
-            payload = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:
+            data[brace - len(_SECOND_HEAD):brace] = _SECOND_HEAD
+            doc = msgspec.json.decode(memoryview(data)[brace - len(_SECOND_HEAD):], type=_File)
+            payload = pickle.dumps(_part_from_doc(doc, strict=True), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
             payload, code = b"", 1
-        with os.fdopen(wfd, "wb") as w:
-            w.write(payload)
-        os._exit(code)
+        try:
+            with os.fdopen(wfd, "wb") as w:
+                w.write(payload)
+        finally:
+            os._exit(code)
     os.close(wfd)
-    del second
+    saved = bytes(data[end1:end1 + 2])
+    mine = None
     try:
-        mine = _part_from_doc(msgspec.json.decode(first, type=_File), strict=True)
-        ok = True
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        ok = False
-    del first
-    with os.fdopen(rfd, "rb") as r:
-        payload = r.read()
-    _, status = os.waitpid(pid, 0)
-    if not ok or status != 0 or not payload:
-        return None  # not a clean split, or not strictly valid: the single-process path decides
+        data[end1:end1 + 2] = b"]}"
+        mine = _part_from_doc(msgspec.json.decode(memoryview(data)[:end1 + 2], type=_File), strict=True)
+    except Exception:
+        pass  # not strictly valid (or not a clean split): the single-process path decides
+    finally:
+        data[end1:end1 + 2] = saved
+        with os.fdopen(rfd, "rb") as r:
+            payload = r.read()
+        _, status = os.waitpid(pid, 0)
+    if mine is None or status != 0 or not payload:
+        return None
     theirs = pickle.loads(payload)
     mine.events_in_file += theirs.events_in_file
+    mine.dropped += theirs.dropped
+    theirs.dropped = 0
     return [mine, theirs]
 
 
 # --- structs -> columns ---------------------------------------------------------------
 
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _num(x) -> float:
-    if isinstance(x, bool) or x is None:
+    """A ts or dur from loosely typed JSON: a JSON number, else NaN (dropped later)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
         return math.nan
-    if isinstance(x, (int, float)):
-        return float(x)
     try:
         return float(x)
-    except (TypeError, ValueError):
+    except OverflowError:  # an integer with hundreds of digits
         return math.nan
 
 
 def _int_or(x, default: int = NONE) -> int:
-    """An id from loosely typed JSON; anything that is not a whole number is `default`."""
+    """An id from loosely typed JSON; anything that is not a whole number in int64 is `default`."""
     if isinstance(x, bool):
         return default
-    if isinstance(x, int):
-        return x
     if isinstance(x, float) and x.is_integer():
-        return int(x)
+        x = int(x)
+    if isinstance(x, int) and _I64_MIN <= x <= _I64_MAX:
+        return x
     return default
 
 
+_ANY = msgspec.json.Decoder()
+_LOOSE_EVENT = msgspec.json.Decoder(_LooseEvent)
+_LOOSE_ARGS = msgspec.json.Decoder(_LooseArgs)
+
+
+def _value(raw: msgspec.Raw, decoder=_ANY):
+    """One raw JSON value, decoded; None if it is absent or unusable (a number beyond float range...)."""
+    if not raw:
+        return None
+    try:
+        return decoder.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+
+
+class _LooseDoc:
+    """The lenient file's top-level values, decoded one by one."""
+
+    def __init__(self, doc: _LooseFile):
+        self.traceEvents = doc.traceEvents
+        self.deviceProperties = _value(doc.deviceProperties)
+        self.distributedInfo = _value(doc.distributedInfo)
+        self.baseTimeNanoseconds = _value(doc.baseTimeNanoseconds)
+
+
 def _sanitize(loose: list) -> tuple[list[_Event], int]:
-    """Turn lenient events into strict ones, dropping what cannot be used."""
-    out, dropped = [], 0
-    for e in loose:
-        if not isinstance(e, _LooseEvent) or e.ph != "X":
+    """Turn lenient events into strict ones, dropping what cannot be used. A ts or dur that is not a
+    number becomes NaN: analyzers.trace drops (and counts) those rows with the other bad times."""
+    out = []
+    for raw in loose:
+        e = _value(raw, _LOOSE_EVENT)  # None when the event is not an object
+        if e is None or _value(e.ph) != "X":
             continue
-        ts, dur = _num(e.ts), _num(e.dur)
-        if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0 or abs(ts) > 1e17:
-            dropped += 1
-            continue
-        if isinstance(e.pid, str) and not isinstance(e.tid, int):
-            continue  # the profiler's own spans ("Spans"/"PyTorch Profiler")
-        a = e.args if isinstance(e.args, dict) else {}
-        args = _Args(ext=_int_or(a.get("External id")), correlation=_int_or(a.get("correlation")),
-                     device=_int_or(a.get("device")), stream=_int_or(a.get("stream")), bytes=_int_or(a.get("bytes")))
-        for key, attr in (("Input Dims", "dims"), ("Input type", "types"), ("Concrete Inputs", "concrete")):
-            if key in a:
-                setattr(args, attr, msgspec.Raw(msgspec.json.encode(a[key])))
-        pid = e.pid if isinstance(e.pid, (int, str)) and not isinstance(e.pid, bool) else 0
-        tid = e.tid if isinstance(e.tid, (int, str)) and not isinstance(e.tid, bool) else 0
-        out.append(_Event(ph="X", cat=str(e.cat or ""), name=str(e.name or ""), pid=pid, tid=tid,
-                          ts=ts, dur=dur, args=args))
-    return out, dropped
+        pid, tid = _value(e.pid), _value(e.tid)
+        if isinstance(pid, str):
+            continue  # the profiler's own spans ("Spans"/"PyTorch Profiler"), as in the strict path
+        a = _value(e.args, _LOOSE_ARGS)
+        if a is not None:
+            ext = _int_or(_value(a.ext))
+            args = _Args(ext=ext if ext != NONE else _int_or(_value(a.ext_old)),
+                         correlation=_int_or(_value(a.correlation)), device=_int_or(_value(a.device)),
+                         stream=_int_or(_value(a.stream)), bytes=_int_or(_value(a.bytes)),
+                         dims=a.dims, types=a.types, concrete=a.concrete)
+        else:
+            args = None
+        pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else 0
+        tid = tid if isinstance(tid, (int, str)) and not isinstance(tid, bool) else 0
+        cat, name = _value(e.cat), _value(e.name)
+        out.append(_Event(ph="X", cat=cat if isinstance(cat, str) else "",
+                          name=name if isinstance(name, str) else ("" if name is None else str(name)),
+                          pid=pid, tid=tid, ts=_num(_value(e.ts)), dur=_num(_value(e.dur)), args=args))
+    return out, 0
 
 
 def _ids(values: list, table: dict) -> np.ndarray:
@@ -274,14 +505,35 @@ def _ids(values: list, table: dict) -> np.ndarray:
     return np.array(list(map(table.__getitem__, values)), dtype=np.int64) if values else np.zeros(0, np.int64)
 
 
+_STREAM_NAME = re.compile(r"\s*(?:stream\s*)?(-?\d+)\s*")
+
+
 def _int_column(values: list) -> np.ndarray:
-    """pid/tid: ints, except that old traces name GPU rows with strings ('stream 7')."""
+    """pid/tid: ints, except that old traces write them as strings: "1234" for a thread, "stream 7"
+    for a GPU row. Those become the number; any other string a stable negative id (the same in
+    every process and every part: a hash, not a running count)."""
     try:
         return np.array(values, dtype=np.int64).reshape(-1)
     except (TypeError, ValueError, OverflowError):
-        strs: dict = {}
-        return np.fromiter((v if type(v) is int else -(1 + strs.setdefault(v, len(strs))) for v in values),
-                           np.int64, len(values))
+        return np.fromiter(map(_int_of, values), np.int64, len(values))
+
+
+def _int_of(v) -> int:
+    if type(v) is int and _I64_MIN <= v <= _I64_MAX:
+        return v
+    text = str(v)
+    m = _STREAM_NAME.fullmatch(text)
+    if m and len(m.group(1)) < 19:
+        return int(m.group(1))
+    return -1 - zlib.crc32(text.encode("utf-8", "replace"))
+
+
+def _int64s(make_iter, n: int) -> np.ndarray:
+    """An int64 column from an iterator of ints; ids outside int64 (hostile input) become NONE."""
+    try:
+        return np.fromiter(make_iter(), np.int64, n)
+    except OverflowError:
+        return np.fromiter((v if _I64_MIN <= v <= _I64_MAX else NONE for v in make_iter()), np.int64, n)
 
 
 def _part_from_doc(doc, strict: bool) -> Part:
@@ -290,7 +542,8 @@ def _part_from_doc(doc, strict: bool) -> Part:
     if strict:
         complete = [e for e in events if e.ph == "X"]
         # string pids mark the profiler's own spans ("Spans"/"PyTorch Profiler"): not trace content
-        xs = [e for e in complete if e.ts is not None and e.dur is not None and e.dur >= 0 and e.pid.__class__ is int]
+        # (numbers out of range, negative or not finite are dropped by analyzers.trace, vectorised)
+        xs = [e for e in complete if e.ts is not None and e.dur is not None and e.pid.__class__ is int]
         dropped = 0
         if len(xs) != len(complete):
             dropped = sum(1 for e in complete if e.pid.__class__ is int) - len(xs)
@@ -302,11 +555,11 @@ def _part_from_doc(doc, strict: bool) -> Part:
     for p in props:
         if isinstance(p, _DeviceProp):
             device_names[p.id] = p.name
-        elif isinstance(p, dict) and isinstance(p.get("id"), int):
-            device_names[p["id"]] = str(p.get("name", ""))
+        elif isinstance(p, dict) and _int_or(p.get("id")) != NONE:
+            device_names[_int_or(p["id"])] = str(p.get("name", ""))
     info = doc.distributedInfo
-    rank = info["rank"] if isinstance(info, dict) and isinstance(info.get("rank"), int) else None
-    base = doc.baseTimeNanoseconds if isinstance(doc.baseTimeNanoseconds, int) else None
+    rank = _int_or(info.get("rank"), None) if isinstance(info, dict) else None
+    base = _int_or(doc.baseTimeNanoseconds, None)
     cols, names, shapes = _columns(xs)
     return Part(cols, names, shapes, events_in_file, dropped, device_names, rank, base,
                 has_trace_events=doc.traceEvents is not None)
@@ -329,7 +582,14 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
     args = [e.args or no for e in xs]
     for f, col in (("ext", "ext"), ("correlation", "corr"), ("device", "device"), ("stream", "stream"),
                    ("bytes", "nbytes")):
-        cols[col] = np.fromiter(map(get(f), args), np.int64, n)
+        cols[col] = _int64s(lambda f=f: map(get(f), args), n)
+    # torch 1.x wrote "external id" (lower case) on launch calls and GPU rows: use it where
+    # "External id" is absent (only those rows are looked at: most rows have the new key)
+    no_ext = np.flatnonzero(cols["ext"] == NONE)
+    if len(no_ext):
+        rows = no_ext.tolist()
+        old = _int64s(lambda: map(get("ext_old"), map(args.__getitem__, rows)), len(rows))
+        cols["ext"][no_ext] = old
     # Shapes: only cpu_ops have them, and a loop repeats a few hundred signatures. Keep one
     # copy of each distinct (Input Dims, Input type, Concrete Inputs) and an id per row.
     cats = list(cat_ids)

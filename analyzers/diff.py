@@ -41,7 +41,7 @@ import numpy as np
 
 from analyzers.idle import CAUSES
 from analyzers.report import CAUSE_WORDS, Analysis, analyze_file
-from analyzers.trace import KERNEL, NONE
+from analyzers.trace import KERNEL, NONE, TraceError
 
 BYTES_TOL = 0.15      # the speedup "matches" the byte ratio within this relative difference
 COVERAGE_MIN = 0.9    # share of kernel time with costed bytes for the roofline's bytes to stand
@@ -113,7 +113,7 @@ def summarize(a: Analysis) -> dict:
         "achieved_gbps": round(nbytes / (busy_us * 1e3), 1) if nbytes and busy_us > 0 else None,
         "regime": a.verdict.regime, "regime_detail": a.verdict.to_dict(),
         "top_ops": a.hot_ops[:5],
-        "caveats": list(tr.caveats),
+        "caveats": list(a.caveats),
     }
 
 
@@ -130,6 +130,10 @@ def _rnd(x: float | None, nd: int = 4) -> float | None:
 
 
 def diff_analyses(before: Analysis, after: Analysis) -> dict:
+    for side in (before, after):
+        if not side.devices:  # a CPU-only trace has no GPU span to compare
+            raise TraceError(f"{side.trace.path}: no GPU activity in this trace, so there is nothing to compare "
+                             "(a CPU-only capture?); diff two traces captured with CUDA activity")
     b, a = summarize(before), summarize(after)
     caveats: list[str] = []
     per_step = b["steps"] > 0 and a["steps"] > 0 and b["steps"] != a["steps"]

@@ -34,6 +34,7 @@ LAUNCH, HOST, SYNC, TRANSFER, OTHER = range(5)
 
 HOST_LONG_LAUNCHES = 10        # a host stretch this many launches long is "much longer than a launch"
 HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call is still a launch)
+SETUP_FLOOR_NS = 1_000_000     # a quiet stretch inside an issuing op this long is set-up, not dispatch
 CLOCK_TOL_NS = 2_000           # CPU and GPU clocks are aligned by CUPTI to within ~µs
 
 SYNC_CALLS = {
@@ -105,6 +106,11 @@ class DeviceIdle:
 def _empty_gaps() -> Gaps:
     z = np.empty(0, np.int64)
     return Gaps(z.astype(np.int32), z, z, z.astype(np.int8), z, z)
+
+
+def host_long_ns(launch_cost_ns: int) -> int:
+    """'Much longer than a launch': HOST_LONG_LAUNCHES launch calls, and never under the floor."""
+    return max(HOST_LONG_FLOOR_NS, HOST_LONG_LAUNCHES * launch_cost_ns)
 
 
 @dataclass
@@ -196,6 +202,9 @@ def _host_context(trace: Trace) -> _HostContext:
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else 5_000
+    # Framework code between the launches of one op (a compiled graph's wrapper, guards, an
+    # optimizer's Python) runs up to a few hundred µs and is dispatch; library set-up runs for ms.
+    setup_long = max(SETUP_FLOOR_NS, 100 * launch_cost)
 
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
@@ -215,7 +224,18 @@ def _host_context(trace: Trace) -> _HostContext:
             issuing_top = np.zeros(len(top_s), dtype=bool)
         s = np.concatenate((top_s[issuing_top], ev.start[calls]))
         e = np.concatenate((top_e[issuing_top], ev.end[calls]))
-        issue_by_tid[int(tid)] = iv.union(s, e)
+        is_s, is_e = iv.union(s, e)
+        # Inside an issuing op, a stretch with no API call that is much longer than a launch is
+        # not dispatch: first-call library set-up (cuBLAS handles, lazy kernel loading), an
+        # allocator's cudaMalloc storm, CPU work in a custom op. Carve such stretches out.
+        cs, ce = iv.union(ev.start[calls], ev.end[calls])
+        qs, qe = iv.intersect(is_s, is_e, *iv.complement(cs, ce, int(is_s[0]) if len(is_s) else 0,
+                                                           int(is_e[-1]) if len(is_e) else 0))
+        long_q = (qe - qs) > setup_long
+        if long_q.any():
+            keep_s, keep_e = iv.complement(qs[long_q], qe[long_q], int(is_s[0]), int(is_e[-1]))
+            is_s, is_e = iv.intersect(is_s, is_e, keep_s, keep_e)
+        issue_by_tid[int(tid)] = (is_s, is_e)
         busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[calls])),
                                          np.concatenate((top_e, ev.end[calls])))
     return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid)
@@ -263,8 +283,14 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     cidx = np.maximum(call, 0)
     call_s, call_e = ev.start[cidx], ev.end[cidx]
     call_tid = ev.tid[cidx]
-    call_is_copy = np.array([trace.names[n].startswith(MEMCPY_CALL_PREFIXES) for n in ev.name[cidx]], dtype=bool)
-    host_long = max(HOST_LONG_FLOOR_NS, HOST_LONG_LAUNCHES * ctx.launch_cost_ns)
+    # A copy call in flight while the device waits is transfer time only when the host is staging
+    # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or
+    # pinned copy call is a launch like any other.
+    nxt_names = [trace.names[n] for n in ev.name[np.maximum(nxt, 0)]]
+    call_is_copy = np.array([trace.names[n].startswith(MEMCPY_CALL_PREFIXES)
+                             and ("Pageable" in nn or "Async" not in trace.names[n])
+                             for n, nn in zip(ev.name[cidx], nxt_names)], dtype=bool)
+    host_long = host_long_ns(ctx.launch_cost_ns)
 
     in_sync, sync_row, sync_end = _sync_at(ctx, free_s)
     sync_is_h2d = np.zeros(len(free_s), dtype=bool)
@@ -332,31 +358,38 @@ def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
     """After a sync drains a queue the host had filled ahead, the device starves until the host
     gets ahead again: the launch gaps of that recovery exist only because of the sync.
 
-    The host's lost lead is how long it waited inside the sync for the device to drain. Launch
-    gaps that follow the drain are charged to synchronization up to that lead (never more), and
-    the walk stops at the next sync, host-work, transfer or unexplained gap. A sync that found
-    the device already idle (the host was not ahead) charges nothing extra.
+    The host's lost lead is how long it waited inside the sync for the device to drain. Host-
+    issued launch gaps that follow the drain are charged to synchronization up to that lead
+    (never more); a later sync in the same recovery (print(tensor) syncs several times while it
+    formats) renews the lead if it lost more, and host work, a transfer or an unexplained gap
+    ends the recovery. A sync that found the device already idle (the host was not ahead)
+    charges nothing extra.
     """
     ev = trace.ev
-    sync_idx = np.flatnonzero(g.cause == SYNC)
-    if len(sync_idx) == 0:
+    if not (g.cause == SYNC).any():
         return
     host_start = np.where(g.host_row != NONE, ev.start[np.maximum(g.host_row, 0)], 0)
-    for i in sync_idx:
-        if g.host_row[i] == NONE:
+    budget, source = 0, NONE
+    for j in range(len(g)):
+        cause = g.cause[j]
+        if cause == SYNC:
+            if g.host_row[j] != NONE:
+                lead = int(g.start[j] - host_start[j])      # how long the host waited: its lost lead
+                if lead > budget:
+                    budget, source = lead, g.host_row[j]
             continue
-        budget = int(g.start[i] - host_start[i])      # how long the host waited: its lost lead
-        j = i + 1
-        while budget > 0 and j < len(g) and g.cause[j] == LAUNCH:
-            queued = g.host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS
-            d = int(g.end[j] - g.start[j])
-            if not queued:
-                if d > budget:
-                    break
-                g.cause[j] = SYNC
-                g.host_row[j] = g.host_row[i]
-                budget -= d
-            j += 1
+        if cause != LAUNCH:
+            budget = 0
+            continue
+        if budget <= 0 or (g.host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS):
+            continue  # queued work: device-side latency, not the host catching up
+        d = int(g.end[j] - g.start[j])
+        if d > budget:
+            budget = 0
+            continue
+        g.cause[j] = SYNC
+        g.host_row[j] = source
+        budget -= d
 
 
 def _merge_adjacent(g: Gaps) -> Gaps:
@@ -402,7 +435,8 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
     rows = ops[inside]
     kk = k[inside]
     overlap = np.minimum(oe[inside], e[kk]) - os_[inside]
-    # keep the ops that issue no GPU work: the launching op that ends a gap is not host work
+    # keep the ops that issue no GPU work, and issuing ops that held the host for a long stretch
+    # (a first call that initialises a library); the launching op that merely ends a gap is not host work
     issuing = np.zeros(len(rows), dtype=bool)
     for tid in np.unique(ev.tid[rows]):
         m = ev.tid[rows] == tid
@@ -410,7 +444,8 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
         if len(s_):
             j = np.searchsorted(s_, ev.start[rows[m]], side="right") - 1
             issuing[m] = (j >= 0) & (ev.start[rows[m]] < e_[np.maximum(j, 0)])
-    rows, overlap = rows[~issuing], overlap[~issuing]
+    keep = ~issuing | (overlap >= host_long_ns(ctx.launch_cost_ns))
+    rows, overlap = rows[keep], overlap[keep]
     traced = 0
     for tid, (bs, be) in ctx.busy_by_tid.items():
         traced = max(traced, int(iv.covered(bs, be, s, e).sum()))
@@ -418,6 +453,31 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
     untraced_share = 1.0 - traced / total if total else 0.0
     # keep only the outermost ops (children double-count)
     return _top_names(trace, rows, overlap), round(max(untraced_share, 0.0), 3)
+
+
+def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> list[dict]:
+    """One-time set-up caught in the profile: the first call of an op that held the host through
+    a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
+    loading, allocator growth). The fix is a warm-up before profiling, not a code change."""
+    ev = trace.ev
+    out = []
+    for tid, (ts, te, rows) in (ctx.top_by_tid or {}).items():
+        if len(rows) == 0:
+            continue
+        k = np.searchsorted(s, ts, side="right") - 1
+        inside = (k >= 0) & (ts < e[np.maximum(k, 0)])
+        overlap = np.where(inside, np.minimum(te, e[np.maximum(k, 0)]) - ts, 0)
+        for i in np.flatnonzero(overlap >= host_long):
+            name = ev.name[rows[i]]
+            same = rows[ev.name[rows] == name]
+            later = same[same > rows[i]]
+            if same[0] != rows[i] or len(later) == 0:
+                continue
+            typical = float(np.median(ev.end[later] - ev.start[later]))
+            if overlap[i] >= 10 * max(typical, 1.0):
+                out.append({"name": trace.names[name], "first_call_us": round(float(te[i] - ts[i]) / 1e3, 1),
+                            "later_median_us": round(typical / 1e3, 1)})
+    return sorted(out, key=lambda x: -x["first_call_us"])[:5]
 
 
 def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: int) -> dict:
@@ -447,6 +507,7 @@ def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: i
             item["host_events"] = top
             item["untraced_share"] = untraced
             item["threshold_us"] = round(host_long / 1e3, 1)
+            item["warmup"] = _first_calls(trace, g.start[m], g.end[m], ctx, host_long)
         elif cause == "synchronization" and m.any():
             rows = g.host_row[m]
             rows = rows[rows != NONE]

@@ -39,6 +39,7 @@ class Analysis:
     verdict: roof_mod.RegimeVerdict
     range_filter: str | None = None
     phases: dict = field(default_factory=dict)
+    caveats: list[str] = field(default_factory=list)   # the trace's, plus what the analysis found
     next_experiment: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
 
@@ -93,6 +94,10 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
                  by_cause_ns=by_cause, hot_ops=hotspots.by_op(trace, rows), hot_kernels=hotspots.by_kernel(trace, rows),
                  ranges=rng_all, roof=roof, verdict=verdict, range_filter=range_name)
     a.phases = _phases(trace, roof, rng_all)
+    a.caveats = list(trace.caveats)
+    warm = warmup_caveat(a) if devs else None
+    if warm:
+        a.caveats.append(warm)
     a.next_experiment = _next_experiment(a)
     a.lines = five_lines(a)
     return a
@@ -165,6 +170,13 @@ IDLE_LEVER_FLOOR = 0.05  # an idle cause worth less than 5% of the span is never
 def _next_experiment(a: Analysis) -> dict:
     if not a.devices:
         return dict(CPU_ONLY_NEXT)
+    warm = a.evidence.get("host_work", {}).get("warmup") or []
+    warm_ns = sum(w["first_call_us"] for w in warm) * 1e3
+    if a.span_ns and warm_ns >= 0.25 * a.span_ns:
+        return {"lever": "warm up first (run a few steps before the profiler starts), then profile and triage again",
+                "why": f"{100 * warm_ns / a.span_ns:.0f}% of the span is one-time set-up in first calls "
+                       f"({', '.join(w['name'] for w in warm[:2])}), which the steady state never pays",
+                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
     v, dom = a.verdict, a.dominant
     ev = a.evidence.get(dom, {}) if dom else {}
     idle_pct = 100 * a.idle_share
@@ -192,6 +204,12 @@ def _next_experiment(a: Analysis) -> dict:
                     "why": f"{ev.get('gaps', 0)} times the device drained while the host waited, "
                            f"costing {ev.get('total_us', 0) / 1e3:.1f} ms of idle ({100 * idle_gain:.0f}% of the span)",
                     "waste": "faster kernels: they make the drain come sooner, not the host's next launch"}
+        if dom == "other":
+            return {"lever": "capture again with both CPU and CUDA activity recorded (ProfilerActivity.CPU and "
+                             "ProfilerActivity.CUDA) so that every kernel links to the call that launched it",
+                    "why": f"{100 * idle_gain:.0f}% of the span is idle before GPU work whose launch call is not "
+                           "in the trace, so its cause cannot be read from it",
+                    "waste": "acting on this trace's idle time: what caused it was not recorded"}
         if dom == "data_transfer":
             return {"lever": "pin host memory, copy with non_blocking=True on a side stream so copies overlap "
                              "compute, or keep the data resident on the device",
@@ -242,6 +260,18 @@ def _ms(ns: float) -> str:
 
 def _us_or_ms(us: float) -> str:
     return f"{us:.1f} µs" if us < 1000 else f"{us / 1e3:.2f} ms"
+
+
+def warmup_caveat(a: Analysis) -> str | None:
+    """A line for the caveats when first-call set-up is a large part of the profile."""
+    warm = a.evidence.get("host_work", {}).get("warmup") or []
+    total = sum(w["first_call_us"] for w in warm) * 1e3
+    if not warm or not a.span_ns or total < 0.05 * a.span_ns:
+        return None
+    names = ", ".join(f"{w['name']} {_us_or_ms(w['first_call_us'])} (later {_us_or_ms(w['later_median_us'])})"
+                      for w in warm[:3])
+    return (f"the profile includes one-time set-up: first calls of {names}, {100 * total / a.span_ns:.0f}% of the "
+            "span; warm up before profiling")
 
 
 def _evidence_phrase(cause: str, ev: dict) -> str:
@@ -389,7 +419,7 @@ def to_json(a: Analysis) -> dict:
     dom = a.dominant
     return {
         "trace": {"path": tr.path, "events": tr.events_in_file, "device_name": tr.device_name(),
-                  "rank": tr.rank, "caveats": tr.caveats},
+                  "rank": tr.rank, "caveats": a.caveats},
         "range": a.range_filter,
         "span_us": _r(a.span_ns / 1e3), "kernel_busy_us": _r(a.kernel_busy_ns / 1e3), "copy_us": _r(a.copy_ns / 1e3),
         "idle_us": _r(a.idle_ns / 1e3), "idle_share": _r(a.idle_share, 4),

@@ -47,6 +47,9 @@ GPU_CATS = (KERNEL, MEMCPY, MEMSET)
 HOST_CALL_CATS = (RUNTIME, DRIVER)
 
 NONE = -1  # missing integer field
+MAX_TS_US = 4e15       # µs since the epoch ~ year 2096; int64 ns overflow at 9.2e15
+MAX_DUR_US = 1e12      # 11.6 days
+STREAM_OVERLAP_NS = 2_000  # kernels on one stream may overlap by < 1 µs (programmatic dependent launch)
 
 
 # The file is not a usable trace; the message is one line for the user.
@@ -80,6 +83,9 @@ class Events:
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.start
+
+
+_EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape")
 
 
 @dataclass
@@ -146,6 +152,8 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
         raise TraceError(f"no such file: {path}")
     if path.is_dir():
         raise TraceError(f"{path} is a directory; pass one trace file (`tracetriage report DIR` reads ranks)")
+    if not path.is_file():  # a FIFO would block the read forever, a device never end it
+        raise TraceError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
     if use_cache:
         from analyzers import cache
 
@@ -173,9 +181,16 @@ def _parse(path: Path, progress) -> Trace:
     parts = decode(data, path)
     del data
     if not parts[0].has_trace_events:
-        raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list")
+        raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "
+                         "that torch.profiler exports")
+    if sum(p.events_in_file for p in parts) == 0:
+        raise TraceError(f"{path}: the trace has no events ('traceEvents' is empty): the profiler recorded "
+                         "nothing; check that the workload ran inside the profiler's `with` block, then capture again")
     progress("link")
     trace = _assemble(parts, path)
+    if len(trace.ev) == 0:
+        raise TraceError(f"{path}: none of its {_n(trace.events_in_file, 'event')} is a complete event "
+                         "(\"ph\": \"X\") with a usable ts and dur: nothing to analyse; capture the trace again")
     link(trace)
     return trace
 
@@ -199,6 +214,13 @@ def _assemble(parts: list[Part], path: Path) -> Trace:
         for k, v in local.items():
             cols.setdefault(k, []).append(v)
     col = {k: np.concatenate(v) for k, v in cols.items()}
+    # Times that cannot be right: negative, not finite, or beyond what int64 ns hold (ts past year
+    # 2096 in µs since the epoch, a duration over 11 days). Such rows are dropped and counted.
+    ts, dur = col["ts"], col["dur"]
+    bad = ~((ts >= 0) & (ts <= MAX_TS_US) & (dur >= 0) & (dur <= MAX_DUR_US))  # (NaN compares False)
+    n_bad = int(bad.sum())
+    if n_bad:
+        col = {k: v[~bad] for k, v in col.items()}
     cat, pid, tid = col["cat"], col["pid"], col["tid"]
     device, stream = col["device"].astype(np.int32), col["stream"]
     start = ns_from_us(col["ts"])
@@ -214,19 +236,56 @@ def _assemble(parts: list[Part], path: Path) -> Trace:
                 tid=tid[order], device=device[order], stream=stream[order], ext=col["ext"][order],
                 corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order])
     caveats = []
-    dropped = sum(p.dropped for p in parts)
+    dropped = sum(p.dropped for p in parts) + n_bad
     if dropped:
-        caveats.append(f"{dropped} complete events had a missing, negative or non-numeric ts/dur and were dropped")
+        caveats.append(f"{_n(dropped, 'complete event')} had a missing, negative, non-numeric or out-of-range "
+                       f"ts/dur and {'was' if dropped == 1 else 'were'} dropped")
+    ev, dups = _drop_duplicates(ev)
+    if dups:
+        caveats.append(f"{_n(dups, 'event')} repeated an earlier one exactly (same category, name, times, thread "
+                       "and ids) and counted once")
     head = parts[0]
+    device_names: dict[int, str] = {}
+    for p in reversed(parts):  # (keys after traceEvents land in the second part of a split decode)
+        device_names.update(p.device_names)
+    rank = next((p.rank for p in parts if p.rank is not None), None)
+    base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
     name_list = [""] * len(names)
     for n, i in names.items():
         name_list[i] = n
     shape_list: list = [None] * len(shapes)
     for k, i in shapes.items():
         shape_list[i] = k
-    return Trace(path=str(path), names=name_list, ev=ev, device_names=head.device_names, rank=head.rank,
-                 base_time_ns=head.base_time_ns, events_in_file=head.events_in_file, shapes_raw=shape_list,
-                 caveats=caveats)
+    return Trace(path=str(path), names=name_list, ev=ev, device_names=device_names, rank=rank,
+                 base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=shape_list, caveats=caveats)
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def _drop_duplicates(ev: Events) -> tuple[Events, int]:
+    """The same event written twice (a merged or re-exported trace) would count its time twice.
+
+    Exact duplicates agree on every column; sorted by (start, -end) they share start and end, so
+    only rows in runs of equal (start, end) are compared, on all columns (cheap: such runs are rare).
+    """
+    n = len(ev)
+    if n < 2:
+        return ev, 0
+    tie = (ev.start[1:] == ev.start[:-1]) & (ev.end[1:] == ev.end[:-1])
+    if not tie.any():
+        return ev, 0
+    cand = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+    cols = [getattr(ev, k)[cand].astype(np.int64) for k in reversed(_EVENT_COLUMNS)]
+    order = np.lexsort(cols)   # identical rows become adjacent; stable, so the first of each is kept
+    keys = np.stack([c[order] for c in cols])
+    same = (keys[:, 1:] == keys[:, :-1]).all(axis=0)
+    if not same.any():
+        return ev, 0
+    drop = np.zeros(n, dtype=bool)
+    drop[cand[order[1:][same]]] = True
+    return ev.take(np.flatnonzero(~drop)), int(drop.sum())
 
 
 def _match(keys_from: np.ndarray, keys_to: np.ndarray, to_rows: np.ndarray) -> np.ndarray:
@@ -254,10 +313,36 @@ def link(trace: Trace) -> None:
     ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.ext != NONE))
     allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
     trace.op_of[allcalls] = _match(ev.ext[allcalls], ev.ext[ops], ops)
+    if len(gpu) == 0:
+        trace.caveats.append("no GPU activity in the trace (no kernels, copies or memsets: a CPU-only capture, or "
+                             "CUDA activity was not recorded): there is no GPU span, idle time or regime to report")
+        return
     unlinked = int(np.sum(trace.launch_of[gpu] == NONE))
-    if len(gpu) and unlinked:
-        trace.caveats.append(f"{unlinked} of {len(gpu)} GPU activities have no launch call in the trace "
-                             "(missing correlation, or launched before profiling started)")
+    if unlinked:
+        trace.caveats.append(f"{unlinked:,} of {_n(len(gpu), 'GPU activity', 'GPU activities')} have no launch call in "
+                             "the trace (missing correlation, or launched before profiling started): the idle before "
+                             "them counts as other")
+    dangling = int(np.sum((ev.ext[allcalls] != NONE) & (trace.op_of[allcalls] == NONE)))
+    if dangling:
+        verb = "carries" if dangling == 1 else "carry"
+        trace.caveats.append(f"{_n(dangling, 'launch call')} {verb} an External id that no cpu_op in the trace has: "
+                             "their GPU time is listed under the kernel's name, not the op's")
+    overlaps = _stream_overlaps(ev, gpu)
+    if overlaps:
+        verb = "starts" if overlaps == 1 else "start"
+        trace.caveats.append(f"{_n(overlaps, 'GPU activity', 'GPU activities')} {verb} more than "
+                             f"{STREAM_OVERLAP_NS / 1e3:.0f} µs before the previous one on their stream ends, though a "
+                             "stream runs in order (a merged or edited trace?): busy and idle time count the "
+                             "overlapped time once")
+
+
+def _stream_overlaps(ev: Events, gpu: np.ndarray) -> int:
+    """GPU activities that start well before the previous activity on their (device, stream) ends."""
+    order = np.lexsort((ev.start[gpu], ev.stream[gpu], ev.device[gpu]))
+    rows = gpu[order]
+    dev, stream, start, end = ev.device[rows], ev.stream[rows], ev.start[rows], ev.end[rows]
+    same = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    return int(np.sum(same & (end[:-1] - start[1:] > STREAM_OVERLAP_NS)))
 
 
 def find_traces(directory: Path) -> list[Path]:

@@ -111,10 +111,12 @@ def chain(n: int = 20, *, gap_ns: int = 20_000, kernel_ns: int = 10_000, stream:
     return out
 
 
-def write(path: Path, doc: dict | list | str | bytes, *, gz: bool | None = None) -> Path:
+def write(path: Path, doc: dict | list | int | str | bytes, *, gz: bool | None = None) -> Path:
+    """A JSON document (dict, list, int), or text (str) or bytes as they are. A document or text is gzipped
+    when the name ends with .gz (or gz=True); bytes only when gz=True."""
     path = Path(path)
     data = doc if isinstance(doc, bytes) else (doc.encode() if isinstance(doc, str) else json.dumps(doc).encode())
-    if gz if gz is not None else path.name.endswith(".gz"):
+    if gz if gz is not None else (path.name.endswith(".gz") and not isinstance(doc, bytes)):
         data = gzip.compress(data, compresslevel=1)
     path.write_bytes(data)
     return path

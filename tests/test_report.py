@@ -152,3 +152,18 @@ def test_a_cpu_only_trace_gets_a_report_that_says_there_is_no_gpu_timeline(tmp_p
     assert "--device cuda" in lines[4]
     out = json.loads(_cli("report", str(tmp_path / "cpu.json.gz"), "--json").stdout)
     assert out["regime"] is None and out["idle"]["dominant"] is None
+
+
+def test_one_time_setup_in_first_calls_becomes_a_caveat_and_the_next_experiment_is_a_warm_up():
+    # the toy training script was profiled from its first step: cuBLAS init inside the first
+    # aten::linear (80 ms), lazy kernel loading in the first _foreach_sqrt (26 ms), ...
+    a = analyze_file(TRACES / "script-toy-train.json.gz")
+    warm = {w["name"]: w for w in a.evidence["host_work"]["warmup"]}
+    assert warm["aten::linear"]["first_call_us"] > 50_000
+    assert warm["aten::linear"]["later_median_us"] < 1_000
+    assert any(c.startswith("the profile includes one-time set-up") for c in a.caveats)
+    assert a.next_experiment["lever"].startswith("warm up first")
+    # a steady-state trace has no such caveat
+    b = analyze_file(TRACES / "gpt-eager.json.gz")
+    assert not any("one-time set-up" in c for c in b.caveats)
+    assert not b.next_experiment["lever"].startswith("warm up")

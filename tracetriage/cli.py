@@ -69,7 +69,7 @@ def cmd_report(a) -> int:
         _print_json(out)
         return 0
     print("\n".join(analysis.lines))
-    for c in analysis.trace.caveats:
+    for c in analysis.caveats:
         print(f"Caveat: {c}.")
     if hta is not None:
         print(_hta_text(hta, analysis))
@@ -206,18 +206,44 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
     c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
     c.add_argument("args", nargs=argparse.REMAINDER, help="for `script`: the script and its arguments")
-    c.add_argument("--device", default=None, choices=["cuda", "cpu"])
-    c.add_argument("--out")
-    c.add_argument("--steps", type=int)
-    c.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
+    _capture_options(c)
     c.set_defaults(fn=cmd_capture)
 
     return ap
 
 
+def _capture_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default=None, choices=["cuda", "cpu"])
+    p.add_argument("--out")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
+
+
+def _options_after_workload(a) -> None:
+    """`capture PRESET --out x.json.gz`: options after the preset name land in the script-args remainder;
+    for anything but `script` they are capture options (silently ignoring --out wrote the file elsewhere)."""
+    if a.cmd != "capture" or a.workload == "script" or not a.args:
+        return
+    p = argparse.ArgumentParser(prog=f"tracetriage capture {a.workload}", add_help=False)
+    _capture_options(p)
+    extra, unknown = p.parse_known_args(a.args)
+    if unknown:
+        raise UserError(f"unexpected arguments after {a.workload}: {' '.join(unknown)} "
+                        "(only `capture script PATH.py` takes arguments of its own)")
+    for k, v in vars(extra).items():
+        if v is not None:
+            setattr(a, k, v)
+    a.args = []
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
+    try:
+        _options_after_workload(a)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
     if a.cmd == "capture" and a.device is None:
         a.device = "cuda" if _cuda_available() else "cpu"
     try:
@@ -227,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        print("error: out of memory while analysing the trace; run it on a machine with more memory, or capture "
+              "a shorter window (fewer steps, or a profiler schedule with active=1)", file=sys.stderr)
+        return EXIT_USER_ERROR
     except BrokenPipeError:  # `tracetriage report x | head`
         return 0
     except Exception as e:  # a bug, not bad input: still one line unless asked for the traceback

@@ -1,0 +1,232 @@
+"""More smells, built differently from capture/smells.py, to check that the idle rules
+generalise: each is a different code path to the same cause (a Python loop over rows, a
+DataLoader, print(), .any(), .tolist(), an event sync, .cpu().numpy()).
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from capture.ranges import named_range
+from capture.smells import _GpuThenSync, _HostThenGpu, _gpu
+from capture.workload import Workload
+
+
+# --- launch overhead --------------------------------------------------------------------
+
+@dataclass
+class LaunchEmbeddingLoop(Workload):
+    """Token-by-token embedding lookups and adds in a Python loop (64 tokens, width 512)."""
+    kind: ClassVar[str] = "probe_launch_embedding_loop"
+    tokens: int = 64
+
+    def setup(self):
+        self.emb = nn.Embedding(1000, 512).to(self.device)
+        self.ids = torch.randint(0, 1000, (self.tokens,), device=self.device)
+        self.pos = torch.randn(self.tokens, 512, device=self.device)
+
+    @torch.no_grad()
+    def step(self):
+        with named_range("embed_loop"):
+            out = []
+            for i in range(self.tokens):
+                out.append(self.emb(self.ids[i:i + 1]) + self.pos[i])   # slice, gather, add: 3 tiny launches
+            return torch.cat(out)
+
+    def inputs(self):
+        return [self.ids]
+
+
+@dataclass
+class LaunchRowSoftmax(Workload):
+    """Softmax one row at a time in Python over a 128x128 tensor (exp, sum, div per row)."""
+    kind: ClassVar[str] = "probe_launch_row_softmax"
+    rows: int = 128
+
+    def setup(self):
+        self.x = torch.randn(self.rows, 128, device=self.device)
+
+    def step(self):
+        with named_range("row_loop"):
+            out = torch.empty_like(self.x)
+            for i in range(self.rows):
+                e = torch.exp(self.x[i] - 1.0)
+                out[i] = e / e.sum()
+            return out
+
+    def inputs(self):
+        return [self.x]
+
+
+# --- host work --------------------------------------------------------------------------------
+
+class _NumpyImages(torch.utils.data.Dataset):
+    """A dataset whose __getitem__ crops and normalises a 3x256x256 image with numpy."""
+
+    def __init__(self, n: int):
+        self.rng = np.random.default_rng(0)
+        self.base = self.rng.random((3, 256, 256), dtype=np.float32)
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        y, x = self.rng.integers(0, 32, 2)
+        crop = self.base[:, y:y + 224, x:x + 224]
+        crop = (crop - crop.mean()) / (crop.std() + 1e-6)
+        return torch.from_numpy(np.ascontiguousarray(crop[:, :, ::-1]))
+
+
+@dataclass
+class HostDataLoader(_HostThenGpu):
+    """DataLoader with num_workers=0: each batch of 16 crops is built in the main process."""
+    kind: ClassVar[str] = "probe_host_dataloader"
+    batch: int = 16
+
+    def setup_host(self):
+        self.loader = torch.utils.data.DataLoader(_NumpyImages(10_000), batch_size=self.batch, num_workers=0)
+        self.it = iter(self.loader)
+
+    def host_phase(self):
+        try:
+            self.batch_t = next(self.it)
+        except StopIteration:
+            self.it = iter(self.loader)
+            self.batch_t = next(self.it)
+
+
+@dataclass
+class HostJson(_HostThenGpu):
+    """Serialising a metrics dict to JSON and back between steps (a logging hook)."""
+    kind: ClassVar[str] = "probe_host_json"
+    entries: int = 5_000
+
+    def setup_host(self):
+        self.metrics = {f"layer{i}.w": [float(i), float(i) / 3, i * 7] for i in range(self.entries)}
+
+    def host_phase(self):
+        self.blob = json.loads(json.dumps(self.metrics))
+
+
+# --- synchronization -------------------------------------------------------------------------
+
+@dataclass
+class SyncPrint(_GpuThenSync):
+    """print() of a tensor statistic every iteration (its repr copies the value to the host)."""
+    kind: ClassVar[str] = "probe_sync_print"
+
+    def step(self):
+        y = None
+        sink = io.StringIO()
+        for _ in range(self.inner_steps):
+            with named_range("iteration"):
+                y = self.work()
+                with redirect_stdout(sink):
+                    print(y[0, :2])
+        return y
+
+
+@dataclass
+class SyncAny(_GpuThenSync):
+    """Data-dependent control flow: `if (y < -1e6).any():` after each iteration's matmuls."""
+    kind: ClassVar[str] = "probe_sync_any"
+
+    def step(self):
+        y = None
+        for _ in range(self.inner_steps):
+            with named_range("iteration"):
+                y = self.work()
+                if (y < -1e6).any():      # bool(tensor): a device->host read
+                    y = y.clamp(min=-1e6)
+        return y
+
+
+@dataclass
+class SyncEvent(_GpuThenSync):
+    """A CUDA event recorded and waited on by the host after every iteration."""
+    kind: ClassVar[str] = "probe_sync_event"
+
+    def step(self):
+        y = None
+        for _ in range(self.inner_steps):
+            with named_range("iteration"):
+                y = self.work()
+                if _gpu(self.device):
+                    ev = torch.cuda.Event()
+                    ev.record()
+                    ev.synchronize()      # cudaEventSynchronize
+        return y
+
+
+@dataclass
+class SyncTolist(_GpuThenSync):
+    """Reading a few values with .tolist() for logging after each iteration."""
+    kind: ClassVar[str] = "probe_sync_tolist"
+
+    def step(self):
+        y = None
+        self.logged = []
+        for _ in range(self.inner_steps):
+            with named_range("iteration"):
+                y = self.work()
+                self.logged.append(y[0, :4].tolist())
+        return y
+
+
+# --- data transfer ----------------------------------------------------------------------------
+
+@dataclass
+class TransferToNumpy(Workload):
+    """Activations pulled back with .cpu().numpy() every step: 4 tensors of 32 MB each."""
+    kind: ClassVar[str] = "probe_transfer_to_numpy"
+    tensors: int = 4
+    mbytes: int = 32
+
+    def setup(self):
+        mb = self.mbytes if _gpu(self.device) else 1
+        self.xs = [torch.randn(mb * (1 << 20) // 4, device=self.device) for _ in range(self.tensors)]
+
+    def step(self):
+        out = []
+        for x in self.xs:
+            with named_range("offload"):
+                out.append((x * 0.5).cpu().numpy().sum())
+        return out
+
+    def inputs(self):
+        return self.xs
+
+
+@dataclass
+class TransferUnpinnedLoader(Workload):
+    """Big unpinned batches copied to the device each step (DataLoader without pin_memory)."""
+    kind: ClassVar[str] = "probe_transfer_unpinned_batches"
+    batches: int = 3
+    mbytes: int = 64
+
+    def setup(self):
+        mb = self.mbytes if _gpu(self.device) else 1
+        self.host = [torch.randn(mb * (1 << 20) // 4) for _ in range(self.batches)]
+        d = 1024 if _gpu(self.device) else 64
+        self.w = torch.randn(d, d, device=self.device)
+
+    def step(self):
+        s = None
+        d = self.w.shape[0]
+        for h in self.host:
+            with named_range("batch"):
+                x = h.to(self.device)                 # pageable: staged through the host
+                s = (x[: d * d].view(d, d) @ self.w).sum()
+        return s
+
+    def inputs(self):
+        return [self.w]
