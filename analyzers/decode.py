@@ -357,33 +357,79 @@ _BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"ph"\s*:')
 _SECOND_HEAD = b'{"traceEvents":['
 
 
-def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
-    """Decode the two halves in two processes; None if the file does not split cleanly.
+CHUNK_BYTES = 32 << 20   # decode this much JSON at a time: structs for ~100k events, freed as columns
 
-    In place, without copying either half: after the fork the parent writes `]}` over the two bytes
-    after the last event of its half (and puts them back afterwards), and the child writes
-    `{"traceEvents":[` over the 16 bytes before the first event of its half; each process sees
-    only its own writes (copy-on-write), so the halves cost no memory beyond the text itself.
+
+def _boundaries(data: bytearray, start: int, n_chunks: int) -> list[re.Match]:
+    """Event boundaries (`}, {"ph":`) that cut the events into about n_chunks equal pieces."""
+    cuts, pos = [], start
+    for k in range(1, n_chunks):
+        m = _BOUNDARY.search(data, max(pos, len(data) * k // n_chunks))
+        if m is None:
+            break
+        cuts.append(m)
+        pos = m.end()
+    return cuts
+
+
+def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int) -> list[Part]:
+    """Decode pieces first..last (piece k runs from cut k-1 to cut k) in place, one at a time.
+
+    Piece k > 0 gets `{"traceEvents":[` written over the 16 bytes before its first event (the
+    tail of piece k-1, already decoded); a piece that ends at a cut gets `]}` written over the
+    two bytes after its last event and put back after, since they may be the next piece's `{`.
+    Only one piece's structs are alive at a time: each becomes columns before the next.
+    """
+    parts = []
+    for k in range(first, last + 1):
+        lo, hi = 0, len(data)
+        edits = []  # (offset, original bytes): every write is undone, so a fallback reads the true text
+        try:
+            if k > 0:
+                brace = cuts[k - 1].start() + cuts[k - 1].group(0).rindex(b"{")
+                lo = brace - len(_SECOND_HEAD)
+                edits.append((lo, bytes(data[lo:brace])))
+                data[lo:brace] = _SECOND_HEAD
+            if k < len(cuts):
+                end = cuts[k].start() + 1
+                edits.append((end, bytes(data[end:end + 2])))
+                data[end:end + 2] = b"]}"
+                hi = end + 2
+            with memoryview(data) as view:
+                doc = msgspec.json.decode(view[lo:hi], type=_File)
+        finally:
+            for off, orig in reversed(edits):
+                data[off:off + len(orig)] = orig
+        parts.append(_part_from_doc(doc, strict=True))
+        del doc
+    return parts
+
+
+def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
+    """Decode the events in pieces, the second half of them in a forked child; None if the file
+    does not split cleanly at event boundaries (the single-process path then decides).
+
+    In place, without copying the text (see _decode_pieces): each process sees only its own
+    writes (copy-on-write), so the pieces cost no memory beyond the text itself, and at any time
+    each process holds the structs of one piece only.
     """
     if not isinstance(data, bytearray):
         data = bytearray(data)  # (read_bytes gives a bytearray; other callers pay one copy)
     start = data.find(b'"traceEvents"')
     if start < 0:
         return None
-    m = _BOUNDARY.search(data, max(start, len(data) // 2))
-    if m is None:
+    cuts = _boundaries(data, start, max(2, -(-len(data) // CHUNK_BYTES)))
+    if not cuts:
         return None
-    end1 = m.start() + 1                                   # just past the '}' of the first half's last event
-    brace = m.start() + m.group(0).rindex(b"{")            # the '{' of the second half's first event
+    n_pieces = len(cuts) + 1
+    half = n_pieces // 2                    # the parent takes pieces 0..half-1, the child the rest
     rfd, wfd = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child: decode the second half, send its Part back, exit without cleanup
+    if pid == 0:  # child: decode its pieces, send them back, exit without cleanup
         code = 0
         try:
             os.close(rfd)
-            data[brace - len(_SECOND_HEAD):brace] = _SECOND_HEAD
-            doc = msgspec.json.decode(memoryview(data)[brace - len(_SECOND_HEAD):], type=_File)
-            payload = pickle.dumps(_part_from_doc(doc, strict=True), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException:
             payload, code = b"", 1
         try:
@@ -392,25 +438,25 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
         finally:
             os._exit(code)
     os.close(wfd)
-    saved = bytes(data[end1:end1 + 2])
     mine = None
     try:
-        data[end1:end1 + 2] = b"]}"
-        mine = _part_from_doc(msgspec.json.decode(memoryview(data)[:end1 + 2], type=_File), strict=True)
+        mine = _decode_pieces(data, cuts, 0, half - 1)
     except Exception:
         pass  # not strictly valid (or not a clean split): the single-process path decides
     finally:
-        data[end1:end1 + 2] = saved
         with os.fdopen(rfd, "rb") as r:
             payload = r.read()
         _, status = os.waitpid(pid, 0)
     if mine is None or status != 0 or not payload:
         return None
-    theirs = pickle.loads(payload)
-    mine.events_in_file += theirs.events_in_file
-    mine.dropped += theirs.dropped
-    theirs.dropped = 0
-    return [mine, theirs]
+    parts = mine + pickle.loads(payload)
+    # the head's totals cover the whole file; the other pieces' counts move into it
+    head = parts[0]
+    for p in parts[1:]:
+        head.events_in_file += p.events_in_file
+        head.dropped += p.dropped
+        p.dropped = 0
+    return parts
 
 
 # --- structs -> columns ---------------------------------------------------------------
