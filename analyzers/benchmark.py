@@ -11,9 +11,10 @@
    bare cached `load()`.
 3. Repeats ours at smaller sizes and fits time and memory against size (the slope).
 
+Time is the median of three runs (HTA: one), with nothing else sampling the machine.
 Memory is the peak of the summed proportional set size (PSS) of the process and its
-children, sampled every 20 ms: tracetriage forks a decoder child and a cache writer, and
-PSS counts their shared pages once. ru_maxrss (largest single process) is reported too.
+children, sampled every 20 ms in a separate run: tracetriage forks a decoder child and a
+cache writer, and PSS counts the pages they share once.
 """
 from __future__ import annotations
 
@@ -48,27 +49,36 @@ def _tree_pss_mb(proc) -> float:
     return total / 2**20
 
 
-def measure(cmd: list[str], env: dict | None = None) -> dict:
-    """Wall time, peak tree PSS and ru_maxrss of one command in a fresh process."""
+def measure(cmd: list[str], env: dict | None = None, *, sample: bool = False) -> dict:
+    """Wall time of one command in a fresh process; with sample=True also its peak tree PSS.
+
+    Sampling reads /proc/PID/smaps_rollup every 20 ms, which costs the measured process CPU time
+    on a 2-core machine, so times are taken from runs that are not sampled.
+    """
     import psutil
 
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-    ps = psutil.Process(p.pid)
     peak = 0.0
-    while p.poll() is None:
-        peak = max(peak, _tree_pss_mb(ps))
-        time.sleep(0.02)
-    wall = time.perf_counter() - t0
-    _, _, rusage = os.wait4(p.pid, os.WNOHANG) if False else (None, None, None)
+    if sample:
+        ps = psutil.Process(p.pid)
+        while p.poll() is None:
+            peak = max(peak, _tree_pss_mb(ps))
+            time.sleep(0.02)
     out, err = p.communicate()
-    import resource
-
-    maxrss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {err.decode()[-400:]}")
-    return {"wall_s": round(wall, 3), "peak_pss_mb": round(peak, 1), "ru_maxrss_mb_so_far": round(maxrss, 1),
+    return {"wall_s": round(wall, 3), "peak_pss_mb": round(peak, 1) if sample else None,
             "stdout": out.decode()[-2000:]}
+
+
+def timed(cmd: list[str], env: dict | None = None, repeats: int = 3) -> dict:
+    """Median wall time of `repeats` unsampled runs, then the peak PSS of one sampled run."""
+    walls = sorted(measure(cmd, env)["wall_s"] for _ in range(repeats))
+    mem = measure(cmd, env, sample=True)
+    return {"wall_s": walls[len(walls) // 2], "walls": walls, "peak_pss_mb": mem["peak_pss_mb"],
+            "stdout": mem["stdout"]}
 
 
 def make_trace(workdir: Path, copies: int) -> tuple[Path, dict]:
@@ -81,23 +91,23 @@ def make_trace(workdir: Path, copies: int) -> tuple[Path, dict]:
 
 def ours(path: Path, cache_dir: Path) -> dict:
     cmd = [sys.executable, "-m", "tracetriage.cli", "report", str(path), "--json", "--quiet"]
-    cold = measure(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
-    # warm: fill the cache (synchronously, from a fresh process), then time a cache hit
+    cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
+    # warm: fill the cache (synchronously, from a fresh process), then time cache hits
     fill = [sys.executable, "-c", "import sys; from pathlib import Path; from analyzers.trace import load; "
             "from analyzers import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
     subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
-    warm = measure(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
+    warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "
                          "from analyzers.trace import load; load(sys.argv[1]); "
                          "print(round(time.perf_counter() - t, 3))", str(path)],
                         {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
-    json.loads(cold["stdout"] or "{}") if False else None
     return {"cold": cold, "warm": warm, "cached_load_in_process_s": float(load_only["stdout"].strip()),
             "cached_load_process_s": load_only["wall_s"]}
 
 
 def hta(path: Path) -> dict:
-    r = measure([sys.executable, "-m", "analyzers.hta_reference", str(path), "--parse-only"])
+    cmd = [sys.executable, "-m", "analyzers.hta_reference", str(path), "--parse-only"]
+    r = timed(cmd, repeats=1)
     inner = json.loads(r["stdout"])
     return {**r, **{f"hta_{k}": v for k, v in inner.items()}}
 

@@ -26,6 +26,7 @@ import pytest
 
 import kineto_factory as kf
 from analyzers import decode as decode_mod
+from analyzers import memory as memory_mod
 from analyzers.report import analyze_trace
 from analyzers.trace import TraceError, load
 from tracetriage.cli import build_parser, main
@@ -484,9 +485,9 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
 
 def test_memory_budget_comes_from_the_environment_or_the_machine(monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_MEMORY_BUDGET", "1.5G")
-    assert decode_mod.memory_budget() == (int(1.5 * 2**30), "TRACETRIAGE_MEMORY_BUDGET")
+    assert memory_mod.memory_budget() == (int(1.5 * 2**30), "TRACETRIAGE_MEMORY_BUDGET")
     monkeypatch.delenv("TRACETRIAGE_MEMORY_BUDGET")
-    budget, what = decode_mod.memory_budget()
+    budget, what = memory_mod.memory_budget()
     assert 0 < budget < 1 << 50 and "available" in what
 
 
@@ -538,11 +539,11 @@ def test_a_2gb_trace_is_analysed_within_its_memory_estimate_or_refused(tmp_path)
     path = tmp_path / "big.json"
     info = kf.write_big(TRACES / "gpt-eager.json.gz", path, 2_000_000_000)
     size = path.stat().st_size
-    need = decode_mod.MEM_BASE + size + decode_mod.MEM_PER_EVENT * info["events"]
+    need = memory_mod.MEM_BASE + size + memory_mod.MEM_PER_EVENT * info["events"]
     env = {**os.environ, "TRACETRIAGE_NO_CACHE": "1"}
     env.pop("TRACETRIAGE_MEMORY_BUDGET", None)
     cli = [sys.executable, "-m", "tracetriage.cli", "report", str(path)]
-    budget, _ = decode_mod.memory_budget()
+    budget, _ = memory_mod.memory_budget()
     if need <= budget:
         code, secs, peak, out = _peak_memory_of(cli, env)
         print(f"\n2 GB trace: {info['events']:,} events, {size / 1e9:.2f} GB of JSON: {secs:.1f} s, "
