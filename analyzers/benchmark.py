@@ -105,6 +105,39 @@ def ours(path: Path, cache_dir: Path) -> dict:
             "cached_load_process_s": load_only["wall_s"]}
 
 
+FLOOR_CODE = """
+import sys, time, gc
+t0 = time.perf_counter()
+import msgspec
+from isal import igzip
+class E(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = 0.0
+    dur: float = 0.0
+class F(msgspec.Struct, gc=False):
+    traceEvents: list[E] = []
+gc.disable()
+data = igzip.decompress(open(sys.argv[1], "rb").read())
+t1 = time.perf_counter()
+doc = msgspec.json.decode(data, type=F)
+t2 = time.perf_counter()
+print(round(t1 - t0, 3), round(t2 - t1, 3))
+"""
+
+
+def floor(path: Path) -> dict:
+    """The issue's floor on this machine: gunzip (isal) plus a typed msgspec decode of the event
+    fields without args, in a fresh process: what any Python tool must at least spend."""
+    walls = sorted(measure([sys.executable, "-c", FLOOR_CODE, str(path)])["wall_s"] for _ in range(3))
+    r = measure([sys.executable, "-c", FLOOR_CODE, str(path)])
+    gunzip_s, decode_s = map(float, r["stdout"].split())
+    return {"wall_s": walls[1], "gunzip_s": gunzip_s, "decode_s": decode_s}
+
+
 def hta(path: Path) -> dict:
     cmd = [sys.executable, "-m", "analyzers.hta_reference", str(path), "--parse-only"]
     r = timed(cmd, repeats=1)
@@ -136,6 +169,8 @@ def main(argv=None) -> int:
         print(f"trace x{copies}: {info['events']:,} events, {info['json_mb']} MB JSON, {info['file_mb']} MB gz",
               file=sys.stderr, flush=True)
         row = {"copies": copies, **info, "ours": ours(path, work / f"cache-{copies}")}
+        if copies == a.copies:
+            row["floor"] = floor(path)
         if copies == a.copies and not a.no_hta:
             row["hta"] = hta(path)
         results["sizes"].append(row)
@@ -153,6 +188,10 @@ def main(argv=None) -> int:
                      f"{o['cold']['wall_s']:.2f} | {o['cold']['peak_pss_mb']:.0f} | |")
         lines.append(f"| x{r['copies']} | | | tracetriage report, cached | {o['warm']['wall_s']:.2f} | "
                      f"{o['warm']['peak_pss_mb']:.0f} | |")
+        if "floor" in r:
+            f = r["floor"]
+            lines.append(f"| x{r['copies']} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | | |")
+            results["floor_ratio"] = round(o["cold"]["wall_s"] / f["wall_s"], 2)
         if "hta" in r:
             h = r["hta"]
             lines.append(f"| x{r['copies']} | | | HTA 0.5.0 parse only | {h['wall_s']:.2f} | {h['peak_pss_mb']:.0f} | |")
@@ -165,6 +204,8 @@ def main(argv=None) -> int:
     print(f"\nslope: {results['slope']['s_per_100mb']} s and {results['slope']['mb_per_100mb']} MB per 100 MB of JSON "
           f"(intercepts {results['slope']['s_intercept']} s, {results['slope']['mb_intercept']} MB)")
     print(f"cached load() of the x{a.copies} trace: {main_row['ours']['cached_load_in_process_s']:.3f} s in-process")
+    if "floor_ratio" in results:
+        print(f"tracetriage cold / floor: {results['floor_ratio']}x")
     if a.out:
         for r in results["sizes"]:
             for k in ("cold", "warm"):

@@ -141,14 +141,20 @@ class _HostContext:
         return out
 
 
+def _name_flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
+    """test(name) for each row, evaluated once per distinct name (a trace has ~100 of them)."""
+    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    return np.array([bool(test(trace.names[i])) for i in ids], dtype=bool)[inv] if len(rows) else \
+        np.zeros(0, dtype=bool)
+
+
 def _host_context(trace: Trace) -> _HostContext:
     ev, names = trace.ev, trace.names
     is_call = np.isin(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
-    call_names = [names[i] for i in ev.name[call_rows]]
-    name_is_sync = np.array([n in SYNC_CALLS for n in call_names], dtype=bool)
-    name_is_launch = np.array([n.startswith(LAUNCH_CALL_PREFIXES) for n in call_names], dtype=bool)
-    name_is_copy = np.array([n.startswith(MEMCPY_CALL_PREFIXES) for n in call_names], dtype=bool)
+    name_is_sync = _name_flags(trace, call_rows, lambda n: n in SYNC_CALLS)
+    name_is_launch = _name_flags(trace, call_rows, lambda n: n.startswith(LAUNCH_CALL_PREFIXES))
+    name_is_copy = _name_flags(trace, call_rows, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
 
     # A memcpy call blocks the host when it is synchronous by API (cudaMemcpy) or touches pageable
     # memory (cudaMemcpyAsync stages pageable copies through the host), and it returned only after
@@ -169,7 +175,7 @@ def _host_context(trace: Trace) -> _HostContext:
         if ce is None or ev.end[r] + CLOCK_TOL_NS < ce:
             continue
         kind = copy_kind_by_call[r]
-        synchronous_api = "Async" not in call_names[k]
+        synchronous_api = "Async" not in names[ev.name[r]]
         if synchronous_api or "Pageable" in kind:
             blocking_copy[k] = True
             h2d[k] = "HtoD" in kind
@@ -286,10 +292,10 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     # A copy call in flight while the device waits is transfer time only when the host is staging
     # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or
     # pinned copy call is a launch like any other.
-    nxt_names = [trace.names[n] for n in ev.name[np.maximum(nxt, 0)]]
-    call_is_copy = np.array([trace.names[n].startswith(MEMCPY_CALL_PREFIXES)
-                             and ("Pageable" in nn or "Async" not in trace.names[n])
-                             for n, nn in zip(ev.name[cidx], nxt_names)], dtype=bool)
+    copy_call = _name_flags(trace, cidx, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
+    sync_api = _name_flags(trace, cidx, lambda n: "Async" not in n)
+    pageable = _name_flags(trace, np.maximum(nxt, 0), lambda n: "Pageable" in n)
+    call_is_copy = copy_call & (pageable | sync_api)
     host_long = host_long_ns(ctx.launch_cost_ns)
 
     in_sync, sync_row, sync_end = _sync_at(ctx, free_s)
