@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -436,6 +435,14 @@ def _ids(values: list, table: dict) -> np.ndarray:
 _STREAM_NAME = re.compile(r"\s*(?:stream\s*)?(-?\d+)\s*")
 
 
+def table_list(table: dict) -> list:
+    """The keys of an id table ({value: id}, ids 0..n-1) in id order."""
+    out: list = [None] * len(table)
+    for v, i in table.items():
+        out[i] = v
+    return out
+
+
 def _int_column(values: list) -> np.ndarray:
     """pid/tid: ints, except that old traces write them as strings: "1234" for a thread, "stream 7"
     for a GPU row. Those become the number; any other string a stable negative id (the same in
@@ -529,13 +536,7 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
         shape_id[op_rows] = _ids(keys, shape_ids)
     cols["shape"] = shape_id
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
-    names = [""] * len(name_ids)
-    for s_, i in name_ids.items():
-        names[i] = s_
-    shapes: list = [None] * len(shape_ids)
-    for k, i in shape_ids.items():
-        shapes[i] = k
-    return cols, names, shapes
+    return cols, table_list(name_ids), table_list(shape_ids)
 
 
 def ns_from_us(us: np.ndarray) -> np.ndarray:

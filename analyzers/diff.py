@@ -34,7 +34,6 @@ hotspots); never imports torch.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

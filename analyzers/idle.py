@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzers import intervals as iv
-from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, NONE, RUNTIME, Trace)
+from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, RUNTIME, Trace)
 
 CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = range(5)
@@ -287,7 +287,7 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     call = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
     has_call = call != NONE
     cidx = np.maximum(call, 0)
-    call_s, call_e = ev.start[cidx], ev.end[cidx]
+    call_s = ev.start[cidx]
     call_tid = ev.tid[cidx]
     # A copy call in flight while the device waits is transfer time only when the host is staging
     # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or

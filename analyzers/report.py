@@ -332,7 +332,7 @@ CPU_ONLY_NEXT = {
 
 
 def five_lines(a: Analysis) -> list[str]:
-    tr, v = a.trace, a.verdict
+    tr = a.trace
     if not a.devices:
         return _cpu_only_lines(a)
     dev = tr.device_name() or "an unnamed device"

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from analyzers.decode import DecodeError, Part, decode, ns_from_us, read_bytes  # noqa: F401 (re-exported)
+from analyzers.decode import DecodeError, Part, decode, ns_from_us, read_bytes, table_list  # noqa: F401 (re-exported)
 
 # --- categories ---------------------------------------------------------------
 
@@ -250,14 +250,9 @@ def _assemble(parts: list[Part], path: Path) -> Trace:
         device_names.update(p.device_names)
     rank = next((p.rank for p in parts if p.rank is not None), None)
     base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
-    name_list = [""] * len(names)
-    for n, i in names.items():
-        name_list[i] = n
-    shape_list: list = [None] * len(shapes)
-    for k, i in shapes.items():
-        shape_list[i] = k
-    return Trace(path=str(path), names=name_list, ev=ev, device_names=device_names, rank=rank,
-                 base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=shape_list, caveats=caveats)
+    return Trace(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
+                 base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
+                 caveats=caveats)
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:

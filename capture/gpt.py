@@ -12,7 +12,7 @@ launch-bound; compiled, ~10 kernels a layer, it waits on bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from typing import ClassVar
@@ -124,15 +123,10 @@ class SyncPrint(_GpuThenSync):
     """print() of a tensor statistic every iteration (its repr copies the value to the host)."""
     kind: ClassVar[str] = "probe_sync_print"
 
-    def step(self):
-        y = None
-        sink = io.StringIO()
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.work()
-                with redirect_stdout(sink):
-                    print(y[0, :2])
-        return y
+    def after(self, y) -> bool:
+        with redirect_stdout(io.StringIO()):
+            print(y[0, :2])
+        return False
 
 
 @dataclass
@@ -140,14 +134,10 @@ class SyncAny(_GpuThenSync):
     """Data-dependent control flow: `if (y < -1e6).any():` after each iteration's matmuls."""
     kind: ClassVar[str] = "probe_sync_any"
 
-    def step(self):
-        y = None
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.work()
-                if (y < -1e6).any():      # bool(tensor): a device->host read
-                    y = y.clamp(min=-1e6)
-        return y
+    def after(self, y) -> bool:
+        if (y < -1e6).any():              # bool(tensor): a device->host read
+            self.clamped = y.clamp(min=-1e6)
+        return False
 
 
 @dataclass
@@ -155,16 +145,12 @@ class SyncEvent(_GpuThenSync):
     """A CUDA event recorded and waited on by the host after every iteration."""
     kind: ClassVar[str] = "probe_sync_event"
 
-    def step(self):
-        y = None
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.work()
-                if _gpu(self.device):
-                    ev = torch.cuda.Event()
-                    ev.record()
-                    ev.synchronize()      # cudaEventSynchronize
-        return y
+    def after(self, y) -> bool:
+        if _gpu(self.device):
+            ev = torch.cuda.Event()
+            ev.record()
+            ev.synchronize()              # cudaEventSynchronize
+        return False
 
 
 @dataclass
@@ -172,14 +158,9 @@ class SyncTolist(_GpuThenSync):
     """Reading a few values with .tolist() for logging after each iteration."""
     kind: ClassVar[str] = "probe_sync_tolist"
 
-    def step(self):
-        y = None
-        self.logged = []
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.work()
-                self.logged.append(y[0, :4].tolist())
-        return y
+    def after(self, y) -> bool:
+        self.logged = y[0, :4].tolist()
+        return False
 
 
 # --- data transfer ----------------------------------------------------------------------------

@@ -212,10 +212,25 @@ class _GpuThenSync(Workload):
         self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
         self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
 
+    range_name: ClassVar[str] = "iteration"
+
     def work(self):
         y = self.a
         for _ in range(self.matmuls):
             y = y @ self.b            # 4096x4096x4096 bf16: 137 GFLOP, 96 MB
+        return y
+
+    def after(self, y) -> bool:
+        """The sync under study, once per iteration; True stops the loop early."""
+        raise NotImplementedError
+
+    def step(self):
+        y = None
+        for _ in range(self.inner_steps):
+            with named_range(self.range_name):
+                y = self.work()
+                if self.after(y):
+                    break
         return y
 
     def inputs(self):
@@ -227,14 +242,8 @@ class SyncItem(_GpuThenSync):
     """A training-style loop that reads the loss with .item() to decide early stopping."""
     kind: ClassVar[str] = "smell_sync_item"
 
-    def step(self):
-        y = None
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.work()
-                if y.sum().item() > 1e30:   # device->host copy + stream sync, every iteration
-                    break
-        return y
+    def after(self, y) -> bool:
+        return y.sum().item() > 1e30   # device->host copy + stream sync, every iteration
 
 
 @dataclass
@@ -259,17 +268,13 @@ class SyncExplicit(_GpuThenSync):
 class SyncNonzero(_GpuThenSync):
     """Data-dependent shapes: boolean-mask indexing (nonzero) syncs to learn the size."""
     kind: ClassVar[str] = "smell_sync_nonzero"
+    range_name: ClassVar[str] = "select_rows"
 
-    def step(self):
-        y = None
-        self.kept = []
-        for _ in range(self.inner_steps):
-            with named_range("select_rows"):
-                y = self.work()
-                row_max = y.amax(dim=1)
-                kept = row_max[row_max > 0]       # nonzero: device->host size, then the host waits
-                self.kept.append(kept.numel())    # known on the host now, no further sync
-        return y
+    def after(self, y) -> bool:
+        row_max = y.amax(dim=1)
+        kept = row_max[row_max > 0]       # nonzero: device->host size, then the host waits
+        self.kept_rows = kept.numel()     # known on the host now, no further sync
+        return False
 
 
 @dataclass
@@ -280,16 +285,14 @@ class SyncLight(_GpuThenSync):
     dim: int = 2048
     matmuls: int = 4
 
-    def step(self):
-        y = None
-        for _ in range(self.inner_steps):
-            with named_range("iteration"):
-                y = self.a
-                for _ in range(self.matmuls):
-                    y = torch.tanh(y @ self.b)
-                if y.float().pow(2).mean().item() > 1e9:
-                    break
+    def work(self):
+        y = self.a
+        for _ in range(self.matmuls):
+            y = torch.tanh(y @ self.b)
         return y
+
+    def after(self, y) -> bool:
+        return y.float().pow(2).mean().item() > 1e9
 
 
 # --- data transfer: compute idles while bytes cross PCIe ---------------------------
