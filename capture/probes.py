@@ -211,3 +211,103 @@ class TransferUnpinnedLoader(Workload):
 
     def inputs(self):
         return [self.w]
+
+
+# --- a second batch, captured after the first probes passed ------------------------------------
+
+@dataclass
+class LaunchLSTMCell(Workload):
+    """An LSTMCell stepped 64 times in Python at batch 4, hidden 256: a handful of tiny kernels a step."""
+    kind: ClassVar[str] = "probe_launch_lstm_cell"
+    timesteps: int = 64
+
+    def setup(self):
+        self.cell = nn.LSTMCell(256, 256).to(self.device)
+        self.x = torch.randn(self.timesteps, 4, 256, device=self.device)
+
+    @torch.no_grad()
+    def step(self):
+        with named_range("lstm_loop"):
+            h = c = torch.zeros(4, 256, device=self.device)
+            for t in range(self.timesteps):
+                h, c = self.cell(self.x[t], (h, c))
+            return h
+
+    def inputs(self):
+        return [self.x]
+
+
+@dataclass
+class HostRegexTokenize(_HostThenGpu):
+    """Regex tokenisation of a few thousand sentences before each GPU phase."""
+    kind: ClassVar[str] = "probe_host_regex_tokenize"
+    sentences: int = 2000
+
+    def setup_host(self):
+        import re
+
+        self.pattern = re.compile(r"\w+|[^\w\s]")
+        self.text = [f"The {i}th sentence, with punctuation; and words #{i % 97}!" for i in range(self.sentences)]
+
+    def host_phase(self):
+        self.tokens = sum(len(self.pattern.findall(t)) for t in self.text)
+
+
+@dataclass
+class SyncStream(_GpuThenSync):
+    """torch.cuda.current_stream().synchronize() after each iteration (cudaStreamSynchronize)."""
+    kind: ClassVar[str] = "probe_sync_stream"
+
+    def after(self, y) -> bool:
+        if _gpu(self.device):
+            torch.cuda.current_stream().synchronize()
+        return False
+
+
+@dataclass
+class SyncEqual(_GpuThenSync):
+    """A convergence check with torch.equal (its answer is a bool on the host)."""
+    kind: ClassVar[str] = "probe_sync_equal"
+
+    def after(self, y) -> bool:
+        return torch.equal(y, self.a)     # never equal here: the loop runs on, syncing each time
+
+
+@dataclass
+class TransferFromNumpy(Workload):
+    """A 64 MB numpy batch made on the host each step and moved with torch.from_numpy(x).cuda()."""
+    kind: ClassVar[str] = "probe_transfer_from_numpy"
+    mbytes: int = 64
+
+    def setup(self):
+        mb = self.mbytes if _gpu(self.device) else 1
+        self.host = np.random.default_rng(0).random(mb * (1 << 20) // 4, dtype=np.float32)
+        d = 1024 if _gpu(self.device) else 64
+        self.w = torch.randn(d, d, device=self.device)
+
+    def step(self):
+        d = self.w.shape[0]
+        with named_range("load"):
+            x = torch.from_numpy(self.host).to(self.device)       # pageable: staged through the host
+        with named_range("compute"):
+            return (x[: d * d].view(d, d) @ self.w).sum()
+
+    def inputs(self):
+        return [self.w]
+
+
+@dataclass
+class TransferManySmall(Workload):
+    """200 small Python lists turned into device tensors each step (torch.tensor(list, device=...))."""
+    kind: ClassVar[str] = "probe_transfer_many_small"
+    lists: int = 200
+    length: int = 256
+
+    def setup(self):
+        self.data = [[float(i + j) for j in range(self.length)] for i in range(self.lists)]
+
+    def step(self):
+        with named_range("to_device"):
+            ts = [torch.tensor(row, device=self.device) for row in self.data]
+        with named_range("compute"):
+            return torch.stack(ts).sum()
