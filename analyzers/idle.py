@@ -108,6 +108,13 @@ def _empty_gaps() -> Gaps:
     return Gaps(z.astype(np.int32), z, z, z.astype(np.int8), z, z)
 
 
+def setup_long_ns(launch_cost_ns: int) -> int:
+    """A quiet stretch inside an issuing op this long is set-up, not dispatch. Framework code
+    between the launches of one op (a compiled graph's wrapper, guards, an optimizer's Python)
+    runs up to a few hundred µs; library set-up (cuBLAS handles, lazy module loading) for ms."""
+    return max(SETUP_FLOOR_NS, 100 * launch_cost_ns)
+
+
 def host_long_ns(launch_cost_ns: int) -> int:
     """'Much longer than a launch': HOST_LONG_LAUNCHES launch calls, and never under the floor."""
     return max(HOST_LONG_FLOOR_NS, HOST_LONG_LAUNCHES * launch_cost_ns)
@@ -208,9 +215,7 @@ def _host_context(trace: Trace) -> _HostContext:
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else 5_000
-    # Framework code between the launches of one op (a compiled graph's wrapper, guards, an
-    # optimizer's Python) runs up to a few hundred µs and is dispatch; library set-up runs for ms.
-    setup_long = max(SETUP_FLOOR_NS, 100 * launch_cost)
+    setup_long = setup_long_ns(launch_cost)
 
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
@@ -450,7 +455,7 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
         if len(s_):
             j = np.searchsorted(s_, ev.start[rows[m]], side="right") - 1
             issuing[m] = (j >= 0) & (ev.start[rows[m]] < e_[np.maximum(j, 0)])
-    keep = ~issuing | (overlap >= host_long_ns(ctx.launch_cost_ns))
+    keep = ~issuing | (overlap >= setup_long_ns(ctx.launch_cost_ns))
     rows, overlap = rows[keep], overlap[keep]
     traced = 0
     for tid, (bs, be) in ctx.busy_by_tid.items():
