@@ -475,6 +475,14 @@ def report_object(path: Path, progress=None) -> dict:
     results = analyze_paths(paths, progress)
     if all("error" in r for r in results.values()):
         raise TraceError(f"no usable trace in {path}: " + "; ".join(r["error"] for r in results.values()))
+    good = [(p, r) for p, r in results.items() if "error" not in r]
+    if len(good) > 1 and not any(isinstance(r.get("trace", {}).get("rank"), int) or rank_from_name(p.name) is not None
+                                 for p, r in good):
+        # a folder of unrelated traces (a sample library, before/after captures): merging them as ranks
+        # of one run would name a "straggler" among workloads that never ran together
+        raise TraceError(f"{path} holds {len(good)} traces, but none says which rank of a run it is (no "
+                         "distributedInfo, no rankN in its name): report them one at a time, or compare two "
+                         "with `tracetriage diff BEFORE AFTER`")
     return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))
 
 

@@ -252,3 +252,11 @@ def test_a_rank_that_arrives_late_every_step_is_named_from_the_others_wait_summe
     assert s["host_idle_dominant"] == "host_work"
     assert [r["rank_from"] for r in out["ranks"]] == ["distributedInfo"] * 2
     assert out["lines"][3].startswith("Straggler: rank 1: the others wait for it inside the collectives")
+
+
+def test_a_folder_of_unrelated_traces_is_not_merged_as_ranks(tmp_path):
+    for name in ("smell-host-sleep.json.gz", "smell-sync-item.json.gz"):
+        shutil.copy(ROOT / "traces" / name, tmp_path / name)
+    r = _cli(tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: ") and "none says which rank of a run it is" in r.stderr
