@@ -68,7 +68,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
        ".item() on the output every iteration, after 0.5 ms of queued matmuls"),
     _P("control-sync-light", "smells:SyncLight", {}, None, None,
        ".item() after ~0.1 ms of small kernels: on the H200 host, sync drains and launch gaps tie "
-       "(20% vs 18% of the span); an honest mixed case, not a clean smell"),
+       "(20% vs 22% of the span); an honest mixed case, not a clean smell"),
     _P("smell-sync-explicit", "smells:SyncExplicit", {}, "synchronization", "compute",
        "torch.cuda.synchronize() after every matmul to time it with host clocks"),
     _P("smell-sync-nonzero", "smells:SyncNonzero", {}, "synchronization", "compute",
@@ -92,7 +92,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
        "JSON round trip of a metrics dict between steps"),
     _P("probe-sync-print", "probes:SyncPrint", {}, None, "overhead",
        "print() of a tensor every iteration: formatting launches ~30 tiny kernels and syncs ~10 times; "
-       "launch gaps (30%) edge out sync drains (22%): a mixed case"),
+       "launch gaps (33%) edge out sync drains (22%): a mixed case"),
     _P("probe-sync-any", "probes:SyncAny", {}, "synchronization", "compute",
        "if (y < -1e6).any(): data-dependent control flow"),
     _P("probe-sync-event", "probes:SyncEvent", {}, "synchronization", "compute",
