@@ -38,6 +38,7 @@ class Analysis:
     roof: roof_mod.Roofline
     verdict: roof_mod.RegimeVerdict
     range_filter: str | None = None
+    range_verdicts: dict = field(default_factory=dict)   # range name -> RegimeVerdict, computed once
     phases: dict = field(default_factory=dict)
     caveats: list[str] = field(default_factory=list)   # the trace's, plus what the analysis found
     next_experiment: dict = field(default_factory=dict)
@@ -93,7 +94,9 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     a = Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, idle_ns=idle_ns,
                  by_cause_ns=by_cause, hot_ops=hotspots.by_op(trace, rows), hot_kernels=hotspots.by_kernel(trace, rows),
                  ranges=rng_all, roof=roof, verdict=verdict, range_filter=range_name)
-    a.phases = _phases(trace, roof, rng_all)
+    a.range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
+                        for r in rng_all}
+    a.phases = _phases(rng_all, a.range_verdicts)
     a.caveats = list(trace.caveats)
     warm = warmup_caveat(a) if devs else None
     if warm:
@@ -114,7 +117,7 @@ def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
 
 # --- prefill / decode ------------------------------------------------------------
 
-def _phases(trace: Trace, roof, rng: list[ranges_mod.RangeStats]) -> dict:
+def _phases(rng: list[ranges_mod.RangeStats], verdicts: dict) -> dict:
     by = {r.name: r for r in rng}
     pre = by.get("prefill")
     dec = next((by[n] for n in ("decode_step", "decode") if n in by), None)
@@ -122,8 +125,7 @@ def _phases(trace: Trace, roof, rng: list[ranges_mod.RangeStats]) -> dict:
         return {}
     out = {}
     for label, r in (("prefill", pre), ("decode", dec)):
-        kern = r.gpu_rows[trace.ev.cat[r.gpu_rows] == KERNEL]
-        v = roof_mod.regime(trace, roof, kern, r.idle_share)
+        v = verdicts[r.name]
         out[label] = {"range": r.name, "count": r.count, "median_wall_us": round(r.median_wall_us, 1),
                       "kernel_busy_us": round(r.kernel_busy_us, 1), "idle_share": round(r.idle_share, 4),
                       "idle_dominant": r.idle_dominant, "regime": v.regime, "verdict": v.to_dict()}
@@ -435,8 +437,7 @@ def to_json(a: Analysis) -> dict:
         "ranges": [{"name": r.name, "count": r.count, "wall_us": _r(r.wall_us), "median_wall_us": _r(r.median_wall_us),
                     "kernel_busy_us": _r(r.kernel_busy_us), "idle_us": _r(r.idle_us),
                     "idle_by_cause_us": {c: _r(x) for c, x in r.idle_by_cause_us.items()},
-                    "regime": roof_mod.regime(tr, a.roof, r.gpu_rows[tr.ev.cat[r.gpu_rows] == KERNEL],
-                                              r.idle_share).regime,
+                    "regime": a.range_verdicts[r.name].regime,
                     "idle_dominant": r.idle_dominant} for r in a.ranges],
         "phases": a.phases,
         "roofline": [p.to_dict() for p in a.roof.points[:50]],
