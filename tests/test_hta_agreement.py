@@ -1,6 +1,6 @@
 """HTA 0.5.0 as the reference: our kernel time and per-stream idle agree with its numbers.
 
-We run HTA (analyzers.hta_reference.run_hta: exact ns times, no ProfilerStep filter)
+We run HTA (analyzers.tools.hta_reference.run_hta: exact ns times, no ProfilerStep filter)
 on real H200 sample traces and compare with analyzers.streams. Agreement is within
 1 % as the issue asks, and, where the definitions are made to coincide, to HTA's own
 rounding. What we found reading HTA's code and comparing, trace by trace:
@@ -58,7 +58,7 @@ from analyzers.trace import GPU_CATS, NONE, Trace, load
 from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
 pytest.importorskip("hta")
-from analyzers.hta_reference import HtaResult, run_hta  # noqa: E402
+from analyzers.tools.hta_reference import HtaResult, run_hta  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO / "traces"

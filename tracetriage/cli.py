@@ -56,7 +56,7 @@ def cmd_report(a) -> int:
         raise UserError(str(e)) from None
     hta = None
     if a.hta:
-        from analyzers.hta_reference import HtaUnavailable, run_hta
+        from analyzers.tools.hta_reference import HtaUnavailable, run_hta
 
         try:
             hta = run_hta(path).to_dict()

@@ -2,7 +2,7 @@
 
 Used by `tracetriage report --hta` (print HTA's idle breakdown and launch stats beside
 ours), by tests (our kernel time and per-stream idle agree with HTA within 1%) and by
-the parse benchmark (`python -m analyzers.hta_reference TRACE --parse-only` in a fresh
+the parse benchmark (`python -m analyzers.tools.hta_reference TRACE --parse-only` in a fresh
 process). pandas and HTA are imported inside functions: importing this module is cheap.
 
 What HTA 0.5.0 computes, read from its source (hta/analyzers/breakdown_analysis.py,
@@ -421,7 +421,7 @@ def parse_only(trace_path: str | Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m analyzers.hta_reference",
+    parser = argparse.ArgumentParser(prog="python -m analyzers.tools.hta_reference",
                                      description="HTA 0.5.0's numbers for a trace, as JSON.")
     parser.add_argument("trace", help="Kineto trace (.json or .json.gz) or a directory of ranks")
     parser.add_argument("--parse-only", action="store_true",

@@ -1,11 +1,11 @@
 """Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process.
 
-    python -m analyzers.benchmark                       # the full run (~2-3 minutes on 2 cores)
-    python -m analyzers.benchmark --no-hta --sizes 1 2  # quick look
+    python -m analyzers.tools.benchmark                       # the full run (~2-3 minutes on 2 cores)
+    python -m analyzers.tools.benchmark --no-hta --sizes 1 2  # quick look
 
 1. Makes a large trace from the real H200 prefill+decode trace (traces/gpt-eager.json.gz,
    32 eager decode steps x 2) by repeating its events with shifted times and ids
-   (analyzers.synth): >= 250 MB of JSON and >= 600k events, gzipped as torch writes it.
+   (analyzers.tools.grow): >= 250 MB of JSON and >= 600k events, gzipped as torch writes it.
 2. Measures, each in a fresh process: HTA 0.5.0's parse (TraceAnalysis construction) and
    `tracetriage report --json` end to end, cold (no cache) and warm (cache hit), plus a
    bare cached `load()`.
@@ -82,7 +82,7 @@ def timed(cmd: list[str], env: dict | None = None, repeats: int = 3) -> dict:
 
 
 def make_trace(workdir: Path, copies: int) -> tuple[Path, dict]:
-    from analyzers.synth import grow_file
+    from analyzers.tools.grow import grow_file
 
     dst = workdir / f"gpt-eager-x{copies}.json.gz"
     info = grow_file(SOURCE, dst, copies=copies)
@@ -139,7 +139,7 @@ def floor(path: Path) -> dict:
 
 
 def hta(path: Path) -> dict:
-    cmd = [sys.executable, "-m", "analyzers.hta_reference", str(path), "--parse-only"]
+    cmd = [sys.executable, "-m", "analyzers.tools.hta_reference", str(path), "--parse-only"]
     r = timed(cmd, repeats=1)
     inner = json.loads(r["stdout"])
     return {**r, **{f"hta_{k}": v for k, v in inner.items()}}
@@ -154,7 +154,7 @@ def _slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analyzers.benchmark")
+    ap = argparse.ArgumentParser(prog="python -m analyzers.tools.benchmark")
     ap.add_argument("--copies", type=int, default=5, help="size of the main trace, in copies of the source")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 3], help="extra sizes (copies) for the slope")
     ap.add_argument("--no-hta", action="store_true")
