@@ -255,6 +255,33 @@ _TABLE: dict[str, tuple[str, float, dict[str, float]]] = {
     # 936 GB/s. FP32-accumulate figures used, as above. FP64 1/64 of FP32.
     "rtx3090": _row("GeForce RTX 3090", 936, fp64=35.6 / 64, fp32=35.6, tf32=35.6,
                     bf16=71, fp16=71, int8=284),
+    # NVIDIA H800 (the H100 SXM built for export: the same SMs and HBM3, a narrower NVLink): the
+    # H100 SXM figures, dense: FP64 67, FP32 67, TF32 494.5, BF16/FP16 989.5, FP8/INT8 1979; 3.35 TB/s.
+    "h800": _row("H800 SXM", 3350, fp64=67, fp32=67, tf32=494.5, bf16=989.5,
+                 fp16=989.5, fp8=1979, int8=1979),
+    # NVIDIA HGX B200 datasheet, per GPU: FP64/FP64 TC 37, FP32 75, TF32 2.2 PF/2, FP16/BF16
+    # 4.5 PF/2, FP8/INT8 9 PF/2, FP4 18 PF/2 (sparse figures halved); 1.4 TB HBM3e at 62 TB/s
+    # over 8 GPUs = 7.7 TB/s each.
+    "b200": _row("B200", 7700, fp64=37, fp32=75, tf32=1100, bf16=2250, fp16=2250,
+                 fp8=4500, int8=4500, fp4x2=9000),
+    # AMD Instinct datasheets (dense matrix figures; FP32 is the matrix (MFMA) rate that
+    # PyTorch's fp32 GEMMs run at). MI300X: FP64 matrix 163.4, FP32 matrix 163.4, TF32 653.7,
+    # FP16/BF16 1307.4, FP8/INT8 2614.9; 5.3 TB/s HBM3.
+    "mi300x": _row("MI300X", 5300, fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4,
+                   fp16=1307.4, fp8=2614.9, int8=2614.9),
+    # MI325X: the MI300X's compute with HBM3E at 6 TB/s.
+    "mi325x": _row("MI325X", 6000, fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4,
+                   fp16=1307.4, fp8=2614.9, int8=2614.9),
+    # MI250X: FP64/FP32 matrix 95.7, FP16/BF16/INT8 383; 3.2768 TB/s HBM2e. No TF32 or FP8:
+    # tf32 runs at the fp32 rate, fp8 falls back to fp16.
+    "mi250x": _row("MI250X", 3276.8, fp64=95.7, fp32=95.7, tf32=95.7, bf16=383, fp16=383,
+                   int8=383),
+    # MI250: FP64/FP32 matrix 90.5, FP16/BF16/INT8 362.1; 3.2768 TB/s.
+    "mi250": _row("MI250", 3276.8, fp64=90.5, fp32=90.5, tf32=90.5, bf16=362.1, fp16=362.1,
+                  int8=362.1),
+    # MI210: FP64/FP32 matrix 45.3, FP16/BF16/INT8 181.0; 1.6384 TB/s.
+    "mi210": _row("MI210", 1638.4, fp64=45.3, fp32=45.3, tf32=45.3, bf16=181.0, fp16=181.0,
+                  int8=181.0),
 }
 
 # (regex on the lower-cased device name, table key); first match wins, so the more
@@ -268,6 +295,13 @@ _MATCHERS: list[tuple[re.Pattern, str]] = [
         (r"\bh100\b.*\bnvl\b", "h100-nvl"),
         (r"\bh100\b.*\bpcie\b", "h100-pcie"),
         (r"\bh100\b", "h100-sxm"),
+        (r"\bh800\b", "h800"),
+        (r"\bb200\b", "b200"),
+        (r"\bmi325x\b", "mi325x"),
+        (r"\bmi300x\b", "mi300x"),
+        (r"\bmi250x\b(?! / mi250)", "mi250x"),
+        (r"\bmi250x? / mi250\b|\bmi250\b", "mi250"),
+        (r"\bmi210\b", "mi210"),
         (r"\ba100\b.*\bpcie\b.*\b40gb\b", "a100-pcie-40gb"),
         (r"\ba100\b.*\b40gb\b.*\bpcie\b", "a100-pcie-40gb"),
         (r"\ba100\b.*\bpcie\b", "a100-pcie-80gb"),
@@ -427,3 +461,34 @@ def _measured(device_name: str, ceilings: dict | None) -> tuple[float, dict[str,
 def _is_positive(x: object) -> bool:
     return (not isinstance(x, bool) and isinstance(x, (int, float))
             and math.isfinite(x) and x > 0)
+
+
+# --------------------------------------------------------------------------------------
+# Accelerators that are not GPUs
+# --------------------------------------------------------------------------------------
+
+# Kineto also records accelerators whose device work is not CUDA/ROCm kernels: Meta's MTIA
+# (device name ARTEMIS or FREYA; events in the mtia_* categories, its runtime submitting
+# "runFunction - job_prep_and_submit_for_execution" jobs), Intel Gaudi (HPU), Google TPU. Their
+# timelines have no kernel/memcpy activity that the idle and regime analyses read, and no row in
+# the peak table: a trace from one is not "CPU-only", and is said to be what it is.
+_NON_GPU = [
+    (re.compile(r"\b(?:artemis|freya|mtia)\b", re.I), "MTIA"),
+    (re.compile(r"\b(?:gaudi|hpu)\b", re.I), "Intel Gaudi"),
+    (re.compile(r"\btpu\b", re.I), "TPU"),
+]
+_MTIA_RUNTIME_EVENTS = ("runFunction - job_prep_and_submit_for_execution",)
+
+
+def non_gpu_accelerator(device_names, event_names=()) -> str | None:
+    """The family of a non-GPU accelerator the trace was recorded on ("MTIA", ...), else None.
+
+    `device_names` are the trace's deviceProperties names; `event_names` any of its event names
+    (an MTIA trace without deviceProperties still names its runtime's job submissions)."""
+    for name in device_names or ():
+        for pattern, family in _NON_GPU:
+            if isinstance(name, str) and pattern.search(name):
+                return family
+    if any(n in _MTIA_RUNTIME_EVENTS for n in event_names):
+        return "MTIA"
+    return None

@@ -45,6 +45,14 @@ def test_h200_bf16_ridge_is_about_206_flop_per_byte():
         ("Tesla V100-SXM2-32GB", "V100 SXM2", 0.9, 15.7),
         ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090", 1.008, 165.2),
         ("NVIDIA GeForce RTX 3090", "GeForce RTX 3090", 0.936, 71),
+        ("NVIDIA H800", "H800 SXM", 3.35, 989.5),
+        ("NVIDIA B200", "B200", 7.7, 2250),
+        ("AMD Instinct MI300X", "MI300X", 5.3, 1307.4),
+        ("AMD Instinct MI300X VF", "MI300X", 5.3, 1307.4),   # as a virtual function (cloud VM) reports it
+        ("AMD Instinct MI325X", "MI325X", 6.0, 1307.4),
+        ("AMD Instinct MI250X", "MI250X", 3.2768, 383),
+        ("AMD Instinct MI250X / MI250", "MI250", 3.2768, 362.1),  # ROCm's shared name: the lower part's peaks
+        ("AMD Instinct MI210", "MI210", 1.6384, 181.0),
     ],
 )
 def test_device_names_as_torch_reports_them_match_their_family(
@@ -56,8 +64,8 @@ def test_device_names_as_torch_reports_them_match_their_family(
 
 
 @pytest.mark.parametrize("device_name", [
-    None, "", "cpu", "NVIDIA B200", "NVIDIA L40", "NVIDIA GeForce RTX 3090 Ti",
-    "NVIDIA GeForce RTX 4090 Laptop GPU", "AMD Instinct MI300X",
+    None, "", "cpu", "NVIDIA L40", "NVIDIA GeForce RTX 3090 Ti",
+    "NVIDIA GeForce RTX 4090 Laptop GPU", "AMD Radeon Graphics", "ARTEMIS",
 ])
 def test_unknown_device_has_no_peaks(device_name):
     assert lookup(device_name) is None
@@ -218,3 +226,16 @@ def test_device_peaks_is_immutable():
     assert isinstance(peaks, DevicePeaks)
     with pytest.raises(AttributeError):
         peaks.bytes_per_s = 1.0
+
+
+@pytest.mark.parametrize("device_names, event_names, family", [
+    (["ARTEMIS"], [], "MTIA"),                                              # HTA's MTIA inference trace
+    ([], ["aten::mul", "runFunction - job_prep_and_submit_for_execution"], "MTIA"),  # no deviceProperties
+    (["NVIDIA H100 80GB HBM3"], ["cudaLaunchKernel"], None),
+    (["AMD Instinct MI300X"], ["hipLaunchKernel"], None),
+    ([], [], None),
+])
+def test_non_gpu_accelerators_are_named_for_what_they_are(device_names, event_names, family):
+    from analyzers.peaks import non_gpu_accelerator
+
+    assert non_gpu_accelerator(device_names, event_names) == family
