@@ -139,8 +139,8 @@ def test_ceilings_for_another_device_are_ignored():
 
 
 def test_unknown_device_with_its_own_ceilings_gets_measured_peaks():
-    ceilings = dict(H200_CEILINGS, device_name="NVIDIA B200")
-    peaks = lookup("NVIDIA B200", ceilings)
+    ceilings = dict(H200_CEILINGS, device_name="NVIDIA GB300")
+    peaks = lookup("NVIDIA GB300", ceilings)
     assert peaks.source == "measured"
     assert peaks.flops("bf16") == pytest.approx(780e12)
     assert lookup("NVIDIA B200", {"device_name": "NVIDIA B200",
