@@ -143,7 +143,7 @@ def test_unknown_device_with_its_own_ceilings_gets_measured_peaks():
     peaks = lookup("NVIDIA GB300", ceilings)
     assert peaks.source == "measured"
     assert peaks.flops("bf16") == pytest.approx(780e12)
-    assert lookup("NVIDIA B200", {"device_name": "NVIDIA B200",
+    assert lookup("NVIDIA GB300", {"device_name": "NVIDIA GB300",
                                   "matmul_tflops": {"bf16": 1.0}}) is None
 
 
