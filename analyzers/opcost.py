@@ -35,7 +35,7 @@ class OpCost:
     flops: float
     bytes: float
     dtype: str  # canonical name (peaks.normalise_dtype): "bf16", "fp32", ...
-    kind: str  # 'matmul'|'attention'|'elementwise'|'reduction'|'norm'|'softmax'|'embedding'|'copy'
+    kind: str  # 'matmul'|'attention'|'convolution'|'triton_pass'|'elementwise'|'reduction'|'norm'|'softmax'|'embedding'|'copy'
 
     @property
     def intensity(self) -> float:
@@ -610,6 +610,206 @@ _COPIES = {"copy_", "_copy_from", "_copy_from_and_resize", "to", "_to_copy",
 
 
 # --------------------------------------------------------------------------------------
+# Convolutions
+# --------------------------------------------------------------------------------------
+
+# FLOPs and bytes of a convolution (1-3d; grouped, strided, dilated, transposed; forward and
+# backward), from the shapes torch.profiler records.
+#
+# Forward: 2 * N * C_out * prod(out spatial) * (C_in / groups) * prod(kernel) FLOPs (one multiply
+# and one add per weight tap per output element); bytes = input + weight (+ bias) read once and the
+# output written once. A transposed convolution is the backward-data pass of the forward one with
+# the roles of input and output swapped: 2 * N * C_in * prod(in spatial) * (C_out / groups) *
+# prod(kernel). Each backward gradient (input, weight) costs what the forward costs; the bias
+# gradient is a reduction and is not counted.
+#
+# Where the arguments live (the forward's stride/padding/dilation are "ScalarList"s whose values
+# only newer torch records, in "Concrete Inputs"):
+#
+#     conv1d/2d/3d(input, weight, bias, stride, padding, dilation, groups)
+#     conv_transpose1d/2d/3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+#     convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
+#     cudnn_convolution(input, weight, padding, stride, dilation, groups, ...)          (no bias)
+#     mkldnn_convolution / miopen_convolution(input, weight, bias, padding, stride, dilation, groups, ...)
+#     cudnn_convolution_transpose / miopen_convolution_transpose(input, weight, [bias,] padding, output_padding, stride, dilation, groups, ...)
+#     convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+#     cudnn_convolution_backward(input, grad_output, weight, padding, stride, dilation, groups, ..., output_mask)   (torch 1.x)
+#     cudnn_convolution_backward_input(input_size, grad_output, weight, ...)          (torch 1.x)
+#
+# When the stride, padding and dilation were not recorded (torch 1.x), a forward's output is assumed
+# the size of its input (stride 1, "same" padding): exact for most layers of a ResNet, four times too
+# many output elements for a stride-2 layer. Backward passes read the output size from grad_output,
+# so they need no assumption. `cudnn_convolution_backward_weight` records neither the weight nor its
+# size: it has no cost here, and its kernels are costed through the op that called it.
+
+@dataclass(frozen=True)
+class _ConvArgs:
+    input: int
+    weight: int
+    bias: int | None = None
+    stride: int | None = None
+    padding: int | None = None
+    dilation: int | None = None
+    groups: int | None = None
+    output_padding: int | None = None
+    transposed: int | bool = False   # an argument index (convolution) or fixed by the op's name
+    grad_output: int | None = None   # backward ops: where the output gradient is
+    output_mask: int | None = None
+
+
+_FWD = _ConvArgs(0, 1, 2, 3, 4, 5, 6)
+_CONV_T = _ConvArgs(0, 1, 2, stride=3, padding=4, output_padding=5, groups=6, dilation=7, transposed=True)
+_GENERIC = _ConvArgs(0, 1, 2, stride=3, padding=4, dilation=5, transposed=6, output_padding=7, groups=8)
+_BACKEND_NO_BIAS = _ConvArgs(0, 1, None, padding=2, stride=3, dilation=4, groups=5)
+_BACKEND = _ConvArgs(0, 1, 2, padding=3, stride=4, dilation=5, groups=6)
+
+_CONVS: dict[str, _ConvArgs] = {
+    **dict.fromkeys(["conv1d", "conv2d", "conv3d", "_convolution_mode"], _FWD),
+    **dict.fromkeys(["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"], _CONV_T),
+    **dict.fromkeys(["convolution", "_convolution"], _GENERIC),
+    "cudnn_convolution": _BACKEND_NO_BIAS,
+    **dict.fromkeys(["mkldnn_convolution", "miopen_convolution", "miopen_depthwise_convolution",
+                     "_slow_conv2d_forward", "slow_conv3d_forward"], _BACKEND),
+    "cudnn_convolution_transpose": _ConvArgs(0, 1, None, padding=2, output_padding=3, stride=4, dilation=5, groups=6,
+                                           transposed=True),
+    "miopen_convolution_transpose": _ConvArgs(0, 1, 2, padding=3, output_padding=4, stride=5, dilation=6, groups=7,
+                                            transposed=True),
+    "convolution_backward": _ConvArgs(1, 2, None, stride=4, padding=5, dilation=6, transposed=7, output_padding=8,
+                                    groups=9, grad_output=0, output_mask=10),
+    "cudnn_convolution_backward": _ConvArgs(0, 2, None, padding=3, stride=4, dilation=5, groups=6, grad_output=1,
+                                          output_mask=10),
+    "cudnn_convolution_backward_input": _ConvArgs(-1, 2, None, padding=3, stride=4, dilation=5, groups=6,
+                                                grad_output=1),
+}
+
+
+def _conv(name, args):
+    lay = _CONVS[name]
+    w = _tensor(args, lay.weight)
+    if w is None or len(w.dims) < 3:
+        raise _Malformed
+    nsp = len(w.dims) - 2
+    kernel = math.prod(w.dims[2:])
+
+    def ints(i, default):
+        if i is None:
+            return [default] * nsp
+        v = _concrete_ints(args, i)
+        if not v:
+            return None
+        return v * nsp if len(v) == 1 else v
+
+    transposed = lay.transposed if isinstance(lay.transposed, bool) else bool(_concrete_bool(args, lay.transposed))
+    groups = (_concrete_ints(args, lay.groups) or [None])[0] if lay.groups is not None else 1
+    dtype = w.dtype
+    if lay.grad_output is not None:
+        return _conv_backward(name, args, lay, w, kernel, transposed)
+
+    x = _tensor(args, lay.input)
+    if x is None or len(x.dims) != nsp + 2:
+        raise _Malformed
+    n, c_in, in_sp = x.dims[0], x.dims[1], x.dims[2:]
+    stride, padding, dilation = ints(lay.stride, 1), ints(lay.padding, None), ints(lay.dilation, 1)
+    out_pad = ints(lay.output_padding, 0) or [0] * nsp
+    if transposed:
+        c_out = w.dims[1] * (groups or 1)
+        if stride and padding and dilation:
+            out_sp = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                      for i, s, p, d, k, op in zip(in_sp, stride, padding, dilation, w.dims[2:], out_pad)]
+        else:
+            out_sp = list(in_sp)
+        flops = 2.0 * n * c_in * math.prod(in_sp) * w.dims[1] * kernel
+    else:
+        if groups is None:  # not recorded: the weight's input channels say it
+            groups = max(c_in // w.dims[1], 1) if w.dims[1] else 1
+        c_out = w.dims[0]
+        if stride and padding and dilation:
+            out_sp = [(i + 2 * p - d * (k - 1) - 1) // s + 1
+                      for i, s, p, d, k in zip(in_sp, stride, padding, dilation, w.dims[2:])]
+        else:
+            out_sp = list(in_sp)   # assumed: stride 1, "same" padding (see the module's docstring)
+        flops = 2.0 * n * c_out * math.prod(out_sp) * w.dims[1] * kernel
+    if any(o <= 0 for o in out_sp):
+        raise _Malformed
+    bias = _tensor(args, lay.bias) if lay.bias is not None else None
+    out_bytes = n * c_out * math.prod(out_sp) * _bytes_of(dtype)
+    nbytes = x.nbytes + w.nbytes + (bias.nbytes if bias is not None else 0) + out_bytes
+    return OpCost(flops=flops, bytes=float(nbytes), dtype=dtype, kind="convolution")
+
+
+def _conv_backward(name, args, lay, w, kernel, transposed):
+    go = _tensor(args, lay.grad_output)
+    if go is None or len(go.dims) != len(w.dims):
+        raise _Malformed
+    x = _tensor(args, lay.input) if lay.input >= 0 else None
+    n, go_sp = go.dims[0], go.dims[2:]
+    # One pass = the forward's multiply-adds. Forward (not transposed): per output element
+    # C_in/groups * kernel taps, i.e. w.dims[1]; transposed: the "output" of the equivalent
+    # forward is the transposed conv's input, which has w.dims[0] channels.
+    if transposed:
+        if x is None:
+            raise _Malformed
+        one_pass = 2.0 * n * x.dims[1] * math.prod(x.dims[2:]) * w.dims[1] * kernel
+    else:
+        one_pass = 2.0 * n * go.dims[1] * math.prod(go_sp) * w.dims[1] * kernel
+    if name == "cudnn_convolution_backward_input":
+        mask = [True, False]
+    else:
+        mask = [True, True]
+        if lay.output_mask is not None:
+            raw = args[lay.output_mask].concrete.strip() if lay.output_mask < len(args) else ""
+            if raw.startswith("[") and raw.endswith("]"):
+                vals = [v.strip() == "True" for v in raw[1:-1].split(",")]
+                mask = (vals + [True, True])[:2]
+    passes = int(mask[0]) + int(mask[1])
+    if passes == 0:
+        raise _Malformed
+    # Bytes: grad_output and weight read; input read for the weight gradient; each gradient written.
+    in_bytes = x.nbytes if x is not None else go.nbytes   # grad_input has the input's size
+    nbytes = go.nbytes + w.nbytes + (in_bytes if mask[1] and x is not None else 0)
+    nbytes += (in_bytes if mask[0] else 0) + (w.nbytes if mask[1] else 0)
+    return OpCost(flops=one_pass * passes, bytes=float(nbytes), dtype=w.dtype, kind="convolution")
+
+
+# --------------------------------------------------------------------------------------
+# Inductor's Triton kernels
+# --------------------------------------------------------------------------------------
+
+# torch.compile launches each generated kernel from a CPU op named after it
+# (triton_poi_fused_add_cos_sin_0), whose Input Dims/Input type record the kernel's tensor
+# arguments (inputs and outputs alike, then scalars such as xnumel). Its minimum traffic is one
+# pass over each tensor argument: a lower bound (a reduction that re-reads, or a persistent
+# kernel that reads twice, moves more). FLOPs are not in the name; they are left at 0, which
+# places the kernel by its bytes alone. Templates (triton_tem_: GEMMs and attention written by
+# Inductor) do arithmetic the arguments do not show, so they get no cost.
+TRITON_PASS = "triton_pass"   # the kind of a cost that is a one-pass lower bound
+
+
+def is_triton_kernel_op(base: str) -> bool:
+    return base.startswith("triton_") and not base.startswith("triton_tem_")
+
+
+# A fused kernel that gathers or scatters (an embedding lookup, a KV-cache index_copy) takes the
+# whole table or cache as an argument but touches only the rows it indexes: such an argument is
+# counted at most at the size of the largest other argument (the rows gathered, or written, are
+# no larger than the values they come from or go to).
+_INDEXING = ("embedding", "index", "gather", "scatter")
+
+
+def _triton_pass(name, args):
+    tensors = [a for a in args if a.kind == "tensor" and a.dims]
+    if not tensors:
+        raise _Malformed
+    sizes = sorted((t.numel for t in tensors), reverse=True)
+    if any(word in name for word in _INDEXING) and len(sizes) > 1:
+        cap = sizes[1]
+        nbytes = sum(min(t.numel, cap) * _bytes_of(t.dtype) for t in tensors)
+    else:
+        nbytes = sum(t.nbytes for t in tensors)
+    return OpCost(flops=0.0, bytes=float(nbytes), dtype=_main_dtype(tensors), kind=TRITON_PASS)
+
+
+# --------------------------------------------------------------------------------------
 # Dispatch
 # --------------------------------------------------------------------------------------
 
@@ -652,6 +852,10 @@ def _classify(base: str):
         return _MATMULS[base]
     if base in _ATTENTION:
         return _attention
+    if base in _CONVS:
+        return _conv
+    if is_triton_kernel_op(base):
+        return _triton_pass
     if base in _NORMS:
         return _norm
     if base in _SOFTMAX:

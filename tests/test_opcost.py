@@ -291,3 +291,100 @@ def test_name_without_the_aten_prefix_is_accepted():
 def test_intensity_is_zero_when_nothing_moves():
     assert OpCost(flops=0.0, bytes=0.0, dtype="fp32", kind="copy").intensity == 0.0
     assert cost("mm").intensity == pytest.approx(8192 / 3584)
+
+
+# --- convolutions (issue 12, class 5) -------------------------------------------------------
+# Args as torch 2.13 (CPU) records them for Conv2d(8, 16, 3, stride=2, padding=1, groups=2) on
+# [2, 8, 16, 16], ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1) and
+# Conv1d(8, 8, 5, padding=4, dilation=2, groups=8) (depthwise), forward and backward.
+CONV = {
+    "conv2d_grouped_strided": ("aten::conv2d", [[2, 8, 16, 16], [16, 4, 3, 3], [16], [], [], [], []],
+                               ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+                               ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "2"]),
+    "backward_grouped_strided": (
+        "aten::convolution_backward",
+        [[2, 16, 8, 8], [2, 8, 16, 16], [16, 4, 3, 3], [], [], [], [], [], [], [], []],
+        ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList",
+         "Scalar", "ScalarList"],
+        ["", "", "", "[16]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "2", "[True, True, True]"]),
+    "transposed": ("aten::conv_transpose2d", [[2, 8, 16, 16], [8, 4, 3, 3], [4], [], [], [], [], []],
+                   ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList"],
+                   ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1", "[1, 1]"]),
+    "transposed_backward": (
+        "aten::convolution_backward",
+        [[2, 4, 32, 32], [2, 8, 16, 16], [8, 4, 3, 3], [], [], [], [], [], [], [], []],
+        ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList",
+         "Scalar", "ScalarList"],
+        ["", "", "", "[4]", "[2, 2]", "[1, 1]", "[1, 1]", "True", "[1, 1]", "1", "[True, True, True]"]),
+    "conv1d_dilated_depthwise": ("aten::conv1d", [[2, 8, 16], [8, 1, 5], [8], [], [], [], []],
+                                 ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+                                 ["", "", "", "[1]", "[4]", "[2]", "8"]),
+}
+# torch 1.9 (the kineto tb_plugin ResNet-50 sample on a V100): no Concrete Inputs at all.
+CONV_TORCH19 = {
+    "cudnn_convolution": ("aten::cudnn_convolution", [[32, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []],
+                          ["float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool",
+                           "Bool"], None),
+    "backward_input": ("aten::cudnn_convolution_backward_input",
+                       [[], [32, 2048, 7, 7], [2048, 512, 1, 1], [], [], [], [], [], [], []],
+                       ["GenericList", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool",
+                        "Bool", "Bool"], None),
+    "backward": ("aten::cudnn_convolution_backward",
+                 [[32, 512, 7, 7], [32, 2048, 7, 7], [2048, 512, 1, 1], [], [], [], [], [], [], [], []],
+                 ["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool",
+                  "Bool", "GenericList"], None),
+    "backward_weight": ("aten::cudnn_convolution_backward_weight",
+                        [[], [32, 2048, 7, 7], [32, 512, 7, 7], [], [], [], [], [], [], []],
+                        ["GenericList", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool",
+                         "Bool", "Bool"], None),
+}
+
+
+def test_grouped_strided_conv_counts_its_output_and_group_channels():
+    c = op_cost(*CONV["conv2d_grouped_strided"])
+    # out 8x8 (stride 2, pad 1); each of 2*16*64 outputs sums 4 channels x 9 taps
+    assert c.flops == 2 * 2 * 16 * 64 * 4 * 9
+    assert c.bytes == 4 * (2 * 8 * 16 * 16 + 16 * 4 * 9 + 16 + 2 * 16 * 8 * 8)
+    assert c.kind == "convolution"
+
+
+def test_conv_backward_costs_the_input_and_weight_gradients():
+    fwd, bwd = op_cost(*CONV["conv2d_grouped_strided"]), op_cost(*CONV["backward_grouped_strided"])
+    assert bwd.flops == 2 * fwd.flops
+
+
+def test_transposed_conv_is_the_forward_pass_with_roles_swapped():
+    c = op_cost(*CONV["transposed"])
+    assert c.flops == 2 * 2 * 8 * 16 * 16 * 4 * 9          # every input element meets 4 x 9 weights
+    assert c.bytes == 4 * (2 * 8 * 256 + 8 * 4 * 9 + 4 + 2 * 4 * 32 * 32)   # output 32x32
+    assert op_cost(*CONV["transposed_backward"]).flops == 2 * c.flops
+
+
+def test_dilated_depthwise_conv1d():
+    c = op_cost(*CONV["conv1d_dilated_depthwise"])
+    assert c.flops == 2 * 2 * 8 * 16 * 1 * 5                 # out length 16: 16 + 8 - 2*4 - 1 + 1
+
+
+def test_torch19_conv_without_strides_assumes_a_same_size_output():
+    c = op_cost(*CONV_TORCH19["cudnn_convolution"])
+    assert c.flops == 2 * 32 * 64 * 56 * 56 * 64 * 9
+    assert c.intensity > 100          # far right of a V100's fp32 ridge (17 FLOP/byte)
+
+
+def test_torch19_conv_backwards():
+    assert op_cost(*CONV_TORCH19["backward_input"]).flops == 2 * 32 * 2048 * 49 * 512
+    assert op_cost(*CONV_TORCH19["backward"]).flops == 2 * 2 * 32 * 2048 * 49 * 512
+    # records neither the weight nor its size: costed through its caller (analyzers.roofline)
+    assert op_cost(*CONV_TORCH19["backward_weight"]) is None
+
+
+def test_inductor_triton_kernel_is_one_pass_over_each_tensor_argument():
+    # The CPU op torch.compile launches a generated kernel from, as HTA's triton example records it,
+    # and the fused chain of the issue: two 64M-element fp32 tensors and xnumel.
+    c = op_cost("triton_poi_fused_add_cos_sin_0", [[10, 10], [10, 10], [10, 10], []],
+                ["float", "float", "float", "Scalar"], ["", "", "", "100"])
+    assert (c.flops, c.bytes, c.kind) == (0.0, 3 * 100 * 4, "triton_pass")
+    c = op_cost("triton_poi_fused_mul_sin_0", [[67108864], [67108864], []], ["float", "float", "Scalar"])
+    assert c.bytes == 2 * 67108864 * 4
+    # an Inductor template (a GEMM) does arithmetic its arguments do not show
+    assert op_cost("triton_tem_fused_mm_0", [[64, 64], [64, 64], [64, 64]], ["float"] * 3) is None
