@@ -14,20 +14,25 @@ bound that holds most of the span's kernel time.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from analyzers.opcost import op_cost
 from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
-from analyzers.trace import KERNEL, NONE, Trace
+from analyzers.trace import CPU_OP, KERNEL, NONE, Trace
 
 UNKNOWN, COMPUTE, MEMORY, COMM = 0, 1, 2, 3
 BOUND_NAMES = {UNKNOWN: None, COMPUTE: "compute", MEMORY: "memory", COMM: "communication"}
-# Collectives (NCCL) spin while they wait for peers: their time says nothing about arithmetic
-# or bytes on this device, so they are kept out of the compute/memory vote.
-_COMM_NAME = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv", re.I)
+# Collectives spin while they wait for peers: their time says nothing about arithmetic or bytes
+# on this device, so they are kept out of the compute/memory vote. NCCL and RCCL (ROCm's NCCL,
+# whose kernels keep the nccl names or say rccl), DeepEP's expert-parallel dispatch/combine
+# (namespaces internode::/intranode::, dpsk::ep::, deep_ep::), custom all-reduce kernels (vLLM's
+# cross_device_reduce_*stage, symmetric-memory multimem/one-shot/two-shot all-reduce) and NVSHMEM.
+_COMM_NAME = re.compile(
+    r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|nvshmem|deep_?ep::|dpsk::ep::|"
+    r"\b(?:internode|intranode)::|cross_device_reduce|multimem_|(?:one|two)_shot_", re.I)
 
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
@@ -35,6 +40,13 @@ _MEMORY_NAME = re.compile(
 _GEMM_NAME = re.compile(r"gemm|nvjet|xmma|cutlass|wgmma|sm\d+_.*mma|ampere_.*_tn|volta_.*gemm", re.I)
 _TILE = re.compile(r"_(\d+)x(\d+)(?:x\d+)?_")
 _PREFILL_ATTN = re.compile(r"flash|fmha|sdpa|attention", re.I)
+# Without a peak table there is no ridge: products, attention and convolutions do far more arithmetic
+# per byte than any GPU's ridge point at real sizes; everything else is placed by its bytes.
+_DENSE_KINDS = ("matmul", "attention", "convolution")
+# Ops that record too little to be costed alone, launched from an op that records everything:
+# torch 1.x's cudnn_convolution_backward calls _input and _weight, and the weight gradient's
+# op records neither the weight nor its size. Their kernels are charged to the calling op.
+_COSTED_BY_CALLER = ("convolution_backward_input", "convolution_backward_weight")
 
 
 def guess_bound(kernel_name: str) -> int:
@@ -83,6 +95,13 @@ class Roofline:
     kernel_bound: np.ndarray       # per trace row: UNKNOWN / COMPUTE / MEMORY (kernels only)
     kernel_flops: np.ndarray       # per trace row: FLOPs charged to that kernel (0 if unknown)
     kernel_bytes: np.ndarray
+    kernel_why: np.ndarray | None = None   # per trace row, for UNKNOWN kernels: why (UNCOSTED_WHY)
+
+
+# Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
+# launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
+# its op is one the cost model does not know (custom ops, fused library calls).
+UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model"}
 
 
 def find_ceilings(trace_path: str, device_name: str | None) -> dict | None:
@@ -107,6 +126,36 @@ def _shape_str(dims) -> str:
     return ", ".join(parts)
 
 
+def _charge_to_callers(trace: Trace, op: np.ndarray) -> np.ndarray:
+    """Replace each op of _COSTED_BY_CALLER by the cpu_op that encloses it on its thread."""
+    ev = trace.ev
+    has = op != NONE
+    if not has.any():
+        return op
+    names = np.unique(ev.name[op[has]])
+    by_caller = [i for i in names if trace.names[i].endswith(_COSTED_BY_CALLER)]
+    if not by_caller:
+        return op
+    rows = np.unique(op[has & np.isin(ev.name[np.maximum(op, 0)], by_caller)])
+    cpu = np.flatnonzero(ev.cat == CPU_OP)
+    caller = {}
+    for r in rows:
+        same = cpu[ev.tid[cpu] == ev.tid[r]]
+        k = int(np.searchsorted(same, r)) - 1
+        # rows are sorted by (start, -end): an enclosing op comes before; siblings may sit between
+        for j in range(k, max(k - 64, -1), -1):
+            c = same[j]
+            if ev.start[c] <= ev.start[r] and ev.end[c] >= ev.end[r]:
+                caller[int(r)] = int(c)
+                break
+    if not caller:
+        return op
+    out = op.copy()
+    for r, c in caller.items():
+        out[op == r] = c
+    return out
+
+
 def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | None = None) -> Roofline:
     ev = trace.ev
     if peaks is None:
@@ -117,10 +166,12 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     kflops = np.zeros(n, np.float64)
     kbytes = np.zeros(n, np.float64)
     kern = np.flatnonzero(ev.cat == KERNEL)
+    kwhy = np.zeros(n, np.int8)
     if len(kern) == 0:
-        return Roofline(peaks, [], kbound, kflops, kbytes)
+        return Roofline(peaks, [], kbound, kflops, kbytes, kwhy)
     call = trace.launch_of[kern]
     op = np.where(call != NONE, trace.op_of[np.maximum(call, 0)], NONE)
+    op = _charge_to_callers(trace, op)
     dur = (ev.end[kern] - ev.start[kern]).astype(np.float64)
 
     # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures.
@@ -148,7 +199,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         if peaks is not None:
             sig_bound[j] = COMPUTE if cost.intensity >= peaks.ridge(cost.dtype) else MEMORY
         else:
-            sig_bound[j] = COMPUTE if cost.kind == "matmul" else MEMORY
+            sig_bound[j] = COMPUTE if cost.kind in _DENSE_KINDS else MEMORY
         points_src.append({"name": trace.names[ev.name[r]], "shapes": _shape_str(dims), "cost": cost,
                            "calls": int(sig_calls[j]), "time": float(sig_time[j])})
 
@@ -178,6 +229,13 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         names_u, inv_u = np.unique(ev.name[unk], return_inverse=True)
         guesses = np.array([guess_bound(trace.names[i]) for i in names_u], np.int8)
         kbound[unk] = guesses[inv_u]
+        still = kbound[unk] == UNKNOWN
+        if still.any():
+            rows_u = unk[still]
+            op_u = op[np.searchsorted(kern, rows_u)]
+            has_shape = np.zeros(len(rows_u), bool)
+            has_shape[op_u != NONE] = ev.shape[op_u[op_u != NONE]] != NONE
+            kwhy[rows_u] = np.where(op_u == NONE, 1, np.where(has_shape, 3, 2))
     groups = {i: g for i, g in enumerate(points_src)}
 
     points = []
@@ -194,17 +252,22 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             frac = ach_tf / pk_tf if bound == "compute" else ach_gb / pk_gb
         else:
             ridge = pk_tf = pk_gb = frac = None
-            bound = "memory" if c.kind != "matmul" else "compute"
+            bound = "compute" if c.kind in _DENSE_KINDS else "memory"
         points.append(RooflinePoint(name=g["name"], shapes=g["shapes"], dtype=c.dtype, kind=c.kind,
                                     calls=g["calls"], flops=flops, bytes=nbytes, device_us=g["time"] / 1e3,
                                     intensity=c.intensity, achieved_tflops=ach_tf, achieved_gbps=ach_gb,
                                     bound=bound, ridge=ridge, peak_tflops=pk_tf, peak_gbps=pk_gb, frac_of_peak=frac))
-    return Roofline(peaks, points, kbound, kflops, kbytes)
+    return Roofline(peaks, points, kbound, kflops, kbytes, kwhy)
+
+
+# The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
+# that votes (all but communication): a vote among the minority that is known says nothing.
+UNKNOWN_MAJORITY = 0.5
 
 
 @dataclass
 class RegimeVerdict:
-    regime: str                 # compute | memory | overhead
+    regime: str                 # compute | memory | overhead | unknown
     idle_share: float
     compute_us: float           # kernel time judged compute-bound
     memory_us: float
@@ -215,6 +278,8 @@ class RegimeVerdict:
     intensity: float | None     # FLOPs / bytes over all costed kernels
     ridge: float | None
     dtype: str | None
+    uncosted_share: float = 0.0     # unknown_us / (kernel time that votes: all but communication)
+    uncosted_why_us: dict = field(default_factory=dict)   # UNCOSTED_WHY value -> µs of unknown kernels
 
     def to_dict(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -225,21 +290,34 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
     comp, mem, unk, comm = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM))
+    voting = comp + mem + unk
+    uncosted = unk / voting if voting > 0 else (1.0 if comm > 0 else 0.0)
+    why_us = {}
+    if roof.kernel_why is not None and unk > 0:
+        w = roof.kernel_why[kernel_rows]
+        for code, name in UNCOSTED_WHY.items():
+            t = float(dur[(b == UNKNOWN) & (w == code)].sum())
+            if t > 0:
+                why_us[name] = round(t / 1e3, 3)
     if idle_share > 0.5:
         verdict = "overhead"
+    elif uncosted > UNKNOWN_MAJORITY:
+        verdict = "unknown"
     else:
         verdict = "compute" if comp > mem else "memory"
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
     win = known & (b == (COMPUTE if verdict == "compute" else MEMORY))
+    if verdict == "unknown":
+        win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
     dtype = _dominant_dtype(roof)
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
-                         ridge, dtype)
+                         ridge, dtype, uncosted, why_us)
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:
