@@ -43,6 +43,7 @@ class Analysis:
     caveats: list[str] = field(default_factory=list)   # the trace's, plus what the analysis found
     next_experiment: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    kernel_count: int | None = None    # --range: the range's kernels only (None: every kernel of the trace)
 
     @property
     def idle_share(self) -> float:
@@ -81,9 +82,13 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     idle_ns = sum(d.idle_ns for d in devs)
     by_cause = {c: sum(d.by_cause_ns[c] for d in devs) for c in CAUSES}
     rng_all = ranges_mod.analyze(trace, devs)
+    kernel_count = None
     if range_name:
         sel = next(r for r in rng_all if r.name == range_name)
         rows = sel.gpu_rows
+        own = ranges_mod.scope(trace, sel)   # a repeating range: its instances only, not the gaps between them
+        span, busy, copy, idle_ns, by_cause = own.span_ns, own.kernel_busy_ns, own.copy_ns, own.idle_ns, own.by_cause_ns
+        kernel_count = own.kernels
     else:
         rows = hotspots.gpu_rows(trace)
         if window is not None:
@@ -93,7 +98,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     verdict = roof_mod.regime(trace, roof, kernels, idle_ns / span if span else 0.0)
     a = Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, idle_ns=idle_ns,
                  by_cause_ns=by_cause, hot_ops=hotspots.by_op(trace, rows), hot_kernels=hotspots.by_kernel(trace, rows),
-                 ranges=rng_all, roof=roof, verdict=verdict, range_filter=range_name)
+                 ranges=rng_all, roof=roof, verdict=verdict, range_filter=range_name, kernel_count=kernel_count)
     a.range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                         for r in rng_all}
     a.phases = _phases(rng_all, a.range_verdicts)
@@ -338,7 +343,7 @@ def five_lines(a: Analysis) -> list[str]:
     if not a.devices:
         return _cpu_only_lines(a)
     dev = tr.device_name() or "an unnamed device"
-    n_kern = int(np.sum(a.trace.ev.cat == KERNEL))
+    n_kern = a.kernel_count if a.kernel_count is not None else int(np.sum(a.trace.ev.cat == KERNEL))
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy_pct = 100 * a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {_ms(a.span_ns)} GPU span, "
