@@ -115,6 +115,29 @@ def collective_timing(trace: Trace) -> dict:
     }
 
 
+_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')
+_HEAD_BYTES = 1 << 20   # Kineto writes distributedInfo before traceEvents: the first MB holds it
+
+
+def distributed_info(path: str | Path) -> dict:
+    """The trace's distributedInfo object ({} when absent), read from the head of the file only."""
+    import gzip
+
+    try:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except (OSError, EOFError):
+        return {}
+    m = _DIST_INFO.search(head)
+    if not m:
+        return {}
+    try:
+        info = json.loads(m.group(1))
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
 def analyze_rank(path: str) -> dict:
     """One rank: the report's JSON object plus its collective timing; {"error": msg} for a bad file.
 
@@ -126,6 +149,8 @@ def analyze_rank(path: str) -> dict:
         a = analyze_file(path)
         out = to_json(a)
         out["collectives"] = collective_timing(a.trace)
+        ws = distributed_info(path).get("world_size")
+        out["world_size"] = ws if isinstance(ws, int) and not isinstance(ws, bool) and ws > 0 else None
         return out
     except TraceError as e:
         return {"error": str(e)}
@@ -399,12 +424,25 @@ def merge(results: dict[Path, dict], workers: int = 1) -> dict:
         c = rep.pop("collectives")
         rows.append({"rank": rank, "how": how, "path": p, "report": rep, "c": c})
     caveats = [f"{name}: {msg} (skipped)" for name, msg in errors.items()]
+    # A rank with no GPU activity (a CPU-only trace of a data-loading or parameter-server rank, or a
+    # trace captured without CUDA activity) has no collectives or idle gaps to compare: it is listed,
+    # never the straggler and never the rank whose report is shown.
+    cpu_only = [r for r in rows if r["report"].get("regime") is None]
+    if cpu_only and len(cpu_only) < len(rows):
+        caveats.append(f"{_rank_list([r['rank'] for r in cpu_only])} {'has' if len(cpu_only) == 1 else 'have'} no GPU "
+                       "activity (CPU-only): not compared with the others")
+    gpu_rows = [r for r in rows if r not in cpu_only] or rows
+    world = sorted({r["report"].get("world_size") for r in rows} - {None})
     seen: dict[int, list[str]] = {}
     for r in rows:
         seen.setdefault(r["rank"], []).append(r["path"].name)
     caveats += [f"rank {k} appears in {len(v)} files ({', '.join(v)}): two runs in one directory?"
                 for k, v in seen.items() if len(v) > 1]
-    if rows and all(r["how"] == "distributedInfo" for r in rows):
+    if len(world) == 1:       # the run says how many ranks it had
+        missing = sorted(set(range(world[0])) - set(seen))
+        if missing:
+            caveats.append(f"no usable trace for {_rank_list(missing)} of the run's {world[0]}")
+    elif rows and all(r["how"] == "distributedInfo" for r in rows):
         missing = sorted(set(range(max(seen) + 1)) - set(seen))
         if missing:
             caveats.append(f"no usable trace for {_rank_list(missing)}")
@@ -414,12 +452,12 @@ def merge(results: dict[Path, dict], workers: int = 1) -> dict:
             trace_caveats.setdefault(msg, []).append(r["rank"])
     caveats += [f"{_rank_list(ks)}: {msg}" for msg, ks in trace_caveats.items()]
 
-    strag, why = straggler(rows) if rows else (None, "no ranks")
+    strag, why = straggler(gpu_rows) if rows else (None, "no ranks")
     if len(rows) == 1 and errors:
         why = "only one usable rank: nobody to compare it with"
     lines = [_ranks_line(rows, workers, len(results))] + [_rank_line(r) for r in rows]
     lines.append(strag["line"] if strag else f"Straggler: {why}.")
-    worst = max(rows, key=lambda r: (r["report"]["idle_share"], -r["rank"]))
+    worst = max(gpu_rows, key=lambda r: (r["report"]["idle_share"], -r["rank"]))
     lines.append(f"Rank {worst['rank']} ({'largest idle share, ' if len(rows) > 1 else ''}"
                  f"{100 * worst['report']['idle_share']:.0f}% of its span idle):")
     lines += ["  " + s for s in worst["report"]["lines"]]
@@ -483,7 +521,32 @@ def report_object(path: Path, progress=None) -> dict:
         raise TraceError(f"{path} holds {len(good)} traces, but none says which rank of a run it is (no "
                          "distributedInfo, no rankN in its name): report them one at a time, or compare two "
                          "with `tracetriage diff BEFORE AFTER`")
+    _refuse_mixed_runs(path, good)
     return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))
+
+
+def _refuse_mixed_runs(path: Path, good: list[tuple[Path, dict]]) -> None:
+    """Traces of different runs merged as ranks of one would compare what never ran together."""
+    def groups(key):
+        out: dict = {}
+        for p, r in good:
+            v = key(r)
+            if v is not None:
+                out.setdefault(v, []).append(p.name)
+        return out
+
+    def listing(g):
+        return " and ".join(f"{v} ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''})"
+                            for v, names in sorted(g.items(), key=lambda kv: str(kv[0])))
+
+    worlds = groups(lambda r: r.get("world_size"))
+    if len(worlds) > 1:
+        raise TraceError(f"{path} mixes traces of different runs: world size {listing(worlds)}; "
+                         "put each run's ranks in a folder of its own")
+    devices = groups(lambda r: r.get("trace", {}).get("device_name") if r.get("regime") is not None else None)
+    if len(devices) > 1:
+        raise TraceError(f"{path} mixes traces of different runs: device {listing(devices)}; "
+                         "put each run's ranks in a folder of its own")
 
 
 def _json_default(o):
