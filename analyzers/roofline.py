@@ -233,8 +233,10 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         if still.any():
             rows_u = unk[still]
             op_u = op[np.searchsorted(kern, rows_u)]
+            # an op recorded without Input Dims still gets a (empty) shape entry
+            recorded = np.array([bool(raw and raw[0]) for raw in trace.shapes_raw] + [False], bool)
             has_shape = np.zeros(len(rows_u), bool)
-            has_shape[op_u != NONE] = ev.shape[op_u[op_u != NONE]] != NONE
+            has_shape[op_u != NONE] = recorded[ev.shape[op_u[op_u != NONE]]]
             kwhy[rows_u] = np.where(op_u == NONE, 1, np.where(has_shape, 3, 2))
     groups = {i: g for i, g in enumerate(points_src)}
 
