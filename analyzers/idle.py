@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzers import intervals as iv
+from analyzers import runtime_calls as rc
 from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, RUNTIME, Trace)
 
 CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
@@ -37,14 +38,14 @@ HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call 
 SETUP_FLOOR_NS = 1_000_000     # a quiet stretch inside an issuing op this long is set-up, not dispatch
 CLOCK_TOL_NS = 2_000           # CPU and GPU clocks are aligned by CUPTI to within ~µs
 
-SYNC_CALLS = {
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cudaFree", "cudaFreeHost",
-    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuMemcpyDtoH_v2",
-    "cuMemcpyHtoD_v2", "cudaStreamQuery",
-}
-LAUNCH_CALL_PREFIXES = ("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch")
-MEMCPY_CALL_PREFIXES = ("cudaMemcpy", "cuMemcpy", "cudaMemset", "cuMemset")
+# CUDA and HIP call names alike (analyzers.runtime_calls)
+SYNC_CALLS = rc.SYNC_CALLS
+LAUNCH_CALL_PREFIXES = rc.LAUNCH_PREFIXES
+MEMCPY_CALL_PREFIXES = rc.COPY_PREFIXES
+# cudaFree synchronizes implicitly, but one that holds the host for milliseconds while the device
+# already idles is the allocator (or the context's first initialisation), not a drain
+_ALLOCATOR_CALLS = {"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost"}
+FALLBACK_LAUNCH_NS = 5_000     # thresholds only, when the trace has no launch call to measure; never printed
 
 FIRST_EXPERIMENT = {
     "launch_overhead": "fuse the small kernels: torch.compile, CUDA graphs (mode='reduce-overhead'), "
@@ -131,6 +132,12 @@ class _HostContext:
     busy_by_tid: dict        # tid -> (starts, ends) union of all traced host activity
     launch_cost_ns: int
     top_by_tid: dict = None  # tid -> (starts, ends, rows) of the outermost cpu_ops
+    launch_measured: bool = True   # False: launch_cost_ns is FALLBACK_LAUNCH_NS, not a median of this trace
+    setup_rows: np.ndarray = None  # API calls that held the host for set-up-long stretches (not syncs/copies)
+    copy_call_s: np.ndarray = None   # blocking (pageable or synchronous) copy calls: starts, sorted
+    copy_call_e: np.ndarray = None
+    copy_call_rows: np.ndarray = None
+    wait_calls: dict = None          # tid -> (starts, rows) of stream-wait calls, sorted
 
     def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
         """The outermost cpu_op around each op row (aten::item around aten::_local_scalar_dense)."""
@@ -214,15 +221,29 @@ def _host_context(trace: Trace) -> _HostContext:
         sync_h2d = np.empty(0, bool)
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else 5_000
+    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else FALLBACK_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
+    # One-time set-up held in an API call (a first cudaLaunchKernel loading its module, cudaFree
+    # or cudaMalloc growing the pool, stream creation): a non-sync, non-copy call this long is not
+    # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
+    call_dur = ev.end[call_rows] - ev.start[call_rows]
+    name_is_free = _name_flags(trace, call_rows, lambda n: n in _ALLOCATOR_CALLS)
+    setup_mask = (call_dur > setup_long) & ~name_is_copy & (~name_is_sync | name_is_free)
+    setup_rows = call_rows[setup_mask]
+    bc = call_rows[blocking_copy]
+    bc = bc[np.argsort(ev.start[bc], kind="stable")]
+    name_is_wait = _name_flags(trace, call_rows, rc.is_stream_wait)
+    wait_calls = {}
+    for tid in np.unique(ev.tid[call_rows[name_is_wait]]):
+        w = call_rows[name_is_wait & (ev.tid[call_rows] == tid)]
+        wait_calls[int(tid)] = (ev.start[w], w)
 
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     for tid in np.unique(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
-        calls = call_rows[ev.tid[call_rows] == tid]
+        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]
         top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
         # rows are sorted by (start, -end): the first op at each extent's start is the outermost
         top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)
@@ -240,6 +261,11 @@ def _host_context(trace: Trace) -> _HostContext:
         # not dispatch: first-call library set-up (cuBLAS handles, lazy kernel loading), an
         # allocator's cudaMalloc storm, CPU work in a custom op. Carve such stretches out.
         cs, ce = iv.union(ev.start[calls], ev.end[calls])
+        if not len(is_s):
+            issue_by_tid[int(tid)] = (is_s, is_e)
+            busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[call_rows[ev.tid[call_rows] == tid]])),
+                                             np.concatenate((top_e, ev.end[call_rows[ev.tid[call_rows] == tid]])))
+            continue
         qs, qe = iv.intersect(is_s, is_e, *iv.complement(cs, ce, int(is_s[0]) if len(is_s) else 0,
                                                            int(is_e[-1]) if len(is_e) else 0))
         long_q = (qe - qs) > setup_long
@@ -247,9 +273,12 @@ def _host_context(trace: Trace) -> _HostContext:
             keep_s, keep_e = iv.complement(qs[long_q], qe[long_q], int(is_s[0]), int(is_e[-1]))
             is_s, is_e = iv.intersect(is_s, is_e, keep_s, keep_e)
         issue_by_tid[int(tid)] = (is_s, is_e)
-        busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[calls])),
-                                         np.concatenate((top_e, ev.end[calls])))
-    return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid)
+        every = call_rows[ev.tid[call_rows] == tid]   # set-up calls too: traced host time
+        busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[every])),
+                                         np.concatenate((top_e, ev.end[every])))
+    return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid,
+                        launch_measured=bool(len(launch_durs)), setup_rows=setup_rows,
+                        copy_call_s=ev.start[bc], copy_call_e=ev.end[bc], copy_call_rows=bc, wait_calls=wait_calls)
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -321,8 +350,27 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     emit(~has_call, free_s, free_e, OTHER, NONE)
     queued = has_call & (call_s <= free_s + CLOCK_TOL_NS)
     # 2. Issued before the device went idle: device-side launch latency, or a blocking copy's staging.
+    #    Launch latency is bounded by what launching costs: queued work that sits far longer than a
+    #    launch waits on a dependency (a stream-wait event, a copy, a sync), not on the launch.
+    waits_for = []   # (cause, rows, start, end) of the waits, for the evidence
+
+    def emit_wait(mask, s, e):
+        m = mask & (e > s)
+        if not m.any():
+            return
+        cause, host = _waited_on(trace, ctx, s[m], e[m], call_s[m], call_tid[m], sync_row[m], in_sync[m])
+        for c in (SYNC, TRANSFER, OTHER):
+            k = cause == c
+            if k.any():
+                sub = np.zeros(len(m), bool)
+                sub[np.flatnonzero(m)[k]] = True
+                emit(sub, s, e, c, np.where(sub, _scatter(m, host, NONE), NONE))
+                waits_for.append((c, host[k], s[m][k], e[m][k]))
+
+    long_gap = (free_e - free_s) > host_long
     emit(queued & call_is_copy, free_s, free_e, TRANSFER, call)
-    emit(queued & ~call_is_copy, free_s, free_e, LAUNCH, call)
+    emit(queued & ~call_is_copy & ~long_gap, free_s, free_e, LAUNCH, call)
+    emit_wait(queued & ~call_is_copy & long_gap, free_s, free_e)
     host_caused = has_call & ~queued
     # 3. The host was blocked in a sync (or a blocking copy) when the device drained. The idle runs
     #    from the drain until new work arrives: re-issuing after the sync is part of its cost. Only a
@@ -347,9 +395,18 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     is_host = todo & long_host
     emit(is_host, hs, he, HOST, NONE)
     emit(todo & ~is_host, hs, he, LAUNCH, call)
-    # the launch call itself, in flight when the device could have started: launch (or copy staging)
+    # the launch call itself, in flight when the device could have started: launch (or copy staging);
+    # when the work still does not start long after the call returned, it waits on a dependency
     emit(todo & call_is_copy, he, free_e, TRANSFER, call)
-    emit(todo & ~call_is_copy, he, free_e, LAUNCH, call)
+    call_e = np.clip(ev.end[cidx], he, free_e)
+    late = todo & ~call_is_copy & ((free_e - call_e) > host_long)
+    setup_call = has_call & np.isin(cidx, ctx.setup_rows) if ctx.setup_rows is not None and len(ctx.setup_rows) \
+        else np.zeros(len(cidx), bool)
+    emit(todo & ~call_is_copy & setup_call, he, free_e, HOST, NONE)   # a launch call doing set-up
+    late &= ~setup_call
+    emit(todo & ~call_is_copy & ~late & ~setup_call, he, free_e, LAUNCH, call)
+    emit(late, he, call_e, LAUNCH, call)
+    emit_wait(late, call_e, free_e)
 
     s = np.concatenate(out_s); e = np.concatenate(out_e); c = np.concatenate(out_c)
     nx = np.concatenate(out_next); hr = np.concatenate(out_host)
@@ -362,7 +419,50 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
                         copy_ns=iv.total(cs, ce), idle_ns=iv.total(idle_s, idle_e), by_cause_ns=by_cause,
                         gaps=gaps)
     result.evidence = _evidence(trace, result, copies, ctx, host_long)
+    for cause, name in ((SYNC, "synchronization"), (TRANSFER, "data_transfer"), (OTHER, "other")):
+        parts = [(h, s_, e_) for c, h, s_, e_ in waits_for if c == cause]
+        if parts:
+            rows = np.concatenate([h for h, _, _ in parts])
+            d = np.concatenate([e_ - s_ for _, s_, e_ in parts])
+            known = rows != NONE
+            result.evidence[name]["waited_on"] = _top_names(trace, rows[known], d[known]) if known.any() else []
+            result.evidence[name]["queued_waits"] = int(len(rows))
+            result.evidence[name]["queued_wait_us"] = round(float(d.sum()) / 1e3, 1)
     return result
+
+
+def _scatter(mask: np.ndarray, values: np.ndarray, fill) -> np.ndarray:
+    out = np.full(len(mask), fill, values.dtype if len(values) else np.int64)
+    out[mask] = values
+    return out
+
+
+def _waited_on(trace: Trace, ctx: _HostContext, s, e, call_s, call_tid, sync_row, in_sync):
+    """What queued work waited on during [s, e): (cause, host row) per wait.
+
+    A blocking copy call (pageable staging, a synchronous memcpy) in flight -> data_transfer; a
+    stream-wait call issued on the launching thread just before the launch, or a sync the host sat
+    in -> synchronization; nothing the trace records -> other."""
+    ev = trace.ev
+    n = len(s)
+    cause = np.full(n, OTHER, np.int8)
+    host = np.full(n, NONE, np.int64)
+    if len(ctx.copy_call_s):
+        j = np.searchsorted(ctx.copy_call_s, e, side="left") - 1
+        ok = (j >= 0) & (ctx.copy_call_e[np.maximum(j, 0)] > s)
+        cause[ok], host[ok] = TRANSFER, ctx.copy_call_rows[j[ok]]
+    todo = cause == OTHER
+    window = max(host_long_ns(ctx.launch_cost_ns), SETUP_FLOOR_NS)
+    for i in np.flatnonzero(todo):
+        ws = (ctx.wait_calls or {}).get(int(call_tid[i]))
+        if ws is None:
+            continue
+        k = int(np.searchsorted(ws[0], call_s[i], side="right")) - 1
+        if k >= 0 and ws[0][k] >= call_s[i] - window:
+            cause[i], host[i] = SYNC, ws[1][k]
+    todo = (cause == OTHER) & in_sync
+    cause[todo], host[todo] = SYNC, sync_row[todo]
+    return cause, host
 
 
 def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
@@ -384,7 +484,7 @@ def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
     for j in range(len(g)):
         cause = g.cause[j]
         if cause == SYNC:
-            if g.host_row[j] != NONE:
+            if g.host_row[j] != NONE and ev.end[g.host_row[j]] + CLOCK_TOL_NS >= g.start[j]:
                 lead = int(g.start[j] - host_start[j])      # how long the host waited: its lost lead
                 if lead > budget:
                     budget, source = lead, g.host_row[j]
@@ -487,8 +587,29 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
             typical = float(np.median(ev.end[later] - ev.start[later]))
             if overlap[i] >= 10 * max(typical, 1.0):
                 out.append({"name": trace.names[name], "first_call_us": round(float(te[i] - ts[i]) / 1e3, 1),
-                            "later_median_us": round(typical / 1e3, 1)})
-    return sorted(out, key=lambda x: -x["first_call_us"])[:5]
+                            "later_median_us": round(typical / 1e3, 1), "idle_us": round(float(overlap[i]) / 1e3, 1),
+                            "_span": (int(ts[i]), int(te[i]))})
+    # Set-up held in an API call outside any op listed above (a first launch loading its module with
+    # no op recorded, cudaFree/cudaMalloc/stream creation): whatever the call, it is set-up.
+    rows = ctx.setup_rows if ctx.setup_rows is not None else np.empty(0, np.int64)
+    if len(rows) and len(s):
+        cs, ce = ev.start[rows], ev.end[rows]
+        over = iv.covered(s, e, cs, ce)
+        for r, o in zip(rows.tolist(), over.tolist()):
+            if o < host_long or any(a <= ev.start[r] and ev.end[r] <= b for a, b in (w["_span"] for w in out)):
+                continue
+            same = rows[ev.name[rows] == ev.name[r]]
+            later = np.flatnonzero((ev.name == ev.name[r]) & (ev.start > ev.start[r]) & (ev.tid == ev.tid[r]))
+            typical = float(np.median(ev.end[later] - ev.start[later])) if len(later) else None
+            if same[0] != r and typical is not None:
+                continue   # not the first long one of its name
+            out.append({"name": trace.names[ev.name[r]], "first_call_us": round(float(ev.end[r] - ev.start[r]) / 1e3, 1),
+                        "later_median_us": None if typical is None else round(typical / 1e3, 1),
+                        "idle_us": round(float(o) / 1e3, 1), "_span": (int(ev.start[r]), int(ev.end[r]))})
+    out = sorted(out, key=lambda x: -x["idle_us"])[:5]
+    for w in out:
+        del w["_span"]
+    return out
 
 
 def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: int) -> dict:
@@ -504,7 +625,8 @@ def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: i
             nxt = g.next_row[m]
             nxt = nxt[nxt != NONE]
             item["next_kernel_median_us"] = _median_us(ev.end[nxt] - ev.start[nxt])
-            item["launch_call_median_us"] = round(ctx.launch_cost_ns / 1e3, 2)
+            # a median of this trace's launch calls; None when it has none (the fallback is never printed)
+            item["launch_call_median_us"] = round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None
             queued = int(np.sum((g.host_row[m] != NONE) & (ev.start[np.maximum(g.host_row[m], 0)] <= g.start[m])))
             item["queued_gaps"] = queued   # issued before the drain: device-side launch latency
             ops = trace.op_of[np.maximum(g.host_row[m], 0)]

@@ -178,7 +178,7 @@ def _next_experiment(a: Analysis) -> dict:
     if not a.devices:
         return dict(CPU_ONLY_NEXT)
     warm = a.evidence.get("host_work", {}).get("warmup") or []
-    warm_ns = sum(w["first_call_us"] for w in warm) * 1e3
+    warm_ns = sum(w.get("idle_us", w["first_call_us"]) for w in warm) * 1e3
     if a.span_ns and warm_ns >= 0.25 * a.span_ns:
         return {"lever": "warm up first (run a few steps before the profiler starts), then profile and triage again",
                 "why": f"{100 * warm_ns / a.span_ns:.0f}% of the span is one-time set-up in first calls "
@@ -272,10 +272,11 @@ def _us_or_ms(us: float) -> str:
 def warmup_caveat(a: Analysis) -> str | None:
     """A line for the caveats when first-call set-up is a large part of the profile."""
     warm = a.evidence.get("host_work", {}).get("warmup") or []
-    total = sum(w["first_call_us"] for w in warm) * 1e3
+    total = sum(w.get("idle_us", w["first_call_us"]) for w in warm) * 1e3
     if not warm or not a.span_ns or total < 0.05 * a.span_ns:
         return None
-    names = ", ".join(f"{w['name']} {_us_or_ms(w['first_call_us'])} (later {_us_or_ms(w['later_median_us'])})"
+    names = ", ".join(f"{w['name']} {_us_or_ms(w['first_call_us'])} "
+                      + (f"(later {_us_or_ms(w['later_median_us'])})" if w["later_median_us"] is not None else "(once)")
                       for w in warm[:3])
     return (f"the profile includes one-time set-up: first calls of {names}, {100 * total / a.span_ns:.0f}% of the "
             "span; warm up before profiling")
@@ -285,8 +286,10 @@ def _evidence_phrase(cause: str, ev: dict) -> str:
     if cause == "launch_overhead":
         ops = ", ".join(o["name"] for o in ev.get("launching_ops", [])[:3])
         return (f"{_plural(ev.get('gaps', 0), 'gap')} with a median of {ev.get('median_gap_us', 0):.1f} µs between kernels "
-                f"whose median run is {ev.get('kernel_median_us', 0):.1f} µs; a launch call takes "
-                f"{ev.get('launch_call_median_us', 0):.1f} µs" + (f" (launched by {ops})" if ops else ""))
+                f"whose median run is {ev.get('kernel_median_us', 0):.1f} µs; "
+                + (f"a launch call takes {ev['launch_call_median_us']:.1f} µs" if ev.get("launch_call_median_us")
+                   is not None else "no launch call in the trace to measure what launching costs")
+                + (f" (launched by {ops})" if ops else ""))
     if cause == "host_work":
         traced = ", ".join(o["name"] for o in ev.get("host_events", [])[:3])
         un = 100 * ev.get("untraced_share", 0)

@@ -53,11 +53,13 @@ def setup_in_a_launch_call() -> dict:
     """HTA's AlexNet trace: the first conv2d holds the host for seconds inside cudaFree, a
     cudaLaunchKernel and stream creation; later launches take µs. Here: the first launch call
     takes 30 ms (module loading) and a cudaFree 20 ms before it, then 40 steady launches."""
-    first = Launch(op_start=0, op_end=51 * MS, call_start=21 * MS, call_end=51 * MS - 2 * US,
-                   gpu_start=51 * MS, gpu_end=51 * MS + 10 * US, op="aten::conv2d")
-    rest = steady(40, 51 * MS + 10 * US)
-    ev = events_for([first] + rest)
-    ev.append(call("cudaFree", 1 * MS, 21 * MS - 1 * US))
+    warm = steady(5, 100 * US)
+    t = warm[-1].gpu_end
+    first = Launch(op_start=t + 5 * US, op_end=t + 51 * MS, call_start=t + 21 * MS, call_end=t + 51 * MS - 2 * US,
+                   gpu_start=t + 51 * MS, gpu_end=t + 51 * MS + 10 * US, op="aten::conv2d")
+    rest = steady(40, first.gpu_end)
+    ev = events_for(warm + [first] + rest)
+    ev.append(call("cudaFree", t + 1 * MS, t + 21 * MS - 1 * US))
     return document(ev)
 
 

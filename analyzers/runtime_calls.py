@@ -1,0 +1,51 @@
+"""What a host runtime call does, by its name, for CUDA and ROCm/HIP alike.
+
+Kineto records the GPU runtime and driver calls of both vendors under the same categories
+(cuda_runtime / cuda_driver): on ROCm they are hip* calls, twins of the CUDA ones.
+
+    launch    cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel(Ex), cudaGraphLaunch;
+              hipLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel,
+              hipExtLaunchKernel, hipLaunchCooperativeKernel, hipGraphLaunch
+    copy      cudaMemcpy*, cuMemcpy*, cudaMemset*, cuMemset*; hipMemcpy*, hipMemset*
+    sync      a call that returns only when the device (or a stream, or an event) has drained:
+              cuda/hip DeviceSynchronize, StreamSynchronize, EventSynchronize, cudaFree/hipFree
+              (implicitly synchronous), the synchronous memcpy calls, cuCtxSynchronize
+    stream wait   cudaStreamWaitEvent / hipStreamWaitEvent: queues a device-side wait for an
+              event another stream records; the host returns at once, the stream waits
+"""
+from __future__ import annotations
+
+LAUNCH_PREFIXES = ("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch",
+                   "hipLaunch", "hipModuleLaunch", "hipExtModuleLaunch", "hipExtLaunch", "hipGraphLaunch",
+                   "hipLaunchCooperative", "hipModuleLaunchCooperative")
+COPY_PREFIXES = ("cudaMemcpy", "cuMemcpy", "cudaMemset", "cuMemset", "hipMemcpy", "hipMemset")
+SYNC_CALLS = frozenset({
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cudaFree", "cudaFreeHost",
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuMemcpyDtoH_v2",
+    "cuMemcpyHtoD_v2", "cudaStreamQuery",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize",
+    "hipFree", "hipHostFree", "hipFreeHost", "hipMemcpy", "hipMemcpy2D", "hipMemcpyFromSymbol",
+    "hipMemcpyToSymbol", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyWithStream", "hipStreamQuery",
+})
+STREAM_WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent"})
+
+
+def is_launch(name: str) -> bool:
+    return name.startswith(LAUNCH_PREFIXES)
+
+
+def is_copy(name: str) -> bool:
+    return name.startswith(COPY_PREFIXES)
+
+
+def is_sync(name: str) -> bool:
+    return name in SYNC_CALLS
+
+
+def is_stream_wait(name: str) -> bool:
+    return name in STREAM_WAIT_CALLS
+
+
+def is_graph_launch(name: str) -> bool:
+    return "GraphLaunch" in name
