@@ -43,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.trace import KERNEL, NONE, USER_ANNOTATION, Trace, TraceError, find_traces
+from analyzers.load import find_traces
+from analyzers.trace import KERNEL, NONE, USER_ANNOTATION, Trace, TraceError
 
 COLLECTIVE_MARK = "nccl"     # case-insensitive substring of a collective kernel's name
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
@@ -68,7 +69,7 @@ def collective_timing(trace: Trace) -> dict:
     rows = rows[np.argsort(ev.start[rows], kind="stable")]
     start, end = ev.start[rows], ev.end[rows]
     dur = end - start
-    launch = trace.launch_of[rows] if trace.launch_of is not None else np.full(len(rows), NONE)
+    launch = trace.launch_of[rows]
     launch_ns = np.where(launch != NONE, ev.start[np.maximum(launch, 0)], NONE) if len(rows) else launch
 
     step_of = np.arange(len(rows))

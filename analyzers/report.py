@@ -16,8 +16,10 @@ import numpy as np
 
 from analyzers import hotspots, idle as idle_mod, ranges as ranges_mod, roofline as roof_mod
 from analyzers import intervals as iv
+from analyzers import voice
 from analyzers.idle import CAUSES, DeviceIdle
-from analyzers.trace import CPU_OP, KERNEL, Trace, TraceError, load
+from analyzers.load import load
+from analyzers.trace import CPU_OP, KERNEL, Trace, TraceError
 
 CAUSE_WORDS = {"launch_overhead": "launch overhead", "host_work": "host work", "synchronization": "synchronization",
                "data_transfer": "data transfer", "other": "other"}
@@ -97,7 +99,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     a.range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                         for r in rng_all}
     a.phases = _phases(rng_all, a.range_verdicts)
-    a.caveats = list(trace.caveats)
+    a.caveats = [voice.caveat(c) for c in trace.caveats]
     warm = warmup_caveat(a) if devs else None
     if warm:
         a.caveats.append(warm)

@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 import kineto_factory as kf
 from analyzers.idle import CAUSES
 from analyzers.report import analyze_trace, to_json
-from analyzers.trace import KERNEL, Trace, TraceError, load
+from analyzers.load import load
+from analyzers.trace import KERNEL, Caveat, Trace, TraceError
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 
@@ -166,7 +167,7 @@ def load_or_error(path) -> Trace | None:
 def test_valid_traces_load_cleanly_and_match_the_oracle(workdir, built):
     doc, oracle = built
     trace = load(write(workdir, doc), use_cache=False)
-    assert trace.caveats == []
+    assert trace.caveats == ()
     a = check_invariants(trace)
     assert {d.device: {"span": d.span_ns, "busy": d.kernel_busy_ns} for d in a.devices} == oracle
 
@@ -198,8 +199,7 @@ def test_one_odd_value_costs_its_own_event_not_the_file(workdir, built):
     odd["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "odd", "pid": 0, "tid": 7, "ts": "later",
                                "dur": 1.0, "args": {"device": 0, "stream": 7, "correlation": 1}})
     trace = load(write(workdir, odd), use_cache=False)
-    assert trace.caveats == ["1 complete event had a missing, negative, non-numeric or out-of-range ts/dur and was "
-                             "dropped"]
+    assert trace.caveats == (Caveat("dropped_events", 1),)
     got = check_invariants(trace)
     assert (got.span_ns, got.kernel_busy_ns, got.by_cause_ns, got.hot_ops) == \
            (want.span_ns, want.kernel_busy_ns, want.by_cause_ns, want.hot_ops)
