@@ -22,15 +22,19 @@ The thresholds are in units of the trace's own launch cost, not tuned constants:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from analyzers import intervals as iv
+from analyzers.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
+                                OtherEvidence, SyncEvidence, TransferEvidence)
 from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, RUNTIME, Trace)
+from analyzers.verdicts import CAUSES, Cause
 
-CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
-LAUNCH, HOST, SYNC, TRANSFER, OTHER = range(5)
+LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,
+                                                                  Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER,
+                                                                  Cause.OTHER))
 
 HOST_LONG_LAUNCHES = 10        # a host stretch this many launches long is "much longer than a launch"
 HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call is still a launch)
@@ -46,20 +50,7 @@ SYNC_CALLS = {
 LAUNCH_CALL_PREFIXES = ("cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch")
 MEMCPY_CALL_PREFIXES = ("cudaMemcpy", "cuMemcpy", "cudaMemset", "cuMemset")
 
-FIRST_EXPERIMENT = {
-    "launch_overhead": "fuse the small kernels: torch.compile, CUDA graphs (mode='reduce-overhead'), "
-                       "or a bigger batch per launch",
-    "host_work": "move the host work off the critical path: DataLoader workers / prefetch, overlap it with "
-                 "queued GPU work, then profile the host itself with py-spy",
-    "synchronization": "remove or defer the sync: drop .item()/.cpu()/torch.cuda.synchronize() from the loop, "
-                       "keep decisions on the device, read values once per N steps",
-    "data_transfer": "pin host memory and copy with non_blocking=True on a side stream to overlap compute, "
-                     "or keep the data resident on the device",
-    "other": "look at the trace edges and unlinked events; this bucket should stay small",
-}
-
-
-@dataclass
+@dataclass(frozen=True)
 class Gaps:
     """Every idle interval with its cause: what a timeline view colours and a grader quotes."""
     device: np.ndarray     # int32
@@ -76,11 +67,14 @@ class Gaps:
     def dur(self) -> np.ndarray:
         return self.end - self.start
 
-    def cause_names(self) -> list[str]:
+    def causes(self) -> list[Cause]:
         return [CAUSES[c] for c in self.cause]
 
+    def replace(self, **columns) -> "Gaps":
+        return Gaps(**{**self.__dict__, **columns})
 
-@dataclass
+
+@dataclass(frozen=True)
 class DeviceIdle:
     device: int
     span_start: int
@@ -88,19 +82,24 @@ class DeviceIdle:
     kernel_busy_ns: int
     copy_ns: int
     idle_ns: int
-    by_cause_ns: dict[str, int]
+    by_cause_ns: dict[Cause, int]
     gaps: Gaps
-    evidence: dict[str, dict] = field(default_factory=dict)
+    evidence: dict[Cause, Evidence]
 
     @property
     def span_ns(self) -> int:
         return self.span_end - self.span_start
 
     @property
-    def dominant(self) -> str | None:
-        if self.idle_ns <= 0:
-            return None
-        return max(self.by_cause_ns, key=lambda c: self.by_cause_ns[c])
+    def dominant(self) -> Cause | None:
+        return dominant_cause(self.by_cause_ns, self.idle_ns)
+
+
+def dominant_cause(by_cause_ns: dict[Cause, int], idle_ns: int) -> Cause | None:
+    """The cause that holds the most idle time (the first in CAUSES order on a tie); None without idle."""
+    if idle_ns <= 0:
+        return None
+    return max(by_cause_ns, key=lambda c: by_cause_ns[c])
 
 
 def _empty_gaps() -> Gaps:
@@ -120,7 +119,7 @@ def host_long_ns(launch_cost_ns: int) -> int:
     return max(HOST_LONG_FLOOR_NS, HOST_LONG_LAUNCHES * launch_cost_ns)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _HostContext:
     """Per-process lookups used to explain host-caused gaps."""
     sync_s: np.ndarray       # sync-like host calls, sorted by start
@@ -130,7 +129,7 @@ class _HostContext:
     issue_by_tid: dict       # tid -> (starts, ends) union of host intervals that issue GPU work
     busy_by_tid: dict        # tid -> (starts, ends) union of all traced host activity
     launch_cost_ns: int
-    top_by_tid: dict = None  # tid -> (starts, ends, rows) of the outermost cpu_ops
+    top_by_tid: dict         # tid -> (starts, ends, rows) of the outermost cpu_ops
 
     def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
         """The outermost cpu_op around each op row (aten::item around aten::_local_scalar_dense)."""
@@ -264,13 +263,22 @@ def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return hit, np.where(hit, ctx.sync_arg[jc], NONE), end
 
 
-def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
-                   window: tuple[int, int] | None = None) -> DeviceIdle:
+# --- the steps of the classifier ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FreeIntervals:
+    """Step 1: where a device does no compute, in [lo, hi)."""
+    lo: int
+    hi: int
+    kernel: tuple[np.ndarray, np.ndarray]     # union of kernels
+    copy: tuple[np.ndarray, np.ndarray]       # union of copies and memsets
+    idle: tuple[np.ndarray, np.ndarray]       # no kernel on any stream
+    transfer: tuple[np.ndarray, np.ndarray]   # ... while a copy runs: data_transfer by definition
+    free: tuple[np.ndarray, np.ndarray]       # nothing at all runs: the intervals the rules explain
+
+
+def free_intervals(trace: Trace, acts: np.ndarray, window: tuple[int, int] | None) -> FreeIntervals:
     ev = trace.ev
-    on_dev = ev.device == device
-    acts = np.flatnonzero(on_dev & np.isin(ev.cat, GPU_CATS))
-    if len(acts) == 0:
-        return DeviceIdle(device, 0, 0, 0, 0, 0, {c: 0 for c in CAUSES}, _empty_gaps())
     kern = acts[ev.cat[acts] == KERNEL]
     copies = acts[ev.cat[acts] != KERNEL]
     lo, hi = int(ev.start[acts].min()), int(ev.end[acts].max())
@@ -278,94 +286,162 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
         lo, hi = max(lo, window[0]), min(hi, window[1])
     ks, ke = iv.union(np.clip(ev.start[kern], lo, hi), np.clip(ev.end[kern], lo, hi))
     cs, ce = iv.union(np.clip(ev.start[copies], lo, hi), np.clip(ev.end[copies], lo, hi))
-    idle_s, idle_e = iv.complement(ks, ke, lo, hi)            # no kernel on any stream
-    xfer_s, xfer_e = iv.intersect(idle_s, idle_e, cs, ce)     # ... while a copy runs
+    idle_s, idle_e = iv.complement(ks, ke, lo, hi)
+    xfer = iv.intersect(idle_s, idle_e, cs, ce)
     any_s, any_e = iv.union(np.concatenate((ks, cs)), np.concatenate((ke, ce)))
-    free_s, free_e = iv.complement(any_s, any_e, lo, hi)      # device fully idle
-    ctx = ctx or _host_context(trace)
+    return FreeIntervals(lo, hi, (ks, ke), (cs, ce), (idle_s, idle_e), xfer, iv.complement(any_s, any_e, lo, hi))
 
-    # The activity that ends each fully idle segment, and the host call that issued it.
+
+@dataclass(frozen=True)
+class WhatFollows:
+    """Step 2: for each free interval, the GPU activity that ends it, the call that issued that
+    activity, and what the host was in when the device drained."""
+    next_row: np.ndarray     # the activity that ends the interval, NONE at the span's end
+    call: np.ndarray         # its launch (or copy) call, NONE if unlinked
+    call_start: np.ndarray
+    call_tid: np.ndarray
+    call_is_copy: np.ndarray  # the call stages data (pageable or synchronous memcpy): transfer, not launch
+    in_sync: np.ndarray       # the host was inside a sync-like call when the device drained
+    sync_row: np.ndarray
+    sync_end: np.ndarray
+    sync_is_h2d: np.ndarray   # ... a sync that waits for a host->device copy it just issued
+
+
+def what_follows(trace: Trace, acts: np.ndarray, free_s: np.ndarray, free_e: np.ndarray,
+                 ctx: _HostContext) -> WhatFollows:
+    ev = trace.ev
     act_order = acts[np.argsort(ev.start[acts], kind="stable")]
-    act_start = ev.start[act_order]
-    k = np.searchsorted(act_start, free_e, side="left")
+    k = np.searchsorted(ev.start[act_order], free_e, side="left")
     nxt = np.where(k < len(act_order), act_order[np.minimum(k, len(act_order) - 1)], NONE)
     call = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
-    has_call = call != NONE
     cidx = np.maximum(call, 0)
-    call_s = ev.start[cidx]
-    call_tid = ev.tid[cidx]
     # A copy call in flight while the device waits is transfer time only when the host is staging
     # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or
     # pinned copy call is a launch like any other.
     copy_call = _name_flags(trace, cidx, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
     sync_api = _name_flags(trace, cidx, lambda n: "Async" not in n)
     pageable = _name_flags(trace, np.maximum(nxt, 0), lambda n: "Pageable" in n)
-    call_is_copy = copy_call & (pageable | sync_api)
-    host_long = host_long_ns(ctx.launch_cost_ns)
-
     in_sync, sync_row, sync_end = _sync_at(ctx, free_s)
     sync_is_h2d = np.zeros(len(free_s), dtype=bool)
     if len(ctx.sync_s):
         j = np.maximum(np.searchsorted(ctx.sync_s, free_s + CLOCK_TOL_NS, side="right") - 1, 0)
         sync_is_h2d = ctx.sync_is_h2d[j] & in_sync
+    return WhatFollows(nxt, call, ev.start[cidx], ev.tid[cidx], copy_call & (pageable | sync_api),
+                       in_sync, sync_row, sync_end, sync_is_h2d)
 
-    out_s, out_e, out_c, out_next, out_host = [xfer_s], [xfer_e], [np.full(len(xfer_s), TRANSFER, np.int8)], \
-        [np.full(len(xfer_s), NONE, np.int64)], [np.full(len(xfer_s), NONE, np.int64)]
 
-    def emit(mask, s, e, cause, host):
+class _Pieces:
+    """Step 4, splitting: the classified pieces of the free intervals, collected rule by rule."""
+
+    def __init__(self, next_row: np.ndarray):
+        self.next_row = next_row
+        self.s, self.e, self.c, self.nxt, self.host = [], [], [], [], []
+
+    def add(self, mask, s, e, cause: int, host) -> None:
         m = mask & (e > s)
-        out_s.append(s[m]); out_e.append(e[m]); out_c.append(np.full(int(m.sum()), cause, np.int8))
-        out_next.append(nxt[m]); out_host.append(host[m] if isinstance(host, np.ndarray) else np.full(int(m.sum()), host))
+        n = int(m.sum())
+        self.s.append(s[m]); self.e.append(e[m]); self.c.append(np.full(n, cause, np.int8))
+        self.nxt.append(self.next_row[m])
+        self.host.append(host[m] if isinstance(host, np.ndarray) else np.full(n, host, np.int64))
 
-    # 1. No launch call for the next work: we cannot say.
-    emit(~has_call, free_s, free_e, OTHER, NONE)
-    queued = has_call & (call_s <= free_s + CLOCK_TOL_NS)
-    # 2. Issued before the device went idle: device-side launch latency, or a blocking copy's staging.
-    emit(queued & call_is_copy, free_s, free_e, TRANSFER, call)
-    emit(queued & ~call_is_copy, free_s, free_e, LAUNCH, call)
-    host_caused = has_call & ~queued
-    # 3. The host was blocked in a sync (or a blocking copy) when the device drained. The idle runs
-    #    from the drain until new work arrives: re-issuing after the sync is part of its cost. Only a
-    #    long stretch of host work that issues nothing (measured below) is split off as host_work.
-    synced = host_caused & in_sync
-    # 4. What was the launching thread doing between the drain (or the sync's return) and the launch?
-    hs = np.where(synced, np.clip(sync_end, free_s, free_e), free_s)    # host stretch start
-    he = np.minimum(call_s, free_e)
+    def gaps(self, device: int, transfer: tuple[np.ndarray, np.ndarray]) -> Gaps:
+        xs, xe = transfer
+        s = np.concatenate([xs] + self.s)
+        e = np.concatenate([xe] + self.e)
+        c = np.concatenate([np.full(len(xs), TRANSFER, np.int8)] + self.c)
+        nx = np.concatenate([np.full(len(xs), NONE, np.int64)] + self.nxt)
+        hr = np.concatenate([np.full(len(xs), NONE, np.int64)] + self.host)
+        order = np.argsort(s, kind="stable")
+        return Gaps(np.full(len(s), device, np.int32), s[order], e[order], c[order], nx[order], hr[order])
+
+
+# Step 3: one rule per cause. Each rule claims the free intervals (or their parts) it explains.
+
+def rule_unlinked(p: _Pieces, free_s, free_e, f: WhatFollows) -> None:
+    """No launch call for the next work: the trace cannot say why (other)."""
+    p.add(f.call == NONE, free_s, free_e, OTHER, NONE)
+
+
+def rule_queued(p: _Pieces, free_s, free_e, f: WhatFollows) -> np.ndarray:
+    """The next work was issued before the device went idle: device-side launch latency (launch
+    overhead), or a blocking copy's staging (data transfer). Returns the intervals the host caused."""
+    has_call = f.call != NONE
+    queued = has_call & (f.call_start <= free_s + CLOCK_TOL_NS)
+    p.add(queued & f.call_is_copy, free_s, free_e, TRANSFER, f.call)
+    p.add(queued & ~f.call_is_copy, free_s, free_e, LAUNCH, f.call)
+    return has_call & ~queued
+
+
+def host_stretches(trace: Trace, free_s, free_e, f: WhatFollows, host_caused: np.ndarray, ctx: _HostContext):
+    """What the launching thread did between the drain (or the sync's return) and the launch:
+    (stretch start, stretch end, the time of it spent issuing GPU work)."""
+    synced = host_caused & f.in_sync
+    hs = np.where(synced, np.clip(f.sync_end, free_s, free_e), free_s)
+    he = np.minimum(f.call_start, free_e)
     issuing = np.zeros(len(free_s), np.int64)
-    for tid in np.unique(call_tid[host_caused]):
-        m = host_caused & (call_tid == tid)
+    for tid in np.unique(f.call_tid[host_caused]):
+        m = host_caused & (f.call_tid == tid)
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         issuing[m] = iv.covered(s_, e_, hs[m], he[m])
-    stretch = np.maximum(he - hs, 0)
-    non_issuing = stretch - issuing
-    long_host = (non_issuing >= host_long) & (non_issuing >= issuing)
-    sync_cause = np.where(sync_is_h2d, TRANSFER, SYNC)
-    for cause in (SYNC, TRANSFER):
-        emit(synced & ~long_host & (sync_cause == cause), free_s, free_e, cause, sync_row)
-        emit(synced & long_host & (sync_cause == cause), free_s, hs, cause, sync_row)
-    todo = host_caused & (~synced | long_host)
+    return hs, he, issuing
+
+
+def rule_sync(p: _Pieces, free_s, free_e, f: WhatFollows, synced, long_host, hs) -> None:
+    """The host was blocked in a sync (or a blocking copy) when the device drained: the idle runs from
+    the drain until new work arrives (re-issuing after the sync is part of its cost), except a long
+    stretch of host work that issues nothing, which rule_host splits off. A sync that waits for the
+    host->device copy it just issued is that copy's transfer."""
+    cause = np.where(f.sync_is_h2d, TRANSFER, SYNC)
+    for c in (SYNC, TRANSFER):
+        p.add(synced & ~long_host & (cause == c), free_s, free_e, c, f.sync_row)
+        p.add(synced & long_host & (cause == c), free_s, hs, c, f.sync_row)
+
+
+def rule_host_or_launch(p: _Pieces, free_e, f: WhatFollows, todo, long_host, hs, he) -> None:
+    """The host's stretch before the launch: host work when it is much longer than a launch and mostly
+    issues nothing, launch overhead otherwise; then the launch call itself, in flight when the device
+    could have started (launch overhead, or a copy's staging: data transfer)."""
     is_host = todo & long_host
-    emit(is_host, hs, he, HOST, NONE)
-    emit(todo & ~is_host, hs, he, LAUNCH, call)
-    # the launch call itself, in flight when the device could have started: launch (or copy staging)
-    emit(todo & call_is_copy, he, free_e, TRANSFER, call)
-    emit(todo & ~call_is_copy, he, free_e, LAUNCH, call)
-
-    s = np.concatenate(out_s); e = np.concatenate(out_e); c = np.concatenate(out_c)
-    nx = np.concatenate(out_next); hr = np.concatenate(out_host)
-    order = np.argsort(s, kind="stable")
-    gaps = Gaps(np.full(len(s), device, np.int32), s[order], e[order], c[order], nx[order], hr[order])
-    _charge_sync_recovery(trace, gaps)
-    gaps = _merge_adjacent(gaps)
-    by_cause = {name: int(np.sum(gaps.dur[gaps.cause == i])) for i, name in enumerate(CAUSES)}
-    result = DeviceIdle(device=device, span_start=lo, span_end=hi, kernel_busy_ns=iv.total(ks, ke),
-                        copy_ns=iv.total(cs, ce), idle_ns=iv.total(idle_s, idle_e), by_cause_ns=by_cause,
-                        gaps=gaps)
-    result.evidence = _evidence(trace, result, copies, ctx, host_long)
-    return result
+    p.add(is_host, hs, he, HOST, NONE)
+    p.add(todo & ~is_host, hs, he, LAUNCH, f.call)
+    p.add(todo & f.call_is_copy, he, free_e, TRANSFER, f.call)
+    p.add(todo & ~f.call_is_copy, he, free_e, LAUNCH, f.call)
 
 
-def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
+def classify(trace: Trace, device: int, free: FreeIntervals, f: WhatFollows, ctx: _HostContext) -> Gaps:
+    """Steps 3 and 4: every free interval gets exactly one cause, split where the cause changes."""
+    free_s, free_e = free.free
+    p = _Pieces(f.next_row)
+    rule_unlinked(p, free_s, free_e, f)
+    host_caused = rule_queued(p, free_s, free_e, f)
+    synced = host_caused & f.in_sync
+    hs, he, issuing = host_stretches(trace, free_s, free_e, f, host_caused, ctx)
+    non_issuing = np.maximum(he - hs, 0) - issuing
+    long_host = (non_issuing >= host_long_ns(ctx.launch_cost_ns)) & (non_issuing >= issuing)
+    rule_sync(p, free_s, free_e, f, synced, long_host, hs)
+    rule_host_or_launch(p, free_e, f, host_caused & (~synced | long_host), long_host, hs, he)
+    return merge_adjacent(charge_sync_recovery(trace, p.gaps(device, free.transfer)))
+
+
+def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
+                   window: tuple[int, int] | None = None) -> DeviceIdle:
+    ev = trace.ev
+    acts = np.flatnonzero((ev.device == device) & np.isin(ev.cat, GPU_CATS))
+    ctx = ctx or _host_context(trace)
+    if len(acts) == 0:
+        gaps = _empty_gaps()
+        return DeviceIdle(device, 0, 0, 0, 0, 0, {c: 0 for c in CAUSES}, gaps,
+                          evidence(trace, device, gaps, acts, ctx))
+    free = free_intervals(trace, acts, window)
+    gaps = classify(trace, device, free, what_follows(trace, acts, *free.free, ctx), ctx)
+    by_cause = {c: int(np.sum(gaps.dur[gaps.cause == i])) for i, c in enumerate(CAUSES)}
+    copies = acts[ev.cat[acts] != KERNEL]
+    return DeviceIdle(device=device, span_start=free.lo, span_end=free.hi, kernel_busy_ns=iv.total(*free.kernel),
+                      copy_ns=iv.total(*free.copy), idle_ns=iv.total(*free.idle), by_cause_ns=by_cause, gaps=gaps,
+                      evidence=evidence(trace, device, gaps, copies, ctx))
+
+
+def charge_sync_recovery(trace: Trace, g: Gaps) -> Gaps:
     """After a sync drains a queue the host had filled ahead, the device starves until the host
     gets ahead again: the launch gaps of that recovery exist only because of the sync.
 
@@ -378,32 +454,34 @@ def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
     """
     ev = trace.ev
     if not (g.cause == SYNC).any():
-        return
-    host_start = np.where(g.host_row != NONE, ev.start[np.maximum(g.host_row, 0)], 0)
+        return g
+    cause, host_row = g.cause.copy(), g.host_row.copy()
+    host_start = np.where(host_row != NONE, ev.start[np.maximum(host_row, 0)], 0)
     budget, source = 0, NONE
     for j in range(len(g)):
-        cause = g.cause[j]
-        if cause == SYNC:
-            if g.host_row[j] != NONE:
+        c = cause[j]
+        if c == SYNC:
+            if host_row[j] != NONE:
                 lead = int(g.start[j] - host_start[j])      # how long the host waited: its lost lead
                 if lead > budget:
-                    budget, source = lead, g.host_row[j]
+                    budget, source = lead, host_row[j]
             continue
-        if cause != LAUNCH:
+        if c != LAUNCH:
             budget = 0
             continue
-        if budget <= 0 or (g.host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS):
+        if budget <= 0 or (host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS):
             continue  # queued work: device-side latency, not the host catching up
         d = int(g.end[j] - g.start[j])
         if d > budget:
             budget = 0
             continue
-        g.cause[j] = SYNC
-        g.host_row[j] = source
+        cause[j] = SYNC
+        host_row[j] = source
         budget -= d
+    return g.replace(cause=cause, host_row=host_row)
 
 
-def _merge_adjacent(g: Gaps) -> Gaps:
+def merge_adjacent(g: Gaps) -> Gaps:
     """Pieces of one idle interval with the same cause become one gap again."""
     if len(g) < 2:
         return g
@@ -420,25 +498,31 @@ def _median_us(x: np.ndarray) -> float:
     return round(float(np.median(x)) / 1e3, 2) if len(x) else 0.0
 
 
-def _top_names(trace: Trace, rows: np.ndarray, weights: np.ndarray | None = None, k: int = 5) -> list[dict]:
+def _top_names(trace: Trace, rows: np.ndarray, k: int = 5) -> tuple[NameCount, ...]:
+    """The k most frequent names among rows."""
+    return tuple(NameCount(trace.names[n], int(c)) for n, c, _ in _ranked(trace, rows, np.ones(len(rows)), k))
+
+
+def _top_times(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int = 5) -> tuple[NameTime, ...]:
+    """The k names that hold the most time (weights, ns) among rows."""
+    return tuple(NameTime(trace.names[n], int(c), round(float(t) / 1e3, 1)) for n, c, t in _ranked(trace, rows, weights, k))
+
+
+def _ranked(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     if len(rows) == 0:
         return []
-    names = trace.ev.name[rows]
-    w = weights if weights is not None else np.ones(len(rows), np.int64)
-    uniq, inv = np.unique(names, return_inverse=True)
-    tot = np.bincount(inv, weights=w)
+    uniq, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    tot = np.bincount(inv, weights=weights)
     cnt = np.bincount(inv)
-    order = np.argsort(-tot)[:k]
-    return [{"name": trace.names[uniq[i]], "count": int(cnt[i]),
-             **({"us": round(float(tot[i]) / 1e3, 1)} if weights is not None else {})} for i in order]
+    return [(int(uniq[i]), int(cnt[i]), float(tot[i])) for i in np.argsort(-tot)[:k]]
 
 
-def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[list[dict], float]:
+def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[tuple[NameTime, ...], float]:
     """Top-level CPU ops that overlap host-work gaps (they issue no GPU work), and the untraced share."""
     ev = trace.ev
     ops = np.flatnonzero(ev.cat == CPU_OP)
     if len(s) == 0:
-        return [], 0.0
+        return (), 0.0
     # ops starting inside a gap, weighted by their overlap with it
     os_, oe = ev.start[ops], ev.end[ops]
     k = np.searchsorted(s, os_, side="right") - 1
@@ -463,16 +547,18 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
     total = int(np.sum(e - s))
     untraced_share = 1.0 - traced / total if total else 0.0
     # keep only the outermost ops (children double-count)
-    return _top_names(trace, rows, overlap), round(max(untraced_share, 0.0), 3)
+    return _top_times(trace, rows, overlap), round(max(untraced_share, 0.0), 3)
 
 
-def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> list[dict]:
+def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> tuple[FirstCall, ...]:
     """One-time set-up caught in the profile: the first call of an op that held the host through
     a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
     loading, allocator growth). The fix is a warm-up before profiling, not a code change."""
     ev = trace.ev
     out = []
-    for tid, (ts, te, rows) in (ctx.top_by_tid or {}).items():
+    if len(s) == 0:
+        return ()
+    for tid, (ts, te, rows) in ctx.top_by_tid.items():
         if len(rows) == 0:
             continue
         k = np.searchsorted(s, ts, side="right") - 1
@@ -486,68 +572,74 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
                 continue
             typical = float(np.median(ev.end[later] - ev.start[later]))
             if overlap[i] >= 10 * max(typical, 1.0):
-                out.append({"name": trace.names[name], "first_call_us": round(float(te[i] - ts[i]) / 1e3, 1),
-                            "later_median_us": round(typical / 1e3, 1)})
-    return sorted(out, key=lambda x: -x["first_call_us"])[:5]
+                out.append(FirstCall(trace.names[name], round(float(te[i] - ts[i]) / 1e3, 1), round(typical / 1e3, 1)))
+    return tuple(sorted(out, key=lambda x: -x.first_call_us)[:5])
 
 
-def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: int) -> dict:
-    ev, g = trace.ev, r.gaps
-    out: dict[str, dict] = {}
+# --- step 5: the evidence of each cause ------------------------------------------------------------
+
+def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext) -> dict[Cause, Evidence]:
+    host_long = host_long_ns(ctx.launch_cost_ns)
+    out: dict[Cause, Evidence] = {}
     for i, cause in enumerate(CAUSES):
         m = g.cause == i
         d = g.dur[m]
-        item = {"gaps": int(m.sum()), "total_us": round(float(d.sum()) / 1e3, 1), "median_gap_us": _median_us(d),
-                "max_gap_us": round(float(d.max()) / 1e3, 1) if len(d) else 0.0,
-                "first_experiment": FIRST_EXPERIMENT[cause]}
-        if cause == "launch_overhead" and m.any():
-            nxt = g.next_row[m]
-            nxt = nxt[nxt != NONE]
-            item["next_kernel_median_us"] = _median_us(ev.end[nxt] - ev.start[nxt])
-            item["launch_call_median_us"] = round(ctx.launch_cost_ns / 1e3, 2)
-            queued = int(np.sum((g.host_row[m] != NONE) & (ev.start[np.maximum(g.host_row[m], 0)] <= g.start[m])))
-            item["queued_gaps"] = queued   # issued before the drain: device-side launch latency
-            ops = trace.op_of[np.maximum(g.host_row[m], 0)]
-            ops = ops[(g.host_row[m] != NONE) & (ops != NONE)]
-            item["launching_ops"] = _top_names(trace, ops)
-            kern = np.flatnonzero((ev.device == r.device) & (ev.cat == KERNEL))
-            item["kernels"] = int(len(kern))
-            item["kernel_median_us"] = _median_us(ev.end[kern] - ev.start[kern])
-        elif cause == "host_work" and m.any():
+        base = dict(cause=cause, gaps=int(m.sum()), total_us=round(float(d.sum()) / 1e3, 1), median_gap_us=_median_us(d),
+                    max_gap_us=round(float(d.max()) / 1e3, 1) if len(d) else 0.0)
+        host = g.host_row[m]
+        if cause is Cause.LAUNCH_OVERHEAD:
+            out[cause] = _launch_evidence(trace, device, g, m, ctx, base)
+        elif cause is Cause.HOST_WORK:
             top, untraced = _host_events_in(trace, g.start[m], g.end[m], ctx)
-            item["host_events"] = top
-            item["untraced_share"] = untraced
-            item["threshold_us"] = round(host_long / 1e3, 1)
-            item["warmup"] = _first_calls(trace, g.start[m], g.end[m], ctx, host_long)
-        elif cause == "synchronization" and m.any():
-            rows = g.host_row[m]
-            rows = rows[rows != NONE]
-            item["sync_calls"] = _top_names(trace, rows)
+            out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced,
+                                      threshold_us=round(host_long / 1e3, 1),
+                                      warmup=_first_calls(trace, g.start[m], g.end[m], ctx, host_long))
+        elif cause is Cause.SYNCHRONIZATION:
+            rows = host[host != NONE]
             ops = trace.op_of[rows]
             ops = ops[ops != NONE]
-            item["called_from"] = _top_names(trace, ctx.outermost(trace, ops)) if len(ops) else []
-        elif cause == "data_transfer":
-            if len(copies):
-                dur = ev.end[copies] - ev.start[copies]
-                nb = ev.nbytes[copies]
-                kinds = []
-                for ent in _top_names(trace, copies, dur.astype(np.int64), k=6):
-                    sel = copies[np.array([trace.names[ev.name[c]] == ent["name"] for c in copies])]
-                    b = ev.nbytes[sel]
-                    t = ev.end[sel] - ev.start[sel]
-                    ok = b > 0
-                    gbps = float(b[ok].sum()) / float(t[ok].sum()) if ok.any() and t[ok].sum() else None
-                    kinds.append({**ent, "bytes": int(b[ok].sum()), "gbps": round(gbps, 1) if gbps else None})
-                item["copies"] = kinds
-                item["copy_count"] = int(len(copies))
-                item["copy_bytes"] = int(nb[nb > 0].sum())
-            rows = g.host_row[m]
-            rows = rows[rows != NONE]
-            item["blocking_calls"] = _top_names(trace, rows)
-        elif cause == "other" and m.any():
-            item["unlinked_gaps"] = int(np.sum(g.host_row[m] == NONE))
-        out[cause] = item
+            out[cause] = SyncEvidence(**base, sync_calls=_top_names(trace, rows),
+                                      called_from=_top_names(trace, ctx.outermost(trace, ops)) if len(ops) else ())
+        elif cause is Cause.DATA_TRANSFER:
+            nb = trace.ev.nbytes[copies]
+            out[cause] = TransferEvidence(**base, copies=_copy_kinds(trace, copies), copy_count=int(len(copies)),
+                                          copy_bytes=int(nb[nb > 0].sum()),
+                                          blocking_calls=_top_names(trace, host[host != NONE]))
+        else:
+            out[cause] = OtherEvidence(**base, unlinked_gaps=int(np.sum(host == NONE)))
     return out
+
+
+def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _HostContext, base: dict) -> LaunchEvidence:
+    ev = trace.ev
+    nxt = g.next_row[m]
+    nxt = nxt[nxt != NONE]
+    host = g.host_row[m]
+    queued = int(np.sum((host != NONE) & (ev.start[np.maximum(host, 0)] <= g.start[m])))
+    ops = trace.op_of[np.maximum(host, 0)]
+    ops = ops[(host != NONE) & (ops != NONE)]
+    kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL))
+    return LaunchEvidence(**base, next_kernel_median_us=_median_us(ev.end[nxt] - ev.start[nxt]),
+                          launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2), queued_gaps=queued,
+                          launching_ops=_top_names(trace, ops), kernels=int(len(kern)),
+                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]))
+
+
+def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:
+    """The six copy kinds that hold the most time, with their bytes and measured GB/s."""
+    ev = trace.ev
+    if len(copies) == 0:
+        return ()
+    kinds = []
+    for name, n, t_ns in _ranked(trace, copies, (ev.end[copies] - ev.start[copies]).astype(np.int64), 6):
+        sel = copies[ev.name[copies] == name]
+        b = ev.nbytes[sel]
+        t = ev.end[sel] - ev.start[sel]
+        ok = b > 0
+        gbps = float(b[ok].sum()) / float(t[ok].sum()) if ok.any() and t[ok].sum() else None
+        kinds.append(CopyKind(trace.names[name], n, round(t_ns / 1e3, 1), int(b[ok].sum()),
+                              round(gbps, 1) if gbps else None))
+    return tuple(kinds)
 
 
 def analyze(trace: Trace, window: tuple[int, int] | None = None) -> list[DeviceIdle]:

@@ -14,7 +14,7 @@ bound that holds most of the span's kernel time.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +22,11 @@ import numpy as np
 from analyzers.opcost import op_cost
 from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
 from analyzers.trace import KERNEL, NONE, Trace
+from analyzers.verdicts import BOUNDS, Bound, Regime
 
-UNKNOWN, COMPUTE, MEMORY, COMM = 0, 1, 2, 3
-BOUND_NAMES = {UNKNOWN: None, COMPUTE: "compute", MEMORY: "memory", COMM: "communication"}
+# Kernel bound codes (arrays of int8) index BOUNDS.
+UNKNOWN, COMPUTE, MEMORY, COMM = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
+                                                           Bound.COMMUNICATION))
 # Collectives (NCCL) spin while they wait for peers: their time says nothing about arithmetic
 # or bytes on this device, so they are kept out of the compute/memory vote.
 _COMM_NAME = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv", re.I)
@@ -53,7 +55,7 @@ def guess_bound(kernel_name: str) -> int:
     return UNKNOWN
 
 
-@dataclass
+@dataclass(frozen=True)
 class RooflinePoint:
     name: str
     shapes: str
@@ -66,17 +68,14 @@ class RooflinePoint:
     intensity: float
     achieved_tflops: float
     achieved_gbps: float
-    bound: str
+    bound: Bound
     ridge: float | None
     peak_tflops: float | None
     peak_gbps: float | None
     frac_of_peak: float | None   # achieved / the peak of its bound
 
-    def to_dict(self) -> dict:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
-
-@dataclass
+@dataclass(frozen=True)
 class Roofline:
     peaks: DevicePeaks | None
     points: list[RooflinePoint]
@@ -189,12 +188,12 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         ach_gb = nbytes / secs / 1e9 if secs > 0 else 0.0
         if peaks is not None:
             ridge = peaks.ridge(c.dtype)
-            bound = "compute" if c.intensity >= ridge else "memory"
+            bound = Bound.COMPUTE if c.intensity >= ridge else Bound.MEMORY
             pk_tf, pk_gb = peaks.flops(c.dtype) / 1e12, peaks.bytes_per_s / 1e9
-            frac = ach_tf / pk_tf if bound == "compute" else ach_gb / pk_gb
+            frac = ach_tf / pk_tf if bound is Bound.COMPUTE else ach_gb / pk_gb
         else:
             ridge = pk_tf = pk_gb = frac = None
-            bound = "memory" if c.kind != "matmul" else "compute"
+            bound = Bound.MEMORY if c.kind != "matmul" else Bound.COMPUTE
         points.append(RooflinePoint(name=g["name"], shapes=g["shapes"], dtype=c.dtype, kind=c.kind,
                                     calls=g["calls"], flops=flops, bytes=nbytes, device_us=g["time"] / 1e3,
                                     intensity=c.intensity, achieved_tflops=ach_tf, achieved_gbps=ach_gb,
@@ -202,9 +201,9 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     return Roofline(peaks, points, kbound, kflops, kbytes)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RegimeVerdict:
-    regime: str                 # compute | memory | overhead
+    regime: Regime
     idle_share: float
     compute_us: float           # kernel time judged compute-bound
     memory_us: float
@@ -216,8 +215,9 @@ class RegimeVerdict:
     ridge: float | None
     dtype: str | None
 
-    def to_dict(self) -> dict:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+    @property
+    def kernel_us(self) -> float:
+        return self.compute_us + self.memory_us + self.unknown_us + self.comm_us
 
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float) -> RegimeVerdict:
@@ -226,13 +226,13 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     b = roof.kernel_bound[kernel_rows]
     comp, mem, unk, comm = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM))
     if idle_share > 0.5:
-        verdict = "overhead"
+        verdict = Regime.OVERHEAD
     else:
-        verdict = "compute" if comp > mem else "memory"
+        verdict = Regime.COMPUTE if comp > mem else Regime.MEMORY
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
-    win = known & (b == (COMPUTE if verdict == "compute" else MEMORY))
+    win = known & (b == (COMPUTE if verdict is Regime.COMPUTE else MEMORY))
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None

@@ -74,7 +74,7 @@ def numbers(path) -> dict:
     """What the report says in numbers: span, busy, idle by cause, hotspot times."""
     a = analyze_trace(load(path, use_cache=False))
     return {"span": a.span_ns, "busy": a.kernel_busy_ns, "idle": a.idle_ns, "by_cause": a.by_cause_ns,
-            "hot": [(h["name"], h["device_us"]) for h in a.hot_ops]}
+            "hot": [(h.name, h.device_us) for h in a.hotspots]}
 
 
 # --- files that are not usable traces: error, exit 2 ------------------------------------------------
@@ -256,8 +256,8 @@ def test_an_unlinked_trace_is_not_told_to_move_fewer_bytes_because_of_0_percent(
             del e["args"]["correlation"]
     a = analyze_trace(load(kf.write(tmp_path / "nocorr.json", doc), use_cache=False))
     assert a.verdict.memory_us == 0
-    assert "because 0% of kernel time" not in a.lines[4], a.lines[4]
-    assert a.next_experiment["lever"].startswith("capture again with both CPU and CUDA activity")
+    assert "because 0% of kernel time" not in voice.five_lines(a)[4], voice.five_lines(a)[4]
+    assert voice.next_experiment(a)["lever"].startswith("capture again with both CPU and CUDA activity")
 
 
 def test_missing_external_id_lists_gpu_time_under_the_kernel_name(tmp_path, capsys):
