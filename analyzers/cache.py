@@ -30,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 4
+from analyzers.trace import EVENT_COLUMNS, Caveat, Events, Trace
+
+FORMAT = 5   # 5: caveats are typed (kind, count, total)
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
-_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape")
+_COLUMNS = EVENT_COLUMNS
 _FULL_HASH_LIMIT = 64 << 20
 _SAMPLES, _SAMPLE = 32, 256 << 10
 
@@ -161,7 +163,8 @@ def put(path: Path, trace) -> None:
             "rows": len(trace.ev), "names": trace.names,
             "shapes": [[b.decode("utf-8", "replace") for b in s] for s in trace.shapes_raw],
             "device_names": {str(k): v for k, v in trace.device_names.items()}, "rank": trace.rank,
-            "base_time_ns": trace.base_time_ns, "events_in_file": trace.events_in_file, "caveats": trace.caveats,
+            "base_time_ns": trace.base_time_ns, "events_in_file": trace.events_in_file,
+            "caveats": [[c.kind, c.count, c.total] for c in trace.caveats],
         }
         table = pa.table(cols).replace_schema_metadata({"tracetriage": json.dumps(meta)})
         sink = pa.BufferOutputStream()
@@ -225,8 +228,6 @@ def _numpy(column) -> np.ndarray:
 
 
 def _from_table(table, meta: dict, path: Path):
-    from analyzers.trace import Events, Trace
-
     n = meta["rows"]
     arrays = {c: _numpy(table.column(c)) for c in table.column_names}
     if any(len(a) != n for a in arrays.values()) or set(_COLUMNS) - set(arrays) or \
@@ -239,9 +240,9 @@ def _from_table(table, meta: dict, path: Path):
     tr = Trace(path=str(path), names=meta["names"], ev=ev,
                device_names={int(k): v for k, v in meta["device_names"].items()}, rank=meta["rank"],
                base_time_ns=meta["base_time_ns"], events_in_file=meta["events_in_file"],
-               shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]], caveats=list(meta["caveats"]))
-    tr.launch_of = np.ascontiguousarray(arrays["launch_of"])
-    tr.op_of = np.ascontiguousarray(arrays["op_of"])
+               shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
+               launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),
+               caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]))
     bounds = {"name": len(tr.names), "shape": len(tr.shapes_raw), "launch_of": n, "op_of": n, "cat": 12}
     for c, hi in bounds.items():
         a = arrays[c]

@@ -7,8 +7,8 @@ and the second half is decoded in a forked child while the parent does the first
 A split that is not a clean event boundary fails to decode and we fall back to
 one process; a malformed file goes to a lenient decoder that salvages what it can.
 
-Output: a Part (unsorted columns plus local name / shape tables) or several, which
-analyzers.trace merges, sorts and links.
+Input: the JSON text (analyzers.read). Output: a Part (unsorted columns plus local
+name / shape tables) or several, which analyzers.assemble merges and sorts.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import math
 import os
 import pickle
 import re
-import stat
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -30,10 +29,8 @@ NONE = -1
 PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 
-from analyzers.decode_errors import DecodeError  # noqa: E402  (one class, shared with analyzers.memory)
-from analyzers.memory import CHECK_MIN_BYTES, _read_limit, _refuse_to_read, check_memory  # noqa: E402
-
-_GZ_CHUNK = 16 << 20
+from analyzers.memory import check_memory  # noqa: E402
+from analyzers.trace import TraceError  # noqa: E402
 
 
 # --- the JSON schema we decode (everything else is skipped by msgspec) ----------
@@ -125,70 +122,6 @@ class Part:
     has_trace_events: bool = True
 
 
-# --- reading --------------------------------------------------------------------
-
-def read_bytes(path: Path) -> bytearray:
-    """The JSON text of a .json or .json.gz file (gzip detected by magic, not by name), in a bytearray
-    (decode() splits it in place). Refuses, before reading it all, a file whose JSON would need more
-    memory than there is."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # (before open: opening a FIFO would block)
-            raise DecodeError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            head = f.read(2)
-            gz = head == b"\x1f\x8b"
-            size = st.st_size
-            limit = None
-            if gz or size >= CHECK_MIN_BYTES:  # (any .gz: a small one can hold a huge JSON)
-                limit = _read_limit()
-                if not gz and size > limit:
-                    raise _refuse_to_read(path, size)
-            f.seek(0)
-            if not gz:
-                data = bytearray(size)
-                n = f.readinto(data)
-                if n != size:  # the file shrank while we read it
-                    del data[n:]
-                return data
-            compressed = f.read()
-    except IsADirectoryError:
-        raise DecodeError(f"{path} is a directory; pass a trace file") from None
-    except OSError as e:
-        raise DecodeError(f"cannot read {path}: {e.strerror or e}") from None
-    return _gunzip(compressed, path, limit)
-
-
-def _gunzip(compressed: bytes, path: Path, limit: int | None) -> bytearray:
-    """Decompress chunk by chunk into one growing buffer (glibc grows a big one with mremap, without
-    copying), and stop as soon as the output passes `limit`: a small .gz can hold a huge JSON, and its
-    trailer's size field (mod 4 GiB, unchecked until the end) cannot be trusted to say so."""
-    from isal import igzip_lib
-
-    out = bytearray()
-    buf = compressed
-    d = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
-    try:
-        while True:
-            chunk = d.decompress(buf, _GZ_CHUNK)
-            buf = b""
-            out += chunk
-            if limit is not None and len(out) > limit:
-                raise _refuse_to_read(path, limit, more=True)
-            if d.eof:
-                rest = d.unused_data.lstrip(b"\x00")
-                if rest[:2] != b"\x1f\x8b":  # trailing padding is fine; another gzip member continues
-                    break
-                buf, d = rest, igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
-            elif not chunk and d.needs_input:
-                raise DecodeError(f"{path}: not a readable gzip file: it ends early, after {len(out):,} bytes of "
-                                  "JSON (truncated: an interrupted download or copy?); fetch or export it again")
-    except igzip_lib.IsalError as e:
-        raise DecodeError(f"{path}: not a readable gzip file ({e}): it is corrupt; fetch or export it "
-                          "again") from None
-    return out
-
-
 # --- decoding -------------------------------------------------------------------------
 
 _NONBLANK = re.compile(rb"\s*\S")
@@ -199,7 +132,7 @@ _WHAT_TO_PASS = ("pass the .json or .json.gz that torch.profiler exports (export
 def decode(data: bytes | bytearray, path: Path) -> list[Part]:
     """All events of a trace as one or two Parts (two when the file is split across cores)."""
     if not _NONBLANK.match(data):
-        raise DecodeError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
+        raise TraceError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
     check_memory(data, path)
     if len(data) >= PARALLEL_MIN_BYTES and sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1:
         parts = _decode_split(data, path)
@@ -208,11 +141,11 @@ def decode(data: bytes | bytearray, path: Path) -> list[Part]:
     return [_decode_whole(data, path)]
 
 
-def _not_json(path: Path, e: Exception) -> DecodeError:
+def _not_json(path: Path, e: Exception) -> TraceError:
     if "truncated" in str(e).lower():
-        return DecodeError(f"{path}: not valid JSON: it ends early (truncated: an interrupted export, download "
+        return TraceError(f"{path}: not valid JSON: it ends early (truncated: an interrupted export, download "
                            "or copy?); export or fetch it again")
-    return DecodeError(f"{path}: not valid JSON ({e}); {_WHAT_TO_PASS}")
+    return TraceError(f"{path}: not valid JSON ({e}); {_WHAT_TO_PASS}")
 
 
 def _decode_whole(data: bytes | bytearray, path: Path) -> Part:
@@ -224,12 +157,12 @@ def _decode_whole(data: bytes | bytearray, path: Path) -> Part:
             pass
         doc = msgspec.json.decode(data, type=_LooseFile)
     except msgspec.ValidationError:
-        raise DecodeError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list; "
+        raise TraceError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list; "
                           f"{_WHAT_TO_PASS}") from None
     except msgspec.DecodeError as e:
         raise _not_json(path, e) from None
     except RecursionError:
-        raise DecodeError(f"{path}: JSON nested too deeply to be a trace; {_WHAT_TO_PASS}") from None
+        raise TraceError(f"{path}: JSON nested too deeply to be a trace; {_WHAT_TO_PASS}") from None
     return _part_from_doc(_LooseDoc(doc), strict=False)
 
 

@@ -6,9 +6,21 @@ Triton launches, CUDA-graph replays) are charged to the kernel's own name.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from analyzers.trace import GPU_CATS, NONE, Trace
+
+
+@dataclass(frozen=True)
+class Hotspot:
+    """An op (or a kernel) and the device time it holds."""
+    name: str
+    device_us: float
+    share: float       # of the device time of the rows grouped
+    calls: int         # distinct ops (for by_op), activities otherwise
+    kernels: int       # GPU activities charged to it
 
 
 def _short(name: str, width: int = 80) -> str:
@@ -22,10 +34,10 @@ def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:
     return np.flatnonzero(m)
 
 
-def _group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls_of=None) -> list[dict]:
+def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls_of=None) -> tuple[Hotspot, ...]:
     ev = trace.ev
     if len(rows) == 0:
-        return []
+        return ()
     dur = (ev.end[rows] - ev.start[rows]).astype(np.float64)
     total = dur.sum()
     uniq, inv = np.unique(keys, return_inverse=True)
@@ -34,12 +46,12 @@ def _group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, call
     out = []
     for i in np.argsort(-t)[:k]:
         calls = int(calls_of(inv == i)) if calls_of is not None else int(n[i])
-        out.append({"name": label(uniq[i]), "device_us": round(float(t[i]) / 1e3, 1),
-                    "share": round(float(t[i] / total), 4) if total else 0.0, "calls": calls, "kernels": int(n[i])})
-    return out
+        out.append(Hotspot(label(uniq[i]), round(float(t[i]) / 1e3, 1), round(float(t[i] / total), 4) if total else 0.0,
+                           calls, int(n[i])))
+    return tuple(out)
 
 
-def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> list[dict]:
+def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
     """Ops by device time. Key: the op's name id, or -(kernel name id) - 1 when no op launched it."""
     ev = trace.ev
     call = trace.launch_of[rows]
@@ -53,8 +65,8 @@ def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> list[dict]:
         ops = op[mask]
         return len(np.unique(ops[ops != NONE])) or int(mask.sum())
 
-    return _group(trace, rows, keys, label, k, calls_of)
+    return group(trace, rows, keys, label, k, calls_of)
 
 
-def by_kernel(trace: Trace, rows: np.ndarray, k: int = 10) -> list[dict]:
-    return _group(trace, rows, trace.ev.name[rows], lambda key: _short(trace.names[key]), k)
+def by_kernel(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
+    return group(trace, rows, trace.ev.name[rows], lambda key: _short(trace.names[key]), k)

@@ -28,10 +28,14 @@ import numpy as np
 
 from analyzers import intervals as iv
 from analyzers import runtime_calls as rc
-from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, RUNTIME, Trace)
+from analyzers.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
+                                OtherEvidence, SyncEvidence, TransferEvidence)
+from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace)
+from analyzers.verdicts import CAUSES, Cause
 
-CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
-LAUNCH, HOST, SYNC, TRANSFER, OTHER = range(5)
+LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,
+                                                                  Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER,
+                                                                  Cause.OTHER))
 
 HOST_LONG_LAUNCHES = 10        # a host stretch this many launches long is "much longer than a launch"
 HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call is still a launch)
@@ -44,23 +48,10 @@ LAUNCH_CALL_PREFIXES = rc.LAUNCH_PREFIXES
 MEMCPY_CALL_PREFIXES = rc.COPY_PREFIXES
 # cudaFree synchronizes implicitly, but one that holds the host for milliseconds while the device
 # already idles is the allocator (or the context's first initialisation), not a drain
-_ALLOCATOR_CALLS = {"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost"}
-FALLBACK_LAUNCH_NS = 5_000     # thresholds only, when the trace has no launch call to measure; never printed
+ALLOCATOR_CALLS = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost"})
+FALLBACK_LAUNCH_NS = 5_000     # thresholds only, when the trace has no launch call to measure; never reported
 
-FIRST_EXPERIMENT = {
-    "launch_overhead": "fuse the small kernels: torch.compile, CUDA graphs (mode='reduce-overhead'), "
-                       "or a bigger batch per launch",
-    "host_work": "move the host work off the critical path: DataLoader workers / prefetch, overlap it with "
-                 "queued GPU work, then profile the host itself with py-spy",
-    "synchronization": "remove or defer the sync: drop .item()/.cpu()/torch.cuda.synchronize() from the loop, "
-                       "keep decisions on the device, read values once per N steps",
-    "data_transfer": "pin host memory and copy with non_blocking=True on a side stream to overlap compute, "
-                     "or keep the data resident on the device",
-    "other": "look at the trace edges and unlinked events; this bucket should stay small",
-}
-
-
-@dataclass
+@dataclass(frozen=True)
 class Gaps:
     """Every idle interval with its cause: what a timeline view colours and a grader quotes."""
     device: np.ndarray     # int32
@@ -69,6 +60,7 @@ class Gaps:
     cause: np.ndarray      # int8 index into CAUSES
     next_row: np.ndarray   # the GPU activity that ended the gap (row in trace.ev), NONE if none
     host_row: np.ndarray   # the host call that explains it (sync, copy or launch call), NONE if none
+    waited: np.ndarray | None = None   # bool: queued work that waited on a dependency (None: no gap did)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -77,11 +69,14 @@ class Gaps:
     def dur(self) -> np.ndarray:
         return self.end - self.start
 
-    def cause_names(self) -> list[str]:
+    def causes(self) -> list[Cause]:
         return [CAUSES[c] for c in self.cause]
 
+    def replace(self, **columns) -> "Gaps":
+        return Gaps(**{**self.__dict__, **columns})
 
-@dataclass
+
+@dataclass(frozen=True)
 class DeviceIdle:
     device: int
     span_start: int
@@ -89,19 +84,24 @@ class DeviceIdle:
     kernel_busy_ns: int
     copy_ns: int
     idle_ns: int
-    by_cause_ns: dict[str, int]
+    by_cause_ns: dict[Cause, int]
     gaps: Gaps
-    evidence: dict[str, dict] = field(default_factory=dict)
+    evidence: dict[Cause, Evidence]
 
     @property
     def span_ns(self) -> int:
         return self.span_end - self.span_start
 
     @property
-    def dominant(self) -> str | None:
-        if self.idle_ns <= 0:
-            return None
-        return max(self.by_cause_ns, key=lambda c: self.by_cause_ns[c])
+    def dominant(self) -> Cause | None:
+        return dominant_cause(self.by_cause_ns, self.idle_ns)
+
+
+def dominant_cause(by_cause_ns: dict[Cause, int], idle_ns: int) -> Cause | None:
+    """The cause that holds the most idle time (the first in CAUSES order on a tie); None without idle."""
+    if idle_ns <= 0:
+        return None
+    return max(by_cause_ns, key=lambda c: by_cause_ns[c])
 
 
 def _empty_gaps() -> Gaps:
@@ -121,7 +121,7 @@ def host_long_ns(launch_cost_ns: int) -> int:
     return max(HOST_LONG_FLOOR_NS, HOST_LONG_LAUNCHES * launch_cost_ns)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _HostContext:
     """Per-process lookups used to explain host-caused gaps."""
     sync_s: np.ndarray       # sync-like host calls, sorted by start
@@ -131,12 +131,11 @@ class _HostContext:
     issue_by_tid: dict       # tid -> (starts, ends) union of host intervals that issue GPU work
     busy_by_tid: dict        # tid -> (starts, ends) union of all traced host activity
     launch_cost_ns: int
-    top_by_tid: dict = None  # tid -> (starts, ends, rows) of the outermost cpu_ops
-    launch_measured: bool = True   # False: launch_cost_ns is FALLBACK_LAUNCH_NS, not a median of this trace
-    setup_rows: np.ndarray = None  # API calls that held the host for set-up-long stretches (not syncs/copies)
-    copy_call_s: np.ndarray = None   # blocking (pageable or synchronous) copy calls: starts, sorted
-    copy_call_e: np.ndarray = None
-    copy_call_rows: np.ndarray = None
+    top_by_tid: dict         # tid -> (starts, ends, rows) of the outermost cpu_ops
+    launch_measured: bool = True     # False: launch_cost_ns is FALLBACK_LAUNCH_NS, not this trace's median
+    setup_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # API calls that held the host
+                                                                                  # set-up-long (not syncs/copies)
+    copy_calls: tuple = (np.empty(0, np.int64),) * 3  # blocking copy calls: (starts sorted, ends, rows)
     wait_calls: dict = None          # tid -> (starts, rows) of stream-wait calls, sorted
 
     def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -223,27 +222,25 @@ def _host_context(trace: Trace) -> _HostContext:
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else FALLBACK_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
-    # One-time set-up held in an API call (a first cudaLaunchKernel loading its module, cudaFree
-    # or cudaMalloc growing the pool, stream creation): a non-sync, non-copy call this long is not
+    # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
+    # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
     # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
-    call_dur = ev.end[call_rows] - ev.start[call_rows]
-    name_is_free = _name_flags(trace, call_rows, lambda n: n in _ALLOCATOR_CALLS)
-    setup_mask = (call_dur > setup_long) & ~name_is_copy & (~name_is_sync | name_is_free)
-    setup_rows = call_rows[setup_mask]
+    name_is_free = _name_flags(trace, call_rows, lambda n: n in ALLOCATOR_CALLS)
+    setup_mask = ((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy & (~name_is_sync | name_is_free)
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
     name_is_wait = _name_flags(trace, call_rows, rc.is_stream_wait)
-    wait_calls = {}
-    for tid in np.unique(ev.tid[call_rows[name_is_wait]]):
-        w = call_rows[name_is_wait & (ev.tid[call_rows] == tid)]
-        wait_calls[int(tid)] = (ev.start[w], w)
+    wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
+                  for w in [call_rows[name_is_wait & (ev.tid[call_rows] == tid)]]}
 
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
+    py_rows = np.flatnonzero(ev.cat == PYTHON)   # with_stack=True: Python frames are traced host time too
     for tid in np.unique(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
-        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]
+        every = call_rows[ev.tid[call_rows] == tid]
+        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]   # set-up calls issue nothing
         top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
         # rows are sorted by (start, -end): the first op at each extent's start is the outermost
         top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)
@@ -261,10 +258,11 @@ def _host_context(trace: Trace) -> _HostContext:
         # not dispatch: first-call library set-up (cuBLAS handles, lazy kernel loading), an
         # allocator's cudaMalloc storm, CPU work in a custom op. Carve such stretches out.
         cs, ce = iv.union(ev.start[calls], ev.end[calls])
+        py = py_rows[ev.tid[py_rows] == tid]
+        busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[every], ev.start[py])),
+                                         np.concatenate((top_e, ev.end[every], ev.end[py])))
         if not len(is_s):
             issue_by_tid[int(tid)] = (is_s, is_e)
-            busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[call_rows[ev.tid[call_rows] == tid]])),
-                                             np.concatenate((top_e, ev.end[call_rows[ev.tid[call_rows] == tid]])))
             continue
         qs, qe = iv.intersect(is_s, is_e, *iv.complement(cs, ce, int(is_s[0]) if len(is_s) else 0,
                                                            int(is_e[-1]) if len(is_e) else 0))
@@ -273,12 +271,9 @@ def _host_context(trace: Trace) -> _HostContext:
             keep_s, keep_e = iv.complement(qs[long_q], qe[long_q], int(is_s[0]), int(is_e[-1]))
             is_s, is_e = iv.intersect(is_s, is_e, keep_s, keep_e)
         issue_by_tid[int(tid)] = (is_s, is_e)
-        every = call_rows[ev.tid[call_rows] == tid]   # set-up calls too: traced host time
-        busy_by_tid[int(tid)] = iv.union(np.concatenate((top_s, ev.start[every])),
-                                         np.concatenate((top_e, ev.end[every])))
     return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid,
-                        launch_measured=bool(len(launch_durs)), setup_rows=setup_rows,
-                        copy_call_s=ev.start[bc], copy_call_e=ev.end[bc], copy_call_rows=bc, wait_calls=wait_calls)
+                        launch_measured=bool(len(launch_durs)), setup_rows=call_rows[setup_mask],
+                        copy_calls=(ev.start[bc], ev.end[bc], bc), wait_calls=wait_calls)
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -293,13 +288,22 @@ def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return hit, np.where(hit, ctx.sync_arg[jc], NONE), end
 
 
-def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
-                   window: tuple[int, int] | None = None) -> DeviceIdle:
+# --- the steps of the classifier ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FreeIntervals:
+    """Step 1: where a device does no compute, in [lo, hi)."""
+    lo: int
+    hi: int
+    kernel: tuple[np.ndarray, np.ndarray]     # union of kernels
+    copy: tuple[np.ndarray, np.ndarray]       # union of copies and memsets
+    idle: tuple[np.ndarray, np.ndarray]       # no kernel on any stream
+    transfer: tuple[np.ndarray, np.ndarray]   # ... while a copy runs: data_transfer by definition
+    free: tuple[np.ndarray, np.ndarray]       # nothing at all runs: the intervals the rules explain
+
+
+def free_intervals(trace: Trace, acts: np.ndarray, window: tuple[int, int] | None) -> FreeIntervals:
     ev = trace.ev
-    on_dev = ev.device == device
-    acts = np.flatnonzero(on_dev & np.isin(ev.cat, GPU_CATS))
-    if len(acts) == 0:
-        return DeviceIdle(device, 0, 0, 0, 0, 0, {c: 0 for c in CAUSES}, _empty_gaps())
     kern = acts[ev.cat[acts] == KERNEL]
     copies = acts[ev.cat[acts] != KERNEL]
     lo, hi = int(ev.start[acts].min()), int(ev.end[acts].max())
@@ -307,165 +311,217 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
         lo, hi = max(lo, window[0]), min(hi, window[1])
     ks, ke = iv.union(np.clip(ev.start[kern], lo, hi), np.clip(ev.end[kern], lo, hi))
     cs, ce = iv.union(np.clip(ev.start[copies], lo, hi), np.clip(ev.end[copies], lo, hi))
-    idle_s, idle_e = iv.complement(ks, ke, lo, hi)            # no kernel on any stream
-    xfer_s, xfer_e = iv.intersect(idle_s, idle_e, cs, ce)     # ... while a copy runs
+    idle_s, idle_e = iv.complement(ks, ke, lo, hi)
+    xfer = iv.intersect(idle_s, idle_e, cs, ce)
     any_s, any_e = iv.union(np.concatenate((ks, cs)), np.concatenate((ke, ce)))
-    free_s, free_e = iv.complement(any_s, any_e, lo, hi)      # device fully idle
-    ctx = ctx or _host_context(trace)
+    return FreeIntervals(lo, hi, (ks, ke), (cs, ce), (idle_s, idle_e), xfer, iv.complement(any_s, any_e, lo, hi))
 
-    # The activity that ends each fully idle segment, and the host call that issued it.
+
+@dataclass(frozen=True)
+class WhatFollows:
+    """Step 2: for each free interval, the GPU activity that ends it, the call that issued that
+    activity, and what the host was in when the device drained."""
+    next_row: np.ndarray     # the activity that ends the interval, NONE at the span's end
+    call: np.ndarray         # its launch (or copy) call, NONE if unlinked
+    call_start: np.ndarray
+    call_tid: np.ndarray
+    call_is_copy: np.ndarray  # the call stages data (pageable or synchronous memcpy): transfer, not launch
+    in_sync: np.ndarray       # the host was inside a sync-like call when the device drained
+    sync_row: np.ndarray
+    sync_end: np.ndarray
+    sync_is_h2d: np.ndarray   # ... a sync that waits for a host->device copy it just issued
+    call_end: np.ndarray = None
+    call_is_setup: np.ndarray = None   # the launch call itself held the host set-up-long (a first launch)
+
+
+def what_follows(trace: Trace, acts: np.ndarray, free_s: np.ndarray, free_e: np.ndarray,
+                 ctx: _HostContext) -> WhatFollows:
+    ev = trace.ev
     act_order = acts[np.argsort(ev.start[acts], kind="stable")]
-    act_start = ev.start[act_order]
-    k = np.searchsorted(act_start, free_e, side="left")
+    k = np.searchsorted(ev.start[act_order], free_e, side="left")
     nxt = np.where(k < len(act_order), act_order[np.minimum(k, len(act_order) - 1)], NONE)
     call = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
-    has_call = call != NONE
     cidx = np.maximum(call, 0)
-    call_s = ev.start[cidx]
-    call_tid = ev.tid[cidx]
     # A copy call in flight while the device waits is transfer time only when the host is staging
     # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or
     # pinned copy call is a launch like any other.
     copy_call = _name_flags(trace, cidx, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
     sync_api = _name_flags(trace, cidx, lambda n: "Async" not in n)
     pageable = _name_flags(trace, np.maximum(nxt, 0), lambda n: "Pageable" in n)
-    call_is_copy = copy_call & (pageable | sync_api)
-    host_long = host_long_ns(ctx.launch_cost_ns)
-
     in_sync, sync_row, sync_end = _sync_at(ctx, free_s)
     sync_is_h2d = np.zeros(len(free_s), dtype=bool)
     if len(ctx.sync_s):
         j = np.maximum(np.searchsorted(ctx.sync_s, free_s + CLOCK_TOL_NS, side="right") - 1, 0)
         sync_is_h2d = ctx.sync_is_h2d[j] & in_sync
+    return WhatFollows(nxt, call, ev.start[cidx], ev.tid[cidx], copy_call & (pageable | sync_api),
+                       in_sync, sync_row, sync_end, sync_is_h2d, ev.end[cidx],
+                       (call != NONE) & np.isin(cidx, ctx.setup_rows))
 
-    out_s, out_e, out_c, out_next, out_host = [xfer_s], [xfer_e], [np.full(len(xfer_s), TRANSFER, np.int8)], \
-        [np.full(len(xfer_s), NONE, np.int64)], [np.full(len(xfer_s), NONE, np.int64)]
 
-    def emit(mask, s, e, cause, host):
+class _Pieces:
+    """Step 4, splitting: the classified pieces of the free intervals, collected rule by rule."""
+
+    def __init__(self, next_row: np.ndarray):
+        self.next_row = next_row
+        self.s, self.e, self.c, self.nxt, self.host, self.waited = [], [], [], [], [], []
+
+    def add(self, mask, s, e, cause: int, host, waited: bool = False) -> None:
         m = mask & (e > s)
-        out_s.append(s[m]); out_e.append(e[m]); out_c.append(np.full(int(m.sum()), cause, np.int8))
-        out_next.append(nxt[m]); out_host.append(host[m] if isinstance(host, np.ndarray) else np.full(int(m.sum()), host))
+        n = int(m.sum())
+        self.s.append(s[m]); self.e.append(e[m]); self.c.append(np.full(n, cause, np.int8))
+        self.nxt.append(self.next_row[m])
+        self.host.append(host[m] if isinstance(host, np.ndarray) else np.full(n, host, np.int64))
+        self.waited.append(np.full(n, waited))
 
-    # 1. No launch call for the next work: we cannot say.
-    emit(~has_call, free_s, free_e, OTHER, NONE)
-    queued = has_call & (call_s <= free_s + CLOCK_TOL_NS)
-    # 2. Issued before the device went idle: device-side launch latency, or a blocking copy's staging.
-    #    Launch latency is bounded by what launching costs: queued work that sits far longer than a
-    #    launch waits on a dependency (a stream-wait event, a copy, a sync), not on the launch.
-    waits_for = []   # (cause, rows, start, end) of the waits, for the evidence
+    def gaps(self, device: int, transfer: tuple[np.ndarray, np.ndarray]) -> Gaps:
+        xs, xe = transfer
+        s = np.concatenate([xs] + self.s)
+        e = np.concatenate([xe] + self.e)
+        c = np.concatenate([np.full(len(xs), TRANSFER, np.int8)] + self.c)
+        nx = np.concatenate([np.full(len(xs), NONE, np.int64)] + self.nxt)
+        hr = np.concatenate([np.full(len(xs), NONE, np.int64)] + self.host)
+        w = np.concatenate([np.zeros(len(xs), bool)] + self.waited)
+        order = np.argsort(s, kind="stable")
+        return Gaps(np.full(len(s), device, np.int32), s[order], e[order], c[order], nx[order], hr[order],
+                    w[order] if w.any() else None)
 
-    def emit_wait(mask, s, e):
-        m = mask & (e > s)
-        if not m.any():
-            return
-        cause, host = _waited_on(trace, ctx, s[m], e[m], call_s[m], call_tid[m], sync_row[m], in_sync[m])
-        for c in (SYNC, TRANSFER, OTHER):
-            k = cause == c
-            if k.any():
-                sub = np.zeros(len(m), bool)
-                sub[np.flatnonzero(m)[k]] = True
-                emit(sub, s, e, c, np.where(sub, _scatter(m, host, NONE), NONE))
-                waits_for.append((c, host[k], s[m][k], e[m][k]))
 
-    long_gap = (free_e - free_s) > host_long
-    emit(queued & call_is_copy, free_s, free_e, TRANSFER, call)
-    emit(queued & ~call_is_copy & ~long_gap, free_s, free_e, LAUNCH, call)
-    emit_wait(queued & ~call_is_copy & long_gap, free_s, free_e)
-    host_caused = has_call & ~queued
-    # 3. The host was blocked in a sync (or a blocking copy) when the device drained. The idle runs
-    #    from the drain until new work arrives: re-issuing after the sync is part of its cost. Only a
-    #    long stretch of host work that issues nothing (measured below) is split off as host_work.
-    synced = host_caused & in_sync
-    # 4. What was the launching thread doing between the drain (or the sync's return) and the launch?
-    hs = np.where(synced, np.clip(sync_end, free_s, free_e), free_s)    # host stretch start
-    he = np.minimum(call_s, free_e)
+# Step 3: one rule per cause. Each rule claims the free intervals (or their parts) it explains.
+
+def rule_unlinked(p: _Pieces, free_s, free_e, f: WhatFollows) -> None:
+    """No launch call for the next work: the trace cannot say why (other)."""
+    p.add(f.call == NONE, free_s, free_e, OTHER, NONE)
+
+
+def rule_queued(trace: Trace, p: _Pieces, free_s, free_e, f: WhatFollows, ctx: _HostContext) -> np.ndarray:
+    """The next work was issued before the device went idle: device-side launch latency (launch
+    overhead), or a blocking copy's staging (data transfer). Launch latency is bounded by what
+    launching costs: queued work that sits far longer waits on a dependency (rule_wait).
+    Returns the intervals the host caused."""
+    has_call = f.call != NONE
+    queued = has_call & (f.call_start <= free_s + CLOCK_TOL_NS)
+    long_gap = (free_e - free_s) > host_long_ns(ctx.launch_cost_ns)
+    p.add(queued & f.call_is_copy, free_s, free_e, TRANSFER, f.call)
+    p.add(queued & ~f.call_is_copy & ~long_gap, free_s, free_e, LAUNCH, f.call)
+    rule_wait(trace, p, queued & ~f.call_is_copy & long_gap, free_s, free_e, f, ctx)
+    return has_call & ~queued
+
+
+def rule_wait(trace: Trace, p: _Pieces, mask, s, e, f: WhatFollows, ctx: _HostContext) -> None:
+    """Queued work that waited on a dependency over [s, e): a blocking copy call (pageable staging, a
+    synchronous memcpy) in flight -> data transfer; a stream-wait call issued on the launching thread
+    just before the launch, or a sync the host sat in -> synchronization; nothing the trace records ->
+    other. The gap's host call is what was waited on."""
+    idx = np.flatnonzero(mask & (e > s))
+    if not len(idx):
+        return
+    ev = trace.ev
+    cause = np.full(len(idx), OTHER, np.int8)
+    host = np.full(len(idx), NONE, np.int64)
+    cs, ce, crows = ctx.copy_calls
+    if len(cs):
+        j = np.searchsorted(cs, e[idx], side="left") - 1
+        ok = (j >= 0) & (ce[np.maximum(j, 0)] > s[idx])
+        cause[ok], host[ok] = TRANSFER, crows[j[ok]]
+    window = max(host_long_ns(ctx.launch_cost_ns), SETUP_FLOOR_NS)
+    for i in np.flatnonzero(cause == OTHER):
+        ws = (ctx.wait_calls or {}).get(int(f.call_tid[idx[i]]))
+        if ws is not None:
+            k = int(np.searchsorted(ws[0], f.call_start[idx[i]], side="right")) - 1
+            if k >= 0 and ws[0][k] >= f.call_start[idx[i]] - window:
+                cause[i], host[i] = SYNC, ws[1][k]
+    rest = (cause == OTHER) & f.in_sync[idx]
+    cause[rest], host[rest] = SYNC, f.sync_row[idx][rest]
+    for c in (SYNC, TRANSFER, OTHER):
+        sel = np.zeros(len(s), bool)
+        sel[idx[cause == c]] = True
+        rows = np.full(len(s), NONE, np.int64)
+        rows[idx] = host
+        p.add(sel, s, e, c, rows, waited=True)
+
+
+def host_stretches(trace: Trace, free_s, free_e, f: WhatFollows, host_caused: np.ndarray, ctx: _HostContext):
+    """What the launching thread did between the drain (or the sync's return) and the launch:
+    (stretch start, stretch end, the time of it spent issuing GPU work)."""
+    synced = host_caused & f.in_sync
+    hs = np.where(synced, np.clip(f.sync_end, free_s, free_e), free_s)
+    he = np.minimum(f.call_start, free_e)
     issuing = np.zeros(len(free_s), np.int64)
-    for tid in np.unique(call_tid[host_caused]):
-        m = host_caused & (call_tid == tid)
+    for tid in np.unique(f.call_tid[host_caused]):
+        m = host_caused & (f.call_tid == tid)
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         issuing[m] = iv.covered(s_, e_, hs[m], he[m])
-    stretch = np.maximum(he - hs, 0)
-    non_issuing = stretch - issuing
-    long_host = (non_issuing >= host_long) & (non_issuing >= issuing)
-    sync_cause = np.where(sync_is_h2d, TRANSFER, SYNC)
-    for cause in (SYNC, TRANSFER):
-        emit(synced & ~long_host & (sync_cause == cause), free_s, free_e, cause, sync_row)
-        emit(synced & long_host & (sync_cause == cause), free_s, hs, cause, sync_row)
-    todo = host_caused & (~synced | long_host)
+    return hs, he, issuing
+
+
+def rule_sync(p: _Pieces, free_s, free_e, f: WhatFollows, synced, long_host, hs) -> None:
+    """The host was blocked in a sync (or a blocking copy) when the device drained: the idle runs from
+    the drain until new work arrives (re-issuing after the sync is part of its cost), except a long
+    stretch of host work that issues nothing, which rule_host splits off. A sync that waits for the
+    host->device copy it just issued is that copy's transfer."""
+    cause = np.where(f.sync_is_h2d, TRANSFER, SYNC)
+    for c in (SYNC, TRANSFER):
+        p.add(synced & ~long_host & (cause == c), free_s, free_e, c, f.sync_row)
+        p.add(synced & long_host & (cause == c), free_s, hs, c, f.sync_row)
+
+
+def rule_host_or_launch(p: _Pieces, free_e, f: WhatFollows, todo, long_host, hs, he, host_long: int):
+    """The host's stretch before the launch: host work when it is much longer than a launch and mostly
+    issues nothing, launch overhead otherwise; then the launch call itself, in flight when the device
+    could have started (launch overhead, or a copy's staging: data transfer). Returns the intervals
+    whose work still had not started long after its call returned, and when the call returned:
+    waits on a dependency, for rule_wait."""
     is_host = todo & long_host
-    emit(is_host, hs, he, HOST, NONE)
-    emit(todo & ~is_host, hs, he, LAUNCH, call)
-    # the launch call itself, in flight when the device could have started: launch (or copy staging);
-    # when the work still does not start long after the call returned, it waits on a dependency
-    emit(todo & call_is_copy, he, free_e, TRANSFER, call)
-    call_e = np.clip(ev.end[cidx], he, free_e)
-    late = todo & ~call_is_copy & ((free_e - call_e) > host_long)
-    setup_call = has_call & np.isin(cidx, ctx.setup_rows) if ctx.setup_rows is not None and len(ctx.setup_rows) \
-        else np.zeros(len(cidx), bool)
-    emit(todo & ~call_is_copy & setup_call, he, free_e, HOST, NONE)   # a launch call doing set-up
-    late &= ~setup_call
-    emit(todo & ~call_is_copy & ~late & ~setup_call, he, free_e, LAUNCH, call)
-    emit(late, he, call_e, LAUNCH, call)
-    emit_wait(late, call_e, free_e)
-
-    s = np.concatenate(out_s); e = np.concatenate(out_e); c = np.concatenate(out_c)
-    nx = np.concatenate(out_next); hr = np.concatenate(out_host)
-    order = np.argsort(s, kind="stable")
-    gaps = Gaps(np.full(len(s), device, np.int32), s[order], e[order], c[order], nx[order], hr[order])
-    _charge_sync_recovery(trace, gaps)
-    gaps = _merge_adjacent(gaps)
-    by_cause = {name: int(np.sum(gaps.dur[gaps.cause == i])) for i, name in enumerate(CAUSES)}
-    result = DeviceIdle(device=device, span_start=lo, span_end=hi, kernel_busy_ns=iv.total(ks, ke),
-                        copy_ns=iv.total(cs, ce), idle_ns=iv.total(idle_s, idle_e), by_cause_ns=by_cause,
-                        gaps=gaps)
-    result.evidence = _evidence(trace, result, copies, ctx, host_long)
-    for cause, name in ((SYNC, "synchronization"), (TRANSFER, "data_transfer"), (OTHER, "other")):
-        parts = [(h, s_, e_) for c, h, s_, e_ in waits_for if c == cause]
-        if parts:
-            rows = np.concatenate([h for h, _, _ in parts])
-            d = np.concatenate([e_ - s_ for _, s_, e_ in parts])
-            known = rows != NONE
-            result.evidence[name]["waited_on"] = _top_names(trace, rows[known], d[known]) if known.any() else []
-            result.evidence[name]["queued_waits"] = int(len(rows))
-            result.evidence[name]["queued_wait_us"] = round(float(d.sum()) / 1e3, 1)
-    return result
+    p.add(is_host, hs, he, HOST, NONE)
+    p.add(todo & ~is_host, hs, he, LAUNCH, f.call)
+    p.add(todo & f.call_is_copy, he, free_e, TRANSFER, f.call)
+    # a launch call that held the host set-up-long (a first launch loading its module) is set-up
+    p.add(todo & ~f.call_is_copy & f.call_is_setup, he, free_e, HOST, NONE)
+    todo = todo & ~f.call_is_copy & ~f.call_is_setup
+    # ... and work that still does not start long after its call returned waits on a dependency
+    call_e = np.clip(f.call_end, he, free_e)
+    late = todo & ((free_e - call_e) > host_long)
+    p.add(todo & ~late, he, free_e, LAUNCH, f.call)
+    p.add(late, he, call_e, LAUNCH, f.call)
+    return late, call_e
 
 
-def _scatter(mask: np.ndarray, values: np.ndarray, fill) -> np.ndarray:
-    out = np.full(len(mask), fill, values.dtype if len(values) else np.int64)
-    out[mask] = values
-    return out
+def classify(trace: Trace, device: int, free: FreeIntervals, f: WhatFollows, ctx: _HostContext) -> Gaps:
+    """Steps 3 and 4: every free interval gets exactly one cause, split where the cause changes."""
+    free_s, free_e = free.free
+    p = _Pieces(f.next_row)
+    rule_unlinked(p, free_s, free_e, f)
+    host_caused = rule_queued(trace, p, free_s, free_e, f, ctx)
+    synced = host_caused & f.in_sync
+    hs, he, issuing = host_stretches(trace, free_s, free_e, f, host_caused, ctx)
+    non_issuing = np.maximum(he - hs, 0) - issuing
+    long_host = (non_issuing >= host_long_ns(ctx.launch_cost_ns)) & (non_issuing >= issuing)
+    rule_sync(p, free_s, free_e, f, synced, long_host, hs)
+    late, call_e = rule_host_or_launch(p, free_e, f, host_caused & (~synced | long_host), long_host, hs, he,
+                                       host_long_ns(ctx.launch_cost_ns))
+    rule_wait(trace, p, late, call_e, free_e, f, ctx)
+    return merge_adjacent(charge_sync_recovery(trace, p.gaps(device, free.transfer)))
 
 
-def _waited_on(trace: Trace, ctx: _HostContext, s, e, call_s, call_tid, sync_row, in_sync):
-    """What queued work waited on during [s, e): (cause, host row) per wait.
-
-    A blocking copy call (pageable staging, a synchronous memcpy) in flight -> data_transfer; a
-    stream-wait call issued on the launching thread just before the launch, or a sync the host sat
-    in -> synchronization; nothing the trace records -> other."""
+def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
+                   window: tuple[int, int] | None = None) -> DeviceIdle:
     ev = trace.ev
-    n = len(s)
-    cause = np.full(n, OTHER, np.int8)
-    host = np.full(n, NONE, np.int64)
-    if len(ctx.copy_call_s):
-        j = np.searchsorted(ctx.copy_call_s, e, side="left") - 1
-        ok = (j >= 0) & (ctx.copy_call_e[np.maximum(j, 0)] > s)
-        cause[ok], host[ok] = TRANSFER, ctx.copy_call_rows[j[ok]]
-    todo = cause == OTHER
-    window = max(host_long_ns(ctx.launch_cost_ns), SETUP_FLOOR_NS)
-    for i in np.flatnonzero(todo):
-        ws = (ctx.wait_calls or {}).get(int(call_tid[i]))
-        if ws is None:
-            continue
-        k = int(np.searchsorted(ws[0], call_s[i], side="right")) - 1
-        if k >= 0 and ws[0][k] >= call_s[i] - window:
-            cause[i], host[i] = SYNC, ws[1][k]
-    todo = (cause == OTHER) & in_sync
-    cause[todo], host[todo] = SYNC, sync_row[todo]
-    return cause, host
+    acts = np.flatnonzero((ev.device == device) & np.isin(ev.cat, GPU_CATS))
+    ctx = ctx or _host_context(trace)
+    if len(acts) == 0:
+        gaps = _empty_gaps()
+        return DeviceIdle(device, 0, 0, 0, 0, 0, {c: 0 for c in CAUSES}, gaps,
+                          evidence(trace, device, gaps, acts, ctx))
+    free = free_intervals(trace, acts, window)
+    gaps = classify(trace, device, free, what_follows(trace, acts, *free.free, ctx), ctx)
+    by_cause = {c: int(np.sum(gaps.dur[gaps.cause == i])) for i, c in enumerate(CAUSES)}
+    copies = acts[ev.cat[acts] != KERNEL]
+    return DeviceIdle(device=device, span_start=free.lo, span_end=free.hi, kernel_busy_ns=iv.total(*free.kernel),
+                      copy_ns=iv.total(*free.copy), idle_ns=iv.total(*free.idle), by_cause_ns=by_cause, gaps=gaps,
+                      evidence=evidence(trace, device, gaps, copies, ctx))
 
 
-def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
+def charge_sync_recovery(trace: Trace, g: Gaps) -> Gaps:
     """After a sync drains a queue the host had filled ahead, the device starves until the host
     gets ahead again: the launch gaps of that recovery exist only because of the sync.
 
@@ -478,32 +534,36 @@ def _charge_sync_recovery(trace: Trace, g: Gaps) -> None:
     """
     ev = trace.ev
     if not (g.cause == SYNC).any():
-        return
-    host_start = np.where(g.host_row != NONE, ev.start[np.maximum(g.host_row, 0)], 0)
+        return g
+    cause, host_row = g.cause.copy(), g.host_row.copy()
+    host_start = np.where(host_row != NONE, ev.start[np.maximum(host_row, 0)], 0)
     budget, source = 0, NONE
     for j in range(len(g)):
-        cause = g.cause[j]
-        if cause == SYNC:
-            if g.host_row[j] != NONE and ev.end[g.host_row[j]] + CLOCK_TOL_NS >= g.start[j]:
+        c = cause[j]
+        if c == SYNC:
+            # only a call the host was still inside when the device drained (not a stream-wait it
+            # issued long before) cost it its lead
+            if host_row[j] != NONE and ev.end[host_row[j]] + CLOCK_TOL_NS >= g.start[j]:
                 lead = int(g.start[j] - host_start[j])      # how long the host waited: its lost lead
                 if lead > budget:
-                    budget, source = lead, g.host_row[j]
+                    budget, source = lead, host_row[j]
             continue
-        if cause != LAUNCH:
+        if c != LAUNCH:
             budget = 0
             continue
-        if budget <= 0 or (g.host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS):
+        if budget <= 0 or (host_row[j] != NONE and host_start[j] <= g.start[j] + CLOCK_TOL_NS):
             continue  # queued work: device-side latency, not the host catching up
         d = int(g.end[j] - g.start[j])
         if d > budget:
             budget = 0
             continue
-        g.cause[j] = SYNC
-        g.host_row[j] = source
+        cause[j] = SYNC
+        host_row[j] = source
         budget -= d
+    return g.replace(cause=cause, host_row=host_row)
 
 
-def _merge_adjacent(g: Gaps) -> Gaps:
+def merge_adjacent(g: Gaps) -> Gaps:
     """Pieces of one idle interval with the same cause become one gap again."""
     if len(g) < 2:
         return g
@@ -513,32 +573,40 @@ def _merge_adjacent(g: Gaps) -> Gaps:
     new = np.concatenate(([True], ~same))
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(g) - 1)
-    return Gaps(g.device[first], g.start[first], g.end[last], g.cause[first], g.next_row[last], g.host_row[first])
+    waited = np.logical_or.reduceat(g.waited, first) if g.waited is not None else None
+    return Gaps(g.device[first], g.start[first], g.end[last], g.cause[first], g.next_row[last], g.host_row[first],
+                waited)
 
 
 def _median_us(x: np.ndarray) -> float:
     return round(float(np.median(x)) / 1e3, 2) if len(x) else 0.0
 
 
-def _top_names(trace: Trace, rows: np.ndarray, weights: np.ndarray | None = None, k: int = 5) -> list[dict]:
+def _top_names(trace: Trace, rows: np.ndarray, k: int = 5) -> tuple[NameCount, ...]:
+    """The k most frequent names among rows."""
+    return tuple(NameCount(trace.names[n], int(c)) for n, c, _ in _ranked(trace, rows, np.ones(len(rows)), k))
+
+
+def _top_times(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int = 5) -> tuple[NameTime, ...]:
+    """The k names that hold the most time (weights, ns) among rows."""
+    return tuple(NameTime(trace.names[n], int(c), round(float(t) / 1e3, 1)) for n, c, t in _ranked(trace, rows, weights, k))
+
+
+def _ranked(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     if len(rows) == 0:
         return []
-    names = trace.ev.name[rows]
-    w = weights if weights is not None else np.ones(len(rows), np.int64)
-    uniq, inv = np.unique(names, return_inverse=True)
-    tot = np.bincount(inv, weights=w)
+    uniq, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    tot = np.bincount(inv, weights=weights)
     cnt = np.bincount(inv)
-    order = np.argsort(-tot)[:k]
-    return [{"name": trace.names[uniq[i]], "count": int(cnt[i]),
-             **({"us": round(float(tot[i]) / 1e3, 1)} if weights is not None else {})} for i in order]
+    return [(int(uniq[i]), int(cnt[i]), float(tot[i])) for i in np.argsort(-tot)[:k]]
 
 
-def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[list[dict], float]:
+def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[tuple[NameTime, ...], float]:
     """Top-level CPU ops that overlap host-work gaps (they issue no GPU work), and the untraced share."""
     ev = trace.ev
     ops = np.flatnonzero(ev.cat == CPU_OP)
     if len(s) == 0:
-        return [], 0.0
+        return (), 0.0
     # ops starting inside a gap, weighted by their overlap with it
     os_, oe = ev.start[ops], ev.end[ops]
     k = np.searchsorted(s, os_, side="right") - 1
@@ -563,16 +631,40 @@ def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[li
     total = int(np.sum(e - s))
     untraced_share = 1.0 - traced / total if total else 0.0
     # keep only the outermost ops (children double-count)
-    return _top_names(trace, rows, overlap), round(max(untraced_share, 0.0), 3)
+    return _top_times(trace, rows, overlap), round(max(untraced_share, 0.0), 3)
 
 
-def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> list[dict]:
+def _python_in(trace: Trace, s: np.ndarray, e: np.ndarray) -> tuple[NameTime, ...]:
+    """With stacks recorded, the Python frame that held the host through each host-work gap: the
+    deepest frame (the shortest) that covers at least half of the gap."""
+    ev = trace.ev
+    py = np.flatnonzero(ev.cat == PYTHON)
+    if len(py) == 0 or len(s) == 0:
+        return ()
+    rows, held = [], []
+    ps, pe = ev.start[py], ev.end[py]
+    longest = np.argsort(-(e - s), kind="stable")[:200]   # the gaps that hold the time; bounded work
+    for a, b in zip(s[longest].tolist(), e[longest].tolist()):
+        over = np.minimum(pe, b) - np.maximum(ps, a)
+        cand = np.flatnonzero(over >= (b - a) // 2)
+        if len(cand):
+            k = cand[np.argmin(pe[cand] - ps[cand])]
+            rows.append(py[k])
+            held.append(int(over[k]))
+    if not rows:
+        return ()
+    return _top_times(trace, np.array(rows, np.int64), np.array(held, np.int64), k=3)
+
+
+def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> tuple[FirstCall, ...]:
     """One-time set-up caught in the profile: the first call of an op that held the host through
     a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
     loading, allocator growth). The fix is a warm-up before profiling, not a code change."""
     ev = trace.ev
-    out = []
-    for tid, (ts, te, rows) in (ctx.top_by_tid or {}).items():
+    out, spans = [], []
+    if len(s) == 0:
+        return ()
+    for tid, (ts, te, rows) in ctx.top_by_tid.items():
         if len(rows) == 0:
             continue
         k = np.searchsorted(s, ts, side="right") - 1
@@ -586,90 +678,100 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
                 continue
             typical = float(np.median(ev.end[later] - ev.start[later]))
             if overlap[i] >= 10 * max(typical, 1.0):
-                out.append({"name": trace.names[name], "first_call_us": round(float(te[i] - ts[i]) / 1e3, 1),
-                            "later_median_us": round(typical / 1e3, 1), "idle_us": round(float(overlap[i]) / 1e3, 1),
-                            "_span": (int(ts[i]), int(te[i]))})
-    # Set-up held in an API call outside any op listed above (a first launch loading its module with
-    # no op recorded, cudaFree/cudaMalloc/stream creation): whatever the call, it is set-up.
-    rows = ctx.setup_rows if ctx.setup_rows is not None else np.empty(0, np.int64)
-    if len(rows) and len(s):
-        cs, ce = ev.start[rows], ev.end[rows]
-        over = iv.covered(s, e, cs, ce)
+                out.append(FirstCall(trace.names[name], round(float(te[i] - ts[i]) / 1e3, 1), round(typical / 1e3, 1),
+                                     round(float(overlap[i]) / 1e3, 1)))
+                spans.append((int(ts[i]), int(te[i])))
+    # Set-up held in an API call outside the ops listed above (a first launch loading its module with
+    # no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
+    rows = ctx.setup_rows
+    if len(rows):
+        over = iv.covered(s, e, ev.start[rows], ev.end[rows])
         for r, o in zip(rows.tolist(), over.tolist()):
-            if o < host_long or any(a <= ev.start[r] and ev.end[r] <= b for a, b in (w["_span"] for w in out)):
+            if o < host_long or any(a <= ev.start[r] and ev.end[r] <= b for a, b in spans):
                 continue
-            same = rows[ev.name[rows] == ev.name[r]]
             later = np.flatnonzero((ev.name == ev.name[r]) & (ev.start > ev.start[r]) & (ev.tid == ev.tid[r]))
             typical = float(np.median(ev.end[later] - ev.start[later])) if len(later) else None
-            if same[0] != r and typical is not None:
-                continue   # not the first long one of its name
-            out.append({"name": trace.names[ev.name[r]], "first_call_us": round(float(ev.end[r] - ev.start[r]) / 1e3, 1),
-                        "later_median_us": None if typical is None else round(typical / 1e3, 1),
-                        "idle_us": round(float(o) / 1e3, 1), "_span": (int(ev.start[r]), int(ev.end[r]))})
-    out = sorted(out, key=lambda x: -x["idle_us"])[:5]
-    for w in out:
-        del w["_span"]
-    return out
+            if typical is not None and o < 10 * max(typical, 1.0):
+                continue
+            out.append(FirstCall(trace.names[ev.name[r]], round(float(ev.end[r] - ev.start[r]) / 1e3, 1),
+                                 None if typical is None else round(typical / 1e3, 1), round(float(o) / 1e3, 1)))
+            spans.append((int(ev.start[r]), int(ev.end[r])))
+    return tuple(sorted(out, key=lambda x: -x.idle_us)[:5])
 
 
-def _evidence(trace: Trace, r: DeviceIdle, copies: np.ndarray, ctx, host_long: int) -> dict:
-    ev, g = trace.ev, r.gaps
-    out: dict[str, dict] = {}
+# --- step 5: the evidence of each cause ------------------------------------------------------------
+
+def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext) -> dict[Cause, Evidence]:
+    host_long = host_long_ns(ctx.launch_cost_ns)
+    out: dict[Cause, Evidence] = {}
     for i, cause in enumerate(CAUSES):
         m = g.cause == i
         d = g.dur[m]
-        item = {"gaps": int(m.sum()), "total_us": round(float(d.sum()) / 1e3, 1), "median_gap_us": _median_us(d),
-                "max_gap_us": round(float(d.max()) / 1e3, 1) if len(d) else 0.0,
-                "first_experiment": FIRST_EXPERIMENT[cause]}
-        if cause == "launch_overhead" and m.any():
-            nxt = g.next_row[m]
-            nxt = nxt[nxt != NONE]
-            item["next_kernel_median_us"] = _median_us(ev.end[nxt] - ev.start[nxt])
-            # a median of this trace's launch calls; None when it has none (the fallback is never printed)
-            item["launch_call_median_us"] = round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None
-            queued = int(np.sum((g.host_row[m] != NONE) & (ev.start[np.maximum(g.host_row[m], 0)] <= g.start[m])))
-            item["queued_gaps"] = queued   # issued before the drain: device-side launch latency
-            ops = trace.op_of[np.maximum(g.host_row[m], 0)]
-            ops = ops[(g.host_row[m] != NONE) & (ops != NONE)]
-            item["launching_ops"] = _top_names(trace, ops)
-            kern = np.flatnonzero((ev.device == r.device) & (ev.cat == KERNEL))
-            item["kernels"] = int(len(kern))
-            item["kernel_median_us"] = _median_us(ev.end[kern] - ev.start[kern])
-        elif cause == "host_work" and m.any():
+        base = dict(cause=cause, gaps=int(m.sum()), total_us=round(float(d.sum()) / 1e3, 1), median_gap_us=_median_us(d),
+                    max_gap_us=round(float(d.max()) / 1e3, 1) if len(d) else 0.0)
+        host = g.host_row[m]
+        waited_on = ()
+        if g.waited is not None and (g.waited & m).any():
+            w = g.waited & m & (g.host_row != NONE)
+            waited_on = _top_times(trace, g.host_row[w], g.dur[w].astype(np.int64))
+        if cause is Cause.LAUNCH_OVERHEAD:
+            out[cause] = _launch_evidence(trace, device, g, m, ctx, base)
+        elif cause is Cause.HOST_WORK:
             top, untraced = _host_events_in(trace, g.start[m], g.end[m], ctx)
-            item["host_events"] = top
-            item["untraced_share"] = untraced
-            item["threshold_us"] = round(host_long / 1e3, 1)
-            item["warmup"] = _first_calls(trace, g.start[m], g.end[m], ctx, host_long)
-        elif cause == "synchronization" and m.any():
-            rows = g.host_row[m]
-            rows = rows[rows != NONE]
-            item["sync_calls"] = _top_names(trace, rows)
+            out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced,
+                                      threshold_us=round(host_long / 1e3, 1),
+                                      warmup=_first_calls(trace, g.start[m], g.end[m], ctx, host_long),
+                                      python_functions=_python_in(trace, g.start[m], g.end[m]))
+        elif cause is Cause.SYNCHRONIZATION:
+            rows = host[host != NONE]
             ops = trace.op_of[rows]
             ops = ops[ops != NONE]
-            item["called_from"] = _top_names(trace, ctx.outermost(trace, ops)) if len(ops) else []
-        elif cause == "data_transfer":
-            if len(copies):
-                dur = ev.end[copies] - ev.start[copies]
-                nb = ev.nbytes[copies]
-                kinds = []
-                for ent in _top_names(trace, copies, dur.astype(np.int64), k=6):
-                    sel = copies[np.array([trace.names[ev.name[c]] == ent["name"] for c in copies])]
-                    b = ev.nbytes[sel]
-                    t = ev.end[sel] - ev.start[sel]
-                    ok = b > 0
-                    gbps = float(b[ok].sum()) / float(t[ok].sum()) if ok.any() and t[ok].sum() else None
-                    kinds.append({**ent, "bytes": int(b[ok].sum()), "gbps": round(gbps, 1) if gbps else None})
-                item["copies"] = kinds
-                item["copy_count"] = int(len(copies))
-                item["copy_bytes"] = int(nb[nb > 0].sum())
-            rows = g.host_row[m]
-            rows = rows[rows != NONE]
-            item["blocking_calls"] = _top_names(trace, rows)
-        elif cause == "other" and m.any():
-            item["unlinked_gaps"] = int(np.sum(g.host_row[m] == NONE))
-        out[cause] = item
+            out[cause] = SyncEvidence(**base, sync_calls=_top_names(trace, rows),
+                                      called_from=_top_names(trace, ctx.outermost(trace, ops)) if len(ops) else (),
+                                      waited_on=waited_on)
+        elif cause is Cause.DATA_TRANSFER:
+            nb = trace.ev.nbytes[copies]
+            out[cause] = TransferEvidence(**base, copies=_copy_kinds(trace, copies), copy_count=int(len(copies)),
+                                          copy_bytes=int(nb[nb > 0].sum()),
+                                          blocking_calls=_top_names(trace, host[host != NONE]), waited_on=waited_on)
+        else:
+            waited = g.waited[m] if g.waited is not None else np.zeros(int(m.sum()), bool)
+            out[cause] = OtherEvidence(**base, unlinked_gaps=int(np.sum((host == NONE) & ~waited)),
+                                       waited_on=waited_on)
     return out
+
+
+def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _HostContext, base: dict) -> LaunchEvidence:
+    ev = trace.ev
+    nxt = g.next_row[m]
+    nxt = nxt[nxt != NONE]
+    host = g.host_row[m]
+    queued = int(np.sum((host != NONE) & (ev.start[np.maximum(host, 0)] <= g.start[m])))
+    ops = trace.op_of[np.maximum(host, 0)]
+    ops = ops[(host != NONE) & (ops != NONE)]
+    kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL))
+    return LaunchEvidence(**base, next_kernel_median_us=_median_us(ev.end[nxt] - ev.start[nxt]),
+                          launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None,
+                          queued_gaps=queued,
+                          launching_ops=_top_names(trace, ops), kernels=int(len(kern)),
+                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]))
+
+
+def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:
+    """The six copy kinds that hold the most time, with their bytes and measured GB/s."""
+    ev = trace.ev
+    if len(copies) == 0:
+        return ()
+    kinds = []
+    for name, n, t_ns in _ranked(trace, copies, (ev.end[copies] - ev.start[copies]).astype(np.int64), 6):
+        sel = copies[ev.name[copies] == name]
+        b = ev.nbytes[sel]
+        t = ev.end[sel] - ev.start[sel]
+        ok = b > 0
+        gbps = float(b[ok].sum()) / float(t[ok].sum()) if ok.any() and t[ok].sum() else None
+        kinds.append(CopyKind(trace.names[name], n, round(t_ns / 1e3, 1), int(b[ok].sum()),
+                              round(gbps, 1) if gbps else None))
+    return tuple(kinds)
 
 
 def analyze(trace: Trace, window: tuple[int, int] | None = None) -> list[DeviceIdle]:

@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from analyzers.decode_errors import DecodeError
+from analyzers.trace import TraceError
 
 MEM_PER_EVENT = 250
 MEM_BASE = 300 << 20            # the interpreter, numpy, pyarrow
@@ -96,9 +96,9 @@ def _size(n: float) -> str:
 
 
 def _too_big(path: Path, json_bytes: int, need: int, budget: int, what: str, *, events: int | None = None,
-             more: bool = False) -> DecodeError:
+             more: bool = False) -> TraceError:
     count = f" ({events:,} events)" if events is not None else ""
-    return DecodeError(
+    return TraceError(
         f"{path}: too big to analyse here: {'more than ' if more else ''}{_size(json_bytes)} of JSON{count} needs "
         f"{'about' if events is not None else 'more than' if more else 'at least'} {_size(need)} of memory and "
         f"{_size(budget)} is {what}; "
@@ -106,13 +106,13 @@ def _too_big(path: Path, json_bytes: int, need: int, budget: int, what: str, *, 
         "with active=1)")
 
 
-def _read_limit() -> int:
+def read_limit() -> int:
     """The most JSON worth reading at all (never less than CHECK_MIN_BYTES: small traces always load)."""
     budget, _ = memory_budget()
     return max(int((budget - MEM_BASE) / MIN_PER_JSON_BYTE), CHECK_MIN_BYTES)
 
 
-def _refuse_to_read(path: Path, json_bytes: int, more: bool = False) -> DecodeError:
+def refuse_to_read(path: Path, json_bytes: int, more: bool = False) -> TraceError:
     budget, what = memory_budget()
     return _too_big(path, json_bytes, int(MEM_BASE + MIN_PER_JSON_BYTE * json_bytes), budget, what, more=more)
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers import intervals as iv
-from analyzers.idle import CAUSES, DeviceIdle
+from analyzers.idle import DeviceIdle, dominant_cause
 from analyzers.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
+from analyzers.verdicts import CAUSES, Cause
 
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
 
@@ -24,7 +25,7 @@ def range_name(raw: str) -> str:
     return m.group(1) if m else raw
 
 
-@dataclass
+@dataclass(frozen=True)
 class RangeStats:
     name: str
     count: int
@@ -33,14 +34,12 @@ class RangeStats:
     kernel_busy_us: float
     gpu_rows: np.ndarray        # GPU activities launched inside the range
     windows: tuple[np.ndarray, np.ndarray]   # per instance: [cpu start, max(cpu end, last gpu end))
-    idle_by_cause_us: dict[str, float]
+    idle_by_cause_us: dict[Cause, float]
     idle_us: float
 
     @property
-    def idle_dominant(self) -> str | None:
-        if self.idle_us <= 0:
-            return None
-        return max(self.idle_by_cause_us, key=self.idle_by_cause_us.get)
+    def idle_dominant(self) -> Cause | None:
+        return dominant_cause(self.idle_by_cause_us, self.idle_us)
 
     @property
     def union_wall_us(self) -> float:

@@ -31,31 +31,137 @@ issue a step, rank 0 needs 0.33 ms.
 """
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
-import os
 import re
-import sys
-import threading
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from analyzers.trace import KERNEL, NONE, USER_ANNOTATION, Trace, TraceError, find_traces
+from analyzers.trace import KERNEL, NONE, USER_ANNOTATION, Trace
+from analyzers.verdicts import Cause
 
 COLLECTIVE_MARK = "nccl"     # case-insensitive substring of a collective kernel's name
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
 OUTLIER = 3.0                # a collective call this many times its rank's median is reported apart
 
-CAUSE_WORDS = {"launch_overhead": "launch overhead", "host_work": "host work", "synchronization": "synchronization",
-               "data_transfer": "data transfer", "other": "other", None: "none"}
+
+# --- the results -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LongestCall:
+    call: int          # index among the rank's collective calls
+    start_ns: int
+    end_ns: int
+    dur_ns: int
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The collective kernels of one rank, per step, in the trace's own clock."""
+    calls: int
+    total_ns: int
+    steps_from: str                    # "ProfilerStep" | "calls"
+    call_ns: tuple[int, ...]
+    per_step_ns: tuple[int, ...]
+    step_end_ns: tuple[int, ...]
+    step_launch_ns: tuple[int, ...]    # NONE where a step's launch is not in the trace
+    longest: LongestCall | None
+    trace_start_ns: int
+    trace_end_ns: int
+    kernels: tuple[str, ...]           # the top three collective kernel names by time
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """What a worker returns for one rank's file: its full report and its collectives."""
+    report: dict              # the rank's `report --json` object
+    lines: tuple[str, ...]    # its five lines
+    mostly: str               # its dominant idle cause with the evidence, as the Idle line says it
+    dominant: Cause | None
+    idle_share: float
+    span_us: float
+    kernel_busy_us: float
+    device_name: str | None
+    rank: int | None          # distributedInfo.rank
+    caveats: tuple[str, ...]
+    collectives: Collectives
+    world_size: int | None = None   # distributedInfo.world_size: how many ranks the run had
+    has_gpu: bool = True            # False: a CPU-only trace (no GPU activity), never compared
+
+
+@dataclass(frozen=True)
+class RankError:
+    message: str
+
+
+@dataclass(frozen=True)
+class RankRow:
+    rank: int
+    how: str                  # "distributedInfo" | "file name" | "file order"
+    path: Path
+    r: RankReport
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """One rank's step figures for the straggler rules."""
+    row: RankRow
+    per_step_med: float | None
+    gpu_step: float | None
+    host_step: float | None
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A collective call far longer than its rank's median; with the profiler start skew that explains it."""
+    rank: int
+    call: int
+    dur_ns: int
+    median_ns: float
+    before_ns: int | None = None      # how much of it ran before `peer`'s trace began
+    peer: int | None = None
+    peer_late_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: int
+    basis: str                       # "collective_wait" | "host_step"
+    wait_per_step_ns: float
+    stats: tuple[StepStats, ...]     # every rank with collectives
+    step_ns: float
+    gpu_step_ns: float
+    threshold_ns: float
+    spread_ns: float
+    outliers: tuple[Outlier, ...]
+
+
+@dataclass(frozen=True)
+class NoStraggler:
+    why: str                         # "one_rank" | "no_collectives" | "balanced" | "one_usable"
+    ranks_with_collectives: int = 0
+    spread_ns: float = 0.0
+    threshold_ns: float = 0.0
+    step_ns: float = 0.0
+    outliers: tuple[Outlier, ...] = ()
+
+
+@dataclass(frozen=True)
+class RanksReport:
+    rows: tuple[RankRow, ...]
+    files: int
+    workers: int
+    errors: dict[str, str]           # file name -> message
+    duplicates: dict[int, tuple[str, ...]]
+    missing: tuple[int, ...]
+    straggler: Straggler | NoStraggler
+    world_size: int | None = None    # the run's, when its traces say it
+    cpu_only: tuple[int, ...] = ()   # ranks with no GPU activity: listed, never compared
 
 
 # --- per rank (runs in a worker process) ------------------------------------------------
 
-def collective_timing(trace: Trace) -> dict:
+def collective_timing(trace: Trace) -> Collectives:
     """Timing of the collective kernels of one rank, per step, in the trace's own clock.
 
     Steps come from ProfilerStep#N ranges when the trace has them (a collective belongs
@@ -68,7 +174,7 @@ def collective_timing(trace: Trace) -> dict:
     rows = rows[np.argsort(ev.start[rows], kind="stable")]
     start, end = ev.start[rows], ev.end[rows]
     dur = end - start
-    launch = trace.launch_of[rows] if trace.launch_of is not None else np.full(len(rows), NONE)
+    launch = trace.launch_of[rows]
     launch_ns = np.where(launch != NONE, ev.start[np.maximum(launch, 0)], NONE) if len(rows) else launch
 
     step_of = np.arange(len(rows))
@@ -99,65 +205,13 @@ def collective_timing(trace: Trace) -> dict:
     for r, d in zip(rows.tolist(), dur.tolist()):
         names[trace.name_of(r)] = names.get(trace.name_of(r), 0) + d
     longest = int(np.argmax(dur)) if len(dur) else None
-    return {
-        "calls": int(len(rows)),
-        "total_ns": int(dur.sum()),
-        "steps_from": steps_from,
-        "call_ns": dur.tolist(),
-        "per_step_ns": per_step,
-        "step_end_ns": step_end,
-        "step_launch_ns": step_launch,
-        "longest": None if longest is None else {"call": longest, "start_ns": int(start[longest]),
-                                                  "end_ns": int(end[longest]), "dur_ns": int(dur[longest])},
-        "trace_start_ns": int(ev.start.min()) if len(ev) else 0,
-        "trace_end_ns": int(ev.end.max()) if len(ev) else 0,
-        "kernels": [n for n, _ in sorted(names.items(), key=lambda x: -x[1])[:3]],
-    }
-
-
-_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')
-_HEAD_BYTES = 1 << 20   # Kineto writes distributedInfo before traceEvents: the first MB holds it
-
-
-def distributed_info(path: str | Path) -> dict:
-    """The trace's distributedInfo object ({} when absent), read from the head of the file only."""
-    import gzip
-
-    try:
-        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-    except (OSError, EOFError):
-        return {}
-    m = _DIST_INFO.search(head)
-    if not m:
-        return {}
-    try:
-        info = json.loads(m.group(1))
-    except ValueError:
-        return {}
-    return info if isinstance(info, dict) else {}
-
-
-def analyze_rank(path: str) -> dict:
-    """One rank: the report's JSON object plus its collective timing; {"error": msg} for a bad file.
-
-    Runs in a worker process, so it returns plain data and never raises.
-    """
-    from analyzers.report import analyze_file, to_json
-
-    try:
-        a = analyze_file(path)
-        out = to_json(a)
-        out["collectives"] = collective_timing(a.trace)
-        ws = distributed_info(path).get("world_size")
-        out["world_size"] = ws if isinstance(ws, int) and not isinstance(ws, bool) and ws > 0 else None
-        return out
-    except TraceError as e:
-        return {"error": str(e)}
-    except MemoryError:
-        return {"error": f"{path}: out of memory while analysing it"}
-    except Exception as e:  # a bug on an odd file must not sink the other ranks
-        return {"error": f"{path}: internal failure ({type(e).__name__}: {e})"}
+    return Collectives(
+        calls=int(len(rows)), total_ns=int(dur.sum()), steps_from=steps_from, call_ns=tuple(dur.tolist()),
+        per_step_ns=tuple(per_step), step_end_ns=tuple(step_end), step_launch_ns=tuple(step_launch),
+        longest=None if longest is None else LongestCall(longest, int(start[longest]), int(end[longest]),
+                                                         int(dur[longest])),
+        trace_start_ns=int(ev.start.min()) if len(ev) else 0, trace_end_ns=int(ev.end.max()) if len(ev) else 0,
+        kernels=tuple(n for n, _ in sorted(names.items(), key=lambda x: -x[1])[:3]))
 
 
 # --- finding and numbering the ranks ------------------------------------------------------
@@ -171,11 +225,11 @@ def rank_from_name(name: str) -> int | None:
     return int(m[-1]) if m else None
 
 
-def _number_ranks(results: dict[Path, dict]) -> list[tuple[int, str, Path, dict]]:
-    """(rank, how, path, result): distributedInfo.rank, else the file name, else the next free number."""
+def number_ranks(results: dict[Path, RankReport]) -> list[RankRow]:
+    """distributedInfo.rank, else the file name, else the next free number."""
     taken = []
     for p, r in results.items():
-        rk = r.get("trace", {}).get("rank")
+        rk = r.rank
         if isinstance(rk, int):
             taken.append((rk, "distributedInfo", p, r))
         elif (rk := rank_from_name(p.name)) is not None:
@@ -190,181 +244,80 @@ def _number_ranks(results: dict[Path, dict]) -> list[tuple[int, str, Path, dict]
                 nxt += 1
             rk = nxt
             used.add(rk)
-        out.append((rk, how, p, r))
-    return sorted(out, key=lambda t: (t[0], t[2].name))
+        out.append(RankRow(rk, how, p, r))
+    return sorted(out, key=lambda t: (t.rank, t.path.name))
 
 
-# --- running the workers ----------------------------------------------------------------------
-
-def _pool_context():
-    # fork is the cheapest start (no re-import), but only safe while this process has one thread.
-    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
-        return mp.get_context("fork")
-    return mp.get_context("spawn")
-
-
-def analyze_paths(paths: list[Path], progress=None) -> dict[Path, dict]:
-    """Each path's analyze_rank result, in the order of `paths`; in parallel when there are several."""
-    if len(paths) == 1:
-        res = {paths[0]: analyze_rank(str(paths[0]))}
-        if progress:
-            progress(1, 1)
-        return res
-    out: dict[Path, dict] = {}
-    workers = min(len(paths), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futs = {pool.submit(analyze_rank, str(p)): p for p in paths}
-        for done, f in enumerate(as_completed(futs), 1):
-            p = futs[f]
-            try:
-                out[p] = f.result()
-            except BrokenProcessPool:
-                out[p] = {"error": f"{p}: the worker analysing it died (out of memory?)"}
-            if progress:
-                progress(done, len(paths))
-    return {p: out[p] for p in paths}
-
-
-# --- the merge -----------------------------------------------------------------------------
+# --- the straggler ---------------------------------------------------------------------------------
 
 def _median(xs) -> float | None:
     xs = [x for x in xs if x is not None]
     return float(np.median(xs)) if xs else None
 
 
-def _diffs(xs: list[int]) -> list[int]:
+def _diffs(xs) -> list[int]:
     xs = [x for x in xs if x != NONE]
     return [b - a for a, b in zip(xs, xs[1:])]
 
 
-def _ms(ns: float) -> str:
-    ms = ns / 1e6
-    return f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms"
-
-
-def _rank_list(ranks: list[int]) -> str:
-    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
-
-
-def _skew(rows: list[dict]) -> list[dict]:
+def _outliers(stats: list[StepStats]) -> tuple[Outlier, ...]:
     """Collective calls far longer than their rank's median: a wait that is no straggler's steady lateness.
 
     When the ranks' traces share a clock (their windows overlap), say how much of the call
     ran before another rank's trace had begun: profiler start skew.
     """
     out = []
-    overlap = max(r["c"]["trace_start_ns"] for r in rows) < min(r["c"]["trace_end_ns"] for r in rows)
-    for r in rows:
-        c, lg = r["c"], r["c"]["longest"]
-        med = _median(c["call_ns"])
-        if lg is None or not med or lg["dur_ns"] < OUTLIER * med:
+    cs = [s.row.r.collectives for s in stats]
+    overlap = max(c.trace_start_ns for c in cs) < min(c.trace_end_ns for c in cs)
+    for s in stats:
+        c, lg = s.row.r.collectives, s.row.r.collectives.longest
+        med = _median(c.call_ns)
+        if lg is None or not med or lg.dur_ns < OUTLIER * med:
             continue
-        note = {"rank": r["rank"], "call": lg["call"] + 1, "dur_ns": lg["dur_ns"], "median_ns": med}
+        note = Outlier(s.row.rank, lg.call + 1, lg.dur_ns, med)
         if overlap:
-            late = max((o for o in rows if o is not r), key=lambda o: o["c"]["trace_start_ns"], default=None)
+            late = max((o for o in stats if o is not s), key=lambda o: o.row.r.collectives.trace_start_ns, default=None)
             if late is not None:
-                before = min(lg["end_ns"], late["c"]["trace_start_ns"]) - lg["start_ns"]
-                if before > 0.5 * lg["dur_ns"]:
-                    note.update(before_ns=before, peer=late["rank"],
-                                peer_late_ns=late["c"]["trace_start_ns"] - c["trace_start_ns"])
+                late_start = late.row.r.collectives.trace_start_ns
+                before = min(lg.end_ns, late_start) - lg.start_ns
+                if before > 0.5 * lg.dur_ns:
+                    note = Outlier(note.rank, note.call, note.dur_ns, note.median_ns, before, late.row.rank,
+                                   late_start - c.trace_start_ns)
         out.append(note)
-    return out
+    return tuple(out)
 
 
-def _skew_phrase(n: dict) -> str:
-    s = f"rank {n['rank']}'s collective #{n['call']} ran {_ms(n['dur_ns'])} (median {_ms(n['median_ns'])})"
-    if "peer" in n:
-        s += (f", {_ms(n['before_ns'])} of it before rank {n['peer']}'s trace began, "
-              f"{_ms(n['peer_late_ns'])} after rank {n['rank']}'s (profiler start skew)")
-    return s
-
-
-def straggler(rows: list[dict]) -> tuple[dict | None, str]:
-    """The rank the others wait for, with its evidence; (None, why not) when there is none.
-
-    rows: per rank {"rank", "c": collective_timing(...), "report": to_json dict}.
-    """
-    with_c = [r for r in rows if r["c"]["calls"] > 0]
+def straggler(rows: list[RankRow]) -> Straggler | NoStraggler:
+    """The rank the others wait for, with its evidence; NoStraggler with the reason when there is none."""
+    with_c = [r for r in rows if r.r.collectives.calls > 0]
     if len(rows) < 2:
-        return None, "one rank: nobody to wait for"
+        return NoStraggler("one_rank")
     if len(with_c) < 2:
-        return None, f"no collective kernels ({COLLECTIVE_MARK}*) in {'any rank' if not with_c else 'all but one rank'}"
-    for r in with_c:
-        c = r["c"]
-        r["per_step_med"] = _median(c["per_step_ns"])
-        r["gpu_step"] = _median(_diffs(c["step_end_ns"]))
-        r["host_step"] = _median(_diffs(c["step_launch_ns"]))
-    step = _median([r["gpu_step"] for r in with_c])
+        return NoStraggler("no_collectives", ranks_with_collectives=len(with_c))
+    stats = [StepStats(r, _median(r.r.collectives.per_step_ns), _median(_diffs(r.r.collectives.step_end_ns)),
+                       _median(_diffs(r.r.collectives.step_launch_ns))) for r in with_c]
+    step = _median([s.gpu_step for s in stats])
     if step is None:  # one step each: the whole span is the step
-        step = _median([r["report"]["span_us"] * 1e3 / max(1, len(r["c"]["per_step_ns"])) for r in with_c])
+        step = _median([s.row.r.span_us * 1e3 / max(1, len(s.row.r.collectives.per_step_ns)) for s in stats])
     threshold = SPREAD_OF_STEP * step
-    skews = _skew(with_c)
-    per_rank = [{"rank": r["rank"], "collective_per_step_us": round(r["per_step_med"] / 1e3, 1),
-                 "collective_total_us": round(r["c"]["total_ns"] / 1e3, 1),
-                 "host_step_us": None if r["host_step"] is None else round(r["host_step"] / 1e3, 1),
-                 "gpu_step_us": None if r["gpu_step"] is None else round(r["gpu_step"] / 1e3, 1)}
-                for r in with_c]
-    base = {"per_rank": per_rank, "step_us": round(step / 1e3, 1),
-            "steps_from": sorted({r["c"]["steps_from"] for r in with_c}),
-            "threshold_us": round(threshold / 1e3, 1),
-            "outliers": [{(k[:-3] + "_us" if k.endswith("_ns") else k): (round(v / 1e3, 1) if k.endswith("_ns") else v)
-                          for k, v in n.items()} for n in skews]}
-    lo = min(with_c, key=lambda r: r["per_step_med"])
-    hi = max(with_c, key=lambda r: r["per_step_med"])
-    spread = hi["per_step_med"] - lo["per_step_med"]
-    base["collective_spread_us"] = round(spread / 1e3, 1)
-
-    def own_idle(r):
-        rep = r["report"]
-        dom = rep["idle"]["dominant"]
-        l3 = rep["lines"][2] if len(rep.get("lines", [])) > 2 else ""
-        ev = l3.split("; mostly ", 1)[1].rstrip(".") if "; mostly " in l3 else CAUSE_WORDS.get(dom, str(dom))
-        return dom, f"idle {100 * rep['idle_share']:.0f}% of its span, mostly {ev}"
-
-    def per_step_list(rs):
-        return ", ".join(f"rank {r['rank']} {_ms(r['per_step_med'])}" for r in rs)
-
+    outliers = _outliers(stats)
+    lo = min(stats, key=lambda s: s.per_step_med)
+    hi = max(stats, key=lambda s: s.per_step_med)
+    spread = hi.per_step_med - lo.per_step_med
+    gpu_step = _median([s.gpu_step for s in stats]) or step
+    common = dict(stats=tuple(stats), step_ns=step, gpu_step_ns=gpu_step, threshold_ns=threshold, spread_ns=spread,
+                  outliers=outliers)
     if spread > threshold:
-        others = [r for r in with_c if r is not lo]
-        wait = _median([r["per_step_med"] for r in others]) - lo["per_step_med"]
-        dom, idle_text = own_idle(lo)
-        line = (f"Straggler: rank {lo['rank']}: the others wait for it inside the collectives, which take per step "
-                f"(median) {per_step_list(with_c)}: {_ms(wait)} of waiting per step, "
-                f"{100 * wait / step:.0f}% of the {_ms(step)} step")
-        if lo["host_step"] is not None:
-            line += f"; its host needs {_ms(lo['host_step'])} to issue a step"
-        line += f". Its own report: {idle_text}."
-        return {**base, "rank": lo["rank"], "basis": "collective_wait", "wait_per_step_us": round(wait / 1e3, 1),
-                "host_idle_dominant": dom, "host_idle": idle_text, "line": line}, line
-
-    hosts = [r for r in with_c if r["host_step"] is not None]
+        wait = _median([s.per_step_med for s in stats if s is not lo]) - lo.per_step_med
+        return Straggler(lo.row.rank, "collective_wait", wait, **common)
+    hosts = [s for s in stats if s.host_step is not None]
     if len(hosts) >= 2:
-        slow = max(hosts, key=lambda r: r["host_step"])
-        rest = _median([r["host_step"] for r in hosts if r is not slow])
-        gpu_step = _median([r["gpu_step"] for r in with_c]) or step
+        slow = max(hosts, key=lambda s: s.host_step)
+        rest = _median([s.host_step for s in hosts if s is not slow])
         pace = max(gpu_step, rest)
-        if slow["host_step"] - pace > threshold:
-            lag = slow["host_step"] - pace
-            dom, idle_text = own_idle(slow)
-            line = (f"Straggler: rank {slow['rank']}, by its host: it takes {_ms(slow['host_step'])} to issue a step "
-                    f"(median interval between its collective launches) against "
-                    + ", ".join(f"{_ms(r['host_step'])} on rank {r['rank']}" for r in hosts if r is not slow)
-                    + f", while a step runs {_ms(gpu_step)} on the GPU, so in steady state the others wait about "
-                      f"{_ms(lag)} per step for it in the collective. The GPUs do not show it yet (collectives per "
-                      f"step, median: {per_step_list(with_c)})")
-            skew = [n for n in skews if n["rank"] == slow["rank"]]
-            if skew:
-                line += (f": {_skew_phrase(skew[0])}, and meanwhile its host queued all "
-                         f"{len(slow['c']['per_step_ns'])} steps")
-            line += f". Its own report: {idle_text}."
-            return {**base, "rank": slow["rank"], "basis": "host_step", "wait_per_step_us": round(lag / 1e3, 1),
-                    "host_idle_dominant": dom, "host_idle": idle_text, "line": line}, line
-
-    why = (f"none: collective time per step is within {_ms(spread)} across ranks (threshold {_ms(threshold)}, "
-           f"20% of the {_ms(step)} step) and no rank's host is slower than the GPU step")
-    if skews:
-        why += "; " + "; ".join(_skew_phrase(n) for n in skews)
-    return None, why
+        if slow.host_step - pace > threshold:
+            return Straggler(slow.row.rank, "host_step", slow.host_step - pace, **common)
+    return NoStraggler("balanced", len(with_c), spread, threshold, step, outliers)
 
 
 _COLL_KIND = re.compile(r"nccl(?:DevKernel|Kernel)?_([A-Za-z]+?)(?:_|\(|$)", re.IGNORECASE)
@@ -376,37 +329,7 @@ def collective_kind(kernel: str) -> str:
     return m.group(1) if m else "collective"
 
 
-def _ranks_line(rows: list[dict], workers: int, n_files: int) -> str:
-    devs: dict[str, int] = {}
-    for r in rows:
-        d = r["report"]["trace"].get("device_name") or "an unnamed device"
-        devs[d] = devs.get(d, 0) + 1
-    on = " and ".join((f"{n}× {d}" if len(devs) > 1 else d) for d, n in devs.items())
-    n = len(rows)
-    calls = sorted({r["c"]["calls"] for r in rows})
-    kinds = sorted({collective_kind(k) for r in rows for k in r["c"]["kernels"][:1]})
-    what = "/".join(kinds) or "collective"
-    coll = (f"{calls[0]} {what} kernels each" if len(calls) == 1 else
-            f"{calls[0]}-{calls[-1]} {what} kernels per rank")
-    if calls == [0]:
-        coll = "no collective kernels"
-    steps = sorted({r["c"]["steps_from"] for r in rows if r["c"]["calls"]})
-    step_src = ("steps from ProfilerStep ranges" if steps == ["ProfilerStep"] else
-                "one step per collective call (no ProfilerStep ranges)" if steps else "")
-    how = sorted({r["how"] for r in rows})
-    bad = f" ({n_files - n} of {n_files} files unusable)" if n_files > n else ""
-    return (f"Ranks: {n} rank{'s' if n != 1 else ''} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
-            + f"; ranks from {', '.join(how)}; analysed in {workers} process{'es' if workers != 1 else ''}.")
-
-
-def _rank_line(r: dict) -> str:
-    rep, c = r["report"], r["c"]
-    dom = rep["idle"]["dominant"]
-    med = _median(c["per_step_ns"])
-    coll = (f"collectives {_ms(c['total_ns'])} ({_ms(med)} per step, median)") if c["calls"] else "no collectives"
-    return (f"  rank {r['rank']}: idle {100 * rep['idle_share']:.0f}% ({CAUSE_WORDS.get(dom, dom)}), "
-            f"kernels busy {_ms(rep['kernel_busy_us'] * 1e3)}, {coll}.")
-
+# --- the merge -----------------------------------------------------------------------------
 
 def _strip_path(msg: str, p: Path) -> str:
     for pre in (f"{p}: ", f"{p} "):
@@ -415,118 +338,35 @@ def _strip_path(msg: str, p: Path) -> str:
     return msg
 
 
-def merge(results: dict[Path, dict], workers: int = 1) -> dict:
-    """The directory's report object from each file's analyze_rank result."""
-    errors = {p.name: _strip_path(r["error"], p) for p, r in results.items() if "error" in r}
-    good = {p: r for p, r in results.items() if "error" not in r}
-    rows = []
-    for rank, how, p, rep in _number_ranks(good):
-        c = rep.pop("collectives")
-        rows.append({"rank": rank, "how": how, "path": p, "report": rep, "c": c})
-    caveats = [f"{name}: {msg} (skipped)" for name, msg in errors.items()]
-    # A rank with no GPU activity (a CPU-only trace of a data-loading or parameter-server rank, or a
-    # trace captured without CUDA activity) has no collectives or idle gaps to compare: it is listed,
-    # never the straggler and never the rank whose report is shown.
-    cpu_only = [r for r in rows if r["report"].get("regime") is None]
-    if cpu_only and len(cpu_only) < len(rows):
-        caveats.append(f"{_rank_list([r['rank'] for r in cpu_only])} {'has' if len(cpu_only) == 1 else 'have'} no GPU "
-                       "activity (CPU-only): not compared with the others")
-    gpu_rows = [r for r in rows if r not in cpu_only] or rows
-    world = sorted({r["report"].get("world_size") for r in rows} - {None})
+def merge(results: dict[Path, RankReport | RankError], workers: int = 1) -> RanksReport:
+    """The directory's report from each file's result (analyzers.rank_run analyses them)."""
+    errors = {p.name: _strip_path(r.message, p) for p, r in results.items() if isinstance(r, RankError)}
+    good = {p: r for p, r in results.items() if isinstance(r, RankReport)}
+    rows = number_ranks(good)
     seen: dict[int, list[str]] = {}
     for r in rows:
-        seen.setdefault(r["rank"], []).append(r["path"].name)
-    caveats += [f"rank {k} appears in {len(v)} files ({', '.join(v)}): two runs in one directory?"
-                for k, v in seen.items() if len(v) > 1]
-    if len(world) == 1:       # the run says how many ranks it had
-        missing = sorted(set(range(world[0])) - set(seen))
-        if missing:
-            caveats.append(f"no usable trace for {_rank_list(missing)} of the run's {world[0]}")
-    elif rows and all(r["how"] == "distributedInfo" for r in rows):
-        missing = sorted(set(range(max(seen) + 1)) - set(seen))
-        if missing:
-            caveats.append(f"no usable trace for {_rank_list(missing)}")
-    trace_caveats: dict[str, list[int]] = {}
-    for r in rows:
-        for msg in r["report"]["trace"].get("caveats", []):
-            trace_caveats.setdefault(msg, []).append(r["rank"])
-    caveats += [f"{_rank_list(ks)}: {msg}" for msg, ks in trace_caveats.items()]
-
-    strag, why = straggler(gpu_rows) if rows else (None, "no ranks")
+        seen.setdefault(r.rank, []).append(r.path.name)
+    missing = ()
+    worlds = sorted({r.r.world_size for r in rows} - {None})
+    world = worlds[0] if len(worlds) == 1 else None
+    if world is not None:      # the run says how many ranks it had
+        missing = tuple(sorted(set(range(world)) - set(seen)))
+    elif rows and all(r.how == "distributedInfo" for r in rows):
+        missing = tuple(sorted(set(range(max(seen) + 1)) - set(seen)))
+    # A rank with no GPU activity (a data-loading rank, a trace captured without CUDA activity) has no
+    # collectives or idle gaps to compare: it is listed, never the straggler.
+    cpu_only = tuple(r.rank for r in rows if not r.r.has_gpu)
+    gpu_rows = [r for r in rows if r.r.has_gpu] if len(cpu_only) < len(rows) else rows
+    strag = straggler(gpu_rows) if rows else NoStraggler("no_ranks")
     if len(rows) == 1 and errors:
-        why = "only one usable rank: nobody to compare it with"
-    lines = [_ranks_line(rows, workers, len(results))] + [_rank_line(r) for r in rows]
-    lines.append(strag["line"] if strag else f"Straggler: {why}.")
-    worst = max(gpu_rows, key=lambda r: (r["report"]["idle_share"], -r["rank"]))
-    lines.append(f"Rank {worst['rank']} ({'largest idle share, ' if len(rows) > 1 else ''}"
-                 f"{100 * worst['report']['idle_share']:.0f}% of its span idle):")
-    lines += ["  " + s for s in worst["report"]["lines"]]
-    lines += [f"Caveat: {c}." for c in caveats]
-
-    ranks_out = []
-    for r in rows:
-        c = r["c"]
-        ranks_out.append({"rank": r["rank"], "rank_from": r["how"], "file": r["path"].name, **r["report"],
-                          "collectives": {"calls": c["calls"], "total_us": round(c["total_ns"] / 1e3, 3),
-                                          "steps_from": c["steps_from"], "kernels": c["kernels"],
-                                          "per_step_us": [round(x / 1e3, 3) for x in c["per_step_ns"]]}})
-    if strag is not None:
-        strag = {k: v for k, v in strag.items() if k != "line"}
-    return {"ranks": ranks_out, "straggler": strag, "straggler_reason": None if strag else why,
-            "lines": lines, "caveats": caveats, "errors": errors}
+        strag = NoStraggler("one_usable")
+    return RanksReport(rows=tuple(rows), files=len(results), workers=workers, errors=errors,
+                       duplicates={k: tuple(v) for k, v in seen.items() if len(v) > 1}, missing=missing,
+                       straggler=strag, world_size=world, cpu_only=cpu_only)
 
 
-# --- the command ---------------------------------------------------------------------------------
-
-def _progress_printer(quiet: bool):
-    if quiet or not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\ranalysing ranks: {done}/{total}" + ("\n" if done == total else ""))
-        sys.stderr.flush()
-    return show
-
-
-def report_dir(path: Path, as_json: bool = False, quiet: bool = False) -> int:
-    """`tracetriage report DIR`: print the multi-rank report; the exit code (2 on a user error)."""
-    try:
-        out = report_object(Path(path), progress=_progress_printer(quiet))
-    except TraceError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if as_json:
-        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False, default=_json_default) + "\n")
-    else:
-        print("\n".join(out["lines"]))
-    return 0
-
-
-def report_object(path: Path, progress=None) -> dict:
-    """The merged report of a directory of rank traces; TraceError when there is nothing usable."""
-    try:
-        paths = find_traces(path)
-    except OSError as e:
-        raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
-    if not paths:
-        raise TraceError(f"no traces in {path} (expected rank*.json or rank*.json.gz files)")
-    results = analyze_paths(paths, progress)
-    if all("error" in r for r in results.values()):
-        raise TraceError(f"no usable trace in {path}: " + "; ".join(r["error"] for r in results.values()))
-    good = [(p, r) for p, r in results.items() if "error" not in r]
-    if len(good) > 1 and not any(isinstance(r.get("trace", {}).get("rank"), int) or rank_from_name(p.name) is not None
-                                 for p, r in good):
-        # a folder of unrelated traces (a sample library, before/after captures): merging them as ranks
-        # of one run would name a "straggler" among workloads that never ran together
-        raise TraceError(f"{path} holds {len(good)} traces, but none says which rank of a run it is (no "
-                         "distributedInfo, no rankN in its name): report them one at a time, or compare two "
-                         "with `tracetriage diff BEFORE AFTER`")
-    _refuse_mixed_runs(path, good)
-    return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))
-
-
-def _refuse_mixed_runs(path: Path, good: list[tuple[Path, dict]]) -> None:
-    """Traces of different runs merged as ranks of one would compare what never ran together."""
+def mixed_runs(good: list[tuple[Path, RankReport]]) -> tuple[str, dict] | None:
+    """("world size" | "device", {value: file names}) when the traces cannot be ranks of one run."""
     def groups(key):
         out: dict = {}
         for p, r in good:
@@ -535,23 +375,8 @@ def _refuse_mixed_runs(path: Path, good: list[tuple[Path, dict]]) -> None:
                 out.setdefault(v, []).append(p.name)
         return out
 
-    def listing(g):
-        return " and ".join(f"{v} ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''})"
-                            for v, names in sorted(g.items(), key=lambda kv: str(kv[0])))
-
-    worlds = groups(lambda r: r.get("world_size"))
-    if len(worlds) > 1:
-        raise TraceError(f"{path} mixes traces of different runs: world size {listing(worlds)}; "
-                         "put each run's ranks in a folder of its own")
-    devices = groups(lambda r: r.get("trace", {}).get("device_name") if r.get("regime") is not None else None)
-    if len(devices) > 1:
-        raise TraceError(f"{path} mixes traces of different runs: device {listing(devices)}; "
-                         "put each run's ranks in a folder of its own")
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    for what, key in (("world size", lambda r: r.world_size), ("device", lambda r: r.device_name if r.has_gpu else None)):
+        g = groups(key)
+        if len(g) > 1:
+            return what, {v: tuple(sorted(names)) for v, names in g.items()}
+    return None

@@ -14,7 +14,7 @@ bound that holds most of the span's kernel time.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +22,11 @@ import numpy as np
 from analyzers.opcost import op_cost
 from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
 from analyzers.trace import CPU_OP, KERNEL, NONE, Trace
+from analyzers.verdicts import BOUNDS, Bound, Regime
 
-UNKNOWN, COMPUTE, MEMORY, COMM = 0, 1, 2, 3
-BOUND_NAMES = {UNKNOWN: None, COMPUTE: "compute", MEMORY: "memory", COMM: "communication"}
+# Kernel bound codes (arrays of int8) index BOUNDS.
+UNKNOWN, COMPUTE, MEMORY, COMM = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
+                                                           Bound.COMMUNICATION))
 # Collectives spin while they wait for peers: their time says nothing about arithmetic or bytes
 # on this device, so they are kept out of the compute/memory vote. NCCL and RCCL (ROCm's NCCL,
 # whose kernels keep the nccl names or say rccl), DeepEP's expert-parallel dispatch/combine
@@ -47,6 +49,13 @@ _DENSE_KINDS = ("matmul", "attention", "convolution")
 # torch 1.x's cudnn_convolution_backward calls _input and _weight, and the weight gradient's
 # op records neither the weight nor its size. Their kernels are charged to the calling op.
 _COSTED_BY_CALLER = ("convolution_backward_input", "convolution_backward_weight")
+# Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
+# launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
+# its op is one the cost model does not know (custom ops, fused library calls).
+UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model"}
+# The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
+# that votes (all but communication): a vote among the minority that is known says nothing.
+UNKNOWN_MAJORITY = 0.5
 
 
 def guess_bound(kernel_name: str) -> int:
@@ -65,7 +74,7 @@ def guess_bound(kernel_name: str) -> int:
     return UNKNOWN
 
 
-@dataclass
+@dataclass(frozen=True)
 class RooflinePoint:
     name: str
     shapes: str
@@ -78,30 +87,21 @@ class RooflinePoint:
     intensity: float
     achieved_tflops: float
     achieved_gbps: float
-    bound: str
+    bound: Bound
     ridge: float | None
     peak_tflops: float | None
     peak_gbps: float | None
     frac_of_peak: float | None   # achieved / the peak of its bound
 
-    def to_dict(self) -> dict:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
-
-@dataclass
+@dataclass(frozen=True)
 class Roofline:
     peaks: DevicePeaks | None
     points: list[RooflinePoint]
     kernel_bound: np.ndarray       # per trace row: UNKNOWN / COMPUTE / MEMORY (kernels only)
     kernel_flops: np.ndarray       # per trace row: FLOPs charged to that kernel (0 if unknown)
     kernel_bytes: np.ndarray
-    kernel_why: np.ndarray | None = None   # per trace row, for UNKNOWN kernels: why (UNCOSTED_WHY)
-
-
-# Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
-# launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
-# its op is one the cost model does not know (custom ops, fused library calls).
-UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model"}
+    kernel_why: np.ndarray | None = None   # per trace row, for UNKNOWN kernels: why (UNCOSTED_WHY code)
 
 
 def find_ceilings(trace_path: str, device_name: str | None) -> dict | None:
@@ -233,7 +233,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         if still.any():
             rows_u = unk[still]
             op_u = op[np.searchsorted(kern, rows_u)]
-            # an op recorded without Input Dims still gets a (empty) shape entry
+            # an op recorded without Input Dims still gets an (empty) shape entry
             recorded = np.array([bool(raw and raw[0]) for raw in trace.shapes_raw] + [False], bool)
             has_shape = np.zeros(len(rows_u), bool)
             has_shape[op_u != NONE] = recorded[ev.shape[op_u[op_u != NONE]]]
@@ -249,12 +249,12 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         ach_gb = nbytes / secs / 1e9 if secs > 0 else 0.0
         if peaks is not None:
             ridge = peaks.ridge(c.dtype)
-            bound = "compute" if c.intensity >= ridge else "memory"
+            bound = Bound.COMPUTE if c.intensity >= ridge else Bound.MEMORY
             pk_tf, pk_gb = peaks.flops(c.dtype) / 1e12, peaks.bytes_per_s / 1e9
-            frac = ach_tf / pk_tf if bound == "compute" else ach_gb / pk_gb
+            frac = ach_tf / pk_tf if bound is Bound.COMPUTE else ach_gb / pk_gb
         else:
             ridge = pk_tf = pk_gb = frac = None
-            bound = "compute" if c.kind in _DENSE_KINDS else "memory"
+            bound = Bound.COMPUTE if c.kind in _DENSE_KINDS else Bound.MEMORY
         points.append(RooflinePoint(name=g["name"], shapes=g["shapes"], dtype=c.dtype, kind=c.kind,
                                     calls=g["calls"], flops=flops, bytes=nbytes, device_us=g["time"] / 1e3,
                                     intensity=c.intensity, achieved_tflops=ach_tf, achieved_gbps=ach_gb,
@@ -262,14 +262,9 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     return Roofline(peaks, points, kbound, kflops, kbytes, kwhy)
 
 
-# The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
-# that votes (all but communication): a vote among the minority that is known says nothing.
-UNKNOWN_MAJORITY = 0.5
-
-
-@dataclass
+@dataclass(frozen=True)
 class RegimeVerdict:
-    regime: str                 # compute | memory | overhead | unknown
+    regime: Regime
     idle_share: float
     compute_us: float           # kernel time judged compute-bound
     memory_us: float
@@ -280,11 +275,13 @@ class RegimeVerdict:
     intensity: float | None     # FLOPs / bytes over all costed kernels
     ridge: float | None
     dtype: str | None
-    uncosted_share: float = 0.0     # unknown_us / (kernel time that votes: all but communication)
-    uncosted_why_us: dict = field(default_factory=dict)   # UNCOSTED_WHY value -> µs of unknown kernels
+    uncosted_share: float = 0.0     # unknown_us / the kernel time that votes (all but communication)
+    uncosted_why_us: dict = field(default_factory=dict)   # UNCOSTED_WHY value -> µs of kernels with no bound,
+                                                          # largest first
 
-    def to_dict(self) -> dict:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+    @property
+    def kernel_us(self) -> float:
+        return self.compute_us + self.memory_us + self.unknown_us + self.comm_us
 
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float) -> RegimeVerdict:
@@ -294,24 +291,25 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     comp, mem, unk, comm = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM))
     voting = comp + mem + unk
     uncosted = unk / voting if voting > 0 else (1.0 if comm > 0 else 0.0)
-    why_us = {}
+    why_us = []
     if roof.kernel_why is not None and unk > 0:
         w = roof.kernel_why[kernel_rows]
         for code, name in UNCOSTED_WHY.items():
             t = float(dur[(b == UNKNOWN) & (w == code)].sum())
             if t > 0:
-                why_us[name] = round(t / 1e3, 3)
+                why_us.append((name, round(t / 1e3, 3)))
+    why_us.sort(key=lambda x: -x[1])
     if idle_share > 0.5:
-        verdict = "overhead"
+        verdict = Regime.OVERHEAD
     elif uncosted > UNKNOWN_MAJORITY:
-        verdict = "unknown"
+        verdict = Regime.UNKNOWN
     else:
-        verdict = "compute" if comp > mem else "memory"
+        verdict = Regime.COMPUTE if comp > mem else Regime.MEMORY
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
-    win = known & (b == (COMPUTE if verdict == "compute" else MEMORY))
-    if verdict == "unknown":
+    win = known & (b == (COMPUTE if verdict is Regime.COMPUTE else MEMORY))
+    if verdict is Regime.UNKNOWN:
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
@@ -319,7 +317,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     dtype = _dominant_dtype(roof)
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
-                         ridge, dtype, uncosted, why_us)
+                         ridge, dtype, uncosted, dict(why_us))
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

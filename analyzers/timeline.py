@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.idle import CAUSES
+from analyzers.verdicts import CAUSES
 from analyzers.report import Analysis
 from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, RUNTIME, USER_ANNOTATION)
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from capture.ranges import named_range
-from capture.smells import _GpuThenSync, _HostThenGpu, _gpu
+from capture.smells import GpuThenSync, HostThenGpu, on_gpu
 from capture.workload import Workload
 
 
@@ -86,7 +86,7 @@ class _NumpyImages(torch.utils.data.Dataset):
 
 
 @dataclass
-class HostDataLoader(_HostThenGpu):
+class HostDataLoader(HostThenGpu):
     """DataLoader with num_workers=0: each batch of 16 crops is built in the main process."""
     kind: ClassVar[str] = "probe_host_dataloader"
     batch: int = 16
@@ -104,7 +104,7 @@ class HostDataLoader(_HostThenGpu):
 
 
 @dataclass
-class HostJson(_HostThenGpu):
+class HostJson(HostThenGpu):
     """Serialising a metrics dict to JSON and back between steps (a logging hook)."""
     kind: ClassVar[str] = "probe_host_json"
     entries: int = 5_000
@@ -119,7 +119,7 @@ class HostJson(_HostThenGpu):
 # --- synchronization -------------------------------------------------------------------------
 
 @dataclass
-class SyncPrint(_GpuThenSync):
+class SyncPrint(GpuThenSync):
     """print() of a tensor statistic every iteration (its repr copies the value to the host)."""
     kind: ClassVar[str] = "probe_sync_print"
 
@@ -130,7 +130,7 @@ class SyncPrint(_GpuThenSync):
 
 
 @dataclass
-class SyncAny(_GpuThenSync):
+class SyncAny(GpuThenSync):
     """Data-dependent control flow: `if (y < -1e6).any():` after each iteration's matmuls."""
     kind: ClassVar[str] = "probe_sync_any"
 
@@ -141,12 +141,12 @@ class SyncAny(_GpuThenSync):
 
 
 @dataclass
-class SyncEvent(_GpuThenSync):
+class SyncEvent(GpuThenSync):
     """A CUDA event recorded and waited on by the host after every iteration."""
     kind: ClassVar[str] = "probe_sync_event"
 
     def after(self, y) -> bool:
-        if _gpu(self.device):
+        if on_gpu(self.device):
             ev = torch.cuda.Event()
             ev.record()
             ev.synchronize()              # cudaEventSynchronize
@@ -154,7 +154,7 @@ class SyncEvent(_GpuThenSync):
 
 
 @dataclass
-class SyncTolist(_GpuThenSync):
+class SyncTolist(GpuThenSync):
     """Reading a few values with .tolist() for logging after each iteration."""
     kind: ClassVar[str] = "probe_sync_tolist"
 
@@ -173,7 +173,7 @@ class TransferToNumpy(Workload):
     mbytes: int = 32
 
     def setup(self):
-        mb = self.mbytes if _gpu(self.device) else 1
+        mb = self.mbytes if on_gpu(self.device) else 1
         self.xs = [torch.randn(mb * (1 << 20) // 4, device=self.device) for _ in range(self.tensors)]
 
     def step(self):
@@ -195,9 +195,9 @@ class TransferUnpinnedLoader(Workload):
     mbytes: int = 64
 
     def setup(self):
-        mb = self.mbytes if _gpu(self.device) else 1
+        mb = self.mbytes if on_gpu(self.device) else 1
         self.host = [torch.randn(mb * (1 << 20) // 4) for _ in range(self.batches)]
-        d = 1024 if _gpu(self.device) else 64
+        d = 1024 if on_gpu(self.device) else 64
         self.w = torch.randn(d, d, device=self.device)
 
     def step(self):
@@ -238,7 +238,7 @@ class LaunchLSTMCell(Workload):
 
 
 @dataclass
-class HostRegexTokenize(_HostThenGpu):
+class HostRegexTokenize(HostThenGpu):
     """Regex tokenisation of a few thousand sentences before each GPU phase."""
     kind: ClassVar[str] = "probe_host_regex_tokenize"
     sentences: int = 2000
@@ -254,18 +254,18 @@ class HostRegexTokenize(_HostThenGpu):
 
 
 @dataclass
-class SyncStream(_GpuThenSync):
+class SyncStream(GpuThenSync):
     """torch.cuda.current_stream().synchronize() after each iteration (cudaStreamSynchronize)."""
     kind: ClassVar[str] = "probe_sync_stream"
 
     def after(self, y) -> bool:
-        if _gpu(self.device):
+        if on_gpu(self.device):
             torch.cuda.current_stream().synchronize()
         return False
 
 
 @dataclass
-class SyncEqual(_GpuThenSync):
+class SyncEqual(GpuThenSync):
     """A convergence check with torch.equal (its answer is a bool on the host)."""
     kind: ClassVar[str] = "probe_sync_equal"
 
@@ -280,9 +280,9 @@ class TransferFromNumpy(Workload):
     mbytes: int = 64
 
     def setup(self):
-        mb = self.mbytes if _gpu(self.device) else 1
+        mb = self.mbytes if on_gpu(self.device) else 1
         self.host = np.random.default_rng(0).random(mb * (1 << 20) // 4, dtype=np.float32)
-        d = 1024 if _gpu(self.device) else 64
+        d = 1024 if on_gpu(self.device) else 64
         self.w = torch.randn(d, d, device=self.device)
 
     def step(self):

@@ -19,7 +19,7 @@ from capture.ranges import named_range
 from capture.workload import DTYPES, Workload
 
 
-def _gpu(device: str) -> bool:
+def on_gpu(device: str) -> bool:
     return torch.device(device).type == "cuda"
 
 
@@ -98,7 +98,7 @@ class LaunchPerParamUpdate(Workload):
 # --- host work: the host is busy with something that is not issuing GPU work ------
 
 @dataclass
-class _HostThenGpu(Workload):
+class HostThenGpu(Workload):
     """Shared shape: host_phase() on the CPU, then a GPU phase of a few matmuls.
 
     No synchronization anywhere: without the host phase the GPU would stay busy.
@@ -108,8 +108,8 @@ class _HostThenGpu(Workload):
     dtype: str = "bfloat16"
 
     def setup(self):
-        dt = DTYPES[self.dtype] if _gpu(self.device) else torch.float32
-        d = self.gpu_dim if _gpu(self.device) else 256
+        dt = DTYPES[self.dtype] if on_gpu(self.device) else torch.float32
+        d = self.gpu_dim if on_gpu(self.device) else 256
         self.a = torch.randn(d, d, device=self.device, dtype=dt)
         self.b = torch.randn(d, d, device=self.device, dtype=dt)
         self.setup_host()
@@ -134,7 +134,7 @@ class _HostThenGpu(Workload):
 
 
 @dataclass
-class HostNumpy(_HostThenGpu):
+class HostNumpy(HostThenGpu):
     """numpy preprocessing on the critical path: sort + cumulative stats of 100k floats."""
     kind: ClassVar[str] = "smell_host_numpy"
     host_elems: int = 100_000
@@ -149,7 +149,7 @@ class HostNumpy(_HostThenGpu):
 
 
 @dataclass
-class HostPython(_HostThenGpu):
+class HostPython(HostThenGpu):
     """Pure-Python work (a toy tokenizer over strings): untraced by the profiler."""
     kind: ClassVar[str] = "smell_host_python"
     words: int = 20_000
@@ -165,7 +165,7 @@ class HostPython(_HostThenGpu):
 
 
 @dataclass
-class HostCpuTensorOps(_HostThenGpu):
+class HostCpuTensorOps(HostThenGpu):
     """Data loading in the main process: CPU-tensor augmentation of a 3x512x512 image batch.
 
     The profiler records these as aten ops on the CPU that launch no GPU work.
@@ -184,7 +184,7 @@ class HostCpuTensorOps(_HostThenGpu):
 
 
 @dataclass
-class HostSleep(_HostThenGpu):
+class HostSleep(HostThenGpu):
     """Waiting on I/O (a blocking read, a remote call): simulated with time.sleep."""
     kind: ClassVar[str] = "smell_host_sleep"
     sleep_ms: float = 2.0
@@ -200,15 +200,15 @@ class HostSleep(_HostThenGpu):
 # slower than the device anyway and the trace would be launch-bound, not sync-bound.)
 
 @dataclass
-class _GpuThenSync(Workload):
+class GpuThenSync(Workload):
     dim: int = 4096
     matmuls: int = 3              # bf16 4096^3: ~0.18 ms each on an H200
     inner_steps: int = 8          # syncs per profiled step
     dtype: str = "bfloat16"
 
     def setup(self):
-        dt = DTYPES[self.dtype] if _gpu(self.device) else torch.float32
-        d = self.dim if _gpu(self.device) else 128
+        dt = DTYPES[self.dtype] if on_gpu(self.device) else torch.float32
+        d = self.dim if on_gpu(self.device) else 128
         self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
         self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
 
@@ -238,7 +238,7 @@ class _GpuThenSync(Workload):
 
 
 @dataclass
-class SyncItem(_GpuThenSync):
+class SyncItem(GpuThenSync):
     """A training-style loop that reads the loss with .item() to decide early stopping."""
     kind: ClassVar[str] = "smell_sync_item"
 
@@ -247,7 +247,7 @@ class SyncItem(_GpuThenSync):
 
 
 @dataclass
-class SyncExplicit(_GpuThenSync):
+class SyncExplicit(GpuThenSync):
     """Per-op timing with host clocks: torch.cuda.synchronize() after every matmul."""
     kind: ClassVar[str] = "smell_sync_explicit"
 
@@ -258,14 +258,14 @@ class SyncExplicit(_GpuThenSync):
             with named_range("timed_op"):
                 t0 = time.perf_counter()
                 y = y @ self.b
-                if _gpu(self.device):
+                if on_gpu(self.device):
                     torch.cuda.synchronize()  # the device drains here, every op
                 self.times.append(time.perf_counter() - t0)
         return y
 
 
 @dataclass
-class SyncNonzero(_GpuThenSync):
+class SyncNonzero(GpuThenSync):
     """Data-dependent shapes: boolean-mask indexing (nonzero) syncs to learn the size."""
     kind: ClassVar[str] = "smell_sync_nonzero"
     range_name: ClassVar[str] = "select_rows"
@@ -278,7 +278,7 @@ class SyncNonzero(_GpuThenSync):
 
 
 @dataclass
-class SyncLight(_GpuThenSync):
+class SyncLight(GpuThenSync):
     """.item() after ~0.1 ms of small kernels, which the host issues about as fast as the device
     runs them: sync drains and launch gaps cost about the same. A mixed case, not a clean smell."""
     kind: ClassVar[str] = "control_sync_light"
@@ -303,11 +303,11 @@ class _TransferBase(Workload):
     compute_dim: int = 2048           # a short compute phase on the moved batch
 
     def elems(self) -> int:
-        mb = self.mbytes if _gpu(self.device) else 4
+        mb = self.mbytes if on_gpu(self.device) else 4
         return mb * (1 << 20) // 4    # float32
 
     def compute(self, x):
-        d = self.compute_dim if _gpu(self.device) else 128
+        d = self.compute_dim if on_gpu(self.device) else 128
         w = x[: d * d].view(d, d)
         return (w @ w).sum()
 
@@ -351,7 +351,7 @@ class TransferPinnedSerial(_TransferBase):
     batches: int = 4
 
     def setup(self):
-        pin = _gpu(self.device)
+        pin = on_gpu(self.device)
         self.host = [torch.randn(self.elems()).pin_memory() if pin else torch.randn(self.elems())
                      for _ in range(self.batches)]
 
@@ -376,7 +376,7 @@ class HealthyOverlap(Workload):
     batches: int = 4
 
     def setup(self):
-        gpu = _gpu(self.device)
+        gpu = on_gpu(self.device)
         elems = (self.mbytes if gpu else 2) * (1 << 20) // 2
         dt = torch.bfloat16 if gpu else torch.float32
         self.host = [torch.randn(elems, dtype=dt).pin_memory() if gpu else torch.randn(elems, dtype=dt)

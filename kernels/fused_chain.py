@@ -55,7 +55,7 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def _check_input(x: torch.Tensor, name: str) -> None:
+def check_input(x: torch.Tensor, name: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} expects a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -72,7 +72,7 @@ def _check_input(x: torch.Tensor, name: str) -> None:
         )
 
 
-def _check_out(x: torch.Tensor, out: torch.Tensor, name: str) -> None:
+def check_out(x: torch.Tensor, out: torch.Tensor, name: str) -> None:
     if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(
             f"{name}: out must match x (shape {tuple(x.shape)}, {x.dtype}, {x.device}); "
@@ -89,11 +89,11 @@ def fused_chain(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """sigmoid(x * scale + shift) * x in one kernel; any shape, contiguous, float."""
-    _check_input(x, "fused_chain")
+    check_input(x, "fused_chain")
     if out is None:
         out = torch.empty_like(x)
     else:
-        _check_out(x, out, "fused_chain")
+        check_out(x, out, "fused_chain")
     n = x.numel()
     if n == 0:
         return out

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.fused_chain import _check_input, _check_out
+from kernels.fused_chain import check_input, check_out
 
 MAX_COLS = 2**16  # whole row in registers: beyond this the kernel spills badly
 
@@ -47,7 +47,7 @@ def _num_warps(block: int) -> int:
 
 def fused_softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """softmax(x, dim=-1) in one kernel; contiguous float tensor with at least 1 dim."""
-    _check_input(x, "fused_softmax")
+    check_input(x, "fused_softmax")
     if x.dim() == 0:
         raise ValueError("fused_softmax expects a tensor with at least 1 dim (softmax is over the last dim), got a scalar")
     n_cols = x.shape[-1]
@@ -58,7 +58,7 @@ def fused_softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Ten
     if out is None:
         out = torch.empty_like(x)
     else:
-        _check_out(x, out, "fused_softmax")
+        check_out(x, out, "fused_softmax")
     if x.numel() == 0:
         return out
     x2 = x.view(-1, n_cols)  # [rows, n_cols]

@@ -26,9 +26,12 @@ import pytest
 
 import kineto_factory as kf
 from analyzers import decode as decode_mod
+from analyzers import load as load_mod
 from analyzers import memory as memory_mod
 from analyzers.report import analyze_trace
-from analyzers.trace import TraceError, load
+from analyzers.load import load
+from analyzers import voice
+from analyzers.trace import Caveat, TraceError
 from tracetriage.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +74,7 @@ def numbers(path) -> dict:
     """What the report says in numbers: span, busy, idle by cause, hotspot times."""
     a = analyze_trace(load(path, use_cache=False))
     return {"span": a.span_ns, "busy": a.kernel_busy_ns, "idle": a.idle_ns, "by_cause": a.by_cause_ns,
-            "hot": [(h["name"], h["device_us"]) for h in a.hot_ops]}
+            "hot": [(h.name, h.device_us) for h in a.hotspots]}
 
 
 # --- files that are not usable traces: error, exit 2 ------------------------------------------------
@@ -219,8 +222,9 @@ def test_events_with_bad_ts_or_dur_are_dropped_with_a_caveat(tmp_path, capsys):
 def test_a_number_beyond_float_range_drops_only_its_event(tmp_path):
     text = json.dumps(good_doc(10)).replace('"dur": 10.0', '"dur": 1e999', 1)
     trace = load(kf.write(tmp_path / "inf.json", text), use_cache=False)
-    assert trace.caveats == ["1 complete event had a missing, negative, non-numeric or out-of-range ts/dur "
-                             "and was dropped"]
+    assert trace.caveats == (Caveat("dropped_events", 1),)
+    assert voice.caveat(trace.caveats[0]) == ("1 complete event had a missing, negative, non-numeric or out-of-range "
+                                              "ts/dur and was dropped")
 
 
 def test_ids_beyond_int64_do_not_crash_the_loader(tmp_path):
@@ -228,7 +232,7 @@ def test_ids_beyond_int64_do_not_crash_the_loader(tmp_path):
     doc["traceEvents"][2]["args"]["correlation"] = 10 ** 30   # a kernel: now unlinked
     doc["traceEvents"][5]["pid"] = 10 ** 30                    # an op on a thread of its own
     trace = load(kf.write(tmp_path / "big-ids.json", doc), use_cache=False)
-    assert len(trace.ev) == 30 and trace.caveats[0].startswith("1 of 10 GPU activities have no launch call")
+    assert len(trace.ev) == 30 and trace.caveats[0] == Caveat("unlinked_gpu", 1, 10)
 
 
 def test_missing_correlation_counts_the_unlinked_idle_as_other_with_a_caveat(tmp_path, capsys):
@@ -252,8 +256,8 @@ def test_an_unlinked_trace_is_not_told_to_move_fewer_bytes_because_of_0_percent(
             del e["args"]["correlation"]
     a = analyze_trace(load(kf.write(tmp_path / "nocorr.json", doc), use_cache=False))
     assert a.verdict.memory_us == 0
-    assert "because 0% of kernel time" not in a.lines[4], a.lines[4]
-    assert a.next_experiment["lever"].startswith("capture again with both CPU and CUDA activity")
+    assert "because 0% of kernel time" not in voice.five_lines(a)[4], voice.five_lines(a)[4]
+    assert voice.next_experiment(a)["lever"].startswith("capture again with both CPU and CUDA activity")
 
 
 def test_missing_external_id_lists_gpu_time_under_the_kernel_name(tmp_path, capsys):
@@ -335,7 +339,7 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
 
 def test_programmatic_dependent_launch_overlaps_in_real_traces_get_no_caveat():
     # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (analyzers.streams)
-    assert load(TRACES / "gpt-eager.json.gz", use_cache=False).caveats == []
+    assert load(TRACES / "gpt-eager.json.gz", use_cache=False).caveats == ()
 
 
 def test_several_devices_and_streams_get_per_device_idle_and_no_caveat(tmp_path, capsys):
@@ -388,7 +392,7 @@ def test_string_thread_ids_mean_the_same_thread_in_both_halves_of_a_split_decode
     assert len(parts) == 2 and all(len(p.cols["ts"]) > 2000 for p in parts)   # it did split, mid-list
     trace = load(path, use_cache=False)
     assert len(np.unique(trace.ev.tid[trace.ev.cat == 1])) == 1              # one host thread, not two
-    assert len(trace.ev) == 6000 and trace.caveats == []
+    assert len(trace.ev) == 6000 and trace.caveats == ()
     assert numbers(path)["hot"][0][0] == "aten::add"
 
 
@@ -444,7 +448,7 @@ def test_a_json_too_big_for_the_memory_budget_is_refused_before_it_is_read(tmp_p
     path = kf.write(tmp_path / "padded.json", doc[:-1] + " " * (40 << 20) + "}")   # 42 MB of JSON
     monkeypatch.setenv("TRACETRIAGE_MEMORY_BUDGET", "100M")
     read = []
-    monkeypatch.setattr(decode_mod, "decode", lambda *a: read.append(a))
+    monkeypatch.setattr(load_mod, "decode", lambda *a: read.append(a))   # the step load() calls
     assert_user_error(capsys, path, "too big to analyse here: 42 MB of JSON needs at least 369 MB of memory and "
                                     "105 MB is TRACETRIAGE_MEMORY_BUDGET", "shorter window")
     assert not read
@@ -476,7 +480,7 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
     kf.write(tmp_path / "liar.json.gz", body[:-4] + (1000).to_bytes(4, "little"))  # ISIZE says 1 kB
     monkeypatch.setenv("TRACETRIAGE_MEMORY_BUDGET", "400M")   # reads at most (400M - 300M) / 1.3 = 80 MB
     decoded = []
-    monkeypatch.setattr(decode_mod, "decode", lambda *a: decoded.append(a))
+    monkeypatch.setattr(load_mod, "decode", lambda *a: decoded.append(a))
     for name in ("bomb.json.gz", "liar.json.gz"):
         assert_user_error(capsys, tmp_path / name, "too big to analyse here: more than 81 MB of JSON needs more than 419 MB "
                                                        "of memory and 419 MB is TRACETRIAGE_MEMORY_BUDGET")

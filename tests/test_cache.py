@@ -22,7 +22,8 @@ import pytest
 
 import kineto_factory as kf
 from analyzers import cache
-from analyzers.trace import _EVENT_COLUMNS, load
+from analyzers.load import load
+from analyzers.trace import EVENT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
@@ -46,13 +47,13 @@ def src(tmp_path) -> Path:
 def fingerprint(t) -> str:
     """Everything a loaded Trace holds, hashed."""
     h = hashlib.sha256()
-    for k in _EVENT_COLUMNS:
+    for k in EVENT_COLUMNS:
         a = getattr(t.ev, k)
         h.update(f"{k}:{a.dtype}".encode())
         h.update(np.ascontiguousarray(a).tobytes())
     h.update(np.ascontiguousarray(t.launch_of).tobytes())
     h.update(np.ascontiguousarray(t.op_of).tobytes())
-    h.update(json.dumps([t.names, [[b.hex() for b in s] for s in t.shapes_raw], t.caveats,
+    h.update(json.dumps([t.names, [[b.hex() for b in s] for s in t.shapes_raw], [list(vars(c).values()) for c in t.caveats],
                          sorted(t.device_names.items()), t.rank, t.base_time_ns, t.events_in_file]).encode())
     return h.hexdigest()
 
@@ -85,8 +86,14 @@ def _load_at_once(cache_root: str, path: str, barrier, out) -> None:
     out.put(fingerprint(load(path)))
 
 
-def _hammer(cache_root: str, path: str, role: str, seconds: float, barrier, out) -> None:
-    """Writers put the entry again and again; readers get it again and again, and count what they saw."""
+WRITES_PER_WRITER = 12    # bounded by count, never by time: a loaded 2-core machine does as many as an idle one
+MIN_READS = 12
+MAX_READS = 100_000
+
+
+def _hammer(cache_root: str, path: str, role: str, barrier, writers_left, out) -> None:
+    """Writers put the entry WRITES_PER_WRITER times; readers get it until every writer is done (at least
+    MIN_READS times), and count what they saw."""
     os.environ["TRACETRIAGE_CACHE_DIR"] = cache_root
     os.environ.pop("TRACETRIAGE_NO_CACHE", None)
     p = Path(path)
@@ -94,14 +101,18 @@ def _hammer(cache_root: str, path: str, role: str, seconds: float, barrier, out)
     want = fingerprint(ref)
     barrier.wait()
     seen = {"ok": 0, "none": 0, "wrong": 0}
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if role == "writer":
+    if role == "writer":
+        for _ in range(WRITES_PER_WRITER):
             cache.put(p, ref)
             seen["ok"] += 1
-        else:
+        with writers_left.get_lock():
+            writers_left.value -= 1
+    else:
+        reads = 0
+        while reads < MAX_READS and (reads < MIN_READS or writers_left.value > 0):
             t = cache.get(p)
             seen["none" if t is None else ("ok" if fingerprint(t) == want else "wrong")] += 1
+            reads += 1
     out.put((role, seen))
 
 
@@ -147,7 +158,9 @@ def test_readers_racing_writers_never_see_half_an_entry(src, cache_dir):
     ctx = mp.get_context("spawn")
     roles = ["writer", "writer", "reader", "reader", "reader"]
     barrier, out = ctx.Barrier(len(roles)), ctx.Queue()
-    procs = [ctx.Process(target=_hammer, args=(str(cache_dir.parent), str(src), r, 1.5, barrier, out)) for r in roles]
+    writers_left = ctx.Value("i", roles.count("writer"))
+    procs = [ctx.Process(target=_hammer, args=(str(cache_dir.parent), str(src), r, barrier, writers_left, out))
+             for r in roles]
     for p in procs:
         p.start()
     results = [out.get(timeout=120) for _ in roles]
@@ -155,7 +168,7 @@ def test_readers_racing_writers_never_see_half_an_entry(src, cache_dir):
         p.join(60)
     writes = sum(s["ok"] for r, s in results if r == "writer")
     reads = [s for r, s in results if r == "reader"]
-    assert writes > 10 and sum(s["ok"] for s in reads) > 10
+    assert writes == 2 * WRITES_PER_WRITER and all(sum(s.values()) >= MIN_READS for s in reads)
     assert all(s["none"] == 0 and s["wrong"] == 0 for s in reads), reads   # always a whole entry, never a miss
     assert len(entries(cache_dir)) == 1 and temporaries(cache_dir) == []
 

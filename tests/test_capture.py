@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from analyzers.trace import USER_ANNOTATION, load
+from analyzers.load import load
+from analyzers.trace import USER_ANNOTATION
 from capture.harness import capture_workload, sidecar_path
 from capture.presets import CPU_OVERRIDES, PRESETS, get
 from capture.timer import CpuFallbackError, honest_time

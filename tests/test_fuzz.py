@@ -26,8 +26,10 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import kineto_factory as kf
 from analyzers.idle import CAUSES
-from analyzers.report import analyze_trace, to_json
-from analyzers.trace import KERNEL, Trace, TraceError, load
+from analyzers import serialize, voice
+from analyzers.report import analyze_trace
+from analyzers.load import load
+from analyzers.trace import KERNEL, Caveat, Trace, TraceError
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 
@@ -130,12 +132,13 @@ def check_invariants(trace: Trace):
         if len(g):
             assert g.start[0] >= d.span_start and g.end[-1] <= d.span_end
     assert a.idle_ns == sum(d.idle_ns for d in a.devices)
-    assert len(a.lines) == 5 and all(isinstance(x, str) and x for x in a.lines)
-    json.dumps(to_json(a), allow_nan=False, default=_np_default)       # `report --json` prints valid JSON
+    lines = voice.five_lines(a)
+    assert len(lines) == 5 and all(isinstance(x, str) and x for x in lines)
+    json.dumps(serialize.report(a), allow_nan=False, default=_np_default)       # `report --json` prints valid JSON
     for r in a.ranges[:2]:                                               # `report --range NAME`
         sub = analyze_trace(trace, r.name)
-        assert sub.idle_ns <= a.idle_ns and len(sub.lines) == 5
-        json.dumps(to_json(sub), allow_nan=False, default=_np_default)
+        assert sub.idle_ns <= a.idle_ns and len(voice.five_lines(sub)) == 5
+        json.dumps(serialize.report(sub), allow_nan=False, default=_np_default)
     return a
 
 
@@ -166,7 +169,7 @@ def load_or_error(path) -> Trace | None:
 def test_valid_traces_load_cleanly_and_match_the_oracle(workdir, built):
     doc, oracle = built
     trace = load(write(workdir, doc), use_cache=False)
-    assert trace.caveats == []
+    assert trace.caveats == ()
     a = check_invariants(trace)
     assert {d.device: {"span": d.span_ns, "busy": d.kernel_busy_ns} for d in a.devices} == oracle
 
@@ -185,7 +188,7 @@ def test_event_order_and_exact_duplicates_do_not_change_the_answer(workdir, buil
         got = check_invariants(load(write(workdir, variant), use_cache=False))
         assert (got.span_ns, got.kernel_busy_ns, got.idle_ns, got.by_cause_ns) == \
                (want.span_ns, want.kernel_busy_ns, want.idle_ns, want.by_cause_ns)
-        assert [(h["name"], h["device_us"]) for h in got.hot_ops] == [(h["name"], h["device_us"]) for h in want.hot_ops]
+        assert [(h.name, h.device_us) for h in got.hotspots] == [(h.name, h.device_us) for h in want.hotspots]
 
 
 @budget(60)
@@ -198,11 +201,10 @@ def test_one_odd_value_costs_its_own_event_not_the_file(workdir, built):
     odd["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "odd", "pid": 0, "tid": 7, "ts": "later",
                                "dur": 1.0, "args": {"device": 0, "stream": 7, "correlation": 1}})
     trace = load(write(workdir, odd), use_cache=False)
-    assert trace.caveats == ["1 complete event had a missing, negative, non-numeric or out-of-range ts/dur and was "
-                             "dropped"]
+    assert trace.caveats == (Caveat("dropped_events", 1),)
     got = check_invariants(trace)
-    assert (got.span_ns, got.kernel_busy_ns, got.by_cause_ns, got.hot_ops) == \
-           (want.span_ns, want.kernel_busy_ns, want.by_cause_ns, want.hot_ops)
+    assert (got.span_ns, got.kernel_busy_ns, got.by_cause_ns, got.hotspots) == \
+           (want.span_ns, want.kernel_busy_ns, want.by_cause_ns, want.hotspots)
 
 
 # --- mutated traces -----------------------------------------------------------------------------------------

@@ -54,7 +54,8 @@ import pytest
 
 from analyzers import intervals as iv
 from analyzers.streams import StreamStats, kernel_time_ns, per_stream
-from analyzers.trace import GPU_CATS, NONE, Trace, load
+from analyzers.load import load
+from analyzers.trace import GPU_CATS, NONE, Trace
 from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
 pytest.importorskip("hta")

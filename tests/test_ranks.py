@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import ranks
-from analyzers.ranks import analyze_paths, rank_from_name, report_object, straggler
+from analyzers import rank_run, ranks, serialize, voice
+from analyzers.rank_run import analyze_paths
+from analyzers.ranks import (Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name,
+                             straggler)
+from analyzers.verdicts import Cause
+
+
+def report_object(path):
+    """The `report DIR --json` object."""
+    return serialize.ranks(rank_run.report_object(path))
 
 ROOT = Path(__file__).resolve().parent.parent
 DDP = ROOT / "traces" / "ddp"                 # ranks aligned by a barrier inside the profiler
@@ -74,7 +82,7 @@ def test_ddp_text_report_has_a_line_per_rank_the_straggler_and_the_worst_ranks_f
     assert lines[1].startswith("  rank 0: idle 7% (launch overhead), kernels busy 4.35 ms, collectives 2.49 ms")
     assert lines[2].startswith("  rank 1: idle 1% (host work)")
     assert lines[3].startswith("Straggler: rank 1, by its host: it takes 3.76 ms to issue a step")
-    assert "against 0.33 ms on rank 0" in lines[3] and "profiler start skew" in lines[3]
+    assert "against 332.7 µs on rank 0" in lines[3] and "profiler start skew" in lines[3]
     assert "mostly host work" in lines[3]
     assert lines[4] == "Rank 0 (largest idle share, 7% of its span idle):"
     assert [s.split(":")[0].strip() for s in lines[5:10]] == ["Measured", "Time", "Idle", "Regime", "Next"]
@@ -131,8 +139,10 @@ def test_a_directory_of_only_bad_ranks_exits_2_naming_each_file(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_report_dir_catches_the_trace_error_itself(tmp_path, capsys):
-    assert ranks.report_dir(tmp_path, as_json=False, quiet=True) == 2
+def test_report_dir_is_a_user_error_without_a_traceback(tmp_path, capsys):
+    from tracetriage.cli import main
+
+    assert main(["report", "--quiet", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("error: no traces in ")
 
@@ -143,9 +153,9 @@ def test_one_rank_is_analysed_without_a_process_pool(monkeypatch):
     def no_pool(*a, **k):
         raise AssertionError("a pool was started for one rank")
 
-    monkeypatch.setattr(ranks, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(rank_run, "ProcessPoolExecutor", no_pool)
     res = analyze_paths([DDP / "rank0.json.gz"])
-    assert res[DDP / "rank0.json.gz"]["trace"]["rank"] == 0
+    assert res[DDP / "rank0.json.gz"].rank == 0
 
 
 def test_ranks_analysed_in_parallel_match_the_single_process_analysis():
@@ -153,9 +163,9 @@ def test_ranks_analysed_in_parallel_match_the_single_process_analysis():
     pooled = analyze_paths(paths)
     assert list(pooled) == paths
     for p in paths:
-        alone = ranks.analyze_rank(str(p))
-        assert pooled[p]["lines"] == alone["lines"]
-        assert pooled[p]["collectives"]["call_ns"] == alone["collectives"]["call_ns"]
+        alone = rank_run.analyze_rank(str(p))
+        assert pooled[p].lines == alone.lines
+        assert pooled[p].collectives.call_ns == alone.collectives.call_ns
 
 
 @pytest.mark.parametrize("name, rank", [("rank3.json.gz", 3), ("trace_rank_12.pt.trace.json", 12),
@@ -165,42 +175,48 @@ def test_rank_from_the_file_name_reads_rank_n_but_not_a_pid(name, rank):
 
 
 def test_ranks_come_from_distributed_info_then_file_name_then_file_order():
-    res = {Path("b.json"): {"trace": {"rank": None}}, Path("x_rank0.json"): {"trace": {"rank": None}},
-           Path("a.json"): {"trace": {"rank": 2}}, Path("c.json"): {"trace": {"rank": None}}}
-    got = [(rk, how, p.name) for rk, how, p, _ in ranks._number_ranks(res)]
+    res = {Path("b.json"): _report(None), Path("x_rank0.json"): _report(None),
+           Path("a.json"): _report(2), Path("c.json"): _report(None)}
+    got = [(r.rank, r.how, r.path.name) for r in ranks.number_ranks(res)]
     assert got == [(0, "file name", "x_rank0.json"), (1, "file order", "b.json"),
                    (2, "distributedInfo", "a.json"), (3, "file order", "c.json")]
 
 
-def _row(rank, coll_us, launch_every_us, step_us=850.0, steps=6, dominant="launch_overhead"):
+def _report(rank, collectives=None, idle_share=0.1, span_us=0.0, dominant=Cause.LAUNCH_OVERHEAD) -> RankReport:
+    c = collectives or Collectives(0, 0, "calls", (), (), (), (), None, 0, 0, ())
+    return RankReport(report={}, lines=("M", "T", "I", "R", "N"), mostly=f"{dominant.value}: evidence",
+                      dominant=dominant, idle_share=idle_share, span_us=span_us, kernel_busy_us=0.0,
+                      device_name="NVIDIA H200", rank=rank, caveats=(), collectives=c)
+
+
+def _row(rank, coll_us, launch_every_us, step_us=850.0, steps=6, dominant=Cause.LAUNCH_OVERHEAD, step_end_ns=None):
     """A synthetic rank: one collective per step, ending together on every rank."""
-    ends = [int((i + 1) * step_us * 1e3) for i in range(steps)]
-    c = {"calls": steps, "total_ns": int(coll_us * 1e3) * steps, "steps_from": "calls",
-         "call_ns": [int(coll_us * 1e3)] * steps, "per_step_ns": [int(coll_us * 1e3)] * steps,
-         "step_end_ns": ends, "step_launch_ns": [int(i * launch_every_us * 1e3) for i in range(steps)],
-         "longest": {"call": 0, "start_ns": ends[0] - int(coll_us * 1e3), "end_ns": ends[0],
-                     "dur_ns": int(coll_us * 1e3)},
-         "trace_start_ns": 0, "trace_end_ns": ends[-1], "kernels": ["ncclDevKernel_AllReduce_Sum_bf16"]}
-    rep = {"idle_share": 0.1, "span_us": steps * step_us, "idle": {"dominant": dominant},
-           "lines": ["M", "T", f"Idle: the GPU is idle 10% of the span (1 ms): x; mostly {dominant}: evidence.", "R", "N"]}
-    return {"rank": rank, "c": c, "report": rep}
+    ends = step_end_ns or [int((i + 1) * step_us * 1e3) for i in range(steps)]
+    ns = int(coll_us * 1e3)
+    c = Collectives(calls=steps, total_ns=ns * steps, steps_from="calls", call_ns=(ns,) * steps,
+                    per_step_ns=(ns,) * steps, step_end_ns=tuple(ends),
+                    step_launch_ns=tuple(int(i * launch_every_us * 1e3) for i in range(steps)),
+                    longest=LongestCall(0, ends[0] - ns, ends[0], ns), trace_start_ns=0, trace_end_ns=ends[-1],
+                    kernels=("ncclDevKernel_AllReduce_Sum_bf16",))
+    return RankRow(rank, "distributedInfo", Path(f"rank{rank}.json"),
+                   _report(rank, c, span_us=steps * step_us, dominant=dominant))
 
 
 def test_the_rank_whose_collectives_are_shortest_is_the_straggler_when_others_wait_in_theirs():
     # textbook steady state: rank 2 arrives 3 ms late every step, ranks 0, 1, 3 wait for it
-    rows = [_row(0, 3460, 3850), _row(1, 3455, 3850), _row(2, 460, 3850, dominant="host_work"), _row(3, 3470, 3850)]
-    for r in rows:
-        r["c"]["step_end_ns"] = [int((i + 1) * 3850e3) for i in range(6)]
-    s, _ = straggler(rows)
-    assert s["rank"] == 2 and s["basis"] == "collective_wait"
-    assert s["wait_per_step_us"] == pytest.approx(3000, abs=10)
-    assert s["host_idle_dominant"] == "host_work"
+    ends = [int((i + 1) * 3850e3) for i in range(6)]
+    rows = [_row(0, 3460, 3850, step_end_ns=ends), _row(1, 3455, 3850, step_end_ns=ends),
+            _row(2, 460, 3850, dominant=Cause.HOST_WORK, step_end_ns=ends), _row(3, 3470, 3850, step_end_ns=ends)]
+    s = straggler(rows)
+    assert isinstance(s, Straggler) and s.rank == 2 and s.basis == "collective_wait"
+    assert s.wait_per_step_ns / 1e3 == pytest.approx(3000, abs=10)
+    assert "mostly host_work: evidence" in voice.straggler_line(s)
 
 
 def test_balanced_ranks_have_no_straggler_and_say_why():
-    s, why = straggler([_row(0, 460, 850), _row(1, 470, 850)])
-    assert s is None
-    assert why.startswith("none: collective time per step is within 0.01 ms across ranks")
+    s = straggler([_row(0, 460, 850), _row(1, 470, 850)])
+    assert not isinstance(s, Straggler)
+    assert voice.straggler_reason(s).startswith("none: collective time per step is within 10.0 µs across ranks")
 
 
 # --- a textbook straggler, written as Kineto traces ---------------------------------------------------

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.report import analyze_file, to_json
+from analyzers import serialize, voice
+from analyzers.evidence import HostEvidence, TransferEvidence
+from analyzers.report import analyze_file
+from analyzers.verdicts import Cause, Experiment, Regime
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
@@ -23,13 +26,13 @@ def _cli(*args, **kw):
 @pytest.mark.parametrize("entry", LABELLED_IDLE, ids=[e["name"] for e in LABELLED_IDLE])
 def test_dominant_idle_cause_matches_the_label(entry):
     a = analyze_file(TRACES / entry["file"])
-    assert a.dominant == entry["label"]["idle_cause"], a.lines[2]
+    assert a.dominant == entry["label"]["idle_cause"], voice.five_lines(a)[2]
 
 
 @pytest.mark.parametrize("entry", LABELLED_REGIME, ids=[e["name"] for e in LABELLED_REGIME])
 def test_regime_matches_the_label(entry):
     a = analyze_file(TRACES / entry["file"])
-    assert a.verdict.regime == entry["label"]["regime"], a.lines[3]
+    assert a.verdict.regime == entry["label"]["regime"], voice.five_lines(a)[3]
 
 
 def test_every_gap_has_one_cause_and_gaps_never_overlap():
@@ -49,37 +52,42 @@ def test_idle_plus_busy_kernel_time_fills_the_span():
 
 def test_report_has_five_sentences_each_with_a_number():
     a = analyze_file(TRACES / "smell-host-numpy.json.gz")
-    assert len(a.lines) == 5
-    for prefix, line in zip(("Measured:", "Time:", "Idle:", "Regime:", "Next:"), a.lines):
+    assert len(voice.five_lines(a)) == 5
+    for prefix, line in zip(("Measured:", "Time:", "Idle:", "Regime:", "Next:"), voice.five_lines(a)):
         assert line.startswith(prefix) and line.endswith(".")
         assert any(ch.isdigit() for ch in line), line
 
 
 def test_host_work_evidence_names_the_traced_cpu_ops_not_the_launching_ones():
     a = analyze_file(TRACES / "smell-host-cpu-ops.json.gz")
-    names = [h["name"] for h in a.evidence["host_work"]["host_events"]]
+    ev = a.evidence[Cause.HOST_WORK]
+    assert isinstance(ev, HostEvidence)
+    names = [h.name for h in ev.host_events]
     assert "aten::std" in names or "aten::avg_pool2d" in names
     assert "aten::mm" not in names and "aten::matmul" not in names
 
 
 def test_transfer_evidence_gives_copy_kind_bytes_and_rate():
     a = analyze_file(TRACES / "smell-transfer-pageable-h2d.json.gz")
-    top = a.evidence["data_transfer"]["copies"][0]
-    assert "HtoD" in top["name"] and "Pageable" in top["name"]
-    assert top["bytes"] >= 10 * 128 * 2**20
-    assert 1 < top["gbps"] < 60
+    ev = a.evidence[Cause.DATA_TRANSFER]
+    assert isinstance(ev, TransferEvidence)
+    top = ev.copies[0]
+    assert "HtoD" in top.name and "Pageable" in top.name
+    assert top.bytes >= 10 * 128 * 2**20
+    assert 1 < top.gbps < 60
 
 
 def test_prefill_decode_report_speaks_of_both_phases():
     a = analyze_file(TRACES / "gpt-graphs.json.gz")
-    assert "prefill (TTFT)" in a.lines[0] and "per token" in a.lines[0]
-    assert a.phases["prefill"]["regime"] == "compute"
-    assert a.phases["decode"]["regime"] == "memory"
-    assert a.phases["per_token_us"] < a.phases["ttft_us"]
+    line = voice.five_lines(a)[0]
+    assert "prefill (TTFT)" in line and "per token" in line
+    assert a.phases.prefill.regime is Regime.COMPUTE
+    assert a.phases.decode.regime is Regime.MEMORY
+    assert a.phases.per_token_us < a.phases.ttft_us
 
 
 def test_json_contract_keys_are_present():
-    out = to_json(analyze_file(TRACES / "gpt-eager.json.gz"))
+    out = serialize.report(analyze_file(TRACES / "gpt-eager.json.gz"))
     for k in ("trace", "span_us", "kernel_busy_us", "copy_us", "idle_us", "idle_share", "idle", "regime",
               "hotspots", "ranges", "roofline", "lines", "next_experiment"):
         assert k in out
@@ -90,7 +98,7 @@ def test_json_contract_keys_are_present():
     assert set(out["hotspots"][0]) >= {"name", "device_us", "share", "calls"}
     assert set(out["ranges"][0]) >= {"name", "count", "wall_us", "kernel_busy_us", "regime", "idle_dominant"}
     assert set(out["roofline"][0]) >= {"name", "flops", "bytes", "intensity", "achieved_tflops", "achieved_gbps", "bound"}
-    assert set(out["next_experiment"]) == {"lever", "why", "waste"}
+    assert set(out["next_experiment"]) == {"lever", "why", "waste", "kind"}
     assert len(out["lines"]) == 5
 
 
@@ -115,7 +123,7 @@ def test_range_option_restricts_the_report_to_that_range():
     a = analyze_file(TRACES / "gpt-graphs.json.gz", "decode_step")
     full = analyze_file(TRACES / "gpt-graphs.json.gz")
     assert a.span_ns < full.span_ns
-    assert "range decode_step" in a.lines[0]
+    assert "range decode_step" in voice.five_lines(a)[0]
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -158,12 +166,13 @@ def test_one_time_setup_in_first_calls_becomes_a_caveat_and_the_next_experiment_
     # the toy training script was profiled from its first step: cuBLAS init inside the first
     # aten::linear (80 ms), lazy kernel loading in the first _foreach_sqrt (26 ms), ...
     a = analyze_file(TRACES / "script-toy-train.json.gz")
-    warm = {w["name"]: w for w in a.evidence["host_work"]["warmup"]}
-    assert warm["aten::linear"]["first_call_us"] > 50_000
-    assert warm["aten::linear"]["later_median_us"] < 1_000
-    assert any(c.startswith("the profile includes one-time set-up") for c in a.caveats)
-    assert a.next_experiment["lever"].startswith("warm up first")
+    warm = {w.name: w for w in a.warmup}
+    assert warm["aten::linear"].first_call_us > 50_000
+    assert warm["aten::linear"].later_median_us < 1_000
+    assert any(c.startswith("the profile includes one-time set-up") for c in voice.analysis_caveats(a))
+    assert a.next_experiment.kind is Experiment.WARM_UP
+    assert voice.next_experiment(a)["lever"].startswith("warm up first")
     # a steady-state trace has no such caveat
     b = analyze_file(TRACES / "gpt-eager.json.gz")
-    assert not any("one-time set-up" in c for c in b.caveats)
-    assert not b.next_experiment["lever"].startswith("warm up")
+    assert not any("one-time set-up" in c for c in voice.analysis_caveats(b))
+    assert b.next_experiment.kind is not Experiment.WARM_UP

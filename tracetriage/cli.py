@@ -37,19 +37,17 @@ def _json_default(o):
 # --- report / diff -------------------------------------------------------------------
 
 def cmd_report(a) -> int:
-    from analyzers.report import analyze_file, to_json
-    from analyzers.trace import TraceError
-
+    from analyzers import serialize, voice
     from analyzers.progress import set_quiet
+    from analyzers.report import analyze_file
+    from analyzers.trace import TraceError
 
     set_quiet(a.quiet)
     path = Path(a.trace)
     if path.is_dir():
         if a.range or a.hta:
             raise UserError("--range and --hta apply to one trace file, not to a directory of ranks")
-        from analyzers.ranks import report_dir
-
-        return report_dir(path, as_json=a.json, quiet=a.quiet)
+        return _report_dir(path, a.json, a.quiet)
     try:
         analysis = analyze_file(path, a.range)
     except TraceError as e:
@@ -63,40 +61,43 @@ def cmd_report(a) -> int:
         except (HtaUnavailable, FileNotFoundError) as e:
             hta = {"error": str(e)}
     if a.json:
-        out = to_json(analysis)
+        out = serialize.report(analysis)
         if hta is not None:
             out["hta"] = hta
         _print_json(out)
         return 0
-    print("\n".join(analysis.lines))
-    for c in analysis.caveats:
+    print("\n".join(voice.five_lines(analysis)))
+    for c in voice.analysis_caveats(analysis):
         print(f"Caveat: {c}.")
     if hta is not None:
-        print(_hta_text(hta, analysis))
+        print(voice.hta_text(hta, analysis))
     return 0
 
 
-def _hta_text(hta: dict, analysis) -> str:
-    if "error" in hta:
-        return f"HTA: unavailable: {hta['error']}"
-    lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
-    for rank, r in hta.get("ranks", {}).items():
-        lines.append(f"  rank {rank}: GPU activity {r.get('gpu_activity_us_total', r['kernel_time_us_total']) / 1e3:.2f} ms "
-                     f"(HTA's own kernel-breakdown total: {r['kernel_time_us_total'] / 1e3:.2f} ms; it also counts "
-                     "CPU events that carry a stream field)")
-        for s, n in r.get("streams", {}).items():
-            lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
-                         f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
-        ls = r.get("launch", {})
-        if ls:
-            lines.append(f"    launches: {ls.get('count')} paired, median launch delay {ls.get('median_launch_delay_us')} µs, "
-                         f"{ls.get('short_kernels')} short kernels, {ls.get('long_launch_delays')} long launch delays")
-    ours = ", ".join(f"{k} {v / 1e6:.2f} ms" for k, v in analysis.by_cause_ns.items() if v)
-    lines.append(f"  tracetriage, device idle: {ours or 'none'}")
-    return "\n".join(lines)
+def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
+    """`tracetriage report DIR`: the multi-rank report."""
+    from analyzers import serialize, voice
+    from analyzers.rank_run import report_object
+    from analyzers.trace import TraceError
+
+    try:
+        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress)
+    except TraceError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        _print_json(serialize.ranks(rr))
+    else:
+        print("\n".join(voice.ranks_lines(rr)))
+    return 0
+
+
+def _rank_progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\ranalysing ranks: {done}/{total}" + ("\n" if done == total else ""))
+    sys.stderr.flush()
 
 
 def cmd_diff(a) -> int:
+    from analyzers import serialize, voice
     from analyzers.diff import diff_files
     from analyzers.trace import TraceError
 
@@ -105,9 +106,9 @@ def cmd_diff(a) -> int:
     except TraceError as e:
         raise UserError(str(e)) from None
     if a.json:
-        _print_json(d)
+        _print_json(serialize.diff(d))
     else:
-        print("\n".join(d["lines"]))
+        print("\n".join(voice.diff_lines(d)))
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from analyzers.atomic import write_bytes_atomic
-from analyzers.trace import read_bytes
+from analyzers.read import read_bytes
 
 _ID_ARGS = ("External id", "correlation", "Record function id", "Ev Idx", "Python id", "Python parent id")
 

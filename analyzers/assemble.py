@@ -1,0 +1,113 @@
+"""Assemble decoded parts into one table of events: the third step of loading.
+
+Each decoded Part has its own local name and shape tables; here they are merged
+(re-numbered), times become integer ns, GPU activities of old traces get their device
+and stream from pid/tid, impossible times are dropped and counted, exact duplicates
+counted once, and the rows sorted by (start, -end): parents before children.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from analyzers.decode import Part, ns_from_us, table_list
+from analyzers.trace import (CAT_CODES, EVENT_COLUMNS, GPU_CATS, MAX_DUR_US, MAX_TS_US, NONE, OTHER, Caveat,
+                             Events)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """Sorted events and their tables, not yet linked (analyzers.link makes the Trace)."""
+    path: str
+    names: list[str]
+    ev: Events
+    device_names: dict[int, str]
+    rank: int | None
+    base_time_ns: int | None
+    events_in_file: int
+    shapes_raw: list
+    caveats: tuple[Caveat, ...]
+
+
+def assemble(parts: list[Part], path: Path) -> Assembled:
+    """Merge the decoded parts (re-numbering their local name/shape tables), convert times, sort."""
+    names: dict[str, int] = {}
+    shapes: dict[tuple, int] = {}
+    cols: dict[str, list] = {}
+    for part in parts:
+        name_map = np.array([names.setdefault(n, len(names)) for n in part.names] or [0], np.int32)
+        shape_map = np.array([shapes.setdefault(k, len(shapes)) for k in part.shapes] or [0], np.int32)
+        cat_lut = np.array([CAT_CODES.get(str(c).lower(), OTHER) for c in part.cols["cat_names"]] or [0], np.int8)
+        c = part.cols
+        sid = c["shape"]
+        local = {"name": name_map[c["name"]] if len(c["name"]) else c["name"],
+                 "cat": cat_lut[c["cat_raw"]] if len(c["cat_raw"]) else c["cat_raw"].astype(np.int8),
+                 "shape": np.where(sid >= 0, shape_map[np.maximum(sid, 0)], NONE).astype(np.int32)}
+        for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes"):
+            local[k] = c[k]
+        for k, v in local.items():
+            cols.setdefault(k, []).append(v)
+    col = {k: np.concatenate(v) for k, v in cols.items()}
+    # Times that cannot be right: negative, not finite, or beyond what int64 ns hold (ts past year
+    # 2096 in µs since the epoch, a duration over 11 days). Such rows are dropped and counted.
+    ts, dur = col["ts"], col["dur"]
+    bad = ~((ts >= 0) & (ts <= MAX_TS_US) & (dur >= 0) & (dur <= MAX_DUR_US))  # (NaN compares False)
+    n_bad = int(bad.sum())
+    if n_bad:
+        col = {k: v[~bad] for k, v in col.items()}
+    cat, pid, tid = col["cat"], col["pid"], col["tid"]
+    device, stream = col["device"].astype(np.int32), col["stream"]
+    start = ns_from_us(col["ts"])
+    end = start + np.rint(col["dur"] * 1000.0).astype(np.int64)
+    # GPU activities without args.device/stream (old traces): pid is the device, tid the stream.
+    gpu = np.isin(cat, GPU_CATS)
+    fix = gpu & (device == NONE) & (pid >= 0)
+    device[fix] = pid[fix]
+    fix = gpu & (stream == NONE) & (tid >= 0)
+    stream[fix] = tid[fix]
+    order = np.lexsort((-end, start))  # by start, longest first on ties (parents before children)
+    ev = Events(cat=cat[order], name=col["name"][order], start=start[order], end=end[order], pid=pid[order],
+                tid=tid[order], device=device[order], stream=stream[order], ext=col["ext"][order],
+                corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order])
+    caveats = []
+    dropped = sum(p.dropped for p in parts) + n_bad
+    if dropped:
+        caveats.append(Caveat("dropped_events", dropped))
+    ev, dups = _drop_duplicates(ev)
+    if dups:
+        caveats.append(Caveat("duplicate_events", dups))
+    head = parts[0]
+    device_names: dict[int, str] = {}
+    for p in reversed(parts):  # (keys after traceEvents land in the second part of a split decode)
+        device_names.update(p.device_names)
+    rank = next((p.rank for p in parts if p.rank is not None), None)
+    base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
+    return Assembled(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
+                     base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
+                     caveats=tuple(caveats))
+
+
+def _drop_duplicates(ev: Events) -> tuple[Events, int]:
+    """The same event written twice (a merged or re-exported trace) would count its time twice.
+
+    Exact duplicates agree on every column; sorted by (start, -end) they share start and end, so
+    only rows in runs of equal (start, end) are compared, on all columns (cheap: such runs are rare).
+    """
+    n = len(ev)
+    if n < 2:
+        return ev, 0
+    tie = (ev.start[1:] == ev.start[:-1]) & (ev.end[1:] == ev.end[:-1])
+    if not tie.any():
+        return ev, 0
+    cand = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+    cols = [getattr(ev, k)[cand].astype(np.int64) for k in reversed(EVENT_COLUMNS)]
+    order = np.lexsort(cols)   # identical rows become adjacent; stable, so the first of each is kept
+    keys = np.stack([c[order] for c in cols])
+    same = (keys[:, 1:] == keys[:, :-1]).all(axis=0)
+    if not same.any():
+        return ev, 0
+    drop = np.zeros(n, dtype=bool)
+    drop[cand[order[1:][same]]] = True
+    return ev.take(np.flatnonzero(~drop)), int(drop.sum())

@@ -1,0 +1,97 @@
+"""What each idle cause's verdict rests on: typed, frozen, built finished by analyzers.idle.
+
+Every cause always carries its full evidence type (zeros and empty tuples when it has no
+gaps), so a consumer (the report, a drill's feedback, the dashboard's hover) reads fields,
+never sentences, and never checks whether a key exists. Times are µs, rounded as shown.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.verdicts import Cause
+
+
+@dataclass(frozen=True)
+class NameCount:
+    """A name from the trace (an op, a call) and how often it occurs in the evidence."""
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class NameTime:
+    """A name, how often, and how much time it holds."""
+    name: str
+    count: int
+    us: float
+
+
+@dataclass(frozen=True)
+class CopyKind:
+    """One kind of copy (e.g. 'Memcpy HtoD (Pageable -> Device)'): count, time, bytes and measured rate."""
+    name: str
+    count: int
+    us: float
+    bytes: int
+    gbps: float | None     # None when the trace records no bytes for it
+
+
+@dataclass(frozen=True)
+class FirstCall:
+    """One-time set-up caught in the profile: an op's (or an API call's) first call against its later ones."""
+    name: str
+    first_call_us: float
+    later_median_us: float | None     # None: the call never recurs (stream creation, a first cudaFree)
+    idle_us: float = 0.0              # the part of it inside idle gaps: what the set-up cost the device
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Common to every cause: its gaps on one device."""
+    cause: Cause
+    gaps: int
+    total_us: float
+    median_gap_us: float
+    max_gap_us: float
+
+
+@dataclass(frozen=True)
+class LaunchEvidence(Evidence):
+    next_kernel_median_us: float      # the kernels that ended the gaps
+    launch_call_median_us: float | None   # what one launch call costs the host in this trace; None: no
+                                          # launch call to measure (a fallback is never reported)
+    queued_gaps: int                  # issued before the drain: device-side launch latency
+    launching_ops: tuple[NameCount, ...]
+    kernels: int                      # kernels on the device
+    kernel_median_us: float
+
+
+@dataclass(frozen=True)
+class HostEvidence(Evidence):
+    host_events: tuple[NameTime, ...]  # top-level CPU ops inside the gaps that issue no GPU work
+    untraced_share: float              # share of the gaps with no traced host activity at all
+    threshold_us: float                # "much longer than a launch", in this trace
+    warmup: tuple[FirstCall, ...]
+    python_functions: tuple[NameTime, ...] = ()   # recorded with stacks: the Python frames that held the host
+
+
+@dataclass(frozen=True)
+class SyncEvidence(Evidence):
+    sync_calls: tuple[NameCount, ...]   # the calls the host waited in
+    called_from: tuple[NameCount, ...]  # the outermost ops that made them (aten::item, ...)
+    waited_on: tuple[NameTime, ...] = ()  # queued work that waited on a dependency: the stream-wait or sync call
+
+
+@dataclass(frozen=True)
+class TransferEvidence(Evidence):
+    copies: tuple[CopyKind, ...]
+    copy_count: int
+    copy_bytes: int
+    blocking_calls: tuple[NameCount, ...]
+    waited_on: tuple[NameTime, ...] = ()  # queued work that waited while the host staged a copy: the copy call
+
+
+@dataclass(frozen=True)
+class OtherEvidence(Evidence):
+    unlinked_gaps: int
+    waited_on: tuple[NameTime, ...] = ()  # queued work that waited on a dependency the trace does not record

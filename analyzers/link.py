@@ -1,0 +1,71 @@
+"""Link the events: the fourth step of loading, which makes the finished Trace.
+
+cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
+launches through cuLaunchKernelEx) <-> GPU activity by correlation. What the links
+reveal about the file (GPU work with no launch call, External ids no op has, streams
+that overlap themselves) becomes the trace's caveats.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analyzers.assemble import Assembled
+from analyzers.trace import CPU_OP, GPU_CATS, HOST_CALL_CATS, NONE, STREAM_OVERLAP_NS, Caveat, Events, Trace
+
+
+def _match(keys_from: np.ndarray, keys_to: np.ndarray, to_rows: np.ndarray) -> np.ndarray:
+    """For each key in keys_from, the row in to_rows whose key matches (NONE if none)."""
+    out = np.full(len(keys_from), NONE, dtype=np.int64)
+    if len(keys_to) == 0:
+        return out
+    order = np.argsort(keys_to, kind="stable")
+    sk = keys_to[order]
+    pos = np.searchsorted(sk, keys_from)
+    pos_c = np.minimum(pos, len(sk) - 1)
+    hit = (pos < len(sk)) & (sk[pos_c] == keys_from) & (keys_from != NONE)
+    out[hit] = to_rows[order[pos_c[hit]]]
+    return out
+
+
+def link(a: Assembled) -> Trace:
+    """The finished Trace: cpu_op <-> launch call <-> GPU activity, and what the links say about the file."""
+    ev = a.ev
+    n = len(ev)
+    launch_of = np.full(n, NONE, dtype=np.int64)
+    op_of = np.full(n, NONE, dtype=np.int64)
+    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS) & (ev.corr != NONE))
+    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    launch_of[gpu] = _match(ev.corr[gpu], ev.corr[calls], calls)
+    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.ext != NONE))
+    allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    op_of[allcalls] = _match(ev.ext[allcalls], ev.ext[ops], ops)
+    caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of)
+    return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank,
+                 base_time_ns=a.base_time_ns, events_in_file=a.events_in_file, shapes_raw=a.shapes_raw,
+                 launch_of=launch_of, op_of=op_of, caveats=tuple(caveats))
+
+
+def _link_caveats(ev: Events, gpu: np.ndarray, allcalls: np.ndarray, launch_of: np.ndarray,
+                  op_of: np.ndarray) -> list[Caveat]:
+    if len(gpu) == 0:
+        return [Caveat("no_gpu_activity")]
+    out = []
+    unlinked = int(np.sum(launch_of[gpu] == NONE))
+    if unlinked:
+        out.append(Caveat("unlinked_gpu", unlinked, len(gpu)))
+    dangling = int(np.sum((ev.ext[allcalls] != NONE) & (op_of[allcalls] == NONE)))
+    if dangling:
+        out.append(Caveat("dangling_external_id", dangling))
+    overlaps = _stream_overlaps(ev, gpu)
+    if overlaps:
+        out.append(Caveat("stream_overlap", overlaps))
+    return out
+
+
+def _stream_overlaps(ev: Events, gpu: np.ndarray) -> int:
+    """GPU activities that start well before the previous activity on their (device, stream) ends."""
+    order = np.lexsort((ev.start[gpu], ev.stream[gpu], ev.device[gpu]))
+    rows = gpu[order]
+    dev, stream, start, end = ev.device[rows], ev.stream[rows], ev.start[rows], ev.end[rows]
+    same = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    return int(np.sum(same & (end[:-1] - start[1:] > STREAM_OVERLAP_NS)))

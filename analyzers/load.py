@@ -1,0 +1,78 @@
+"""Load a trace file: read -> decode -> assemble -> link, with the columnar cache around it.
+
+    trace = load("traces/smell-sync-item.json.gz")
+
+Each step is its own module and data flows one way through them; this module only runs
+them in order. A second load of an unchanged file comes from the cache (analyzers.cache).
+"""
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+from analyzers import cache
+from analyzers.assemble import assemble
+from analyzers.decode import decode
+from analyzers.link import link
+from analyzers.read import read_bytes
+from analyzers.trace import Trace, TraceError
+
+
+def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> Trace:
+    """Load and link one trace file. Raises TraceError with a one-line message.
+
+    A second load of an unchanged file comes from the columnar cache (analyzers.cache).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"no such file: {path}")
+    if path.is_dir():
+        raise TraceError(f"{path} is a directory; pass one trace file (`tracetriage report DIR` reads ranks)")
+    if not path.is_file():  # a FIFO would block the read forever, a device never end it
+        raise TraceError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
+    if use_cache:
+        hit = cache.get(path)
+        if hit is not None:
+            return hit
+    gc_was_on = gc.isenabled()
+    gc.disable()  # millions of fresh objects, none of them in cycles: the cyclic GC only costs time
+    try:
+        trace = _parse(path, progress or (lambda stage: None))
+    finally:
+        if gc_was_on:
+            gc.enable()
+    if use_cache:
+        cache.put_in_background(path, trace)
+    return trace
+
+
+def _parse(path: Path, progress) -> Trace:
+    progress("read")
+    data = read_bytes(path)
+    progress("decode")
+    parts = decode(data, path)
+    del data
+    if not parts[0].has_trace_events:
+        raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "
+                         "that torch.profiler exports")
+    if sum(p.events_in_file for p in parts) == 0:
+        raise TraceError(f"{path}: the trace has no events ('traceEvents' is empty): the profiler recorded "
+                         "nothing; check that the workload ran inside the profiler's `with` block, then capture again")
+    progress("link")
+    assembled = assemble(parts, path)
+    if len(assembled.ev) == 0:
+        raise TraceError(f"{path}: none of its {_n(assembled.events_in_file, 'event')} is a complete event "
+                         "(\"ph\": \"X\") with a usable ts and dur: nothing to analyse; capture the trace again")
+    return link(assembled)
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def find_traces(directory: Path) -> list[Path]:
+    files = sorted(p for p in directory.iterdir()
+                   if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+                   and not p.name.endswith(".meta.json") and p.name != "manifest.json")
+    return files

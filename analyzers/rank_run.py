@@ -1,0 +1,118 @@
+"""`tracetriage report DIR`: analyse each rank's trace in its own process, then merge.
+
+    rr = report_object(Path("traces/ddp"))
+    print("\n".join(voice.ranks_lines(rr)))
+
+The rules (collectives, the straggler) are analyzers.ranks; this module runs the
+per-rank analyses, one process per rank, in parallel, and gives each back as a
+RankReport (its report, its five lines, its collectives).
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import re
+import threading
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from analyzers import serialize, voice
+from analyzers.load import find_traces
+from analyzers.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
+from analyzers.report import analyze_file
+from analyzers.trace import TraceError
+
+
+_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')
+_HEAD_BYTES = 1 << 20   # Kineto writes distributedInfo before traceEvents: the first MB holds it
+
+
+def world_size(path: str | Path) -> int | None:
+    """distributedInfo.world_size, read from the head of the file only (None when absent)."""
+    import gzip
+
+    try:
+        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+        m = _DIST_INFO.search(head)
+        ws = json.loads(m.group(1)).get("world_size") if m else None
+    except (OSError, EOFError, ValueError, AttributeError):
+        return None
+    return ws if isinstance(ws, int) and not isinstance(ws, bool) and ws > 0 else None
+
+
+def analyze_rank(path: str) -> RankReport | RankError:
+    """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
+    try:
+        a = analyze_file(path)
+        return RankReport(report=serialize.report(a), lines=tuple(voice.five_lines(a)), mostly=voice.mostly(a),
+                          dominant=a.dominant, idle_share=a.idle_share, span_us=a.span_ns / 1e3,
+                          kernel_busy_us=a.kernel_busy_ns / 1e3, device_name=a.trace.device_name(),
+                          rank=a.trace.rank, caveats=tuple(voice.analysis_caveats(a)),
+                          collectives=collective_timing(a.trace), world_size=world_size(path),
+                          has_gpu=bool(a.devices))
+    except TraceError as e:
+        return RankError(str(e))
+    except MemoryError:
+        return RankError(f"{path}: out of memory while analysing it")
+    except Exception as e:  # a bug on an odd file must not sink the other ranks
+        return RankError(f"{path}: internal failure ({type(e).__name__}: {e})")
+
+
+# --- running the workers ----------------------------------------------------------------------
+
+def _pool_context():
+    # fork is the cheapest start (no re-import), but only safe while this process has one thread.
+    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+        return mp.get_context("fork")
+    return mp.get_context("spawn")
+
+
+def analyze_paths(paths: list[Path], progress=None) -> dict[Path, RankReport | RankError]:
+    """Each path's analyze_rank result, in the order of `paths`; in parallel when there are several."""
+    if len(paths) == 1:
+        res = {paths[0]: analyze_rank(str(paths[0]))}
+        if progress:
+            progress(1, 1)
+        return res
+    out: dict[Path, RankReport | RankError] = {}
+    workers = min(len(paths), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        futs = {pool.submit(analyze_rank, str(p)): p for p in paths}
+        for done, f in enumerate(as_completed(futs), 1):
+            p = futs[f]
+            try:
+                out[p] = f.result()
+            except BrokenProcessPool:
+                out[p] = RankError(f"{p}: the worker analysing it died (out of memory?)")
+            if progress:
+                progress(done, len(paths))
+    return {p: out[p] for p in paths}
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+def report_object(path: Path, progress=None) -> RanksReport:
+    """The merged report of a directory of rank traces; TraceError when there is nothing usable."""
+    try:
+        paths = find_traces(path)
+    except OSError as e:
+        raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
+    if not paths:
+        raise TraceError(f"no traces in {path} (expected rank*.json or rank*.json.gz files)")
+    results = analyze_paths(paths, progress)
+    if all(isinstance(r, RankError) for r in results.values()):
+        raise TraceError(f"no usable trace in {path}: " + "; ".join(r.message for r in results.values()))
+    good = [(p, r) for p, r in results.items() if isinstance(r, RankReport)]
+    if len(good) > 1 and not any(isinstance(r.rank, int) or rank_from_name(p.name) is not None for p, r in good):
+        # a folder of unrelated traces (a sample library, before/after captures): merging them as ranks
+        # of one run would name a "straggler" among workloads that never ran together
+        raise TraceError(f"{path} holds {len(good)} traces, but none says which rank of a run it is (no "
+                         "distributedInfo, no rankN in its name): report them one at a time, or compare two "
+                         "with `tracetriage diff BEFORE AFTER`")
+    mixed = mixed_runs(good)
+    if mixed:
+        raise TraceError(voice.mixed_runs(path, *mixed))
+    return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))

@@ -1,0 +1,135 @@
+"""The one serializer: typed results -> the plain objects that `--json` prints.
+
+Dataclasses become objects in field order, enums their values, tuples lists, numpy
+scalars Python numbers. Sentences come from analyzers.voice, never from here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+
+import numpy as np
+
+from analyzers import voice
+from analyzers.evidence import Evidence
+from analyzers.roofline import RegimeVerdict, RooflinePoint
+
+# Their floats are printed to 4 decimals (ratios, shares, TFLOP/s): the rest are rounded where computed.
+_ROUNDED_TO_4 = (RegimeVerdict, RooflinePoint)
+
+
+def plain(x, nd: int | None = None):
+    if isinstance(x, Enum):
+        return x.value
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        nd = 4 if isinstance(x, _ROUNDED_TO_4) else nd
+        return {f.name: plain(getattr(x, f.name), nd) for f in dataclasses.fields(x)}
+    if isinstance(x, dict):
+        return {(k.value if isinstance(k, Enum) else k): plain(v, nd) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v, nd) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and nd is not None:
+        return round(x, nd)
+    return x
+
+
+def _r(x: float, nd: int = 3) -> float:
+    return round(float(x), nd)
+
+
+def evidence(ev: Evidence) -> dict:
+    """One cause's evidence, with the cause's one advice text as its first experiment."""
+    d = plain(ev)
+    del d["cause"]
+    head = {k: d.pop(k) for k in ("gaps", "total_us", "median_gap_us", "max_gap_us")}
+    return {**head, "first_experiment": voice.advice(ev.cause, ev), **d}
+
+
+def report(a) -> dict:
+    """`tracetriage report --json` for one analysis (DESIGN.md's contract, and more)."""
+    tr = a.trace
+    pk = a.roof.peaks
+    return {
+        "trace": {"path": tr.path, "events": tr.events_in_file, "device_name": tr.device_name(),
+                  "rank": tr.rank, "caveats": voice.analysis_caveats(a)},
+        "range": a.range_filter,
+        "span_us": _r(a.span_ns / 1e3), "kernel_busy_us": _r(a.kernel_busy_ns / 1e3), "copy_us": _r(a.copy_ns / 1e3),
+        "idle_us": _r(a.idle_ns / 1e3), "idle_share": _r(a.idle_share, 4),
+        "idle": {"by_cause_us": {c.value: _r(ns / 1e3) for c, ns in a.by_cause_ns.items()},
+                 "dominant": plain(a.dominant), "gaps": int(sum(len(d.gaps) for d in a.devices)),
+                 "evidence": {c.value: evidence(ev) for c, ev in a.evidence.items()},
+                 "per_device": [{"device": d.device, "span_us": _r(d.span_ns / 1e3), "idle_us": _r(d.idle_ns / 1e3),
+                                 "dominant": plain(d.dominant)} for d in a.devices]},
+        "regime": a.verdict.regime.value if a.devices else None,  # no GPU activity: not decidable
+        "regime_detail": plain(a.verdict),
+        "hotspots": plain(a.hotspots),
+        "top_kernels": plain(a.top_kernels),
+        "ranges": [{"name": r.name, "count": r.count, "wall_us": _r(r.wall_us), "median_wall_us": _r(r.median_wall_us),
+                    "kernel_busy_us": _r(r.kernel_busy_us), "idle_us": _r(r.idle_us),
+                    "idle_by_cause_us": {c.value: _r(x) for c, x in r.idle_by_cause_us.items()},
+                    "regime": a.range_verdicts[r.name].regime.value,
+                    "idle_dominant": plain(r.idle_dominant)} for r in a.ranges],
+        "phases": plain(a.phases) if a.phases else {},
+        "roofline": plain(a.roof.points[:50]),
+        "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s}
+                  if pk else None),
+        "lines": voice.five_lines(a),
+        "next_experiment": {**voice.next_experiment(a), "kind": a.next_experiment.kind.value},
+    }
+
+
+def _side(s) -> dict:
+    d = plain(s)
+    for k in ("trace_caveats", "warmup", "warmup_share"):
+        del d[k]
+    return {**d, "caveats": voice.analysis_caveats(s)}
+
+
+def diff(d) -> dict:
+    """`tracetriage diff --json`."""
+    out = plain(d)
+    for k in ("only_one_side_has_steps", "different_devices", "explained_by"):
+        del out[k]
+    return {**out, "before": _side(d.before), "after": _side(d.after), "caveats": voice.diff_caveats(d),
+            "explained_by": d.explained_by, "lines": voice.diff_lines(d)}
+
+
+def _us(ns: float | None) -> float | None:
+    return None if ns is None else round(ns / 1e3, 1)
+
+
+def _straggler(s) -> dict | None:
+    from analyzers.ranks import NoStraggler
+
+    if isinstance(s, NoStraggler):
+        return None
+    me = next(x for x in s.stats if x.row.rank == s.rank)
+    return {"per_rank": [{"rank": x.row.rank, "collective_per_step_us": _us(x.per_step_med),
+                          "collective_total_us": _us(x.row.r.collectives.total_ns), "host_step_us": _us(x.host_step),
+                          "gpu_step_us": _us(x.gpu_step)} for x in s.stats],
+            "step_us": _us(s.step_ns), "steps_from": sorted({x.row.r.collectives.steps_from for x in s.stats}),
+            "threshold_us": _us(s.threshold_ns),
+            "outliers": [{(k[:-3] + "_us" if k.endswith("_ns") else k): (_us(v) if k.endswith("_ns") else v)
+                          for k, v in plain(n).items() if v is not None} for n in s.outliers],
+            "collective_spread_us": _us(s.spread_ns), "rank": s.rank, "basis": s.basis,
+            "wait_per_step_us": _us(s.wait_per_step_ns), "host_idle_dominant": plain(me.row.r.dominant),
+            "host_idle": voice.own_idle(me.row.r)}
+
+
+def ranks(rr) -> dict:
+    """`tracetriage report DIR --json`."""
+    from analyzers.ranks import NoStraggler
+
+    rows = []
+    for r in rr.rows:
+        c = r.r.collectives
+        rows.append({"rank": r.rank, "rank_from": r.how, "file": r.path.name, **r.r.report,
+                     "collectives": {"calls": c.calls, "total_us": round(c.total_ns / 1e3, 3),
+                                     "steps_from": c.steps_from, "kernels": list(c.kernels),
+                                     "per_step_us": [round(x / 1e3, 3) for x in c.per_step_ns]}})
+    strag = _straggler(rr.straggler)
+    reason = voice.straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
+    return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": voice.ranks_lines(rr),
+            "caveats": voice.ranks_caveats(rr), "errors": rr.errors}

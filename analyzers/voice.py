@@ -1,0 +1,694 @@
+"""Every word a user reads: sentences, number formats, cause names and advice.
+
+The analyses return typed results (numbers, enums, names from the trace); this module
+turns them into the report's five lines, the diff's and the multi-rank report's lines,
+the caveats, and the phrases the drills' feedback and the dashboard show. No other module
+composes a sentence for a user, and no module reads another's sentences.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from analyzers.diff import BYTES_TOL, SAME_TOL, STEP_RANGE, cause_share
+from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP, NoStraggler, collective_kind
+from analyzers.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
+from analyzers.peaks import non_gpu_accelerator
+from analyzers.trace import STREAM_OVERLAP_NS, Caveat
+from analyzers.verdicts import Cause, Experiment, Regime
+
+
+# --- numbers ---------------------------------------------------------------------------
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """'1 event', '1,024 events'."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+# --- the trace's own caveats ---------------------------------------------------------------
+
+def caveat(c: Caveat) -> str:
+    if c.kind == "dropped_events":
+        return (f"{count(c.count, 'complete event')} had a missing, negative, non-numeric or out-of-range ts/dur and "
+                f"{'was' if c.count == 1 else 'were'} dropped")
+    if c.kind == "duplicate_events":
+        return (f"{count(c.count, 'event')} repeated an earlier one exactly (same category, name, times, thread and "
+                "ids) and counted once")
+    if c.kind == "no_gpu_activity":
+        return ("no GPU activity in the trace (no kernels, copies or memsets: a CPU-only capture, or CUDA activity was "
+                "not recorded): there is no GPU span, idle time or regime to report")
+    if c.kind == "unlinked_gpu":
+        return (f"{c.count:,} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in the trace "
+                "(missing correlation, or launched before profiling started): the idle before them counts as other")
+    if c.kind == "dangling_external_id":
+        verb = "carries" if c.count == 1 else "carry"
+        return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
+                "time is listed under the kernel's name, not the op's")
+    if c.kind == "stream_overlap":
+        verb = "starts" if c.count == 1 else "start"
+        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {STREAM_OVERLAP_NS / 1e3:.0f} µs "
+                "before the previous one on their stream ends, though a stream runs in order (a merged or edited "
+                "trace?): busy and idle time count the overlapped time once")
+    raise ValueError(f"unknown caveat kind {c.kind!r}")
+
+
+# --- durations, bytes, rates, shares ------------------------------------------------------
+
+def duration_us(us: float) -> str:
+    """One format for every duration: '89.3 µs', '6.52 ms', '52.2 ms', '3.21 s'."""
+    us = abs(us)
+    if us < 1000:
+        return f"{us:.1f} µs"
+    if us < 10_000:
+        return f"{us / 1e3:.2f} ms"
+    if us < 1_000_000:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us / 1e6:.2f} s"
+
+
+def duration_ns(ns: float) -> str:
+    return duration_us(ns / 1e3)
+
+
+def signed_us(us: float) -> str:
+    return ("−" if us < 0 else "+") + duration_us(us)
+
+
+def size(n: float) -> str:
+    """Bytes: '1.07 GB', '4.2 MB', '16.0 kB'."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.1f} kB"
+
+
+def share(x: float) -> str:
+    """A fraction as a whole percentage: '19%'."""
+    return f"{100 * x:.0f}%"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def pct_of(achieved: float, peak: float) -> str:
+    """A share of a peak; measured copy ceilings can sit a hair under what kernels reach."""
+    return "at the ceiling" if achieved >= peak else f"{100 * achieved / peak:.0f}%"
+
+
+def ratio(r: float, same_tol: float) -> str:
+    """A ratio before/after as 'N× fewer', 'N× more' or 'about the same'."""
+    if abs(r - 1) <= same_tol:
+        return "about the same"
+    return f"{r:.2f}× fewer" if r >= 1 else f"{1 / r:.2f}× more"
+
+
+def speed(s: float) -> str:
+    return f"{s:.2f}× speedup" if s >= 1 else f"{1 / s:.2f}× slowdown"
+
+
+# --- causes and their advice ----------------------------------------------------------------
+
+CAUSE_WORDS = {Cause.LAUNCH_OVERHEAD: "launch overhead", Cause.HOST_WORK: "host work",
+               Cause.SYNCHRONIZATION: "synchronization", Cause.DATA_TRANSFER: "data transfer", Cause.OTHER: "other"}
+
+
+def cause_words(cause: Cause | None) -> str:
+    return CAUSE_WORDS[cause] if cause is not None else "none"
+
+
+def advice(cause: Cause, ev: Evidence | None = None) -> str:
+    """The one advice text per cause: the evidence's first experiment and the Next line's lever."""
+    if cause is Cause.SYNCHRONIZATION and isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls):
+        src = ", ".join(x.name for x in (ev.called_from or ev.sync_calls)[:2])   # the op, else the call itself
+        return ADVICE[cause].replace("the syncs:", f"the syncs ({src}):", 1)
+    return ADVICE[cause]
+
+
+ADVICE = {
+    Cause.LAUNCH_OVERHEAD: "cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), or more "
+                           "work per launch (bigger batch)",
+    Cause.HOST_WORK: "take the host work off the critical path: DataLoader workers / prefetch, or overlap it with "
+                     "queued GPU work; profile the host (py-spy) to see what it is",
+    Cause.SYNCHRONIZATION: "remove or defer the syncs: keep values and decisions on the device, read them once every "
+                           "N steps",
+    Cause.DATA_TRANSFER: "pin host memory, copy with non_blocking=True on a side stream so copies overlap compute, or "
+                         "keep the data resident on the device",
+    Cause.OTHER: "capture again with both CPU and CUDA activity recorded (ProfilerActivity.CPU and "
+                 "ProfilerActivity.CUDA) so that every kernel links to the call that launched it",
+}
+
+WASTE = {
+    Cause.LAUNCH_OVERHEAD: "tuning kernels: they already finish before the next launch arrives",
+    Cause.HOST_WORK: "torch.compile, CUDA graphs or faster kernels: the device is waiting for the host, not on launches",
+    Cause.SYNCHRONIZATION: "faster kernels: they make the drain come sooner, not the host's next launch",
+    Cause.DATA_TRANSFER: "faster kernels or torch.compile: compute is not what the device waits on",
+    Cause.OTHER: "acting on this trace's idle time: what caused it was not recorded",
+}
+
+
+def copy_phrase(ev: TransferEvidence) -> str:
+    if not ev.copies:
+        return "copies"
+    c = ev.copies[0]
+    rate = f" at {c.gbps:.1f} GB/s" if c.gbps else ""
+    return f"{c.count}× {c.name}, {c.bytes / 1e9:.2f} GB{rate}"
+
+
+def evidence_phrase(ev: Evidence) -> str:
+    """What a cause's verdict rests on, in one clause: the Idle line's 'mostly ...'."""
+    if isinstance(ev, LaunchEvidence):
+        ops = ", ".join(o.name for o in ev.launching_ops[:3])
+        cost = (f"a launch call takes {ev.launch_call_median_us:.1f} µs" if ev.launch_call_median_us is not None
+                else "the trace has no launch call to measure what launching costs")
+        return (f"{plural(ev.gaps, 'gap')} with a median of {ev.median_gap_us:.1f} µs between kernels whose median run "
+                f"is {ev.kernel_median_us:.1f} µs; {cost}" + (f" (launched by {ops})" if ops else ""))
+    if isinstance(ev, HostEvidence):
+        traced = ", ".join(o.name for o in ev.host_events[:3])
+        held = ", ".join(o.name for o in ev.python_functions[:2])
+        what = []
+        if held:   # recorded with stacks: the Python that held the host is in the trace
+            what.append(f"in Python: {held}")
+        elif ev.untraced_share > 0:   # no Python frames recorded there: the host's time is untraced
+            what.append(f"{100 * ev.untraced_share:.0f}% untraced: Python, numpy, sleeping")
+        if traced:
+            what.append(f"traced CPU ops: {traced}")
+        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} in which the host issued "
+                f"no GPU work" + (f" ({'; '.join(what)})" if what else ""))
+    if isinstance(ev, SyncEvidence):
+        calls = ", ".join(f"{c.name} ×{c.count}" for c in ev.sync_calls[:2])
+        src = ", ".join(c.name for c in ev.called_from[:2])
+        if ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+            return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
+                    f"{waited_phrase(ev.waited_on)}, not on its launch")
+        return (f"{plural(ev.gaps, 'drain')}, a median of {ev.median_gap_us:.1f} µs each, after {calls or 'syncs'}"
+                + (f" called from {src}" if src else ""))
+    if isinstance(ev, TransferEvidence):
+        waited = (f"; queued work waited {duration_us(sum(w.us for w in ev.waited_on))} while the host staged "
+                  f"{waited_phrase(ev.waited_on)}") if ev.waited_on else ""
+        return f"{ev.copy_count} copies, mostly {copy_phrase(ev)}{waited}"
+    if getattr(ev, "waited_on", ()) or (ev.gaps and not ev.unlinked_gaps):
+        return (f"{plural(ev.gaps, 'gap')} in which queued work waited on a dependency the trace does not record "
+                "(no stream-wait, sync or copy call around it)")
+    return f"{plural(ev.gaps, 'gap')} with no launch call in the trace"
+
+
+def waited_phrase(waited) -> str:
+    return ", ".join(f"{w.name} ×{w.count}" for w in waited[:2])
+
+
+def mostly(a) -> str:
+    """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
+    dom = a.dominant
+    if dom is None:
+        return "none"
+    return f"{CAUSE_WORDS[dom]}: {evidence_phrase(a.evidence[dom])}"
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def analysis_caveats(a) -> list[str]:
+    """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
+    out = [caveat(c) for c in (a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats)]
+    if a.warmup_share >= 0.05:
+        names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
+                          + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
+                          for w in a.warmup[:3])
+        out.append(f"the profile includes one-time set-up: first calls of {names}, {share(a.warmup_share)} of the "
+                   "span; warm up before profiling")
+    return out
+
+
+CPU_ONLY_NEXT = (
+    "capture on the GPU with CUDA activity recorded (tracetriage capture --device cuda WORKLOAD, or "
+    "ProfilerActivity.CUDA in your own profiler)",
+    "idle gaps and regimes live on the device timeline, which this trace does not have (0 GPU events)",
+    "tuning from CPU op times alone: on a GPU most of those ops only launch work",
+)
+
+
+def next_experiment(a) -> dict[str, str]:
+    """{"lever", "why", "waste"} for the analysis's next experiment."""
+    nx = a.next_experiment
+    if nx.kind is Experiment.CAPTURE_ON_GPU:
+        return dict(zip(("lever", "why", "waste"), CPU_ONLY_NEXT))
+    if nx.kind is Experiment.WARM_UP:
+        return {"lever": "warm up first (run a few steps before the profiler starts), then profile and triage again",
+                "why": f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
+                       f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays",
+                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
+    if nx.cause is not None:
+        ev = a.evidence[nx.cause]
+        return {"lever": advice(nx.cause, ev), "why": _idle_why(a, nx.cause, ev, nx.gain_share),
+                "waste": WASTE[nx.cause]}
+    v, pk = a.verdict, a.roof.peaks
+    if nx.kind is Experiment.FIND_THE_BOUND:
+        return find_the_bound(v)
+    if nx.kind is Experiment.CHEAPER_ARITHMETIC:
+        peak = f" of a {pk.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if pk and v.dtype else ""
+        why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{peak}" if v.achieved_tflops
+               else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
+        return {"lever": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), "
+                         "skip work (causal masks, smaller shapes)",
+                "why": why, "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
+    peak = f" of {pk.bytes_per_s / 1e9:.0f} GB/s" if pk else ""
+    why = (f"kernel time is memory-bound at {v.achieved_gbps:.0f} GB/s{peak}" if v.achieved_gbps
+           else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
+    return {"lever": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, "
+                     "avoid materialised copies",
+            "why": why, "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+
+
+UNCOSTED_WORDS = {
+    "no_shapes": "their ops recorded no shapes (record_shapes was off)",
+    "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
+    "no_cost_model": "their ops have no cost model here (custom or library ops)",
+}
+
+
+def uncosted_phrase(v) -> str:
+    """Why kernel time has no cost model: the largest reasons, in words."""
+    tot = sum(v.uncosted_why_us.values()) or 1.0
+    parts = [f"{UNCOSTED_WORDS[w]} ({share(us / tot)})" for w, us in list(v.uncosted_why_us.items())[:2]]
+    return "; ".join(parts) or "their kernels carry no cost"
+
+
+def find_the_bound(v) -> dict[str, str]:
+    """Next, when the regime is unknown: nothing rests on a bound that was not measured."""
+    why = v.uncosted_why_us
+    top = next(iter(why), "no_cost_model")
+    lever = {
+        "no_shapes": "capture again with record_shapes=True so each kernel's op carries its shapes, then triage again",
+        "no_launching_op": "capture one eager step (no CUDA graphs) with ProfilerActivity.CPU and record_shapes=True "
+                           "so each kernel links to the op that launched it",
+        "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
+                         "find which ceiling they are under",
+    }[top]
+    return {"lever": lever,
+            "why": f"{share(v.uncosted_share)} of the kernel time has no cost model: {uncosted_phrase(v)}",
+            "waste": "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which "
+                     "limits the kernels"}
+
+
+def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
+    idle_pct = share(a.idle_share)
+    if cause is Cause.LAUNCH_OVERHEAD:
+        return (f"the GPU idles {idle_pct} between {ev.kernels} kernels that run {ev.kernel_median_us:.1f} µs "
+                "(median) while each launch costs the host more")
+    if cause is Cause.HOST_WORK:
+        return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
+                f"(median gap {ev.median_gap_us / 1e3:.2f} ms)")
+    if cause is Cause.SYNCHRONIZATION:
+        return (f"{ev.gaps} times the device drained while the host waited, costing {ev.total_us / 1e3:.1f} ms of "
+                f"idle ({share(gain)} of the span)")
+    if cause is Cause.DATA_TRANSFER:
+        return f"compute idles {idle_pct} while copies run ({copy_phrase(ev)})"
+    return (f"{share(gain)} of the span is idle before GPU work whose launch call is not in the trace, so its "
+            "cause cannot be read from it")
+
+
+def five_lines(a) -> list[str]:
+    if not a.devices:
+        return _cpu_only_lines(a)
+    tr = a.trace
+    dev = tr.device_name() or "an unnamed device"
+    scope = f" (range {a.range_filter})" if a.range_filter else ""
+    busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
+    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {duration_ns(a.span_ns)} "
+          f"GPU span, kernels busy {share(busy)} of it ({a.kernels:,} kernels, "
+          + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
+    if a.phases:
+        p = a.phases
+        l1 = l1[:-1] + (f"; prefill (TTFT) {duration_us(p.ttft_us)}, decode {duration_us(p.per_token_us)} per token "
+                        f"over {p.decode.count} steps.")
+    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
+    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
+    named = [r for r in a.ranges if r.name != "ProfilerStep" and not r.name.startswith("## ") and r.kernel_busy_us > 0]
+    if named and not a.range_filter:
+        top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
+        l2 = l2[:-1] + "; by range, " + ", ".join(
+            f"{r.name} {duration_us(r.kernel_busy_us)} busy over {r.count}×" for r in top) + "."
+    if a.idle_ns > 0:
+        parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
+        split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
+        if a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) > 0 and a.copy_ns > 0:
+            # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
+            split += " (copies count as compute idle: no kernel runs while they do)"
+        l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
+              f"mostly {mostly(a)}.")
+    else:
+        l3 = "Idle: the GPU never idles inside its span."
+    nx = next_experiment(a)
+    l5 = f"Next: {nx['lever']}, because {nx['why']}. Would waste the week: {nx['waste']}."
+    return [l1, l2, l3, _regime_line(a), l5]
+
+
+def _regime_line(a) -> str:
+    v, pk = a.verdict, a.roof.peaks
+    tot = v.kernel_us
+    mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
+           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_us > 0.05 * tot else "")
+           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
+        if tot else "no kernels ran"
+    ridge = ""
+    if v.intensity is not None and v.ridge:
+        ridge = f"; its ops average {v.intensity:.1f} FLOP/byte against a {v.dtype} ridge of {v.ridge:.0f}"
+    if v.regime is Regime.OVERHEAD:
+        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
+    elif v.regime is Regime.UNKNOWN:
+        line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time has no cost model, because "
+                f"{uncosted_phrase(v)}; the rest ({mix}) is too little to decide{ridge}.")
+    elif v.regime is Regime.COMPUTE:
+        if v.achieved_tflops:
+            peak = (f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"
+                    if pk and v.dtype else "")
+            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {v.achieved_tflops:.0f} TFLOP/s{peak}{ridge}."
+        else:
+            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
+    else:
+        if v.achieved_gbps:
+            peak = f" of {pk.bytes_per_s / 1e9:.0f} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
+            line = f"Regime: memory-bound: {mix}; memory-bound ops move {v.achieved_gbps:.0f} GB/s{peak}{ridge}."
+        else:
+            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
+    if a.phases:
+        line = line[:-1] + f"; prefill is {a.phases.prefill.regime}-bound, decode {a.phases.decode.regime}-bound."
+    if pk is not None and pk.source != "datasheet":
+        line = line[:-1] + " (peaks measured on this machine by tracetriage capture ceilings)."
+    if pk is None:
+        line = line[:-1] + (f" (no peak table entry for {a.trace.device_name() or 'this device'}: run tracetriage "
+                            "capture ceilings).")
+    return line
+
+
+def _cpu_only_lines(a) -> list[str]:
+    """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
+    tr, h = a.trace, a.host_only
+    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls)" for x in h.hotspots)
+    acc = non_gpu_accelerator(tr.device_names.values(), tr.names)
+    if acc is not None:   # not a CPU-only trace: a device this tool does not read
+        return [
+            f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: {tr.events_in_file:,} "
+            f"events, {h.ops:,} CPU ops over a {duration_ns(h.span_ns)} host span.",
+            f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
+            f"Idle: not attributed: tracetriage reads CUDA/ROCm kernel timelines, and the {acc}'s device events "
+            "are not kernels it can place (0 gaps).",
+            f"Regime: not decided: there is no peak table or cost model for {acc} devices.",
+            f"Next: use the {acc} vendor's own profiler for the device timeline (HTA reads MTIA traces), because "
+            "the verdicts here need GPU kernels. Would waste the week: reading this report's silence as a CPU-only "
+            "workload: the device did run.",
+        ]
+    return [
+        f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
+        f"over a {duration_ns(h.span_ns)} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
+        "of it.",
+        f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
+        "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
+        "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "
+        "activity (0 kernels).",
+        f"Next: {CPU_ONLY_NEXT[0]}, because {CPU_ONLY_NEXT[1]}. Would waste the week: {CPU_ONLY_NEXT[2]}.",
+    ]
+
+
+def hta_text(hta: dict, analysis) -> str:
+    """HTA's per-stream idle breakdown beside ours (`report --hta`)."""
+    if "error" in hta:
+        return f"HTA: unavailable: {hta['error']}"
+    lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
+    for rank, r in hta.get("ranks", {}).items():
+        lines.append(f"  rank {rank}: GPU activity {r.get('gpu_activity_us_total', r['kernel_time_us_total']) / 1e3:.2f} ms "
+                     f"(HTA's own kernel-breakdown total: {r['kernel_time_us_total'] / 1e3:.2f} ms; it also counts "
+                     "CPU events that carry a stream field)")
+        for s, n in r.get("streams", {}).items():
+            lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
+                         f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
+        ls = r.get("launch", {})
+        if ls:
+            lines.append(f"    launches: {ls.get('count')} paired, median launch delay {ls.get('median_launch_delay_us')} µs, "
+                         f"{ls.get('short_kernels')} short kernels, {ls.get('long_launch_delays')} long launch delays")
+    ours = ", ".join(f"{k} {duration_ns(v)}" for k, v in analysis.by_cause_ns.items() if v)
+    lines.append(f"  tracetriage, device idle: {ours or 'none'}")
+    return "\n".join(lines)
+
+
+# --- the diff ------------------------------------------------------------------------------------
+
+def _times(r: float) -> str:
+    return ratio(r, SAME_TOL)
+
+
+def diff_caveats(d) -> list[str]:
+    out = []
+    b, a = d.before, d.after
+    if d.only_one_side_has_steps:
+        has = b if b.steps else a
+        out.append(f"only {has.name} has {STEP_RANGE} ranges ({has.steps}), so whole traces are compared; profile the "
+                   "same number of steps for a fair comparison")
+    if d.different_devices:
+        out.append(f"the traces come from different devices ({b.device_name or 'unnamed'} vs "
+                   f"{a.device_name or 'unnamed'}): the change mixes the hardware with the code")
+    return out
+
+
+def _idle_causes(d, k: int = 3) -> str:
+    moved = sorted(((c, x) for c, x in d.idle_change_us.items() if abs(x) >= 0.5), key=lambda cx: -abs(cx[1]))
+    return ", ".join(f"{CAUSE_WORDS[c]} {signed_us(x)}" for c, x in moved[:k])
+
+
+def diff_lines(d) -> list[str]:
+    """The diff's lines: Diff, Time, Launches and bytes, Explained (and its caveats)."""
+    b, a = d.before, d.after
+    db, da = d.divisors
+    span_b, span_a = d.span_us
+    busy_b, busy_a = b.kernel_busy_us / db, a.kernel_busy_us / da
+    s = d.speedup
+    dev = b.device_name if b.device_name == a.device_name else f"{b.device_name} / {a.device_name}"
+    scope = f" per profiled step ({b.steps} vs {a.steps} steps)" if d.per_step else ""
+    change = "the after trace has no GPU activity" if s is None else f"a {speed(s)}"
+    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to {duration_us(span_a)}{scope}, "
+          f"{change}.")
+
+    idle_b, idle_a = b.idle_us / db, a.idle_us / da
+    causes = _idle_causes(d)
+    top_b = b.top_ops[0] if b.top_ops else None
+    top_a = a.top_ops[0] if a.top_ops else None
+    tops = ""
+    if top_b and top_a:
+        tops = (f"; the top op was {top_b.name} ({100 * top_b.share:.0f}%) and is now "
+                f"{top_a.name} ({100 * top_a.share:.0f}%)") if top_b.name != top_a.name else \
+            f"; {top_a.name} stays the top op ({100 * top_b.share:.0f}% → {100 * top_a.share:.0f}%)"
+    l2 = (f"Time: the span changed by {signed_us(-d.time_saved_us)} = kernel busy {signed_us(busy_a - busy_b)} "
+          f"({duration_us(busy_b)} → {duration_us(busy_a)}) + idle {signed_us(idle_a - idle_b)} "
+          f"({100 * b.idle_share:.0f}% → {100 * a.idle_share:.0f}% of the span"
+          + (f": {causes}" if causes else "") + f"){tops}.")
+
+    lr, br = d.launch_ratio, d.byte_ratio
+    calls = f"{b.launch_calls / db:,.0f} → {a.launch_calls / da:,.0f} launch calls"
+    if lr is not None:
+        calls += f" ({_times(lr)})"
+    calls += f" for {b.kernels / db:,.0f} → {a.kernels / da:,.0f} kernels"
+    if a.graph_launches or b.graph_launches:
+        calls += f", {b.graph_launches / db:,.0f} → {a.graph_launches / da:,.0f} of the calls CUDA-graph launches"
+    if b.span_per_launch_us and a.span_per_launch_us:
+        calls += f", {duration_us(b.span_per_launch_us)} → {duration_us(a.span_per_launch_us)} of span per launch call"
+    if br is not None:
+        src = [x.name for x in (b, a) if x.bytes_source == "sidecar"]
+        note = (f"; {' and '.join(src)}: bytes declared by the capture sidecar, "
+                "its kernels have no costed op in the trace") if src else ""
+        byts = f"bytes {size(b.bytes / db)} → {size(a.bytes / da)} ({_times(br)}{note})"
+    else:
+        short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
+        byts = "bytes not comparable: " + "; ".join(
+            f"only {100 * x.byte_coverage:.0f}% of {x.name}'s kernel time has a costed op "
+            "(CUDA-graph replays and Triton/Inductor kernels carry no shapes) and no capture sidecar declares its bytes"
+            for x in short)
+    l3 = f"Launches and bytes: {calls}; {byts}; {b.regime}-bound → {a.regime}-bound."
+
+    l4 = _explanation_line(d)
+    lines = [l1, l2, l3, l4]
+    if diff_caveats(d):
+        lines.append("Caveat: " + "; ".join(diff_caveats(d)) + ".")
+    return lines
+
+
+def _explanation_line(d) -> str:
+    b, a = d.before, d.after
+    s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
+    saved = d.time_saved_us
+    if how == "unchanged":
+        return f"Explained: nothing to explain, the spans agree within {100 * SAME_TOL:.0f}% ({s:.2f}×)."
+    if how == "bytes":
+        gap = 100 * abs(s / br - 1)
+        moved = f"{100 / br:.0f}% of the bytes" if br >= 1 else f"{1 / br:.2f}× the bytes"
+        busy = b.kernel_busy_us / max(a.kernel_busy_us, 1e-9)
+        kt = (f"kernel time fell {busy:.2f}× against the bytes' {br:.2f}×" if br >= 1 else
+              f"kernel time grew {1 / busy:.2f}× against the bytes' {1 / br:.2f}×")
+        rate = (f" at {b.achieved_gbps:.0f} → {a.achieved_gbps:.0f} GB/s"
+                if b.achieved_gbps and a.achieved_gbps else "")
+        causes = _idle_causes(d, 2)
+        rest = f"; the rest is the idle change ({causes})" if causes and gap >= 0.5 else ""
+        return (f"Explained by bytes: it moves {moved} and the {speed(s)} matches that within {gap:.0f}%: "
+                f"{kt}, both memory-bound{rate}{rest}.")
+    if how == "launches":
+        pb, pa = b.span_per_launch_us, a.span_per_launch_us
+        cost = ""
+        if pb and pa and abs(pa / pb - 1) > BYTES_TOL:
+            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {s:.2f}× and not "
+                    f"{lr:.2f}×")
+        bytes_note = (f"; bytes are no lever here ({_times(br)} bytes, while kernels are busy only "
+                      f"{100 * b.kernel_busy_us / b.span_us:.0f}% → {100 * a.kernel_busy_us / a.span_us:.0f}% "
+                      "of the span)") if br is not None else ""
+        return (f"Explained by launches: both are overhead-bound (the GPU idles {100 * b.idle_share:.0f}% and "
+                f"{100 * a.idle_share:.0f}% of the span), so time follows launch calls: {_times(lr)} of them"
+                f"{cost}{bytes_note}.")
+    if how in {c.value for c in Cause}:
+        how = Cause(how)
+        ch = d.idle_change_us[how]
+        part = -ch / saved
+        extra = ""
+        if how is Cause.LAUNCH_OVERHEAD and lr is not None:
+            same = d.kernel_ratio is not None and abs(d.kernel_ratio - 1) <= 0.1
+            extra = (f"; {_times(lr)} launch calls" + (" for the same kernels" if same else "")
+                     + (" (CUDA-graph replays)" if a.graph_launches > b.graph_launches else ""))
+        verb = "shrank" if ch < 0 else "grew"
+        sense = "saved" if saved > 0 else "lost"
+        return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {100 * part:.0f}% of the "
+                f"{duration_us(saved)} {sense}{extra}; regime {b.regime} → {a.regime}.")
+    cause, part = cause_share(d.time_saved_us, d.idle_change_us)
+    parts = []
+    if br is not None:
+        parts.append(f"bytes {_times(br)} against a {speed(s)}")
+    if lr is not None:
+        parts.append(f"launch calls {_times(lr)}")
+    if cause is not None:
+        parts.append(f"{CAUSE_WORDS[cause]} idle moved by {100 * part:.0f}% of the time {'saved' if saved > 0 else 'lost'}")
+    parts.append(f"kernel busy time {signed_us(d.busy_change_us)}")
+    return (f"Explained by a mix: no single lever accounts for it ({'; '.join(parts)}; regime "
+            f"{b.regime} → {a.regime}).")
+
+
+# --- a directory of ranks -----------------------------------------------------------------------------
+
+def _rank_list(ranks) -> str:
+    ranks = list(ranks)
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def own_idle(r) -> str:
+    """A rank's own idle, for the straggler line: 'idle 12% of its span, mostly <cause>: <evidence>'."""
+    return f"idle {share(r.idle_share)} of its span, mostly {r.mostly}"
+
+
+def outlier_phrase(n) -> str:
+    s = (f"rank {n.rank}'s collective #{n.call} ran {duration_ns(n.dur_ns)} (median {duration_ns(n.median_ns)})")
+    if n.peer is not None:
+        s += (f", {duration_ns(n.before_ns)} of it before rank {n.peer}'s trace began, "
+              f"{duration_ns(n.peer_late_ns)} after rank {n.rank}'s (profiler start skew)")
+    return s
+
+
+def straggler_reason(s) -> str:
+    """Why no rank is the straggler."""
+    why = {
+        "one_rank": "one rank: nobody to wait for",
+        "no_ranks": "no ranks",
+        "one_usable": "only one usable rank: nobody to compare it with",
+        "no_collectives": f"no collective kernels ({COLLECTIVE_MARK}*) in "
+                          + ("any rank" if not s.ranks_with_collectives else "all but one rank"),
+    }.get(s.why)
+    if why is None:
+        why = (f"none: collective time per step is within {duration_ns(s.spread_ns)} across ranks (threshold "
+               f"{duration_ns(s.threshold_ns)}, {100 * SPREAD_OF_STEP:.0f}% of the {duration_ns(s.step_ns)} step) "
+               "and no rank's host is slower than the GPU step")
+        if s.outliers:
+            why += "; " + "; ".join(outlier_phrase(n) for n in s.outliers)
+    return why
+
+
+def straggler_line(s) -> str:
+    if isinstance(s, NoStraggler):
+        return f"Straggler: {straggler_reason(s)}."
+    me = next(x for x in s.stats if x.row.rank == s.rank)
+    per_step = ", ".join(f"rank {x.row.rank} {duration_ns(x.per_step_med)}" for x in s.stats)
+    if s.basis == "collective_wait":
+        line = (f"Straggler: rank {s.rank}: the others wait for it inside the collectives, which take per step "
+                f"(median) {per_step}: {duration_ns(s.wait_per_step_ns)} of waiting per step, "
+                f"{share(s.wait_per_step_ns / s.step_ns)} of the {duration_ns(s.step_ns)} step")
+        if me.host_step is not None:
+            line += f"; its host needs {duration_ns(me.host_step)} to issue a step"
+        return line + f". Its own report: {own_idle(me.row.r)}."
+    others = ", ".join(f"{duration_ns(x.host_step)} on rank {x.row.rank}" for x in s.stats
+                       if x.host_step is not None and x is not me)
+    line = (f"Straggler: rank {s.rank}, by its host: it takes {duration_ns(me.host_step)} to issue a step (median "
+            f"interval between its collective launches) against {others}, while a step runs "
+            f"{duration_ns(s.gpu_step_ns)} on the GPU, so in steady state the others wait about "
+            f"{duration_ns(s.wait_per_step_ns)} per step for it in the collective. The GPUs do not show it yet "
+            f"(collectives per step, median: {per_step})")
+    skew = [n for n in s.outliers if n.rank == s.rank]
+    if skew:
+        line += (f": {outlier_phrase(skew[0])}, and meanwhile its host queued all "
+                 f"{len(me.row.r.collectives.per_step_ns)} steps")
+    return line + f". Its own report: {own_idle(me.row.r)}."
+
+
+def ranks_caveats(rr) -> list[str]:
+    out = [f"{name}: {msg} (skipped)" for name, msg in rr.errors.items()]
+    out += [f"rank {k} appears in {len(v)} files ({', '.join(v)}): two runs in one directory?"
+            for k, v in rr.duplicates.items()]
+    if rr.missing:
+        of = f" of the run's {rr.world_size}" if rr.world_size else ""
+        out.append(f"no usable trace for {_rank_list(rr.missing)}{of}")
+    if rr.cpu_only and len(rr.cpu_only) < len(rr.rows):
+        out.append(f"{_rank_list(rr.cpu_only)} {'has' if len(rr.cpu_only) == 1 else 'have'} no GPU activity "
+                   "(CPU-only): not compared with the others")
+    by_msg: dict[str, list[int]] = {}
+    for r in rr.rows:
+        for msg in r.r.caveats:
+            by_msg.setdefault(msg, []).append(r.rank)
+    return out + [f"{_rank_list(ks)}: {msg}" for msg, ks in by_msg.items()]
+
+
+def mixed_runs(path, what: str, groups: dict) -> str:
+    """The error for a folder whose traces cannot be ranks of one run."""
+    listing = " and ".join(f"{v} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                           for v, names in sorted(groups.items(), key=lambda kv: str(kv[0])))
+    return f"{path} mixes traces of different runs: {what} {listing}; put each run's ranks in a folder of its own"
+
+
+def ranks_lines(rr) -> list[str]:
+    rows = rr.rows
+    devs: dict[str, int] = {}
+    for r in rows:
+        d = r.r.device_name or "an unnamed device"
+        devs[d] = devs.get(d, 0) + 1
+    on = " and ".join((f"{n}× {d}" if len(devs) > 1 else d) for d, n in devs.items())
+    calls = sorted({r.r.collectives.calls for r in rows})
+    kinds = sorted({collective_kind(k) for r in rows for k in r.r.collectives.kernels[:1]})
+    what = "/".join(kinds) or "collective"
+    coll = f"{calls[0]} {what} kernels each" if len(calls) == 1 else f"{calls[0]}-{calls[-1]} {what} kernels per rank"
+    if calls == [0]:
+        coll = "no collective kernels"
+    steps = sorted({r.r.collectives.steps_from for r in rows if r.r.collectives.calls})
+    step_src = ("steps from ProfilerStep ranges" if steps == ["ProfilerStep"] else
+                "one step per collective call (no ProfilerStep ranges)" if steps else "")
+    how = sorted({r.how for r in rows})
+    n = len(rows)
+    bad = f" ({rr.files - n} of {rr.files} files unusable)" if rr.files > n else ""
+    lines = [f"Ranks: {n} rank{'s' if n != 1 else ''} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
+             + f"; ranks from {', '.join(how)}; analysed in {rr.workers} process{'es' if rr.workers != 1 else ''}."]
+    for r in rows:
+        c = r.r.collectives
+        med = float(np.median(c.per_step_ns)) if c.per_step_ns else 0.0
+        coll = f"collectives {duration_ns(c.total_ns)} ({duration_ns(med)} per step, median)" if c.calls else \
+            "no collectives"
+        lines.append(f"  rank {r.rank}: idle {share(r.r.idle_share)} ({cause_words(r.r.dominant)}), kernels busy "
+                     f"{duration_us(r.r.kernel_busy_us)}, {coll}.")
+    lines.append(straggler_line(rr.straggler))
+    compared = [r for r in rows if r.r.has_gpu] or rows   # a CPU-only rank is never the one shown
+    worst = max(compared, key=lambda r: (r.r.idle_share, -r.rank))
+    lines.append(f"Rank {worst.rank} ({'largest idle share, ' if n > 1 else ''}{share(worst.r.idle_share)} of its "
+                 "span idle):")
+    lines += ["  " + s for s in worst.r.lines]
+    return lines + [f"Caveat: {c}." for c in ranks_caveats(rr)]

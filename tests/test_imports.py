@@ -1,0 +1,100 @@
+"""The package's import graph: loading flows one way, no cycles, no private names across modules.
+
+Walks the source (ast), not the running interpreter, so imports inside functions count too.
+"""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("analyzers", "tracetriage", "drills", "dashboard", "capture", "kernels")
+LOADING = ["read", "decode", "assemble", "link", "cache", "load"]   # the pipeline, in data-flow order
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> list[tuple[str, list[str]]]:
+    """(module imported, names taken from it) for every import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, [a.name for a in node.names]))
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    g: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for target, names in imports_of(p):
+            for cand in [f"{target}.{n}" for n in names] + [target]:
+                if cand in mods and cand != m:
+                    g[m].add(cand)
+                    break
+    return g
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(g[m]):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if state.get(n) is None and (c := visit(n)):
+                return c
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(g):
+        if state.get(m) is None and (c := visit(m)):
+            return c
+    return None
+
+
+def test_no_import_cycle_anywhere():
+    assert find_cycle(graph()) is None, " -> ".join(find_cycle(graph()))
+
+
+def test_the_walk_would_see_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_no_private_name_is_imported_from_another_module():
+    bad = []
+    for pkg in PACKAGES:
+        for p in (ROOT / pkg).rglob("*.py"):
+            for target, names in imports_of(p):
+                if target.split(".")[0] in PACKAGES:
+                    bad += [f"{p.relative_to(ROOT)}: from {target} import {n}" for n in names
+                            if n.startswith("_") and not n.startswith("__")]
+    assert bad == []
+
+
+def test_the_trace_model_imports_no_step_of_loading():
+    assert graph()["analyzers.trace"] & {f"analyzers.{m}" for m in LOADING} == set()
+
+
+def test_loading_flows_one_way():
+    """Each step imports only steps before it (and the model), never one after it."""
+    g = graph()
+    for i, step in enumerate(LOADING):
+        later = {f"analyzers.{m}" for m in LOADING[i + 1:]}
+        assert not (g[f"analyzers.{step}"] & later), f"{step} imports a later step: {g[f'analyzers.{step}'] & later}"
+
+
+def test_analyzers_never_import_capture_dashboard_or_drills():
+    g = graph()
+    for m, deps in g.items():
+        if m.startswith("analyzers"):
+            assert not {d for d in deps if d.split(".")[0] in ("capture", "dashboard", "drills")}, m
