@@ -13,6 +13,8 @@ bytes       both sides memory-bound, and the speedup matches the byte ratio
             (before bytes / after bytes) within BYTES_TOL;
 launches    both sides overhead-bound, and the launch calls changed in the
             direction of the speedup (time follows launch calls there);
+kernels     kernel busy time moved by at least MOST of the time saved (or lost):
+            the kernels themselves changed, whatever the launches did;
 <cause>     one idle cause (e.g. launch_overhead) shrank by at least MOST of the
             time saved (or grew by MOST of the time lost);
 mixed       none of these;
@@ -35,7 +37,7 @@ says it (voice.diff_lines) and analyzers.serialize prints it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,7 @@ import numpy as np
 from analyzers.evidence import FirstCall
 from analyzers.hotspots import Hotspot
 from analyzers.report import Analysis, analyze_file
-from analyzers.roofline import RegimeVerdict
+from analyzers.roofline import UNCOSTED_WHY, RegimeVerdict
 from analyzers.trace import KERNEL, NONE, Caveat, TraceError
 from analyzers.verdicts import CAUSES, Cause, Regime
 
@@ -113,6 +115,7 @@ class Side:
     trace_caveats: tuple[Caveat, ...]
     warmup: tuple[FirstCall, ...]   # one-time set-up caught in the profile
     warmup_share: float
+    uncosted_why_us: dict = field(default_factory=dict)   # kernel time with no costed bytes, by why
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ class Diff:
     top_ops_change: tuple[OpChange, ...]
     only_one_side_has_steps: bool
     different_devices: bool
-    explained_by: str               # "bytes" | "launches" | a Cause value | "mixed" | "unchanged"
+    explained_by: str               # "bytes" | "kernels" | "launches" | a Cause value | "mixed" | "unchanged"
 
     @property
     def span_us(self) -> tuple[float, float]:
@@ -156,6 +159,20 @@ class Diff:
     @property
     def divisors(self) -> tuple[int, int]:
         return (self.before.steps, self.after.steps) if self.per_step else (1, 1)
+
+
+def _uncosted_why(a: Analysis, kern: np.ndarray) -> dict[str, float]:
+    """Kernel time with no costed bytes, by why (roofline.UNCOSTED_WHY), largest first."""
+    why = a.roof.kernel_why
+    if why is None or not len(kern):
+        return {}
+    dur = (a.trace.ev.end[kern] - a.trace.ev.start[kern]).astype(np.float64)
+    nob = a.roof.kernel_bytes[kern] <= 0
+    out = {name: round(float(dur[nob & (why[kern] == code)].sum()) / 1e3, 3) for code, name in UNCOSTED_WHY.items()}
+    comm = nob & (why[kern] == 0)
+    if comm.any():
+        out["communication"] = round(float(dur[comm].sum()) / 1e3, 3)
+    return dict(sorted(((k, v) for k, v in out.items() if v > 0), key=lambda kv: -kv[1]))
 
 
 def summarize(a: Analysis) -> Side:
@@ -188,7 +205,7 @@ def summarize(a: Analysis) -> Side:
         bytes=nbytes, bytes_source=source, roofline_bytes=roof_bytes, charged_bytes=charged,
         byte_coverage=round(coverage, 4), flops=flops,
         achieved_gbps=round(nbytes / (busy_us * 1e3), 1) if nbytes and busy_us > 0 else None,
-        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5],
+        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5], uncosted_why_us=_uncosted_why(a, kern),
         trace_caveats=tr.caveats, warmup=a.warmup, warmup_share=a.warmup_share)
 
 
@@ -266,6 +283,10 @@ def _explain(d: dict, b: Side, a: Side) -> str:
     br = d["byte_ratio"]
     if br is not None and b.regime is Regime.MEMORY and a.regime is Regime.MEMORY and abs(s / br - 1) <= BYTES_TOL:
         return "bytes"
+    # kernel busy time is the span's other half: when it moved by most of the change, the kernels changed
+    # (launch counts that moved along with it are not the explanation)
+    if d["time_saved_us"] and -d["busy_change_us"] / d["time_saved_us"] >= MOST:
+        return "kernels"
     if b.regime is Regime.OVERHEAD and a.regime is Regime.OVERHEAD and _same_direction(d["launch_ratio"], s):
         return "launches"
     cause, share = cause_share(d["time_saved_us"], d["idle_change_us"])

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from analyzers.opcost import op_cost
+from analyzers.runtime_calls import is_graph_launch
 from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
 from analyzers.trace import CPU_OP, KERNEL, NONE, Trace
 from analyzers.verdicts import BOUNDS, Bound, Regime
@@ -52,7 +53,7 @@ _COSTED_BY_CALLER = ("convolution_backward_input", "convolution_backward_weight"
 # Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
 # launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
 # its op is one the cost model does not know (custom ops, fused library calls).
-UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model"}
+UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "graph_replay"}
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
@@ -101,7 +102,7 @@ class Roofline:
     kernel_bound: np.ndarray       # per trace row: UNKNOWN / COMPUTE / MEMORY (kernels only)
     kernel_flops: np.ndarray       # per trace row: FLOPs charged to that kernel (0 if unknown)
     kernel_bytes: np.ndarray
-    kernel_why: np.ndarray | None = None   # per trace row, for UNKNOWN kernels: why (UNCOSTED_WHY code)
+    kernel_why: np.ndarray | None = None   # per trace row, for kernels with no costed op: why (UNCOSTED_WHY code)
 
 
 def find_ceilings(trace_path: str, device_name: str | None) -> dict | None:
@@ -229,7 +230,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         names_u, inv_u = np.unique(ev.name[unk], return_inverse=True)
         guesses = np.array([guess_bound(trace.names[i]) for i in names_u], np.int8)
         kbound[unk] = guesses[inv_u]
-        still = kbound[unk] == UNKNOWN
+        still = np.ones(len(unk), bool)   # why each kernel without a cost has none (the diff's bytes need it)
         if still.any():
             rows_u = unk[still]
             op_u = op[np.searchsorted(kern, rows_u)]
@@ -238,6 +239,11 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             has_shape = np.zeros(len(rows_u), bool)
             has_shape[op_u != NONE] = recorded[ev.shape[op_u[op_u != NONE]]]
             kwhy[rows_u] = np.where(op_u == NONE, 1, np.where(has_shape, 3, 2))
+            # a CUDA-graph replay: one launch call for many kernels, no op of their own
+            call_u = call[np.searchsorted(kern, rows_u)]
+            names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
+            graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
+            kwhy[rows_u[graph]] = 4
     groups = {i: g for i, g in enumerate(points_src)}
 
     points = []

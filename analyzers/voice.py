@@ -265,6 +265,7 @@ UNCOSTED_WORDS = {
     "no_shapes": "their ops recorded no shapes (record_shapes was off)",
     "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
+    "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
 }
 
 
@@ -283,6 +284,8 @@ def find_the_bound(v) -> dict[str, str]:
         "no_shapes": "capture again with record_shapes=True so each kernel's op carries its shapes, then triage again",
         "no_launching_op": "capture one eager step (no CUDA graphs) with ProfilerActivity.CPU and record_shapes=True "
                            "so each kernel links to the op that launched it",
+        "graph_replay": "capture one eager step (no CUDA graphs) with record_shapes=True: its kernels carry the ops "
+                        "and shapes the replays hide",
         "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
                          "find which ceiling they are under",
     }[top]
@@ -397,8 +400,8 @@ def _cpu_only_lines(a) -> list[str]:
             "are not kernels it can place (0 gaps).",
             f"Regime: not decided: there is no peak table or cost model for {acc} devices.",
             f"Next: use the {acc} vendor's own profiler for the device timeline (HTA reads MTIA traces), because "
-            "the verdicts here need GPU kernels. Would waste the week: reading this report's silence as a CPU-only "
-            "workload: the device did run.",
+            "the verdicts here need GPU kernels. Would waste the week: reading the missing device timeline as an idle device: "
+            "the device did run.",
         ]
     return [
         f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
@@ -501,9 +504,8 @@ def diff_lines(d) -> list[str]:
     else:
         short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
         byts = "bytes not comparable: " + "; ".join(
-            f"only {100 * x.byte_coverage:.0f}% of {x.name}'s kernel time has a costed op "
-            "(CUDA-graph replays and Triton/Inductor kernels carry no shapes) and no capture sidecar declares its bytes"
-            for x in short)
+            f"only {100 * x.byte_coverage:.0f}% of {x.name}'s kernel time has a costed op ({uncosted_side(x)}) and "
+            "no capture sidecar declares its bytes" for x in short)
     l3 = f"Launches and bytes: {calls}; {byts}; {b.regime}-bound → {a.regime}-bound."
 
     l4 = _explanation_line(d)
@@ -511,6 +513,16 @@ def diff_lines(d) -> list[str]:
     if diff_caveats(d):
         lines.append("Caveat: " + "; ".join(diff_caveats(d)) + ".")
     return lines
+
+
+UNCOSTED_SIDE_WORDS = {**UNCOSTED_WORDS, "communication": "collectives carry no bytes of this device's work"}
+
+
+def uncosted_side(x) -> str:
+    """Why a diff side's kernel time has no bytes: the largest reasons with their shares."""
+    tot = sum(x.uncosted_why_us.values()) or 1.0
+    return "; ".join(f"{UNCOSTED_SIDE_WORDS[w]}: {share(us / tot)}" for w, us in list(x.uncosted_why_us.items())[:2]) \
+        or "no op with a cost model launched its kernels"
 
 
 def _explanation_line(d) -> str:
@@ -531,6 +543,18 @@ def _explanation_line(d) -> str:
         rest = f"; the rest is the idle change ({causes})" if causes and gap >= 0.5 else ""
         return (f"Explained by bytes: it moves {moved} and the {speed(s)} matches that within {gap:.0f}%: "
                 f"{kt}, both memory-bound{rate}{rest}.")
+    if how == "kernels":
+        ch = d.busy_change_us
+        verb = "shrank" if ch < 0 else "grew"
+        sense = "saved" if saved > 0 else "lost"
+        tops = ""
+        if b.top_ops and a.top_ops:
+            tb, ta = b.top_ops[0], a.top_ops[0]
+            tops = (f"; the top op was {tb.name} and is now {ta.name}" if tb.name != ta.name
+                    else f"; {ta.name} stays the top op")
+        launches = f" (launch calls {_times(lr)}: not the lever)" if lr is not None and abs(lr - 1) > SAME_TOL else ""
+        return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {100 * ch / -saved:.0f}% of the "
+                f"{duration_us(saved)} {sense}{launches}{tops}; regime {b.regime} → {a.regime}.")
     if how == "launches":
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""

@@ -214,3 +214,24 @@ def copy_while_compute_idles() -> dict:
                   kernel="Memcpy DtoD (Device -> Device)", call="cudaMemcpyAsync")
     after = steady(10, copy.gpu_end)
     return document(events_for(before + [copy] + after))
+
+
+# --- class 6: diff attributes a change to what changed ----------------------------------------
+
+def kernels_slowed(n: int, kernel_ns: int) -> dict:
+    """HTA's trace_diff pair in miniature: both sides overhead-bound, the after side launches a few
+    more kernels, but its kernels run 15x longer: the span grew because the kernels did."""
+    return document(events_for(steady(n, 100 * US, gap=200 * US, kernel_ns=kernel_ns)))
+
+
+# --- class 3: a non-GPU accelerator ---------------------------------------------------------
+
+def mtia_trace() -> dict:
+    """HTA's MTIA inference trace: deviceProperties name an ARTEMIS device, whose work is in
+    mtia_* categories, not GPU kernels."""
+    ev = [op("aten::mul", i * 100 * US, i * 100 * US + 20 * US) for i in range(10)]
+    ev += [{"ph": "X", "cat": "mtia_ccp_events", "name": "pe_exe", "pid": 17, "tid": 3910, "ts": _t(i * 100 * US),
+            "dur": 50.0, "args": {"stream": 112}} for i in range(10)]
+    doc = document(ev)
+    doc["deviceProperties"] = [{"id": 17, "name": "ARTEMIS", "runtimeMajorVersion": 1}]
+    return doc

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import other_peoples_traces as opt
+from other_peoples_traces import US
 from analyzers import serialize
 from analyzers.report import analyze_file
 from kineto_factory import write
@@ -169,3 +170,39 @@ def test_copy_time_is_said_to_count_as_compute_idle(tmp_path):
     out = report(tmp_path, opt.copy_while_compute_idles())
     assert out["idle"]["dominant"] == "data_transfer"
     assert "copies count as compute idle" in out["lines"][2]
+
+
+# --- class 6: diff ------------------------------------------------------------------------------
+
+def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(tmp_path):
+    from analyzers import voice
+    from analyzers.diff import diff_files
+
+    before = write(tmp_path / "before.json", opt.kernels_slowed(100, 10 * US))
+    after = write(tmp_path / "after.json", opt.kernels_slowed(120, 150 * US))
+    d = diff_files(before, after)
+    assert d.before.regime == d.after.regime == "overhead"
+    assert d.explained_by == "kernels"
+    line = voice.diff_lines(d)[3]
+    assert line.startswith("Explained by kernel time: kernel busy time grew by")
+    assert "launch calls 1.20× more: not the lever" in line
+
+
+def test_bytes_not_comparable_names_the_real_reason(tmp_path):
+    from analyzers import voice
+    from analyzers.diff import diff_files
+
+    before = write(tmp_path / "before.json", opt.uncosted_kernels())
+    after = write(tmp_path / "after.json", opt.uncosted_kernels())
+    line = voice.diff_lines(diff_files(before, after))[2]
+    assert "bytes not comparable" in line
+    assert "their ops recorded no shapes (record_shapes was off): 100%" in line
+    assert "CUDA-graph replays and Triton" not in line
+
+
+# --- class 3: non-GPU accelerators ---------------------------------------------------------------
+
+def test_an_mtia_trace_is_said_to_be_from_a_non_gpu_accelerator_not_cpu_only(tmp_path):
+    out = report(tmp_path, opt.mtia_trace())
+    assert out["lines"][0].startswith("Measured: t.json was recorded on an MTIA accelerator, not a GPU")
+    assert not any("CPU-only" in line for line in out["lines"])
