@@ -667,9 +667,7 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
     for tid, (ts, te, rows) in ctx.top_by_tid.items():
         if len(rows) == 0:
             continue
-        k = np.searchsorted(s, ts, side="right") - 1
-        inside = (k >= 0) & (ts < e[np.maximum(k, 0)])
-        overlap = np.where(inside, np.minimum(te, e[np.maximum(k, 0)]) - ts, 0)
+        overlap = iv.covered(s, e, ts, te)   # over every host-work gap it spans (a set-up splits into several)
         for i in np.flatnonzero(overlap >= host_long):
             name = ev.name[rows[i]]
             same = rows[ev.name[rows] == name]
@@ -683,19 +681,24 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
                 spans.append((int(ts[i]), int(te[i])))
     # Set-up held in an API call outside the ops listed above (a first launch loading its module with
     # no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
+    # One entry per call name (a cudaMalloc storm is one finding), its set-up calls summed.
     rows = ctx.setup_rows
     if len(rows):
         over = iv.covered(s, e, ev.start[rows], ev.end[rows])
+        by_name: dict[int, list] = {}
         for r, o in zip(rows.tolist(), over.tolist()):
             if o < host_long or any(a <= ev.start[r] and ev.end[r] <= b for a, b in spans):
                 continue
-            later = np.flatnonzero((ev.name == ev.name[r]) & (ev.start > ev.start[r]) & (ev.tid == ev.tid[r]))
-            typical = float(np.median(ev.end[later] - ev.start[later])) if len(later) else None
-            if typical is not None and o < 10 * max(typical, 1.0):
-                continue
-            out.append(FirstCall(trace.names[ev.name[r]], round(float(ev.end[r] - ev.start[r]) / 1e3, 1),
-                                 None if typical is None else round(typical / 1e3, 1), round(float(o) / 1e3, 1)))
-            spans.append((int(ev.start[r]), int(ev.end[r])))
+            by_name.setdefault(int(ev.name[r]), []).append((r, o))
+        for name, hits in by_name.items():
+            setup = {r for r, _ in hits}
+            others = np.flatnonzero((ev.name == name) & np.isin(ev.cat, (RUNTIME, DRIVER)))
+            others = others[~np.isin(others, list(setup))]
+            typical = float(np.median(ev.end[others] - ev.start[others])) if len(others) else None
+            first = sum(int(ev.end[r] - ev.start[r]) for r, _ in hits)
+            out.append(FirstCall(trace.names[name], round(first / 1e3, 1),
+                                 None if typical is None else round(typical / 1e3, 1),
+                                 round(sum(o for _, o in hits) / 1e3, 1)))
     return tuple(sorted(out, key=lambda x: -x.idle_us)[:5])
 
 

@@ -129,7 +129,7 @@ def _warmup(devices) -> tuple[FirstCall, ...]:
 
 def _warmup_share(devices, span_ns: int) -> float:
     # the set-up's time inside the idle gaps: a first call that began before the GPU span counts only there
-    return sum(w.idle_us for w in _warmup(devices)) * 1e3 / span_ns if span_ns else 0.0
+    return min(1.0, sum(w.idle_us for w in _warmup(devices)) * 1e3 / span_ns) if span_ns else 0.0
 
 
 def _window_for_range(trace: Trace, name: str) -> tuple[int, int]:

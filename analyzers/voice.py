@@ -171,7 +171,7 @@ def evidence_phrase(ev: Evidence) -> str:
         what = []
         if held:   # recorded with stacks: the Python that held the host is in the trace
             what.append(f"in Python: {held}")
-        elif ev.untraced_share > 0:   # no Python frames recorded there: the host's time is untraced
+        elif ev.untraced_share >= 0.005:   # no Python frames recorded there: the host's time is untraced
             what.append(f"{100 * ev.untraced_share:.0f}% untraced: Python, numpy, sleeping")
         if traced:
             what.append(f"traced CPU ops: {traced}")
@@ -272,7 +272,8 @@ UNCOSTED_WORDS = {
 def uncosted_phrase(v) -> str:
     """Why kernel time has no cost model: the largest reasons, in words."""
     tot = sum(v.uncosted_why_us.values()) or 1.0
-    parts = [f"{UNCOSTED_WORDS[w]} ({share(us / tot)})" for w, us in list(v.uncosted_why_us.items())[:2]]
+    items = list(v.uncosted_why_us.items())[:2]
+    parts = [UNCOSTED_WORDS[w] + (f" ({share(us / tot)})" if len(items) > 1 else "") for w, us in items]
     return "; ".join(parts) or "their kernels carry no cost"
 
 
@@ -336,7 +337,8 @@ def five_lines(a) -> list[str]:
     if a.idle_ns > 0:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
         split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
-        if a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) > 0 and a.copy_ns > 0:
+        if (a.dominant is Cause.DATA_TRANSFER or a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) >= 0.05 * a.span_ns) \
+                and a.copy_ns > 0:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
         l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
@@ -361,8 +363,12 @@ def _regime_line(a) -> str:
     if v.regime is Regime.OVERHEAD:
         line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
     elif v.regime is Regime.UNKNOWN:
-        line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time has no cost model, because "
-                f"{uncosted_phrase(v)}; the rest ({mix}) is too little to decide{ridge}.")
+        known = [f"{share(x / tot)} {what}" for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
+                                                            (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]
+        line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
+                f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
+                                                     "to decide" if known else "nothing else to decide by")
+                + f"{ridge}.")
     elif v.regime is Regime.COMPUTE:
         if v.achieved_tflops:
             peak = (f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"

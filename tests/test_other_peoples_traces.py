@@ -90,7 +90,7 @@ def test_mostly_uncosted_kernel_time_is_regime_unknown(tmp_path):
 def test_unknown_regime_line_says_the_uncosted_share_and_next_does_not_rest_on_it(tmp_path):
     out = report(tmp_path, opt.uncosted_kernels())
     regime_line, next_line = out["lines"][3], out["lines"][4]
-    assert regime_line.startswith("Regime: unknown: 100% of kernel time has no cost model")
+    assert regime_line.startswith("Regime: unknown: 100% of kernel time (collectives aside) has no cost model")
     assert "record_shapes" in regime_line
     assert "move fewer bytes" not in next_line and "less arithmetic" not in next_line
 
