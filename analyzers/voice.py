@@ -211,7 +211,10 @@ def mostly(a) -> str:
 
 def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
-    out = [caveat(c) for c in (a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats)]
+    found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
+    if hasattr(a, "trace") and non_gpu_accelerator(a.trace.device_names.values(), a.trace.names):
+        found = [c for c in found if c.kind != "no_gpu_activity"]   # not CPU-only: a device this tool does not read
+    out = [caveat(c) for c in found]
     if a.warmup_share >= 0.05:
         names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
                           + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")

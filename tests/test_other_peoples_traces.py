@@ -206,3 +206,4 @@ def test_an_mtia_trace_is_said_to_be_from_a_non_gpu_accelerator_not_cpu_only(tmp
     out = report(tmp_path, opt.mtia_trace())
     assert out["lines"][0].startswith("Measured: t.json was recorded on an MTIA accelerator, not a GPU")
     assert not any("CPU-only" in line for line in out["lines"])
+    assert not any("CPU-only" in c for c in out["trace"]["caveats"])
