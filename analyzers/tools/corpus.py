@@ -131,7 +131,7 @@ def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
         dom = out["idle"]["dominant"] or "none"
         regime = out["regime"] or "none"
         ok, why = _verdict_matches(dom, regime, out.get("idle_share"), reading)
-        rows.append(Row(path.name, reading.get("source", ""), out["trace"]["device_name"] or ("no GPU" if out["regime"] is None else "unnamed"), torch,
+        rows.append(Row(path.name, reading.get("source", ""), out["trace"]["device_name"] or reading.get("device") or ("no GPU" if out["regime"] is None else "unnamed"), torch,
                         int(out["trace"]["events"]), seconds, dom, regime, out.get("idle_share"),
                         reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, why))
     return rows
