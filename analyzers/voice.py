@@ -212,7 +212,8 @@ def mostly(a) -> str:
 def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
-    if hasattr(a, "trace") and non_gpu_accelerator(a.trace.device_names.values(), a.trace.names):
+    tr = getattr(a, "trace", None)   # an Analysis has its Trace; a diff Side only its path
+    if hasattr(tr, "device_names") and non_gpu_accelerator(tr.device_names.values(), tr.names):
         found = [c for c in found if c.kind != "no_gpu_activity"]   # not CPU-only: a device this tool does not read
     out = [caveat(c) for c in found]
     if a.warmup_share >= 0.05:
