@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.diff import BYTES_TOL, SAME_TOL, STEP_RANGE, cause_share
-from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP, NoStraggler, collective_kind
 from analyzers.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from analyzers.trace import STREAM_OVERLAP_NS, Caveat
 from analyzers.verdicts import Cause, Experiment, Regime
@@ -362,10 +360,14 @@ def hta_text(hta: dict, analysis) -> str:
 # --- the diff ------------------------------------------------------------------------------------
 
 def _times(r: float) -> str:
+    from analyzers.diff import SAME_TOL
+
     return ratio(r, SAME_TOL)
 
 
 def diff_caveats(d) -> list[str]:
+    from analyzers.diff import STEP_RANGE
+
     out = []
     b, a = d.before, d.after
     if d.only_one_side_has_steps:
@@ -440,6 +442,8 @@ def diff_lines(d) -> list[str]:
 
 
 def _explanation_line(d) -> str:
+    from analyzers.diff import BYTES_TOL, SAME_TOL, cause_share
+
     b, a = d.before, d.after
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
     saved = d.time_saved_us
@@ -517,6 +521,8 @@ def outlier_phrase(n) -> str:
 
 def straggler_reason(s) -> str:
     """Why no rank is the straggler."""
+    from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
+
     why = {
         "one_rank": "one rank: nobody to wait for",
         "no_ranks": "no ranks",
@@ -534,6 +540,8 @@ def straggler_reason(s) -> str:
 
 
 def straggler_line(s) -> str:
+    from analyzers.ranks import NoStraggler
+
     if isinstance(s, NoStraggler):
         return f"Straggler: {straggler_reason(s)}."
     me = next(x for x in s.stats if x.row.rank == s.rank)
@@ -573,6 +581,8 @@ def ranks_caveats(rr) -> list[str]:
 
 
 def ranks_lines(rr) -> list[str]:
+    from analyzers.ranks import collective_kind
+
     rows = rr.rows
     devs: dict[str, int] = {}
     for r in rows:
