@@ -1,0 +1,230 @@
+"""Every sentence the drills and the prediction log show a user, and every number format in them.
+
+One module, so that it can be folded into the analyzers' voice module. Functions take plain values
+(from drills.evidence) and return text; none of them reads an analysis itself.
+"""
+from __future__ import annotations
+
+CAUSE = {"launch_overhead": "launch overhead", "host_work": "host work", "synchronization": "synchronization",
+         "data_transfer": "data transfer", "other": "other"}
+REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown"}
+
+PATTERN = {
+    "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
+    "host_work": "long gaps in which the host launches nothing",
+    "synchronization": "a drain after each sync: the queue runs dry while the host waits, then refills",
+    "data_transfer": "compute idles while copies occupy the device",
+}
+EXPERIMENT = {
+    "launch_overhead": "cut launches: fuse with torch.compile, replay with CUDA graphs (mode='reduce-overhead'), "
+                       "or do more work per launch (a bigger batch)",
+    "host_work": "take the host work off the critical path: DataLoader workers, prefetch, or profile the host "
+                 "with py-spy",
+    "synchronization": "remove or defer the sync: keep the value on the device and read it once every N steps",
+    "data_transfer": "pin host memory and copy with non_blocking=True on a side stream, or keep the data resident "
+                     "on the device",
+    "compute": "do less or cheaper arithmetic: lower precision on tensor cores, skip work",
+    "memory": "move fewer bytes: fuse the chain, keep tensors in lower precision, avoid materialised copies",
+    "overhead": "cut launches: torch.compile, CUDA graphs (reduce-overhead), a bigger batch",
+}
+EXPLAIN = {"launches": "launches: both sides are overhead-bound, so time follows the launch count, not the bytes",
+           "bytes": "bytes: both sides are memory-bound, so time follows the bytes moved",
+           "mixed": "neither launches nor bytes alone"}
+
+
+# --- number formats -----------------------------------------------------------------------------
+
+def us(x: float) -> str:
+    return f"{x:.1f} µs" if x < 1000 else f"{x / 1e3:.2f} ms"
+
+
+def ms(x: float) -> str:
+    return f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def num(x: float | None) -> str:
+    if x is None:
+        return "none"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+# --- the trace's own evidence ---------------------------------------------------------------------
+
+def evidence(cause: str, e: dict, share: float) -> str:
+    """What the trace shows for one idle cause: counts, medians, the calls and copies behind it."""
+    head = f"{CAUSE[cause]} is {pct(share)} of the span"
+    if cause == "launch_overhead":
+        ops = ", ".join(e.get("launching_ops", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {us(e['median_gap_us'])} between {e['kernels']:,} kernels "
+                f"whose median run is {us(e['kernel_median_us'])}, while a launch call takes "
+                f"{us(e['launch_call_median_us'])}" + (f" (launched by {ops})" if ops else ""))
+    if cause == "host_work":
+        traced = ", ".join(e.get("host_events", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {us(e['median_gap_us'])} in which the host launched "
+                f"nothing, {pct(e.get('untraced_share', 0))} of it untraced (Python, numpy, sleeping)"
+                + (f"; traced host ops: {traced}" if traced else ""))
+    if cause == "synchronization":
+        calls = ", ".join(f"{c['name']} ×{c['count']}" for c in e.get("sync_calls", []))
+        src = ", ".join(e.get("called_from", []))
+        return (f"{head}: {e['gaps']:,} drains with a median of {us(e['median_gap_us'])}, after {calls or 'syncs'}"
+                + (f" called from {src}" if src else ""))
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        if copies:
+            c = copies[0]
+            rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
+            what = f"mostly {c['name']} ×{c['count']}, {c['bytes'] / 1e9:.2f} GB{rate}"
+        else:
+            what = "copies"
+        return f"{head}: {e.get('copy_count', 0):,} copies, {what}"
+    return f"{head}: {e['gaps']:,} gaps with no launch call in the trace"
+
+
+# --- per-part feedback ------------------------------------------------------------------------------
+
+def blank(part: str) -> str:
+    return f"No answer for {part}."
+
+
+def cause_right(cause: str, ev: str) -> str:
+    return f"Right: {CAUSE[cause]}. The trace: {ev}."
+
+
+def cause_wrong(said: set, cause: str, ev: str) -> str:
+    heard = " and ".join(CAUSE.get(c, REGIME.get(c, c)) for c in sorted(said)) if said else "none of the four causes"
+    return f"You named {heard}; the trace says {CAUSE[cause]}: {ev}."
+
+
+def hedge(what: str, said: set) -> str:
+    return f"Half credit: you named {what} but also {', '.join(sorted(said))}; commit to one."
+
+
+def pattern_right(cause: str) -> str:
+    return f"Yes: {PATTERN[cause]}."
+
+
+def pattern_wrong(cause: str, ev: str) -> str:
+    return f"The GPU lane shows {PATTERN[cause]} ({ev})."
+
+
+def experiment_right(cls: str) -> str:
+    return f"Yes: {EXPERIMENT[cls]}."
+
+
+def experiment_wrong(cls: str, why: str) -> str:
+    return f"The first experiment here is to {EXPERIMENT[cls]}, because {why}."
+
+
+def suspects_feedback(found: list[str], missed: list[str], table: str) -> str:
+    if not missed:
+        return f"Right: {', '.join(found)}. The table: {table}."
+    return (f"Missed {', '.join(missed)}" + (f" (found {', '.join(found)})" if found else "") +
+            f". The table: {table}.")
+
+
+def hotspot_table(rows: list[dict]) -> str:
+    return ", ".join(f"{r['name']} {pct(r['share'])} ({r['calls']} calls)" for r in rows[:3])
+
+
+def label(cls: str) -> str:
+    return CAUSE.get(cls) or REGIME.get(cls) or cls
+
+
+def bound_right(cls: str, why: str) -> str:
+    return f"Right: {label(cls)}; {why}."
+
+
+def bound_wrong(said: set, cls: str, why: str) -> str:
+    heard = " and ".join(label(c) for c in sorted(said)) if said else "nothing the course's vocabulary names"
+    return f"You named {heard}; the answer is {label(cls)}: {why}."
+
+
+def explained_right(why: str) -> str:
+    return f"Right: {why}."
+
+
+def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float, tflops, gbps, intensity, ridge,
+               dtype) -> str:
+    if regime == "overhead":
+        return f"the device idles {pct(idle_share)} of the span, so neither arithmetic nor bytes bound it"
+    rate = (f"{num(tflops)} TFLOP/s" if regime == "compute" else f"{num(gbps)} GB/s") if (tflops or gbps) else ""
+    ai = f"; its ops average {num(intensity)} FLOP/byte against a {dtype} ridge of {num(ridge)}" \
+        if intensity is not None and ridge else ""
+    share = f_compute if regime == "compute" else f_memory
+    return f"{pct(share)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
+
+
+def evidence_score(numbers_hit: list[float], named: bool) -> str:
+    parts = []
+    if numbers_hit:
+        parts.append(f"it quotes {', '.join(num(n) for n in numbers_hit)} from the trace")
+    if named:
+        parts.append("it names the bound")
+    return ("Supported: " + " and ".join(parts) + ".") if parts else \
+        "Quote a number from the trace (a share, a gap median, a rate) and name what it shows."
+
+
+def evidence_missing(numbers: list[float]) -> str:
+    return f"No number from the trace; it has, for example: {', '.join(num(n) for n in numbers[:4])}."
+
+
+def number_feedback(part: str, said: float, key: float, unit: str, score: float) -> str:
+    if score >= 1.0:
+        return f"Right: {num(said)} {unit} (the trace: {num(key)} {unit})."
+    if score > 0:
+        return f"Close: {num(said)} {unit} against {num(key)} {unit} in the trace (within 2×, not within 15%)."
+    return f"{num(said)} {unit} is off: the trace says {num(key)} {unit}."
+
+
+def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
+    if not missed:
+        return f"Right: the trace's ranges are {names[0]} and {names[1]}."
+    return f"Missing {' and '.join(missed)}: the trace separates {names[0]} (TTFT) from {names[1]} (per token)."
+
+
+def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
+    return (f"decode takes {ms(per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, while prefill is "
+            f"{REGIME[prefill_regime]}")
+
+
+def explained_why(how: str, speedup, launch_ratio, byte_ratio, b_regime, a_regime) -> str:
+    return (f"the span fell {num(speedup)}× with {num(launch_ratio)}× fewer launch calls and {num(byte_ratio)}× fewer "
+            f"bytes, {REGIME.get(b_regime, b_regime)} before and {REGIME.get(a_regime, a_regime)} after: "
+            f"{EXPLAIN.get(how, how)}")
+
+
+def capped(part: str, cap: float) -> str:
+    return f"The {part} is wrong, and the rest follows from it: the score is capped at {cap:.1f}."
+
+
+def summary(drill_id: str, score: float) -> str:
+    return f"{drill_id}: {100 * score:.0f}/100"
+
+
+# --- drill list / show ----------------------------------------------------------------------------
+
+def answer_keys_help(parts: dict) -> list[str]:
+    return [f'  {name} = ...   # {doc}' for name, (_, doc) in parts.items()]
+
+
+# --- predictions --------------------------------------------------------------------------------
+
+def prediction_recorded(pid: int, quantity: str, value: float, unit: str, trace: str | None) -> str:
+    where = f"; `tracetriage predictions` measures it from {trace} (once that trace exists)" if trace else \
+        f"; attach the measurement with: tracetriage predictions --measure {pid} TRACE"
+    return f"prediction {pid} recorded: {quantity} = {num(value)} {unit}{where}"
+
+
+def calibration(n: int, median_ratio: float | None, within_2x: float | None) -> str:
+    if not n:
+        return "Calibration: no measured predictions yet."
+    return (f"Calibration over {n} measured prediction{'s' if n != 1 else ''}: median measured/predicted "
+            f"{median_ratio:.2f}×, {pct(within_2x)} within 2×.")
+
+
+def attempts_line(n: int, mean: float | None) -> str:
+    return f"Drill attempts: {n}" + (f", mean score {100 * mean:.0f}/100." if n else ".")
