@@ -79,11 +79,13 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
     for path in [d.trace_path()] + ([d.after_path()] if d.after else []):
         t = evidence.lanes(path)
         con.print(render.draw(t, title=f"{Path(path).name}: the whole GPU span", cause_marks=reveal))
-        causes = [c for _, _, c in t.gaps]
-        common = max(set(causes), key=causes.count) if causes else None
-        win = render.zoom_window(t, common)
+        idle_by_cause: dict[str, float] = {}
+        for s, e, c in t.gaps:
+            idle_by_cause[c] = idle_by_cause.get(c, 0.0) + e - s
+        most = max(idle_by_cause, key=idle_by_cause.get) if idle_by_cause else None
+        win = render.zoom_window(t, most)
         if win:
-            con.print(render.draw(t, window=win, title="zoomed on a few typical gaps", cause_marks=reveal))
+            con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
     if d.kind == "triage":
         con.print("operator table (device time):")
         for h in info["operator_table"]:
