@@ -39,13 +39,18 @@ def phrases(group: str, cls: str, field: str) -> list[str]:
 
 
 def hits(text: str, group: str, field: str) -> dict[str, set[str]]:
-    """For each class of the group, the phrases of `field` the text uses."""
+    """For each class of the group, the phrases of `field` the text uses. A match inside a longer match
+    of another class does not count ("cpu" in "cpu bound" is host work, not a `.cpu()` sync)."""
     t = normalise(text)
-    out = {}
+    found = []   # (class, phrase, start, end)
     for cls, table in vocab().get(group, {}).items():
-        found = {p for p in table.get(field, []) if _pattern(p).search(t)}
-        if found:
-            out[cls] = found
+        for p in table.get(field, []):
+            found += [(cls, p, m.start(), m.end()) for m in _pattern(p).finditer(t)]
+    out: dict[str, set[str]] = {}
+    for cls, p, s, e in found:
+        inside = any(c2 != cls and s2 <= s and e <= e2 and (e2 - s2) > (e - s) for c2, _, s2, e2 in found)
+        if not inside:
+            out.setdefault(cls, set()).add(p)
     return out
 
 

@@ -138,3 +138,8 @@ def test_a_right_experiment_with_a_wrong_cause_is_capped():
                          "experiment": "remove the sync"})
     assert r.capped and r.score == d.cap_if_wrong
     assert r.notes == ["The cause is wrong, and the rest follows from it: the score is capped at 0.4."]
+
+
+def test_a_short_phrase_inside_a_longer_one_of_another_class_does_not_count():
+    assert class_score("CPU-bound: the host is busy", "host_work", "cause", "name")[0] == 1.0
+    assert class_score("a .cpu() every step", "synchronization", "cause", "name")[0] == 1.0
