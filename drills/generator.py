@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,8 @@ class Spec:
     level: str = "easy"
     seed: int = 0
     mix: tuple[tuple[str, float], ...] = ()
+    flows: bool = True           # ac2g flow events (torch.profiler writes them; some exporters drop them)
+    sync_events: bool = True     # cuda_sync events (only with _ExperimentalConfig(enable_cuda_sync_events=True))
 
     def __post_init__(self):
         if self.smell not in LABELS:
@@ -100,21 +103,31 @@ class _Sim:
     recovery_ns: int = 0                            # launch gaps after a sync are the sync's, up to the lost lead
     idle_by_smell: dict = field(default_factory=dict)
 
-    def credit(self, start: int, end: int, owner: str | None = None) -> None:
+    def credit(self, start: int, end: int, owner: str | None = None, call_start: int | None = None) -> None:
+        """Charge the stretch [start, end) with no kernel to the smell that caused it."""
         gap = end - start
         if gap <= 0:
             return
         owner = owner or self.pending or self.smell
         self.pending = None
         if owner == "launch_overhead" and self.recovery_ns > 0:
-            take = min(gap, self.recovery_ns)
-            self.recovery_ns -= take
-            self.idle_by_smell["synchronization"] = self.idle_by_smell.get("synchronization", 0) + take
-            gap -= take
+            # After a drain the host catches up: its launch gaps are the sync's cost, up to the lead it
+            # lost. Like the analyzers, only the stretch before the launch call counts as catching up;
+            # the call itself in flight is launch overhead.
+            before_call = max(0, min(end, call_start if call_start is not None else end) - start)
+            if before_call <= self.recovery_ns:
+                self.recovery_ns -= before_call
+                self._add("synchronization", before_call)
+                gap -= before_call
+            else:
+                self.recovery_ns = 0
         elif owner != "synchronization":
             self.recovery_ns = 0
-        if gap:
-            self.idle_by_smell[owner] = self.idle_by_smell.get(owner, 0) + gap
+        self._add(owner, gap)
+
+    def _add(self, smell: str, ns: int) -> None:
+        if ns > 0:
+            self.idle_by_smell[smell] = self.idle_by_smell.get(smell, 0) + ns
 
     # --- durations -------------------------------------------------------------------------
     def d(self, ns: float) -> int:
@@ -162,7 +175,7 @@ class _Sim:
         prev = self.stream_free.get(stream)
         self.stream_free[stream] = g_e
         if prev is not None:                 # one stream: the device was empty from prev to g_s
-            self.credit(prev, g_s)
+            self.credit(prev, g_s, call_start=call_s)
         if cat != "kernel":                  # compute idles while a copy runs
             self.credit(g_s, g_e, "data_transfer")
         call_e = call_s + self.d(call_ns)
@@ -296,6 +309,7 @@ RANGE_NAMES = {"launch_overhead": "tiny_ops", "host_work": "host_phase", "synchr
 # Iterations of the labelled smell per level's unit: a sync iteration idles ~50 µs, a copy ~1 ms.
 ITER_SCALE = {"launch_overhead": 1, "host_work": 1, "synchronization": 3, "data_transfer": 1, CONTROL: 1}
 MAX_ITERATIONS = 400
+LEAD = 1.25
 
 
 def _run(sim: _Sim, spec: Spec, lv: Level) -> None:
@@ -328,6 +342,13 @@ def _run(sim: _Sim, spec: Spec, lv: Level) -> None:
         _iteration(sim, smell)
         per_iter.setdefault(smell, []).append(sum(sim.idle_by_smell.values()) - sum(before.values()))
         done += smell == main
+    # Coarse iterations (1.5 ms of host work against 50 µs drains) can overshoot a share: the label
+    # must stay true, so the labelled smell keeps a clear lead (LEAD x any other smell's idle time).
+    for _ in range(MAX_ITERATIONS):
+        rest = max((v for k, v in sim.idle_by_smell.items() if k != main), default=0)
+        if sim.idle_by_smell.get(main, 0) >= LEAD * rest:
+            break
+        _iteration(sim, main)
 
 
 def _iteration(sim: _Sim, smell: str) -> None:
@@ -340,7 +361,7 @@ def _iteration(sim: _Sim, smell: str) -> None:
 def generate(spec: Spec) -> dict:
     """The Kineto document for spec (a dict ready for json.dumps)."""
     lv = LEVEL[spec.level]
-    rng = random.Random(f"{spec.smell}/{spec.level}/{spec.seed}/{spec.mix}")
+    rng = random.Random(f"{spec.smell}/{spec.level}/{spec.seed}/{spec.mix}")   # flows/sync events: same timeline
     sim = _Sim(rng=rng, jitter=lv.jitter, host=50_000)
     profiler_start = 0
     if lv.edges:
@@ -361,11 +382,20 @@ def generate(spec: Spec) -> dict:
           {"External id": ext, "cuda_sync_kind": "Context Sync", "stream": -1, "correlation": corr, "device": 0,
            "context": 1}, pid=0, tid=1)
     sim.host = e
+    if lv.edges:
+        # The profiler stopped while a launch was in flight: the call is in the trace, its kernel is not.
+        ext, corr = sim._ids()
+        sim.x("cpu_op", "aten::add", sim.host + 2_000, 12_000, {"External id": ext, "Record function id": 0})
+        sim.x("cuda_runtime", "cudaLaunchKernel", sim.host + 5_000, 6_000,
+              {"External id": ext, "cbid": 211, "correlation": corr})
+        sim.host += 14_000
     for k in range(lv.noise_threads):
         _noise_thread(sim, 700 + k, 60_000, end_host)
     sim.x("Trace", "PyTorch Profiler (0)", profiler_start, sim.host + 10_000, {"Op count": 0},
           pid="Spans", tid="PyTorch Profiler")
-    return _document(sim.events, spec, sim.idle_by_smell)
+    events = [e for e in sim.events if (spec.flows or e.get("cat") != "ac2g")
+              and (spec.sync_events or e.get("cat") != "cuda_sync")]
+    return _document(events, spec, sim.idle_by_smell)
 
 
 def _noise_thread(sim: _Sim, tid: int, t0: int, t1: int) -> None:
@@ -411,3 +441,31 @@ def write(spec: Spec, path: str | Path) -> Path:
     tmp.write_bytes(data)
     tmp.replace(path)
     return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m drills.generator SMELL [--level L] [--seed N] [--mix a=0.7,b=0.3] -o OUT.json.gz"""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m drills.generator", description="Write a toy Kineto trace.")
+    ap.add_argument("smell", choices=LABELS)
+    ap.add_argument("--level", choices=LEVELS, default="easy")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mix", default="", help="shares of idle time, e.g. synchronization=0.7,launch_overhead=0.3")
+    ap.add_argument("--no-flows", action="store_true")
+    ap.add_argument("--no-sync-events", action="store_true")
+    ap.add_argument("-o", "--out", required=True)
+    a = ap.parse_args(argv)
+    try:
+        mix = tuple((k, float(v)) for k, v in (kv.split("=", 1) for kv in a.mix.split(",") if kv))
+        spec = Spec(a.smell, a.level, a.seed, mix, flows=not a.no_flows, sync_events=not a.no_sync_events)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    path = write(spec, a.out)
+    print(f"wrote {path}: {spec.label}, {spec.level}, seed {spec.seed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
