@@ -59,7 +59,7 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind == "triage":
         out["operator_table"] = evidence.facts(d.trace_path()).hotspots
     if d.kind == "ranges":
-        out["ranges"] = [{k: r[k] for k in ("name", "count", "kernel_busy_us")}
+        out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
                          for r in evidence.facts(d.trace_path()).ranges]
     return out
 
@@ -92,9 +92,10 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  "
                       f"{h['calls']:6d} calls")
     if d.kind == "ranges":
-        con.print("named ranges:")
+        con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
         for r in info["ranges"]:
-            con.print(f"  {r['name'][:40]:40s} ×{r['count']:<5d} kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+            con.print(f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
+                      f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
         con.print(f"  - {q}")

@@ -39,7 +39,8 @@ class Facts:
     compute_share: float         # of kernel time
     memory_share: float
     hotspots: list = field(default_factory=list)   # [{"name", "share", "calls", "device_us"}]
-    ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "regime", "idle_dominant"}]
+    ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "median_wall_us", "wall_us",
+                                                   #   "regime", "idle_dominant"}]
     phases: dict = field(default_factory=dict)     # {"ttft_ms", "per_token_ms", "prefill_regime", ...} or {}
 
 
@@ -67,6 +68,7 @@ def facts_of(a) -> Facts:
     kern = v.compute_us + v.memory_us + v.unknown_us + v.comm_us
     cause_ev = {c: _cause_evidence(c, ev.get(c) or {}) for c in CAUSES}
     ranges = [{"name": r.name, "count": int(r.count), "kernel_busy_us": round(float(r.kernel_busy_us), 1),
+               "median_wall_us": round(float(r.median_wall_us), 1), "wall_us": round(float(r.union_wall_us), 1),
                "regime": a.range_verdicts[r.name].regime if r.name in a.range_verdicts else None,
                "idle_dominant": r.idle_dominant} for r in a.ranges]
     phases = {}

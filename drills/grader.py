@@ -150,19 +150,19 @@ class _Context:
             return s, words.pattern_right(cause)
         if s > 0:
             return s, words.hedge("the right pattern", said - {cause})
-        return 0.0, words.pattern_wrong(cause, self._cause_evidence(cause))
+        return 0.0, words.pattern_wrong(cause, words.evidence_short(cause, self.facts.cause_evidence[cause]))
 
     def idle_cause_experiment(self, ans):
         cause = self.key["cause"]
-        return self._experiment(ans, cause, "cause", "experiment", self._cause_evidence(cause))
+        return self._experiment(ans, cause, "cause", "experiment")
 
-    def _experiment(self, ans, cls, group, field, why):
+    def _experiment(self, ans, cls, group, field):
         s, said = class_score(_text(ans), cls, group, field)
         if s == 1.0:
             return s, words.experiment_right(cls)
         if s > 0:
             return s, words.hedge("a right lever", said - {cls})
-        return 0.0, words.experiment_wrong(cls, why)
+        return 0.0, words.experiment_wrong(cls)
 
     # --- triage (M02.01) --------------------------------------------------------------------------
     def triage_suspects(self, ans):
@@ -212,7 +212,7 @@ class _Context:
     def triage_experiment(self, ans):
         b = self.key["bound"]
         group, _ = self._bound_group()
-        return self._experiment(ans, b, group, "experiment" if group == "cause" else "lever", self._bound_why())
+        return self._experiment(ans, b, group, "experiment" if group == "cause" else "lever")
 
     # --- named ranges (M02.02) ------------------------------------------------------------------
     def ranges_ranges(self, ans):
@@ -270,7 +270,7 @@ class _Context:
         return self._number("achieved", ans, self.key["achieved"], self.key["achieved_unit"])
 
     def roofline_lever(self, ans):
-        return self._experiment(ans, self.key["regime"], "regime", "lever", self._roof_why())
+        return self._experiment(ans, self.key["regime"], "regime", "lever")
 
     # --- overhead-bound collapse (M01.08) --------------------------------------------------------------
     def _collapse_why(self) -> str:
@@ -291,4 +291,4 @@ class _Context:
         return 0.0, words.bound_wrong(said, how, self._collapse_why())
 
     def collapse_lever(self, ans):
-        return self._experiment(ans, self._lever_class(), "regime", "lever", self._collapse_why())
+        return self._experiment(ans, self._lever_class(), "regime", "lever")

@@ -84,6 +84,20 @@ def evidence(cause: str, e: dict, share: float) -> str:
     return f"{head}: {e['gaps']:,} gaps with no launch call in the trace"
 
 
+def evidence_short(cause: str, e: dict) -> str:
+    """The shape of the gaps alone: what the pattern part is about."""
+    if cause == "synchronization":
+        return f"{e['gaps']:,} drains with a median of {us(e['median_gap_us'])}"
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        rate = f" at {copies[0]['gbps']:.1f} GB/s" if copies and copies[0].get("gbps") else ""
+        return f"{e.get('copy_count', 0):,} copies{rate} while no kernel runs"
+    if cause == "launch_overhead":
+        return (f"{e['gaps']:,} gaps with a median of {us(e['median_gap_us'])} between kernels whose median run is "
+                f"{us(e.get('kernel_median_us', 0))}")
+    return f"{e['gaps']:,} gaps with a median of {us(e['median_gap_us'])}"
+
+
 # --- per-part feedback ------------------------------------------------------------------------------
 
 def blank(part: str) -> str:
@@ -115,8 +129,8 @@ def experiment_right(cls: str) -> str:
     return f"Yes: {EXPERIMENT[cls]}."
 
 
-def experiment_wrong(cls: str, why: str) -> str:
-    return f"The first experiment here is to {EXPERIMENT[cls]}, because {why}."
+def experiment_wrong(cls: str) -> str:
+    return f"The first experiment here is to {EXPERIMENT[cls]}."
 
 
 def suspects_feedback(found: list[str], missed: list[str], table: str) -> str:

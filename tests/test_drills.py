@@ -129,7 +129,8 @@ def test_launch_feedback_quotes_gap_count_and_medians():
     r = grader.grade(bank.get("M02.04-a"), {"cause": "host work", "experiment": "py-spy"})
     fb = {p.part: p.feedback for p in r.parts}
     assert re.search(r"[\d,]+ gaps with a median of [\d.]+ µs between [\d,]+ kernels whose median run is", fb["cause"])
-    assert fb["experiment"].startswith("The first experiment here is to cut launches: fuse with torch.compile")
+    assert fb["experiment"] == ("The first experiment here is to cut launches: fuse with torch.compile, replay with "
+                                "CUDA graphs (mode='reduce-overhead'), or do more work per launch (a bigger batch).")
 
 
 def test_a_right_experiment_with_a_wrong_cause_is_capped():
