@@ -93,9 +93,10 @@ class Drill:
     def source(self) -> str:
         if self.generate is None:
             return self.trace + (f" -> {self.after}" if self.after else "")
+        from drills.words import toy_source
+
         g = self.generate
-        mix = ", ".join(f"{k} {v:.0%}" for k, v in (g.get("mix") or {}).items())
-        return f"toy timeline: {g['smell']}, {g.get('level', 'easy')}, seed {g.get('seed', 0)}" + (f", mix {mix}" if mix else "")
+        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {})
 
 
 def generated_dir() -> Path:

@@ -57,7 +57,9 @@ def _show_dict(d: bank.Drill) -> dict:
            "answer_keys": {k: {"type": t, "doc": doc} for k, (t, doc) in d.parts.items()},
            "rubric": d.rubric, "decisive": d.decisive, "cap_if_wrong": d.cap_if_wrong}
     if d.kind == "triage":
-        out["operator_table"] = evidence.facts(d.trace_path()).hotspots
+        f = evidence.facts(d.trace_path())
+        out["operator_table"] = f.hotspots
+        out["span"] = {"span_ms": f.span_ms, "kernel_busy_ms": f.kernel_busy_ms, "idle_share": f.idle_share}
     if d.kind == "ranges":
         out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
                          for r in evidence.facts(d.trace_path()).ranges]
@@ -87,15 +89,14 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         if win:
             con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
     if d.kind == "triage":
+        con.print(words.span_line(**info["span"]), markup=False)
         con.print("operator table (device time):")
         for h in info["operator_table"]:
-            con.print(f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  "
-                      f"{h['calls']:6d} calls")
+            con.print(words.operator_row(h), markup=False)
     if d.kind == "ranges":
         con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
         for r in info["ranges"]:
-            con.print(f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
-                      f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+            con.print(words.range_row(r), markup=False)
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
         con.print(f"  - {q}")
@@ -103,8 +104,7 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
               f"{d.id} --answers FILE):")
     for line in words.answer_keys_help(d.parts):
         con.print(line, markup=False)
-    con.print("rubric: " + ", ".join(f"{k} {v:.2f}" for k, v in d.rubric.items()) +
-              f"; a wrong {d.decisive} caps the score at {d.cap_if_wrong:.1f}")
+    con.print(words.rubric_line(d.rubric, d.decisive, d.cap_if_wrong))
     return 0
 
 
@@ -126,7 +126,7 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
     con = _console()
     con.print(f"[bold]{words.summary(d.id, result.score)}[/bold]  {d.title}")
     for p in result.parts:
-        con.print(f"  {p.part:14s} {p.score:4.2f} × {p.weight:.2f}  ", end="")
+        con.print(words.grade_row(p.part, p.score, p.weight), end="")
         con.print(p.feedback, markup=False)
     for n in result.notes:
         con.print(f"  {n}", markup=False)

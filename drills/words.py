@@ -221,6 +221,34 @@ def summary(drill_id: str, score: float) -> str:
 
 # --- drill list / show ----------------------------------------------------------------------------
 
+def toy_source(smell: str, level: str, seed: int, mix: dict) -> str:
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+    return f"toy timeline: {smell}, {level}, seed {seed}" + (f", mix {shares}" if shares else "")
+
+
+def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
+    busy = kernel_busy_ms / span_ms if span_ms else 0
+    return f"GPU span {ms(span_ms)}: kernels busy {ms(kernel_busy_ms)} ({pct(busy)}), the GPU idles {pct(idle_share)} of it"
+
+
+def operator_row(h: dict) -> str:
+    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  {h['calls']:6d} calls"
+
+
+def range_row(r: dict) -> str:
+    return (f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
+            f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+
+
+def grade_row(part: str, score: float, weight: float) -> str:
+    return f"  {part:14s} {score:4.2f} × {weight:.2f}  "
+
+
+def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
+    return ("rubric: " + ", ".join(f"{k} {v:.2f}" for k, v in rubric.items()) +
+            f"; a wrong {decisive} caps the score at {cap:.1f}")
+
+
 def answer_keys_help(parts: dict) -> list[str]:
     return [f'  {name} = ...   # {doc}' for name, (_, doc) in parts.items()]
 
