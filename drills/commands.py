@@ -97,6 +97,12 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
         for r in info["ranges"]:
             con.print(words.range_row(r), markup=False)
+    if d.kind == "collapse":
+        sweep = _fusion_sweep()
+        if sweep:
+            con.print(words.sweep_header())
+            for r in sweep:
+                con.print(words.sweep_row(r), markup=False)
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
         con.print(f"  - {q}")
@@ -131,6 +137,15 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
     for n in result.notes:
         con.print(f"  {n}", markup=False)
     return 0
+
+
+def _fusion_sweep() -> list[dict]:
+    """The capture's own size sweep (eager against fused, timed with CUDA events), when the sample library has it."""
+    path = bank.REPO_ROOT / "traces" / "measurements.json"
+    try:
+        return json.loads(path.read_text()).get("fusion_sweep", [])
+    except (OSError, ValueError):
+        return []
 
 
 # --- predict / predictions ----------------------------------------------------------------------

@@ -98,6 +98,8 @@ class Log:
                            "unchanged: move it aside or pass --db PATH")
 
     def _damaged(self, e: Exception) -> LogError:
+        if "unable to open" in str(e) or "readonly" in str(e):
+            return LogError(f"cannot open the prediction log {self.path} for writing ({e}); pass --db PATH")
         return LogError(f"the prediction log {self.path} is damaged ({e}); it was left unchanged: move it aside or "
                         "pass --db PATH to start a new one")
 

@@ -249,6 +249,15 @@ def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
             f"; a wrong {decisive} caps the score at {cap:.1f}")
 
 
+def sweep_header() -> str:
+    return "the captured size sweep (traces/measurements.json, one call, median):"
+
+
+def sweep_row(r: dict) -> str:
+    return (f"  {r['n']:>11,} elements  eager {us(r['eager_us']):>10}  fused Triton {us(r['triton_us']):>10} "
+            f"({r['speedup_triton']:.2f}×)  torch.compile {us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
+
+
 def answer_keys_help(parts: dict) -> list[str]:
     return [f'  {name} = ...   # {doc}' for name, (_, doc) in parts.items()]
 
