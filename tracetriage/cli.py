@@ -184,6 +184,69 @@ def cmd_capture(a) -> int:
     return 0
 
 
+# --- drills and the prediction log (implementation: drills/commands.py) --------------------------
+
+def _drills_call(fn, *args) -> int:
+    from drills.commands import USER_ERRORS
+
+    try:
+        return fn(*args)
+    except USER_ERRORS as e:
+        raise UserError(str(e)) from None
+
+
+def cmd_drill(a) -> int:
+    from drills import commands as dc
+
+    if a.action == "list":
+        return _drills_call(dc.drill_list, a.json)
+    if not a.id:
+        raise UserError(f"drill {a.action} needs a drill id (see tracetriage drill list)")
+    if a.action == "show":
+        return _drills_call(dc.drill_show, a.id, a.json, a.reveal)
+    if not a.answers:
+        raise UserError("drill grade needs --answers FILE (a TOML file; drill show ID lists its keys)")
+    return _drills_call(dc.drill_grade, a.id, a.answers, a.json, a.db)
+
+
+def cmd_predict(a) -> int:
+    from drills import commands as dc
+
+    return _drills_call(dc.predict, a.quantity, a.value, a.why, a.trace, a.baseline, a.db)
+
+
+def cmd_predictions(a) -> int:
+    from drills import commands as dc
+
+    return _drills_call(dc.predictions, a.json, a.db, a.measure, a.baseline)
+
+
+def _drill_parsers(sub) -> None:
+    dr = sub.add_parser("drill", help="graded timeline drills: list, show ID, grade ID --answers FILE")
+    dr.add_argument("action", choices=["list", "show", "grade"])
+    dr.add_argument("id", nargs="?")
+    dr.add_argument("--answers", help="the answer file (TOML) for grade")
+    dr.add_argument("--json", action="store_true")
+    dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
+    dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
+    dr.set_defaults(fn=cmd_drill)
+    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)")
+    pr.add_argument("quantity", help="span_ms, idle_share, kernel_busy_ms, gbps, tflops, intensity, ttft_ms, "
+                                     "per_token_ms, speedup")
+    pr.add_argument("value")
+    pr.add_argument("--why", required=True, help="one sentence of reasoning")
+    pr.add_argument("--trace", help="the trace that will measure it (measured once it exists)")
+    pr.add_argument("--baseline", help="for speedup: the trace before the change")
+    pr.add_argument("--db")
+    pr.set_defaults(fn=cmd_predict)
+    ps = sub.add_parser("predictions", help="predicted against measured, and the running calibration")
+    ps.add_argument("--json", action="store_true")
+    ps.add_argument("--measure", nargs=2, metavar=("ID", "TRACE"), help="attach a measurement from TRACE")
+    ps.add_argument("--baseline", help="with --measure, for a speedup: the trace before")
+    ps.add_argument("--db")
+    ps.set_defaults(fn=cmd_predictions)
+
+
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     _capture_options(c)
     c.set_defaults(fn=cmd_capture)
 
+    _drill_parsers(sub)
     return ap
 
 
