@@ -1,0 +1,316 @@
+"""What-if: what each fix would buy, predicted from the trace alone.
+
+A lever edits the dependency graph (analyzers.depgraph) the way the fix would change the
+program, and the replay (analyzers.replay) says how long the traced work would then take:
+
+    remove_syncs   the host no longer waits in syncs (`only`: the syncs called from one op)
+    no_host_work   host stretches that issue no GPU work vanish
+    cuda_graphs    dispatch and launches collapse to one graph launch per sync-free stretch;
+                   kernels run back to back at the device's minimum gap
+    async_copies   pageable copies become pinned, at the link's measured bandwidth, on a side
+                   stream, overlapped; each consumer waits for its copy
+    kernels_2x     every kernel takes half as long (the Amdahl check)
+
+Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
+launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
+lever's `assumptions` line says which figure came from where.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analyzers import depgraph as dg
+from analyzers import replay as rp
+from analyzers import whatif_words as words
+from analyzers.trace import CPU_OP, KERNEL, MEMCPY, NONE, Trace
+
+LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
+BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
+
+# A graph launch under torch.profiler costs about this much per kernel in the graph: the median
+# cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,
+# 95 kernels a launch; tests/test_whatif.py re-derives it). Used when the trace has no graph launch.
+GRAPH_NS_PER_KERNEL = 2_300
+# Host<->device link bandwidth by datasheet, GB/s per direction (PCIe x16: Gen5 64, Gen4 32, Gen3 16).
+LINK_GBPS = {"H200": 64.0, "H100": 64.0, "GH200": 64.0, "B200": 64.0, "L40": 32.0, "A100": 32.0, "A10": 32.0,
+             "L4": 32.0, "RTX 40": 32.0, "RTX 30": 32.0, "V100": 16.0, "T4": 16.0}
+
+
+class WhatIfError(ValueError):
+    """The question cannot be asked of this trace; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class LeverPrediction:
+    lever: str
+    predicted_ns: int
+    predicted_ratio: float
+    saving_ns: int
+    assumptions: str
+    detail: dict = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict:
+        return {"lever": self.lever, "predicted_us": round(self.predicted_ns / 1e3, 1),
+                "predicted_ratio": round(self.predicted_ratio, 4), "saving_us": round(self.saving_ns / 1e3, 1),
+                "assumptions": self.assumptions}
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    path: str
+    baseline_ns: int
+    replay_ns: int                          # the unchanged graph, replayed: how far to trust the model
+    levers: tuple[LeverPrediction, ...]     # sorted by predicted_ns, best first
+
+    @property
+    def best(self) -> LeverPrediction | None:
+        return self.levers[0] if self.levers else None
+
+    @property
+    def worst(self) -> LeverPrediction | None:
+        return self.levers[-1] if self.levers else None
+
+    def lever(self, name: str) -> LeverPrediction:
+        return next(p for p in self.levers if p.lever == name)
+
+    def to_json(self) -> dict:
+        return {"baseline_us": round(self.baseline_ns / 1e3, 1), "levers": [p.to_json() for p in self.levers]}
+
+
+# --- the levers ----------------------------------------------------------------------------
+
+@dataclass
+class _Ctx:
+    trace: Trace
+    g: dg.Graph
+    names_c: np.ndarray     # name of each call
+    names_g: np.ndarray     # name of each GPU activity
+
+
+def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
+    g = c.g
+    # a sync call, or a copy to the host that blocks (.item(), .cpu(), .tolist() of a result)
+    aw = np.maximum(p.c_awaited, 0)
+    to_host = np.array(["DtoH" in n for n in c.names_g[aw].astype(str)], bool) if g.n_calls and len(g.g_row) else \
+        np.zeros(g.n_calls, bool)
+    m = ((g.c_kind == dg.SYNC_CALL) | ((g.c_kind == dg.COPY_CALL) & to_host)) & p.c_blocked
+    if only:
+        m &= _inside_op(c, only)
+    p.c_blocked[m] = False
+    p.c_dur[m] = p.c_min[m]
+    waited = int((g.c_dur[m] - p.c_min[m]).sum())
+    return words.assume_remove_syncs(only, g.launch_cost_ns), {"syncs": int(m.sum()), "waited_ns": waited}
+
+
+def _inside_op(c: _Ctx, op: str) -> np.ndarray:
+    """Calls made inside a cpu_op named `op` (at any depth) on the same thread."""
+    ev, g = c.trace.ev, c.g
+    try:
+        nid = c.trace.names.index(op)
+    except ValueError:
+        nid = -1
+    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.name == nid)) if nid >= 0 else np.zeros(0, np.int64)
+    if not len(ops):
+        raise WhatIfError(words.no_such_op(op, _sync_ops(c)))
+    out = np.zeros(g.n_calls, bool)
+    c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
+    for pid, tid in set(zip(ev.pid[ops].tolist(), ev.tid[ops].tolist())):
+        o = ops[(ev.pid[ops] == pid) & (ev.tid[ops] == tid)]
+        s, e = ev.start[o], np.maximum.accumulate(ev.end[o])
+        m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
+        k = np.searchsorted(s, g.c_start[m], side="right") - 1
+        out[m] = (k >= 0) & (g.c_start[m] < e[np.maximum(k, 0)])
+    return out
+
+
+def _sync_ops(c: _Ctx) -> list[str]:
+    """The outermost ops that make a blocking sync call, most frequent first (for the error message)."""
+    ev, g = c.trace.ev, c.g
+    rows = g.c_row[(g.c_kind == dg.SYNC_CALL) & g.c_blocked]
+    ops = c.trace.op_of[rows]
+    ops = ops[ops != NONE]
+    if not len(ops):
+        return []
+    ids, n = np.unique(ev.name[ops], return_counts=True)
+    return [c.trace.names[i] for i in ids[np.argsort(-n)]][:5]
+
+
+def _no_host_work(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
+    g = c.g
+    m = g.c_host > 0
+    p.c_gap[m] -= g.c_host[m]
+    return words.assume_no_host_work(g.host_long_ns), {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
+
+
+def _graph_cost(c: _Ctx) -> tuple[int, str]:
+    """Per-kernel cost of a graph launch: measured on the trace's own graph launches, else the reference."""
+    g = c.g
+    gl = np.flatnonzero([n.startswith(("cudaGraphLaunch", "cuGraphLaunch")) for n in c.names_c])
+    if len(gl):
+        n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
+        ok = n > 0
+        if ok.any():
+            return int(np.median(g.c_dur[gl][ok] / n[ok])), "trace"
+    return GRAPH_NS_PER_KERNEL, "reference"
+
+
+def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
+    g = c.g
+    per_kernel, source = _graph_cost(c)
+    keep_host = g.c_host > 0
+    # stretches: a blocked call ends one, host work that stays starts one
+    order = np.lexsort((np.arange(g.n_calls), g.c_thread))
+    thr = g.c_thread[order]
+    new = np.r_[True, thr[1:] != thr[:-1]] if g.n_calls else np.zeros(0, bool)
+    after_block = np.r_[False, p.c_blocked[order][:-1]] if g.n_calls else new
+    new = new | after_block | keep_host[order] | p.c_blocked[order]
+    gid_sorted = np.cumsum(new) - 1
+    gid = np.empty(g.n_calls, np.int64)
+    gid[order] = gid_sorted
+    launching = g.c_issues & ~p.c_blocked
+    n_groups = int(gid.max()) + 1 if g.n_calls else 0
+    first = np.full(n_groups, NONE, np.int64)
+    li = np.flatnonzero(launching)
+    # the first launching call of each stretch becomes its graph launch (calls are in start order)
+    first_rev = li[::-1]
+    first[gid[first_rev]] = first_rev
+    post_lat = max(g.lat_typ_ns - g.launch_cost_ns, 0)
+    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)]
+    grp = gid[np.maximum(g.g_call, 0)]
+    gl_call = first[grp]
+    movable &= gl_call >= 0
+    n_in = np.bincount(grp[movable], minlength=n_groups)
+    # host: dispatch vanishes, host work that is not dispatch stays; every non-blocking call but
+    # the graph launch costs nothing
+    p.c_gap[:] = np.where(keep_host, g.c_host, 0)
+    p.c_dur[~p.c_blocked] = 0
+    has = first >= 0
+    p.c_dur[first[has]] = per_kernel * n_in[has]
+    # device: each kernel issued by its stretch's graph launch, back to back
+    mv = np.flatnonzero(movable)
+    p.g_call[mv] = gl_call[mv]
+    p.g_lat[mv] = p.c_dur[gl_call[mv]] + post_lat
+    p.g_gap[mv] = np.minimum(p.g_gap[mv], g.min_gap_ns)
+    return (words.assume_cuda_graphs(per_kernel, source, g.min_gap_ns, g.min_gap_measured),
+            {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+
+
+def _link_gbps(c: _Ctx, h2d: bool) -> tuple[float, str]:
+    """Pinned copy bandwidth: measured in the trace, else measured ceilings, else the datasheet link."""
+    g = c.g
+    want = "HtoD" if h2d else "DtoH"
+    pinned = np.array(["Pinned" in n and want in n for n in c.names_g.astype(str)], bool) if len(g.g_row) else \
+        np.zeros(0, bool)
+    big = pinned & (g.g_cat == MEMCPY) & (g.g_nbytes >= BIG_COPY_BYTES) & (g.g_dur > 0)
+    if big.any():
+        return float(np.median(g.g_nbytes[big] / g.g_dur[big])), "trace"
+    device = c.trace.device_name()
+    from analyzers.roofline import find_ceilings
+
+    ceil = find_ceilings(c.trace.path, device) if device else None
+    key = "h2d_pinned" if h2d else "d2h_pinned"
+    if ceil and ceil.get("copy_gbps", {}).get(key):
+        return float(ceil["copy_gbps"][key]), "ceilings"
+    for fam, gbps in LINK_GBPS.items():
+        if device and fam.lower() in device.lower():
+            return gbps, "datasheet"
+    return 16.0, "guess"
+
+
+def _async_copies(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
+    g = c.g
+    names = c.names_g.astype(str) if len(g.g_row) else np.zeros(0, str)
+    pageable = (g.g_cat == MEMCPY) & np.array(["Pageable" in n for n in names], bool)
+    h2d = pageable & np.array(["HtoD" in n for n in names], bool)
+    d2h = pageable & ~h2d
+    bw_h2d, src_h2d = _link_gbps(c, True)
+    bw_d2h, src_d2h = _link_gbps(c, False)
+    sized = g.g_nbytes > 0
+    for m, bw in ((h2d, bw_h2d), (d2h, bw_d2h)):
+        k = m & sized
+        p.g_dur[k] = np.ceil(g.g_nbytes[k] / bw).astype(np.int64)   # GB/s == bytes/ns
+    hi = np.flatnonzero(h2d)
+    if len(hi):
+        # the copy call returns at once (and the stream sync `.to()` adds after a pageable copy goes)
+        calls = g.g_call[hi]
+        p.c_blocked[calls] = False
+        p.c_dur[calls] = p.c_min[calls]
+        ext = c.trace.ev.ext[g.c_row]
+        copy_ext = set(ext[calls].tolist()) - {NONE}
+        if copy_ext:
+            s = (g.c_kind == dg.SYNC_CALL) & np.isin(ext, list(copy_ext))
+            p.c_blocked[s] = False
+            p.c_dur[s] = p.c_min[s]
+        # each copy moves to a side stream of its device; the next activity on its old stream waits for it
+        side = len(g.queue_keys) + g.g_device[hi].astype(np.int64) - int(g.g_device.min())
+        nc = np.flatnonzero(~h2d)
+        k = np.searchsorted(nc, hi)
+        ok = k < len(nc)
+        consumer = nc[np.minimum(k, len(nc) - 1)] if len(nc) else hi
+        ok &= g.g_queue[consumer] == g.g_queue[hi]
+        last_copy = np.full(len(g.g_row), NONE, np.int64)
+        np.maximum.at(last_copy, consumer[ok], hi[ok])   # a run of copies: the consumer waits for the last
+        p.g_queue[hi] = side
+        p.g_gap[hi] = 0
+        cons = np.flatnonzero(last_copy >= 0)
+        p.g_dep[cons] = last_copy[cons]
+        p.g_delay[cons] = g.min_gap_ns
+        p.g_lat[hi] = np.minimum(p.g_lat[hi], g.lat_typ_ns)
+    return (words.assume_async_copies(bw_h2d, src_h2d, bw_d2h, src_d2h),
+            {"h2d_copies": int(h2d.sum()), "d2h_copies": int(d2h.sum())})
+
+
+def _kernels_2x(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
+    k = c.g.g_cat == KERNEL
+    p.g_dur[k] = p.g_dur[k] // 2
+    return words.assume_kernels_2x(), {"kernels": int(k.sum())}
+
+
+# --- the entry point ----------------------------------------------------------------------------
+
+def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None) -> WhatIf:
+    """Predict the span of the traced work under each lever (all of them by default).
+
+    `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
+    Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
+    """
+    levers = list(levers or LEVERS)
+    bad = [lv for lv in levers if lv not in LEVERS]
+    if bad:
+        raise WhatIfError(words.unknown_lever(bad[0], LEVERS))
+    g = dg.build(trace)
+    if len(g.g_row) == 0:
+        raise WhatIfError(words.no_gpu(trace.path))
+    ctx = _Ctx(trace, g, np.array(trace.names, dtype=object)[trace.ev.name[g.c_row]] if g.n_calls else
+               np.zeros(0, object), np.array(trace.names, dtype=object)[trace.ev.name[g.g_row]])
+    base = rp.Plan.of(g)
+    replay_ns = rp.replay(g, base).span_ns
+    baseline = g.span_ns
+    out = []
+    for lv in levers:
+        p = base.copy()
+        if lv == "remove_syncs":
+            assume, detail = _remove_syncs(ctx, p, only)
+        elif lv == "no_host_work":
+            assume, detail = _no_host_work(ctx, p)
+        elif lv == "cuda_graphs":
+            assume, detail = _cuda_graphs(ctx, p)
+        elif lv == "async_copies":
+            assume, detail = _async_copies(ctx, p)
+        else:
+            assume, detail = _kernels_2x(ctx, p)
+        r = rp.replay(g, p)
+        # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
+        pred = int(round(r.span_ns * baseline / replay_ns)) if replay_ns else r.span_ns
+        out.append(LeverPrediction(lever=lv, predicted_ns=pred, predicted_ratio=pred / baseline if baseline else 1.0,
+                                   saving_ns=baseline - pred, assumptions=assume, detail=detail))
+    out.sort(key=lambda x: (x.predicted_ns, LEVERS.index(x.lever)))
+    return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out))
+
+
+def predict_file(path, levers=None, only=None) -> WhatIf:
+    from analyzers.trace import load
+
+    return predict(load(path), levers=levers, only=only)
