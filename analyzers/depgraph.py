@@ -190,26 +190,29 @@ def build(trace: Trace) -> Graph:
     launch_durs = c_dur[is_launch]
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else DEFAULT_LAUNCH_NS
 
-    # --- host work in each gap: long stretches that no op or call covers, and long CPU-only ops ----
+    # --- host work in each gap: long stretches with no call and no op that makes one -----------
     # (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)
     host_long = host_long_ns(launch_cost)
     c_host = np.zeros(len(c_row), np.int64)
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     if len(c_row):
-        okey = _thread_key(ev, np.concatenate([op_rows, c_row]))
-        o_thr, cc_thr = okey[: len(op_rows)], okey[len(op_rows):]
+        ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
+        okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
+        o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
+        cc_thr = okey[len(op_rows) + len(ann_rows):]
         for t in np.unique(cc_thr):
             m = np.flatnonzero(cc_thr == t)              # this thread's calls, in start order
             ops = op_rows[o_thr == t]
             s_, e_ = ev.start[ops], ev.end[ops]
             top_s, top_e = iv.union(s_, e_)
             k = np.searchsorted(c_start[m], top_s, side="left")   # the first call at or after each extent
-            prev_k = np.searchsorted(c_start[m], top_e, side="left")
-            cpu_only = (k == prev_k) & (top_e - top_s >= host_long)   # an extent with no call inside
-            w = k[cpu_only]
-            ok = w < len(m)
-            np.add.at(c_host, m[w[ok]], (top_e - top_s)[cpu_only][ok])
-            cov_s, cov_e = iv.union(np.concatenate([top_s, c_start[m]]), np.concatenate([top_e, c_end[m]]))
+            issuing = k != np.searchsorted(c_start[m], top_e, side="left")   # some call inside
+            # user ranges cut untraced time: the Python inside a step and the loop between steps are
+            # two stretches, not one (only the first is the user's host work)
+            ann = ann_rows[a_thr == t]
+            cuts = np.concatenate([ev.start[ann], ev.end[ann]])
+            cov_s, cov_e = iv.union(np.concatenate([top_s[issuing], c_start[m], cuts]),
+                                    np.concatenate([top_e[issuing], c_end[m], cuts]))
             lo = int(thread_start[c_thread[m[0]]])
             gs, ge = iv.complement(cov_s, cov_e, lo, int(c_start[m[-1]]))
             long_ = ge - gs >= host_long
@@ -246,19 +249,18 @@ def build(trace: Trace) -> Graph:
     lat_typ = int(np.median(lat_obs[waited])) if waited.any() else (
         int(np.median(lat_obs[g_linked])) if g_linked.any() else DEFAULT_LAT_NS)
     lat_typ = max(lat_typ, 0)
-    # the device's minimum kernel-to-kernel gap: kernels issued before their predecessor ended
-    kk = (ev.cat[g_row] == KERNEL) & ~first_in_q & g_linked & (call_start < prev_end_g) & (g_prev_gap >= 0)
+    late_tol = max(CLOCK_TOL_NS, lat_typ // 2)
+    # issued while the device was still busy with the previous activity on the queue
+    busy_at_issue = g_linked & ~first_in_q & (call_start + lat_typ <= prev_end_g + CLOCK_TOL_NS)
+    on_time = ~g_linked | (lat_obs <= lat_typ + late_tol)
+    # the device's minimum kernel-to-kernel gap: kernels queued behind a kernel
+    kk = (ev.cat[g_row] == KERNEL) & busy_at_issue & (g_prev_gap >= 0)
     kk[1:] &= ev.cat[g_row][:-1] == KERNEL
     if kk.sum() >= 5:
         min_gap, measured = int(np.percentile(g_prev_gap[kk], 5)), True
     else:
         min_gap, measured = DEFAULT_MIN_GAP_NS, False
     min_gap = max(min_gap, 0)
-
-    late_tol = max(CLOCK_TOL_NS, lat_typ // 2)
-    # issued while the device was still busy with the previous activity on the queue
-    busy_at_issue = g_linked & ~first_in_q & (call_start + lat_typ <= prev_end_g + CLOCK_TOL_NS)
-    on_time = ~g_linked | (lat_obs <= lat_typ + late_tol)
     queued = ~on_time & busy_at_issue & (g_prev_gap <= QUEUE_GAP_NS)
     g_lat = np.where(on_time, lat_obs, np.minimum(lat_obs, lat_typ))
     g_gap = np.where(queued, g_prev_gap, np.minimum(g_prev_gap, min_gap))

@@ -24,7 +24,7 @@ import numpy as np
 from analyzers import depgraph as dg
 from analyzers import replay as rp
 from analyzers import whatif_words as words
-from analyzers.trace import CPU_OP, KERNEL, MEMCPY, NONE, Trace
+from analyzers.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, Trace
 
 LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
 BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
@@ -101,7 +101,7 @@ def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
     p.c_blocked[m] = False
     p.c_dur[m] = p.c_min[m]
     waited = int((g.c_dur[m] - p.c_min[m]).sum())
-    return words.assume_remove_syncs(only, g.launch_cost_ns), {"syncs": int(m.sum()), "waited_ns": waited}
+    return words.assume_remove_syncs(only, g.launch_cost_ns, int(m.sum())), {"syncs": int(m.sum()), "waited_ns": waited}
 
 
 def _inside_op(c: _Ctx, op: str) -> np.ndarray:
@@ -126,22 +126,28 @@ def _inside_op(c: _Ctx, op: str) -> np.ndarray:
 
 
 def _sync_ops(c: _Ctx) -> list[str]:
-    """The outermost ops that make a blocking sync call, most frequent first (for the error message)."""
+    """The outermost ops around the blocking syncs, most frequent first (for the error message)."""
     ev, g = c.trace.ev, c.g
-    rows = g.c_row[(g.c_kind == dg.SYNC_CALL) & g.c_blocked]
-    ops = c.trace.op_of[rows]
-    ops = ops[ops != NONE]
-    if not len(ops):
-        return []
-    ids, n = np.unique(ev.name[ops], return_counts=True)
-    return [c.trace.names[i] for i in ids[np.argsort(-n)]][:5]
+    calls = np.flatnonzero((g.c_kind == dg.SYNC_CALL) & g.c_blocked)
+    ops = np.flatnonzero(ev.cat == CPU_OP)
+    found: dict[str, int] = {}
+    for i in calls.tolist():
+        r = g.c_row[i]
+        same = ops[(ev.pid[ops] == ev.pid[r]) & (ev.tid[ops] == ev.tid[r])]
+        around = same[(ev.start[same] <= ev.start[r]) & (ev.end[same] >= ev.end[r])]
+        if len(around):
+            name = c.trace.names[ev.name[around[0]]]   # rows sort by (start, -end): the first is outermost
+            found[name] = found.get(name, 0) + 1
+        if len(found) >= 5 and i > 200:
+            break
+    return sorted(found, key=lambda n: -found[n])[:5]
 
 
 def _no_host_work(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
     g = c.g
     m = g.c_host > 0
     p.c_gap[m] -= g.c_host[m]
-    return words.assume_no_host_work(g.host_long_ns), {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
+    return words.assume_no_host_work(g.host_long_ns, int(m.sum())), {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
 
 
 def _graph_cost(c: _Ctx) -> tuple[int, str]:
@@ -165,7 +171,7 @@ def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
     thr = g.c_thread[order]
     new = np.r_[True, thr[1:] != thr[:-1]] if g.n_calls else np.zeros(0, bool)
     after_block = np.r_[False, p.c_blocked[order][:-1]] if g.n_calls else new
-    new = new | after_block | keep_host[order] | p.c_blocked[order]
+    new = new | after_block | keep_host[order] | p.c_blocked[order] | _step_starts(c)[order]
     gid_sorted = np.cumsum(new) - 1
     gid = np.empty(g.n_calls, np.int64)
     gid[order] = gid_sorted
@@ -195,6 +201,25 @@ def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
     p.g_gap[mv] = np.minimum(p.g_gap[mv], g.min_gap_ns)
     return (words.assume_cuda_graphs(per_kernel, source, g.min_gap_ns, g.min_gap_measured),
             {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+
+
+def _step_starts(c: _Ctx) -> np.ndarray:
+    """Calls that open a repeated user range (a step, an iteration): graphs are captured per step."""
+    ev, g = c.trace.ev, c.g
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    out = np.zeros(g.n_calls, bool)
+    if not len(ann) or not g.n_calls:
+        return out
+    ids, n = np.unique(ev.name[ann], return_counts=True)
+    repeated = set(ids[n >= 2].tolist()) | {i for i in ids.tolist() if c.trace.names[i].startswith(dg.PROFILER_STEP)}
+    ann = ann[np.isin(ev.name[ann], list(repeated))]
+    c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
+    for pid, tid in set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist())):
+        m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
+        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
+        k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
+        out[m[k[k < len(m)]]] = True
+    return out
 
 
 def _link_gbps(c: _Ctx, h2d: bool) -> tuple[float, str]:
@@ -258,7 +283,7 @@ def _async_copies(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
         p.g_dep[cons] = last_copy[cons]
         p.g_delay[cons] = g.min_gap_ns
         p.g_lat[hi] = np.minimum(p.g_lat[hi], g.lat_typ_ns)
-    return (words.assume_async_copies(bw_h2d, src_h2d, bw_d2h, src_d2h),
+    return (words.assume_async_copies(bw_h2d, src_h2d, bw_d2h, src_d2h, int(pageable.sum())),
             {"h2d_copies": int(h2d.sum()), "d2h_copies": int(d2h.sum())})
 
 

@@ -13,13 +13,17 @@ def _us(ns: float) -> str:
     return f"{ns / 1e3:.1f} µs"
 
 
-def assume_remove_syncs(only: str | None, call_ns: int) -> str:
+def assume_remove_syncs(only: str | None, call_ns: int, n: int) -> str:
     where = f"syncs called from {only}" if only else "syncs"
+    if n == 0:
+        return f"no blocking {where} in this trace: nothing to remove"
     return (f"the host no longer waits in {where}: each returns after one call's cost ({_us(call_ns)}, the "
             "median launch call here); the GPU work stays")
 
 
-def assume_no_host_work(long_ns: int) -> str:
+def assume_no_host_work(long_ns: int, n: int) -> str:
+    if n == 0:
+        return f"no host stretch of {_us(long_ns)} or more (10 launch calls) that issues no GPU work: nothing to remove"
     return (f"host stretches that issue no GPU work and last {_us(long_ns)} or more (10 launch calls) vanish; "
             "dispatch of the ops stays")
 
@@ -30,7 +34,9 @@ def assume_cuda_graphs(per_kernel_ns: int, source: str, min_gap_ns: int, gap_mea
             f"dispatch and launch calls vanish; kernels run back to back {_us(min_gap_ns)} apart ({gap})")
 
 
-def assume_async_copies(h2d_gbps: float, h2d_src: str, d2h_gbps: float, d2h_src: str) -> str:
+def assume_async_copies(h2d_gbps: float, h2d_src: str, d2h_gbps: float, d2h_src: str, n: int) -> str:
+    if n == 0:
+        return "no pageable copy in this trace: nothing to pin or overlap"
     return (f"pageable copies become pinned at {h2d_gbps:.0f} GB/s to the device ({SOURCE[h2d_src]}) and "
             f"{d2h_gbps:.0f} GB/s back ({SOURCE[d2h_src]}); host-to-device ones run on a side stream, each "
             "consumer waiting for its copy; device-to-host ones still block the host that reads them")
@@ -74,3 +80,15 @@ def ms(ns: float) -> str:
 def saving(ns: float, baseline_ns: float) -> str:
     pct = -ns / baseline_ns * 100 if baseline_ns else 0.0
     return f"{pct:+.0f}%"
+
+
+def table(w) -> str:
+    """The default view of a WhatIf: one row per lever, best first, and each lever's assumption below it."""
+    lines = [table_title(w.path, w.baseline_ns, w.replay_ns), ""]
+    lines.append(f"  {'lever':<14}{'predicted':>11}{'ratio':>8}{'saving':>9}")
+    for p in w.levers:
+        lines.append(f"  {p.lever:<14}{ms(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}{saving(p.saving_ns, w.baseline_ns):>9}")
+    lines.append("")
+    for p in w.levers:
+        lines.append(f"  {p.lever}: {p.assumptions}")
+    return "\n".join(lines)
