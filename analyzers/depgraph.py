@@ -101,10 +101,9 @@ def _flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
 
 
 def _thread_key(ev, rows) -> np.ndarray:
-    """One int per (pid, tid)."""
-    pid, tid = ev.pid[rows], ev.tid[rows]
-    _, inv = np.unique(np.stack([pid, tid]), axis=1, return_inverse=True)
-    return inv.ravel()
+    """One small int per (pid, tid)."""
+    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
+    return np.unique(key, return_inverse=True)[1].ravel()
 
 
 def build(trace: Trace) -> Graph:

@@ -85,16 +85,26 @@ class WhatIf:
 class _Ctx:
     trace: Trace
     g: dg.Graph
-    names_c: np.ndarray     # name of each call
-    names_g: np.ndarray     # name of each GPU activity
+
+    def calls_named(self, test) -> np.ndarray:
+        return self._named(self.g.c_row, test)
+
+    def gpu_named(self, test, rows=None) -> np.ndarray:
+        return self._named(self.g.g_row if rows is None else self.g.g_row[rows], test)
+
+    def _named(self, rows, test) -> np.ndarray:
+        """test(name) per row, evaluated once per distinct name."""
+        if not len(rows):
+            return np.zeros(0, bool)
+        ids, inv = np.unique(self.trace.ev.name[rows], return_inverse=True)
+        return np.array([bool(test(self.trace.names[i])) for i in ids], bool)[inv.ravel()]
 
 
 def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
     g = c.g
     # a sync call, or a copy to the host that blocks (.item(), .cpu(), .tolist() of a result)
     aw = np.maximum(p.c_awaited, 0)
-    to_host = np.array(["DtoH" in n for n in c.names_g[aw].astype(str)], bool) if g.n_calls and len(g.g_row) else \
-        np.zeros(g.n_calls, bool)
+    to_host = c.gpu_named(lambda n: "DtoH" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
     m = ((g.c_kind == dg.SYNC_CALL) | ((g.c_kind == dg.COPY_CALL) & to_host)) & p.c_blocked
     if only:
         m &= _inside_op(c, only)
@@ -153,7 +163,7 @@ def _no_host_work(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
 def _graph_cost(c: _Ctx) -> tuple[int, str]:
     """Per-kernel cost of a graph launch: measured on the trace's own graph launches, else the reference."""
     g = c.g
-    gl = np.flatnonzero([n.startswith(("cudaGraphLaunch", "cuGraphLaunch")) for n in c.names_c])
+    gl = np.flatnonzero(c.calls_named(lambda n: n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))))
     if len(gl):
         n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
         ok = n > 0
@@ -226,8 +236,7 @@ def _link_gbps(c: _Ctx, h2d: bool) -> tuple[float, str]:
     """Pinned copy bandwidth: measured in the trace, else measured ceilings, else the datasheet link."""
     g = c.g
     want = "HtoD" if h2d else "DtoH"
-    pinned = np.array(["Pinned" in n and want in n for n in c.names_g.astype(str)], bool) if len(g.g_row) else \
-        np.zeros(0, bool)
+    pinned = c.gpu_named(lambda n: "Pinned" in n and want in n)
     big = pinned & (g.g_cat == MEMCPY) & (g.g_nbytes >= BIG_COPY_BYTES) & (g.g_dur > 0)
     if big.any():
         return float(np.median(g.g_nbytes[big] / g.g_dur[big])), "trace"
@@ -246,9 +255,8 @@ def _link_gbps(c: _Ctx, h2d: bool) -> tuple[float, str]:
 
 def _async_copies(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
     g = c.g
-    names = c.names_g.astype(str) if len(g.g_row) else np.zeros(0, str)
-    pageable = (g.g_cat == MEMCPY) & np.array(["Pageable" in n for n in names], bool)
-    h2d = pageable & np.array(["HtoD" in n for n in names], bool)
+    pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n)
+    h2d = pageable & c.gpu_named(lambda n: "HtoD" in n)
     d2h = pageable & ~h2d
     bw_h2d, src_h2d = _link_gbps(c, True)
     bw_d2h, src_d2h = _link_gbps(c, False)
@@ -308,8 +316,7 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     g = dg.build(trace)
     if len(g.g_row) == 0:
         raise WhatIfError(words.no_gpu(trace.path))
-    ctx = _Ctx(trace, g, np.array(trace.names, dtype=object)[trace.ev.name[g.c_row]] if g.n_calls else
-               np.zeros(0, object), np.array(trace.names, dtype=object)[trace.ev.name[g.g_row]])
+    ctx = _Ctx(trace, g)
     base = rp.Plan.of(g)
     replay_ns = rp.replay(g, base).span_ns
     baseline = g.span_ns
