@@ -105,13 +105,22 @@ def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
     # a sync call, or a copy to the host that blocks (.item(), .cpu(), .tolist() of a result)
     aw = np.maximum(p.c_awaited, 0)
     to_host = c.gpu_named(lambda n: "DtoH" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
-    m = ((g.c_kind == dg.SYNC_CALL) | ((g.c_kind == dg.COPY_CALL) & to_host)) & p.c_blocked
+    sync = g.c_kind == dg.SYNC_CALL
+    copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked
     if only:
-        m &= _inside_op(c, only)
-    p.c_blocked[m] = False
-    p.c_dur[m] = p.c_min[m]
-    waited = int((g.c_dur[m] - p.c_min[m]).sum())
-    return words.assume_remove_syncs(only, g.launch_cost_ns, int(m.sum())), {"syncs": int(m.sum()), "waited_ns": waited}
+        inside = _inside_op(c, only)
+        sync &= inside
+        copy &= inside
+    waited = int((g.c_dur[sync | copy] - p.c_min[sync | copy]).sum())
+    n_blocking = int((sync & p.c_blocked).sum() + copy.sum())
+    # the sync call goes, and so does the Python that led to it when it was called straight from Python
+    # (torch.cuda.synchronize()); the copy stays, returning at once
+    p.c_blocked[sync | copy] = False
+    p.c_dur[sync] = 0
+    p.c_gap[sync & ~g.c_in_op] = 0
+    p.c_dur[copy] = p.c_min[copy]
+    return (words.assume_remove_syncs(only, g.launch_cost_ns, n_blocking),
+            {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited})
 
 
 def _inside_op(c: _Ctx, op: str) -> np.ndarray:

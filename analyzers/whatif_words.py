@@ -17,8 +17,9 @@ def assume_remove_syncs(only: str | None, call_ns: int, n: int) -> str:
     where = f"syncs called from {only}" if only else "syncs"
     if n == 0:
         return f"no blocking {where} in this trace: nothing to remove"
-    return (f"the host no longer waits in {where}: each returns after one call's cost ({_us(call_ns)}, the "
-            "median launch call here); the GPU work stays")
+    return (f"the host no longer waits in {where}: sync calls vanish (with the Python that called them "
+            f"directly), copies to the host return after one call's cost ({_us(call_ns)}, the median launch call "
+            "here); the GPU work stays")
 
 
 def assume_no_host_work(long_ns: int, n: int) -> str:

@@ -57,15 +57,7 @@ def test_prediction_from_the_before_trace_lands_in_the_measured_spread(kind, lev
         f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
 
 
-# item_python: remove_syncs measured 0.64 and is predicted 0.72 (no_host_work, 0.71, comes first). Once the
-# sync is gone, the host's ~0.5 ms of Python after it ran ~0.1 ms faster per iteration on the H200 (the
-# thread no longer wakes from a blocking wait): a host-speed effect no trace of the "before" code shows.
-KNOWN_MISRANKED = {"item_python"}
-
-
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="see KNOWN_MISRANKED"))
-                                  if k in KNOWN_MISRANKED else k
-                                  for k, sc in MEASURED.items() if len(sc["ratio"]) >= 2])
+@pytest.mark.parametrize("kind", [k for k, sc in MEASURED.items() if len(sc["ratio"]) >= 2])
 def test_the_lever_that_measured_best_is_ranked_first(kind):
     """Among the levers measured on a workload, the prediction's best is the measured best (or measured
     within WIDEN of it: the fixes cannot be told apart by the measurement)."""
