@@ -63,6 +63,7 @@ class Graph:
     c_tail: np.ndarray           # call end - awaited end
     c_issues: np.ndarray         # bool: some GPU activity is linked to this call
     c_in_op: np.ndarray          # bool: made inside a cpu_op (else straight from Python: torch.cuda.synchronize())
+    c_outer_op: np.ndarray       # row of the outermost cpu_op around the call (aten::item), NONE if none
     # GPU activities, in order of (queue, call, start)
     g_row: np.ndarray
     g_queue: np.ndarray          # index of (device, stream)
@@ -195,6 +196,7 @@ def build(trace: Trace) -> Graph:
     host_long = host_long_ns(launch_cost)
     c_host = np.zeros(len(c_row), np.int64)
     c_in_op = np.zeros(len(c_row), bool)
+    c_outer_op = np.full(len(c_row), NONE, np.int64)
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     if len(c_row):
         ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
@@ -211,6 +213,8 @@ def build(trace: Trace) -> Graph:
             if len(top_s):
                 j = np.searchsorted(top_s, c_start[m], side="right") - 1
                 c_in_op[m] = (j >= 0) & (c_start[m] < top_e[np.maximum(j, 0)])
+                top_row = ops[np.searchsorted(s_, top_s)]   # rows sort by (start, -end): first is outermost
+                c_outer_op[m] = np.where(c_in_op[m], top_row[np.maximum(j, 0)], NONE)
             # user ranges cut untraced time: the Python inside a step and the loop between steps are
             # two stretches, not one (only the first is the user's host work)
             ann = ann_rows[a_thr == t]
@@ -329,7 +333,8 @@ def build(trace: Trace) -> Graph:
     return Graph(
         span_start=span_start, span_end=span_end, thread_start=thread_start, thread_tail=thread_tail,
         c_row=c_row, c_thread=c_thread, c_start=c_start, c_dur=c_dur, c_gap=c_gap, c_host=c_host, c_kind=c_kind,
-        c_blocked=c_blocked, c_awaited=c_awaited, c_tail=c_tail, c_issues=c_issues, c_in_op=c_in_op,
+        c_blocked=c_blocked, c_awaited=c_awaited, c_tail=c_tail, c_issues=c_issues,
+        c_in_op=c_in_op, c_outer_op=c_outer_op,
         g_row=g_row, g_queue=g_queue, g_device=ev.device[g_row], g_cat=ev.cat[g_row], g_start=g_start, g_dur=g_dur,
         g_call=g_call, g_linked=g_linked, g_lat=g_lat, g_gap=g_gap, g_dep=g_dep, g_delay=g_delay,
         g_nbytes=ev.nbytes[g_row], queue_keys=[(int(a), int(b)) for a, b in qk.T],

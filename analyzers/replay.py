@@ -45,7 +45,8 @@ class Plan:
     def of(cls, g: Graph) -> "Plan":
         return cls(c_gap=g.c_gap.copy(), c_dur=g.c_dur.copy(),
                    c_min=np.minimum(g.c_dur, g.launch_cost_ns), c_blocked=g.c_blocked.copy(),
-                   c_awaited=g.c_awaited.copy(), c_tail=g.c_tail.copy(), g_queue=g.g_queue.copy(), g_call=g.g_call.copy(),
+                   c_awaited=g.c_awaited.copy(), c_tail=g.c_tail.copy(), g_queue=g.g_queue.copy(),
+                   g_call=g.g_call.copy(),
                    g_dur=g.g_dur.copy(), g_lat=g.g_lat.copy(), g_gap=g.g_gap.copy(), g_dep=g.g_dep.copy(),
                    g_delay=g.g_delay.copy(), thread_tail=g.thread_tail.copy())
 
@@ -65,6 +66,11 @@ class Replayed:
 
 def replay(g: Graph, p: Plan) -> Replayed:
     n_c, n_g = g.n_calls, len(g.g_row)
+    if n_c == 0:   # no host call to move anything: the device timeline stays as traced
+        g_e = g.g_start + p.g_dur
+        span = max(g.span_end, int(g_e.max()) if n_g else g.span_end) - g.span_start
+        return Replayed(span_ns=int(span), gpu_busy_ns=int(p.g_dur.sum()), c_start=g.c_start, c_end=g.c_start,
+                        g_start=g.g_start, g_end=g_e)
     # GPU activities in queue order; a plan may have moved some to another queue
     order = np.lexsort((g.g_start, p.g_call, p.g_queue)) if n_g else np.zeros(0, np.int64)
     inv = np.empty(n_g, np.int64)
@@ -90,7 +96,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     # per queue: where each segment's activities begin and end (activities sorted by call in a queue)
     qs = np.flatnonzero(first_in_q)
     qe = np.r_[qs[1:], n_g]
-    bounds = [lo + np.searchsorted(call[lo:hi], np.r_[-1, seg_end - 1], side="right") for lo, hi in zip(qs, qe)]
+    bounds = [lo + np.searchsorted(call[lo:hi], np.r_[-2, seg_end - 1], side="right") for lo, hi in zip(qs, qe)]
     gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right") if n_g else np.zeros(0, np.int64)
     intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
     seg_has_dep = np.zeros(len(seg_end), bool)

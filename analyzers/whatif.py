@@ -111,7 +111,9 @@ def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
         inside = _inside_op(c, only)
         sync &= inside
         copy &= inside
-    waited = int((g.c_dur[sync | copy] - p.c_min[sync | copy]).sum())
+    gone = np.flatnonzero(sync | copy)
+    by_op = _waits_by_op(c, gone, np.where(p.c_blocked[gone], g.c_dur[gone] - p.c_min[gone], 0))
+    waited = sum(by_op.values())
     n_blocking = int((sync & p.c_blocked).sum() + copy.sum())
     # the sync call goes, and so does the Python that led to it when it was called straight from Python
     # (torch.cuda.synchronize()); the copy stays, returning at once
@@ -120,7 +122,8 @@ def _remove_syncs(c: _Ctx, p: rp.Plan, only: str | None) -> tuple[str, dict]:
     p.c_gap[sync & ~g.c_in_op] = 0
     p.c_dur[copy] = p.c_min[copy]
     return (words.assume_remove_syncs(only, g.launch_cost_ns, n_blocking),
-            {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited})
+            {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
+             "waited_ns_by_op": by_op})
 
 
 def _inside_op(c: _Ctx, op: str) -> np.ndarray:
@@ -144,29 +147,30 @@ def _inside_op(c: _Ctx, op: str) -> np.ndarray:
     return out
 
 
+def _waits_by_op(c: _Ctx, calls: np.ndarray, waited: np.ndarray) -> dict[str, int]:
+    """Host time spent waiting, by the outermost op that made the call (aten::item, aten::nonzero ...),
+    most first; a sync made straight from Python counts under its call's name."""
+    g, ev = c.g, c.trace.ev
+    outer = g.c_outer_op[calls]
+    name_rows = np.where(outer >= 0, outer, g.c_row[calls])
+    out: dict[str, int] = {}
+    for nid, w in zip(ev.name[name_rows].tolist(), waited.tolist()):
+        out[c.trace.names[nid]] = out.get(c.trace.names[nid], 0) + int(w)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def _sync_ops(c: _Ctx) -> list[str]:
-    """The outermost ops around the blocking syncs, most frequent first (for the error message)."""
-    ev, g = c.trace.ev, c.g
-    calls = np.flatnonzero((g.c_kind == dg.SYNC_CALL) & g.c_blocked)
-    ops = np.flatnonzero(ev.cat == CPU_OP)
-    found: dict[str, int] = {}
-    for i in calls.tolist():
-        r = g.c_row[i]
-        same = ops[(ev.pid[ops] == ev.pid[r]) & (ev.tid[ops] == ev.tid[r])]
-        around = same[(ev.start[same] <= ev.start[r]) & (ev.end[same] >= ev.end[r])]
-        if len(around):
-            name = c.trace.names[ev.name[around[0]]]   # rows sort by (start, -end): the first is outermost
-            found[name] = found.get(name, 0) + 1
-        if len(found) >= 5 and i > 200:
-            break
-    return sorted(found, key=lambda n: -found[n])[:5]
+    g = c.g
+    calls = np.flatnonzero((g.c_kind == dg.SYNC_CALL) & g.c_blocked & (g.c_outer_op >= 0))
+    return list(_waits_by_op(c, calls, g.c_dur[calls]))[:5]
 
 
 def _no_host_work(c: _Ctx, p: rp.Plan) -> tuple[str, dict]:
     g = c.g
     m = g.c_host > 0
     p.c_gap[m] -= g.c_host[m]
-    return words.assume_no_host_work(g.host_long_ns, int(m.sum())), {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
+    detail = {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
+    return words.assume_no_host_work(g.host_long_ns, int(m.sum())), detail
 
 
 def _graph_cost(c: _Ctx) -> tuple[int, str]:

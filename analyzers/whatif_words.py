@@ -88,7 +88,8 @@ def table(w) -> str:
     lines = [table_title(w.path, w.baseline_ns, w.replay_ns), ""]
     lines.append(f"  {'lever':<14}{'predicted':>11}{'ratio':>8}{'saving':>9}")
     for p in w.levers:
-        lines.append(f"  {p.lever:<14}{ms(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}{saving(p.saving_ns, w.baseline_ns):>9}")
+        cut = saving(p.saving_ns, w.baseline_ns)
+        lines.append(f"  {p.lever:<14}{ms(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}{cut:>9}")
     lines.append("")
     for p in w.levers:
         lines.append(f"  {p.lever}: {p.assumptions}")

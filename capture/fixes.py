@@ -677,7 +677,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         try:
             result["scenarios"][kind] = res = capture_scenario(kind, args.out, device=args.device, reps=args.reps)
-            ratios = ", ".join(f"{v} {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]" for v, r in res["ratio"].items())
+            ratios = ", ".join(f"{v} {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]"
+                               for v, r in res["ratio"].items())
             print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: before {res['span_us']['before']['median']:.0f} µs; "
                   f"{ratios}", flush=True)
         except Exception as e:  # one failing scenario must not cost the others

@@ -161,3 +161,27 @@ def test_cli_whatif_never_imports_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "IMPORTED []" in r.stdout
+
+
+def test_gpu_activity_with_no_launch_call_is_replayed_where_it_was(tmp_path):
+    """Activity launched before profiling began (no call in the trace) still counts, and moves with nothing."""
+    src = json.loads(gzip.decompress((TRACES / "smell-sync-item.json.gz").read_bytes()))
+    evs = src["traceEvents"]
+    first_call = min(e["ts"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    k = next(e for e in evs if e.get("cat") == "kernel")
+    early = dict(k, ts=first_call - 500.0, args={**k.get("args", {}), "correlation": 999999999})
+    src["traceEvents"] = evs + [early]
+    p = tmp_path / "early.json"
+    p.write_text(json.dumps(src))
+    g = depgraph.build(load(p))
+    assert (g.g_call < 0).sum() == 1
+    r = replay.replay(g, replay.Plan.of(g))
+    assert r.span_ns == g.span_ns and np.abs(r.g_start - g.g_start).max() == 0
+
+
+def test_levers_only_ever_shorten_except_the_graph_launch_they_add():
+    for name in ["smell-sync-item", "healthy-overlap", "probe-transfer-unpinned-batches", "gpt-eager"]:
+        w = whatif.predict(load(TRACES / f"{name}.json.gz"))
+        for p in w.levers:
+            if p.lever != "cuda_graphs":
+                assert p.predicted_ns <= w.baseline_ns, (name, p.lever)
