@@ -79,8 +79,8 @@ def ms(ns: float) -> str:
 
 
 def saving(ns: float, baseline_ns: float) -> str:
-    pct = -ns / baseline_ns * 100 if baseline_ns else 0.0
-    return f"{pct:+.0f}%"
+    pct = round(-ns / baseline_ns * 100) if baseline_ns else 0
+    return f"{pct:+d}%" if pct else "0%"
 
 
 def table(w) -> str:
