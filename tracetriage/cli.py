@@ -1,6 +1,6 @@
-"""`tracetriage`: capture, report, diff. (The dashboard and the drills come next.)
+"""`tracetriage`: capture, report, diff, whatif. (The dashboard and the drills come next.)
 
-Each subcommand imports only what it needs: `report`, `diff` and `drill` never
+Each subcommand imports only what it needs: `report`, `diff`, `whatif` and `drill` never
 import torch, triton or streamlit (their import alone costs seconds). A user
 error prints one line `error: ...` on stderr and exits 2, never a traceback.
 """
@@ -109,6 +109,25 @@ def cmd_diff(a) -> int:
         _print_json(serialize.diff(d))
     else:
         print("\n".join(voice.diff_lines(d)))
+    return 0
+
+
+# --- whatif (analyzers/whatif.py) -------------------------------------------------------
+
+def cmd_whatif(a) -> int:
+    from analyzers import serialize, voice, whatif
+    from analyzers.trace import TraceError
+
+    if a.only and a.lever and "remove_syncs" not in a.lever:
+        raise UserError("--only limits remove_syncs; add --lever remove_syncs (or leave --lever out)")
+    try:
+        w = whatif.predict_file(a.trace, levers=a.lever, only=a.only)
+    except (TraceError, whatif.WhatIfError) as e:
+        raise UserError(str(e)) from None
+    if a.json:
+        _print_json(serialize.whatif(w))
+    else:
+        print(voice.whatif_table(w))
     return 0
 
 
@@ -266,6 +285,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("after")
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_diff)
+
+    w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
+    w.add_argument("trace")
+    w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
+    w.add_argument("--lever", nargs="+", action="extend", metavar="NAME",
+                   help="only these levers: remove_syncs no_host_work cuda_graphs async_copies kernels_2x")
+    w.add_argument("--only", metavar="OP", help="remove_syncs: only the syncs called from this op, e.g. aten::item")
+    w.set_defaults(fn=cmd_whatif)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
     c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
