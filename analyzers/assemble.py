@@ -7,31 +7,16 @@ counted once, and the rows sorted by (start, -end): parents before children.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from analyzers.decode import Part, ns_from_us, table_list
 from analyzers.trace import (CAT_CODES, EVENT_COLUMNS, GPU_CATS, MAX_DUR_US, MAX_TS_US, NONE, OTHER, Caveat,
-                             Events)
+                             Events, Tables)
 
 
-@dataclass(frozen=True)
-class Assembled:
-    """Sorted events and their tables, not yet linked (analyzers.link makes the Trace)."""
-    path: str
-    names: list[str]
-    ev: Events
-    device_names: dict[int, str]
-    rank: int | None
-    base_time_ns: int | None
-    events_in_file: int
-    shapes_raw: list
-    caveats: tuple[Caveat, ...]
-
-
-def assemble(parts: list[Part], path: Path) -> Assembled:
+def assemble(parts: list[Part], path: Path) -> Tables:
     """Merge the decoded parts (re-numbering their local name/shape tables), convert times, sort."""
     names: dict[str, int] = {}
     shapes: dict[tuple, int] = {}
@@ -84,9 +69,9 @@ def assemble(parts: list[Part], path: Path) -> Assembled:
         device_names.update(p.device_names)
     rank = next((p.rank for p in parts if p.rank is not None), None)
     base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
-    return Assembled(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
-                     base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
-                     caveats=tuple(caveats))
+    return Tables(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
+                  base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
+                  caveats=tuple(caveats))
 
 
 def _drop_duplicates(ev: Events) -> tuple[Events, int]:

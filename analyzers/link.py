@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.assemble import Assembled
-from analyzers.trace import CPU_OP, GPU_CATS, HOST_CALL_CATS, NONE, STREAM_OVERLAP_NS, Caveat, Events, Trace
+from analyzers.trace import CPU_OP, GPU_CATS, HOST_CALL_CATS, NONE, STREAM_OVERLAP_NS, Caveat, Events, Tables, Trace
 
 
 def _match(keys_from: np.ndarray, keys_to: np.ndarray, to_rows: np.ndarray) -> np.ndarray:
@@ -27,7 +26,7 @@ def _match(keys_from: np.ndarray, keys_to: np.ndarray, to_rows: np.ndarray) -> n
     return out
 
 
-def link(a: Assembled) -> Trace:
+def link(a: Tables) -> Trace:
     """The finished Trace: cpu_op <-> launch call <-> GPU activity, and what the links say about the file."""
     ev = a.ev
     n = len(ev)

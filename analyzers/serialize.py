@@ -133,3 +133,11 @@ def ranks(rr) -> dict:
     reason = voice.straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
     return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": voice.ranks_lines(rr),
             "caveats": voice.ranks_caveats(rr), "errors": rr.errors}
+
+
+def whatif(w) -> dict:
+    """`tracetriage whatif --json`: levers sorted by predicted span, best first."""
+    return {"baseline_us": round(w.baseline_ns / 1e3, 1),
+            "levers": [{"lever": p.lever, "predicted_us": round(p.predicted_ns / 1e3, 1),
+                        "predicted_ratio": round(p.predicted_ratio, 4), "saving_us": round(p.saving_ns / 1e3, 1),
+                        "assumptions": voice.assumption(p.assumption)} for p in w.levers]}

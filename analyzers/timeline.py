@@ -19,7 +19,7 @@ KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op",
          DRIVER: "launch call", USER_ANNOTATION: "range"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timeline:
     origin_ns: int
     lanes: list[str]

@@ -99,8 +99,8 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
 
 
 @dataclass(frozen=True)
-class Trace:
-    """A loaded, linked trace. Built finished by analyzers.link (or the cache); never changed after."""
+class Tables:
+    """The events of a file and their tables, sorted, not yet linked (analyzers.assemble builds them)."""
     path: str
     names: list[str]
     ev: Events
@@ -109,10 +109,15 @@ class Trace:
     base_time_ns: int | None
     events_in_file: int
     shapes_raw: list            # distinct (Input Dims, Input type, Concrete Inputs) JSON texts
+    caveats: tuple[Caveat, ...]
+
+
+@dataclass(frozen=True)
+class Trace(Tables):
+    """A loaded, linked trace. Built finished by analyzers.link (or the cache); never changed after."""
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to
-    caveats: tuple[Caveat, ...] = ()
 
     def idx(self, *cats: int) -> np.ndarray:
         return np.flatnonzero(np.isin(self.ev.cat, cats))

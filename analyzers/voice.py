@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.diff import BYTES_TOL, SAME_TOL, STEP_RANGE, cause_share
-from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP, NoStraggler, collective_kind
 from analyzers.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from analyzers.peaks import non_gpu_accelerator
 from analyzers.trace import STREAM_OVERLAP_NS, Caveat
@@ -225,6 +223,14 @@ def analysis_caveats(a) -> list[str]:
     return out
 
 
+REGIME_ADVICE = {
+    "compute": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), skip work "
+               "(causal masks, smaller shapes)",
+    "memory": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, avoid "
+              "materialised copies",
+}
+
+
 CPU_ONLY_NEXT = (
     "capture on the GPU with CUDA activity recorded (tracetriage capture --device cuda WORKLOAD, or "
     "ProfilerActivity.CUDA in your own profiler)",
@@ -254,15 +260,11 @@ def next_experiment(a) -> dict[str, str]:
         peak = f" of a {pk.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if pk and v.dtype else ""
         why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{peak}" if v.achieved_tflops
                else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
-        return {"lever": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), "
-                         "skip work (causal masks, smaller shapes)",
-                "why": why, "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
+        return {"lever": REGIME_ADVICE["compute"], "why": why, "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     peak = f" of {pk.bytes_per_s / 1e9:.0f} GB/s" if pk else ""
     why = (f"kernel time is memory-bound at {v.achieved_gbps:.0f} GB/s{peak}" if v.achieved_gbps
            else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
-    return {"lever": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, "
-                     "avoid materialised copies",
-            "why": why, "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+    return {"lever": REGIME_ADVICE["memory"], "why": why, "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
 
 
 UNCOSTED_WORDS = {
@@ -449,10 +451,14 @@ def hta_text(hta: dict, analysis) -> str:
 # --- the diff ------------------------------------------------------------------------------------
 
 def _times(r: float) -> str:
+    from analyzers.diff import SAME_TOL
+
     return ratio(r, SAME_TOL)
 
 
 def diff_caveats(d) -> list[str]:
+    from analyzers.diff import STEP_RANGE
+
     out = []
     b, a = d.before, d.after
     if d.only_one_side_has_steps:
@@ -536,6 +542,8 @@ def uncosted_side(x) -> str:
 
 
 def _explanation_line(d) -> str:
+    from analyzers.diff import BYTES_TOL, SAME_TOL, cause_share
+
     b, a = d.before, d.after
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
     saved = d.time_saved_us
@@ -625,6 +633,8 @@ def outlier_phrase(n) -> str:
 
 def straggler_reason(s) -> str:
     """Why no rank is the straggler."""
+    from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
+
     why = {
         "one_rank": "one rank: nobody to wait for",
         "no_ranks": "no ranks",
@@ -642,6 +652,8 @@ def straggler_reason(s) -> str:
 
 
 def straggler_line(s) -> str:
+    from analyzers.ranks import NoStraggler
+
     if isinstance(s, NoStraggler):
         return f"Straggler: {straggler_reason(s)}."
     me = next(x for x in s.stats if x.row.rank == s.rank)
@@ -692,6 +704,8 @@ def mixed_runs(path, what: str, groups: dict) -> str:
 
 
 def ranks_lines(rr) -> list[str]:
+    from analyzers.ranks import collective_kind
+
     rows = rr.rows
     devs: dict[str, int] = {}
     for r in rows:
@@ -726,3 +740,312 @@ def ranks_lines(rr) -> list[str]:
                  "span idle):")
     lines += ["  " + s for s in worst.r.lines]
     return lines + [f"Caveat: {c}." for c in ranks_caveats(rr)]
+
+
+# --- the drills' feedback and the prediction log -----------------------------------------------------
+
+REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown"}
+
+PATTERN = {
+    "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
+    "host_work": "long gaps in which the host launches nothing",
+    "synchronization": "a drain after each sync: the queue runs dry while the host waits, then refills",
+    "data_transfer": "compute idles while copies occupy the device",
+}
+# The drills' expected first experiment: the causes' one advice text, and the regimes' levers.
+EXPERIMENT = {**{c.value: ADVICE[c] for c in Cause if c is not Cause.OTHER}, **REGIME_ADVICE,
+              "overhead": ADVICE[Cause.LAUNCH_OVERHEAD]}
+EXPLAIN = {"launches": "launches: both sides are overhead-bound, so time follows the launch count, not the bytes",
+           "bytes": "bytes: both sides are memory-bound, so time follows the bytes moved",
+           "mixed": "neither launches nor bytes alone"}
+
+
+def num(x: float | None) -> str:
+    if x is None:
+        return "none"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+# --- the trace's own evidence ---------------------------------------------------------------------
+
+def evidence(cause: str, e: dict, part: float) -> str:
+    """What the trace shows for one idle cause: counts, medians, the calls and copies behind it."""
+    head = f"{CAUSE_WORDS[cause]} is {share(part)} of the span"
+    if cause == "launch_overhead":
+        ops = ", ".join(e.get("launching_ops", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between {e['kernels']:,} kernels "
+                f"whose median run is {duration_us(e['kernel_median_us'])}, while a launch call takes "
+                f"{duration_us(e['launch_call_median_us'])}" + (f" (launched by {ops})" if ops else ""))
+    if cause == "host_work":
+        traced = ", ".join(e.get("host_events", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} in which the host launched "
+                f"nothing, {share(e.get('untraced_share', 0))} of it untraced (Python, numpy, sleeping)"
+                + (f"; traced host ops: {traced}" if traced else ""))
+    if cause == "synchronization":
+        calls = ", ".join(f"{c['name']} ×{c['count']}" for c in e.get("sync_calls", []))
+        src = ", ".join(e.get("called_from", []))
+        return (f"{head}: {e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}, after {calls or 'syncs'}"
+                + (f" called from {src}" if src else ""))
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        if copies:
+            c = copies[0]
+            rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
+            what = f"mostly {c['name']} ×{c['count']}, {c['bytes'] / 1e9:.2f} GB{rate}"
+        else:
+            what = "copies"
+        return f"{head}: {e.get('copy_count', 0):,} copies, {what}"
+    return f"{head}: {e['gaps']:,} gaps with no launch call in the trace"
+
+
+def evidence_short(cause: str, e: dict) -> str:
+    """The shape of the gaps alone: what the pattern part is about."""
+    if cause == "synchronization":
+        return f"{e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}"
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        rate = f" at {copies[0]['gbps']:.1f} GB/s" if copies and copies[0].get("gbps") else ""
+        return f"{e.get('copy_count', 0):,} copies{rate} while no kernel runs"
+    if cause == "launch_overhead":
+        return (f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between kernels whose median run is "
+                f"{duration_us(e.get('kernel_median_us', 0))}")
+    return f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])}"
+
+
+# --- per-part feedback ------------------------------------------------------------------------------
+
+def blank(part: str) -> str:
+    return f"No answer for {part}."
+
+
+def cause_right(cause: str, ev: str) -> str:
+    return f"Right: {CAUSE_WORDS[cause]}. The trace: {ev}."
+
+
+def cause_wrong(said: set, cause: str, ev: str) -> str:
+    heard = " and ".join(CAUSE_WORDS.get(c, REGIME.get(c, c)) for c in sorted(said)) if said else "none of the four causes"
+    return f"You named {heard}; the trace says {CAUSE_WORDS[cause]}: {ev}."
+
+
+def hedge(what: str, said: set) -> str:
+    return f"Half credit: you named {what} but also {', '.join(sorted(said))}; commit to one."
+
+
+def pattern_right(cause: str) -> str:
+    return f"Yes: {PATTERN[cause]}."
+
+
+def pattern_wrong(cause: str, ev: str) -> str:
+    return f"The GPU lane shows {PATTERN[cause]} ({ev})."
+
+
+def experiment_right(cls: str) -> str:
+    return f"Yes: {EXPERIMENT[cls]}."
+
+
+def experiment_wrong(cls: str) -> str:
+    return f"The first experiment here is to {EXPERIMENT[cls]}."
+
+
+def suspects_feedback(found: list[str], missed: list[str], table: str) -> str:
+    if not missed:
+        return f"Right: {', '.join(found)}. The table: {table}."
+    return (f"Missed {', '.join(missed)}" + (f" (found {', '.join(found)})" if found else "") +
+            f". The table: {table}.")
+
+
+def hotspot_table(rows: list[dict]) -> str:
+    return ", ".join(f"{r['name']} {share(r['share'])} ({r['calls']} calls)" for r in rows[:3])
+
+
+def label(cls: str) -> str:
+    return CAUSE_WORDS.get(cls) or REGIME.get(cls) or cls
+
+
+def bound_right(cls: str, why: str) -> str:
+    return f"Right: {label(cls)}; {why}."
+
+
+def bound_wrong(said: set, cls: str, why: str) -> str:
+    heard = " and ".join(label(c) for c in sorted(said)) if said else "nothing the course's vocabulary names"
+    return f"You named {heard}; the answer is {label(cls)}: {why}."
+
+
+def explained_right(why: str) -> str:
+    return f"Right: {why}."
+
+
+def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float, tflops, gbps, intensity, ridge,
+               dtype) -> str:
+    if regime == "overhead":
+        return f"the device idles {share(idle_share)} of the span, so neither arithmetic nor bytes bound it"
+    rate = (f"{num(tflops)} TFLOP/s" if regime == "compute" else f"{num(gbps)} GB/s") if (tflops or gbps) else ""
+    ai = f"; its ops average {num(intensity)} FLOP/byte against a {dtype} ridge of {num(ridge)}" \
+        if intensity is not None and ridge else ""
+    part = f_compute if regime == "compute" else f_memory
+    return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
+
+
+def evidence_score(numbers_hit: list[float], named: bool) -> str:
+    parts = []
+    if numbers_hit:
+        parts.append(f"it quotes {', '.join(num(n) for n in numbers_hit)} from the trace")
+    if named:
+        parts.append("it names the bound")
+    return ("Supported: " + " and ".join(parts) + ".") if parts else \
+        "Quote a number from the trace (a share, a gap median, a rate) and name what it shows."
+
+
+def evidence_missing(numbers: list[float]) -> str:
+    return f"No number from the trace; it has, for example: {', '.join(num(n) for n in numbers[:4])}."
+
+
+def number_feedback(part: str, said: float, key: float, unit: str, score: float) -> str:
+    if score >= 1.0:
+        return f"Right: {num(said)} {unit} (the trace: {num(key)} {unit})."
+    if score > 0:
+        return f"Close: {num(said)} {unit} against {num(key)} {unit} in the trace (within 2×, not within 15%)."
+    return f"{num(said)} {unit} is off: the trace says {num(key)} {unit}."
+
+
+def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
+    if not missed:
+        return f"Right: the trace's ranges are {names[0]} and {names[1]}."
+    return f"Missing {' and '.join(missed)}: the trace separates {names[0]} (TTFT) from {names[1]} (per token)."
+
+
+def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
+    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, while prefill is "
+            f"{REGIME[prefill_regime]}")
+
+
+def explained_why(how: str, speedup, launch_ratio, byte_ratio, b_regime, a_regime) -> str:
+    return (f"the span fell {num(speedup)}× with {num(launch_ratio)}× fewer launch calls and {num(byte_ratio)}× fewer "
+            f"bytes, {REGIME.get(b_regime, b_regime)} before and {REGIME.get(a_regime, a_regime)} after: "
+            f"{EXPLAIN.get(how, how)}")
+
+
+def capped(part: str, cap: float) -> str:
+    return f"The {part} is wrong, and the rest follows from it: the score is capped at {cap:.1f}."
+
+
+def summary(drill_id: str, score: float) -> str:
+    return f"{drill_id}: {100 * score:.0f}/100"
+
+
+# --- drill list / show ----------------------------------------------------------------------------
+
+def toy_source(smell: str, level: str, seed: int, mix: dict) -> str:
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+    return f"toy timeline: {smell}, {level}, seed {seed}" + (f", mix {shares}" if shares else "")
+
+
+def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
+    busy = kernel_busy_ms / span_ms if span_ms else 0
+    return f"GPU span {duration_us(1e3 * span_ms)}: kernels busy {duration_us(1e3 * kernel_busy_ms)} ({share(busy)}), the GPU idles {share(idle_share)} of it"
+
+
+def operator_row(h: dict) -> str:
+    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  {h['calls']:6d} calls"
+
+
+def range_row(r: dict) -> str:
+    return (f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
+            f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+
+
+def grade_row(part: str, score: float, weight: float) -> str:
+    return f"  {part:14s} {score:4.2f} × {weight:.2f}  "
+
+
+def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
+    return ("rubric: " + ", ".join(f"{k} {v:.2f}" for k, v in rubric.items()) +
+            f"; a wrong {decisive} caps the score at {cap:.1f}")
+
+
+def sweep_header() -> str:
+    return "the captured size sweep (traces/measurements.json, one call, median):"
+
+
+def sweep_row(r: dict) -> str:
+    return (f"  {r['n']:>11,} elements  eager {duration_us(r['eager_us']):>10}  fused Triton {duration_us(r['triton_us']):>10} "
+            f"({r['speedup_triton']:.2f}×)  torch.compile {duration_us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
+
+
+def answer_keys_help(parts: dict) -> list[str]:
+    return [f'  {name} = ...   # {doc}' for name, (_, doc) in parts.items()]
+
+
+# --- predictions --------------------------------------------------------------------------------
+
+def prediction_recorded(pid: int, quantity: str, value: float, unit: str, trace: str | None) -> str:
+    where = f"; `tracetriage predictions` measures it from {trace} (once that trace exists)" if trace else \
+        f"; attach the measurement with: tracetriage predictions --measure {pid} TRACE"
+    return f"prediction {pid} recorded: {quantity} = {num(value)} {unit}{where}"
+
+
+def calibration(n: int, median_ratio: float | None, within_2x: float | None) -> str:
+    if not n:
+        return "Calibration: no measured predictions yet."
+    return (f"Calibration over {n} measured prediction{'s' if n != 1 else ''}: median measured/predicted "
+            f"{median_ratio:.2f}×, {share(within_2x)} within 2×.")
+
+
+def attempts_line(n: int, mean: float | None) -> str:
+    return f"Drill attempts: {n}" + (f", mean score {100 * mean:.0f}/100." if n else ".")
+
+
+# --- what-if ---------------------------------------------------------------------------------------------
+
+WHATIF_SOURCE = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
+                 "datasheet": "datasheet PCIe x16 link", "guess": "assumed (no measurement, unknown device)",
+                 "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)"}
+
+
+def assumption(a) -> str:
+    """A lever's assumptions in one line (whatif.Assumption)."""
+    if a.lever == "remove_syncs":
+        where = f"syncs called from {a.only}" if a.only else "syncs"
+        if a.count == 0:
+            return f"no blocking {where} in this trace: nothing to remove"
+        return (f"the host no longer waits in {where}: sync calls vanish (with the Python that called them "
+                f"directly), copies to the host return after one call's cost ({duration_ns(a.call_ns)}, the median "
+                "launch call here); the GPU work stays")
+    if a.lever == "no_host_work":
+        if a.count == 0:
+            return (f"no host stretch of {duration_ns(a.long_ns)} or more (10 launch calls) that issues no GPU work: "
+                    "nothing to remove")
+        return (f"host stretches that issue no GPU work and last {duration_ns(a.long_ns)} or more (10 launch calls) "
+                "vanish; dispatch of the ops stays")
+    if a.lever == "cuda_graphs":
+        gap = "the minimum gap between queued kernels in this trace" if a.gap_measured else \
+            "assumed; no queued kernels here"
+        return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
+                f"({WHATIF_SOURCE[a.source]}); dispatch and launch calls vanish; kernels run back to back "
+                f"{duration_ns(a.min_gap_ns)} apart ({gap})")
+    if a.lever == "async_copies":
+        if a.count == 0:
+            return "no pageable copy in this trace: nothing to pin or overlap"
+        return (f"pageable copies become pinned at {a.h2d_gbps:.0f} GB/s to the device ({WHATIF_SOURCE[a.h2d_source]}) "
+                f"and {a.d2h_gbps:.0f} GB/s back ({WHATIF_SOURCE[a.d2h_source]}); host-to-device ones run on a side "
+                "stream, each consumer waiting for its copy; device-to-host ones still block the host that reads them")
+    return "every kernel takes half as long; copies, memsets, launches and host time stay"
+
+
+def saving_pct(saving_ns: float, baseline_ns: float) -> str:
+    pct = round(-saving_ns / baseline_ns * 100) if baseline_ns else 0
+    return f"{pct:+d}%" if pct else "0%"
+
+
+def whatif_table(w) -> str:
+    """`tracetriage whatif`: one row per lever, best first, and each lever's assumption below it."""
+    err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
+    lines = [f"{w.path}: traced span {duration_ns(w.baseline_ns)} (the unchanged replay gives "
+             f"{duration_ns(w.replay_ns)}, {err:+.1f}%)", "",
+             f"  {'lever':<14}{'predicted':>11}{'ratio':>8}{'saving':>9}"]
+    for p in w.levers:
+        lines.append(f"  {p.lever:<14}{duration_ns(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}"
+                     f"{saving_pct(p.saving_ns, w.baseline_ns):>9}")
+    lines.append("")
+    lines += [f"  {p.lever}: {assumption(p.assumption)}" for p in w.levers]
+    return "\n".join(lines)

@@ -1,6 +1,6 @@
-"""`tracetriage`: capture, report, diff. (The dashboard and the drills come next.)
+"""`tracetriage`: capture, report, diff, whatif. (The dashboard and the drills come next.)
 
-Each subcommand imports only what it needs: `report`, `diff` and `drill` never
+Each subcommand imports only what it needs: `report`, `diff`, `whatif` and `drill` never
 import torch, triton or streamlit (their import alone costs seconds). A user
 error prints one line `error: ...` on stderr and exits 2, never a traceback.
 """
@@ -112,6 +112,25 @@ def cmd_diff(a) -> int:
     return 0
 
 
+# --- whatif (analyzers/whatif.py) -------------------------------------------------------
+
+def cmd_whatif(a) -> int:
+    from analyzers import serialize, voice, whatif
+    from analyzers.trace import TraceError
+
+    if a.only and a.lever and "remove_syncs" not in a.lever:
+        raise UserError("--only limits remove_syncs; add --lever remove_syncs (or leave --lever out)")
+    try:
+        w = whatif.predict_file(a.trace, levers=a.lever, only=a.only)
+    except (TraceError, whatif.WhatIfError) as e:
+        raise UserError(str(e)) from None
+    if a.json:
+        _print_json(serialize.whatif(w))
+    else:
+        print(voice.whatif_table(w))
+    return 0
+
+
 # --- capture ----------------------------------------------------------------------------
 
 def _parse_set(items: list[str]) -> dict:
@@ -184,6 +203,69 @@ def cmd_capture(a) -> int:
     return 0
 
 
+# --- drills and the prediction log (implementation: drills/commands.py) --------------------------
+
+def _drills_call(fn, *args) -> int:
+    from drills.commands import USER_ERRORS
+
+    try:
+        return fn(*args)
+    except USER_ERRORS as e:
+        raise UserError(str(e)) from None
+
+
+def cmd_drill(a) -> int:
+    from drills import commands as dc
+
+    if a.action == "list":
+        return _drills_call(dc.drill_list, a.json)
+    if not a.id:
+        raise UserError(f"drill {a.action} needs a drill id (see tracetriage drill list)")
+    if a.action == "show":
+        return _drills_call(dc.drill_show, a.id, a.json, a.reveal)
+    if not a.answers:
+        raise UserError("drill grade needs --answers FILE (a TOML file; drill show ID lists its keys)")
+    return _drills_call(dc.drill_grade, a.id, a.answers, a.json, a.db)
+
+
+def cmd_predict(a) -> int:
+    from drills import commands as dc
+
+    return _drills_call(dc.predict, a.quantity, a.value, a.why, a.trace, a.baseline, a.db)
+
+
+def cmd_predictions(a) -> int:
+    from drills import commands as dc
+
+    return _drills_call(dc.predictions, a.json, a.db, a.measure, a.baseline)
+
+
+def _drill_parsers(sub) -> None:
+    dr = sub.add_parser("drill", help="graded timeline drills: list, show ID, grade ID --answers FILE")
+    dr.add_argument("action", choices=["list", "show", "grade"])
+    dr.add_argument("id", nargs="?")
+    dr.add_argument("--answers", help="the answer file (TOML) for grade")
+    dr.add_argument("--json", action="store_true")
+    dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
+    dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
+    dr.set_defaults(fn=cmd_drill)
+    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)")
+    pr.add_argument("quantity", help="span_ms, idle_share, kernel_busy_ms, gbps, tflops, intensity, ttft_ms, "
+                                     "per_token_ms, speedup")
+    pr.add_argument("value")
+    pr.add_argument("--why", required=True, help="one sentence of reasoning")
+    pr.add_argument("--trace", help="the trace that will measure it (measured once it exists)")
+    pr.add_argument("--baseline", help="for speedup: the trace before the change")
+    pr.add_argument("--db")
+    pr.set_defaults(fn=cmd_predict)
+    ps = sub.add_parser("predictions", help="predicted against measured, and the running calibration")
+    ps.add_argument("--json", action="store_true")
+    ps.add_argument("--measure", nargs=2, metavar=("ID", "TRACE"), help="attach a measurement from TRACE")
+    ps.add_argument("--baseline", help="with --measure, for a speedup: the trace before")
+    ps.add_argument("--db")
+    ps.set_defaults(fn=cmd_predictions)
+
+
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,12 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_diff)
 
+    w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
+    w.add_argument("trace")
+    w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
+    w.add_argument("--lever", nargs="+", action="extend", metavar="NAME",
+                   help="only these levers: remove_syncs no_host_work cuda_graphs async_copies kernels_2x")
+    w.add_argument("--only", metavar="OP", help="remove_syncs: only the syncs called from this op, e.g. aten::item")
+    w.set_defaults(fn=cmd_whatif)
+
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
     c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
     c.add_argument("args", nargs=argparse.REMAINDER, help="for `script`: the script and its arguments")
     _capture_options(c)
     c.set_defaults(fn=cmd_capture)
 
+    _drill_parsers(sub)
     return ap
 
 

@@ -1,0 +1,343 @@
+"""The dependency graph of a trace: what waited for what, with the observed costs on each edge.
+
+Host side, per thread (pid, tid): its top-level CUDA API calls in order, each with its duration
+and the stretch before it (`gap`), the stretch split into `issue` (dispatch of the op that makes
+the call) and `host` (everything else: untraced Python, CPU-only ops, sleeping). A call that
+returned only when GPU work ended is `blocked` on that activity (`awaited`): a sync, or a
+blocking copy (synchronous API, or pageable memory) waiting for its own copy.
+
+Device side, per queue (device, stream), in order: each activity's duration, and why it started
+when it did, as three lower bounds whose maximum is the observed start:
+    its launch call's start + launch-to-start latency `lat` (the observed one where the activity
+        was waiting for its launch, the trace's typical one where it was queued),
+    the previous activity's end + `gap` (the observed one where it was queued, at most the
+        device's minimum gap otherwise),
+    the end of an activity on another stream + `delay` (`dep`): an event record -> stream wait,
+        found where the start is explained by neither of the above but lines up with that end.
+Graph launches are launch calls with many activities; collectives are kernels whose duration
+includes the wait for the other ranks (one trace holds one rank).
+
+Replaying the graph unchanged gives back every observed time (analyzers.replay); a lever
+(analyzers.whatif) edits the edges and replays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers import intervals as iv
+from analyzers.idle import LAUNCH_CALL_PREFIXES, MEMCPY_CALL_PREFIXES, SYNC_CALLS, host_long_ns
+from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, USER_ANNOTATION,
+                             Trace)
+
+SPAN_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER) + GPU_CATS
+PROFILER_STEP = "ProfilerStep#"     # the profiler's own range around a scheduled step: not the user's work
+CLOCK_TOL_NS = 2_000                # CUPTI aligns CPU and GPU clocks to about a µs
+DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one
+DEFAULT_MIN_GAP_NS = 1_000          # kernel-to-kernel gap when no back-to-back pair shows one
+DEFAULT_LAUNCH_NS = 5_000
+QUEUE_GAP_NS = 20_000               # a queued activity starts at most this long after its predecessor
+
+# call kinds
+OTHER_CALL, LAUNCH_CALL, COPY_CALL, SYNC_CALL = range(4)
+
+
+@dataclass
+class Graph:
+    span_start: int
+    span_end: int
+    # host threads
+    thread_start: np.ndarray     # int64 first traced moment of each thread that makes calls
+    thread_tail: np.ndarray      # int64 time from its last call's end to its last traced moment
+    # host calls, in order of start (all threads)
+    c_row: np.ndarray            # row in trace.ev
+    c_thread: np.ndarray         # index into thread_*
+    c_start: np.ndarray
+    c_dur: np.ndarray
+    c_gap: np.ndarray            # from the thread's previous call end (or its start) to this call
+    c_host: np.ndarray           # the part of c_gap that is not dispatch of this call's op
+    c_kind: np.ndarray           # OTHER_CALL, LAUNCH_CALL, COPY_CALL, SYNC_CALL
+    c_blocked: np.ndarray        # bool: returned when c_awaited ended
+    c_awaited: np.ndarray        # index into g_* (NONE if not blocked)
+    c_tail: np.ndarray           # call end - awaited end
+    c_issues: np.ndarray         # bool: some GPU activity is linked to this call
+    c_in_op: np.ndarray          # bool: made inside a cpu_op (else straight from Python: torch.cuda.synchronize())
+    c_outer_op: np.ndarray       # row of the outermost cpu_op around the call (aten::item), NONE if none
+    # GPU activities, in order of (queue, call, start)
+    g_row: np.ndarray
+    g_queue: np.ndarray          # index of (device, stream)
+    g_device: np.ndarray
+    g_cat: np.ndarray
+    g_start: np.ndarray
+    g_dur: np.ndarray
+    g_call: np.ndarray           # index into c_*: its launch call, or the last call before it (unlinked)
+    g_linked: np.ndarray         # bool
+    g_lat: np.ndarray
+    g_gap: np.ndarray
+    g_dep: np.ndarray            # index into g_* or NONE
+    g_delay: np.ndarray
+    g_nbytes: np.ndarray
+    queue_keys: list             # (device, stream) per queue
+    # measured quantities
+    launch_cost_ns: int
+    lat_typ_ns: int
+    min_gap_ns: int
+    min_gap_measured: bool
+    host_long_ns: int
+
+    @property
+    def span_ns(self) -> int:
+        return self.span_end - self.span_start
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.c_row)
+
+
+def _flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
+    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    if len(rows) == 0:
+        return np.zeros(0, bool)
+    return np.array([bool(test(trace.names[i])) for i in ids], dtype=bool)[inv]
+
+
+def _thread_key(ev, rows) -> np.ndarray:
+    """One small int per (pid, tid)."""
+    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
+    return np.unique(key, return_inverse=True)[1].ravel()
+
+
+def build(trace: Trace) -> Graph:
+    ev = trace.ev
+    span_rows = np.flatnonzero(np.isin(ev.cat, SPAN_CATS))
+    if len(span_rows):
+        ann = span_rows[ev.cat[span_rows] == USER_ANNOTATION]
+        if len(ann):
+            step = _flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))
+            span_rows = np.setdiff1d(span_rows, ann[step], assume_unique=True)
+    span_start = int(ev.start[span_rows].min()) if len(span_rows) else 0
+    span_end = int(ev.end[span_rows].max()) if len(span_rows) else 0
+
+    # --- host threads and their top-level calls ---------------------------------------
+    host_rows = span_rows[~np.isin(ev.cat[span_rows], GPU_CATS)]
+    all_calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    keys = np.concatenate([host_rows, all_calls])
+    tkey = _thread_key(ev, keys) if len(keys) else np.zeros(0, np.int64)
+    h_thread, c_thread_all = tkey[: len(host_rows)], tkey[len(host_rows):]
+    # a call nested in another call of its thread (a runtime call wrapping a driver call) is
+    # part of its parent: its GPU activity is credited to the parent
+    order = np.lexsort((-ev.end[all_calls], ev.start[all_calls], c_thread_all))
+    calls_s, thr_s = all_calls[order], c_thread_all[order]
+    top = np.ones(len(calls_s), bool)
+    parent_of = np.arange(len(calls_s))
+    for t in np.unique(thr_s):
+        m = np.flatnonzero(thr_s == t)          # contiguous: sorted by thread first
+        ends = ev.end[calls_s[m]]
+        prev_run = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
+        top[m] = ev.start[calls_s[m]] >= prev_run
+        parent_of[m] = m[np.maximum.accumulate(np.where(top[m], np.arange(len(m)), 0))]
+    # global call order: by start (ties: by thread)
+    top_pos = np.flatnonzero(top)
+    c_row0 = calls_s[top_pos]
+    c_thr0 = thr_s[top_pos]
+    gorder = np.lexsort((c_thr0, ev.start[c_row0]))
+    c_row, c_thread = c_row0[gorder], c_thr0[gorder]
+    # map every call row (nested ones too) to its index among the top-level calls
+    idx_of_top = np.empty(len(top_pos), np.int64)
+    idx_of_top[gorder] = np.arange(len(gorder))
+    pos_in_top = np.cumsum(top) - 1           # for each sorted call: its top-level position
+    call_index_of_row = np.full(len(ev), NONE, np.int64)
+    if len(calls_s):
+        call_index_of_row[calls_s] = idx_of_top[pos_in_top[parent_of]]
+
+    n_threads = int(tkey.max()) + 1 if len(tkey) else 0
+    c_start, c_end = ev.start[c_row], ev.end[c_row]
+    c_dur = c_end - c_start
+    thread_first = np.full(n_threads, np.iinfo(np.int64).max, np.int64)
+    thread_last = np.full(n_threads, np.iinfo(np.int64).min, np.int64)
+    if len(host_rows):
+        np.minimum.at(thread_first, h_thread, ev.start[host_rows])
+        np.maximum.at(thread_last, h_thread, ev.end[host_rows])
+    if len(c_row):
+        np.minimum.at(thread_first, c_thread, c_start)
+        np.maximum.at(thread_last, c_thread, c_end)
+    # previous call end on the same thread
+    prev_end = np.empty(len(c_row), np.int64)
+    last_call_end = np.full(n_threads, np.iinfo(np.int64).min, np.int64)
+    if len(c_row):
+        by_t = np.lexsort((c_start, c_thread))
+        t_sorted = c_thread[by_t]
+        first = np.r_[True, t_sorted[1:] != t_sorted[:-1]]
+        pe = np.r_[0, c_end[by_t][:-1]]
+        pe[first] = thread_first[t_sorted[first]]
+        prev_end[by_t] = pe
+        last = np.r_[t_sorted[1:] != t_sorted[:-1], True]
+        last_call_end[t_sorted[last]] = c_end[by_t][last]
+    c_gap = c_start - prev_end
+    has_calls = last_call_end > np.iinfo(np.int64).min
+    thread_tail = np.where(has_calls, thread_last - last_call_end, 0)
+    thread_start = np.where(has_calls, thread_first, 0)
+
+    # --- call kinds ----------------------------------------------------------------------
+    is_sync = _flags(trace, c_row, lambda n: n in SYNC_CALLS and not n.startswith(MEMCPY_CALL_PREFIXES))
+    is_copy = _flags(trace, c_row, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
+    is_launch = _flags(trace, c_row, lambda n: n.startswith(LAUNCH_CALL_PREFIXES))
+    is_sync_api = _flags(trace, c_row, lambda n: "Async" not in n)
+    c_kind = np.full(len(c_row), OTHER_CALL, np.int8)
+    c_kind[is_launch] = LAUNCH_CALL
+    c_kind[is_copy] = COPY_CALL
+    c_kind[is_sync] = SYNC_CALL
+    launch_durs = c_dur[is_launch]
+    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else DEFAULT_LAUNCH_NS
+
+    # --- host work in each gap: long stretches with no call and no op that makes one -----------
+    # (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)
+    host_long = host_long_ns(launch_cost)
+    c_host = np.zeros(len(c_row), np.int64)
+    c_in_op = np.zeros(len(c_row), bool)
+    c_outer_op = np.full(len(c_row), NONE, np.int64)
+    op_rows = np.flatnonzero(ev.cat == CPU_OP)
+    if len(c_row):
+        ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
+        okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
+        o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
+        cc_thr = okey[len(op_rows) + len(ann_rows):]
+        for t in np.unique(cc_thr):
+            m = np.flatnonzero(cc_thr == t)              # this thread's calls, in start order
+            ops = op_rows[o_thr == t]
+            s_, e_ = ev.start[ops], ev.end[ops]
+            top_s, top_e = iv.union(s_, e_)
+            k = np.searchsorted(c_start[m], top_s, side="left")   # the first call at or after each extent
+            issuing = k != np.searchsorted(c_start[m], top_e, side="left")   # some call inside
+            if len(top_s):
+                j = np.searchsorted(top_s, c_start[m], side="right") - 1
+                c_in_op[m] = (j >= 0) & (c_start[m] < top_e[np.maximum(j, 0)])
+                top_row = ops[np.searchsorted(s_, top_s)]   # rows sort by (start, -end): first is outermost
+                c_outer_op[m] = np.where(c_in_op[m], top_row[np.maximum(j, 0)], NONE)
+            # user ranges cut untraced time: the Python inside a step and the loop between steps are
+            # two stretches, not one (only the first is the user's host work)
+            ann = ann_rows[a_thr == t]
+            cuts = np.concatenate([ev.start[ann], ev.end[ann]])
+            cov_s, cov_e = iv.union(np.concatenate([top_s[issuing], c_start[m], cuts]),
+                                    np.concatenate([top_e[issuing], c_end[m], cuts]))
+            lo = int(thread_start[c_thread[m[0]]])
+            gs, ge = iv.complement(cov_s, cov_e, lo, int(c_start[m[-1]]))
+            long_ = ge - gs >= host_long
+            w = np.searchsorted(c_start[m], ge[long_], side="left")
+            ok = w < len(m)
+            np.add.at(c_host, m[w[ok]], (ge - gs)[long_][ok])
+    c_host = np.minimum(c_host, np.maximum(c_gap, 0))
+
+    # --- GPU activities --------------------------------------------------------------------
+    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    qkey = np.stack([ev.device[gpu].astype(np.int64), ev.stream[gpu]])
+    qk, g_queue0 = np.unique(qkey, axis=1, return_inverse=True) if len(gpu) else (np.zeros((2, 0), np.int64),
+                                                                                   np.zeros(0, np.int64))
+    g_queue0 = g_queue0.ravel()
+    lrow = trace.launch_of[gpu]
+    linked = lrow != NONE
+    g_call0 = np.where(linked, call_index_of_row[np.maximum(lrow, 0)], NONE)
+    linked &= g_call0 != NONE
+    # unlinked activity: anchored to the last call that started before it (so it moves with the host)
+    anchor = np.searchsorted(c_start, ev.start[gpu], side="right") - 1
+    g_call0 = np.where(linked, g_call0, anchor)
+    o = np.lexsort((ev.start[gpu], g_call0, g_queue0))
+    g_row, g_queue, g_call, g_linked = gpu[o], g_queue0[o], g_call0[o], linked[o]
+    g_start, g_end = ev.start[g_row], ev.end[g_row]
+    g_dur = g_end - g_start
+    n_g = len(g_row)
+    first_in_q = np.r_[True, g_queue[1:] != g_queue[:-1]] if n_g else np.zeros(0, bool)
+    prev_end_g = np.r_[0, g_end[:-1]] if n_g else np.zeros(0, np.int64)
+    big = np.int64(1) << 50
+    g_prev_gap = np.where(first_in_q, big, g_start - prev_end_g)
+    call_start = np.where(g_call >= 0, c_start[np.maximum(g_call, 0)], g_start)
+    lat_obs = g_start - call_start
+    waited = g_linked & (g_prev_gap > 5_000)
+    lat_typ = int(np.median(lat_obs[waited])) if waited.any() else (
+        int(np.median(lat_obs[g_linked])) if g_linked.any() else DEFAULT_LAT_NS)
+    lat_typ = max(lat_typ, 0)
+    late_tol = max(CLOCK_TOL_NS, lat_typ // 2)
+    # issued while the device was still busy with the previous activity on the queue
+    busy_at_issue = g_linked & ~first_in_q & (call_start + lat_typ <= prev_end_g + CLOCK_TOL_NS)
+    on_time = ~g_linked | (lat_obs <= lat_typ + late_tol)
+    # the device's minimum kernel-to-kernel gap: kernels queued behind a kernel
+    kk = (ev.cat[g_row] == KERNEL) & busy_at_issue & (g_prev_gap >= 0)
+    kk[1:] &= ev.cat[g_row][:-1] == KERNEL
+    if kk.sum() >= 5:
+        min_gap, measured = int(np.percentile(g_prev_gap[kk], 5)), True
+    else:
+        min_gap, measured = DEFAULT_MIN_GAP_NS, False
+    min_gap = max(min_gap, 0)
+    queued = ~on_time & busy_at_issue & (g_prev_gap <= QUEUE_GAP_NS)
+    g_lat = np.where(on_time, lat_obs, np.minimum(lat_obs, lat_typ))
+    g_gap = np.where(queued, g_prev_gap, np.minimum(g_prev_gap, min_gap))
+    # waiting for another stream: the start lines up with the end of an activity elsewhere
+    g_dep = np.full(n_g, NONE, np.int64)
+    g_delay = np.zeros(n_g, np.int64)
+    cand = np.flatnonzero(~queued & ~on_time)
+    if len(cand) and len(qk[0]) > 1:
+        explained = np.maximum(np.where(first_in_q, 0, prev_end_g), call_start + lat_typ)
+        dev = ev.device[g_row]
+        for q in np.unique(g_queue[cand]):
+            cq = cand[g_queue[cand] == q]
+            other = np.flatnonzero((g_queue != q) & (dev == dev[cq[0]]))
+            if not len(other):
+                continue
+            oi = other[np.argsort(g_end[other], kind="stable")]
+            oe = g_end[oi]
+            k = np.searchsorted(oe, g_start[cq] + CLOCK_TOL_NS, side="right") - 1
+            kk_ = np.maximum(k, 0)
+            ok = (k >= 0) & (oe[kk_] >= explained[cq] - CLOCK_TOL_NS)
+            hit = cq[ok]
+            g_dep[hit] = oi[kk_[ok]]
+            g_delay[hit] = g_start[hit] - g_end[g_dep[hit]]
+    # the rest: a long device-side gap after a busy queue, else a launch that took long to start
+    rest = ~on_time & ~queued & (g_dep == NONE)
+    g_gap = np.where(rest & busy_at_issue, g_prev_gap, g_gap)
+    g_lat = np.where(rest & ~busy_at_issue, lat_obs, g_lat)
+    g_gap = np.where(first_in_q, 0, g_gap)
+
+    # --- blocked calls -------------------------------------------------------------------
+    c_blocked = np.zeros(len(c_row), bool)
+    c_awaited = np.full(len(c_row), NONE, np.int64)
+    if n_g and len(c_row):
+        pos_of_gpu_row = np.full(len(ev), NONE, np.int64)
+        pos_of_gpu_row[g_row] = np.arange(n_g)
+        # a copy call waits for its own copy when the API is synchronous or the memory pageable
+        copy_rows = g_row[(ev.cat[g_row] == MEMCPY) & g_linked]
+        if len(copy_rows):
+            cp = pos_of_gpu_row[copy_rows]
+            pageable = _flags(trace, copy_rows, lambda n: "Pageable" in n)
+            ci = g_call[cp]
+            blocks = (pageable | is_sync_api[ci]) & (is_copy[ci]) & (c_end[ci] + CLOCK_TOL_NS >= g_end[cp])
+            c_blocked[ci[blocks]] = True
+            c_awaited[ci[blocks]] = cp[blocks]
+        # a sync waits for the last GPU activity to end while it was in the call
+        si = np.flatnonzero(is_sync)
+        if len(si):
+            eo = np.argsort(g_end, kind="stable")
+            es = g_end[eo]
+            k = np.searchsorted(es, c_end[si] + CLOCK_TOL_NS, side="right") - 1
+            ok = (k >= 0)
+            kk_ = np.maximum(k, 0)
+            ok &= es[kk_] > c_start[si] + CLOCK_TOL_NS
+            aw = eo[kk_]
+            ok &= g_call[aw] <= si          # issued no later than the sync
+            c_blocked[si[ok]] = True
+            c_awaited[si[ok]] = aw[ok]
+    c_tail = np.where(c_blocked, c_end - g_end[np.maximum(c_awaited, 0)] if n_g else 0, 0)
+    c_issues = np.zeros(len(c_row), bool)
+    c_issues[g_call[g_linked]] = True
+
+    return Graph(
+        span_start=span_start, span_end=span_end, thread_start=thread_start, thread_tail=thread_tail,
+        c_row=c_row, c_thread=c_thread, c_start=c_start, c_dur=c_dur, c_gap=c_gap, c_host=c_host, c_kind=c_kind,
+        c_blocked=c_blocked, c_awaited=c_awaited, c_tail=c_tail, c_issues=c_issues,
+        c_in_op=c_in_op, c_outer_op=c_outer_op,
+        g_row=g_row, g_queue=g_queue, g_device=ev.device[g_row], g_cat=ev.cat[g_row], g_start=g_start, g_dur=g_dur,
+        g_call=g_call, g_linked=g_linked, g_lat=g_lat, g_gap=g_gap, g_dep=g_dep, g_delay=g_delay,
+        g_nbytes=ev.nbytes[g_row], queue_keys=[(int(a), int(b)) for a, b in qk.T],
+        launch_cost_ns=launch_cost, lat_typ_ns=lat_typ, min_gap_ns=min_gap, min_gap_measured=measured,
+        host_long_ns=host_long,
+    )

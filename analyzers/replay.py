@@ -1,0 +1,192 @@
+"""Replay a dependency graph (analyzers.depgraph) as a discrete-event simulation.
+
+The host threads run their calls in order, each call `gap` after the previous one ends; a
+blocked call ends `tail` after its awaited GPU activity ends (never sooner than `c_min` after it
+starts). Each GPU activity starts at the latest of: its call's start + `lat`, the previous
+activity on its queue's end + `gap`, its dependency's end + `delay`.
+
+Blocked calls are the only points where the host waits for the device, so the replay walks
+from one blocked call to the next: between two, every host time is a cumulative sum, and every
+queue is a max-plus recurrence, end_k = dur_k + max(end_{k-1} + gap_k, ready_k), which is a
+cumulative sum plus a running maximum (numpy, no Python loop). A stretch in which one queue
+waits for another (event record -> stream wait) is walked activity by activity instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from analyzers.depgraph import Graph
+from analyzers.trace import NONE
+
+NEG = -(np.int64(1) << 60)
+
+
+@dataclass
+class Plan:
+    """The editable edges of a graph; Plan.of(graph) reproduces the trace."""
+    c_gap: np.ndarray
+    c_dur: np.ndarray
+    c_min: np.ndarray            # a blocked call's cost when its GPU work is already done
+    c_blocked: np.ndarray
+    c_awaited: np.ndarray
+    c_tail: np.ndarray
+    g_queue: np.ndarray
+    g_call: np.ndarray
+    g_dur: np.ndarray
+    g_lat: np.ndarray
+    g_gap: np.ndarray
+    g_dep: np.ndarray
+    g_delay: np.ndarray
+    thread_tail: np.ndarray
+
+    @classmethod
+    def of(cls, g: Graph) -> "Plan":
+        return cls(c_gap=g.c_gap.copy(), c_dur=g.c_dur.copy(),
+                   c_min=np.minimum(g.c_dur, g.launch_cost_ns), c_blocked=g.c_blocked.copy(),
+                   c_awaited=g.c_awaited.copy(), c_tail=g.c_tail.copy(), g_queue=g.g_queue.copy(),
+                   g_call=g.g_call.copy(),
+                   g_dur=g.g_dur.copy(), g_lat=g.g_lat.copy(), g_gap=g.g_gap.copy(), g_dep=g.g_dep.copy(),
+                   g_delay=g.g_delay.copy(), thread_tail=g.thread_tail.copy())
+
+    def copy(self) -> "Plan":
+        return replace(self, **{k: v.copy() for k, v in self.__dict__.items()})
+
+
+@dataclass(frozen=True)
+class Replayed:
+    span_ns: int
+    gpu_busy_ns: int           # kernel time on the busiest queue (a sanity figure for the levers)
+    c_start: np.ndarray
+    c_end: np.ndarray
+    g_start: np.ndarray
+    g_end: np.ndarray
+
+
+def replay(g: Graph, p: Plan) -> Replayed:
+    n_c, n_g = g.n_calls, len(g.g_row)
+    if n_c == 0:   # no host call to move anything: the device timeline stays as traced
+        g_e = g.g_start + p.g_dur
+        span = max(g.span_end, int(g_e.max()) if n_g else g.span_end) - g.span_start
+        return Replayed(span_ns=int(span), gpu_busy_ns=int(p.g_dur.sum()), c_start=g.c_start, c_end=g.c_start,
+                        g_start=g.g_start, g_end=g_e)
+    # GPU activities in queue order; a plan may have moved some to another queue
+    order = np.lexsort((g.g_start, p.g_call, p.g_queue)) if n_g else np.zeros(0, np.int64)
+    inv = np.empty(n_g, np.int64)
+    inv[order] = np.arange(n_g)
+    q = np.unique(p.g_queue[order], return_inverse=True)[1].ravel() if n_g else np.zeros(0, np.int64)
+    call = p.g_call[order]
+    dur, lat, gap = p.g_dur[order], p.g_lat[order], p.g_gap[order]
+    dep = np.where(p.g_dep[order] >= 0, inv[np.maximum(p.g_dep[order], 0)], NONE)
+    delay = p.g_delay[order]
+    fixed = np.where(call < 0, g.g_start[order], NEG)      # before the first call: stays where it was
+    first_in_q = np.r_[True, q[1:] != q[:-1]] if n_g else np.zeros(0, bool)
+    gap = np.where(first_in_q, 0, gap)
+    awaited = np.where(p.c_awaited >= 0, inv[np.maximum(p.c_awaited, 0)], NONE)
+    blocked = p.c_blocked & (awaited >= 0)
+    if n_g:
+        blocked &= call[np.maximum(awaited, 0)] <= np.arange(n_c)   # its work was issued by then
+
+    # segments: host calls up to and including each blocked call
+    b_idx = np.flatnonzero(blocked)
+    seg_end = np.r_[b_idx + 1, n_c] if n_c else np.zeros(1, np.int64)
+    seg_end = np.unique(seg_end)
+    # per queue: where each segment's activities begin and end (activities sorted by call in a queue)
+    qs = np.flatnonzero(first_in_q)
+    qe = np.r_[qs[1:], n_g]
+    bounds = [lo + np.searchsorted(call[lo:hi], np.r_[-2, seg_end - 1], side="right") for lo, hi in zip(qs, qe)]
+    gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right") if n_g else np.zeros(0, np.int64)
+    intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
+    seg_has_dep = np.zeros(len(seg_end), bool)
+    seg_has_dep[gseg[intra]] = True
+    rank = np.empty(n_g, np.int64)                        # observed start order: a topological order
+    rank[np.argsort(g.g_start[order], kind="stable")] = np.arange(n_g)
+
+    c_s = np.zeros(n_c, np.int64)
+    c_e = np.zeros(n_c, np.int64)
+    g_s = np.zeros(n_g, np.int64)
+    g_e = np.full(n_g, NEG, np.int64)
+    cur = g.thread_start.copy()
+    q_end = np.full(len(qs), NEG, np.int64)
+    single_thread = len(np.unique(g.c_thread)) <= 1
+    a = 0
+    for s, b in enumerate(seg_end):
+        if b <= a:
+            continue
+        # host: cumulative sums per thread
+        if single_thread:
+            th = int(g.c_thread[a])
+            st = cur[th] + np.cumsum(p.c_gap[a:b] + p.c_dur[a:b]) - p.c_dur[a:b]
+            c_s[a:b] = st
+            c_e[a:b] = st + p.c_dur[a:b]
+            cur[th] = c_e[b - 1]
+        else:
+            ths = g.c_thread[a:b]
+            for th in np.unique(ths):
+                m = a + np.flatnonzero(ths == th)
+                st = cur[th] + np.cumsum(p.c_gap[m] + p.c_dur[m]) - p.c_dur[m]
+                c_s[m] = st
+                c_e[m] = st + p.c_dur[m]
+                cur[th] = c_e[m[-1]]
+        # device: every queue's activities issued in this segment
+        if n_g:
+            if seg_has_dep[s]:
+                lo_all = [bd[s] for bd in bounds]
+                hi_all = [bd[s + 1] for bd in bounds]
+                idx = np.concatenate([np.arange(lo, hi) for lo, hi in zip(lo_all, hi_all)])
+                idx = idx[np.argsort(rank[idx], kind="stable")]
+                _walk(idx, q, call, dur, lat, gap, dep, delay, fixed, c_s, g_s, g_e, q_end)
+            else:
+                for qi, bd in enumerate(bounds):
+                    lo, hi = bd[s], bd[s + 1]
+                    if hi <= lo:
+                        continue
+                    ready = np.where(call[lo:hi] >= 0, c_s[np.maximum(call[lo:hi], 0)] + lat[lo:hi], fixed[lo:hi])
+                    d = dep[lo:hi]
+                    has = d >= 0
+                    if has.any():
+                        ready = np.where(has, np.maximum(ready, g_e[np.maximum(d, 0)] + delay[lo:hi]), ready)
+                    dd, gg = dur[lo:hi], gap[lo:hi]
+                    incl = np.cumsum(dd + gg)
+                    prev = incl - dd - gg
+                    m = np.maximum.accumulate(ready - gg - prev)
+                    m = np.maximum(m, q_end[qi])
+                    e = incl + m
+                    g_e[lo:hi] = e
+                    g_s[lo:hi] = e - dd
+                    q_end[qi] = e[-1]
+        # the blocked call at the end of the segment
+        last = b - 1
+        if blocked[last]:
+            end = max(c_s[last] + p.c_min[last], g_e[awaited[last]] + p.c_tail[last])
+            c_e[last] = end
+            cur[g.c_thread[last]] = end
+        a = b
+    ends = [g.span_start]
+    if n_c:
+        has_calls = np.zeros(len(cur), bool)
+        has_calls[np.unique(g.c_thread)] = True
+        ends.append(int((cur + p.thread_tail)[has_calls].max()))
+    if n_g:
+        ends.append(int(g_e.max()))
+    span = max(ends) - g.span_start
+    busy = 0
+    if n_g:
+        busy = int(np.bincount(q, weights=dur).max())
+    return Replayed(span_ns=int(span), gpu_busy_ns=busy, c_start=c_s, c_end=c_e, g_start=g_s[inv], g_end=g_e[inv])
+
+
+def _walk(idx, q, call, dur, lat, gap, dep, delay, fixed, c_s, g_s, g_e, q_end) -> None:
+    """Activity by activity, in observed start order (every dependency ends before its dependant)."""
+    for i in idx.tolist():
+        qi = q[i]
+        c = call[i]
+        ready = int(c_s[c] + lat[i]) if c >= 0 else int(fixed[i])
+        d = dep[i]
+        if d >= 0:
+            ready = max(ready, int(g_e[d] + delay[i]))
+        st = max(int(q_end[qi] + gap[i]), ready)
+        en = st + int(dur[i])
+        g_s[i], g_e[i] = st, en
+        q_end[qi] = en

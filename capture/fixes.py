@@ -1,0 +1,697 @@
+"""Ground truth for `tracetriage whatif`: workloads captured before and after a fix is really made.
+
+Each scenario is one workload class with a `fix` field: "before" runs the code as a student wrote
+it, and each lever it lists runs the same loop with that fix made in code:
+
+    remove_syncs   the sync is gone: the value stays on the device (read once, after the window)
+    no_host_work   the host work that issues no GPU work is gone (done elsewhere, ahead of time)
+    cuda_graphs    the iteration's GPU work is captured once with torch.cuda.graph and replayed
+    async_copies   host buffers are pinned and copied non_blocking on a side stream, prefetched,
+                   the consumer waiting on an event
+    kernels_2x     every big kernel does half the FLOPs (half the K of a matmul, half the
+                   elements of an elementwise op)
+
+A profiled window is `iters` iterations and a device synchronize, inside a named range. The
+profiler runs one warm-up cycle first (CUPTI's buffer set-up stays out of the window). Every
+variant is profiled `reps` times, interleaved with the other variants of its scenario so drift
+hits all of them alike; the span of each run is computed from the exported JSON alone (the
+device machine has no msgspec), with the same rule as analyzers.whatif's baseline span.
+
+    python -m capture.fixes --out /tmp/fixes [--device cpu] [--reps 5] [--only item_python ...]
+
+Output: SCENARIO--VARIANT.json.gz (the run with the median span of each variant) and
+measured.json (every span, the medians, and the after/before ratios with their spread).
+Sizes are for an H200 and scale down on the CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from capture.ranges import named_range
+from capture.workload import Workload
+
+LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
+BEFORE = "before"
+WINDOW = "fix_window"
+# The categories whose events make up a trace's span (analyzers.whatif.SPAN_CATEGORIES says the same).
+SPAN_CATS = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset"}
+
+
+def _gpu(device: str) -> bool:
+    return torch.device(device).type == "cuda"
+
+
+def python_work(n: int) -> int:
+    """Pure-Python work the profiler does not see: about 50 ns per step on a server core."""
+    total = 0
+    for i in range(n):
+        total += (i * i) % 7
+    return total
+
+
+@dataclass
+class FixWorkload(Workload):
+    """One iteration in step(); `fix` picks the variant. Subclasses list the levers they model."""
+    fix: str = BEFORE
+    iters: int = 8
+    levers: ClassVar[tuple[str, ...]] = ()
+    about: ClassVar[str] = ""
+
+    def __post_init__(self):
+        if self.fix != BEFORE and self.fix not in self.levers:
+            raise ValueError(f"{self.kind} has no {self.fix!r} variant; it has: {', '.join(self.levers)}")
+
+    @property
+    def gpu(self) -> bool:
+        return _gpu(self.device)
+
+    def window(self) -> None:
+        for _ in range(self.iters):
+            with named_range("iteration"):
+                self.step()
+        self.sync()
+
+
+class GraphedBody:
+    """The cuda_graphs fix: body() captured once and replayed (on the CPU: called, no graphs there)."""
+
+    def __init__(self, body, gpu: bool):
+        self.body = body
+        self.graph = None
+        if gpu:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):   # warm-up outside the capture, as torch.cuda.graphs asks
+                for _ in range(3):
+                    body()
+            torch.cuda.current_stream().wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = body()
+
+    def __call__(self):
+        if self.graph is None:
+            return self.body()
+        self.graph.replay()
+        return self.out
+
+
+# --- syncs ---------------------------------------------------------------------------
+
+@dataclass
+class ItemThenPython(FixWorkload):
+    """The issue's loop: 0.5 ms of bf16 matmuls, .item() on the loss, then ~0.15 ms of Python.
+
+    (3,000 steps of python_work take 0.155 ms alone on the H200's host, and ~0.4 ms inside this loop,
+    right after the thread wakes from the sync's wait.)
+    """
+    kind: ClassVar[str] = "item_python"
+    levers: ClassVar[tuple[str, ...]] = ("remove_syncs", "no_host_work", "kernels_2x")
+    about: ClassVar[str] = "compute-bound loop that reads .item() then does ~0.15 ms of Python"
+    dim: int = 4096
+    matmuls: int = 3
+    python_steps: int = 3000
+
+    def setup(self):
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+    def step(self):
+        y = self.a
+        for _ in range(self.matmuls):
+            y = y[:, : self.k] @ self.b[: self.k]   # half K: half the FLOPs, same output shape
+        loss = y.float().sum()
+        if self.fix == "remove_syncs":
+            self.stop = loss > 1e30                 # stays on the device
+        elif loss.item() > 1e30:                    # device->host copy + sync, every iteration
+            self.stop = True
+        if self.fix != "no_host_work":
+            self.bookkeeping = python_work(self.python_steps)
+        return y
+
+
+@dataclass
+class ItemThenShortPython(ItemThenPython):
+    """The same loop with a third of the Python: 1,100 steps, 0.05 ms alone on the H200's host."""
+    kind: ClassVar[str] = "item_python_short"
+    about: ClassVar[str] = "compute-bound loop that reads .item() then does ~0.05 ms of Python"
+    python_steps: int = 1100
+
+
+@dataclass
+class MaskSelect(FixWorkload):
+    """Boolean-mask selection after the matmuls: nonzero syncs to learn the result's size."""
+    kind: ClassVar[str] = "mask_select"
+    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    about: ClassVar[str] = "y[y > t].sum() after two matmuls (nonzero sync) vs torch.where"
+    dim: int = 4096
+
+    def setup(self):
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.x = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.w = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+
+    def step(self):
+        y = torch.tanh(torch.tanh(self.x @ self.w) @ self.w)
+        if self.fix == "remove_syncs":
+            self.total = torch.where(y > 0.01, y, 0).sum()   # same value, no size to learn
+        else:
+            self.total = y[y > 0.01].sum()                   # nonzero: the host waits for the size
+        return y
+
+
+@dataclass
+class TimedOps(FixWorkload):
+    """Per-op timing with host clocks: torch.cuda.synchronize() after each of 6 matmuls."""
+    kind: ClassVar[str] = "timed_ops"
+    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    about: ClassVar[str] = "torch.cuda.synchronize() after each 2048^3 matmul to time it with host clocks"
+    dim: int = 2048
+    ops: int = 6
+
+    def setup(self):
+        d = self.dim if self.gpu else 96
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+
+    def step(self):
+        y = self.a
+        self.times = []
+        for _ in range(self.ops):
+            t0 = time.perf_counter()
+            y = torch.relu(y @ self.b)
+            if self.fix != "remove_syncs" and self.gpu:
+                torch.cuda.synchronize()
+            self.times.append(time.perf_counter() - t0)
+        return y
+
+
+@dataclass
+class SoftmaxTolist(FixWorkload):
+    """Memory-bound softmax over 128 MB, then .tolist() of the first row's argmaxes for logging."""
+    kind: ClassVar[str] = "softmax_tolist"
+    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    about: ClassVar[str] = "softmax of 4096x8192 fp32 then .tolist() of 16 argmaxes every iteration"
+    rows: int = 4096
+    cols: int = 8192
+
+    def setup(self):
+        r, c = (self.rows, self.cols) if self.gpu else (64, 256)
+        self.x = torch.randn(r, c, device=self.device)
+
+    def step(self):
+        p = torch.softmax(self.x * 0.5, dim=1)
+        top = p.argmax(dim=1)[:16]
+        if self.fix == "remove_syncs":
+            self.top = top                 # read once, after the loop
+        else:
+            self.top = top.tolist()        # D2H + sync every iteration
+        return p
+
+
+# --- host work -------------------------------------------------------------------------
+
+@dataclass
+class HostNumpyPrep(FixWorkload):
+    """numpy preprocessing on the critical path before one bf16 matmul: the host is the bottleneck."""
+    kind: ClassVar[str] = "host_numpy"
+    levers: ClassVar[tuple[str, ...]] = ("no_host_work", "kernels_2x")
+    about: ClassVar[str] = "numpy sort of 100k floats before each 4096^3 matmul pair, no sync"
+    host_elems: int = 100_000
+    dim: int = 4096
+    matmuls: int = 2
+
+    def setup(self):
+        self.rng = np.random.default_rng(0)
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+    def step(self):
+        if self.fix != "no_host_work":
+            v = self.rng.standard_normal(self.host_elems if self.gpu else 1000)
+            v.sort()
+            self.stat = float(np.cumsum(v)[-1])
+        y = self.a
+        for _ in range(self.matmuls):
+            y = y[:, : self.k] @ self.b[: self.k]
+        return y
+
+
+@dataclass
+class SleepAhead(FixWorkload):
+    """A 0.3 ms blocking wait per iteration, but no sync: the host runs ahead of 0.7 ms of matmuls."""
+    kind: ClassVar[str] = "sleep_ahead"
+    levers: ClassVar[tuple[str, ...]] = ("no_host_work", "kernels_2x")
+    about: ClassVar[str] = "time.sleep(0.3 ms) per iteration in front of 4 queued 4096^3 matmuls (GPU-bound)"
+    sleep_ms: float = 0.3
+    dim: int = 4096
+    matmuls: int = 4
+
+    def setup(self):
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+    def step(self):
+        if self.fix != "no_host_work":
+            time.sleep(self.sleep_ms / 1e3)
+        y = self.a
+        for _ in range(self.matmuls):
+            y = y[:, : self.k] @ self.b[: self.k]
+        return y
+
+
+@dataclass
+class CpuAugment(FixWorkload):
+    """CPU-tensor augmentation of an image batch in the main process, then a copy and two matmuls."""
+    kind: ClassVar[str] = "cpu_augment"
+    levers: ClassVar[tuple[str, ...]] = ("no_host_work",)
+    about: ClassVar[str] = "flip + normalise a 4x3x256x256 CPU batch each iteration before the GPU phase"
+    images: int = 4
+    side: int = 256
+    dim: int = 4096
+
+    def setup(self):
+        s = self.side if self.gpu else 32
+        self.batch = torch.rand(self.images, 3, s, s)
+        self.ready = self._augment(self.batch)       # the fix: augmented ahead of time, elsewhere
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.w = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+
+    @staticmethod
+    def _augment(x):
+        x = torch.flip(x, dims=[3])
+        x = (x - x.mean(dim=(2, 3), keepdim=True)) / (x.std(dim=(2, 3), keepdim=True) + 1e-6)
+        return x.clamp_(-3, 3)
+
+    def step(self):
+        x = self.ready if self.fix == "no_host_work" else self._augment(self.batch)
+        xd = x.to(self.device)
+        y = self.w @ self.w
+        y = y @ self.w
+        self.out = (y.float().mean() + xd.mean())
+        return y
+
+
+# --- launch overhead (cuda_graphs) -----------------------------------------------------
+
+@dataclass
+class _Graphable(FixWorkload):
+    """Subclasses write body() over static tensors; the cuda_graphs variant replays its capture."""
+
+    def setup(self):
+        self.make()
+        self.run = GraphedBody(self.body, self.gpu) if self.fix == "cuda_graphs" else self.body
+
+    def step(self):
+        return self.run()
+
+
+@dataclass
+class TinyOps(_Graphable):
+    kind: ClassVar[str] = "tiny_ops"
+    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    about: ClassVar[str] = "100 elementwise ops on 16 KB per iteration (kernels_2x: on 8 KB)"
+    n: int = 4096
+    ops: int = 100
+    iters: int = 5
+
+    def make(self):
+        n = self.n // 2 if self.fix == "kernels_2x" else self.n
+        self.x = torch.randn(n, device=self.device)
+
+    def body(self):
+        x = self.x
+        for _ in range(self.ops // 2):
+            x = x * 1.0001
+            x = x + 0.0001
+        return x
+
+
+@dataclass
+class SmallMLP(_Graphable):
+    kind: ClassVar[str] = "small_mlp"
+    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
+    about: ClassVar[str] = "16-layer width-256 MLP (Linear+LayerNorm+GELU) at batch 8, inference"
+    depth: int = 16
+    width: int = 256
+    batch: int = 8
+
+    def make(self):
+        layers = []
+        for _ in range(self.depth):
+            layers += [nn.Linear(self.width, self.width), nn.LayerNorm(self.width), nn.GELU()]
+        self.net = nn.Sequential(*layers).to(self.device).eval()
+        self.x = torch.randn(self.batch, self.width, device=self.device)
+
+    @torch.inference_mode()
+    def body(self):
+        return self.net(self.x)
+
+    def setup(self):
+        self.make()
+        if self.fix == "cuda_graphs":
+            with torch.inference_mode():
+                self.run = GraphedBody(self.body, self.gpu)
+        else:
+            self.run = self.body
+
+
+@dataclass
+class PerParamSGD(_Graphable):
+    kind: ClassVar[str] = "per_param_sgd"
+    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
+    about: ClassVar[str] = "hand-written momentum SGD over 80 parameters of 16 KB, 3 launches each"
+    n_params: int = 80
+    numel: int = 4096
+    iters: int = 5
+
+    def make(self):
+        self.p = [torch.randn(self.numel, device=self.device) for _ in range(self.n_params)]
+        self.g = [torch.randn_like(t) for t in self.p]
+        self.m = [torch.zeros_like(t) for t in self.p]
+
+    @torch.no_grad()
+    def body(self):
+        for p, g, m in zip(self.p, self.g, self.m):
+            m.mul_(0.9).add_(g)
+            p.add_(m, alpha=-1e-3)
+        return self.p[0]
+
+
+@dataclass
+class MidOps(_Graphable):
+    """40 elementwise ops on 8M floats: ~20 µs kernels, longer than their launches (GPU-bound)."""
+    kind: ClassVar[str] = "mid_ops"
+    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    about: ClassVar[str] = "40 elementwise ops on 32 MB per iteration (kernels_2x: on 16 MB)"
+    n: int = 1 << 23
+    ops: int = 40
+    iters: int = 5
+
+    def make(self):
+        n = self.n if self.gpu else 1 << 12
+        n = n // 2 if self.fix == "kernels_2x" else n
+        self.x = torch.randn(n, device=self.device)
+
+    def body(self):
+        x = self.x
+        for _ in range(self.ops // 2):
+            x = x * 1.0001
+            x = x + 0.0001
+        return x
+
+
+@dataclass
+class MatmulLoop(_Graphable):
+    kind: ClassVar[str] = "matmul_loop"
+    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    about: ClassVar[str] = "6 bf16 4096^3 matmuls per iteration, no sync: GPU-bound"
+    dim: int = 4096
+    matmuls: int = 6
+
+    def make(self):
+        d = self.dim if self.gpu else 128
+        dt = torch.bfloat16 if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+    def body(self):
+        y = self.a
+        for _ in range(self.matmuls):
+            y = y[:, : self.k] @ self.b[: self.k]
+        return y
+
+
+@dataclass
+class SmallMatmulLoop(MatmulLoop):
+    kind: ClassVar[str] = "small_matmul_loop"
+    about: ClassVar[str] = "30 fp32 256^3 matmuls per iteration: launch-bound"
+    dim: int = 256
+    matmuls: int = 30
+    iters: int = 5
+
+    def make(self):
+        d = self.dim if self.gpu else 64
+        self.a = torch.randn(d, d, device=self.device) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+
+# --- transfers (async_copies) ------------------------------------------------------------
+
+@dataclass
+class _Batches(FixWorkload):
+    """A fresh host batch per iteration, copied to the device and consumed by bf16 matmuls.
+
+    before: pageable memory, a blocking .to(device) on the compute stream. async_copies: pinned
+    buffers, copied non_blocking on a side stream one iteration ahead, the compute stream waiting
+    on the copy's event (the prefetch pattern of smells.HealthyOverlap).
+    """
+    mbytes: int = 32
+    dim: int = 4096
+    matmuls: int = 3
+    batches: int = 2
+
+    def setup(self):
+        gpu = self.gpu
+        self.d = self.dim if gpu else 128
+        elems = (self.mbytes << 20) // 2 if gpu else self.d * self.d   # bf16: 2 bytes
+        self.rows = elems // self.d
+        dt = torch.bfloat16 if gpu else torch.float32
+        pin = gpu and self.fix == "async_copies"
+        self.host = [torch.randn(elems, dtype=dt) for _ in range(self.batches)]
+        if pin:
+            self.host = [h.pin_memory() for h in self.host]
+        self.w = torch.randn(self.d, self.d, device=self.device, dtype=dt) / self.d ** 0.5
+        self.k = self.d // 2 if self.fix == "kernels_2x" else self.d
+        self.copy_stream = torch.cuda.Stream() if pin else None
+        self.i = 0
+        self.pending = None
+
+    def _load(self, h):
+        if self.copy_stream is None:
+            return h.to(self.device), None
+        with torch.cuda.stream(self.copy_stream):
+            x = h.to(self.device, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(self.copy_stream)
+        return x, ev
+
+    def step(self):
+        h = self.host[self.i % self.batches]
+        self.i += 1
+        if self.copy_stream is None:
+            x, ready = self._load(h)
+        else:
+            x, ready = self.pending if self.pending is not None else self._load(h)
+            self.pending = self._load(self.host[self.i % self.batches])   # next batch, overlapped
+            torch.cuda.current_stream().wait_event(ready)
+            x.record_stream(torch.cuda.current_stream())
+        y = x.view(self.rows, self.d)
+        for _ in range(self.matmuls):
+            y = y[:, : self.k] @ self.w[: self.k]
+        return y
+
+    def window(self):
+        super().window()
+        self.pending = None     # each window starts cold, like the before variant
+
+
+@dataclass
+class PageableBatches(_Batches):
+    kind: ClassVar[str] = "pageable_batches"
+    levers: ClassVar[tuple[str, ...]] = ("async_copies", "kernels_2x")
+    about: ClassVar[str] = "32 MB pageable batch per iteration, then 3 bf16 4096^3 matmuls"
+
+
+@dataclass
+class PageableBalanced(_Batches):
+    kind: ClassVar[str] = "pageable_balanced"
+    levers: ClassVar[tuple[str, ...]] = ("async_copies",)
+    about: ClassVar[str] = "8 MB pageable batch per iteration, then 12 bf16 1024x4096x4096 matmuls"
+    mbytes: int = 8
+    matmuls: int = 12
+
+
+@dataclass
+class SmallBatchesMany(_Batches):
+    kind: ClassVar[str] = "pageable_many"
+    levers: ClassVar[tuple[str, ...]] = ("async_copies",)
+    about: ClassVar[str] = "4 pageable 32 MB batches per iteration, one bf16 4096^3 matmul on each"
+    mbytes: int = 32
+    matmuls: int = 1
+    batches: int = 4
+
+    def step(self):
+        y = None
+        for _ in range(self.batches):
+            y = super().step()
+        return y
+
+
+SCENARIOS: dict[str, type[FixWorkload]] = {c.kind: c for c in [
+    ItemThenPython, ItemThenShortPython, MaskSelect, TimedOps, SoftmaxTolist,
+    HostNumpyPrep, SleepAhead, CpuAugment,
+    TinyOps, SmallMLP, PerParamSGD, MidOps, MatmulLoop, SmallMatmulLoop,
+    PageableBatches, PageableBalanced, SmallBatchesMany,
+]}
+
+
+def variants(kind: str) -> list[str]:
+    return [BEFORE, *SCENARIOS[kind].levers]
+
+
+# --- measuring ---------------------------------------------------------------------------
+
+def span_us(trace: dict) -> float:
+    """First start to last end over host ops, calls and GPU activity (no ProfilerStep#)."""
+    lo, hi = float("inf"), float("-inf")
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") != "X" or str(e.get("cat", "")).lower() not in SPAN_CATS:
+            continue
+        if str(e.get("name", "")).startswith("ProfilerStep#"):
+            continue
+        ts, dur = float(e["ts"]), float(e.get("dur", 0))
+        lo, hi = min(lo, ts), max(hi, ts + dur)
+    return hi - lo if hi > lo else 0.0
+
+
+def profile_window(wl: FixWorkload, out_path: Path) -> float:
+    """One warm-up cycle, then one profiled window exported to out_path (gzipped). Returns its span in µs."""
+    from capture.harness import experimental_config
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if wl.gpu else [])
+    raw = out_path.with_suffix("")  # .json
+    with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=1, active=1),
+                 experimental_config=experimental_config() if wl.gpu else None,
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(raw))) as prof:
+        for _ in range(2):
+            with named_range(WINDOW):
+                wl.window()
+            prof.step()
+    data = raw.read_bytes()
+    raw.unlink()
+    out_path.write_bytes(gzip.compress(data, compresslevel=6))
+    return span_us(json.loads(data))
+
+
+def wall_ms(wl: FixWorkload) -> float:
+    """The same window unprofiled, host clock after a sync: what the fix buys without the profiler."""
+    wl.sync()
+    t0 = time.perf_counter()
+    wl.window()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _summary(xs: list[float]) -> dict:
+    s = sorted(xs)
+    return {"runs": s, "median": statistics.median(s), "min": s[0], "max": s[-1]}
+
+
+def ratio_spread(after: list[float], before: list[float]) -> dict:
+    """after/before over every pairing of runs: its median and its p10..p90 and min..max."""
+    r = sorted(a / b for a in after for b in before)
+    q = np.quantile(r, [0.1, 0.9])
+    return {"median": statistics.median(after) / statistics.median(before), "p10": float(q[0]), "p90": float(q[1]),
+            "min": r[0], "max": r[-1]}
+
+
+def capture_scenario(kind: str, out: Path, *, device: str, reps: int) -> dict:
+    """Every variant of one scenario, `reps` profiled windows each, interleaved."""
+    wls = {v: SCENARIOS[kind](device=device, fix=v) for v in variants(kind)}
+    for wl in wls.values():
+        wl.setup()
+        for _ in range(2):
+            wl.window()
+    spans: dict[str, list[float]] = {v: [] for v in wls}
+    walls: dict[str, list[float]] = {v: [] for v in wls}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(reps):
+            for v, wl in wls.items():
+                spans[v].append(profile_window(wl, Path(tmp) / f"{v}-{r}.json.gz"))
+                walls[v].append(wall_ms(wl))
+        for v in wls:  # keep the run whose span is the median one
+            med = sorted(range(reps), key=lambda i: spans[v][i])[reps // 2]
+            shutil.copy(Path(tmp) / f"{v}-{med}.json.gz", out / f"{kind}--{v}.json.gz")
+    cls = SCENARIOS[kind]
+    return {
+        "about": cls.about,
+        "iters": wls[BEFORE].iters,
+        "span_us": {v: _summary(s) for v, s in spans.items()},
+        "wall_ms": {v: _summary(s) for v, s in walls.items()},
+        "ratio": {v: ratio_spread(spans[v], spans[BEFORE]) for v in cls.levers},
+        "wall_ratio": {v: statistics.median(walls[v]) / statistics.median(walls[BEFORE]) for v in cls.levers},
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
+    ap.add_argument("--merge", action="store_true", help="add to the measured.json already in --out")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    from capture.harness import device_info, versions
+
+    if _gpu(args.device):  # clocks up and cuBLAS loaded before the first scenario
+        a = torch.randn(8192, 8192, device=args.device, dtype=torch.bfloat16)
+        for _ in range(200):
+            a @ a
+        torch.cuda.synchronize()
+        del a
+    result = {"device": device_info(args.device), "versions": versions(), "reps": args.reps, "scenarios": {},
+              "errors": {}}
+    if args.merge and (args.out / "measured.json").exists():
+        old = json.loads((args.out / "measured.json").read_text())
+        result["scenarios"], result["errors"] = old.get("scenarios", {}), old.get("errors", {})
+    for kind in args.only or SCENARIOS:
+        t0 = time.perf_counter()
+        try:
+            result["scenarios"][kind] = res = capture_scenario(kind, args.out, device=args.device, reps=args.reps)
+            ratios = ", ".join(f"{v} {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]"
+                               for v, r in res["ratio"].items())
+            print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: before {res['span_us']['before']['median']:.0f} µs; "
+                  f"{ratios}", flush=True)
+        except Exception as e:  # one failing scenario must not cost the others
+            import traceback
+
+            result["errors"][kind] = f"{type(e).__name__}: {e}"
+            print(f"[FAIL] {kind}: {e}\n{traceback.format_exc()}", flush=True)
+        finally:
+            if _gpu(args.device):
+                torch.cuda.empty_cache()
+        (args.out / "measured.json").write_text(json.dumps(result, indent=1))
+    return 0 if not result["errors"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

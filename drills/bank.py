@@ -1,0 +1,158 @@
+"""The drill bank: the TOML files in drills/bank/, one per rung of the course's ladder.
+
+A file has a [defaults] table (kind, lesson, questions, rubric, decisive part, cap) and one
+[[drill]] per variant: id, title, and the trace it shows, either a sample trace (`trace`, a path
+from the repo root; `after` too for a before/after pair) or a toy timeline (`generate`: smell,
+level, seed, mix), rebuilt from its seed whenever the drill is shown or graded (the generator is
+deterministic, so the stored key stays right and no binary file is committed).
+
+Each kind has fixed parts; their answer types are documented here and printed by `drill show`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from drills.tomlread import tomllib
+
+BANK_DIR = Path(__file__).with_name("bank")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KEYS_PATH = BANK_DIR / "keys.toml"
+
+TEXT, NAMES, NUMBER = "text", "names", "number"
+# kind -> part -> (answer type, what the answer file holds)
+PARTS = {
+    "idle_cause": {
+        "pattern": (TEXT, "free text: the idle pattern on the GPU lane"),
+        "cause": (TEXT, "launch_overhead | host_work | synchronization | data_transfer, or free text"),
+        "experiment": (TEXT, "free text: the first experiment"),
+    },
+    "triage": {
+        "suspects": (NAMES, "an op name or a list of op names, e.g. [\"aten::mm\"]"),
+        "bound": (TEXT, "an idle cause or a regime (compute | memory), or free text"),
+        "evidence": (TEXT, "free text with a number from the trace"),
+        "experiment": (TEXT, "free text: the next experiment"),
+    },
+    "ranges": {
+        "ranges": (NAMES, "a list of range names, or a sentence"),
+        "ttft_ms": (NUMBER, "a number of ms"),
+        "per_token_ms": (NUMBER, "a number of ms"),
+        "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
+    },
+    "roofline": {
+        "regime": (TEXT, "compute | memory | overhead, or free text"),
+        "achieved": (NUMBER, "a number: TFLOP/s when compute-bound, GB/s otherwise"),
+        "lever": (TEXT, "free text: the lever that helps"),
+    },
+    "collapse": {
+        "speedup": (NUMBER, "a number: before span / after span"),
+        "explained_by": (TEXT, "launches | bytes, or free text"),
+        "lever": (TEXT, "free text: what to reach for at this size"),
+    },
+}
+
+
+class DrillError(Exception):
+    """An unknown drill, or a broken bank file (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Drill:
+    id: str
+    title: str
+    lesson: str
+    kind: str
+    questions: tuple[str, ...]
+    rubric: dict                 # part -> weight (they sum to 1)
+    decisive: str                # the part whose wrong answer caps the score
+    cap_if_wrong: float
+    trace: str | None = None     # a sample trace, from the repo root
+    after: str | None = None     # the second trace of a before/after pair
+    generate: dict | None = None # a toy timeline: smell, level, seed, mix
+
+    @property
+    def parts(self) -> dict:
+        return PARTS[self.kind]
+
+    def trace_path(self) -> Path:
+        """A path a user can open: the sample trace, or the toy timeline written from its seed."""
+        if self.generate is None:
+            return REPO_ROOT / self.trace
+        from drills.generator import Spec, write
+
+        g = self.generate
+        spec = Spec(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)),
+                    tuple(sorted((g.get("mix") or {}).items())))
+        return write(spec, generated_dir() / f"{self.id}.json.gz")
+
+    def after_path(self) -> Path | None:
+        return REPO_ROOT / self.after if self.after else None
+
+    def source(self) -> str:
+        if self.generate is None:
+            return self.trace + (f" -> {self.after}" if self.after else "")
+        from analyzers.voice import toy_source
+
+        g = self.generate
+        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {})
+
+
+def generated_dir() -> Path:
+    base = os.environ.get("TRACETRIAGE_CACHE_DIR")
+    if base:
+        return Path(base) / "drills"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tracetriage")) / "drills"
+
+
+@lru_cache(maxsize=1)
+def all_drills() -> tuple[Drill, ...]:
+    out = []
+    for f in sorted(BANK_DIR.glob("M*.toml")):
+        with open(f, "rb") as fh:
+            doc = tomllib.load(fh)
+        d = doc.get("defaults", {})
+        for item in doc.get("drill", []):
+            merged = {**d, **item}
+            kind = merged["kind"]
+            if kind not in PARTS:
+                raise DrillError(f"{f.name}: drill {merged.get('id')} has an unknown kind {kind!r}")
+            rubric = dict(merged["rubric"])
+            if set(rubric) != set(PARTS[kind]) or abs(sum(rubric.values()) - 1.0) > 1e-9:
+                raise DrillError(f"{f.name}: drill {merged['id']}: the rubric must weigh {', '.join(PARTS[kind])} "
+                                 "and sum to 1")
+            out.append(Drill(id=merged["id"], title=merged["title"], lesson=merged["lesson"], kind=kind,
+                             questions=tuple(merged["questions"]), rubric=rubric, decisive=merged["decisive"],
+                             cap_if_wrong=float(merged["cap_if_wrong"]), trace=merged.get("trace"),
+                             after=merged.get("after"), generate=merged.get("generate")))
+    ids = [d.id for d in out]
+    if len(set(ids)) != len(ids):
+        raise DrillError("drill ids repeat in drills/bank")
+    return tuple(sorted(out, key=lambda d: d.id))
+
+
+def get(drill_id: str) -> Drill:
+    for d in all_drills():
+        if d.id.lower() == drill_id.lower():
+            return d
+    known = ", ".join(d.id for d in all_drills())
+    raise DrillError(f"no drill {drill_id!r}; the drills are: {known}")
+
+
+@lru_cache(maxsize=1)
+def stored_keys() -> dict:
+    """The answer keys, derived from the analyzers by `python -m drills.keys` and stored in bank/keys.toml."""
+    if not KEYS_PATH.exists():
+        return {}
+    with open(KEYS_PATH, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def key_of(drill: Drill) -> dict:
+    k = stored_keys().get(drill.id)
+    if k is None:
+        raise DrillError(f"drill {drill.id} has no stored key; run python -m drills.keys")
+    return k

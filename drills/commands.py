@@ -1,0 +1,224 @@
+"""`tracetriage drill ...`, `predict`, `predictions`: what the commands do (tracetriage/cli.py parses).
+
+Never imports torch, triton or streamlit: only the analyzers, rich and the standard library.
+Every user error is one of USER_ERRORS, printed by the CLI as one `error: ...` line with exit 2.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from analyzers import voice as words
+from drills import bank
+from drills.answers import AnswerError
+from drills.bank import DrillError
+from drills.evidence import EvidenceError
+from drills.predictions import QUANTITIES, LogError
+
+USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError)
+
+
+def _json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+# --- drill list / show / grade ------------------------------------------------------------------
+
+def drill_list(as_json: bool) -> int:
+    drills = bank.all_drills()
+    if as_json:
+        _json([{"id": d.id, "title": d.title, "lesson": d.lesson, "kind": d.kind, "source": d.source()}
+               for d in drills])
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"{len(drills)} drills", show_lines=False)
+    for col in ("id", "title", "lesson", "trace"):
+        t.add_column(col)
+    for d in drills:
+        t.add_row(d.id, d.title, d.lesson, d.source())
+    _console().print(t)
+    return 0
+
+
+def _show_dict(d: bank.Drill) -> dict:
+    from drills import evidence
+
+    out = {"id": d.id, "title": d.title, "lesson": d.lesson, "kind": d.kind, "source": d.source(),
+           "trace": str(d.trace_path()), "after": str(d.after_path()) if d.after else None,
+           "questions": list(d.questions),
+           "answer_keys": {k: {"type": t, "doc": doc} for k, (t, doc) in d.parts.items()},
+           "rubric": d.rubric, "decisive": d.decisive, "cap_if_wrong": d.cap_if_wrong}
+    if d.kind == "triage":
+        f = evidence.facts(d.trace_path())
+        out["operator_table"] = f.hotspots
+        out["span"] = {"span_ms": f.span_ms, "kernel_busy_ms": f.kernel_busy_ms, "idle_share": f.idle_share}
+    if d.kind == "ranges":
+        out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
+                         for r in evidence.facts(d.trace_path()).ranges]
+    return out
+
+
+def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
+    d = bank.get(drill_id)
+    info = _show_dict(d)
+    if as_json:
+        _json(info)
+        return 0
+    from drills import evidence, render
+
+    con = _console()
+    con.print(f"[bold]{d.id}  {d.title}[/bold]   ({d.lesson})")
+    con.print(f"trace: {info['trace']}" + (f"\nafter: {info['after']}" if d.after else ""))
+    con.print(f"source: {d.source()}")
+    for path in [d.trace_path()] + ([d.after_path()] if d.after else []):
+        t = evidence.lanes(path)
+        con.print(render.draw(t, title=f"{Path(path).name}: the whole GPU span", cause_marks=reveal))
+        idle_by_cause: dict[str, float] = {}
+        for s, e, c in t.gaps:
+            idle_by_cause[c] = idle_by_cause.get(c, 0.0) + e - s
+        most = max(idle_by_cause, key=idle_by_cause.get) if idle_by_cause else None
+        win = render.zoom_window(t, most)
+        if win:
+            con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
+    if d.kind == "triage":
+        con.print(words.span_line(**info["span"]), markup=False)
+        con.print("operator table (device time):")
+        for h in info["operator_table"]:
+            con.print(words.operator_row(h), markup=False)
+    if d.kind == "ranges":
+        con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
+        for r in info["ranges"]:
+            con.print(words.range_row(r), markup=False)
+    if d.kind == "collapse":
+        sweep = _fusion_sweep()
+        if sweep:
+            con.print(words.sweep_header())
+            for r in sweep:
+                con.print(words.sweep_row(r), markup=False)
+    con.print("\n[bold]questions[/bold]")
+    for q in d.questions:
+        con.print(f"  - {q}")
+    con.print("\n[bold]answer file[/bold] (TOML; tracetriage drill grade "
+              f"{d.id} --answers FILE):")
+    for line in words.answer_keys_help(d.parts):
+        con.print(line, markup=False)
+    con.print(words.rubric_line(d.rubric, d.decisive, d.cap_if_wrong))
+    return 0
+
+
+def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None) -> int:
+    from drills import answers, grader
+    from drills.predictions import Log
+
+    d = bank.get(drill_id)
+    ans = answers.read(answers_path, d)         # a malformed file stops here: nothing recorded
+    log = Log(db)
+    result = grader.grade(d, ans)
+    out = result.to_dict()
+    out["attempt"] = log.record_attempt(d.id, result.score, ans, out["parts"])
+    out["trace"] = str(d.trace_path())
+    log.close()
+    if as_json:
+        _json(out)
+        return 0
+    con = _console()
+    con.print(f"[bold]{words.summary(d.id, result.score)}[/bold]  {d.title}")
+    for p in result.parts:
+        con.print(words.grade_row(p.part, p.score, p.weight), end="")
+        con.print(p.feedback, markup=False)
+    for n in result.notes:
+        con.print(f"  {n}", markup=False)
+    return 0
+
+
+def _fusion_sweep() -> list[dict]:
+    """The capture's own size sweep (eager against fused, timed with CUDA events), when the sample library has it."""
+    path = bank.REPO_ROOT / "traces" / "measurements.json"
+    try:
+        return json.loads(path.read_text()).get("fusion_sweep", [])
+    except (OSError, ValueError):
+        return []
+
+
+# --- predict / predictions ----------------------------------------------------------------------
+
+def predict(quantity: str, value: str, why: str, trace: str | None, baseline: str | None, db: str | None) -> int:
+    from drills.predictions import Log
+
+    if quantity not in QUANTITIES:
+        raise DrillError(f"unknown quantity {quantity!r}; one of: {', '.join(QUANTITIES)}")
+    try:
+        v = float(value)
+    except ValueError:
+        raise DrillError(f"the predicted value must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise DrillError(f"the predicted value must be a positive number, got {value!r}")
+    if not why or not why.strip():
+        raise DrillError("--why needs one sentence of reasoning: the prediction is worth nothing without it")
+    if "\n" in why.strip():
+        raise DrillError("--why takes one sentence, on one line")
+    if quantity == "speedup" and not baseline:
+        raise DrillError("a speedup is measured against a baseline: add --baseline BEFORE (and --trace AFTER)")
+    trace = str(Path(trace).resolve()) if trace else None
+    baseline = str(Path(baseline).resolve()) if baseline else None
+    log = Log(db)
+    pid = log.predict(quantity, v, why.strip(), trace, baseline)
+    log.close()
+    print(words.prediction_recorded(pid, quantity, v, QUANTITIES[quantity][0], trace))
+    return 0
+
+
+def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseline: str | None) -> int:
+    from drills import predictions as pr
+
+    log = pr.Log(db)
+    if measure:
+        pid_s, trace = measure
+        try:
+            pid = int(pid_s)
+        except ValueError:
+            raise DrillError(f"--measure takes a prediction id and a trace, got {pid_s!r}") from None
+        row = log.get(pid)
+        if row is None:
+            raise DrillError(f"no prediction {pid} in {log.path}")
+        v = pr.measure(row["quantity"], trace, baseline or row["baseline"])
+        if v is None:
+            raise DrillError(f"{Path(trace).name} has no {row['quantity']} to measure")
+        log.set_measured(pid, float(v), str(Path(trace).resolve()))
+    problems = pr.measure_pending(log)
+    rows = log.predictions()
+    cal = pr.calibration(rows)
+    attempts = log.attempts()
+    log.close()
+    mean = sum(a["score"] for a in attempts) / len(attempts) if attempts else None
+    if as_json:
+        _json({"db": str(log.path), "quantities": {k: {"unit": u, "doc": d} for k, (u, d) in QUANTITIES.items()},
+               "predictions": [{**r, "ratio": pr.ratio(r)} for r in rows], "calibration": cal.to_dict(),
+               "attempts": attempts, "problems": problems})
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"predictions in {log.path}")
+    for col in ("id", "quantity", "predicted", "measured", "measured/predicted", "why"):
+        t.add_column(col)
+    for r in rows:
+        unit = QUANTITIES.get(r["quantity"], ("",))[0]
+        t.add_row(str(r["id"]), r["quantity"], f"{words.num(r['predicted'])} {unit}",
+                  f"{words.num(r['measured'])} {unit}" if r["measured"] is not None else "pending",
+                  f"{pr.ratio(r):.2f}×" if pr.ratio(r) else "", r["why"])
+    con = _console()
+    con.print(t)
+    con.print(words.calibration(cal.measured, cal.median_ratio, cal.within_2x))
+    con.print(words.attempts_line(len(attempts), mean))
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    return 0

@@ -1,0 +1,189 @@
+"""The one adapter between the drills and the analyzers.
+
+Every field of an analysis the drills read (the dominant idle cause, its evidence, the regime,
+hotspots, phases, a diff's ratios, the timeline's bars) is read here and nowhere else, and turned
+into plain data the rest of the package uses: `Facts` for one trace, `DiffFacts` for a pair,
+`Lanes` for drawing. When the analyzers' results become typed (enums, frozen dataclasses), only
+this module changes. Nothing here re-derives a number: values are the analyzers', rounded.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
+
+
+class EvidenceError(Exception):
+    """The trace could not be analysed (the analyzers' TraceError, as one line)."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    path: str
+    name: str
+    device_name: str | None
+    span_ms: float
+    kernel_busy_ms: float
+    idle_share: float
+    cause_share: dict            # cause -> share of the span
+    dominant: str | None         # the cause with the most idle time; None when the GPU never idles
+    gaps: int                    # every idle gap of every device
+    cause_evidence: dict         # cause -> {"gaps", "median_gap_us", "total_us", ...} (plain values)
+    regime: str | None
+    achieved_tflops: float | None
+    achieved_gbps: float | None
+    intensity: float | None
+    ridge: float | None
+    dtype: str | None
+    compute_share: float         # of kernel time
+    memory_share: float
+    hotspots: list = field(default_factory=list)   # [{"name", "share", "calls", "device_us"}]
+    ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "median_wall_us", "wall_us",
+                                                   #   "regime", "idle_dominant"}]
+    phases: dict = field(default_factory=dict)     # {"ttft_ms", "per_token_ms", "prefill_regime", ...} or {}
+
+
+def _load(path: str | Path):
+    from analyzers.load import load
+    from analyzers.report import analyze_trace
+    from analyzers.trace import TraceError
+
+    try:
+        return analyze_trace(load(path))
+    except TraceError as e:
+        raise EvidenceError(str(e)) from None
+    except FileNotFoundError:
+        raise EvidenceError(f"no such trace: {path}") from None
+
+
+def facts(path: str | Path) -> Facts:
+    """What a drill needs to know about one trace, from the analyzers."""
+    return facts_of(_load(path))
+
+
+def facts_of(a) -> Facts:
+    span = a.span_ns or 0
+    ev = a.evidence
+    v = a.verdict
+    kern = v.kernel_us
+    cause_ev = {c: _cause_evidence(c, ev.get(c)) for c in CAUSES}
+    ranges = [{"name": r.name, "count": int(r.count), "kernel_busy_us": round(float(r.kernel_busy_us), 1),
+               "median_wall_us": round(float(r.median_wall_us), 1), "wall_us": round(float(r.union_wall_us), 1),
+               "regime": _value(a.range_verdicts[r.name].regime) if r.name in a.range_verdicts else None,
+               "idle_dominant": _value(r.idle_dominant)} for r in a.ranges]
+    phases = {}
+    if a.phases:
+        p = a.phases
+        phases = {"ttft_ms": round(p.ttft_us / 1e3, 3), "per_token_ms": round(p.per_token_us / 1e3, 4),
+                  "prefill_regime": p.prefill.regime.value, "decode_regime": p.decode.regime.value,
+                  "decode_steps": int(p.decode.count), "prefill_range": p.prefill.range,
+                  "decode_range": p.decode.range}
+    return Facts(
+        path=str(a.trace.path), name=Path(a.trace.path).name, device_name=a.trace.device_name(),
+        span_ms=round(span / 1e6, 3), kernel_busy_ms=round(a.kernel_busy_ns / 1e6, 3),
+        idle_share=round(a.idle_share, 4),
+        cause_share={c: round(a.by_cause_ns.get(c, 0) / span, 4) if span else 0.0 for c in CAUSES},
+        dominant=_value(a.dominant), gaps=int(sum(len(d.gaps) for d in a.devices)), cause_evidence=cause_ev,
+        regime=v.regime.value if a.devices else None,
+        achieved_tflops=_r(v.achieved_tflops, 1), achieved_gbps=_r(v.achieved_gbps, 1), intensity=_r(v.intensity, 1),
+        ridge=_r(v.ridge, 0), dtype=v.dtype,
+        compute_share=round(v.compute_us / kern, 4) if kern else 0.0,
+        memory_share=round(v.memory_us / kern, 4) if kern else 0.0,
+        hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
+                   "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
+        ranges=ranges, phases=phases)
+
+
+def _cause_evidence(cause: str, e) -> dict:
+    """One cause's typed evidence (analyzers.evidence) as the plain values the drills quote."""
+    if e is None:   # a CPU-only trace: no device, no evidence
+        return {"gaps": 0, "median_gap_us": 0.0, "total_us": 0.0}
+    out = {"gaps": int(e.gaps), "median_gap_us": float(e.median_gap_us), "total_us": float(e.total_us)}
+    if cause == "launch_overhead":
+        out.update(kernels=int(e.kernels), kernel_median_us=float(e.kernel_median_us),
+                   launch_call_median_us=float(e.launch_call_median_us),
+                   launching_ops=[o.name for o in e.launching_ops[:3]])
+    elif cause == "host_work":
+        out.update(untraced_share=float(e.untraced_share), host_events=[o.name for o in e.host_events[:3]])
+    elif cause == "synchronization":
+        out.update(sync_calls=[{"name": c.name, "count": int(c.count)} for c in e.sync_calls[:2]],
+                   called_from=[c.name for c in e.called_from[:2]])
+    elif cause == "data_transfer":
+        out.update(copy_count=int(e.copy_count),
+                   copies=[{"name": c.name, "count": int(c.count), "bytes": int(c.bytes), "gbps": c.gbps}
+                           for c in e.copies[:3]])
+    return out
+
+
+def _value(x):
+    """An enum's value (the analyzers' Cause, Regime), None as it is."""
+    return None if x is None else x.value
+
+
+def _r(x, nd):
+    return None if x is None else round(float(x), nd)
+
+
+# --- a pair of traces ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DiffFacts:
+    before: str
+    after: str
+    speedup: float | None
+    launch_ratio: float | None
+    byte_ratio: float | None
+    explained_by: str
+    before_span_ms: float
+    after_span_ms: float
+    before_launches: int
+    after_launches: int
+    before_regime: str | None
+    after_regime: str | None
+
+
+def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
+    from analyzers.diff import diff_files
+    from analyzers.trace import TraceError
+
+    try:
+        d = diff_files(before, after)
+    except TraceError as e:
+        raise EvidenceError(str(e)) from None
+    b, a = d.before, d.after
+    return DiffFacts(before=str(before), after=str(after), speedup=d.speedup, launch_ratio=d.launch_ratio,
+                     byte_ratio=d.byte_ratio, explained_by=d.explained_by,
+                     before_span_ms=round(b.span_us / 1e3, 3), after_span_ms=round(a.span_us / 1e3, 3),
+                     before_launches=int(b.launch_calls), after_launches=int(a.launch_calls),
+                     before_regime=b.regime.value, after_regime=a.regime.value)
+
+
+# --- the timeline, for drawing ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lanes:
+    """Bars per lane and idle gaps with causes, µs from the first GPU activity."""
+    span_us: float
+    lanes: list           # lane names, host threads first
+    bars: list            # (lane index, start_us, end_us, kind)
+    gaps: list            # (start_us, end_us, cause)
+
+
+def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
+    from analyzers.timeline import build
+
+    a = _load(path)
+    t = build(a, max_bars=max_bars)
+    bars = [(int(l), float(s), float(e), k) for l, s, e, k in zip(t.lane, t.start_us, t.end_us, t.kind)]
+    gaps = [(float(s), float(e), c) for s, e, c in zip(t.gap_start_us, t.gap_end_us, t.gap_cause)]
+    return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps)
+
+
+# --- measured quantities for the prediction log ---------------------------------------------------
+
+def quantity(f: Facts, name: str) -> float | None:
+    """One number of the documented quantities table (drills.predictions.QUANTITIES) from a trace."""
+    return {"span_ms": f.span_ms, "idle_share": f.idle_share, "kernel_busy_ms": f.kernel_busy_ms,
+            "gbps": f.achieved_gbps, "tflops": f.achieved_tflops, "intensity": f.intensity,
+            "ttft_ms": f.phases.get("ttft_ms"), "per_token_ms": f.phases.get("per_token_ms")}.get(name)

@@ -1,0 +1,79 @@
+"""Answer keys, derived from the analyzers: `python -m drills.keys` rewrites drills/bank/keys.toml.
+
+A key holds only what the grader compares against (the cause, the suspects, the numbers); the
+evidence the feedback quotes is read from the trace's analysis at grading time. A test derives
+every key again and compares it with the stored one, so the bank and the analyzers cannot drift.
+"""
+from __future__ import annotations
+
+import sys
+
+from drills import evidence
+from drills.bank import KEYS_PATH, Drill, all_drills
+
+TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
+SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of the device time (at most 2)
+
+
+def derive(drill: Drill) -> dict:
+    if drill.kind == "collapse":
+        d = evidence.diff_facts(drill.trace_path(), drill.after_path())
+        return {"speedup": d.speedup, "explained_by": d.explained_by}
+    f = evidence.facts(drill.trace_path())
+    if drill.kind == "idle_cause":
+        return {"cause": f.dominant}
+    if drill.kind == "triage":
+        return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f)}
+    if drill.kind == "ranges":
+        p = f.phases
+        return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
+                "per_token_ms": p["per_token_ms"], "decode_regime": p["decode_regime"]}
+    if drill.kind == "roofline":
+        compute = f.regime == "compute"
+        return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
+                "achieved_unit": "TFLOP/s" if compute else "GB/s"}
+    raise ValueError(drill.kind)
+
+
+def suspects(f: evidence.Facts) -> list[str]:
+    out, cover = [], 0.0
+    for h in f.hotspots[:2]:
+        out.append(h["name"])
+        cover += h["share"]
+        if cover >= SUSPECT_COVER:
+            break
+    return out
+
+
+def bound(f: evidence.Facts) -> str:
+    if f.dominant and f.dominant != "other" and f.cause_share[f.dominant] >= TRIAGE_IDLE_FLOOR:
+        return f.dominant
+    return f.regime
+
+
+def triage_numbers(f: evidence.Facts) -> list[float]:
+    """Numbers a supporting sentence may quote: shares in %, the span, the achieved rate."""
+    nums = [100 * h["share"] for h in f.hotspots[:2]] + [100 * f.idle_share, f.span_ms]
+    if f.dominant:
+        nums.append(100 * f.cause_share[f.dominant])
+    nums += [x for x in (f.achieved_tflops, f.achieved_gbps) if x]
+    return [round(x, 1) for x in nums]
+
+
+def derive_all() -> dict:
+    return {d.id: derive(d) for d in all_drills()}
+
+
+def main() -> int:
+    import tomli_w
+
+    keys = derive_all()
+    text = ("# Answer keys derived from the analyzers by `python -m drills.keys`; do not edit by hand.\n"
+            "# tests/test_drills.py derives them again and fails when these drift.\n\n" + tomli_w.dumps(keys))
+    KEYS_PATH.write_text(text)
+    print(f"wrote {len(keys)} keys to {KEYS_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

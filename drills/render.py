@@ -1,0 +1,91 @@
+"""The timeline in a terminal: one row per host thread and stream, and an idle row marked by cause.
+
+Each column is a slice of the GPU span; a lane's cell is full when its bars cover most of the slice,
+a thin mark when they touch it. The idle row shows, per slice, the cause with the most idle time
+(L launch overhead, H host work, S synchronization, T data transfer, O other).
+"""
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+
+from drills.evidence import Lanes
+
+CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
+              "data_transfer": ("T", "cyan"), "other": ("O", "grey50")}
+KIND_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "cyan", "cpu_op": "blue", "launch call": "blue",
+              "range": "white"}
+
+
+def _coverage(spans: list[tuple[float, float]], lo: float, hi: float, width: int) -> np.ndarray:
+    cov = np.zeros(width)
+    step = (hi - lo) / width
+    for s, e in spans:
+        s, e = max(s, lo), min(e, hi)
+        if e <= s:
+            continue
+        a, b = int((s - lo) / step), min(int((e - lo) / step), width - 1)
+        for c in range(a, b + 1):
+            c_lo = lo + c * step
+            cov[c] += min(e, c_lo + step) - max(s, c_lo)
+    return cov / step
+
+
+def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, title: str = "",
+         cause_marks: bool = True) -> Text:
+    """The lanes over the window (µs from the first GPU activity). Without cause_marks the idle row
+    says only where the GPU idles (a drill must not give its answer away)."""
+    lo, hi = window or (0.0, t.span_us)
+    hi = max(hi, lo + 1e-3)
+    name_w = max([len(n) for n in t.lanes] + [8])
+    out = Text()
+    if title:
+        out.append(title + "\n", style="bold")
+    out.append(f"{'':{name_w}} |{_fmt(lo)}{' ' * max(1, width - len(_fmt(lo)) - len(_fmt(hi)))}{_fmt(hi)}|\n",
+               style="dim")
+    by_lane: dict[int, list] = {}
+    for lane, s, e, kind in t.bars:
+        by_lane.setdefault(lane, []).append((s, e, kind))
+    for i, name in enumerate(t.lanes):
+        bars = by_lane.get(i, [])
+        if "ranges" in name:
+            continue
+        cov = _coverage([(s, e) for s, e, _ in bars], lo, hi, width)
+        kinds = {k for _, _, k in bars}
+        style = KIND_STYLE.get(next(iter(kinds)) if len(kinds) == 1 else ("kernel" if "kernel" in kinds else "cpu_op"))
+        out.append(f"{name:{name_w}} |")
+        out.append("".join("█" if c >= 0.5 else ("▌" if c > 0.05 else ("▏" if c > 0 else " ")) for c in cov),
+                   style=style)
+        out.append("|\n")
+    out.append(f"{'gpu idle':{name_w}} |")
+    per_cause = {c: _coverage([(s, e) for s, e, cc in t.gaps if cc == c], lo, hi, width) for c in CAUSE_MARK}
+    stack = np.vstack([per_cause[c] for c in CAUSE_MARK])
+    for col in range(width):
+        j = int(np.argmax(stack[:, col]))
+        if stack[j, col] <= 0.02:
+            out.append(" ")
+        elif not cause_marks:
+            out.append("░" if stack[:, col].sum() >= 0.3 else "·", style="bold")
+        else:
+            mark, style = CAUSE_MARK[list(CAUSE_MARK)[j]]
+            out.append(mark if stack[j, col] >= 0.3 else mark.lower(), style=style)
+    out.append("|\n")
+    legend = ("  ".join(f"{m} {c}" for c, (m, _) in CAUSE_MARK.items()) + "  (lower case: under a third of the slice)"
+              if cause_marks else "░ the GPU idles most of the slice, · some of it")
+    out.append(f"{'':{name_w}}  {legend}\n", style="dim")
+    return out
+
+
+def zoom_window(t: Lanes, cause: str | None, slices: int = 96) -> tuple[float, float] | None:
+    """A window around the first gaps of a cause, wide enough to show a few of them with their neighbours."""
+    gaps = [(s, e) for s, e, c in t.gaps if c == cause]
+    if not gaps:
+        return None
+    med = float(np.median([e - s for s, e in gaps]))
+    w = max(30 * med, 50.0)
+    start = max(0.0, gaps[min(2, len(gaps) - 1)][0] - w / 4)
+    return start, min(t.span_us, start + w)
+
+
+def _fmt(us: float) -> str:
+    return f"{us:.0f} µs" if us < 1000 else f"{us / 1e3:.2f} ms"

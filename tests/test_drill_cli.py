@@ -1,0 +1,172 @@
+"""`tracetriage drill list/show/grade`, `predict`, `predictions`: what a user sees, and what is refused."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracetriage.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+
+RIGHT_SYNC = 'pattern = "a drain after every .item()"\ncause = "synchronization"\nexperiment = "keep it on the device"\n'
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    p = tmp_path / "log.sqlite3"
+    monkeypatch.setenv("TRACETRIAGE_DB", str(p))
+    return p
+
+
+def _attempts(db: Path) -> int:
+    if not db.exists():
+        return 0
+    return sqlite3.connect(db).execute("SELECT count(*) FROM attempts").fetchone()[0]
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_drill_list_json_names_every_drill(capsys):
+    rc, out, _ = run(capsys, "drill", "list", "--json")
+    items = json.loads(out)
+    assert rc == 0 and len(items) >= 16
+    assert {"id", "title", "lesson", "kind", "source"} <= set(items[0])
+
+
+def test_drill_show_json_gives_a_trace_a_user_can_open(capsys):
+    rc, out, _ = run(capsys, "drill", "show", "M02.03-b", "--json")
+    info = json.loads(out)
+    assert rc == 0 and Path(info["trace"]).is_file() and info["trace"].endswith("M02.03-b.json.gz")
+    assert set(info["answer_keys"]) == {"pattern", "cause", "experiment"}
+
+
+def test_drill_show_draws_the_timeline_without_giving_the_cause_away(capsys):
+    rc, out, _ = run(capsys, "drill", "show", "M02.04-c")
+    assert rc == 0
+    assert "gpu0 stream 7" in out and "host thread" in out and "gpu idle" in out
+    assert "░ the GPU idles most of the slice" in out
+    assert "S synchronization" not in out
+    assert "cause = ...   # launch_overhead | host_work | synchronization | data_transfer, or free text" in out
+
+
+def test_drill_show_reveal_marks_gaps_by_cause(capsys):
+    rc, out, _ = run(capsys, "drill", "show", "M02.04-c", "--reveal")
+    idle_rows = [seg.split("\n")[0] for seg in out.split("gpu idle")[1:]]
+    assert rc == 0 and "S synchronization" in out
+    assert "s" in idle_rows[0] and "S" in idle_rows[1]   # whole span: thin drains; zoomed: a full one
+
+
+def test_grade_json_has_a_score_parts_and_feedback_and_records_the_attempt(capsys, tmp_path, db):
+    f = tmp_path / "a.toml"
+    f.write_text(RIGHT_SYNC)
+    rc, out, _ = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f), "--json")
+    res = json.loads(out)
+    assert rc == 0 and 0.8 <= res["score"] <= 1.0
+    assert [p["part"] for p in res["parts"]] == ["pattern", "cause", "experiment"]
+    assert all(p["feedback"] for p in res["parts"])
+    assert _attempts(db) == 1 and res["attempt"] == 1
+
+
+def test_grade_text_shows_each_part(capsys, tmp_path, db):
+    f = tmp_path / "a.toml"
+    f.write_text(RIGHT_SYNC)
+    rc, out, _ = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f))
+    assert rc == 0 and out.startswith("M02.04-c: 100/100")
+    assert "cause          1.00 × 0.40  Right: synchronization." in out
+
+
+@pytest.mark.parametrize("text, message", [
+    ('cause = "sync\n', ", line 1: not valid TOML: "),
+    ('cause = "sync"\n\ncauses = "launch"\n',
+     ", line 3: unknown key 'causes' for drill M02.04-c (its keys: pattern, cause, experiment)"),
+    ('cause = "sync"\npattern = 3\n', ", line 2: 'pattern' must be a string, not an integer"),
+    ('[cause]\nname = "sync"\n', ", line 1: 'cause' must be a string, not a table"),
+])
+def test_a_malformed_answer_file_is_refused_with_its_line_and_nothing_is_recorded(capsys, tmp_path, db, text, message):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    rc, out, err = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f))
+    assert rc == 2 and out == ""
+    assert err.startswith(f"error: {f}{message}") and err.count("\n") == 1
+    assert _attempts(db) == 0
+
+
+def test_an_unknown_drill_is_refused_and_nothing_is_recorded(capsys, tmp_path, db):
+    f = tmp_path / "a.toml"
+    f.write_text(RIGHT_SYNC)
+    rc, _, err = run(capsys, "drill", "grade", "M09.99-z", "--answers", str(f))
+    assert rc == 2 and err.startswith("error: no drill 'M09.99-z'; the drills are: M01.05-a")
+    assert _attempts(db) == 0
+
+
+def test_a_wrong_number_type_names_the_line(capsys, tmp_path, db):
+    f = tmp_path / "a.toml"
+    f.write_text('speedup = "fast"\n')
+    rc, _, err = run(capsys, "drill", "grade", "M01.08-a", "--answers", str(f))
+    assert rc == 2 and err == f"error: {f}, line 1: 'speedup' must be a number, not a string\n"
+
+
+def test_predict_then_predictions_measures_from_the_trace_and_calibrates(capsys, db):
+    rc, out, _ = run(capsys, "predict", "span_ms", "12", "--why", "a quarter of the launches",
+                     "--trace", str(TRACES / "chain-triton-small.json.gz"))
+    assert rc == 0 and out.startswith("prediction 1 recorded: span_ms = 12 ms")
+    rc, _, _ = run(capsys, "predict", "speedup", "3", "--why", "4x fewer launches",
+                   "--baseline", str(TRACES / "chain-eager-small.json.gz"),
+                   "--trace", str(TRACES / "chain-triton-small.json.gz"))
+    rc, out, _ = run(capsys, "predictions", "--json")
+    res = json.loads(out)
+    measured = {p["quantity"]: p["measured"] for p in res["predictions"]}
+    assert measured == {"span_ms": pytest.approx(10.738, abs=1e-3), "speedup": pytest.approx(1.7322, abs=1e-4)}
+    assert res["calibration"]["measured"] == 2 and res["calibration"]["within_2x"] == 1.0
+    assert res["calibration"]["median_ratio"] == pytest.approx((10.738 / 12 + 1.7322 / 3) / 2, abs=1e-3)
+
+
+def test_predictions_measure_attaches_a_later_trace(capsys, db):
+    run(capsys, "predict", "idle_share", "0.5", "--why", "launch-bound at 4K")
+    rc, out, _ = run(capsys, "predictions", "--measure", "1", str(TRACES / "chain-eager-small.json.gz"), "--json")
+    row = json.loads(out)["predictions"][0]
+    assert rc == 0 and row["measured"] == pytest.approx(0.9588, abs=1e-4) and row["ratio"] == pytest.approx(1.9176)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["predict", "latency", "3", "--why", "x"], "error: unknown quantity 'latency'; one of: span_ms, idle_share"),
+    (["predict", "span_ms", "soon", "--why", "x"], "error: the predicted value must be a number, got 'soon'"),
+    (["predict", "span_ms", "3", "--why", "  "], "error: --why needs one sentence of reasoning"),
+    (["predict", "speedup", "3", "--why", "x"], "error: a speedup is measured against a baseline"),
+    (["predictions", "--measure", "7", "x.json.gz"], "error: no prediction 7 in "),
+])
+def test_bad_predictions_are_refused_in_one_line(capsys, db, argv, message):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and err.startswith(message) and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["drill", "list"], ["drill", "show", "M02.03-a"],
+    ["predict", "span_ms", "3", "--why", "x"], ["predictions"],
+])
+def test_drill_and_predict_never_import_torch_triton_or_streamlit(tmp_path, argv):
+    code = ("import sys; from tracetriage.cli import main; "
+            f"rc = main({argv!r}); "
+            "bad = [m for m in ('torch', 'triton', 'streamlit') if m in sys.modules]; "
+            "print('IMPORTED', bad); sys.exit(rc)")
+    env = {**__import__("os").environ, "TRACETRIAGE_DB": str(tmp_path / "log.sqlite3")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORTED []" in r.stdout
+
+
+def test_drill_grade_never_imports_torch_triton_or_streamlit(tmp_path):
+    f = tmp_path / "a.toml"
+    f.write_text(RIGHT_SYNC)
+    test_drill_and_predict_never_import_torch_triton_or_streamlit(
+        tmp_path, ["drill", "grade", "M02.04-c", "--answers", str(f)])

@@ -1,0 +1,147 @@
+"""The drill bank and its grader: keys agree with the analyzers, right answers pass, wrong causes fail,
+the vocabulary is the course's, and feedback quotes the trace's own evidence."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from drills import bank, grader, keys
+from drills.textmatch import class_score, phrases
+
+DRILLS = bank.all_drills()
+IDS = [d.id for d in DRILLS]
+CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer")
+REGIMES = ("compute", "memory", "overhead")
+
+
+def test_the_bank_covers_the_ladder_with_several_variants_each():
+    assert len(DRILLS) >= 16
+    rungs = {}
+    for d in DRILLS:
+        assert re.fullmatch(r"M0[12]\.0\d-[a-z]", d.id), d.id
+        rungs.setdefault(d.id.split("-")[0], []).append(d)
+    assert set(rungs) == {"M02.03", "M02.04", "M02.01", "M02.02", "M01.05", "M01.08"}
+    assert all(len(v) >= 3 for v in rungs.values()), {k: len(v) for k, v in rungs.items()}
+    assert any(d.generate for d in DRILLS) and any(d.trace for d in DRILLS)
+
+
+@pytest.mark.parametrize("drill", DRILLS, ids=IDS)
+def test_stored_key_agrees_with_the_analyzers(drill):
+    assert bank.stored_keys()[drill.id] == keys.derive(drill), \
+        f"{drill.id}: stored key drifted from the analyzers; run python -m drills.keys and review the change"
+
+
+# --- answers built from a class of the vocabulary ----------------------------------------------
+
+def _say(group: str, cls: str, field: str) -> str:
+    return phrases(group, cls, field)[0]
+
+
+def answer_for(drill, key: dict, right: bool) -> dict:
+    """A consistent answer: the key's class when right, another class (and its lever) when wrong."""
+    k = drill.kind
+    if k == "idle_cause":
+        c = key["cause"] if right else next(x for x in CAUSES if x != key["cause"])
+        return {"pattern": _say("cause", c, "pattern"), "cause": c, "experiment": _say("cause", c, "experiment")}
+    if k == "triage":
+        b = key["bound"] if right else next(x for x in CAUSES + REGIMES if x != key["bound"]
+                                            and (x in CAUSES) == (key["bound"] in CAUSES))
+        group, field = ("cause", "experiment") if b in CAUSES else ("regime", "lever")
+        return {"suspects": key["suspects"], "bound": b,
+                "evidence": f"{key['numbers'][0]}% of device time; {_say(group, b, 'name')}",
+                "experiment": _say(group, b, field)}
+    if k == "ranges":
+        r = key["decode_regime"] if right else next(x for x in REGIMES if x != key["decode_regime"])
+        return {"ranges": [key["prefill_range"], key["decode_range"]], "ttft_ms": key["ttft_ms"],
+                "per_token_ms": key["per_token_ms"], "decode_regime": r}
+    if k == "roofline":
+        r = key["regime"] if right else next(x for x in REGIMES if x != key["regime"])
+        return {"regime": r, "achieved": key["achieved"], "lever": _say("regime", r, "lever")}
+    if k == "collapse":
+        how = key["explained_by"] if right else ("bytes" if key["explained_by"] == "launches" else "launches")
+        lever = "overhead" if how == "launches" else "memory"
+        return {"speedup": key["speedup"], "explained_by": how, "lever": _say("regime", lever, "lever")}
+    raise AssertionError(k)
+
+
+@pytest.mark.parametrize("drill", DRILLS, ids=IDS)
+def test_right_answer_scores_at_least_0_8_and_a_wrong_cause_at_most_0_4(drill):
+    key = bank.key_of(drill)
+    right = grader.grade(drill, answer_for(drill, key, right=True))
+    assert right.score >= 0.8, right.to_dict()
+    wrong = grader.grade(drill, answer_for(drill, key, right=False))
+    assert wrong.score <= 0.4, wrong.to_dict()
+    assert wrong.capped or wrong.score <= 0.4
+
+
+@pytest.mark.parametrize("drill", DRILLS, ids=IDS)
+def test_a_blank_answer_scores_zero(drill):
+    r = grader.grade(drill, {})
+    assert r.score == 0
+    assert all(p.feedback == f"No answer for {p.part}." for p in r.parts)
+
+
+# --- the vocabulary --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["CUDA graphs", "use reduce-overhead", "torch.compile the loop", "a bigger batch"])
+def test_launch_overhead_levers_in_the_courses_words(text):
+    assert class_score(text, "launch_overhead", "cause", "experiment")[0] == 1.0
+
+
+@pytest.mark.parametrize("text", ["pin memory", "pin_memory=True and non_blocking=True", "overlap the copy on a side stream"])
+def test_transfer_levers_in_the_courses_words(text):
+    assert class_score(text, "data_transfer", "cause", "experiment")[0] == 1.0
+
+
+def test_a_hedge_between_two_causes_gets_half_credit():
+    assert class_score("either launch overhead or a sync", "synchronization", "cause", "name")[0] == 0.5
+
+
+def test_a_word_inside_another_word_does_not_count():
+    assert class_score("items", "synchronization", "cause", "name")[0] == 0.0
+    assert class_score("x.item() each step", "synchronization", "cause", "name")[0] == 1.0
+
+
+def test_partial_credit_for_a_number_within_2x():
+    assert grader.score_number(1.0, 1.1) == 1.0
+    assert grader.score_number(1.6, 1.0) == 0.5
+    assert grader.score_number(3.0, 1.0) == 0.0
+
+
+# --- feedback quotes the trace ----------------------------------------------------------------------
+
+def test_sync_feedback_quotes_the_drains_the_sync_call_and_its_caller():
+    r = grader.grade(bank.get("M02.04-c"), {"cause": "launch_overhead"})
+    fb = next(p for p in r.parts if p.part == "cause").feedback
+    assert fb == ("You named launch overhead; the trace says synchronization: synchronization is 13% of the span: "
+                  "79 drains with a median of 89.3 µs, after cudaStreamSynchronize ×79 called from aten::item.")
+
+
+def test_transfer_feedback_quotes_the_copy_kind_and_its_rate():
+    r = grader.grade(bank.get("M02.04-d"), {"cause": "data_transfer"})
+    fb = next(p for p in r.parts if p.part == "cause").feedback
+    assert fb.startswith("Right: data transfer. The trace: data transfer is ")
+    assert "Memcpy HtoD (Pageable -> Device)" in fb and re.search(r"at \d+\.\d GB/s", fb)
+
+
+def test_launch_feedback_quotes_gap_count_and_medians():
+    r = grader.grade(bank.get("M02.04-a"), {"cause": "host work", "experiment": "py-spy"})
+    fb = {p.part: p.feedback for p in r.parts}
+    assert re.search(r"[\d,]+ gaps with a median of [\d.]+ µs between [\d,]+ kernels whose median run is", fb["cause"])
+    # the cause's one advice text, the same as the report's Next line
+    assert fb["experiment"] == ("The first experiment here is to cut launches: torch.compile to fuse, then CUDA graphs "
+                                "(mode='reduce-overhead'), or more work per launch (bigger batch).")
+
+
+def test_a_right_experiment_with_a_wrong_cause_is_capped():
+    d = bank.get("M02.04-c")
+    r = grader.grade(d, {"pattern": "a drain after each sync", "cause": "host_work",
+                         "experiment": "remove the sync"})
+    assert r.capped and r.score == d.cap_if_wrong
+    assert r.notes == ["The cause is wrong, and the rest follows from it: the score is capped at 0.4."]
+
+
+def test_a_short_phrase_inside_a_longer_one_of_another_class_does_not_count():
+    assert class_score("CPU-bound: the host is busy", "host_work", "cause", "name")[0] == 1.0
+    assert class_score("a .cpu() every step", "synchronization", "cause", "name")[0] == 1.0

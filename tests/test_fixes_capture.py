@@ -1,0 +1,36 @@
+"""The ground-truth workloads (capture/fixes.py) run on the CPU: every scenario, every variant."""
+import json
+
+import pytest
+
+from capture.fixes import BEFORE, LEVERS, SCENARIOS, FixWorkload, profile_window, span_us, variants
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIOS))
+def test_every_variant_of_every_workload_runs_on_the_cpu(kind):
+    for v in variants(kind):
+        wl = SCENARIOS[kind](device="cpu", fix=v, iters=1)
+        wl.setup()
+        wl.window()
+
+
+def test_every_lever_has_at_least_three_workloads():
+    for lever in LEVERS:
+        assert sum(lever in c.levers for c in SCENARIOS.values()) >= 3, lever
+
+
+def test_a_workload_refuses_a_fix_it_does_not_model():
+    with pytest.raises(ValueError, match="has no 'cuda_graphs' variant"):
+        SCENARIOS["item_python"](device="cpu", fix="cuda_graphs")
+
+
+def test_a_profiled_window_is_a_trace_with_the_window_range_and_its_span(tmp_path):
+    import gzip
+
+    wl = SCENARIOS["item_python"](device="cpu", fix=BEFORE, iters=2, python_steps=100)
+    wl.setup()
+    span = profile_window(wl, tmp_path / "w.json.gz")
+    trace = json.loads(gzip.decompress((tmp_path / "w.json.gz").read_bytes()))
+    assert any(e.get("name") == "fix_window" for e in trace["traceEvents"])
+    assert span == span_us(trace) > 0
+    assert isinstance(wl, FixWorkload)

@@ -1,0 +1,113 @@
+"""The prediction log survives concurrent writers, a writer killed mid-transaction, and refuses a
+corrupt file without touching it. Loops are bounded by count, never by time."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drills.predictions import Log, LogError, calibration
+from tracetriage.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+WRITERS, ROWS_EACH = 8, 25
+
+WRITER = """
+import sys
+from drills.predictions import Log
+log = Log(sys.argv[1])
+for i in range({rows}):
+    if i % 2:
+        log.predict("span_ms", 1.0 + i, f"writer {{sys.argv[2]}} row {{i}}")
+    else:
+        log.record_attempt("M02.03-a", 0.5, {{"cause": "x"}}, [])
+"""
+
+
+def test_eight_processes_writing_at_once_lose_nothing(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(rows=ROWS_EACH), str(db), str(k)], cwd=ROOT,
+                              stderr=subprocess.PIPE) for k in range(WRITERS)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    log = Log(db)
+    assert len(log.predictions()) == WRITERS * (ROWS_EACH // 2)
+    assert len(log.attempts()) == WRITERS * (ROWS_EACH - ROWS_EACH // 2)
+    assert log.con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+KILLED = """
+import sys
+from drills.predictions import Log
+log = Log(sys.argv[1])
+for i in range(5):
+    log.predict("span_ms", 1.0 + i, "committed")
+log.con.execute("BEGIN IMMEDIATE")
+for i in range(100):
+    log.con.execute("INSERT INTO predictions (created, quantity, predicted, why) VALUES ('t', 'span_ms', 1, 'lost')")
+print("in transaction", flush=True)
+sys.stdin.readline()   # wait here, mid-transaction, until killed
+"""
+
+
+def test_a_writer_killed_mid_transaction_leaves_every_committed_row(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    p = subprocess.Popen([sys.executable, "-c", KILLED, str(db)], cwd=ROOT, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "in transaction"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    log = Log(db)
+    rows = log.predictions()
+    assert [r["why"] for r in rows] == ["committed"] * 5
+    assert log.con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    log.predict("span_ms", 2.0, "after the crash")   # and it still takes writes
+    assert len(log.predictions()) == 6
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"this is my thesis, not a database\n" * 50, "is not a tracetriage prediction log (not an SQLite database)"),
+    (b"SQLite format 3\x00" + b"\xff" * 4000, "is damaged"),
+])
+def test_a_corrupt_log_is_refused_and_never_overwritten(tmp_path, capsys, content, message):
+    db = tmp_path / "log.sqlite3"
+    db.write_bytes(content)
+    for argv in (["predictions", "--db", str(db)], ["predict", "span_ms", "3", "--why", "x", "--db", str(db)]):
+        rc = main(argv)
+        _, err = capsys.readouterr()
+        assert rc == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1, err
+        assert "left unchanged" in err
+    assert db.read_bytes() == content
+    assert not Path(str(db) + "-wal").exists() or Path(str(db) + "-wal").stat().st_size == 0
+
+
+def test_a_malformed_answer_file_records_no_attempt_even_with_a_corrupt_log(tmp_path, capsys):
+    db = tmp_path / "log.sqlite3"
+    db.write_bytes(b"not a database")
+    f = tmp_path / "a.toml"
+    f.write_text("cause = \n")
+    rc = main(["drill", "grade", "M02.04-c", "--answers", str(f), "--db", str(db)])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "line 1: not valid TOML" in err
+    assert db.read_bytes() == b"not a database"
+
+
+def test_calibration_is_the_median_ratio_and_the_share_within_2x():
+    rows = [{"predicted": 10, "measured": 5}, {"predicted": 10, "measured": 30}, {"predicted": 10, "measured": 12},
+            {"predicted": 10, "measured": None}]
+    c = calibration(rows)
+    assert (c.measured, c.median_ratio, c.within_2x) == (3, 1.2, pytest.approx(2 / 3, abs=1e-4))
+
+
+def test_the_log_lives_in_the_user_data_directory_by_default(monkeypatch):
+    import platformdirs
+
+    from drills.predictions import default_path
+
+    monkeypatch.delenv("TRACETRIAGE_DB", raising=False)
+    assert default_path() == Path(platformdirs.user_data_dir("tracetriage")) / "log.sqlite3"

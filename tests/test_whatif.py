@@ -1,0 +1,188 @@
+"""What-if: the replay reproduces every trace, and each lever's prediction from a "before" trace
+lands where the fix, really made on an H200, landed (traces/fixes/, capture/fixes.py)."""
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzers import depgraph, replay, whatif
+from analyzers import voice
+from analyzers.load import find_traces, load
+from tracetriage.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+FIXES = TRACES / "fixes"
+MEASURED = json.loads((FIXES / "measured.json").read_text())["scenarios"]
+SAMPLES = [p for d in (TRACES, FIXES, TRACES / "ddp", TRACES / "ddp-skewed") if d.is_dir() for p in find_traces(d)
+           if not p.name.endswith(("ceilings.json", "measurements.json", "measured.json"))]
+PAIRS = [(kind, lever) for kind, sc in MEASURED.items() for lever in sc["ratio"]]
+WIDEN = 0.05      # the issue's tolerance around the measured spread
+
+
+def _predict(kind: str) -> whatif.WhatIf:
+    return whatif.predict(load(FIXES / f"{kind}--before.json.gz"))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: str(p.relative_to(TRACES)))
+def test_unchanged_replay_predicts_the_span_within_3_percent(path):
+    t = load(path)
+    g = depgraph.build(t)
+    if len(g.g_row) == 0:
+        pytest.skip("CPU-only trace: no GPU timeline")
+    r = replay.replay(g, replay.Plan.of(g))
+    assert abs(r.span_ns - g.span_ns) <= 0.03 * g.span_ns, (r.span_ns, g.span_ns)
+    # stronger than the span: every call and every GPU start is explained by its launch, its queue,
+    # another stream or the GPU work a call waited for, to the ns
+    assert np.abs(r.g_start - g.g_start).max() == 0 and np.abs(r.c_start - g.c_start).max() == 0
+
+
+def test_the_sample_library_is_all_covered():
+    assert len(SAMPLES) >= 70 and len(MEASURED) >= 15
+
+
+@pytest.mark.parametrize("kind,lever", PAIRS, ids=[f"{k}-{v}" for k, v in PAIRS])
+def test_prediction_from_the_before_trace_lands_in_the_measured_spread(kind, lever):
+    r = MEASURED[kind]["ratio"][lever]
+    pred = _predict(kind).lever(lever).predicted_ratio
+    assert r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN, \
+        f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
+
+
+@pytest.mark.parametrize("kind", [k for k, sc in MEASURED.items() if len(sc["ratio"]) >= 2])
+def test_the_lever_that_measured_best_is_ranked_first(kind):
+    """Among the levers measured on a workload, the prediction's best is the measured best (or measured
+    within WIDEN of it: the fixes cannot be told apart by the measurement)."""
+    measured = {lv: r["median"] for lv, r in MEASURED[kind]["ratio"].items()}
+    w = _predict(kind)
+    predicted_best = min(measured, key=lambda lv: w.lever(lv).predicted_ratio)
+    assert measured[predicted_best] <= min(measured.values()) + WIDEN, (predicted_best, measured)
+
+
+def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
+    for lever in whatif.LEVERS:
+        kinds = [k for k, sc in MEASURED.items() if lever in sc["ratio"]]
+        assert len(kinds) >= 3, lever
+        for k in kinds:
+            assert len(MEASURED[k]["span_us"][lever]["runs"]) >= 5
+            assert len(MEASURED[k]["span_us"]["before"]["runs"]) >= 5
+            assert (FIXES / f"{k}--before.json.gz").exists() and (FIXES / f"{k}--{lever}.json.gz").exists()
+
+
+def test_committed_pairs_are_small():
+    assert all(p.stat().st_size < 300_000 for p in FIXES.glob("*.json.gz"))
+
+
+def test_the_capture_span_and_the_model_span_agree_on_every_committed_trace():
+    from capture.fixes import span_us
+
+    for p in FIXES.glob("*.json.gz"):
+        ours = depgraph.build(load(p)).span_ns / 1e3
+        theirs = span_us(json.loads(gzip.decompress(p.read_bytes())))
+        assert abs(ours - theirs) < 0.01, p.name
+
+
+def test_graph_launch_reference_is_what_gpt_graphs_measures():
+    t = load(TRACES / "gpt-graphs.json.gz")
+    g = depgraph.build(t)
+    ctx = whatif._Ctx(t, g)
+    per_kernel, source = whatif._graph_cost(ctx)
+    assert source == "trace"
+    assert abs(per_kernel - whatif.GRAPH_NS_PER_KERNEL) <= 0.1 * whatif.GRAPH_NS_PER_KERNEL
+
+
+def test_issue_example_names_the_sync_and_the_host_work_and_kernels_save_less():
+    w = _predict("item_python")
+    assert {w.levers[0].lever, w.levers[1].lever} == {"remove_syncs", "no_host_work"}
+    assert w.lever("async_copies").saving_ns == 0
+    assert "nothing to pin" in voice.assumption(w.lever("async_copies").assumption)
+
+
+def test_only_limits_remove_syncs_to_the_syncs_of_one_op():
+    t = load(TRACES / "smell-sync-item.json.gz")
+    every = whatif.predict(t, levers=["remove_syncs"]).lever("remove_syncs")
+    item = whatif.predict(t, levers=["remove_syncs"], only="aten::item").lever("remove_syncs")
+    other = whatif.predict(t, levers=["remove_syncs"], only="aten::mm").lever("remove_syncs")
+    assert item.predicted_ns == every.predicted_ns < every.predicted_ns + every.saving_ns
+    assert other.saving_ns == 0 and "nothing to remove" in voice.assumption(other.assumption)
+
+
+# --- the command -------------------------------------------------------------------------------
+
+def test_cli_json_is_the_documented_shape_sorted_by_prediction(capsys):
+    assert main(["whatif", str(FIXES / "tiny_ops--before.json.gz"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"baseline_us", "levers"}
+    assert [set(x) for x in out["levers"]] == [{"lever", "predicted_us", "predicted_ratio", "saving_us",
+                                                "assumptions"}] * 5
+    preds = [x["predicted_us"] for x in out["levers"]]
+    assert preds == sorted(preds) and out["levers"][0]["lever"] == "cuda_graphs"
+    for x in out["levers"]:
+        assert x["predicted_ratio"] == pytest.approx(x["predicted_us"] / out["baseline_us"], abs=1e-3)
+
+
+def test_cli_table_names_each_lever_with_its_assumption(capsys):
+    assert main(["whatif", str(FIXES / "host_numpy--before.json.gz"), "--lever", "no_host_work", "kernels_2x"]) == 0
+    out = capsys.readouterr().out
+    assert "traced span" in out and "no_host_work:" in out and "kernels_2x:" in out and "cuda_graphs" not in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["whatif", "/no/such.json"], "error: no such file"),
+    (["whatif", "TRACE", "--lever", "faster"], "error: no lever named 'faster'"),
+    (["whatif", "TRACE", "--only", "aten::nope"], "error: --only aten::nope: no op of that name in the trace "
+                                                  "(ops that wait in a sync here: aten::item)"),
+    (["whatif", "TRACE", "--lever", "kernels_2x", "--only", "aten::item"], "error: --only limits remove_syncs"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    args = [str(FIXES / "item_python--before.json.gz") if a == "TRACE" else a for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_cli_refuses_a_cpu_only_trace(tmp_path, capsys):
+    src = json.loads(gzip.decompress((TRACES / "smell-sync-item.json.gz").read_bytes()))
+    src["traceEvents"] = [e for e in src["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")]
+    p = tmp_path / "cpu.json"
+    p.write_text(json.dumps(src))
+    assert main(["whatif", str(p)]) == 2
+    assert "no GPU activity in the trace" in capsys.readouterr().err
+
+
+def test_cli_whatif_never_imports_torch():
+    code = ("import sys; from tracetriage.cli import main; "
+            f"rc = main(['whatif', {str(FIXES / 'item_python--before.json.gz')!r}, '--json']); "
+            "bad = [m for m in ('torch', 'triton', 'streamlit', 'pandas') if m in sys.modules]; "
+            "print('IMPORTED', bad); sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORTED []" in r.stdout
+
+
+def test_gpu_activity_with_no_launch_call_is_replayed_where_it_was(tmp_path):
+    """Activity launched before profiling began (no call in the trace) still counts, and moves with nothing."""
+    src = json.loads(gzip.decompress((TRACES / "smell-sync-item.json.gz").read_bytes()))
+    evs = src["traceEvents"]
+    first_call = min(e["ts"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    k = next(e for e in evs if e.get("cat") == "kernel")
+    early = dict(k, ts=first_call - 500.0, args={**k.get("args", {}), "correlation": 999999999})
+    src["traceEvents"] = evs + [early]
+    p = tmp_path / "early.json"
+    p.write_text(json.dumps(src))
+    g = depgraph.build(load(p))
+    assert (g.g_call < 0).sum() == 1
+    r = replay.replay(g, replay.Plan.of(g))
+    assert r.span_ns == g.span_ns and np.abs(r.g_start - g.g_start).max() == 0
+
+
+def test_levers_only_ever_shorten_except_the_graph_launch_they_add():
+    for name in ["smell-sync-item", "healthy-overlap", "probe-transfer-unpinned-batches", "gpt-eager"]:
+        w = whatif.predict(load(TRACES / f"{name}.json.gz"))
+        for p in w.levers:
+            if p.lever != "cuda_graphs":
+                assert p.predicted_ns <= w.baseline_ns, (name, p.lever)
