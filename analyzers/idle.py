@@ -541,9 +541,8 @@ def charge_sync_recovery(trace: Trace, g: Gaps) -> Gaps:
     for j in range(len(g)):
         c = cause[j]
         if c == SYNC:
-            # only a call the host was still inside when the device drained (not a stream-wait it
-            # issued long before) cost it its lead
-            if host_row[j] != NONE and ev.end[host_row[j]] + CLOCK_TOL_NS >= g.start[j]:
+            # a wait of queued work on a dependency (rule_wait) cost the host no lead: it was not blocked
+            if host_row[j] != NONE and not (g.waited is not None and g.waited[j]):
                 lead = int(g.start[j] - host_start[j])      # how long the host waited: its lost lead
                 if lead > budget:
                     budget, source = lead, host_row[j]
