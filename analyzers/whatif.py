@@ -23,6 +23,7 @@ import numpy as np
 
 from analyzers import depgraph as dg
 from analyzers import replay as rp
+from analyzers.runtime_calls import is_graph_launch
 from analyzers.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, Trace
 
 LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
@@ -191,7 +192,7 @@ def _no_host_work(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
 def _graph_cost(c: _Ctx) -> tuple[int, str]:
     """Per-kernel cost of a graph launch: measured on the trace's own graph launches, else the reference."""
     g = c.g
-    gl = np.flatnonzero(c.calls_named(lambda n: n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))))
+    gl = np.flatnonzero(c.calls_named(is_graph_launch))   # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
     if len(gl):
         n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
         ok = n > 0
