@@ -64,6 +64,7 @@ class LaunchEvidence(Evidence):
     launching_ops: tuple[NameCount, ...]
     kernels: int                      # kernels on the device
     kernel_median_us: float
+    graph_launches: int = 0           # CUDA/HIP graph launch calls in the trace: graphs are already in use
 
 
 @dataclass(frozen=True)

@@ -752,11 +752,13 @@ def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _Ho
     ops = trace.op_of[np.maximum(host, 0)]
     ops = ops[(host != NONE) & (ops != NONE)]
     kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL))
+    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    graphs = int(_name_flags(trace, calls, rc.is_graph_launch).sum()) if len(calls) else 0
     return LaunchEvidence(**base, next_kernel_median_us=_median_us(ev.end[nxt] - ev.start[nxt]),
                           launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None,
                           queued_gaps=queued,
                           launching_ops=_top_names(trace, ops), kernels=int(len(kern)),
-                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]))
+                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]), graph_launches=graphs)
 
 
 def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:

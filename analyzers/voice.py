@@ -121,7 +121,15 @@ def advice(cause: Cause, ev: Evidence | None = None) -> str:
     """The one advice text per cause: the evidence's first experiment and the Next line's lever."""
     if cause is Cause.SYNCHRONIZATION and isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls):
         src = ", ".join(x.name for x in (ev.called_from or ev.sync_calls)[:2])   # the op, else the call itself
+        if ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+            # queued work waited on a cross-stream dependency: nothing to remove on the host
+            return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it waits "
+                    "for (the producing work, the event record) earlier, or drop the wait if the streams need not order")
         return ADVICE[cause].replace("the syncs:", f"the syncs ({src}):", 1)
+    if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
+        return ("cut the launches left outside the CUDA graphs the trace already replays "
+                f"({ev.graph_launches} graph launches): capture more of the step in the graph, fuse what stays "
+                "outside (torch.compile), or more work per launch")
     return ADVICE[cause]
 
 

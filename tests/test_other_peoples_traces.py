@@ -46,7 +46,17 @@ def test_kernel_queued_behind_a_stream_wait_is_a_wait_not_launch_overhead(tmp_pa
     assert out["idle"]["dominant"] == "synchronization"
     waited = out["idle"]["evidence"]["synchronization"]["waited_on"]
     assert waited[0]["name"] == "cudaStreamWaitEvent"
-    assert "CUDA graphs" not in out["next_experiment"]["lever"]
+    assert out["next_experiment"]["lever"].startswith("make the dependency ready sooner: the work waits on "
+                                                      "cudaStreamWaitEvent")
+
+
+def test_launch_bound_trace_that_already_replays_graphs_is_not_told_to_use_cuda_graphs(tmp_path):
+    from kineto_factory import document, events_for
+
+    out = report(tmp_path, document(events_for(opt.steady(30, 100 * US, call_name="cudaGraphLaunch"))))
+    assert out["idle"]["dominant"] == "launch_overhead"
+    assert out["next_experiment"]["lever"].startswith("cut the launches left outside the CUDA graphs the trace "
+                                                      "already replays (30 graph launches)")
 
 
 def test_kernel_queued_while_the_host_stages_a_pageable_copy_waits_on_the_copy(tmp_path):
