@@ -217,3 +217,18 @@ def test_an_mtia_trace_is_said_to_be_from_a_non_gpu_accelerator_not_cpu_only(tmp
     assert out["lines"][0].startswith("Measured: t.json was recorded on an MTIA accelerator, not a GPU")
     assert not any("CPU-only" in line for line in out["lines"])
     assert not any("CPU-only" in c for c in out["trace"]["caveats"])
+
+
+def test_eager_against_compiled_chain_is_explained_in_bytes_without_a_capture_sidecar(tmp_path):
+    """The sample pair with its sidecars left behind: the compiled side's bytes come from the CPU ops
+    named after Inductor's kernels, one pass over their tensor arguments."""
+    import shutil
+
+    from analyzers.diff import diff_files
+
+    for name in ("chain-eager-large.json.gz", "chain-compile-large.json.gz"):
+        shutil.copy(ROOT / "traces" / name, tmp_path / name)      # no .meta.json beside them
+    d = diff_files(tmp_path / "chain-eager-large.json.gz", tmp_path / "chain-compile-large.json.gz")
+    assert d.after.bytes_source == "roofline" and d.after.byte_coverage == 1.0
+    assert d.byte_ratio == pytest.approx(4.5, rel=0.01)
+    assert d.explained_by == "bytes"
