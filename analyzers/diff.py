@@ -44,6 +44,7 @@ import numpy as np
 
 from analyzers.evidence import FirstCall
 from analyzers.hotspots import Hotspot
+from analyzers.idle import SYNC_CALLS
 from analyzers.report import Analysis, analyze_file
 from analyzers.roofline import UNCOSTED_WHY, RegimeVerdict
 from analyzers.trace import KERNEL, NONE, Caveat, TraceError
@@ -132,6 +133,18 @@ class Steps:
 
 
 @dataclass(frozen=True)
+class PredictionCheck:
+    """How close BEFORE's what-if prediction for the lever the change applied came to what AFTER measured."""
+    lever: str
+    predicted_ratio: float       # BEFORE's replay with the lever, over BEFORE's traced span
+    measured_ratio: float        # AFTER's traced span over BEFORE's
+    before_ns: int
+    predicted_ns: int
+    after_ns: int
+    evidence: str                # what in the two traces says this lever was applied (a key voice words)
+
+
+@dataclass(frozen=True)
 class Diff:
     before: Side
     after: Side
@@ -149,6 +162,7 @@ class Diff:
     only_one_side_has_steps: bool
     different_devices: bool
     explained_by: str               # "bytes" | "kernels" | "launches" | a Cause value | "mixed" | "unchanged"
+    prediction: PredictionCheck | None = None
 
     @property
     def span_us(self) -> tuple[float, float]:
@@ -241,7 +255,64 @@ def diff_analyses(before: Analysis, after: Analysis) -> Diff:
         time_saved_us=saved, busy_change_us=round(a.kernel_busy_us / da - b.kernel_busy_us / db, 3),
         idle_change_us=idle_change, top_ops_change=_top_ops_change(b, a, db, da),
         only_one_side_has_steps=(b.steps > 0) != (a.steps > 0), different_devices=b.device_name != a.device_name)
-    return Diff(**fields, explained_by=_explain(fields, b, a))
+    return Diff(**fields, explained_by=_explain(fields, b, a), prediction=check_prediction(before, after))
+
+
+def applied_lever(before: Analysis, after: Analysis) -> tuple[str, str] | None:
+    """The what-if lever the change between two traces applied, and what says so; None when none fits.
+
+    Read from what each lever acts on, counted in both traces, in this order: graph launches
+    appeared (cuda_graphs); pageable host-to-device copies went (async_copies); sync points (sync
+    calls and copies to the host) went (remove_syncs); kernel time fell by a fifth or more
+    (kernels_2x); long host stretches that issue no GPU work went (no_host_work).
+    """
+    if before.levers is None or after.levers is None or before.trace.device_name() != after.trace.device_name():
+        return None   # (on another device the change mixes the hardware with the code: no lever predicts that)
+
+    def h2d_pageable(a: Analysis) -> int:
+        return a.levers.all.lever("async_copies").detail.get("h2d_copies", 0)
+
+    def host_stretches(a: Analysis) -> int:
+        return a.levers.all.lever("no_host_work").assumption.count
+
+    if _graph_launches(after) > _graph_launches(before):
+        return "cuda_graphs", "graph_launches"
+    if h2d_pageable(before) > 0 and h2d_pageable(after) <= h2d_pageable(before) // 2:
+        return "async_copies", "pageable_copies"
+    if _sync_points(before) > 0 and _sync_points(after) <= _sync_points(before) // 2:
+        return "remove_syncs", "sync_points"
+    if after.kernel_busy_ns <= 0.8 * before.kernel_busy_ns:
+        return "kernels_2x", "kernel_time"
+    if host_stretches(before) > 0 and host_stretches(after) <= host_stretches(before) // 2:
+        return "no_host_work", "host_stretches"
+    return None
+
+
+def _sync_points(a: Analysis) -> int:
+    """Sync calls, and copies to the host (each waits for the device): counted whether or not they blocked."""
+    ev, names = a.trace.ev, a.trace.names
+    ids, counts = np.unique(ev.name, return_counts=True)
+    return sum(int(n) for i, n in zip(ids.tolist(), counts.tolist())
+               if names[i] in SYNC_CALLS or ("DtoH" in names[i] and names[i].startswith("Memcpy")))
+
+
+def _graph_launches(a: Analysis) -> int:
+    ev = a.trace.ev
+    calls = np.unique(a.trace.launch_of[ev.cat == KERNEL])
+    calls = calls[calls != NONE]
+    return sum(1 for c in calls.tolist() if "GraphLaunch" in a.trace.names[ev.name[c]])
+
+
+def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | None:
+    applied = applied_lever(before, after)
+    if applied is None:
+        return None
+    lever, why = applied
+    w = before.levers.all
+    p = w.lever(lever)
+    after_ns = after.levers.all.baseline_ns
+    return PredictionCheck(lever, p.predicted_ratio, after_ns / w.baseline_ns if w.baseline_ns else 1.0,
+                           w.baseline_ns, p.predicted_ns, after_ns, why)
 
 
 def diff_files(before: str | Path, after: str | Path) -> Diff:

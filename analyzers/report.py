@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers import hotspots, idle as idle_mod, ranges as ranges_mod, roofline as roof_mod
+from analyzers import hotspots, idle as idle_mod, ranges as ranges_mod, roofline as roof_mod, whatif
 from analyzers import intervals as iv
 from analyzers.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.hotspots import Hotspot
@@ -29,6 +29,10 @@ from analyzers.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, 
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
+LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
+SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
+LEVER_CAUSE = {"remove_syncs": Cause.SYNCHRONIZATION, "no_host_work": Cause.HOST_WORK,
+               "cuda_graphs": Cause.LAUNCH_OVERHEAD, "async_copies": Cause.DATA_TRANSFER}
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,29 @@ class HostOnly:
 
 
 @dataclass(frozen=True)
+class LeverChoice:
+    """A what-if lever's prediction (analyzers.whatif replays the trace with the fix made)."""
+    lever: str                   # whatif.LEVERS
+    only: str | None             # remove_syncs: the op whose syncs hold most of the saving
+    baseline_ns: int             # the traced span (host and GPU)
+    predicted_ns: int
+
+    @property
+    def predicted_ratio(self) -> float:
+        return self.predicted_ns / self.baseline_ns if self.baseline_ns else 1.0
+
+    @property
+    def saving_ns(self) -> int:
+        return self.baseline_ns - self.predicted_ns
+
+
+@dataclass(frozen=True)
 class NextExperiment:
     kind: Experiment
     cause: Cause | None          # the idle cause it removes, when it is an idle lever
     gain_share: float            # the share of the span that cause (or the set-up) holds
+    lever: LeverChoice | None = None   # the what-if lever that predicts the largest saving
+    waste: LeverChoice | None = None   # ... and the one that predicts the least
 
 
 @dataclass(frozen=True)
@@ -87,6 +110,8 @@ class Analysis:
     verdict: RegimeVerdict
     range_filter: str | None
     host_only: HostOnly | None
+    levers: whatif.Levers | None         # every what-if lever replayed on this trace (None: no GPU timeline)
+    lever_choices: tuple[LeverChoice, ...]   # ... as the report weighs them, largest saving first
     next_experiment: NextExperiment
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
 
@@ -102,6 +127,14 @@ class Analysis:
     def evidence(self) -> dict[Cause, Evidence]:
         """Evidence of the device with the most idle time (the one the report speaks of)."""
         return _evidence_of(self.devices)
+
+    @property
+    def serialising_syncs(self) -> LeverChoice | None:
+        """remove_syncs, when the syncs serialise host work with GPU work worth naming beside another cause."""
+        c = next((x for x in self.lever_choices if x.lever == "remove_syncs"), None)
+        if c is None or self.dominant is Cause.SYNCHRONIZATION or c.saving_ns < SYNC_OVERLAP_FLOOR * c.baseline_ns:
+            return None
+        return c
 
     @property
     def kernels(self) -> int:
@@ -165,13 +198,26 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
+    levers = _levers(trace) if devs and range_name is None else None
+    choices = tuple(weigh_levers(levers)) if levers else ()
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
                     phases=_phases(rng_all, range_verdicts), roof=roof, verdict=verdict, range_filter=range_name,
-                    host_only=None if devs else _host_only(trace),
-                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof),
+                    host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
+                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices),
                     range_kernels=range_kernels)
+
+
+def _levers(trace: Trace) -> whatif.Levers | None:
+    """Every lever replayed; None when most GPU work has no launch call in the trace (the graph
+    would not know what issued it, so no replay of it predicts anything)."""
+    if any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats):
+        return None
+    try:
+        return whatif.predict_levers(trace)
+    except whatif.WhatIfError:
+        return None
 
 
 def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
@@ -234,23 +280,21 @@ def _host_only(trace: Trace) -> HostOnly:
 
 def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: int) -> float:
     """Share of the span a perfect kernel of the winning bound could still win back."""
-    pk = roof.peaks
     busy = busy_ns / span_ns if span_ns else 0.0
-    frac = None
-    if pk is not None and v.regime is Regime.COMPUTE and v.achieved_tflops and v.dtype:
-        frac = v.achieved_tflops / (pk.flops(v.dtype) / 1e12)
-    elif pk is not None and v.regime is Regime.MEMORY and v.achieved_gbps:
-        frac = v.achieved_gbps / (pk.bytes_per_s / 1e9)
-    return busy * (1.0 - min(frac, 1.0)) if frac is not None else busy * 0.5
+    frac = _kernel_ceiling(v, roof)
+    return busy * (1.0 - frac) if frac is not None else busy * 0.5
 
 
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
-                roof: Roofline) -> NextExperiment:
+                roof: Roofline, levers: whatif.Levers | None = None,
+                choices: tuple[LeverChoice, ...] = ()) -> NextExperiment:
     """The one experiment that would help most.
 
-    Warm-up first when one-time set-up holds a quarter of the span. Otherwise idle time is the
-    lever when removing its dominant cause would win back more of the span than making the
-    kernels run at their ceiling would; else the kernels' regime decides.
+    Warm-up first when one-time set-up holds a quarter of the span (no replay of this profile
+    predicts the steady state). Then the what-if lever that predicts the largest saving, with
+    the lever that predicts the least as the one that would waste the week. Without a replay,
+    idle time is the lever when removing its dominant cause would win back more of the span than
+    making the kernels run at their ceiling would; else the kernels' regime decides.
     """
     if not devs:
         return NextExperiment(Experiment.CAPTURE_ON_GPU, None, 0.0)
@@ -258,6 +302,15 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if warm >= WARMUP_IS_THE_LEVER:
         return NextExperiment(Experiment.WARM_UP, None, warm)
     dom = dominant_cause(by_cause, idle_ns)
+    if levers is not None and choices:
+        best = choices[0]
+        if best.saving_ns >= LEVER_FLOOR * best.baseline_ns:
+            cause = LEVER_CAUSE.get(best.lever)
+            kind = EXPERIMENT_FOR_CAUSE[cause] if cause else (
+                Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
+                Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
+            gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
+            return NextExperiment(kind, cause, gain, lever=best, waste=choices[-1])
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
@@ -267,3 +320,25 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if v.regime is Regime.COMPUTE:
         return NextExperiment(Experiment.CHEAPER_ARITHMETIC, None, 0.0)
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)
+
+
+def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
+    """Every lever's prediction, largest saving first. remove_syncs names the op whose own syncs
+    hold at least half of its saving ("remove the syncs in aten::item")."""
+    out = []
+    for p in levers.all.levers:
+        q = levers.sync_op_prediction
+        only = levers.sync_op if p.lever == "remove_syncs" and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
+            else None
+        out.append(LeverChoice(p.lever, only, levers.all.baseline_ns, p.predicted_ns))
+    return out
+
+
+def _kernel_ceiling(v: RegimeVerdict, roof: Roofline) -> float | None:
+    """The share of its peak the span's winning bound reaches, where it is measured."""
+    pk = roof.peaks
+    if pk is not None and v.regime is Regime.COMPUTE and v.achieved_tflops and v.dtype:
+        return min(v.achieved_tflops / (pk.flops(v.dtype) / 1e12), 1.0)
+    if pk is not None and v.regime is Regime.MEMORY and v.achieved_gbps:
+        return min(v.achieved_gbps / (pk.bytes_per_s / 1e9), 1.0)
+    return None

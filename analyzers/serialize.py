@@ -76,7 +76,11 @@ def report(a) -> dict:
         "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s}
                   if pk else None),
         "lines": voice.five_lines(a),
-        "next_experiment": {**voice.next_experiment(a), "kind": a.next_experiment.kind.value},
+        "next_experiment": {**voice.next_experiment(a), "kind": a.next_experiment.kind.value,
+                            "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
+                            if a.next_experiment.lever else None,
+                            "whatif_lever": a.next_experiment.lever.lever if a.next_experiment.lever else None,
+                            "only": a.next_experiment.lever.only if a.next_experiment.lever else None},
     }
 
 

@@ -205,16 +205,22 @@ def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
     g = c.g
     per_kernel, source = _graph_cost(c)
     keep_host = g.c_host > 0
+    # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
+    pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n) & (g.g_call >= 0)
+    staged = np.zeros(g.n_calls, bool)
+    staged[g.g_call[pageable]] = True
+    op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
+    staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
     # stretches: a blocked call ends one, host work that stays starts one
     order = np.lexsort((np.arange(g.n_calls), g.c_thread))
     thr = g.c_thread[order]
     new = np.r_[True, thr[1:] != thr[:-1]] if g.n_calls else np.zeros(0, bool)
     after_block = np.r_[False, p.c_blocked[order][:-1]] if g.n_calls else new
-    new = new | after_block | keep_host[order] | p.c_blocked[order] | _step_starts(c)[order]
+    new = new | after_block | keep_host[order] | p.c_blocked[order] | staged[order] | _step_starts(c)[order]
     gid_sorted = np.cumsum(new) - 1
     gid = np.empty(g.n_calls, np.int64)
     gid[order] = gid_sorted
-    launching = g.c_issues & ~p.c_blocked
+    launching = g.c_issues & ~p.c_blocked & ~staged
     n_groups = int(gid.max()) + 1 if g.n_calls else 0
     first = np.full(n_groups, NONE, np.int64)
     li = np.flatnonzero(launching)
@@ -222,7 +228,7 @@ def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
     first_rev = li[::-1]
     first[gid[first_rev]] = first_rev
     post_lat = max(g.lat_typ_ns - g.launch_cost_ns, 0)
-    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)]
+    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)] & ~staged[np.maximum(g.g_call, 0)]
     grp = gid[np.maximum(g.g_call, 0)]
     gl_call = first[grp]
     movable &= gl_call >= 0
@@ -230,7 +236,8 @@ def _cuda_graphs(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
     # host: dispatch vanishes, host work that is not dispatch stays; every non-blocking call but
     # the graph launch costs nothing
     p.c_gap[:] = np.where(keep_host, g.c_host, 0)
-    p.c_dur[~p.c_blocked] = 0
+    p.c_gap[staged] = g.c_gap[staged]
+    p.c_dur[~p.c_blocked & ~staged] = 0
     has = first >= 0
     p.c_dur[first[has]] = per_kernel * n_in[has]
     # device: each kernel issued by its stretch's graph launch, back to back
@@ -334,17 +341,19 @@ def _kernels_2x(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
 
 # --- the entry point ----------------------------------------------------------------------------
 
-def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None) -> WhatIf:
+def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
+            graph: dg.Graph | None = None) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
+    `graph` is the trace's dependency graph when the caller has built it already.
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     levers = list(levers or LEVERS)
     bad = [lv for lv in levers if lv not in LEVERS]
     if bad:
         raise WhatIfError(f"no lever named {bad[0]!r}; choose from: {', '.join(LEVERS)}")
-    g = dg.build(trace)
+    g = graph if graph is not None else dg.build(trace)
     if len(g.g_row) == 0:
         raise WhatIfError(f"{trace.path}: no GPU activity in the trace, so there is no GPU timeline to replay; "
                           "capture with ProfilerActivity.CUDA on a GPU machine")
@@ -372,6 +381,27 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
                                    saving_ns=baseline - pred, assumption=assume, detail=detail))
     out.sort(key=lambda x: (x.predicted_ns, LEVERS.index(x.lever)))
     return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out))
+
+
+@dataclass(frozen=True)
+class Levers:
+    """Every lever's prediction, and remove_syncs limited to the op whose syncs cost the most wait."""
+    all: WhatIf
+    sync_op: str | None                    # the outermost op that waited longest in syncs (None: straight from Python)
+    sync_op_prediction: LeverPrediction | None
+
+
+def predict_levers(trace: Trace) -> Levers:
+    """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
+    g = dg.build(trace)
+    w = predict(trace, graph=g)
+    by_op = w.lever("remove_syncs").detail.get("waited_ns_by_op") or {}
+    op = next((name for name, ns in by_op.items() if ns > 0 and not name.startswith(_API_PREFIXES)), None)
+    focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
+    return Levers(w, op, focus)
+
+
+_API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
 
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
