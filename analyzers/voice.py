@@ -274,7 +274,7 @@ def next_experiment(a) -> dict[str, str]:
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
-    if nx.lever is not None:
+    if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
         out["lever"] += f" (predicted {predicted(nx.lever)}" + (
             " if every kernel took half as long)" if nx.lever.lever == "kernels_2x" else ")")
     if nx.waste is not None:
