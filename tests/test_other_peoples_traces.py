@@ -103,6 +103,7 @@ def test_unknown_regime_line_says_the_uncosted_share_and_next_does_not_rest_on_i
     assert regime_line.startswith("Regime: unknown: 100% of kernel time (collectives aside) has no cost model")
     assert "record_shapes" in regime_line
     assert "move fewer bytes" not in next_line and "less arithmetic" not in next_line
+    assert next_line.startswith("Next: capture again with record_shapes=True") and "predicted" not in next_line
 
 
 # --- class 5: cost what the traces show -------------------------------------------------------
