@@ -137,6 +137,7 @@ class _HostContext:
                                                                                   # set-up-long (not syncs/copies)
     copy_calls: tuple = (np.empty(0, np.int64),) * 3  # blocking copy calls: (starts sorted, ends, rows)
     wait_calls: dict = None          # tid -> (starts, rows) of stream-wait calls, sorted
+    graph_launches: int = 0          # CUDA/HIP graph launch calls in the trace
 
     def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
         """The outermost cpu_op around each op row (aten::item around aten::_local_scalar_dense)."""
@@ -161,13 +162,23 @@ def _name_flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
         np.zeros(0, dtype=bool)
 
 
+def _name_tests(trace: Trace, rows: np.ndarray, *tests) -> list[np.ndarray]:
+    """Several name tests of rows, each evaluated once per distinct name, on one np.unique."""
+    if not len(rows):
+        return [np.zeros(0, dtype=bool) for _ in tests]
+    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    names = [trace.names[i] for i in ids]
+    return [np.array([bool(t(n)) for n in names], dtype=bool)[inv] for t in tests]
+
+
 def _host_context(trace: Trace) -> _HostContext:
     ev, names = trace.ev, trace.names
     is_call = np.isin(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
-    name_is_sync = _name_flags(trace, call_rows, lambda n: n in SYNC_CALLS)
-    name_is_launch = _name_flags(trace, call_rows, lambda n: n.startswith(LAUNCH_CALL_PREFIXES))
-    name_is_copy = _name_flags(trace, call_rows, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
+    # every name test of the calls on one pass over their distinct names
+    name_is_sync, name_is_launch, name_is_copy, name_is_free, name_is_wait, name_is_graph = _name_tests(
+        trace, call_rows, lambda n: n in SYNC_CALLS, rc.is_launch, rc.is_copy, lambda n: n in ALLOCATOR_CALLS,
+        rc.is_stream_wait, rc.is_graph_launch)
 
     # A memcpy call blocks the host when it is synchronous by API (cudaMemcpy) or touches pageable
     # memory (cudaMemcpyAsync stages pageable copies through the host), and it returned only after
@@ -225,11 +236,9 @@ def _host_context(trace: Trace) -> _HostContext:
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
     # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
-    name_is_free = _name_flags(trace, call_rows, lambda n: n in ALLOCATOR_CALLS)
     setup_mask = ((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy & (~name_is_sync | name_is_free)
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
-    name_is_wait = _name_flags(trace, call_rows, rc.is_stream_wait)
     wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
                   for w in [call_rows[name_is_wait & (ev.tid[call_rows] == tid)]]}
 
@@ -273,7 +282,8 @@ def _host_context(trace: Trace) -> _HostContext:
         issue_by_tid[int(tid)] = (is_s, is_e)
     return _HostContext(ev.start[srows], run, sync_arg, sync_h2d, issue_by_tid, busy_by_tid, launch_cost, top_by_tid,
                         launch_measured=bool(len(launch_durs)), setup_rows=call_rows[setup_mask],
-                        copy_calls=(ev.start[bc], ev.end[bc], bc), wait_calls=wait_calls)
+                        copy_calls=(ev.start[bc], ev.end[bc], bc), wait_calls=wait_calls,
+                        graph_launches=int(name_is_graph.sum()))
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -752,13 +762,11 @@ def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _Ho
     ops = trace.op_of[np.maximum(host, 0)]
     ops = ops[(host != NONE) & (ops != NONE)]
     kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL))
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
-    graphs = int(_name_flags(trace, calls, rc.is_graph_launch).sum()) if len(calls) else 0
     return LaunchEvidence(**base, next_kernel_median_us=_median_us(ev.end[nxt] - ev.start[nxt]),
                           launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None,
                           queued_gaps=queued,
                           launching_ops=_top_names(trace, ops), kernels=int(len(kern)),
-                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]), graph_launches=graphs)
+                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]), graph_launches=ctx.graph_launches)
 
 
 def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:
