@@ -18,7 +18,8 @@ KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "c
                "launch call": "#eeca3b", "range": "#9467bd"}
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 BRUSH = "brush"          # the interval selection's name: the page reads it back to zoom
-LANE_HEIGHT = 26
+LANE_HEIGHT = 30
+CHROME_HEIGHT = 110      # title, x axis and its label: Streamlit fits the whole chart, these included, in the height
 
 # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
 # would refuse an overview of many lanes for no reason.
@@ -49,12 +50,12 @@ def idle_by_cause(df: pd.DataFrame) -> alt.Chart:
         color=alt.Color("cause:N", scale=_cause_scale(), legend=None),
         tooltip=[alt.Tooltip("label:N", title="cause"), alt.Tooltip("idle_ms:Q", title="idle ms", format=",.2f"),
                  alt.Tooltip("share_of_span:Q", title="share of span", format=".1%"),
-                 alt.Tooltip("gaps:Q", title="gaps")]).properties(height=160)
+                 alt.Tooltip("gaps:Q", title="gaps")]).properties(height=220)
 
 
 def timeline_overview(frames, lo: float, hi: float) -> alt.LayerChart:
     """Binned busy shares per lane, and per device an idle lane coloured by each bin's largest cause."""
-    height = LANE_HEIGHT * max(len(frames.lanes), 1)
+    height = LANE_HEIGHT * max(len(frames.lanes), 1) + CHROME_HEIGHT
     busy = frames.busy.assign(tip=[words.bin_tooltip(l, b) for l, b in zip(frames.busy["lane"], frames.busy["busy"])])
     idle = frames.idle.copy()
     idle["tip"] = [words.idle_bin_tooltip(r["idle"], {c: r[c] for c in CAUSE_COLORS}) for _, r in idle.iterrows()]
@@ -75,11 +76,11 @@ def timeline_overview(frames, lo: float, hi: float) -> alt.LayerChart:
 
 def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
     """Each event as a bar on its lane; idle gaps as bars on the idle lane and shaded across the chart."""
-    height = LANE_HEIGHT * max(len(frames.lanes), 1)
+    height = LANE_HEIGHT * max(len(frames.lanes), 1) + CHROME_HEIGHT
     gaps = frames.gaps.assign(label=frames.gaps["cause"].map(words.cause), evidence=[
         words.gap_evidence(r.cause, r.dur_us, r.host_call, r.called_from, r.next) for r in frames.gaps.itertuples()])
     shade = alt.Chart(gaps).mark_rect(opacity=0.15).encode(
-        x=_x(lo, hi), x2="end_us:Q", color=alt.Color("cause:N", scale=_cause_scale(), title="idle cause"))
+        x=_x(lo, hi), x2="end_us:Q", color=alt.Color("cause:N", scale=_cause_scale(), legend=None))
     gap_tip = [alt.Tooltip("label:N", title="idle"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.1f"),
                alt.Tooltip("evidence:N")]
     gap_bars = alt.Chart(gaps).mark_rect().encode(
@@ -87,7 +88,8 @@ def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
         color=alt.Color("cause:N", scale=_cause_scale(), title="idle cause"), tooltip=gap_tip)
     bars = alt.Chart(frames.bars).mark_rect(stroke="white", strokeWidth=0.3).encode(
         x=_x(lo, hi), x2="end_us:Q", y=_lane_y(frames.lanes),
-        color=alt.Color("kind:N", title="event", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values()))),
+        color=alt.Color("kind:N", title="event", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
+                        legend=alt.Legend(values=list(KIND_COLORS))),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("kind:N"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.2f"),
                  alt.Tooltip("shapes:N"), alt.Tooltip("lane:N")])
     return alt.layer(shade, bars.add_params(_brush()), gap_bars).resolve_scale(color="independent").properties(

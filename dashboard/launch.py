@@ -33,6 +33,7 @@ def command(port: int | None, headless_: bool, upload_mb: int) -> list[str]:
            "--server.headless", "true" if headless_ else "false",
            "--server.maxUploadSize", str(upload_mb),
            "--browser.gatherUsageStats", "false",
+           "--client.toolbarMode", "minimal",
            "--server.fileWatcherType", "none"]
     if port is not None:
         cmd += ["--server.port", str(port)]

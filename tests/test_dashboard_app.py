@@ -25,7 +25,7 @@ TIMEOUT = 120
 def _page(name: str) -> None:
     import importlib
 
-    importlib.import_module(f"dashboard.pages.{name}").render()
+    importlib.import_module(f"dashboard.views.{name}").render()
 
 
 def page(name: str, entry: Entry | None = None) -> AppTest:
@@ -52,7 +52,7 @@ def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Library"
-    from dashboard.pages import PAGES
+    from dashboard.views import PAGES
 
     assert [p.TITLE for p in PAGES] == ["Library", "Report", "Timeline", "Roofline", "Diff"]
 

@@ -62,7 +62,9 @@ def render() -> None:
     samples = library.samples()
     if samples:
         st.subheader("Sample traces")
-        pick = st.selectbox("Sample trace", samples, format_func=lambda e: e.name, key="sample")
+        keys = [e.key for e in samples]
+        at = keys.index(cur.key) if cur is not None and cur.key in keys else 0
+        pick = st.selectbox("Sample trace", samples, index=at, format_func=lambda e: e.name, key="sample")
         if pick is not None:
             st.caption(words.plain(words.sample_about(pick.about, pick.idle_cause, pick.regime)))
         if st.button("Open sample", key="open_sample") and pick is not None:
