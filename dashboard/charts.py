@@ -18,8 +18,8 @@ KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "c
                "launch call": "#eeca3b", "range": "#9467bd"}
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 BRUSH = "brush"          # the interval selection's name: the page reads it back to zoom
-LANE_HEIGHT = 30
-CHROME_HEIGHT = 110      # title, x axis and its label: Streamlit fits the whole chart, these included, in the height
+LANE_HEIGHT = 34
+CHROME_HEIGHT = 200      # title, x axis and its label: Streamlit fits the whole chart, these included, in the height
 
 # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
 # would refuse an overview of many lanes for no reason.
@@ -30,8 +30,15 @@ def _cause_scale() -> alt.Scale:
     return alt.Scale(domain=list(CAUSE_COLORS), range=list(CAUSE_COLORS.values()))
 
 
+def _cause_legend() -> alt.Legend:
+    return alt.Legend(values=list(CAUSE_COLORS), orient="bottom", labelExpr=_CAUSE_LABEL_EXPR)
+
+
+_CAUSE_LABEL_EXPR = "replace(datum.label, '_', ' ')"
+
+
 def _lane_y(lanes) -> alt.Y:
-    return alt.Y("lane:N", sort=list(lanes), title=None, axis=alt.Axis(labelLimit=220))
+    return alt.Y("lane:N", sort=list(lanes), title=None, axis=alt.Axis(labelLimit=220, labelOverlap=False))
 
 
 def _x(lo: float, hi: float) -> alt.X:
@@ -59,19 +66,20 @@ def timeline_overview(frames, lo: float, hi: float) -> alt.LayerChart:
     busy = frames.busy.assign(tip=[words.bin_tooltip(l, b) for l, b in zip(frames.busy["lane"], frames.busy["busy"])])
     idle = frames.idle.copy()
     idle["tip"] = [words.idle_bin_tooltip(r["idle"], {c: r[c] for c in CAUSE_COLORS}) for _, r in idle.iterrows()]
-    base_busy = alt.Chart(busy).mark_rect().encode(
+    base_busy = alt.Chart(busy).mark_rect(clip=True).encode(
         x=_x(lo, hi), x2="end_us:Q", y=_lane_y(frames.lanes),
-        color=alt.Color("busy:Q", title="busy share", scale=alt.Scale(scheme="greens", domain=[0, 1])),
+        color=alt.Color("busy:Q", title="busy share", scale=alt.Scale(scheme="greens", domain=[0, 1]),
+                        legend=alt.Legend(orient="top", gradientLength=160)),
         tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("start_us:Q", title="from µs", format=",.1f"),
                  alt.Tooltip("end_us:Q", title="to µs", format=",.1f"), alt.Tooltip("tip:N", title="busy")])
-    base_idle = alt.Chart(idle).mark_rect().encode(
+    base_idle = alt.Chart(idle).mark_rect(clip=True).encode(
         x=_x(lo, hi), x2="end_us:Q", y=_lane_y(frames.lanes),
-        color=alt.Color("cause:N", title="idle cause", scale=_cause_scale()),
+        color=alt.Color("cause:N", title="idle cause", scale=_cause_scale(), legend=_cause_legend()),
         opacity=alt.Opacity("idle:Q", scale=alt.Scale(domain=[0, 1], range=[0.25, 1]), legend=None),
         tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("start_us:Q", title="from µs", format=",.1f"),
                  alt.Tooltip("end_us:Q", title="to µs", format=",.1f"), alt.Tooltip("tip:N", title="idle")])
-    return alt.layer(base_busy.add_params(_brush()), base_idle).resolve_scale(color="independent").properties(
-        height=height, title="overview (binned)")
+    return _legends_below(alt.layer(base_busy.add_params(_brush()), base_idle).resolve_scale(color="independent")
+                          .properties(height=height, title="overview (binned)"))
 
 
 def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
@@ -79,21 +87,26 @@ def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
     height = LANE_HEIGHT * max(len(frames.lanes), 1) + CHROME_HEIGHT
     gaps = frames.gaps.assign(label=frames.gaps["cause"].map(words.cause), evidence=[
         words.gap_evidence(r.cause, r.dur_us, r.host_call, r.called_from, r.next) for r in frames.gaps.itertuples()])
-    shade = alt.Chart(gaps).mark_rect(opacity=0.15).encode(
+    shade = alt.Chart(gaps).mark_rect(opacity=0.15, clip=True).encode(
         x=_x(lo, hi), x2="end_us:Q", color=alt.Color("cause:N", scale=_cause_scale(), legend=None))
     gap_tip = [alt.Tooltip("label:N", title="idle"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.1f"),
                alt.Tooltip("evidence:N")]
-    gap_bars = alt.Chart(gaps).mark_rect().encode(
+    gap_bars = alt.Chart(gaps).mark_rect(clip=True).encode(
         x=_x(lo, hi), x2="end_us:Q", y=_lane_y(frames.lanes),
-        color=alt.Color("cause:N", scale=_cause_scale(), title="idle cause"), tooltip=gap_tip)
-    bars = alt.Chart(frames.bars).mark_rect(stroke="white", strokeWidth=0.3).encode(
+        color=alt.Color("cause:N", scale=_cause_scale(), title="idle cause", legend=_cause_legend()), tooltip=gap_tip)
+    bars = alt.Chart(frames.bars).mark_rect(stroke="white", strokeWidth=0.3, clip=True).encode(
         x=_x(lo, hi), x2="end_us:Q", y=_lane_y(frames.lanes),
         color=alt.Color("kind:N", title="event", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
-                        legend=alt.Legend(values=list(KIND_COLORS))),
+                        legend=alt.Legend(values=list(KIND_COLORS), orient="top")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("kind:N"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.2f"),
                  alt.Tooltip("shapes:N"), alt.Tooltip("lane:N")])
-    return alt.layer(shade, bars.add_params(_brush()), gap_bars).resolve_scale(color="independent").properties(
-        height=height, title="events")
+    return _legends_below(alt.layer(shade, bars.add_params(_brush()), gap_bars).resolve_scale(color="independent")
+                          .properties(height=height, title="events"))
+
+
+def _legends_below(chart):
+    # Beside the lanes, two legends would need more height than a few lanes give.
+    return chart.configure_legend(direction="horizontal", titleOrient="left")
 
 
 def _log_range(values) -> tuple[float, float]:
@@ -125,10 +138,10 @@ def roofline(points: pd.DataFrame, ceilings) -> alt.LayerChart:
         x_start = max(x_lo, y_lo / bw)   # where the memory slope enters the plot
         roof = pd.DataFrame({"intensity": [x_start, ceilings.ridge, x_hi], "tflops": [x_start * bw, peak_tf, peak_tf]})
         layers.append(alt.Chart(roof).mark_line(color="black", strokeWidth=2).encode(x=x, y=y))
-        ridge = pd.DataFrame({"intensity": [ceilings.ridge], "label": [words.ridge_label(ceilings.ridge)]})
+        ridge = pd.DataFrame({"intensity": [ceilings.ridge], "tflops": [y_lo * 1.5],   # label low, clear of the roof
+                              "label": [words.ridge_label(ceilings.ridge)]})
         layers.append(alt.Chart(ridge).mark_rule(strokeDash=[4, 4], color="gray").encode(x=x))
-        layers.append(alt.Chart(ridge).mark_text(align="left", dx=4, dy=-6, color="gray").encode(
-            x=x, y=alt.value(12), text="label:N"))
+        layers.append(alt.Chart(ridge).mark_text(align="left", dx=5, color="gray").encode(x=x, y=y, text="label:N"))
     return alt.layer(*layers, dots).properties(height=460, title="roofline")
 
 

@@ -33,7 +33,7 @@ def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tm
 
         browser.go(page, "Timeline")
         page.get_by_text("each drawn", exact=False).first.wait_for()
-        assert browser.wait_chart(page, at_least=4000) >= 4000        # 4,312 events and the gaps, each a mark
+        assert browser.wait_chart(page, at_least=2000) >= 2000        # 2,482 bars and the gaps (marks or pixels)
         browser.screenshot(page, shots / "timeline.png")
 
         browser.go(page, "Roofline")
