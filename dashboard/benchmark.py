@@ -62,7 +62,7 @@ def in_browser(path: Path, log: Path) -> dict:
         browser.wait_chart(page, at_least=500, timeout_ms=600_000)
         out["overview_paint_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        box = page.get_by_label("to µs")
+        box = page.get_by_role("spinbutton", name="to µs", exact=True)
         box.fill("1000")
         box.press("Enter")
         page.get_by_text("each drawn", exact=False).first.wait_for(timeout=600_000)

@@ -21,7 +21,7 @@ def take(out: Path) -> list[Path]:
         browser.open_trace(page, url, TIMELINE_TRACE)
         browser.go(page, "Timeline")
         for label, value, shown in (("to µs", "6000", "to 6.00 ms"), ("from µs", "0", "from 0.0 µs")):
-            box = page.get_by_label(label)      # 0 to 6 ms: a few iterations, their drains and launches
+            box = page.get_by_role("spinbutton", name=label, exact=True)      # 0 to 6 ms: a few iterations, their drains and launches
             box.fill(value)
             box.press("Enter")
             page.get_by_text(shown, exact=False).first.wait_for()
