@@ -58,6 +58,11 @@ def run(target: str | None, port: int | None) -> int:
     if importlib.util.find_spec("streamlit") is None:
         raise LaunchError("streamlit is not installed in this environment: pip install -e '.[dev]'")
     cmd = command(port, headless(), upload_cap_mb())
+    if os.name == "posix":
+        # Become the server: Ctrl-C and kill reach Streamlit itself, and no orphan outlives the command.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(cmd[0], cmd, env)
     try:
         return subprocess.call(cmd, env=env)
     except KeyboardInterrupt:
