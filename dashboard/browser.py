@@ -121,6 +121,18 @@ _PAINTED_JS = """(() => {
 })()"""
 
 
+def drag_across(page, start: float, end: float) -> None:
+    """Drag across the first chart, from `start` to `end` of its width (fractions), at mid-height."""
+    box = page.locator(CHART).first.bounding_box()
+    y = box["y"] + box["height"] * 0.45
+    x0, x1 = box["x"] + box["width"] * start, box["x"] + box["width"] * end
+    page.mouse.move(x0, y)
+    page.mouse.down()
+    page.mouse.move((x0 + x1) / 2, y)
+    page.mouse.move(x1, y)
+    page.mouse.up()
+
+
 def screenshot(page, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)

@@ -63,6 +63,11 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def gap_count(a: Analysis) -> int:
+    """Idle gaps on every device (what the Perfetto track holds)."""
+    return int(sum(len(d.gaps) for d in a.devices))
+
+
 def dominant_cause(a: Analysis) -> str | None:
     return a.dominant
 

@@ -127,6 +127,10 @@ def test_report_prepares_the_perfetto_download():
     at.button(key="prepare_perfetto").click().run()
     assert not at.exception
     assert at.get("download_button")
+    from analyzers.report import analyze_file
+
+    gaps = sum(len(d.gaps) for d in analyze_file(SAMPLES / "smell-sync-item.json.gz").devices)
+    assert at.caption[-1].value == words.annotated_caption(gaps)
 
 
 def test_timeline_of_a_big_trace_starts_with_the_binned_overview_and_a_brush():

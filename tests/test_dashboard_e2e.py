@@ -35,6 +35,14 @@ def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tm
         page.get_by_text("each drawn", exact=False).first.wait_for()
         assert browser.wait_chart(page, at_least=2000) >= 2000        # 2,482 bars and the gaps (marks or pixels)
         browser.screenshot(page, shots / "timeline.png")
+        whole = page.get_by_text("each drawn", exact=False).first.inner_text()
+        browser.drag_across(page, 0.45, 0.55)                          # brush to zoom
+        page.get_by_text("each drawn", exact=False).first.wait_for()
+        page.wait_for_function(f"!document.body.innerText.includes({whole!r})")
+        zoomed = page.get_by_text("each drawn", exact=False).first.inner_text()
+        assert int(zoomed.split(" events")[0].replace(",", "")) < int(whole.split(" events")[0].replace(",", ""))
+        assert browser.wait_chart(page, at_least=50) >= 50
+        browser.screenshot(page, shots / "timeline-zoomed.png")
 
         browser.go(page, "Roofline")
         page.get_by_text("ridge at", exact=False).first.wait_for()

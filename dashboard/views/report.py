@@ -19,7 +19,7 @@ def _perfetto(entry, a) -> None:
         st.download_button("Download the annotated trace", st.session_state[key],
                            file_name=entry.name.split("/")[-1].removesuffix(".gz").removesuffix(".json")
                            + ".idle.json.gz", mime="application/gzip", key="download_perfetto")
-        st.caption(words.annotated_caption(int(data.idle_by_cause(a)["gaps"].sum())))
+        st.caption(words.annotated_caption(data.gap_count(a)))
 
 
 def render() -> None:
