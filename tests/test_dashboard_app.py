@@ -209,3 +209,8 @@ def test_no_trace_string_reaches_the_page_as_html(tmp_path, monkeypatch):
         assert not at.get("html")
     text = markdown_text(page("report", entry))
     assert words.plain(evil_op) in text      # shown, as text
+
+
+def test_no_dashboard_module_asks_streamlit_to_render_html():
+    sources = [p.read_text() for p in (ROOT / "dashboard").rglob("*.py")]
+    assert sources and not any("unsafe_allow_html" in s or "st.html(" in s or "components.html" in s for s in sources)
