@@ -89,7 +89,20 @@ def browser(width: int = 1400, height: int = 900):
 def open_trace(page, url: str, key: str, timeout_ms: int = 120_000) -> None:
     """Open the library with ?trace=KEY and wait until the page says it loaded it."""
     page.goto(f"{url}/?trace={key}")   # the Library is the default page, at /
-    page.get_by_text("Loaded", exact=False).first.wait_for(timeout=timeout_ms)
+    wait_loaded(page, timeout_ms)
+
+
+class PageError(RuntimeError):
+    """The page showed an error where the caller waited for success."""
+
+
+def wait_loaded(page, timeout_ms: int = 120_000) -> None:
+    """Wait for the Library's "Loaded ..." line; a one-line error shown instead is raised at once."""
+    done = page.get_by_text("Loaded", exact=False).or_(page.locator('[data-testid="stAlertContentError"]'))
+    done.first.wait_for(timeout=timeout_ms)
+    err = page.locator('[data-testid="stAlertContentError"]')
+    if err.count():
+        raise PageError(err.first.inner_text())
 
 
 def go(page, title: str, timeout_ms: int = 60_000) -> None:
