@@ -24,6 +24,7 @@ def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tm
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
         browser.open_trace(page, url, "samples/smell-sync-item.json.gz")
+        page.get_by_text("Upload", exact=True).first.wait_for()          # the whole page, not its first lines
         browser.screenshot(page, shots / "library.png")
 
         browser.go(page, "Report")
@@ -37,8 +38,9 @@ def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tm
         browser.screenshot(page, shots / "timeline.png")
         whole = page.get_by_text("each drawn", exact=False).first.inner_text()
         browser.drag_across(page, 0.45, 0.55)                          # brush to zoom
-        page.get_by_text("each drawn", exact=False).first.wait_for()
+        brushed = browser.chart_fingerprint(page)                      # the old chart with the brush on it
         page.wait_for_function(f"!document.body.innerText.includes({whole!r})")
+        browser.wait_redrawn(page, brushed)                            # the zoomed chart has replaced it
         zoomed = page.get_by_text("each drawn", exact=False).first.inner_text()
         assert int(zoomed.split(" events")[0].replace(",", "")) < int(whole.split(" events")[0].replace(",", ""))
         assert browser.wait_chart(page, at_least=50) >= 50

@@ -16,9 +16,9 @@ CHART = "tl_chart"
 BINS = 400
 
 
-def _on_brush() -> None:
+def _on_brush(key: str) -> None:
     """The brushed x range becomes the window (the chart redraws at the level of detail it needs)."""
-    event = st.session_state.get(CHART)
+    event = st.session_state.get(key)
     sel = (event or {}).get("selection", {}).get(charts.BRUSH) if event else None
     rng = (sel or {}).get("start_us")
     if rng and len(rng) == 2 and rng[1] > rng[0]:
@@ -55,4 +55,7 @@ def render() -> None:
         frames = data.timeline_bars(a, (lo, hi))
         chart = charts.timeline_bars(frames, lo, hi)
         st.caption(words.plain(words.window_caption(n, lo, hi, data.RAW_LIMIT, None)))
-    st.altair_chart(chart, width="stretch", on_select=_on_brush, selection_mode=[charts.BRUSH], key=CHART)
+    # A key per window: the zoomed chart starts without the brush that made it (a kept selection would
+    # grey the whole new view).
+    key = f"{CHART}_{lo}_{hi}"
+    st.altair_chart(chart, width="stretch", on_select=lambda: _on_brush(key), selection_mode=[charts.BRUSH], key=key)
