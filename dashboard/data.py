@@ -19,9 +19,9 @@ from analyzers.idle import CAUSES
 from analyzers.report import Analysis, analyze_file
 from analyzers.trace import TraceError
 
-__all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name",
-           "idle_by_cause", "hotspots", "ranges", "phases", "roofline", "timeline_extent", "events_in",
-           "timeline_overview", "timeline_bars", "diff", "RAW_LIMIT"]
+__all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
+           "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
+           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "diff", "RAW_LIMIT"]
 
 RAW_LIMIT = 5_000  # a window with more drawable events is shown binned
 

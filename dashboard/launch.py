@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.library import PATH_ENV, UPLOAD_ENV, upload_cap_mb
+from dashboard.library import PATH_ENV, upload_cap_mb
 
 APP = Path(__file__).resolve().parent / "app.py"
 
