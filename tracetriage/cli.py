@@ -266,6 +266,52 @@ def _drill_parsers(sub) -> None:
     ps.set_defaults(fn=cmd_predictions)
 
 
+# --- dashboard / annotate (dashboard/launch.py, analyzers/annotate.py) ----------------------
+
+def cmd_dashboard(a) -> int:
+    from dashboard.launch import LaunchError, run
+
+    try:
+        return run(a.trace_or_dir, a.port)
+    except LaunchError as e:
+        raise UserError(str(e)) from None
+
+
+def cmd_annotate(a) -> int:
+    from analyzers.annotate import annotate_file
+    from analyzers.trace import TraceError
+
+    try:
+        out, gaps = annotate_file(a.trace, a.out)
+    except TraceError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"cannot write {a.out}: {e.strerror or e}") from None
+    print(f"wrote {out}: the trace plus a track of {gaps} idle gaps named by cause (open it in ui.perfetto.dev)")
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {n}")
+    return n
+
+
+def _dashboard_commands(sub) -> None:
+    d = sub.add_parser("dashboard", help="the Streamlit dashboard: timeline, roofline, diff")
+    d.add_argument("trace_or_dir", nargs="?", help="a trace to open, or a directory of traces to list")
+    d.add_argument("--port", type=_port)
+    d.set_defaults(fn=cmd_dashboard)
+    n = sub.add_parser("annotate", help="write the trace with a track of idle gaps named by cause, for Perfetto UI")
+    n.add_argument("trace")
+    n.add_argument("-o", "--out", required=True, help="the annotated trace (.json.gz or .json)")
+    n.set_defaults(fn=cmd_annotate)
+
+
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_capture)
 
     _drill_parsers(sub)
+    _dashboard_commands(sub)
     return ap
 
 

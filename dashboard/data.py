@@ -1,0 +1,260 @@
+"""The dashboard's one door into the analysis: every field it reads is read here.
+
+Pages and charts receive plain pandas frames and small frozen views, never an
+`Analysis`; when the analyzers' results become typed (issue 8), this module alone
+is re-pointed. Nothing here computes a number the analyzers already computed: it
+selects, renames and converts units (ns -> µs) only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzers import serialize, timeline, voice
+from analyzers.diff import diff_files
+from analyzers.verdicts import CAUSES
+from analyzers.report import Analysis, analyze_file
+from analyzers.trace import TraceError
+
+__all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
+           "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
+           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "diff", "RAW_LIMIT"]
+
+RAW_LIMIT = 5_000  # a window with more drawable events is shown binned
+
+
+def open_analysis(path: str | Path) -> Analysis:
+    """Load and analyse one trace; raises TraceError with the analyzers' one-line message."""
+    return analyze_file(Path(path))
+
+
+# --- report -------------------------------------------------------------------------------
+
+def five_lines(a: Analysis) -> list[str]:
+    return voice.five_lines(a)
+
+
+def caveats(a: Analysis) -> list[str]:
+    return voice.analysis_caveats(a)
+
+
+def device_name(a: Analysis) -> str:
+    return a.trace.device_name() or "no GPU"
+
+
+def trace_events(a: Analysis) -> int:
+    return int(a.trace.events_in_file)
+
+
+def idle_by_cause(a: Analysis) -> pd.DataFrame:
+    """One row per cause: idle µs, share of the span, and the evidence the analysis gathered."""
+    ev = a.evidence
+    rows = []
+    for c in CAUSES:
+        e = ev.get(c)
+        rows.append({"cause": c.value, "idle_us": a.by_cause_ns.get(c, 0) / 1e3,
+                     "share_of_span": a.by_cause_ns.get(c, 0) / a.span_ns if a.span_ns else 0.0,
+                     "gaps": e.gaps if e else 0, "median_gap_us": e.median_gap_us if e else 0.0,
+                     "max_gap_us": e.max_gap_us if e else 0.0,
+                     "first_experiment": voice.advice(c, e)})
+    return pd.DataFrame(rows)
+
+
+def gap_count(a: Analysis) -> int:
+    """Idle gaps on every device (what the Perfetto track holds)."""
+    return int(sum(len(d.gaps) for d in a.devices))
+
+
+def dominant_cause(a: Analysis) -> str | None:
+    return a.dominant.value if a.dominant else None
+
+
+def evidence_names(a: Analysis, cause: str) -> list[str]:
+    """The named things the evidence of a cause points at (sync calls, launching ops, host events, copies)."""
+    e = a.evidence.get(cause)
+    for key in ("called_from", "sync_calls", "launching_ops", "host_events", "copies", "blocking_calls"):
+        if getattr(e, key, None):
+            return [x.name for x in getattr(e, key)[:3]]
+    return []
+
+
+def hotspots(a: Analysis) -> pd.DataFrame:
+    return pd.DataFrame([{"name": h.name, "device_us": h.device_us, "share": h.share, "calls": h.calls}
+                         for h in a.hotspots], columns=["name", "device_us", "share", "calls"])
+
+
+def ranges(a: Analysis) -> pd.DataFrame:
+    rows = [{"name": r.name, "count": r.count, "wall_us": r.wall_us, "median_wall_us": r.median_wall_us,
+             "kernel_busy_us": r.kernel_busy_us, "idle_us": r.idle_us,
+             "regime": a.range_verdicts[r.name].regime.value if r.name in a.range_verdicts else None,
+             "idle_dominant": r.idle_dominant.value if r.idle_dominant else None} for r in a.ranges]
+    return pd.DataFrame(rows, columns=["name", "count", "wall_us", "median_wall_us", "kernel_busy_us", "idle_us",
+                                       "regime", "idle_dominant"])
+
+
+@dataclass(frozen=True)
+class Phase:
+    label: str          # "prefill" | "decode"
+    range_name: str
+    count: int
+    median_wall_us: float
+    kernel_busy_us: float
+    idle_share: float
+    idle_dominant: str | None
+    regime: str
+
+
+@dataclass(frozen=True)
+class Phases:
+    prefill: Phase
+    decode: Phase
+    ttft_us: float
+    per_token_us: float
+    tokens_per_prefill: int
+
+
+def phases(a: Analysis) -> Phases | None:
+    """Prefill against decode, when the trace has both ranges."""
+    p = a.phases
+    if not p:
+        return None
+
+    def one(label, x):
+        return Phase(label, x.range, x.count, x.median_wall_us, x.kernel_busy_us, x.idle_share,
+                     x.idle_dominant.value if x.idle_dominant else None, x.regime.value)
+
+    return Phases(one("prefill", p.prefill), one("decode", p.decode), p.ttft_us, p.per_token_us, p.tokens_per_prefill)
+
+
+# --- roofline -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ceilings:
+    device: str
+    source: str                 # datasheet | measured | measured+datasheet
+    bytes_per_s: float
+    flops_per_s: float          # for the dtype asked
+    ridge: float                # FLOP/byte
+    dtype: str
+
+
+@dataclass(frozen=True)
+class RooflineView:
+    points: pd.DataFrame        # name, shapes, dtype, kind, calls, device_us, intensity, tflops, gbps, bound
+    ceilings: Ceilings | None
+    dtypes: tuple[str, ...]     # dtypes of the points, most device time first
+    default_dtype: str | None   # the dtype the regime verdict speaks of
+
+
+def roofline(a: Analysis, dtype: str | None = None) -> RooflineView:
+    pts = pd.DataFrame([{"name": p.name, "shapes": p.shapes, "dtype": p.dtype, "kind": p.kind, "calls": p.calls,
+                         "device_us": p.device_us, "intensity": p.intensity, "tflops": p.achieved_tflops,
+                         "gbps": p.achieved_gbps, "bound": p.bound.value, "frac_of_peak": p.frac_of_peak}
+                        for p in a.roof.points],
+                       columns=["name", "shapes", "dtype", "kind", "calls", "device_us", "intensity", "tflops", "gbps",
+                                "bound", "frac_of_peak"])
+    by_time = pts.groupby("dtype")["device_us"].sum().sort_values(ascending=False) if len(pts) else pd.Series(dtype=float)
+    dtypes = tuple(str(d) for d in by_time.index)
+    default = a.verdict.dtype if a.verdict.dtype in dtypes else (dtypes[0] if dtypes else None)
+    dtype = dtype or default
+    pk = a.roof.peaks
+    ceil = None
+    if pk is not None and dtype:
+        ceil = Ceilings(device=pk.name, source=pk.source, bytes_per_s=pk.bytes_per_s, flops_per_s=pk.flops(dtype),
+                        ridge=pk.ridge(dtype), dtype=dtype)
+    return RooflineView(points=pts, ceilings=ceil, dtypes=dtypes, default_dtype=default)
+
+
+# --- timeline -----------------------------------------------------------------------------
+
+def timeline_extent(a: Analysis) -> tuple[float, float]:
+    return timeline.extent_us(a)
+
+
+def events_in(a: Analysis, window_us: tuple[float, float]) -> int:
+    return timeline.count(a, window_us)
+
+
+@dataclass(frozen=True)
+class OverviewFrames:
+    lanes: tuple[str, ...]          # in drawing order, idle lanes last
+    busy: pd.DataFrame              # lane, start_us, end_us, busy (0..1)
+    idle: pd.DataFrame              # lane, start_us, end_us, cause (the bin's largest), idle (0..1), by-cause columns
+    events: int
+    bins: int
+
+
+def idle_lane(device: int) -> str:
+    return f"gpu{device} idle"
+
+
+def timeline_overview(a: Analysis, window_us: tuple[float, float] | None = None, bins: int = 400) -> OverviewFrames:
+    ov = timeline.overview(a, bins=bins, window_us=window_us)
+    s, e = ov.edges_us[:-1], ov.edges_us[1:]
+    nl = len(ov.lanes)
+    busy = pd.DataFrame({"lane": np.repeat(np.array(ov.lanes, dtype=object), ov.bins),
+                         "start_us": np.tile(s, nl), "end_us": np.tile(e, nl), "busy": ov.busy.reshape(-1)})
+    busy = busy[busy["busy"] > 0]
+    frames = []
+    for j, d in enumerate(ov.idle_devices):
+        share = ov.idle[j]                                  # [cause, bin]
+        total = share.sum(axis=0)
+        f = pd.DataFrame({"lane": idle_lane(d), "start_us": s, "end_us": e, "idle": total,
+                          "cause": np.array(CAUSES, dtype=object)[share.argmax(axis=0)]})
+        for c, row in zip(CAUSES, share):
+            f[c] = row
+        frames.append(f[f["idle"] > 0])
+    idle = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["lane", "start_us", "end_us", "idle", "cause", *CAUSES])
+    lanes = tuple(ov.lanes) + tuple(idle_lane(d) for d in ov.idle_devices)
+    return OverviewFrames(lanes=lanes, busy=busy.reset_index(drop=True), idle=idle, events=ov.events, bins=ov.bins)
+
+
+@dataclass(frozen=True)
+class BarFrames:
+    lanes: tuple[str, ...]
+    bars: pd.DataFrame      # lane, start_us, end_us, dur_us, kind, name, shapes
+    gaps: pd.DataFrame      # lane, start_us, end_us, dur_us, cause, host_call, called_from, next, device
+
+
+def timeline_bars(a: Analysis, window_us: tuple[float, float]) -> BarFrames:
+    t = timeline.build(a, window_us=window_us, max_bars=RAW_LIMIT)
+    bars = pd.DataFrame({"lane": [t.lanes[i] for i in t.lane], "start_us": t.start_us, "end_us": t.end_us,
+                         "dur_us": t.end_us - t.start_us, "kind": t.kind, "name": t.name, "shapes": t.shapes})
+    gaps = pd.DataFrame({"lane": [idle_lane(int(d)) for d in t.gap_device], "start_us": t.gap_start_us,
+                         "end_us": t.gap_end_us, "dur_us": t.gap_end_us - t.gap_start_us, "cause": t.gap_cause,
+                         "host_call": t.gap_host_call, "called_from": t.gap_called_from, "next": t.gap_next,
+                         "device": t.gap_device.astype(int)})
+    devices = sorted({int(d.device) for d in a.devices})
+    return BarFrames(lanes=tuple(t.lanes) + tuple(idle_lane(d) for d in devices), bars=bars, gaps=gaps)
+
+
+# --- diff ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DiffView:
+    lines: list[str]
+    before_name: str
+    after_name: str
+    speedup: float | None
+    explained_by: str
+    measures: pd.DataFrame      # measure, before, after, after/before (the diff's own ratios only)
+    idle: pd.DataFrame          # cause, before_us, after_us, change_us
+
+
+def diff(before: str | Path, after: str | Path) -> DiffView:
+    d = serialize.diff(diff_files(before, after))   # the `diff --json` object
+    b, f = d["before"], d["after"]
+    measures = [("GPU span (µs)", b["span_us"], f["span_us"]), ("kernel busy (µs)", b["kernel_busy_us"], f["kernel_busy_us"]),
+                ("idle (µs)", b["idle_us"], f["idle_us"]), ("launch calls", b["launch_calls"], f["launch_calls"]),
+                ("kernels", b["kernels"], f["kernels"]), ("bytes", b["bytes"], f["bytes"])]
+    ratios = {"launch calls": d.get("launch_ratio"), "kernels": d.get("kernel_ratio"), "bytes": d.get("byte_ratio")}
+    m = pd.DataFrame([{"measure": k, "before": x, "after": y, "after/before": ratios.get(k)} for k, x, y in measures])
+    idle = pd.DataFrame([{"cause": c.value, "before_us": b["idle_by_cause_us"].get(c.value, 0.0),
+                          "after_us": f["idle_by_cause_us"].get(c.value, 0.0),
+                          "change_us": d["idle_change_us"].get(c.value, 0.0)} for c in CAUSES])
+    return DiffView(lines=list(d["lines"]), before_name=b["name"], after_name=f["name"], speedup=d.get("speedup"),
+                    explained_by=d.get("explained_by", ""), measures=m, idle=idle)

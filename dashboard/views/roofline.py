@@ -1,0 +1,34 @@
+"""Roofline: each costed op on the device's log-log roofline, sized by time, coloured by bound."""
+from __future__ import annotations
+
+import streamlit as st
+
+from analyzers import voice as words
+from dashboard import charts, data, state
+
+TITLE, URL, ICON = "Roofline", "roofline", ":material/show_chart:"
+
+
+def render() -> None:
+    got = state.current_analysis()
+    st.title("Roofline")
+    if got is None:
+        return
+    entry, a = got
+    view = data.roofline(a)
+    if not view.dtypes:
+        st.info(words.no_points())
+        return
+    dtype = st.selectbox("dtype", view.dtypes, index=view.dtypes.index(view.default_dtype), key="roof_dtype")
+    view = data.roofline(a, dtype)
+    pts = view.points[view.points["dtype"] == dtype]
+    shown = pts[(pts["intensity"] > 0) & (pts["tflops"] > 0)]
+    c = view.ceilings
+    if c is not None:
+        st.caption(words.plain(words.ceilings_caption(c.device, c.source, c.dtype, c.flops_per_s / 1e12,
+                                                      c.bytes_per_s / 1e9, c.ridge)))
+    else:
+        st.caption(words.plain(words.no_ceilings(data.device_name(a))))
+    st.altair_chart(charts.roofline(shown, c), width="stretch")
+    st.caption(words.plain(words.points_caption(len(shown), len(pts), dtype)))
+    st.dataframe(pts, hide_index=True, width="stretch")
