@@ -187,3 +187,11 @@ def quantity(f: Facts, name: str) -> float | None:
     return {"span_ms": f.span_ms, "idle_share": f.idle_share, "kernel_busy_ms": f.kernel_busy_ms,
             "gbps": f.achieved_gbps, "tflops": f.achieved_tflops, "intensity": f.intensity,
             "ttft_ms": f.phases.get("ttft_ms"), "per_token_ms": f.phases.get("per_token_ms")}.get(name)
+
+
+def whatif_ratio(path: str | Path, lever: str) -> float:
+    """What the what-if replay predicts for one lever on a trace: predicted span over traced span."""
+    a = _load(path)
+    if a.levers is None:
+        raise EvidenceError(f"{Path(path).name}: no GPU timeline to replay, so no what-if for {lever}")
+    return round(float(a.levers.all.lever(lever).predicted_ratio), 4)

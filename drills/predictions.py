@@ -35,6 +35,8 @@ QUANTITIES = {
     "ttft_ms": ("ms", "time to first token (a `prefill` range)"),
     "per_token_ms": ("ms", "decode time per token (a `decode_step` range)"),
     "speedup": ("×", "span of --baseline BEFORE over the span of --trace AFTER (a lever or a diff)"),
+    **{f"{lever}_ratio": ("", f"the traced span with {lever} over without it, as tracetriage whatif replays --trace")
+       for lever in ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")},
 }
 __doc__ += "\n".join(f"    {k:15s} {u:10s} {d}" for k, (u, d) in QUANTITIES.items()) + "\n"
 
@@ -177,6 +179,8 @@ def measure(quantity: str, trace: str | Path, baseline: str | Path | None = None
         if not baseline:
             raise evidence.EvidenceError("a speedup needs a baseline: predict with --baseline BEFORE --trace AFTER")
         return evidence.diff_facts(baseline, trace).speedup
+    if quantity.endswith("_ratio"):
+        return evidence.whatif_ratio(trace, quantity[:-len("_ratio")])
     return evidence.quantity(evidence.facts(trace), quantity)
 
 

@@ -111,3 +111,14 @@ def test_the_log_lives_in_the_user_data_directory_by_default(monkeypatch):
 
     monkeypatch.delenv("TRACETRIAGE_DB", raising=False)
     assert default_path() == Path(platformdirs.user_data_dir("tracetriage")) / "log.sqlite3"
+
+
+def test_a_prediction_of_what_a_lever_buys_is_measured_by_the_what_if_replay(tmp_path):
+    from drills import predictions as pr
+
+    trace = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "item_python--before.json.gz"
+    log = pr.Log(tmp_path / "log.db")
+    pid = log.predict("remove_syncs_ratio", 0.8, "the .item() serialises 0.15 ms of Python per step", str(trace))
+    assert pr.measure_pending(log) == []
+    row = log.get(pid)
+    assert row["measured"] == pytest.approx(0.696, abs=0.005) and row["measured_from"] == str(trace)
