@@ -38,10 +38,10 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import torch.nn as nn
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from capture.ranges import named_range
+from capture.smells import narrow_mlp
 from capture.workload import Workload
 
 LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
@@ -85,6 +85,20 @@ class FixWorkload(Workload):
                 self.step()
         self.sync()
 
+    def square_operands(self, cpu_dim: int, dtype=torch.bfloat16) -> None:
+        """a and b, dim x dim (cpu_dim on the CPU), and k: the K that kernels_2x halves."""
+        d = self.dim if self.gpu else cpu_dim
+        dt = dtype if self.gpu else torch.float32
+        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
+        self.k = d // 2 if self.fix == "kernels_2x" else d
+
+    def matmul_chain(self, n: int):
+        y = self.a
+        for _ in range(n):
+            y = y[:, : self.k] @ self.b[: self.k]   # half K under kernels_2x: half the FLOPs, same output shape
+        return y
+
 
 class GraphedBody:
     """The cuda_graphs fix: body() captured once and replayed (on the CPU: called, no graphs there)."""
@@ -127,16 +141,10 @@ class ItemThenPython(FixWorkload):
     python_steps: int = 3000
 
     def setup(self):
-        d = self.dim if self.gpu else 128
-        dt = torch.bfloat16 if self.gpu else torch.float32
-        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.square_operands(cpu_dim=128)
 
     def step(self):
-        y = self.a
-        for _ in range(self.matmuls):
-            y = y[:, : self.k] @ self.b[: self.k]   # half K: half the FLOPs, same output shape
+        y = self.matmul_chain(self.matmuls)
         loss = y.float().sum()
         if self.fix == "remove_syncs":
             self.stop = loss > 1e30                 # stays on the device
@@ -242,20 +250,14 @@ class HostNumpyPrep(FixWorkload):
 
     def setup(self):
         self.rng = np.random.default_rng(0)
-        d = self.dim if self.gpu else 128
-        dt = torch.bfloat16 if self.gpu else torch.float32
-        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.square_operands(cpu_dim=128)
 
     def step(self):
         if self.fix != "no_host_work":
             v = self.rng.standard_normal(self.host_elems if self.gpu else 1000)
             v.sort()
             self.stat = float(np.cumsum(v)[-1])
-        y = self.a
-        for _ in range(self.matmuls):
-            y = y[:, : self.k] @ self.b[: self.k]
+        y = self.matmul_chain(self.matmuls)
         return y
 
 
@@ -270,18 +272,12 @@ class SleepAhead(FixWorkload):
     matmuls: int = 4
 
     def setup(self):
-        d = self.dim if self.gpu else 128
-        dt = torch.bfloat16 if self.gpu else torch.float32
-        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.square_operands(cpu_dim=128)
 
     def step(self):
         if self.fix != "no_host_work":
             time.sleep(self.sleep_ms / 1e3)
-        y = self.a
-        for _ in range(self.matmuls):
-            y = y[:, : self.k] @ self.b[: self.k]
+        y = self.matmul_chain(self.matmuls)
         return y
 
 
@@ -363,10 +359,7 @@ class SmallMLP(_Graphable):
     batch: int = 8
 
     def make(self):
-        layers = []
-        for _ in range(self.depth):
-            layers += [nn.Linear(self.width, self.width), nn.LayerNorm(self.width), nn.GELU()]
-        self.net = nn.Sequential(*layers).to(self.device).eval()
+        self.net = narrow_mlp(self.depth, self.width, self.device)
         self.x = torch.randn(self.batch, self.width, device=self.device)
 
     @torch.inference_mode()
@@ -436,16 +429,10 @@ class MatmulLoop(_Graphable):
     matmuls: int = 6
 
     def make(self):
-        d = self.dim if self.gpu else 128
-        dt = torch.bfloat16 if self.gpu else torch.float32
-        self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.square_operands(cpu_dim=128)
 
     def body(self):
-        y = self.a
-        for _ in range(self.matmuls):
-            y = y[:, : self.k] @ self.b[: self.k]
+        y = self.matmul_chain(self.matmuls)
         return y
 
 
@@ -458,10 +445,7 @@ class SmallMatmulLoop(MatmulLoop):
     iters: int = 5
 
     def make(self):
-        d = self.dim if self.gpu else 64
-        self.a = torch.randn(d, d, device=self.device) / d ** 0.5
-        self.b = torch.randn(d, d, device=self.device) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.square_operands(cpu_dim=64, dtype=torch.float32)
 
 
 # --- transfers (async_copies) ------------------------------------------------------------

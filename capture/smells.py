@@ -47,6 +47,14 @@ class LaunchTinyOps(Workload):
         return [self.x]
 
 
+def narrow_mlp(depth: int, width: int, device: str) -> nn.Module:
+    """Linear+LayerNorm+GELU x depth at one width, for inference: every kernel tiny at a small batch."""
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.LayerNorm(width), nn.GELU()]
+    return nn.Sequential(*layers).to(device).eval()
+
+
 @dataclass
 class LaunchSmallMLP(Workload):
     """A deep narrow MLP at batch 8: Linear+LayerNorm+GELU x 24, each kernel tiny."""
@@ -56,10 +64,7 @@ class LaunchSmallMLP(Workload):
     depth: int = 24
 
     def setup(self):
-        layers = []
-        for _ in range(self.depth):
-            layers += [nn.Linear(self.width, self.width), nn.LayerNorm(self.width), nn.GELU()]
-        self.net = nn.Sequential(*layers).to(self.device).eval()
+        self.net = narrow_mlp(self.depth, self.width, self.device)
         self.x = torch.randn(self.batch, self.width, device=self.device)
 
     @torch.inference_mode()
