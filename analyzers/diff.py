@@ -45,6 +45,7 @@ import numpy as np
 from analyzers.evidence import FirstCall
 from analyzers.hotspots import Hotspot
 from analyzers.idle import SYNC_CALLS
+from analyzers import whatif
 from analyzers.report import Analysis, analyze_file
 from analyzers.roofline import UNCOSTED_WHY, RegimeVerdict
 from analyzers.trace import KERNEL, NONE, Caveat, TraceError
@@ -142,6 +143,7 @@ class PredictionCheck:
     predicted_ns: int
     after_ns: int
     evidence: str                # what in the two traces says this lever was applied (a key voice words)
+    kernel_scale: float = 0.5    # kernels_2x: AFTER's kernel time over BEFORE's, which the prediction replays
 
 
 @dataclass(frozen=True)
@@ -310,9 +312,13 @@ def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | Non
     lever, why = applied
     w = before.levers.all
     p = w.lever(lever)
+    scale = 0.5
+    if lever == "kernels_2x":   # replay the kernels as much faster as they measured, not a fixed half
+        scale = after.kernel_busy_ns / before.kernel_busy_ns
+        p = whatif.predict(before.trace, ["kernels_2x"], kernel_scale=scale).levers[0]
     after_ns = after.levers.all.baseline_ns
     return PredictionCheck(lever, p.predicted_ratio, after_ns / w.baseline_ns if w.baseline_ns else 1.0,
-                           w.baseline_ns, p.predicted_ns, after_ns, why)
+                           w.baseline_ns, p.predicted_ns, after_ns, why, scale)
 
 
 def diff_files(before: str | Path, after: str | Path) -> Diff:

@@ -425,7 +425,6 @@ def rule_wait(trace: Trace, p: _Pieces, mask, s, e, f: WhatFollows, ctx: _HostCo
     idx = np.flatnonzero(mask & (e > s))
     if not len(idx):
         return
-    ev = trace.ev
     cause = np.full(len(idx), OTHER, np.int8)
     host = np.full(len(idx), NONE, np.int64)
     cs, ce, crows = ctx.copy_calls

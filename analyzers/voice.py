@@ -595,6 +595,7 @@ def uncosted_side(x) -> str:
 APPLIED_BECAUSE = {"graph_launches": "CUDA-graph launches appeared", "pageable_copies": "its pageable copies went",
                    "sync_points": "its sync points went", "kernel_time": "its kernel time fell",
                    "host_stretches": "its long host stretches went"}
+LEVER_APPLIED = {"kernels_2x": "faster kernels"}
 
 
 def prediction_line(p) -> str:
@@ -602,8 +603,12 @@ def prediction_line(p) -> str:
     off = round(p.measured_ratio, 2) - round(p.predicted_ratio, 2)
     verdict = ("as predicted" if abs(off) < 0.005 else
                f"{abs(off):.2f} better than predicted" if off < 0 else f"{off:.2f} short of the prediction")
-    return (f"Predicted: the change applied {p.lever} ({APPLIED_BECAUSE[p.evidence]}); from the before trace alone "
-            f"tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span ({duration_ns(p.before_ns)} → "
+    how = (f"{APPLIED_BECAUSE[p.evidence]} {1 / p.kernel_scale:.2f}×" if p.lever == "kernels_2x"
+           else APPLIED_BECAUSE[p.evidence])
+    given = " with kernels that much faster" if p.lever == "kernels_2x" else ""
+    return (f"Predicted: the change applied {LEVER_APPLIED.get(p.lever, p.lever)} ({how}); from the before trace "
+            f"alone{given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
+            f"({duration_ns(p.before_ns)} → "
             f"{duration_ns(p.predicted_ns)}), and the after trace measures {p.measured_ratio:.2f} "
             f"({duration_ns(p.after_ns)}): {verdict}.")
 
@@ -1096,7 +1101,8 @@ def assumption(a) -> str:
         return (f"pageable copies become pinned at {a.h2d_gbps:.0f} GB/s to the device ({WHATIF_SOURCE[a.h2d_source]}) "
                 f"and {a.d2h_gbps:.0f} GB/s back ({WHATIF_SOURCE[a.d2h_source]}); host-to-device ones run on a side "
                 "stream, each consumer waiting for its copy; device-to-host ones still block the host that reads them")
-    return "every kernel takes half as long; copies, memsets, launches and host time stay"
+    keeps = "half as long" if a.kernel_scale == 0.5 else f"{a.kernel_scale:.2f} of its time"
+    return f"every kernel takes {keeps}; copies, memsets, launches and host time stay"
 
 
 def saving_pct(saving_ns: float, baseline_ns: float) -> str:

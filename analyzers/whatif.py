@@ -62,6 +62,7 @@ class Assumption:
     h2d_source: str = ""
     d2h_gbps: float = 0.0
     d2h_source: str = ""
+    kernel_scale: float = 0.5        # kernels_2x: the share of its time each kernel keeps
 
 
 @dataclass(frozen=True)
@@ -333,20 +334,22 @@ def _async_copies(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
             {"h2d_copies": int(h2d.sum()), "d2h_copies": int(d2h.sum())})
 
 
-def _kernels_2x(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
+def _kernels_2x(c: _Ctx, p: rp.Plan, scale: float = 0.5) -> tuple[Assumption, dict]:
+    """Every kernel takes `scale` of its time (half, by default: the Amdahl check)."""
     k = c.g.g_cat == KERNEL
-    p.g_dur[k] = p.g_dur[k] // 2
-    return Assumption("kernels_2x", int(k.sum())), {"kernels": int(k.sum())}
+    p.g_dur[k] = np.round(p.g_dur[k] * scale).astype(p.g_dur.dtype) if scale != 0.5 else p.g_dur[k] // 2
+    return Assumption("kernels_2x", int(k.sum()), kernel_scale=scale), {"kernels": int(k.sum())}
 
 
 # --- the entry point ----------------------------------------------------------------------------
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
-            graph: dg.Graph | None = None) -> WhatIf:
+            graph: dg.Graph | None = None, kernel_scale: float = 0.5) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
-    `graph` is the trace's dependency graph when the caller has built it already.
+    `graph` is the trace's dependency graph when the caller has built it already. `kernel_scale` is
+    the share of its time each kernel keeps under kernels_2x (a half; diff asks for a measured one).
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     levers = list(levers or LEVERS)
@@ -373,7 +376,7 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
         elif lv == "async_copies":
             assume, detail = _async_copies(ctx, p)
         else:
-            assume, detail = _kernels_2x(ctx, p)
+            assume, detail = _kernels_2x(ctx, p, kernel_scale)
         r = rp.replay(g, p)
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(r.span_ns * baseline / replay_ns)) if replay_ns else r.span_ns

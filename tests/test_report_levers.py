@@ -61,8 +61,11 @@ def test_diff_finds_the_lever_the_fix_applied_and_how_close_the_prediction_came(
     assert check is not None and check.lever == variant
     r = MEASURED[name]["ratio"][variant]
     assert r["min"] - 0.02 <= check.measured_ratio <= r["max"] + 0.02      # the committed run is one of the five
+    if variant == "kernels_2x":   # replayed with kernels as much faster as they measured: inside the measured spread
+        assert r["min"] - 0.05 <= check.predicted_ratio <= r["max"] + 0.05, check
     lines = voice.diff_lines(diff_analyses(analysis(name, "before"), analysis(name, variant)))
-    assert any(x.startswith(f"Predicted: the change applied {variant}") for x in lines)
+    said = voice.LEVER_APPLIED.get(variant, variant)
+    assert any(x.startswith(f"Predicted: the change applied {said}") for x in lines)
 
 
 def test_a_diff_of_unrelated_traces_makes_no_prediction_claim():
