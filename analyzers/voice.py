@@ -1125,6 +1125,13 @@ def whatif_table(w) -> str:
     return "\n".join(lines)
 
 
+def timeline_legend(marks: list[tuple[str, str]] | None) -> str:
+    """The terminal timeline's legend: each cause's mark, or (causes hidden) what the shading means."""
+    if marks is None:
+        return "░ the GPU idles most of the slice, · some of it"
+    return "  ".join(f"{m} {c}" for m, c in marks) + "  (lower case: under a third of the slice)"
+
+
 # --- the dashboard ----------------------------------------------------------------------------------------
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")

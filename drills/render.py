@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
+from analyzers import voice as words
 from drills.evidence import Lanes
 
 CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
@@ -41,7 +42,7 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
     out = Text()
     if title:
         out.append(title + "\n", style="bold")
-    out.append(f"{'':{name_w}} |{_fmt(lo)}{' ' * max(1, width - len(_fmt(lo)) - len(_fmt(hi)))}{_fmt(hi)}|\n",
+    out.append(f"{'':{name_w}} |{words.duration_us(lo)}{' ' * max(1, width - len(words.duration_us(lo)) - len(words.duration_us(hi)))}{words.duration_us(hi)}|\n",
                style="dim")
     by_lane: dict[int, list] = {}
     for lane, s, e, kind in t.bars:
@@ -70,8 +71,7 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
             mark, style = CAUSE_MARK[list(CAUSE_MARK)[j]]
             out.append(mark if stack[j, col] >= 0.3 else mark.lower(), style=style)
     out.append("|\n")
-    legend = ("  ".join(f"{m} {c}" for c, (m, _) in CAUSE_MARK.items()) + "  (lower case: under a third of the slice)"
-              if cause_marks else "░ the GPU idles most of the slice, · some of it")
+    legend = words.timeline_legend([(m, c) for c, (m, _) in CAUSE_MARK.items()] if cause_marks else None)
     out.append(f"{'':{name_w}}  {legend}\n", style="dim")
     return out
 
@@ -85,7 +85,3 @@ def zoom_window(t: Lanes, cause: str | None, slices: int = 96) -> tuple[float, f
     w = max(30 * med, 50.0)
     start = max(0.0, gaps[min(2, len(gaps) - 1)][0] - w / 4)
     return start, min(t.span_us, start + w)
-
-
-def _fmt(us: float) -> str:
-    return f"{us:.0f} µs" if us < 1000 else f"{us / 1e3:.2f} ms"
