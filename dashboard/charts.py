@@ -19,6 +19,7 @@ KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "c
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 BRUSH = "brush"          # the interval selection's name: the page reads it back to zoom
 LANE_HEIGHT = 34
+WHATIF_LABELS = 140      # px of lane labels on both what-if timelines: their time axes line up
 CHROME_HEIGHT = 200      # title, x axis and its label: Streamlit fits the whole chart, these included, in the height
 
 # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
@@ -118,12 +119,15 @@ def _bars_layer(frames, lo: float, hi: float, causes: bool = True, title: str = 
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=height, title=title)
 
 
-def whatif_timelines(t, measured_title: str, predicted_title: str) -> alt.VConcatChart:
-    """The measured GPU timeline above the predicted one, on one shared time axis (0 .. the later end)."""
-    draw = _overview_layer if t.binned else _bars_layer
-    top = draw(t.measured, 0.0, t.hi_us, causes=False, title=measured_title, brush=False)
-    bottom = draw(t.predicted, 0.0, t.hi_us, causes=False, title=predicted_title, brush=False)
-    return _legends_below(alt.vconcat(top, bottom).resolve_scale(x="shared", color="shared"))
+def whatif_timeline(frames, binned: bool, hi_us: float, title: str) -> alt.LayerChart:
+    """One of the what-if page's two GPU timelines: drawn like the Timeline page (binned when it holds more
+    than data.RAW_LIMIT activities), on 0 .. hi_us, its lane labels a fixed width, so that the measured and
+    the predicted chart, one above the other, share one time axis."""
+    draw = _overview_layer if binned else _bars_layer
+    chart = draw(frames, 0.0, hi_us, causes=False, title=title, brush=False)
+    height = LANE_HEIGHT * max(len(frames.lanes), 2) + CHROME_HEIGHT
+    return _legends_below(chart.properties(height=height).configure_axisY(minExtent=WHATIF_LABELS,
+                                                                         maxExtent=WHATIF_LABELS))
 
 
 def lever_bars(levers: pd.DataFrame, baseline_us: float, baseline_label: str) -> alt.LayerChart:

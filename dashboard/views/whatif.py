@@ -35,10 +35,11 @@ def render() -> None:
     st.caption(words.plain(words.whatif_caption(base_ns, replay_ns)))
     st.altair_chart(charts.lever_bars(view.levers, view.baseline_us, words.traced_span_label(base_ns)),
                     width="stretch")
+    box = st.expander("What each lever assumes", expanded=False)
     for r in view.levers.itertuples():
-        st.markdown(words.plain(words.lever_line(r.lever, r.predicted_us * 1e3, r.predicted_ratio,
+        box.markdown(words.plain(words.lever_line(r.lever, r.predicted_us * 1e3, r.predicted_ratio,
                                                  r.saving_us * 1e3, base_ns)))
-        st.caption(words.plain(r.assumption))
+        box.caption(words.plain(r.assumption))
 
     st.subheader("Predicted timeline")
     names = list(view.levers["lever"])
@@ -50,5 +51,7 @@ def render() -> None:
         return
     pred_ns = float(view.levers.loc[view.levers["lever"] == lever, "predicted_us"].iloc[0]) * 1e3
     st.caption(words.plain(words.whatif_timeline_caption(t.activities, t.binned, BINS, data.RAW_LIMIT)))
-    st.altair_chart(charts.whatif_timelines(t, words.measured_timeline_title(base_ns),
-                                            words.predicted_timeline_title(lever, pred_ns)), width="stretch")
+    st.altair_chart(charts.whatif_timeline(t.measured, t.binned, t.hi_us, words.measured_timeline_title(base_ns)),
+                    width="stretch")
+    st.altair_chart(charts.whatif_timeline(t.predicted, t.binned, t.hi_us,
+                                           words.predicted_timeline_title(lever, pred_ns)), width="stretch")
