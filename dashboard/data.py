@@ -22,7 +22,7 @@ from analyzers.whatif import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
-           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "diff", "RAW_LIMIT",
+           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes", "diff", "RAW_LIMIT",
            "levers", "whatif_timelines", "WhatIfError",
            "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log"]
 
@@ -233,6 +233,16 @@ def timeline_bars(a: Analysis, window_us: tuple[float, float]) -> BarFrames:
                          "device": t.gap_device.astype(int)})
     devices = sorted({int(d.device) for d in a.devices})
     return BarFrames(lanes=tuple(t.lanes) + tuple(idle_lane(d) for d in devices), bars=bars, gaps=gaps)
+
+
+def without_causes(frames: OverviewFrames | BarFrames) -> OverviewFrames | BarFrames:
+    """The same timeline with its idle lanes and gaps left out: a drill's timeline before it is graded."""
+    from dataclasses import replace
+
+    lanes = tuple(l for l in frames.lanes if not l.endswith(" idle"))
+    if isinstance(frames, OverviewFrames):
+        return replace(frames, lanes=lanes, idle=frames.idle.iloc[0:0])
+    return replace(frames, lanes=lanes, gaps=frames.gaps.iloc[0:0])
 
 
 # --- diff ---------------------------------------------------------------------------------

@@ -22,9 +22,10 @@ def _timeline(path: Path) -> None:
         return
     lo, hi = data.timeline_extent(a)
     if data.events_in(a, (lo, hi)) > data.RAW_LIMIT:
-        chart = charts.timeline_overview(data.timeline_overview(a, (lo, hi), bins=BINS), lo, hi, causes=False)
+        frames = data.without_causes(data.timeline_overview(a, (lo, hi), bins=BINS))
+        chart = charts.timeline_overview(frames, lo, hi, causes=False)
     else:
-        chart = charts.timeline_bars(data.timeline_bars(a, (lo, hi)), lo, hi, causes=False)
+        chart = charts.timeline_bars(data.without_causes(data.timeline_bars(a, (lo, hi))), lo, hi, causes=False)
     st.caption(words.plain(words.drill_timeline_caption(path.name)))
     st.altair_chart(chart, width="stretch")
 
