@@ -1287,7 +1287,7 @@ def drill_label(drill_id: str, title: str) -> str:
 
 
 def drill_about(lesson: str, kind: str, source: str) -> str:
-    return f"Lesson {lesson}; a {kind.replace('_', ' ')} drill on {source}."
+    return f"Lesson: {lesson}. Kind: {kind.replace('_', ' ')}. Trace: {source}."
 
 
 def drill_timeline_caption(name: str) -> str:
