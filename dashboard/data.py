@@ -24,7 +24,7 @@ __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "c
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
            "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes", "diff", "RAW_LIMIT",
            "levers", "whatif_timelines", "WhatIfError",
-           "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log"]
+           "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log", "drill_tables"]
 
 RAW_LIMIT = 5_000  # a window with more drawable events is shown binned
 
@@ -467,3 +467,25 @@ def _drill_errors() -> tuple[type[Exception], ...]:
 
 
 DrillErrors = _drill_errors()   # what a drill, an answer or the log raises for the user: one line each
+
+
+@dataclass(frozen=True)
+class DrillTables:
+    """What `tracetriage drill show` prints beside the timeline, and nothing more (no answer)."""
+    span_line: str | None           # triage: the GPU span, busy and idle shares
+    operators: pd.DataFrame | None  # triage: name, share, device_us, calls
+    ranges: pd.DataFrame | None     # ranges: name, count, median_wall_us, wall_us, kernel_busy_us
+
+
+def drill_tables(drill_id: str) -> DrillTables:
+    from drills import bank, evidence
+
+    d = bank.get(drill_id)
+    if d.kind not in ("triage", "ranges"):
+        return DrillTables(None, None, None)
+    f = evidence.facts(d.trace_path())
+    if d.kind == "triage":
+        ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
+        return DrillTables(voice.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, None)
+    cols = ["name", "count", "median_wall_us", "wall_us", "kernel_busy_us"]
+    return DrillTables(None, None, pd.DataFrame([{k: r[k] for k in cols} for r in f.ranges], columns=cols))

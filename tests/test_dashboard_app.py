@@ -370,3 +370,15 @@ def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_ba
     assert dots["encoding"]["x"]["scale"]["type"] == "log" and dots["encoding"]["y"]["scale"]["type"] == "log"
     assert dots["encoding"]["x"]["field"] == "predicted" and dots["encoding"]["y"]["field"] == "measured"
     assert words.plain(words.calibration_caption(2, 3)) in [c.value for c in at.caption]
+
+
+def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_cause(drill_env):
+    from drills import bank, evidence
+
+    at = _pick(page("practice"), "M02.01-a")
+    assert not at.exception
+    f = evidence.facts(bank.get("M02.01-a").trace_path())
+    ops = at.dataframe[0].value
+    assert list(ops["name"]) == [h["name"] for h in f.hotspots]
+    assert words.plain(words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
+    assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here

@@ -44,6 +44,15 @@ def _drill() -> None:
         return
     for p in paths:
         _timeline(p)
+    tables = data.drill_tables(d.id)
+    if tables.span_line:
+        st.markdown(words.plain(tables.span_line))
+    if tables.operators is not None:
+        st.dataframe(tables.operators, hide_index=True, width="stretch",
+                     column_config={"share": st.column_config.NumberColumn("share", format="percent"),
+                                    "device_us": st.column_config.NumberColumn("device µs", format="%.1f")})
+    if tables.ranges is not None:
+        st.dataframe(tables.ranges, hide_index=True, width="stretch")
     for q in d.questions:
         st.markdown(words.plain(f"• {q}"))
     with st.form(key=f"drill_form_{d.id}"):
