@@ -201,7 +201,7 @@ def test_no_trace_string_reaches_the_page_as_html(tmp_path, monkeypatch):
     kf.write(tmp_path / "evil.json", kf.document(kf.events_for(launches)))
     monkeypatch.setenv(PATH_ENV, str(tmp_path))
     entry = Entry("directory", tmp_path, "evil.json")
-    for name in ("report", "timeline", "roofline"):
+    for name in ("report", "timeline", "roofline", "whatif"):
         at = page(name, entry)
         assert not at.exception
         for m in at.markdown:
