@@ -22,6 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
 
 
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's script runner installs its script as sys.modules["__main__"] and never puts the real one
+    back; a later test whose code starts processes with spawn (a multi-rank report, when a leftover thread
+    rules out fork) would then re-run that script in each child and fail. Put it back after each test."""
+    import sys
+
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 def _page(name: str) -> None:
     import importlib
 
@@ -382,3 +394,19 @@ def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_c
     assert list(ops["name"]) == [h["name"] for h in f.hotspots]
     assert words.plain(words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
     assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here
+
+
+def test_a_page_run_installs_its_script_as_main_which_the_fixture_undoes():
+    # (test_golden's multi-rank report once spawned workers that re-ran an AppTest script as __main__ and died)
+    import sys
+
+    before = sys.modules["__main__"]
+    page("roofline", sample("smell-sync-item.json.gz"))
+    assert sys.modules["__main__"] is not before         # Streamlit's doing: _main_module_restored puts it back
+
+
+def test_after_a_page_ran_main_is_no_longer_the_apptest_script():
+    import sys
+
+    path = getattr(sys.modules["__main__"], "__file__", None)
+    assert not (path and Path(path).is_file() and "_page(*__args" in Path(path).read_text())
