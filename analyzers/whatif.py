@@ -339,19 +339,6 @@ def _kernels_2x(c: _Ctx, p: rp.Plan) -> tuple[Assumption, dict]:
     return Assumption("kernels_2x", int(k.sum())), {"kernels": int(k.sum())}
 
 
-def _apply(c: _Ctx, p: rp.Plan, lever: str, only: str | None) -> tuple[Assumption, dict]:
-    """Edit the plan the way the lever's fix would change the program."""
-    if lever == "remove_syncs":
-        return _remove_syncs(c, p, only)
-    if lever == "no_host_work":
-        return _no_host_work(c, p)
-    if lever == "cuda_graphs":
-        return _cuda_graphs(c, p)
-    if lever == "async_copies":
-        return _async_copies(c, p)
-    return _kernels_2x(c, p)
-
-
 # --- the entry point ----------------------------------------------------------------------------
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
@@ -377,7 +364,16 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     out = []
     for lv in levers:
         p = base.copy()
-        assume, detail = _apply(ctx, p, lv, only)
+        if lv == "remove_syncs":
+            assume, detail = _remove_syncs(ctx, p, only)
+        elif lv == "no_host_work":
+            assume, detail = _no_host_work(ctx, p)
+        elif lv == "cuda_graphs":
+            assume, detail = _cuda_graphs(ctx, p)
+        elif lv == "async_copies":
+            assume, detail = _async_copies(ctx, p)
+        else:
+            assume, detail = _kernels_2x(ctx, p)
         r = rp.replay(g, p)
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(r.span_ns * baseline / replay_ns)) if replay_ns else r.span_ns
@@ -409,6 +405,19 @@ _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is 
 
 
 # --- the predicted timeline ----------------------------------------------------------------------
+
+def _apply(c: _Ctx, p: rp.Plan, lever: str, only: str | None) -> tuple[Assumption, dict]:
+    """Edit the plan the way the lever's fix would change the program (as predict's loop does)."""
+    if lever == "remove_syncs":
+        return _remove_syncs(c, p, only)
+    if lever == "no_host_work":
+        return _no_host_work(c, p)
+    if lever == "cuda_graphs":
+        return _cuda_graphs(c, p)
+    if lever == "async_copies":
+        return _async_copies(c, p)
+    return _kernels_2x(c, p)
+
 
 _GPU_KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
 
