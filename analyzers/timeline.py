@@ -143,13 +143,7 @@ def overview(a: Analysis, bins: int = 400, window_us: tuple[float, float] | None
     inside = (ev.end[rows] > lo) & (ev.start[rows] < hi)
     rows = rows[inside]
     lanes, lane = _lane_index(tr, rows)
-    busy = np.zeros((len(lanes), bins))
-    order = np.argsort(lane, kind="stable")
-    bounds = np.searchsorted(lane[order], np.arange(len(lanes) + 1))
-    for i in range(len(lanes)):
-        r = rows[order[bounds[i]:bounds[i + 1]]]
-        s, e = iv.union(ev.start[r], ev.end[r])
-        busy[i] = iv.covered(s, e, edges[:-1], edges[1:]) / width
+    busy = lane_busy(lane, ev.start[rows], ev.end[rows], len(lanes), edges)
     devices = tuple(int(d.device) for d in a.devices)
     idle = np.zeros((len(devices), len(CAUSES), bins))
     for j, d in enumerate(a.devices):
@@ -161,6 +155,20 @@ def overview(a: Analysis, bins: int = 400, window_us: tuple[float, float] | None
                 idle[j, c] = iv.covered(s, e, edges[:-1], edges[1:]) / width
     return Overview(origin_ns=o, edges_us=(edges - o) / 1e3, lanes=tuple(lanes), busy=busy, idle_devices=devices,
                     idle=idle, events=int(len(rows)))
+
+
+def lane_busy(lane: np.ndarray, start: np.ndarray, end: np.ndarray, n_lanes: int, edges: np.ndarray) -> np.ndarray:
+    """[lane, bin]: the share of each bin (between consecutive `edges`) that the lane's intervals cover, 0..1.
+    Any unit, as long as intervals and edges share it (the what-if's predicted timeline bins with it too)."""
+    width = np.diff(edges).astype(np.float64)
+    busy = np.zeros((n_lanes, len(edges) - 1))
+    order = np.argsort(lane, kind="stable")
+    bounds = np.searchsorted(lane[order], np.arange(n_lanes + 1))
+    for i in range(n_lanes):
+        r = order[bounds[i]:bounds[i + 1]]
+        s, e = iv.union(start[r], end[r])
+        busy[i] = iv.covered(s, e, edges[:-1], edges[1:]) / width
+    return busy
 
 
 def build(a: Analysis, window_us: tuple[float, float] | None = None, max_bars: int = 20000) -> Timeline:

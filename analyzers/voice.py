@@ -1256,3 +1256,75 @@ def diff_headline(before: str, after: str, speedup: float | None, explained_by: 
 def annotated_caption(gaps: int) -> str:
     return (f"The trace with an added track of its {gaps:,} idle gaps, named by cause with their evidence, "
             "for ui.perfetto.dev or chrome://tracing.")
+
+
+# --- what-if ------------------------------------------------------------------------------
+
+def whatif_caption(baseline_ns: float, replay_ns: float) -> str:
+    err = (replay_ns - baseline_ns) / baseline_ns * 100 if baseline_ns else 0.0
+    return (f"Traced GPU span {duration_ns(baseline_ns)}; replaying the unchanged dependency graph gives "
+            f"{duration_ns(replay_ns)} ({err:+.1f}%), which is how far to trust the predictions.")
+
+
+def lever_line(lever: str, predicted_ns: float, ratio: float, saving_ns: float, baseline_ns: float) -> str:
+    return (f"{lever}: {duration_ns(predicted_ns)} predicted, {ratio:.2f} of the traced span "
+            f"({saving_pct(saving_ns, baseline_ns)})")
+
+
+def traced_span_label(baseline_ns: float) -> str:
+    return f"traced {duration_ns(baseline_ns)}"
+
+
+def measured_timeline_title(baseline_ns: float) -> str:
+    return f"measured: GPU activities as traced (span {duration_ns(baseline_ns)})"
+
+
+def predicted_timeline_title(lever: str, predicted_ns: float) -> str:
+    return f"predicted under {lever} (span {duration_ns(predicted_ns)})"
+
+
+def whatif_timeline_caption(activities: int, binned: bool, bins: int, limit: int) -> str:
+    how = (f"shown as busy shares in {bins} bins (more than {limit:,})" if binned else "each drawn")
+    return (f"{activities:,} GPU activities, {how}; the predicted times are the replay's own, on the same time axis "
+            "as the measured ones.")
+
+
+def no_whatif() -> str:
+    return "No GPU timeline in this trace: the what-if replay needs GPU activity (ProfilerActivity.CUDA)."
+
+
+# --- drills and predictions ---------------------------------------------------------------
+
+def drill_label(drill_id: str, title: str) -> str:
+    return f"{drill_id}  {title}"
+
+
+def drill_about(lesson: str, kind: str, source: str) -> str:
+    return f"Lesson: {lesson}. Kind: {kind.replace('_', ' ')}. Trace: {source}."
+
+
+def drill_timeline_caption(name: str) -> str:
+    return (f"{name}: the lanes as traced, the idle gaps left unmarked (their causes are what the drill may ask; "
+            "the grade quotes the evidence).")
+
+
+def answer_not_a_number(part: str, text: str) -> str:
+    return f"{part} must be a number, got {text!r}"
+
+
+def part_feedback(part: str, score: float, weight: float, feedback: str) -> str:
+    return f"{part}: {score:.2f} × {weight:.2f}. {feedback}"
+
+
+def attempt_recorded(attempt: int, path) -> str:
+    return f"Attempt {attempt} recorded in {path}."
+
+
+def no_predictions(path) -> str:
+    return (f"No predictions in {path} yet: record one with tracetriage predict QUANTITY VALUE --why TEXT "
+            "--trace PATH.")
+
+
+def calibration_caption(plotted: int, total: int) -> str:
+    return (f"{plotted} of {total} predictions measured and plotted: predicted against measured, log-log; "
+            "the dashed line is a perfect prediction, the grey band within 2× of it. Quantities have their own units.")

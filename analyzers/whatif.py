@@ -24,7 +24,7 @@ import numpy as np
 from analyzers import depgraph as dg
 from analyzers import replay as rp
 from analyzers.runtime_calls import is_graph_launch
-from analyzers.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, Trace
+from analyzers.trace import CPU_OP, KERNEL, MEMCPY, MEMSET, NONE, USER_ANNOTATION, Trace
 
 LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
 BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
@@ -405,6 +405,81 @@ def predict_levers(trace: Trace) -> Levers:
 
 
 _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
+
+
+# --- the predicted timeline ----------------------------------------------------------------------
+
+def _apply(c: _Ctx, p: rp.Plan, lever: str, only: str | None) -> tuple[Assumption, dict]:
+    """Edit the plan the way the lever's fix would change the program (as predict's loop does)."""
+    if lever == "remove_syncs":
+        return _remove_syncs(c, p, only)
+    if lever == "no_host_work":
+        return _no_host_work(c, p)
+    if lever == "cuda_graphs":
+        return _cuda_graphs(c, p)
+    if lever == "async_copies":
+        return _async_copies(c, p)
+    return _kernels_2x(c, p)
+
+
+_GPU_KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
+
+
+@dataclass(frozen=True)
+class PredictedTimeline:
+    """Every GPU activity of the trace, where it ran and where the replay puts it under one lever.
+
+    Times are ns from the first GPU activity of the trace (the timeline's origin). The predicted
+    times are the replay's own (not rescaled by baseline/replay like a lever's span); `replay_ns`
+    against `baseline_ns` says how far the unchanged replay is off.
+    """
+    lever: str
+    lanes: tuple[str, ...]              # "gpu0 stream 7"; a lever's new stream: "gpu0 side stream"
+    name: tuple[str, ...]               # per activity
+    kind: tuple[str, ...]               # kernel | memcpy | memset
+    measured_lane: np.ndarray           # int index into lanes
+    measured_start_ns: np.ndarray       # int64
+    measured_end_ns: np.ndarray
+    predicted_lane: np.ndarray
+    predicted_start_ns: np.ndarray
+    predicted_end_ns: np.ndarray
+    baseline_ns: int
+    replay_ns: int
+
+
+def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
+                       graph: dg.Graph | None = None) -> PredictedTimeline:
+    """The measured GPU timeline and the one the replay predicts under `lever` (see predict for `only`).
+
+    Raises WhatIfError like predict (unknown lever or op, no GPU activity).
+    """
+    if lever not in LEVERS:
+        raise WhatIfError(f"no lever named {lever!r}; choose from: {', '.join(LEVERS)}")
+    g = graph if graph is not None else dg.build(trace)
+    if len(g.g_row) == 0:
+        raise WhatIfError(f"{trace.path}: no GPU activity in the trace, so there is no GPU timeline to replay")
+    base = rp.Plan.of(g)
+    replay_ns = rp.replay(g, base).span_ns
+    p = base.copy()
+    _apply(_Ctx(trace, g), p, lever, only)
+    r = rp.replay(g, p)
+    n_q = len(g.queue_keys)
+    dev_min = int(g.g_device.min())
+    lanes = [f"gpu{d} stream {s}" for d, s in g.queue_keys]
+    side = sorted(set(int(q) for q in p.g_queue.tolist() if q >= n_q))
+    lanes += [f"gpu{q - n_q + dev_min} side stream" for q in side]
+    pred_lane = p.g_queue.astype(np.int64).copy()
+    for i, q in enumerate(side):
+        pred_lane[p.g_queue == q] = n_q + i
+    origin = int(g.g_start.min())
+    ev = trace.ev
+    return PredictedTimeline(
+        lever=lever, lanes=tuple(lanes), name=tuple(trace.names[i] for i in ev.name[g.g_row].tolist()),
+        kind=tuple(_GPU_KINDS.get(int(c), "kernel") for c in g.g_cat.tolist()),
+        measured_lane=g.g_queue.astype(np.int64), measured_start_ns=g.g_start - origin,
+        measured_end_ns=g.g_start + g.g_dur - origin, predicted_lane=pred_lane,
+        predicted_start_ns=r.g_start - origin, predicted_end_ns=r.g_end - origin,
+        baseline_ns=g.span_ns, replay_ns=replay_ns)
 
 
 def predict_file(path, levers=None, only=None) -> WhatIf:

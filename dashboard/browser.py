@@ -134,6 +134,28 @@ _PAINTED_JS = """(() => {
 })()"""
 
 
+def grade_drill(page, label: str, answers: dict[str, str], timeout_ms: int = 120_000) -> str:
+    """On the Drills page: pick the drill whose label starts with `label` (typed into the box: the list is
+    virtual), type the answers, press Grade; returns the score heading once it shows."""
+    box = page.get_by_role("combobox", name="Drill").first
+    box.click()
+    page.keyboard.type(label)
+    page.get_by_role("option", name=label, exact=False).first.click()
+    page.wait_for_function(f"document.querySelector('{_DRILL_BOX}').value.startsWith({label!r})",
+                           timeout=timeout_ms)
+    for part, text in answers.items():
+        field = page.get_by_role("textbox", name=part, exact=True)
+        field.wait_for(timeout=timeout_ms)
+        field.fill(text)
+    page.get_by_role("button", name="Grade").click()
+    heading = page.get_by_role("heading", name=f"{label}: ", exact=False).first
+    heading.wait_for(timeout=timeout_ms)
+    return heading.inner_text()
+
+
+_DRILL_BOX = '[data-testid="stSelectbox"] input[aria-label="Drill"]'
+
+
 def drag_across(page, start: float, end: float) -> None:
     """Drag across the first chart, from `start` to `end` of its width (fractions), at mid-height."""
     box = page.locator(CHART).first.bounding_box()

@@ -19,6 +19,7 @@ KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "c
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 BRUSH = "brush"          # the interval selection's name: the page reads it back to zoom
 LANE_HEIGHT = 34
+WHATIF_LABELS = 140      # px of lane labels on both what-if timelines: their time axes line up
 CHROME_HEIGHT = 200      # title, x axis and its label: Streamlit fits the whole chart, these included, in the height
 
 # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
@@ -60,8 +61,14 @@ def idle_by_cause(df: pd.DataFrame) -> alt.Chart:
                  alt.Tooltip("gaps:Q", title="gaps")]).properties(height=220)
 
 
-def timeline_overview(frames, lo: float, hi: float) -> alt.LayerChart:
-    """Binned busy shares per lane, and per device an idle lane coloured by each bin's largest cause."""
+def timeline_overview(frames, lo: float, hi: float, causes: bool = True) -> alt.LayerChart:
+    """Binned busy shares per lane, and per device an idle lane coloured by each bin's largest cause
+    (causes=False: busy shares only, for a drill before it is graded)."""
+    return _legends_below(_overview_layer(frames, lo, hi, causes=causes))
+
+
+def _overview_layer(frames, lo: float, hi: float, causes: bool = True, title: str = "overview (binned)",
+                    brush: bool = True) -> alt.LayerChart:
     height = LANE_HEIGHT * max(len(frames.lanes), 1) + CHROME_HEIGHT
     busy = frames.busy.assign(tip=[words.bin_tooltip(l, b) for l, b in zip(frames.busy["lane"], frames.busy["busy"])])
     idle = frames.idle.copy()
@@ -78,12 +85,19 @@ def timeline_overview(frames, lo: float, hi: float) -> alt.LayerChart:
         opacity=alt.Opacity("idle:Q", scale=alt.Scale(domain=[0, 1], range=[0.25, 1]), legend=None),
         tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("start_us:Q", title="from µs", format=",.1f"),
                  alt.Tooltip("end_us:Q", title="to µs", format=",.1f"), alt.Tooltip("tip:N", title="idle")])
-    return _legends_below(alt.layer(base_busy.add_params(_brush()), base_idle).resolve_scale(color="independent")
-                          .properties(height=height, title="overview (binned)"))
+    busy_layer = base_busy.add_params(_brush()) if brush else base_busy
+    layers = [busy_layer, base_idle] if causes else [busy_layer]
+    return alt.layer(*layers).resolve_scale(color="independent").properties(height=height, title=title)
 
 
-def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
-    """Each event as a bar on its lane; idle gaps as bars on the idle lane and shaded across the chart."""
+def timeline_bars(frames, lo: float, hi: float, causes: bool = True) -> alt.LayerChart:
+    """Each event as a bar on its lane; idle gaps as bars on the idle lane and shaded across the chart
+    (causes=False: the events only, for a drill before it is graded)."""
+    return _legends_below(_bars_layer(frames, lo, hi, causes=causes))
+
+
+def _bars_layer(frames, lo: float, hi: float, causes: bool = True, title: str = "events",
+                brush: bool = True) -> alt.LayerChart:
     height = LANE_HEIGHT * max(len(frames.lanes), 1) + CHROME_HEIGHT
     gaps = frames.gaps.assign(label=frames.gaps["cause"].map(words.cause), evidence=[
         words.gap_evidence(r.cause, r.dur_us, r.host_call, r.called_from, r.next) for r in frames.gaps.itertuples()])
@@ -100,8 +114,54 @@ def timeline_bars(frames, lo: float, hi: float) -> alt.LayerChart:
                         legend=alt.Legend(values=list(KIND_COLORS), orient="top")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("kind:N"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.2f"),
                  alt.Tooltip("shapes:N"), alt.Tooltip("lane:N")])
-    return _legends_below(alt.layer(shade, bars.add_params(_brush()), gap_bars).resolve_scale(color="independent")
-                          .properties(height=height, title="events"))
+    bar_layer = bars.add_params(_brush()) if brush else bars
+    layers = [shade, bar_layer, gap_bars] if causes else [bar_layer]
+    return alt.layer(*layers).resolve_scale(color="independent").properties(height=height, title=title)
+
+
+def whatif_timeline(frames, binned: bool, hi_us: float, title: str) -> alt.LayerChart:
+    """One of the what-if page's two GPU timelines: drawn like the Timeline page (binned when it holds more
+    than data.RAW_LIMIT activities), on 0 .. hi_us, its lane labels a fixed width, so that the measured and
+    the predicted chart, one above the other, share one time axis."""
+    draw = _overview_layer if binned else _bars_layer
+    chart = draw(frames, 0.0, hi_us, causes=False, title=title, brush=False)
+    height = LANE_HEIGHT * max(len(frames.lanes), 2) + CHROME_HEIGHT
+    return _legends_below(chart.properties(height=height).configure_axisY(minExtent=WHATIF_LABELS,
+                                                                         maxExtent=WHATIF_LABELS))
+
+
+def lever_bars(levers: pd.DataFrame, baseline_us: float, baseline_label: str) -> alt.LayerChart:
+    """Each lever's predicted span as a bar, best first, with the traced span as a rule."""
+    d = levers.assign(predicted_ms=levers["predicted_us"] / 1e3)
+    bars = alt.Chart(d).mark_bar(color="#4c78a8").encode(
+        x=alt.X("predicted_ms:Q", title="predicted GPU span (ms)"),
+        y=alt.Y("lever:N", sort=list(d["lever"]), title=None),
+        tooltip=[alt.Tooltip("lever:N"), alt.Tooltip("predicted_ms:Q", title="predicted ms", format=",.3f"),
+                 alt.Tooltip("predicted_ratio:Q", title="of the traced span", format=".2f"),
+                 alt.Tooltip("saving:N"), alt.Tooltip("assumption:N")])
+    rule_df = pd.DataFrame({"predicted_ms": [baseline_us / 1e3], "label": [baseline_label]})
+    rule = alt.Chart(rule_df).mark_rule(color="black", strokeDash=[4, 4], strokeWidth=2).encode(x="predicted_ms:Q")
+    text = alt.Chart(rule_df).mark_text(align="left", dx=4, dy=-6, baseline="bottom", color="black").encode(
+        x="predicted_ms:Q", y=alt.value(0), text="label:N")
+    return alt.layer(bars, rule, text).properties(height=40 * max(len(d), 1) + 40, title="predicted span per lever")
+
+
+def calibration(points: pd.DataFrame) -> alt.LayerChart:
+    """Predicted against measured, log-log, with y = x and the band within 2x of it."""
+    vals = list(points["predicted"]) + list(points["measured"])
+    lo, hi = _log_range(vals)
+    xs = [lo * (hi / lo) ** (i / 20) for i in range(21)]
+    ref = pd.DataFrame({"predicted": xs, "measured": xs, "low": [x / 2 for x in xs], "high": [x * 2 for x in xs]})
+    x = alt.X("predicted:Q", title="predicted", scale=alt.Scale(type="log", domain=[lo, hi]))
+    y = alt.Y("measured:Q", title="measured", scale=alt.Scale(type="log", domain=[lo, hi]))
+    band = alt.Chart(ref).mark_area(opacity=0.15, color="gray", clip=True).encode(x=x, y="low:Q", y2="high:Q")
+    line = alt.Chart(ref).mark_line(color="black", strokeDash=[4, 4], clip=True).encode(x=x, y=y)
+    dots = alt.Chart(points).mark_circle(size=90, opacity=0.85, stroke="black", strokeWidth=0.5).encode(
+        x=x, y=y, color=alt.Color("quantity:N", title="quantity"),
+        tooltip=[alt.Tooltip("id:Q"), alt.Tooltip("quantity:N"), alt.Tooltip("predicted:Q", format=",.3g"),
+                 alt.Tooltip("measured:Q", format=",.3g"), alt.Tooltip("ratio:Q", title="measured/predicted",
+                                                                       format=".2f"), alt.Tooltip("why:N")])
+    return alt.layer(band, line, dots).properties(height=420, width=420, title="calibration (grey: within 2×)")
 
 
 def _legends_below(chart):

@@ -13,15 +13,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzers import serialize, timeline, voice
+from analyzers import serialize, timeline, voice, whatif
 from analyzers.diff import diff_files
 from analyzers.verdicts import CAUSES
 from analyzers.report import Analysis, analyze_file
 from analyzers.trace import TraceError
+from analyzers.whatif import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
-           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "diff", "RAW_LIMIT"]
+           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes", "diff", "RAW_LIMIT",
+           "levers", "whatif_timelines", "WhatIfError",
+           "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log", "drill_tables"]
 
 RAW_LIMIT = 5_000  # a window with more drawable events is shown binned
 
@@ -232,6 +235,16 @@ def timeline_bars(a: Analysis, window_us: tuple[float, float]) -> BarFrames:
     return BarFrames(lanes=tuple(t.lanes) + tuple(idle_lane(d) for d in devices), bars=bars, gaps=gaps)
 
 
+def without_causes(frames: OverviewFrames | BarFrames) -> OverviewFrames | BarFrames:
+    """The same timeline with its idle lanes and gaps left out: a drill's timeline before it is graded."""
+    from dataclasses import replace
+
+    lanes = tuple(l for l in frames.lanes if not l.endswith(" idle"))
+    if isinstance(frames, OverviewFrames):
+        return replace(frames, lanes=lanes, idle=frames.idle.iloc[0:0])
+    return replace(frames, lanes=lanes, gaps=frames.gaps.iloc[0:0])
+
+
 # --- diff ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -258,3 +271,221 @@ def diff(before: str | Path, after: str | Path) -> DiffView:
                           "change_us": d["idle_change_us"].get(c.value, 0.0)} for c in CAUSES])
     return DiffView(lines=list(d["lines"]), before_name=b["name"], after_name=f["name"], speedup=d.get("speedup"),
                     explained_by=d.get("explained_by", ""), measures=m, idle=idle)
+
+
+# --- what-if ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LeversView:
+    baseline_us: float
+    replay_us: float
+    levers: pd.DataFrame      # lever, predicted_us, predicted_ratio, saving_us, saving, assumption (best first)
+
+
+def levers(a: Analysis) -> LeversView | None:
+    """Every lever's predicted span (the report's what-if); None when the trace has no GPU timeline."""
+    if a.levers is None:
+        return None
+    w = a.levers.all
+    rows = [{"lever": p.lever, "predicted_us": p.predicted_ns / 1e3, "predicted_ratio": p.predicted_ratio,
+             "saving_us": p.saving_ns / 1e3, "saving": voice.saving_pct(p.saving_ns, w.baseline_ns),
+             "assumption": voice.assumption(p.assumption)} for p in w.levers]
+    return LeversView(baseline_us=w.baseline_ns / 1e3, replay_us=w.replay_ns / 1e3, levers=pd.DataFrame(
+        rows, columns=["lever", "predicted_us", "predicted_ratio", "saving_us", "saving", "assumption"]))
+
+
+@dataclass(frozen=True)
+class WhatIfTimelines:
+    lever: str
+    measured: OverviewFrames | BarFrames
+    predicted: OverviewFrames | BarFrames
+    binned: bool            # more than RAW_LIMIT activities: both drawn as busy shares in bins
+    activities: int
+    hi_us: float            # the later of the two ends: both charts share 0..hi_us
+
+
+def _no_gaps() -> pd.DataFrame:
+    return pd.DataFrame(columns=["lane", "start_us", "end_us", "dur_us", "cause", "host_call", "called_from", "next",
+                                 "device"])
+
+
+def whatif_timelines(a: Analysis, lever: str, bins: int = 400) -> WhatIfTimelines:
+    """The GPU activities as traced and as the replay places them under `lever` (whatif.predicted_timeline)."""
+    t = whatif.predicted_timeline(a.trace, lever)
+    n = len(t.name)
+    hi_ns = int(max(t.measured_end_ns.max(initial=0), t.predicted_end_ns.max(initial=0), 1))
+    lanes = np.array(t.lanes, dtype=object)
+    binned = n > RAW_LIMIT
+
+    def frames(lane, start, end):
+        used = tuple(t.lanes[i] for i in sorted(set(lane.tolist())))
+        if binned:
+            edges = np.linspace(0, hi_ns, bins + 1).round().astype(np.int64)
+            busy = timeline.lane_busy(lane, start, end, len(t.lanes), edges)
+            s, e = edges[:-1] / 1e3, edges[1:] / 1e3
+            df = pd.DataFrame({"lane": np.repeat(lanes, bins), "start_us": np.tile(s, len(t.lanes)),
+                               "end_us": np.tile(e, len(t.lanes)), "busy": busy.reshape(-1)})
+            idle = pd.DataFrame(columns=["lane", "start_us", "end_us", "idle", "cause", *CAUSES])
+            return OverviewFrames(lanes=used, busy=df[df["busy"] > 0].reset_index(drop=True), idle=idle, events=n,
+                                  bins=bins)
+        bars = pd.DataFrame({"lane": lanes[lane], "start_us": start / 1e3, "end_us": end / 1e3,
+                             "dur_us": (end - start) / 1e3, "kind": list(t.kind), "name": list(t.name),
+                             "shapes": [""] * n})
+        return BarFrames(lanes=used, bars=bars, gaps=_no_gaps())
+
+    return WhatIfTimelines(lever=lever, measured=frames(t.measured_lane, t.measured_start_ns, t.measured_end_ns),
+                           predicted=frames(t.predicted_lane, t.predicted_start_ns, t.predicted_end_ns),
+                           binned=binned, activities=n, hi_us=hi_ns / 1e3)
+
+
+# --- drills and predictions ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DrillView:
+    id: str
+    title: str
+    lesson: str
+    kind: str
+    source: str
+    questions: tuple[str, ...]
+    parts: tuple[tuple[str, str, str], ...]     # (part, answer type, what the answer holds)
+    rubric: str                                 # the rubric line drill show prints
+
+
+def drills() -> list[DrillView]:
+    from drills import bank
+
+    return [DrillView(d.id, d.title, d.lesson, d.kind, d.source(), d.questions,
+                      tuple((k, t, doc) for k, (t, doc) in d.parts.items()),
+                      voice.rubric_line(d.rubric, d.decisive, d.cap_if_wrong)) for d in bank.all_drills()]
+
+
+def drill_traces(drill_id: str) -> list[Path]:
+    """The trace a drill shows (a toy timeline is written from its seed), and its `after` trace if it has one."""
+    from drills import bank
+
+    d = bank.get(drill_id)
+    return [d.trace_path()] + ([d.after_path()] if d.after else [])
+
+
+def drill_answers(drill_id: str, raw: dict[str, str]) -> dict:
+    """The form's text fields as the answer file's types: numbers parsed, a list of names split at commas.
+    Raises AnswerError (one line) for a number that is not one; a blank field is a blank answer."""
+    from drills import bank
+    from drills.answers import AnswerError
+
+    d = bank.get(drill_id)
+    out = {}
+    for part, (kind, _doc) in d.parts.items():
+        text = (raw.get(part) or "").strip()
+        if not text:
+            continue
+        if kind == bank.NUMBER:
+            try:
+                v = float(text)
+            except ValueError:
+                raise AnswerError(voice.answer_not_a_number(part, text)) from None
+            if not np.isfinite(v):
+                raise AnswerError(voice.answer_not_a_number(part, text))
+            out[part] = v
+        elif kind == bank.NAMES and "," in text:
+            out[part] = [x.strip() for x in text.split(",") if x.strip()]
+        else:
+            out[part] = text
+    return out
+
+
+@dataclass(frozen=True)
+class GradeView:
+    drill: str
+    score: float
+    summary: str
+    parts: pd.DataFrame         # part, score, weight, answer, expected, feedback
+    notes: list[str]
+    attempt: int
+    db: str
+
+
+def grade_drill(drill_id: str, answers: dict, db: str | None = None) -> GradeView:
+    """Grade like `tracetriage drill grade`, and record the attempt in the prediction log."""
+    from drills import bank, grader
+    from drills.predictions import Log
+
+    d = bank.get(drill_id)
+    result = grader.grade(d, answers)
+    out = result.to_dict()
+    log = Log(db)
+    try:
+        attempt = log.record_attempt(d.id, result.score, answers, out["parts"])
+        path = str(log.path)
+    finally:
+        log.close()
+    parts = pd.DataFrame([{"part": p.part, "score": p.score, "weight": p.weight,
+                           "answer": "" if p.answer is None else str(p.answer), "expected": str(p.expected),
+                           "feedback": p.feedback} for p in result.parts],
+                         columns=["part", "score", "weight", "answer", "expected", "feedback"])
+    return GradeView(d.id, result.score, voice.summary(d.id, result.score), parts, list(result.notes), attempt, path)
+
+
+@dataclass(frozen=True)
+class LogView:
+    db: str
+    predictions: pd.DataFrame   # id, quantity, predicted, measured, unit, ratio, why, trace
+    calibration: str            # the sentence `tracetriage predictions` prints
+    attempts: pd.DataFrame      # id, created, drill, score
+    attempts_line: str
+    problems: list[str]
+
+
+def prediction_log(db: str | None = None) -> LogView:
+    """The prediction log as `tracetriage predictions` shows it (pending predictions measured first)."""
+    from drills import predictions as pr
+
+    log = pr.Log(db)
+    try:
+        problems = pr.measure_pending(log)
+        rows = log.predictions()
+        attempts = log.attempts()
+        path = str(log.path)
+    finally:
+        log.close()
+    cal = pr.calibration(rows)
+    preds = pd.DataFrame([{"id": r["id"], "quantity": r["quantity"], "predicted": r["predicted"],
+                           "measured": r["measured"], "unit": pr.QUANTITIES.get(r["quantity"], ("",))[0],
+                           "ratio": pr.ratio(r), "why": r["why"], "trace": r["trace"] or ""} for r in rows],
+                         columns=["id", "quantity", "predicted", "measured", "unit", "ratio", "why", "trace"])
+    att = pd.DataFrame(attempts, columns=["id", "created", "drill", "score"])
+    mean = float(att["score"].mean()) if len(att) else None
+    return LogView(path, preds, voice.calibration(cal.measured, cal.median_ratio, cal.within_2x), att,
+                   voice.attempts_line(len(att), mean), problems)
+
+
+def _drill_errors() -> tuple[type[Exception], ...]:
+    from drills.commands import USER_ERRORS
+
+    return USER_ERRORS
+
+
+DrillErrors = _drill_errors()   # what a drill, an answer or the log raises for the user: one line each
+
+
+@dataclass(frozen=True)
+class DrillTables:
+    """What `tracetriage drill show` prints beside the timeline, and nothing more (no answer)."""
+    span_line: str | None           # triage: the GPU span, busy and idle shares
+    operators: pd.DataFrame | None  # triage: name, share, device_us, calls
+    ranges: pd.DataFrame | None     # ranges: name, count, median_wall_us, wall_us, kernel_busy_us
+
+
+def drill_tables(drill_id: str) -> DrillTables:
+    from drills import bank, evidence
+
+    d = bank.get(drill_id)
+    if d.kind not in ("triage", "ranges"):
+        return DrillTables(None, None, None)
+    f = evidence.facts(d.trace_path())
+    if d.kind == "triage":
+        ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
+        return DrillTables(voice.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, None)
+    cols = ["name", "count", "median_wall_us", "wall_us", "kernel_busy_us"]
+    return DrillTables(None, None, pd.DataFrame([{k: r[k] for k in cols} for r in f.ranges], columns=cols))

@@ -34,6 +34,15 @@ def analysis_of(entry: Entry):
     return _analysis(str(p), s.st_mtime_ns, s.st_size)
 
 
+def analysis_of_path(path: Path):
+    """The analysis of a file the app itself names (a drill's trace); TraceError with a one-line message."""
+    try:
+        s = Path(path).stat()
+    except OSError:
+        raise data.TraceError(f"no such file: {path}") from None
+    return _analysis(str(path), s.st_mtime_ns, s.st_size)
+
+
 def target() -> library.Target:
     return library.target_from_env()
 

@@ -22,6 +22,18 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
 
 
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """Streamlit's script runner installs its script as sys.modules["__main__"] and never puts the real one
+    back; a later test whose code starts processes with spawn (a multi-rank report, when a leftover thread
+    rules out fork) would then re-run that script in each child and fail. Put it back after each test."""
+    import sys
+
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 def _page(name: str) -> None:
     import importlib
 
@@ -54,7 +66,7 @@ def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     assert at.title[0].value == "Library"
     from dashboard.views import PAGES
 
-    assert [p.TITLE for p in PAGES] == ["Library", "Report", "Timeline", "Roofline", "Diff"]
+    assert [p.TITLE for p in PAGES] == ["Library", "Report", "Timeline", "Roofline", "Diff", "What-if", "Drills"]
 
 
 def test_library_opens_a_sample_and_says_what_it_loaded(monkeypatch):
@@ -201,7 +213,7 @@ def test_no_trace_string_reaches_the_page_as_html(tmp_path, monkeypatch):
     kf.write(tmp_path / "evil.json", kf.document(kf.events_for(launches)))
     monkeypatch.setenv(PATH_ENV, str(tmp_path))
     entry = Entry("directory", tmp_path, "evil.json")
-    for name in ("report", "timeline", "roofline"):
+    for name in ("report", "timeline", "roofline", "whatif"):
         at = page(name, entry)
         assert not at.exception
         for m in at.markdown:
@@ -215,3 +227,186 @@ def test_no_trace_string_reaches_the_page_as_html(tmp_path, monkeypatch):
 def test_no_dashboard_module_asks_streamlit_to_render_html():
     sources = [p.read_text() for p in (ROOT / "dashboard").rglob("*.py")]
     assert sources and not any("unsafe_allow_html" in s or "st.html(" in s or "components.html" in s for s in sources)
+
+
+# --- what-if ------------------------------------------------------------------------------
+
+def test_whatif_draws_each_levers_predicted_span_as_a_bar_best_first_with_its_assumption():
+    from analyzers.report import analyze_file
+
+    w = analyze_file(SAMPLES / "smell-sync-item.json.gz").levers.all
+    at = page("whatif", sample("smell-sync-item.json.gz"))
+    assert not at.exception
+    bars = specs(at)[0]
+    assert bars["title"] == "predicted span per lever"
+    assert bars["layer"][0]["encoding"]["y"]["sort"] == [p.lever for p in w.levers]
+    assert bars["layer"][0]["encoding"]["x"]["field"] == "predicted_ms"
+    assert bars["layer"][1]["mark"]["type"] == "rule"                     # the traced span
+    assert at.caption[1].value == words.plain(words.whatif_caption(w.baseline_ns, w.replay_ns))
+    text = markdown_text(at)
+    captions = [c.value for c in at.caption]
+    for p in w.levers:
+        assert words.plain(words.lever_line(p.lever, p.predicted_ns, p.predicted_ratio, p.saving_ns,
+                                            w.baseline_ns)) in text
+        assert words.plain(words.assumption(p.assumption)) in captions
+    assert "kernels\\_2x\\: 34\\.6 ms predicted, 0\\.62 of the traced span \\(−38%\\)" in text
+
+
+def _timeline_specs(at):
+    return [s for s in specs(at) if str(s.get("title", "")).startswith(("measured:", "predicted under"))]
+
+
+def test_whatif_draws_the_predicted_timeline_below_the_measured_one_on_one_time_axis():
+    at = page("whatif", sample("smell-sync-item.json.gz"))
+    measured, predicted = _timeline_specs(at)
+    assert measured["title"] == "measured: GPU activities as traced (span 55.5 ms)"
+    assert predicted["title"] == "predicted under kernels_2x (span 34.6 ms)"      # the best lever first
+    axes = [next(l["encoding"]["x"] for l in s["layer"] if "y" in l["encoding"]) for s in (measured, predicted)]
+    assert axes[0]["scale"]["domain"] == axes[1]["scale"]["domain"] and axes[0]["scale"]["domain"][0] == 0
+    assert measured["config"]["axisY"]["minExtent"] == predicted["config"]["axisY"]["minExtent"]
+    assert all("cause" not in json.dumps(s) for s in (measured, predicted))    # GPU lanes only, no idle lanes
+    assert "720 GPU activities, each drawn" in at.caption[-1].value.replace("\\", "")
+    at.selectbox(key="whatif_lever").set_value("remove_syncs").run()
+    assert not at.exception
+    assert _timeline_specs(at)[1]["title"] == "predicted under remove_syncs (span 47.3 ms)"
+
+
+def test_whatif_of_a_big_trace_bins_both_timelines_like_the_timeline_overview():
+    at = page("whatif", sample("gpt-eager.json.gz"))
+    at.selectbox(key="whatif_lever").set_value("cuda_graphs").run()
+    assert not at.exception
+    measured, predicted = _timeline_specs(at)
+    for s in (measured, predicted):
+        assert s["layer"][0]["encoding"]["color"]["field"] == "busy"          # busy shares in bins
+    assert predicted["title"] == "predicted under cuda_graphs (span 133.7 ms)"
+    assert "shown as busy shares in 400 bins" in at.caption[-1].value.replace("\\", "")
+
+
+def test_whatif_of_a_cpu_only_trace_says_there_is_nothing_to_replay(tmp_path, monkeypatch):
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+           for i in range(5)]
+    kf.write(tmp_path / "cpu.json", json.dumps({"traceEvents": ops}))
+    monkeypatch.setenv(PATH_ENV, str(tmp_path))
+    at = page("whatif", Entry("directory", tmp_path, "cpu.json"))
+    assert not at.exception
+    assert at.info[0].value == words.no_whatif()
+    assert not at.get("vega_lite_chart")
+
+
+# --- drills and predictions --------------------------------------------------------------------
+
+@pytest.fixture
+def drill_env(tmp_path, monkeypatch):
+    db = tmp_path / "log.db"
+    monkeypatch.setenv("TRACETRIAGE_DB", str(db))
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    return db
+
+
+def _pick(at, drill_id: str):
+    from dashboard import data
+
+    at.selectbox(key="drill_pick").set_value(next(d for d in data.drills() if d.id == drill_id)).run()
+    return at
+
+
+def _grade_button(at):
+    return next(b for b in at.button if b.label == "Grade")
+
+
+def test_drill_page_shows_the_drills_timeline_without_the_causes_of_its_gaps(drill_env):
+    at = _pick(page("practice"), "M02.03-c")
+    assert not at.exception
+    chart = specs(at)[0]
+    assert chart["title"] in ("events", "overview (binned)")
+    lanes = chart["layer"][0]["encoding"]["y"]["sort"]
+    assert any(l.startswith("gpu") for l in lanes) and not any(l.endswith("idle") for l in lanes)
+    assert "cause" not in json.dumps(chart)          # no idle lane, no shading, no cause legend
+    assert [t.label for t in at.text_input] == ["pattern", "cause", "experiment"]
+
+
+def test_grading_a_drill_shows_the_score_and_each_parts_feedback_and_records_the_attempt(drill_env):
+    from drills import bank, grader
+    from drills.predictions import Log
+
+    at = _pick(page("practice"), "M02.03-c")
+    answers = {"pattern": "the GPU drains after every .item() and waits for the host",
+               "cause": "synchronization", "experiment": "keep the flag on the device and read it every 100 steps"}
+    for part, text in answers.items():
+        at.text_input(key=f"answer_M02.03-c_{part}").input(text)
+    _grade_button(at).click().run()
+    assert not at.exception
+    want = grader.grade(bank.get("M02.03-c"), answers)
+    assert at.subheader[-2].value == words.plain(words.summary("M02.03-c", want.score))
+    text = markdown_text(at)
+    for p in want.parts:
+        assert words.plain(words.part_feedback(p.part, p.score, p.weight, p.feedback)) in text
+    attempts = Log(drill_env).attempts()
+    assert [(a["drill"], round(a["score"], 6)) for a in attempts] == [("M02.03-c", round(want.score, 6))]
+    assert words.plain(words.attempt_recorded(attempts[0]["id"], drill_env)) in [c.value for c in at.caption]
+
+
+def test_a_number_part_that_is_not_a_number_is_one_line_and_records_nothing(drill_env):
+    from drills.predictions import Log
+
+    at = _pick(page("practice"), "M01.05-a")
+    at.text_input(key="answer_M01.05-a_regime").input("compute")
+    at.text_input(key="answer_M01.05-a_achieved").input("lots")
+    _grade_button(at).click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [words.plain("error: " + words.answer_not_a_number("achieved", "lots"))]
+    assert Log(drill_env).attempts() == []
+
+
+def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_band(drill_env):
+    from drills import predictions as pr
+
+    log = pr.Log(drill_env)
+    for q, said, got in (("span_ms", 10.0, 12.0), ("gbps", 3000.0, 1200.0), ("ttft_ms", 20.0, None)):
+        pid = log.predict(q, said, "because", None)
+        if got is not None:
+            log.set_measured(pid, got, "a trace")
+    log.close()
+    at = page("practice")
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["quantity"]) == ["span_ms", "gbps", "ttft_ms"]
+    assert list(table["ratio"].round(2))[:2] == [1.2, 0.4]
+    cal = pr.calibration(pr.Log(drill_env).predictions())
+    assert words.plain(words.calibration(cal.measured, cal.median_ratio, cal.within_2x)) in markdown_text(at)
+    chart = next(s for s in specs(at) if str(s.get("title", "")).startswith("calibration"))
+    band, line, dots = chart["layer"]
+    assert band["mark"]["type"] == "area" and band["encoding"]["y"]["field"] == "low"
+    assert band["encoding"]["y2"]["field"] == "high"
+    assert line["mark"]["type"] == "line"
+    assert dots["encoding"]["x"]["scale"]["type"] == "log" and dots["encoding"]["y"]["scale"]["type"] == "log"
+    assert dots["encoding"]["x"]["field"] == "predicted" and dots["encoding"]["y"]["field"] == "measured"
+    assert words.plain(words.calibration_caption(2, 3)) in [c.value for c in at.caption]
+
+
+def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_cause(drill_env):
+    from drills import bank, evidence
+
+    at = _pick(page("practice"), "M02.01-a")
+    assert not at.exception
+    f = evidence.facts(bank.get("M02.01-a").trace_path())
+    ops = at.dataframe[0].value
+    assert list(ops["name"]) == [h["name"] for h in f.hotspots]
+    assert words.plain(words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
+    assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here
+
+
+def test_a_page_run_installs_its_script_as_main_which_the_fixture_undoes():
+    # (test_golden's multi-rank report once spawned workers that re-ran an AppTest script as __main__ and died)
+    import sys
+
+    before = sys.modules["__main__"]
+    page("roofline", sample("smell-sync-item.json.gz"))
+    assert sys.modules["__main__"] is not before         # Streamlit's doing: _main_module_restored puts it back
+
+
+def test_after_a_page_ran_main_is_no_longer_the_apptest_script():
+    import sys
+
+    path = getattr(sys.modules["__main__"], "__file__", None)
+    assert not (path and Path(path).is_file() and "_page(*__args" in Path(path).read_text())

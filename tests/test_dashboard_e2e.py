@@ -11,13 +11,17 @@ import pytest
 pytest.importorskip("playwright")
 pytest.importorskip("streamlit")
 
+from analyzers import voice as words  # noqa: E402
 from dashboard import browser  # noqa: E402
+from drills import bank, grader  # noqa: E402
 
 pytestmark = pytest.mark.skipif(browser.chromium_path() is None,
                                 reason="Debian's chromium is not installed (apt-get install -y chromium)")
 
 
-def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tmp_path):
+def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))            # the server's drill attempts
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
     shots = tmp_path / "shots"
     errors: list[str] = []
     with browser.server(log=tmp_path / "server.log") as url, browser.browser() as page:
@@ -51,7 +55,21 @@ def test_a_sample_trace_opens_and_its_timeline_and_roofline_paint_in_chromium(tm
         assert browser.wait_chart(page, at_least=3) >= 3              # the ops, the ceiling, the ridge
         browser.screenshot(page, shots / "roofline.png")
 
+        browser.go(page, "What-if")
+        page.get_by_text("predicted under", exact=False).first.wait_for()
+        assert browser.wait_chart(page, at_least=700) >= 700          # lever bars, 720 activities measured
+        browser.screenshot(page, shots / "whatif.png")
+
+        browser.go(page, "Drills")
+        answers = {"pattern": "the GPU drains after every iteration and waits for the host",
+                   "cause": "synchronization", "experiment": "keep the flag on the device, read it every 100 steps"}
+        score = browser.grade_drill(page, "M02.03-c", answers)
+        assert score == words.summary("M02.03-c", grader.grade(bank.get("M02.03-c"), answers).score)
+        page.get_by_text("cause: 1.00", exact=False).first.wait_for()                # each part's feedback
+        page.get_by_text("Attempt 1 recorded", exact=False).first.wait_for()
+        browser.screenshot(page, shots / "drills.png")
+
         assert page.locator('[data-testid="stException"]').count() == 0
     assert not errors, errors
-    for name in ("library", "report", "timeline", "roofline"):
+    for name in ("library", "report", "timeline", "roofline", "whatif", "drills"):
         assert (shots / f"{name}.png").stat().st_size > 10_000
