@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
-from analyzers.peaks import non_gpu_accelerator
-from analyzers.trace import STREAM_OVERLAP_NS, Caveat
-from analyzers.verdicts import Cause, Experiment, Regime
+from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
+from analyzers.analyses.peaks import non_gpu_accelerator
+from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
+from analyzers.model.verdicts import Cause, Experiment, Regime
 
 
 # --- numbers ---------------------------------------------------------------------------
@@ -502,13 +502,13 @@ def hta_text(hta: dict, analysis) -> str:
 # --- the diff ------------------------------------------------------------------------------------
 
 def _times(r: float) -> str:
-    from analyzers.diff import SAME_TOL
+    from analyzers.triage.diff import SAME_TOL
 
     return ratio(r, SAME_TOL)
 
 
 def diff_caveats(d) -> list[str]:
-    from analyzers.diff import STEP_RANGE
+    from analyzers.triage.diff import STEP_RANGE
 
     out = []
     b, a = d.before, d.after
@@ -614,7 +614,7 @@ def prediction_line(p) -> str:
 
 
 def _explanation_line(d) -> str:
-    from analyzers.diff import BYTES_TOL, SAME_TOL, cause_share
+    from analyzers.triage.diff import BYTES_TOL, SAME_TOL, cause_share
 
     b, a = d.before, d.after
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
@@ -705,7 +705,7 @@ def outlier_phrase(n) -> str:
 
 def straggler_reason(s) -> str:
     """Why no rank is the straggler."""
-    from analyzers.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
+    from analyzers.analyses.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
 
     why = {
         "one_rank": "one rank: nobody to wait for",
@@ -724,7 +724,7 @@ def straggler_reason(s) -> str:
 
 
 def straggler_line(s) -> str:
-    from analyzers.ranks import NoStraggler
+    from analyzers.analyses.ranks import NoStraggler
 
     if isinstance(s, NoStraggler):
         return f"Straggler: {straggler_reason(s)}."
@@ -776,7 +776,7 @@ def mixed_runs(path, what: str, groups: dict) -> str:
 
 
 def ranks_lines(rr) -> list[str]:
-    from analyzers.ranks import collective_kind
+    from analyzers.analyses.ranks import collective_kind
 
     rows = rr.rows
     devs: dict[str, int] = {}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from analyzers.atomic import write_json_atomic
+from analyzers.loading.atomic import write_json_atomic
 from capture.harness import device_info
 from capture.timer import honest_time
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from analyzers.atomic import write_bytes_atomic, write_json_atomic
+from analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
 from capture.timer import honest_time
 from capture.workload import Workload
 

@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from analyzers.atomic import write_json_atomic
+from analyzers.loading.atomic import write_json_atomic
 
 MANIFEST = "manifest.json"
 

@@ -31,7 +31,7 @@ def matmul_table(meta: dict) -> str:
 
 
 def ceilings_table(c: dict) -> str:
-    from analyzers.peaks import datasheet
+    from analyzers.analyses.peaks import datasheet
 
     ds = datasheet(c["device_name"])
     rows = ["| ceiling | measured | datasheet | measured/datasheet |", "|---|---:|---:|---:|"]

@@ -3,7 +3,7 @@
     python -m dashboard.benchmark                      # grows gpt-eager to 732k events in /tmp first
     python -m dashboard.benchmark --trace BIG.json --repeats 3
 
-In process (median of --repeats): the binned overview (analyzers.timeline.overview) and
+In process (median of --repeats): the binned overview (analyzers.triage.timeline.overview) and
 the chart built from it (frames + Vega-Lite spec). In the browser (headless Debian
 chromium against `streamlit run`, as `tracetriage dashboard BIG.json` starts it):
 the app's first page, opening the trace (load + analysis, cold: the cache is off), then from the click on
@@ -34,8 +34,8 @@ def _median_s(fn, repeats: int) -> float:
 
 
 def in_process(path: Path, repeats: int) -> dict:
-    from analyzers.report import analyze_file
-    from analyzers import timeline
+    from analyzers.triage.report import analyze_file
+    from analyzers.triage import timeline
     from dashboard import charts, data
 
     a = analyze_file(path)

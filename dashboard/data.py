@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzers import serialize, timeline, voice, whatif
-from analyzers.diff import diff_files
-from analyzers.verdicts import CAUSES
-from analyzers.report import Analysis, analyze_file
-from analyzers.trace import TraceError
-from analyzers.whatif import WhatIfError
+from analyzers import voice
+from analyzers.output import serialize
+from analyzers.triage import timeline
+from analyzers.whatif import predict as whatif
+from analyzers.triage.diff import diff_files
+from analyzers.model.verdicts import CAUSES
+from analyzers.triage.report import Analysis, analyze_file
+from analyzers.model.trace import TraceError
+from analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",

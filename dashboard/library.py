@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.load import find_traces
+from analyzers.loading.load import find_traces
 
 SAMPLES = Path(__file__).resolve().parent.parent / "traces"
 DEFAULT_UPLOAD_MB = 500

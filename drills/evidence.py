@@ -45,9 +45,9 @@ class Facts:
 
 
 def _load(path: str | Path):
-    from analyzers.load import load
-    from analyzers.report import analyze_trace
-    from analyzers.trace import TraceError
+    from analyzers.loading.load import load
+    from analyzers.triage.report import analyze_trace
+    from analyzers.model.trace import TraceError
 
     try:
         return analyze_trace(load(path))
@@ -96,7 +96,7 @@ def facts_of(a) -> Facts:
 
 
 def _cause_evidence(cause: str, e) -> dict:
-    """One cause's typed evidence (analyzers.evidence) as the plain values the drills quote."""
+    """One cause's typed evidence (analyzers.model.evidence) as the plain values the drills quote."""
     if e is None:   # a CPU-only trace: no device, no evidence
         return {"gaps": 0, "median_gap_us": 0.0, "total_us": 0.0}
     out = {"gaps": int(e.gaps), "median_gap_us": float(e.median_gap_us), "total_us": float(e.total_us)}
@@ -144,8 +144,8 @@ class DiffFacts:
 
 
 def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
-    from analyzers.diff import diff_files
-    from analyzers.trace import TraceError
+    from analyzers.triage.diff import diff_files
+    from analyzers.model.trace import TraceError
 
     try:
         d = diff_files(before, after)
@@ -171,7 +171,7 @@ class Lanes:
 
 
 def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
-    from analyzers.timeline import build
+    from analyzers.triage.timeline import build
 
     a = _load(path)
     t = build(a, max_bars=max_bars)

@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 
 import kineto_factory as kf
-from analyzers import decode as decode_mod
-from analyzers import load as load_mod
-from analyzers import memory as memory_mod
-from analyzers.report import analyze_trace
-from analyzers.load import load
+from analyzers.loading import decode as decode_mod
+from analyzers.loading import load as load_mod
+from analyzers.loading import memory as memory_mod
+from analyzers.triage.report import analyze_trace
+from analyzers.loading.load import load
 from analyzers import voice
-from analyzers.trace import Caveat, TraceError
+from analyzers.model.trace import Caveat, TraceError
 from tracetriage.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,7 +338,7 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
 
 
 def test_programmatic_dependent_launch_overlaps_in_real_traces_get_no_caveat():
-    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (analyzers.streams)
+    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (analyzers.analyses.streams)
     assert load(TRACES / "gpt-eager.json.gz", use_cache=False).caveats == ()
 
 

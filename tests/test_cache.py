@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import kineto_factory as kf
-from analyzers import cache
-from analyzers.load import load
-from analyzers.trace import EVENT_COLUMNS
+from analyzers.loading import cache
+from analyzers.loading.load import load
+from analyzers.model.trace import EVENT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

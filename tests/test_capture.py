@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from analyzers.load import load
-from analyzers.trace import USER_ANNOTATION
+from analyzers.loading.load import load
+from analyzers.model.trace import USER_ANNOTATION
 from capture.harness import capture_workload, sidecar_path
 from capture.presets import CPU_OVERRIDES, PRESETS, get
 from capture.timer import CpuFallbackError, honest_time

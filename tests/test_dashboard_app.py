@@ -87,8 +87,8 @@ def test_a_bad_file_in_the_directory_shows_its_one_line_error_not_a_traceback(tm
     at.button(key="open_dir").click().run()
     assert not at.exception
     assert len(at.error) == 1
-    from analyzers.load import load
-    from analyzers.trace import TraceError
+    from analyzers.loading.load import load
+    from analyzers.model.trace import TraceError
 
     with pytest.raises(TraceError) as e:
         load(tmp_path / "broken.json", use_cache=False)
@@ -117,7 +117,7 @@ def test_an_uploaded_trace_is_opened(monkeypatch):
 
 
 def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
-    from analyzers.report import analyze_file
+    from analyzers.triage.report import analyze_file
 
     a = analyze_file(SAMPLES / "gpt-eager.json.gz")
     at = page("report", sample("gpt-eager.json.gz"))
@@ -140,7 +140,7 @@ def test_report_prepares_the_perfetto_download():
     at.button(key="prepare_perfetto").click().run()
     assert not at.exception
     assert at.get("download_button")
-    from analyzers.report import analyze_file
+    from analyzers.triage.report import analyze_file
 
     gaps = sum(len(d.gaps) for d in analyze_file(SAMPLES / "smell-sync-item.json.gz").devices)
     assert at.caption[-1].value == words.annotated_caption(gaps)
@@ -232,7 +232,7 @@ def test_no_dashboard_module_asks_streamlit_to_render_html():
 # --- what-if ------------------------------------------------------------------------------
 
 def test_whatif_draws_each_levers_predicted_span_as_a_bar_best_first_with_its_assumption():
-    from analyzers.report import analyze_file
+    from analyzers.triage.report import analyze_file
 
     w = analyze_file(SAMPLES / "smell-sync-item.json.gz").levers.all
     at = page("whatif", sample("smell-sync-item.json.gz"))

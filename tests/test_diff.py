@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import serialize
-from analyzers.diff import diff_files as typed_diff
+from analyzers.output import serialize
+from analyzers.triage.diff import diff_files as typed_diff
 
 
 def diff_files(before, after) -> dict:
     """The `diff --json` object: what these tests pin."""
     return serialize.diff(typed_diff(before, after))
-from analyzers.trace import TraceError
+from analyzers.model.trace import TraceError
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -25,11 +25,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import kineto_factory as kf
-from analyzers.idle import CAUSES
-from analyzers import serialize, voice
-from analyzers.report import analyze_trace
-from analyzers.load import load
-from analyzers.trace import KERNEL, Caveat, Trace, TraceError
+from analyzers.analyses.idle import CAUSES
+from analyzers import voice
+from analyzers.output import serialize
+from analyzers.triage.report import analyze_trace
+from analyzers.loading.load import load
+from analyzers.model.trace import KERNEL, Caveat, Trace, TraceError
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 

@@ -14,8 +14,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from analyzers.report import analyze_trace
-from analyzers.load import load
+from analyzers.triage.report import analyze_trace
+from analyzers.loading.load import load
 from drills.evidence import facts
 from drills.generator import CONTROL, LEVELS, SMELLS, Spec, generate, write
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import kineto_factory as kf
-from analyzers import idle
-from analyzers.evidence import LaunchEvidence, SyncEvidence
-from analyzers.load import load
-from analyzers.verdicts import CAUSES, Cause
+from analyzers.analyses import idle
+from analyzers.model.evidence import LaunchEvidence, SyncEvidence
+from analyzers.loading.load import load
+from analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (
     Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK, Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER, Cause.OTHER))

@@ -82,15 +82,15 @@ def test_no_private_name_is_imported_from_another_module():
 
 
 def test_the_trace_model_imports_no_step_of_loading():
-    assert graph()["analyzers.trace"] & {f"analyzers.{m}" for m in LOADING} == set()
+    assert graph()["analyzers.model.trace"] & {f"analyzers.loading.{m}" for m in LOADING} == set()
 
 
 def test_loading_flows_one_way():
     """Each step imports only steps before it (and the model), never one after it."""
     g = graph()
     for i, step in enumerate(LOADING):
-        later = {f"analyzers.{m}" for m in LOADING[i + 1:]}
-        assert not (g[f"analyzers.{step}"] & later), f"{step} imports a later step: {g[f'analyzers.{step}'] & later}"
+        later = {f"analyzers.loading.{m}" for m in LOADING[i + 1:]}
+        assert not (g[f"analyzers.loading.{step}"] & later), f"{step} imports a later step: {g[f'analyzers.loading.{step}'] & later}"
 
 
 def test_analyzers_never_import_capture_dashboard_or_drills():

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from analyzers.peaks import (
+from analyzers.analyses.peaks import (
     DTYPE_BYTES,
     DevicePeaks,
     default_ceilings_path,
@@ -215,7 +215,7 @@ def test_torch_spellings_and_canonical_names_are_accepted():
 def test_peaks_module_does_not_import_torch():
     import subprocess
     from pathlib import Path
-    code = "import sys, analyzers.peaks, analyzers.opcost; print('torch' in sys.modules)"
+    code = "import sys, analyzers.analyses.peaks, analyzers.analyses.opcost; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "False"
@@ -236,6 +236,6 @@ def test_device_peaks_is_immutable():
     ([], [], None),
 ])
 def test_non_gpu_accelerators_are_named_for_what_they_are(device_names, event_names, family):
-    from analyzers.peaks import non_gpu_accelerator
+    from analyzers.analyses.peaks import non_gpu_accelerator
 
     assert non_gpu_accelerator(device_names, event_names) == family

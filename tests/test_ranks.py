@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import rank_run, ranks, serialize, voice
-from analyzers.rank_run import analyze_paths
-from analyzers.ranks import (Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name,
+from analyzers import voice
+from tracetriage import rank_run
+from analyzers.analyses import ranks
+from analyzers.output import serialize
+from tracetriage.rank_run import analyze_paths
+from analyzers.analyses.ranks import (Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name,
                              straggler)
-from analyzers.verdicts import Cause
+from analyzers.model.verdicts import Cause
 
 
 def report_object(path):

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import serialize, voice
-from analyzers.evidence import HostEvidence, TransferEvidence
-from analyzers.report import analyze_file
-from analyzers.verdicts import Cause, Experiment, Regime
+from analyzers import voice
+from analyzers.output import serialize
+from analyzers.model.evidence import HostEvidence, TransferEvidence
+from analyzers.triage.report import analyze_file
+from analyzers.model.verdicts import Cause, Experiment, Regime
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

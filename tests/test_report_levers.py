@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import serialize, voice
-from analyzers.diff import check_prediction, diff_analyses
-from analyzers.report import analyze_file
-from analyzers.verdicts import Cause, Experiment
+from analyzers import voice
+from analyzers.output import serialize
+from analyzers.triage.diff import check_prediction, diff_analyses
+from analyzers.triage.report import analyze_file
+from analyzers.model.verdicts import Cause, Experiment
 
 FIXES = Path(__file__).resolve().parent.parent / "traces" / "fixes"
 MEASURED = json.loads((FIXES / "measured.json").read_text())["scenarios"]

@@ -1,8 +1,8 @@
 """The timeline arrays a dashboard draws: bars per lane, gaps with causes, windows."""
 from pathlib import Path
 
-from analyzers import timeline
-from analyzers.report import analyze_file
+from analyzers.triage import timeline
+from analyzers.triage.report import analyze_file
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -36,7 +36,7 @@ def test_records_are_plain_dicts_for_a_chart():
 def test_the_overview_bins_hold_exactly_the_analysis_idle_time_by_cause():
     import numpy as np
 
-    from analyzers.idle import CAUSES
+    from analyzers.analyses.idle import CAUSES
 
     a = analyze_file(TRACES / "smell-sync-item.json.gz")
     ov = timeline.overview(a, bins=300)

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers import depgraph, replay, whatif
+from analyzers.whatif import depgraph
+from analyzers.whatif import replay
+from analyzers.whatif import predict as whatif
 from analyzers import voice
-from analyzers.load import find_traces, load
+from analyzers.loading.load import find_traces, load
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

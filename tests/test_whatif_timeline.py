@@ -5,9 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers import depgraph, replay, whatif
-from analyzers.load import load
-from analyzers.trace import GPU_CATS
+from analyzers.whatif import depgraph
+from analyzers.whatif import replay
+from analyzers.whatif import predict as whatif
+from analyzers.loading.load import load
+from analyzers.model.trace import GPU_CATS
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

@@ -37,10 +37,11 @@ def _json_default(o):
 # --- report / diff -------------------------------------------------------------------
 
 def cmd_report(a) -> int:
-    from analyzers import serialize, voice
-    from analyzers.progress import set_quiet
-    from analyzers.report import analyze_file
-    from analyzers.trace import TraceError
+    from analyzers import voice
+    from analyzers.output import serialize
+    from analyzers.loading.progress import set_quiet
+    from analyzers.triage.report import analyze_file
+    from analyzers.model.trace import TraceError
 
     set_quiet(a.quiet)
     path = Path(a.trace)
@@ -76,9 +77,10 @@ def cmd_report(a) -> int:
 
 def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
     """`tracetriage report DIR`: the multi-rank report."""
-    from analyzers import serialize, voice
-    from analyzers.rank_run import report_object
-    from analyzers.trace import TraceError
+    from analyzers import voice
+    from analyzers.output import serialize
+    from tracetriage.rank_run import report_object
+    from analyzers.model.trace import TraceError
 
     try:
         rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress)
@@ -97,9 +99,10 @@ def _rank_progress(done: int, total: int) -> None:
 
 
 def cmd_diff(a) -> int:
-    from analyzers import serialize, voice
-    from analyzers.diff import diff_files
-    from analyzers.trace import TraceError
+    from analyzers import voice
+    from analyzers.output import serialize
+    from analyzers.triage.diff import diff_files
+    from analyzers.model.trace import TraceError
 
     try:
         d = diff_files(a.before, a.after)
@@ -115,8 +118,10 @@ def cmd_diff(a) -> int:
 # --- whatif (analyzers/whatif.py) -------------------------------------------------------
 
 def cmd_whatif(a) -> int:
-    from analyzers import serialize, voice, whatif
-    from analyzers.trace import TraceError
+    from analyzers import voice
+    from analyzers.output import serialize
+    from analyzers.whatif import predict as whatif
+    from analyzers.model.trace import TraceError
 
     if a.only and a.lever and "remove_syncs" not in a.lever:
         raise UserError("--only limits remove_syncs; add --lever remove_syncs (or leave --lever out)")
@@ -278,8 +283,8 @@ def cmd_dashboard(a) -> int:
 
 
 def cmd_annotate(a) -> int:
-    from analyzers.annotate import annotate_file
-    from analyzers.trace import TraceError
+    from analyzers.output.annotate import annotate_file
+    from analyzers.model.trace import TraceError
 
     try:
         out, gaps = annotate_file(a.trace, a.out)

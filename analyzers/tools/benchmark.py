@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzers.atomic import write_text_atomic
+from analyzers.loading.atomic import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/benchmark.py)
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
@@ -93,12 +93,12 @@ def ours(path: Path, cache_dir: Path) -> dict:
     cmd = [sys.executable, "-m", "tracetriage.cli", "report", str(path), "--json", "--quiet"]
     cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
     # warm: fill the cache (synchronously, from a fresh process), then time cache hits
-    fill = [sys.executable, "-c", "import sys; from pathlib import Path; from analyzers.load import load; "
+    fill = [sys.executable, "-c", "import sys; from pathlib import Path; from analyzers.loading.load import load; "
             "from analyzers import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
     subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "
-                         "from analyzers.load import load; load(sys.argv[1]); "
+                         "from analyzers.loading.load import load; load(sys.argv[1]); "
                          "print(round(time.perf_counter() - t, 3))", str(path)],
                         {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     return {"cold": cold, "warm": warm, "cached_load_in_process_s": float(load_only["stdout"].strip()),

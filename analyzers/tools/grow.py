@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 
-from analyzers.atomic import write_bytes_atomic
-from analyzers.read import read_bytes
+from analyzers.loading.atomic import write_bytes_atomic
+from analyzers.loading.read import read_bytes
 
 _ID_ARGS = ("External id", "correlation", "Record function id", "Ev Idx", "Python id", "Python parent id")
 

@@ -40,7 +40,7 @@ Idle time breakdown, `get_idle_time_breakdown(ranks, consecutive_kernel_delay=30
   overlap. Two activities of one stream that overlap (programmatic dependent launch:
   cuBLASLt's splitKreduce_kernel starts ~0.1 µs before its GEMM ends) make a negative
   gap, filed under kernel_wait, that cancels real idle: HTA's idle is then span - sum
-  of durations, below span - union (analyzers.streams: idle_ns - overlap_ns).
+  of durations, below span - union (analyzers.analyses.streams: idle_ns - overlap_ns).
   Per-stream idle is per stream; it does not add up to device idle when streams
   overlap.
 - Category of a gap: host_wait if the kernel's launch call (linked by `correlation`)

@@ -10,7 +10,7 @@ TITLE, URL, ICON = "Report", "report", ":material/summarize:"
 
 
 def _perfetto(entry, a) -> None:
-    from analyzers.annotate import annotated_bytes
+    from analyzers.output.annotate import annotated_bytes
 
     key = f"perfetto:{entry.key}"
     if st.button("Prepare the trace for Perfetto", key="prepare_perfetto"):

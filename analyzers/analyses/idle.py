@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers import intervals as iv
-from analyzers import runtime_calls as rc
-from analyzers.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
+from analyzers.model import intervals as iv
+from analyzers.model import runtime_calls as rc
+from analyzers.model.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
                                 OtherEvidence, SyncEvidence, TransferEvidence)
-from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace)
-from analyzers.verdicts import CAUSES, Cause
+from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace)
+from analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,
                                                                   Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER,
@@ -42,7 +42,7 @@ HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call 
 SETUP_FLOOR_NS = 1_000_000     # a quiet stretch inside an issuing op this long is set-up, not dispatch
 CLOCK_TOL_NS = 2_000           # CPU and GPU clocks are aligned by CUPTI to within ~µs
 
-# CUDA and HIP call names alike (analyzers.runtime_calls)
+# CUDA and HIP call names alike (analyzers.model.runtime_calls)
 SYNC_CALLS = rc.SYNC_CALLS
 LAUNCH_CALL_PREFIXES = rc.LAUNCH_PREFIXES
 MEMCPY_CALL_PREFIXES = rc.COPY_PREFIXES

@@ -3,7 +3,7 @@
     rr = report_object(Path("traces/ddp"))
     print("\n".join(voice.ranks_lines(rr)))
 
-The rules (collectives, the straggler) are analyzers.ranks; this module runs the
+The rules (collectives, the straggler) are analyzers.analyses.ranks; this module runs the
 per-rank analyses, one process per rank, in parallel, and gives each back as a
 RankReport (its report, its five lines, its collectives).
 """
@@ -18,11 +18,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from analyzers import serialize, voice
-from analyzers.load import find_traces
-from analyzers.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
-from analyzers.report import analyze_file
-from analyzers.trace import TraceError
+from analyzers import voice
+from analyzers.output import serialize
+from analyzers.loading.load import find_traces
+from analyzers.analyses.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
+from analyzers.triage.report import analyze_file
+from analyzers.model.trace import TraceError
 
 
 _DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')

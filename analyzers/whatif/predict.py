@@ -1,7 +1,7 @@
 """What-if: what each fix would buy, predicted from the trace alone.
 
-A lever edits the dependency graph (analyzers.depgraph) the way the fix would change the
-program, and the replay (analyzers.replay) says how long the traced work would then take:
+A lever edits the dependency graph (analyzers.whatif.depgraph) the way the fix would change the
+program, and the replay (analyzers.whatif.replay) says how long the traced work would then take:
 
     remove_syncs   the host no longer waits in syncs (`only`: the syncs called from one op)
     no_host_work   host stretches that issue no GPU work vanish
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers import depgraph as dg
-from analyzers import replay as rp
-from analyzers.runtime_calls import is_graph_launch
-from analyzers.trace import CPU_OP, KERNEL, MEMCPY, MEMSET, NONE, USER_ANNOTATION, Trace
+from analyzers.whatif import depgraph as dg
+from analyzers.whatif import replay as rp
+from analyzers.model.runtime_calls import is_graph_launch
+from analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, MEMSET, NONE, USER_ANNOTATION, Trace
 
 LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
 BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
@@ -279,7 +279,7 @@ def _link_gbps(c: _Ctx, h2d: bool) -> tuple[float, str]:
     if big.any():
         return float(np.median(g.g_nbytes[big] / g.g_dur[big])), "trace"
     device = c.trace.device_name()
-    from analyzers.roofline import find_ceilings
+    from analyzers.analyses.roofline import find_ceilings
 
     ceil = find_ceilings(c.trace.path, device) if device else None
     key = "h2d_pinned" if h2d else "d2h_pinned"
@@ -483,6 +483,6 @@ def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
 
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
-    from analyzers.load import load
+    from analyzers.loading.load import load
 
     return predict(load(path), levers=levers, only=only)

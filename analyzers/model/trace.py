@@ -14,7 +14,7 @@ and link them: cpu_op <-> launch call by External id, launch call (runtime *or*
 driver API: cuBLAS launches through cuLaunchKernelEx) <-> GPU activity by
 correlation. Only "Input Dims"/"Input type"/"Concrete Inputs" stay undecoded
 (one JSON text per distinct signature) until the roofline asks for one op's shapes.
-Loading is a pipeline of its own modules (analyzers.load runs it):
+Loading is a pipeline of its own modules (analyzers.loading.load runs it):
 read -> decode -> assemble -> link -> cache. This module is the model they build and
 imports none of them.
 """
@@ -100,7 +100,7 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
 
 @dataclass(frozen=True)
 class Tables:
-    """The events of a file and their tables, sorted, not yet linked (analyzers.assemble builds them)."""
+    """The events of a file and their tables, sorted, not yet linked (analyzers.loading.assemble builds them)."""
     path: str
     names: list[str]
     ev: Events
@@ -114,7 +114,7 @@ class Tables:
 
 @dataclass(frozen=True)
 class Trace(Tables):
-    """A loaded, linked trace. Built finished by analyzers.link (or the cache); never changed after."""
+    """A loaded, linked trace. Built finished by analyzers.loading.link (or the cache); never changed after."""
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to

@@ -5,7 +5,7 @@
     serialize.report(analysis)                         # the `--json` object
 
 Everything a report, a dashboard or a drill grader shows comes from here: the idle
-gaps with their causes and evidence (analyzers.idle), hotspots, named ranges,
+gaps with their causes and evidence (analyzers.analyses.idle), hotspots, named ranges,
 roofline points, the regime and the next experiment. Consumers read fields, never
 sentences (analyzers.voice says them), and never re-derive a number.
 """
@@ -16,16 +16,20 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers import hotspots, idle as idle_mod, ranges as ranges_mod, roofline as roof_mod, whatif
-from analyzers import intervals as iv
-from analyzers.evidence import Evidence, FirstCall, HostEvidence
-from analyzers.hotspots import Hotspot
-from analyzers.idle import DeviceIdle, dominant_cause
-from analyzers.load import load
-from analyzers.ranges import RangeStats
-from analyzers.roofline import RegimeVerdict, Roofline
-from analyzers.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
-from analyzers.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, Regime
+from analyzers.analyses import hotspots
+from analyzers.analyses import idle as idle_mod
+from analyzers.analyses import ranges as ranges_mod
+from analyzers.analyses import roofline as roof_mod
+from analyzers.whatif import predict as whatif
+from analyzers.model import intervals as iv
+from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
+from analyzers.analyses.hotspots import Hotspot
+from analyzers.analyses.idle import DeviceIdle, dominant_cause
+from analyzers.loading.load import load
+from analyzers.analyses.ranges import RangeStats
+from analyzers.analyses.roofline import RegimeVerdict, Roofline
+from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
+from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, Regime
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
@@ -221,7 +225,7 @@ def _levers(trace: Trace) -> whatif.Levers | None:
 
 
 def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
-    from analyzers.progress import bar
+    from analyzers.loading.progress import bar
 
     with bar(Path(path)) as advance:
         trace = load(path, progress=advance)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers import intervals as iv
-from analyzers.peaks import normalise_dtype
-from analyzers.report import Analysis
-from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, NONE, RUNTIME, USER_ANNOTATION, Trace)
-from analyzers.verdicts import CAUSES
+from analyzers.model import intervals as iv
+from analyzers.analyses.peaks import normalise_dtype
+from analyzers.triage.report import Analysis
+from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, NONE, RUNTIME, USER_ANNOTATION, Trace)
+from analyzers.model.verdicts import CAUSES
 
 KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op", RUNTIME: "launch call",
          DRIVER: "launch call", USER_ANNOTATION: "range"}

@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from analyzers.trace import TraceError
+from analyzers.model.trace import TraceError
 
 MEM_PER_EVENT = 250
 MEM_BASE = 300 << 20            # the interpreter, numpy, pyarrow

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.trace import EVENT_COLUMNS, Caveat, Events, Trace
+from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
 FORMAT = 5   # 5: caveats are typed (kind, count, total)
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
@@ -149,7 +149,7 @@ def put(path: Path, trace) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from analyzers.atomic import write_bytes_atomic
+        from analyzers.loading.atomic import write_bytes_atomic
 
         st = path.stat()
         digest = _digest(path, st.st_size)

@@ -17,7 +17,7 @@ when it did, as three lower bounds whose maximum is the observed start:
 Graph launches are launch calls with many activities; collectives are kernels whose duration
 includes the wait for the other ranks (one trace holds one rank).
 
-Replaying the graph unchanged gives back every observed time (analyzers.replay); a lever
+Replaying the graph unchanged gives back every observed time (analyzers.whatif.replay); a lever
 (analyzers.whatif) edits the edges and replays.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers import intervals as iv
-from analyzers.idle import LAUNCH_CALL_PREFIXES, MEMCPY_CALL_PREFIXES, SYNC_CALLS, host_long_ns
-from analyzers.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, USER_ANNOTATION,
+from analyzers.model import intervals as iv
+from analyzers.analyses.idle import LAUNCH_CALL_PREFIXES, MEMCPY_CALL_PREFIXES, SYNC_CALLS, host_long_ns
+from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, USER_ANNOTATION,
                              Trace)
 
 SPAN_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER) + GPU_CATS

@@ -1,7 +1,7 @@
 """Roofline: place each op on its device's roofline, and decide a span's regime.
 
 A kernel's cost comes from the cpu_op that launched it (FLOPs and minimum bytes
-from its name, input shapes and dtypes: analyzers.opcost). Its bound is compute
+from its name, input shapes and dtypes: analyzers.analyses.opcost). Its bound is compute
 when its arithmetic intensity reaches the device's ridge point for its dtype
 (peak FLOP/s / peak B/s), memory below. Kernels launched with no costed op
 (CUDA-graph replays, Inductor's Triton kernels) get a bound from their name when
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.opcost import op_cost
-from analyzers.runtime_calls import is_graph_launch
-from analyzers.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
-from analyzers.trace import CPU_OP, KERNEL, NONE, Trace
-from analyzers.verdicts import BOUNDS, Bound, Regime
+from analyzers.analyses.opcost import op_cost
+from analyzers.model.runtime_calls import is_graph_launch
+from analyzers.analyses.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
+from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from analyzers.model.verdicts import BOUNDS, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.
 UNKNOWN, COMPUTE, MEMORY, COMM = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,

@@ -1,4 +1,4 @@
-"""What each idle cause's verdict rests on: typed, frozen, built finished by analyzers.idle.
+"""What each idle cause's verdict rests on: typed, frozen, built finished by analyzers.analyses.idle.
 
 Every cause always carries its full evidence type (zeros and empty tuples when it has no
 gaps), so a consumer (the report, a drill's feedback, the dashboard's hover) reads fields,
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.verdicts import Cause
+from analyzers.model.verdicts import Cause
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.decode import Part, ns_from_us, table_list
-from analyzers.trace import (CAT_CODES, EVENT_COLUMNS, GPU_CATS, MAX_DUR_US, MAX_TS_US, NONE, OTHER, Caveat,
+from analyzers.loading.decode import Part, ns_from_us, table_list
+from analyzers.model.trace import (CAT_CODES, EVENT_COLUMNS, GPU_CATS, MAX_DUR_US, MAX_TS_US, NONE, OTHER, Caveat,
                              Events, Tables)
 
 

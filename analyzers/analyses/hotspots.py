@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.trace import GPU_CATS, NONE, Trace
+from analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Read a trace file's JSON text: the first step of loading (read -> decode -> assemble -> link).
 
 gzip is detected by its magic, not by the name; a file whose JSON would need more memory
-than there is gets refused before it is read whole (analyzers.memory).
+than there is gets refused before it is read whole (analyzers.loading.memory).
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import stat
 from pathlib import Path
 
-from analyzers.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read
-from analyzers.trace import TraceError
+from analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read
+from analyzers.model.trace import TraceError
 
 _GZ_CHUNK = 16 << 20
 

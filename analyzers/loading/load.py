@@ -3,7 +3,7 @@
     trace = load("traces/smell-sync-item.json.gz")
 
 Each step is its own module and data flows one way through them; this module only runs
-them in order. A second load of an unchanged file comes from the cache (analyzers.cache).
+them in order. A second load of an unchanged file comes from the cache (analyzers.loading.cache).
 """
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import gc
 import os
 from pathlib import Path
 
-from analyzers import cache
-from analyzers.assemble import assemble
-from analyzers.decode import decode
-from analyzers.link import link
-from analyzers.read import read_bytes
-from analyzers.trace import Trace, TraceError
+from analyzers.loading import cache
+from analyzers.loading.assemble import assemble
+from analyzers.loading.decode import decode
+from analyzers.loading.link import link
+from analyzers.loading.read import read_bytes
+from analyzers.model.trace import Trace, TraceError
 
 
 def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> Trace:
     """Load and link one trace file. Raises TraceError with a one-line message.
 
-    A second load of an unchanged file comes from the columnar cache (analyzers.cache).
+    A second load of an unchanged file comes from the columnar cache (analyzers.loading.cache).
     """
     path = Path(path)
     if not path.exists():

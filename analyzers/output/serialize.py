@@ -11,8 +11,8 @@ from enum import Enum
 import numpy as np
 
 from analyzers import voice
-from analyzers.evidence import Evidence
-from analyzers.roofline import RegimeVerdict, RooflinePoint
+from analyzers.model.evidence import Evidence
+from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
 
 # Their floats are printed to 4 decimals (ratios, shares, TFLOP/s): the rest are rounded where computed.
 _ROUNDED_TO_4 = (RegimeVerdict, RooflinePoint)
@@ -105,7 +105,7 @@ def _us(ns: float | None) -> float | None:
 
 
 def _straggler(s) -> dict | None:
-    from analyzers.ranks import NoStraggler
+    from analyzers.analyses.ranks import NoStraggler
 
     if isinstance(s, NoStraggler):
         return None
@@ -124,7 +124,7 @@ def _straggler(s) -> dict | None:
 
 def ranks(rr) -> dict:
     """`tracetriage report DIR --json`."""
-    from analyzers.ranks import NoStraggler
+    from analyzers.analyses.ranks import NoStraggler
 
     rows = []
     for r in rr.rows:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers import intervals as iv
-from analyzers.idle import DeviceIdle, dominant_cause
-from analyzers.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
-from analyzers.verdicts import CAUSES, Cause
+from analyzers.model import intervals as iv
+from analyzers.analyses.idle import DeviceIdle, dominant_cause
+from analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
+from analyzers.model.verdicts import CAUSES, Cause
 
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
 

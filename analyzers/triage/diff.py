@@ -32,7 +32,7 @@ and time is compared per profiled step.
 
 Uses only the analyzers' public results (report.Analysis, its roofline and
 hotspots); never imports torch. The result is typed (Side, Diff); analyzers.voice
-says it (voice.diff_lines) and analyzers.serialize prints it.
+says it (voice.diff_lines) and analyzers.output.serialize prints it.
 """
 from __future__ import annotations
 
@@ -42,14 +42,14 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.evidence import FirstCall
-from analyzers.hotspots import Hotspot
-from analyzers.idle import SYNC_CALLS
-from analyzers import whatif
-from analyzers.report import Analysis, analyze_file
-from analyzers.roofline import UNCOSTED_WHY, RegimeVerdict
-from analyzers.trace import KERNEL, NONE, Caveat, TraceError
-from analyzers.verdicts import CAUSES, Cause, Regime
+from analyzers.model.evidence import FirstCall
+from analyzers.analyses.hotspots import Hotspot
+from analyzers.analyses.idle import SYNC_CALLS
+from analyzers.whatif import predict as whatif
+from analyzers.triage.report import Analysis, analyze_file
+from analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
+from analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
+from analyzers.model.verdicts import CAUSES, Cause, Regime
 
 BYTES_TOL = 0.15      # the speedup "matches" the byte ratio within this relative difference
 COVERAGE_MIN = 0.9    # share of kernel time with costed bytes for the roofline's bytes to stand
