@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzers import voice
+from analyzers.model.units import saving_pct
+from analyzers.voice import common as common_words, dashboard as dashboard_words, drills as drill_words, report as report_words, whatif as whatif_words
 from analyzers.output import serialize
 from analyzers.triage import timeline
 from analyzers.whatif import predict as whatif
@@ -40,11 +41,11 @@ def open_analysis(path: str | Path) -> Analysis:
 # --- report -------------------------------------------------------------------------------
 
 def five_lines(a: Analysis) -> list[str]:
-    return voice.five_lines(a)
+    return report_words.five_lines(a)
 
 
 def caveats(a: Analysis) -> list[str]:
-    return voice.analysis_caveats(a)
+    return report_words.analysis_caveats(a)
 
 
 def device_name(a: Analysis) -> str:
@@ -65,7 +66,7 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
                      "share_of_span": a.by_cause_ns.get(c, 0) / a.span_ns if a.span_ns else 0.0,
                      "gaps": e.gaps if e else 0, "median_gap_us": e.median_gap_us if e else 0.0,
                      "max_gap_us": e.max_gap_us if e else 0.0,
-                     "first_experiment": voice.advice(c, e)})
+                     "first_experiment": common_words.advice(c, e)})
     return pd.DataFrame(rows)
 
 
@@ -291,8 +292,8 @@ def levers(a: Analysis) -> LeversView | None:
         return None
     w = a.levers.all
     rows = [{"lever": p.lever, "predicted_us": p.predicted_ns / 1e3, "predicted_ratio": p.predicted_ratio,
-             "saving_us": p.saving_ns / 1e3, "saving": voice.saving_pct(p.saving_ns, w.baseline_ns),
-             "assumption": voice.assumption(p.assumption)} for p in w.levers]
+             "saving_us": p.saving_ns / 1e3, "saving": saving_pct(p.saving_ns, w.baseline_ns),
+             "assumption": whatif_words.assumption(p.assumption)} for p in w.levers]
     return LeversView(baseline_us=w.baseline_ns / 1e3, replay_us=w.replay_ns / 1e3, levers=pd.DataFrame(
         rows, columns=["lever", "predicted_us", "predicted_ratio", "saving_us", "saving", "assumption"]))
 
@@ -360,7 +361,7 @@ def drills() -> list[DrillView]:
 
     return [DrillView(d.id, d.title, d.lesson, d.kind, d.source(), d.questions,
                       tuple((k, t, doc) for k, (t, doc) in d.parts.items()),
-                      voice.rubric_line(d.rubric, d.decisive, d.cap_if_wrong)) for d in bank.all_drills()]
+                      drill_words.rubric_line(d.rubric, d.decisive, d.cap_if_wrong)) for d in bank.all_drills()]
 
 
 def drill_traces(drill_id: str) -> list[Path]:
@@ -387,9 +388,9 @@ def drill_answers(drill_id: str, raw: dict[str, str]) -> dict:
             try:
                 v = float(text)
             except ValueError:
-                raise AnswerError(voice.answer_not_a_number(part, text)) from None
+                raise AnswerError(dashboard_words.answer_not_a_number(part, text)) from None
             if not np.isfinite(v):
-                raise AnswerError(voice.answer_not_a_number(part, text))
+                raise AnswerError(dashboard_words.answer_not_a_number(part, text))
             out[part] = v
         elif kind == bank.NAMES and "," in text:
             out[part] = [x.strip() for x in text.split(",") if x.strip()]
@@ -427,7 +428,7 @@ def grade_drill(drill_id: str, answers: dict, db: str | None = None) -> GradeVie
                            "answer": "" if p.answer is None else str(p.answer), "expected": str(p.expected),
                            "feedback": p.feedback} for p in result.parts],
                          columns=["part", "score", "weight", "answer", "expected", "feedback"])
-    return GradeView(d.id, result.score, voice.summary(d.id, result.score), parts, list(result.notes), attempt, path)
+    return GradeView(d.id, result.score, drill_words.summary(d.id, result.score), parts, list(result.notes), attempt, path)
 
 
 @dataclass(frozen=True)
@@ -459,8 +460,8 @@ def prediction_log(db: str | None = None) -> LogView:
                          columns=["id", "quantity", "predicted", "measured", "unit", "ratio", "why", "trace"])
     att = pd.DataFrame(attempts, columns=["id", "created", "drill", "score"])
     mean = float(att["score"].mean()) if len(att) else None
-    return LogView(path, preds, voice.calibration(cal.measured, cal.median_ratio, cal.within_2x), att,
-                   voice.attempts_line(len(att), mean), problems)
+    return LogView(path, preds, drill_words.calibration(cal.measured, cal.median_ratio, cal.within_2x), att,
+                   drill_words.attempts_line(len(att), mean), problems)
 
 
 def _drill_errors() -> tuple[type[Exception], ...]:
@@ -489,6 +490,6 @@ def drill_tables(drill_id: str) -> DrillTables:
     f = evidence.facts(d.trace_path())
     if d.kind == "triage":
         ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
-        return DrillTables(voice.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, None)
+        return DrillTables(drill_words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, None)
     cols = ["name", "count", "median_wall_us", "wall_us", "kernel_busy_us"]
     return DrillTables(None, None, pd.DataFrame([{k: r[k] for k in cols} for r in f.ranges], columns=cols))

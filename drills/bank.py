@@ -93,7 +93,7 @@ class Drill:
     def source(self) -> str:
         if self.generate is None:
             return self.trace + (f" -> {self.after}" if self.after else "")
-        from analyzers.voice import toy_source
+        from analyzers.voice.drills import toy_source
 
         g = self.generate
         return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {})

@@ -10,7 +10,9 @@ import math
 import sys
 from pathlib import Path
 
-from analyzers import voice as words
+from analyzers.model.units import num
+
+from analyzers.voice.drills import answer_keys_help, attempts_line, calibration, grade_row, operator_row, prediction_recorded, range_row, rubric_line, span_line, summary, sweep_header, sweep_row
 from drills import bank
 from drills.answers import AnswerError
 from drills.bank import DrillError
@@ -90,28 +92,28 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         if win:
             con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
     if d.kind == "triage":
-        con.print(words.span_line(**info["span"]), markup=False)
+        con.print(span_line(**info["span"]), markup=False)
         con.print("operator table (device time):")
         for h in info["operator_table"]:
-            con.print(words.operator_row(h), markup=False)
+            con.print(operator_row(h), markup=False)
     if d.kind == "ranges":
         con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
         for r in info["ranges"]:
-            con.print(words.range_row(r), markup=False)
+            con.print(range_row(r), markup=False)
     if d.kind == "collapse":
         sweep = _fusion_sweep()
         if sweep:
-            con.print(words.sweep_header())
+            con.print(sweep_header())
             for r in sweep:
-                con.print(words.sweep_row(r), markup=False)
+                con.print(sweep_row(r), markup=False)
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
         con.print(f"  - {q}")
     con.print("\n[bold]answer file[/bold] (TOML; tracetriage drill grade "
               f"{d.id} --answers FILE):")
-    for line in words.answer_keys_help(d.parts):
+    for line in answer_keys_help(d.parts):
         con.print(line, markup=False)
-    con.print(words.rubric_line(d.rubric, d.decisive, d.cap_if_wrong))
+    con.print(rubric_line(d.rubric, d.decisive, d.cap_if_wrong))
     return 0
 
 
@@ -131,9 +133,9 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
         _json(out)
         return 0
     con = _console()
-    con.print(f"[bold]{words.summary(d.id, result.score)}[/bold]  {d.title}")
+    con.print(f"[bold]{summary(d.id, result.score)}[/bold]  {d.title}")
     for p in result.parts:
-        con.print(words.grade_row(p.part, p.score, p.weight), end="")
+        con.print(grade_row(p.part, p.score, p.weight), end="")
         con.print(p.feedback, markup=False)
     for n in result.notes:
         con.print(f"  {n}", markup=False)
@@ -173,7 +175,7 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
     log = Log(db)
     pid = log.predict(quantity, v, why.strip(), trace, baseline)
     log.close()
-    print(words.prediction_recorded(pid, quantity, v, QUANTITIES[quantity][0], trace))
+    print(prediction_recorded(pid, quantity, v, QUANTITIES[quantity][0], trace))
     return 0
 
 
@@ -212,13 +214,13 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
         t.add_column(col)
     for r in rows:
         unit = QUANTITIES.get(r["quantity"], ("",))[0]
-        t.add_row(str(r["id"]), r["quantity"], f"{words.num(r['predicted'])} {unit}",
-                  f"{words.num(r['measured'])} {unit}" if r["measured"] is not None else "pending",
+        t.add_row(str(r["id"]), r["quantity"], f"{num(r['predicted'])} {unit}",
+                  f"{num(r['measured'])} {unit}" if r["measured"] is not None else "pending",
                   f"{pr.ratio(r):.2f}×" if pr.ratio(r) else "", r["why"])
     con = _console()
     con.print(t)
-    con.print(words.calibration(cal.measured, cal.median_ratio, cal.within_2x))
-    con.print(words.attempts_line(len(attempts), mean))
+    con.print(calibration(cal.measured, cal.median_ratio, cal.within_2x))
+    con.print(attempts_line(len(attempts), mean))
     for p in problems:
         print(f"warning: {p}", file=sys.stderr)
     return 0

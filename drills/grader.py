@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from analyzers import voice as words
+from analyzers.voice import drills as words
 from drills import evidence
 from drills.bank import Drill, key_of
 from drills.textmatch import class_score, normalise

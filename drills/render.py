@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
-from analyzers import voice as words
+from analyzers.model.units import duration_us
+
+from analyzers.voice.drills import timeline_legend
 from drills.evidence import Lanes
 
 CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
@@ -42,7 +44,7 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
     out = Text()
     if title:
         out.append(title + "\n", style="bold")
-    out.append(f"{'':{name_w}} |{words.duration_us(lo)}{' ' * max(1, width - len(words.duration_us(lo)) - len(words.duration_us(hi)))}{words.duration_us(hi)}|\n",
+    out.append(f"{'':{name_w}} |{duration_us(lo)}{' ' * max(1, width - len(duration_us(lo)) - len(duration_us(hi)))}{duration_us(hi)}|\n",
                style="dim")
     by_lane: dict[int, list] = {}
     for lane, s, e, kind in t.bars:
@@ -71,7 +73,7 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
             mark, style = CAUSE_MARK[list(CAUSE_MARK)[j]]
             out.append(mark if stack[j, col] >= 0.3 else mark.lower(), style=style)
     out.append("|\n")
-    legend = words.timeline_legend([(m, c) for c, (m, _) in CAUSE_MARK.items()] if cause_marks else None)
+    legend = timeline_legend([(m, c) for c, (m, _) in CAUSE_MARK.items()] if cause_marks else None)
     out.append(f"{'':{name_w}}  {legend}\n", style="dim")
     return out
 

@@ -30,7 +30,8 @@ from analyzers.loading import load as load_mod
 from analyzers.loading import memory as memory_mod
 from analyzers.triage.report import analyze_trace
 from analyzers.loading.load import load
-from analyzers import voice
+from analyzers.voice.common import caveat
+from analyzers.voice.report import five_lines, next_experiment
 from analyzers.model.trace import Caveat, TraceError
 from tracetriage.cli import build_parser, main
 
@@ -223,7 +224,7 @@ def test_a_number_beyond_float_range_drops_only_its_event(tmp_path):
     text = json.dumps(good_doc(10)).replace('"dur": 10.0', '"dur": 1e999', 1)
     trace = load(kf.write(tmp_path / "inf.json", text), use_cache=False)
     assert trace.caveats == (Caveat("dropped_events", 1),)
-    assert voice.caveat(trace.caveats[0]) == ("1 complete event had a missing, negative, non-numeric or out-of-range "
+    assert caveat(trace.caveats[0]) == ("1 complete event had a missing, negative, non-numeric or out-of-range "
                                               "ts/dur and was dropped")
 
 
@@ -256,8 +257,8 @@ def test_an_unlinked_trace_is_not_told_to_move_fewer_bytes_because_of_0_percent(
             del e["args"]["correlation"]
     a = analyze_trace(load(kf.write(tmp_path / "nocorr.json", doc), use_cache=False))
     assert a.verdict.memory_us == 0
-    assert "because 0% of kernel time" not in voice.five_lines(a)[4], voice.five_lines(a)[4]
-    assert voice.next_experiment(a)["lever"].startswith("capture again with both CPU and CUDA activity")
+    assert "because 0% of kernel time" not in five_lines(a)[4], five_lines(a)[4]
+    assert next_experiment(a)["lever"].startswith("capture again with both CPU and CUDA activity")
 
 
 def test_missing_external_id_lists_gpu_time_under_the_kernel_name(tmp_path, capsys):

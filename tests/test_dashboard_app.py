@@ -15,7 +15,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import kineto_factory as kf  # noqa: E402
-from analyzers import voice as words  # noqa: E402
+from analyzers.voice.dashboard import annotated_caption, answer_not_a_number, attempt_recorded, calibration_caption, lever_line, no_whatif, part_feedback, plain, upload_too_large, whatif_caption
+from analyzers.voice.drills import calibration, span_line, summary
+from analyzers.voice.report import five_lines
+from analyzers.voice.whatif import assumption
 from dashboard.library import PATH_ENV, SAMPLES, Entry, UPLOAD_ENV  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +78,7 @@ def test_library_opens_a_sample_and_says_what_it_loaded(monkeypatch):
     at.selectbox(key="sample").set_value(sample("smell-sync-item.json.gz"))
     at.button(key="open_sample").click().run()
     assert not at.exception
-    assert at.success[0].value == words.plain("Loaded smell-sync-item.json.gz: 4,312 events on NVIDIA H200.")
+    assert at.success[0].value == plain("Loaded smell-sync-item.json.gz: 4,312 events on NVIDIA H200.")
     assert at.session_state["trace_entry"].key == "samples/smell-sync-item.json.gz"
 
 
@@ -92,7 +95,7 @@ def test_a_bad_file_in_the_directory_shows_its_one_line_error_not_a_traceback(tm
 
     with pytest.raises(TraceError) as e:
         load(tmp_path / "broken.json", use_cache=False)
-    assert at.error[0].value == words.plain(f"error: {e.value}")
+    assert at.error[0].value == plain(f"error: {e.value}")
     assert "\n" not in str(e.value) and "Traceback" not in at.error[0].value
 
 
@@ -101,7 +104,7 @@ def test_an_upload_over_the_cap_is_refused_with_the_limit_named(monkeypatch):
     at = page("library")
     at.file_uploader(key="upload").set_value(("big.json", b" " * 1_500_000, "application/json")).run()
     assert not at.exception
-    assert at.error[0].value == words.plain(words.upload_too_large("big.json", 1_500_000, 1))
+    assert at.error[0].value == plain(upload_too_large("big.json", 1_500_000, 1))
     assert "trace_entry" not in at.session_state
 
 
@@ -113,7 +116,7 @@ def test_an_uploaded_trace_is_opened(monkeypatch):
     assert not at.exception
     entry = at.session_state["trace_entry"]
     assert entry.source == "upload" and entry.name == "my_trace.json.gz"
-    assert at.success[0].value.startswith(words.plain("Loaded my_trace.json.gz: 302 events"))
+    assert at.success[0].value.startswith(plain("Loaded my_trace.json.gz: 302 events"))
 
 
 def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
@@ -123,8 +126,8 @@ def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
     at = page("report", sample("gpt-eager.json.gz"))
     assert not at.exception
     text = markdown_text(at)
-    for line in words.five_lines(a):
-        assert words.plain(line) in text
+    for line in five_lines(a):
+        assert plain(line) in text
     assert "Time to first token 18.8 ms" in text.replace("\\", "")   # (one duration format: voice.duration_us)
     chart = specs(at)[0]
     assert chart["encoding"]["color"]["field"] == "cause"
@@ -143,7 +146,7 @@ def test_report_prepares_the_perfetto_download():
     from analyzers.triage.report import analyze_file
 
     gaps = sum(len(d.gaps) for d in analyze_file(SAMPLES / "smell-sync-item.json.gz").devices)
-    assert at.caption[-1].value == words.annotated_caption(gaps)
+    assert at.caption[-1].value == annotated_caption(gaps)
 
 
 def test_timeline_of_a_big_trace_starts_with_the_binned_overview_and_a_brush():
@@ -221,7 +224,7 @@ def test_no_trace_string_reaches_the_page_as_html(tmp_path, monkeypatch):
             assert not re.search(r"(?<!\\)<", m.value), m.value   # every < escaped: text, not a tag
         assert not at.get("html")
     text = markdown_text(page("report", entry))
-    assert words.plain(evil_op) in text      # shown, as text
+    assert plain(evil_op) in text      # shown, as text
 
 
 def test_no_dashboard_module_asks_streamlit_to_render_html():
@@ -242,13 +245,13 @@ def test_whatif_draws_each_levers_predicted_span_as_a_bar_best_first_with_its_as
     assert bars["layer"][0]["encoding"]["y"]["sort"] == [p.lever for p in w.levers]
     assert bars["layer"][0]["encoding"]["x"]["field"] == "predicted_ms"
     assert bars["layer"][1]["mark"]["type"] == "rule"                     # the traced span
-    assert at.caption[1].value == words.plain(words.whatif_caption(w.baseline_ns, w.replay_ns))
+    assert at.caption[1].value == plain(whatif_caption(w.baseline_ns, w.replay_ns))
     text = markdown_text(at)
     captions = [c.value for c in at.caption]
     for p in w.levers:
-        assert words.plain(words.lever_line(p.lever, p.predicted_ns, p.predicted_ratio, p.saving_ns,
+        assert plain(lever_line(p.lever, p.predicted_ns, p.predicted_ratio, p.saving_ns,
                                             w.baseline_ns)) in text
-        assert words.plain(words.assumption(p.assumption)) in captions
+        assert plain(assumption(p.assumption)) in captions
     assert "kernels\\_2x\\: 34\\.6 ms predicted, 0\\.62 of the traced span \\(−38%\\)" in text
 
 
@@ -289,7 +292,7 @@ def test_whatif_of_a_cpu_only_trace_says_there_is_nothing_to_replay(tmp_path, mo
     monkeypatch.setenv(PATH_ENV, str(tmp_path))
     at = page("whatif", Entry("directory", tmp_path, "cpu.json"))
     assert not at.exception
-    assert at.info[0].value == words.no_whatif()
+    assert at.info[0].value == no_whatif()
     assert not at.get("vega_lite_chart")
 
 
@@ -337,13 +340,13 @@ def test_grading_a_drill_shows_the_score_and_each_parts_feedback_and_records_the
     _grade_button(at).click().run()
     assert not at.exception
     want = grader.grade(bank.get("M02.03-c"), answers)
-    assert at.subheader[-2].value == words.plain(words.summary("M02.03-c", want.score))
+    assert at.subheader[-2].value == plain(summary("M02.03-c", want.score))
     text = markdown_text(at)
     for p in want.parts:
-        assert words.plain(words.part_feedback(p.part, p.score, p.weight, p.feedback)) in text
+        assert plain(part_feedback(p.part, p.score, p.weight, p.feedback)) in text
     attempts = Log(drill_env).attempts()
     assert [(a["drill"], round(a["score"], 6)) for a in attempts] == [("M02.03-c", round(want.score, 6))]
-    assert words.plain(words.attempt_recorded(attempts[0]["id"], drill_env)) in [c.value for c in at.caption]
+    assert plain(attempt_recorded(attempts[0]["id"], drill_env)) in [c.value for c in at.caption]
 
 
 def test_a_number_part_that_is_not_a_number_is_one_line_and_records_nothing(drill_env):
@@ -354,7 +357,7 @@ def test_a_number_part_that_is_not_a_number_is_one_line_and_records_nothing(dril
     at.text_input(key="answer_M01.05-a_achieved").input("lots")
     _grade_button(at).click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == [words.plain("error: " + words.answer_not_a_number("achieved", "lots"))]
+    assert [e.value for e in at.error] == [plain("error: " + answer_not_a_number("achieved", "lots"))]
     assert Log(drill_env).attempts() == []
 
 
@@ -373,7 +376,7 @@ def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_ba
     assert list(table["quantity"]) == ["span_ms", "gbps", "ttft_ms"]
     assert list(table["ratio"].round(2))[:2] == [1.2, 0.4]
     cal = pr.calibration(pr.Log(drill_env).predictions())
-    assert words.plain(words.calibration(cal.measured, cal.median_ratio, cal.within_2x)) in markdown_text(at)
+    assert plain(calibration(cal.measured, cal.median_ratio, cal.within_2x)) in markdown_text(at)
     chart = next(s for s in specs(at) if str(s.get("title", "")).startswith("calibration"))
     band, line, dots = chart["layer"]
     assert band["mark"]["type"] == "area" and band["encoding"]["y"]["field"] == "low"
@@ -381,7 +384,7 @@ def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_ba
     assert line["mark"]["type"] == "line"
     assert dots["encoding"]["x"]["scale"]["type"] == "log" and dots["encoding"]["y"]["scale"]["type"] == "log"
     assert dots["encoding"]["x"]["field"] == "predicted" and dots["encoding"]["y"]["field"] == "measured"
-    assert words.plain(words.calibration_caption(2, 3)) in [c.value for c in at.caption]
+    assert plain(calibration_caption(2, 3)) in [c.value for c in at.caption]
 
 
 def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_cause(drill_env):
@@ -392,7 +395,7 @@ def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_c
     f = evidence.facts(bank.get("M02.01-a").trace_path())
     ops = at.dataframe[0].value
     assert list(ops["name"]) == [h["name"] for h in f.hotspots]
-    assert words.plain(words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
+    assert plain(span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
     assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here
 
 

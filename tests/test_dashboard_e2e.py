@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("playwright")
 pytest.importorskip("streamlit")
 
-from analyzers import voice as words  # noqa: E402
+from analyzers.voice import drills as words  # noqa: E402
 from dashboard import browser  # noqa: E402
 from drills import bank, grader  # noqa: E402
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import kineto_factory as kf
 from analyzers.analyses.idle import CAUSES
-from analyzers import voice
+from analyzers.voice import report as voice
 from analyzers.output import serialize
 from analyzers.triage.report import analyze_trace
 from analyzers.loading.load import load

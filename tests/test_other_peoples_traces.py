@@ -1,7 +1,6 @@
 """Issue 12: verdicts on traces this project did not write. One small synthetic Kineto trace per
 class of the issue (tests/other_peoples_traces.py says which public trace each one mimics), with
 the verdict a reader of that timeline gives it."""
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -153,14 +152,14 @@ def test_folder_mixing_devices_is_refused(tmp_path):
 
 
 def test_missing_ranks_come_from_world_size_and_a_cpu_only_rank_is_never_the_straggler(tmp_path):
-    from analyzers import voice
+    from analyzers.voice.ranks import ranks_caveats, ranks_lines
     from tracetriage.rank_run import report_object
 
     write(tmp_path / "rank0.json", opt.rank(0, 4))
     write(tmp_path / "rank1.json", opt.rank(1, 4))
     write(tmp_path / "rank2.json", opt.rank(2, 4, gpu=False))
     rr = report_object(tmp_path)
-    out = {**serialize.ranks(rr), "lines": voice.ranks_lines(rr), "caveats": voice.ranks_caveats(rr)}
+    out = {**serialize.ranks(rr), "lines": ranks_lines(rr), "caveats": ranks_caveats(rr)}
     assert "no usable trace for rank 3 of the run's 4" in out["caveats"]
     assert "rank 2 has no GPU activity (CPU-only): not compared with the others" in out["caveats"]
     assert out["straggler"] is None or out["straggler"]["rank"] != 2
@@ -186,7 +185,7 @@ def test_copy_time_is_said_to_count_as_compute_idle(tmp_path):
 # --- class 6: diff ------------------------------------------------------------------------------
 
 def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(tmp_path):
-    from analyzers import voice
+    from analyzers.voice.diff import diff_lines
     from analyzers.triage.diff import diff_files
 
     before = write(tmp_path / "before.json", opt.kernels_slowed(100, 10 * US))
@@ -194,18 +193,18 @@ def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(t
     d = diff_files(before, after)
     assert d.before.regime == d.after.regime == "overhead"
     assert d.explained_by == "kernels"
-    line = voice.diff_lines(d)[3]
+    line = diff_lines(d)[3]
     assert line.startswith("Explained by kernel time: kernel busy time grew by")
     assert "launch calls 1.20× more: not the lever" in line
 
 
 def test_bytes_not_comparable_names_the_real_reason(tmp_path):
-    from analyzers import voice
+    from analyzers.voice.diff import diff_lines
     from analyzers.triage.diff import diff_files
 
     before = write(tmp_path / "before.json", opt.uncosted_kernels())
     after = write(tmp_path / "after.json", opt.uncosted_kernels())
-    line = voice.diff_lines(diff_files(before, after))[2]
+    line = diff_lines(diff_files(before, after))[2]
     assert "bytes not comparable" in line
     assert "their ops recorded no shapes (record_shapes was off): 100%" in line
     assert "CUDA-graph replays and Triton" not in line

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import voice
+from analyzers.voice import ranks as voice
 from tracetriage import rank_run
 from analyzers.analyses import ranks
 from analyzers.output import serialize

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import voice
+from analyzers.voice import report as voice
 from analyzers.output import serialize
 from analyzers.model.evidence import HostEvidence, TransferEvidence
 from analyzers.triage.report import analyze_file

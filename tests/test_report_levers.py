@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import voice
+from analyzers.voice.diff import LEVER_APPLIED, diff_lines
+
+from analyzers.voice.report import five_lines
 from analyzers.output import serialize
 from analyzers.triage.diff import check_prediction, diff_analyses
 from analyzers.triage.report import analyze_file
@@ -31,7 +33,7 @@ def test_next_names_the_sync_op_with_its_predicted_saving_where_host_work_holds_
     assert a.dominant is Cause.HOST_WORK
     nx = a.next_experiment
     assert nx.kind is Experiment.REMOVE_SYNCS and nx.lever.lever == "remove_syncs" and nx.lever.only == "aten::item"
-    lines = voice.five_lines(a)
+    lines = five_lines(a)
     assert lines[4].startswith("Next: remove or defer the syncs (aten::item):")
     assert "(predicted −30%, 9.33 ms → 6.49 ms)" in lines[4]
     # the Idle line agrees: the sync is named with the overlap it prevents, though host work holds more idle
@@ -64,8 +66,8 @@ def test_diff_finds_the_lever_the_fix_applied_and_how_close_the_prediction_came(
     assert r["min"] - 0.02 <= check.measured_ratio <= r["max"] + 0.02      # the committed run is one of the five
     if variant == "kernels_2x":   # replayed with kernels as much faster as they measured: inside the measured spread
         assert r["min"] - 0.05 <= check.predicted_ratio <= r["max"] + 0.05, check
-    lines = voice.diff_lines(diff_analyses(analysis(name, "before"), analysis(name, variant)))
-    said = voice.LEVER_APPLIED.get(variant, variant)
+    lines = diff_lines(diff_analyses(analysis(name, "before"), analysis(name, variant)))
+    said = LEVER_APPLIED.get(variant, variant)
     assert any(x.startswith(f"Predicted: the change applied {said}") for x in lines)
 
 

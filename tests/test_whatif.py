@@ -12,7 +12,7 @@ import pytest
 from analyzers.whatif import depgraph
 from analyzers.whatif import replay
 from analyzers.whatif import predict as whatif
-from analyzers import voice
+from analyzers.voice import whatif as voice
 from analyzers.loading.load import find_traces, load
 from tracetriage.cli import main
 

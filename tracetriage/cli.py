@@ -37,7 +37,7 @@ def _json_default(o):
 # --- report / diff -------------------------------------------------------------------
 
 def cmd_report(a) -> int:
-    from analyzers import voice
+    from analyzers.voice.report import analysis_caveats, five_lines, hta_text
     from analyzers.output import serialize
     from analyzers.loading.progress import set_quiet
     from analyzers.triage.report import analyze_file
@@ -67,17 +67,17 @@ def cmd_report(a) -> int:
             out["hta"] = hta
         _print_json(out)
         return 0
-    print("\n".join(voice.five_lines(analysis)))
-    for c in voice.analysis_caveats(analysis):
+    print("\n".join(five_lines(analysis)))
+    for c in analysis_caveats(analysis):
         print(f"Caveat: {c}.")
     if hta is not None:
-        print(voice.hta_text(hta, analysis))
+        print(hta_text(hta, analysis))
     return 0
 
 
 def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
     """`tracetriage report DIR`: the multi-rank report."""
-    from analyzers import voice
+    from analyzers.voice.ranks import ranks_lines
     from analyzers.output import serialize
     from tracetriage.rank_run import report_object
     from analyzers.model.trace import TraceError
@@ -89,7 +89,7 @@ def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
     if as_json:
         _print_json(serialize.ranks(rr))
     else:
-        print("\n".join(voice.ranks_lines(rr)))
+        print("\n".join(ranks_lines(rr)))
     return 0
 
 
@@ -99,7 +99,7 @@ def _rank_progress(done: int, total: int) -> None:
 
 
 def cmd_diff(a) -> int:
-    from analyzers import voice
+    from analyzers.voice.diff import diff_lines
     from analyzers.output import serialize
     from analyzers.triage.diff import diff_files
     from analyzers.model.trace import TraceError
@@ -111,14 +111,14 @@ def cmd_diff(a) -> int:
     if a.json:
         _print_json(serialize.diff(d))
     else:
-        print("\n".join(voice.diff_lines(d)))
+        print("\n".join(diff_lines(d)))
     return 0
 
 
 # --- whatif (analyzers/whatif.py) -------------------------------------------------------
 
 def cmd_whatif(a) -> int:
-    from analyzers import voice
+    from analyzers.voice.whatif import whatif_table
     from analyzers.output import serialize
     from analyzers.whatif import predict as whatif
     from analyzers.model.trace import TraceError
@@ -132,7 +132,7 @@ def cmd_whatif(a) -> int:
     if a.json:
         _print_json(serialize.whatif(w))
     else:
-        print(voice.whatif_table(w))
+        print(whatif_table(w))
     return 0
 
 

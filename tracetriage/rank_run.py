@@ -1,7 +1,7 @@
 """`tracetriage report DIR`: analyse each rank's trace in its own process, then merge.
 
     rr = report_object(Path("traces/ddp"))
-    print("\n".join(voice.ranks_lines(rr)))
+    print("\n".join(rank_words.ranks_lines(rr)))
 
 The rules (collectives, the straggler) are analyzers.analyses.ranks; this module runs the
 per-rank analyses, one process per rank, in parallel, and gives each back as a
@@ -18,7 +18,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from analyzers import voice
+from analyzers.voice import ranks as rank_words, report as report_words
+from analyzers.voice.common import mostly
 from analyzers.output import serialize
 from analyzers.loading.load import find_traces
 from analyzers.analyses.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
@@ -48,10 +49,10 @@ def analyze_rank(path: str) -> RankReport | RankError:
     """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
     try:
         a = analyze_file(path)
-        return RankReport(report=serialize.report(a), lines=tuple(voice.five_lines(a)), mostly=voice.mostly(a),
+        return RankReport(report=serialize.report(a), lines=tuple(report_words.five_lines(a)), mostly=mostly(a),
                           dominant=a.dominant, idle_share=a.idle_share, span_us=a.span_ns / 1e3,
                           kernel_busy_us=a.kernel_busy_ns / 1e3, device_name=a.trace.device_name(),
-                          rank=a.trace.rank, caveats=tuple(voice.analysis_caveats(a)),
+                          rank=a.trace.rank, caveats=tuple(report_words.analysis_caveats(a)),
                           collectives=collective_timing(a.trace), world_size=world_size(path),
                           has_gpu=bool(a.devices))
     except TraceError as e:
@@ -115,5 +116,5 @@ def report_object(path: Path, progress=None) -> RanksReport:
                          "with `tracetriage diff BEFORE AFTER`")
     mixed = mixed_runs(good)
     if mixed:
-        raise TraceError(voice.mixed_runs(path, *mixed))
+        raise TraceError(rank_words.mixed_runs(path, *mixed))
     return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from analyzers import voice
+from analyzers.voice import common as voice
 from analyzers.triage import timeline
 from analyzers.loading.atomic import write_bytes_atomic
 from analyzers.triage.report import Analysis, analyze_file

@@ -10,7 +10,15 @@ from enum import Enum
 
 import numpy as np
 
-from analyzers import voice
+from analyzers.voice.common import advice
+
+from analyzers.voice.diff import diff_caveats, diff_lines
+
+from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
+
+from analyzers.voice.report import analysis_caveats, five_lines, next_experiment
+
+from analyzers.voice.whatif import assumption
 from analyzers.model.evidence import Evidence
 from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
 
@@ -44,7 +52,7 @@ def evidence(ev: Evidence) -> dict:
     d = plain(ev)
     del d["cause"]
     head = {k: d.pop(k) for k in ("gaps", "total_us", "median_gap_us", "max_gap_us")}
-    return {**head, "first_experiment": voice.advice(ev.cause, ev), **d}
+    return {**head, "first_experiment": advice(ev.cause, ev), **d}
 
 
 def report(a) -> dict:
@@ -53,7 +61,7 @@ def report(a) -> dict:
     pk = a.roof.peaks
     return {
         "trace": {"path": tr.path, "events": tr.events_in_file, "device_name": tr.device_name(),
-                  "rank": tr.rank, "caveats": voice.analysis_caveats(a)},
+                  "rank": tr.rank, "caveats": analysis_caveats(a)},
         "range": a.range_filter,
         "span_us": _r(a.span_ns / 1e3), "kernel_busy_us": _r(a.kernel_busy_ns / 1e3), "copy_us": _r(a.copy_ns / 1e3),
         "idle_us": _r(a.idle_ns / 1e3), "idle_share": _r(a.idle_share, 4),
@@ -75,8 +83,8 @@ def report(a) -> dict:
         "roofline": plain(a.roof.points[:50]),
         "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s}
                   if pk else None),
-        "lines": voice.five_lines(a),
-        "next_experiment": {**voice.next_experiment(a), "kind": a.next_experiment.kind.value,
+        "lines": five_lines(a),
+        "next_experiment": {**next_experiment(a), "kind": a.next_experiment.kind.value,
                             "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
                             if a.next_experiment.lever else None,
                             "whatif_lever": a.next_experiment.lever.lever if a.next_experiment.lever else None,
@@ -88,7 +96,7 @@ def _side(s) -> dict:
     d = plain(s)
     for k in ("trace_caveats", "warmup", "warmup_share"):
         del d[k]
-    return {**d, "caveats": voice.analysis_caveats(s)}
+    return {**d, "caveats": analysis_caveats(s)}
 
 
 def diff(d) -> dict:
@@ -96,8 +104,8 @@ def diff(d) -> dict:
     out = plain(d)
     for k in ("only_one_side_has_steps", "different_devices", "explained_by"):
         del out[k]
-    return {**out, "before": _side(d.before), "after": _side(d.after), "caveats": voice.diff_caveats(d),
-            "explained_by": d.explained_by, "lines": voice.diff_lines(d)}
+    return {**out, "before": _side(d.before), "after": _side(d.after), "caveats": diff_caveats(d),
+            "explained_by": d.explained_by, "lines": diff_lines(d)}
 
 
 def _us(ns: float | None) -> float | None:
@@ -119,7 +127,7 @@ def _straggler(s) -> dict | None:
                           for k, v in plain(n).items() if v is not None} for n in s.outliers],
             "collective_spread_us": _us(s.spread_ns), "rank": s.rank, "basis": s.basis,
             "wait_per_step_us": _us(s.wait_per_step_ns), "host_idle_dominant": plain(me.row.r.dominant),
-            "host_idle": voice.own_idle(me.row.r)}
+            "host_idle": own_idle(me.row.r)}
 
 
 def ranks(rr) -> dict:
@@ -134,9 +142,9 @@ def ranks(rr) -> dict:
                                      "steps_from": c.steps_from, "kernels": list(c.kernels),
                                      "per_step_us": [round(x / 1e3, 3) for x in c.per_step_ns]}})
     strag = _straggler(rr.straggler)
-    reason = voice.straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
-    return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": voice.ranks_lines(rr),
-            "caveats": voice.ranks_caveats(rr), "errors": rr.errors}
+    reason = straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
+    return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": ranks_lines(rr),
+            "caveats": ranks_caveats(rr), "errors": rr.errors}
 
 
 def whatif(w) -> dict:
@@ -144,4 +152,4 @@ def whatif(w) -> dict:
     return {"baseline_us": round(w.baseline_ns / 1e3, 1),
             "levers": [{"lever": p.lever, "predicted_us": round(p.predicted_ns / 1e3, 1),
                         "predicted_ratio": round(p.predicted_ratio, 4), "saving_us": round(p.saving_ns / 1e3, 1),
-                        "assumptions": voice.assumption(p.assumption)} for p in w.levers]}
+                        "assumptions": assumption(p.assumption)} for p in w.levers]}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analyzers import voice as words
+from analyzers.voice import dashboard as words
 from dashboard import charts, data, state
 from dashboard.library import PathRefused
 

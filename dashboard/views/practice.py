@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from analyzers import voice as words
+from analyzers.voice import dashboard as words
 from dashboard import charts, data, state
 
 TITLE, URL, ICON = "Drills", "drills", ":material/school:"

@@ -1,0 +1,175 @@
+"""The words every audience shares: cause names, the one advice text per cause, what would waste
+the week, the evidence phrases, the trace's own caveats, and why kernel time has no cost model.
+
+The audience modules beside this one (report, diff, ranks, whatif, drills, dashboard) compose
+their sentences from these; none of them decides a verdict or a threshold: they say what the
+analysis decided.
+"""
+from __future__ import annotations
+
+from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
+from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
+from analyzers.model.units import count, duration_us, plural, share
+from analyzers.model.verdicts import Cause
+# --- the trace's own caveats -------------------------------------------------------------------------
+
+
+def caveat(c: Caveat) -> str:
+    if c.kind == "dropped_events":
+        return (f"{count(c.count, 'complete event')} had a missing, negative, non-numeric or out-of-range ts/dur and "
+                f"{'was' if c.count == 1 else 'were'} dropped")
+    if c.kind == "duplicate_events":
+        return (f"{count(c.count, 'event')} repeated an earlier one exactly (same category, name, times, thread and "
+                "ids) and counted once")
+    if c.kind == "no_gpu_activity":
+        return ("no GPU activity in the trace (no kernels, copies or memsets: a CPU-only capture, or CUDA activity was "
+                "not recorded): there is no GPU span, idle time or regime to report")
+    if c.kind == "unlinked_gpu":
+        return (f"{c.count:,} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in the trace "
+                "(missing correlation, or launched before profiling started): the idle before them counts as other")
+    if c.kind == "dangling_external_id":
+        verb = "carries" if c.count == 1 else "carry"
+        return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
+                "time is listed under the kernel's name, not the op's")
+    if c.kind == "stream_overlap":
+        verb = "starts" if c.count == 1 else "start"
+        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {STREAM_OVERLAP_NS / 1e3:.0f} µs "
+                "before the previous one on their stream ends, though a stream runs in order (a merged or edited "
+                "trace?): busy and idle time count the overlapped time once")
+    raise ValueError(f"unknown caveat kind {c.kind!r}")
+
+
+# --- causes and their advice -------------------------------------------------------------------------
+
+CAUSE_WORDS = {Cause.LAUNCH_OVERHEAD: "launch overhead", Cause.HOST_WORK: "host work",
+               Cause.SYNCHRONIZATION: "synchronization", Cause.DATA_TRANSFER: "data transfer", Cause.OTHER: "other"}
+
+
+def cause_words(cause: Cause | None) -> str:
+    return CAUSE_WORDS[cause] if cause is not None else "none"
+
+
+def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None) -> str:
+    """The one advice text per cause: the evidence's first experiment and the Next line's lever.
+    The sync advice names the op whose syncs to remove (`only`), else the ops (or calls) that synced."""
+    if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
+        src = only or ", ".join(x.name for x in (ev.called_from or ev.sync_calls)[:2])
+        if isinstance(ev, SyncEvidence) and ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+            # queued work waited on a cross-stream dependency: nothing to remove on the host
+            return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it waits "
+                    "for (the producing work, the event record) earlier, or drop the wait if the streams need not order")
+        return ADVICE[cause].replace("the syncs:", f"the syncs ({src}):", 1)
+    if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
+        return ("cut the launches left outside the CUDA graphs the trace already replays "
+                f"({ev.graph_launches} graph launches): capture more of the step in the graph, fuse what stays "
+                "outside (torch.compile), or more work per launch")
+    return ADVICE[cause]
+
+ADVICE = {
+    Cause.LAUNCH_OVERHEAD: "cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), or more "
+                           "work per launch (bigger batch)",
+    Cause.HOST_WORK: "take the host work off the critical path: DataLoader workers / prefetch, or overlap it with "
+                     "queued GPU work; profile the host (py-spy) to see what it is",
+    Cause.SYNCHRONIZATION: "remove or defer the syncs: keep values and decisions on the device, read them once every "
+                           "N steps",
+    Cause.DATA_TRANSFER: "pin host memory, copy with non_blocking=True on a side stream so copies overlap compute, or "
+                         "keep the data resident on the device",
+    Cause.OTHER: "capture again with both CPU and CUDA activity recorded (ProfilerActivity.CPU and "
+                 "ProfilerActivity.CUDA) so that every kernel links to the call that launched it",
+}
+
+WASTE = {
+    Cause.LAUNCH_OVERHEAD: "tuning kernels: they already finish before the next launch arrives",
+    Cause.HOST_WORK: "torch.compile, CUDA graphs or faster kernels: the device is waiting for the host, not on launches",
+    Cause.SYNCHRONIZATION: "faster kernels: they make the drain come sooner, not the host's next launch",
+    Cause.DATA_TRANSFER: "faster kernels or torch.compile: compute is not what the device waits on",
+    Cause.OTHER: "acting on this trace's idle time: what caused it was not recorded",
+}
+
+REGIME_ADVICE = {
+    "compute": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), skip work "
+               "(causal masks, smaller shapes)",
+    "memory": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, avoid "
+              "materialised copies",
+}
+
+
+def copy_phrase(ev: TransferEvidence) -> str:
+    if not ev.copies:
+        return "copies"
+    c = ev.copies[0]
+    rate = f" at {c.gbps:.1f} GB/s" if c.gbps else ""
+    return f"{c.count}× {c.name}, {c.bytes / 1e9:.2f} GB{rate}"
+
+
+def evidence_phrase(ev: Evidence) -> str:
+    """What a cause's verdict rests on, in one clause: the Idle line's 'mostly ...'."""
+    if isinstance(ev, LaunchEvidence):
+        ops = ", ".join(o.name for o in ev.launching_ops[:3])
+        cost = (f"a launch call takes {ev.launch_call_median_us:.1f} µs" if ev.launch_call_median_us is not None
+                else "the trace has no launch call to measure what launching costs")
+        return (f"{plural(ev.gaps, 'gap')} with a median of {ev.median_gap_us:.1f} µs between kernels whose median run "
+                f"is {ev.kernel_median_us:.1f} µs; {cost}" + (f" (launched by {ops})" if ops else ""))
+    if isinstance(ev, HostEvidence):
+        traced = ", ".join(o.name for o in ev.host_events[:3])
+        held = ", ".join(o.name for o in ev.python_functions[:2])
+        what = []
+        if held:   # recorded with stacks: the Python that held the host is in the trace
+            what.append(f"in Python: {held}")
+        elif ev.untraced_share >= 0.005:   # no Python frames recorded there: the host's time is untraced
+            what.append(f"{100 * ev.untraced_share:.0f}% untraced: Python, numpy, sleeping")
+        if traced:
+            what.append(f"traced CPU ops: {traced}")
+        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} in which the host issued "
+                f"no GPU work" + (f" ({'; '.join(what)})" if what else ""))
+    if isinstance(ev, SyncEvidence):
+        calls = ", ".join(f"{c.name} ×{c.count}" for c in ev.sync_calls[:2])
+        src = ", ".join(c.name for c in ev.called_from[:2])
+        if ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+            return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
+                    f"{waited_phrase(ev.waited_on)}, not on its launch")
+        return (f"{plural(ev.gaps, 'drain')}, a median of {ev.median_gap_us:.1f} µs each, after {calls or 'syncs'}"
+                + (f" called from {src}" if src else ""))
+    if isinstance(ev, TransferEvidence):
+        waited = (f"; queued work waited {duration_us(sum(w.us for w in ev.waited_on))} while the host staged "
+                  f"{waited_phrase(ev.waited_on)}") if ev.waited_on else ""
+        return f"{ev.copy_count} copies, mostly {copy_phrase(ev)}{waited}"
+    if getattr(ev, "waited_on", ()) or (ev.gaps and not ev.unlinked_gaps):
+        return (f"{plural(ev.gaps, 'gap')} in which queued work waited on a dependency the trace does not record "
+                "(no stream-wait, sync or copy call around it)")
+    return f"{plural(ev.gaps, 'gap')} with no launch call in the trace"
+
+
+def waited_phrase(waited) -> str:
+    return ", ".join(f"{w.name} ×{w.count}" for w in waited[:2])
+
+
+def mostly(a) -> str:
+    """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
+    dom = a.dominant
+    if dom is None:
+        return "none"
+    return f"{CAUSE_WORDS[dom]}: {evidence_phrase(a.evidence[dom])}"
+
+
+# --- why kernel time has no cost model ---------------------------------------------------------------
+
+UNCOSTED_WORDS = {
+    "no_shapes": "their ops recorded no shapes (record_shapes was off)",
+    "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
+    "no_cost_model": "their ops have no cost model here (custom or library ops)",
+    "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
+}
+
+
+def uncosted_phrase(v) -> str:
+    """Why kernel time has no cost model: the largest reasons, in words."""
+    tot = sum(v.uncosted_why_us.values()) or 1.0
+    items = list(v.uncosted_why_us.items())[:2]
+    parts = [UNCOSTED_WORDS[w] + (f" ({share(us / tot)})" if len(items) > 1 else "") for w, us in items]
+    return "; ".join(parts) or "their kernels carry no cost"
+
+
+# --- regimes -----------------------------------------------------------------------------------------
+
+REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown"}

@@ -1,0 +1,187 @@
+"""The diff's words: the Diff, Time, Launches-and-bytes and Explained lines, how close the before
+trace's prediction came, and the diff's caveats.
+"""
+from __future__ import annotations
+
+from analyzers.model.units import duration_ns, duration_us, ratio, share, signed_us, size, speed
+from analyzers.model.verdicts import Cause
+from analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
+def _times(r: float) -> str:
+    from analyzers.triage.diff import SAME_TOL
+
+    return ratio(r, SAME_TOL)
+
+
+def diff_caveats(d) -> list[str]:
+    from analyzers.triage.diff import STEP_RANGE
+
+    out = []
+    b, a = d.before, d.after
+    if d.only_one_side_has_steps:
+        has = b if b.steps else a
+        out.append(f"only {has.name} has {STEP_RANGE} ranges ({has.steps}), so whole traces are compared; profile the "
+                   "same number of steps for a fair comparison")
+    if d.different_devices:
+        out.append(f"the traces come from different devices ({b.device_name or 'unnamed'} vs "
+                   f"{a.device_name or 'unnamed'}): the change mixes the hardware with the code")
+    return out
+
+
+def _idle_causes(d, k: int = 3) -> str:
+    moved = sorted(((c, x) for c, x in d.idle_change_us.items() if abs(x) >= 0.5), key=lambda cx: -abs(cx[1]))
+    return ", ".join(f"{CAUSE_WORDS[c]} {signed_us(x)}" for c, x in moved[:k])
+
+
+def diff_lines(d) -> list[str]:
+    """The diff's lines: Diff, Time, Launches and bytes, Explained (and its caveats)."""
+    b, a = d.before, d.after
+    db, da = d.divisors
+    span_b, span_a = d.span_us
+    busy_b, busy_a = b.kernel_busy_us / db, a.kernel_busy_us / da
+    s = d.speedup
+    dev = b.device_name if b.device_name == a.device_name else f"{b.device_name} / {a.device_name}"
+    scope = f" per profiled step ({b.steps} vs {a.steps} steps)" if d.per_step else ""
+    change = "the after trace has no GPU activity" if s is None else f"a {speed(s)}"
+    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to {duration_us(span_a)}{scope}, "
+          f"{change}.")
+
+    idle_b, idle_a = b.idle_us / db, a.idle_us / da
+    causes = _idle_causes(d)
+    top_b = b.top_ops[0] if b.top_ops else None
+    top_a = a.top_ops[0] if a.top_ops else None
+    tops = ""
+    if top_b and top_a:
+        tops = (f"; the top op was {top_b.name} ({100 * top_b.share:.0f}%) and is now "
+                f"{top_a.name} ({100 * top_a.share:.0f}%)") if top_b.name != top_a.name else \
+            f"; {top_a.name} stays the top op ({100 * top_b.share:.0f}% → {100 * top_a.share:.0f}%)"
+    l2 = (f"Time: the span changed by {signed_us(-d.time_saved_us)} = kernel busy {signed_us(busy_a - busy_b)} "
+          f"({duration_us(busy_b)} → {duration_us(busy_a)}) + idle {signed_us(idle_a - idle_b)} "
+          f"({100 * b.idle_share:.0f}% → {100 * a.idle_share:.0f}% of the span"
+          + (f": {causes}" if causes else "") + f"){tops}.")
+
+    lr, br = d.launch_ratio, d.byte_ratio
+    calls = f"{b.launch_calls / db:,.0f} → {a.launch_calls / da:,.0f} launch calls"
+    if lr is not None:
+        calls += f" ({_times(lr)})"
+    calls += f" for {b.kernels / db:,.0f} → {a.kernels / da:,.0f} kernels"
+    if a.graph_launches or b.graph_launches:
+        calls += f", {b.graph_launches / db:,.0f} → {a.graph_launches / da:,.0f} of the calls CUDA-graph launches"
+    if b.span_per_launch_us and a.span_per_launch_us:
+        calls += f", {duration_us(b.span_per_launch_us)} → {duration_us(a.span_per_launch_us)} of span per launch call"
+    if br is not None:
+        src = [x.name for x in (b, a) if x.bytes_source == "sidecar"]
+        note = (f"; {' and '.join(src)}: bytes declared by the capture sidecar, "
+                "its kernels have no costed op in the trace") if src else ""
+        byts = f"bytes {size(b.bytes / db)} → {size(a.bytes / da)} ({_times(br)}{note})"
+    else:
+        short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
+        byts = "bytes not comparable: " + "; ".join(
+            f"only {100 * x.byte_coverage:.0f}% of {x.name}'s kernel time has a costed op ({uncosted_side(x)}) and "
+            "no capture sidecar declares its bytes" for x in short)
+    l3 = f"Launches and bytes: {calls}; {byts}; {b.regime}-bound → {a.regime}-bound."
+
+    l4 = _explanation_line(d)
+    lines = [l1, l2, l3, l4] + ([prediction_line(d.prediction)] if d.prediction else [])
+    if diff_caveats(d):
+        lines.append("Caveat: " + "; ".join(diff_caveats(d)) + ".")
+    return lines
+
+UNCOSTED_SIDE_WORDS = {**UNCOSTED_WORDS, "communication": "collectives carry no bytes of this device's work"}
+
+
+def uncosted_side(x) -> str:
+    """Why a diff side's kernel time has no bytes: the largest reasons with their shares."""
+    tot = sum(x.uncosted_why_us.values()) or 1.0
+    return "; ".join(f"{UNCOSTED_SIDE_WORDS[w]}: {share(us / tot)}" for w, us in list(x.uncosted_why_us.items())[:2]) \
+        or "no op with a cost model launched its kernels"
+
+APPLIED_BECAUSE = {"graph_launches": "CUDA-graph launches appeared", "pageable_copies": "its pageable copies went",
+                   "sync_points": "its sync points went", "kernel_time": "its kernel time fell",
+                   "host_stretches": "its long host stretches went"}
+
+LEVER_APPLIED = {"kernels_2x": "faster kernels"}
+
+
+def prediction_line(p) -> str:
+    """How close the before trace's what-if came for the lever the change applied."""
+    off = round(p.measured_ratio, 2) - round(p.predicted_ratio, 2)
+    verdict = ("as predicted" if abs(off) < 0.005 else
+               f"{abs(off):.2f} better than predicted" if off < 0 else f"{off:.2f} short of the prediction")
+    how = (f"{APPLIED_BECAUSE[p.evidence]} {1 / p.kernel_scale:.2f}×" if p.lever == "kernels_2x"
+           else APPLIED_BECAUSE[p.evidence])
+    given = " with kernels that much faster" if p.lever == "kernels_2x" else ""
+    return (f"Predicted: the change applied {LEVER_APPLIED.get(p.lever, p.lever)} ({how}); from the before trace "
+            f"alone{given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
+            f"({duration_ns(p.before_ns)} → "
+            f"{duration_ns(p.predicted_ns)}), and the after trace measures {p.measured_ratio:.2f} "
+            f"({duration_ns(p.after_ns)}): {verdict}.")
+
+
+def _explanation_line(d) -> str:
+    from analyzers.triage.diff import BYTES_TOL, SAME_TOL, cause_share
+
+    b, a = d.before, d.after
+    s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
+    saved = d.time_saved_us
+    if how == "unchanged":
+        return f"Explained: nothing to explain, the spans agree within {100 * SAME_TOL:.0f}% ({s:.2f}×)."
+    if how == "bytes":
+        gap = 100 * abs(s / br - 1)
+        moved = f"{100 / br:.0f}% of the bytes" if br >= 1 else f"{1 / br:.2f}× the bytes"
+        busy = b.kernel_busy_us / max(a.kernel_busy_us, 1e-9)
+        kt = (f"kernel time fell {busy:.2f}× against the bytes' {br:.2f}×" if br >= 1 else
+              f"kernel time grew {1 / busy:.2f}× against the bytes' {1 / br:.2f}×")
+        rate = (f" at {b.achieved_gbps:.0f} → {a.achieved_gbps:.0f} GB/s"
+                if b.achieved_gbps and a.achieved_gbps else "")
+        causes = _idle_causes(d, 2)
+        rest = f"; the rest is the idle change ({causes})" if causes and gap >= 0.5 else ""
+        return (f"Explained by bytes: it moves {moved} and the {speed(s)} matches that within {gap:.0f}%: "
+                f"{kt}, both memory-bound{rate}{rest}.")
+    if how == "kernels":
+        ch = d.busy_change_us
+        verb = "shrank" if ch < 0 else "grew"
+        sense = "saved" if saved > 0 else "lost"
+        tops = ""
+        if b.top_ops and a.top_ops:
+            tb, ta = b.top_ops[0], a.top_ops[0]
+            tops = (f"; the top op was {tb.name} and is now {ta.name}" if tb.name != ta.name
+                    else f"; {ta.name} stays the top op")
+        launches = f" (launch calls {_times(lr)}: not the lever)" if lr is not None and abs(lr - 1) > SAME_TOL else ""
+        return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {100 * ch / -saved:.0f}% of the "
+                f"{duration_us(saved)} {sense}{launches}{tops}; regime {b.regime} → {a.regime}.")
+    if how == "launches":
+        pb, pa = b.span_per_launch_us, a.span_per_launch_us
+        cost = ""
+        if pb and pa and abs(pa / pb - 1) > BYTES_TOL:
+            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {s:.2f}× and not "
+                    f"{lr:.2f}×")
+        bytes_note = (f"; bytes are no lever here ({_times(br)} bytes, while kernels are busy only "
+                      f"{100 * b.kernel_busy_us / b.span_us:.0f}% → {100 * a.kernel_busy_us / a.span_us:.0f}% "
+                      "of the span)") if br is not None else ""
+        return (f"Explained by launches: both are overhead-bound (the GPU idles {100 * b.idle_share:.0f}% and "
+                f"{100 * a.idle_share:.0f}% of the span), so time follows launch calls: {_times(lr)} of them"
+                f"{cost}{bytes_note}.")
+    if how in {c.value for c in Cause}:
+        how = Cause(how)
+        ch = d.idle_change_us[how]
+        part = -ch / saved
+        extra = ""
+        if how is Cause.LAUNCH_OVERHEAD and lr is not None:
+            same = d.kernel_ratio is not None and abs(d.kernel_ratio - 1) <= 0.1
+            extra = (f"; {_times(lr)} launch calls" + (" for the same kernels" if same else "")
+                     + (" (CUDA-graph replays)" if a.graph_launches > b.graph_launches else ""))
+        verb = "shrank" if ch < 0 else "grew"
+        sense = "saved" if saved > 0 else "lost"
+        return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {100 * part:.0f}% of the "
+                f"{duration_us(saved)} {sense}{extra}; regime {b.regime} → {a.regime}.")
+    cause, part = cause_share(d.time_saved_us, d.idle_change_us)
+    parts = []
+    if br is not None:
+        parts.append(f"bytes {_times(br)} against a {speed(s)}")
+    if lr is not None:
+        parts.append(f"launch calls {_times(lr)}")
+    if cause is not None:
+        parts.append(f"{CAUSE_WORDS[cause]} idle moved by {100 * part:.0f}% of the time {'saved' if saved > 0 else 'lost'}")
+    parts.append(f"kernel busy time {signed_us(d.busy_change_us)}")
+    return (f"Explained by a mix: no single lever accounts for it ({'; '.join(parts)}; regime "
+            f"{b.regime} → {a.regime}).")

@@ -1,0 +1,262 @@
+"""The drills' words: per-part feedback that quotes the trace, the lines of `drill list` and
+`drill show` (and the terminal timeline's legend), and the prediction log's lines.
+"""
+from __future__ import annotations
+
+from analyzers.model.units import duration_us, num, share
+from analyzers.model.verdicts import Cause
+from analyzers.voice.common import ADVICE, CAUSE_WORDS, REGIME, REGIME_ADVICE
+PATTERN = {
+    "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
+    "host_work": "long gaps in which the host launches nothing",
+    "synchronization": "a drain after each sync: the queue runs dry while the host waits, then refills",
+    "data_transfer": "compute idles while copies occupy the device",
+}
+
+# The drills' expected first experiment: the causes' one advice text, and the regimes' levers.
+EXPERIMENT = {**{c.value: ADVICE[c] for c in Cause if c is not Cause.OTHER}, **REGIME_ADVICE,
+              "overhead": ADVICE[Cause.LAUNCH_OVERHEAD]}
+
+EXPLAIN = {"launches": "launches: both sides are overhead-bound, so time follows the launch count, not the bytes",
+           "bytes": "bytes: both sides are memory-bound, so time follows the bytes moved",
+           "mixed": "neither launches nor bytes alone"}
+
+
+# --- the trace's own evidence ------------------------------------------------------------------------
+
+
+def evidence(cause: str, e: dict, part: float) -> str:
+    """What the trace shows for one idle cause: counts, medians, the calls and copies behind it."""
+    head = f"{CAUSE_WORDS[cause]} is {share(part)} of the span"
+    if cause == "launch_overhead":
+        ops = ", ".join(e.get("launching_ops", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between {e['kernels']:,} kernels "
+                f"whose median run is {duration_us(e['kernel_median_us'])}, while a launch call takes "
+                f"{duration_us(e['launch_call_median_us'])}" + (f" (launched by {ops})" if ops else ""))
+    if cause == "host_work":
+        traced = ", ".join(e.get("host_events", []))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} in which the host launched "
+                f"nothing, {share(e.get('untraced_share', 0))} of it untraced (Python, numpy, sleeping)"
+                + (f"; traced host ops: {traced}" if traced else ""))
+    if cause == "synchronization":
+        calls = ", ".join(f"{c['name']} ×{c['count']}" for c in e.get("sync_calls", []))
+        src = ", ".join(e.get("called_from", []))
+        return (f"{head}: {e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}, after {calls or 'syncs'}"
+                + (f" called from {src}" if src else ""))
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        if copies:
+            c = copies[0]
+            rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
+            what = f"mostly {c['name']} ×{c['count']}, {c['bytes'] / 1e9:.2f} GB{rate}"
+        else:
+            what = "copies"
+        return f"{head}: {e.get('copy_count', 0):,} copies, {what}"
+    return f"{head}: {e['gaps']:,} gaps with no launch call in the trace"
+
+
+def evidence_short(cause: str, e: dict) -> str:
+    """The shape of the gaps alone: what the pattern part is about."""
+    if cause == "synchronization":
+        return f"{e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}"
+    if cause == "data_transfer":
+        copies = e.get("copies") or []
+        rate = f" at {copies[0]['gbps']:.1f} GB/s" if copies and copies[0].get("gbps") else ""
+        return f"{e.get('copy_count', 0):,} copies{rate} while no kernel runs"
+    if cause == "launch_overhead":
+        return (f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between kernels whose median run is "
+                f"{duration_us(e.get('kernel_median_us', 0))}")
+    return f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])}"
+
+
+# --- per-part feedback -------------------------------------------------------------------------------
+
+
+def blank(part: str) -> str:
+    return f"No answer for {part}."
+
+
+def cause_right(cause: str, ev: str) -> str:
+    return f"Right: {CAUSE_WORDS[cause]}. The trace: {ev}."
+
+
+def cause_wrong(said: set, cause: str, ev: str) -> str:
+    heard = " and ".join(CAUSE_WORDS.get(c, REGIME.get(c, c)) for c in sorted(said)) if said else "none of the four causes"
+    return f"You named {heard}; the trace says {CAUSE_WORDS[cause]}: {ev}."
+
+
+def hedge(what: str, said: set) -> str:
+    return f"Half credit: you named {what} but also {', '.join(sorted(said))}; commit to one."
+
+
+def pattern_right(cause: str) -> str:
+    return f"Yes: {PATTERN[cause]}."
+
+
+def pattern_wrong(cause: str, ev: str) -> str:
+    return f"The GPU lane shows {PATTERN[cause]} ({ev})."
+
+
+def experiment_right(cls: str) -> str:
+    return f"Yes: {EXPERIMENT[cls]}."
+
+
+def experiment_wrong(cls: str) -> str:
+    return f"The first experiment here is to {EXPERIMENT[cls]}."
+
+
+def suspects_feedback(found: list[str], missed: list[str], table: str) -> str:
+    if not missed:
+        return f"Right: {', '.join(found)}. The table: {table}."
+    return (f"Missed {', '.join(missed)}" + (f" (found {', '.join(found)})" if found else "") +
+            f". The table: {table}.")
+
+
+def hotspot_table(rows: list[dict]) -> str:
+    return ", ".join(f"{r['name']} {share(r['share'])} ({r['calls']} calls)" for r in rows[:3])
+
+
+def label(cls: str) -> str:
+    return CAUSE_WORDS.get(cls) or REGIME.get(cls) or cls
+
+
+def bound_right(cls: str, why: str) -> str:
+    return f"Right: {label(cls)}; {why}."
+
+
+def bound_wrong(said: set, cls: str, why: str) -> str:
+    heard = " and ".join(label(c) for c in sorted(said)) if said else "nothing the course's vocabulary names"
+    return f"You named {heard}; the answer is {label(cls)}: {why}."
+
+
+def explained_right(why: str) -> str:
+    return f"Right: {why}."
+
+
+def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float, tflops, gbps, intensity, ridge,
+               dtype) -> str:
+    if regime == "overhead":
+        return f"the device idles {share(idle_share)} of the span, so neither arithmetic nor bytes bound it"
+    rate = (f"{num(tflops)} TFLOP/s" if regime == "compute" else f"{num(gbps)} GB/s") if (tflops or gbps) else ""
+    ai = f"; its ops average {num(intensity)} FLOP/byte against a {dtype} ridge of {num(ridge)}" \
+        if intensity is not None and ridge else ""
+    part = f_compute if regime == "compute" else f_memory
+    return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
+
+
+def evidence_score(numbers_hit: list[float], named: bool) -> str:
+    parts = []
+    if numbers_hit:
+        parts.append(f"it quotes {', '.join(num(n) for n in numbers_hit)} from the trace")
+    if named:
+        parts.append("it names the bound")
+    return ("Supported: " + " and ".join(parts) + ".") if parts else \
+        "Quote a number from the trace (a share, a gap median, a rate) and name what it shows."
+
+
+def evidence_missing(numbers: list[float]) -> str:
+    return f"No number from the trace; it has, for example: {', '.join(num(n) for n in numbers[:4])}."
+
+
+def number_feedback(part: str, said: float, key: float, unit: str, score: float) -> str:
+    if score >= 1.0:
+        return f"Right: {num(said)} {unit} (the trace: {num(key)} {unit})."
+    if score > 0:
+        return f"Close: {num(said)} {unit} against {num(key)} {unit} in the trace (within 2×, not within 15%)."
+    return f"{num(said)} {unit} is off: the trace says {num(key)} {unit}."
+
+
+def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
+    if not missed:
+        return f"Right: the trace's ranges are {names[0]} and {names[1]}."
+    return f"Missing {' and '.join(missed)}: the trace separates {names[0]} (TTFT) from {names[1]} (per token)."
+
+
+def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
+    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, while prefill is "
+            f"{REGIME[prefill_regime]}")
+
+
+def explained_why(how: str, speedup, launch_ratio, byte_ratio, b_regime, a_regime) -> str:
+    return (f"the span fell {num(speedup)}× with {num(launch_ratio)}× fewer launch calls and {num(byte_ratio)}× fewer "
+            f"bytes, {REGIME.get(b_regime, b_regime)} before and {REGIME.get(a_regime, a_regime)} after: "
+            f"{EXPLAIN.get(how, how)}")
+
+
+def capped(part: str, cap: float) -> str:
+    return f"The {part} is wrong, and the rest follows from it: the score is capped at {cap:.1f}."
+
+
+def summary(drill_id: str, score: float) -> str:
+    return f"{drill_id}: {100 * score:.0f}/100"
+
+
+# --- drill list / show -------------------------------------------------------------------------------
+
+
+def toy_source(smell: str, level: str, seed: int, mix: dict) -> str:
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+    return f"toy timeline: {smell}, {level}, seed {seed}" + (f", mix {shares}" if shares else "")
+
+
+def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
+    busy = kernel_busy_ms / span_ms if span_ms else 0
+    return f"GPU span {duration_us(1e3 * span_ms)}: kernels busy {duration_us(1e3 * kernel_busy_ms)} ({share(busy)}), the GPU idles {share(idle_share)} of it"
+
+
+def operator_row(h: dict) -> str:
+    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  {h['calls']:6d} calls"
+
+
+def range_row(r: dict) -> str:
+    return (f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
+            f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+
+
+def grade_row(part: str, score: float, weight: float) -> str:
+    return f"  {part:14s} {score:4.2f} × {weight:.2f}  "
+
+
+def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
+    return ("rubric: " + ", ".join(f"{k} {v:.2f}" for k, v in rubric.items()) +
+            f"; a wrong {decisive} caps the score at {cap:.1f}")
+
+
+def sweep_header() -> str:
+    return "the captured size sweep (traces/measurements.json, one call, median):"
+
+
+def sweep_row(r: dict) -> str:
+    return (f"  {r['n']:>11,} elements  eager {duration_us(r['eager_us']):>10}  fused Triton {duration_us(r['triton_us']):>10} "
+            f"({r['speedup_triton']:.2f}×)  torch.compile {duration_us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
+
+
+def answer_keys_help(parts: dict) -> list[str]:
+    return [f'  {name} = ...   # {doc}' for name, (_, doc) in parts.items()]
+
+
+def timeline_legend(marks: list[tuple[str, str]] | None) -> str:
+    """The terminal timeline's legend: each cause's mark, or (causes hidden) what the shading means."""
+    if marks is None:
+        return "░ the GPU idles most of the slice, · some of it"
+    return "  ".join(f"{m} {c}" for m, c in marks) + "  (lower case: under a third of the slice)"
+
+
+# --- predictions -------------------------------------------------------------------------------------
+
+
+def prediction_recorded(pid: int, quantity: str, value: float, unit: str, trace: str | None) -> str:
+    where = f"; `tracetriage predictions` measures it from {trace} (once that trace exists)" if trace else \
+        f"; attach the measurement with: tracetriage predictions --measure {pid} TRACE"
+    return f"prediction {pid} recorded: {quantity} = {num(value)} {unit}{where}"
+
+
+def calibration(n: int, median_ratio: float | None, within_2x: float | None) -> str:
+    if not n:
+        return "Calibration: no measured predictions yet."
+    return (f"Calibration over {n} measured prediction{'s' if n != 1 else ''}: median measured/predicted "
+            f"{median_ratio:.2f}×, {share(within_2x)} within 2×.")
+
+
+def attempts_line(n: int, mean: float | None) -> str:
+    return f"Drill attempts: {n}" + (f", mean score {100 * mean:.0f}/100." if n else ".")

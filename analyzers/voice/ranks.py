@@ -1,0 +1,136 @@
+"""The words of `tracetriage report DIR`: a line per rank, the straggler with its evidence (or why
+there is none), and the caveats of a directory of ranks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analyzers.model.units import duration_ns, duration_us, share
+from analyzers.voice.common import cause_words
+def _rank_list(ranks) -> str:
+    ranks = list(ranks)
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def own_idle(r) -> str:
+    """A rank's own idle, for the straggler line: 'idle 12% of its span, mostly <cause>: <evidence>'."""
+    return f"idle {share(r.idle_share)} of its span, mostly {r.mostly}"
+
+
+def outlier_phrase(n) -> str:
+    s = (f"rank {n.rank}'s collective #{n.call} ran {duration_ns(n.dur_ns)} (median {duration_ns(n.median_ns)})")
+    if n.peer is not None:
+        s += (f", {duration_ns(n.before_ns)} of it before rank {n.peer}'s trace began, "
+              f"{duration_ns(n.peer_late_ns)} after rank {n.rank}'s (profiler start skew)")
+    return s
+
+
+def straggler_reason(s) -> str:
+    """Why no rank is the straggler."""
+    from analyzers.analyses.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
+
+    why = {
+        "one_rank": "one rank: nobody to wait for",
+        "no_ranks": "no ranks",
+        "one_usable": "only one usable rank: nobody to compare it with",
+        "no_collectives": f"no collective kernels ({COLLECTIVE_MARK}*) in "
+                          + ("any rank" if not s.ranks_with_collectives else "all but one rank"),
+    }.get(s.why)
+    if why is None:
+        why = (f"none: collective time per step is within {duration_ns(s.spread_ns)} across ranks (threshold "
+               f"{duration_ns(s.threshold_ns)}, {100 * SPREAD_OF_STEP:.0f}% of the {duration_ns(s.step_ns)} step) "
+               "and no rank's host is slower than the GPU step")
+        if s.outliers:
+            why += "; " + "; ".join(outlier_phrase(n) for n in s.outliers)
+    return why
+
+
+def straggler_line(s) -> str:
+    from analyzers.analyses.ranks import NoStraggler
+
+    if isinstance(s, NoStraggler):
+        return f"Straggler: {straggler_reason(s)}."
+    me = next(x for x in s.stats if x.row.rank == s.rank)
+    per_step = ", ".join(f"rank {x.row.rank} {duration_ns(x.per_step_med)}" for x in s.stats)
+    if s.basis == "collective_wait":
+        line = (f"Straggler: rank {s.rank}: the others wait for it inside the collectives, which take per step "
+                f"(median) {per_step}: {duration_ns(s.wait_per_step_ns)} of waiting per step, "
+                f"{share(s.wait_per_step_ns / s.step_ns)} of the {duration_ns(s.step_ns)} step")
+        if me.host_step is not None:
+            line += f"; its host needs {duration_ns(me.host_step)} to issue a step"
+        return line + f". Its own report: {own_idle(me.row.r)}."
+    others = ", ".join(f"{duration_ns(x.host_step)} on rank {x.row.rank}" for x in s.stats
+                       if x.host_step is not None and x is not me)
+    line = (f"Straggler: rank {s.rank}, by its host: it takes {duration_ns(me.host_step)} to issue a step (median "
+            f"interval between its collective launches) against {others}, while a step runs "
+            f"{duration_ns(s.gpu_step_ns)} on the GPU, so in steady state the others wait about "
+            f"{duration_ns(s.wait_per_step_ns)} per step for it in the collective. The GPUs do not show it yet "
+            f"(collectives per step, median: {per_step})")
+    skew = [n for n in s.outliers if n.rank == s.rank]
+    if skew:
+        line += (f": {outlier_phrase(skew[0])}, and meanwhile its host queued all "
+                 f"{len(me.row.r.collectives.per_step_ns)} steps")
+    return line + f". Its own report: {own_idle(me.row.r)}."
+
+
+def ranks_caveats(rr) -> list[str]:
+    out = [f"{name}: {msg} (skipped)" for name, msg in rr.errors.items()]
+    out += [f"rank {k} appears in {len(v)} files ({', '.join(v)}): two runs in one directory?"
+            for k, v in rr.duplicates.items()]
+    if rr.missing:
+        of = f" of the run's {rr.world_size}" if rr.world_size else ""
+        out.append(f"no usable trace for {_rank_list(rr.missing)}{of}")
+    if rr.cpu_only and len(rr.cpu_only) < len(rr.rows):
+        out.append(f"{_rank_list(rr.cpu_only)} {'has' if len(rr.cpu_only) == 1 else 'have'} no GPU activity "
+                   "(CPU-only): not compared with the others")
+    by_msg: dict[str, list[int]] = {}
+    for r in rr.rows:
+        for msg in r.r.caveats:
+            by_msg.setdefault(msg, []).append(r.rank)
+    return out + [f"{_rank_list(ks)}: {msg}" for msg, ks in by_msg.items()]
+
+
+def mixed_runs(path, what: str, groups: dict) -> str:
+    """The error for a folder whose traces cannot be ranks of one run."""
+    listing = " and ".join(f"{v} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                           for v, names in sorted(groups.items(), key=lambda kv: str(kv[0])))
+    return f"{path} mixes traces of different runs: {what} {listing}; put each run's ranks in a folder of its own"
+
+
+def ranks_lines(rr) -> list[str]:
+    from analyzers.analyses.ranks import collective_kind
+
+    rows = rr.rows
+    devs: dict[str, int] = {}
+    for r in rows:
+        d = r.r.device_name or "an unnamed device"
+        devs[d] = devs.get(d, 0) + 1
+    on = " and ".join((f"{n}× {d}" if len(devs) > 1 else d) for d, n in devs.items())
+    calls = sorted({r.r.collectives.calls for r in rows})
+    kinds = sorted({collective_kind(k) for r in rows for k in r.r.collectives.kernels[:1]})
+    what = "/".join(kinds) or "collective"
+    coll = f"{calls[0]} {what} kernels each" if len(calls) == 1 else f"{calls[0]}-{calls[-1]} {what} kernels per rank"
+    if calls == [0]:
+        coll = "no collective kernels"
+    steps = sorted({r.r.collectives.steps_from for r in rows if r.r.collectives.calls})
+    step_src = ("steps from ProfilerStep ranges" if steps == ["ProfilerStep"] else
+                "one step per collective call (no ProfilerStep ranges)" if steps else "")
+    how = sorted({r.how for r in rows})
+    n = len(rows)
+    bad = f" ({rr.files - n} of {rr.files} files unusable)" if rr.files > n else ""
+    lines = [f"Ranks: {n} rank{'s' if n != 1 else ''} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
+             + f"; ranks from {', '.join(how)}; analysed in {rr.workers} process{'es' if rr.workers != 1 else ''}."]
+    for r in rows:
+        c = r.r.collectives
+        med = float(np.median(c.per_step_ns)) if c.per_step_ns else 0.0
+        coll = f"collectives {duration_ns(c.total_ns)} ({duration_ns(med)} per step, median)" if c.calls else \
+            "no collectives"
+        lines.append(f"  rank {r.rank}: idle {share(r.r.idle_share)} ({cause_words(r.r.dominant)}), kernels busy "
+                     f"{duration_us(r.r.kernel_busy_us)}, {coll}.")
+    lines.append(straggler_line(rr.straggler))
+    compared = [r for r in rows if r.r.has_gpu] or rows   # a CPU-only rank is never the one shown
+    worst = max(compared, key=lambda r: (r.r.idle_share, -r.rank))
+    lines.append(f"Rank {worst.rank} ({'largest idle share, ' if n > 1 else ''}{share(worst.r.idle_share)} of its "
+                 "span idle):")
+    lines += ["  " + s for s in worst.r.lines]
+    return lines + [f"Caveat: {c}." for c in ranks_caveats(rr)]

@@ -1,0 +1,271 @@
+"""The report's words: the five lines, its caveats, the Next line and what would waste the week,
+and HTA's breakdown beside ours (`report --hta`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzers.analyses.peaks import non_gpu_accelerator
+from analyzers.model.evidence import Evidence
+from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share
+from analyzers.model.verdicts import Cause, Experiment, Regime
+from analyzers.voice.common import (CAUSE_WORDS, REGIME_ADVICE, WASTE, advice, caveat, copy_phrase, mostly,
+                                    uncosted_phrase)
+from analyzers.voice.whatif import assumption
+def analysis_caveats(a) -> list[str]:
+    """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
+    found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
+    tr = getattr(a, "trace", None)   # an Analysis has its Trace; a diff Side only its path
+    if hasattr(tr, "device_names") and non_gpu_accelerator(tr.device_names.values(), tr.names):
+        found = [c for c in found if c.kind != "no_gpu_activity"]   # not CPU-only: a device this tool does not read
+    out = [caveat(c) for c in found]
+    if a.warmup_share >= 0.05:
+        names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
+                          + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
+                          for w in a.warmup[:3])
+        out.append(f"the profile includes one-time set-up: first calls of {names}, {share(a.warmup_share)} of the "
+                   "span; warm up before profiling")
+    return out
+
+CPU_ONLY_NEXT = (
+    "capture on the GPU with CUDA activity recorded (tracetriage capture --device cuda WORKLOAD, or "
+    "ProfilerActivity.CUDA in your own profiler)",
+    "idle gaps and regimes live on the device timeline, which this trace does not have (0 GPU events)",
+    "tuning from CPU op times alone: on a GPU most of those ops only launch work",
+)
+
+LEVER_WORDS = {"remove_syncs": "removing the syncs", "no_host_work": "taking host work off the critical path",
+               "cuda_graphs": "CUDA graphs or fusion to cut launches", "async_copies": "pinned memory and async copies",
+               "kernels_2x": "faster kernels"}
+
+
+def predicted(c) -> str:
+    """A what-if lever's prediction: '−24%, 31.8 ms → 24.1 ms'."""
+    return f"{saving_pct(c.saving_ns, c.baseline_ns)}, {duration_ns(c.baseline_ns)} → {duration_ns(c.predicted_ns)}"
+
+
+def next_experiment(a) -> dict[str, str]:
+    """{"lever", "why", "waste"} for the analysis's next experiment."""
+    nx = a.next_experiment
+    if nx.kind is Experiment.CAPTURE_ON_GPU:
+        return dict(zip(("lever", "why", "waste"), CPU_ONLY_NEXT))
+    if nx.kind is Experiment.WARM_UP:
+        return {"lever": "warm up first (run a few steps before the profiler starts), then profile and triage again",
+                "why": f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
+                       f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays",
+                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
+    if nx.cause is not None:
+        ev = a.evidence[nx.cause]
+        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None),
+               "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
+    else:
+        out = _regime_next(a)
+    if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
+        out["lever"] += f" (predicted {predicted(nx.lever)}" + (
+            " if every kernel took half as long)" if nx.lever.lever == "kernels_2x" else ")")
+    if nx.waste is not None:
+        w = nx.waste
+        idle_lever = a.levers.all.lever(w.lever).assumption
+        why = f" ({assumption(idle_lever)})" if idle_lever.count == 0 and w.lever != "kernels_2x" else ""
+        out["waste"] = f"{LEVER_WORDS[w.lever]}, predicted {saving_pct(w.saving_ns, w.baseline_ns)}{why}"
+    return out
+
+
+def _regime_next(a) -> dict[str, str]:
+    v, pk = a.verdict, a.roof.peaks
+    if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
+        return find_the_bound(v)
+    if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC:
+        peak = f" of a {pk.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if pk and v.dtype else ""
+        why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{peak}" if v.achieved_tflops
+               else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
+        return {"lever": REGIME_ADVICE["compute"], "why": why,
+                "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
+    peak = f" of {pk.bytes_per_s / 1e9:.0f} GB/s" if pk else ""
+    why = (f"kernel time is memory-bound at {v.achieved_gbps:.0f} GB/s{peak}" if v.achieved_gbps
+           else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
+    return {"lever": REGIME_ADVICE["memory"], "why": why,
+            "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+
+
+def find_the_bound(v) -> dict[str, str]:
+    """Next, when the regime is unknown: nothing rests on a bound that was not measured."""
+    why = v.uncosted_why_us
+    top = next(iter(why), "no_cost_model")
+    lever = {
+        "no_shapes": "capture again with record_shapes=True so each kernel's op carries its shapes, then triage again",
+        "no_launching_op": "capture one eager step (no CUDA graphs) with ProfilerActivity.CPU and record_shapes=True "
+                           "so each kernel links to the op that launched it",
+        "graph_replay": "capture one eager step (no CUDA graphs) with record_shapes=True: its kernels carry the ops "
+                        "and shapes the replays hide",
+        "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
+                         "find which ceiling they are under",
+    }[top]
+    return {"lever": lever,
+            "why": f"{share(v.uncosted_share)} of the kernel time has no cost model: {uncosted_phrase(v)}",
+            "waste": "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which "
+                     "limits the kernels"}
+
+
+def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
+    idle_pct = share(a.idle_share)
+    if cause is Cause.LAUNCH_OVERHEAD:
+        return (f"the GPU idles {idle_pct} between {ev.kernels} kernels that run {ev.kernel_median_us:.1f} µs "
+                "(median) while each launch costs the host more")
+    if cause is Cause.HOST_WORK:
+        return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
+                f"(median gap {ev.median_gap_us / 1e3:.2f} ms)")
+    if cause is Cause.SYNCHRONIZATION:
+        if gain < 0.05 and a.evidence[Cause.HOST_WORK].gaps:   # the syncs' cost is the overlap they prevent
+            host = a.evidence[Cause.HOST_WORK]
+            return (f"while the host waits in a sync it cannot run ahead, so its host work ({host.gaps} stretches, "
+                    f"a median of {duration_us(host.median_gap_us)}, {share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} "
+                    "of the span) leaves the GPU idle instead of overlapping its kernels")
+        return (f"{ev.gaps} times the device drained while the host waited, costing {duration_us(ev.total_us)} of "
+                f"idle ({share(gain)} of the span)")
+    if cause is Cause.DATA_TRANSFER:
+        return f"compute idles {idle_pct} while copies run ({copy_phrase(ev)})"
+    return (f"{share(gain)} of the span is idle before GPU work whose launch call is not in the trace, so its "
+            "cause cannot be read from it")
+
+
+def five_lines(a) -> list[str]:
+    if not a.devices:
+        return _cpu_only_lines(a)
+    tr = a.trace
+    dev = tr.device_name() or "an unnamed device"
+    scope = f" (range {a.range_filter})" if a.range_filter else ""
+    busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
+    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {duration_ns(a.span_ns)} "
+          f"GPU span, kernels busy {share(busy)} of it ({a.kernels:,} kernels, "
+          + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
+    if a.phases:
+        p = a.phases
+        l1 = l1[:-1] + (f"; prefill (TTFT) {duration_us(p.ttft_us)}, decode {duration_us(p.per_token_us)} per token "
+                        f"over {p.decode.count} steps.")
+    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
+    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
+    named = [r for r in a.ranges if r.name != "ProfilerStep" and not r.name.startswith("## ") and r.kernel_busy_us > 0]
+    if named and not a.range_filter:
+        top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
+        l2 = l2[:-1] + "; by range, " + ", ".join(
+            f"{r.name} {duration_us(r.kernel_busy_us)} busy over {r.count}×" for r in top) + "."
+    if a.idle_ns > 0:
+        parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
+        split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
+        if (a.dominant is Cause.DATA_TRANSFER or a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) >= 0.05 * a.span_ns) \
+                and a.copy_ns > 0:
+            # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
+            split += " (copies count as compute idle: no kernel runs while they do)"
+        l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
+              f"mostly {mostly(a)}{_serialising_syncs(a)}.")
+    else:
+        l3 = "Idle: the GPU never idles inside its span."
+    nx = next_experiment(a)
+    l5 = f"Next: {nx['lever']}, because {nx['why']}. Would waste the week: {nx['waste']}."
+    return [l1, l2, l3, _regime_line(a), l5]
+
+
+def _serialising_syncs(a) -> str:
+    """Syncs that serialise host work with GPU work, named with the overlap they prevent, whatever holds more
+    of the idle: '; the syncs in aten::item serialise the host with the GPU: removing them overlaps ...'."""
+    c = a.serialising_syncs
+    if c is None:
+        return ""
+    return (f"; the syncs{f' ({c.only})' if c.only else ''} serialise the host with the GPU: removing them "
+            f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of the traced span)")
+
+
+def _regime_line(a) -> str:
+    v, pk = a.verdict, a.roof.peaks
+    tot = v.kernel_us
+    mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
+           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_us > 0.05 * tot else "")
+           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
+        if tot else "no kernels ran"
+    ridge = ""
+    if v.intensity is not None and v.ridge:
+        ridge = f"; its ops average {v.intensity:.1f} FLOP/byte against a {v.dtype} ridge of {v.ridge:.0f}"
+    if v.regime is Regime.OVERHEAD:
+        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
+    elif v.regime is Regime.UNKNOWN:
+        known = [f"{share(x / tot)} {what}" for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
+                                                            (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]
+        line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
+                f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
+                                                     "to decide" if known else "nothing else to decide by")
+                + f"{ridge}.")
+    elif v.regime is Regime.COMPUTE:
+        if v.achieved_tflops:
+            peak = (f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"
+                    if pk and v.dtype else "")
+            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {v.achieved_tflops:.0f} TFLOP/s{peak}{ridge}."
+        else:
+            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
+    else:
+        if v.achieved_gbps:
+            peak = f" of {pk.bytes_per_s / 1e9:.0f} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
+            line = f"Regime: memory-bound: {mix}; memory-bound ops move {v.achieved_gbps:.0f} GB/s{peak}{ridge}."
+        else:
+            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
+    if a.phases:
+        line = line[:-1] + f"; prefill is {a.phases.prefill.regime}-bound, decode {a.phases.decode.regime}-bound."
+    if pk is not None and pk.source != "datasheet":
+        line = line[:-1] + " (peaks measured on this machine by tracetriage capture ceilings)."
+    if pk is None:
+        line = line[:-1] + (f" (no peak table entry for {a.trace.device_name() or 'this device'}: run tracetriage "
+                            "capture ceilings).")
+    return line
+
+
+def _cpu_only_lines(a) -> list[str]:
+    """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
+    tr, h = a.trace, a.host_only
+    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls)" for x in h.hotspots)
+    acc = non_gpu_accelerator(tr.device_names.values(), tr.names)
+    if acc is not None:   # not a CPU-only trace: a device this tool does not read
+        return [
+            f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: {tr.events_in_file:,} "
+            f"events, {h.ops:,} CPU ops over a {duration_ns(h.span_ns)} host span.",
+            f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
+            f"Idle: not attributed: tracetriage reads CUDA/ROCm kernel timelines, and the {acc}'s device events "
+            "are not kernels it can place (0 gaps).",
+            f"Regime: not decided: there is no peak table or cost model for {acc} devices.",
+            f"Next: use the {acc} vendor's own profiler for the device timeline (HTA reads MTIA traces), because "
+            "the verdicts here need GPU kernels. Would waste the week: reading the missing device timeline as an idle device: "
+            "the device did run.",
+        ]
+    return [
+        f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
+        f"over a {duration_ns(h.span_ns)} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
+        "of it.",
+        f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
+        "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
+        "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "
+        "activity (0 kernels).",
+        f"Next: {CPU_ONLY_NEXT[0]}, because {CPU_ONLY_NEXT[1]}. Would waste the week: {CPU_ONLY_NEXT[2]}.",
+    ]
+
+
+# --- beside HTA (report --hta) -----------------------------------------------------------------------
+
+
+def hta_text(hta: dict, analysis) -> str:
+    """HTA's per-stream idle breakdown beside ours (`report --hta`)."""
+    if "error" in hta:
+        return f"HTA: unavailable: {hta['error']}"
+    lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
+    for rank, r in hta.get("ranks", {}).items():
+        lines.append(f"  rank {rank}: GPU activity {r.get('gpu_activity_us_total', r['kernel_time_us_total']) / 1e3:.2f} ms "
+                     f"(HTA's own kernel-breakdown total: {r['kernel_time_us_total'] / 1e3:.2f} ms; it also counts "
+                     "CPU events that carry a stream field)")
+        for s, n in r.get("streams", {}).items():
+            lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
+                         f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
+        ls = r.get("launch", {})
+        if ls:
+            lines.append(f"    launches: {ls.get('count')} paired, median launch delay {ls.get('median_launch_delay_us')} µs, "
+                         f"{ls.get('short_kernels')} short kernels, {ls.get('long_launch_delays')} long launch delays")
+    ours = ", ".join(f"{k} {duration_ns(v)}" for k, v in analysis.by_cause_ns.items() if v)
+    lines.append(f"  tracetriage, device idle: {ours or 'none'}")
+    return "\n".join(lines)
