@@ -1,15 +1,8 @@
 """Ground truth for `tracetriage whatif`: workloads captured before and after a fix is really made.
 
 Each scenario is one workload class with a `fix` field: "before" runs the code as a student wrote
-it, and each lever it lists runs the same loop with that fix made in code:
-
-    remove_syncs   the sync is gone: the value stays on the device (read once, after the window)
-    no_host_work   the host work that issues no GPU work is gone (done elsewhere, ahead of time)
-    cuda_graphs    the iteration's GPU work is captured once with torch.cuda.graph and replayed
-    async_copies   host buffers are pinned and copied non_blocking on a side stream, prefetched,
-                   the consumer waiting on an event
-    kernels_2x     every big kernel does half the FLOPs (half the K of a matmul, half the
-                   elements of an elementwise op)
+it, and each lever it lists runs the same loop with that fix made in code, as the lever's spec says
+(analyzers.whatif.levers: `python -m capture.fixes --levers` prints each lever's fix).
 
 A profiled window is `iters` iterations and a device synchronize, inside a named range. The
 profiler runs one warm-up cycle first (CUPTI's buffer set-up stays out of the window). Every
@@ -40,15 +33,14 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from analyzers.model.span import span_of_events
+from analyzers.whatif.levers import LEVERS
 from capture.ranges import named_range
 from capture.smells import narrow_mlp
 from capture.workload import Workload
 
-LEVERS = ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")
 BEFORE = "before"
 WINDOW = "fix_window"
-# The categories whose events make up a trace's span (analyzers.whatif.SPAN_CATEGORIES says the same).
-SPAN_CATS = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset"}
 
 
 def _gpu(device: str) -> bool:
@@ -72,6 +64,9 @@ class FixWorkload(Workload):
     about: ClassVar[str] = ""
 
     def __post_init__(self):
+        unknown = [lv for lv in self.levers if lv not in LEVERS]
+        if unknown:
+            raise ValueError(f"{self.kind} lists {unknown[0]!r}, which is no lever of analyzers.whatif.levers")
         if self.fix != BEFORE and self.fix not in self.levers:
             raise ValueError(f"{self.kind} has no {self.fix!r} variant; it has: {', '.join(self.levers)}")
 
@@ -555,16 +550,8 @@ def variants(kind: str) -> list[str]:
 # --- measuring ---------------------------------------------------------------------------
 
 def span_us(trace: dict) -> float:
-    """First start to last end over host ops, calls and GPU activity (no ProfilerStep#)."""
-    lo, hi = float("inf"), float("-inf")
-    for e in trace.get("traceEvents", []):
-        if e.get("ph") != "X" or str(e.get("cat", "")).lower() not in SPAN_CATS:
-            continue
-        if str(e.get("name", "")).startswith("ProfilerStep#"):
-            continue
-        ts, dur = float(e["ts"]), float(e.get("dur", 0))
-        lo, hi = min(lo, ts), max(hi, ts + dur)
-    return hi - lo if hi > lo else 0.0
+    """The span of an exported trace in µs, by the one definition the replay uses (analyzers.model.span)."""
+    return span_of_events(trace.get("traceEvents", []))
 
 
 def profile_window(wl: FixWorkload, out_path: Path) -> float:
@@ -637,12 +624,18 @@ def capture_scenario(kind: str, out: Path, *, device: str, reps: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     ap.add_argument("--merge", action="store_true", help="add to the measured.json already in --out")
+    ap.add_argument("--levers", action="store_true", help="print each lever's fix as the workloads make it, and exit")
     args = ap.parse_args(argv)
+    if args.levers:
+        print("\n".join(f"{name:14s} {spec.fix}" for name, spec in LEVERS.items()))
+        return 0
+    if args.out is None:
+        ap.error("--out DIR is required")
     args.out.mkdir(parents=True, exist_ok=True)
     from capture.harness import device_info, versions
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from analyzers.whatif.levers import LEVERS
 from drills import evidence
 
 # name -> (unit, what it is)
@@ -35,8 +36,8 @@ QUANTITIES = {
     "ttft_ms": ("ms", "time to first token (a `prefill` range)"),
     "per_token_ms": ("ms", "decode time per token (a `decode_step` range)"),
     "speedup": ("×", "span of --baseline BEFORE over the span of --trace AFTER (a lever or a diff)"),
-    **{f"{lever}_ratio": ("", f"the traced span with {lever} over without it, as tracetriage whatif replays --trace")
-       for lever in ("remove_syncs", "no_host_work", "cuda_graphs", "async_copies", "kernels_2x")},
+    **{spec.quantity: ("", f"the traced span with {name} over without it, as tracetriage whatif replays --trace")
+       for name, spec in LEVERS.items()},
 }
 __doc__ += "\n".join(f"    {k:15s} {u:10s} {d}" for k, (u, d) in QUANTITIES.items()) + "\n"
 

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from capture.fixes import BEFORE, LEVERS, SCENARIOS, FixWorkload, profile_window, span_us, variants
+from analyzers.whatif.levers import LEVERS
+from capture.fixes import BEFORE, SCENARIOS, FixWorkload, profile_window, span_us, variants
 
 
 @pytest.mark.parametrize("kind", sorted(SCENARIOS))

@@ -3,14 +3,9 @@ import sys
 
 import pytest
 
-from analyzers.analyses.peaks import (
-    DTYPE_BYTES,
-    DevicePeaks,
-    default_ceilings_path,
-    load_ceilings,
-    lookup,
-    normalise_dtype,
-)
+from analyzers.analyses.peaks import DevicePeaks, lookup
+from analyzers.loading.side_inputs import default_ceilings_path, load_ceilings
+from analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 
 H200_CEILINGS = {
     "device_name": "NVIDIA H200",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.voice.diff import LEVER_APPLIED, diff_lines
+from analyzers.voice.diff import diff_lines
+from analyzers.whatif.levers import LEVERS
 
 from analyzers.voice.report import five_lines
 from analyzers.output import serialize
@@ -67,7 +68,7 @@ def test_diff_finds_the_lever_the_fix_applied_and_how_close_the_prediction_came(
     if variant == "kernels_2x":   # replayed with kernels as much faster as they measured: inside the measured spread
         assert r["min"] - 0.05 <= check.predicted_ratio <= r["max"] + 0.05, check
     lines = diff_lines(diff_analyses(analysis(name, "before"), analysis(name, variant)))
-    said = LEVER_APPLIED.get(variant, variant)
+    said = LEVERS[variant].applied_as
     assert any(x.startswith(f"Predicted: the change applied {said}") for x in lines)
 
 

@@ -13,6 +13,8 @@ from analyzers.whatif import depgraph
 from analyzers.whatif import replay
 from analyzers.whatif import predict as whatif
 from analyzers.voice import whatif as voice
+from analyzers.whatif.levers import LEVERS, cuda_graphs
+from analyzers.whatif.levers.spec import Context
 from analyzers.loading.load import find_traces, load
 from tracetriage.cli import main
 
@@ -66,7 +68,7 @@ def test_the_lever_that_measured_best_is_ranked_first(kind):
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
-    for lever in whatif.LEVERS:
+    for lever in LEVERS:
         kinds = [k for k, sc in MEASURED.items() if lever in sc["ratio"]]
         assert len(kinds) >= 3, lever
         for k in kinds:
@@ -91,10 +93,10 @@ def test_the_capture_span_and_the_model_span_agree_on_every_committed_trace():
 def test_graph_launch_reference_is_what_gpt_graphs_measures():
     t = load(TRACES / "gpt-graphs.json.gz")
     g = depgraph.build(t)
-    ctx = whatif._Ctx(t, g)
-    per_kernel, source = whatif._graph_cost(ctx)
+    ctx = Context(t, g)
+    per_kernel, source = cuda_graphs.graph_cost(ctx)
     assert source == "trace"
-    assert abs(per_kernel - whatif.GRAPH_NS_PER_KERNEL) <= 0.1 * whatif.GRAPH_NS_PER_KERNEL
+    assert abs(per_kernel - cuda_graphs.GRAPH_NS_PER_KERNEL) <= 0.1 * cuda_graphs.GRAPH_NS_PER_KERNEL
 
 
 def test_issue_example_names_the_sync_and_the_host_work_and_kernels_save_less():

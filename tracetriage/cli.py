@@ -115,16 +115,18 @@ def cmd_diff(a) -> int:
     return 0
 
 
-# --- whatif (analyzers/whatif.py) -------------------------------------------------------
+# --- whatif (analyzers/whatif/) ----------------------------------------------------------
 
 def cmd_whatif(a) -> int:
     from analyzers.voice.whatif import whatif_table
     from analyzers.output import serialize
     from analyzers.whatif import predict as whatif
     from analyzers.model.trace import TraceError
+    from analyzers.whatif.levers import LEVERS
 
-    if a.only and a.lever and "remove_syncs" not in a.lever:
-        raise UserError("--only limits remove_syncs; add --lever remove_syncs (or leave --lever out)")
+    narrowing = [name for name, spec in LEVERS.items() if spec.takes_only]
+    if a.only and a.lever and not set(narrowing) & set(a.lever):
+        raise UserError(f"--only limits {' and '.join(narrowing)}; add --lever {narrowing[0]} (or leave --lever out)")
     try:
         w = whatif.predict_file(a.trace, levers=a.lever, only=a.only)
     except (TraceError, whatif.WhatIfError) as e:
@@ -340,9 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
     w.add_argument("trace")
     w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
+    from analyzers.whatif.levers import LEVERS
+
     w.add_argument("--lever", nargs="+", action="extend", metavar="NAME",
-                   help="only these levers: remove_syncs no_host_work cuda_graphs async_copies kernels_2x")
-    w.add_argument("--only", metavar="OP", help="remove_syncs: only the syncs called from this op, e.g. aten::item")
+                   help="only these levers: " + " ".join(LEVERS))
+    w.add_argument("--only", metavar="OP", help=" and ".join(n for n, s in LEVERS.items() if s.takes_only)
+                   + ": only the syncs called from this op, e.g. aten::item")
     w.set_defaults(fn=cmd_whatif)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")

@@ -9,10 +9,8 @@ RankReport (its report, its five lines, its collectives).
 """
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
-import re
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -27,24 +25,6 @@ from analyzers.triage.report import analyze_file
 from analyzers.model.trace import TraceError
 
 
-_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')
-_HEAD_BYTES = 1 << 20   # Kineto writes distributedInfo before traceEvents: the first MB holds it
-
-
-def world_size(path: str | Path) -> int | None:
-    """distributedInfo.world_size, read from the head of the file only (None when absent)."""
-    import gzip
-
-    try:
-        with (gzip.open if str(path).endswith(".gz") else open)(path, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-        m = _DIST_INFO.search(head)
-        ws = json.loads(m.group(1)).get("world_size") if m else None
-    except (OSError, EOFError, ValueError, AttributeError):
-        return None
-    return ws if isinstance(ws, int) and not isinstance(ws, bool) and ws > 0 else None
-
-
 def analyze_rank(path: str) -> RankReport | RankError:
     """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
     try:
@@ -53,7 +33,7 @@ def analyze_rank(path: str) -> RankReport | RankError:
                           dominant=a.dominant, idle_share=a.idle_share, span_us=a.span_ns / 1e3,
                           kernel_busy_us=a.kernel_busy_ns / 1e3, device_name=a.trace.device_name(),
                           rank=a.trace.rank, caveats=tuple(report_words.analysis_caveats(a)),
-                          collectives=collective_timing(a.trace), world_size=world_size(path),
+                          collectives=collective_timing(a.trace), world_size=a.trace.world_size,
                           has_gpu=bool(a.devices))
     except TraceError as e:
         return RankError(str(e))

@@ -30,7 +30,9 @@ from analyzers.model import intervals as iv
 from analyzers.model import runtime_calls as rc
 from analyzers.model.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
                                 OtherEvidence, SyncEvidence, TransferEvidence)
-from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace)
+from analyzers.model.names import name_flags, name_tests
+from analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
+from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace
 from analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,
@@ -40,16 +42,10 @@ LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OV
 HOST_LONG_LAUNCHES = 10        # a host stretch this many launches long is "much longer than a launch"
 HOST_LONG_FLOOR_NS = 50_000    # ... and never under 50 µs (a slow launch call is still a launch)
 SETUP_FLOOR_NS = 1_000_000     # a quiet stretch inside an issuing op this long is set-up, not dispatch
-CLOCK_TOL_NS = 2_000           # CPU and GPU clocks are aligned by CUPTI to within ~µs
 
-# CUDA and HIP call names alike (analyzers.model.runtime_calls)
-SYNC_CALLS = rc.SYNC_CALLS
-LAUNCH_CALL_PREFIXES = rc.LAUNCH_PREFIXES
-MEMCPY_CALL_PREFIXES = rc.COPY_PREFIXES
 # cudaFree synchronizes implicitly, but one that holds the host for milliseconds while the device
 # already idles is the allocator (or the context's first initialisation), not a drain
 ALLOCATOR_CALLS = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost"})
-FALLBACK_LAUNCH_NS = 5_000     # thresholds only, when the trace has no launch call to measure; never reported
 
 @dataclass(frozen=True)
 class Gaps:
@@ -132,7 +128,7 @@ class _HostContext:
     busy_by_tid: dict        # tid -> (starts, ends) union of all traced host activity
     launch_cost_ns: int
     top_by_tid: dict         # tid -> (starts, ends, rows) of the outermost cpu_ops
-    launch_measured: bool = True     # False: launch_cost_ns is FALLBACK_LAUNCH_NS, not this trace's median
+    launch_measured: bool = True     # False: launch_cost_ns is UNMEASURED_LAUNCH_NS, not this trace's median
     setup_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # API calls that held the host
                                                                                   # set-up-long (not syncs/copies)
     copy_calls: tuple = (np.empty(0, np.int64),) * 3  # blocking copy calls: (starts sorted, ends, rows)
@@ -155,28 +151,12 @@ class _HostContext:
         return out
 
 
-def _name_flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
-    """test(name) for each row, evaluated once per distinct name (a trace has ~100 of them)."""
-    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
-    return np.array([bool(test(trace.names[i])) for i in ids], dtype=bool)[inv] if len(rows) else \
-        np.zeros(0, dtype=bool)
-
-
-def _name_tests(trace: Trace, rows: np.ndarray, *tests) -> list[np.ndarray]:
-    """Several name tests of rows, each evaluated once per distinct name, on one np.unique."""
-    if not len(rows):
-        return [np.zeros(0, dtype=bool) for _ in tests]
-    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
-    names = [trace.names[i] for i in ids]
-    return [np.array([bool(t(n)) for n in names], dtype=bool)[inv] for t in tests]
-
-
 def _host_context(trace: Trace) -> _HostContext:
     ev, names = trace.ev, trace.names
     is_call = np.isin(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
     # every name test of the calls on one pass over their distinct names
-    name_is_sync, name_is_launch, name_is_copy, name_is_free, name_is_wait, name_is_graph = _name_tests(
+    name_is_sync, name_is_launch, name_is_copy, name_is_free, name_is_wait, name_is_graph = name_tests(
         trace, call_rows, lambda n: n in SYNC_CALLS, rc.is_launch, rc.is_copy, lambda n: n in ALLOCATOR_CALLS,
         rc.is_stream_wait, rc.is_graph_launch)
 
@@ -231,7 +211,7 @@ def _host_context(trace: Trace) -> _HostContext:
         sync_h2d = np.empty(0, bool)
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else FALLBACK_LAUNCH_NS
+    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
@@ -355,9 +335,9 @@ def what_follows(trace: Trace, acts: np.ndarray, free_s: np.ndarray, free_e: np.
     # A copy call in flight while the device waits is transfer time only when the host is staging
     # data for it (pageable memory, or a synchronous cudaMemcpy): an async device-to-device or
     # pinned copy call is a launch like any other.
-    copy_call = _name_flags(trace, cidx, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
-    sync_api = _name_flags(trace, cidx, lambda n: "Async" not in n)
-    pageable = _name_flags(trace, np.maximum(nxt, 0), lambda n: "Pageable" in n)
+    copy_call = name_flags(trace, cidx, lambda n: n.startswith(COPY_PREFIXES))
+    sync_api = name_flags(trace, cidx, lambda n: "Async" not in n)
+    pageable = name_flags(trace, np.maximum(nxt, 0), lambda n: "Pageable" in n)
     in_sync, sync_row, sync_end = _sync_at(ctx, free_s)
     sync_is_h2d = np.zeros(len(free_s), dtype=bool)
     if len(ctx.sync_s):

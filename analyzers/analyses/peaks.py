@@ -21,107 +21,11 @@ Pure Python: no torch import (the report must start in about a second).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
-# --------------------------------------------------------------------------------------
-# Dtypes
-# --------------------------------------------------------------------------------------
-
-# Kineto writes C++ type names in "Input type" (found by profiling every torch dtype
-# with record_shapes=True under torch 2.13). Canonical names on the right.
-_KINETO_DTYPES = {
-    "double": "fp64",
-    "float": "fp32",
-    "c10::Half": "fp16",
-    "c10::BFloat16": "bf16",
-    "c10::Float8_e4m3fn": "fp8",
-    "c10::Float8_e5m2": "fp8",
-    "c10::Float8_e4m3fnuz": "fp8",
-    "c10::Float8_e5m2fnuz": "fp8",
-    "c10::Float8_e8m0fnu": "fp8",
-    "c10::Float4_e2m1fn_x2": "fp4x2",  # two fp4 values packed in one byte per element
-    "long int": "int64",
-    "long long int": "int64",  # not seen on Linux; harmless
-    "int": "int32",
-    "short int": "int16",
-    "signed char": "int8",
-    "unsigned char": "uint8",
-    "short unsigned int": "uint16",
-    "unsigned int": "uint32",
-    "long unsigned int": "uint64",
-    "bool": "bool",
-    "c10::complex<c10::Half>": "complex32",
-    "c10::complex<float>": "complex64",
-    "c10::complex<double>": "complex128",
-    "c10::qint8": "qint8",
-    "c10::quint8": "quint8",
-    "c10::qint32": "qint32",
-}
-
-# torch-style spellings, accepted so callers can pass "bfloat16" or "torch.float16".
-_TORCH_DTYPES = {
-    "float64": "fp64", "double": "fp64",
-    "float32": "fp32", "float": "fp32",
-    "float16": "fp16", "half": "fp16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
-    "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8", "float8_e8m0fnu": "fp8",
-    "int64": "int64", "long": "int64",
-    "int32": "int32", "int": "int32",
-    "int16": "int16", "short": "int16",
-    "int8": "int8", "uint8": "uint8",
-    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-    "bool": "bool",
-    "complex64": "complex64", "complex128": "complex128", "complex32": "complex32",
-}
-
-# Bytes per element of each canonical dtype. `tf32` is a math mode, stored as fp32.
-DTYPE_BYTES: dict[str, int] = {
-    "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp4x2": 1,
-    "int64": 8, "int32": 4, "int16": 2, "int8": 1,
-    "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1,
-    "bool": 1,
-    "complex128": 16, "complex64": 8, "complex32": 4,
-    "qint8": 1, "quint8": 1, "qint32": 4,
-}
-
-FLOAT_DTYPES = frozenset({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4x2"})
-
-# c10::ScalarType enum values, as they appear in "Concrete Inputs" for dtype arguments
-# (e.g. aten::to(x, 15) converts to bfloat16). From c10/core/ScalarType.h.
-SCALAR_TYPE_CODES: dict[int, str] = {
-    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "fp16", 6: "fp32",
-    7: "fp64", 8: "complex32", 9: "complex64", 10: "complex128", 11: "bool",
-    12: "qint8", 13: "quint8", 14: "qint32", 15: "bf16", 23: "fp8", 24: "fp8",
-    25: "fp8", 26: "fp8", 27: "uint16", 28: "uint32", 29: "uint64", 44: "fp8",
-    45: "fp4x2",
-}
-
-
-def normalise_dtype(s: object) -> str | None:
-    """Canonical dtype name for a Kineto "Input type" string, or None.
-
-    None means "not a tensor dtype": "" (a None argument), "Scalar", "ScalarList",
-    "TensorList", "GenericList", or anything unknown. Canonical names are accepted
-    unchanged, and so are torch spellings ("bfloat16", "torch.float16").
-    """
-    if not isinstance(s, str):
-        return None
-    s = s.strip()
-    if s in _KINETO_DTYPES:
-        return _KINETO_DTYPES[s]
-    if s in DTYPE_BYTES:
-        return s
-    low = s.lower()
-    if low.startswith("torch."):
-        low = low[len("torch."):]
-    return _TORCH_DTYPES.get(low)
-
+from analyzers.model.dtypes import normalise_dtype
 
 # --------------------------------------------------------------------------------------
 # The datasheet table
@@ -341,61 +245,6 @@ def datasheet(device_name: str | None) -> DevicePeaks | None:
     name, bytes_per_s, flops = _TABLE[key]
     return DevicePeaks(name=name, bytes_per_s=bytes_per_s, flops_per_s=dict(flops),
                        source="datasheet")
-
-
-# --------------------------------------------------------------------------------------
-# Measured ceilings
-# --------------------------------------------------------------------------------------
-
-def default_ceilings_path() -> Path:
-    """`$TRACETRIAGE_CACHE_DIR/ceilings.json`, else `~/.cache/tracetriage/ceilings.json`."""
-    base = os.environ.get("TRACETRIAGE_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "tracetriage"
-    return root / "ceilings.json"
-
-
-def _positive_numbers(obj: object, what: str, path: object) -> dict[str, float]:
-    if not isinstance(obj, dict):
-        raise ValueError(f"{path}: '{what}' must be an object of numbers, "
-                         f"got {type(obj).__name__}")
-    out = {}
-    for key, value in obj.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{path}: '{what}.{key}' must be a positive number, "
-                             f"got {value!r}")
-        out[str(key)] = float(value)
-    return out
-
-
-def load_ceilings(path: str | os.PathLike) -> dict:
-    """Read a ceilings JSON file written by `tracetriage capture ceilings`.
-
-    Returns the dict with `copy_gbps` and `matmul_tflops` checked (positive numbers;
-    matmul dtype keys normalised to canonical names). Raises ValueError with the path
-    and the reason on malformed content; a missing file raises FileNotFoundError.
-    """
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    device = data.get("device_name")
-    if not isinstance(device, str) or not device.strip():
-        raise ValueError(f"{path}: 'device_name' must be a non-empty string")
-    out = dict(data)
-    out["copy_gbps"] = _positive_numbers(data.get("copy_gbps", {}), "copy_gbps", path)
-    raw = _positive_numbers(data.get("matmul_tflops", {}), "matmul_tflops", path)
-    matmul = {}
-    for key, value in raw.items():
-        dtype = normalise_dtype(key)
-        if dtype is None:
-            raise ValueError(f"{path}: 'matmul_tflops' has unknown dtype {key!r}")
-        matmul[dtype] = value
-    out["matmul_tflops"] = matmul
-    return out
 
 
 def _same_device(a: str, b: str) -> bool:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from analyzers.analyses.opcost import op_cost
 from analyzers.model.runtime_calls import is_graph_launch
-from analyzers.analyses.peaks import DevicePeaks, default_ceilings_path, load_ceilings, lookup
+from analyzers.analyses.peaks import DevicePeaks, lookup
 from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from analyzers.model.verdicts import BOUNDS, Bound, Regime
 
@@ -105,18 +104,6 @@ class Roofline:
     kernel_why: np.ndarray | None = None   # per trace row, for kernels with no costed op: why (UNCOSTED_WHY code)
 
 
-def find_ceilings(trace_path: str, device_name: str | None) -> dict | None:
-    """Measured ceilings for this device: beside the trace, else in the user's cache."""
-    for p in (Path(trace_path).parent / "ceilings.json", default_ceilings_path()):
-        try:
-            c = load_ceilings(p)
-        except (OSError, ValueError):
-            continue
-        if device_name and c.get("device_name") and c["device_name"].strip().lower() == device_name.strip().lower():
-            return c
-    return None
-
-
 def _shape_str(dims) -> str:
     if not isinstance(dims, list):
         return ""
@@ -161,7 +148,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     ev = trace.ev
     if peaks is None:
         name = trace.device_name()
-        peaks = lookup(name, ceilings if ceilings is not None else find_ceilings(trace.path, name))
+        peaks = lookup(name, ceilings if ceilings is not None else trace.side.ceilings)
     n = len(ev)
     kbound = np.zeros(n, np.int8)
     kflops = np.zeros(n, np.float64)

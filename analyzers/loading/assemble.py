@@ -68,8 +68,10 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     for p in reversed(parts):  # (keys after traceEvents land in the second part of a split decode)
         device_names.update(p.device_names)
     rank = next((p.rank for p in parts if p.rank is not None), None)
+    world_size = next((p.world_size for p in parts if p.world_size is not None), None)
     base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
     return Tables(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
+                  world_size=world_size,
                   base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
                   caveats=tuple(caveats))
 

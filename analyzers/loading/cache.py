@@ -32,7 +32,7 @@ import numpy as np
 
 from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
-FORMAT = 5   # 5: caveats are typed (kind, count, total)
+FORMAT = 6   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
@@ -163,6 +163,7 @@ def put(path: Path, trace) -> None:
             "rows": len(trace.ev), "names": trace.names,
             "shapes": [[b.decode("utf-8", "replace") for b in s] for s in trace.shapes_raw],
             "device_names": {str(k): v for k, v in trace.device_names.items()}, "rank": trace.rank,
+            "world_size": trace.world_size,
             "base_time_ns": trace.base_time_ns, "events_in_file": trace.events_in_file,
             "caveats": [[c.kind, c.count, c.total] for c in trace.caveats],
         }
@@ -238,7 +239,7 @@ def _from_table(table, meta: dict, path: Path):
             raise ValueError(f"cache column {c} has dtype {a.dtype}")
     ev = Events(**{c: np.ascontiguousarray(arrays[c]) for c in _COLUMNS})
     tr = Trace(path=str(path), names=meta["names"], ev=ev,
-               device_names={int(k): v for k, v in meta["device_names"].items()}, rank=meta["rank"],
+               device_names={int(k): v for k, v in meta["device_names"].items()}, rank=meta["rank"], world_size=meta["world_size"],
                base_time_ns=meta["base_time_ns"], events_in_file=meta["events_in_file"],
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
                launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),

@@ -120,6 +120,7 @@ class Part:
     rank: int | None = None
     base_time_ns: int | None = None
     has_trace_events: bool = True
+    world_size: int | None = None
 
 
 # --- decoding -------------------------------------------------------------------------
@@ -424,10 +425,12 @@ def _part_from_doc(doc, strict: bool) -> Part:
             device_names[_int_or(p["id"])] = str(p.get("name", ""))
     info = doc.distributedInfo
     rank = _int_or(info.get("rank"), None) if isinstance(info, dict) else None
+    world = info.get("world_size") if isinstance(info, dict) else None
+    world_size = world if isinstance(world, int) and not isinstance(world, bool) and world > 0 else None
     base = _int_or(doc.baseTimeNanoseconds, None)
     cols, names, shapes = _columns(xs)
     return Part(cols, names, shapes, events_in_file, dropped, device_names, rank, base,
-                has_trace_events=doc.traceEvents is not None)
+                has_trace_events=doc.traceEvents is not None, world_size=world_size)
 
 
 def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:

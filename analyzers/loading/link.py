@@ -39,7 +39,7 @@ def link(a: Tables) -> Trace:
     allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
     op_of[allcalls] = _match(ev.ext[allcalls], ev.ext[ops], ops)
     caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of)
-    return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank,
+    return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank, world_size=a.world_size,
                  base_time_ns=a.base_time_ns, events_in_file=a.events_in_file, shapes_raw=a.shapes_raw,
                  launch_of=launch_of, op_of=op_of, caveats=tuple(caveats))
 

@@ -11,7 +11,9 @@ import gc
 import os
 from pathlib import Path
 
-from analyzers.loading import cache
+from dataclasses import replace
+
+from analyzers.loading import cache, side_inputs
 from analyzers.loading.assemble import assemble
 from analyzers.loading.decode import decode
 from analyzers.loading.link import link
@@ -34,7 +36,7 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
     if use_cache:
         hit = cache.get(path)
         if hit is not None:
-            return hit
+            return _with_side_inputs(hit)
     gc_was_on = gc.isenabled()
     gc.disable()  # millions of fresh objects, none of them in cycles: the cyclic GC only costs time
     try:
@@ -44,7 +46,12 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
             gc.enable()
     if use_cache:
         cache.put_in_background(path, trace)
-    return trace
+    return _with_side_inputs(trace)
+
+
+def _with_side_inputs(trace: Trace) -> Trace:
+    """The trace with what lies beside its file (measured ceilings, the capture's sidecar), read once here."""
+    return replace(trace, side=side_inputs.read(trace.path, trace.device_name()))
 
 
 def _parse(path: Path, progress) -> Trace:

@@ -29,6 +29,8 @@ SYNC_CALLS = frozenset({
     "hipMemcpyToSymbol", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyWithStream", "hipStreamQuery",
 })
 STREAM_WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent"})
+# What a launch call costs when the trace has none to measure: for thresholds only, never reported.
+UNMEASURED_LAUNCH_NS = 5_000
 
 
 def is_launch(name: str) -> bool:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import numpy as np
 
 
@@ -48,6 +47,7 @@ NONE = -1  # missing integer field
 MAX_TS_US = 4e15       # µs since the epoch ~ year 2096; int64 ns overflow at 9.2e15
 MAX_DUR_US = 1e12      # 11.6 days
 STREAM_OVERLAP_NS = 2_000  # kernels on one stream may overlap by < 1 µs (programmatic dependent launch)
+CLOCK_TOL_NS = 2_000       # CUPTI aligns CPU and GPU clocks to about a µs: closer than this is the same moment
 
 
 class TraceError(ValueError):
@@ -99,6 +99,14 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
 
 
 @dataclass(frozen=True)
+class SideInputs:
+    """What lies beside the trace file (analyzers.loading.side_inputs reads it once): the measured
+    ceilings of its device and the capture's sidecar. Never part of the cached trace."""
+    ceilings: dict | None = None
+    sidecar: dict | None = None
+
+
+@dataclass(frozen=True)
 class Tables:
     """The events of a file and their tables, sorted, not yet linked (analyzers.loading.assemble builds them)."""
     path: str
@@ -106,6 +114,7 @@ class Tables:
     ev: Events
     device_names: dict[int, str]
     rank: int | None
+    world_size: int | None          # distributedInfo.world_size: the run's ranks, of which this is one
     base_time_ns: int | None
     events_in_file: int
     shapes_raw: list            # distinct (Input Dims, Input type, Concrete Inputs) JSON texts
@@ -118,6 +127,7 @@ class Trace(Tables):
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to
+    side: SideInputs = SideInputs()
 
     def idx(self, *cats: int) -> np.ndarray:
         return np.flatnonzero(np.isin(self.ev.cat, cats))
@@ -147,6 +157,10 @@ class Trace(Tables):
 
 
 def _decode_raw(raw) -> Any:
+    # msgspec is imported here, not at the top: the model (and the lever registry above it) is read by
+    # the capture harness on GPU machines that have torch but no msgspec
+    import msgspec
+
     if raw is None or len(raw) == 0:
         return None
     try:

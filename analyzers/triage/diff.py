@@ -36,7 +36,6 @@ says it (voice.diff_lines) and analyzers.output.serialize prints it.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,10 +43,12 @@ import numpy as np
 
 from analyzers.model.evidence import FirstCall
 from analyzers.analyses.hotspots import Hotspot
-from analyzers.analyses.idle import SYNC_CALLS
 from analyzers.whatif import predict as whatif
+from analyzers.whatif.levers import LEVERS, by_recognition
+from analyzers.whatif.levers.spec import Measured
 from analyzers.triage.report import Analysis, analyze_file
 from analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
+from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
 from analyzers.model.verdicts import CAUSES, Cause, Regime
 
@@ -60,22 +61,9 @@ STEP_RANGE = "ProfilerStep"
 
 # --- one side ---------------------------------------------------------------------------
 
-def _sidecar_bytes(trace_path: str, kernels: int) -> float | None:
+def _sidecar_bytes(sidecar: dict | None, kernels: int) -> float | None:
     """Bytes the capture declared for this trace: bytes_per_call x calls, calls = kernels / kernels_per_call."""
-    p = Path(trace_path)
-    for suffix in (".json.gz", ".json"):
-        if p.name.endswith(suffix):
-            stem = p.name[:-len(suffix)]
-            break
-    else:
-        return None
-    try:
-        meta = json.loads((p.parent / f"{stem}.meta.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or (meta.get("trace") not in (None, p.name)):
-        return None
-    m = meta.get("measurements")
+    m = sidecar.get("measurements") if sidecar else None
     if not isinstance(m, dict):
         return None
     bpc, kpc = m.get("bytes_per_call"), m.get("kernels_per_call")
@@ -196,7 +184,7 @@ def summarize(a: Analysis) -> Side:
     kern = np.flatnonzero(ev.cat == KERNEL)
     launch = tr.launch_of[kern]
     calls = np.unique(launch[launch != NONE])
-    graph_calls = sum(1 for c in calls.tolist() if "GraphLaunch" in tr.names[ev.name[c]])
+    graph_calls = sum(1 for c in calls.tolist() if is_graph_launch(tr.names[ev.name[c]]))
     dur = (ev.end[kern] - ev.start[kern]).astype(np.float64)
     kb = a.roof.kernel_bytes[kern]
     coverage = float(dur[kb > 0].sum() / dur.sum()) if dur.sum() > 0 else 0.0
@@ -206,7 +194,7 @@ def summarize(a: Analysis) -> Side:
     if coverage >= COVERAGE_MIN and roof_bytes > 0:
         nbytes, source = roof_bytes, "roofline"
     else:
-        nbytes = _sidecar_bytes(tr.path, len(kern))
+        nbytes = _sidecar_bytes(tr.side.sidecar, len(kern))
         source = "sidecar" if nbytes is not None else None
     steps = sum(r.count for r in a.ranges if r.name == STEP_RANGE)
     busy_us = a.kernel_busy_ns / 1e3
@@ -263,46 +251,23 @@ def diff_analyses(before: Analysis, after: Analysis) -> Diff:
 def applied_lever(before: Analysis, after: Analysis) -> tuple[str, str] | None:
     """The what-if lever the change between two traces applied, and what says so; None when none fits.
 
-    Read from what each lever acts on, counted in both traces, in this order: graph launches
-    appeared (cuda_graphs); pageable host-to-device copies went (async_copies); sync points (sync
-    calls and copies to the host) went (remove_syncs); kernel time fell by a fifth or more
-    (kernels_2x); long host stretches that issue no GPU work went (no_host_work).
+    Each lever's spec (analyzers.whatif.levers) says what it acts on, measured on both traces, and
+    which change of that amount means its fix was made; the levers are tried in their recognition
+    order (graph launches appeared, pageable copies went, sync points went, kernel time fell, long
+    host stretches went).
     """
     if before.levers is None or after.levers is None or before.trace.device_name() != after.trace.device_name():
         return None   # (on another device the change mixes the hardware with the code: no lever predicts that)
-
-    def h2d_pageable(a: Analysis) -> int:
-        return a.levers.all.lever("async_copies").detail.get("h2d_copies", 0)
-
-    def host_stretches(a: Analysis) -> int:
-        return a.levers.all.lever("no_host_work").assumption.count
-
-    if _graph_launches(after) > _graph_launches(before):
-        return "cuda_graphs", "graph_launches"
-    if h2d_pageable(before) > 0 and h2d_pageable(after) <= h2d_pageable(before) // 2:
-        return "async_copies", "pageable_copies"
-    if _sync_points(before) > 0 and _sync_points(after) <= _sync_points(before) // 2:
-        return "remove_syncs", "sync_points"
-    if after.kernel_busy_ns <= 0.8 * before.kernel_busy_ns:
-        return "kernels_2x", "kernel_time"
-    if host_stretches(before) > 0 and host_stretches(after) <= host_stretches(before) // 2:
-        return "no_host_work", "host_stretches"
+    mb, ma = _measured(before), _measured(after)
+    for spec in by_recognition():
+        rec = spec.recognise
+        if rec.applied(rec.amount(mb), rec.amount(ma)):
+            return spec.name, rec.evidence
     return None
 
 
-def _sync_points(a: Analysis) -> int:
-    """Sync calls, and copies to the host (each waits for the device): counted whether or not they blocked."""
-    ev, names = a.trace.ev, a.trace.names
-    ids, counts = np.unique(ev.name, return_counts=True)
-    return sum(int(n) for i, n in zip(ids.tolist(), counts.tolist())
-               if names[i] in SYNC_CALLS or ("DtoH" in names[i] and names[i].startswith("Memcpy")))
-
-
-def _graph_launches(a: Analysis) -> int:
-    ev = a.trace.ev
-    calls = np.unique(a.trace.launch_of[ev.cat == KERNEL])
-    calls = calls[calls != NONE]
-    return sum(1 for c in calls.tolist() if "GraphLaunch" in a.trace.names[ev.name[c]])
+def _measured(a: Analysis) -> Measured:
+    return Measured(trace=a.trace, whatif=a.levers.all, kernel_busy_ns=a.kernel_busy_ns)
 
 
 def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | None:
@@ -313,9 +278,11 @@ def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | Non
     w = before.levers.all
     p = w.lever(lever)
     scale = 0.5
-    if lever == "kernels_2x":   # replay the kernels as much faster as they measured, not a fixed half
-        scale = after.kernel_busy_ns / before.kernel_busy_ns
-        p = whatif.predict(before.trace, ["kernels_2x"], kernel_scale=scale).levers[0]
+    rec = LEVERS[lever].recognise
+    if rec.as_measured is not None:   # replay the change as much as it measured (kernels 1.7x faster, not 2x)
+        opts = rec.as_measured(rec.amount(_measured(before)), rec.amount(_measured(after)))
+        scale = opts.kernel_scale
+        p = whatif.predict(before.trace, [lever], only=opts.only, kernel_scale=opts.kernel_scale).levers[0]
     after_ns = after.levers.all.baseline_ns
     return PredictionCheck(lever, p.predicted_ratio, after_ns / w.baseline_ns if w.baseline_ns else 1.0,
                            w.baseline_ns, p.predicted_ns, after_ns, why, scale)

@@ -21,6 +21,8 @@ from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
 from analyzers.whatif import predict as whatif
+from analyzers.whatif.levers import LEVERS
+from analyzers.whatif.levers.spec import Assumption
 from analyzers.model import intervals as iv
 from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.analyses.hotspots import Hotspot
@@ -35,9 +37,6 @@ IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is neve
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
 LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
-LEVER_CAUSE = {"remove_syncs": Cause.SYNCHRONIZATION, "no_host_work": Cause.HOST_WORK,
-               "cuda_graphs": Cause.LAUNCH_OVERHEAD, "async_copies": Cause.DATA_TRANSFER}
-
 
 @dataclass(frozen=True)
 class Phase:
@@ -73,10 +72,11 @@ class HostOnly:
 @dataclass(frozen=True)
 class LeverChoice:
     """A what-if lever's prediction (analyzers.whatif replays the trace with the fix made)."""
-    lever: str                   # whatif.LEVERS
+    lever: str                   # a name of the lever registry (analyzers.whatif.levers)
     only: str | None             # remove_syncs: the op whose syncs hold most of the saving
     baseline_ns: int             # the traced span (host and GPU)
     predicted_ns: int
+    assumption: Assumption | None = None   # what the lever's replay took as given (analyzers.whatif.levers)
 
     @property
     def predicted_ratio(self) -> float:
@@ -85,6 +85,11 @@ class LeverChoice:
     @property
     def saving_ns(self) -> int:
         return self.baseline_ns - self.predicted_ns
+
+    @property
+    def nothing_to_act_on(self) -> bool:
+        """An idle lever whose fix finds nothing in this trace (no sync, no pageable copy ...)."""
+        return self.assumption is not None and self.assumption.count == 0 and LEVERS[self.lever].cause is not None
 
 
 @dataclass(frozen=True)
@@ -309,7 +314,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if levers is not None and choices:
         best = choices[0]
         if best.saving_ns >= LEVER_FLOOR * best.baseline_ns:
-            cause = LEVER_CAUSE.get(best.lever)
+            cause = LEVERS[best.lever].cause
             kind = EXPERIMENT_FOR_CAUSE[cause] if cause else (
                 Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
                 Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
@@ -334,7 +339,7 @@ def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
         q = levers.sync_op_prediction
         only = levers.sync_op if p.lever == "remove_syncs" and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
             else None
-        out.append(LeverChoice(p.lever, only, levers.all.baseline_ns, p.predicted_ns))
+        out.append(LeverChoice(p.lever, only, levers.all.baseline_ns, p.predicted_ns, p.assumption))
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.model import intervals as iv
-from analyzers.analyses.peaks import normalise_dtype
+from analyzers.model.dtypes import normalise_dtype
 from analyzers.triage.report import Analysis
 from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, NONE, RUNTIME, USER_ANNOTATION, Trace)
 from analyzers.model.verdicts import CAUSES

@@ -6,6 +6,7 @@ from __future__ import annotations
 from analyzers.model.units import duration_ns, duration_us, ratio, share, signed_us, size, speed
 from analyzers.model.verdicts import Cause
 from analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
+from analyzers.whatif.levers import LEVERS
 def _times(r: float) -> str:
     from analyzers.triage.diff import SAME_TOL
 
@@ -95,23 +96,17 @@ def uncosted_side(x) -> str:
     return "; ".join(f"{UNCOSTED_SIDE_WORDS[w]}: {share(us / tot)}" for w, us in list(x.uncosted_why_us.items())[:2]) \
         or "no op with a cost model launched its kernels"
 
-APPLIED_BECAUSE = {"graph_launches": "CUDA-graph launches appeared", "pageable_copies": "its pageable copies went",
-                   "sync_points": "its sync points went", "kernel_time": "its kernel time fell",
-                   "host_stretches": "its long host stretches went"}
-
-LEVER_APPLIED = {"kernels_2x": "faster kernels"}
-
-
 def prediction_line(p) -> str:
     """How close the before trace's what-if came for the lever the change applied."""
     off = round(p.measured_ratio, 2) - round(p.predicted_ratio, 2)
     verdict = ("as predicted" if abs(off) < 0.005 else
                f"{abs(off):.2f} better than predicted" if off < 0 else f"{off:.2f} short of the prediction")
-    how = (f"{APPLIED_BECAUSE[p.evidence]} {1 / p.kernel_scale:.2f}×" if p.lever == "kernels_2x"
-           else APPLIED_BECAUSE[p.evidence])
-    given = " with kernels that much faster" if p.lever == "kernels_2x" else ""
-    return (f"Predicted: the change applied {LEVER_APPLIED.get(p.lever, p.lever)} ({how}); from the before trace "
-            f"alone{given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
+    spec = LEVERS[p.lever]
+    rec = spec.recognise
+    # a lever replayed as measured (kernels as much faster as they were) says by how much
+    how = f"{rec.because} {1 / p.kernel_scale:.2f}×" if rec.as_measured else rec.because
+    return (f"Predicted: the change applied {spec.applied_as} ({how}); from the before trace "
+            f"alone{rec.given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
             f"({duration_ns(p.before_ns)} → "
             f"{duration_ns(p.predicted_ns)}), and the after trace measures {p.measured_ratio:.2f} "
             f"({duration_ns(p.after_ns)}): {verdict}.")

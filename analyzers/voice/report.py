@@ -11,7 +11,7 @@ from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, 
 from analyzers.model.verdicts import Cause, Experiment, Regime
 from analyzers.voice.common import (CAUSE_WORDS, REGIME_ADVICE, WASTE, advice, caveat, copy_phrase, mostly,
                                     uncosted_phrase)
-from analyzers.voice.whatif import assumption
+from analyzers.whatif.levers import LEVERS
 def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
@@ -33,10 +33,6 @@ CPU_ONLY_NEXT = (
     "idle gaps and regimes live on the device timeline, which this trace does not have (0 GPU events)",
     "tuning from CPU op times alone: on a GPU most of those ops only launch work",
 )
-
-LEVER_WORDS = {"remove_syncs": "removing the syncs", "no_host_work": "taking host work off the critical path",
-               "cuda_graphs": "CUDA graphs or fusion to cut launches", "async_copies": "pinned memory and async copies",
-               "kernels_2x": "faster kernels"}
 
 
 def predicted(c) -> str:
@@ -62,12 +58,12 @@ def next_experiment(a) -> dict[str, str]:
         out = _regime_next(a)
     if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
         out["lever"] += f" (predicted {predicted(nx.lever)}" + (
-            " if every kernel took half as long)" if nx.lever.lever == "kernels_2x" else ")")
+            LEVERS[nx.lever.lever].prediction_words + ")")
     if nx.waste is not None:
         w = nx.waste
-        idle_lever = a.levers.all.lever(w.lever).assumption
-        why = f" ({assumption(idle_lever)})" if idle_lever.count == 0 and w.lever != "kernels_2x" else ""
-        out["waste"] = f"{LEVER_WORDS[w.lever]}, predicted {saving_pct(w.saving_ns, w.baseline_ns)}{why}"
+        spec = LEVERS[w.lever]
+        why = f" ({spec.says(w.assumption)})" if w.nothing_to_act_on else ""
+        out["waste"] = f"{spec.words}, predicted {saving_pct(w.saving_ns, w.baseline_ns)}{why}"
     return out
 
 

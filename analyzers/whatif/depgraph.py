@@ -27,16 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.model import intervals as iv
-from analyzers.analyses.idle import LAUNCH_CALL_PREFIXES, MEMCPY_CALL_PREFIXES, SYNC_CALLS, host_long_ns
-from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, USER_ANNOTATION,
+from analyzers.analyses.idle import host_long_ns
+from analyzers.model.names import name_flags
+from analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
+from analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
+from analyzers.model.trace import (CAT_CODES, CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE,
+                                   RUNTIME, USER_ANNOTATION,
                              Trace)
 
-SPAN_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER) + GPU_CATS
-PROFILER_STEP = "ProfilerStep#"     # the profiler's own range around a scheduled step: not the user's work
-CLOCK_TOL_NS = 2_000                # CUPTI aligns CPU and GPU clocks to about a µs
+SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # analyzers.model.span: one definition of the span
 DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one
 DEFAULT_MIN_GAP_NS = 1_000          # kernel-to-kernel gap when no back-to-back pair shows one
-DEFAULT_LAUNCH_NS = 5_000
 QUEUE_GAP_NS = 20_000               # a queued activity starts at most this long after its predecessor
 
 # call kinds
@@ -95,13 +96,6 @@ class Graph:
         return len(self.c_row)
 
 
-def _flags(trace: Trace, rows: np.ndarray, test) -> np.ndarray:
-    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
-    if len(rows) == 0:
-        return np.zeros(0, bool)
-    return np.array([bool(test(trace.names[i])) for i in ids], dtype=bool)[inv]
-
-
 def _thread_key(ev, rows) -> np.ndarray:
     """One small int per (pid, tid)."""
     key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
@@ -114,7 +108,7 @@ def build(trace: Trace) -> Graph:
     if len(span_rows):
         ann = span_rows[ev.cat[span_rows] == USER_ANNOTATION]
         if len(ann):
-            step = _flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))
+            step = name_flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))
             span_rows = np.setdiff1d(span_rows, ann[step], assume_unique=True)
     span_start = int(ev.start[span_rows].min()) if len(span_rows) else 0
     span_end = int(ev.end[span_rows].max()) if len(span_rows) else 0
@@ -180,16 +174,16 @@ def build(trace: Trace) -> Graph:
     thread_start = np.where(has_calls, thread_first, 0)
 
     # --- call kinds ----------------------------------------------------------------------
-    is_sync = _flags(trace, c_row, lambda n: n in SYNC_CALLS and not n.startswith(MEMCPY_CALL_PREFIXES))
-    is_copy = _flags(trace, c_row, lambda n: n.startswith(MEMCPY_CALL_PREFIXES))
-    is_launch = _flags(trace, c_row, lambda n: n.startswith(LAUNCH_CALL_PREFIXES))
-    is_sync_api = _flags(trace, c_row, lambda n: "Async" not in n)
+    is_sync = name_flags(trace, c_row, lambda n: n in SYNC_CALLS and not n.startswith(COPY_PREFIXES))
+    is_copy = name_flags(trace, c_row, lambda n: n.startswith(COPY_PREFIXES))
+    is_launch = name_flags(trace, c_row, lambda n: n.startswith(LAUNCH_PREFIXES))
+    is_sync_api = name_flags(trace, c_row, lambda n: "Async" not in n)
     c_kind = np.full(len(c_row), OTHER_CALL, np.int8)
     c_kind[is_launch] = LAUNCH_CALL
     c_kind[is_copy] = COPY_CALL
     c_kind[is_sync] = SYNC_CALL
     launch_durs = c_dur[is_launch]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else DEFAULT_LAUNCH_NS
+    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
 
     # --- host work in each gap: long stretches with no call and no op that makes one -----------
     # (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)
@@ -308,7 +302,7 @@ def build(trace: Trace) -> Graph:
         copy_rows = g_row[(ev.cat[g_row] == MEMCPY) & g_linked]
         if len(copy_rows):
             cp = pos_of_gpu_row[copy_rows]
-            pageable = _flags(trace, copy_rows, lambda n: "Pageable" in n)
+            pageable = name_flags(trace, copy_rows, lambda n: "Pageable" in n)
             ci = g_call[cp]
             blocks = (pageable | is_sync_api[ci]) & (is_copy[ci]) & (c_end[ci] + CLOCK_TOL_NS >= g_end[cp])
             c_blocked[ci[blocks]] = True

@@ -1,0 +1,32 @@
+"""The lever registry: every what-if lever, one spec each (analyzers.whatif.levers.spec), in one place.
+
+    from analyzers.whatif.levers import LEVERS, NAMES, spec_of
+    LEVERS["remove_syncs"].cause        # Cause.SYNCHRONIZATION
+
+The replay (analyzers.whatif.predict), the report's Next line, the words, diff's "the change
+applied ...", the capture's fix workloads, the drills' prediction log and the CLI's choices all
+read this; adding a lever is one new module here, its line below, and its test.
+"""
+from __future__ import annotations
+
+from analyzers.whatif.levers import async_copies, cuda_graphs, kernels_2x, no_host_work, remove_syncs
+from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
+
+# In this order: the order of the JSON and the tie-break between equal predictions.
+LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
+    remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
+)}
+NAMES: tuple[str, ...] = tuple(LEVERS)
+
+
+def spec_of(name: str) -> LeverSpec:
+    """The spec of a lever by name; WhatIfError (one line for the user) when there is none."""
+    try:
+        return LEVERS[name]
+    except KeyError:
+        raise WhatIfError(f"no lever named {name!r}; choose from: {', '.join(NAMES)}") from None
+
+
+def by_recognition() -> list[LeverSpec]:
+    """The levers in the order diff tries to recognise them in a change."""
+    return sorted(LEVERS.values(), key=lambda s: s.recognise.order)

@@ -1,0 +1,137 @@
+"""cuda_graphs: dispatch and launches collapse to one graph launch per sync-free stretch.
+
+The fix: capture the step once with torch.cuda.graph (or torch.compile(mode="reduce-overhead")) and
+replay it. In the graph every non-blocking call but the stretch's first costs nothing, that first
+call becomes the graph launch (its cost per kernel measured on the trace's own graph launches, else
+the reference below), and the kernels run back to back at the device's minimum gap. Host work that
+is not dispatch stays, and so does a pageable copy with its op (CUDA refuses to capture one).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.model.runtime_calls import is_graph_launch
+from analyzers.model.span import PROFILER_STEP
+from analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
+from analyzers.model.units import duration_ns
+from analyzers.model.verdicts import Cause
+from analyzers.whatif.levers.spec import SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise
+
+# A graph launch under torch.profiler costs about this much per kernel in the graph: the median
+# cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,
+# 95 kernels a launch; tests/test_whatif.py re-derives it). Used when the trace has no graph launch.
+GRAPH_NS_PER_KERNEL = 2_300
+
+
+@dataclass(frozen=True)
+class Graphed(Assumption):
+    per_kernel_ns: int = 0           # graph launch cost per kernel
+    source: str = ""                 # where that cost was measured (SOURCE_WORDS)
+    min_gap_ns: int = 0              # kernels back to back this far apart
+    gap_measured: bool = False
+
+
+def graph_cost(c: Context) -> tuple[int, str]:
+    """Per-kernel cost of a graph launch: measured on the trace's own graph launches, else the reference."""
+    g = c.g
+    gl = np.flatnonzero(c.calls_named(is_graph_launch))   # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
+    if len(gl):
+        n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
+        ok = n > 0
+        if ok.any():
+            return int(np.median(g.c_dur[gl][ok] / n[ok])), "trace"
+    return GRAPH_NS_PER_KERNEL, "reference"
+
+
+def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
+    g = c.g
+    per_kernel, source = graph_cost(c)
+    keep_host = g.c_host > 0
+    # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
+    pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n) & (g.g_call >= 0)
+    staged = np.zeros(g.n_calls, bool)
+    staged[g.g_call[pageable]] = True
+    op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
+    staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
+    # stretches: a blocked call ends one, host work that stays starts one
+    order = np.lexsort((np.arange(g.n_calls), g.c_thread))
+    thr = g.c_thread[order]
+    new = np.r_[True, thr[1:] != thr[:-1]] if g.n_calls else np.zeros(0, bool)
+    after_block = np.r_[False, p.c_blocked[order][:-1]] if g.n_calls else new
+    new = new | after_block | keep_host[order] | p.c_blocked[order] | staged[order] | _step_starts(c)[order]
+    gid_sorted = np.cumsum(new) - 1
+    gid = np.empty(g.n_calls, np.int64)
+    gid[order] = gid_sorted
+    launching = g.c_issues & ~p.c_blocked & ~staged
+    n_groups = int(gid.max()) + 1 if g.n_calls else 0
+    first = np.full(n_groups, NONE, np.int64)
+    li = np.flatnonzero(launching)
+    # the first launching call of each stretch becomes its graph launch (calls are in start order)
+    first_rev = li[::-1]
+    first[gid[first_rev]] = first_rev
+    post_lat = max(g.lat_typ_ns - g.launch_cost_ns, 0)
+    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)] & ~staged[np.maximum(g.g_call, 0)]
+    grp = gid[np.maximum(g.g_call, 0)]
+    gl_call = first[grp]
+    movable &= gl_call >= 0
+    n_in = np.bincount(grp[movable], minlength=n_groups)
+    # host: dispatch vanishes, host work that is not dispatch stays; every non-blocking call but
+    # the graph launch costs nothing
+    p.c_gap[:] = np.where(keep_host, g.c_host, 0)
+    p.c_gap[staged] = g.c_gap[staged]
+    p.c_dur[~p.c_blocked & ~staged] = 0
+    has = first >= 0
+    p.c_dur[first[has]] = per_kernel * n_in[has]
+    # device: each kernel issued by its stretch's graph launch, back to back
+    mv = np.flatnonzero(movable)
+    p.g_call[mv] = gl_call[mv]
+    p.g_lat[mv] = p.c_dur[gl_call[mv]] + post_lat
+    p.g_gap[mv] = np.minimum(p.g_gap[mv], g.min_gap_ns)
+    return (Graphed("cuda_graphs", per_kernel_ns=per_kernel, source=source, min_gap_ns=g.min_gap_ns,
+                    gap_measured=g.min_gap_measured),
+            {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+
+
+def _step_starts(c: Context) -> np.ndarray:
+    """Calls that open a repeated user range (a step, an iteration): graphs are captured per step."""
+    ev, g = c.trace.ev, c.g
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    out = np.zeros(g.n_calls, bool)
+    if not len(ann) or not g.n_calls:
+        return out
+    ids, n = np.unique(ev.name[ann], return_counts=True)
+    repeated = set(ids[n >= 2].tolist()) | {i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)}
+    ann = ann[np.isin(ev.name[ann], list(repeated))]
+    c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
+    for pid, tid in set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist())):
+        m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
+        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
+        k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
+        out[m[k[k < len(m)]]] = True
+    return out
+
+
+def says(a: Graphed) -> str:
+    gap = "the minimum gap between queued kernels in this trace" if a.gap_measured else \
+        "assumed; no queued kernels here"
+    return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
+            f"({SOURCE_WORDS[a.source]}); dispatch and launch calls vanish; kernels run back to back "
+            f"{duration_ns(a.min_gap_ns)} apart ({gap})")
+
+
+def graph_launches(m: Measured) -> int:
+    """Launch calls that issued kernels and are graph launches."""
+    ev = m.trace.ev
+    calls = np.unique(m.trace.launch_of[ev.cat == KERNEL])
+    calls = calls[calls != NONE]
+    return sum(1 for c in calls.tolist() if is_graph_launch(m.trace.names[ev.name[c]]))
+
+
+SPEC = LeverSpec(
+    name="cuda_graphs", cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
+    words="CUDA graphs or fusion to cut launches",
+    fix="the iteration's GPU work is captured once with torch.cuda.graph and replayed",
+    recognise=Recognise(order=1, evidence="graph_launches", because="CUDA-graph launches appeared",
+                        amount=graph_launches, applied=lambda before, after: after > before))

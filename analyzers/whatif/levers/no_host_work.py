@@ -1,0 +1,46 @@
+"""no_host_work: host stretches that issue no GPU work vanish (done elsewhere, ahead of time).
+
+The fix: take the host work off the critical path (DataLoader workers, prefetch, precomputation).
+In the graph, the part of each call's preceding stretch that is not dispatch of its op (untraced
+Python, CPU-only ops, sleeping) and lasts long enough to count goes; dispatch stays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.model.units import duration_ns
+from analyzers.model.verdicts import Cause
+from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+
+
+@dataclass(frozen=True)
+class HostWorkGone(Assumption):
+    long_ns: int = 0                 # the shortest stretch that counts
+
+
+def apply(c: Context, p, o: Options) -> tuple[HostWorkGone, dict]:
+    g = c.g
+    m = g.c_host > 0
+    p.c_gap[m] -= g.c_host[m]
+    detail = {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum())}
+    return HostWorkGone("no_host_work", int(m.sum()), long_ns=g.host_long_ns), detail
+
+
+def says(a: HostWorkGone) -> str:
+    if a.count == 0:
+        return (f"no host stretch of {duration_ns(a.long_ns)} or more (10 launch calls) that issues no GPU work: "
+                "nothing to remove")
+    return (f"host stretches that issue no GPU work and last {duration_ns(a.long_ns)} or more (10 launch calls) "
+            "vanish; dispatch of the ops stays")
+
+
+def host_stretches(m: Measured) -> int:
+    return m.whatif.lever("no_host_work").assumption.count
+
+
+SPEC = LeverSpec(
+    name="no_host_work", cause=Cause.HOST_WORK, apply=apply, says=says,
+    words="taking host work off the critical path",
+    fix="the host work that issues no GPU work is gone (done elsewhere, ahead of time)",
+    recognise=Recognise(order=5, evidence="host_stretches", because="its long host stretches went",
+                        amount=host_stretches, applied=went))

@@ -1,0 +1,126 @@
+"""remove_syncs: the host no longer waits in syncs (`only`: the syncs called from one op).
+
+The fix: keep values and decisions on the device, read them once every N steps. In the graph the
+sync calls vanish (with the Python that called them straight, like torch.cuda.synchronize()), and a
+copy to the host (.item(), .cpu(), .tolist() of a result) returns after one call's cost; the GPU
+work stays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.model.runtime_calls import SYNC_CALLS
+from analyzers.model.trace import CPU_OP
+from analyzers.model.units import duration_ns
+from analyzers.model.verdicts import Cause
+from analyzers.whatif import depgraph as dg
+from analyzers.whatif.levers.spec import (Assumption, Context, LeverSpec, Measured, Options, Recognise, WhatIfError,
+                                          went)
+
+_API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
+
+
+@dataclass(frozen=True)
+class SyncsGone(Assumption):
+    only: str | None = None          # the op whose syncs go (None: every sync)
+    call_ns: int = 0                 # what a copy to the host still costs (a launch call)
+
+
+def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
+    g = c.g
+    # a sync call, or a copy to the host that blocks (.item(), .cpu(), .tolist() of a result)
+    aw = np.maximum(p.c_awaited, 0)
+    to_host = c.gpu_named(lambda n: "DtoH" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
+    sync = g.c_kind == dg.SYNC_CALL
+    copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked
+    if o.only:
+        inside = _inside_op(c, o.only)
+        sync &= inside
+        copy &= inside
+    gone = np.flatnonzero(sync | copy)
+    by_op = _waits_by_op(c, gone, np.where(p.c_blocked[gone], g.c_dur[gone] - p.c_min[gone], 0))
+    waited = sum(by_op.values())
+    n_blocking = int((sync & p.c_blocked).sum() + copy.sum())
+    # the sync call goes, and so does the Python that led to it when it was called straight from Python
+    # (torch.cuda.synchronize()); the copy stays, returning at once
+    p.c_blocked[sync | copy] = False
+    p.c_dur[sync] = 0
+    p.c_gap[sync & ~g.c_in_op] = 0
+    p.c_dur[copy] = p.c_min[copy]
+    return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns),
+            {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
+             "waited_ns_by_op": by_op})
+
+
+def focus_op(detail: dict) -> str | None:
+    """The outermost op that waited longest in syncs (None: the syncs are called straight from Python)."""
+    by_op = detail.get("waited_ns_by_op") or {}
+    return next((name for name, ns in by_op.items() if ns > 0 and not name.startswith(_API_PREFIXES)), None)
+
+
+def _inside_op(c: Context, op: str) -> np.ndarray:
+    """Calls made inside a cpu_op named `op` (at any depth) on the same thread."""
+    ev, g = c.trace.ev, c.g
+    try:
+        nid = c.trace.names.index(op)
+    except ValueError:
+        nid = -1
+    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.name == nid)) if nid >= 0 else np.zeros(0, np.int64)
+    if not len(ops):
+        sync_ops = _sync_ops(c)
+        hint = f"ops that wait in a sync here: {', '.join(sync_ops)}" if sync_ops else "no op here waits in a sync"
+        raise WhatIfError(f"--only {op}: no op of that name in the trace ({hint})")
+    out = np.zeros(g.n_calls, bool)
+    c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
+    for pid, tid in set(zip(ev.pid[ops].tolist(), ev.tid[ops].tolist())):
+        o = ops[(ev.pid[ops] == pid) & (ev.tid[ops] == tid)]
+        s, e = ev.start[o], np.maximum.accumulate(ev.end[o])
+        m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
+        k = np.searchsorted(s, g.c_start[m], side="right") - 1
+        out[m] = (k >= 0) & (g.c_start[m] < e[np.maximum(k, 0)])
+    return out
+
+
+def _waits_by_op(c: Context, calls: np.ndarray, waited: np.ndarray) -> dict[str, int]:
+    """Host time spent waiting, by the outermost op that made the call (aten::item, aten::nonzero ...),
+    most first; a sync made straight from Python counts under its call's name."""
+    g, ev = c.g, c.trace.ev
+    outer = g.c_outer_op[calls]
+    name_rows = np.where(outer >= 0, outer, g.c_row[calls])
+    out: dict[str, int] = {}
+    for nid, w in zip(ev.name[name_rows].tolist(), waited.tolist()):
+        out[c.trace.names[nid]] = out.get(c.trace.names[nid], 0) + int(w)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _sync_ops(c: Context) -> list[str]:
+    g = c.g
+    calls = np.flatnonzero((g.c_kind == dg.SYNC_CALL) & g.c_blocked & (g.c_outer_op >= 0))
+    return list(_waits_by_op(c, calls, g.c_dur[calls]))[:5]
+
+
+def says(a: SyncsGone) -> str:
+    where = f"syncs called from {a.only}" if a.only else "syncs"
+    if a.count == 0:
+        return f"no blocking {where} in this trace: nothing to remove"
+    return (f"the host no longer waits in {where}: sync calls vanish (with the Python that called them "
+            f"directly), copies to the host return after one call's cost ({duration_ns(a.call_ns)}, the median "
+            "launch call here); the GPU work stays")
+
+
+def sync_points(m: Measured) -> int:
+    """Sync calls, and copies to the host (each waits for the device): counted whether or not they blocked."""
+    ev, names = m.trace.ev, m.trace.names
+    ids, counts = np.unique(ev.name, return_counts=True)
+    return sum(int(n) for i, n in zip(ids.tolist(), counts.tolist())
+               if names[i] in SYNC_CALLS or ("DtoH" in names[i] and names[i].startswith("Memcpy")))
+
+
+SPEC = LeverSpec(
+    name="remove_syncs", cause=Cause.SYNCHRONIZATION, apply=apply, says=says, words="removing the syncs",
+    fix="the sync is gone: the value stays on the device (read once, after the window)",
+    recognise=Recognise(order=3, evidence="sync_points", because="its sync points went", amount=sync_points,
+                        applied=went),
+    takes_only=True)
