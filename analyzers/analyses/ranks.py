@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
+from analyzers.model.kernels import is_collective
 from analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION, Trace
 from analyzers.model.verdicts import Cause
 
-COLLECTIVE_MARK = "nccl"     # case-insensitive substring of a collective kernel's name
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
 OUTLIER = 3.0                # a collective call this many times its rank's median is reported apart
 
@@ -168,7 +168,7 @@ def collective_timing(trace: Trace) -> Collectives:
     to the step whose window holds its launch call); otherwise each collective call is a step.
     """
     ev = trace.ev
-    is_coll = np.fromiter((COLLECTIVE_MARK in n.lower() for n in trace.names), bool, len(trace.names))
+    is_coll = np.fromiter((is_collective(n) for n in trace.names), bool, len(trace.names))
     kern = np.flatnonzero(ev.cat == KERNEL)
     rows = kern[is_coll[ev.name[kern]]] if len(kern) else kern
     rows = rows[np.argsort(ev.start[rows], kind="stable")]
@@ -320,13 +320,6 @@ def straggler(rows: list[RankRow]) -> Straggler | NoStraggler:
     return NoStraggler("balanced", len(with_c), spread, threshold, step, outliers)
 
 
-_COLL_KIND = re.compile(r"nccl(?:DevKernel|Kernel)?_([A-Za-z]+?)(?:_|\(|$)", re.IGNORECASE)
-
-
-def collective_kind(kernel: str) -> str:
-    """'ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)' -> 'AllReduce'."""
-    m = _COLL_KIND.search(kernel)
-    return m.group(1) if m else "collective"
 
 
 # --- the merge -----------------------------------------------------------------------------

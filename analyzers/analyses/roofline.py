@@ -22,20 +22,12 @@ from analyzers.analyses.opcost import op_cost
 from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.analyses.peaks import DevicePeaks, lookup
 from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from analyzers.model.kernels import is_collective
 from analyzers.model.verdicts import BOUNDS, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.
 UNKNOWN, COMPUTE, MEMORY, COMM = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
                                                            Bound.COMMUNICATION))
-# Collectives spin while they wait for peers: their time says nothing about arithmetic or bytes
-# on this device, so they are kept out of the compute/memory vote. NCCL and RCCL (ROCm's NCCL,
-# whose kernels keep the nccl names or say rccl), DeepEP's expert-parallel dispatch/combine
-# (namespaces internode::/intranode::, dpsk::ep::, deep_ep::), custom all-reduce kernels (vLLM's
-# cross_device_reduce_*stage, symmetric-memory multimem/one-shot/two-shot all-reduce) and NVSHMEM.
-_COMM_NAME = re.compile(
-    r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|nvshmem|deep_?ep::|dpsk::ep::|"
-    r"\b(?:internode|intranode)::|cross_device_reduce|multimem_|(?:one|two)_shot_", re.I)
-
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
     r"embedding|rotary|splitkreduce|gemv|memcpy|memset|argmax|topk|sort|where|fused_", re.I)
@@ -56,11 +48,12 @@ UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "gr
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
+UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
 
 
 def guess_bound(kernel_name: str) -> int:
     """A bound from the kernel name alone, where the name is unambiguous; else UNKNOWN."""
-    if _COMM_NAME.search(kernel_name):
+    if is_collective(kernel_name):
         return COMM
     if _GEMM_NAME.search(kernel_name):
         tile = _TILE.search(kernel_name)
@@ -205,7 +198,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         kflops[kern[known]] = sig_flops[k_sig[known]] * share[known]
         kbytes[kern[known]] = sig_bytes[k_sig[known]] * share[known]
         kbound[kern[known]] = sig_bound[k_sig[known]]
-    comm_names = {i for i in np.unique(ev.name[kern]) if _COMM_NAME.search(trace.names[i])}
+    comm_names = {i for i in np.unique(ev.name[kern]) if is_collective(trace.names[i])}
     if comm_names:
         is_comm = np.isin(ev.name[kern], list(comm_names))
         known &= ~is_comm
@@ -275,6 +268,11 @@ class RegimeVerdict:
     @property
     def kernel_us(self) -> float:
         return self.compute_us + self.memory_us + self.unknown_us + self.comm_us
+
+    @property
+    def unknown_worth_naming(self) -> bool:
+        """Kernel time with no bound is a share the Regime line names beside the two bounds."""
+        return self.unknown_us > UNKNOWN_NAMED * self.kernel_us
 
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float) -> RegimeVerdict:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from analyzers.model.verdicts import Cause
 
 
+DEPENDENCY_MOSTLY = 0.5   # a sync's idle is a dependency wait when waits on dependencies hold this share
+
+
 @dataclass(frozen=True)
 class NameCount:
     """A name from the trace (an op, a call) and how often it occurs in the evidence."""
@@ -81,6 +84,11 @@ class SyncEvidence(Evidence):
     sync_calls: tuple[NameCount, ...]   # the calls the host waited in
     called_from: tuple[NameCount, ...]  # the outermost ops that made them (aten::item, ...)
     waited_on: tuple[NameTime, ...] = ()  # queued work that waited on a dependency: the stream-wait or sync call
+
+    @property
+    def waits_on_dependency(self) -> bool:
+        """Most of this idle is queued work waiting on a cross-stream dependency, not the host in a sync."""
+        return bool(self.waited_on) and sum(w.us for w in self.waited_on) >= DEPENDENCY_MOSTLY * self.total_us
 
 
 @dataclass(frozen=True)

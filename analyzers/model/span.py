@@ -9,7 +9,8 @@ from __future__ import annotations
 
 SPAN_CATEGORIES = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
                    "kernel", "gpu_memcpy", "gpu_memset")
-PROFILER_STEP = "ProfilerStep#"     # the profiler's own range around a scheduled step: not the user's work
+PROFILER_STEP_RANGE = "ProfilerStep"          # the profiler's own range around a scheduled step: not the user's work
+PROFILER_STEP = PROFILER_STEP_RANGE + "#"     # ... named ProfilerStep#N
 
 
 def counts_in_span(category: str, name: str) -> bool:

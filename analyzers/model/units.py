@@ -54,9 +54,9 @@ def pct_of(achieved: float, peak: float) -> str:
     return "at the ceiling" if achieved >= peak else f"{100 * achieved / peak:.0f}%"
 
 
-def ratio(r: float, same_tol: float) -> str:
-    """A ratio before/after as 'N× fewer', 'N× more' or 'about the same'."""
-    if abs(r - 1) <= same_tol:
+def ratio(r: float, same: bool) -> str:
+    """A ratio before/after as 'N× fewer', 'N× more', or 'about the same' (`same`: the caller's verdict)."""
+    if same:
         return "about the same"
     return f"{r:.2f}× fewer" if r >= 1 else f"{1 / r:.2f}× more"
 

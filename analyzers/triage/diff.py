@@ -46,9 +46,10 @@ from analyzers.analyses.hotspots import Hotspot
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS, by_recognition
 from analyzers.whatif.levers.spec import Measured
-from analyzers.triage.report import Analysis, analyze_file
+from analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
 from analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
 from analyzers.model.runtime_calls import is_graph_launch
+from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
 from analyzers.model.verdicts import CAUSES, Cause, Regime
 
@@ -56,7 +57,11 @@ BYTES_TOL = 0.15      # the speedup "matches" the byte ratio within this relativ
 COVERAGE_MIN = 0.9    # share of kernel time with costed bytes for the roofline's bytes to stand
 MOST = 0.5            # an idle cause explains a change when it moved by this share of the time saved
 SAME_TOL = 0.03       # spans within this relative difference: unchanged
-STEP_RANGE = "ProfilerStep"
+SAME_KERNELS_TOL = 0.1   # kernel counts within this relative difference: the same kernels
+IDLE_MOVE_FLOOR_US = 0.5  # an idle cause that moved by less is not named as a move
+GAP_NAMED = 0.005         # a speedup this far from the byte ratio leaves a rest worth naming
+AS_PREDICTED = 0.005      # a measured ratio within this of the predicted one (both to 2 decimals): as predicted
+STEP_RANGE = PROFILER_STEP_RANGE
 
 
 # --- one side ---------------------------------------------------------------------------
@@ -107,6 +112,10 @@ class Side:
     warmup_share: float
     uncosted_why_us: dict = field(default_factory=dict)   # kernel time with no costed bytes, by why
 
+    @property
+    def setup_worth_naming(self) -> bool:
+        return self.warmup_share >= SETUP_NAMED
+
 
 @dataclass(frozen=True)
 class OpChange:
@@ -132,6 +141,15 @@ class PredictionCheck:
     after_ns: int
     evidence: str                # what in the two traces says this lever was applied (a key voice words)
     kernel_scale: float = 0.5    # kernels_2x: AFTER's kernel time over BEFORE's, which the prediction replays
+
+    @property
+    def off(self) -> float:
+        """Measured minus predicted, both to the two decimals they are said with (negative: better)."""
+        return round(self.measured_ratio, 2) - round(self.predicted_ratio, 2)
+
+    @property
+    def as_predicted(self) -> bool:
+        return abs(self.off) < AS_PREDICTED
 
 
 @dataclass(frozen=True)
@@ -163,6 +181,52 @@ class Diff:
     @property
     def divisors(self) -> tuple[int, int]:
         return (self.before.steps, self.after.steps) if self.per_step else (1, 1)
+
+    # --- what the explanation rests on (analyzers.voice.diff says it) ---
+
+    @property
+    def same_tol(self) -> float:
+        """The spans "agree within" this relative difference."""
+        return SAME_TOL
+
+    def about_same(self, r: float) -> bool:
+        """A before/after ratio (launch calls, bytes) that did not move."""
+        return abs(r - 1) <= SAME_TOL
+
+    @property
+    def idle_moved(self) -> list[tuple[Cause, float]]:
+        """The idle causes that moved, largest move first, with their change in µs."""
+        return sorted(((c, x) for c, x in self.idle_change_us.items() if abs(x) >= IDLE_MOVE_FLOOR_US),
+                      key=lambda cx: -abs(cx[1]))
+
+    @property
+    def bytes_gap(self) -> float:
+        """How far the speedup is from the byte ratio, relatively (explained by bytes)."""
+        return abs(self.speedup / self.byte_ratio - 1) if self.speedup and self.byte_ratio else 0.0
+
+    @property
+    def bytes_gap_named(self) -> bool:
+        """The gap between speedup and byte ratio is large enough that the rest (the idle change) is named."""
+        return self.bytes_gap >= GAP_NAMED
+
+    @property
+    def launches_moved(self) -> bool:
+        return self.launch_ratio is not None and not self.about_same(self.launch_ratio)
+
+    @property
+    def launch_cost_changed(self) -> bool:
+        """Each launch call costs a different share of span after (so time does not follow launches 1:1)."""
+        pb, pa = self.before.span_per_launch_us, self.after.span_per_launch_us
+        return bool(pb and pa and abs(pa / pb - 1) > BYTES_TOL)
+
+    @property
+    def same_kernels(self) -> bool:
+        return self.kernel_ratio is not None and abs(self.kernel_ratio - 1) <= SAME_KERNELS_TOL
+
+    @property
+    def mixed_cause(self) -> tuple[Cause | None, float]:
+        """The idle cause that moved most in the direction of the change, and its share of the time saved."""
+        return cause_share(self.time_saved_us, self.idle_change_us)
 
 
 def _uncosted_why(a: Analysis, kern: np.ndarray) -> dict[str, float]:

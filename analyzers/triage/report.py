@@ -29,7 +29,9 @@ from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
 from analyzers.loading.load import load
 from analyzers.analyses.ranges import RangeStats
+from analyzers.analyses.peaks import non_gpu_accelerator
 from analyzers.analyses.roofline import RegimeVerdict, Roofline
+from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, Regime
 
@@ -37,6 +39,9 @@ IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is neve
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
 LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
+SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
+COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
+SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
 
 @dataclass(frozen=True)
 class Phase:
@@ -158,6 +163,33 @@ class Analysis:
     @property
     def warmup_share(self) -> float:
         return _warmup_share(self.devices, self.span_ns)
+
+    @property
+    def setup_worth_naming(self) -> bool:
+        return self.warmup_share >= SETUP_NAMED
+
+    @property
+    def accelerator(self) -> str | None:
+        """A non-GPU accelerator the trace was recorded on (MTIA, Gaudi, TPU), else None."""
+        return non_gpu_accelerator(self.trace.device_names.values(), self.trace.names)
+
+    @property
+    def copies_count_as_idle(self) -> bool:
+        """Copies hold idle worth saying that a copy on its own engine does not keep compute busy."""
+        transfer = self.by_cause_ns.get(Cause.DATA_TRANSFER, 0)
+        return (self.dominant is Cause.DATA_TRANSFER or transfer >= COPIES_NAMED * self.span_ns) and self.copy_ns > 0
+
+    @property
+    def sync_cost_is_lost_overlap(self) -> bool:
+        """The syncs' drains are a sliver, but host work they serialise is there: what they cost is the overlap."""
+        gain = self.next_experiment.gain_share
+        return gain < SYNC_DRAIN_FLOOR and bool(self.evidence[Cause.HOST_WORK].gaps)
+
+    @property
+    def named_ranges(self) -> list[RangeStats]:
+        """The user's own named ranges that ran kernels (not the profiler's ProfilerStep, not `## ` markers)."""
+        return [r for r in self.ranges
+                if r.name != PROFILER_STEP_RANGE and not r.name.startswith("## ") and r.kernel_busy_us > 0]
 
 
 def _evidence_of(devices) -> dict[Cause, Evidence]:

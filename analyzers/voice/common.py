@@ -54,7 +54,7 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None) ->
     The sync advice names the op whose syncs to remove (`only`), else the ops (or calls) that synced."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         src = only or ", ".join(x.name for x in (ev.called_from or ev.sync_calls)[:2])
-        if isinstance(ev, SyncEvidence) and ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+        if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
             return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it waits "
                     "for (the producing work, the event record) earlier, or drop the wait if the streams need not order")
@@ -125,7 +125,7 @@ def evidence_phrase(ev: Evidence) -> str:
     if isinstance(ev, SyncEvidence):
         calls = ", ".join(f"{c.name} ×{c.count}" for c in ev.sync_calls[:2])
         src = ", ".join(c.name for c in ev.called_from[:2])
-        if ev.waited_on and sum(w.us for w in ev.waited_on) >= 0.5 * ev.total_us:
+        if ev.waits_on_dependency:
             return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
                     f"{waited_phrase(ev.waited_on)}, not on its launch")
         return (f"{plural(ev.gaps, 'drain')}, a median of {ev.median_gap_us:.1f} µs each, after {calls or 'syncs'}"

@@ -3,24 +3,21 @@ trace's prediction came, and the diff's caveats.
 """
 from __future__ import annotations
 
+from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.units import duration_ns, duration_us, ratio, share, signed_us, size, speed
 from analyzers.model.verdicts import Cause
 from analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
 from analyzers.whatif.levers import LEVERS
-def _times(r: float) -> str:
-    from analyzers.triage.diff import SAME_TOL
-
-    return ratio(r, SAME_TOL)
+def _times(d, r: float) -> str:
+    return ratio(r, d.about_same(r))
 
 
 def diff_caveats(d) -> list[str]:
-    from analyzers.triage.diff import STEP_RANGE
-
     out = []
     b, a = d.before, d.after
     if d.only_one_side_has_steps:
         has = b if b.steps else a
-        out.append(f"only {has.name} has {STEP_RANGE} ranges ({has.steps}), so whole traces are compared; profile the "
+        out.append(f"only {has.name} has {PROFILER_STEP_RANGE} ranges ({has.steps}), so whole traces are compared; profile the "
                    "same number of steps for a fair comparison")
     if d.different_devices:
         out.append(f"the traces come from different devices ({b.device_name or 'unnamed'} vs "
@@ -29,8 +26,7 @@ def diff_caveats(d) -> list[str]:
 
 
 def _idle_causes(d, k: int = 3) -> str:
-    moved = sorted(((c, x) for c, x in d.idle_change_us.items() if abs(x) >= 0.5), key=lambda cx: -abs(cx[1]))
-    return ", ".join(f"{CAUSE_WORDS[c]} {signed_us(x)}" for c, x in moved[:k])
+    return ", ".join(f"{CAUSE_WORDS[c]} {signed_us(x)}" for c, x in d.idle_moved[:k])
 
 
 def diff_lines(d) -> list[str]:
@@ -63,7 +59,7 @@ def diff_lines(d) -> list[str]:
     lr, br = d.launch_ratio, d.byte_ratio
     calls = f"{b.launch_calls / db:,.0f} → {a.launch_calls / da:,.0f} launch calls"
     if lr is not None:
-        calls += f" ({_times(lr)})"
+        calls += f" ({_times(d, lr)})"
     calls += f" for {b.kernels / db:,.0f} → {a.kernels / da:,.0f} kernels"
     if a.graph_launches or b.graph_launches:
         calls += f", {b.graph_launches / db:,.0f} → {a.graph_launches / da:,.0f} of the calls CUDA-graph launches"
@@ -73,7 +69,7 @@ def diff_lines(d) -> list[str]:
         src = [x.name for x in (b, a) if x.bytes_source == "sidecar"]
         note = (f"; {' and '.join(src)}: bytes declared by the capture sidecar, "
                 "its kernels have no costed op in the trace") if src else ""
-        byts = f"bytes {size(b.bytes / db)} → {size(a.bytes / da)} ({_times(br)}{note})"
+        byts = f"bytes {size(b.bytes / db)} → {size(a.bytes / da)} ({_times(d, br)}{note})"
     else:
         short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
         byts = "bytes not comparable: " + "; ".join(
@@ -98,8 +94,8 @@ def uncosted_side(x) -> str:
 
 def prediction_line(p) -> str:
     """How close the before trace's what-if came for the lever the change applied."""
-    off = round(p.measured_ratio, 2) - round(p.predicted_ratio, 2)
-    verdict = ("as predicted" if abs(off) < 0.005 else
+    off = p.off
+    verdict = ("as predicted" if p.as_predicted else
                f"{abs(off):.2f} better than predicted" if off < 0 else f"{off:.2f} short of the prediction")
     spec = LEVERS[p.lever]
     rec = spec.recognise
@@ -113,15 +109,13 @@ def prediction_line(p) -> str:
 
 
 def _explanation_line(d) -> str:
-    from analyzers.triage.diff import BYTES_TOL, SAME_TOL, cause_share
-
     b, a = d.before, d.after
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
     saved = d.time_saved_us
     if how == "unchanged":
-        return f"Explained: nothing to explain, the spans agree within {100 * SAME_TOL:.0f}% ({s:.2f}×)."
+        return f"Explained: nothing to explain, the spans agree within {share(d.same_tol)} ({s:.2f}×)."
     if how == "bytes":
-        gap = 100 * abs(s / br - 1)
+        gap = 100 * d.bytes_gap
         moved = f"{100 / br:.0f}% of the bytes" if br >= 1 else f"{1 / br:.2f}× the bytes"
         busy = b.kernel_busy_us / max(a.kernel_busy_us, 1e-9)
         kt = (f"kernel time fell {busy:.2f}× against the bytes' {br:.2f}×" if br >= 1 else
@@ -129,7 +123,7 @@ def _explanation_line(d) -> str:
         rate = (f" at {b.achieved_gbps:.0f} → {a.achieved_gbps:.0f} GB/s"
                 if b.achieved_gbps and a.achieved_gbps else "")
         causes = _idle_causes(d, 2)
-        rest = f"; the rest is the idle change ({causes})" if causes and gap >= 0.5 else ""
+        rest = f"; the rest is the idle change ({causes})" if causes and d.bytes_gap_named else ""
         return (f"Explained by bytes: it moves {moved} and the {speed(s)} matches that within {gap:.0f}%: "
                 f"{kt}, both memory-bound{rate}{rest}.")
     if how == "kernels":
@@ -141,20 +135,20 @@ def _explanation_line(d) -> str:
             tb, ta = b.top_ops[0], a.top_ops[0]
             tops = (f"; the top op was {tb.name} and is now {ta.name}" if tb.name != ta.name
                     else f"; {ta.name} stays the top op")
-        launches = f" (launch calls {_times(lr)}: not the lever)" if lr is not None and abs(lr - 1) > SAME_TOL else ""
+        launches = f" (launch calls {_times(d, lr)}: not the lever)" if d.launches_moved else ""
         return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {100 * ch / -saved:.0f}% of the "
                 f"{duration_us(saved)} {sense}{launches}{tops}; regime {b.regime} → {a.regime}.")
     if how == "launches":
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""
-        if pb and pa and abs(pa / pb - 1) > BYTES_TOL:
+        if d.launch_cost_changed:
             cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {s:.2f}× and not "
                     f"{lr:.2f}×")
-        bytes_note = (f"; bytes are no lever here ({_times(br)} bytes, while kernels are busy only "
+        bytes_note = (f"; bytes are no lever here ({_times(d, br)} bytes, while kernels are busy only "
                       f"{100 * b.kernel_busy_us / b.span_us:.0f}% → {100 * a.kernel_busy_us / a.span_us:.0f}% "
                       "of the span)") if br is not None else ""
         return (f"Explained by launches: both are overhead-bound (the GPU idles {100 * b.idle_share:.0f}% and "
-                f"{100 * a.idle_share:.0f}% of the span), so time follows launch calls: {_times(lr)} of them"
+                f"{100 * a.idle_share:.0f}% of the span), so time follows launch calls: {_times(d, lr)} of them"
                 f"{cost}{bytes_note}.")
     if how in {c.value for c in Cause}:
         how = Cause(how)
@@ -162,19 +156,18 @@ def _explanation_line(d) -> str:
         part = -ch / saved
         extra = ""
         if how is Cause.LAUNCH_OVERHEAD and lr is not None:
-            same = d.kernel_ratio is not None and abs(d.kernel_ratio - 1) <= 0.1
-            extra = (f"; {_times(lr)} launch calls" + (" for the same kernels" if same else "")
+            extra = (f"; {_times(d, lr)} launch calls" + (" for the same kernels" if d.same_kernels else "")
                      + (" (CUDA-graph replays)" if a.graph_launches > b.graph_launches else ""))
         verb = "shrank" if ch < 0 else "grew"
         sense = "saved" if saved > 0 else "lost"
         return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {100 * part:.0f}% of the "
                 f"{duration_us(saved)} {sense}{extra}; regime {b.regime} → {a.regime}.")
-    cause, part = cause_share(d.time_saved_us, d.idle_change_us)
+    cause, part = d.mixed_cause
     parts = []
     if br is not None:
-        parts.append(f"bytes {_times(br)} against a {speed(s)}")
+        parts.append(f"bytes {_times(d, br)} against a {speed(s)}")
     if lr is not None:
-        parts.append(f"launch calls {_times(lr)}")
+        parts.append(f"launch calls {_times(d, lr)}")
     if cause is not None:
         parts.append(f"{CAUSE_WORDS[cause]} idle moved by {100 * part:.0f}% of the time {'saved' if saved > 0 else 'lost'}")
     parts.append(f"kernel busy time {signed_us(d.busy_change_us)}")

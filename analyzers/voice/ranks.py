@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analyzers.model.kernels import collective_kind
 from analyzers.model.units import duration_ns, duration_us, share
 from analyzers.voice.common import cause_words
 def _rank_list(ranks) -> str:
@@ -27,18 +28,16 @@ def outlier_phrase(n) -> str:
 
 def straggler_reason(s) -> str:
     """Why no rank is the straggler."""
-    from analyzers.analyses.ranks import COLLECTIVE_MARK, SPREAD_OF_STEP
-
     why = {
         "one_rank": "one rank: nobody to wait for",
         "no_ranks": "no ranks",
         "one_usable": "only one usable rank: nobody to compare it with",
-        "no_collectives": f"no collective kernels ({COLLECTIVE_MARK}*) in "
+        "no_collectives": "no collective kernels (NCCL, RCCL, NVSHMEM ...) in "
                           + ("any rank" if not s.ranks_with_collectives else "all but one rank"),
     }.get(s.why)
     if why is None:
         why = (f"none: collective time per step is within {duration_ns(s.spread_ns)} across ranks (threshold "
-               f"{duration_ns(s.threshold_ns)}, {100 * SPREAD_OF_STEP:.0f}% of the {duration_ns(s.step_ns)} step) "
+               f"{duration_ns(s.threshold_ns)}, {share(s.threshold_ns / s.step_ns)} of the {duration_ns(s.step_ns)} step) "
                "and no rank's host is slower than the GPU step")
         if s.outliers:
             why += "; " + "; ".join(outlier_phrase(n) for n in s.outliers)
@@ -98,8 +97,6 @@ def mixed_runs(path, what: str, groups: dict) -> str:
 
 
 def ranks_lines(rr) -> list[str]:
-    from analyzers.analyses.ranks import collective_kind
-
     rows = rr.rows
     devs: dict[str, int] = {}
     for r in rows:

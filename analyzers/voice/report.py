@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.analyses.peaks import non_gpu_accelerator
 from analyzers.model.evidence import Evidence
 from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share
 from analyzers.model.verdicts import Cause, Experiment, Regime
@@ -15,11 +14,10 @@ from analyzers.whatif.levers import LEVERS
 def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
-    tr = getattr(a, "trace", None)   # an Analysis has its Trace; a diff Side only its path
-    if hasattr(tr, "device_names") and non_gpu_accelerator(tr.device_names.values(), tr.names):
-        found = [c for c in found if c.kind != "no_gpu_activity"]   # not CPU-only: a device this tool does not read
+    if getattr(a, "accelerator", None):   # not CPU-only: a device this tool does not read (a diff Side has none)
+        found = [c for c in found if c.kind != "no_gpu_activity"]
     out = [caveat(c) for c in found]
-    if a.warmup_share >= 0.05:
+    if a.setup_worth_naming:
         names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
                           + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
                           for w in a.warmup[:3])
@@ -112,7 +110,7 @@ def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
         return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
                 f"(median gap {ev.median_gap_us / 1e3:.2f} ms)")
     if cause is Cause.SYNCHRONIZATION:
-        if gain < 0.05 and a.evidence[Cause.HOST_WORK].gaps:   # the syncs' cost is the overlap they prevent
+        if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
             return (f"while the host waits in a sync it cannot run ahead, so its host work ({host.gaps} stretches, "
                     f"a median of {duration_us(host.median_gap_us)}, {share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} "
@@ -141,7 +139,7 @@ def five_lines(a) -> list[str]:
                         f"over {p.decode.count} steps.")
     hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
-    named = [r for r in a.ranges if r.name != "ProfilerStep" and not r.name.startswith("## ") and r.kernel_busy_us > 0]
+    named = a.named_ranges
     if named and not a.range_filter:
         top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
         l2 = l2[:-1] + "; by range, " + ", ".join(
@@ -149,8 +147,7 @@ def five_lines(a) -> list[str]:
     if a.idle_ns > 0:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
         split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
-        if (a.dominant is Cause.DATA_TRANSFER or a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) >= 0.05 * a.span_ns) \
-                and a.copy_ns > 0:
+        if a.copies_count_as_idle:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
         l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
@@ -176,7 +173,7 @@ def _regime_line(a) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
-           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_us > 0.05 * tot else "")
+           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
            + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
         if tot else "no kernels ran"
     ridge = ""
@@ -218,7 +215,7 @@ def _cpu_only_lines(a) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
     top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls)" for x in h.hotspots)
-    acc = non_gpu_accelerator(tr.device_names.values(), tr.names)
+    acc = a.accelerator
     if acc is not None:   # not a CPU-only trace: a device this tool does not read
         return [
             f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: {tr.events_in_file:,} "

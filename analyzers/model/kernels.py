@@ -1,0 +1,27 @@
+"""What a GPU kernel is, by its name: a collective or not, and which one.
+
+Collectives spin while they wait for peers, so their time says nothing about arithmetic or bytes on
+this device: the roofline keeps them out of its vote, the rank report times them per step. NCCL and
+RCCL (ROCm's NCCL, whose kernels keep the nccl names or say rccl), DeepEP's expert-parallel
+dispatch/combine (namespaces internode::/intranode::, dpsk::ep::, deep_ep::), custom all-reduce
+kernels (vLLM's cross_device_reduce_*stage, symmetric-memory multimem/one-shot/two-shot all-reduce)
+and NVSHMEM.
+"""
+from __future__ import annotations
+
+import re
+
+COLLECTIVE_NAME = re.compile(
+    r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|nvshmem|deep_?ep::|dpsk::ep::|"
+    r"\b(?:internode|intranode)::|cross_device_reduce|multimem_|(?:one|two)_shot_", re.I)
+_COLLECTIVE_KIND = re.compile(r"nccl(?:DevKernel|Kernel)?_([A-Za-z]+?)(?:_|\(|$)", re.IGNORECASE)
+
+
+def is_collective(kernel: str) -> bool:
+    return COLLECTIVE_NAME.search(kernel) is not None
+
+
+def collective_kind(kernel: str) -> str:
+    """'ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)' -> 'AllReduce'."""
+    m = _COLLECTIVE_KIND.search(kernel)
+    return m.group(1) if m else "collective"
