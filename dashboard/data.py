@@ -1,9 +1,9 @@
 """The dashboard's one door into the analysis: every field it reads is read here.
 
-Pages and charts receive plain pandas frames and small frozen views, never an
-`Analysis`; when the analyzers' results become typed (issue 8), this module alone
-is re-pointed. Nothing here computes a number the analyzers already computed: it
-selects, renames and converts units (ns -> µs) only.
+Pages and charts receive plain pandas frames and small frozen views of the typed analysis
+(analyzers.triage), and their words from analyzers.voice.dashboard; they import nothing else of
+the analyzers (tests/test_imports.py pins it). Nothing here computes a number the analyzers
+already computed: it selects, renames and converts units (ns -> µs) only.
 """
 from __future__ import annotations
 
@@ -39,6 +39,13 @@ def open_analysis(path: str | Path) -> Analysis:
 
 
 # --- report -------------------------------------------------------------------------------
+
+def annotated_trace(path: str | Path, a: Analysis) -> bytes:
+    """The trace with its idle gaps as a track named by cause, gzipped, for Perfetto (analyzers.output.annotate)."""
+    from analyzers.output.annotate import annotated_bytes
+
+    return annotated_bytes(path, a)
+
 
 def five_lines(a: Analysis) -> list[str]:
     return report_words.five_lines(a)

@@ -3,15 +3,18 @@
 Every field of an analysis the drills read (the dominant idle cause, its evidence, the regime,
 hotspots, phases, a diff's ratios, the timeline's bars) is read here and nowhere else, and turned
 into plain data the rest of the package uses: `Facts` for one trace, `DiffFacts` for a pair,
-`Lanes` for drawing. When the analyzers' results become typed (enums, frozen dataclasses), only
-this module changes. Nothing here re-derives a number: values are the analyzers', rounded.
+`Lanes` for drawing. The analysis is typed (enums, frozen dataclasses: analyzers.triage); the
+drills see plain values, so a change of the analysis' types changes this module only. Nothing here
+re-derives a number: values are the analyzers', rounded.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer", "other")
+from analyzers.model import verdicts
+
+CAUSES = tuple(c.value for c in verdicts.CAUSES)   # the taxonomy's values, as the drills' answers name them
 
 
 class EvidenceError(Exception):

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from analyzers.model import verdicts
 from analyzers.voice import drills as words
 from drills import evidence
 from drills.bank import Drill, key_of
 from drills.textmatch import class_score, normalise
 
 CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x scores 0.5
-CAUSES = ("launch_overhead", "host_work", "synchronization", "data_transfer")
+CAUSES = tuple(c.value for c in verdicts.CAUSES if c is not verdicts.Cause.OTHER)   # the four a student names
 REGIMES = ("compute", "memory", "overhead")
 
 

@@ -98,3 +98,53 @@ def test_analyzers_never_import_capture_dashboard_or_drills():
     for m, deps in g.items():
         if m.startswith("analyzers"):
             assert not {d for d in deps if d.split(".")[0] in ("capture", "dashboard", "drills")}, m
+
+
+# --- the layers of analyzers/, in data-flow order -------------------------------------------------
+
+LAYERS = ["model", "loading", "analyses", "whatif", "triage", "voice", "output"]
+
+
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if parts[0] == "analyzers" and len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_analyzers_is_its_layer_folders_and_the_tools_beside_them():
+    top = ROOT / "analyzers"
+    assert sorted(p.name for p in top.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS + ["tools"])
+    assert [p.name for p in top.glob("*.py")] == ["__init__.py"]
+
+
+def test_each_layer_says_in_its_docstring_what_it_owns():
+    for layer in LAYERS:
+        doc = ast.get_docstring(ast.parse((ROOT / "analyzers" / layer / "__init__.py").read_text()))
+        assert doc and len(doc) > 120, layer
+
+
+def test_no_layer_imports_a_later_one():
+    bad = [f"{m} ({LAYERS[layer_of(m)]}) imports {d} ({LAYERS[layer_of(d)]})"
+           for m, deps in graph().items() for d in deps
+           if layer_of(m) is not None and layer_of(d) is not None and layer_of(d) > layer_of(m)]
+    assert bad == []
+
+
+def test_the_layer_check_would_see_an_upward_import():
+    assert layer_of("analyzers.model.trace") < layer_of("analyzers.triage.report")
+    assert layer_of("analyzers.tools.grow") is None and layer_of("dashboard.data") is None
+
+
+def test_voice_reads_decisions_and_makes_none():
+    """The words import the model (formats, enums, evidence types), the lever specs' words and each
+    other; never an analysis, the triage or the replay, whose thresholds would decide for them."""
+    for m, deps in graph().items():
+        if m.startswith("analyzers.voice"):
+            allowed = ("analyzers.model.", "analyzers.voice.", "analyzers.whatif.levers")
+            assert all(d.startswith(allowed) for d in deps if d.startswith("analyzers")), (m, deps)
+
+
+def test_dashboard_pages_read_the_analysis_through_data_and_speak_through_their_voice():
+    for m, deps in graph().items():
+        if m.startswith("dashboard.views"):
+            outside = {d for d in deps if not d.startswith("dashboard.")}
+            assert outside <= {"analyzers.voice.dashboard"}, (m, outside)

@@ -1,4 +1,4 @@
-"""`tracetriage`: capture, report, diff, whatif. (The dashboard and the drills come next.)
+"""`tracetriage`: capture, report, diff, whatif, annotate, dashboard, drill, predict.
 
 Each subcommand imports only what it needs: `report`, `diff`, `whatif` and `drill` never
 import torch, triton or streamlit (their import alone costs seconds). A user

@@ -125,6 +125,7 @@ class Outlier:
 
 @dataclass(frozen=True)
 class Straggler:
+    found = True
     rank: int
     basis: str                       # "collective_wait" | "host_step"
     wait_per_step_ns: float
@@ -138,6 +139,7 @@ class Straggler:
 
 @dataclass(frozen=True)
 class NoStraggler:
+    found = False                    # (a Straggler is found; a NoStraggler says why not)
     why: str                         # "one_rank" | "no_collectives" | "balanced" | "one_usable"
     ranks_with_collectives: int = 0
     spread_ns: float = 0.0

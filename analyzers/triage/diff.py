@@ -1,7 +1,7 @@
 """Diff: explain the change between two traces in time, launches, bytes and idle.
 
     d = diff_files("traces/chain-eager-large.json.gz", "traces/chain-triton-large.json.gz")
-    print("\n".join(d["lines"]))
+    print("\n".join(analyzers.voice.diff.diff_lines(d)))
 
 "It got faster" is never an explanation. The span of a device is its kernel busy
 time plus its idle time (split by cause), so the time saved splits exactly into

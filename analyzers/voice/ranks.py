@@ -45,9 +45,7 @@ def straggler_reason(s) -> str:
 
 
 def straggler_line(s) -> str:
-    from analyzers.analyses.ranks import NoStraggler
-
-    if isinstance(s, NoStraggler):
+    if not s.found:
         return f"Straggler: {straggler_reason(s)}."
     me = next(x for x in s.stats if x.row.rank == s.rank)
     per_step = ", ".join(f"rank {x.row.rank} {duration_ns(x.per_step_med)}" for x in s.stats)

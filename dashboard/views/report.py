@@ -10,12 +10,10 @@ TITLE, URL, ICON = "Report", "report", ":material/summarize:"
 
 
 def _perfetto(entry, a) -> None:
-    from analyzers.output.annotate import annotated_bytes
-
     key = f"perfetto:{entry.key}"
     if st.button("Prepare the trace for Perfetto", key="prepare_perfetto"):
         with st.spinner("Writing the idle track…"):
-            st.session_state[key] = annotated_bytes(state.path_of(entry), a)
+            st.session_state[key] = data.annotated_trace(state.path_of(entry), a)
     if key in st.session_state:
         st.download_button("Download the annotated trace", st.session_state[key],
                            file_name=entry.name.split("/")[-1].removesuffix(".gz").removesuffix(".json")
