@@ -34,8 +34,8 @@ def _median_s(fn, repeats: int) -> float:
 
 
 def in_process(path: Path, repeats: int) -> dict:
-    from analyzers.triage.report import analyze_file
     from analyzers.triage import timeline
+    from analyzers.triage.report import analyze_file
     from dashboard import charts, data
 
     a = analyze_file(path)

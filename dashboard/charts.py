@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from analyzers.voice import dashboard as words
+
 CAUSE_COLORS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchronization": "#b279a2",
                 "data_transfer": "#4c78a8", "other": "#9d9d9d"}
 KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "cpu_op": "#bab0ac",

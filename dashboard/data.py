@@ -13,15 +13,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analyzers.model.trace import TraceError
 from analyzers.model.units import saving_pct
-from analyzers.voice import common as common_words, dashboard as dashboard_words, drills as drill_words, report as report_words, whatif as whatif_words
+from analyzers.model.verdicts import CAUSES
 from analyzers.output import serialize
 from analyzers.triage import timeline
-from analyzers.whatif import predict as whatif
 from analyzers.triage.diff import diff_files
-from analyzers.model.verdicts import CAUSES
 from analyzers.triage.report import Analysis, analyze_file
-from analyzers.model.trace import TraceError
+from analyzers.voice import common as common_words
+from analyzers.voice import dashboard as dashboard_words
+from analyzers.voice import drills as drill_words
+from analyzers.voice import report as report_words
+from analyzers.voice import whatif as whatif_words
+from analyzers.whatif import predict as whatif
 from analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",

@@ -28,8 +28,18 @@ import numpy as np
 
 from analyzers.model import intervals as iv
 from analyzers.model import runtime_calls as rc
-from analyzers.model.evidence import (CopyKind, Evidence, FirstCall, HostEvidence, LaunchEvidence, NameCount, NameTime,
-                                OtherEvidence, SyncEvidence, TransferEvidence)
+from analyzers.model.evidence import (
+    CopyKind,
+    Evidence,
+    FirstCall,
+    HostEvidence,
+    LaunchEvidence,
+    NameCount,
+    NameTime,
+    OtherEvidence,
+    SyncEvidence,
+    TransferEvidence,
+)
 from analyzers.model.names import name_flags, name_tests
 from analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace

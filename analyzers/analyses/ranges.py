@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model import intervals as iv
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
+from analyzers.model import intervals as iv
 from analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
 from analyzers.model.verdicts import CAUSES, Cause
 

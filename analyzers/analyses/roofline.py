@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analyzers.analyses.opcost import op_cost
-from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.analyses.peaks import DevicePeaks, lookup
-from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from analyzers.model.kernels import is_collective
+from analyzers.model.runtime_calls import is_graph_launch
+from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from analyzers.model.verdicts import BOUNDS, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.

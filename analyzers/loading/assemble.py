@@ -12,8 +12,18 @@ from pathlib import Path
 import numpy as np
 
 from analyzers.loading.decode import Part, ns_from_us, table_list
-from analyzers.model.trace import (CAT_CODES, EVENT_COLUMNS, GPU_CATS, MAX_DUR_US, MAX_TS_US, NONE, OTHER, Caveat,
-                             Events, Tables)
+from analyzers.model.trace import (
+    CAT_CODES,
+    EVENT_COLUMNS,
+    GPU_CATS,
+    MAX_DUR_US,
+    MAX_TS_US,
+    NONE,
+    OTHER,
+    Caveat,
+    Events,
+    Tables,
+)
 
 
 def assemble(parts: list[Part], path: Path) -> Tables:

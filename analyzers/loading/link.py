@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model.trace import CPU_OP, GPU_CATS, HOST_CALL_CATS, NONE, STREAM_OVERLAP_NS, Caveat, Events, Tables, Trace
+from analyzers.model.trace import (
+    CPU_OP,
+    GPU_CATS,
+    HOST_CALL_CATS,
+    NONE,
+    STREAM_OVERLAP_NS,
+    Caveat,
+    Events,
+    Tables,
+    Trace,
+)
 
 
 def _match(keys_from: np.ndarray, keys_to: np.ndarray, to_rows: np.ndarray) -> np.ndarray:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from analyzers.loading import cache, side_inputs
 from analyzers.loading.assemble import assemble

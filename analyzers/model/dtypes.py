@@ -5,7 +5,6 @@ every layer speaks of "bf16", "fp32" ... `tf32` is a math mode, stored as fp32.
 """
 from __future__ import annotations
 
-
 # Kineto writes C++ type names in "Input type" (found by profiling every torch dtype
 # with record_shapes=True under torch 2.13). Canonical names on the right.
 _KINETO_DTYPES = {

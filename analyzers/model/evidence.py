@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from analyzers.model.verdicts import Cause
 
-
 DEPENDENCY_MOSTLY = 0.5   # a sync's idle is a dependency wait when waits on dependencies hold this share
 
 

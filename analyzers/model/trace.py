@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-
 # --- categories ---------------------------------------------------------------
 
 OTHER, CPU_OP, USER_ANNOTATION, GPU_USER_ANNOTATION, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, CUDA_SYNC, \

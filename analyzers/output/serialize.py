@@ -10,17 +10,13 @@ from enum import Enum
 
 import numpy as np
 
-from analyzers.voice.common import advice
-
-from analyzers.voice.diff import diff_caveats, diff_lines
-
-from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
-
-from analyzers.voice.report import analysis_caveats, five_lines, next_experiment
-
-from analyzers.voice.whatif import assumption
-from analyzers.model.evidence import Evidence
 from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
+from analyzers.model.evidence import Evidence
+from analyzers.voice.common import advice
+from analyzers.voice.diff import diff_caveats, diff_lines
+from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
+from analyzers.voice.report import analysis_caveats, five_lines, next_experiment
+from analyzers.voice.whatif import assumption
 
 # Their floats are printed to 4 decimals (ratios, shares, TFLOP/s): the rest are rounded where computed.
 _ROUNDED_TO_4 = (RegimeVerdict, RooflinePoint)

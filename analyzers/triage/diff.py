@@ -41,17 +41,17 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.model.evidence import FirstCall
 from analyzers.analyses.hotspots import Hotspot
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS, by_recognition
-from analyzers.whatif.levers.spec import Measured
-from analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
 from analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
+from analyzers.model.evidence import FirstCall
 from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
 from analyzers.model.verdicts import CAUSES, Cause, Regime
+from analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
+from analyzers.whatif import predict as whatif
+from analyzers.whatif.levers import LEVERS, by_recognition
+from analyzers.whatif.levers.spec import Measured
 
 BYTES_TOL = 0.15      # the speedup "matches" the byte ratio within this relative difference
 COVERAGE_MIN = 0.9    # share of kernel time with costed bytes for the roofline's bytes to stand

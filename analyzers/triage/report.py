@@ -20,20 +20,20 @@ from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS
-from analyzers.whatif.levers.spec import Assumption
-from analyzers.model import intervals as iv
-from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
-from analyzers.loading.load import load
-from analyzers.analyses.ranges import RangeStats
 from analyzers.analyses.peaks import non_gpu_accelerator
+from analyzers.analyses.ranges import RangeStats
 from analyzers.analyses.roofline import RegimeVerdict, Roofline
+from analyzers.loading.load import load
+from analyzers.model import intervals as iv
+from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, Regime
+from analyzers.whatif import predict as whatif
+from analyzers.whatif.levers import LEVERS
+from analyzers.whatif.levers.spec import Assumption
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first

@@ -18,9 +18,20 @@ import numpy as np
 
 from analyzers.model import intervals as iv
 from analyzers.model.dtypes import normalise_dtype
-from analyzers.triage.report import Analysis
-from analyzers.model.trace import (CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, MEMSET, NONE, RUNTIME, USER_ANNOTATION, Trace)
+from analyzers.model.trace import (
+    CPU_OP,
+    DRIVER,
+    GPU_CATS,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    NONE,
+    RUNTIME,
+    USER_ANNOTATION,
+    Trace,
+)
 from analyzers.model.verdicts import CAUSES
+from analyzers.triage.report import Analysis
 
 KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op", RUNTIME: "launch call",
          DRIVER: "launch call", USER_ANNOTATION: "range"}

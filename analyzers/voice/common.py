@@ -11,6 +11,7 @@ from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, Syn
 from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from analyzers.model.units import count, duration_us, plural, share
 from analyzers.model.verdicts import Cause
+
 # --- the trace's own caveats -------------------------------------------------------------------------
 
 

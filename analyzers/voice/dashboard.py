@@ -7,6 +7,7 @@ import re
 
 from analyzers.model.units import duration_ns, duration_us, saving_pct
 from analyzers.voice.common import CAUSE_WORDS
+
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
 
 

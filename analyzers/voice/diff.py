@@ -8,6 +8,8 @@ from analyzers.model.units import duration_ns, duration_us, ratio, share, signed
 from analyzers.model.verdicts import Cause
 from analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
 from analyzers.whatif.levers import LEVERS
+
+
 def _times(d, r: float) -> str:
     return ratio(r, d.about_same(r))
 

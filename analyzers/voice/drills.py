@@ -6,6 +6,7 @@ from __future__ import annotations
 from analyzers.model.units import duration_us, num, share
 from analyzers.model.verdicts import Cause
 from analyzers.voice.common import ADVICE, CAUSE_WORDS, REGIME, REGIME_ADVICE
+
 PATTERN = {
     "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
     "host_work": "long gaps in which the host launches nothing",

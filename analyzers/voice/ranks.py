@@ -8,6 +8,8 @@ import numpy as np
 from analyzers.model.kernels import collective_kind
 from analyzers.model.units import duration_ns, duration_us, share
 from analyzers.voice.common import cause_words
+
+
 def _rank_list(ranks) -> str:
     ranks = list(ranks)
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)

@@ -8,9 +8,19 @@ from pathlib import Path
 from analyzers.model.evidence import Evidence
 from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share
 from analyzers.model.verdicts import Cause, Experiment, Regime
-from analyzers.voice.common import (CAUSE_WORDS, REGIME_ADVICE, WASTE, advice, caveat, copy_phrase, mostly,
-                                    uncosted_phrase)
+from analyzers.voice.common import (
+    CAUSE_WORDS,
+    REGIME_ADVICE,
+    WASTE,
+    advice,
+    caveat,
+    copy_phrase,
+    mostly,
+    uncosted_phrase,
+)
 from analyzers.whatif.levers import LEVERS
+
+
 def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats

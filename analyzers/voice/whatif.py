@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from analyzers.model.units import duration_ns, saving_pct
 from analyzers.whatif.levers import LEVERS
+
+
 def assumption(a) -> str:
     """A lever's assumptions in one line, in its own spec's words (analyzers.whatif.levers)."""
     return LEVERS[a.lever].says(a)

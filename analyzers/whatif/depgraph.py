@@ -26,14 +26,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model import intervals as iv
 from analyzers.analyses.idle import host_long_ns
+from analyzers.model import intervals as iv
 from analyzers.model.names import name_flags
 from analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
-from analyzers.model.trace import (CAT_CODES, CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE,
-                                   RUNTIME, USER_ANNOTATION,
-                             Trace)
+from analyzers.model.trace import (
+    CAT_CODES,
+    CLOCK_TOL_NS,
+    CPU_OP,
+    DRIVER,
+    GPU_CATS,
+    KERNEL,
+    MEMCPY,
+    NONE,
+    RUNTIME,
+    USER_ANNOTATION,
+    Trace,
+)
 
 SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # analyzers.model.span: one definition of the span
 DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analyzers.whatif.depgraph import Graph
 from analyzers.model.trace import NONE
+from analyzers.whatif.depgraph import Graph
 
 NEG = -(np.int64(1) << 60)
 

@@ -15,8 +15,16 @@ import numpy as np
 from analyzers.model.trace import MEMCPY, NONE
 from analyzers.model.verdicts import Cause
 from analyzers.whatif import depgraph as dg
-from analyzers.whatif.levers.spec import (SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise,
-                                          went)
+from analyzers.whatif.levers.spec import (
+    SOURCE_WORDS,
+    Assumption,
+    Context,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
 
 BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
 # Host<->device link bandwidth by datasheet, GB/s per direction (PCIe x16: Gen5 64, Gen4 32, Gen3 16).

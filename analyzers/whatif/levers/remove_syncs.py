@@ -16,8 +16,7 @@ from analyzers.model.trace import CPU_OP
 from analyzers.model.units import duration_ns
 from analyzers.model.verdicts import Cause
 from analyzers.whatif import depgraph as dg
-from analyzers.whatif.levers.spec import (Assumption, Context, LeverSpec, Measured, Options, Recognise, WhatIfError,
-                                          went)
+from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, WhatIfError, went
 
 _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
 
