@@ -93,6 +93,7 @@ class DeviceIdle:
     by_cause_ns: dict[Cause, int]
     gaps: Gaps
     evidence: dict[Cause, Evidence]
+    setup: "SetUp | None" = None      # one-time set-up on the host (first calls), for the framework phases
 
     @property
     def span_ns(self) -> int:
@@ -515,9 +516,10 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     gaps = classify(trace, device, free, what_follows(trace, acts, *free.free, ctx), ctx)
     by_cause = {c: int(np.sum(gaps.dur[gaps.cause == i])) for i, c in enumerate(CAUSES)}
     copies = acts[ev.cat[acts] != KERNEL]
+    setup = set_up(trace, gaps, ctx)
     return DeviceIdle(device=device, span_start=free.lo, span_end=free.hi, kernel_busy_ns=iv.total(*free.kernel),
                       copy_ns=iv.total(*free.copy), idle_ns=iv.total(*free.idle), by_cause_ns=by_cause, gaps=gaps,
-                      evidence=evidence(trace, device, gaps, copies, ctx))
+                      evidence=evidence(trace, device, gaps, copies, ctx, setup), setup=setup)
 
 
 def charge_sync_recovery(trace: Trace, g: Gaps) -> Gaps:
@@ -654,14 +656,30 @@ def _python_in(trace: Trace, s: np.ndarray, e: np.ndarray) -> tuple[NameTime, ..
     return _top_times(trace, np.array(rows, np.int64), np.array(held, np.int64), k=3)
 
 
-def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> tuple[FirstCall, ...]:
+@dataclass(frozen=True)
+class SetUp:
+    """One-time set-up caught in the profile: the first calls that held the host (FirstCall, the five
+    that cost the device most) and every such stretch on the host, as windows (ns) with their thread."""
+    calls: tuple[FirstCall, ...]
+    start: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+
+
+def _no_setup() -> SetUp:
+    z = np.empty(0, np.int64)
+    return SetUp((), z, z, z, z)
+
+
+def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> SetUp:
     """One-time set-up caught in the profile: the first call of an op that held the host through
     a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
     loading, allocator growth). The fix is a warm-up before profiling, not a code change."""
     ev = trace.ev
-    out, spans = [], []
+    out, spans, win = [], [], []
     if len(s) == 0:
-        return ()
+        return _no_setup()
     for tid, (ts, te, rows) in ctx.top_by_tid.items():
         if len(rows) == 0:
             continue
@@ -677,6 +695,7 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
                 out.append(FirstCall(trace.names[name], round(float(te[i] - ts[i]) / 1e3, 1), round(typical / 1e3, 1),
                                      round(float(overlap[i]) / 1e3, 1)))
                 spans.append((int(ts[i]), int(te[i])))
+                win.append((int(ts[i]), int(te[i]), int(ev.pid[rows[i]]), int(ev.tid[rows[i]])))
     # Set-up held in an API call outside the ops listed above (a first launch loading its module with
     # no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
     # One entry per call name (a cudaMalloc storm is one finding), its set-up calls summed.
@@ -694,16 +713,26 @@ def _first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int
             others = others[~np.isin(others, list(setup))]
             typical = float(np.median(ev.end[others] - ev.start[others])) if len(others) else None
             first = sum(int(ev.end[r] - ev.start[r]) for r, _ in hits)
+            win += [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r, _ in hits]
             out.append(FirstCall(trace.names[name], round(first / 1e3, 1),
                                  None if typical is None else round(typical / 1e3, 1),
                                  round(sum(o for _, o in hits) / 1e3, 1)))
-    return tuple(sorted(out, key=lambda x: -x.idle_us)[:5])
+    w = np.array(win, np.int64).reshape(-1, 4)
+    return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3])
 
 
 # --- step 5: the evidence of each cause ------------------------------------------------------------
 
-def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext) -> dict[Cause, Evidence]:
+def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
+    """The one-time set-up inside this device's host-work gaps."""
+    m = g.cause == HOST
+    return first_calls(trace, g.start[m], g.end[m], ctx, host_long_ns(ctx.launch_cost_ns))
+
+
+def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext,
+             setup: SetUp | None = None) -> dict[Cause, Evidence]:
     host_long = host_long_ns(ctx.launch_cost_ns)
+    setup = setup if setup is not None else set_up(trace, g, ctx)
     out: dict[Cause, Evidence] = {}
     for i, cause in enumerate(CAUSES):
         m = g.cause == i
@@ -721,7 +750,7 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
             top, untraced = _host_events_in(trace, g.start[m], g.end[m], ctx)
             out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced,
                                       threshold_us=round(host_long / 1e3, 1),
-                                      warmup=_first_calls(trace, g.start[m], g.end[m], ctx, host_long),
+                                      warmup=setup.calls,
                                       python_functions=_python_in(trace, g.start[m], g.end[m]))
         elif cause is Cause.SYNCHRONIZATION:
             rows = host[host != NONE]

@@ -42,8 +42,28 @@ class Bound(str, Enum):
         return self.value
 
 
+class Construct(str, Enum):
+    """Whose code made a gap, a host stretch or a launch: the framework construct around it (the cause
+    says what kind of wait; the construct says where in the user's program)."""
+    SETUP = "setup"                      # one-time set-up: first calls, context/handle creation, lazy loading
+    COMPILE = "compile"                  # torch.compile compiling (dynamo tracing, Inductor codegen, autotuning)
+    ALLOCATOR = "allocator"              # the caching allocator's cudaMalloc / cudaFree (empty_cache, growth)
+    DATALOADER = "dataloader"            # a DataLoader iterator's __next__
+    OPTIMIZER = "optimizer"              # Optimizer.step and zero_grad
+    COLLECTIVE = "collective"            # c10d / NCCL collectives
+    BACKWARD = "backward"                # the autograd engine running backward functions
+    COMPILED = "compiled"                # code torch.compile made, running (guards, the compiled graph's launches)
+    MODULE = "module"                    # an nn.Module's forward (recorded with with_modules=True)
+    USER = "user"                        # none of these: the user's own code
+
+    def __str__(self) -> str:
+        return self.value
+
+
 CAUSES: tuple[Cause, ...] = tuple(Cause)     # gap cause code i is CAUSES[i]
 BOUNDS: tuple[Bound, ...] = tuple(Bound)     # kernel bound code i is BOUNDS[i]
+CONSTRUCTS: tuple[Construct, ...] = tuple(Construct)   # a construct code i is CONSTRUCTS[i]; earlier ones win
+                                                       # where they nest (compile inside a forward is compile)
 
 
 class Experiment(str, Enum):

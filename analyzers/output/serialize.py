@@ -76,6 +76,7 @@ def report(a) -> dict:
                     "regime": a.range_verdicts[r.name].regime.value,
                     "idle_dominant": plain(r.idle_dominant)} for r in a.ranges],
         "phases": plain(a.phases) if a.phases else {},
+        "framework": _framework(a.framework),
         "roofline": plain(a.roof.points[:50]),
         "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s}
                   if pk else None),
@@ -86,6 +87,17 @@ def report(a) -> dict:
                             "whatif_lever": a.next_experiment.lever.lever if a.next_experiment.lever else None,
                             "only": a.next_experiment.lever.only if a.next_experiment.lever else None},
     }
+
+
+def _framework(fw) -> list[dict]:
+    """Whose code made the idle and the launches: every construct found, most idle first."""
+    if fw is None:
+        return []
+    return [{"construct": x.construct.value, "idle_us": _r(x.idle_ns / 1e3),
+             "idle_share": _r(x.idle_ns / fw.idle_ns, 4) if fw.idle_ns else 0.0,
+             "by_cause_us": {c.value: _r(ns / 1e3) for c, ns in x.by_cause_ns.items()},
+             "launches": x.launches, "calls": x.ranges, "host_us": _r(x.host_ns / 1e3), "names": list(x.names)}
+            for x in fw.constructs]
 
 
 def _side(s) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analyzers.analyses import framework as framework_mod
 from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import ranges as ranges_mod
@@ -30,7 +31,7 @@ from analyzers.model import intervals as iv
 from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
-from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Experiment, Regime
+from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS
 from analyzers.whatif.levers.spec import Assumption
@@ -41,6 +42,7 @@ LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of th
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
+CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
 SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class Analysis:
     lever_choices: tuple[LeverChoice, ...]   # ... as the report weighs them, largest saving first
     next_experiment: NextExperiment
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
+    framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
 
     @property
     def idle_share(self) -> float:
@@ -186,6 +189,14 @@ class Analysis:
         return gain < SYNC_DRAIN_FLOOR and bool(self.evidence[Cause.HOST_WORK].gaps)
 
     @property
+    def construct_named(self) -> framework_mod.ConstructShare | None:
+        """The framework construct (not set-up, not the user's own code) that made enough of the idle to name."""
+        fw = self.framework
+        top = next((x for x in fw.constructs if x.construct not in (Construct.USER, Construct.SETUP) and x.idle_ns > 0),
+                   None) if fw else None
+        return top if top is not None and top.idle_ns >= CONSTRUCT_NAMED * fw.idle_ns else None
+
+    @property
     def named_ranges(self) -> list[RangeStats]:
         """The user's own named ranges that ran kernels (not the profiler's ProfilerStep, not `## ` markers)."""
         return [r for r in self.ranges
@@ -239,6 +250,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
+    fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     levers = _levers(trace) if devs and range_name is None else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
@@ -247,7 +259,18 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
                     phases=_phases(rng_all, range_verdicts), roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
                     next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices),
-                    range_kernels=range_kernels)
+                    range_kernels=range_kernels, framework=fw)
+
+
+def _setup_windows(devs) -> tuple:
+    """Every device's one-time set-up stretches on the host: (starts, ends, thread keys)."""
+    ups = [d.setup for d in devs if d.setup is not None and len(d.setup.start)]
+    if not ups:
+        z = np.empty(0, np.int64)
+        return z, z, z
+    cat = np.concatenate
+    key = cat([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF) for u in ups])
+    return cat([u.start for u in ups]), cat([u.end for u in ups]), key
 
 
 def _levers(trace: Trace) -> whatif.Levers | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from analyzers.model.units import count, duration_us, plural, share
-from analyzers.model.verdicts import Cause
+from analyzers.model.verdicts import Cause, Construct
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -151,6 +151,28 @@ def mostly(a) -> str:
     if dom is None:
         return "none"
     return f"{CAUSE_WORDS[dom]}: {evidence_phrase(a.evidence[dom])}"
+
+
+# --- framework constructs ---------------------------------------------------------------------------
+
+CONSTRUCT_WORDS = {
+    Construct.SETUP: "one-time set-up", Construct.COMPILE: "torch.compile compiling",
+    Construct.ALLOCATOR: "the caching allocator (cudaMalloc/cudaFree)", Construct.DATALOADER: "the DataLoader's __next__",
+    Construct.OPTIMIZER: "the optimizer step", Construct.COLLECTIVE: "collectives", Construct.BACKWARD: "autograd backward",
+    Construct.COMPILED: "torch.compile's compiled code", Construct.MODULE: "nn.Module forwards",
+    Construct.USER: "your own code",
+}
+
+
+def construct_phrase(x, optimizer: str | None = None) -> str:
+    """'Optimizer.step (AdamW): 12,800 launches in 8 steps' for a construct's share of a trace."""
+    what = CONSTRUCT_WORDS[x.construct]
+    if x.construct is Construct.OPTIMIZER and optimizer:
+        what = f"{optimizer}'s step (Optimizer.step)"
+    elif x.names and x.construct in (Construct.COMPILED, Construct.COLLECTIVE, Construct.BACKWARD):
+        what += f" ({x.names[0]})"
+    launches = f": {count(x.launches, 'launch', 'launches')} in {count(x.ranges, 'call')}" if x.launches else ""
+    return what + launches
 
 
 # --- why kernel time has no cost model ---------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""Framework phases: whose code made each idle gap and each launch.
+
+The cause says what kind of wait a gap is; the construct says where in the user's program it came
+from: the DataLoader's __next__, Optimizer.step, the autograd engine, torch.compile compiling, the
+caching allocator, a collective, a module's forward, one-time set-up, or the user's own code. The
+lever is chosen in the user's terms from both ("82% of idle is inside Optimizer.step: 12,800
+launches" asks for a fused optimizer, not for DataLoader workers).
+
+How: every host event that marks a construct (analyzers.model.constructs: user_annotation ranges
+such as `Optimizer.step#AdamW.step`, cpu_ops such as `autograd::engine::evaluate_function: ...`,
+runtime calls such as cudaFree) paints its thread's timeline with its construct; where constructs
+nest, the one earlier in CONSTRUCTS wins (compile inside a forward is compile). Set-up windows (the
+first calls that held the host, analyzers.analyses.idle) paint SETUP over all. An idle gap is charged
+to the constructs that cover it on the thread that explains it (the sync or copy call it waited in,
+or the launch call of the work that ended it), by the time each covers; what no construct covers is
+the user's. A launch belongs to the construct around its call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.model import intervals as iv
+from analyzers.model.constructs import construct_of, optimizer_class
+from analyzers.model.names import name_tests
+from analyzers.model.runtime_calls import is_launch
+from analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
+from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
+
+_MARKING_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)
+USER = CONSTRUCTS.index(Construct.USER)
+
+
+@dataclass(frozen=True)
+class ConstructShare:
+    """One construct's part of a trace: the idle it made, by cause, and the launches made inside it."""
+    construct: Construct
+    idle_ns: int
+    by_cause_ns: dict[Cause, int]
+    launches: int
+    ranges: int                  # how many times the construct ran (its marking events, outermost)
+    host_ns: int                 # host time inside it, on every thread
+    names: tuple[str, ...] = ()  # its marking events' names, most time first ("Optimizer.step#AdamW.step")
+
+    @property
+    def dominant(self) -> Cause | None:
+        return max(self.by_cause_ns, key=self.by_cause_ns.get) if self.idle_ns > 0 else None
+
+
+@dataclass(frozen=True)
+class Framework:
+    """Every construct found in the trace, most idle first (the user's own code among them)."""
+    constructs: tuple[ConstructShare, ...]
+    idle_ns: int                                # all idle that was charged (every device)
+    gap_construct: tuple[np.ndarray, ...]       # per device, per gap: the construct code that covers most of it
+    optimizer: str | None = None                # the optimizer class (AdamW) when Optimizer.step ran
+
+    def share_of(self, c: Construct) -> ConstructShare | None:
+        return next((x for x in self.constructs if x.construct is c), None)
+
+    def idle_share(self, c: Construct) -> float:
+        x = self.share_of(c)
+        return x.idle_ns / self.idle_ns if x is not None and self.idle_ns else 0.0
+
+    @property
+    def top(self) -> ConstructShare | None:
+        """The framework construct (not the user's own code) that made the most idle."""
+        return next((x for x in self.constructs if x.construct is not Construct.USER and x.idle_ns > 0), None)
+
+
+# --- painting each thread's timeline ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Painted:
+    """Per thread key: for each construct code, its disjoint intervals not covered by an earlier code."""
+    by_thread: dict[int, list[tuple[np.ndarray, np.ndarray]]]
+    runs: np.ndarray             # per construct code: how many separate times it ran (its outermost ranges)
+
+
+def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    return (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+
+
+def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of host events that mark a construct, and each one's construct code."""
+    ev = trace.ev
+    rows = np.flatnonzero(np.isin(ev.cat, _MARKING_CATS))
+    if not len(rows):
+        return rows, np.zeros(0, np.int8)
+    ids, inv = np.unique(ev.name[rows], return_inverse=True)
+    code_of = np.array([CONSTRUCTS.index(c) if (c := construct_of(trace.names[i])) is not None else -1 for i in ids],
+                       np.int8)
+    codes = code_of[inv.ravel()]
+    keep = codes >= 0
+    return rows[keep], codes[keep]
+
+
+def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.ndarray) -> _Painted:
+    ev = trace.ev
+    rows, codes = marking_rows(trace)
+    keys = _thread_key(ev.pid[rows], ev.tid[rows])
+    starts, ends = ev.start[rows], ev.end[rows]
+    setup = CONSTRUCTS.index(Construct.SETUP)
+    if len(setup_s):
+        keys = np.concatenate([keys, setup_key])
+        starts = np.concatenate([starts, setup_s])
+        ends = np.concatenate([ends, setup_e])
+        codes = np.concatenate([codes, np.full(len(setup_s), setup, np.int8)])
+    out: dict[int, list] = {}
+    runs = np.zeros(len(CONSTRUCTS), np.int64)
+    for k in np.unique(keys).tolist():
+        m = keys == k
+        taken_s, taken_e = np.empty(0, np.int64), np.empty(0, np.int64)
+        layers = []
+        for code in range(len(CONSTRUCTS)):
+            sel = m & (codes == code)
+            if not sel.any():
+                layers.append((np.empty(0, np.int64), np.empty(0, np.int64)))
+                continue
+            us, ue = iv.union(starts[sel], ends[sel])
+            runs[code] += len(us)
+            # what an earlier construct does not already cover
+            if len(taken_s):
+                lo, hi = int(min(us.min(), taken_s.min())), int(max(ue.max(), taken_e.max()))
+                free_s, free_e = iv.complement(taken_s, taken_e, lo, hi)
+                us, ue = iv.intersect(us, ue, free_s, free_e)
+            layers.append((us, ue))
+            taken_s, taken_e = iv.union(np.concatenate([taken_s, us]), np.concatenate([taken_e, ue]))
+        out[k] = layers
+    return _Painted(out, runs)
+
+
+# --- charging the gaps ---------------------------------------------------------------------------
+
+def _gap_threads(trace: Trace, gaps) -> np.ndarray:
+    """The host thread that explains each gap: its sync/copy/launch call's, else the call that launched
+    the work ending it; -1 when neither is in the trace."""
+    ev = trace.ev
+    row = np.where(gaps.host_row != NONE, gaps.host_row, NONE)
+    nxt = gaps.next_row
+    launch = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
+    row = np.where(row == NONE, launch, row)
+    key = np.where(row != NONE, _thread_key(ev.pid[np.maximum(row, 0)], ev.tid[np.maximum(row, 0)]), -1)
+    return key
+
+
+def charge(trace: Trace, painted: _Painted, gaps) -> np.ndarray:
+    """ns of each gap covered by each construct code: shape (gaps, constructs); USER takes the rest."""
+    n = len(gaps)
+    out = np.zeros((n, len(CONSTRUCTS)), np.int64)
+    if not n:
+        return out
+    keys = _gap_threads(trace, gaps)
+    dur = (gaps.end - gaps.start).astype(np.int64)
+    for k in np.unique(keys).tolist():
+        m = np.flatnonzero(keys == k)
+        layers = painted.by_thread.get(k)
+        if layers is not None:
+            for code, (s, e) in enumerate(layers):
+                if len(s):
+                    out[m, code] = iv.covered(s, e, gaps.start[m], gaps.end[m])
+    out[:, USER] += np.maximum(dur - out.sum(axis=1), 0)
+    return out
+
+
+def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarray]:
+    """Every launch call, and the construct code at its start on its thread."""
+    ev = trace.ev
+    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    if len(calls):
+        calls = calls[name_tests(trace, calls, is_launch)[0]]
+    codes = np.full(len(calls), USER, np.int8)
+    if not len(calls):
+        return calls, codes
+    keys = _thread_key(ev.pid[calls], ev.tid[calls])
+    t = ev.start[calls]
+    for k in np.unique(keys).tolist():
+        m = np.flatnonzero(keys == k)
+        for code, (s, e) in enumerate(painted.by_thread.get(k, ())):
+            if not len(s):
+                continue
+            i = np.searchsorted(s, t[m], side="right") - 1
+            inside = (i >= 0) & (t[m] < e[np.maximum(i, 0)])
+            hit = m[inside & (codes[m] == USER)]
+            codes[hit] = code
+    return calls, codes
+
+
+def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
+    host = np.zeros(len(CONSTRUCTS), np.int64)
+    for layers in painted.by_thread.values():
+        for code, (s, e) in enumerate(layers):
+            host[code] += iv.total(s, e)
+    ev = trace.ev
+    rows, codes = marking_rows(trace)
+    ranges = painted.runs
+    names: list[list[str]] = [[] for _ in CONSTRUCTS]
+    for code in range(len(CONSTRUCTS)):
+        r = rows[codes == code]
+        if not len(r):
+            continue
+        dur = (ev.end[r] - ev.start[r]).astype(np.int64)
+        by_name: dict[int, int] = {}
+        for nid, d in zip(ev.name[r].tolist(), dur.tolist()):
+            by_name[nid] = by_name.get(nid, 0) + d
+        names[code] = [trace.names[i] for i, _ in sorted(by_name.items(), key=lambda kv: -kv[1])[:3]]
+    return host, ranges, names
+
+
+def analyze(trace: Trace, devices, setup_windows=None) -> Framework:
+    """Charge every device's idle gaps and every launch to the constructs around them.
+
+    `setup_windows`: (starts, ends, thread keys) of one-time set-up on the host (analyzers.analyses.idle).
+    """
+    empty = np.empty(0, np.int64)
+    s_s, s_e, s_k = setup_windows if setup_windows is not None else (empty, empty, empty)
+    painted = paint(trace, s_s, s_e, s_k)
+    by = np.zeros((len(CONSTRUCTS), len(CAUSES)), np.int64)
+    per_gap = []
+    for d in devices:
+        g = d.gaps
+        ch = charge(trace, painted, g)
+        for cause in range(len(CAUSES)):
+            m = g.cause == cause
+            if m.any():
+                by[:, cause] += ch[m].sum(axis=0)
+        per_gap.append(np.argmax(ch, axis=1).astype(np.int8) if len(g) else np.zeros(0, np.int8))
+    calls, codes = _launch_codes(trace, painted)
+    launches = np.bincount(codes, minlength=len(CONSTRUCTS)) if len(codes) else np.zeros(len(CONSTRUCTS), np.int64)
+    host, ranges, names = _host_time_and_names(trace, painted)
+    shares = []
+    for code, c in enumerate(CONSTRUCTS):
+        idle = int(by[code].sum())
+        if idle == 0 and launches[code] == 0 and ranges[code] == 0 and c is not Construct.USER:
+            continue
+        shares.append(ConstructShare(c, idle, {CAUSES[i]: int(by[code, i]) for i in range(len(CAUSES))},
+                                     int(launches[code]), int(ranges[code]), int(host[code]), tuple(names[code])))
+    shares.sort(key=lambda x: (-x.idle_ns, CONSTRUCTS.index(x.construct)))
+    opt = next((optimizer_class(n) for x in shares if x.construct is Construct.OPTIMIZER for n in x.names
+                if optimizer_class(n)), None)
+    return Framework(tuple(shares), int(by.sum()), tuple(per_gap), opt)

@@ -1,0 +1,51 @@
+"""Which framework construct an event belongs to, by its name, from what torch.profiler records by default.
+
+    DataLoader   user_annotation  enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__
+                                  (and _MultiProcessingDataLoaderIter)
+    optimizer    user_annotation  Optimizer.step#AdamW.step, Optimizer.zero_grad#AdamW.zero_grad
+    backward     cpu_op           autograd::engine::evaluate_function: AddmmBackward0
+    compile      cpu_op / annot.  dynamo, `... (dynamo_timed)`, entire_frame_compile..., compile_fx...,
+                                  Inductor's autotuning (torch.compile compiling, recompiling)
+    compiled     cpu_op / annot.  Torch-Compiled Region: 0/0, CompiledFunction, ## Call CompiledFxGraph ...
+    allocator    cuda_runtime     cudaMalloc, cudaFree (and hip twins): the caching allocator growing or
+                                  emptying (torch.cuda.empty_cache())
+    collective   cpu_op / annot.  c10d::allreduce_, nccl:all_reduce, record_param_comms
+    module       python_function  nn.Module: Linear_0 (with_modules=True)
+One name test per construct, each asked once per distinct name (analyzers.model.names).
+"""
+from __future__ import annotations
+
+import re
+
+from analyzers.model.verdicts import Construct
+
+_TESTS: dict[Construct, re.Pattern] = {
+    Construct.COMPILE: re.compile(r"^dynamo$|\(dynamo_timed\)$|^entire_frame_compile|^compile_fx|^_compile\.|"
+                                  r"^inductor_|autotune|^bytecode_tracing|^OutputGraph\.|^aot_|^GraphLowering"),
+    Construct.ALLOCATOR: re.compile(r"^(cuda|hip)(Malloc|Free)(Host|Async)?$|^cuMem(Alloc|Free)"),
+    Construct.DATALOADER: re.compile(r"^enumerate\(DataLoader\)#"),
+    Construct.OPTIMIZER: re.compile(r"^Optimizer\.(step|zero_grad)#"),
+    Construct.COLLECTIVE: re.compile(r"^c10d::|^nccl:|^record_param_comms$|^gloo:"),
+    Construct.BACKWARD: re.compile(r"^autograd::engine::evaluate_function: "),
+    # (not TorchDynamo Cache Lookup: the guards run before each call, beside the region, and would count
+    # every call twice; their few µs stay the user's)
+    Construct.COMPILED: re.compile(r"^Torch-Compiled Region|^CompiledFunction|^## Call CompiledFxGraph"),
+    Construct.MODULE: re.compile(r"^nn\.Module: "),
+}
+
+
+def construct_of(name: str) -> Construct | None:
+    """The construct an event of this name marks, or None (most events mark none)."""
+    for c, pat in _TESTS.items():
+        if pat.search(name):
+            return c
+    return None
+
+
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(\w+)\.step")
+
+
+def optimizer_class(name: str) -> str | None:
+    """'Optimizer.step#AdamW.step' -> 'AdamW'."""
+    m = OPTIMIZER_STEP.match(name)
+    return m.group(1) if m else None
