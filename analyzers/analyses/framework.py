@@ -96,6 +96,26 @@ def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return rows[keep], codes[keep]
 
 
+def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Where one construct ran on the host, its marking events merged per thread: (starts, ends, thread keys,
+    runs); the what-if levers take these windows out (compile spans) or act inside them (Optimizer.step)."""
+    ev = trace.ev
+    rows, codes = marking_rows(trace)
+    rows = rows[codes == CONSTRUCTS.index(construct)]
+    keys = _thread_key(ev.pid[rows], ev.tid[rows])
+    out_s, out_e, out_k = [], [], []
+    for k in np.unique(keys).tolist():
+        us, ue = iv.union(ev.start[rows[keys == k]], ev.end[rows[keys == k]])
+        out_s.append(us)
+        out_e.append(ue)
+        out_k.append(np.full(len(us), k, np.int64))
+    if not out_s:
+        z = np.empty(0, np.int64)
+        return z, z, z, 0
+    s, e, k = np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_k)
+    return s, e, k, int(len(s))
+
+
 def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.ndarray) -> _Painted:
     ev = trace.ev
     rows, codes = marking_rows(trace)

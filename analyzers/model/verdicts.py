@@ -78,6 +78,9 @@ class Experiment(str, Enum):
     FEWER_BYTES = "fewer_bytes"                # memory-bound
     FIND_THE_BOUND = "find_the_bound"          # regime unknown: most kernel time has no cost model
     CAPTURE_ON_GPU = "capture_on_gpu"          # a CPU-only trace
+    FUSE_OPTIMIZER = "fuse_optimizer"          # per-parameter optimizer kernels: foreach / fused
+    FUSE = "fuse"                              # an eager elementwise chain: one kernel (torch.compile)
+    COMPILE_ONCE = "compile_once"              # torch.compile recompiles: dynamic shapes, bucketing
 
     def __str__(self) -> str:
         return self.value

@@ -33,12 +33,17 @@ from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS
+from analyzers.whatif.levers import LEVERS, NAMES
 from analyzers.whatif.levers.spec import Assumption
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
 LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
+CAUSE_FLOOR = 0.10        # an idle lever is the Next only when its cause holds a tenth of the idle (no "cut launches"
+                          # for a sliver of launch overhead)
+CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
+                          # within it the dominant cause's own fix, the one the evidence shows, is the Next
+HEADROOM = "kernels_2x"   # the Amdahl check of faster kernels: headroom said beside a fix, never a fix itself
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
@@ -104,8 +109,12 @@ class NextExperiment:
     kind: Experiment
     cause: Cause | None          # the idle cause it removes, when it is an idle lever
     gain_share: float            # the share of the span that cause (or the set-up) holds
-    lever: LeverChoice | None = None   # the what-if lever that predicts the largest saving
-    waste: LeverChoice | None = None   # ... and the one that predicts the least
+    lever: LeverChoice | None = None   # the fix the replay predicts saves most, among those the trace calls for
+    waste: LeverChoice | None = None   # the lever, acting on something here, that predicts the least
+    headroom: LeverChoice | None = None   # kernels_2x, said beside the fix when faster kernels would buy more
+    dominant: LeverChoice | None = None   # the dominant cause's own lever, when another beats it
+    construct: Construct | None = None    # where the fix's idle sits (the DataLoader, Optimizer.step, ...)
+    close_call: LeverChoice | None = None  # a fix predicted within CLOSE_CALL of it, for another cause
 
 
 @dataclass(frozen=True)
@@ -258,7 +267,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
                     phases=_phases(rng_all, range_verdicts), roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
-                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices),
+                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw),
                     range_kernels=range_kernels, framework=fw)
 
 
@@ -351,39 +360,91 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
 
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
-                choices: tuple[LeverChoice, ...] = ()) -> NextExperiment:
-    """The one experiment that would help most.
+                choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None) -> NextExperiment:
+    """The one experiment that would help most, as a fix the user can make.
 
-    Warm-up first when one-time set-up holds a quarter of the span (no replay of this profile
-    predicts the steady state). Then the what-if lever that predicts the largest saving, with
-    the lever that predicts the least as the one that would waste the week. Without a replay,
-    idle time is the lever when removing its dominant cause would win back more of the span than
-    making the kernels run at their ceiling would; else the kernels' regime decides.
+    Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it).
+    Then, among the fixes the trace calls for (a lever acting on something here; an idle lever only
+    when its cause holds a tenth of the idle), the one the replay predicts saves most; faster kernels
+    (kernels_2x) are headroom, said beside it when they would buy more, never the fix. The dominant
+    cause's own lever is named beside a fix that beats it. Would waste the week: the lever that acts on
+    something here and predicts least. Without a fix worth naming: the idle cause, then the regime.
     """
     if not devs:
         return NextExperiment(Experiment.CAPTURE_ON_GPU, None, 0.0)
     warm = _warmup_share(devs, span_ns)
+    by_name = {c.lever: c for c in choices}
     if warm >= WARMUP_IS_THE_LEVER:
-        return NextExperiment(Experiment.WARM_UP, None, warm)
+        return NextExperiment(Experiment.WARM_UP, None, warm, lever=by_name.get("warm_up"),
+                              construct=Construct.SETUP)
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
-        best = choices[0]
-        if best.saving_ns >= LEVER_FLOOR * best.baseline_ns:
-            cause = LEVERS[best.lever].cause
-            kind = EXPERIMENT_FOR_CAUSE[cause] if cause else (
-                Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
-                Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
+        fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
+        best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None
+        own = next((c for c in fixes if LEVERS[c.lever].cause is dom and LEVERS[c.lever].experiment is None), None)
+        if best is not None and own is not None and own.lever != best.lever \
+                and best.saving_ns - own.saving_ns < CLOSE_CALL * best.baseline_ns \
+                and own.saving_ns >= LEVER_FLOOR * own.baseline_ns:
+            best, runner_up = own, best
+        else:
+            runner_up = None
+        if best is not None:
+            spec = LEVERS[best.lever]
+            cause = spec.cause
+            kind = spec.experiment or EXPERIMENT_FOR_CAUSE[cause]
             gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
-            return NextExperiment(kind, cause, gain, lever=best, waste=choices[-1])
+            head = by_name.get(HEADROOM)
+            beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
+                           and LEVERS[c.lever].experiment is None), None) if dom is not None and dom is not cause else None
+            return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best),
+                                  headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
+                                  dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up)
+        head = by_name.get(HEADROOM)
+        if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
+            kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
+                    Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
+            return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
-        return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain)
+        return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(Experiment.FIND_THE_BOUND, None, v.uncosted_share)
     if v.regime is Regime.COMPUTE:
         return NextExperiment(Experiment.CHEAPER_ARITHMETIC, None, 0.0)
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)
+
+
+def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool:
+    """A fix the trace calls for: not the headroom check, acting on something here, and (an idle lever) on
+    a cause that holds a tenth of the idle."""
+    spec = LEVERS[c.lever]
+    if c.lever == HEADROOM or (c.assumption is not None and c.assumption.count == 0):
+        return False
+    return spec.cause is None or by_cause.get(spec.cause, 0) >= CAUSE_FLOOR * idle_ns
+
+
+def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice) -> LeverChoice | None:
+    """The lever that acts on something in this trace and predicts the least (a tempting week's work);
+    when no other acts on anything, the one that predicts least."""
+    # (warming up is no change to the program: never the week's waste)
+    rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
+            and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
+    acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
+    pool = acting or rest
+    return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None
+
+
+def _construct_of(fw: framework_mod.Framework | None, cause: Cause | None) -> Construct | None:
+    """The construct that holds most of a cause's idle (set-up and the user's own code aside), when it holds most."""
+    if fw is None or cause is None:
+        return None
+    total = sum(x.by_cause_ns.get(cause, 0) for x in fw.constructs)
+    top = max((x for x in fw.constructs if x.construct is not Construct.USER), default=None,
+              key=lambda x: x.by_cause_ns.get(cause, 0))
+    if top is None or not total or top.by_cause_ns.get(cause, 0) < 0.5 * total:
+        return None
+    return top.construct
 
 
 def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:

@@ -50,27 +50,75 @@ def cause_words(cause: Cause | None) -> str:
     return CAUSE_WORDS[cause] if cause is not None else "none"
 
 
-def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None) -> str:
-    """The one advice text per cause: the evidence's first experiment and the Next line's lever.
-    The sync advice names the op whose syncs to remove (`only`), else the ops (or calls) that synced."""
+def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
+           construct: Construct | None = None) -> str:
+    """The one advice text per cause, in the user's terms where the trace says whose code it is: the
+    evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
+    wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
+    the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
-        src = only or ", ".join(x.name for x in (ev.called_from or ev.sync_calls)[:2])
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
             return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it waits "
                     "for (the producing work, the event record) earlier, or drop the wait if the streams need not order")
-        return ADVICE[cause].replace("the syncs:", f"the syncs ({src}):", 1)
+        if construct is Construct.ALLOCATOR:
+            return ("stop emptying the allocator's cache in the loop (torch.cuda.empty_cache(): each call syncs in "
+                    "cudaFree and the next step pays cudaMalloc again); let the caching allocator keep its blocks")
+        names = [only] if only else [x.name for x in (ev.called_from or ev.sync_calls)[:3]]
+        return ADVICE[cause].replace("the syncs:", f"the syncs ({user_calls(names)}):", 1)
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({ev.graph_launches} graph launches): capture more of the step in the graph, fuse what stays "
                 "outside (torch.compile), or more work per launch")
+    if cause is Cause.LAUNCH_OVERHEAD and construct is Construct.COMPILED:
+        return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
+                "one graph launch; or more work per launch (bigger batch)")
+    if cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies and "Pinned" in ev.copies[0].name:
+        c = ev.copies[0]
+        rate = f" at {c.gbps:.1f} GB/s" if c.gbps else ""
+        return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
+                "non_blocking=True on a side stream and prefetch the next one, or keep the data resident on the device")
+    if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
+        return ("load the batches in worker processes: DataLoader(..., num_workers=4, pin_memory=True, "
+                "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "
+                "step ends")
     return ADVICE[cause]
+
+
+# The calls a user writes that sync, by the op (or runtime call, when Python made it straight) the trace records.
+USER_SYNC_CALLS = {
+    "aten::item": ".item()", "aten::_local_scalar_dense": ".item()", "aten::is_nonzero": "a tensor in an if (bool(t))",
+    "aten::equal": "torch.equal", "aten::nonzero": "torch.nonzero", "aten::index": "boolean-mask indexing (x[mask])",
+    "aten::masked_select": "boolean-mask indexing (x[mask])", "aten::to": ".cpu() / .tolist() / .numpy()",
+    "aten::_to_copy": ".cpu() / .tolist() / .numpy()", "aten::copy_": ".cpu() / .copy_() to the host",
+    "aten::unique": "torch.unique", "aten::repeat_interleave": "torch.repeat_interleave (no output_size)",
+    "cudaDeviceSynchronize": "torch.cuda.synchronize()", "hipDeviceSynchronize": "torch.cuda.synchronize()",
+    "cudaStreamSynchronize": "stream.synchronize()", "hipStreamSynchronize": "stream.synchronize()",
+    "cudaEventSynchronize": "event.synchronize()", "hipEventSynchronize": "event.synchronize()",
+    "cudaFree": "torch.cuda.empty_cache()", "hipFree": "torch.cuda.empty_cache()",
+}
+# print(tensor) formats the values: masked_select, .item() and bool() on the device's tensor, each a sync
+_PRINT_SIGNATURE = {"aten::is_nonzero", "aten::item", "aten::masked_select"}
+
+
+def user_calls(names: list[str]) -> str:
+    """'.item()' for ['aten::item']; each name as the user wrote the call where the trace says it, else as traced."""
+    if len(_PRINT_SIGNATURE & set(names)) >= 2:
+        return "print(tensor) or tensor formatting: masked_select, .item() and bool() on device values"
+    said = []
+    for n in names:
+        w = USER_SYNC_CALLS.get(n)
+        w = f"{w}, {n}" if w else n
+        if w not in said:
+            said.append(w)
+    return "; ".join(said)
 
 ADVICE = {
     Cause.LAUNCH_OVERHEAD: "cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), or more "
                            "work per launch (bigger batch)",
-    Cause.HOST_WORK: "take the host work off the critical path: DataLoader workers / prefetch, or overlap it with "
-                     "queued GPU work; profile the host (py-spy) to see what it is",
+    Cause.HOST_WORK: "take the host work off the critical path: issue the GPU work before the Python that does not "
+                     "need its result, move the rest out of the loop or precompute it; profile the host (py-spy) to "
+                     "see what it is",
     Cause.SYNCHRONIZATION: "remove or defer the syncs: keep values and decisions on the device, read them once every "
                            "N steps",
     Cause.DATA_TRANSFER: "pin host memory, copy with non_blocking=True on a side stream so copies overlap compute, or "

@@ -55,25 +55,76 @@ def next_experiment(a) -> dict[str, str]:
     if nx.kind is Experiment.CAPTURE_ON_GPU:
         return dict(zip(("lever", "why", "waste"), CPU_ONLY_NEXT))
     if nx.kind is Experiment.WARM_UP:
-        return {"lever": "warm up first (run a few steps before the profiler starts), then profile and triage again",
-                "why": f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
-                       f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays",
-                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
-    if nx.cause is not None:
+        out = {"lever": "warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, "
+                        "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile "
+                        "and triage again",
+               "why": f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
+                      f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays",
+               "waste": "optimising what this profile shows: its biggest gaps do not recur"}
+    elif nx.kind in LEVER_ADVICE:
+        out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
+    elif nx.cause is not None:
         ev = a.evidence[nx.cause]
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None),
+        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
     if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
         out["lever"] += f" (predicted {predicted(nx.lever)}" + (
             LEVERS[nx.lever.lever].prediction_words + ")")
+    if nx.dominant is not None:
+        d = nx.dominant
+        out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
+                       f"{LEVERS[d.lever].words} predicts only {saving_pct(d.saving_ns, d.baseline_ns)}")
+    if nx.close_call is not None:
+        c = nx.close_call
+        out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much ({saving_pct(c.saving_ns, c.baseline_ns)}, "
+                       "within the replay's error), but the idle is mostly this cause's")
+    if nx.headroom is not None:
+        h = nx.headroom
+        out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
+                       f"long the span would fall {saving_pct(h.saving_ns, h.baseline_ns)}, which needs "
+                       f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
     if nx.waste is not None:
         w = nx.waste
         spec = LEVERS[w.lever]
         why = f" ({spec.says(w.assumption)})" if w.nothing_to_act_on else ""
         out["waste"] = f"{spec.words}, predicted {saving_pct(w.saving_ns, w.baseline_ns)}{why}"
     return out
+
+
+# What kernels twice as fast would take, by the regime that bounds them.
+HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less of it",
+                  "memory": "fewer bytes: fusion, lower precision, no materialised copies",
+                  "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
+
+
+def _lever_why(a) -> str:
+    """Why a lever that is a construct's own fix (not an idle cause's) is the Next: what it acts on here."""
+    nx = a.next_experiment
+    assume = LEVERS[nx.lever.lever].says(nx.lever.assumption) if nx.lever and nx.lever.assumption else ""
+    where = ""
+    x = a.framework.share_of(nx.construct) if a.framework and nx.construct else None
+    if x is not None and a.framework.idle_ns:
+        where = f"{share(x.idle_ns / a.framework.idle_ns)} of the idle is inside {construct_phrase(x, a.framework.optimizer)}; "
+    return where + assume
+
+
+def _fused_optimizer_advice(a) -> str:
+    opt = a.framework.optimizer if a.framework else None
+    name = f"torch.optim.{opt}" if opt else "the optimizer"
+    return (f"use a multi-tensor optimizer step: {name}(..., fused=True) (or foreach=True), one kernel over every "
+            "parameter instead of a few per parameter")
+
+
+LEVER_ADVICE = {
+    Experiment.FUSE_OPTIMIZER: _fused_optimizer_advice,
+    Experiment.COMPILE_ONCE: lambda a: ("stop the recompiles: torch.compile(dynamic=True), or "
+                                        "torch._dynamo.mark_dynamic(x, dim) on the dimension that changes, or pad the "
+                                        "shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each"),
+    Experiment.FUSE: lambda a: ("fuse the eager elementwise chains into one kernel each: torch.compile the function "
+                                "that holds them (or a Triton kernel), so each element is read and written once"),
+}
 
 
 def _regime_next(a) -> dict[str, str]:

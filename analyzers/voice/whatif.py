@@ -13,11 +13,12 @@ def assumption(a) -> str:
 def whatif_table(w) -> str:
     """`tracetriage whatif`: one row per lever, best first, and each lever's assumption below it."""
     err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
+    width = max([14] + [len(p.lever) + 2 for p in w.levers])
     lines = [f"{w.path}: traced span {duration_ns(w.baseline_ns)} (the unchanged replay gives "
              f"{duration_ns(w.replay_ns)}, {err:+.1f}%)", "",
-             f"  {'lever':<14}{'predicted':>11}{'ratio':>8}{'saving':>9}"]
+             f"  {'lever':<{width}}{'predicted':>11}{'ratio':>8}{'saving':>9}"]
     for p in w.levers:
-        lines.append(f"  {p.lever:<14}{duration_ns(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}"
+        lines.append(f"  {p.lever:<{width}}{duration_ns(p.predicted_ns):>11}{p.predicted_ratio:>8.2f}"
                      f"{saving_pct(p.saving_ns, w.baseline_ns):>9}")
     lines.append("")
     lines += [f"  {p.lever}: {assumption(p.assumption)}" for p in w.levers]

@@ -23,8 +23,8 @@ from typing import Callable
 import numpy as np
 
 from analyzers.model.names import name_flags
-from analyzers.model.trace import Trace
-from analyzers.model.verdicts import Cause
+from analyzers.model.trace import KERNEL, Trace
+from analyzers.model.verdicts import Cause, Experiment
 
 
 class WhatIfError(ValueError):
@@ -58,9 +58,58 @@ class Options:
 
 @dataclass
 class Context:
-    """The trace and its graph, as a lever's edit reads them."""
+    """The trace and its graph, as a lever's edit reads them; what the analyses found of the trace
+    (set-up windows) when the caller has it, else found here when a lever first asks."""
     trace: Trace
     g: object                   # analyzers.whatif.depgraph.Graph
+    setup: tuple | None = None  # one-time set-up on the host: (starts, ends, thread keys)
+    _windows: dict = field(default_factory=dict)
+
+    @property
+    def setup_windows(self) -> tuple:
+        if self.setup is None:
+            from analyzers.analyses import idle
+
+            ups = [d.setup for d in idle.analyze(self.trace) if d.setup is not None and len(d.setup.start)]
+            z = np.empty(0, np.int64)
+            self.setup = (np.concatenate([u.start for u in ups]), np.concatenate([u.end for u in ups]),
+                          np.concatenate([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF)
+                                          for u in ups])) if ups else (z, z, z)
+        return self.setup
+
+    def construct_windows(self, construct) -> tuple:
+        """Where a framework construct ran on the host: (starts, ends, thread keys, how many runs)."""
+        if construct not in self._windows:
+            from analyzers.analyses.framework import construct_windows
+
+            self._windows[construct] = construct_windows(self.trace, construct)
+        return self._windows[construct]
+
+    @property
+    def kernel_bytes(self) -> np.ndarray | None:
+        """Bytes the roofline charged to each kernel row (None: no op of the trace is costed)."""
+        if "bytes" not in self._windows:
+            from analyzers.analyses import roofline
+
+            kb = roofline.analyze(self.trace).kernel_bytes
+            self._windows["bytes"] = kb if kb is not None and kb.sum() > 0 else None
+        return self._windows["bytes"]
+
+    @property
+    def memory_rate(self) -> float | None:
+        """Bytes per ns that this trace's memory-bound kernels reach (the median over those moving >= 1 MB),
+        else None."""
+        if "rate" not in self._windows:
+            kb, ev = self.kernel_bytes, self.trace.ev
+            rate = None
+            if kb is not None:
+                rows = self.g.g_row[self.g.g_cat == KERNEL]
+                big = rows[kb[rows] >= (1 << 20)]
+                dur = (ev.end[big] - ev.start[big]).astype(np.float64)
+                ok = dur > 0
+                rate = float(np.median(kb[big][ok] / dur[ok])) if ok.any() else None
+            self._windows["rate"] = rate
+        return self._windows["rate"]
 
     def calls_named(self, test) -> np.ndarray:
         return name_flags(self.trace, self.g.c_row, test)
@@ -111,6 +160,7 @@ class LeverSpec:
     applied_words: str = ""                 # "the change applied <this>" (default: the name)
     prediction_words: str = ""              # after the Next line's predicted saving ("if every kernel ...")
     takes_only: bool = False                # --only OP narrows it
+    experiment: Experiment | None = None    # the Next it is (None: its idle cause's experiment)
     meta: dict = field(default_factory=dict)
 
     @property

@@ -1,0 +1,113 @@
+"""fused_optimizer: the optimizer step's per-parameter kernels become multi-tensor ones.
+
+The fix: `torch.optim.AdamW(params, fused=True)` (or `foreach=True`, the default on CUDA where the
+parameters allow it): one kernel walks every parameter of a group instead of ~10 kernels per
+parameter. In the graph, inside each Optimizer.step range, the dispatch and launch calls of the
+per-parameter ops vanish but the first (the fused op's), the host work that is not dispatch stays
+(the step's own Python), and the step's kernels become one kernel that moves the same bytes at the
+rate the device's memory-bound kernels reach in this trace (without bytes: the same work without
+each kernel's fixed launch-to-finish cost).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.model.trace import CPU_OP, KERNEL, NONE
+from analyzers.model.units import count
+from analyzers.model.verdicts import Cause, Construct, Experiment
+from analyzers.whatif import depgraph as dg
+from analyzers.whatif.levers.host_windows import thread_keys
+from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+
+MULTI_TENSOR = ("aten::_foreach_", "aten::_fused_")   # ops that already walk many tensors per launch
+
+
+@dataclass(frozen=True)
+class StepFused(Assumption):
+    steps: int = 0                   # Optimizer.step ranges with per-parameter kernels
+    kernels_per_step: int = 0        # the per-parameter kernels one step launches, median
+    rate_source: str = ""            # "bytes" (costed ops) or "latency" (each kernel's fixed cost removed)
+
+
+def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Launch calls made inside Optimizer.step/zero_grad ranges by per-parameter ops (not _foreach_/_fused_),
+    and the window each belongs to."""
+    g, ev, tr = c.g, c.trace.ev, c.trace
+    s, e, k, _ = c.construct_windows(Construct.OPTIMIZER)
+    win = np.full(g.n_calls, NONE, np.int64)
+    if not len(s) or not g.n_calls:
+        return np.zeros(0, np.int64), win
+    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    for key in np.unique(k).tolist():
+        idx = np.flatnonzero(k == key)
+        m = np.flatnonzero(c_key == key)
+        j = np.searchsorted(s[idx], g.c_start[m], side="right") - 1
+        inside = (j >= 0) & (g.c_start[m] < e[idx][np.maximum(j, 0)])
+        win[m[inside]] = idx[j[inside]]
+    op = tr.op_of[g.c_row]
+    op_name = np.array([tr.names[ev.name[r]] if r != NONE and ev.cat[r] == CPU_OP else "" for r in op.tolist()],
+                       dtype=object) if g.n_calls else np.zeros(0, object)
+    multi = np.array([n.startswith(MULTI_TENSOR) for n in op_name], bool) if g.n_calls else np.zeros(0, bool)
+    calls = np.flatnonzero((win != NONE) & g.c_issues & (g.c_kind == dg.LAUNCH_CALL) & ~multi)
+    return calls, win
+
+
+def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
+    g = c.g
+    calls, win = per_param_calls(c)
+    windows = np.unique(win[calls])
+    per_step = [int(np.sum(win[calls] == w)) for w in windows.tolist()]
+    # a step that launches a handful of kernels is multi-tensor already: nothing to fuse
+    windows = np.array([w for w, n in zip(windows.tolist(), per_step) if n >= 4], np.int64)
+    if not len(windows):
+        return StepFused("fused_optimizer", 0), {"steps": 0}
+    kb = c.kernel_bytes
+    bw = c.memory_rate
+    source = "bytes" if kb is not None and bw else "latency"
+    fused_kernels = 0
+    for w in windows.tolist():
+        cw = calls[win[calls] == w]
+        first, rest = cw[0], cw[1:]
+        # host: the per-parameter ops' dispatch and launches go; the step's own Python stays
+        p.c_dur[rest] = 0
+        p.c_gap[rest] = g.c_host[rest]
+        acts = np.flatnonzero(np.isin(g.g_call, cw) & g.g_linked & (g.g_cat == KERNEL))
+        if not len(acts):
+            continue
+        dur = g.g_dur[acts]
+        floor = int(dur.min())
+        nbytes = float(kb[g.g_row[acts]].sum()) if source == "bytes" else 0.0
+        fused = max(floor, int(nbytes / bw)) if nbytes > 0 else floor + int(np.sum(dur - floor))
+        head = acts[np.argmin(g.g_start[acts])]
+        p.g_dur[acts] = 0
+        p.g_gap[acts] = 0
+        p.g_dur[head] = fused
+        p.g_call[head] = first
+        fused_kernels += 1
+    return (StepFused("fused_optimizer", int(len(calls)), steps=int(len(windows)),
+                      kernels_per_step=int(np.median(per_step)), rate_source=source),
+            {"steps": int(len(windows)), "per_param_launches": int(len(calls)), "fused_kernels": fused_kernels})
+
+
+def says(a: StepFused) -> str:
+    if a.count == 0:
+        return "no optimizer step with per-parameter kernels in this trace (none, or already foreach/fused)"
+    rate = ("the same bytes at the rate this trace's memory-bound kernels reach" if a.rate_source == "bytes" else
+            "the same work without each kernel's fixed cost")
+    return (f"each of the {count(a.steps, 'optimizer step')}'s ~{a.kernels_per_step:,} per-parameter kernels become one "
+            f"multi-tensor kernel ({rate}); their dispatch and launch calls vanish, the step's own Python stays")
+
+
+def per_param_launches(m: Measured) -> int:
+    return m.whatif.lever("fused_optimizer").assumption.count
+
+
+SPEC = LeverSpec(
+    name="fused_optimizer", cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
+    words="a fused optimizer (foreach/fused)",
+    fix="torch.optim's fused=True (or foreach=True) in place of foreach=False",
+    recognise=Recognise(order=3, evidence="optimizer_launches", because="its per-parameter optimizer kernels went",
+                        amount=per_param_launches, applied=went),
+    experiment=Experiment.FUSE_OPTIMIZER, applied_words="a fused optimizer")

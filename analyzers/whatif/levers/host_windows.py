@@ -1,0 +1,51 @@
+"""The edit shared by the levers whose fix makes stretches of host time vanish: one-time set-up
+(warm_up) and compilation (no_recompiles). A window is a stretch of one host thread (start, end, its
+(pid << 32) ^ tid key); the part of every call's preceding stretch and of every call that lies in a
+window goes, a call keeping at least what a launch costs; GPU work launched from inside a window can go
+with it (Inductor's autotuning benchmarks run kernels while it compiles).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analyzers.model import intervals as iv
+
+__all__ = ["remove_host_windows", "thread_keys"]
+
+
+def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    return (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+
+
+def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
+                        drop_gpu: bool = False) -> tuple[int, int]:
+    """Edit plan `p` of context `c` so the host time inside the windows is gone. Returns (calls touched,
+    host ns removed)."""
+    g, ev = c.g, c.trace.ev
+    if not len(starts) or not g.n_calls:
+        return 0, 0
+    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_start = g.c_start
+    c_end = g.c_start + g.c_dur
+    touched, removed = np.zeros(g.n_calls, bool), 0
+    launched_inside = np.zeros(g.n_calls, bool)
+    for k in np.unique(keys).tolist():
+        ws, we = iv.union(starts[keys == k], ends[keys == k])
+        m = np.flatnonzero(c_key == k)
+        if not len(m):
+            continue
+        in_gap = iv.covered(ws, we, c_start[m] - g.c_gap[m], c_start[m])
+        in_call = iv.covered(ws, we, c_start[m], c_end[m])
+        p.c_gap[m] = np.maximum(p.c_gap[m] - in_gap, 0)
+        keep = np.minimum(g.c_dur[m], g.launch_cost_ns)
+        p.c_dur[m] = np.maximum(p.c_dur[m] - in_call, keep)
+        p.c_tail[m] = np.maximum(p.c_tail[m] - in_call, 0)
+        touched[m] |= (in_gap > 0) | (in_call > 0)
+        removed += int(in_gap.sum() + np.minimum(in_call, g.c_dur[m] - keep).sum())
+        j = np.searchsorted(ws, c_start[m], side="right") - 1
+        launched_inside[m] = (j >= 0) & (c_start[m] < we[np.maximum(j, 0)])
+    if drop_gpu:
+        gone = g.g_linked & launched_inside[np.maximum(g.g_call, 0)]
+        p.g_dur[gone] = 0
+        p.g_gap[gone] = 0
+    return int(touched.sum()), removed

@@ -1,0 +1,48 @@
+"""no_recompiles: torch.compile compiles once; the compile stretches in the profile do not recur.
+
+The fix: mark the dimensions that change as dynamic (`torch.compile(dynamic=True)`,
+`torch._dynamo.mark_dynamic(x, 1)`), or bucket the shapes (pad sequence lengths to a few sizes), so
+a new shape does not recompile. In the graph every stretch of host time inside dynamo/Inductor's
+compile spans (analyzers.model.constructs: dynamo, `... (dynamo_timed)`, entire_frame_compile,
+compile_fx, autotuning) vanishes, and so does the GPU work launched from inside them (autotuning's
+benchmark runs); the compiled code's own launches stay.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzers.model.units import duration_ns
+from analyzers.model.verdicts import Construct, Experiment
+from analyzers.whatif.levers.host_windows import remove_host_windows
+from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+
+
+@dataclass(frozen=True)
+class CompilesGone(Assumption):
+    removed_ns: int = 0              # host time inside compile spans taken out
+
+
+def apply(c: Context, p, o: Options) -> tuple[CompilesGone, dict]:
+    s, e, k, n_runs = c.construct_windows(Construct.COMPILE)
+    n, removed = remove_host_windows(c, p, s, e, k, drop_gpu=True)
+    return CompilesGone("no_recompiles", n_runs, removed_ns=removed), {"compiles": n_runs, "calls": n,
+                                                                       "host_ns": removed}
+
+
+def says(a: CompilesGone) -> str:
+    if a.count == 0:
+        return "no torch.compile compilation in this trace: nothing recompiles"
+    return (f"the {a.count} compilations in the profile ({duration_ns(a.removed_ns)} of host time in dynamo and "
+            "Inductor, with autotuning's kernels) happen once, before it; the compiled code's launches stay")
+
+
+def compiles(m: Measured) -> int:
+    return m.whatif.lever("no_recompiles").assumption.count
+
+
+SPEC = LeverSpec(
+    name="no_recompiles", cause=None, apply=apply, says=says, words="compiling once (no recompiles)",
+    fix="torch.compile(dynamic=True) compiled once in warm-up, fed the same new shapes",
+    recognise=Recognise(order=1, evidence="compiles", because="its recompilations went", amount=compiles,
+                        applied=went),
+    experiment=Experiment.COMPILE_ONCE, applied_words="no_recompiles")
