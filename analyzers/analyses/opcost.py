@@ -847,6 +847,17 @@ def op_cost(name: str, input_dims: list | None, input_types: list | None,
         return None
 
 
+def tensor_args(input_dims: list | None, input_types: list | None,
+                concrete_inputs: list | None = None) -> list[tuple[tuple, str, int]]:
+    """The tensor arguments of an op as (dims, canonical dtype, bytes); [] when the shapes are missing or
+    malformed (the fusion ledger reads which tensors a chain of ops shares)."""
+    try:
+        args = _parse(input_dims, input_types, concrete_inputs)
+    except (_Malformed, ValueError, TypeError):
+        return []
+    return [(a.dims, a.dtype, a.nbytes) for a in args if a.kind == "tensor"]
+
+
 def _classify(base: str):
     if base in _MATMULS:
         return _MATMULS[base]

@@ -323,15 +323,18 @@ def applied_lever(before: Analysis, after: Analysis) -> tuple[str, str] | None:
     if before.levers is None or after.levers is None or before.trace.device_name() != after.trace.device_name():
         return None   # (on another device the change mixes the hardware with the code: no lever predicts that)
     mb, ma = _measured(before), _measured(after)
-    for spec in by_recognition():
-        rec = spec.recognise
-        if rec.applied(rec.amount(mb), rec.amount(ma)):
-            return spec.name, rec.evidence
-    return None
+    applied = [s for s in by_recognition() if s.recognise.applied(s.recognise.amount(mb), s.recognise.amount(ma))]
+    if not applied:
+        return None
+    # of the levers the change applied, the one whose time (its cause's idle, its construct's, the kernels')
+    # fell most is the change made (workers for a DataLoader also pin its copies, but the host work was it)
+    best = max(applied, key=lambda s: (s.recognise.acted(mb) - s.recognise.acted(ma), -s.recognise.order))
+    return best.name, best.recognise.evidence
 
 
 def _measured(a: Analysis) -> Measured:
-    return Measured(trace=a.trace, whatif=a.levers.all, kernel_busy_ns=a.kernel_busy_ns)
+    return Measured(trace=a.trace, whatif=a.levers.all, kernel_busy_ns=a.kernel_busy_ns, by_cause_ns=a.by_cause_ns,
+                    framework=a.framework)
 
 
 def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | None:

@@ -9,14 +9,14 @@ read this; adding a lever is one new module here, its line below, and its test.
 """
 from __future__ import annotations
 
-from analyzers.whatif.levers import (async_copies, cuda_graphs, fused_optimizer, kernels_2x, no_host_work,
+from analyzers.whatif.levers import (async_copies, cuda_graphs, fuse, fused_optimizer, kernels_2x, no_host_work,
                                      no_recompiles, remove_syncs, warm_up)
 from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 
 # In this order: the order of the JSON and the tie-break between equal predictions.
 LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
-    fused_optimizer.SPEC, no_recompiles.SPEC, warm_up.SPEC,
+    fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 

@@ -119,4 +119,5 @@ SPEC = LeverSpec(
     fix=("host buffers are pinned and copied non_blocking on a side stream, prefetched, the consumer waiting on "
          "an event"),
     recognise=Recognise(order=2, evidence="pageable_copies", because="its pageable copies went", amount=pageable_h2d,
+                        acted=lambda m: m.by_cause_ns.get(Cause.DATA_TRANSFER, 0),
                         applied=went))

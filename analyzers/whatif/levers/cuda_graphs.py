@@ -134,4 +134,5 @@ SPEC = LeverSpec(
     words="CUDA graphs or fusion to cut launches",
     fix="the iteration's GPU work is captured once with torch.cuda.graph and replayed",
     recognise=Recognise(order=1, evidence="graph_launches", because="CUDA-graph launches appeared",
-                        amount=graph_launches, applied=lambda before, after: after > before))
+                        amount=graph_launches, acted=lambda m: m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0),
+                        applied=lambda before, after: after > before))

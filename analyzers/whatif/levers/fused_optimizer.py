@@ -109,5 +109,6 @@ SPEC = LeverSpec(
     words="a fused optimizer (foreach/fused)",
     fix="torch.optim's fused=True (or foreach=True) in place of foreach=False",
     recognise=Recognise(order=3, evidence="optimizer_launches", because="its per-parameter optimizer kernels went",
-                        amount=per_param_launches, applied=went),
+                        amount=per_param_launches, acted=lambda m: m.idle_in(Construct.OPTIMIZER),
+                        applied=went),
     experiment=Experiment.FUSE_OPTIMIZER, applied_words="a fused optimizer")

@@ -39,6 +39,7 @@ SPEC = LeverSpec(
     name="kernels_2x", cause=None, apply=apply, says=says, words="faster kernels",
     fix="every big kernel does half the FLOPs (half the K of a matmul, half the elements of an elementwise op)",
     recognise=Recognise(order=4, evidence="kernel_time", because="its kernel time fell", amount=kernel_busy,
+                        acted=lambda m: m.kernel_busy_ns,
                         applied=lambda before, after: after <= 0.8 * before,
                         as_measured=lambda before, after: Options(kernel_scale=after / before),
                         given=" with kernels that much faster"),

@@ -43,4 +43,5 @@ SPEC = LeverSpec(
     words="taking host work off the critical path",
     fix="the host work that issues no GPU work is gone (done elsewhere, ahead of time)",
     recognise=Recognise(order=5, evidence="host_stretches", because="its long host stretches went",
-                        amount=host_stretches, applied=went))
+                        amount=host_stretches, acted=lambda m: m.by_cause_ns.get(Cause.HOST_WORK, 0),
+                        applied=went))

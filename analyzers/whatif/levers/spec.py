@@ -120,23 +120,32 @@ class Context:
 
 @dataclass(frozen=True)
 class Measured:
-    """One trace as diff compares it: the trace, its what-if (analyzers.whatif.predict.WhatIf) and
-    its kernel busy time."""
+    """One trace as diff compares it: the trace, its what-if (analyzers.whatif.predict.WhatIf), its kernel
+    busy time, its idle by cause and whose code made the idle (analyzers.analyses.framework)."""
     trace: Trace
     whatif: object
     kernel_busy_ns: int
+    by_cause_ns: dict = field(default_factory=dict)
+    framework: object = None
+
+    def idle_in(self, construct) -> int:
+        x = self.framework.share_of(construct) if self.framework is not None else None
+        return x.idle_ns if x is not None else 0
 
 
 @dataclass(frozen=True)
 class Recognise:
     """How diff tells that a change applied a lever: `amount` measured on the before and after
     traces, `applied(before, after)` true when the fix was made; `evidence` names what says so (a
-    key of the JSON) and `because` says it. Levers are tried in `order`, lowest first."""
+    key of the JSON) and `because` says it. Of the levers a change applied, the one whose `acted` time
+    (the ns it acts on: its cause's idle, its construct's, the kernel time) fell most is the change;
+    `order` breaks a tie."""
     order: int
     evidence: str
     because: str
     amount: Callable[[Measured], float]
     applied: Callable[[float, float], bool]
+    acted: Callable[[Measured], float] = lambda m: 0.0
     # a lever whose replay can take the measured change itself (kernels as much faster as they
     # measured): Options for the before trace's replay, from the before and after amounts
     as_measured: Callable[[float, float], Options] | None = None

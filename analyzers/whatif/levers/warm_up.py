@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzers.model.units import duration_ns
-from analyzers.model.verdicts import Experiment
+from analyzers.model.verdicts import Construct, Experiment
 from analyzers.whatif.levers.host_windows import remove_host_windows
 from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
@@ -43,5 +43,6 @@ SPEC = LeverSpec(
     name="warm_up", cause=None, apply=apply, says=says, words="warming up before profiling",
     fix="the profile starts after warm-up steps run outside it (cold process vs the same after a warm-up)",
     recognise=Recognise(order=2, evidence="setup", because="its one-time set-up went", amount=setup_stretches,
+                        acted=lambda m: m.idle_in(Construct.SETUP),
                         applied=went),
     experiment=Experiment.WARM_UP, applied_words="a warm-up")
