@@ -66,7 +66,7 @@ def child(variant: str, device: str, trace: Path | None, steps: int, warmup: int
         train(n)
         return (time.perf_counter() - t0) * 1e3
 
-    res = {"variant": variant, "setup_s": setup_s, "module_loading": os.environ.get("CUDA_MODULE_LOADING"),
+    res = {"variant": variant, "pid": os.getpid(), "setup_s": setup_s, "module_loading": os.environ.get("CUDA_MODULE_LOADING"),
            "steps": steps, "batch": batch, "side": side}
     if variant == "warm_up":
         train(warmup)
