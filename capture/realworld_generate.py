@@ -15,6 +15,7 @@ capture.realworld.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -95,28 +96,30 @@ def token_truth(start_ns: int, clock, end_ns: int) -> dict:
     }
 
 
-class CompiledDecodeForward:
+def compiled_decode_forward(model):
     """model.forward for generate(): decode steps (one new token) through torch.compile(mode="reduce-overhead"),
     marking a new CUDA-graph step before each so the previous step's outputs may be overwritten (without the
     mark, generate fails with "accessing tensor output of CUDAGraphs that has been overwritten"); the
     prompt's forward stays eager, as transformers' own auto-compile does. On the CPU there are no graphs:
-    the compiled code runs as is."""
+    the compiled code runs as is. functools.wraps keeps forward's signature, which generate() reads (it
+    passes logits_to_keep only to a forward that names it)."""
+    eager = model.forward
+    compiled = torch.compile(eager, mode="reduce-overhead")
 
-    def __init__(self, model):
-        self.eager = model.forward
-        self.compiled = torch.compile(self.eager, mode="reduce-overhead")
-
-    def __call__(self, *args, input_ids=None, **kwargs):
+    @functools.wraps(eager)
+    def forward(*args, input_ids=None, **kwargs):
         if input_ids is None or input_ids.shape[1] != 1:
-            return self.eager(*args, input_ids=input_ids, **kwargs)
+            return eager(*args, input_ids=input_ids, **kwargs)
         torch.compiler.cudagraph_mark_step_begin()
-        return self.compiled(*args, input_ids=input_ids, **kwargs)
+        return compiled(*args, input_ids=input_ids, **kwargs)
+
+    return forward
 
 
 def generate_kwargs(mode: str, gpu: bool, new_tokens: int) -> dict:
     """eager: the dynamic cache. static: cache_implementation="static", which makes transformers compile its
     decode step (on a GPU by itself; on the CPU only when asked, which the CPU runs do to test that path).
-    graphs: the static cache, transformers' compile off, model.forward a CompiledDecodeForward."""
+    graphs: the static cache, transformers' compile off, model.forward a compiled_decode_forward."""
     kw = dict(max_new_tokens=new_tokens, do_sample=False)
     if mode in ("static", "graphs"):
         kw["cache_implementation"] = "static"
@@ -164,7 +167,7 @@ class HFLlamaGenerate(RealWorkload):
         self.prompt = torch.randint(0, vocab, (self.batch, prompt_len), generator=g).to(self.device)
         self.mode = {"before": "eager", "fuse": "static", "cuda_graphs": "graphs"}[self.fix]
         if self.mode == "graphs":
-            self.model.forward = CompiledDecodeForward(self.model)
+            self.model.forward = compiled_decode_forward(self.model)
         self.kwargs = generate_kwargs(self.mode, self.gpu, self.new_tokens)
         self.record.update(model=self.model.config.to_diff_dict(), prompt=list(self.prompt.shape),
                            generate_kwargs={k: repr(v) for k, v in self.kwargs.items()})

@@ -1,6 +1,7 @@
 """The real-world ground-truth captures (capture/realworld*.py) run on the CPU: every scenario and variant profiles
 a window and writes a trace, and the traces hold what each capture relies on. Scenarios that need torchvision or
 transformers skip without them (CI installs neither); torch.compile ones skip without a C++ compiler."""
+import functools
 import gzip
 import json
 import os
@@ -266,3 +267,28 @@ def test_capture_modules_import_nothing_the_device_lacks():
     code = ("import sys; sys.modules['msgspec'] = None\n"
             "import capture.realworld, capture.realworld_traces, capture.realworld_cold")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_hand_compiled_decode_forward_gets_the_same_arguments_as_the_eager_one():
+    _skip_unless_runnable("hf_llama_generate")
+    from capture.realworld_generate import compiled_decode_forward, generate_kwargs, hf_model
+
+    seen = {}
+    for mode in ("static", "graphs"):
+        model = hf_model("llama", "cpu", layers=1)
+        eager = model.forward
+
+        @functools.wraps(eager)
+        def spy(*args, __eager=eager, __mode=mode, **kwargs):
+            seen.setdefault(__mode, []).append(sorted(kwargs))
+            return __eager(*args, **kwargs)
+
+        model.forward = spy
+        if mode == "graphs":
+            model.forward = compiled_decode_forward(model)
+        kw = {**generate_kwargs(mode, False, 3), "disable_compile": True}
+        kw.pop("compile_config", None)
+        ids = torch.randint(0, 100, (1, 6))
+        model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+    assert seen["static"] == seen["graphs"]                    # logits_to_keep and all, prompt and decode
+    assert "logits_to_keep" in seen["graphs"][0]
