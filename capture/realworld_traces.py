@@ -138,11 +138,12 @@ def capture_norepeat(out: Path, device: str) -> dict:
 
 # --- graph-captured decode -------------------------------------------------------------------------
 
-def capture_decode(out: Path, device: str, *, tokens: int = 16) -> list[dict]:
+def capture_decode(out: Path, device: str, *, tokens: int = 16, preset: str | None = None) -> list[dict]:
     from capture.gpt import PrefillDecode
 
     gpu = _gpu(device)
-    preset, prompt_len = ("small", 512) if gpu else ("tiny", 32)
+    preset = preset or ("small" if gpu else "tiny")
+    prompt_len = 512 if preset != "tiny" else 32
     docs = []
     for mode in ("eager", "cudagraph", "reduce-overhead"):
         wl = PrefillDecode(device=device, model=preset, mode="graphs" if mode == "reduce-overhead" else "eager",
@@ -278,6 +279,7 @@ def capture_health(out: Path, device: str, *, steps: int = 8) -> list[dict]:
 
 PARTS = {"training": capture_training, "norepeat": capture_norepeat, "decode": capture_decode,
          "health": capture_health}
+SMOKE = {"training": dict(steps=9), "decode": dict(tokens=4, preset="tiny"), "health": dict(steps=2)}
 
 
 def main(argv=None) -> int:
@@ -285,6 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", nargs="*", choices=sorted(PARTS))
+    ap.add_argument("--smoke", action="store_true", help="fewer steps, the tiny GPT: a shake-out, not data")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     warm_gpu(args.device)
@@ -293,7 +296,7 @@ def main(argv=None) -> int:
     for part in args.only or PARTS:
         t0 = time.perf_counter()
         try:
-            docs = PARTS[part](args.out, args.device)
+            docs = PARTS[part](args.out, args.device, **(SMOKE.get(part, {}) if args.smoke else {}))
             for d in docs if isinstance(docs, list) else [docs]:
                 f = d["facts"]
                 print(f"[ok {time.perf_counter() - t0:5.1f}s so far] {d['trace']}: span {f['span_us'] / 1e3:.1f} ms, "

@@ -288,6 +288,10 @@ def test_the_hand_compiled_decode_forward_gets_the_same_arguments_as_the_eager_o
             model.forward = compiled_decode_forward(model)
         kw = {**generate_kwargs(mode, False, 3), "disable_compile": True}
         kw.pop("compile_config", None)
+        if mode == "graphs":
+            from transformers import StaticCache
+
+            kw["past_key_values"] = StaticCache(config=model.config, max_cache_len=9)
         ids = torch.randint(0, 100, (1, 6))
         model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
     assert seen["static"] == seen["graphs"]                    # logits_to_keep and all, prompt and decode
