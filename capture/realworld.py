@@ -227,8 +227,9 @@ def summary_line(kind: str, res: dict) -> str:
         parts.append(f"{lever} profiled {_spread(r)} unprofiled {_spread(res['wall_ratio'][lever])}")
     facts = res.get("variants", {})
     keys = ("graph_launches", "compiles", "cuda_frees", "kernels", "bytes_gz")
-    parts.append("facts " + "; ".join(f"{v}: " + " ".join(f"{k}={f['facts'][k]}" for k in keys if f["facts"].get(k))
-                                      for v, f in facts.items()))
+    if facts:
+        parts.append("facts " + "; ".join(f"{v}: " + " ".join(f"{k}={f['facts'][k]}" for k in keys if f["facts"].get(k))
+                                          for v, f in facts.items()))
     line = " | ".join(parts)
     for v, f in facts.items():
         if v == "cuda_graphs" and f["facts"].get("graph_launches", 0) == 0 and f["facts"].get("kernels", 0):

@@ -248,7 +248,7 @@ def capture_health(out: Path, device: str, *, steps: int = 8) -> list[dict]:
     docs = []
     for name, (on_gpu, shapes, sync_events, cuda_activity) in HEALTH.items():
         wl_device = device if on_gpu else "cpu"
-        width, batch = (1024, 128) if gpu and on_gpu else (64, 8)
+        width, batch = (1024, 128) if gpu else (64, 8)       # the accidental CPU run: the same model, on the CPU
         torch.manual_seed(0)
         model = _mlp(width, 3, wl_device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -238,7 +238,7 @@ def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path):
     pytest.importorskip("torchvision")
     from capture.realworld_cold import KIND, capture_cold
 
-    res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1, eager_loading=False)
+    res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1)
     pids = {r["pid"] for rs in res["runs"]["profiled"].values() for r in rs} | {r["pid"] for r in res["runs"]["unprofiled_before"]}
     assert len(pids) == 3
     assert set(res["ratio"]) == {"warm_up"} and (tmp_path / f"{KIND}--before.json.gz").exists()
