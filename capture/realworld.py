@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,12 +216,13 @@ def run(out: Path, *, device: str, reps: int, only: list[str] | None, smoke: boo
 def _spread(r) -> str:
     if isinstance(r, (int, float)):          # a measured.json from before wall_ratio had its spread
         return f"{r:.2f}"
-    return f"{r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}, {r['min']:.2f}-{r['max']:.2f}]"
+    return f"{r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]"
 
 
 def summary_line(kind: str, res: dict) -> str:
-    """One scenario: the before's span and wall, each lever's profiled and unprofiled ratio with spreads, and
-    the trace facts that show the fix is the fix named."""
+    """One scenario: the before's span and wall, each lever's profiled and unprofiled after/before ratio (median
+    [p10-p90] over every pairing of runs; min and max are in measured.json), the trace facts that show the fix
+    is the fix named, and the variants' own measurements."""
     b_span, b_wall = res["span_us"][BEFORE]["median"], res["wall_ms"][BEFORE]["median"]
     parts = [f"{kind}: before {b_span / 1e3:.2f} ms profiled, {b_wall:.2f} ms unprofiled"]
     for lever, r in res["ratio"].items():
@@ -230,11 +232,34 @@ def summary_line(kind: str, res: dict) -> str:
     if facts:
         parts.append("facts " + "; ".join(f"{v}: " + " ".join(f"{k}={f['facts'][k]}" for k in keys if f["facts"].get(k))
                                           for v, f in facts.items()))
+    highlights, seen = [], set()
+    for v, f in facts.items():
+        h = _highlight(f.get("record", {}))
+        if h and h not in seen:          # a ledger the variants share is said once
+            highlights.append(f"{v}: {h}")
+            seen.add(h)
+    if highlights:
+        parts.append("; ".join(highlights))
     line = " | ".join(parts)
     for v, f in facts.items():
         if v == "cuda_graphs" and f["facts"].get("graph_launches", 0) == 0 and f["facts"].get("kernels", 0):
             line += f" | WARNING {kind}--cuda_graphs has no cudaGraphLaunch: not a CUDA-graph pair"
     return line
+
+
+def _highlight(record: dict) -> str:
+    """The one measured figure of a variant's record worth a glance: bytes moved, per-token times, DataLoader waits."""
+    if "ledger" in record:
+        led = record["ledger"]
+        return f"eager {led['eager_bytes'] / 2**20:.1f} MiB in {led['eager_kernels']} ops vs fused {led['fused_bytes'] / 2**20:.1f} MiB"
+    if "unprofiled_median" in record:
+        m, pm = record["unprofiled_median"], record.get("profiled_median", {})
+        return (f"ttft {m['ttft_ms']:.1f} ms, per token {m['per_token_ms']:.2f} ms unprofiled "
+                f"({pm.get('ttft_ms', float('nan')):.1f} / {pm.get('per_token_ms', float('nan')):.2f} profiled)")
+    waits = [w["next_wait_ms"] for w in record.get("windows", []) if "next_wait_ms" in w]
+    if waits:
+        return f"next() waits {statistics.median(waits):.1f} ms a window (median)"
+    return ""
 
 
 def print_summary(dirs: list[Path]) -> None:

@@ -96,8 +96,8 @@ smoke)
   ;;
 esac
 
-say "== summary (profiled and unprofiled after/before ratios: median [p10-p90, min-max])"
-"$PY" -m capture.realworld --summary "$WORK" 2>&1 | cut -c1-700 | tee -a "$LOG"
+say "== summary (profiled and unprofiled after/before ratios: median [p10-p90])"
+"$PY" -m capture.realworld --summary "$WORK" 2>&1 | cut -c1-900 | tee -a "$LOG"
 
 TAR=$OUT/realworld-$GROUP.tar.gz
 tar czf "$TAR" -C "$ROOT" "$GROUP"
