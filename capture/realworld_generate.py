@@ -178,13 +178,14 @@ class HFLlamaGenerate(RealWorkload):
             self.record["cache"] = "one StaticCache made in setup, reset before each generate() call"
         self.record.update(model=self.model.config.to_diff_dict(), prompt=list(self.prompt.shape),
                            generate_kwargs={k: repr(v) for k, v in self.kwargs.items()})
+        if self.cache is not None:
+            self.kwargs["past_key_values"] = self.cache
 
     def step(self):
         clock = token_clock()
         t0 = time.perf_counter_ns()
         if self.cache is not None:
             self.cache.reset()              # zero the K/V in place: the same tensors, a fresh sequence
-            self.kwargs["past_key_values"] = self.cache
         out = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), streamer=clock,
                                   **self.kwargs)
         self.calls.append(token_truth(t0, clock, time.perf_counter_ns()))
