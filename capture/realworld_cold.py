@@ -104,7 +104,8 @@ def _spawn(variant: str, device: str, trace: Path | None, steps: int, warmup: in
 
 def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: int = 5) -> dict:
     """`reps` x (before profiled, warm_up timed then profiled, before unprofiled), each a fresh process."""
-    from capture.fixes import _summary, ratio_spread   # the same summaries as every other measured.json
+    from capture.fixes import ratio_spread               # the same summaries as every other measured.json
+    from capture.realworld_common import runs_summary
 
     runs: dict[str, list[dict]] = {"before": [], "warm_up": []}
     unprofiled: list[dict] = []
@@ -122,8 +123,8 @@ def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: i
         "about": (f"torchvision resnet18 train step (batch 16, 128^2, SGD), {steps} steps profiled from the first "
                   f"step of a fresh process vs after {warmup} unprofiled warm-up steps; each run its own process"),
         "iters": steps,
-        "span_us": {v: _summary(s) for v, s in spans.items()},
-        "wall_ms": {v: _summary(s) for v, s in walls.items()},
+        "span_us": {v: runs_summary(s) for v, s in spans.items()},
+        "wall_ms": {v: runs_summary(s) for v, s in walls.items()},
         "ratio": {"warm_up": ratio_spread(spans["warm_up"], spans["before"])},
         "wall_ratio": {"warm_up": ratio_spread(walls["warm_up"], walls["before"])},
         "wall_ratio_median": {"warm_up": ratio_spread(walls["warm_up"], walls["before"])["median"]},

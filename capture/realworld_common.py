@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -122,6 +123,12 @@ def wall_clock_ms(fn: Callable[[], Any], device: str) -> float:
     fn()
     _sync(device)
     return (time.perf_counter() - t0) * 1e3
+
+
+def runs_summary(xs: list[float]) -> dict:
+    """The runs, sorted, with their median, min and max: the shape of measured.json's span_us and wall_ms."""
+    s = sorted(xs)
+    return {"runs": s, "median": statistics.median(s), "min": s[0], "max": s[-1]}
 
 
 def write_json(path: Path, obj: Any) -> None:

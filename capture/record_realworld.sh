@@ -46,18 +46,22 @@ part() {
     grep -E '^\[(ok|FAIL)' "$WORK/logs/$name.log" | cut -c1-400 | sed "s/^/  [$name] /"
     local verdict=ok
     [ "$rc" -ne 0 ] && verdict=FAIL
-    [ "$rc" -eq 124 ] && verdict="FAIL (timed out at ${limit}s)"
+    { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && verdict="FAIL (timed out at ${limit}s)"
     echo "[$verdict $name rc=$rc $(( $(date +%s) - t0 ))s; group at $(elapsed)s of $BUDGET]"; } | tee -a "$LOG"
   return $rc
 }
 
 pairs() { echo "$PY" -m capture.realworld --device "$DEVICE" --merge --out "$WORK/$1"; }    # the command, as words
-# HF generate with its cuda_graphs variant; if the scenario fails (not a time-out), again without that variant.
+# HF generate with its cuda_graphs variant, and (hf_retry) the same without that variant if the first run
+# failed other than by its time limit: the retry goes last in a group, so it cannot starve the other parts.
 hf_pairs() {
   local cap=$1; shift
   part pairs-hf "$cap" $(pairs pairs-hf) --only hf_llama_generate "$@"
-  local rc=$?
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
+}
+hf_retry() {
+  local cap=$1; shift
+  local rc=$(cat "$WORK/logs/pairs-hf.rc" 2>/dev/null)
+  if [ -n "$rc" ] && [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] && [ "$rc" != skipped ]; then
     part pairs-hf-no-graphs "$cap" $(pairs pairs-hf) --only hf_llama_generate --drop-lever cuda_graphs "$@"
   fi
 }
@@ -77,10 +81,11 @@ a)
   part cold 200 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold"
   ;;
 b)
-  hf_pairs 260
-  part generate 240 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
-  part decode 120 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
   part traces 90 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only training norepeat health
+  part decode 120 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
+  hf_pairs 220
+  part generate 220 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
+  hf_retry 150
   ;;
 smoke)
   # side by side, each writing its own folder. Vision runs first in its process: its DataLoader workers fork
@@ -88,7 +93,7 @@ smoke)
   part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn cnn_b1 adamw_foreach_off \
     sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
     chain6_large recompile &
-  hf_pairs 150 --smoke --reps 1 &
+  { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
   part smoke-cold 150 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke &

@@ -247,6 +247,7 @@ def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path):
 def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
     script = (ROOT / "capture" / "record_realworld.sh").read_text()
     hf_pairs = script.split("\nhf_pairs() {")[1].split("\n}")[0]
+    assert "--drop-lever cuda_graphs" in script.split("\nhf_retry() {")[1].split("\n}")[0]
     groups = "\n" + script.split("\ncase $GROUP in\n")[1]
     a, b, smoke = (groups.split(f"\n{g})\n")[1].split(";;")[0] for g in ("a", "b", "smoke"))
     a, b, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, smoke))
@@ -265,7 +266,7 @@ def test_the_device_script_refuses_an_unknown_group(tmp_path):
 
 def test_capture_modules_import_nothing_the_device_lacks():
     code = ("import sys; sys.modules['msgspec'] = None\n"
-            "import capture.realworld, capture.realworld_traces, capture.realworld_cold")
+            "import capture.realworld, capture.realworld_traces, capture.realworld_cold, capture.harness")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
