@@ -74,6 +74,10 @@ class FixWorkload(Workload):
     def gpu(self) -> bool:
         return _gpu(self.device)
 
+    def before_window(self) -> None:
+        """Runs before every window, outside the profiler and the timer. A scenario whose windows must each
+        start afresh (torch._dynamo.reset(), a new DataLoader iterator) does it here; most do nothing."""
+
     def window(self) -> None:
         for _ in range(self.iters):
             with named_range("iteration"):
@@ -563,9 +567,11 @@ def profile_window(wl: FixWorkload, out_path: Path) -> float:
     with profile(activities=acts, record_shapes=True, schedule=schedule(wait=0, warmup=1, active=1),
                  experimental_config=experimental_config() if wl.gpu else None,
                  on_trace_ready=lambda p: p.export_chrome_trace(str(raw))) as prof:
-        for _ in range(2):
+        for i in range(2):
             with named_range(WINDOW):
                 wl.window()
+            if i == 0:
+                wl.before_window()  # still in the warm-up cycle, so not recorded
             prof.step()
     data = raw.read_bytes()
     raw.unlink()
@@ -575,6 +581,7 @@ def profile_window(wl: FixWorkload, out_path: Path) -> float:
 
 def wall_ms(wl: FixWorkload) -> float:
     """The same window unprofiled, host clock after a sync: what the fix buys without the profiler."""
+    wl.before_window()
     wl.sync()
     t0 = time.perf_counter()
     wl.window()
@@ -594,12 +601,15 @@ def ratio_spread(after: list[float], before: list[float]) -> dict:
             "min": r[0], "max": r[-1]}
 
 
-def capture_scenario(kind: str, out: Path, *, device: str, reps: int) -> dict:
+def capture_scenario(kind: str, out: Path, *, device: str, reps: int,
+                     scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> dict:
     """Every variant of one scenario, `reps` profiled windows each, interleaved."""
-    wls = {v: SCENARIOS[kind](device=device, fix=v) for v in variants(kind)}
+    cls = scenarios[kind]
+    wls = {v: cls(device=device, fix=v) for v in [BEFORE, *cls.levers]}
     for wl in wls.values():
         wl.setup()
         for _ in range(2):
+            wl.before_window()
             wl.window()
     spans: dict[str, list[float]] = {v: [] for v in wls}
     walls: dict[str, list[float]] = {v: [] for v in wls}
@@ -611,23 +621,24 @@ def capture_scenario(kind: str, out: Path, *, device: str, reps: int) -> dict:
         for v in wls:  # keep the run whose span is the median one
             med = sorted(range(reps), key=lambda i: spans[v][i])[reps // 2]
             shutil.copy(Path(tmp) / f"{v}-{med}.json.gz", out / f"{kind}--{v}.json.gz")
-    cls = SCENARIOS[kind]
     return {
         "about": cls.about,
         "iters": wls[BEFORE].iters,
         "span_us": {v: _summary(s) for v, s in spans.items()},
         "wall_ms": {v: _summary(s) for v, s in walls.items()},
         "ratio": {v: ratio_spread(spans[v], spans[BEFORE]) for v in cls.levers},
-        "wall_ratio": {v: statistics.median(walls[v]) / statistics.median(walls[BEFORE]) for v in cls.levers},
+        "wall_ratio": {v: ratio_spread(walls[v], walls[BEFORE]) for v in cls.levers},
+        # wall_ratio was this plain median before it carried its spread (files from then have only a number)
+        "wall_ratio_median": {v: statistics.median(walls[v]) / statistics.median(walls[BEFORE]) for v in cls.levers},
     }
 
 
-def main(argv=None) -> int:
+def main(argv=None, scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
+    ap.add_argument("--only", nargs="*", choices=sorted(scenarios))
     ap.add_argument("--merge", action="store_true", help="add to the measured.json already in --out")
     ap.add_argument("--levers", action="store_true", help="print each lever's fix as the workloads make it, and exit")
     args = ap.parse_args(argv)
@@ -650,10 +661,11 @@ def main(argv=None) -> int:
     if args.merge and (args.out / "measured.json").exists():
         old = json.loads((args.out / "measured.json").read_text())
         result["scenarios"], result["errors"] = old.get("scenarios", {}), old.get("errors", {})
-    for kind in args.only or SCENARIOS:
+    for kind in args.only or scenarios:
         t0 = time.perf_counter()
         try:
-            result["scenarios"][kind] = res = capture_scenario(kind, args.out, device=args.device, reps=args.reps)
+            result["scenarios"][kind] = res = capture_scenario(kind, args.out, device=args.device, reps=args.reps,
+                                                               scenarios=scenarios)
             ratios = ", ".join(f"{v} {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]"
                                for v, r in res["ratio"].items())
             print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: before {res['span_us']['before']['median']:.0f} µs; "

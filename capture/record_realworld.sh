@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Record the real-world ground truth (capture/realworld*.py) on a GPU machine, one group per device call:
+#   OUT=$OUT GROUP=a bash capture/record_realworld.sh      optimizers, allocator, fusion, vision, recompiles, warm_up
+#   OUT=$OUT GROUP=b bash capture/record_realworld.sh      HF generate (pairs + phase traces), graph-captured decode,
+#                                                          training-outlier / no-repetition / health-check traces
+#   OUT=$OUT GROUP=smoke bash capture/record_realworld.sh  every part once, small, reps 1, the parts running side by
+#                                                          side (timings meaningless): a shake-out of GPU-only bugs
+# Run from the repo root. Groups a and b run their parts one after another; none starts once BUDGET seconds
+# (a, b: 530; smoke: 160) have passed, and the running one is cut there, so the tarball is written inside a
+# 10-minute call. Writes into $OUT (at most 3 files):
+#   realworld-$GROUP.log       everything printed, each part's full output, and the summary (also on stdout)
+#   realworld-$GROUP.tar.gz    $GROUP/{pairs*,cold,generate,traces,logs}/: traces, measured.json, *.truth.json
+#   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
+# DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
+set -u
+GROUP=${GROUP:?set GROUP=a, b or smoke}
+OUT=${OUT:?set OUT to the folder for the results}
+PY=${PYTHON:-python3}
+DEVICE=${DEVICE:-cuda}
+CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
+case $GROUP in a|b) BUDGET=${BUDGET:-530} ;; smoke) BUDGET=${BUDGET:-160} ;; *) echo "GROUP must be a, b or smoke" >&2; exit 2 ;; esac
+mkdir -p "$OUT"
+ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
+WORK=$ROOT/$GROUP
+mkdir -p "$WORK/logs"
+LOG=$OUT/realworld-$GROUP.log
+: > "$LOG"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+START=$(date +%s)
+
+say() { echo "$*" | tee -a "$LOG"; }
+elapsed() { echo $(( $(date +%s) - START )); }
+
+# part NAME CAP_SECONDS CMD...: one step under `timeout`, its output in logs/NAME.log and its exit status in
+# logs/NAME.rc; a hang or crash costs only itself. Its limit is CAP or what is left of the budget, the lesser.
+part() {
+  local name=$1 cap=$(( $2 * CAP_SCALE )); shift 2
+  local left=$(( BUDGET - $(elapsed) ))
+  local limit=$(( cap < left ? cap : left ))
+  if [ "$limit" -lt 20 ]; then say "[SKIP $name: out of time at $(elapsed)s]"; echo skipped > "$WORK/logs/$name.rc"; return 1; fi
+  local t0=$(date +%s)
+  timeout -k 10 "$limit" "$@" > "$WORK/logs/$name.log" 2>&1
+  local rc=$?
+  echo $rc > "$WORK/logs/$name.rc"
+  { cat "$WORK/logs/$name.log" >> "$LOG"
+    grep -E '^\[(ok|FAIL)' "$WORK/logs/$name.log" | cut -c1-400 | sed "s/^/  [$name] /"
+    local verdict=ok
+    [ "$rc" -ne 0 ] && verdict=FAIL
+    { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && verdict="FAIL (timed out at ${limit}s)"
+    echo "[$verdict $name rc=$rc $(( $(date +%s) - t0 ))s; group at $(elapsed)s of $BUDGET]"; } | tee -a "$LOG"
+  return $rc
+}
+
+pairs() { echo "$PY" -m capture.realworld --device "$DEVICE" --merge --out "$WORK/$1"; }    # the command, as words
+# HF generate with its cuda_graphs variant, and (hf_retry) the same without that variant if the first run
+# failed other than by its time limit: the retry goes last in a group, so it cannot starve the other parts.
+hf_pairs() {
+  local cap=$1; shift
+  part pairs-hf "$cap" $(pairs pairs-hf) --only hf_llama_generate "$@"
+}
+hf_retry() {
+  local cap=$1; shift
+  local rc=$(cat "$WORK/logs/pairs-hf.rc" 2>/dev/null)
+  if [ -n "$rc" ] && [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] && [ "$rc" != skipped ]; then
+    part pairs-hf-no-graphs "$cap" $(pairs pairs-hf) --only hf_llama_generate --drop-lever cuda_graphs "$@"
+  fi
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used --format=csv
+  "$PY" -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name())'
+  "$PY" -c 'import transformers, torchvision; print("transformers", transformers.__version__, "torchvision", torchvision.__version__)'
+  git rev-parse HEAD 2>/dev/null; } >> "$LOG" 2>&1
+say "== realworld group $GROUP on $DEVICE, budget ${BUDGET}s, work in $WORK"
+
+case $GROUP in
+a)
+  part pairs-optim 120 $(pairs pairs) --only adamw_foreach_off sgd_momentum_loop adam_step_only empty_cache
+  part pairs-fusion 150 $(pairs pairs) --only rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small chain6_large
+  part pairs-vision 120 $(pairs pairs) --only dataloader_cnn cnn_b1
+  part pairs-recompile 200 $(pairs pairs) --only recompile
+  part cold 200 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold"
+  ;;
+b)
+  part traces 90 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only training norepeat health
+  part decode 120 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
+  hf_pairs 220
+  part generate 220 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
+  hf_retry 150
+  ;;
+smoke)
+  # side by side, each writing its own folder. Vision runs first in its process: its DataLoader workers fork
+  # before any compile worker pool exists there.
+  part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn cnn_b1 adamw_foreach_off \
+    sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
+    chain6_large recompile &
+  { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
+  part smoke-generate 150 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
+  part smoke-traces 150 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
+  part smoke-cold 150 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke &
+  wait
+  ;;
+esac
+
+say "== summary (profiled and unprofiled after/before ratios: median [p10-p90])"
+"$PY" -m capture.realworld --summary "$WORK" 2>&1 | cut -c1-900 | tee -a "$LOG"
+
+TAR=$OUT/realworld-$GROUP.tar.gz
+tar czf "$TAR" -C "$ROOT" "$GROUP"
+if [ "$(stat -c %s "$TAR")" -gt $((15 << 20)) ]; then     # the device call brings back files of up to 16 MiB
+  tar czf "$TAR" -C "$ROOT" --exclude "$GROUP/generate" --exclude "$GROUP/traces" "$GROUP"
+  tar czf "$OUT/realworld-$GROUP-2.tar.gz" -C "$ROOT" "$GROUP/generate" "$GROUP/traces"
+fi
+ls -la "$OUT" | tee -a "$LOG"
+# The parts whose rc file is not 0; pairs-hf counts as passed when its rerun without cuda_graphs passed.
+FAILED=""
+for f in "$WORK"/logs/*.rc; do
+  name=$(basename "$f" .rc)
+  [ "$(cat "$f")" = 0 ] && continue
+  if [ "$name" = pairs-hf ] && [ "$(cat "$WORK/logs/pairs-hf-no-graphs.rc" 2>/dev/null)" = 0 ]; then
+    FAILED="$FAILED pairs-hf's cuda_graphs variant (the rerun without it passed)"
+  else
+    FAILED="$FAILED $name"
+  fi
+done
+say "== group $GROUP done in $(elapsed)s: ${FAILED:+FAILED or skipped:}${FAILED:-every part ok}"
+rm -rf "$ROOT"
+[ -z "$FAILED" ]

@@ -1,0 +1,299 @@
+"""The real-world ground-truth captures (capture/realworld*.py) run on the CPU: every scenario and variant profiles
+a window and writes a trace, and the traces hold what each capture relies on. Scenarios that need torchvision or
+transformers skip without them (CI installs neither); torch.compile ones skip without a C++ compiler."""
+import functools
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture import fixes  # noqa: E402
+from capture.fixes import BEFORE, FixWorkload, profile_window, wall_ms  # noqa: E402
+from capture.realworld import REALWORLD, run, summary_line  # noqa: E402
+from capture.realworld_common import trace_facts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPILES = {"recompile", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid", "rmsnorm_swiglu_small", "chain6_large",
+            "hf_llama_generate"}
+
+
+def _has_cxx() -> bool:
+    return shutil.which(os.environ.get("CXX", "g++")) is not None or shutil.which("clang++") is not None
+
+
+def _skip_unless_runnable(kind: str) -> None:
+    for module in REALWORLD[kind].needs:
+        pytest.importorskip(module)
+    if kind in COMPILES and not _has_cxx():
+        pytest.skip("torch.compile on the CPU needs a C++ compiler")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small CPU ops on a shared machine run ~500x slower with an oversubscribed intra-op pool."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _trace(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+@pytest.mark.parametrize("kind", sorted(REALWORLD))
+def test_every_variant_of_every_real_world_scenario_profiles_a_window_on_the_cpu(kind, tmp_path):
+    _skip_unless_runnable(kind)
+    cls = REALWORLD[kind]
+    for v in [BEFORE, *cls.levers]:
+        wl = cls(device="cpu", fix=v, **cls.smoke)
+        wl.setup()
+        wl.before_window()
+        wl.window()                                      # the harness's warm-up: compiles happen here
+        span = profile_window(wl, tmp_path / f"{v}.json.gz")
+        assert span > 0
+        names = {e.get("name") for e in _trace(tmp_path / f"{v}.json.gz")["traceEvents"]}
+        assert fixes.WINDOW in names
+        assert wall_ms(wl) > 0
+
+
+def test_the_optimizer_lever_has_three_workloads_each_with_hundreds_of_parameter_tensors_on_a_gpu():
+    kinds = [k for k, c in REALWORLD.items() if "fused_optimizer" in c.levers]
+    assert sorted(kinds) == ["adam_step_only", "adamw_foreach_off", "sgd_momentum_loop"]
+    assert all(REALWORLD[k].blocks * 4 >= 500 for k in kinds)     # 4 parameter tensors a block
+
+
+def test_a_per_parameter_optimizer_step_is_recorded_as_torch_optim_records_it(tmp_path):
+    wl = REALWORLD["adamw_foreach_off"](device="cpu", iters=1)
+    wl.setup()
+    wl.window()
+    profile_window(wl, tmp_path / "t.json.gz")
+    names = {e.get("name") for e in _trace(tmp_path / "t.json.gz")["traceEvents"]}
+    assert "Optimizer.step#AdamW.step" in names
+    assert wl.record["defaults"]["foreach"] is False and wl.record["param_tensors"] == 48
+
+
+def test_the_recompile_window_holds_its_compiles_and_the_dynamic_one_none(tmp_path):
+    _skip_unless_runnable("recompile")
+    facts = {}
+    for v in (BEFORE, "no_recompiles"):
+        wl = REALWORLD["recompile"](device="cpu", fix=v, iters=2)
+        wl.setup()
+        wl.before_window()
+        wl.window()
+        profile_window(wl, tmp_path / f"{v}.json.gz")
+        facts[v] = trace_facts(tmp_path / f"{v}.json.gz")
+        assert wl.record["windows"][-1]["profiled"]
+    assert facts[BEFORE]["compiles"] == 2                         # one per new sequence length
+    assert facts["no_recompiles"]["compiles"] == 0 and facts["no_recompiles"]["compiled_region_calls"] == 2
+
+
+def test_the_fusion_ledger_counts_each_eager_pass_and_the_fused_kernels_two():
+    from capture.realworld_compile import byte_ledger, chain6, rmsnorm_swiglu
+
+    x = torch.randn(1000)
+    ledger = byte_ledger(chain6, x)
+    assert ledger["eager_kernels"] == 6
+    assert ledger["eager_bytes"] == 13 * 4000 and ledger["fused_bytes"] == 2 * 4000   # y * x reads two inputs
+    x, w = torch.randn(8, 64, dtype=torch.bfloat16), torch.randn(64, dtype=torch.bfloat16)
+    ledger = byte_ledger(rmsnorm_swiglu, x, w)
+    assert ledger["fused_bytes"] == 8 * 64 * 2 + 64 * 2 + 8 * 32 * 2                 # x and w in, half out
+    assert ledger["eager_bytes"] > 8 * ledger["fused_bytes"] and ledger["dtype"] == "bfloat16"
+
+
+def test_the_half_elements_variant_of_the_chain_moves_half_the_bytes():
+    big, half = (REALWORLD["chain6_large"](device="cpu", fix=v) for v in (BEFORE, "kernels_2x"))
+    assert half.inputs_for(False)[0].numel() * 2 == big.inputs_for(False)[0].numel()
+
+
+@dataclass
+class _CountingHook(FixWorkload):
+    kind: ClassVar[str] = "counting_hook"
+    iters: int = 1
+
+    def setup(self):
+        self.hooks, self.x = 0, torch.ones(4)
+
+    def before_window(self):
+        self.hooks += 1
+        with torch.profiler.record_function("hook_work"):
+            self.x.add_(1)
+
+    def step(self):
+        return self.x * 2
+
+
+def test_the_per_window_hook_runs_before_every_window_and_stays_out_of_the_trace(tmp_path):
+    wl = _CountingHook(device="cpu")
+    wl.setup()
+    profile_window(wl, tmp_path / "t.json.gz")          # the profiler's warm-up window, then the recorded one
+    assert wl.hooks == 1
+    wall_ms(wl)
+    assert wl.hooks == 2
+    names = {e.get("name") for e in _trace(tmp_path / "t.json.gz")["traceEvents"]}
+    assert "hook_work" not in names and fixes.WINDOW in names
+
+
+def test_a_run_writes_fixes_measured_json_with_both_ratio_spreads_records_and_trace_facts(tmp_path, capsys):
+    assert run(tmp_path, device="cpu", reps=2, only=["adam_step_only"], smoke=True) == 0
+    res = json.loads((tmp_path / "measured.json").read_text())["scenarios"]["adam_step_only"]
+    assert set(res["wall_ratio"]["fused_optimizer"]) == {"median", "p10", "p90", "min", "max"}
+    assert isinstance(res["wall_ratio_median"]["fused_optimizer"], float)
+    assert len(res["span_us"]["before"]["runs"]) == 2
+    facts = res["variants"]["fused_optimizer"]["facts"]
+    assert facts["optimizer_steps"] == 1 and facts["bytes_gz"] > 0
+    assert res["variants"]["before"]["record"]["defaults"]["fused"] is None
+    assert (tmp_path / "adam_step_only--fused_optimizer.json.gz").exists()
+    assert "fused_optimizer profiled" in capsys.readouterr().out
+
+
+def test_a_rerun_with_merge_replaces_the_earlier_error_of_the_same_scenario(tmp_path):
+    (tmp_path / "measured.json").write_text(json.dumps({"scenarios": {}, "errors": {"empty_cache": "boom"}}))
+    assert run(tmp_path, device="cpu", reps=1, only=["empty_cache"], smoke=True, merge=True) == 0
+    measured = json.loads((tmp_path / "measured.json").read_text())
+    assert measured["errors"] == {} and "empty_cache" in measured["scenarios"]
+
+
+def test_a_dropped_lever_leaves_its_variant_out(tmp_path):
+    _skip_unless_runnable("chain6_large")
+    assert run(tmp_path, device="cpu", reps=1, only=["chain6_large"], smoke=True, drop={"fuse"}) == 0
+    res = json.loads((tmp_path / "measured.json").read_text())["scenarios"]["chain6_large"]
+    assert list(res["ratio"]) == ["kernels_2x"]
+
+
+def test_the_summary_reads_measured_files_from_before_wall_ratio_had_a_spread():
+    old = json.loads((ROOT / "traces" / "fixes" / "measured.json").read_text())["scenarios"]["item_python"]
+    line = summary_line("item_python", old)
+    assert line.startswith("item_python: before") and "remove_syncs profiled" in line
+
+
+def test_a_cuda_graphs_variant_without_graph_launches_is_flagged():
+    res = {"span_us": {"before": {"median": 1000}}, "wall_ms": {"before": {"median": 1.0}},
+           "ratio": {"cuda_graphs": {"median": .5, "p10": .4, "p90": .6, "min": .3, "max": .7}},
+           "wall_ratio": {"cuda_graphs": .6},
+           "variants": {"cuda_graphs": {"facts": {"graph_launches": 0, "kernels": 40}}}}
+    assert "WARNING x--cuda_graphs has no cudaGraphLaunch" in summary_line("x", res)
+
+
+def test_generate_records_ttft_and_each_token_from_the_streamer():
+    _skip_unless_runnable("hf_llama_generate")
+    wl = REALWORLD["hf_llama_generate"](device="cpu", new_tokens=5, layers=1)
+    wl.setup()
+    wl.window()
+    call = wl.record["windows"][-1]["calls"][0]
+    assert call["new_tokens"] == 5 and len(call["per_token_ms"]) == 4
+    assert 0 < call["prompt_put_ms"] < call["ttft_ms"] < call["total_ms"]
+
+
+def test_bare_generate_traces_have_no_ranges_of_ours_and_truth_in_trace_time(tmp_path):
+    pytest.importorskip("transformers")
+    from capture.realworld_generate import capture_generate_trace, hf_model
+
+    model = hf_model("gpt2", "cpu", layers=1)
+    doc = capture_generate_trace(model, "gpt2", 2, "eager", tmp_path, device="cpu", prompt_len=8, new_tokens=4,
+                                 warmups=1)
+    events = _trace(tmp_path / "generate-gpt2-b2-eager.json.gz")["traceEvents"]
+    assert not [e for e in events if e.get("cat") == "user_annotation"]      # no ProfilerStep#, no range of ours
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    lo, hi = min(e["ts"] for e in ops), max(e["ts"] + e["dur"] for e in ops)
+    assert lo - 1000 < doc["start_trace_us"] < lo and all(lo < t < hi + 1000 for t in doc["put_trace_us"][1:])
+    truth = json.loads((tmp_path / "generate-gpt2-b2-eager.truth.json").read_text())
+    assert truth["profiled"]["new_tokens"] == 4 and truth["batch"] == 2
+
+
+def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path):
+    from capture.realworld_traces import capture_training
+
+    doc = capture_training(tmp_path, "cpu", steps=9, stall_step=7, stall_ms=30)
+    slow = [s["step"] for s in doc["steps_host"] if s["next_ms"] > 25]
+    assert slow == [7] and doc["outlier_step"] == 7
+    assert doc["facts"]["profiler_steps"] == 0 and doc["facts"]["dataloader_nexts"] == 9
+    nexts = sorted((e for e in _trace(tmp_path / "training-outlier.json.gz")["traceEvents"]
+                    if str(e.get("name")).startswith("enumerate(DataLoader)")), key=lambda e: e["ts"])
+    assert nexts[7]["dur"] > 25e3 and abs(nexts[7]["ts"] - doc["steps_host"][7]["next_start_trace_us"]) < 1000
+
+
+def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path):
+    from capture.realworld_traces import HEALTH, capture_decode, capture_health, capture_norepeat
+
+    assert capture_norepeat(tmp_path, "cpu")["facts"]["cpu_ops"] > 0
+    assert [d["trace"] for d in capture_health(tmp_path, "cpu", steps=2)] == [f"{n}.json.gz" for n in HEALTH]
+    if _has_cxx():
+        docs = capture_decode(tmp_path, "cpu", tokens=3)
+        assert [d["mode"] for d in docs] == ["eager", "cudagraph", "reduce-overhead"]
+    for truth in tmp_path.glob("*.truth.json"):
+        assert (tmp_path / json.loads(truth.read_text())["trace"]).exists()
+
+
+def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path):
+    pytest.importorskip("torchvision")
+    from capture.realworld_cold import KIND, capture_cold
+
+    res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1)
+    pids = {r["pid"] for rs in res["runs"]["profiled"].values() for r in rs} | {r["pid"] for r in res["runs"]["unprofiled_before"]}
+    assert len(pids) == 3
+    assert set(res["ratio"]) == {"warm_up"} and (tmp_path / f"{KIND}--before.json.gz").exists()
+
+
+def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
+    script = (ROOT / "capture" / "record_realworld.sh").read_text()
+    hf_pairs = script.split("\nhf_pairs() {")[1].split("\n}")[0]
+    assert "--drop-lever cuda_graphs" in script.split("\nhf_retry() {")[1].split("\n}")[0]
+    groups = "\n" + script.split("\ncase $GROUP in\n")[1]
+    a, b, smoke = (groups.split(f"\n{g})\n")[1].split(";;")[0] for g in ("a", "b", "smoke"))
+    a, b, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, smoke))
+    for kind in REALWORLD:
+        assert (kind in a) != (kind in b), kind                  # in exactly one of the two data groups
+        assert kind in smoke, kind
+    assert "realworld_cold" in a + b and "realworld_generate" in a + b and "realworld_traces" in a + b
+    subprocess.run(["bash", "-n", str(ROOT / "capture" / "record_realworld.sh")], check=True)
+
+
+def test_the_device_script_refuses_an_unknown_group(tmp_path):
+    p = subprocess.run(["bash", str(ROOT / "capture" / "record_realworld.sh")], capture_output=True, text=True,
+                       env={**os.environ, "GROUP": "z", "OUT": str(tmp_path)})
+    assert p.returncode == 2 and "GROUP must be a, b or smoke" in p.stderr
+
+
+def test_capture_modules_import_nothing_the_device_lacks():
+    code = ("import sys; sys.modules['msgspec'] = None\n"
+            "import capture.realworld, capture.realworld_traces, capture.realworld_cold, capture.harness")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_hand_compiled_decode_forward_gets_the_same_arguments_as_the_eager_one():
+    _skip_unless_runnable("hf_llama_generate")
+    from capture.realworld_generate import compiled_decode_forward, generate_kwargs, hf_model
+
+    seen = {}
+    for mode in ("static", "graphs"):
+        model = hf_model("llama", "cpu", layers=1)
+        eager = model.forward
+
+        @functools.wraps(eager)
+        def spy(*args, __eager=eager, __mode=mode, **kwargs):
+            seen.setdefault(__mode, []).append(sorted(kwargs))
+            return __eager(*args, **kwargs)
+
+        model.forward = spy
+        if mode == "graphs":
+            model.forward = compiled_decode_forward(model)
+        kw = {**generate_kwargs(mode, False, 3), "disable_compile": True}
+        kw.pop("compile_config", None)
+        if mode == "graphs":
+            from transformers import StaticCache
+
+            kw["past_key_values"] = StaticCache(config=model.config, max_cache_len=9)
+        ids = torch.randint(0, 100, (1, 6))
+        model.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+    assert seen["static"] == seen["graphs"]                    # logits_to_keep and all, prompt and decode
+    assert "logits_to_keep" in seen["graphs"][0]
