@@ -26,7 +26,7 @@ from typing import ClassVar
 import torch
 
 from capture import fixes
-from capture.fixes import BEFORE
+from capture.fixes import GraphedBody, BEFORE
 from capture.realworld_common import RealWorkload, trace_facts
 from capture.realworld_compile import COMPILE_SCENARIOS
 from capture.realworld_generate import GENERATE_SCENARIOS
@@ -62,11 +62,24 @@ class _OptimizerLoop(RealWorkload):
         self.opt = self.optimizer(params)
         self.record.update(param_tensors=len(params), param_floats=sum(p.numel() for p in params),
                            optimizer=type(self.opt).__name__, defaults=_plain(self.opt.defaults))
+        self.run = self.one_step
+        if self.fix == "cuda_graphs":
+            # the whole step (forward, backward, optimizer) captured once and replayed, as torch.cuda.graph's
+            # "whole network capture" does: grads set to None before the capture live in its memory pool
+            self.opt.zero_grad(set_to_none=True)
+            self.run = GraphedBody(self.one_step_graphed, self.gpu)
+
+    def one_step_graphed(self):
+        if self.train:
+            loss = self.net(self.x).square().mean()
+            loss.backward()
+        self.opt.step()
+        return self.net[0].weight
 
     def optimizer(self, params):
         raise NotImplementedError
 
-    def step(self):
+    def one_step(self):
         if self.train:
             loss = self.net(self.x).square().mean()
             loss.backward()
@@ -75,22 +88,28 @@ class _OptimizerLoop(RealWorkload):
             self.opt.zero_grad()      # set_to_none (the default): no kernels
         return self.net[0].weight
 
+    def step(self):
+        return self.run()
+
 
 @dataclass
 class AdamWForeachOff(_OptimizerLoop):
     kind: ClassVar[str] = "adamw_foreach_off"
+    levers: ClassVar[tuple[str, ...]] = ("fused_optimizer", "cuda_graphs")
     about: ClassVar[str] = ("fwd+bwd of 128 Linear(256)+LayerNorm blocks (512 param tensors) at batch 32, then "
                             "AdamW(foreach=False).step(); fused_optimizer: AdamW(fused=True)")
 
     def optimizer(self, params):
         fused = self.fix == "fused_optimizer"
+        # (a graphed step needs capturable=True: the step count stays on the device)
         return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False if not fused else None,
-                                 fused=fused or None)
+                                 fused=fused or None, capturable=self.fix == "cuda_graphs" and self.gpu)
 
 
 @dataclass
 class SGDMomentumLoop(_OptimizerLoop):
     kind: ClassVar[str] = "sgd_momentum_loop"
+    levers: ClassVar[tuple[str, ...]] = ("fused_optimizer", "cuda_graphs")
     about: ClassVar[str] = ("fwd+bwd of 128 Linear(256)+LayerNorm blocks (512 param tensors) at batch 32, then "
                             "SGD(momentum=0.9, foreach=False).step(); fused_optimizer: SGD(foreach=True)")
 

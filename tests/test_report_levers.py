@@ -1,6 +1,8 @@
-"""The report speaks of what each fix would buy (issue 11): Next is the lever with the largest
-predicted saving, with its number; the Idle line names syncs that serialise host work; diff says
-how close the before trace's prediction came for the lever the change applied."""
+"""The report speaks of what each fix would buy (issues 11 and 20): Next is the fix the replay predicts
+saves most, in the user's terms, with its number (faster kernels are headroom said beside it, never the
+fix); the Idle line names syncs that serialise host work; diff names the lever a change applied and how
+close the before trace's prediction came. Checked on both ground-truth sets: traces/fixes (hand-made
+loops) and traces/realworld (torch.optim, the allocator, torch.compile, torchvision + DataLoader, HF)."""
 import json
 from pathlib import Path
 
@@ -15,16 +17,20 @@ from analyzers.triage.diff import check_prediction, diff_analyses
 from analyzers.triage.report import analyze_file
 from analyzers.model.verdicts import Cause, Experiment
 
-FIXES = Path(__file__).resolve().parent.parent / "traces" / "fixes"
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+FIXES = TRACES / "fixes"
 MEASURED = json.loads((FIXES / "measured.json").read_text())["scenarios"]
-PAIRS = [(name, v) for name, sc in MEASURED.items() for v in sc["span_us"] if v != "before"]
+REAL = json.loads((TRACES / "realworld" / "measured.json").read_text())["scenarios"]
+SETS = {**{k: ("fixes", sc) for k, sc in MEASURED.items()}, **{k: ("realworld", sc) for k, sc in REAL.items()}}
+PAIRS = [(name, v) for name, (_, sc) in SETS.items() for v in sc["ratio"]]
+HEADROOM = "kernels_2x"
 _cache: dict = {}
 
 
 def analysis(name: str, variant: str):
     key = (name, variant)
     if key not in _cache:
-        _cache[key] = analyze_file(FIXES / f"{name}--{variant}.json.gz")
+        _cache[key] = analyze_file(TRACES / SETS[name][0] / f"{name}--{variant}.json.gz")
     return _cache[key]
 
 
@@ -35,24 +41,44 @@ def test_next_names_the_sync_op_with_its_predicted_saving_where_host_work_holds_
     nx = a.next_experiment
     assert nx.kind is Experiment.REMOVE_SYNCS and nx.lever.lever == "remove_syncs" and nx.lever.only == "aten::item"
     lines = five_lines(a)
-    assert lines[4].startswith("Next: remove or defer the syncs (aten::item):")
+    assert lines[4].startswith("Next: remove or defer the syncs (.item(), aten::item):")    # as the user wrote it
     assert "(predicted −30%, 9.33 ms → 6.49 ms)" in lines[4]
     # the Idle line agrees: the sync is named with the overlap it prevents, though host work holds more idle
     assert "mostly host work" in lines[2] and "the syncs (aten::item) serialise the host with the GPU" in lines[2]
-    # "would waste the week" is the lever that predicts least, and says why
-    assert "Would waste the week: pinned memory and async copies, predicted 0% (no pageable copy" in lines[4]
+    # "would waste the week" is a lever that acts on something here and predicts least
+    waste = lines[4].split("Would waste the week: ")[1]
+    assert waste.startswith("CUDA graphs to cut launches, predicted −13%")
     out = serialize.report(a)["next_experiment"]
     assert out["whatif_lever"] == "remove_syncs" and out["only"] == "aten::item"
     lo, hi = MEASURED["item_python"]["ratio"]["remove_syncs"]["min"], MEASURED["item_python"]["ratio"]["remove_syncs"]["max"]
     assert lo - 0.05 <= out["predicted_ratio"] <= hi + 0.05
 
 
-@pytest.mark.parametrize("name", [n for n, sc in MEASURED.items() if len(sc["span_us"]) > 2])
-def test_next_is_the_lever_that_measured_best_when_several_fixes_were_made(name):
-    measured = {v: r["median"] for v, r in MEASURED[name]["ratio"].items()}
-    best = min(measured, key=measured.get)
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_next_is_the_fix_that_measured_best_and_faster_kernels_stay_headroom(name):
+    """Next is the fix that measured best of those made (kernels_2x, half the work per kernel, is the
+    headroom check: said beside the fix when it would buy more, the Next only where no fix is worth naming)."""
+    measured = {v: r["median"] for v, r in SETS[name][1]["ratio"].items()}
+    fixes = {v: m for v, m in measured.items() if v != HEADROOM}
     nx = analysis(name, "before").next_experiment
-    assert nx.lever is not None and nx.lever.lever == best, (nx.lever, measured)
+    assert nx.lever is not None, nx
+    if not fixes or nx.lever.lever == HEADROOM:
+        # no fix worth naming: the regime's Next with what faster kernels would buy
+        assert nx.lever.lever == HEADROOM and min(fixes.values(), default=1.0) > 1 - 0.05 - 1e-9, (nx, measured)
+        return
+    best = min(fixes, key=fixes.get)
+    # the measured best, or a fix that measured within the replay's error of it (a close call goes to the
+    # smaller change to the code)
+    assert nx.lever.lever in fixes and fixes[nx.lever.lever] <= fixes[best] + 0.05, (nx.lever, measured)
+    if HEADROOM in measured and measured[HEADROOM] < fixes[nx.lever.lever]:
+        assert nx.headroom is not None and nx.headroom.lever == HEADROOM
+
+
+def test_faster_kernels_are_the_next_only_where_no_fix_is_worth_naming():
+    nx = analysis("matmul_loop", "before").next_experiment     # compute-bound: CUDA graphs would buy ~4%
+    assert nx.kind is Experiment.CHEAPER_ARITHMETIC and nx.lever.lever == HEADROOM
+    line = five_lines(analysis("item_python_short", "before"))[4]   # a sync worth removing, and kernel headroom
+    assert line.startswith("Next: remove or defer the syncs") and "faster kernels are headroom beside it" in line
 
 
 @pytest.mark.parametrize("name,variant", PAIRS, ids=[f"{n}--{v}" for n, v in PAIRS])
@@ -62,8 +88,8 @@ def test_diff_finds_the_lever_the_fix_applied_and_how_close_the_prediction_came(
         # half the FLOPs of launch-bound tiny kernels leaves their kernel time where it was: no lever fits
         assert check is None
         return
-    assert check is not None and check.lever == variant
-    r = MEASURED[name]["ratio"][variant]
+    assert check is not None and check.lever == variant, check
+    r = SETS[name][1]["ratio"][variant]
     assert r["min"] - 0.02 <= check.measured_ratio <= r["max"] + 0.02      # the committed run is one of the five
     if variant == "kernels_2x":   # replayed with kernels as much faster as they measured: inside the measured spread
         assert r["min"] - 0.05 <= check.predicted_ratio <= r["max"] + 0.05, check

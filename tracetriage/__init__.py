@@ -19,6 +19,14 @@ Every function raises `TraceError` (a one-line message) for a path that is not a
 """
 from __future__ import annotations
 
-from tracetriage.facade import TraceError, analyze, diff, profile, whatif
-
 __all__ = ["TraceError", "analyze", "diff", "profile", "whatif"]
+
+
+def __getattr__(name: str):
+    # loaded on first use (PEP 562), so `python -m tracetriage.cli capture` on a GPU machine that has torch
+    # but not the analysis's parser (msgspec) can still import the package
+    if name in __all__:
+        from tracetriage import facade
+
+        return getattr(facade, name)
+    raise AttributeError(f"module 'tracetriage' has no attribute {name!r}")

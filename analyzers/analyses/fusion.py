@@ -8,7 +8,8 @@ written once). A matmul, a convolution, attention, a copy across devices, a sync
 cost ends a chain.
 
 The fused ledger reads each input from outside the chain once and writes the chain's last output
-once. Without tensor identities in the trace (record_shapes records shapes, not storages), an input is
+once, per pass: a reduction whose result the chain uses again (RMSNorm's mean of squares) needs the
+inputs read twice, as Inductor's reduction kernel and the pointwise kernel after it do (two kernels). Without tensor identities in the trace (record_shapes records shapes, not storages), an input is
 the chain's own when an earlier op of the chain produced a tensor of its dtype and rank that holds it
 (the same shape, or a view such as `h.chunk(2, -1)`'s halves), two outside inputs of one shape and
 dtype are the same tensor (the `* x` of the chain above), and an op that reads nothing the chain made,
@@ -38,6 +39,7 @@ class Chain:
     kernels: tuple[int, ...]
     eager_bytes: float
     fused_bytes: float
+    passes: int = 1                # kernels the fused chain needs: one, and one more per reduction used again
 
     @property
     def byte_ratio(self) -> float:
@@ -52,13 +54,22 @@ class _Op:
     out_bytes: float
     out_key: tuple | None          # (dims, dtype) of its output
     ins: tuple                     # ((dims, dtype), bytes) of its tensor inputs, 0-dim ones left out
+    reduces: bool = False          # a reduction (its output is smaller than its input)
 
 
-def _op(sig: int, cost, args) -> _Op:
+def _op(sig: int, name: str, cost, args) -> _Op:
+    """An op's ledger entry. An in-place op writes its first argument (aten::copy_(dst, src) reads only src:
+    a dtype cast such as x.float() into a new tensor)."""
+    if name.endswith("copy_") and len(args) >= 2:
+        dst, rest = args[0], args[1:]
+        ins = tuple(((d, t), nb) for d, t, nb in rest if math.prod(d) > TINY)
+        return _Op(sig, cost.bytes, float(dst[2]), (dst[0], dst[1]), ins)
     reads = sum(nb for _, _, nb in args)
     out_bytes = max(cost.bytes - reads, 0.0)
+    out_key = (args[0][0], args[0][1]) if name.endswith("_") and args else _out_key(args, out_bytes)
     ins = tuple(((d, t), nb) for d, t, nb in args if math.prod(d) > TINY)
-    return _Op(sig, cost.bytes, out_bytes, _out_key(args, out_bytes), ins)
+    return _Op(sig, cost.bytes, out_bytes if not name.endswith("_") else float(args[0][2]), out_key, ins,
+               reduces=cost.kind in ("reduction", "norm", "softmax"))
 
 
 def _holds(p: tuple, key: tuple) -> bool:
@@ -72,6 +83,9 @@ class _Ledger:
 
     def __init__(self):
         self.first = -1                       # the chain's first op's signature
+        self.reductions = 0                   # reductions whose result a later op of the chain read
+        self.pending_reduction: tuple | None = None
+        self.largest_input = 0.0
         self.produced: set[tuple] = set()
         self.outside: set[tuple] = set()
         self.eager = self.fused_reads = self.last_out = 0.0
@@ -87,17 +101,28 @@ class _Ledger:
         if self.first < 0:
             self.first = op.sig
         self.eager += op.eager_bytes
+        if self.pending_reduction is not None and any(k == self.pending_reduction for k, _ in op.ins):
+            self.reductions += 1              # the reduced value is used again: a second pass over the inputs
+            self.pending_reduction = None
         for key, nb in op.ins:
             if key not in self.outside and not self._made(key):
                 self.outside.add(key)
                 self.fused_reads += nb
+                self.largest_input = max(self.largest_input, nb)
+        if op.reduces and op.out_key is not None:
+            self.pending_reduction = op.out_key
         if op.out_key is not None:
             self.produced.add(op.out_key)
         self.last_out = op.out_bytes
 
     @property
+    def passes(self) -> int:
+        return 1 + self.reductions
+
+    @property
     def fused(self) -> float:
-        return self.fused_reads + self.last_out
+        # each extra pass reads the chain's inputs again: the largest of them bounds what it re-reads
+        return self.fused_reads + self.reductions * self.largest_input + self.last_out
 
 
 def _out_key(args, out_bytes: float) -> tuple | None:
@@ -110,8 +135,9 @@ def _out_key(args, out_bytes: float) -> tuple | None:
     return (big[0], big[1]) if big is not None and out_bytes else None
 
 
-def chains(trace: Trace) -> list[Chain]:
-    """Every eager chain of the trace, in the order its first op ran."""
+def chains(trace: Trace, breaks: np.ndarray | None = None) -> list[Chain]:
+    """Every eager chain of the trace, in the order its first op ran. `breaks` (per event) marks launch
+    calls no chain may hold: another lever's ground (the optimizer step's per-parameter kernels)."""
     ev = trace.ev
     calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
     kern = np.flatnonzero(ev.cat == KERNEL)
@@ -131,7 +157,7 @@ def chains(trace: Trace) -> list[Chain]:
     ops_of: list[_Op | None] = []
     for i, (k, r) in enumerate(zip(uniq.tolist(), first_row.tolist())):
         costed = _costed(trace, r) if k >= 0 else None
-        ops_of.append(_op(i, *costed) if costed is not None else None)
+        ops_of.append(_op(i, trace.names[ev.name[r]], *costed) if costed is not None else None)
     order = np.argsort(launch, kind="stable")
     k_of_call = {c: [] for c in np.unique(launch).tolist()}
     for c, k in zip(launch[order].tolist(), kern[order].tolist()):
@@ -146,7 +172,7 @@ def chains(trace: Trace) -> list[Chain]:
             if run and run[-1][0] == o:        # another launch of the op the chain already holds
                 run.append((o, c))
                 continue
-            this = ops_of[s]
+            this = None if breaks is not None and breaks[c] else ops_of[s]
             if this is None or (run and not book.continues(this)):
                 _close(run, book, k_of_call, out)   # not fusible, or the next call of the chain's function
                 run, book = [], _Ledger()
@@ -176,4 +202,4 @@ def _close(run: list[tuple[int, int]], book: _Ledger, k_of_call: dict, out: list
         return
     calls = tuple(c for _, c in run)
     kernels = tuple(k for c in calls for k in k_of_call.get(c, ()))
-    out.append(Chain(tuple(ops), calls, kernels, book.eager, book.fused))
+    out.append(Chain(tuple(ops), calls, kernels, book.eager, book.fused, book.passes))

@@ -724,8 +724,9 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
 # --- step 5: the evidence of each cause ------------------------------------------------------------
 
 def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
-    """The one-time set-up inside this device's host-work gaps."""
-    m = g.cause == HOST
+    """The one-time set-up that held the host while this device idled: in a host-work gap, and in a launch
+    gap too (a first launch loading its kernel's module keeps the host in the launch call)."""
+    m = (g.cause == HOST) | (g.cause == LAUNCH)
     return first_calls(trace, g.start[m], g.end[m], ctx, host_long_ns(ctx.launch_cost_ns))
 
 

@@ -42,7 +42,7 @@ LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of th
 CAUSE_FLOOR = 0.10        # an idle lever is the Next only when its cause holds a tenth of the idle (no "cut launches"
                           # for a sliver of launch overhead)
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
-                          # within it the dominant cause's own fix, the one the evidence shows, is the Next
+                          # within it the smaller change to the user's code is the Next
 HEADROOM = "kernels_2x"   # the Amdahl check of faster kernels: headroom said beside a fix, never a fix itself
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
@@ -381,21 +381,26 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if levers is not None and choices:
         fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
         best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None
-        own = next((c for c in fixes if LEVERS[c.lever].cause is dom and LEVERS[c.lever].experiment is None), None)
-        if best is not None and own is not None and own.lever != best.lever \
-                and best.saving_ns - own.saving_ns < CLOSE_CALL * best.baseline_ns \
-                and own.saving_ns >= LEVER_FLOOR * own.baseline_ns:
-            best, runner_up = own, best
-        else:
-            runner_up = None
+        head = by_name.get(HEADROOM)
+        if best is not None and head is not None and best.saving_ns < CLOSE_CALL * best.baseline_ns \
+                and head.saving_ns >= 2 * best.saving_ns:
+            best = None      # a fix within the replay's error of nothing, beside kernel time that is the span
+        runner_up = None
+        if best is not None:
+            # within the replay's error, the smaller change to the user's code (a call or a flag before a restructure)
+            close = [c for c in fixes if best.saving_ns - c.saving_ns < CLOSE_CALL * best.baseline_ns
+                     and c.saving_ns >= LEVER_FLOOR * c.baseline_ns]
+            pick = min(close, key=lambda c: (LEVERS[c.lever].effort, -c.saving_ns))
+            if pick.lever != best.lever:
+                best, runner_up = pick, best
         if best is not None:
             spec = LEVERS[best.lever]
             cause = spec.cause
             kind = spec.experiment or EXPERIMENT_FOR_CAUSE[cause]
             gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
-            head = by_name.get(HEADROOM)
             beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
-                           and LEVERS[c.lever].experiment is None), None) if dom is not None and dom is not cause else None
+                           and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
+                if dom is not None and dom is not cause and runner_up is None else None
             return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best),
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up)
@@ -416,12 +421,14 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
 
 
 def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool:
-    """A fix the trace calls for: not the headroom check, acting on something here, and (an idle lever) on
-    a cause that holds a tenth of the idle."""
-    spec = LEVERS[c.lever]
+    """A fix the trace calls for: not the headroom check, acting on something here, and no cutting of
+    launches where launch overhead holds under a tenth of the idle, no warm-up for set-up under a quarter
+    of the span."""
     if c.lever == HEADROOM or (c.assumption is not None and c.assumption.count == 0):
         return False
-    return spec.cause is None or by_cause.get(spec.cause, 0) >= CAUSE_FLOOR * idle_ns
+    if LEVERS[c.lever].experiment is Experiment.WARM_UP:   # a little set-up is a caveat, not the experiment
+        return c.saving_ns >= WARMUP_IS_THE_LEVER * c.baseline_ns
+    return c.lever != "cuda_graphs" or by_cause.get(Cause.LAUNCH_OVERHEAD, 0) >= CAUSE_FLOOR * idle_ns
 
 
 def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice) -> LeverChoice | None:

@@ -58,8 +58,7 @@ def next_experiment(a) -> dict[str, str]:
         out = {"lever": "warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, "
                         "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile "
                         "and triage again",
-               "why": f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
-                      f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays",
+               "why": _warmup_why(a),
                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
     elif nx.kind in LEVER_ADVICE:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
@@ -79,7 +78,7 @@ def next_experiment(a) -> dict[str, str]:
     if nx.close_call is not None:
         c = nx.close_call
         out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much ({saving_pct(c.saving_ns, c.baseline_ns)}, "
-                       "within the replay's error), but the idle is mostly this cause's")
+                       "within the replay's error) but is a bigger change to the code")
     if nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
@@ -97,6 +96,16 @@ def next_experiment(a) -> dict[str, str]:
 HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less of it",
                   "memory": "fewer bytes: fusion, lower precision, no materialised copies",
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
+
+
+def _warmup_why(a) -> str:
+    if a.warmup:
+        return (f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
+                f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
+    lv = a.next_experiment.lever
+    steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
+    where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
+    return f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up ({where}), which the steady state never pays"
 
 
 def _lever_why(a) -> str:

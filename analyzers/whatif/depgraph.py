@@ -40,6 +40,7 @@ from analyzers.model.trace import (
     KERNEL,
     MEMCPY,
     NONE,
+    OVERHEAD,
     RUNTIME,
     USER_ANNOTATION,
     Trace,
@@ -75,6 +76,9 @@ class Graph:
     c_issues: np.ndarray         # bool: some GPU activity is linked to this call
     c_in_op: np.ndarray          # bool: made inside a cpu_op (else straight from Python: torch.cuda.synchronize())
     c_outer_op: np.ndarray       # row of the outermost cpu_op around the call (aten::item), NONE if none
+    c_wake: np.ndarray           # index of the call on another thread that handed this thread its work (the
+                                 # autograd engine's thread starting backward), NONE if none
+    c_wdelay: np.ndarray         # this call's start - that call's end
     # GPU activities, in order of (queue, call, start)
     g_row: np.ndarray
     g_queue: np.ndarray          # index of (device, stream)
@@ -202,6 +206,7 @@ def build(trace: Trace) -> Graph:
     c_in_op = np.zeros(len(c_row), bool)
     c_outer_op = np.full(len(c_row), NONE, np.int64)
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
+    own = np.flatnonzero(ev.cat == OVERHEAD)
     if len(c_row):
         ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
         okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
@@ -223,8 +228,10 @@ def build(trace: Trace) -> Graph:
             # two stretches, not one (only the first is the user's host work)
             ann = ann_rows[a_thr == t]
             cuts = np.concatenate([ev.start[ann], ev.end[ann]])
-            cov_s, cov_e = iv.union(np.concatenate([top_s[issuing], c_start[m], cuts]),
-                                    np.concatenate([top_e[issuing], c_end[m], cuts]))
+            # the profiler's own work (CUPTI's Activity Buffer Request, a row of its own) is no host work of
+            # the program's: no lever moves it (a first launch waiting 3 ms for a trace buffer)
+            cov_s, cov_e = iv.union(np.concatenate([top_s[issuing], c_start[m], cuts, ev.start[own]]),
+                                    np.concatenate([top_e[issuing], c_end[m], cuts, ev.end[own]]))
             lo = int(thread_start[c_thread[m[0]]])
             gs, ge = iv.complement(cov_s, cov_e, lo, int(c_start[m[-1]]))
             long_ = ge - gs >= host_long
@@ -334,14 +341,53 @@ def build(trace: Trace) -> Graph:
     c_issues = np.zeros(len(c_row), bool)
     c_issues[g_call[g_linked]] = True
 
+    c_wake, c_wdelay = _handoffs(c_start, c_dur, c_gap, c_thread, thread_start, host_long)
     return Graph(
         span_start=span_start, span_end=span_end, thread_start=thread_start, thread_tail=thread_tail,
         c_row=c_row, c_thread=c_thread, c_start=c_start, c_dur=c_dur, c_gap=c_gap, c_host=c_host, c_kind=c_kind,
         c_blocked=c_blocked, c_awaited=c_awaited, c_tail=c_tail, c_issues=c_issues,
-        c_in_op=c_in_op, c_outer_op=c_outer_op,
+        c_in_op=c_in_op, c_outer_op=c_outer_op, c_wake=c_wake, c_wdelay=c_wdelay,
         g_row=g_row, g_queue=g_queue, g_device=ev.device[g_row], g_cat=ev.cat[g_row], g_start=g_start, g_dur=g_dur,
         g_call=g_call, g_linked=g_linked, g_lat=g_lat, g_gap=g_gap, g_dep=g_dep, g_delay=g_delay,
         g_nbytes=ev.nbytes[g_row], queue_keys=[(int(a), int(b)) for a, b in qk.T],
         launch_cost_ns=launch_cost, lat_typ_ns=lat_typ, min_gap_ns=min_gap, min_gap_measured=measured,
         host_long_ns=host_long,
     )
+
+
+def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_thread: np.ndarray,
+              thread_start: np.ndarray, long_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Work handed from one host thread to another: a call after a long wait on its thread whose waiting
+    another thread filled with calls and then went quiet (the forward's thread starting the autograd
+    engine's thread on backward, and taking over again for the optimizer step), and the first call of a
+    thread that started after another thread's calls. The woken call starts when the waker's last call
+    ended, plus what the trace shows between them, not after its own wait."""
+    n = len(c_start)
+    wake = np.full(n, NONE, np.int64)
+    wdelay = np.zeros(n, np.int64)
+    if n == 0 or len(np.unique(c_thread)) < 2:
+        return wake, wdelay
+    c_end = c_start + c_dur
+    by_end = np.argsort(c_end, kind="stable")
+    ends_sorted = c_end[by_end]
+    # each call's next call on its own thread (to see that the waker went quiet)
+    order = np.lexsort((c_start, c_thread))
+    nxt = np.full(n, np.iinfo(np.int64).max, np.int64)
+    same = c_thread[order][1:] == c_thread[order][:-1]
+    nxt[order[:-1][same]] = c_start[order[1:][same]]
+    first_of_thread = np.zeros(n, bool)
+    first_of_thread[order[np.r_[True, ~same]]] = True
+    begun = thread_start[c_thread]
+    late_thread = first_of_thread & (begun > begun.min())       # a thread that began after the first one
+    for i in np.flatnonzero((c_gap >= long_ns) | late_thread).tolist():
+        k = int(np.searchsorted(ends_sorted, c_start[i], side="right")) - 1
+        # the latest call on another thread that ended before this one began, inside this call's wait
+        while k >= 0 and c_thread[by_end[k]] == c_thread[i]:
+            k -= 1
+        if k < 0:
+            continue
+        w = int(by_end[k])
+        if (first_of_thread[i] or c_end[w] > c_start[i] - c_gap[i]) and nxt[w] > c_start[i]:
+            wake[i] = w
+            wdelay[i] = int(c_start[i] - c_end[w])
+    return wake, wdelay

@@ -40,6 +40,8 @@ class Plan:
     g_dep: np.ndarray
     g_delay: np.ndarray
     thread_tail: np.ndarray
+    c_wake: np.ndarray           # a call handed its thread's work by a call on another thread (NONE: none)
+    c_wdelay: np.ndarray
 
     @classmethod
     def of(cls, g: Graph) -> "Plan":
@@ -48,7 +50,8 @@ class Plan:
                    c_awaited=g.c_awaited.copy(), c_tail=g.c_tail.copy(), g_queue=g.g_queue.copy(),
                    g_call=g.g_call.copy(),
                    g_dur=g.g_dur.copy(), g_lat=g.g_lat.copy(), g_gap=g.g_gap.copy(), g_dep=g.g_dep.copy(),
-                   g_delay=g.g_delay.copy(), thread_tail=g.thread_tail.copy())
+                   g_delay=g.g_delay.copy(), thread_tail=g.thread_tail.copy(), c_wake=g.c_wake.copy(),
+                   c_wdelay=g.c_wdelay.copy())
 
     def copy(self) -> "Plan":
         return replace(self, **{k: v.copy() for k, v in self.__dict__.items()})
@@ -88,9 +91,11 @@ def replay(g: Graph, p: Plan) -> Replayed:
     if n_g:
         blocked &= call[np.maximum(awaited, 0)] <= np.arange(n_c)   # its work was issued by then
 
-    # segments: host calls up to and including each blocked call
+    # segments: host calls up to and including each blocked call; a handed-off call begins one (its
+    # waker, earlier in start order, has its end by then)
     b_idx = np.flatnonzero(blocked)
-    seg_end = np.r_[b_idx + 1, n_c] if n_c else np.zeros(1, np.int64)
+    woken = np.flatnonzero(p.c_wake >= 0)
+    seg_end = np.r_[b_idx + 1, woken, n_c] if n_c else np.zeros(1, np.int64)
     seg_end = np.unique(seg_end)
     # per queue: where each segment's activities begin and end (activities sorted by call in a queue)
     qs = np.flatnonzero(first_in_q)
@@ -108,12 +113,21 @@ def replay(g: Graph, p: Plan) -> Replayed:
     g_s = np.zeros(n_g, np.int64)
     g_e = np.full(n_g, NEG, np.int64)
     cur = g.thread_start.copy()
+    first_call = np.full(len(cur), -1, np.int64)
+    if n_c:
+        first_call[g.c_thread[::-1]] = np.arange(n_c - 1, -1, -1)
     q_end = np.full(len(qs), NEG, np.int64)
     single_thread = len(np.unique(g.c_thread)) <= 1
     a = 0
     for s, b in enumerate(seg_end):
         if b <= a:
             continue
+        w = p.c_wake[a]
+        if w >= 0:   # the thread waited for its work: it starts when the waker's call ended, plus the delay
+            th = int(g.c_thread[a])
+            first = a == first_call[th]   # a thread's first call: it begins with its work, not at a clock time
+            start = int(c_e[w] + p.c_wdelay[a]) if first else max(int(cur[th]), int(c_e[w] + p.c_wdelay[a]))
+            cur[th] = start - int(p.c_gap[a])   # (its own wait is no host work)
         # host: cumulative sums per thread
         if single_thread:
             th = int(g.c_thread[a])

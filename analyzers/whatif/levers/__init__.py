@@ -9,8 +9,17 @@ read this; adding a lever is one new module here, its line below, and its test.
 """
 from __future__ import annotations
 
-from analyzers.whatif.levers import (async_copies, cuda_graphs, fuse, fused_optimizer, kernels_2x, no_host_work,
-                                     no_recompiles, remove_syncs, warm_up)
+from analyzers.whatif.levers import (
+    async_copies,
+    cuda_graphs,
+    fuse,
+    fused_optimizer,
+    kernels_2x,
+    no_host_work,
+    no_recompiles,
+    remove_syncs,
+    warm_up,
+)
 from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 
 # In this order: the order of the JSON and the tie-break between equal predictions.

@@ -12,17 +12,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzers.model import intervals as iv
 from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.model.span import PROFILER_STEP
-from analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
+from analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION
 from analyzers.model.units import duration_ns
-from analyzers.model.verdicts import Cause
+from analyzers.model.verdicts import Cause, Construct
+from analyzers.whatif.levers.host_windows import thread_keys
 from analyzers.whatif.levers.spec import SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise
 
 # A graph launch under torch.profiler costs about this much per kernel in the graph: the median
 # cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,
 # 95 kernels a launch; tests/test_whatif.py re-derives it). Used when the trace has no graph launch.
 GRAPH_NS_PER_KERNEL = 2_300
+# Between two graph replays the host runs its loop around them (the call to replay, the step's own Python):
+# the median stretch between consecutive cudaGraphLaunch calls in the CUDA-graph fix traces of traces/fixes
+# and traces/realworld (H200 under torch.profiler, 35-90 µs; tests/test_whatif.py re-derives it). Used when
+# the trace replays no graph of its own.
+REPLAY_GAP_NS = 40_000
+# A stretch of fewer kernels than this between two syncs stays eager: nobody captures a graph around a
+# matmul and its activation to replay it between two synchronizes (the fix there is the sync), and the
+# graph launch would save a launch or two at the price of a capture per stretch.
+MIN_GRAPH_KERNELS = 4
 
 
 @dataclass(frozen=True)
@@ -77,13 +88,24 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     gl_call = first[grp]
     movable &= gl_call >= 0
     n_in = np.bincount(grp[movable], minlength=n_groups)
-    # host: dispatch vanishes, host work that is not dispatch stays; every non-blocking call but
-    # the graph launch costs nothing
-    p.c_gap[:] = np.where(keep_host, g.c_host, 0)
-    p.c_gap[staged] = g.c_gap[staged]
-    p.c_dur[~p.c_blocked & ~staged] = 0
+    eager = n_in < MIN_GRAPH_KERNELS              # stretches too short to be worth a graph stay as they were
+    movable &= ~eager[grp]
+    first[eager] = NONE
+    stays = staged | eager[gid] if g.n_calls else staged
+    # host: dispatch vanishes, host work that is not dispatch stays (and so do one-time set-up and
+    # compilation, which a graph does not replay: they hold launches, but they are no dispatch); every
+    # non-blocking call but the graph launch costs nothing
+    kept_gap, kept_call = _not_dispatch(c)
+    p.c_gap[:] = np.maximum(np.where(keep_host, g.c_host, 0), kept_gap)
+    p.c_gap[stays] = g.c_gap[stays]
+    p.c_dur[~p.c_blocked & ~stays] = kept_call[~p.c_blocked & ~stays]
     has = first >= 0
     p.c_dur[first[has]] = per_kernel * n_in[has]
+    # the Python that calls each graph runs every time around the loop: what lies outside any op before
+    # a stretch's first call stays, up to what a loop around graph replays costs (inside the stretch, and
+    # at its top inside the captured function, the graph replays no Python)
+    heads = first[has]
+    p.c_gap[heads] = np.maximum(p.c_gap[heads], np.minimum(_python_before(c, heads), replay_gap(c)[0]))
     # device: each kernel issued by its stretch's graph launch, back to back
     mv = np.flatnonzero(movable)
     p.g_call[mv] = gl_call[mv]
@@ -92,6 +114,68 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     return (Graphed("cuda_graphs", int(movable.sum()), per_kernel_ns=per_kernel, source=source, min_gap_ns=g.min_gap_ns,
                     gap_measured=g.min_gap_measured),
             {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+
+
+def replay_gap(c: Context) -> tuple[int, str]:
+    """The host's stretch between two graph replays: measured on the trace's own, else the reference."""
+    g = c.g
+    gl = np.flatnonzero(c.calls_named(is_graph_launch))
+    if len(gl) >= 3:
+        # consecutive replays on one thread with no other launch between them: the wall from one's end to
+        # the next's start (the loop's Python, the call to replay, an event or a sync it makes)
+        gl = gl[np.lexsort((g.c_start[gl], g.c_thread[gl]))]
+        a, b = gl[:-1], gl[1:]
+        same = g.c_thread[a] == g.c_thread[b]
+        other = np.flatnonzero(g.c_issues & ~c.calls_named(is_graph_launch))
+        gaps = []
+        for x, y in zip(a[same].tolist(), b[same].tolist()):
+            lo, hi = g.c_start[x] + g.c_dur[x], g.c_start[y]
+            on = g.c_thread == g.c_thread[x]
+            if np.any(on[other] & (g.c_start[other] > lo) & (g.c_start[other] < hi)):
+                continue
+            gaps.append(int(hi - lo))
+        if len(gaps) >= 2:
+            return int(np.median(gaps)), "trace"
+    return REPLAY_GAP_NS, "reference"
+
+
+def _python_before(c: Context, calls: np.ndarray) -> np.ndarray:
+    """The part of each call's preceding stretch that lies before its outermost op began: untraced Python
+    between ops (all of the stretch for a call made straight from Python)."""
+    g, ev = c.g, c.trace.ev
+    prev_end = g.c_start[calls] - g.c_gap[calls]
+    outer = g.c_outer_op[calls]
+    op_start = np.where(outer >= 0, ev.start[np.maximum(outer, 0)], g.c_start[calls])
+    return np.clip(op_start - prev_end, 0, g.c_gap[calls])
+
+
+def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Per call, the host time of its stretch and of the call itself that lies in one-time set-up or in
+    torch.compile compiling, or in the profiler's own work: it stays under a graph."""
+    g, ev = c.g, c.trace.ev
+    gap_kept = np.zeros(g.n_calls, np.int64)
+    call_kept = np.zeros(g.n_calls, np.int64)
+    if not g.n_calls:
+        return gap_kept, call_kept
+    # the profiler's own work (CUPTI's Activity Buffer Request, on a row of its own) holds whichever call
+    # it lands in: no graph replays it away
+    own = np.flatnonzero(ev.cat == OVERHEAD)
+    if len(own):
+        os_, oe = iv.union(ev.start[own], ev.end[own])
+        gap_kept = iv.covered(os_, oe, g.c_start - g.c_gap, g.c_start)
+        call_kept = iv.covered(os_, oe, g.c_start, g.c_start + g.c_dur)
+    s1, e1, k1 = c.setup_excess
+    s2, e2, k2, _ = c.construct_windows(Construct.COMPILE)
+    starts, ends, keys = np.concatenate([s1, s2]), np.concatenate([e1, e2]), np.concatenate([k1, k2])
+    if not len(starts):
+        return gap_kept, call_kept
+    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    for k in np.unique(keys).tolist():
+        ws, we = iv.union(starts[keys == k], ends[keys == k])
+        m = np.flatnonzero(c_key == k)
+        gap_kept[m] = np.maximum(gap_kept[m], iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m]))
+        call_kept[m] = np.maximum(call_kept[m], iv.covered(ws, we, g.c_start[m], g.c_start[m] + g.c_dur[m]))
+    return gap_kept, call_kept
 
 
 def _step_starts(c: Context) -> np.ndarray:
@@ -130,8 +214,8 @@ def graph_launches(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="cuda_graphs", cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
-    words="CUDA graphs or fusion to cut launches",
+    name="cuda_graphs", effort=3, cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
+    words="CUDA graphs to cut launches",
     fix="the iteration's GPU work is captured once with torch.cuda.graph and replayed",
     recognise=Recognise(order=1, evidence="graph_launches", because="CUDA-graph launches appeared",
                         amount=graph_launches, acted=lambda m: m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0),

@@ -18,6 +18,7 @@ from analyzers.model.trace import CPU_OP, KERNEL, NONE
 from analyzers.model.units import count
 from analyzers.model.verdicts import Cause, Construct, Experiment
 from analyzers.whatif import depgraph as dg
+from analyzers.whatif.levers.cuda_graphs import graph_launches
 from analyzers.whatif.levers.host_windows import thread_keys
 from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
@@ -86,9 +87,9 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
         p.g_dur[head] = fused
         p.g_call[head] = first
         fused_kernels += 1
-    return (StepFused("fused_optimizer", int(len(calls)), steps=int(len(windows)),
+    return (StepFused("fused_optimizer", len(calls), steps=len(windows),
                       kernels_per_step=int(np.median(per_step)), rate_source=source),
-            {"steps": int(len(windows)), "per_param_launches": int(len(calls)), "fused_kernels": fused_kernels})
+            {"steps": len(windows), "per_param_launches": len(calls), "fused_kernels": fused_kernels})
 
 
 def says(a: StepFused) -> str:
@@ -104,11 +105,17 @@ def per_param_launches(m: Measured) -> int:
     return m.whatif.lever("fused_optimizer").assumption.count
 
 
+def not_into_a_graph(before: Measured, after: Measured) -> bool:
+    """The per-parameter launches went without the step moving into a CUDA graph (a graphed step launches
+    its per-parameter kernels from one graph launch: cuda_graphs' change, not this one)."""
+    return graph_launches(after) <= graph_launches(before)
+
+
 SPEC = LeverSpec(
-    name="fused_optimizer", cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
+    name="fused_optimizer", effort=1, cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
     words="a fused optimizer (foreach/fused)",
     fix="torch.optim's fused=True (or foreach=True) in place of foreach=False",
     recognise=Recognise(order=3, evidence="optimizer_launches", because="its per-parameter optimizer kernels went",
                         amount=per_param_launches, acted=lambda m: m.idle_in(Construct.OPTIMIZER),
-                        applied=went),
+                        applied=went, also=not_into_a_graph),
     experiment=Experiment.FUSE_OPTIMIZER, applied_words="a fused optimizer")

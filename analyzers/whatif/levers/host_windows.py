@@ -10,11 +10,26 @@ import numpy as np
 
 from analyzers.model import intervals as iv
 
-__all__ = ["remove_host_windows", "thread_keys"]
+__all__ = ["calls_inside", "remove_host_windows", "thread_keys"]
 
 
 def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+
+
+def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per call of context `c`, whether it starts inside a window of its own thread."""
+    g, ev = c.g, c.trace.ev
+    out = np.zeros(g.n_calls, bool)
+    if not len(starts) or not g.n_calls:
+        return out
+    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    for k in np.unique(keys).tolist():
+        ws, we = iv.union(starts[keys == k], ends[keys == k])
+        m = np.flatnonzero(c_key == k)
+        j = np.searchsorted(ws, g.c_start[m], side="right") - 1
+        out[m] = (j >= 0) & (g.c_start[m] < we[np.maximum(j, 0)])
+    return out
 
 
 def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray,
@@ -28,7 +43,6 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
     c_start = g.c_start
     c_end = g.c_start + g.c_dur
     touched, removed = np.zeros(g.n_calls, bool), 0
-    launched_inside = np.zeros(g.n_calls, bool)
     for k in np.unique(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
@@ -42,10 +56,8 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
         p.c_tail[m] = np.maximum(p.c_tail[m] - in_call, 0)
         touched[m] |= (in_gap > 0) | (in_call > 0)
         removed += int(in_gap.sum() + np.minimum(in_call, g.c_dur[m] - keep).sum())
-        j = np.searchsorted(ws, c_start[m], side="right") - 1
-        launched_inside[m] = (j >= 0) & (c_start[m] < we[np.maximum(j, 0)])
     if drop_gpu:
-        gone = g.g_linked & launched_inside[np.maximum(g.g_call, 0)]
+        gone = g.g_linked & calls_inside(c, starts, ends, keys)[np.maximum(g.g_call, 0)]
         p.g_dur[gone] = 0
         p.g_gap[gone] = 0
     return int(touched.sum()), removed

@@ -36,7 +36,7 @@ def kernel_busy(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="kernels_2x", cause=None, apply=apply, says=says, words="faster kernels",
+    name="kernels_2x", effort=3, cause=None, apply=apply, says=says, words="faster kernels",
     fix="every big kernel does half the FLOPs (half the K of a matmul, half the elements of an elementwise op)",
     recognise=Recognise(order=4, evidence="kernel_time", because="its kernel time fell", amount=kernel_busy,
                         acted=lambda m: m.kernel_busy_ns,

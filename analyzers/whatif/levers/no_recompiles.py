@@ -41,7 +41,7 @@ def compiles(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="no_recompiles", cause=None, apply=apply, says=says, words="compiling once (no recompiles)",
+    name="no_recompiles", effort=1, cause=None, apply=apply, says=says, words="compiling once (no recompiles)",
     fix="torch.compile(dynamic=True) compiled once in warm-up, fed the same new shapes",
     recognise=Recognise(order=1, evidence="compiles", because="its recompilations went", amount=compiles,
                         acted=lambda m: m.idle_in(Construct.COMPILE),

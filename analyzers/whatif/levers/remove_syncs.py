@@ -118,7 +118,7 @@ def sync_points(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="remove_syncs", cause=Cause.SYNCHRONIZATION, apply=apply, says=says, words="removing the syncs",
+    name="remove_syncs", effort=1, cause=Cause.SYNCHRONIZATION, apply=apply, says=says, words="removing the syncs",
     fix="the sync is gone: the value stays on the device (read once, after the window)",
     recognise=Recognise(order=3, evidence="sync_points", because="its sync points went", amount=sync_points,
                         acted=lambda m: m.by_cause_ns.get(Cause.SYNCHRONIZATION, 0),

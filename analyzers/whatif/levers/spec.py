@@ -17,8 +17,8 @@ in one place (one module per lever in this folder, assembled by analyzers.whatif
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -77,6 +77,15 @@ class Context:
                                           for u in ups])) if ups else (z, z, z)
         return self.setup
 
+    @property
+    def setup_excess(self) -> tuple:
+        """One-time set-up as host windows: the part of early calls their later calls do not pay."""
+        if "setup_excess" not in self._windows:
+            from analyzers.analyses.setup import windows
+
+            self._windows["setup_excess"] = windows(self.trace)
+        return self._windows["setup_excess"]
+
     def construct_windows(self, construct) -> tuple:
         """Where a framework construct ran on the host: (starts, ends, thread keys, how many runs)."""
         if construct not in self._windows:
@@ -126,6 +135,7 @@ class Measured:
     whatif: object
     kernel_busy_ns: int
     by_cause_ns: dict = field(default_factory=dict)
+    kernels: int = 0
     framework: object = None
 
     def idle_in(self, construct) -> int:
@@ -146,6 +156,8 @@ class Recognise:
     amount: Callable[[Measured], float]
     applied: Callable[[float, float], bool]
     acted: Callable[[Measured], float] = lambda m: 0.0
+    # more that must hold of the two traces (fusion: the kernels got fewer, not just their ops' names gone)
+    also: Callable[[Measured, Measured], bool] = lambda before, after: True
     # a lever whose replay can take the measured change itself (kernels as much faster as they
     # measured): Options for the before trace's replay, from the before and after amounts
     as_measured: Callable[[float, float], Options] | None = None
@@ -170,6 +182,8 @@ class LeverSpec:
     prediction_words: str = ""              # after the Next line's predicted saving ("if every kernel ...")
     takes_only: bool = False                # --only OP narrows it
     experiment: Experiment | None = None    # the Next it is (None: its idle cause's experiment)
+    effort: int = 2                         # how big a change to the user's code the fix is: 1 a call or a flag,
+                                            # 2 a function or a buffer, 3 a restructure; a close call goes to less
     meta: dict = field(default_factory=dict)
 
     @property

@@ -4,12 +4,18 @@ The fix: run a few steps before the profiler starts (`torch.profiler.schedule(wa
 active=3)`), or load every kernel module up front (`CUDA_MODULE_LOADING=EAGER`), then profile. In the
 graph the set-up stretches that held the host (first calls of ops far longer than their later calls,
 cuBLAS/cuDNN handle creation, lazy module loading in a first launch, a first cudaMalloc/cudaFree:
-analyzers.analyses.idle) vanish; every call keeps at least a launch's cost.
+analyzers.analyses.setup) vanish; every call keeps at least a launch's cost. Where the trace repeats a
+step (ProfilerStep#N, Optimizer.step), its later steps show the steady state: each thread's host time in
+an early step (its stretches and calls, not its waits) is scaled down to what that thread takes in a
+steady step, the median of the later ones.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from analyzers.analyses.setup import EARLY, step_bounds
 from analyzers.model.units import duration_ns
 from analyzers.model.verdicts import Construct, Experiment
 from analyzers.whatif.levers.host_windows import remove_host_windows
@@ -19,18 +25,60 @@ from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measure
 @dataclass(frozen=True)
 class SetUpGone(Assumption):
     removed_ns: int = 0              # host time of set-up taken out
+    early_steps: int = 0             # early steps scaled to the steady step's host time (0: windows removed)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
-    s, e, k = c.setup_windows
+    s, e, k = c.setup_excess
+    if not len(s):
+        return SetUpGone("warm_up", 0), {"windows": 0, "calls": 0, "host_ns": 0}
+    bounds = step_bounds(c.trace)
+    if len(bounds) > EARLY + 2:
+        removed = _steady_early_steps(c, p, bounds)
+        return SetUpGone("warm_up", len(s), removed_ns=removed, early_steps=EARLY), {"windows": len(s),
+                                                                                   "steps": len(bounds) - 1,
+                                                                  "host_ns": removed}
     n, removed = remove_host_windows(c, p, s, e, k)
-    return SetUpGone("warm_up", len(s), removed_ns=removed), {"windows": int(len(s)), "calls": n,
+    return SetUpGone("warm_up", len(s), removed_ns=removed), {"windows": len(s), "calls": n,
                                                               "host_ns": removed}
+
+
+def _steady_early_steps(c: Context, p, bounds: np.ndarray) -> int:
+    """Scale each thread's host time in the early steps to its steady step's; returns the host ns taken out."""
+    g = c.g
+    step = np.searchsorted(bounds, g.c_start, side="right") - 1          # the step each call begins in
+    inside = (step >= 0) & (step < len(bounds) - 1)
+    own_gap = np.where(p.c_wake >= 0, 0, p.c_gap)                        # a thread's waits are no host work
+    own_dur = np.where(p.c_blocked, 0, p.c_dur)
+    removed = 0
+    for th in np.unique(g.c_thread).tolist():
+        mine = inside & (g.c_thread == th)
+        per_step = np.bincount(step[mine], weights=(own_gap + own_dur)[mine], minlength=len(bounds) - 1)
+        later = per_step[EARLY:]
+        if not len(later) or not (later > 0).any():
+            continue
+        steady = float(np.median(later[later > 0]))
+        for i in range(EARLY):
+            if per_step[i] <= steady:
+                continue
+            f = steady / per_step[i]
+            m = np.flatnonzero(mine & (step == i))
+            before = int((own_gap[m] + own_dur[m]).sum())
+            scale = m[p.c_wake[m] < 0]
+            p.c_gap[scale] = (p.c_gap[scale] * f).astype(p.c_gap.dtype)
+            run = m[~p.c_blocked[m]]
+            p.c_dur[run] = (p.c_dur[run] * f).astype(p.c_dur.dtype)
+            after = int((np.where(p.c_wake[m] >= 0, 0, p.c_gap[m]) + np.where(p.c_blocked[m], 0, p.c_dur[m])).sum())
+            removed += before - after
+    return removed
 
 
 def says(a: SetUpGone) -> str:
     if a.count == 0:
         return "no one-time set-up in this trace: nothing to warm up"
+    if a.early_steps:
+        return (f"the first {a.early_steps} steps' host time, {duration_ns(a.removed_ns)} more than a steady step's "
+                f"(the median of the later ones), does not recur; every later step stays as traced")
     return (f"the {a.count} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
 
@@ -40,7 +88,7 @@ def setup_stretches(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="warm_up", cause=None, apply=apply, says=says, words="warming up before profiling",
+    name="warm_up", effort=1, cause=None, apply=apply, says=says, words="warming up before profiling",
     fix="the profile starts after warm-up steps run outside it (cold process vs the same after a warm-up)",
     recognise=Recognise(order=2, evidence="setup", because="its one-time set-up went", amount=setup_stretches,
                         acted=lambda m: m.idle_in(Construct.SETUP),

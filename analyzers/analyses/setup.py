@@ -1,0 +1,147 @@
+"""One-time set-up as host windows: the part of each early call that its later calls do not pay.
+
+A cold process pays set-up inside its first calls: cuBLAS/cuDNN handles and heuristics
+(cudaFuncGetAttributes, cudaFuncSetAttribute inside the first conv2d), lazy module loading in the
+first launch of each kernel, the allocator's first cudaMalloc, an optimizer's state in its first
+step. For every top-level host op (grouped by its name and recorded shapes: cuDNN and cuBLAS pay their
+set-up per shape) and runtime call (a launch grouped by the kernel it launched) that recurs, an early
+occurrence (one of the first EARLY) is set-up where it runs at least SETUP_FACTOR times its name's
+steady median (the median of the later occurrences) and at least SETUP_FLOOR_NS longer: its window is
+the time past that median. Where the trace repeats a step (ProfilerStep#N, or Optimizer.step), an early
+step longer than the steady steps by more than its calls' windows explain paid set-up outside any op
+too (Python's own first-time paths, the autograd graph built the first time): its longest untraced host
+stretches are set-up windows until they explain it. The warm_up lever takes these windows out (analyzers.whatif.levers.warm_up); the idle evidence's first calls (analyzers.analyses.idle)
+are the largest of them, named in the report's caveat.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from analyzers.model import intervals as iv
+from analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, OVERHEAD, RUNTIME, USER_ANNOTATION, Trace
+
+EARLY = 2                  # the first occurrences of a name that may pay set-up
+SETUP_FACTOR = 3.0         # ... when they run this many times the name's steady median
+SETUP_FLOOR_NS = 500_000   # ... and at least this much longer (a slow call is not yet set-up)
+MIN_STEPS = 4              # a trace repeats a step this often before its early steps are told from the rest
+
+
+def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The rows not nested in another row of the same thread (rows sort by (start, -end))."""
+    ev = trace.ev
+    keep = np.zeros(len(rows), bool)
+    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
+    for k in np.unique(key).tolist():
+        m = np.flatnonzero(key == k)
+        ends = ev.end[rows[m]]
+        prev = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
+        keep[m] = ev.start[rows[m]] >= prev
+    return rows[keep]
+
+
+def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Set-up windows on the host: (starts, ends, thread keys (pid << 32) ^ tid), merged per thread."""
+    ev = trace.ev
+    ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
+    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    # a launch is named by the kernel it launched: lazy loading is paid per kernel, not per call name
+    call_name = ev.name[calls].astype(np.int64)
+    kern = np.flatnonzero(ev.cat == KERNEL)
+    by_call = np.full(len(ev), NONE, np.int64)
+    lk = trace.launch_of[kern]
+    by_call[lk[lk != NONE]] = ev.name[kern[lk != NONE]]
+    launched = by_call[calls]
+    call_name = np.where(launched != NONE, (launched + 1) << 20 | call_name, call_name)
+    out = []
+    op_name = (ev.name[ops].astype(np.int64) << 24) | (ev.shape[ops].astype(np.int64) + 1)
+    for rows, names in ((ops, op_name), (calls, call_name)):
+        order = np.lexsort((ev.start[rows], names))
+        rows, names = rows[order], names[order]
+        cut = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
+        dur = ev.end[rows] - ev.start[rows]
+        for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
+            if b - a <= EARLY:
+                continue
+            steady = float(np.median(dur[a + EARLY:b]))
+            for i in range(a, a + EARLY):
+                if dur[i] >= SETUP_FACTOR * steady and dur[i] - steady >= SETUP_FLOOR_NS:
+                    r = rows[i]
+                    out.append((int(ev.start[r] + steady), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])))
+    out += _untraced_step_setup(trace, out)
+    out = _without_profiler_overhead(trace, out)
+    if not out:
+        z = np.empty(0, np.int64)
+        return z, z, z
+    w = np.array(out, np.int64)
+    key = (w[:, 2] << 32) ^ (w[:, 3] & 0xFFFFFFFF)
+    s_out, e_out, k_out = [], [], []
+    for k in np.unique(key).tolist():
+        us, ue = iv.union(w[key == k, 0], w[key == k, 1])
+        s_out.append(us)
+        e_out.append(ue)
+        k_out.append(np.full(len(us), k, np.int64))
+    return np.concatenate(s_out), np.concatenate(e_out), np.concatenate(k_out)
+
+
+def _without_profiler_overhead(trace: Trace, found: list) -> list:
+    """The windows less the time the profiler spent on its own work (CUPTI's Activity Buffer Request,
+    recorded on a row of its own, pid -1): a first launch that waits 2 ms for a trace buffer paid the
+    profiler, not set-up the program pays. A window left shorter than SETUP_FLOOR_NS goes."""
+    ev = trace.ev
+    own = np.flatnonzero(ev.cat == OVERHEAD)
+    if not len(own) or not found:
+        return found
+    os_, oe = iv.union(ev.start[own], ev.end[own])
+    out = []
+    for a, b, pid, tid in found:
+        gs, ge = iv.complement(os_, oe, a, b)
+        if int((ge - gs).sum()) >= SETUP_FLOOR_NS:
+            out += [(int(x), int(y), pid, tid) for x, y in zip(gs.tolist(), ge.tolist()) if y > x]
+    return out
+
+
+def step_bounds(trace: Trace) -> np.ndarray:
+    """Step boundaries (ns): ProfilerStep#N starts, else Optimizer.step ends; empty under MIN_STEPS steps."""
+    ev, names = trace.ev, trace.names
+    for prefix, edge in (("ProfilerStep#", "start"), ("Optimizer.step#", "end")):
+        ids = [i for i, n in enumerate(names) if n.startswith(prefix)]
+        rows = np.flatnonzero(np.isin(ev.name, ids) & (ev.cat == USER_ANNOTATION)) if ids else np.zeros(0, np.int64)
+        if len(rows) >= MIN_STEPS:
+            t = np.sort(ev.start[rows] if edge == "start" else ev.end[rows])
+            return np.r_[int(ev.start.min()), t] if edge == "end" else np.r_[t, int(ev.end.max())]
+    return np.zeros(0, np.int64)
+
+
+def _untraced_step_setup(trace: Trace, found: list) -> list:
+    """Windows over the longest untraced host stretches of early steps, for the set-up their ops' windows
+    leave unexplained."""
+    bounds = step_bounds(trace)
+    if len(bounds) < MIN_STEPS + 1:
+        return []
+    ev = trace.ev
+    walls = np.diff(bounds)
+    steady = float(np.median(walls[EARLY:]))
+    host = np.flatnonzero(np.isin(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
+    if not len(host):
+        return []
+    key = (ev.pid[host].astype(np.int64) << 32) ^ (ev.tid[host].astype(np.int64) & 0xFFFFFFFF)
+    keys, counts = np.unique(key, return_counts=True)
+    rows = host[key == keys[np.argmax(counts)]]           # the thread that makes most calls
+    pid, tid = int(ev.pid[rows[0]]), int(ev.tid[rows[0]])
+    busy_s, busy_e = iv.union(ev.start[rows], ev.end[rows])
+    fw = np.array([(a, b) for a, b, p, t in found if p == pid and t == tid], np.int64).reshape(-1, 2)
+    out = []
+    for i in range(min(EARLY, len(walls))):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        covered = int(iv.covered(*iv.union(fw[:, 0], fw[:, 1]), np.array([lo]), np.array([hi]))[0]) if len(fw) else 0
+        residual = int(walls[i] - steady) - covered
+        if residual < SETUP_FLOOR_NS:
+            continue
+        gs, ge = iv.complement(busy_s, busy_e, lo, hi)     # the main thread outside every op and call
+        for j in np.argsort(-(ge - gs)).tolist():
+            if residual <= 0 or ge[j] - gs[j] < SETUP_FLOOR_NS:
+                break
+            take = min(int(ge[j] - gs[j]), residual)
+            out.append((int(ge[j]) - take, int(ge[j]), pid, tid))
+            residual -= take
+    return out
