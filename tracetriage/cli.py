@@ -175,18 +175,7 @@ def cmd_capture(a) -> int:
         print(f"saved to {path}", file=sys.stderr)
         return 0
     if a.workload == "script":
-        from capture.script import capture_script
-
-        if not a.args:
-            raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
-        script, rest = a.args[0], a.args[1:]
-        out = Path(a.out or Path(script).stem + ".json.gz")
-        try:
-            capture_script(script, rest, out)
-        except FileNotFoundError as e:
-            raise UserError(str(e)) from None
-        print(f"wrote {out}")
-        return 0
+        return _capture_script(a)
     from capture.harness import capture_workload
     from capture.presets import CPU_OVERRIDES, get
 
@@ -207,6 +196,28 @@ def cmd_capture(a) -> int:
     t = meta["timing_per_step"]
     print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
           f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}")
+    return 0
+
+
+def _capture_script(a) -> int:
+    """`capture script PATH.py [args]`. The script's own exception is its author's bug: their traceback
+    (from their first frame on, as Python prints it) and the script's exit status, never "internal failure"."""
+    from capture.script import ScriptFailed, capture_script
+
+    if not a.args:
+        raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
+    script, rest = a.args[0], a.args[1:]
+    out = Path(a.out or Path(script).stem + ".json.gz")
+    try:
+        capture_script(script, rest, out, device=a.device)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    except ScriptFailed as e:
+        sys.stderr.write(e.traceback_text)
+        kept = f" ({out} is as it was)" if out.exists() else ""
+        print(f"error: {e}; no trace was written{kept}", file=sys.stderr)
+        return e.exit_code
+    print(f"wrote {out}")
     return 0
 
 
