@@ -162,6 +162,11 @@ def cmd_capture(a) -> int:
         for p in PRESETS.values():
             label = p.idle_cause or "-"
             print(f"{p.name:30s} {label:16s} {p.regime or '-':9s} {p.about}")
+        print("\n(idle cause and regime: what a GPU capture shows.) `tracetriage capture PRESET --help` lists a "
+              "preset's fields, for --set KEY=VALUE, with their defaults on a GPU and on the CPU.")
+        return 0
+    if getattr(a, "help", False):  # `capture PRESET --help`: its fields and defaults (needs no device)
+        print("\n".join(_preset(a.workload).help_lines()))
         return 0
     import torch
 
@@ -176,27 +181,36 @@ def cmd_capture(a) -> int:
         return 0
     if a.workload == "script":
         return _capture_script(a)
+    from capture.fields import FieldError
     from capture.harness import capture_workload
-    from capture.presets import CPU_OVERRIDES, get
+    from capture.workload import ParameterError
 
-    try:
-        preset = get(a.workload)
-    except KeyError as e:
-        raise UserError(str(e.args[0])) from None
-    more = dict(CPU_OVERRIDES.get(preset.workload, {})) if a.device == "cpu" else {}
-    more.update(_parse_set(a.set))
+    preset = _preset(a.workload)
+    more = _parse_set(a.set)
     if a.steps:
         more["steps"] = a.steps
     try:
         wl = preset.build(a.device, **more)
-    except TypeError as e:
-        raise UserError(f"bad --set for {a.workload}: {e}") from None
+    except FieldError as e:
+        raise UserError(str(e)) from None
     out = Path(a.out or f"{a.workload}.json.gz")
-    meta = capture_workload(wl, out, name=preset.name, label=preset.label())
+    try:
+        meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device))
+    except ParameterError as e:  # fields that do not fit together, found as the workload sets up
+        raise UserError(f"{preset.name}: {e}") from None
     t = meta["timing_per_step"]
     print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
           f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}")
     return 0
+
+
+def _preset(name: str):
+    from capture.presets import get
+
+    try:
+        return get(name)
+    except KeyError as e:
+        raise UserError(str(e.args[0])) from None
 
 
 def _capture_script(a) -> int:
@@ -362,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(fn=cmd_whatif)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
-    c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
+    c.add_argument("workload", help="a preset name (see `capture list`; `capture PRESET --help` lists its fields), "
+                                    "'script', 'ceilings' or 'list'")
     c.add_argument("args", nargs=argparse.REMAINDER, help="for `script`: the script and its arguments")
     _capture_options(c)
     c.set_defaults(fn=cmd_capture)
@@ -386,6 +401,7 @@ def _options_after_workload(a) -> None:
         return
     p = argparse.ArgumentParser(prog=f"tracetriage capture {a.workload}", add_help=False)
     _capture_options(p)
+    p.add_argument("-h", "--help", action="store_true")
     extra, unknown = p.parse_known_args(a.args)
     if unknown:
         raise UserError(f"unexpected arguments after {a.workload}: {' '.join(unknown)} "
