@@ -17,9 +17,10 @@ from drills import bank
 from drills.answers import AnswerError
 from drills.bank import DrillError
 from drills.evidence import EvidenceError
-from drills.predictions import QUANTITIES, LogError
+from drills.predictions import LogError
+from drills.quantities import QUANTITIES, QuantityError, checked
 
-USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError)
+USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError, QuantityError)
 
 
 def _json(obj) -> None:
@@ -156,14 +157,7 @@ def _fusion_sweep() -> list[dict]:
 def predict(quantity: str, value: str, why: str, trace: str | None, baseline: str | None, db: str | None) -> int:
     from drills.predictions import Log
 
-    if quantity not in QUANTITIES:
-        raise DrillError(f"unknown quantity {quantity!r}; one of: {', '.join(QUANTITIES)}")
-    try:
-        v = float(value)
-    except ValueError:
-        raise DrillError(f"the predicted value must be a number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise DrillError(f"the predicted value must be a positive number, got {value!r}")
+    q, v = checked(quantity, value)
     if not why or not why.strip():
         raise DrillError("--why needs one sentence of reasoning: the prediction is worth nothing without it")
     if "\n" in why.strip():
@@ -175,7 +169,7 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
     log = Log(db)
     pid = log.predict(quantity, v, why.strip(), trace, baseline)
     log.close()
-    print(prediction_recorded(pid, quantity, v, QUANTITIES[quantity][0], trace))
+    print(prediction_recorded(pid, quantity, v, q.unit, trace))
     return 0
 
 
@@ -203,7 +197,8 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
     log.close()
     mean = sum(a["score"] for a in attempts) / len(attempts) if attempts else None
     if as_json:
-        _json({"db": str(log.path), "quantities": {k: {"unit": u, "doc": d} for k, (u, d) in QUANTITIES.items()},
+        _json({"db": str(log.path), "quantities": {q.name: {"unit": q.unit, "doc": q.doc, "range": q.range_words()}
+                                                      for q in QUANTITIES.values()},
                "predictions": [{**r, "ratio": pr.ratio(r)} for r in rows], "calibration": cal.to_dict(),
                "attempts": attempts, "problems": problems})
         return 0
@@ -213,7 +208,7 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
     for col in ("id", "quantity", "predicted", "measured", "measured/predicted", "why"):
         t.add_column(col)
     for r in rows:
-        unit = QUANTITIES.get(r["quantity"], ("",))[0]
+        unit = QUANTITIES[r["quantity"]].unit if r["quantity"] in QUANTITIES else ""
         t.add_row(str(r["id"]), r["quantity"], f"{num(r['predicted'])} {unit}",
                   f"{num(r['measured'])} {unit}" if r["measured"] is not None else "pending",
                   f"{pr.ratio(r):.2f}×" if pr.ratio(r) else "", r["why"])

@@ -281,10 +281,13 @@ def _drill_parsers(sub) -> None:
     dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
     dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
     dr.set_defaults(fn=cmd_drill)
-    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)")
-    pr.add_argument("quantity", help="span_ms, idle_share, kernel_busy_ms, gbps, tflops, intensity, ttft_ms, "
-                                     "per_token_ms, speedup")
-    pr.add_argument("value")
+    from drills.quantities import table_lines
+
+    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="quantities:\n" + "\n".join(table_lines()))
+    pr.add_argument("quantity", help="what you predict: one of the quantities below")
+    pr.add_argument("value", help="the predicted value, in the quantity's unit and within its valid values")
     pr.add_argument("--why", required=True, help="one sentence of reasoning")
     pr.add_argument("--trace", help="the trace that will measure it (measured once it exists)")
     pr.add_argument("--baseline", help="for speedup: the trace before the change")
