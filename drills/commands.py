@@ -6,7 +6,7 @@ Every user error is one of USER_ERRORS, printed by the CLI as one `error: ...` l
 from __future__ import annotations
 
 import json
-import math
+import os
 import sys
 from pathlib import Path
 
@@ -28,9 +28,18 @@ def _json(obj) -> None:
 
 
 def _console():
+    """A console as wide as the terminal, or as COLUMNS says (rich reads it). Piped with no COLUMNS, rich
+    would assume 80 columns and cut a table's cells; the full text is wanted there, so the console is
+    then as wide as the widest table needs. Tables fold a long cell (overflow="fold"), never cut it."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    con = Console(highlight=False, soft_wrap=True)
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        con = Console(highlight=False, soft_wrap=True, width=UNLIMITED_WIDTH)
+    return con
+
+
+UNLIMITED_WIDTH = 1 << 16   # a table takes only the width its cells need (rich tables do not expand by default)
 
 
 # --- drill list / show / grade ------------------------------------------------------------------
@@ -45,7 +54,7 @@ def drill_list(as_json: bool) -> int:
 
     t = Table(title=f"{len(drills)} drills", show_lines=False)
     for col in ("id", "title", "lesson", "trace"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for d in drills:
         t.add_row(d.id, d.title, d.lesson, d.source())
     _console().print(t)
@@ -206,7 +215,7 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
 
     t = Table(title=f"predictions in {log.path}")
     for col in ("id", "quantity", "predicted", "measured", "measured/predicted", "why"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for r in rows:
         unit = QUANTITIES[r["quantity"]].unit if r["quantity"] in QUANTITIES else ""
         t.add_row(str(r["id"]), r["quantity"], f"{num(r['predicted'])} {unit}",

@@ -226,3 +226,41 @@ def test_the_lever_ratios_come_from_the_lever_registry(capsys, db):
     assert table["idle_share"] == {"unit": "", "doc": "the share of the span with no kernel running",
                                    "range": "more than 0, at most 1"}
     assert set(table) == set(QUANTITIES)
+
+
+# --- drill list: never cut --------------------------------------------------------------------------------
+
+def _trace_cells(out: str) -> dict[str, str]:
+    """drill id -> its trace cell, the table's folded lines joined (a fold or a wrap drops no character but the
+    space it broke at)."""
+    cells: dict[str, str] = {}
+    current = None
+    for line in out.splitlines():
+        if not line.startswith("│"):
+            continue
+        _, drill_id, _, _, trace, _ = line.split("│")
+        current = drill_id.strip() or current
+        cells[current] = cells.get(current, "") + trace.strip()
+    return cells
+
+
+def test_drill_list_piped_prints_every_trace_name_whole(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from drills import bank
+
+    rc, out, _ = run(capsys, "drill", "list")
+    assert rc == 0 and "…" not in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    for d in bank.all_drills():
+        assert d.source() in rows[d.id], d.id          # on its drill's own line, uncut
+
+
+def test_drill_list_fits_columns_and_folds_instead_of_cutting(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    from drills import bank
+
+    rc, out, _ = run(capsys, "drill", "list")
+    assert rc == 0 and "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 60
+    cells = {k: v.replace(" ", "") for k, v in _trace_cells(out).items()}
+    assert cells == {d.id: d.source().replace(" ", "") for d in bank.all_drills()}
