@@ -71,11 +71,15 @@ def _gather(source, path: Path, limit: int | None) -> bytearray:
 
 
 def _plain(f):
-    """Append the file to `out` CHUNK_BYTES at a time, read straight into the buffer (no copy)."""
+    """Append the file to `out` CHUNK_BYTES at a time, read straight into the buffer. The buffer grows by
+    one block of zeros reused for every chunk (a fresh one per chunk would fault its pages in each time):
+    as cheap as the one zero-filled buffer of the file's size it replaces, which a 2.7 GB file of
+    whitespace would have filled before a byte was checked."""
     def fill(out: bytearray):
+        zeros = bytes(CHUNK_BYTES)
         while True:
             n0 = len(out)
-            out += bytes(CHUNK_BYTES)          # calloc'd zeros: their pages are first touched by the read
+            out += zeros
             with memoryview(out) as view:
                 n = f.readinto(view[n0:])
             del out[n0 + n:]
