@@ -492,6 +492,17 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
     assert not decoded
 
 
+def test_a_refusal_against_the_memory_available_says_how_to_set_the_budget(tmp_path, capsys, monkeypatch):
+    doc = json.dumps(good_doc(5))
+    path = kf.write(tmp_path / "padded.json", doc[:-1] + " " * (40 << 20) + "}")   # 42 MB of JSON
+    monkeypatch.setattr(memory_mod, "_available", lambda: 100 << 20)
+    monkeypatch.setattr(memory_mod, "_cgroup_headroom", lambda: None)
+    assert_user_error(capsys, path, "too big to analyse here: 42 MB of JSON needs at least 369 MB of memory and "
+                                    "105 MB is available; if more memory is free than that, set "
+                                    "TRACETRIAGE_MEMORY_BUDGET=1G, run it on a machine with more memory, or capture "
+                                    "a shorter window")
+
+
 def _whitespace_bomb(head: bytes, spaces_mb: int, tail: bytes = b"]}") -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     return c.compress(head) + b"".join(c.compress(b" " * (1 << 20)) for _ in range(spaces_mb)) + c.compress(tail) + c.flush()

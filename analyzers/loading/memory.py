@@ -102,7 +102,7 @@ def _raise_it(need: int, exact: bool, what: str) -> str:
     gib = math.ceil((need if exact else 2 * need) / 2**30)
     if what == "TRACETRIAGE_MEMORY_BUDGET":
         return f"if the machine has the memory, raise it (TRACETRIAGE_MEMORY_BUDGET={gib}G)"
-    return f"if more memory is free than that, say so with TRACETRIAGE_MEMORY_BUDGET={gib}G"
+    return f"if more memory is free than that, set TRACETRIAGE_MEMORY_BUDGET={gib}G"
 
 
 def _too_big(path: Path, json_bytes: int, need: int, budget: int, what: str, *, events: int | None = None,
