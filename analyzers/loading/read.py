@@ -41,7 +41,7 @@ def read_bytes(path: Path) -> bytearray:
                 limit = read_limit()
                 if not gz and size > limit:
                     raise refuse_to_read(path, size)
-            return _gather(_gunzip(f, path) if gz else _plain(f), path, limit)
+            return _gather(_gunzip(f, path) if gz else _plain(f, size), path, limit)
     except IsADirectoryError:
         raise TraceError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
@@ -70,16 +70,17 @@ def _gather(source, path: Path, limit: int | None) -> bytearray:
     return out
 
 
-def _plain(f):
+def _plain(f, size: int):
     """Append the file to `out` CHUNK_BYTES at a time, read straight into the buffer. The buffer grows by
-    one block of zeros reused for every chunk (a fresh one per chunk would fault its pages in each time):
-    as cheap as the one zero-filled buffer of the file's size it replaces, which a 2.7 GB file of
-    whitespace would have filled before a byte was checked."""
+    one block of zeros reused for every chunk (a fresh one per chunk would fault its pages in each time),
+    and no further than the file's size: as cheap as the one zero-filled buffer of the file's size it
+    replaces, which a 2.7 GB file of whitespace would have filled before a byte was checked."""
     def fill(out: bytearray):
-        zeros = bytes(CHUNK_BYTES)
+        zeros = memoryview(bytes(CHUNK_BYTES))
         while True:
             n0 = len(out)
-            out += zeros
+            # up to the size fstat gave; past it 1 MB at a time, to find the end (or what was appended since)
+            out += zeros[:min(CHUNK_BYTES, size - n0) if n0 < size else 1 << 20]
             with memoryview(out) as view:
                 n = f.readinto(view[n0:])
             del out[n0 + n:]
