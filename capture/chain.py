@@ -9,20 +9,21 @@ and fusion's 4.5x byte saving buys ~1x (drill M01.08). Large n: memory-bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 
-from capture.workload import DTYPES, RepeatedCall
+from capture.workload import DTYPES, DType, RepeatedCall
 from kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
 
 
 @dataclass
 class ElementwiseChain(RepeatedCall):
     kind: ClassVar[str] = "elementwise_chain"
-    impl: str = "eager"          # eager | triton | compile
+    cpu_sizes: ClassVar[dict] = {"n": 1 << 12, "repeats_per_step": 4}
+    impl: Literal["eager", "triton", "compile"] = "eager"
     n: int = 1 << 24             # elements
-    dtype: str = "float32"
+    dtype: DType = "float32"
     repeats_per_step: int = 20   # chain calls per profiled step
 
     def setup(self) -> None:

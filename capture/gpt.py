@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from capture.ranges import named_range
-from capture.workload import DTYPES, Workload
+from capture.workload import DTYPES, DType, ParameterError, Workload
 
 
 @dataclass
@@ -144,11 +144,12 @@ class GPT(nn.Module):
 @dataclass
 class PrefillDecode(Workload):
     kind: ClassVar[str] = "prefill_decode"
-    model: str = "1b"
-    mode: str = "eager"          # eager | compile | graphs (compile with CUDA graphs)
+    cpu_sizes: ClassVar[dict] = {"model": "tiny", "prompt_len": 32, "decode_steps": 4, "dtype": "float32"}
+    model: Literal["tiny", "small", "1b"] = "1b"     # the keys of MODEL_PRESETS
+    mode: Literal["eager", "compile", "graphs"] = "eager"   # graphs: compiled with CUDA graphs
     prompt_len: int = 2048
     decode_steps: int = 32
-    dtype: str = "bfloat16"
+    dtype: DType = "bfloat16"
     steps: int = 2
     warmup: int = 2
 
@@ -157,7 +158,8 @@ class PrefillDecode(Workload):
             raise ValueError(f"mode must be eager, compile or graphs, not {self.mode!r}")
         args = MODEL_PRESETS[self.model]
         if self.prompt_len + self.decode_steps > args.max_seq:
-            raise ValueError(f"prompt_len + decode_steps exceeds the model's max_seq {args.max_seq}")
+            raise ParameterError(f"prompt_len + decode_steps ({self.prompt_len} + {self.decode_steps}) exceeds the "
+                                 f"{self.model} model's max_seq of {args.max_seq}")
         dt = DTYPES[self.dtype]
         torch.manual_seed(0)
         with torch.device(self.device):

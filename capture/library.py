@@ -30,7 +30,7 @@ def manifest_entry(meta: dict, preset) -> dict:
         "preset": preset.name,
         "params": meta["params"],
         "device": meta["device"].get("name"),
-        "label": preset.label(),
+        "label": meta["label"],
         "timing_per_step_ms": meta["timing_per_step"]["median_ms"],
     }
 
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     if a.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from capture.harness import capture_workload
-    from capture.presets import CPU_OVERRIDES, PRESETS
+    from capture.presets import PRESETS
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,11 +84,10 @@ def main(argv=None) -> int:
     entries, errors = [], {}
     for name in names:
         preset = PRESETS[name]
-        more = CPU_OVERRIDES.get(preset.workload, {}) if a.device == "cpu" else {}
         t0 = time.perf_counter()
         try:
-            wl = preset.build(a.device, **more)
-            meta = capture_workload(wl, out / f"{name}.json.gz", name=name, label=preset.label())
+            wl = preset.build(a.device)
+            meta = capture_workload(wl, out / f"{name}.json.gz", name=name, label=preset.label_on(a.device))
             entries.append(manifest_entry(meta, preset))
             print(f"[ok]   {name:32s} {time.perf_counter() - t0:6.1f} s  step {meta['timing_per_step']['median_ms']:.3f} ms"
                   f"  {meta['trace_bytes_gz'] / 1e6:.2f} MB", flush=True)

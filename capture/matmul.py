@@ -13,7 +13,7 @@ import torch
 
 from capture.ranges import named_range
 from capture.timer import honest_time
-from capture.workload import DTYPES, Workload
+from capture.workload import DTYPES, DType, Workload
 
 # (M, N, K): square sizes from launch-bound to compute-bound, plus the skinny
 # decode shape (M=1: a GEMV that streams the weight once, memory-bound).
@@ -26,8 +26,9 @@ DEFAULT_SHAPES = [
 @dataclass
 class MatmulSweep(Workload):
     kind: ClassVar[str] = "matmul_sweep"
-    shapes: list = field(default_factory=lambda: list(DEFAULT_SHAPES))
-    dtype: str = "bfloat16"
+    cpu_sizes: ClassVar[dict] = {"shapes": [(64, 64, 64), (256, 256, 256), (1, 256, 256)], "dtype": "float32"}
+    shapes: list[tuple[int, int, int]] = field(default_factory=lambda: list(DEFAULT_SHAPES))   # (M, N, K) each
+    dtype: DType = "bfloat16"
 
     def setup(self) -> None:
         dt = DTYPES[self.dtype]

@@ -1,7 +1,9 @@
 """Named presets: a workload class, a few overridden fields, and what it was built to show.
 
 `label` is the ground truth the sample library is checked against: the idle cause
-that should dominate (None where the device should hardly idle) and the regime.
+that should dominate (None where the device should hardly idle) and the regime, on a GPU.
+On --device cpu a preset runs at its workload class's `cpu_sizes`; a sidecar records the
+fields that ran (Workload.params) and the label of that device (Preset.label_on).
 """
 from __future__ import annotations
 
@@ -19,14 +21,60 @@ class Preset:
     about: str = ""
 
     def label(self) -> dict:
+        """What a GPU capture of this preset was built to show."""
         return {"idle_cause": self.idle_cause, "regime": self.regime, "about": self.about}
 
-    def build(self, device: str, **more: Any):
+    def label_on(self, device: str) -> dict:
+        """The label for a capture on `device`: a CPU trace has no GPU timeline, so it claims no idle
+        cause and no regime, and says it ran at the CPU sizes."""
+        if not on_cpu(device):
+            return self.label()
+        return {"idle_cause": None, "regime": None,
+                "about": f"{self.name} at its CPU sizes: a functional check with no GPU timeline (on a GPU: "
+                         f"{self.about})"}
+
+    def workload_class(self) -> type:
         import importlib
 
         mod, cls = self.workload.split(":")
-        klass = getattr(importlib.import_module(f"capture.{mod}"), cls)
-        return klass(device=device, **{**self.overrides, **more})
+        return getattr(importlib.import_module(f"capture.{mod}"), cls)
+
+    def defaults(self, device: str) -> dict:
+        """Every field the user may --set, with the value this preset runs with on `device`."""
+        from capture.fields import settable
+
+        klass = self.workload_class()
+        values = {f.name: f.default for f in settable(klass)}
+        return {**values, **self.overrides, **(klass.cpu_sizes if on_cpu(device) else {})}
+
+    def build(self, device: str, /, **more: Any):
+        """The workload, with the user's --set values (checked: FieldError) over the preset's own."""
+        from capture.fields import check
+
+        klass = self.workload_class()
+        defaults = self.defaults(device)
+        values = check(klass, more, who=self.name, defaults=defaults, where=f"on {device}")
+        return klass(device=device, **{**defaults, **values})
+
+    def help_lines(self) -> list[str]:
+        """`tracetriage capture PRESET --help`: what it shows, and its fields with their defaults."""
+        from capture.fields import settable, shown, type_words
+
+        gpu, cpu = self.defaults("cuda"), self.defaults("cpu")
+        shows = ", ".join(x for x in (self.idle_cause and f"{self.idle_cause} idle",
+                                      self.regime and f"{self.regime}-bound") if x) or "no single idle cause"
+        lines = [f"{self.name}: {self.about}", f"built to show, on a GPU: {shows}", "",
+                 "fields (--set KEY=VALUE; --steps N sets steps), with their defaults:"]
+        width = max(len(f.name) for f in settable(self.workload_class()))
+        for f in settable(self.workload_class()):
+            g, c = shown(gpu[f.name]), shown(cpu[f.name])
+            where = g if g == c else f"{g} on a GPU, {c} on the CPU"
+            lines.append(f"  {f.name.ljust(width)}  {type_words(f.type)}: {where}")
+        return lines
+
+
+def on_cpu(device: str) -> bool:
+    return device.split(":")[0] == "cpu"
 
 
 _P = Preset
@@ -125,14 +173,6 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     _P("gpt-graphs", "gpt:PrefillDecode", {"mode": "graphs"}, None, "memory",
        "decode compiled with CUDA graphs (reduce-overhead): one graph launch per token"),
 ]}
-
-# Small variants for --device cpu runs and tests: same code, CPU-sized.
-CPU_OVERRIDES: dict[str, dict] = {
-    "gpt:PrefillDecode": {"model": "tiny", "prompt_len": 32, "decode_steps": 4, "dtype": "float32"},
-    "chain:ElementwiseChain": {"n": 1 << 12, "repeats_per_step": 4},
-    "matmul:MatmulSweep": {"shapes": [(64, 64, 64), (256, 256, 256), (1, 256, 256)], "dtype": "float32"},
-    "softmax:Softmax": {"rows": 64, "cols": 256},
-}
 
 
 def get(name: str) -> Preset:

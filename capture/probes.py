@@ -169,12 +169,12 @@ class SyncTolist(GpuThenSync):
 class TransferToNumpy(Workload):
     """Activations pulled back with .cpu().numpy() every step: 4 tensors of 32 MB each."""
     kind: ClassVar[str] = "probe_transfer_to_numpy"
+    cpu_sizes: ClassVar[dict] = {"mbytes": 1}
     tensors: int = 4
     mbytes: int = 32
 
     def setup(self):
-        mb = self.mbytes if on_gpu(self.device) else 1
-        self.xs = [torch.randn(mb * (1 << 20) // 4, device=self.device) for _ in range(self.tensors)]
+        self.xs = [torch.randn(self.mbytes * (1 << 20) // 4, device=self.device) for _ in range(self.tensors)]
 
     def step(self):
         out = []
@@ -191,13 +191,14 @@ class TransferToNumpy(Workload):
 class TransferUnpinnedLoader(Workload):
     """Big unpinned batches copied to the device each step (DataLoader without pin_memory)."""
     kind: ClassVar[str] = "probe_transfer_unpinned_batches"
+    cpu_sizes: ClassVar[dict] = {"mbytes": 1, "compute_dim": 64}
     batches: int = 3
     mbytes: int = 64
+    compute_dim: int = 1024
 
     def setup(self):
-        mb = self.mbytes if on_gpu(self.device) else 1
-        self.host = [torch.randn(mb * (1 << 20) // 4) for _ in range(self.batches)]
-        d = 1024 if on_gpu(self.device) else 64
+        self.host = [torch.randn(self.mbytes * (1 << 20) // 4) for _ in range(self.batches)]
+        d = self.compute_dim
         self.w = torch.randn(d, d, device=self.device)
 
     def step(self):
@@ -277,12 +278,13 @@ class SyncEqual(GpuThenSync):
 class TransferFromNumpy(Workload):
     """A 64 MB numpy batch made on the host each step and moved with torch.from_numpy(x).cuda()."""
     kind: ClassVar[str] = "probe_transfer_from_numpy"
+    cpu_sizes: ClassVar[dict] = {"mbytes": 1, "compute_dim": 64}
     mbytes: int = 64
+    compute_dim: int = 1024
 
     def setup(self):
-        mb = self.mbytes if on_gpu(self.device) else 1
-        self.host = np.random.default_rng(0).random(mb * (1 << 20) // 4, dtype=np.float32)
-        d = 1024 if on_gpu(self.device) else 64
+        self.host = np.random.default_rng(0).random(self.mbytes * (1 << 20) // 4, dtype=np.float32)
+        d = self.compute_dim
         self.w = torch.randn(d, d, device=self.device)
 
     def step(self):

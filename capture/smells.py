@@ -3,7 +3,7 @@ healthy control. Each is built so one idle cause dominates *by construction*; th
 manifest records that label, and the analyzers must recover it from the timeline.
 
 Sizes are for an H200 (bf16 4096^3 matmul ~0.2 ms, 64 MB elementwise ~30 µs,
-pageable H2D ~10-20 GB/s, pinned ~50 GB/s) and scale down with --device cpu.
+pageable H2D ~10-20 GB/s, pinned ~50 GB/s); each class's cpu_sizes are its sizes on --device cpu.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from capture.ranges import named_range
-from capture.workload import DTYPES, Workload
+from capture.workload import DTYPES, DType, Workload
 
 
 def on_gpu(device: str) -> bool:
@@ -108,13 +108,13 @@ class HostThenGpu(Workload):
 
     No synchronization anywhere: without the host phase the GPU would stay busy.
     """
+    cpu_sizes: ClassVar[dict] = {"gpu_dim": 256, "dtype": "float32"}
     gpu_dim: int = 4096
     gpu_matmuls: int = 2          # ~0.2 ms each on an H200 in bf16
-    dtype: str = "bfloat16"
+    dtype: DType = "bfloat16"
 
     def setup(self):
-        dt = DTYPES[self.dtype] if on_gpu(self.device) else torch.float32
-        d = self.gpu_dim if on_gpu(self.device) else 256
+        d, dt = self.gpu_dim, DTYPES[self.dtype]
         self.a = torch.randn(d, d, device=self.device, dtype=dt)
         self.b = torch.randn(d, d, device=self.device, dtype=dt)
         self.setup_host()
@@ -206,14 +206,14 @@ class HostSleep(HostThenGpu):
 
 @dataclass
 class GpuThenSync(Workload):
+    cpu_sizes: ClassVar[dict] = {"dim": 128, "dtype": "float32"}
     dim: int = 4096
     matmuls: int = 3              # bf16 4096^3: ~0.18 ms each on an H200
     inner_steps: int = 8          # syncs per profiled step
-    dtype: str = "bfloat16"
+    dtype: DType = "bfloat16"
 
     def setup(self):
-        dt = DTYPES[self.dtype] if on_gpu(self.device) else torch.float32
-        d = self.dim if on_gpu(self.device) else 128
+        d, dt = self.dim, DTYPES[self.dtype]
         self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
         self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
 
@@ -304,15 +304,15 @@ class SyncLight(GpuThenSync):
 
 @dataclass
 class _TransferBase(Workload):
-    mbytes: int = 128                 # per step on the GPU; 4 MB on the CPU
+    cpu_sizes: ClassVar[dict] = {"mbytes": 4, "compute_dim": 128}
+    mbytes: int = 128                 # moved per step
     compute_dim: int = 2048           # a short compute phase on the moved batch
 
     def elems(self) -> int:
-        mb = self.mbytes if on_gpu(self.device) else 4
-        return mb * (1 << 20) // 4    # float32
+        return self.mbytes * (1 << 20) // 4    # float32
 
     def compute(self, x):
-        d = self.compute_dim if on_gpu(self.device) else 128
+        d = self.compute_dim
         w = x[: d * d].view(d, d)
         return (w @ w).sum()
 
@@ -375,18 +375,20 @@ class TransferPinnedSerial(_TransferBase):
 class HealthyOverlap(Workload):
     """Prefetch batch i+1 on a copy stream (pinned, non_blocking) while batch i computes."""
     kind: ClassVar[str] = "healthy_overlap"
+    cpu_sizes: ClassVar[dict] = {"mbytes": 2, "dim": 128, "dtype": "float32"}
     mbytes: int = 32
     dim: int = 4096
     matmuls: int = 6                  # bf16 4096^3 ~0.2 ms each: >1 ms of compute per batch
     batches: int = 4
+    dtype: DType = "bfloat16"
 
     def setup(self):
-        gpu = on_gpu(self.device)
-        elems = (self.mbytes if gpu else 2) * (1 << 20) // 2
-        dt = torch.bfloat16 if gpu else torch.float32
+        gpu = on_gpu(self.device)     # (pinned memory and a copy stream need a GPU)
+        dt = DTYPES[self.dtype]
+        elems = self.mbytes * (1 << 20) // dt.itemsize
         self.host = [torch.randn(elems, dtype=dt).pin_memory() if gpu else torch.randn(elems, dtype=dt)
                      for _ in range(self.batches)]
-        d = self.dim if gpu else 128
+        d = self.dim
         self.w = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
         self.copy_stream = torch.cuda.Stream() if gpu else None
 

@@ -7,11 +7,11 @@ triton  kernels.fused_softmax: one program per row, 2 passes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 
-from capture.workload import DTYPES, RepeatedCall
+from capture.workload import DTYPES, DType, RepeatedCall
 from kernels.fused_softmax import fused_softmax
 
 
@@ -26,10 +26,11 @@ def naive_softmax(x: torch.Tensor) -> torch.Tensor:
 @dataclass
 class Softmax(RepeatedCall):
     kind: ClassVar[str] = "softmax"
-    impl: str = "naive"      # naive | torch | triton
+    cpu_sizes: ClassVar[dict] = {"rows": 64, "cols": 256}
+    impl: Literal["naive", "torch", "triton"] = "naive"
     rows: int = 4096
     cols: int = 4096
-    dtype: str = "float32"
+    dtype: DType = "float32"
 
     def setup(self) -> None:
         self.fn = {"naive": naive_softmax, "torch": lambda x: torch.softmax(x, dim=-1),

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 
 from capture.ranges import named_range
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DType = Literal["float32", "bfloat16", "float16"]   # the keys of DTYPES: what --set dtype=... accepts
+
+
+class ParameterError(ValueError):
+    """A workload's parameters that do not fit together (a user's --set): one line for the user."""
 
 
 @dataclass
 class Workload:
     kind: ClassVar[str] = "workload"
+    # The field values this workload runs with on the CPU (--device cpu): the same code, CPU-sized.
+    # They are fields, never a size chosen inside setup(), so that params() records what ran.
+    cpu_sizes: ClassVar[dict] = {}
     device: str = "cuda"
     steps: int = 10      # profiled iterations
     warmup: int = 3      # untimed, unprofiled iterations first (compile, autotune, allocator)

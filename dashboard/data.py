@@ -466,7 +466,7 @@ def prediction_log(db: str | None = None) -> LogView:
         log.close()
     cal = pr.calibration(rows)
     preds = pd.DataFrame([{"id": r["id"], "quantity": r["quantity"], "predicted": r["predicted"],
-                           "measured": r["measured"], "unit": pr.QUANTITIES.get(r["quantity"], ("",))[0],
+                           "measured": r["measured"], "unit": pr.QUANTITIES[r["quantity"]].unit if r["quantity"] in pr.QUANTITIES else "",
                            "ratio": pr.ratio(r), "why": r["why"], "trace": r["trace"] or ""} for r in rows],
                          columns=["id", "quantity", "predicted", "measured", "unit", "ratio", "why", "trace"])
     att = pd.DataFrame(attempts, columns=["id", "created", "drill", "score"])

@@ -6,7 +6,7 @@ Every user error is one of USER_ERRORS, printed by the CLI as one `error: ...` l
 from __future__ import annotations
 
 import json
-import math
+import os
 import sys
 from pathlib import Path
 
@@ -17,9 +17,10 @@ from drills import bank
 from drills.answers import AnswerError
 from drills.bank import DrillError
 from drills.evidence import EvidenceError
-from drills.predictions import QUANTITIES, LogError
+from drills.predictions import LogError
+from drills.quantities import QUANTITIES, QuantityError, checked
 
-USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError)
+USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError, QuantityError)
 
 
 def _json(obj) -> None:
@@ -27,9 +28,18 @@ def _json(obj) -> None:
 
 
 def _console():
+    """A console as wide as the terminal, or as COLUMNS says (rich reads it). Piped with no COLUMNS, rich
+    would assume 80 columns and cut a table's cells; the full text is wanted there, so the console is
+    then as wide as the widest table needs. Tables fold a long cell (overflow="fold"), never cut it."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    con = Console(highlight=False, soft_wrap=True)
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        con = Console(highlight=False, soft_wrap=True, width=UNLIMITED_WIDTH)
+    return con
+
+
+UNLIMITED_WIDTH = 1 << 16   # a table takes only the width its cells need (rich tables do not expand by default)
 
 
 # --- drill list / show / grade ------------------------------------------------------------------
@@ -44,7 +54,7 @@ def drill_list(as_json: bool) -> int:
 
     t = Table(title=f"{len(drills)} drills", show_lines=False)
     for col in ("id", "title", "lesson", "trace"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for d in drills:
         t.add_row(d.id, d.title, d.lesson, d.source())
     _console().print(t)
@@ -156,14 +166,7 @@ def _fusion_sweep() -> list[dict]:
 def predict(quantity: str, value: str, why: str, trace: str | None, baseline: str | None, db: str | None) -> int:
     from drills.predictions import Log
 
-    if quantity not in QUANTITIES:
-        raise DrillError(f"unknown quantity {quantity!r}; one of: {', '.join(QUANTITIES)}")
-    try:
-        v = float(value)
-    except ValueError:
-        raise DrillError(f"the predicted value must be a number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise DrillError(f"the predicted value must be a positive number, got {value!r}")
+    q, v = checked(quantity, value)
     if not why or not why.strip():
         raise DrillError("--why needs one sentence of reasoning: the prediction is worth nothing without it")
     if "\n" in why.strip():
@@ -175,7 +178,7 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
     log = Log(db)
     pid = log.predict(quantity, v, why.strip(), trace, baseline)
     log.close()
-    print(prediction_recorded(pid, quantity, v, QUANTITIES[quantity][0], trace))
+    print(prediction_recorded(pid, quantity, v, q.unit, trace))
     return 0
 
 
@@ -203,7 +206,8 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
     log.close()
     mean = sum(a["score"] for a in attempts) / len(attempts) if attempts else None
     if as_json:
-        _json({"db": str(log.path), "quantities": {k: {"unit": u, "doc": d} for k, (u, d) in QUANTITIES.items()},
+        _json({"db": str(log.path), "quantities": {q.name: {"unit": q.unit, "doc": q.doc, "range": q.range_words()}
+                                                      for q in QUANTITIES.values()},
                "predictions": [{**r, "ratio": pr.ratio(r)} for r in rows], "calibration": cal.to_dict(),
                "attempts": attempts, "problems": problems})
         return 0
@@ -211,9 +215,9 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
 
     t = Table(title=f"predictions in {log.path}")
     for col in ("id", "quantity", "predicted", "measured", "measured/predicted", "why"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for r in rows:
-        unit = QUANTITIES.get(r["quantity"], ("",))[0]
+        unit = QUANTITIES[r["quantity"]].unit if r["quantity"] in QUANTITIES else ""
         t.add_row(str(r["id"]), r["quantity"], f"{num(r['predicted'])} {unit}",
                   f"{num(r['measured'])} {unit}" if r["measured"] is not None else "pending",
                   f"{pr.ratio(r):.2f}×" if pr.ratio(r) else "", r["why"])

@@ -97,7 +97,7 @@ class _Sim:
     ext: int = 1
     corr: int = 10_000
     # Idle accounting, so that a mix gets the shares it asks for: every stretch with no kernel is
-    # credited to the smell that caused it (the taxonomy of DESIGN.md, applied as the timeline is made).
+    # credited to the smell that caused it (the taxonomy of docs/design.md, applied as the timeline is made).
     smell: str = CONTROL                            # the iteration being generated
     pending: str | None = None                      # a stall at an iteration's tail, paid by the next gap
     recovery_ns: int = 0                            # launch gaps after a sync are the sync's, up to the lost lead

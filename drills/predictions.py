@@ -8,7 +8,7 @@ directory unless --db or $TRACETRIAGE_DB names another. Every write is one short
 process killed mid-write loses only its own uncommitted row. A file that is not an SQLite database,
 or a damaged one, is refused with one line and never written to.
 
-Quantities (measured by the analyzers, through drills.evidence):
+Quantities (measured by the analyzers, through drills.evidence; drills.quantities holds the table):
 """
 from __future__ import annotations
 
@@ -22,24 +22,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from analyzers.whatif.levers import LEVERS
 from drills import evidence
+from drills import quantities as drills_quantities
+from drills.quantities import QUANTITIES, lever_quantities  # noqa: F401  (re-exported: the log's quantities)
 
-# name -> (unit, what it is)
-QUANTITIES = {
-    "span_ms": ("ms", "the GPU span of the trace (first to last GPU activity)"),
-    "idle_share": ("", "the share of the span with no kernel running (0..1)"),
-    "kernel_busy_ms": ("ms", "time with at least one kernel running"),
-    "gbps": ("GB/s", "what the memory-bound kernels achieve"),
-    "tflops": ("TFLOP/s", "what the compute-bound kernels achieve"),
-    "intensity": ("FLOP/byte", "arithmetic intensity of the costed kernels"),
-    "ttft_ms": ("ms", "time to first token (a `prefill` range)"),
-    "per_token_ms": ("ms", "decode time per token (a `decode_step` range)"),
-    "speedup": ("×", "span of --baseline BEFORE over the span of --trace AFTER (a lever or a diff)"),
-    **{spec.quantity: ("", f"the traced span with {name} over without it, as tracetriage whatif replays --trace")
-       for name, spec in LEVERS.items()},
-}
-__doc__ += "\n".join(f"    {k:15s} {u:10s} {d}" for k, (u, d) in QUANTITIES.items()) + "\n"
+# The quantities (unit, valid range, meaning) live in one table, drills.quantities, which the command
+# line reads for its help without importing this module's SQLite and statistics.
+__doc__ += "\n".join(drills_quantities.table_lines()) + "\n"
 
 HEADER = b"SQLite format 3\x00"
 SCHEMA = """

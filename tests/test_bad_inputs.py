@@ -28,6 +28,7 @@ import kineto_factory as kf
 from analyzers.loading import decode as decode_mod
 from analyzers.loading import load as load_mod
 from analyzers.loading import memory as memory_mod
+from analyzers.loading import read as read_mod
 from analyzers.triage.report import analyze_trace
 from analyzers.loading.load import load
 from analyzers.voice.common import caveat
@@ -451,7 +452,9 @@ def test_a_json_too_big_for_the_memory_budget_is_refused_before_it_is_read(tmp_p
     read = []
     monkeypatch.setattr(load_mod, "decode", lambda *a: read.append(a))   # the step load() calls
     assert_user_error(capsys, path, "too big to analyse here: 42 MB of JSON needs at least 369 MB of memory and "
-                                    "105 MB is TRACETRIAGE_MEMORY_BUDGET", "shorter window")
+                                    "105 MB is TRACETRIAGE_MEMORY_BUDGET; if the machine has the memory, raise it "
+                                    "(TRACETRIAGE_MEMORY_BUDGET=1G), run it on a machine with more memory, or capture "
+                                    "a shorter window")
     assert not read
     monkeypatch.undo()
     monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
@@ -484,8 +487,63 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
     monkeypatch.setattr(load_mod, "decode", lambda *a: decoded.append(a))
     for name in ("bomb.json.gz", "liar.json.gz"):
         assert_user_error(capsys, tmp_path / name, "too big to analyse here: more than 81 MB of JSON needs more than 419 MB "
-                                                       "of memory and 419 MB is TRACETRIAGE_MEMORY_BUDGET")
+                                                       "of memory and 419 MB is TRACETRIAGE_MEMORY_BUDGET; if the machine "
+                                                       "has the memory, raise it (TRACETRIAGE_MEMORY_BUDGET=1G)")
     assert not decoded
+
+
+def test_a_refusal_against_the_memory_available_says_how_to_set_the_budget(tmp_path, capsys, monkeypatch):
+    doc = json.dumps(good_doc(5))
+    path = kf.write(tmp_path / "padded.json", doc[:-1] + " " * (40 << 20) + "}")   # 42 MB of JSON
+    monkeypatch.setattr(memory_mod, "_available", lambda: 100 << 20)
+    monkeypatch.setattr(memory_mod, "_cgroup_headroom", lambda: None)
+    assert_user_error(capsys, path, "too big to analyse here: 42 MB of JSON needs at least 369 MB of memory and "
+                                    "105 MB is available; if more memory is free than that, set "
+                                    "TRACETRIAGE_MEMORY_BUDGET=1G, run it on a machine with more memory, or capture "
+                                    "a shorter window")
+
+
+def _whitespace_bomb(head: bytes, spaces_mb: int, tail: bytes = b"]}") -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return c.compress(head) + b"".join(c.compress(b" " * (1 << 20)) for _ in range(spaces_mb)) + c.compress(tail) + c.flush()
+
+
+@pytest.fixture
+def small_window(monkeypatch):
+    """An event-free stretch of 8 MB refused, read 1 MB at a time: the rule of 128 MB, at a test's size."""
+    monkeypatch.setattr(read_mod, "NO_EVENT_BYTES", 8 << 20)
+    monkeypatch.setattr(read_mod, "CHUNK_BYTES", 1 << 20)
+
+
+def test_a_gzip_bomb_of_whitespace_is_refused_after_reading_a_bounded_stretch_whatever_the_budget(tmp_path, capsys,
+                                                                                                 small_window):
+    path = kf.write(tmp_path / "bomb.json.gz", _whitespace_bomb(b'{"traceEvents": [', 300))   # 300 MB inside 0.3 MB
+    assert path.stat().st_size < 1 << 20
+    assert_user_error(capsys, path, "bomb.json.gz: not a trace: its first 9 MB of JSON hold no trace event (every "
+                                    'event has a "ph"): whitespace or padding, or a gzip bomb; pass the .json or .json.gz '
+                                    "that torch.profiler exports")
+
+
+def test_plain_json_padded_with_whitespace_is_refused_the_same_way(tmp_path, capsys, small_window):
+    path = kf.write(tmp_path / "padded.json", b'{"traceEvents": [' + b" " * (40 << 20) + b"]}")
+    assert_user_error(capsys, path, "padded.json: not a trace: its first 9 MB of JSON hold no trace event")
+
+
+def test_whitespace_after_the_last_event_is_refused_where_it_starts(tmp_path, capsys, small_window):
+    head = json.dumps(good_doc(5))[:-2].encode()           # the events, then 40 MB of spaces before "]}"
+    path = kf.write(tmp_path / "tail.json.gz", _whitespace_bomb(head, 40))
+    err = assert_user_error(capsys, path, "tail.json.gz: not a trace: the 9 MB of JSON after its last event (at byte ")
+    after_last_event = head.rfind(read_mod.EVENT_KEY) + len(read_mod.EVENT_KEY)
+    assert f"(at byte {after_last_event:,}) hold no trace event" in err
+
+
+def test_a_gzip_of_several_members_with_zero_padding_reads_as_its_whole_text(tmp_path, small_window):
+    text = json.dumps(good_doc(40)).encode()
+    cut = len(text) // 3
+    members = gzip.compress(text[:cut]) + gzip.compress(text[cut:]) + b"\x00" * 4096   # as `cat a.gz b.gz` and a padded tape
+    path = kf.write(tmp_path / "members.json.gz", members)
+    assert read_mod.read_bytes(path) == text
+    assert numbers(path) == numbers(kf.write(tmp_path / "one.json", text))
 
 
 def test_memory_budget_comes_from_the_environment_or_the_machine(monkeypatch):

@@ -170,3 +170,97 @@ def test_drill_grade_never_imports_torch_triton_or_streamlit(tmp_path):
     f.write_text(RIGHT_SYNC)
     test_drill_and_predict_never_import_torch_triton_or_streamlit(
         tmp_path, ["drill", "grade", "M02.04-c", "--answers", str(f)])
+
+
+# --- the quantities table: one table for the help, the errors and the JSON ------------------------------
+
+@pytest.mark.parametrize("quantity, value, message", [
+    ("idle_share", "1.5", "error: idle_share takes a value more than 0, at most 1; got 1.5 "
+                          "(idle_share: the share of the span with no kernel running)\n"),
+    ("span_ms", "0", "error: span_ms takes a value more than 0 (ms); got 0 "
+                     "(span_ms: the GPU span of the trace (first to last GPU activity))\n"),
+    ("kernels_2x_ratio", "-0.5", "error: kernels_2x_ratio takes a value more than 0; got -0.5 "),
+    ("gbps", "nan", "error: gbps takes a value more than 0 (GB/s); got nan "),
+    ("speedup", "inf", "error: speedup takes a value more than 0 (×); got inf "),
+])
+def test_a_value_outside_its_quantitys_range_is_refused_and_nothing_is_recorded(capsys, db, quantity, value, message):
+    rc, out, err = run(capsys, "predict", quantity, value, "--why", "x", "--baseline", "b.json.gz")
+    assert rc == 2 and out == "" and err.startswith(message) and err.count("\n") == 1, err
+    rc, out, _ = run(capsys, "predictions", "--json")
+    assert json.loads(out)["predictions"] == []
+
+
+@pytest.mark.parametrize("quantity, value", [("idle_share", "1"), ("idle_share", "0.01"), ("kernels_2x_ratio", "1.2")])
+def test_values_at_the_edges_of_a_range_are_recorded(capsys, db, quantity, value):
+    rc, out, err = run(capsys, "predict", quantity, value, "--why", "x")
+    assert rc == 0, err
+    assert out.startswith(f"prediction 1 recorded: {quantity} = {value}")
+
+
+def test_predict_help_and_its_error_list_the_same_quantities_with_unit_and_range(capsys, db):
+    from drills.quantities import QUANTITIES
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    help_text = capsys.readouterr().out
+    rows = help_text.split("quantities:\n", 1)[1].splitlines()[1:]          # after the header row
+    assert [r.split()[0] for r in rows] == list(QUANTITIES)
+    assert "  idle_share          -          more than 0, at most 1  the share of the span with no kernel running" in rows
+    assert any(r.split()[:2] == ["span_ms", "ms"] for r in rows)
+    rc, _, err = run(capsys, "predict", "latency", "3", "--why", "x")
+    listed = err.split("one of: ", 1)[1].split(" (tracetriage predict --help")[0].split(", ")
+    assert listed == list(QUANTITIES) and len(listed) == 14
+
+
+def test_the_lever_ratios_come_from_the_lever_registry(capsys, db):
+    from types import SimpleNamespace
+
+    from analyzers.whatif.levers import LEVERS
+    from drills.quantities import QUANTITIES, lever_quantities
+
+    fuse = SimpleNamespace(name="fuse", quantity="fuse_ratio")
+    assert [(q.name, q.high) for q in lever_quantities([fuse])] == [("fuse_ratio", None)]
+    assert [k for k in QUANTITIES if k.endswith("_ratio")] == [spec.quantity for spec in LEVERS.values()]
+    rc, out, _ = run(capsys, "predictions", "--json")
+    table = json.loads(out)["quantities"]
+    assert table["idle_share"] == {"unit": "", "doc": "the share of the span with no kernel running",
+                                   "range": "more than 0, at most 1"}
+    assert set(table) == set(QUANTITIES)
+
+
+# --- drill list: never cut --------------------------------------------------------------------------------
+
+def _trace_cells(out: str) -> dict[str, str]:
+    """drill id -> its trace cell, the table's folded lines joined (a fold or a wrap drops no character but the
+    space it broke at)."""
+    cells: dict[str, str] = {}
+    current = None
+    for line in out.splitlines():
+        if not line.startswith("│"):
+            continue
+        _, drill_id, _, _, trace, _ = line.split("│")
+        current = drill_id.strip() or current
+        cells[current] = cells.get(current, "") + trace.strip()
+    return cells
+
+
+def test_drill_list_piped_prints_every_trace_name_whole(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from drills import bank
+
+    rc, out, _ = run(capsys, "drill", "list")
+    assert rc == 0 and "…" not in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    for d in bank.all_drills():
+        assert d.source() in rows[d.id], d.id          # on its drill's own line, uncut
+
+
+def test_drill_list_fits_columns_and_folds_instead_of_cutting(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    from drills import bank
+
+    rc, out, _ = run(capsys, "drill", "list")
+    assert rc == 0 and "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= 60
+    cells = {k: v.replace(" ", "") for k, v in _trace_cells(out).items()}
+    assert cells == {d.id: d.source().replace(" ", "") for d in bank.all_drills()}

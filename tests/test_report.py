@@ -148,10 +148,10 @@ def test_cli_rejects_a_file_that_is_not_json(tmp_path):
 
 def test_a_cpu_only_trace_gets_a_report_that_says_there_is_no_gpu_timeline(tmp_path):
     from capture.harness import capture_workload
-    from capture.presets import CPU_OVERRIDES, get
+    from capture.presets import get
 
     p = get("chain-eager-small")
-    wl = p.build("cpu", **CPU_OVERRIDES[p.workload], steps=2, warmup=1)
+    wl = p.build("cpu", steps=2, warmup=1)
     capture_workload(wl, tmp_path / "cpu", name="cpu", time_repeats=2)
     r = _cli("report", str(tmp_path / "cpu.json.gz"))
     assert r.returncode == 0, r.stderr

@@ -162,6 +162,11 @@ def cmd_capture(a) -> int:
         for p in PRESETS.values():
             label = p.idle_cause or "-"
             print(f"{p.name:30s} {label:16s} {p.regime or '-':9s} {p.about}")
+        print("\n(idle cause and regime: what a GPU capture shows.) `tracetriage capture PRESET --help` lists a "
+              "preset's fields, for --set KEY=VALUE, with their defaults on a GPU and on the CPU.")
+        return 0
+    if getattr(a, "help", False):  # `capture PRESET --help`: its fields and defaults (needs no device)
+        print("\n".join(_preset(a.workload).help_lines()))
         return 0
     import torch
 
@@ -175,38 +180,58 @@ def cmd_capture(a) -> int:
         print(f"saved to {path}", file=sys.stderr)
         return 0
     if a.workload == "script":
-        from capture.script import capture_script
-
-        if not a.args:
-            raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
-        script, rest = a.args[0], a.args[1:]
-        out = Path(a.out or Path(script).stem + ".json.gz")
-        try:
-            capture_script(script, rest, out)
-        except FileNotFoundError as e:
-            raise UserError(str(e)) from None
-        print(f"wrote {out}")
-        return 0
+        return _capture_script(a)
+    from capture.fields import FieldError
     from capture.harness import capture_workload
-    from capture.presets import CPU_OVERRIDES, get
+    from capture.workload import ParameterError
 
-    try:
-        preset = get(a.workload)
-    except KeyError as e:
-        raise UserError(str(e.args[0])) from None
-    more = dict(CPU_OVERRIDES.get(preset.workload, {})) if a.device == "cpu" else {}
-    more.update(_parse_set(a.set))
+    preset = _preset(a.workload)
+    more = _parse_set(a.set)
     if a.steps:
         more["steps"] = a.steps
     try:
         wl = preset.build(a.device, **more)
-    except TypeError as e:
-        raise UserError(f"bad --set for {a.workload}: {e}") from None
+    except FieldError as e:
+        raise UserError(str(e)) from None
     out = Path(a.out or f"{a.workload}.json.gz")
-    meta = capture_workload(wl, out, name=preset.name, label=preset.label())
+    try:
+        meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device))
+    except ParameterError as e:  # fields that do not fit together, found as the workload sets up
+        raise UserError(f"{preset.name}: {e}") from None
     t = meta["timing_per_step"]
     print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
           f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}")
+    return 0
+
+
+def _preset(name: str):
+    from capture.presets import get
+
+    try:
+        return get(name)
+    except KeyError as e:
+        raise UserError(str(e.args[0])) from None
+
+
+def _capture_script(a) -> int:
+    """`capture script PATH.py [args]`. The script's own exception is its author's bug: their traceback
+    (from their first frame on, as Python prints it) and the script's exit status, never "internal failure"."""
+    from capture.script import ScriptFailed, capture_script
+
+    if not a.args:
+        raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
+    script, rest = a.args[0], a.args[1:]
+    out = Path(a.out or Path(script).stem + ".json.gz")
+    try:
+        capture_script(script, rest, out, device=a.device)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    except ScriptFailed as e:
+        sys.stderr.write(e.traceback_text)
+        kept = f" ({out} is as it was)" if out.exists() else ""
+        print(f"error: {e}; no trace was written{kept}", file=sys.stderr)
+        return e.exit_code
+    print(f"wrote {out}")
     return 0
 
 
@@ -256,10 +281,13 @@ def _drill_parsers(sub) -> None:
     dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
     dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
     dr.set_defaults(fn=cmd_drill)
-    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)")
-    pr.add_argument("quantity", help="span_ms, idle_share, kernel_busy_ms, gbps, tflops, intensity, ttft_ms, "
-                                     "per_token_ms, speedup")
-    pr.add_argument("value")
+    from drills.quantities import table_lines
+
+    pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="quantities:\n" + "\n".join(table_lines()))
+    pr.add_argument("quantity", help="what you predict: one of the quantities below")
+    pr.add_argument("value", help="the predicted value, in the quantity's unit and within its valid values")
     pr.add_argument("--why", required=True, help="one sentence of reasoning")
     pr.add_argument("--trace", help="the trace that will measure it (measured once it exists)")
     pr.add_argument("--baseline", help="for speedup: the trace before the change")
@@ -351,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(fn=cmd_whatif)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
-    c.add_argument("workload", help="a preset name (see `capture list`), 'script', 'ceilings' or 'list'")
+    c.add_argument("workload", help="a preset name (see `capture list`; `capture PRESET --help` lists its fields), "
+                                    "'script', 'ceilings' or 'list'")
     c.add_argument("args", nargs=argparse.REMAINDER, help="for `script`: the script and its arguments")
     _capture_options(c)
     c.set_defaults(fn=cmd_capture)
@@ -375,6 +404,7 @@ def _options_after_workload(a) -> None:
         return
     p = argparse.ArgumentParser(prog=f"tracetriage capture {a.workload}", add_help=False)
     _capture_options(p)
+    p.add_argument("-h", "--help", action="store_true")
     extra, unknown = p.parse_known_args(a.args)
     if unknown:
         raise UserError(f"unexpected arguments after {a.workload}: {' '.join(unknown)} "

@@ -149,26 +149,44 @@ def _not_json(path: Path, e: Exception) -> TraceError:
     return TraceError(f"{path}: not valid JSON ({e}); {_WHAT_TO_PASS}")
 
 
+# A trace is Chrome's JSON Object Format ({"traceEvents": [...], ...}, what torch.profiler writes) or its
+# JSON Array Format (a bare list of events, which chrome://tracing and Perfetto read too): the array
+# form carries no deviceProperties, distributedInfo or baseTimeNanoseconds.
+_STRICT = _File | list[_Event]
+_LOOSE = _LooseFile | list[msgspec.Raw]
+
+
+def _file_of(doc: _File | list) -> _File:
+    return doc if isinstance(doc, _File) else _File(traceEvents=doc)
+
+
 def _decode_whole(data: bytes | bytearray, path: Path) -> Part:
     try:
         try:
-            doc = msgspec.json.decode(data, type=_File)
-            return _part_from_doc(doc, strict=True)
+            return _part_from_doc(_file_of(msgspec.json.decode(data, type=_STRICT)), strict=True)
         except msgspec.ValidationError:
             pass
-        doc = msgspec.json.decode(data, type=_LooseFile)
+        doc = msgspec.json.decode(data, type=_LOOSE)
     except msgspec.ValidationError:
-        raise TraceError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list; "
-                          f"{_WHAT_TO_PASS}") from None
+        raise TraceError(f"{path}: JSON, but not a trace: expected an object with a 'traceEvents' list (or a list "
+                          f"of events); {_WHAT_TO_PASS}") from None
     except msgspec.DecodeError as e:
         raise _not_json(path, e) from None
     except RecursionError:
         raise TraceError(f"{path}: JSON nested too deeply to be a trace; {_WHAT_TO_PASS}") from None
+    if isinstance(doc, list):
+        if doc and not any(bytes(raw)[:1] == b"{" for raw in doc):
+            raise TraceError(f"{path}: JSON, but not a trace: a list, but of no event objects (a trace is an object "
+                             f"with a 'traceEvents' list, or a list of events); {_WHAT_TO_PASS}")
+        doc = _LooseFile(traceEvents=doc)
     return _part_from_doc(_LooseDoc(doc), strict=False)
 
 
 _BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"ph"\s*:')
-_SECOND_HEAD = b'{"traceEvents":['
+# What a piece after the first starts with, written over the 16 bytes before its first event, and what
+# a piece before the last ends with, written over the 2 bytes after its last event: in the object form
+# each piece is an object with a 'traceEvents' list, in the array form a list.
+_PIECE_EDGES = {False: (b'{"traceEvents":[', b"]}"), True: (b" " * 15 + b"[", b"] ")}
 
 
 CHUNK_BYTES = 32 << 20   # decode this much JSON at a time: structs for ~100k events, freed as columns
@@ -186,14 +204,15 @@ def _boundaries(data: bytearray, start: int, n_chunks: int) -> list[re.Match]:
     return cuts
 
 
-def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int) -> list[Part]:
+def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int, array: bool = False) -> list[Part]:
     """Decode pieces first..last (piece k runs from cut k-1 to cut k) in place, one at a time.
 
-    Piece k > 0 gets `{"traceEvents":[` written over the 16 bytes before its first event (the
-    tail of piece k-1, already decoded); a piece that ends at a cut gets `]}` written over the
-    two bytes after its last event and put back after, since they may be the next piece's `{`.
-    Only one piece's structs are alive at a time: each becomes columns before the next.
+    Piece k > 0 gets `{"traceEvents":[` (array form: `[`) written over the 16 bytes before its first
+    event (the tail of piece k-1, already decoded); a piece that ends at a cut gets `]}` (`] `)
+    written over the two bytes after its last event and put back after, since they may be the next
+    piece's `{`. Only one piece's structs are alive at a time: each becomes columns before the next.
     """
+    head, tail = _PIECE_EDGES[array]
     parts = []
     for k in range(first, last + 1):
         lo, hi = 0, len(data)
@@ -201,20 +220,20 @@ def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int)
         try:
             if k > 0:
                 brace = cuts[k - 1].start() + cuts[k - 1].group(0).rindex(b"{")
-                lo = brace - len(_SECOND_HEAD)
+                lo = brace - len(head)
                 edits.append((lo, bytes(data[lo:brace])))
-                data[lo:brace] = _SECOND_HEAD
+                data[lo:brace] = head
             if k < len(cuts):
                 end = cuts[k].start() + 1
-                edits.append((end, bytes(data[end:end + 2])))
-                data[end:end + 2] = b"]}"
-                hi = end + 2
+                edits.append((end, bytes(data[end:end + len(tail)])))
+                data[end:end + len(tail)] = tail
+                hi = end + len(tail)
             with memoryview(data) as view:
-                doc = msgspec.json.decode(view[lo:hi], type=_File)
+                doc = msgspec.json.decode(view[lo:hi], type=list[_Event] if array else _File)
         finally:
             for off, orig in reversed(edits):
                 data[off:off + len(orig)] = orig
-        parts.append(_part_from_doc(doc, strict=True))
+        parts.append(_part_from_doc(_file_of(doc), strict=True))
         del doc
     return parts
 
@@ -229,7 +248,8 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
     """
     if not isinstance(data, bytearray):
         data = bytearray(data)  # (read_bytes gives a bytearray; other callers pay one copy)
-    start = data.find(b'"traceEvents"')
+    array = _NONBLANK.match(data).group(0)[-1:] == b"["
+    start = _NONBLANK.match(data).end() if array else data.find(b'"traceEvents"')
     if start < 0:
         return None
     pairs = max(1, -(-len(data) // (2 * CHUNK_BYTES)))     # an even number of pieces: equal halves
@@ -244,7 +264,7 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
         code = 0
         try:
             os.close(rfd)
-            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1, array), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException:
             payload, code = b"", 1
         try:
@@ -255,7 +275,7 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
     os.close(wfd)
     mine = None
     try:
-        mine = _decode_pieces(data, cuts, 0, half - 1)
+        mine = _decode_pieces(data, cuts, 0, half - 1, array)
     except Exception:
         pass  # not strictly valid (or not a clean split): the single-process path decides
     finally:

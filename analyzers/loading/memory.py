@@ -4,9 +4,9 @@ A load holds the JSON text and, while it decodes, a few small Python objects per
 (name, category, numbers, args). The estimate is the text + MEM_PER_EVENT per event +
 MEM_BASE, against the memory available (MemAvailable, or the headroom under a cgroup limit,
 or TRACETRIAGE_MEMORY_BUDGET such as "8G"); a load that would not fit is refused with a
-one-line message rather than killed halfway:
-- before reading, when even MIN_PER_JSON_BYTE x the JSON's size would not fit (for a .json.gz,
-  the decompression stops as soon as the JSON grows past that);
+one-line message, which says how to raise the budget, rather than killed halfway:
+- before reading, when even MIN_PER_JSON_BYTE x the JSON's size would not fit (a .json.gz is
+  decompressed as a stream, which stops as soon as the JSON grows past that: analyzers.loading.read);
 - after reading, by counting the events, when the JSON is over CHECK_MIN_BYTES and there is
   less than MAX_PER_JSON_BYTE x its size to spare (otherwise nothing is counted: ~1 s per 2 GB).
 The per-event figure is measured: decoding in 32 MB pieces, a 2 GB, 6.4M-event trace (grown
@@ -15,6 +15,7 @@ bytes per event; 250 keeps the estimate an upper bound (tests/test_bad_inputs.py
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -91,17 +92,26 @@ def memory_budget() -> tuple[int, str]:
     return avail, what
 
 
-def _size(n: float) -> str:
+def size_words(n: float) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def _raise_it(need: int, exact: bool, what: str) -> str:
+    """How to give a load more memory: a budget in the TRACETRIAGE_MEMORY_BUDGET syntax (GiB) above the need;
+    when the need is only a lower bound (the text was not read to its end), twice that."""
+    gib = math.ceil((need if exact else 2 * need) / 2**30)
+    if what == "TRACETRIAGE_MEMORY_BUDGET":
+        return f"if the machine has the memory, raise it (TRACETRIAGE_MEMORY_BUDGET={gib}G)"
+    return f"if more memory is free than that, set TRACETRIAGE_MEMORY_BUDGET={gib}G"
 
 
 def _too_big(path: Path, json_bytes: int, need: int, budget: int, what: str, *, events: int | None = None,
              more: bool = False) -> TraceError:
     count = f" ({events:,} events)" if events is not None else ""
     return TraceError(
-        f"{path}: too big to analyse here: {'more than ' if more else ''}{_size(json_bytes)} of JSON{count} needs "
-        f"{'about' if events is not None else 'more than' if more else 'at least'} {_size(need)} of memory and "
-        f"{_size(budget)} is {what}; "
+        f"{path}: too big to analyse here: {'more than ' if more else ''}{size_words(json_bytes)} of JSON{count} needs "
+        f"{'about' if events is not None else 'more than' if more else 'at least'} {size_words(need)} of memory and "
+        f"{size_words(budget)} is {what}; {_raise_it(need, events is not None, what)}, "
         "run it on a machine with more memory, or capture a shorter window (fewer steps, or a profiler schedule "
         "with active=1)")
 

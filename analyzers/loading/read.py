@@ -1,7 +1,13 @@
 """Read a trace file's JSON text: the first step of loading (read -> decode -> assemble -> link).
 
-gzip is detected by its magic, not by the name; a file whose JSON would need more memory
-than there is gets refused before it is read whole (analyzers.loading.memory).
+The text is read as a stream of chunks (a .json.gz decompressed as it is read, gzip detected by its
+magic, not by the name) into one growing buffer, and each chunk is checked before the next is read:
+- against the memory budget (analyzers.loading.memory): a file whose JSON would need more memory than
+  there is is refused before it is read when its size says so, else as soon as its text passes the
+  limit (a small .gz can hold a huge JSON, and its trailer's size field cannot be trusted to say so);
+- for trace events: every event has a "ph" key, so NO_EVENT_BYTES of text without one is not a
+  profiler trace (whitespace, padding, a gzip bomb) and is refused there, whatever the budget.
+So a refusal costs bounded memory: the text read so far, never the whole of a huge one.
 """
 from __future__ import annotations
 
@@ -9,69 +15,127 @@ import os
 import stat
 from pathlib import Path
 
-from analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read
+from analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read, size_words
 from analyzers.model.trace import TraceError
 
-_GZ_CHUNK = 16 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+CHUNK_BYTES = 16 << 20          # JSON text read (or decompressed) per step
+GZ_INPUT_BYTES = 8 << 20        # compressed bytes fed to the decompressor per step
+EVENT_KEY = b'"ph"'
+# The widest stretch of a real trace without an event is its head (deviceProperties) or one op's
+# arguments: kilobytes. 128 MB without one is no trace, and refusing there bounds the memory spent.
+NO_EVENT_BYTES = 128 << 20
 
 
 def read_bytes(path: Path) -> bytearray:
-    """The JSON text of a .json or .json.gz file (gzip detected by magic, not by name), in a bytearray
-    (decode() splits it in place). Refuses, before reading it all, a file whose JSON would need more
-    memory than there is."""
+    """The JSON text of a .json or .json.gz file, in a bytearray (decode() splits it in place)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # (before open: opening a FIFO would block)
             raise TraceError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
         with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            head = f.read(2)
-            gz = head == b"\x1f\x8b"
-            size = st.st_size
+            size = os.fstat(f.fileno()).st_size
+            gz = f.read(2) == GZIP_MAGIC
+            f.seek(0)
             limit = None
             if gz or size >= CHECK_MIN_BYTES:  # (any .gz: a small one can hold a huge JSON)
                 limit = read_limit()
                 if not gz and size > limit:
                     raise refuse_to_read(path, size)
-            f.seek(0)
-            if not gz:
-                data = bytearray(size)
-                n = f.readinto(data)
-                if n != size:  # the file shrank while we read it
-                    del data[n:]
-                return data
-            compressed = f.read()
+            return _gather(_gunzip(f, path) if gz else _plain(f, size), path, limit)
     except IsADirectoryError:
         raise TraceError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
         raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
-    return _gunzip(compressed, path, limit)
 
 
-def _gunzip(compressed: bytes, path: Path, limit: int | None) -> bytearray:
-    """Decompress chunk by chunk into one growing buffer (glibc grows a big one with mremap, without
-    copying), and stop as soon as the output passes `limit`: a small .gz can hold a huge JSON, and its
-    trailer's size field (mod 4 GiB, unchecked until the end) cannot be trusted to say so."""
+def _gather(source, path: Path, limit: int | None) -> bytearray:
+    """The text in one buffer, grown by `source` a piece at a time (glibc grows a big buffer with mremap,
+    without copying it); each piece is checked against the limit and for an event before the next."""
+    out = bytearray()
+    after_event = 0                    # where the text after the last "ph" seen so far begins
+    start = 0
+    for _ in source(out):
+        if limit is not None and len(out) > limit:
+            raise refuse_to_read(path, limit, more=True)
+        # rfind from the end: in a real trace it stops within a few hundred bytes
+        i = out.rfind(EVENT_KEY, max(start - len(EVENT_KEY) + 1, 0))
+        if i >= 0:
+            after_event = i + len(EVENT_KEY)
+        elif len(out) - after_event > NO_EVENT_BYTES:
+            where = (f"its first {size_words(len(out))} of JSON hold" if after_event == 0 else
+                     f"the {size_words(len(out) - after_event)} of JSON after its last event (at byte {after_event:,}) hold")
+            raise TraceError(f"{path}: not a trace: {where} no trace event (every event has a \"ph\"): whitespace "
+                             "or padding, or a gzip bomb; pass the .json or .json.gz that torch.profiler exports")
+        start = len(out)
+    return out
+
+
+def _plain(f, size: int):
+    """Append the file to `out` CHUNK_BYTES at a time, read straight into the buffer. The buffer grows by
+    one block of zeros reused for every chunk (a fresh one per chunk would fault its pages in each time),
+    and no further than the file's size: as cheap as the one zero-filled buffer of the file's size it
+    replaces, which a 2.7 GB file of whitespace would have filled before a byte was checked."""
+    def fill(out: bytearray):
+        zeros = memoryview(bytes(CHUNK_BYTES))
+        while True:
+            n0 = len(out)
+            # up to the size fstat gave; past it 1 MB at a time, to find the end (or what was appended since)
+            out += zeros[:min(CHUNK_BYTES, size - n0) if n0 < size else 1 << 20]
+            with memoryview(out) as view:
+                n = f.readinto(view[n0:])
+            del out[n0 + n:]
+            if not n:
+                return
+            yield
+    return fill
+
+
+def _gunzip(f, path: Path):
+    """Append the decompressed text to `out`, CHUNK_BYTES at a time, member after member, reading the file
+    as it goes."""
+    def fill(out: bytearray):
+        yield from _inflate(f, path, out)
+    return fill
+
+
+def _inflate(f, path: Path, out: bytearray):
     from isal import igzip_lib
 
-    out = bytearray()
-    buf = compressed
     d = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
+    pending = b""        # compressed bytes read but not yet given to a decompressor (the next member's)
+    produced = 0
     try:
         while True:
-            chunk = d.decompress(buf, _GZ_CHUNK)
-            buf = b""
-            out += chunk
-            if limit is not None and len(out) > limit:
-                raise refuse_to_read(path, limit, more=True)
+            data = b""
+            if d.needs_input:
+                data, pending = pending or f.read(GZ_INPUT_BYTES), b""
+                if not data:
+                    raise TraceError(f"{path}: not a readable gzip file: it ends early, after {produced:,} bytes "
+                                     "of JSON (truncated: an interrupted download or copy?); fetch or export it again")
+            chunk = d.decompress(data, CHUNK_BYTES)
+            produced += len(chunk)
+            if chunk:
+                out += chunk
+                yield
             if d.eof:
-                rest = d.unused_data.lstrip(b"\x00")
-                if rest[:2] != b"\x1f\x8b":  # trailing padding is fine; another gzip member continues
-                    break
-                buf, d = rest, igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
-            elif not chunk and d.needs_input:
-                raise TraceError(f"{path}: not a readable gzip file: it ends early, after {len(out):,} bytes of "
-                                  "JSON (truncated: an interrupted download or copy?); fetch or export it again")
+                rest = _after_member(d.unused_data, f)
+                if rest is None:
+                    return
+                d, pending = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP), rest
     except igzip_lib.IsalError as e:
         raise TraceError(f"{path}: not a readable gzip file ({e}): it is corrupt; fetch or export it "
-                          "again") from None
-    return out
+                         "again") from None
+
+
+def _after_member(rest: bytes, f) -> bytes | None:
+    """The first bytes of the next gzip member, or None at the end of the file. Trailing zero padding
+    (some writers add it) and trailing bytes that are not a gzip member are ignored."""
+    while True:
+        rest = rest.lstrip(b"\x00")
+        if len(rest) >= len(GZIP_MAGIC):
+            break
+        more = f.read(GZ_INPUT_BYTES)
+        if not more:
+            break
+        rest += more
+    return rest if rest[:2] == GZIP_MAGIC else None

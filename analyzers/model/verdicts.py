@@ -9,7 +9,7 @@ from enum import Enum
 
 
 class Cause(str, Enum):
-    """Why the GPU sat idle (DESIGN.md's taxonomy)."""
+    """Why the GPU sat idle (the taxonomy in docs/design.md)."""
     LAUNCH_OVERHEAD = "launch_overhead"
     HOST_WORK = "host_work"
     SYNCHRONIZATION = "synchronization"

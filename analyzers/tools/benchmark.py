@@ -94,7 +94,7 @@ def ours(path: Path, cache_dir: Path) -> dict:
     cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
     # warm: fill the cache (synchronously, from a fresh process), then time cache hits
     fill = [sys.executable, "-c", "import sys; from pathlib import Path; from analyzers.loading.load import load; "
-            "from analyzers import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
+            "from analyzers.loading import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
     subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "

@@ -12,7 +12,7 @@ should get (dominant idle cause and regime). The table says whether the report a
 and, where it does not, why. The traces themselves are never committed: they belong to
 other projects; the readings name their source repository and path.
 
-The report is read only through its JSON contract (DESIGN.md, `report --json`); nothing
+The report is read only through its JSON contract (docs/json.md, `report --json`); nothing
 here re-derives a number the analyzers compute.
 """
 from __future__ import annotations
