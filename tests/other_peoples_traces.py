@@ -129,15 +129,16 @@ def uncosted_kernels() -> dict:
 
 def conv_step() -> dict:
     """kineto's ResNet-50 sample on a V100 (torch 1.9 argument layout): back-to-back cudnn
-    convolutions, forward and backward, plus one DeepEP combine kernel (communication)."""
+    convolutions, forward and backward, plus one DeepEP combine kernel (communication). Each
+    convolution does 118 GFLOP in 10 ms: 11.8 TFLOP/s, 75% of the V100's 15.7 fp32 peak."""
     fwd_dims = [[32, 256, 56, 56], [256, 256, 3, 3], [], [], [], [], [], [], []]
     fwd_types = ["float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool"]
     launches, t = [], 100 * US
     for i in range(10):
         launches.append(Launch(op_start=t - 10 * US, op_end=t - 2 * US, call_start=t - 8 * US, call_end=t - 4 * US,
-                               gpu_start=t, gpu_end=t + 4 * MS, op="aten::cudnn_convolution",
+                               gpu_start=t, gpu_end=t + 10 * MS, op="aten::cudnn_convolution",
                                kernel="volta_scudnn_128x64_relu_interior_nn_v1"))
-        t += 4 * MS + 2 * US
+        t += 10 * MS + 2 * US
     comm = Launch(op_start=t - 10 * US, op_end=t - 2 * US, call_start=t - 8 * US, call_end=t - 4 * US, gpu_start=t,
                   gpu_end=t + 30 * MS, op="deep_ep::combine",
                   kernel="void deep_ep::internode::combine<false, 8, __nv_bfloat16>(int4*, float*)")

@@ -262,17 +262,27 @@ def test_an_unlinked_trace_is_not_told_to_move_fewer_bytes_because_of_0_percent(
     assert next_experiment(a)["lever"].startswith("capture again with both CPU and CUDA activity")
 
 
-def test_missing_external_id_lists_gpu_time_under_the_kernel_name(tmp_path, capsys):
+def test_missing_external_id_charges_gpu_time_to_the_op_around_the_launch(tmp_path, capsys):
     doc = good_doc(20)
     for e in doc["traceEvents"]:
         if e.get("cat") == "cuda_runtime":
             del e["args"]["External id"]
     path = kf.write(tmp_path / "noext.json", doc)
     code, out, _ = report(capsys, path)
-    assert code == 0 and caveats(out) == []      # like a Triton launch: linked to its kernel, to no op
+    assert code == 0 and caveats(out) == []      # no id to distrust: nothing to say
     good = numbers(kf.write(tmp_path / "good.json", good_doc(20)))
     n = numbers(path)
     assert n["idle"] == good["idle"] and n["by_cause"] == good["by_cause"]
+    assert {name for name, _ in n["hot"]} == {"aten::add"}   # the op that encloses each launch on its thread
+
+
+def test_launch_outside_any_op_lists_gpu_time_under_the_kernel_name(tmp_path, capsys):
+    doc = good_doc(20)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cpu_op"]   # like a Triton launch
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "cuda_runtime":
+            del e["args"]["External id"]
+    n = numbers(kf.write(tmp_path / "noop.json", doc))
     assert {name for name, _ in n["hot"]} == {"void k0<float>(float*)", "void k1<float>(float*)",
                                               "void k2<float>(float*)"}
 
@@ -283,6 +293,16 @@ def test_an_external_id_that_no_op_has_gets_a_caveat(tmp_path, capsys):
         if e.get("cat") == "cpu_op":
             del e["args"]["External id"]
     code, out, _ = report(capsys, kf.write(tmp_path / "ops-noext.json", doc))
+    assert code == 0
+    # each launch still sits inside its op: time places it, and the caveat says so
+    assert any(c.startswith("Caveat: 20 of 20 launch calls carry an External id that names no op around them")
+               for c in caveats(out))
+
+
+def test_an_external_id_with_no_op_and_no_op_around_the_launch_gets_a_caveat(tmp_path, capsys):
+    doc = good_doc(20)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cpu_op"]
+    code, out, _ = report(capsys, kf.write(tmp_path / "no-ops.json", doc))
     assert code == 0
     assert any("20 launch calls carry an External id that no cpu_op" in c for c in caveats(out))
 

@@ -12,6 +12,7 @@ def test_readings_file_names_a_source_and_a_verdict_for_every_trace():
     for name, r in readings.items():
         assert r["source"] and r["path"].count("@") == 1, name     # repository@commit:path, no contents
         assert r["reading"] and r["expected_dominant"] and r["expected_regime"], name
+        assert r["expected_next_kind"], name      # the Next is judged, not only the idle cause and the regime
 
 
 def test_runner_reports_each_trace_and_says_where_the_verdict_differs_from_the_reading(tmp_path):
@@ -27,4 +28,27 @@ def test_runner_reports_each_trace_and_says_where_the_verdict_differs_from_the_r
     assert rows["uncosted.json"].matches == "no"
     assert rows["uncosted.json"].why_not == "regime unknown, read memory (read wrong on purpose)"
     table = corpus.markdown(list(rows.values()))
-    assert "1 of 2 verdicts match the reading." in table
+    assert "1 of 2 verdicts match the reading (idle cause, regime and Next); the invariants hold on 2 of 2" in table
+
+
+def test_runner_judges_the_next_experiment_and_the_invariants_too(tmp_path):
+    write(tmp_path / "setup.json", opt.setup_in_a_launch_call())
+    readings = {"setup.json": {"source": "test", "expected_dominant": "host_work", "expected_regime": "overhead",
+                               "expected_next_kind": "cut_launches|remove_syncs"}}
+    row = corpus.run(tmp_path, readings)[0]
+    assert row.next_kind == "warm_up" and row.physics == ()
+    assert row.matches == "no" and row.why_not == "Next warm_up, read cut_launches|remove_syncs"
+    assert "| warm_up | no: Next warm_up" in corpus.markdown([row]) and "| hold |" in corpus.markdown([row])
+
+
+def test_runner_reports_a_merged_file_per_rank(tmp_path):
+    import physics_traces as pt
+
+    write(tmp_path / "merged.json", pt.merged_two_ranks())
+    readings = {"merged.json": {"source": "test", "expected_dominant": "launch_overhead",
+                                "expected_regime": "overhead", "expected_ranks": 2}}
+    row = corpus.run(tmp_path, readings)[0]
+    assert row.dominant == "2 ranks: launch_overhead/launch_overhead" and row.regime == "overhead/overhead"
+    assert row.matches == "yes" and row.physics == ()
+    row = corpus.run(tmp_path, {"merged.json": {**readings["merged.json"], "expected_ranks": 4}})[0]
+    assert row.matches == "no" and row.why_not.startswith("2 ranks, read 4")

@@ -237,7 +237,8 @@ def test_no_dashboard_module_asks_streamlit_to_render_html():
 def test_whatif_draws_each_levers_predicted_span_as_a_bar_best_first_with_its_assumption():
     from analyzers.triage.report import analyze_file
 
-    w = analyze_file(SAMPLES / "smell-sync-item.json.gz").levers.all
+    an = analyze_file(SAMPLES / "smell-sync-item.json.gz")
+    w = an.levers.all
     at = page("whatif", sample("smell-sync-item.json.gz"))
     assert not at.exception
     bars = specs(at)[0]
@@ -245,7 +246,9 @@ def test_whatif_draws_each_levers_predicted_span_as_a_bar_best_first_with_its_as
     assert bars["layer"][0]["encoding"]["y"]["sort"] == [p.lever for p in w.levers]
     assert bars["layer"][0]["encoding"]["x"]["field"] == "predicted_ms"
     assert bars["layer"][1]["mark"]["type"] == "rule"                     # the traced span
-    assert at.caption[1].value == plain(whatif_caption(w.baseline_ns, w.replay_ns))
+    # one baseline, named: the traced span (host and GPU) the levers are shares of, beside the report's GPU span
+    assert at.caption[1].value == plain(whatif_caption(w.baseline_ns, w.replay_ns, an.span_ns))
+    assert "GPU span" in at.caption[1].value and "52" in at.caption[1].value      # the report's 52.2 ms
     text = markdown_text(at)
     captions = [c.value for c in at.caption]
     for p in w.levers:
@@ -262,7 +265,7 @@ def _timeline_specs(at):
 def test_whatif_draws_the_predicted_timeline_below_the_measured_one_on_one_time_axis():
     at = page("whatif", sample("smell-sync-item.json.gz"))
     measured, predicted = _timeline_specs(at)
-    assert measured["title"] == "measured: GPU activities as traced (span 55.5 ms)"
+    assert measured["title"] == "measured: GPU activities as traced (traced span 55.5 ms)"
     assert predicted["title"] == "predicted under kernels_2x (span 34.6 ms)"      # the best lever first
     axes = [next(l["encoding"]["x"] for l in s["layer"] if "y" in l["encoding"]) for s in (measured, predicted)]
     assert axes[0]["scale"]["domain"] == axes[1]["scale"]["domain"] and axes[0]["scale"]["domain"][0] == 0

@@ -45,9 +45,18 @@ def test_h200_bf16_ridge_is_about_206_flop_per_byte():
         ("AMD Instinct MI300X", "MI300X", 5.3, 1307.4),
         ("AMD Instinct MI300X VF", "MI300X", 5.3, 1307.4),   # as a virtual function (cloud VM) reports it
         ("AMD Instinct MI325X", "MI325X", 6.0, 1307.4),
-        ("AMD Instinct MI250X", "MI250X", 3.2768, 383),
-        ("AMD Instinct MI250X / MI250", "MI250", 3.2768, 362.1),  # ROCm's shared name: the lower part's peaks
+        # torch sees each GCD of an MI250/MI250X as a device: half the package's figures
+        ("AMD Instinct MI250X", "MI250X (one GCD)", 1.6384, 191.5),
+        ("AMD Instinct MI250X / MI250", "MI250 (one GCD)", 1.6384, 181.05),  # ROCm's shared name: the lower part
         ("AMD Instinct MI210", "MI210", 1.6384, 181.0),
+        ("AMD Instinct MI300A", "MI300A", 5.3, 980.6),
+        ("NVIDIA GeForce RTX 2080 Ti", "GeForce RTX 2080 Ti", 0.616, 13.4),   # no bf16 tensor cores: fp32 rate
+        ("NVIDIA RTX A6000", "RTX A6000", 0.768, 154.8),
+        ("NVIDIA RTX A4000", "RTX A4000", 0.448, 76.7),
+        ("Quadro GP100", "Quadro GP100", 0.717, 10.3),
+        # a device whose name says nothing, named by the properties the trace records beside it
+        ("unnamed device (compute 9.4, 304 multiprocessors, 192 GB)", "MI300X", 5.3, 1307.4),
+        ("AMD Radeon Graphics (compute 9.0, 104 multiprocessors, 64 GB)", "MI210", 1.6384, 181.0),
     ],
 )
 def test_device_names_as_torch_reports_them_match_their_family(
@@ -64,6 +73,27 @@ def test_device_names_as_torch_reports_them_match_their_family(
 ])
 def test_unknown_device_has_no_peaks(device_name):
     assert lookup(device_name) is None
+
+
+def test_an_unnamed_nvidia_hopper_is_not_taken_for_an_amd_part():
+    # compute 9.0 is an H100's compute capability as well as gfx90a's: the multiprocessors tell them apart
+    assert lookup("unnamed device (compute 9.0, 132 multiprocessors, 80 GB)") is None
+
+
+@pytest.mark.parametrize("device_name, sheet", [
+    ("NVIDIA H200", "NVIDIA H200 Tensor Core GPU datasheet"),
+    ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA Turing GPU architecture whitepaper"),
+    ("AMD Instinct MI300X", "AMD Instinct MI300X datasheet"),
+])
+def test_datasheet_peaks_name_their_source_document(device_name, sheet):
+    assert lookup(device_name).sheet == sheet
+
+
+def test_measured_ceilings_keep_the_datasheet_as_the_physical_limit():
+    pk = lookup("NVIDIA H200", H200_CEILINGS)
+    assert pk.bytes_per_s == pytest.approx(4300e9)             # what the report compares against
+    assert pk.limit_bytes_per_s() == pytest.approx(4800e9)     # what no kernel can pass
+    assert pk.limit_flops("bf16") == pytest.approx(989.5e12)
 
 
 def test_similar_names_do_not_collide():

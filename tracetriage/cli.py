@@ -41,6 +41,7 @@ def cmd_report(a) -> int:
     from analyzers.output import serialize
     from analyzers.loading.progress import set_quiet
     from analyzers.triage.report import analyze_file
+    from analyzers.loading.merged import MergedRanks
     from analyzers.model.trace import TraceError
 
     set_quiet(a.quiet)
@@ -51,6 +52,10 @@ def cmd_report(a) -> int:
         return _report_dir(path, a.json, a.quiet)
     try:
         analysis = analyze_file(path, a.range)
+    except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
+        if a.range or a.hta:
+            raise UserError(f"{m}; --range and --hta apply to one rank's trace") from None
+        return _report_dir(path, a.json, a.quiet, m.trace)
     except TraceError as e:
         raise UserError(str(e)) from None
     hta = None
@@ -75,15 +80,15 @@ def cmd_report(a) -> int:
     return 0
 
 
-def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
-    """`tracetriage report DIR`: the multi-rank report."""
+def _report_dir(path: Path, as_json: bool, quiet: bool, merged=None) -> int:
+    """`tracetriage report DIR` (or a merged multi-rank file, `merged` its loaded trace): the multi-rank report."""
     from analyzers.voice.ranks import ranks_lines
     from analyzers.output import serialize
     from tracetriage.rank_run import report_object
     from analyzers.model.trace import TraceError
 
     try:
-        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress)
+        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress, trace=merged)
     except TraceError as e:
         raise UserError(str(e)) from None
     if as_json:

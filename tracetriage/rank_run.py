@@ -19,28 +19,47 @@ from pathlib import Path
 from analyzers.voice import ranks as rank_words, report as report_words
 from analyzers.voice.common import mostly
 from analyzers.output import serialize
-from analyzers.loading.load import find_traces
+from analyzers.loading.load import find_traces, load
 from analyzers.analyses.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
-from analyzers.triage.report import analyze_file
-from analyzers.model.trace import TraceError
+from analyzers.triage.report import Analysis, analyze_file, analyze_trace
+from analyzers.loading import merged
+from analyzers.model.trace import Trace, TraceError
 
 
 def analyze_rank(path: str) -> RankReport | RankError:
     """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
     try:
-        a = analyze_file(path)
-        return RankReport(report=serialize.report(a), lines=tuple(report_words.five_lines(a)), mostly=mostly(a),
-                          dominant=a.dominant, idle_share=a.idle_share, span_us=a.span_ns / 1e3,
-                          kernel_busy_us=a.kernel_busy_ns / 1e3, device_name=a.trace.device_name(),
-                          rank=a.trace.rank, caveats=tuple(report_words.analysis_caveats(a)),
-                          collectives=collective_timing(a.trace), world_size=a.trace.world_size,
-                          has_gpu=bool(a.devices))
+        return _rank_report(analyze_file(path))
     except TraceError as e:
         return RankError(str(e))
     except MemoryError:
         return RankError(f"{path}: out of memory while analysing it")
     except Exception as e:  # a bug on an odd file must not sink the other ranks
         return RankError(f"{path}: internal failure ({type(e).__name__}: {e})")
+
+
+def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None) -> RankReport | RankError:
+    """One rank of a merged multi-rank file (analyzers.loading.merged), like analyze_rank; `trace`: the
+    file already loaded. Never raises."""
+    label = merged.member_label(path, rank)
+    try:
+        return _rank_report(analyze_trace(merged.rank_trace(trace if trace is not None else load(path), rank)),
+                            rank_from="merged file (args.rank)")
+    except TraceError as e:
+        return RankError(str(e))
+    except MemoryError:
+        return RankError(f"{label}: out of memory while analysing it")
+    except Exception as e:  # a bug on an odd file must not sink the other ranks
+        return RankError(f"{label}: internal failure ({type(e).__name__}: {e})")
+
+
+def _rank_report(a: Analysis, rank_from: str | None = None) -> RankReport:
+    return RankReport(report=serialize.report(a), lines=tuple(report_words.five_lines(a)), mostly=mostly(a),
+                      dominant=a.dominant, idle_share=a.idle_share, span_us=a.span_ns / 1e3,
+                      kernel_busy_us=a.kernel_busy_ns / 1e3, device_name=a.trace.device_name(),
+                      rank=a.trace.rank, caveats=tuple(report_words.analysis_caveats(a)),
+                      collectives=collective_timing(a.trace), world_size=a.trace.world_size,
+                      has_gpu=bool(a.devices), rank_from=rank_from)
 
 
 # --- running the workers ----------------------------------------------------------------------
@@ -76,8 +95,16 @@ def analyze_paths(paths: list[Path], progress=None) -> dict[Path, RankReport | R
 
 # --- the command ---------------------------------------------------------------------------------
 
-def report_object(path: Path, progress=None) -> RanksReport:
-    """The merged report of a directory of rank traces; TraceError when there is nothing usable."""
+def report_object(path: Path, progress=None, trace: Trace | None = None) -> RanksReport:
+    """The merged report of a directory of rank traces, or of the ranks of one merged multi-rank file
+    (`trace`: that file, already loaded); TraceError when there is nothing usable."""
+    if trace is not None or path.is_file():
+        trace = trace if trace is not None else load(path)
+        ranks = merged.ranks_of(trace)
+        if not ranks:
+            raise TraceError(f"{path} is the trace of one rank, not a merged multi-rank file: report it alone")
+        results = {Path(merged.member_label(path.name, r)): analyze_merged_rank(str(path), r, trace) for r in ranks}
+        return merge(results)
     try:
         paths = find_traces(path)
     except OSError as e:

@@ -67,6 +67,17 @@ class Gaps:
     next_row: np.ndarray   # the GPU activity that ended the gap (row in trace.ev), NONE if none
     host_row: np.ndarray   # the host call that explains it (sync, copy or launch call), NONE if none
     waited: np.ndarray | None = None   # bool: queued work that waited on a dependency (None: no gap did)
+    piece_of: np.ndarray | None = None  # within(): the gap each piece was cut from (None: every gap is whole)
+
+    def count(self, mask: np.ndarray) -> int:
+        """How many gaps the selected ones are: pieces of one gap cut by windows count once."""
+        return int(mask.sum()) if self.piece_of is None else len(np.unique(self.piece_of[mask]))
+
+    def whole(self, mask: np.ndarray) -> np.ndarray:
+        """The mask with one piece per gap (the first), for counting what explains each gap once."""
+        if self.piece_of is None or not len(mask):
+            return mask
+        return mask & np.r_[True, self.piece_of[1:] != self.piece_of[:-1]]
 
     def __len__(self) -> int:
         return len(self.start)
@@ -94,10 +105,11 @@ class DeviceIdle:
     gaps: Gaps
     evidence: dict[Cause, Evidence]
     setup: "SetUp | None" = None      # one-time set-up on the host (first calls), for the framework phases
+    windows_ns: int | None = None   # within(): the time inside the windows (None: the whole span counts)
 
     @property
     def span_ns(self) -> int:
-        return self.span_end - self.span_start
+        return self.span_end - self.span_start if self.windows_ns is None else self.windows_ns
 
     @property
     def dominant(self) -> Cause | None:
@@ -731,22 +743,23 @@ def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
 
 
 def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext,
-             setup: SetUp | None = None) -> dict[Cause, Evidence]:
+             setup: SetUp | None = None, kernels: np.ndarray | None = None) -> dict[Cause, Evidence]:
+    """Each cause's evidence from its gaps; `kernels`: the kernels the launch evidence counts (None: the device's)."""
     host_long = host_long_ns(ctx.launch_cost_ns)
     setup = setup if setup is not None else set_up(trace, g, ctx)
     out: dict[Cause, Evidence] = {}
     for i, cause in enumerate(CAUSES):
         m = g.cause == i
         d = g.dur[m]
-        base = dict(cause=cause, gaps=int(m.sum()), total_us=round(float(d.sum()) / 1e3, 1), median_gap_us=_median_us(d),
+        base = dict(cause=cause, gaps=g.count(m), total_us=round(float(d.sum()) / 1e3, 1), median_gap_us=_median_us(d),
                     max_gap_us=round(float(d.max()) / 1e3, 1) if len(d) else 0.0)
-        host = g.host_row[m]
+        host = g.host_row[g.whole(m)]
         waited_on = ()
         if g.waited is not None and (g.waited & m).any():
             w = g.waited & m & (g.host_row != NONE)
             waited_on = _top_times(trace, g.host_row[w], g.dur[w].astype(np.int64))
         if cause is Cause.LAUNCH_OVERHEAD:
-            out[cause] = _launch_evidence(trace, device, g, m, ctx, base)
+            out[cause] = _launch_evidence(trace, device, g, m, ctx, base, kernels)
         elif cause is Cause.HOST_WORK:
             top, untraced = _host_events_in(trace, g.start[m], g.end[m], ctx)
             out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced,
@@ -766,13 +779,14 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
                                           copy_bytes=int(nb[nb > 0].sum()),
                                           blocking_calls=_top_names(trace, host[host != NONE]), waited_on=waited_on)
         else:
-            waited = g.waited[m] if g.waited is not None else np.zeros(int(m.sum()), bool)
+            waited = g.waited[g.whole(m)] if g.waited is not None else np.zeros(len(host), bool)
             out[cause] = OtherEvidence(**base, unlinked_gaps=int(np.sum((host == NONE) & ~waited)),
                                        waited_on=waited_on)
     return out
 
 
-def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _HostContext, base: dict) -> LaunchEvidence:
+def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _HostContext, base: dict,
+                     kernels: np.ndarray | None = None) -> LaunchEvidence:
     ev = trace.ev
     nxt = g.next_row[m]
     nxt = nxt[nxt != NONE]
@@ -780,7 +794,8 @@ def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _Ho
     queued = int(np.sum((host != NONE) & (ev.start[np.maximum(host, 0)] <= g.start[m])))
     ops = trace.op_of[np.maximum(host, 0)]
     ops = ops[(host != NONE) & (ops != NONE)]
-    kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL))
+    kern = np.flatnonzero((ev.device == device) & (ev.cat == KERNEL)) if kernels is None else \
+        kernels[ev.device[kernels] == device]
     return LaunchEvidence(**base, next_kernel_median_us=_median_us(ev.end[nxt] - ev.start[nxt]),
                           launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None,
                           queued_gaps=queued,
@@ -808,3 +823,49 @@ def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:
 def analyze(trace: Trace, window: tuple[int, int] | None = None) -> list[DeviceIdle]:
     ctx = _host_context(trace)
     return [analyze_device(trace, d, ctx, window) for d in trace.devices]
+
+
+def within(trace: Trace, devs: list[DeviceIdle], starts: np.ndarray, ends: np.ndarray,
+           gpu_rows: np.ndarray) -> list[DeviceIdle]:
+    """Each device's idle inside disjoint sorted windows (a repeating range's instances), nothing between
+    them: its span is the windows inside the device's span, its gaps are cut to them, its busy time is the
+    kernel time inside them (so busy + idle = span still), and the evidence is that of those gaps, with
+    the kernels `gpu_rows` (what the windows launched) as the kernels the launch evidence counts."""
+    ev = trace.ev
+    ctx = _host_context(trace)
+    out = []
+    for d in devs:
+        ws, we = iv.intersect(starts, ends, np.array([d.span_start]), np.array([d.span_end]))
+        acts = np.flatnonzero((ev.device == d.device) & np.isin(ev.cat, GPU_CATS))
+        kern = acts[ev.cat[acts] == KERNEL]
+        copies = acts[ev.cat[acts] != KERNEL]
+        ks, ke = iv.intersect(*iv.union(ev.start[kern], ev.end[kern]), ws, we)
+        cs, ce = iv.intersect(*iv.union(ev.start[copies], ev.end[copies]), ws, we)
+        g = _cut(d.gaps, ws, we)
+        by_cause = {c: int(np.sum(g.dur[g.cause == i])) for i, c in enumerate(CAUSES)}
+        mine = gpu_rows[ev.device[gpu_rows] == d.device]
+        lo, hi = (int(ws[0]), int(we[-1])) if len(ws) else (d.span_start, d.span_start)
+        setup = set_up(trace, g, ctx)
+        out.append(DeviceIdle(device=d.device, span_start=lo, span_end=hi, kernel_busy_ns=iv.total(ks, ke),
+                              copy_ns=iv.total(cs, ce), idle_ns=int(g.dur.sum()), by_cause_ns=by_cause, gaps=g,
+                              evidence=evidence(trace, d.device, g, mine[ev.cat[mine] != KERNEL], ctx, setup,
+                                                kernels=mine[ev.cat[mine] == KERNEL]),
+                              setup=setup, windows_ns=iv.total(ws, we)))
+    return out
+
+
+def _cut(g: Gaps, ws: np.ndarray, we: np.ndarray) -> Gaps:
+    """The gaps' pieces inside disjoint sorted windows, each piece keeping its gap's cause and rows."""
+    if len(g) == 0 or len(ws) == 0:
+        return _empty_gaps()
+    lo = np.searchsorted(g.end, ws, side="right")    # first gap ending after each window starts
+    hi = np.searchsorted(g.start, we, side="left")   # gaps starting before it ends
+    counts = np.maximum(hi - lo, 0)
+    w_idx = np.repeat(np.arange(len(ws)), counts)
+    offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    i = np.repeat(lo, counts) + offs
+    s, e = np.maximum(g.start[i], ws[w_idx]), np.minimum(g.end[i], we[w_idx])
+    keep = e > s
+    i, s, e = i[keep], s[keep], e[keep]
+    return Gaps(g.device[i], s, e, g.cause[i], g.next_row[i], g.host_row[i],
+                g.waited[i] if g.waited is not None else None, piece_of=i)

@@ -858,6 +858,19 @@ def tensor_args(input_dims: list | None, input_types: list | None,
     return [(a.dims, a.dtype, a.nbytes) for a in args if a.kind == "tensor"]
 
 
+def launch_op_cost(name: str, input_dims: list | None, input_types: list | None,
+                   concrete_inputs: list | None = None) -> OpCost | None:
+    """The cost of an op that launches a kernel of its own name: a user's Triton kernel that
+    torch.compile (or a torch.library triton_op) wraps in an op named after it, whatever its name.
+    Like an Inductor kernel: one pass over its tensor arguments (inputs and outputs), a lower bound."""
+    try:
+        if input_dims is None or input_types is None:
+            return None
+        return _triton_pass(_base_name(str(name).strip()), _parse(input_dims, input_types, concrete_inputs))
+    except (_Malformed, ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError):
+        return None
+
+
 def _classify(base: str):
     if base in _MATMULS:
         return _MATMULS[base]

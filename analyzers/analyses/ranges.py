@@ -36,6 +36,7 @@ class RangeStats:
     windows: tuple[np.ndarray, np.ndarray]   # per instance: [cpu start, max(cpu end, last gpu end))
     idle_by_cause_us: dict[Cause, float]
     idle_us: float
+    instances: np.ndarray | None = None     # the range's user_annotation rows, in the order of `windows`
 
     @property
     def idle_dominant(self) -> Cause | None:
@@ -99,7 +100,7 @@ def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None
         out.append(RangeStats(name=name, count=len(inst), wall_us=float(walls.sum()) / 1e3,
                               median_wall_us=float(np.median(walls)) / 1e3, kernel_busy_us=iv.total(ks, ke) / 1e3,
                               gpu_rows=g_rows, windows=(s, wend), idle_by_cause_us=idle_by,
-                              idle_us=sum(idle_by.values())))
+                              idle_us=sum(idle_by.values()), instances=inst))
     return out
 
 

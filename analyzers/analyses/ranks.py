@@ -87,6 +87,7 @@ class RankReport:
     collectives: Collectives
     world_size: int | None = None   # distributedInfo.world_size: how many ranks the run had
     has_gpu: bool = True            # False: a CPU-only trace (no GPU activity), never compared
+    rank_from: str | None = None    # where `rank` came from when not distributedInfo (a merged file's tags)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def number_ranks(results: dict[Path, RankReport]) -> list[RankRow]:
     for p, r in results.items():
         rk = r.rank
         if isinstance(rk, int):
-            taken.append((rk, "distributedInfo", p, r))
+            taken.append((rk, r.rank_from or "distributedInfo", p, r))
         elif (rk := rank_from_name(p.name)) is not None:
             taken.append((rk, "file name", p, r))
         else:

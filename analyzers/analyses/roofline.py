@@ -8,6 +8,15 @@ when its arithmetic intensity reaches the device's ridge point for its dtype
 the name says it plainly (an elementwise or reduction kernel; a GEMM whose tile
 has an 8- or 16-wide side, which cuBLAS picks for skinny decode shapes), else none.
 
+A point above its device's peak (by more than ABOVE_PEAK) is an attribution error,
+never an achievement: the op's shapes do not describe what its kernels did (a launch
+charged to the wrong op, an input the kernel only slices). It is kept out of the
+points and the vote (its kernels count as uncosted) and listed in `above_peak` for the
+caveat. A point far below both roofs (under LATENCY_SHARE of the peak FLOP/s *and*
+of the peak bandwidth) is latency-bound: occupancy, a tiny grid, the library's choice
+of algorithm, not arithmetic or bytes. An fp32 product whose kernels are TF32 tensor-
+core kernels (by name) is placed against the TF32 peak.
+
 Span regime: overhead when the device is idle most of the span; otherwise the
 bound that holds most of the span's kernel time.
 """
@@ -18,16 +27,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.analyses.opcost import op_cost
+from analyzers.analyses.opcost import launch_op_cost, op_cost
 from analyzers.analyses.peaks import DevicePeaks, lookup
-from analyzers.model.kernels import is_collective
+from analyzers.model.kernels import is_collective, is_tf32
 from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from analyzers.model.verdicts import BOUNDS, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.
-UNKNOWN, COMPUTE, MEMORY, COMM = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
-                                                           Bound.COMMUNICATION))
+UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
+                                                                    Bound.COMMUNICATION, Bound.LATENCY))
+ABOVE_PEAK = 1.05      # achieved past this multiple of a peak: the cost was charged to the wrong kernels
+LATENCY_SHARE = 0.01   # under this share of both peaks: bound by latency (occupancy, tiny grids), not by a roof
+_TF32_KINDS = ("matmul", "convolution")
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
     r"embedding|rotary|splitkreduce|gemv|memcpy|memset|argmax|topk|sort|where|fused_", re.I)
@@ -44,11 +56,13 @@ _COSTED_BY_CALLER = ("convolution_backward_input", "convolution_backward_weight"
 # Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
 # launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
 # its op is one the cost model does not know (custom ops, fused library calls).
-UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "graph_replay"}
+UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "graph_replay", 5: "above_peak"}
+ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's peak (an attribution error)
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
 UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
+LATENCY_NAMED = 0.005  # latency-bound kernel time is named when it rounds to 1% of the kernel time or more
 
 
 def guess_bound(kernel_name: str) -> int:
@@ -88,13 +102,31 @@ class RooflinePoint:
 
 
 @dataclass(frozen=True)
+class AbovePeak:
+    """An op whose cost would place it above its device's peak: an attribution error, never shown as achieved."""
+    name: str
+    shapes: str
+    dtype: str
+    calls: int
+    device_us: float
+    achieved: float          # TFLOP/s or GB/s, as `unit` says
+    peak: float
+    unit: str                # "TFLOP/s" | "GB/s"
+
+    @property
+    def times_peak(self) -> float:
+        return self.achieved / self.peak if self.peak else 0.0
+
+
+@dataclass(frozen=True)
 class Roofline:
     peaks: DevicePeaks | None
     points: list[RooflinePoint]
-    kernel_bound: np.ndarray       # per trace row: UNKNOWN / COMPUTE / MEMORY (kernels only)
+    kernel_bound: np.ndarray       # per trace row: UNKNOWN / COMPUTE / MEMORY / LATENCY (kernels only)
     kernel_flops: np.ndarray       # per trace row: FLOPs charged to that kernel (0 if unknown)
     kernel_bytes: np.ndarray
     kernel_why: np.ndarray | None = None   # per trace row, for kernels with no costed op: why (UNCOSTED_WHY code)
+    above_peak: tuple[AbovePeak, ...] = ()   # ops kept out of the points and the vote, largest time first
 
 
 def _shape_str(dims) -> str:
@@ -169,26 +201,36 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     sig_calls = np.bincount(sig_inv, minlength=n_sig) if n_sig else np.zeros(0, np.int64)
     first_row = np.zeros(n_sig, np.int64)
     first_row[sig_inv[::-1]] = op_rows[::-1]
-    points_src = []
-    for j in range(n_sig):
-        r = int(first_row[j])
-        dims, types, concrete = trace.shapes(r)
-        cost = op_cost(trace.names[ev.name[r]], dims, types, concrete) if dims is not None else None
-        if cost is None or cost.bytes <= 0:
-            continue
-        sig_flops[j], sig_bytes[j] = cost.flops, cost.bytes
-        if peaks is not None:
-            sig_bound[j] = COMPUTE if cost.intensity >= peaks.ridge(cost.dtype) else MEMORY
-        else:
-            sig_bound[j] = COMPUTE if cost.kind in _DENSE_KINDS else MEMORY
-        points_src.append({"name": trace.names[ev.name[r]], "shapes": _shape_str(dims), "cost": cost,
-                           "calls": int(sig_calls[j]), "time": float(sig_time[j])})
-
-    # Charge each op's cost to its kernels in proportion to their time; name-based guess otherwise.
     k_sig = np.full(len(kern), -1, np.int64)
     if len(op_rows):
         pos = np.searchsorted(op_rows, op[has_op])
         k_sig[has_op] = sig_inv[pos]
+    namesake, tf32 = _kernel_facts(trace, kern, op, k_sig, n_sig)
+    rejected = np.zeros(n_sig, bool)
+    points_src, above = [], []
+    for j in range(n_sig):
+        r = int(first_row[j])
+        dims, types, concrete = trace.shapes(r)
+        name = trace.names[ev.name[r]]
+        cost = None
+        if dims is not None:
+            cost = op_cost(name, dims, types, concrete) or (
+                launch_op_cost(name, dims, types, concrete) if namesake[j] else None)
+        if cost is None or cost.bytes <= 0:
+            continue
+        dtype = "tf32" if cost.dtype == "fp32" and cost.kind in _TF32_KINDS and tf32[j] else cost.dtype
+        g = {"name": name, "shapes": _shape_str(dims), "cost": cost, "dtype": dtype,
+             "calls": int(sig_calls[j]), "time": float(sig_time[j])}
+        g["bound"], g["beyond"] = _place(g, peaks)
+        if g["beyond"] is not None:   # above the peak: an attribution error, neither a point nor a vote
+            rejected[j] = True
+            above.append(g["beyond"])
+            continue
+        sig_flops[j], sig_bytes[j] = cost.flops, cost.bytes
+        sig_bound[j] = BOUNDS.index(g["bound"])
+        points_src.append(g)
+
+    # Charge each op's cost to its kernels in proportion to their time; name-based guess otherwise.
     known = k_sig >= 0
     known[known] = sig_bytes[k_sig[known]] > 0
     share = np.zeros(len(kern))
@@ -224,6 +266,12 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
             kwhy[rows_u[graph]] = 4
+            # an op whose cost would put it above the peak: its kernels are uncosted, and say why
+            in_rejected = np.zeros(len(rows_u), bool)
+            ks = k_sig[np.searchsorted(kern, rows_u)]
+            in_rejected[ks >= 0] = rejected[ks[ks >= 0]]
+            kwhy[rows_u[in_rejected]] = ABOVE_PEAK_WHY
+            kbound[rows_u[in_rejected]] = UNKNOWN   # never back into the vote by its name
     groups = {i: g for i, g in enumerate(points_src)}
 
     points = []
@@ -234,18 +282,61 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         ach_tf = flops / secs / 1e12 if secs > 0 else 0.0
         ach_gb = nbytes / secs / 1e9 if secs > 0 else 0.0
         if peaks is not None:
-            ridge = peaks.ridge(c.dtype)
-            bound = Bound.COMPUTE if c.intensity >= ridge else Bound.MEMORY
-            pk_tf, pk_gb = peaks.flops(c.dtype) / 1e12, peaks.bytes_per_s / 1e9
-            frac = ach_tf / pk_tf if bound is Bound.COMPUTE else ach_gb / pk_gb
+            ridge = peaks.ridge(g["dtype"])
+            pk_tf, pk_gb = peaks.flops(g["dtype"]) / 1e12, peaks.bytes_per_s / 1e9
+            # the roof its intensity puts it under (a latency-bound op is far below it)
+            frac = ach_tf / pk_tf if c.intensity >= ridge else ach_gb / pk_gb
         else:
             ridge = pk_tf = pk_gb = frac = None
-            bound = Bound.COMPUTE if c.kind in _DENSE_KINDS else Bound.MEMORY
-        points.append(RooflinePoint(name=g["name"], shapes=g["shapes"], dtype=c.dtype, kind=c.kind,
+        points.append(RooflinePoint(name=g["name"], shapes=g["shapes"], dtype=g["dtype"], kind=c.kind,
                                     calls=g["calls"], flops=flops, bytes=nbytes, device_us=g["time"] / 1e3,
                                     intensity=c.intensity, achieved_tflops=ach_tf, achieved_gbps=ach_gb,
-                                    bound=bound, ridge=ridge, peak_tflops=pk_tf, peak_gbps=pk_gb, frac_of_peak=frac))
-    return Roofline(peaks, points, kbound, kflops, kbytes, kwhy)
+                                    bound=g["bound"], ridge=ridge, peak_tflops=pk_tf, peak_gbps=pk_gb,
+                                    frac_of_peak=frac))
+    above.sort(key=lambda x: -x.device_us)
+    return Roofline(peaks, points, kbound, kflops, kbytes, kwhy, tuple(above))
+
+
+def _kernel_facts(trace: Trace, kern: np.ndarray, op: np.ndarray, k_sig: np.ndarray,
+                  n_sig: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per signature: whether its op launched a kernel of its own name (a wrapped user Triton kernel),
+    and whether its kernels are TF32 tensor-core kernels (by name)."""
+    ev = trace.ev
+    has = k_sig >= 0
+    if not has.any():
+        return np.zeros(n_sig, bool), np.zeros(n_sig, bool)
+    same = has.copy()
+    same[has] = ev.name[kern[has]] == ev.name[op[has]]
+    names, inv = np.unique(ev.name[kern[has]], return_inverse=True)
+    tf = np.array([is_tf32(trace.names[i]) for i in names], bool)[inv.ravel()]
+    namesake = np.bincount(k_sig[same], minlength=n_sig) > 0
+    tf32 = np.bincount(k_sig[has][tf], minlength=n_sig) > 0
+    return namesake, tf32
+
+
+def _place(g: dict, peaks: DevicePeaks | None) -> tuple[Bound, AbovePeak | None]:
+    """An op's bound from its place against its device's roofs, or the reason it has no place: above a peak."""
+    cost, dtype, calls, time_ns = g["cost"], g["dtype"], g["calls"], g["time"]
+    if peaks is None:   # no ridge: dense kinds do far more arithmetic per byte than any GPU's ridge
+        return (Bound.COMPUTE if cost.kind in _DENSE_KINDS else Bound.MEMORY), None
+    secs = time_ns / 1e9
+    ach_tf = cost.flops * calls / secs / 1e12 if secs > 0 else 0.0
+    ach_gb = cost.bytes * calls / secs / 1e9 if secs > 0 else 0.0
+    # above the physical limit (the datasheet's, where measured ceilings sit under it): an attribution error
+    lim_tf, lim_gb = peaks.limit_flops(dtype) / 1e12, peaks.limit_bytes_per_s() / 1e9
+    over_tf = ach_tf / lim_tf if lim_tf > 0 else 0.0
+    over_gb = ach_gb / lim_gb if lim_gb > 0 else 0.0
+    if max(over_tf, over_gb) > ABOVE_PEAK:
+        flops_side = over_tf >= over_gb
+        return Bound.UNKNOWN, AbovePeak(name=g["name"], shapes=g["shapes"], dtype=dtype, calls=calls,
+                                        device_us=time_ns / 1e3, achieved=ach_tf if flops_side else ach_gb,
+                                        peak=lim_tf if flops_side else lim_gb, unit="TFLOP/s" if flops_side else "GB/s")
+    pk_tf, pk_gb = peaks.flops(dtype) / 1e12, peaks.bytes_per_s / 1e9
+    f_tf = ach_tf / pk_tf if pk_tf > 0 else 0.0
+    f_gb = ach_gb / pk_gb if pk_gb > 0 else 0.0
+    if f_tf < LATENCY_SHARE and f_gb < LATENCY_SHARE:
+        return Bound.LATENCY, None
+    return (Bound.COMPUTE if cost.intensity >= peaks.ridge(dtype) else Bound.MEMORY), None
 
 
 @dataclass(frozen=True)
@@ -264,23 +355,31 @@ class RegimeVerdict:
     uncosted_share: float = 0.0     # unknown_us / the kernel time that votes (all but communication)
     uncosted_why_us: dict = field(default_factory=dict)   # UNCOSTED_WHY value -> µs of kernels with no bound,
                                                           # largest first
+    latency_us: float = 0.0         # kernel time far below both roofs (latency-bound)
+    latency_peak_share: float | None = None   # latency-bound kernels' achieved share of the nearer peak
 
     @property
     def kernel_us(self) -> float:
-        return self.compute_us + self.memory_us + self.unknown_us + self.comm_us
+        return self.compute_us + self.memory_us + self.unknown_us + self.comm_us + self.latency_us
 
     @property
     def unknown_worth_naming(self) -> bool:
         """Kernel time with no bound is a share the Regime line names beside the two bounds."""
         return self.unknown_us > UNKNOWN_NAMED * self.kernel_us
 
+    @property
+    def latency_worth_naming(self) -> bool:
+        """Latency-bound kernel time is a share the Regime line names beside the two roofs (whenever it shows as
+        a whole percent: the named shares then add up to 100%)."""
+        return self.latency_us >= LATENCY_NAMED * self.kernel_us
+
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float) -> RegimeVerdict:
     ev = trace.ev
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
-    comp, mem, unk, comm = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM))
-    voting = comp + mem + unk
+    comp, mem, unk, comm, lat = (float(dur[b == x].sum()) for x in (COMPUTE, MEMORY, UNKNOWN, COMM, LATENCY))
+    voting = comp + mem + unk + lat
     uncosted = unk / voting if voting > 0 else (1.0 if comm > 0 else 0.0)
     why_us = []
     if roof.kernel_why is not None and unk > 0:
@@ -294,12 +393,14 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
         verdict = Regime.OVERHEAD
     elif uncosted > UNKNOWN_MAJORITY:
         verdict = Regime.UNKNOWN
+    elif lat > comp and lat > mem:   # most of the kernel time is under neither roof
+        verdict = Regime.LATENCY
     else:
         verdict = Regime.COMPUTE if comp > mem else Regime.MEMORY
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
-    win = known & (b == (COMPUTE if verdict is Regime.COMPUTE else MEMORY))
+    win = known & (b == {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY}.get(verdict, MEMORY))
     if verdict is Regime.UNKNOWN:
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
@@ -307,8 +408,11 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
     dtype = _dominant_dtype(roof)
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
+    lat_share = None
+    if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
+        lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
-                         ridge, dtype, uncosted, dict(why_us))
+                         ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share)
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

@@ -80,10 +80,14 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     rank = next((p.rank for p in parts if p.rank is not None), None)
     world_size = next((p.world_size for p in parts if p.world_size is not None), None)
     base = next((p.base_time_ns for p in parts if p.base_time_ns is not None), None)
+    rank_of_pid: dict[int, int] = {}
+    for p in parts:
+        rank_of_pid.update(p.rank_of_pid)
+    merged = rank_of_pid if len(set(rank_of_pid.values())) > 1 else {}   # one rank's tags merge nothing
     return Tables(path=str(path), names=table_list(names), ev=ev, device_names=device_names, rank=rank,
                   world_size=world_size,
                   base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
-                  caveats=tuple(caveats))
+                  caveats=tuple(caveats), merged_ranks=merged)
 
 
 def _drop_duplicates(ev: Events) -> tuple[Events, int]:

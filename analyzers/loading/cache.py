@@ -32,7 +32,9 @@ import numpy as np
 
 from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
-FORMAT = 6   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size
+FORMAT = 7   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
+             # where External ids name no enclosing op (analyzers.loading.containment), the ranks of a merged
+             # multi-rank file, device names with their properties where the name says nothing
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
@@ -166,6 +168,7 @@ def put(path: Path, trace) -> None:
             "world_size": trace.world_size,
             "base_time_ns": trace.base_time_ns, "events_in_file": trace.events_in_file,
             "caveats": [[c.kind, c.count, c.total] for c in trace.caveats],
+            "merged_ranks": [[int(k), int(v)] for k, v in trace.merged_ranks.items()],
         }
         table = pa.table(cols).replace_schema_metadata({"tracetriage": json.dumps(meta)})
         sink = pa.BufferOutputStream()
@@ -243,7 +246,8 @@ def _from_table(table, meta: dict, path: Path):
                base_time_ns=meta["base_time_ns"], events_in_file=meta["events_in_file"],
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
                launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),
-               caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]))
+               caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]),
+               merged_ranks={int(k): int(v) for k, v in meta["merged_ranks"]})
     bounds = {"name": len(tr.names), "shape": len(tr.shapes_raw), "launch_of": n, "op_of": n, "cat": 12}
     for c, hi in bounds.items():
         a = arrays[c]

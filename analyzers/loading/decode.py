@@ -47,6 +47,7 @@ class _Args(msgspec.Struct, gc=False):
     device: int = NONE
     stream: int = NONE
     bytes: int = NONE
+    rank: int = NONE   # a trace-fusion tool's tag of the rank each event came from (a merged multi-rank file)
     dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_EMPTY)
     types: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_EMPTY)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_RAW_EMPTY)
@@ -66,6 +67,10 @@ class _Event(msgspec.Struct, gc=False):
 class _DeviceProp(msgspec.Struct, gc=False):
     id: int = 0
     name: str = ""
+    computeMajor: int = NONE
+    computeMinor: int = NONE
+    numSms: int = 0
+    totalGlobalMem: int = 0
 
 
 class _File(msgspec.Struct, gc=False):
@@ -85,6 +90,7 @@ class _LooseArgs(msgspec.Struct):
     device: msgspec.Raw = _RAW_EMPTY
     stream: msgspec.Raw = _RAW_EMPTY
     bytes: msgspec.Raw = _RAW_EMPTY
+    rank: msgspec.Raw = _RAW_EMPTY
     dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_EMPTY)
     types: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_EMPTY)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_RAW_EMPTY)
@@ -121,6 +127,22 @@ class Part:
     base_time_ns: int | None = None
     has_trace_events: bool = True
     world_size: int | None = None
+    rank_of_pid: dict[int, int] = field(default_factory=dict)   # args.rank of each pid's first event, where tagged
+
+
+# ROCm traces from vLLM name their devices "" and older ROCm ones "AMD Radeon Graphics" for an
+# Instinct part; the properties Kineto records beside the name still tell the part apart (an MI300X:
+# compute 9.4, 304 CUs, 192 GB). Such a name gets them appended, so the peak table can match them.
+_NAMES_THAT_SAY_NOTHING = ("", "amd radeon graphics")
+
+
+def device_name(name: str, major: int, minor: int, units: int, mem_bytes: int) -> str:
+    """The device's name as recorded, with its recorded properties appended when the name says nothing."""
+    if name.strip().lower() not in _NAMES_THAT_SAY_NOTHING or major < 0 or units <= 0:
+        return name
+    what = f"compute {major}.{max(minor, 0)}, {units} multiprocessors" + (
+        f", {mem_bytes / 2**30:.0f} GB" if mem_bytes > 0 else "")
+    return f"{name.strip() or 'unnamed device'} ({what})"
 
 
 # --- decoding -------------------------------------------------------------------------
@@ -362,7 +384,7 @@ def _sanitize(loose: list) -> tuple[list[_Event], int]:
             args = _Args(ext=ext if ext != NONE else _int_or(_value(a.ext_old)),
                          correlation=_int_or(_value(a.correlation)), device=_int_or(_value(a.device)),
                          stream=_int_or(_value(a.stream)), bytes=_int_or(_value(a.bytes)),
-                         dims=a.dims, types=a.types, concrete=a.concrete)
+                         rank=_int_or(_value(a.rank)), dims=a.dims, types=a.types, concrete=a.concrete)
         else:
             args = None
         pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else 0
@@ -440,17 +462,20 @@ def _part_from_doc(doc, strict: bool) -> Part:
     props = doc.deviceProperties if isinstance(doc.deviceProperties, list) else []
     for p in props:
         if isinstance(p, _DeviceProp):
-            device_names[p.id] = p.name
+            device_names[p.id] = device_name(p.name, p.computeMajor, p.computeMinor, p.numSms, p.totalGlobalMem)
         elif isinstance(p, dict) and _int_or(p.get("id")) != NONE:
-            device_names[_int_or(p["id"])] = str(p.get("name", ""))
+            device_names[_int_or(p["id"])] = device_name(
+                str(p.get("name", "")), _int_or(p.get("computeMajor")), _int_or(p.get("computeMinor")),
+                max(_int_or(p.get("numSms")), 0), max(_int_or(p.get("totalGlobalMem")), 0))
     info = doc.distributedInfo
     rank = _int_or(info.get("rank"), None) if isinstance(info, dict) else None
     world = info.get("world_size") if isinstance(info, dict) else None
     world_size = world if isinstance(world, int) and not isinstance(world, bool) and world > 0 else None
     base = _int_or(doc.baseTimeNanoseconds, None)
     cols, names, shapes = _columns(xs)
+    rank_of_pid = cols.pop("rank_of_pid")
     return Part(cols, names, shapes, events_in_file, dropped, device_names, rank, base,
-                has_trace_events=doc.traceEvents is not None, world_size=world_size)
+                has_trace_events=doc.traceEvents is not None, world_size=world_size, rank_of_pid=rank_of_pid)
 
 
 def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
@@ -492,6 +517,14 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
         shape_id[op_rows] = _ids(keys, shape_ids)
     cols["shape"] = shape_id
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
+    # A merged multi-rank file tags every event with the rank it came from, and gives each rank's
+    # processes their own pids: the first event of each pid says its rank. A file whose first and last
+    # events carry no tag is no merged file, and costs no search (np.unique over a million pids: 60 ms)
+    cols["rank_of_pid"] = {}
+    if n and (args[0].rank != NONE or args[-1].rank != NONE):
+        pids, first = np.unique(cols["pid"], return_index=True)
+        ranks = [args[i].rank for i in first.tolist()]
+        cols["rank_of_pid"] = {int(p): int(r) for p, r in zip(pids.tolist(), ranks) if r != NONE}
     return cols, table_list(name_ids), table_list(shape_ids)
 
 

@@ -1,14 +1,18 @@
 """Link the events: the fourth step of loading, which makes the finished Trace.
 
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
-launches through cuLaunchKernelEx) <-> GPU activity by correlation. What the links
-reveal about the file (GPU work with no launch call, External ids no op has, streams
-that overlap themselves) becomes the trace's caveats.
+launches through cuLaunchKernelEx) <-> GPU activity by correlation. An External id is
+trusted when its op encloses the call on the call's thread; where it names no op, or an
+op that does not enclose the call (torch 2.0/2.1 wrote the correlation id there), the
+call belongs to the innermost op around it on its thread (analyzers.loading.containment).
+What the links reveal about the file (GPU work with no launch call, External ids no op
+has or that name the wrong op, streams that overlap themselves) becomes the trace's caveats.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from analyzers.loading.containment import innermost_enclosing
 from analyzers.model.trace import (
     CPU_OP,
     GPU_CATS,
@@ -45,23 +49,48 @@ def link(a: Tables) -> Trace:
     calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS) & (ev.corr != NONE))
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     launch_of[gpu] = _match(ev.corr[gpu], ev.corr[calls], calls)
-    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.ext != NONE))
     allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
-    op_of[allcalls] = _match(ev.ext[allcalls], ev.ext[ops], ops)
-    caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of)
+    op_of[allcalls], by_time = _ops_of_calls(ev, allcalls)
+    caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of, by_time)
     return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank, world_size=a.world_size,
                  base_time_ns=a.base_time_ns, events_in_file=a.events_in_file, shapes_raw=a.shapes_raw,
-                 launch_of=launch_of, op_of=op_of, caveats=tuple(caveats))
+                 launch_of=launch_of, op_of=op_of, caveats=tuple(caveats), merged_ranks=a.merged_ranks)
+
+
+def _ops_of_calls(ev: Events, calls: np.ndarray) -> tuple[np.ndarray, int]:
+    """The cpu_op of each host call, and how many calls time placed where their External id did not.
+
+    By External id where that op encloses the call on its thread; else the innermost op that does;
+    else (no op around the call) the id's op, unless the id is the call's own correlation id, which
+    names no op (the torch 2.0/2.1 bug)."""
+    ops = np.flatnonzero(ev.cat == CPU_OP)
+    with_id = ops[ev.ext[ops] != NONE]
+    by_id = _match(ev.ext[calls], ev.ext[with_id], with_id)
+    o = np.maximum(by_id, 0)
+    encloses = (by_id != NONE) & (ev.pid[o] == ev.pid[calls]) & (ev.tid[o] == ev.tid[calls]) & \
+        (ev.start[o] <= ev.start[calls]) & (ev.end[o] >= ev.end[calls])
+    out = by_id.copy()
+    doubt = np.flatnonzero(~encloses)
+    if len(doubt) == 0:   # every call sits inside the op its id names: a sound trace, nothing to search
+        return out, 0
+    around = innermost_enclosing(ev, ops, calls[doubt])
+    inside = around != NONE
+    out[doubt[inside]] = around[inside]
+    own_corr = (ev.ext[calls[doubt]] == ev.corr[calls[doubt]]) & (ev.ext[calls[doubt]] != NONE)
+    out[doubt[~inside & own_corr]] = NONE
+    return out, int(np.sum(inside & (ev.ext[calls[doubt]] != NONE)))
 
 
 def _link_caveats(ev: Events, gpu: np.ndarray, allcalls: np.ndarray, launch_of: np.ndarray,
-                  op_of: np.ndarray) -> list[Caveat]:
+                  op_of: np.ndarray, by_time: int = 0) -> list[Caveat]:
     if len(gpu) == 0:
         return [Caveat("no_gpu_activity")]
     out = []
     unlinked = int(np.sum(launch_of[gpu] == NONE))
     if unlinked:
         out.append(Caveat("unlinked_gpu", unlinked, len(gpu)))
+    if by_time:
+        out.append(Caveat("external_id_by_time", by_time, int(np.sum(ev.ext[allcalls] != NONE))))
     dangling = int(np.sum((ev.ext[allcalls] != NONE) & (op_of[allcalls] == NONE)))
     if dangling:
         out.append(Caveat("dangling_external_id", dangling))

@@ -58,6 +58,7 @@ class Caveat:
     """Something about the trace itself that a reader must know (analyzers.voice says it).
 
     kind: dropped_events | duplicate_events | no_gpu_activity | unlinked_gpu | dangling_external_id |
+    external_id_by_time (launch calls linked to their op by time, not by their External id) |
     stream_overlap; count of the events concerned, out of total where that matters.
     """
     kind: str
@@ -118,6 +119,7 @@ class Tables:
     events_in_file: int
     shapes_raw: list            # distinct (Input Dims, Input type, Concrete Inputs) JSON texts
     caveats: tuple[Caveat, ...]
+    merged_ranks: dict[int, int]    # pid -> rank in a file merged from several ranks (args.rank); {}: one rank
 
 
 @dataclass(frozen=True)

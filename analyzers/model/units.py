@@ -45,6 +45,11 @@ def share(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def small_share(x: float) -> str:
+    """A share that may be a tiny fraction of a percent: '0.06%', '0.8%', '3%'."""
+    return f"{100 * x:.2f}%" if x < 0.001 else (f"{100 * x:.1f}%" if x < 0.01 else share(x))
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 

@@ -26,6 +26,7 @@ class Regime(str, Enum):
     MEMORY = "memory"
     OVERHEAD = "overhead"
     UNKNOWN = "unknown"      # most kernel time has no cost model
+    LATENCY = "latency"      # most kernel time is in kernels far below both roofs
 
     def __str__(self) -> str:
         return self.value
@@ -37,6 +38,7 @@ class Bound(str, Enum):
     COMPUTE = "compute"
     MEMORY = "memory"
     COMMUNICATION = "communication"   # collectives wait on peers, not on this device
+    LATENCY = "latency"               # far below both roofs: occupancy, tiny grids, the library's algorithm
 
     def __str__(self) -> str:
         return self.value
@@ -77,6 +79,7 @@ class Experiment(str, Enum):
     CHEAPER_ARITHMETIC = "cheaper_arithmetic"  # compute-bound
     FEWER_BYTES = "fewer_bytes"                # memory-bound
     FIND_THE_BOUND = "find_the_bound"          # regime unknown: most kernel time has no cost model
+    BETTER_KERNELS = "better_kernels"          # latency-bound: the algorithm choice, more work per launch
     CAPTURE_ON_GPU = "capture_on_gpu"          # a CPU-only trace
     FUSE_OPTIMIZER = "fuse_optimizer"          # per-parameter optimizer kernels: foreach / fused
     FUSE = "fuse"                              # an eager elementwise chain: one kernel (torch.compile)

@@ -78,14 +78,22 @@ def report(a) -> dict:
         "phases": plain(a.phases) if a.phases else {},
         "framework": _framework(a.framework),
         "roofline": plain(a.roof.points[:50]),
-        "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s}
+        "above_peak": [{**plain(x), "times_peak": round(x.times_peak, 4)} for x in a.above_peak],
+        "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s,
+                   "sheet": pk.sheet, "limit_bytes_per_s": pk.limit_bytes_per_s(),
+                   "limit_flops_per_s": {d: pk.limit_flops(d) for d in pk.flops_per_s}}
                   if pk else None),
         "lines": five_lines(a),
         "next_experiment": {**next_experiment(a), "kind": a.next_experiment.kind.value,
                             "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
                             if a.next_experiment.lever else None,
                             "whatif_lever": a.next_experiment.lever.lever if a.next_experiment.lever else None,
-                            "only": a.next_experiment.lever.only if a.next_experiment.lever else None},
+                            "only": a.next_experiment.lever.only if a.next_experiment.lever else None,
+                            # what the lever's fix finds in the trace to change (syncs, copies, kernels ...)
+                            "acts_on": a.next_experiment.lever.assumption.count
+                            if a.next_experiment.lever and a.next_experiment.lever.assumption else None,
+                            "baseline_us": _r(a.next_experiment.lever.baseline_ns / 1e3)
+                            if a.next_experiment.lever else None},
     }
 
 

@@ -12,6 +12,12 @@ should get (dominant idle cause and regime). The table says whether the report a
 and, where it does not, why. The traces themselves are never committed: they belong to
 other projects; the readings name their source repository and path.
 
+The table judges three verdicts against the reading: the dominant idle cause, the regime and the kind of
+the Next experiment (`expected_next_kind`), and checks on every report the invariants of
+analyzers.tools.invariants (time adds up, no roofline point above its peak, Next acts on something the
+trace has, every number on its line's baseline). A merged multi-rank file is reported per rank (its JSON
+is the ranks report): each rank's verdicts and invariants are judged.
+
 The report is read only through its JSON contract (docs/json.md, `report --json`); nothing
 here re-derives a number the analyzers compute.
 """
@@ -29,6 +35,8 @@ import tomllib
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from analyzers.tools import invariants
 
 READINGS = Path(__file__).with_name("corpus_readings.toml")
 _TRACE_SUFFIXES = (".json", ".json.gz")
@@ -50,6 +58,9 @@ class Row:
     matches: str          # "yes" / "no" / "?" (no reading yet)
     why_not: str
     error: str = ""
+    next_kind: str = ""           # the Next experiment's kind (next_experiment.kind)
+    expected_next_kind: str = ""
+    physics: tuple[str, ...] = ()   # the invariants the report breaks (analyzers.tools.invariants)
 
 
 def _header_facts(path: Path) -> dict:
@@ -97,11 +108,15 @@ def load_readings(path: Path = READINGS) -> dict[str, dict]:
 NEGLIGIBLE_IDLE = 0.05   # under this idle share no dominant cause is judged ("negligible" in the readings)
 
 
-def _verdict_matches(got_dom: str, got_regime: str, idle_share: float | None, reading: dict) -> tuple[str, str]:
+def _verdict_matches(got_dom: str, got_regime: str, idle_share: float | None, reading: dict,
+                     got_next: str = "") -> tuple[str, str]:
     exp_dom, exp_reg = reading.get("expected_dominant", ""), reading.get("expected_regime", "")
     if not exp_dom and not exp_reg:
         return "?", ""
     misses = []
+    exp_next = reading.get("expected_next_kind", "")
+    if exp_next and got_next and got_next not in exp_next.split("|"):
+        misses.append(f"Next {got_next}, read {exp_next}")
     if exp_dom == "negligible":
         if idle_share is not None and idle_share >= NEGLIGIBLE_IDLE:
             misses.append(f"idle {100 * idle_share:.0f}% ({got_dom}), read negligible")
@@ -111,7 +126,34 @@ def _verdict_matches(got_dom: str, got_regime: str, idle_share: float | None, re
         misses.append(f"regime {got_regime}, read {exp_reg}")
     if not misses:
         return "yes", ""
+    misses.sort(key=lambda m: m.startswith("Next"))   # the idle cause and the regime first, as before
     return "no", "; ".join(misses) + (f" ({reading['why_not']})" if reading.get("why_not") else "")
+
+
+def _verdicts(out: dict) -> tuple[str, str, str, float | None]:
+    """(dominant idle cause, regime, Next kind, idle share) of one trace's report."""
+    return (out["idle"]["dominant"] or "none", out["regime"] or "none", out["next_experiment"]["kind"],
+            out.get("idle_share"))
+
+
+def _ranks_row(path: Path, reading: dict, out: dict, seconds: float, torch: str) -> Row:
+    """A merged multi-rank file: its ranks report; each rank's verdicts are judged, and the split."""
+    ranks = out["ranks"]
+    verdicts = [_verdicts(r) for r in ranks]
+    judged = [_verdict_matches(d, g, i, reading, n) for d, g, n, i in verdicts]
+    misses = [f"rank {r['rank']}: {why}" for r, (ok, why) in zip(ranks, judged) if ok == "no"]
+    want = reading.get("expected_ranks")
+    if want is not None and len(ranks) != want:
+        misses.insert(0, f"{len(ranks)} ranks, read {want}")
+    ok = "?" if all(j[0] == "?" for j in judged) and want is None else ("no" if misses else "yes")
+    physics = tuple(f"rank {r['rank']}: {p}" for r in ranks for p in invariants.check(r))
+    device = next((r["trace"]["device_name"] for r in ranks if r["trace"]["device_name"]), None)
+    return Row(path.name, reading.get("source", ""), device or reading.get("device") or "unnamed", torch,
+               sum(int(r["trace"]["events"]) for r in ranks), seconds, f"{len(ranks)} ranks: " +
+               "/".join(v[0] for v in verdicts), "/".join(v[1] for v in verdicts), None,
+               reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, "; ".join(misses),
+               next_kind="/".join(v[2] for v in verdicts), expected_next_kind=reading.get("expected_next_kind", ""),
+               physics=physics)
 
 
 def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
@@ -128,34 +170,47 @@ def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
                             "error", "error", None, reading.get("expected_dominant", ""),
                             reading.get("expected_regime", ""), "no", err, err))
             continue
-        dom = out["idle"]["dominant"] or "none"
-        regime = out["regime"] or "none"
-        ok, why = _verdict_matches(dom, regime, out.get("idle_share"), reading)
+        if "ranks" in out:   # a merged multi-rank file: reported like a directory of ranks
+            rows.append(_ranks_row(path, reading, out, seconds, torch))
+            continue
+        dom, regime, nxt, idle_share = _verdicts(out)
+        ok, why = _verdict_matches(dom, regime, idle_share, reading, nxt)
         rows.append(Row(path.name, reading.get("source", ""), out["trace"]["device_name"] or reading.get("device") or ("no GPU" if out["regime"] is None else "unnamed"), torch,
-                        int(out["trace"]["events"]), seconds, dom, regime, out.get("idle_share"),
-                        reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, why))
+                        int(out["trace"]["events"]), seconds, dom, regime, idle_share,
+                        reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, why,
+                        next_kind=nxt, expected_next_kind=reading.get("expected_next_kind", ""),
+                        physics=tuple(invariants.check(out))))
     return rows
 
 
+def _agreement(rows: list[Row]) -> str:
+    """'47 of 54 verdicts match the reading; the invariants hold on 54 of 54 reports.'"""
+    agree = sum(r.matches == "yes" for r in rows)
+    sound = sum(not r.physics and r.matches != "error" and not r.error for r in rows)
+    return (f"{agree} of {len(rows)} verdicts match the reading (idle cause, regime and Next); "
+            f"the invariants hold on {sound} of {len(rows)} reports.")
+
+
 def markdown(rows: list[Row]) -> str:
-    lines = ["| trace (source) | device | torch | events | time | dominant idle | regime | matches reading? |",
-             "|---|---|---|---:|---:|---|---|---|"]
+    lines = ["| trace (source) | device | torch | events | time | dominant idle | regime | Next | matches reading? "
+             "| invariants |",
+             "|---|---|---|---:|---:|---|---|---|---|---|"]
     for r in rows:
         verdict = r.matches if r.matches != "no" else f"no: {r.why_not}"
+        physics = "hold" if not r.physics else "broken: " + "; ".join(r.physics)
         lines.append(f"| {r.file} ({r.source}) | {r.device} | {r.torch} | {r.events:,} | {r.seconds:.1f} s | "
-                     f"{r.dominant} | {r.regime} | {verdict} |")
-    agree = sum(r.matches == "yes" for r in rows)
-    lines.append(f"\n{agree} of {len(rows)} verdicts match the reading.")
+                     f"{r.dominant} | {r.regime} | {r.next_kind} | {verdict} | {physics} |")
+    lines.append("\n" + _agreement(rows))
     return "\n".join(lines)
 
 
 def text_table(rows: list[Row]) -> str:
-    out = [f"{'trace':44} {'device':26} {'events':>8} {'time':>6} {'dominant':16} {'regime':9} match"]
+    out = [f"{'trace':44} {'device':26} {'events':>8} {'time':>6} {'dominant':16} {'regime':9} {'next':18} match"]
     for r in rows:
         out.append(f"{r.file[:44]:44} {r.device[:26]:26} {r.events:8d} {r.seconds:5.1f}s {r.dominant[:16]:16} "
-                   f"{r.regime:9} {r.matches}{': ' + r.why_not if r.why_not else ''}")
-    agree = sum(r.matches == "yes" for r in rows)
-    out.append(f"{agree} of {len(rows)} verdicts match the reading")
+                   f"{r.regime[:9]:9} {r.next_kind[:18]:18} {r.matches}{': ' + r.why_not if r.why_not else ''}"
+                   + (f" [invariants: {'; '.join(r.physics)}]" if r.physics else ""))
+    out.append(_agreement(rows))
     return "\n".join(out)
 
 

@@ -27,6 +27,7 @@ from analyzers.analyses.peaks import non_gpu_accelerator
 from analyzers.analyses.ranges import RangeStats
 from analyzers.analyses.roofline import RegimeVerdict, Roofline
 from analyzers.loading.load import load
+from analyzers.loading.merged import MergedRanks
 from analyzers.model import intervals as iv
 from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.model.span import PROFILER_STEP_RANGE
@@ -35,6 +36,7 @@ from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Constr
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS, NAMES
 from analyzers.whatif.levers.spec import Assumption
+from analyzers.whatif.windows import predict_windows
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
@@ -206,6 +208,11 @@ class Analysis:
         return top if top is not None and top.idle_ns >= CONSTRUCT_NAMED * fw.idle_ns else None
 
     @property
+    def above_peak(self) -> tuple:
+        """Ops whose cost would put them above the device's peak: attribution errors, left out of the vote."""
+        return self.roof.above_peak
+
+    @property
     def named_ranges(self) -> list[RangeStats]:
         """The user's own named ranges that ran kernels (not the profiler's ProfilerStep, not `## ` markers)."""
         return [r for r in self.ranges
@@ -236,6 +243,8 @@ def _window_for_range(trace: Trace, name: str) -> tuple[int, int]:
 
 
 def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
+    if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
+        raise MergedRanks(trace)
     window = _window_for_range(trace, range_name) if range_name else None
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
@@ -247,10 +256,13 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     if range_name:
         sel = next(r for r in rng_all if r.name == range_name)
         rows = sel.gpu_rows
-        # a repeating range: its instances only, not everything between the first and the last
-        own = ranges_mod.scope(trace, sel)
-        span, busy, copy, idle_ns, by_cause = own.span_ns, own.kernel_busy_ns, own.copy_ns, own.idle_ns, own.by_cause_ns
-        range_kernels = own.kernels
+        # a repeating range: its instances only, not everything between the first and the last; every
+        # figure of the report (span, busy, idle, evidence, kernel count) on those instances alone
+        devs = tuple(idle_mod.within(trace, list(devs), *iv.union(*sel.windows), rows))
+        span, busy = sum(d.span_ns for d in devs), sum(d.kernel_busy_ns for d in devs)
+        copy, idle_ns = sum(d.copy_ns for d in devs), sum(d.idle_ns for d in devs)
+        by_cause = {c: sum(d.by_cause_ns[c] for d in devs) for c in CAUSES}
+        range_kernels = int(np.sum(ev.cat[rows] == KERNEL))
     else:
         rows = hotspots.gpu_rows(trace)
         if window is not None:
@@ -260,12 +272,13 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
-    levers = _levers(trace) if devs and range_name is None else None
+    levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) if devs else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
-                    phases=_phases(rng_all, range_verdicts), roof=roof, verdict=verdict, range_filter=range_name,
+                    phases=None if range_name else _phases(rng_all, range_verdicts), roof=roof, verdict=verdict,
+                    range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
                     next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw),
                     range_kernels=range_kernels, framework=fw)
@@ -291,6 +304,23 @@ def _levers(trace: Trace) -> whatif.Levers | None:
         return whatif.predict_levers(trace)
     except whatif.WhatIfError:
         return None
+
+
+def _range_levers(trace: Trace, sel: RangeStats, span_ns: int) -> whatif.Levers | None:
+    """Every lever replayed on the whole trace, its saving read inside the range's instances and stated on
+    the range's own span (analyzers.whatif.windows)."""
+    if _levers_unreadable(trace) or sel.instances is None or not span_ns:
+        return None
+    try:
+        w = predict_windows(trace, sel.instances, sel.windows[1], span_ns)
+    except whatif.WhatIfError:
+        return None
+    return whatif.Levers(w, None, None)
+
+
+def _levers_unreadable(trace: Trace) -> bool:
+    """Most GPU work has no launch call in the trace: the graph would not know what issued it."""
+    return any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats)
 
 
 def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
@@ -375,8 +405,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     warm = _warmup_share(devs, span_ns)
     by_name = {c.lever: c for c in choices}
     if warm >= WARMUP_IS_THE_LEVER:
-        return NextExperiment(Experiment.WARM_UP, None, warm, lever=by_name.get("warm_up"),
-                              construct=Construct.SETUP)
+        lever = by_name.get("warm_up")   # its prediction, where its replay finds the set-up to take out
+        return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP,
+                              lever=lever if lever is not None and lever.assumption.count > 0 else None)
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
         fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
@@ -407,6 +438,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         head = by_name.get(HEADROOM)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
             kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
+                    Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else      # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
             return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
@@ -415,6 +447,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(Experiment.FIND_THE_BOUND, None, v.uncosted_share)
+    if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
+        return NextExperiment(Experiment.BETTER_KERNELS, None, 0.0)
     if v.regime is Regime.COMPUTE:
         return NextExperiment(Experiment.CHEAPER_ARITHMETIC, None, 0.0)
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)

@@ -32,6 +32,10 @@ def caveat(c: Caveat) -> str:
         verb = "carries" if c.count == 1 else "carry"
         return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
                 "time is listed under the kernel's name, not the op's")
+    if c.kind == "external_id_by_time":
+        return (f"{c.count:,} of {count(c.total, 'launch call')} carry an External id that names no op around them "
+                "(torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): each is "
+                "charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
         verb = "starts" if c.count == 1 else "start"
         return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {STREAM_OVERLAP_NS / 1e3:.0f} µs "
@@ -140,6 +144,9 @@ REGIME_ADVICE = {
                "(causal masks, smaller shapes)",
     "memory": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, avoid "
               "materialised copies",
+    "latency": "give the kernels a better algorithm or more work per launch: torch.backends.cudnn.benchmark = True "
+               "(cuDNN/MIOpen then time their algorithms for these shapes), batch the small ops (a bigger batch, "
+               "fused or grouped kernels), or write a better kernel for these shapes",
 }
 
 
@@ -230,6 +237,7 @@ UNCOSTED_WORDS = {
     "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
     "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
+    "above_peak": "their ops' shapes would put them above the device's peak (an attribution error)",
 }
 
 
@@ -243,4 +251,5 @@ def uncosted_phrase(v) -> str:
 
 # --- regimes -----------------------------------------------------------------------------------------
 
-REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown"}
+REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown",
+          "latency": "latency-bound"}

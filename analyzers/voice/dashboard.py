@@ -140,10 +140,13 @@ def annotated_caption(gaps: int) -> str:
 # --- what-if -----------------------------------------------------------------------------------------
 
 
-def whatif_caption(baseline_ns: float, replay_ns: float) -> str:
+def whatif_caption(baseline_ns: float, replay_ns: float, gpu_span_ns: float | None = None) -> str:
     err = (replay_ns - baseline_ns) / baseline_ns * 100 if baseline_ns else 0.0
-    return (f"Traced GPU span {duration_ns(baseline_ns)}; replaying the unchanged dependency graph gives "
-            f"{duration_ns(replay_ns)} ({err:+.1f}%), which is how far to trust the predictions.")
+    gpu = f" (the report's GPU span, first to last GPU activity, is {duration_ns(gpu_span_ns)})" \
+        if gpu_span_ns else ""
+    return (f"Traced span, host and GPU: {duration_ns(baseline_ns)}, the baseline of every prediction here{gpu}; "
+            f"replaying the unchanged dependency graph gives {duration_ns(replay_ns)} ({err:+.1f}%), which is how "
+            "far to trust the predictions.")
 
 
 def lever_line(lever: str, predicted_ns: float, ratio: float, saving_ns: float, baseline_ns: float) -> str:
@@ -156,7 +159,7 @@ def traced_span_label(baseline_ns: float) -> str:
 
 
 def measured_timeline_title(baseline_ns: float) -> str:
-    return f"measured: GPU activities as traced (span {duration_ns(baseline_ns)})"
+    return f"measured: GPU activities as traced (traced span {duration_ns(baseline_ns)})"
 
 
 def predicted_timeline_title(lever: str, predicted_ns: float) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzers.model.evidence import Evidence
-from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share
+from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share, small_share
 from analyzers.model.verdicts import Cause, Experiment, Regime
 from analyzers.voice.common import (
     CAUSE_WORDS,
@@ -28,6 +28,16 @@ def analysis_caveats(a) -> list[str]:
     if getattr(a, "accelerator", None):   # not CPU-only: a device this tool does not read (a diff Side has none)
         found = [c for c in found if c.kind != "no_gpu_activity"]
     out = [caveat(c) for c in found]
+    above = getattr(a, "above_peak", ())
+    if above:   # an attribution error, never an achievement
+        top = above[0]
+        out.append(f"{len(above)} op signature{'s' if len(above) > 1 else ''} would sit above the device's peak "
+                   f"({top.name} {top.shapes + ' ' if top.shapes else ''}at {top.achieved:,.0f} {top.unit}, "
+                   f"{top.times_peak:.2f}× the {top.peak:,.0f} {top.unit} peak): an attribution error, not an "
+                   "achievement (the op's shapes do not describe what its kernels moved or computed: kernels charged "
+                   "to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less arithmetic than the "
+                   "shapes say, or data the cache served rather than memory), so they are left out of the roofline "
+                   "and the regime")
     if a.setup_worth_naming:
         names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
                           + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
@@ -44,9 +54,19 @@ CPU_ONLY_NEXT = (
 )
 
 
-def predicted(c) -> str:
-    """A what-if lever's prediction: '−24%, 31.8 ms → 24.1 ms'."""
-    return f"{saving_pct(c.saving_ns, c.baseline_ns)}, {duration_ns(c.baseline_ns)} → {duration_ns(c.predicted_ns)}"
+def baseline_words(a) -> str:
+    """The span a what-if prediction is a share of: the traced span (host and GPU: the Measured line's GPU
+    span leaves out host work before the first and after the last GPU activity), or, for `--range`, the
+    range's own span, the one the Measured line gives."""
+    return f"the range's {duration_ns(a.span_ns)} span" if a.range_filter else "the traced span (host and GPU)"
+
+
+def predicted(c, a=None) -> str:
+    """A what-if lever's prediction on its own baseline, named: '−24% of the traced span (host and GPU),
+    31.8 ms → 24.1 ms'."""
+    on = baseline_words(a) if a is not None else "the traced span (host and GPU)"
+    return (f"{saving_pct(c.saving_ns, c.baseline_ns)} of {on}, {duration_ns(c.baseline_ns)} → "
+            f"{duration_ns(c.predicted_ns)}")
 
 
 def next_experiment(a) -> dict[str, str]:
@@ -69,7 +89,7 @@ def next_experiment(a) -> dict[str, str]:
     else:
         out = _regime_next(a)
     if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
-        out["lever"] += f" (predicted {predicted(nx.lever)}" + (
+        out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + ")")
     if nx.dominant is not None:
         d = nx.dominant
@@ -140,6 +160,9 @@ def _regime_next(a) -> dict[str, str]:
     v, pk = a.verdict, a.roof.peaks
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
         return find_the_bound(v)
+    if a.next_experiment.kind is Experiment.BETTER_KERNELS:
+        return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
+                "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
     if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC:
         peak = f" of a {pk.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if pk and v.dtype else ""
         why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{peak}" if v.achieved_tflops
@@ -151,6 +174,13 @@ def _regime_next(a) -> dict[str, str]:
            else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
     return {"lever": REGIME_ADVICE["memory"], "why": why,
             "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+
+
+def _latency_why(v, pk) -> str:
+    what = f"{100 * v.latency_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in kernels far below both roofs"
+    if v.latency_peak_share is not None:
+        what += f" (they reach {small_share(v.latency_peak_share)} of the nearer peak)"
+    return what + ": occupancy, tiny grids or the library's algorithm choice limit them, not bytes or arithmetic"
 
 
 def find_the_bound(v) -> dict[str, str]:
@@ -165,6 +195,8 @@ def find_the_bound(v) -> dict[str, str]:
                         "and shapes the replays hide",
         "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
                          "find which ceiling they are under",
+        "above_peak": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline): their "
+                      "ops' shapes would put them above the device's peak, so the trace cannot say what they cost",
     }[top]
     return {"lever": lever,
             "why": f"{share(v.uncosted_share)} of the kernel time has no cost model: {uncosted_phrase(v)}",
@@ -199,6 +231,8 @@ def five_lines(a) -> list[str]:
         return _cpu_only_lines(a)
     tr = a.trace
     dev = tr.device_name() or "an unnamed device"
+    if dev.startswith("unnamed device"):   # named by its recorded properties (analyzers.loading.decode)
+        dev = "an " + dev
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {duration_ns(a.span_ns)} "
@@ -245,14 +279,16 @@ def _serialising_syncs(a) -> str:
     if c is None:
         return ""
     return (f"; the syncs{f' ({c.only})' if c.only else ''} serialise the host with the GPU: removing them "
-            f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of the traced span)")
+            f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
 
 
 def _regime_line(a) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
-           f"memory-bound" + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
+           f"memory-bound" + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
+                               if v.latency_worth_naming else "")
+           + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
            + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
         if tot else "no kernels ran"
     ridge = ""
@@ -267,6 +303,11 @@ def _regime_line(a) -> str:
                 f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
                                                      "to decide" if known else "nothing else to decide by")
                 + f"{ridge}.")
+    elif v.regime is Regime.LATENCY:
+        reach = (f"; latency-bound ops move {v.achieved_gbps:.1f} GB/s and reach {v.achieved_tflops or 0:.2f} TFLOP/s, "
+                 f"{small_share(v.latency_peak_share)} of the nearer peak" if v.latency_peak_share is not None else "")
+        line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
+                f"grids, the library's algorithm choice){ridge}.")
     elif v.regime is Regime.COMPUTE:
         if v.achieved_tflops:
             peak = (f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"

@@ -32,7 +32,7 @@ def render() -> None:
         st.info(words.no_whatif())
         return
     base_ns, replay_ns = view.baseline_us * 1e3, view.replay_us * 1e3
-    st.caption(words.plain(words.whatif_caption(base_ns, replay_ns)))
+    st.caption(words.plain(words.whatif_caption(base_ns, replay_ns, a.span_ns)))
     st.altair_chart(charts.lever_bars(view.levers, view.baseline_us, words.traced_span_label(base_ns)),
                     width="stretch")
     box = st.expander("What each lever assumes", expanded=False)

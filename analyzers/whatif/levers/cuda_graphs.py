@@ -111,8 +111,9 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     p.g_call[mv] = gl_call[mv]
     p.g_lat[mv] = p.c_dur[gl_call[mv]] + post_lat
     p.g_gap[mv] = np.minimum(p.g_gap[mv], g.min_gap_ns)
-    return (Graphed("cuda_graphs", int(movable.sum()), per_kernel_ns=per_kernel, source=source, min_gap_ns=g.min_gap_ns,
-                    gap_measured=g.min_gap_measured),
+    # count: the kernels the graphs take over (0: nothing in the trace for graphs to change)
+    return (Graphed("cuda_graphs", int(movable.sum()), per_kernel_ns=per_kernel, source=source,
+                    min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured),
             {"graphs": int(has.sum()), "kernels": int(movable.sum())})
 
 
