@@ -16,7 +16,8 @@ def test_every_variant_of_every_workload_runs_on_the_cpu(kind):
 
 
 def test_every_lever_has_at_least_three_workloads():
-    for lever in LEVERS:
+    """The one-GPU workloads: a lever whose fix needs more ranks (overlap_comm) is captured on two GPUs."""
+    for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
         assert sum(lever in c.levers for c in SCENARIOS.values()) >= 3, lever
 
 

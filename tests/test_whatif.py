@@ -68,7 +68,8 @@ def test_the_lever_that_measured_best_is_ranked_first(kind):
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
-    for lever in LEVERS:
+    """On one GPU: a lever whose fix needs more ranks (overlap_comm) is measured on two-GPU pairs, captured apart."""
+    for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
         kinds = [k for k, sc in MEASURED.items() if lever in sc["ratio"]]
         assert len(kinds) >= 3, lever
         for k in kinds:
@@ -122,7 +123,7 @@ def test_cli_json_is_the_documented_shape_sorted_by_prediction(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"baseline_us", "levers"}
     assert [set(x) for x in out["levers"]] == [{"lever", "predicted_us", "predicted_ratio", "saving_us",
-                                                "assumptions"}] * 5
+                                                "assumptions"}] * len(LEVERS)
     preds = [x["predicted_us"] for x in out["levers"]]
     assert preds == sorted(preds) and out["levers"][0]["lever"] == "cuda_graphs"
     for x in out["levers"]:

@@ -46,11 +46,11 @@ def cmd_report(a) -> int:
     set_quiet(a.quiet)
     path = Path(a.trace)
     if path.is_dir():
-        if a.range or a.hta:
-            raise UserError("--range and --hta apply to one trace file, not to a directory of ranks")
+        if a.range or a.hta or a.graph_capture:
+            raise UserError("--range, --hta and --graph-capture apply to one trace file, not to a directory of ranks")
         return _report_dir(path, a.json, a.quiet)
     try:
-        analysis = analyze_file(path, a.range)
+        analysis = analyze_file(path, a.range, a.graph_capture)
     except TraceError as e:
         raise UserError(str(e)) from None
     hta = None
@@ -330,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
     r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
+    r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
+                   "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(fn=cmd_report)
 

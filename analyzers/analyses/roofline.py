@@ -8,8 +8,9 @@ when its arithmetic intensity reaches the device's ridge point for its dtype
 the name says it plainly (an elementwise or reduction kernel; a GEMM whose tile
 has an 8- or 16-wide side, which cuBLAS picks for skinny decode shapes), else none.
 
-Span regime: overhead when the device is idle most of the span; otherwise the
-bound that holds most of the span's kernel time.
+Span regime: overhead when the device is idle most of the span; communication when
+collectives that no compute kernel overlaps hold most of its busy time (analyzers.analyses.comm);
+otherwise the bound that holds most of the span's kernel time.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analyzers.analyses import comm as comm_mod
+from analyzers.analyses.comm import Communication
 from analyzers.analyses.opcost import op_cost
 from analyzers.analyses.peaks import DevicePeaks, lookup
 from analyzers.model.kernels import is_collective
@@ -151,13 +154,17 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     if len(kern) == 0:
         return Roofline(peaks, [], kbound, kflops, kbytes, kwhy)
     call = trace.launch_of[kern]
-    op = np.where(call != NONE, trace.op_of[np.maximum(call, 0)], NONE)
-    op = _charge_to_callers(trace, op)
+    op = _charge_to_callers(trace, trace.launching_op(kern))   # a graph replay: the op captured
     dur = (ev.end[kern] - ev.start[kern]).astype(np.float64)
 
-    # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures.
+    # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures. An op runs
+    # once per row, or once per replay when a CUDA graph captured it: each run is a call of the op.
     has_op = op != NONE
-    op_rows, inv = np.unique(op[has_op], return_inverse=True)
+    runs, first_k, inv = np.unique(trace.op_run(kern, op)[has_op], return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    op_rows = op[has_op][first_k]
+    run_of = np.full(len(kern), -1, np.int64)
+    run_of[has_op] = inv
     op_time = np.bincount(inv, weights=dur[has_op]) if len(op_rows) else np.zeros(0)
     sig = ev.name[op_rows].astype(np.int64) * (1 << 32) + ev.shape[op_rows].astype(np.int64)
     sigs, sig_inv = np.unique(sig, return_inverse=True)
@@ -187,13 +194,12 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     # Charge each op's cost to its kernels in proportion to their time; name-based guess otherwise.
     k_sig = np.full(len(kern), -1, np.int64)
     if len(op_rows):
-        pos = np.searchsorted(op_rows, op[has_op])
-        k_sig[has_op] = sig_inv[pos]
+        k_sig[has_op] = sig_inv[inv]
     known = k_sig >= 0
     known[known] = sig_bytes[k_sig[known]] > 0
     share = np.zeros(len(kern))
     if known.any():
-        op_total = op_time[np.searchsorted(op_rows, op[known])]
+        op_total = op_time[run_of[known]]
         share[known] = np.where(op_total > 0, dur[known] / np.maximum(op_total, 1), 0.0)
         kflops[kern[known]] = sig_flops[k_sig[known]] * share[known]
         kbytes[kern[known]] = sig_bytes[k_sig[known]] * share[known]
@@ -223,6 +229,8 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             call_u = call[np.searchsorted(kern, rows_u)]
             names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
+            if trace.graph_op_of is not None:     # ... unless its capture named the op (then the op has no cost)
+                graph &= trace.graph_op_of[rows_u] == NONE
             kwhy[rows_u[graph]] = 4
     groups = {i: g for i, g in enumerate(points_src)}
 
@@ -264,6 +272,7 @@ class RegimeVerdict:
     uncosted_share: float = 0.0     # unknown_us / the kernel time that votes (all but communication)
     uncosted_why_us: dict = field(default_factory=dict)   # UNCOSTED_WHY value -> µs of kernels with no bound,
                                                           # largest first
+    communication: Communication | None = None   # the span's collectives, exposed and why (None: it has none)
 
     @property
     def kernel_us(self) -> float:
@@ -290,8 +299,11 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
             if t > 0:
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
+    communication = comm_mod.analyze(trace, kernel_rows)
     if idle_share > 0.5:
         verdict = Regime.OVERHEAD
+    elif communication is not None and communication.bound:
+        verdict = Regime.COMMUNICATION
     elif uncosted > UNKNOWN_MAJORITY:
         verdict = Regime.UNKNOWN
     else:
@@ -300,7 +312,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
     win = known & (b == (COMPUTE if verdict is Regime.COMPUTE else MEMORY))
-    if verdict is Regime.UNKNOWN:
+    if verdict in (Regime.UNKNOWN, Regime.COMMUNICATION):
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
@@ -308,7 +320,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     dtype = _dominant_dtype(roof)
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
-                         ridge, dtype, uncosted, dict(why_us))
+                         ridge, dtype, uncosted, dict(why_us), communication)
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

@@ -32,7 +32,8 @@ import numpy as np
 
 from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
-FORMAT = 6   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size
+FORMAT = 7   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: graph node ids,
+             # collectives' groups, the graph replays' captured ops
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
@@ -157,6 +158,8 @@ def put(path: Path, trace) -> None:
         cols = {c: getattr(trace.ev, c) for c in _COLUMNS}
         cols["launch_of"] = trace.launch_of
         cols["op_of"] = trace.op_of
+        if trace.graph_op_of is not None:
+            cols["graph_op_of"] = trace.graph_op_of
         meta = {
             "format": FORMAT, "digest": digest, "source": str(path), "source_size": st.st_size,
             "source_mtime_ns": st.st_mtime_ns,
@@ -243,8 +246,11 @@ def _from_table(table, meta: dict, path: Path):
                base_time_ns=meta["base_time_ns"], events_in_file=meta["events_in_file"],
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
                launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),
-               caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]))
+               caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]),
+               graph_op_of=np.ascontiguousarray(arrays["graph_op_of"]) if "graph_op_of" in arrays else None)
     bounds = {"name": len(tr.names), "shape": len(tr.shapes_raw), "launch_of": n, "op_of": n, "cat": 12}
+    if "graph_op_of" in arrays:
+        bounds["graph_op_of"] = n
     for c, hi in bounds.items():
         a = arrays[c]
         if n and (int(a.max()) >= hi or int(a.min()) < (0 if c in ("name", "cat") else -1)):

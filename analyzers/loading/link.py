@@ -1,14 +1,18 @@
 """Link the events: the fourth step of loading, which makes the finished Trace.
 
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
-launches through cuLaunchKernelEx) <-> GPU activity by correlation. What the links
+launches through cuLaunchKernelEx) <-> GPU activity by correlation; a CUDA-graph replay's
+activities <-> the ops that launched them at capture (analyzers.loading.graphs). What the links
 reveal about the file (GPU work with no launch call, External ids no op has, streams
 that overlap themselves) becomes the trace's caveats.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from analyzers.loading.graphs import join as join_graph_replays
 from analyzers.model.trace import (
     CPU_OP,
     GPU_CATS,
@@ -49,9 +53,13 @@ def link(a: Tables) -> Trace:
     allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
     op_of[allcalls] = _match(ev.ext[allcalls], ev.ext[ops], ops)
     caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of)
-    return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank, world_size=a.world_size,
-                 base_time_ns=a.base_time_ns, events_in_file=a.events_in_file, shapes_raw=a.shapes_raw,
-                 launch_of=launch_of, op_of=op_of, caveats=tuple(caveats))
+    trace = Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank,
+                  world_size=a.world_size, base_time_ns=a.base_time_ns, events_in_file=a.events_in_file,
+                  shapes_raw=a.shapes_raw, launch_of=launch_of, op_of=op_of, caveats=tuple(caveats))
+    graph_op_of, graph_caveats = join_graph_replays(trace)
+    if graph_op_of is None:
+        return trace
+    return replace(trace, graph_op_of=graph_op_of, caveats=trace.caveats + tuple(graph_caveats))
 
 
 def _link_caveats(ev: Events, gpu: np.ndarray, allcalls: np.ndarray, launch_of: np.ndarray,

@@ -25,6 +25,7 @@ class Regime(str, Enum):
     COMPUTE = "compute"
     MEMORY = "memory"
     OVERHEAD = "overhead"
+    COMMUNICATION = "communication"   # collectives that no compute overlaps hold most of the busy time
     UNKNOWN = "unknown"      # most kernel time has no cost model
 
     def __str__(self) -> str:
@@ -69,6 +70,7 @@ CONSTRUCTS: tuple[Construct, ...] = tuple(Construct)   # a construct code i is C
 class Experiment(str, Enum):
     """The kind of the report's next experiment (voice says it; the cause or regime it rests on beside it)."""
     WARM_UP = "warm_up"                        # one-time set-up dominates the profile
+    PROFILE_REPLAYS = "profile_replays"        # ... as a CUDA-graph capture: profile the replays instead
     CUT_LAUNCHES = "cut_launches"              # launch_overhead
     MOVE_HOST_WORK = "move_host_work"          # host_work
     REMOVE_SYNCS = "remove_syncs"              # synchronization
@@ -78,6 +80,8 @@ class Experiment(str, Enum):
     FEWER_BYTES = "fewer_bytes"                # memory-bound
     FIND_THE_BOUND = "find_the_bound"          # regime unknown: most kernel time has no cost model
     CAPTURE_ON_GPU = "capture_on_gpu"          # a CPU-only trace
+    OVERLAP_COMM = "overlap_comm"              # communication-bound, mostly moving bytes
+    FIND_STRAGGLER = "find_straggler"          # communication-bound, mostly waiting for a peer
 
     def __str__(self) -> str:
         return self.value

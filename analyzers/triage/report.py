@@ -17,10 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from analyzers.analyses import framework as framework_mod
+from analyzers.analyses import graph_capture as capture_mod
 from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
+from analyzers.analyses.graph_capture import GraphCapture
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
 from analyzers.analyses.peaks import non_gpu_accelerator
@@ -131,6 +133,7 @@ class Analysis:
     next_experiment: NextExperiment
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
     framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
+    graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
 
     @property
     def idle_share(self) -> float:
@@ -253,13 +256,15 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     levers = _levers(trace) if devs and range_name is None else None
     choices = tuple(weigh_levers(levers)) if levers else ()
+    capture = capture_mod.analyze(trace, devs) if devs else None
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
                     phases=_phases(rng_all, range_verdicts), roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
-                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices),
-                    range_kernels=range_kernels, framework=fw)
+                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices,
+                                                capture=capture),
+                    range_kernels=range_kernels, framework=fw, graph_capture=capture)
 
 
 def _setup_windows(devs) -> tuple:
@@ -284,11 +289,16 @@ def _levers(trace: Trace) -> whatif.Levers | None:
         return None
 
 
-def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
+def analyze_file(path: str | Path, range_name: str | None = None, graph_capture: str | Path | None = None) -> Analysis:
+    """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
+    write one), whose ops the replayed kernels are charged to."""
+    from analyzers.loading.graphs import with_capture
     from analyzers.loading.progress import bar
 
     with bar(Path(path)) as advance:
         trace = load(path, progress=advance)
+        if graph_capture is not None:
+            trace = with_capture(trace, load(graph_capture))
         advance("analyse")
         return analyze_trace(trace, range_name)
 
@@ -351,7 +361,7 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
 
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
-                choices: tuple[LeverChoice, ...] = ()) -> NextExperiment:
+                choices: tuple[LeverChoice, ...] = (), capture: GraphCapture | None = None) -> NextExperiment:
     """The one experiment that would help most.
 
     Warm-up first when one-time set-up holds a quarter of the span (no replay of this profile
@@ -365,6 +375,11 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     warm = _warmup_share(devs, span_ns)
     if warm >= WARMUP_IS_THE_LEVER:
         return NextExperiment(Experiment.WARM_UP, None, warm)
+    if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
+        return NextExperiment(Experiment.PROFILE_REPLAYS, None, capture.share)
+    comm = communication_next(v, span_ns, choices)
+    if comm is not None:
+        return comm
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
         best = choices[0]
@@ -386,11 +401,27 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)
 
 
+def communication_next(v: RegimeVerdict, span_ns: int, choices: tuple[LeverChoice, ...]) -> NextExperiment | None:
+    """Communication-bound: the straggler when the collectives mostly wait for a peer, else overlapping them
+    with compute (the overlap_comm lever's prediction beside it); None for any other regime."""
+    c = v.communication
+    if v.regime is not Regime.COMMUNICATION or c is None:
+        return None
+    overlap = next((x for x in choices if x.lever == "overlap_comm"), None)
+    if c.mostly_waiting:
+        return NextExperiment(Experiment.FIND_STRAGGLER, None, c.wait_ns / span_ns if span_ns else 0.0, waste=overlap)
+    waste = choices[-1] if choices and choices[-1] is not overlap else None
+    return NextExperiment(Experiment.OVERLAP_COMM, None, c.exposed_ns / span_ns if span_ns else 0.0,
+                          lever=overlap, waste=waste)
+
+
 def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
     """Every lever's prediction, largest saving first. remove_syncs names the op whose own syncs
     hold at least half of its saving ("remove the syncs in aten::item")."""
     out = []
     for p in levers.all.levers:
+        if LEVERS[p.lever].weighed_only_if_found and p.assumption.count == 0:
+            continue   # (overlap_comm on a trace with no collective to move)
         q = levers.sync_op_prediction
         only = levers.sync_op if p.lever == "remove_syncs" and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
             else None

@@ -9,12 +9,12 @@ read this; adding a lever is one new module here, its line below, and its test.
 """
 from __future__ import annotations
 
-from analyzers.whatif.levers import async_copies, cuda_graphs, kernels_2x, no_host_work, remove_syncs
+from analyzers.whatif.levers import async_copies, cuda_graphs, kernels_2x, no_host_work, overlap_comm, remove_syncs
 from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 
 # In this order: the order of the JSON and the tie-break between equal predictions.
 LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
-    remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
+    remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC, overlap_comm.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
