@@ -214,3 +214,38 @@ def test_eager_and_graph_decode_agree_on_the_kernels_regime():
         v = a.phases.decode.verdict
         assert v.memory_us > 3 * v.compute_us, a.trace.path
     assert graphs.phases.decode.regime is Regime.MEMORY and eager.phases.decode.regime is Regime.OVERHEAD
+
+
+# --- graph-captured decode on the H200 (traces/graphs: the capture inside the profiled window) ------------
+
+GRAPHS = TRACES / "graphs"
+
+
+@pytest.mark.parametrize("name, graph_launches, nodes", [("decode-cudagraph", 16, 227),
+                                                          ("decode-reduce-overhead", 16, 60)])
+def test_every_replayed_kernel_of_a_graph_captured_in_the_profile_is_joined(name, graph_launches, nodes):
+    tr = load(GRAPHS / f"{name}.json.gz")
+    assert not any(c.kind == "graph_replay_unjoined" for c in tr.caveats)
+    assert int(np.sum(tr.graph_op_of != NONE)) == graph_launches * nodes
+
+
+@pytest.mark.parametrize("name", ["decode-cudagraph", "decode-reduce-overhead"])
+def test_graph_decode_charges_its_matmuls_to_aten_mm_as_eager_decode_does(name):
+    eager, graphs = analyze_file(GRAPHS / "decode-eager.json.gz"), analyze_file(GRAPHS / f"{name}.json.gz")
+    mm = {a.trace.path: next(h for h in a.hotspots if h.name == "aten::mm") for a in (eager, graphs)}
+    assert mm[str(GRAPHS / f"{name}.json.gz")].calls == mm[str(GRAPHS / "decode-eager.json.gz")].calls == 336
+    bound = {a.trace.path: {p.bound for p in a.roof.points if p.name == "aten::mm"} for a in (eager, graphs)}
+    assert len(set(map(frozenset, bound.values()))) == 1
+
+
+@pytest.mark.parametrize("name", ["decode-cudagraph", "decode-reduce-overhead"])
+def test_eager_and_graph_captured_decode_agree_on_the_kernels_regime(name):
+    for path in (GRAPHS / "decode-eager.json.gz", GRAPHS / f"{name}.json.gz"):
+        v = analyze_file(path).verdict
+        assert v.memory_us > 10 * v.compute_us and v.unknown_us < 0.05 * v.kernel_us, path.name
+
+
+def test_a_profile_mostly_of_the_capture_says_profile_the_replays():
+    a = analyze_file(GRAPHS / "decode-cudagraph.json.gz")
+    assert a.graph_capture.graphs == 1 and a.graph_capture.recorded == 227
+    assert a.next_experiment.kind is Experiment.PROFILE_REPLAYS
