@@ -31,6 +31,7 @@ PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 from analyzers.loading.memory import check_memory  # noqa: E402
 from analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
+from analyzers.model.kernels import is_collective  # noqa: E402
 from analyzers.model.trace import TraceError  # noqa: E402
 
 
@@ -486,14 +487,14 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
                         map(bytes, map(get("concrete"), op_args))))
         shape_id[op_rows] = _ids(keys, shape_ids)
     cols["shape"] = shape_id
-    _graph_and_collective_columns(cols, args, cat_ids)
+    _graph_and_collective_columns(cols, args, cat_ids, name_ids)
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
     return cols, table_list(name_ids), table_list(shape_ids)
 
 
-def _graph_and_collective_columns(cols: dict, args: list, cat_ids: dict) -> None:
-    """graph_node and group, and a collective's message bytes in nbytes. Only GPU activities replay graphs
-    and only kernels and ops describe collectives, so only their rows are read (most rows are neither)."""
+def _graph_and_collective_columns(cols: dict, args: list, cat_ids: dict, name_ids: dict) -> None:
+    """graph_node and group, and a collective's message bytes in nbytes. Only GPU activities replay graphs,
+    and only collective kernels and record_param_comms ops describe a message, so only their rows are read."""
     n = len(args)
     get = attrgetter
     cols["graph_node"] = np.full(n, NONE, np.int64)
@@ -505,9 +506,10 @@ def _graph_and_collective_columns(cols: dict, args: list, cat_ids: dict) -> None
         rows = gpu.tolist()
         cols["graph_node"][gpu] = _int64s(lambda: map(get("graph_node"), map(args.__getitem__, rows)), len(rows))
     comm_codes = [codes[c] for c in ("kernel", "cpu_op", "operator") if c in codes]
-    cand = np.flatnonzero(np.isin(cols["cat_raw"], comm_codes)) if comm_codes else np.zeros(0, np.int64)
-    if not len(cand):
+    comm_names = [i for n, i in name_ids.items() if n == "record_param_comms" or is_collective(n)]
+    if not comm_codes or not comm_names:
         return
+    cand = np.flatnonzero(np.isin(cols["cat_raw"], comm_codes) & np.isin(cols["name"], comm_names))
     rows = cand.tolist()
     msg_in = _int64s(lambda: map(get("msg_in"), map(args.__getitem__, rows)), len(rows))
     comm = cand[msg_in != NONE]

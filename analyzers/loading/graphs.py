@@ -118,6 +118,8 @@ def _outermost(ev: Events, calls: np.ndarray) -> np.ndarray:
 def replays(trace: Trace) -> list[Replay]:
     """Every graph launch that ran GPU work, with its activities in node order."""
     ev = trace.ev
+    if not any(map(is_graph_launch, trace.names)):    # (a few thousand names, not a million rows)
+        return []
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     call = trace.launch_of[gpu]
     linked = gpu[call != NONE]
