@@ -365,8 +365,10 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     """The one experiment that would help most.
 
     Warm-up first when one-time set-up holds a quarter of the span (no replay of this profile
-    predicts the steady state). Then the what-if lever that predicts the largest saving, with
-    the lever that predicts the least as the one that would waste the week. Without a replay,
+    predicts the steady state), or profile the replays when a CUDA-graph capture does. A
+    communication-bound span's experiment is about its collectives (communication_next). Then
+    the what-if lever that predicts the largest saving, with the lever that predicts the least
+    as the one that would waste the week. Without a replay,
     idle time is the lever when removing its dominant cause would win back more of the span than
     making the kernels run at their ceiling would; else the kernels' regime decides.
     """
