@@ -130,7 +130,6 @@ _ID_ARGS = ("External id", "correlation", "Record function id", "Ev Idx", "Pytho
 def write_big(src: Path, dst: Path, min_bytes: int) -> dict:
     """Copies of src's timed events, each later by the trace's span + 1 ms and with ids moved past the
     previous copy's, written one copy at a time until the JSON has min_bytes. Returns counts."""
-    import msgspec
 
     raw = gzip.decompress(Path(src).read_bytes()) if str(src).endswith(".gz") else Path(src).read_bytes()
     doc = msgspec.json.decode(raw)
@@ -173,3 +172,42 @@ def write_big(src: Path, dst: Path, min_bytes: int) -> dict:
             copies += 1
         f.write(b"]}\n")
     return {"copies": copies, "events": n_events + len(rest), "bytes": dst.stat().st_size}
+
+
+# --- single events, for traces a test lays out by hand (times in ns from the trace start) --------
+
+def op(name: str, start: int, end: int, ext: int | None = None, *, dims=None, types=None, tid: int = TID,
+       **args) -> dict:
+    """A cpu_op (with its External id and, given them, its Input Dims and Input type)."""
+    a = dict(args)
+    if ext is not None:
+        a["External id"] = ext
+    if dims is not None:
+        a["Input Dims"], a["Input type"] = dims, types
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": PID, "tid": tid, "ts": _us(start, "torch2"),
+            "dur": _dur(end - start, "torch2"), "args": a}
+
+
+def call(name: str, start: int, end: int, corr: int | None = None, ext: int | None = None, *, tid: int = TID) -> dict:
+    """A runtime call (cudaLaunchKernel, cudaGraphLaunch, cudaStreamBeginCapture ...)."""
+    a: dict = {"cbid": 0}
+    if corr is not None:
+        a["correlation"] = corr
+    if ext is not None:
+        a["External id"] = ext
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid, "ts": _us(start, "torch2"),
+            "dur": _dur(end - start, "torch2"), "args": a}
+
+
+def gpu(name: str, start: int, end: int, corr: int, *, stream: int = 7, device: int = 0, cat: str = "kernel",
+        **args) -> dict:
+    """A GPU activity; extra args as Kineto writes them ("graph node id", "In msg nelems" ...)."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": device, "tid": stream, "ts": _us(start, "torch2"),
+            "dur": _dur(end - start, "torch2"),
+            "args": {"device": device, "stream": stream, "correlation": corr, **args}}
+
+
+def annotation(name: str, start: int, end: int, *, tid: int = TID) -> dict:
+    """A named range (record_function), as user_annotation."""
+    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": PID, "tid": tid, "ts": _us(start, "torch2"),
+            "dur": _dur(end - start, "torch2"), "args": {}}

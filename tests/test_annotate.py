@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from analyzers.loading.load import load
 from analyzers.output import annotate
 from analyzers.triage import timeline
 from analyzers.triage.report import analyze_file
-from analyzers.loading.load import load
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

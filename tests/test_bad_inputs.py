@@ -21,19 +21,19 @@ import time
 import zlib
 from pathlib import Path
 
+import kineto_factory as kf
 import numpy as np
 import pytest
 
-import kineto_factory as kf
 from analyzers.loading import decode as decode_mod
 from analyzers.loading import load as load_mod
 from analyzers.loading import memory as memory_mod
 from analyzers.loading import read as read_mod
-from analyzers.triage.report import analyze_trace
 from analyzers.loading.load import load
+from analyzers.model.trace import Caveat
+from analyzers.triage.report import analyze_trace
 from analyzers.voice.common import caveat
 from analyzers.voice.report import five_lines, next_experiment
-from analyzers.model.trace import Caveat, TraceError
 from tracetriage.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,14 +12,25 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+import kineto_factory as kf  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import kineto_factory as kf  # noqa: E402
-from analyzers.voice.dashboard import annotated_caption, answer_not_a_number, attempt_recorded, calibration_caption, lever_line, no_whatif, part_feedback, plain, upload_too_large, whatif_caption
+from analyzers.voice.dashboard import (
+    annotated_caption,
+    answer_not_a_number,
+    attempt_recorded,
+    calibration_caption,
+    lever_line,
+    no_whatif,
+    part_feedback,
+    plain,
+    upload_too_large,
+    whatif_caption,
+)
 from analyzers.voice.drills import calibration, span_line, summary
 from analyzers.voice.report import five_lines
 from analyzers.voice.whatif import assumption
-from dashboard.library import PATH_ENV, SAMPLES, Entry, UPLOAD_ENV  # noqa: E402
+from dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120

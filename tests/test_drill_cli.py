@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
-import re
 import sys
 from pathlib import Path
 

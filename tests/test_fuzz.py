@@ -18,19 +18,19 @@ import copy
 import gzip
 import json
 import os
-import random
-
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import kineto_factory as kf
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
 from analyzers.analyses.idle import CAUSES
-from analyzers.voice import report as voice
+from analyzers.loading.load import load
+from analyzers.model.trace import Caveat, Trace, TraceError
 from analyzers.output import serialize
 from analyzers.triage.report import analyze_trace
-from analyzers.loading.load import load
-from analyzers.model.trace import KERNEL, Caveat, Trace, TraceError
+from analyzers.voice import report as voice
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 

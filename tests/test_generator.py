@@ -12,10 +12,9 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from analyzers.triage.report import analyze_trace
-from analyzers.loading.load import load
 from drills.evidence import facts
 from drills.generator import CONTROL, LEVELS, SMELLS, Spec, generate, write
 

@@ -51,12 +51,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
-from analyzers.model import intervals as iv
 from analyzers.analyses.streams import StreamStats, kernel_time_ns, per_stream
 from analyzers.loading.load import load
+from analyzers.model import intervals as iv
 from analyzers.model.trace import GPU_CATS, NONE, Trace
-from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
 pytest.importorskip("hta")
 from analyzers.tools.hta_reference import HtaResult, run_hta  # noqa: E402

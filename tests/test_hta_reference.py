@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
 from analyzers.tools.hta_reference import HtaResult, HtaUnavailable, run_hta
-from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
 REPO = Path(__file__).resolve().parents[1]
 

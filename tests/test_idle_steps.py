@@ -3,13 +3,13 @@
 Times are ns from the trace start. A kernel is launched by a cpu_op holding a launch call
 (kineto_factory.Launch); a sync is a cudaStreamSynchronize call on the same host thread.
 """
+import kineto_factory as kf
 import numpy as np
 import pytest
 
-import kineto_factory as kf
 from analyzers.analyses import idle
-from analyzers.model.evidence import LaunchEvidence, SyncEvidence
 from analyzers.loading.load import load
+from analyzers.model.evidence import LaunchEvidence, SyncEvidence
 from analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (

@@ -5,13 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import other_peoples_traces as opt
+import pytest
+from kineto_factory import write
 from other_peoples_traces import US
+
 from analyzers.output import serialize
 from analyzers.triage.report import analyze_file
-from kineto_factory import write
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -185,8 +185,8 @@ def test_copy_time_is_said_to_count_as_compute_idle(tmp_path):
 # --- class 6: diff ------------------------------------------------------------------------------
 
 def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(tmp_path):
-    from analyzers.voice.diff import diff_lines
     from analyzers.triage.diff import diff_files
+    from analyzers.voice.diff import diff_lines
 
     before = write(tmp_path / "before.json", opt.kernels_slowed(100, 10 * US))
     after = write(tmp_path / "after.json", opt.kernels_slowed(120, 150 * US))
@@ -199,8 +199,8 @@ def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(t
 
 
 def test_bytes_not_comparable_names_the_real_reason(tmp_path):
-    from analyzers.voice.diff import diff_lines
     from analyzers.triage.diff import diff_files
+    from analyzers.voice.diff import diff_lines
 
     before = write(tmp_path / "before.json", opt.uncosted_kernels())
     after = write(tmp_path / "after.json", opt.uncosted_kernels())

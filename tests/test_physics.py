@@ -5,9 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import physics_traces as pt
+import pytest
+from kineto_factory import write
+
 from analyzers.loading.load import load
 from analyzers.loading.merged import MergedRanks, rank_trace, ranks_of
 from analyzers.model.trace import TraceError
@@ -15,7 +16,6 @@ from analyzers.output import serialize
 from analyzers.tools import invariants
 from analyzers.triage.report import analyze_file, analyze_trace
 from analyzers.voice.report import analysis_caveats, five_lines
-from kineto_factory import write
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,7 +209,7 @@ def test_innermost_enclosing_op_matches_a_brute_force_search_on_nested_ops():
     ev = Events(cat=np.zeros(n, np.int8), name=np.zeros(n, np.int32), start=col(0), end=col(1),
                 pid=np.zeros(n, np.int64), tid=col(2), device=np.zeros(n, np.int32), stream=np.zeros(n, np.int64),
                 ext=np.zeros(n, np.int64), corr=np.zeros(n, np.int64), nbytes=np.zeros(n, np.int64),
-                shape=np.zeros(n, np.int32))
+                shape=np.zeros(n, np.int32), graph_node=np.full(n, -1, np.int64), group=np.full(n, -1, np.int64))
     op_rows, q_rows = np.flatnonzero(~is_q), np.flatnonzero(is_q)
     got = innermost_enclosing(ev, op_rows, q_rows)
     for q, g in zip(q_rows, got):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from drills.predictions import Log, LogError, calibration
+from drills.predictions import Log, calibration
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

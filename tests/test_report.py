@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.voice import report as voice
-from analyzers.output import serialize
 from analyzers.model.evidence import HostEvidence, TransferEvidence
-from analyzers.triage.report import analyze_file
 from analyzers.model.verdicts import Cause, Experiment, Regime
+from analyzers.output import serialize
+from analyzers.triage.report import analyze_file
+from analyzers.voice import report as voice
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

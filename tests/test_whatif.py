@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.whatif import depgraph
-from analyzers.whatif import replay
-from analyzers.whatif import predict as whatif
+from analyzers.loading.load import find_traces, load
 from analyzers.voice import whatif as voice
+from analyzers.whatif import depgraph, replay
+from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS, cuda_graphs
 from analyzers.whatif.levers.spec import Context
-from analyzers.loading.load import find_traces, load
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +73,8 @@ ONE_WORKLOAD_SO_FAR = {"no_recompiles", "warm_up"}
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
-    for lever in LEVERS:
+    """On one GPU: a lever whose fix needs more ranks (overlap_comm) is measured on two-GPU pairs, captured apart."""
+    for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
         n = 0
         for folder, measured in ((FIXES, MEASURED), (REALWORLD, REAL_MEASURED)):
             kinds = [k for k, sc in measured.items() if lever in sc["ratio"]]

@@ -5,11 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.whatif import depgraph
-from analyzers.whatif import replay
-from analyzers.whatif import predict as whatif
 from analyzers.loading.load import load
 from analyzers.model.trace import GPU_CATS
+from analyzers.whatif import depgraph, replay
+from analyzers.whatif import predict as whatif
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

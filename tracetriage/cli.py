@@ -37,21 +37,21 @@ def _json_default(o):
 # --- report / diff -------------------------------------------------------------------
 
 def cmd_report(a) -> int:
-    from analyzers.voice.report import analysis_caveats, five_lines, hta_text
-    from analyzers.output import serialize
-    from analyzers.loading.progress import set_quiet
-    from analyzers.triage.report import analyze_file
     from analyzers.loading.merged import MergedRanks
+    from analyzers.loading.progress import set_quiet
     from analyzers.model.trace import TraceError
+    from analyzers.output import serialize
+    from analyzers.triage.report import analyze_file
+    from analyzers.voice.report import analysis_caveats, five_lines, hta_text
 
     set_quiet(a.quiet)
     path = Path(a.trace)
     if path.is_dir():
-        if a.range or a.hta:
-            raise UserError("--range and --hta apply to one trace file, not to a directory of ranks")
+        if a.range or a.hta or a.graph_capture:
+            raise UserError("--range, --hta and --graph-capture apply to one trace file, not to a directory of ranks")
         return _report_dir(path, a.json, a.quiet)
     try:
-        analysis = analyze_file(path, a.range)
+        analysis = analyze_file(path, a.range, a.graph_capture)
     except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
         if a.range or a.hta:
             raise UserError(f"{m}; --range and --hta apply to one rank's trace") from None
@@ -82,10 +82,10 @@ def cmd_report(a) -> int:
 
 def _report_dir(path: Path, as_json: bool, quiet: bool, merged=None) -> int:
     """`tracetriage report DIR` (or a merged multi-rank file, `merged` its loaded trace): the multi-rank report."""
-    from analyzers.voice.ranks import ranks_lines
-    from analyzers.output import serialize
-    from tracetriage.rank_run import report_object
     from analyzers.model.trace import TraceError
+    from analyzers.output import serialize
+    from analyzers.voice.ranks import ranks_lines
+    from tracetriage.rank_run import report_object
 
     try:
         rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress, trace=merged)
@@ -104,10 +104,10 @@ def _rank_progress(done: int, total: int) -> None:
 
 
 def cmd_diff(a) -> int:
-    from analyzers.voice.diff import diff_lines
+    from analyzers.model.trace import TraceError
     from analyzers.output import serialize
     from analyzers.triage.diff import diff_files
-    from analyzers.model.trace import TraceError
+    from analyzers.voice.diff import diff_lines
 
     try:
         d = diff_files(a.before, a.after)
@@ -123,10 +123,10 @@ def cmd_diff(a) -> int:
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
 
 def cmd_whatif(a) -> int:
-    from analyzers.voice.whatif import whatif_table
-    from analyzers.output import serialize
-    from analyzers.whatif import predict as whatif
     from analyzers.model.trace import TraceError
+    from analyzers.output import serialize
+    from analyzers.voice.whatif import whatif_table
+    from analyzers.whatif import predict as whatif
     from analyzers.whatif.levers import LEVERS
 
     narrowing = [name for name, spec in LEVERS.items() if spec.takes_only]
@@ -318,8 +318,8 @@ def cmd_dashboard(a) -> int:
 
 
 def cmd_annotate(a) -> int:
-    from analyzers.output.annotate import annotate_file
     from analyzers.model.trace import TraceError
+    from analyzers.output.annotate import annotate_file
 
     try:
         out, gaps = annotate_file(a.trace, a.out)
@@ -363,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
     r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
+    r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
+                   "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(fn=cmd_report)
 

@@ -12,11 +12,13 @@ from analyzers.model.trace import TraceError
 from tracetriage import notebook
 
 
-def analyze(path: str | os.PathLike, *, range: str | None = None) -> notebook.Analysis:  # noqa: A002 (the CLI's --range)
-    """The analysis of one trace file (restricted to the named range `range`, as `report --range`)."""
+def analyze(path: str | os.PathLike, *, range: str | None = None,  # noqa: A002 (the CLI's --range)
+            graph_capture: str | os.PathLike | None = None) -> notebook.Analysis:
+    """The analysis of one trace file (restricted to the named range `range`, as `report --range`; its
+    CUDA-graph replays charged to the ops of a separate capture trace `graph_capture`, as `--graph-capture`)."""
     from analyzers.triage.report import analyze_file
 
-    return notebook.shown(analyze_file(path, range))
+    return notebook.shown(analyze_file(path, range, graph_capture))
 
 
 def diff(before: str | os.PathLike, after: str | os.PathLike) -> notebook.Diff:

@@ -16,14 +16,23 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from analyzers.voice import ranks as rank_words, report as report_words
-from analyzers.voice.common import mostly
-from analyzers.output import serialize
-from analyzers.loading.load import find_traces, load
-from analyzers.analyses.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
-from analyzers.triage.report import Analysis, analyze_file, analyze_trace
+from analyzers.analyses.ranks import (
+    RankError,
+    RankReport,
+    RanksReport,
+    collective_timing,
+    merge,
+    mixed_runs,
+    rank_from_name,
+)
 from analyzers.loading import merged
+from analyzers.loading.load import find_traces, load
 from analyzers.model.trace import Trace, TraceError
+from analyzers.output import serialize
+from analyzers.triage.report import Analysis, analyze_file, analyze_trace
+from analyzers.voice import ranks as rank_words
+from analyzers.voice import report as report_words
+from analyzers.voice.common import mostly
 
 
 def analyze_rank(path: str) -> RankReport | RankError:

@@ -1,8 +1,9 @@
 """Hotspots: where device time goes, by the op that launched it and by kernel.
 
 A GPU activity is charged to the cpu_op that issued its launch call (the innermost
-op, e.g. aten::mm under aten::linear). Activities whose launch has no op (Inductor's
-Triton launches, CUDA-graph replays) are charged to the kernel's own name.
+op, e.g. aten::mm under aten::linear), or for a CUDA-graph replay the op that launched
+it when the graph was captured. Activities whose launch has no op (Inductor's Triton
+launches) are charged to the kernel's own name.
 """
 from __future__ import annotations
 
@@ -54,16 +55,16 @@ def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls
 def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
     """Ops by device time. Key: the op's name id, or -(kernel name id) - 1 when no op launched it."""
     ev = trace.ev
-    call = trace.launch_of[rows]
-    op = np.where(call != NONE, trace.op_of[np.maximum(call, 0)], NONE)
+    op = trace.launching_op(rows)
+    run = trace.op_run(rows, op)     # an op captured into a CUDA graph runs once per replay
     keys = np.where(op != NONE, ev.name[np.maximum(op, 0)].astype(np.int64), -1 - ev.name[rows].astype(np.int64))
 
     def label(key):
         return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
 
     def calls_of(mask):
-        ops = op[mask]
-        return len(np.unique(ops[ops != NONE])) or int(mask.sum())
+        runs = run[mask]
+        return len(np.unique(runs[runs != NONE])) or int(mask.sum())
 
     return group(trace, rows, keys, label, k, calls_of)
 

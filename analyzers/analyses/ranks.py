@@ -150,6 +150,15 @@ class NoStraggler:
 
 
 @dataclass(frozen=True)
+class PeerWait:
+    """One rank's collective time against its peers': each call's transfer is what the fastest rank's same
+    call took (the last rank to arrive waits for nobody); the rest of the rank's call waited for a peer."""
+    rank: int
+    wait_ns: int
+    transfer_ns: int
+
+
+@dataclass(frozen=True)
 class RanksReport:
     rows: tuple[RankRow, ...]
     files: int
@@ -160,6 +169,7 @@ class RanksReport:
     straggler: Straggler | NoStraggler
     world_size: int | None = None    # the run's, when its traces say it
     cpu_only: tuple[int, ...] = ()   # ranks with no GPU activity: listed, never compared
+    peer_waits: tuple[PeerWait, ...] = ()   # per rank, where every rank ran the same collective calls
 
 
 # --- per rank (runs in a worker process) ------------------------------------------------
@@ -325,6 +335,18 @@ def straggler(rows: list[RankRow]) -> Straggler | NoStraggler:
 
 
 
+def peer_waits(rows: list[RankRow]) -> tuple[PeerWait, ...]:
+    """Each rank's collective time split into waiting for a peer and moving bytes, call by call against the
+    fastest rank; () unless at least two ranks ran collectives and all of them the same number of calls
+    (NCCL makes every rank of a group call the same collectives in the same order)."""
+    with_c = [r for r in rows if r.r.collectives.calls > 0]
+    if len(with_c) < 2 or len({r.r.collectives.calls for r in with_c}) != 1:
+        return ()
+    calls = np.array([r.r.collectives.call_ns for r in with_c], np.int64)   # ranks x calls
+    transfer = calls.min(axis=0)
+    return tuple(PeerWait(r.rank, int((calls[i] - transfer).sum()), int(transfer.sum())) for i, r in enumerate(with_c))
+
+
 # --- the merge -----------------------------------------------------------------------------
 
 def _strip_path(msg: str, p: Path) -> str:
@@ -358,7 +380,7 @@ def merge(results: dict[Path, RankReport | RankError], workers: int = 1) -> Rank
         strag = NoStraggler("one_usable")
     return RanksReport(rows=tuple(rows), files=len(results), workers=workers, errors=errors,
                        duplicates={k: tuple(v) for k, v in seen.items() if len(v) > 1}, missing=missing,
-                       straggler=strag, world_size=world, cpu_only=cpu_only)
+                       straggler=strag, world_size=world, cpu_only=cpu_only, peer_waits=peer_waits(gpu_rows))
 
 
 def mixed_runs(good: list[tuple[Path, RankReport]]) -> tuple[str, dict] | None:

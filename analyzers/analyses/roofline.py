@@ -17,8 +17,9 @@ of the peak bandwidth) is latency-bound: occupancy, a tiny grid, the library's c
 of algorithm, not arithmetic or bytes. An fp32 product whose kernels are TF32 tensor-
 core kernels (by name) is placed against the TF32 peak.
 
-Span regime: overhead when the device is idle most of the span; otherwise the
-bound that holds most of the span's kernel time.
+Span regime: overhead when the device is idle most of the span; communication when
+collectives that no compute kernel overlaps hold most of its busy time (analyzers.analyses.comm);
+otherwise the bound that holds most of the span's kernel time.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analyzers.analyses import comm as comm_mod
+from analyzers.analyses.comm import Communication
 from analyzers.analyses.opcost import launch_op_cost, op_cost
 from analyzers.analyses.peaks import DevicePeaks, lookup
 from analyzers.model.kernels import is_collective, is_tf32
@@ -183,13 +186,17 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     if len(kern) == 0:
         return Roofline(peaks, [], kbound, kflops, kbytes, kwhy)
     call = trace.launch_of[kern]
-    op = np.where(call != NONE, trace.op_of[np.maximum(call, 0)], NONE)
-    op = _charge_to_callers(trace, op)
+    op = _charge_to_callers(trace, trace.launching_op(kern))   # a graph replay: the op captured
     dur = (ev.end[kern] - ev.start[kern]).astype(np.float64)
 
-    # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures.
+    # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures. An op runs
+    # once per row, or once per replay when a CUDA graph captured it: each run is a call of the op.
     has_op = op != NONE
-    op_rows, inv = np.unique(op[has_op], return_inverse=True)
+    runs, first_k, inv = np.unique(trace.op_run(kern, op)[has_op], return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    op_rows = op[has_op][first_k]
+    run_of = np.full(len(kern), -1, np.int64)
+    run_of[has_op] = inv
     op_time = np.bincount(inv, weights=dur[has_op]) if len(op_rows) else np.zeros(0)
     sig = ev.name[op_rows].astype(np.int64) * (1 << 32) + ev.shape[op_rows].astype(np.int64)
     sigs, sig_inv = np.unique(sig, return_inverse=True)
@@ -203,8 +210,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     first_row[sig_inv[::-1]] = op_rows[::-1]
     k_sig = np.full(len(kern), -1, np.int64)
     if len(op_rows):
-        pos = np.searchsorted(op_rows, op[has_op])
-        k_sig[has_op] = sig_inv[pos]
+        k_sig[has_op] = sig_inv[inv]
     namesake, tf32 = _kernel_facts(trace, kern, op, k_sig, n_sig)
     rejected = np.zeros(n_sig, bool)
     points_src, above = [], []
@@ -235,7 +241,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     known[known] = sig_bytes[k_sig[known]] > 0
     share = np.zeros(len(kern))
     if known.any():
-        op_total = op_time[np.searchsorted(op_rows, op[known])]
+        op_total = op_time[run_of[known]]
         share[known] = np.where(op_total > 0, dur[known] / np.maximum(op_total, 1), 0.0)
         kflops[kern[known]] = sig_flops[k_sig[known]] * share[known]
         kbytes[kern[known]] = sig_bytes[k_sig[known]] * share[known]
@@ -265,6 +271,8 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             call_u = call[np.searchsorted(kern, rows_u)]
             names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
+            if trace.graph_op_of is not None:     # ... unless its capture named the op (then the op has no cost)
+                graph &= trace.graph_op_of[rows_u] == NONE
             kwhy[rows_u[graph]] = 4
             # an op whose cost would put it above the peak: its kernels are uncosted, and say why
             in_rejected = np.zeros(len(rows_u), bool)
@@ -357,6 +365,7 @@ class RegimeVerdict:
                                                           # largest first
     latency_us: float = 0.0         # kernel time far below both roofs (latency-bound)
     latency_peak_share: float | None = None   # latency-bound kernels' achieved share of the nearer peak
+    communication: Communication | None = None   # the span's collectives, exposed and why (None: it has none)
 
     @property
     def kernel_us(self) -> float:
@@ -389,8 +398,11 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
             if t > 0:
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
+    communication = comm_mod.analyze(trace, kernel_rows)
     if idle_share > 0.5:
         verdict = Regime.OVERHEAD
+    elif communication is not None and communication.bound:
+        verdict = Regime.COMMUNICATION
     elif uncosted > UNKNOWN_MAJORITY:
         verdict = Regime.UNKNOWN
     elif lat > comp and lat > mem:   # most of the kernel time is under neither roof
@@ -401,7 +413,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
     win = known & (b == {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY}.get(verdict, MEMORY))
-    if verdict is Regime.UNKNOWN:
+    if verdict in (Regime.UNKNOWN, Regime.COMMUNICATION):
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
@@ -412,7 +424,8 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
         lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
-                         ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share)
+                         ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
+                         communication=communication)
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

@@ -40,7 +40,7 @@ def assemble(parts: list[Part], path: Path) -> Tables:
         local = {"name": name_map[c["name"]] if len(c["name"]) else c["name"],
                  "cat": cat_lut[c["cat_raw"]] if len(c["cat_raw"]) else c["cat_raw"].astype(np.int8),
                  "shape": np.where(sid >= 0, shape_map[np.maximum(sid, 0)], NONE).astype(np.int32)}
-        for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes"):
+        for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes", "graph_node", "group"):
             local[k] = c[k]
         for k, v in local.items():
             cols.setdefault(k, []).append(v)
@@ -65,7 +65,8 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     order = np.lexsort((-end, start))  # by start, longest first on ties (parents before children)
     ev = Events(cat=cat[order], name=col["name"][order], start=start[order], end=end[order], pid=pid[order],
                 tid=tid[order], device=device[order], stream=stream[order], ext=col["ext"][order],
-                corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order])
+                corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order],
+                graph_node=col["graph_node"][order], group=col["group"][order])
     caveats = []
     dropped = sum(p.dropped for p in parts) + n_bad
     if dropped:

@@ -32,9 +32,10 @@ import numpy as np
 
 from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
-FORMAT = 7   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
+FORMAT = 8   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
              # where External ids name no enclosing op (analyzers.loading.containment), the ranks of a merged
-             # multi-rank file, device names with their properties where the name says nothing
+             # multi-rank file, device names with their properties where the name says nothing; 8: graph node
+             # ids, collectives' groups, the graph replays' captured ops
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
@@ -159,6 +160,8 @@ def put(path: Path, trace) -> None:
         cols = {c: getattr(trace.ev, c) for c in _COLUMNS}
         cols["launch_of"] = trace.launch_of
         cols["op_of"] = trace.op_of
+        if trace.graph_op_of is not None:
+            cols["graph_op_of"] = trace.graph_op_of
         meta = {
             "format": FORMAT, "digest": digest, "source": str(path), "source_size": st.st_size,
             "source_mtime_ns": st.st_mtime_ns,
@@ -247,8 +250,11 @@ def _from_table(table, meta: dict, path: Path):
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
                launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),
                caveats=tuple(Caveat(k, int(n), int(t)) for k, n, t in meta["caveats"]),
-               merged_ranks={int(k): int(v) for k, v in meta["merged_ranks"]})
+               merged_ranks={int(k): int(v) for k, v in meta["merged_ranks"]},
+               graph_op_of=np.ascontiguousarray(arrays["graph_op_of"]) if "graph_op_of" in arrays else None)
     bounds = {"name": len(tr.names), "shape": len(tr.shapes_raw), "launch_of": n, "op_of": n, "cat": 12}
+    if "graph_op_of" in arrays:
+        bounds["graph_op_of"] = n
     for c, hi in bounds.items():
         a = arrays[c]
         if n and (int(a.max()) >= hi or int(a.min()) < (0 if c in ("name", "cat") else -1)):

@@ -30,8 +30,9 @@ PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 
 from analyzers.loading.memory import check_memory  # noqa: E402
+from analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
+from analyzers.model.kernels import is_collective  # noqa: E402
 from analyzers.model.trace import TraceError  # noqa: E402
-
 
 # --- the JSON schema we decode (everything else is skipped by msgspec) ----------
 
@@ -51,6 +52,13 @@ class _Args(msgspec.Struct, gc=False):
     dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_EMPTY)
     types: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_EMPTY)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_RAW_EMPTY)
+    # a kernel replayed from a CUDA graph (Kineto >= 2026 on CUDA 12+)
+    graph_node: int = msgspec.field(name="graph node id", default=NONE)
+    # a collective (NCCL kernels and record_param_comms ops): its message and process group
+    msg_in: int = msgspec.field(name="In msg nelems", default=NONE)
+    msg_out: int = msgspec.field(name="Out msg nelems", default=NONE)
+    msg_dtype: msgspec.Raw = msgspec.field(name="dtype", default=_RAW_EMPTY)
+    group: int = msgspec.field(name="Group size", default=NONE)
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -94,6 +102,11 @@ class _LooseArgs(msgspec.Struct):
     dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_EMPTY)
     types: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_EMPTY)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_RAW_EMPTY)
+    graph_node: msgspec.Raw = msgspec.field(name="graph node id", default=_RAW_EMPTY)
+    msg_in: msgspec.Raw = msgspec.field(name="In msg nelems", default=_RAW_EMPTY)
+    msg_out: msgspec.Raw = msgspec.field(name="Out msg nelems", default=_RAW_EMPTY)
+    msg_dtype: msgspec.Raw = msgspec.field(name="dtype", default=_RAW_EMPTY)
+    group: msgspec.Raw = msgspec.field(name="Group size", default=_RAW_EMPTY)
 
 
 class _LooseEvent(msgspec.Struct):
@@ -384,7 +397,9 @@ def _sanitize(loose: list) -> tuple[list[_Event], int]:
             args = _Args(ext=ext if ext != NONE else _int_or(_value(a.ext_old)),
                          correlation=_int_or(_value(a.correlation)), device=_int_or(_value(a.device)),
                          stream=_int_or(_value(a.stream)), bytes=_int_or(_value(a.bytes)),
-                         rank=_int_or(_value(a.rank)), dims=a.dims, types=a.types, concrete=a.concrete)
+                         rank=_int_or(_value(a.rank)), dims=a.dims, types=a.types, concrete=a.concrete,
+                         graph_node=_int_or(_value(a.graph_node)), msg_in=_int_or(_value(a.msg_in)),
+                         msg_out=_int_or(_value(a.msg_out)), msg_dtype=a.msg_dtype, group=_int_or(_value(a.group)))
         else:
             args = None
         pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else 0
@@ -516,6 +531,7 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
                         map(bytes, map(get("concrete"), op_args))))
         shape_id[op_rows] = _ids(keys, shape_ids)
     cols["shape"] = shape_id
+    _graph_and_collective_columns(cols, args, cat_ids, name_ids)
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
     # A merged multi-rank file tags every event with the rank it came from, and gives each rank's
     # processes their own pids: the first event of each pid says its rank. A file whose first and last
@@ -526,6 +542,36 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
         ranks = [args[i].rank for i in first.tolist()]
         cols["rank_of_pid"] = {int(p): int(r) for p, r in zip(pids.tolist(), ranks) if r != NONE}
     return cols, table_list(name_ids), table_list(shape_ids)
+
+
+def _graph_and_collective_columns(cols: dict, args: list, cat_ids: dict, name_ids: dict) -> None:
+    """graph_node and group, and a collective's message bytes in nbytes. Only GPU activities replay graphs,
+    and only collective kernels and record_param_comms ops describe a message, so only their rows are read."""
+    n = len(args)
+    get = attrgetter
+    cols["graph_node"] = np.full(n, NONE, np.int64)
+    cols["group"] = np.full(n, NONE, np.int64)
+    codes = {c.lower(): i for c, i in cat_ids.items()}
+    gpu_codes = [codes[c] for c in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset") if c in codes]
+    gpu = np.flatnonzero(np.isin(cols["cat_raw"], gpu_codes)) if gpu_codes else np.zeros(0, np.int64)
+    if len(gpu):
+        rows = gpu.tolist()
+        cols["graph_node"][gpu] = _int64s(lambda: map(get("graph_node"), map(args.__getitem__, rows)), len(rows))
+    comm_codes = [codes[c] for c in ("kernel", "cpu_op", "operator") if c in codes]
+    comm_names = [i for n, i in name_ids.items() if n == "record_param_comms" or is_collective(n)]
+    if not comm_codes or not comm_names:
+        return
+    cand = np.flatnonzero(np.isin(cols["cat_raw"], comm_codes) & np.isin(cols["name"], comm_names))
+    rows = cand.tolist()
+    msg_in = _int64s(lambda: map(get("msg_in"), map(args.__getitem__, rows)), len(rows))
+    comm = cand[msg_in != NONE]
+    for r in comm.tolist():
+        a = args[r]
+        size = DTYPE_BYTES.get(normalise_dtype(_value(a.msg_dtype)) or "", 0)
+        nelems = max(_int_or(a.msg_in), _int_or(a.msg_out))
+        if size and 0 <= nelems < (1 << 56) and cols["nbytes"][r] == NONE:
+            cols["nbytes"][r] = nelems * size
+        cols["group"][r] = _int_or(a.group)
 
 
 def ns_from_us(us: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Link the events: the fourth step of loading, which makes the finished Trace.
 
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
-launches through cuLaunchKernelEx) <-> GPU activity by correlation. An External id is
+launches through cuLaunchKernelEx) <-> GPU activity by correlation; a CUDA-graph replay's
+activities <-> the ops that launched them at capture (analyzers.loading.graphs). An External id is
 trusted when its op encloses the call on the call's thread; where it names no op, or an
 op that does not enclose the call (torch 2.0/2.1 wrote the correlation id there), the
 call belongs to the innermost op around it on its thread (analyzers.loading.containment).
@@ -10,9 +11,12 @@ has or that name the wrong op, streams that overlap themselves) becomes the trac
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from analyzers.loading.containment import innermost_enclosing
+from analyzers.loading.graphs import join as join_graph_replays
 from analyzers.model.trace import (
     CPU_OP,
     GPU_CATS,
@@ -52,9 +56,14 @@ def link(a: Tables) -> Trace:
     allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
     op_of[allcalls], by_time = _ops_of_calls(ev, allcalls)
     caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of, by_time)
-    return Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank, world_size=a.world_size,
-                 base_time_ns=a.base_time_ns, events_in_file=a.events_in_file, shapes_raw=a.shapes_raw,
-                 launch_of=launch_of, op_of=op_of, caveats=tuple(caveats), merged_ranks=a.merged_ranks)
+    trace = Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank,
+                  world_size=a.world_size, base_time_ns=a.base_time_ns, events_in_file=a.events_in_file,
+                  shapes_raw=a.shapes_raw, launch_of=launch_of, op_of=op_of, caveats=tuple(caveats),
+                  merged_ranks=a.merged_ranks)
+    graph_op_of, graph_caveats = join_graph_replays(trace)
+    if graph_op_of is None:
+        return trace
+    return replace(trace, graph_op_of=graph_op_of, caveats=trace.caveats + tuple(graph_caveats))
 
 
 def _ops_of_calls(ev: Events, calls: np.ndarray) -> tuple[np.ndarray, int]:

@@ -53,6 +53,11 @@ _TORCH_DTYPES = {
     "complex64": "complex64", "complex128": "complex128", "complex32": "complex32",
 }
 
+# c10::ScalarType names, as the collectives' metadata ("dtype": "BFloat16", "Byte") writes them, where they are
+# no torch spelling already ("BFloat16", "Float", "Half", "Long" ... are).
+_SCALAR_TYPE_NAMES = {"Byte": "uint8", "Char": "int8", "ComplexHalf": "complex32", "ComplexFloat": "complex64",
+                      "ComplexDouble": "complex128", "QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32"}
+
 # Bytes per element of each canonical dtype. `tf32` is a math mode, stored as fp32.
 DTYPE_BYTES: dict[str, int] = {
     "fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp4x2": 1,
@@ -88,6 +93,8 @@ def normalise_dtype(s: object) -> str | None:
     s = s.strip()
     if s in _KINETO_DTYPES:
         return _KINETO_DTYPES[s]
+    if s in _SCALAR_TYPE_NAMES:
+        return _SCALAR_TYPE_NAMES[s]
     if s in DTYPE_BYTES:
         return s
     low = s.lower()

@@ -6,6 +6,10 @@ RCCL (ROCm's NCCL, whose kernels keep the nccl names or say rccl), DeepEP's expe
 dispatch/combine (namespaces internode::/intranode::, dpsk::ep::, deep_ep::), custom all-reduce
 kernels (vLLM's cross_device_reduce_*stage, symmetric-memory multimem/one-shot/two-shot all-reduce)
 and NVSHMEM.
+
+How many bytes a collective puts on the link per rank, for a message of S bytes over n ranks, is its
+bus factor (nccl-tests' PERFORMANCE.md): bus bandwidth = S / time x factor, the figure to hold against
+the link's own bandwidth whatever the collective and the number of ranks.
 """
 from __future__ import annotations
 
@@ -15,6 +19,12 @@ COLLECTIVE_NAME = re.compile(
     r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|nvshmem|deep_?ep::|dpsk::ep::|"
     r"\b(?:internode|intranode)::|cross_device_reduce|multimem_|(?:one|two)_shot_", re.I)
 _COLLECTIVE_KIND = re.compile(r"nccl(?:DevKernel|Kernel)?_([A-Za-z]+?)(?:_|\(|$)", re.IGNORECASE)
+# Kernels that are one kind whatever their name says beyond it: custom all-reduces, expert-parallel a2a
+_KIND_BY_NAME = ((re.compile(r"cross_device_reduce|multimem_|(?:one|two)_shot_|all_?reduce", re.I), "AllReduce"),
+                 (re.compile(r"all_?gather", re.I), "AllGather"),
+                 (re.compile(r"reduce_?scatter", re.I), "ReduceScatter"),
+                 (re.compile(r"all_?to_?all|deep_?ep::|dpsk::ep::|\b(?:internode|intranode)::", re.I), "AllToAll"))
+GENERIC_KIND = "collective"     # a kernel that serves every collective (NCCL 2.19+'s ncclDevKernel_Generic)
 
 
 def is_collective(kernel: str) -> bool:
@@ -22,9 +32,30 @@ def is_collective(kernel: str) -> bool:
 
 
 def collective_kind(kernel: str) -> str:
-    """'ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)' -> 'AllReduce'."""
+    """'ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)' -> 'AllReduce'; 'ncclDevKernel_Generic' -> 'collective'."""
     m = _COLLECTIVE_KIND.search(kernel)
-    return m.group(1) if m else "collective"
+    if m and m.group(1).lower() != "generic":
+        return m.group(1)
+    if m is None:
+        for pattern, kind in _KIND_BY_NAME:
+            if pattern.search(kernel):
+                return kind
+    return GENERIC_KIND
+
+
+def bus_factor(kind: str, ranks: int | None) -> float | None:
+    """Bytes on the link per byte of message, per rank (nccl-tests' bus bandwidth factor); None when the
+    number of ranks is not known for a kind that needs it."""
+    k = kind.lower()
+    if k in ("broadcast", "reduce", "sendrecv", "send", "recv"):
+        return 1.0
+    if not ranks or ranks < 2:
+        return None
+    if k == "allreduce":
+        return 2 * (ranks - 1) / ranks
+    if k in ("allgather", "reducescatter", "alltoall"):
+        return (ranks - 1) / ranks
+    return None
 
 
 # TF32 tensor-core GEMMs and convolutions name their math: cuBLAS "ampere_tf32_s1688gemm_...",

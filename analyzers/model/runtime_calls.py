@@ -12,6 +12,8 @@ Kineto records the GPU runtime and driver calls of both vendors under the same c
               (implicitly synchronous), the synchronous memcpy calls, cuCtxSynchronize
     stream wait   cudaStreamWaitEvent / hipStreamWaitEvent: queues a device-side wait for an
               event another stream records; the host returns at once, the stream waits
+    capture   cudaStreamBeginCapture ... cudaStreamEndCapture (hip twins): the launches between them
+              record a graph instead of running; cudaGraphInstantiate makes it launchable
 """
 from __future__ import annotations
 
@@ -33,6 +35,11 @@ STREAM_WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipS
 UNMEASURED_LAUNCH_NS = 5_000
 
 
+CAPTURE_BEGIN_CALLS = frozenset({"cudaStreamBeginCapture", "cudaStreamBeginCapture_v2", "cuStreamBeginCapture",
+                                 "cuStreamBeginCapture_v2", "hipStreamBeginCapture"})
+CAPTURE_END_CALLS = frozenset({"cudaStreamEndCapture", "cuStreamEndCapture", "hipStreamEndCapture"})
+
+
 def is_launch(name: str) -> bool:
     return name.startswith(LAUNCH_PREFIXES)
 
@@ -51,3 +58,11 @@ def is_stream_wait(name: str) -> bool:
 
 def is_graph_launch(name: str) -> bool:
     return "GraphLaunch" in name
+
+
+def is_capture_begin(name: str) -> bool:
+    return name in CAPTURE_BEGIN_CALLS
+
+
+def is_capture_end(name: str) -> bool:
+    return name in CAPTURE_END_CALLS

@@ -28,9 +28,11 @@ import numpy as np
 # --- categories ---------------------------------------------------------------
 
 OTHER, CPU_OP, USER_ANNOTATION, GPU_USER_ANNOTATION, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, CUDA_SYNC, \
-    PYTHON, OVERHEAD = range(12)
+    PYTHON, OVERHEAD, CAPTURED_OP = range(13)
 CAT_NAMES = ["other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
-             "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "python_function", "overhead"]
+             "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "python_function", "overhead", "captured_op"]
+# CAPTURED_OP is never read from a file: a cpu_op of a separate graph-capture trace, carried into the
+# replay's trace for its name and shapes only (analyzers.loading.graphs), zero-length at the trace's end.
 # Old (torch 1.x) and new spellings, lower-cased.
 CAT_CODES = {
     "cpu_op": CPU_OP, "operator": CPU_OP, "cpu_instant_event": OTHER,
@@ -81,8 +83,11 @@ class Events:
     stream: np.ndarray   # int64, NONE if absent
     ext: np.ndarray      # int64 External id, NONE if absent
     corr: np.ndarray     # int64 correlation, NONE if absent
-    nbytes: np.ndarray   # int64 bytes of a memcpy/memset, NONE if absent
+    nbytes: np.ndarray   # int64 bytes of a memcpy/memset, or the message a collective moves (the larger of
+                         # "In/Out msg nelems" x its dtype's size), NONE if absent
     shape: np.ndarray    # int32 index into Trace.shapes_raw (cpu_ops), NONE otherwise
+    graph_node: np.ndarray  # int64 CUPTI's "graph node id" of a GPU activity replayed from a graph, NONE otherwise
+    group: np.ndarray    # int64 ranks in a collective's process group ("Group size"), NONE otherwise
 
     def __len__(self) -> int:
         return len(self.start)
@@ -95,7 +100,8 @@ class Events:
         return self.end - self.start
 
 
-EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape")
+EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape",
+                 "graph_node", "group")
 
 
 @dataclass(frozen=True)
@@ -129,9 +135,33 @@ class Trace(Tables):
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to
     side: SideInputs = SideInputs()
+    # for each row: the cpu_op that launched a GPU activity replayed from a CUDA/HIP graph, when the
+    # graph was captured (analyzers.loading.graphs joins them); None: the trace replays no graph
+    graph_op_of: np.ndarray | None = None
 
     def idx(self, *cats: int) -> np.ndarray:
         return np.flatnonzero(np.isin(self.ev.cat, cats))
+
+    def launching_op(self, rows: np.ndarray) -> np.ndarray:
+        """The cpu_op each GPU activity is charged to: the op that launched it when its graph was captured
+        (a graph replay), else the op of its launch call; NONE where neither is in the trace."""
+        call = self.launch_of[rows]
+        op = np.where(call != NONE, self.op_of[np.maximum(call, 0)], NONE)
+        if self.graph_op_of is not None:
+            captured = self.graph_op_of[rows]
+            op = np.where(captured != NONE, captured, op)
+        return op
+
+    def op_run(self, rows: np.ndarray, op: np.ndarray | None = None) -> np.ndarray:
+        """For each GPU activity: one key per run of the op it is charged to (`op`, else launching_op; NONE where
+        none). An eager op runs once per row; an op captured into a CUDA graph once per replay of the graph."""
+        op = self.launching_op(rows) if op is None else op
+        n = len(self.ev) + 1
+        run = op * n
+        if self.graph_op_of is not None:
+            replayed = (self.graph_op_of[rows] != NONE) & (op != NONE)
+            run = np.where(replayed, run + self.launch_of[rows] + 1, run)
+        return np.where(op != NONE, run, NONE)
 
     def name_of(self, row: int) -> str:
         return self.names[self.ev.name[row]]

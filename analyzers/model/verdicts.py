@@ -25,6 +25,7 @@ class Regime(str, Enum):
     COMPUTE = "compute"
     MEMORY = "memory"
     OVERHEAD = "overhead"
+    COMMUNICATION = "communication"   # collectives that no compute overlaps hold most of the busy time
     UNKNOWN = "unknown"      # most kernel time has no cost model
     LATENCY = "latency"      # most kernel time is in kernels far below both roofs
 
@@ -71,6 +72,7 @@ CONSTRUCTS: tuple[Construct, ...] = tuple(Construct)   # a construct code i is C
 class Experiment(str, Enum):
     """The kind of the report's next experiment (voice says it; the cause or regime it rests on beside it)."""
     WARM_UP = "warm_up"                        # one-time set-up dominates the profile
+    PROFILE_REPLAYS = "profile_replays"        # ... as a CUDA-graph capture: profile the replays instead
     CUT_LAUNCHES = "cut_launches"              # launch_overhead
     MOVE_HOST_WORK = "move_host_work"          # host_work
     REMOVE_SYNCS = "remove_syncs"              # synchronization
@@ -84,6 +86,8 @@ class Experiment(str, Enum):
     FUSE_OPTIMIZER = "fuse_optimizer"          # per-parameter optimizer kernels: foreach / fused
     FUSE = "fuse"                              # an eager elementwise chain: one kernel (torch.compile)
     COMPILE_ONCE = "compile_once"              # torch.compile recompiles: dynamic shapes, bucketing
+    OVERLAP_COMM = "overlap_comm"              # communication-bound, mostly moving bytes
+    FIND_STRAGGLER = "find_straggler"          # communication-bound, mostly waiting for a peer
 
     def __str__(self) -> str:
         return self.value

@@ -68,6 +68,7 @@ def report(a) -> dict:
                                  "dominant": plain(d.dominant)} for d in a.devices]},
         "regime": a.verdict.regime.value if a.devices else None,  # no GPU activity: not decidable
         "regime_detail": plain(a.verdict),
+        "graph_capture": plain(a.graph_capture),    # CUDA-graph captures in the profile (null: none)
         "hotspots": plain(a.hotspots),
         "top_kernels": plain(a.top_kernels),
         "ranges": [{"name": r.name, "count": r.count, "wall_us": _r(r.wall_us), "median_wall_us": _r(r.median_wall_us),
@@ -151,12 +152,15 @@ def ranks(rr) -> dict:
     from analyzers.analyses.ranks import NoStraggler
 
     rows = []
+    waits = {w.rank: w for w in rr.peer_waits}
     for r in rr.rows:
         c = r.r.collectives
+        w = waits.get(r.rank)
         rows.append({"rank": r.rank, "rank_from": r.how, "file": r.path.name, **r.r.report,
                      "collectives": {"calls": c.calls, "total_us": round(c.total_ns / 1e3, 3),
                                      "steps_from": c.steps_from, "kernels": list(c.kernels),
-                                     "per_step_us": [round(x / 1e3, 3) for x in c.per_step_ns]}})
+                                     "per_step_us": [round(x / 1e3, 3) for x in c.per_step_ns],
+                                     "peer_wait_us": round(w.wait_ns / 1e3, 3) if w else None}})
     strag = _straggler(rr.straggler)
     reason = straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
     return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": ranks_lines(rr),

@@ -31,10 +31,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+import tomllib
 
 from analyzers.tools import invariants
 

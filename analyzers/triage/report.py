@@ -17,10 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from analyzers.analyses import framework as framework_mod
+from analyzers.analyses import graph_capture as capture_mod
 from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
+from analyzers.analyses.graph_capture import GraphCapture
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
 from analyzers.analyses.peaks import non_gpu_accelerator
@@ -142,6 +144,7 @@ class Analysis:
     next_experiment: NextExperiment
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
     framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
+    graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
 
     @property
     def idle_share(self) -> float:
@@ -274,14 +277,16 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) if devs else None
     choices = tuple(weigh_levers(levers)) if levers else ()
+    capture = capture_mod.analyze(trace, devs) if devs else None
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else _phases(rng_all, range_verdicts), roof=roof, verdict=verdict,
                     range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
-                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw),
-                    range_kernels=range_kernels, framework=fw)
+                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw,
+                                                capture=capture),
+                    range_kernels=range_kernels, framework=fw, graph_capture=capture)
 
 
 def _setup_windows(devs) -> tuple:
@@ -323,11 +328,16 @@ def _levers_unreadable(trace: Trace) -> bool:
     return any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats)
 
 
-def analyze_file(path: str | Path, range_name: str | None = None) -> Analysis:
+def analyze_file(path: str | Path, range_name: str | None = None, graph_capture: str | Path | None = None) -> Analysis:
+    """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
+    write one), whose ops the replayed kernels are charged to."""
+    from analyzers.loading.graphs import with_capture
     from analyzers.loading.progress import bar
 
     with bar(Path(path)) as advance:
         trace = load(path, progress=advance)
+        if graph_capture is not None:
+            trace = with_capture(trace, load(graph_capture))
         advance("analyse")
         return analyze_trace(trace, range_name)
 
@@ -390,15 +400,18 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
 
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
-                choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None) -> NextExperiment:
+                choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
+                capture: GraphCapture | None = None) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
-    Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it).
-    Then, among the fixes the trace calls for (a lever acting on something here; an idle lever only
-    when its cause holds a tenth of the idle), the one the replay predicts saves most; faster kernels
-    (kernels_2x) are headroom, said beside it when they would buy more, never the fix. The dominant
-    cause's own lever is named beside a fix that beats it. Would waste the week: the lever that acts on
-    something here and predicts least. Without a fix worth naming: the idle cause, then the regime.
+    Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
+    profile the replays when a CUDA-graph capture is what the profile holds. A communication-bound span's
+    experiment is about its collectives (communication_next). Then, among the fixes the trace calls for
+    (a lever acting on something here; an idle lever only when its cause holds a tenth of the idle), the
+    one the replay predicts saves most; faster kernels (kernels_2x) are headroom, said beside it when they
+    would buy more, never the fix. The dominant cause's own lever is named beside a fix that beats it.
+    Would waste the week: the lever that acts on something here and predicts least. Without a fix worth
+    naming: the idle cause, then the regime.
     """
     if not devs:
         return NextExperiment(Experiment.CAPTURE_ON_GPU, None, 0.0)
@@ -408,6 +421,11 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         lever = by_name.get("warm_up")   # its prediction, where its replay finds the set-up to take out
         return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP,
                               lever=lever if lever is not None and lever.assumption.count > 0 else None)
+    if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
+        return NextExperiment(Experiment.PROFILE_REPLAYS, None, capture.share)
+    comm = communication_next(v, span_ns, choices)
+    if comm is not None:
+        return comm
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
         fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
@@ -486,6 +504,18 @@ def _construct_of(fw: framework_mod.Framework | None, cause: Cause | None) -> Co
     if top is None or not total or top.by_cause_ns.get(cause, 0) < 0.5 * total:
         return None
     return top.construct
+def communication_next(v: RegimeVerdict, span_ns: int, choices: tuple[LeverChoice, ...]) -> NextExperiment | None:
+    """Communication-bound: the straggler when the collectives mostly wait for a peer, else overlapping them
+    with compute (the overlap_comm lever's prediction beside it); None for any other regime."""
+    c = v.communication
+    if v.regime is not Regime.COMMUNICATION or c is None:
+        return None
+    overlap = next((x for x in choices if x.lever == "overlap_comm"), None)
+    if c.mostly_waiting:
+        return NextExperiment(Experiment.FIND_STRAGGLER, None, c.wait_ns / span_ns if span_ns else 0.0, waste=overlap)
+    waste = choices[-1] if choices and choices[-1] is not overlap else None
+    return NextExperiment(Experiment.OVERLAP_COMM, None, c.exposed_ns / span_ns if span_ns else 0.0,
+                          lever=overlap, waste=waste)
 
 
 def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
@@ -493,6 +523,8 @@ def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
     hold at least half of its saving ("remove the syncs in aten::item")."""
     out = []
     for p in levers.all.levers:
+        if LEVERS[p.lever].weighed_only_if_found and p.assumption.count == 0:
+            continue   # (overlap_comm on a trace with no collective to move)
         q = levers.sync_op_prediction
         only = levers.sync_op if p.lever == "remove_syncs" and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
             else None

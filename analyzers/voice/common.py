@@ -41,6 +41,11 @@ def caveat(c: Caveat) -> str:
         return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {STREAM_OVERLAP_NS / 1e3:.0f} µs "
                 "before the previous one on their stream ends, though a stream runs in order (a merged or edited "
                 "trace?): busy and idle time count the overlapped time once")
+    if c.kind == "graph_replay_unjoined":
+        return (f"{c.count:,} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs match "
+                "no capture in the trace: the graphs were captured outside the profiled window (or several captures "
+                "fit), so their ops and shapes are not known; profile the capture too (warm-up inside the profiler), "
+                "or pass the capture's trace (--graph-capture), to cost them by op")
     raise ValueError(f"unknown caveat kind {c.kind!r}")
 
 
@@ -252,4 +257,4 @@ def uncosted_phrase(v) -> str:
 # --- regimes -----------------------------------------------------------------------------------------
 
 REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown",
-          "latency": "latency-bound"}
+          "latency": "latency-bound", "communication": "communication-bound"}

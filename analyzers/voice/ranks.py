@@ -117,11 +117,15 @@ def ranks_lines(rr) -> list[str]:
     bad = f" ({rr.files - n} of {rr.files} files unusable)" if rr.files > n else ""
     lines = [f"Ranks: {n} rank{'s' if n != 1 else ''} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
              + f"; ranks from {', '.join(how)}; analysed in {rr.workers} process{'es' if rr.workers != 1 else ''}."]
+    waits = {w.rank: w for w in rr.peer_waits}
     for r in rows:
         c = r.r.collectives
         med = float(np.median(c.per_step_ns)) if c.per_step_ns else 0.0
         coll = f"collectives {duration_ns(c.total_ns)} ({duration_ns(med)} per step, median)" if c.calls else \
             "no collectives"
+        if r.rank in waits:
+            coll += (f", {duration_ns(waits[r.rank].wait_ns)} of it waiting for a peer (against the fastest rank's "
+                     "same call)")
         lines.append(f"  rank {r.rank}: idle {share(r.r.idle_share)} ({cause_words(r.r.dominant)}), kernels busy "
                      f"{duration_us(r.r.kernel_busy_us)}, {coll}.")
     lines.append(straggler_line(rr.straggler))

@@ -8,6 +8,7 @@ from pathlib import Path
 from analyzers.model.evidence import Evidence
 from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share, small_share
 from analyzers.model.verdicts import Cause, Experiment, Regime
+from analyzers.voice import communication
 from analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -19,6 +20,7 @@ from analyzers.voice.common import (
     mostly,
     uncosted_phrase,
 )
+from analyzers.voice.graphs import capture_caveat, capture_next
 from analyzers.whatif.levers import LEVERS
 
 
@@ -38,6 +40,8 @@ def analysis_caveats(a) -> list[str]:
                    "to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less arithmetic than the "
                    "shapes say, or data the cache served rather than memory), so they are left out of the roofline "
                    "and the regime")
+    if getattr(a, "graph_capture", None) is not None:   # (a diff's Side has none)
+        out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
         names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
                           + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
@@ -74,6 +78,8 @@ def next_experiment(a) -> dict[str, str]:
     nx = a.next_experiment
     if nx.kind is Experiment.CAPTURE_ON_GPU:
         return dict(zip(("lever", "why", "waste"), CPU_ONLY_NEXT))
+    if nx.kind is Experiment.PROFILE_REPLAYS:
+        return capture_next(a.graph_capture)
     if nx.kind is Experiment.WARM_UP:
         out = {"lever": "warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, "
                         "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile "
@@ -158,6 +164,8 @@ LEVER_ADVICE = {
 
 def _regime_next(a) -> dict[str, str]:
     v, pk = a.verdict, a.roof.peaks
+    if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
+        return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
         return find_the_bound(v)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
@@ -296,6 +304,8 @@ def _regime_line(a) -> str:
         ridge = f"; its ops average {v.intensity:.1f} FLOP/byte against a {v.dtype} ridge of {v.ridge:.0f}"
     if v.regime is Regime.OVERHEAD:
         line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
+    elif v.regime is Regime.COMMUNICATION:
+        line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{share(x / tot)} {what}" for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
                                                             (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]

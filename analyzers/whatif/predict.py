@@ -3,7 +3,7 @@
 A lever edits the dependency graph (analyzers.whatif.depgraph) the way the fix would change the
 program, and the replay (analyzers.whatif.replay) says how long the traced work would then take.
 The levers are specs in one registry (analyzers.whatif.levers): remove_syncs, no_host_work,
-cuda_graphs, async_copies, kernels_2x, each with its edit, its typed assumption and its words.
+cuda_graphs, async_copies, kernels_2x, overlap_comm, each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
@@ -80,9 +80,10 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     for spec in specs:
         p = base.copy()
         assume, detail = spec.apply(ctx, p, opts)
-        r = rp.replay(g, p)
+        # a lever that found nothing to act on left the graph as it was: its replay is the unchanged one
+        span = replay_ns if spec.weighed_only_if_found and assume.count == 0 else rp.replay(g, p).span_ns
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
-        pred = int(round(r.span_ns * baseline / replay_ns)) if replay_ns else r.span_ns
+        pred = int(round(span * baseline / replay_ns)) if replay_ns else span
         out.append(LeverPrediction(lever=spec.name, predicted_ns=pred,
                                    predicted_ratio=pred / baseline if baseline else 1.0,
                                    saving_ns=baseline - pred, assumption=assume, detail=detail))

@@ -17,6 +17,7 @@ from analyzers.whatif.levers import (
     kernels_2x,
     no_host_work,
     no_recompiles,
+    overlap_comm,
     remove_syncs,
     warm_up,
 )
@@ -25,7 +26,7 @@ from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 # In this order: the order of the JSON and the tie-break between equal predictions.
 LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
-    fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC,
+    fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC, overlap_comm.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 

@@ -4,7 +4,8 @@ The fix: capture the step once with torch.cuda.graph (or torch.compile(mode="red
 replay it. In the graph every non-blocking call but the stretch's first costs nothing, that first
 call becomes the graph launch (its cost per kernel measured on the trace's own graph launches, else
 the reference below), and the kernels run back to back at the device's minimum gap. Host work that
-is not dispatch stays, and so does a pageable copy with its op (CUDA refuses to capture one).
+is not dispatch stays, and so does a pageable copy with its op (CUDA refuses to capture one), and so
+does a call made while a graph is being captured (it is in a graph already).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzers.loading.graphs import in_capture
 from analyzers.model import intervals as iv
 from analyzers.model.runtime_calls import is_graph_launch
 from analyzers.model.span import PROFILER_STEP
@@ -66,6 +68,7 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     staged[g.g_call[pageable]] = True
     op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
     staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
+    staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay
     # stretches: a blocked call ends one, host work that stays starts one
     order = np.lexsort((np.arange(g.n_calls), g.c_thread))
     thr = g.c_thread[order]

@@ -14,6 +14,9 @@ in one place (one module per lever in this folder, assembled by analyzers.whatif
                 on each trace (sync points, graph launches, kernel time ...) and when the change
                 in that amount means the fix was made, with the words that say so
     quantity    the prediction-log quantity it measures (`<name>_ratio`)
+    weighed_only_if_found   the report weighs it only where the trace has what it acts on (overlap_comm on a
+                trace without collectives is no experiment, not even one that would waste the week)
+    ranks       how many GPUs its fix needs to be measured (overlap_comm: 2, the other ranks to meet)
 """
 from __future__ import annotations
 
@@ -184,6 +187,9 @@ class LeverSpec:
     experiment: Experiment | None = None    # the Next it is (None: its idle cause's experiment)
     effort: int = 2                         # how big a change to the user's code the fix is: 1 a call or a flag,
                                             # 2 a function or a buffer, 3 a restructure; a close call goes to less
+    weighed_only_if_found: bool = False     # the report skips it where its assumption counts nothing to act on
+    ranks: int = 1                          # GPUs its fix needs to be measured: the one-GPU fix workloads
+                                            # (capture/fixes.py) measure the levers with 1
     meta: dict = field(default_factory=dict)
 
     @property

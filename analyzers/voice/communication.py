@@ -1,0 +1,62 @@
+"""The words for collectives: exposed communication, waiting for a peer against moving bytes, the link,
+and the Next experiment of a communication-bound trace (the report's Regime and Next lines say them).
+"""
+from __future__ import annotations
+
+from analyzers.model.units import duration_ns, share, size
+from analyzers.model.verdicts import Experiment
+
+
+def bus_phrase(k) -> str:
+    """' at 291 GB/s bus bandwidth (65% of the 450 GB/s NVLink 4)', or '' where the trace records no message."""
+    if k.bus_gbps is None:
+        return ""
+    link = f" ({share(k.link_share)} of the {k.link.gbps:.0f} GB/s {k.link.name})" if k.link is not None else ""
+    return f" at {k.bus_gbps:.0f} GB/s bus bandwidth{link}"
+
+
+def kind_phrase(k, first: bool) -> str:
+    """'AllReduce ×7: 623.1 ms exposed, 597.7 ms waiting for a peer and 25.4 ms moving 805.3 MB at 37 GB/s bus
+    bandwidth (8% of the 450 GB/s NVLink 4)'."""
+    moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
+              "moving bytes (the trace records no message size)") + bus_phrase(k)
+    waiting = " (at least: against its own fastest call)" if first else ""
+    return (f"{k.kind} ×{k.calls}: {duration_ns(k.exposed_ns)} exposed, {duration_ns(k.wait_ns)} waiting for a peer"
+            f"{waiting} and {duration_ns(k.transfer_ns)} {moving}")
+
+
+def regime_line(v) -> str:
+    """The Regime line of a communication-bound span."""
+    c = v.communication
+    kinds = "; ".join(kind_phrase(k, i == 0) for i, k in enumerate(c.kinds[:2]))
+    return (f"Regime: communication-bound: collectives with no compute kernel beside them hold "
+            f"{share(c.exposed_share)} of the kernel busy time ({duration_ns(c.exposed_ns)} exposed of "
+            f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
+
+
+def next_words(a) -> dict[str, str]:
+    """{"lever", "why", "waste"} of a communication-bound trace's next experiment."""
+    c, nx = a.verdict.communication, a.next_experiment
+    exposed = (f"{share(c.exposed_share)} of the kernel busy time is collectives with no compute beside them "
+               f"({duration_ns(c.exposed_ns)})")
+    if nx.kind is Experiment.FIND_STRAGGLER:
+        return {"lever": "find the rank the others wait for: report every rank's trace together (tracetriage report "
+                         "DIR) to name it and what holds it up (its host: data loading, a sync, uneven work; or a "
+                         "slower GPU), then even it out",
+                "why": f"{exposed}, and {duration_ns(c.wait_ns)} of it is waiting for a peer to arrive, not moving "
+                       "bytes",
+                "waste": "faster kernels or more overlap on this rank: it waits for a peer that arrives late"}
+    top = c.top
+    link = ("; check the link: the topology (nvidia-smi topo -m) and NCCL's algorithm and protocol "
+            "(NCCL_DEBUG=INFO)") if top.link_slow else ""
+    if nx.lever is None:   # every collective already runs on a stream of its own, and nothing runs beside it
+        lever = ("give the collectives compute to hide behind and fewer bytes to move: start them earlier (DDP "
+                 "buckets during backward, bucket_cap_mb; FSDP forward/backward prefetch), send bf16 or fp8 "
+                 "gradients (a DDP comm hook), fewer, larger all-gathers")
+    else:
+        lever = ("overlap the collectives with the compute they do not depend on: all-reduce each gradient bucket "
+                 "during backward (DDP, bucket_cap_mb), prefetch FSDP's all-gathers, or launch your own on a side "
+                 "stream and wait on its event only where the result is read")
+    return {"lever": lever, "why": f"{exposed}, mostly moving bytes: {duration_ns(top.transfer_ns)} of {top.kind}"
+                                   f"{bus_phrase(top)}{link}",
+            "waste": "faster kernels: the step waits on the collectives, not on arithmetic or memory"}

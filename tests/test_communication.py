@@ -1,0 +1,227 @@
+"""Exposed communication: collectives with no compute beside them, split into waiting for a peer and moving
+bytes; the communication-bound regime and its Next; the overlap_comm lever; the ranks' peer waits."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzers.loading.load import load
+from analyzers.model.dtypes import normalise_dtype
+from analyzers.model.kernels import bus_factor, collective_kind
+from analyzers.model.verdicts import Experiment, Regime
+from analyzers.output import serialize
+from analyzers.triage.diff import check_prediction
+from analyzers.triage.report import analyze_file
+from analyzers.voice.report import five_lines
+from analyzers.whatif import predict as whatif
+from analyzers.whatif.levers import LEVERS
+from tests.kineto_factory import annotation, call, document, gpu, op, write
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+US, MS = 1_000, 1_000_000
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+MM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+GRAD = 64 << 20                   # 64M bf16 elements: a 128 MiB gradient
+
+
+def kernels(spec, *, queued: bool = True, steps=None) -> list[dict]:
+    """(kind, start, end[, stream[, nelems]]) per kernel, kind "mm" (a bf16 4096^3 matmul's op) or "ar" (an
+    all-reduce over 2 ranks, its message on the kernel as Kineto writes it). Launch calls are queued up front
+    (the device is the bottleneck) unless queued=False; `steps` adds ProfilerStep#N ranges."""
+    ev = []
+    for i, k in enumerate(spec):
+        kind, start, end = k[:3]
+        stream = k[3] if len(k) > 3 else 7
+        nelems = k[4] if len(k) > 4 else GRAD
+        t = 10 * US * i if queued else start - 20 * US
+        ext, corr = 1 + i, 1000 + i
+        if kind == "mm":
+            ev.append(op("aten::mm", t, t + 8 * US, ext, dims=[[4096, 4096], [4096, 4096]],
+                         types=["c10::BFloat16", "c10::BFloat16"]))
+            ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, corr, ext))
+            ev.append(gpu(MM, start, end, corr, stream=stream))
+        else:
+            ev.append(op("record_param_comms", t, t + 8 * US, ext, dims=[[[nelems]]], types=["TensorList"]))
+            ev.append(call("cuLaunchKernelEx", t + 2 * US, t + 6 * US, corr, ext))
+            ev.append(gpu(AR, start, end, corr, stream=stream, **{
+                "Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems,
+                "Group size": 2, "dtype": "BFloat16"}))
+    for n, (s, e) in enumerate(steps or ()):
+        ev.append(annotation(f"ProfilerStep#{n}", s, e))
+    return ev
+
+
+def trace_of(tmp_path, name, spec, **kw) -> Path:
+    return write(tmp_path / name, document(kernels(spec, **kw), rank=0))
+
+
+def test_a_trace_mostly_in_collectives_is_communication_bound_not_memory_bound(tmp_path):
+    """FINDINGS class d: 9 all-reduces hold 90% of the kernel time, one matmul the rest."""
+    spec = [("mm", 0, 1 * MS)] + [("ar", (1 + i) * MS + 10 * US, (2 + i) * MS) for i in range(9)]
+    a = analyze_file(trace_of(tmp_path, "d.json.gz", spec))
+    assert a.verdict.regime is Regime.COMMUNICATION
+    c = a.verdict.communication
+    assert c.exposed_share == pytest.approx(0.9, abs=0.01) and c.bound
+    assert serialize.report(a)["regime"] == "communication"
+    assert five_lines(a)[3].startswith("Regime: communication-bound: collectives with no compute kernel beside "
+                                       "them hold 90% of the kernel busy time")
+
+
+def test_collectives_hidden_behind_compute_are_not_exposed(tmp_path):
+    """An all-reduce on its own stream while matmuls run: its time costs the step nothing."""
+    spec = [("mm", i * MS, (i + 1) * MS) for i in range(10)] + [("ar", 2 * MS, 7 * MS, 20)]
+    a = analyze_file(trace_of(tmp_path, "o.json.gz", spec))
+    c = a.verdict.communication
+    assert c.collective_ns == 5 * MS and c.exposed_ns == 0
+    assert a.verdict.regime is Regime.COMPUTE
+
+
+def test_each_call_moves_bytes_as_fast_as_the_fastest_call_of_its_size_and_waits_the_rest(tmp_path):
+    spec = [("ar", 0, 1 * MS), ("ar", 2 * MS, 3 * MS), ("ar", 4 * MS, 7 * MS), ("ar", 8 * MS, 13 * MS)]
+    c = analyze_file(trace_of(tmp_path, "w.json.gz", spec)).verdict.communication
+    assert (c.exposed_ns, c.transfer_ns, c.wait_ns) == (10 * MS, 4 * MS, 6 * MS)
+    k = c.top
+    assert k.kind == "AllReduce" and k.calls == 4 and k.message_bytes == 4 * GRAD * 2
+    # 128 MiB in 1 ms over 2 ranks: bus factor 2 (2-1)/2 = 1, so 134 GB/s on a 450 GB/s NVLink 4
+    assert k.bus_gbps == pytest.approx(GRAD * 2 / 1e6, rel=1e-3)
+    assert k.link.name == "NVLink 4" and k.link_slow
+    assert c.mostly_waiting
+
+
+def test_a_call_with_no_bytes_to_move_is_waiting_for_as_long_as_a_bigger_call_would_not_explain(tmp_path):
+    """The barrier before the profile's first step: an all-reduce of 0 elements that spins 50 ms."""
+    spec = [("ar", 0, 50 * MS, 7, 0), ("ar", 51 * MS, 52 * MS)]
+    c = analyze_file(trace_of(tmp_path, "b.json.gz", spec)).verdict.communication
+    assert c.wait_ns == pytest.approx(49 * MS, abs=10 * US)
+
+
+def test_a_rank_that_mostly_waits_for_its_peers_is_told_to_find_the_straggler(tmp_path):
+    spec = [("mm", 0, 1 * MS)] + [("ar", (1 + 5 * i) * MS, (6 + 5 * i) * MS) for i in range(3)] + \
+           [("ar", 16 * MS, 17 * MS)]
+    a = analyze_file(trace_of(tmp_path, "s.json.gz", spec))
+    assert a.next_experiment.kind is Experiment.FIND_STRAGGLER
+    nxt = five_lines(a)[4]
+    assert nxt.startswith("Next: find the rank the others wait for: report every rank's trace together")
+    assert "12.0 ms of it is waiting for a peer to arrive" in nxt and "do less arithmetic" not in nxt
+
+
+def test_a_rank_that_mostly_moves_bytes_is_told_to_overlap_with_the_predicted_saving(tmp_path):
+    # matmul, all-reduce, matmul, all-reduce ... on one stream: nothing after an all-reduce reads it
+    spec, t = [], 0
+    for _ in range(4):
+        spec += [("mm", t, t + 1 * MS), ("ar", t + 1 * MS, t + 3 * MS)]
+        t += 3 * MS
+    a = analyze_file(trace_of(tmp_path, "m.json.gz", spec))
+    assert a.verdict.regime is Regime.COMMUNICATION and not a.verdict.communication.mostly_waiting
+    nx = a.next_experiment
+    assert nx.kind is Experiment.OVERLAP_COMM and nx.lever.lever == "overlap_comm"
+    assert nx.lever.predicted_ratio < 0.85
+    line = five_lines(a)[4]
+    assert line.startswith("Next: overlap the collectives with the compute they do not depend on")
+    assert "if the collectives ran beside the compute), because" in line
+
+
+# --- the overlap_comm lever --------------------------------------------------------------------
+
+def test_overlap_comm_runs_each_collective_beside_the_compute_after_it(tmp_path):
+    spec = [("mm", 0, 2 * MS), ("ar", 2 * MS, 4 * MS), ("mm", 4 * MS, 6 * MS), ("ar", 6 * MS, 8 * MS)]
+    w = whatif.predict(load(trace_of(tmp_path, "l.json.gz", spec)), ["overlap_comm"])
+    p = w.levers[0]
+    assert p.assumption.count == 2 and p.assumption.consumers == "none"
+    # the second matmul no longer waits for the first all-reduce: 2 + 2 + 2 (the last all-reduce) = 6 of 8 ms
+    assert p.predicted_ns == pytest.approx(w.baseline_ns - 2 * MS, abs=50 * US)
+
+
+def test_overlap_comm_keeps_the_next_step_waiting_for_the_collectives_it_reads(tmp_path):
+    """With profiler steps, the next step's first kernel reads what the step's all-reduce made: nothing to win."""
+    spec = [("mm", 0, 2 * MS), ("ar", 2 * MS, 4 * MS), ("mm", 4 * MS, 6 * MS), ("ar", 6 * MS, 8 * MS)]
+    steps = [(0, 15 * US), (15 * US, 40 * US)]   # the host issues step 2's launches from 15 µs on
+    w = whatif.predict(load(trace_of(tmp_path, "p.json.gz", spec, steps=steps)), ["overlap_comm"])
+    p = w.levers[0]
+    assert p.assumption.consumers == "steps"
+    assert p.predicted_ns == pytest.approx(w.baseline_ns, abs=50 * US)
+
+
+def test_collectives_already_on_their_own_stream_leave_overlap_comm_out_of_the_report(tmp_path):
+    spec = [("mm", i * MS, (i + 1) * MS) for i in range(4)] + [("ar", 4 * MS, 9 * MS, 20)]
+    a = analyze_file(trace_of(tmp_path, "own.json.gz", spec))
+    p = a.levers.all.lever("overlap_comm")
+    assert p.assumption.count == 0 and p.assumption.on_own_stream == 1
+    assert "the 1 collectives already run on a stream of their own" in LEVERS["overlap_comm"].says(p.assumption)
+    assert all(c.lever != "overlap_comm" for c in a.lever_choices)
+
+
+def test_a_trace_without_collectives_never_names_overlap_comm():
+    a = analyze_file(TRACES / "smell-sync-item.json.gz")
+    assert a.verdict.communication is None
+    assert all(c.lever != "overlap_comm" for c in a.lever_choices)
+    assert "collectives" not in five_lines(a)[4]
+
+
+def test_diff_recognises_collectives_moved_beside_the_compute(tmp_path):
+    before = [("mm", 0, 2 * MS), ("ar", 2 * MS, 4 * MS), ("mm", 4 * MS, 6 * MS), ("ar", 6 * MS, 8 * MS)]
+    after = [("mm", 0, 2 * MS), ("ar", 2 * MS, 4 * MS, 20), ("mm", 2 * MS, 4 * MS), ("ar", 4 * MS, 6 * MS, 20)]
+    b = analyze_file(trace_of(tmp_path, "before.json.gz", before))
+    a = analyze_file(trace_of(tmp_path, "after.json.gz", after))
+    check = check_prediction(b, a)
+    assert check is not None and check.lever == "overlap_comm" and check.evidence == "exposed_comm"
+
+
+def test_only_overlap_comm_waits_for_two_gpu_ground_truth():
+    """The one-GPU fix workloads measure every other lever; overlap_comm's pairs need a second rank."""
+    assert {n for n, s in LEVERS.items() if s.ranks > 1} == {"overlap_comm"}
+
+
+# --- names, factors, decoding ------------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel, kind", [
+    (AR, "AllReduce"), ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)", "SendRecv"),
+    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "collective"),
+    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "AllReduce"),
+    ("void deep_ep::intranode::dispatch<8>(...)", "AllToAll")])
+def test_collective_kind_by_kernel_name(kernel, kind):
+    assert collective_kind(kernel) == kind
+
+
+def test_bus_factors_are_nccl_tests_ones():
+    assert bus_factor("AllReduce", 8) == pytest.approx(1.75)
+    assert bus_factor("AllGather", 8) == bus_factor("ReduceScatter", 8) == pytest.approx(0.875)
+    assert bus_factor("SendRecv", None) == bus_factor("Broadcast", 4) == 1.0
+    assert bus_factor("AllReduce", None) is None and bus_factor("collective", 8) is None
+
+
+def test_a_collectives_message_and_group_are_read_from_its_kernel_and_its_op(tmp_path):
+    tr = load(trace_of(tmp_path, "k.json.gz", [("ar", 0, 1 * MS)]), use_cache=False)
+    k = np.flatnonzero(tr.ev.cat == 6)[0]
+    assert (tr.ev.nbytes[k], tr.ev.group[k]) == (GRAD * 2, 2)
+    assert normalise_dtype("Byte") == "uint8" and normalise_dtype("Char") == "int8"
+
+
+# --- the bundled 2-rank H200 runs ----------------------------------------------------------------
+
+def test_ddp_rank0_waits_for_its_straggler_peer_inside_the_all_reduces():
+    a = analyze_file(TRACES / "ddp" / "rank0.json.gz")
+    c = a.verdict.communication
+    assert a.verdict.regime is Regime.COMMUNICATION and c.mostly_waiting
+    assert c.wait_ns > 0.95 * c.exposed_ns
+    assert a.next_experiment.kind is Experiment.FIND_STRAGGLER
+    assert "do less arithmetic" not in five_lines(a)[4]
+
+
+def test_ddp_skewed_rank0_moves_bytes_at_two_thirds_of_nvlink_and_could_overlap_them():
+    a = analyze_file(TRACES / "ddp-skewed" / "rank0.json.gz")
+    c = a.verdict.communication
+    assert a.verdict.regime is Regime.COMMUNICATION and not c.mostly_waiting
+    assert 250 < c.top.bus_gbps < 330 and c.top.link.gbps == 450.0      # 134 MB per call in ~0.46 ms
+    assert a.next_experiment.kind is Experiment.OVERLAP_COMM
+    assert 0.6 < a.next_experiment.lever.predicted_ratio < 0.97
+
+
+def test_the_directory_report_measures_each_ranks_wait_against_the_fastest_rank():
+    from tracetriage.rank_run import report_object
+
+    rr = report_object(TRACES / "ddp")
+    waits = {w.rank: w for w in rr.peer_waits}
+    assert waits[1].wait_ns < 0.01 * waits[0].wait_ns          # rank 1 is the straggler: it waits for nobody
+    assert waits[0].wait_ns > 600 * MS
+    assert waits[0].transfer_ns == waits[1].transfer_ns

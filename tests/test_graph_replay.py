@@ -1,0 +1,251 @@
+"""CUDA-graph replays charged to the ops captured: in the same trace, in a separate capture trace, or said
+to be under-recorded; and a profile of the capture itself read as set-up, not as launch overhead."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzers.loading.load import load
+from analyzers.model.trace import NONE
+from analyzers.model.verdicts import Experiment, Regime
+from analyzers.output import serialize
+from analyzers.triage.report import analyze_file
+from analyzers.voice.report import analysis_caveats, five_lines
+from analyzers.whatif import predict as whatif
+from tests.kineto_factory import call, document, gpu, op, write
+from tracetriage.cli import main
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+US = 1_000
+MM_DIMS, MM_TYPES = [[64, 4096], [4096, 4096]], ["c10::BFloat16", "c10::BFloat16"]
+ADD_DIMS, ADD_TYPES = [[64, 4096], [64, 4096]], ["c10::BFloat16", "c10::BFloat16"]
+# what the captured step launches: (op, its shapes, the kernel the replay runs, its time)
+STEP = (("aten::mm", MM_DIMS, MM_TYPES, "nvjet_sm90_tst_128x8_64x12_4x1_v_bz_TNT", 100 * US),
+        ("aten::add", ADD_DIMS, ADD_TYPES, "void at::native::vectorized_elementwise_kernel<4>", 10 * US),
+        ("aten::relu", ADD_DIMS[:1], ADD_TYPES[:1], "void at::native::vectorized_elementwise_kernel<4>", 10 * US))
+
+
+def capture_events(t0: int, ext0: int, corr0: int, step=STEP, dims_scale: int = 1) -> list[dict]:
+    """torch.cuda.graph's capture: begin, one op per node whose launch call runs nothing, end, instantiate."""
+    ev = [call("cudaStreamBeginCapture", t0, t0 + 2 * US)]
+    t = t0 + 10 * US
+    for i, (name, dims, types, _, _) in enumerate(step):
+        dims = [[d * dims_scale if j == 0 else d for j, d in enumerate(x)] for x in dims]
+        ev.append(op(name, t, t + 8 * US, ext0 + i, dims=dims, types=types))
+        ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, corr0 + i, ext0 + i))
+        t += 10 * US
+    ev.append(call("cudaStreamEndCapture", t, t + 2 * US))
+    ev.append(call("cudaGraphInstantiate", t + 5 * US, t + 50 * US))
+    return ev
+
+
+def replay_events(t0: int, n: int, corr0: int, step=STEP, node0: int = 11, with_nodes: bool = True) -> list[dict]:
+    """n graph launches, each replaying the step's kernels back to back on stream 7."""
+    ev, t = [], t0
+    for r in range(n):
+        corr = corr0 + r
+        ev.append(call("cudaGraphLaunch", t, t + 5 * US, corr))
+        k = t + 8 * US
+        for i, (_, _, _, kernel, dur) in enumerate(step):
+            extra = {"graph id": 3, "graph node id": node0 + i} if with_nodes else {}
+            ev.append(gpu(kernel, k, k + dur, corr, **extra))
+            k += dur + 1 * US
+        t = k + 2 * US
+    return ev
+
+
+def graph_trace(tmp_path: Path, name: str = "graphs.json.gz", replays: int = 10, **kw) -> Path:
+    return write(tmp_path / name, document(capture_events(100 * US, 1, 1000) + replay_events(1000 * US, replays, 5000,
+                                                                                            **kw)))
+
+
+def test_replayed_kernels_are_charged_to_the_ops_captured_in_the_same_trace(tmp_path):
+    a = analyze_file(graph_trace(tmp_path))
+    hot = {h.name: h for h in a.hotspots}
+    assert set(hot) == {"aten::mm", "aten::add", "aten::relu"}
+    assert hot["aten::mm"].kernels == 10 and hot["aten::mm"].device_us == pytest.approx(1000, abs=1)
+    point = next(p for p in a.roof.points if p.name == "aten::mm")
+    assert point.calls == 10 and point.flops == pytest.approx(10 * 2 * 64 * 4096 * 4096)
+    assert a.verdict.uncosted_share == 0.0
+    assert not any(c.kind == "graph_replay_unjoined" for c in a.trace.caveats)
+
+
+def test_graph_node_ids_order_the_replay_not_the_start_times(tmp_path):
+    """Nodes of parallel branches start out of capture order: the node id says which op each kernel is."""
+    ev = capture_events(100 * US, 1, 1000)
+    corr = 5000
+    ev.append(call("cudaGraphLaunch", 1000 * US, 1005 * US, corr))
+    # node 12 (the add) starts first, on another stream; node 11 (the mm) after it
+    ev.append(gpu("add_kernel", 1010 * US, 1020 * US, corr, stream=8, **{"graph node id": 12}))
+    ev.append(gpu("mm_kernel", 1012 * US, 1112 * US, corr, **{"graph node id": 11}))
+    ev.append(gpu("relu_kernel", 1113 * US, 1123 * US, corr, **{"graph node id": 13}))
+    tr = load(write(tmp_path / "t.json.gz", document(ev)), use_cache=False)
+    k = np.flatnonzero(tr.ev.cat == 6)
+    charged = {tr.name_of(r): tr.name_of(o) for r, o in zip(k, tr.graph_op_of[k])}
+    assert charged == {"mm_kernel": "aten::mm", "add_kernel": "aten::add", "relu_kernel": "aten::relu"}
+
+
+def test_a_replay_whose_graph_was_captured_outside_the_profile_is_said_under_recorded(tmp_path):
+    unnamed = tuple((o, d, t, f"k{i}", us) for i, (o, d, t, _, us) in enumerate(STEP))   # no bound by name either
+    path = write(tmp_path / "r.json.gz", document(replay_events(1000 * US, 10, 5000, step=unnamed)))
+    a = analyze_file(path)
+    cav = next(c for c in a.trace.caveats if c.kind == "graph_replay_unjoined")
+    assert (cav.count, cav.total) == (30, 30)
+    assert any("30 of 30 GPU activities replayed from CUDA graphs match no capture" in c
+               for c in analysis_caveats(a))
+    assert "graph_replay" in a.verdict.uncosted_why_us
+
+
+def test_a_node_captured_outside_any_op_is_joined_and_charged_to_its_kernel_as_an_eager_launch_would_be(tmp_path):
+    ev = [call("cudaStreamBeginCapture", 100 * US, 102 * US), call("cuLaunchKernel", 110 * US, 114 * US, 1000),
+          call("cudaStreamEndCapture", 120 * US, 122 * US)]
+    ev += [call("cudaGraphLaunch", 1000 * US, 1005 * US, 5000), gpu("triton_poi_fused_add_0", 1010 * US, 1020 * US, 5000)]
+    a = analyze_file(write(tmp_path / "t.json.gz", document(ev)))
+    assert not any(c.kind == "graph_replay_unjoined" for c in a.trace.caveats)
+    assert a.hotspots[0].name == "triton_poi_fused_add_0"
+
+
+def test_two_captures_of_other_shapes_leave_a_replay_unjoined_rather_than_charge_the_wrong_shapes(tmp_path):
+    """vLLM captures a graph per batch size with the same kernels: which one a replay ran is not in the trace."""
+    ev = capture_events(100 * US, 1, 1000) + capture_events(400 * US, 10, 2000, dims_scale=2)
+    ev += replay_events(1000 * US, 2, 5000)
+    tr = load(write(tmp_path / "t.json.gz", document(ev)), use_cache=False)
+    assert (tr.graph_op_of == NONE).all()
+    assert next(c for c in tr.caveats if c.kind == "graph_replay_unjoined").count == 6
+
+
+def test_a_graph_captured_twice_with_the_same_shapes_is_one_capture(tmp_path):
+    ev = capture_events(100 * US, 1, 1000) + capture_events(400 * US, 10, 2000) + replay_events(1000 * US, 2, 5000)
+    tr = load(write(tmp_path / "t.json.gz", document(ev)), use_cache=False)
+    k = np.flatnonzero(tr.ev.cat == 6)
+    assert (tr.graph_op_of[k] != NONE).all()
+
+
+def test_a_separate_capture_trace_charges_the_replays_to_its_ops(tmp_path, capsys):
+    """vLLM and SGLang write the capture apart from the replays: --graph-capture joins them."""
+    cap = write(tmp_path / "capture.json.gz", document(capture_events(100 * US, 1, 1000)))
+    rep = write(tmp_path / "replay.json.gz", document(replay_events(1000 * US, 10, 5000, with_nodes=False)))
+    alone = analyze_file(rep)
+    joined = analyze_file(rep, graph_capture=cap)
+    assert alone.hotspots[0].name.startswith("nvjet") and joined.hotspots[0].name == "aten::mm"
+    assert not any(c.kind == "graph_replay_unjoined" for c in joined.trace.caveats)
+    assert joined.span_ns == alone.span_ns and joined.idle_ns == alone.idle_ns   # the ops carried in take no time
+    assert main(["report", str(rep), "--graph-capture", str(cap), "--json"]) == 0
+    assert '"aten::mm"' in capsys.readouterr().out
+
+
+def test_graph_capture_applies_to_one_file_not_a_directory(tmp_path, capsys):
+    (tmp_path / "ranks").mkdir()
+    assert main(["report", str(tmp_path / "ranks"), "--graph-capture", str(tmp_path / "c.json")]) == 2
+    assert "--graph-capture apply to one trace file" in capsys.readouterr().err
+
+
+def capture_profile(tmp_path: Path) -> Path:
+    """A profile of a capture: 40 ops each launching into the graph 1 ms apart, two eager kernels around it."""
+    ev = [op("aten::fill_", 0, 8 * US, 1), call("cudaLaunchKernel", 2 * US, 6 * US, 900, 1),
+          gpu("fill_kernel", 10 * US, 12 * US, 900)]
+    ev.append(call("cudaStreamBeginCapture", 20 * US, 22 * US))
+    for i in range(40):
+        t = 30 * US + i * 1000 * US
+        ev.append(op("aten::add", t, t + 8 * US, 10 + i, dims=ADD_DIMS, types=ADD_TYPES))
+        ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 1000 + i, 10 + i))
+    end = 30 * US + 40 * 1000 * US
+    ev += [call("cudaStreamEndCapture", end, end + 2 * US), call("cudaGraphInstantiate", end + 5 * US, end + 800 * US)]
+    t = end + 900 * US
+    ev += [op("aten::fill_", t, t + 8 * US, 99), call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 990, 99),
+           gpu("fill_kernel", t + 10 * US, t + 12 * US, 990)]
+    return write(tmp_path / "capture-profile.json.gz", document(ev))
+
+
+def test_a_profile_of_a_graph_capture_says_profile_the_replays_not_cut_launches(tmp_path):
+    a = analyze_file(capture_profile(tmp_path))
+    assert a.graph_capture.graphs == 1 and a.graph_capture.recorded == 40
+    assert a.graph_capture.share > 0.9
+    assert a.next_experiment.kind is Experiment.PROFILE_REPLAYS
+    nxt = five_lines(a)[4]
+    assert nxt.startswith("Next: profile the replays, not the capture") and "CUDA graphs (mode=" not in nxt
+    assert any("the trace captures 1 CUDA graph (40 launches recorded into graphs, not run" in c
+               for c in analysis_caveats(a))
+    assert serialize.report(a)["next_experiment"]["kind"] == "profile_replays"
+
+
+def test_cuda_graphs_predicts_nothing_from_calls_that_are_being_captured(tmp_path):
+    """Before: collapsing the capture's 40 launch calls into one graph launch 'saved' the capture itself."""
+    w = whatif.predict(load(capture_profile(tmp_path)), ["cuda_graphs"])
+    assert w.levers[0].predicted_ratio > 0.97
+
+
+def test_graph_node_ids_and_collective_groups_survive_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    from analyzers.loading import cache
+
+    path = graph_trace(tmp_path)
+    fresh = load(path, use_cache=False)
+    cache.put(path, fresh)
+    hit = cache.get(path)
+    assert hit is not None
+    assert (hit.ev.graph_node == fresh.ev.graph_node).all() and (hit.graph_op_of == fresh.graph_op_of).all()
+    assert sorted(set(hit.ev.graph_node.tolist()) - {NONE}) == [11, 12, 13]
+
+
+def test_the_lenient_decoder_reads_graph_node_ids_too(tmp_path):
+    """A file the strict decoder refuses (a string ts somewhere) still joins its replays."""
+    ev = capture_events(100 * US, 1, 1000) + replay_events(1000 * US, 2, 5000)
+    ev.append({"ph": "X", "cat": "cpu_op", "name": "odd", "pid": 1, "tid": 1, "ts": "soon", "dur": 1})
+    tr = load(write(tmp_path / "t.json.gz", document(ev)), use_cache=False)
+    k = np.flatnonzero(tr.ev.cat == 6)
+    assert (tr.graph_op_of[k] != NONE).all() and set(tr.ev.graph_node[k].tolist()) == {11, 12, 13}
+
+
+# --- the bundled H200 traces --------------------------------------------------------------------
+
+def test_gpt_graphs_replays_are_said_under_recorded_its_graphs_were_captured_before_the_profile():
+    a = analyze_file(TRACES / "gpt-graphs.json.gz")
+    cav = next(c for c in a.trace.caveats if c.kind == "graph_replay_unjoined")
+    assert (cav.count, cav.total) == (6080, 6080)
+    assert a.graph_capture is None
+
+
+def test_eager_and_graph_decode_agree_on_the_kernels_regime():
+    """The same 1B-parameter decode, eager and replayed from CUDA graphs: its kernels are memory-bound both ways
+    (eager decode idles most of its span on launches, so its span is overhead-bound; its kernels are not)."""
+    eager, graphs = analyze_file(TRACES / "gpt-eager.json.gz"), analyze_file(TRACES / "gpt-graphs.json.gz")
+    for a in (eager, graphs):
+        v = a.phases.decode.verdict
+        assert v.memory_us > 3 * v.compute_us, a.trace.path
+    assert graphs.phases.decode.regime is Regime.MEMORY and eager.phases.decode.regime is Regime.OVERHEAD
+
+
+# --- graph-captured decode on the H200 (traces/graphs: the capture inside the profiled window) ------------
+
+GRAPHS = TRACES / "graphs"
+
+
+@pytest.mark.parametrize("name, graph_launches, nodes", [("decode-cudagraph", 16, 227),
+                                                          ("decode-reduce-overhead", 16, 60)])
+def test_every_replayed_kernel_of_a_graph_captured_in_the_profile_is_joined(name, graph_launches, nodes):
+    tr = load(GRAPHS / f"{name}.json.gz")
+    assert not any(c.kind == "graph_replay_unjoined" for c in tr.caveats)
+    assert int(np.sum(tr.graph_op_of != NONE)) == graph_launches * nodes
+
+
+@pytest.mark.parametrize("name", ["decode-cudagraph", "decode-reduce-overhead"])
+def test_graph_decode_charges_its_matmuls_to_aten_mm_as_eager_decode_does(name):
+    eager, graphs = analyze_file(GRAPHS / "decode-eager.json.gz"), analyze_file(GRAPHS / f"{name}.json.gz")
+    mm = {a.trace.path: next(h for h in a.hotspots if h.name == "aten::mm") for a in (eager, graphs)}
+    assert mm[str(GRAPHS / f"{name}.json.gz")].calls == mm[str(GRAPHS / "decode-eager.json.gz")].calls == 336
+    bound = {a.trace.path: {p.bound for p in a.roof.points if p.name == "aten::mm"} for a in (eager, graphs)}
+    assert len(set(map(frozenset, bound.values()))) == 1
+
+
+@pytest.mark.parametrize("name", ["decode-cudagraph", "decode-reduce-overhead"])
+def test_eager_and_graph_captured_decode_agree_on_the_kernels_regime(name):
+    for path in (GRAPHS / "decode-eager.json.gz", GRAPHS / f"{name}.json.gz"):
+        v = analyze_file(path).verdict
+        assert v.memory_us > 10 * v.compute_us and v.unknown_us < 0.05 * v.kernel_us, path.name
+
+
+def test_a_profile_mostly_of_the_capture_says_profile_the_replays():
+    a = analyze_file(GRAPHS / "decode-cudagraph.json.gz")
+    assert a.graph_capture.graphs == 1 and a.graph_capture.recorded == 227
+    assert a.next_experiment.kind is Experiment.PROFILE_REPLAYS
