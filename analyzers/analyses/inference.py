@@ -128,45 +128,53 @@ def _dims(trace: Trace, row: int, arg: int) -> list | None:
     return d if all(isinstance(x, int) for x in d) else None
 
 
+_SOURCES = (TokensFrom.EMBEDDING, TokensFrom.ATTENTION, TokensFrom.MATMUL)   # the most telling first
+
+
+def _tokens_of(trace: Trace, row: int) -> tuple[int, int, int] | None:
+    """(source code, batch or -1, tokens) that one op's shapes say, or None."""
+    n = trace.name_of(row)
+    if n in EMBEDDING_OPS:
+        d = _dims(trace, row, 1)
+        return (0, d[0], d[1]) if d and len(d) == 2 else (0, -1, int(np.prod(d))) if d else None
+    if n in ATTENTION_OPS:
+        d = _dims(trace, row, 0)
+        return (1, d[0], d[2]) if d and len(d) == 4 else (1, -1, d[0]) if d and len(d) == 3 else None
+    d = _dims(trace, row, 1 if n == "aten::addmm" else 0)
+    return (2, -1, int(np.prod(d[:-1]))) if d and len(d) >= 2 else None
+
+
 def _read(trace: Trace, rows: np.ndarray, steps: tuple[Step, ...]) -> dict[int, tuple[int | None, int, TokensFrom]]:
-    """Per step: (batch, tokens, source) from its ops' shapes, the most telling source first."""
+    """Per step: (batch, tokens, source) from its ops' shapes: the most telling source it has, and among that
+    source's ops the most common reading."""
     ev = trace.ev
+    rows = rows[ev.shape[rows] != NONE]
     starts = np.array([s.host_start_ns for s in steps], np.int64)
     step_of = np.searchsorted(starts, ev.start[rows], side="right") - 1
-    names = [trace.names[i] for i in ev.name[rows]]
-    found: dict[int, dict[TokensFrom, list]] = {}
-    shape_seen: dict[tuple[int, int], list | None] = {}   # one decode per distinct (shape, arg)
-
-    def dims(r: int, arg: int):
-        key = (int(ev.shape[r]), arg)
-        if key not in shape_seen:
-            shape_seen[key] = _dims(trace, r, arg)
-        return shape_seen[key]
-
-    for r, k, n in zip(rows.tolist(), step_of.tolist(), names):
-        if k < 0 or ev.shape[r] == NONE:
-            continue
-        if n in EMBEDDING_OPS:
-            d = dims(r, 1)
-            if d:
-                found.setdefault(k, {}).setdefault(TokensFrom.EMBEDDING, []).append(
-                    (d[0], d[1]) if len(d) == 2 else (None, int(np.prod(d))))
-        elif n in ATTENTION_OPS:
-            d = dims(r, 0)
-            if d and len(d) in (3, 4):
-                found.setdefault(k, {}).setdefault(TokensFrom.ATTENTION, []).append(
-                    (d[0], d[2]) if len(d) == 4 else (None, d[0]))
-        else:
-            d = dims(r, 1 if n == "aten::addmm" else 0)
-            if d and len(d) >= 2:
-                found.setdefault(k, {}).setdefault(TokensFrom.MATMUL, []).append((None, int(np.prod(d[:-1]))))
-    out = {}
-    for k, by in found.items():
-        for src in (TokensFrom.EMBEDDING, TokensFrom.ATTENTION, TokensFrom.MATMUL):
-            if src in by:
-                (b, t), _ = Counter(by[src]).most_common(1)[0]
-                out[k] = (b, t, src)
-                break
+    rows, step_of = rows[step_of >= 0], step_of[step_of >= 0]
+    if not len(rows):
+        return {}
+    # one reading per distinct (op name, shapes), not per op: a decode loop repeats a few signatures
+    key = ev.name[rows].astype(np.int64) * (len(trace.shapes_raw) + 1) + ev.shape[rows]
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    read = np.array([_tokens_of(trace, int(rows[i])) or (9, -1, -1) for i in first], np.int64)[inv.ravel()]
+    src, b, t = read[:, 0], read[:, 1], read[:, 2]
+    ok = src < len(_SOURCES)
+    step_of, src, b, t = step_of[ok], src[ok], b[ok], t[ok]
+    out: dict[int, tuple[int | None, int, TokensFrom]] = {}
+    if not len(step_of):
+        return out
+    best = np.full(len(steps), len(_SOURCES))
+    np.minimum.at(best, step_of, src)
+    mine = src == best[step_of]
+    combos, counts = np.unique(np.stack([step_of[mine], src[mine], b[mine], t[mine]], axis=1), axis=0,
+                               return_counts=True)
+    order = np.lexsort((-counts, combos[:, 0]))          # per step, its most common reading first
+    combos = combos[order]
+    keep = np.ones(len(combos), bool)
+    keep[1:] = combos[1:, 0] != combos[:-1, 0]
+    for k, s_, b_, t_ in combos[keep].tolist():
+        out[k] = (None if b_ < 0 else b_, t_, _SOURCES[s_])
     return out
 
 

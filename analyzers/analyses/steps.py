@@ -243,39 +243,58 @@ class _Cut:
                                # holds most of the time, not most of the ops)
 
 
-def _unit_hashes(tok: np.ndarray, starts: np.ndarray, stops: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """An order-sensitive hash of each unit tok[start:stop] from prefix sums (int64 wraps on purpose)."""
-    k = np.arange(len(tok), dtype=np.int64)
-    w1, w2 = w[0][tok], w[1][tok]
-    a = np.concatenate(([0], np.cumsum(w1)))
-    b = np.concatenate(([0], np.cumsum(w2 * k)))
-    c = np.concatenate(([0], np.cumsum(w2)))
-    with np.errstate(over="ignore"):
-        return (stops - starts) * 1_000_003 + (a[stops] - a[starts]) * 31 + (b[stops] - b[starts]) - starts * (
-            c[stops] - c[starts])
+@dataclass(frozen=True)
+class _Prefix:
+    """Prefix sums over the token sequence, built once: any unit's hashes are then two lookups (int64 wraps on
+    purpose)."""
+    tok: np.ndarray
+    w: np.ndarray
+    a: np.ndarray     # sum of w0 (order-free: the bag of ops)
+    b: np.ndarray     # sum of w1 * position
+    c: np.ndarray     # sum of w1
+
+    @classmethod
+    def of(cls, tok: np.ndarray, w: np.ndarray) -> "_Prefix":
+        k = np.arange(len(tok), dtype=np.int64)
+        w0, w1 = w[0][tok], w[1][tok]
+        with np.errstate(over="ignore"):
+            return cls(tok, w, np.concatenate(([0], np.cumsum(w0))), np.concatenate(([0], np.cumsum(w1 * k))),
+                       np.concatenate(([0], np.cumsum(w1))))
+
+    def order_hash(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """An order-sensitive hash of each unit tok[start:stop]."""
+        with np.errstate(over="ignore"):
+            return (stops - starts) * 1_000_003 + (self.a[stops] - self.a[starts]) * 31 + (
+                self.b[stops] - self.b[starts]) - starts * (self.c[stops] - self.c[starts])
+
+    def bag(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return self.a[stops] - self.a[starts]
 
 
-def _regular(tok: np.ndarray, pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, int, int]:
+def _regular(px: _Prefix, pos: np.ndarray) -> tuple[np.ndarray, int, int]:
     """Which units tok[pos[i]:pos[i+1]] are alike the most common one (the same ops in the same order, or the
     same ops give or take one: a logging `.item()` every few steps), that one's op count, and one unit that is it."""
-    stops = np.append(pos[1:], len(tok))
-    h = _unit_hashes(tok, pos, stops, w)
+    stops = np.append(pos[1:], len(px.tok))
+    h = px.order_hash(pos, stops)
     hv, hc = np.unique(h, return_counts=True)
-    common = np.argmax(h == hv[np.argmax(hc)])
+    common = int(np.argmax(h == hv[np.argmax(hc)]))
     lengths = stops - pos
     unit = int(lengths[common])
-    bag = np.concatenate(([0], np.cumsum(w[0][tok])))      # an order-free sum of each unit's ops
     with np.errstate(over="ignore"):
-        diff = (bag[stops] - bag[pos]) - (bag[stops[common]] - bag[pos[common]])
-    one_op = np.isin(np.abs(diff), w[0][np.unique(tok)]) & (np.abs(lengths - unit) == 1)
-    return (h == h[common]) | one_op, unit, int(common)
+        diff = px.bag(pos, stops) - px.bag(pos[common:common + 1], stops[common:common + 1])[0]
+    one = np.abs(lengths - unit) == 1
+    one_op = np.zeros(len(pos), dtype=bool)
+    if one.any():
+        one_op[one] = np.isin(np.abs(diff[one]), px.w[0][np.unique(px.tok)])
+    return (h == h[common]) | one_op, unit, common
 
 
-def _split_differing(tok: np.ndarray, pos: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _split_differing(px: _Prefix, pos: np.ndarray) -> np.ndarray:
     """A unit that differs from the common one but begins (or ends) with it is two steps: the common unit and
     the rest (the last decode step of a request, then the next request's prefill)."""
-    stops = np.append(pos[1:], len(tok))
-    h = _unit_hashes(tok, pos, stops, w)
+    stops = np.append(pos[1:], len(px.tok))
+    h = px.order_hash(pos, stops)
     hv, hc = np.unique(h, return_counts=True)
     common = hv[np.argmax(hc)]
     unit = int((stops - pos)[np.argmax(h == common)])
@@ -283,8 +302,8 @@ def _split_differing(tok: np.ndarray, pos: np.ndarray, w: np.ndarray) -> np.ndar
     if not len(longer):
         return pos
     p, q = pos[longer], stops[longer]
-    head = _unit_hashes(tok, p, p + unit, w) == common
-    tail = ~head & (_unit_hashes(tok, q - unit, q, w) == common)
+    head = px.order_hash(p, p + unit) == common
+    tail = ~head & (px.order_hash(q - unit, q) == common)
     extra = np.concatenate((p[head] + unit, q[tail] - unit))
     return np.unique(np.concatenate((pos, extra)))
 
@@ -293,7 +312,8 @@ def _weights(n_names: int) -> np.ndarray:
     return np.random.default_rng(0).integers(1, 2 ** 31, size=(2, n_names), dtype=np.int64)
 
 
-def _cuts(tok: np.ndarray, t_start: np.ndarray, t_end: np.ndarray, w: np.ndarray) -> list[_Cut]:
+def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray) -> list[_Cut]:
+    tok = px.tok
     n = len(tok)
     total = float(t_end.max() - t_start[0]) if n else 0.0
     order = np.argsort(tok, kind="stable")        # the positions of each name, grouped: one sort, not one scan a name
@@ -303,7 +323,7 @@ def _cuts(tok: np.ndarray, t_start: np.ndarray, t_end: np.ndarray, w: np.ndarray
         if c < STEP_MIN_REPEATS or c > n // 2:
             continue
         pos = order[f:f + c]
-        regular, unit, _ = _regular(tok, pos, w)
+        regular, unit, _ = _regular(px, pos)
         # each unit's host time: from its first op to the next unit's (the last: to its last op's end)
         t_next = np.append(t_start[pos[1:]], t_end[pos[-1]:].max())
         cover = float((t_next - t_start[pos])[regular].sum()) / total if total else 0.0
@@ -313,15 +333,15 @@ def _cuts(tok: np.ndarray, t_start: np.ndarray, t_end: np.ndarray, w: np.ndarray
 
 
 def _choose(cuts: list[_Cut]) -> list[_Cut]:
-    """Cuts in the order they are tried: the largest cover first, and within COVER_TIE of it, more units first."""
-    if not cuts:
-        return []
+    """Cuts in the order they are tried: the largest cover first, and, among the cuts within COVER_TIE of it in
+    time or in ops, the one with more units first (an outer loop around the steps, such as one request's prefill
+    and its decode steps repeated, holds the steps: the steps are the loop)."""
     out, rest = [], list(cuts)
     while rest:
-        best = rest[0].cover
-        tie = [c for c in rest if c.cover >= best - COVER_TIE]
+        best = rest[0]
+        tie = [c for c in rest if c.cover >= best.cover - COVER_TIE or c.op_cover >= best.op_cover - COVER_TIE]
         out += sorted(tie, key=lambda c: (-len(c.positions), -c.cover))
-        rest = [c for c in rest if c.cover < best - COVER_TIE]
+        rest = [c for c in rest if c not in tie]
     return out
 
 
@@ -387,8 +407,8 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
         return Steps(None, why_none=NoSteps.NO_OPS if not len(rows) else NoSteps.NO_REPETITION)
     tok = ev.name[rows].astype(np.int64)
     t_start, t_end = ev.start[rows], ev.end[rows]
-    w = _weights(len(trace.names))
-    cuts = [c for c in _cuts(tok, t_start, t_end, w) if max(c.cover, c.op_cover) >= LOOP_COVER]
+    px = _Prefix.of(tok, _weights(len(trace.names)))
+    cuts = [c for c in _cuts(px, t_start, t_end) if max(c.cover, c.op_cover) >= LOOP_COVER]
     if not cuts:
         return Steps(None, why_none=NoSteps.NO_REPETITION)
     sync_tok = _sync_tokens(trace, rows) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
@@ -404,8 +424,8 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
     if pos[0] > 0 and _prologue_launches(trace, rows[: pos[0]]):
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
-    pos = _split_differing(tok, pos, w)
-    regular, unit, c = _regular(tok, pos, w)
+    pos = _split_differing(px, pos)
+    regular, unit, c = _regular(px, pos)
     # a leading step pays set-up only if it holds the loop's own ops: a prologue (the model's initialisation) or
     # a first prefill alone is no iteration of the loop
     common = tok[pos[c]: pos[c] + unit]
