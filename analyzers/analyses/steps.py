@@ -56,7 +56,8 @@ from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 STEP_MIN_REPEATS = 3        # a unit seen fewer times is no loop
 ALIKE_LENGTH = 0.2          # a unit this much longer than the common one is two steps when it begins with it
 COVER_TIE = 0.05            # cuts this close in cover: the one with more units is the step
-LOOP_COVER = 0.5            # the regular units hold at least half of the traced host time, or of its ops
+LOOP_COVER = 0.3            # the regular units hold at least a third of the traced host time, or of its ops (a
+                            # first prefill can hold half of a short generate trace)
 OUTLIER_RATIO = 1.5         # a step this many times the median step is the outlier worth naming
 SETUP_RATIO = 1.5           # the first step this many times the median, with set-up inside it, is kept apart
 SETUP_FIRST_CALL = 10       # an op whose first call lasts this many times its later calls is paying set-up
@@ -226,7 +227,10 @@ def tokens(trace: Trace) -> tuple[np.ndarray, StepsFrom]:
         ops[ann[name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]] = True
     rows = np.flatnonzero(ops)
     if len(rows):
-        return _outermost(ev, rows), StepsFrom.REPEATED_OPS
+        # a sync called outside any op (torch.cuda.synchronize(), Event.synchronize()) ends a step as `.item()` does
+        calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+        sync = calls[name_flags(trace, calls, lambda n: rc.is_sync(n) and n not in NOT_A_STEP_END)]
+        return _outermost(ev, np.union1d(rows, sync)), StepsFrom.REPEATED_OPS
     return np.flatnonzero(ev.cat == KERNEL), StepsFrom.REPEATED_KERNELS
 
 
@@ -426,14 +430,18 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
     pos = _split_differing(px, pos)
     regular, unit, c = _regular(px, pos)
+    # what follows the last step and launches nothing (the harness's closing synchronize) is no step
+    n_end = len(tok)
+    while len(pos) > STEP_MIN_REPEATS and not regular[-1] and not _prologue_launches(trace, rows[pos[-1]:n_end]):
+        n_end, pos, regular = int(pos[-1]), pos[:-1], regular[:-1]
     # a leading step pays set-up only if it holds the loop's own ops: a prologue (the model's initialisation) or
     # a first prefill alone is no iteration of the loop
     common = tok[pos[c]: pos[c] + unit]
-    stops = np.append(pos[1:], len(tok))
+    stops = np.append(pos[1:], n_end)
     lead = int(np.argmax(regular))
     prologue = {i for i in range(lead) if not np.isin(common, tok[pos[i]:stops[i]]).all()}
-    return _build(trace, devices, found_from, boundary, anchor, t_start[pos], int(t_end.max()), regular, unit,
-                  prologue, framework)
+    last = int(t_end[:n_end].max())
+    return _build(trace, devices, found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue, framework)
 
 
 def _marked_share(c: _Cut, marks: np.ndarray) -> float:
