@@ -112,7 +112,7 @@ class Inference:
     steps: tuple[StepTokens, ...]
     prefill: PhaseStats
     decode: PhaseStats
-    ttft_ns: tuple[int, ...]       # per prefill step
+    ttft_ns: tuple[int, ...]       # per request (a run of prefill steps)
     mixed: tuple[int, ...]         # indices of mixed steps
     batch: int | None              # sequences per decode step, where the shapes say it
     prompt_tokens: int | None      # tokens per sequence in the (first) prefill
@@ -200,18 +200,25 @@ def classify(trace: Trace, steps: Steps) -> tuple[StepTokens, ...]:
     read = _read(trace, rows, steps.steps)
     both = _attention_kinds(trace, steps.steps)
     flat = [t for b, t, _ in read.values() if b is None]
-    decode_level = min(flat) if flat else None
+    # a flattened count is decode's when it is the decode batch the [B, T] readings show, else the smallest the
+    # steps repeat
+    batches = [b for b, t, _ in read.values() if b is not None and t == 1]
+    decode_level = min(batches) if batches else min(flat) if flat else None
+    # the loop's own forwards read from their most telling source; a step read only from a less telling one
+    # (a stray matmul after the loop) has no forward of its own
+    typical = Counter(read[s.index][2] for s in steps.steps if s.regular and s.index in read).most_common(1)
+    rank = {src: i for i, src in enumerate(_SOURCES)}
     out: list[StepTokens] = []
     decode_seen = False
     for s in steps.steps:
         b, t, src = read.get(s.index, (None, None, None))
-        if t is None:
+        if t is None or (typical and not s.regular and rank[src] > rank[typical[0][0]]):
             kind = StepKind.OTHER
         elif s.index in both:
             kind = StepKind.MIXED
         elif b is not None:
             kind = StepKind.DECODE if t == 1 else StepKind.PREFILL
-        elif t <= decode_level and sum(1 for x in flat if x == t) > 1:
+        elif t <= decode_level and (batches or sum(1 for x in flat if x == t) > 1):
             kind = StepKind.DECODE
         else:
             kind = StepKind.MIXED if decode_seen else StepKind.PREFILL
@@ -249,20 +256,34 @@ def find(trace: Trace, steps: Steps, roof: Roofline, devices=(), framework=None)
     decode_summary = summarize(trace, devices, dec, framework)
     return Inference(steps=kinds, prefill=_phase(trace, roof, StepKind.PREFILL, pre),
                      decode=_phase(trace, roof, StepKind.DECODE, dec),
-                     ttft_ns=tuple(s.end_ns - _request_start(steps.steps, kinds, s) for s in pre),
+                     ttft_ns=tuple(last.end_ns - _request_start(steps.steps, kinds, first)
+                                   for first, last in _requests(pre)),
                      mixed=tuple(s.index for s in by_kind[StepKind.MIXED]),
                      batch=batch[0][0] if batch else first_pre.batch, prompt_tokens=first_pre.tokens,
                      decode_summary=decode_summary,
                      decode_inferred=all(t.source is TokensFrom.STRUCTURE for t in kinds if t.kind is StepKind.DECODE))
 
 
+def _requests(pre: list[Step]) -> list[tuple[Step, Step]]:
+    """Each request's prefill: a run of consecutive prefill steps (a prompt's forward that an op inside it cut
+    into pieces is one prefill), as (first step, last step)."""
+    out: list[tuple[Step, Step]] = []
+    for s in pre:
+        if out and s.index == out[-1][1].index + 1:
+            out[-1] = (out[-1][0], s)
+        else:
+            out.append((s, s))
+    return out
+
+
 def _request_start(steps: tuple[Step, ...], kinds: tuple[StepTokens, ...], prefill: Step) -> int:
-    """Where a request begins: its prefill's host start, or the prologue's right before it (a first request's
-    masks and positions, set up before its forward's embedding lookup)."""
+    """Where a request begins: its prefill's host start, or that of the prologue right before it (generate's
+    set-up, a first request's masks and positions: steps with no forward of their own, before its embedding
+    lookup)."""
     i = prefill.index
-    if i > 0 and kinds[i - 1].kind is StepKind.OTHER and not steps[i - 1].regular:
-        return steps[i - 1].host_start_ns
-    return prefill.host_start_ns
+    while i > 0 and kinds[i - 1].kind is StepKind.OTHER and not steps[i - 1].regular:
+        i -= 1
+    return steps[i].host_start_ns
 
 
 def _phase(trace: Trace, roof: Roofline, kind: StepKind, steps: list[Step]) -> PhaseStats:

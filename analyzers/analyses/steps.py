@@ -56,8 +56,9 @@ from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 STEP_MIN_REPEATS = 3        # a unit seen fewer times is no loop
 ALIKE_LENGTH = 0.2          # a unit this much longer than the common one is two steps when it begins with it
 COVER_TIE = 0.05            # cuts this close in cover: the one with more units is the step
-LOOP_COVER = 0.3            # the regular units hold at least a third of the traced host time, or of its ops (a
-                            # first prefill can hold half of a short generate trace)
+OP_TIE_TIME = 0.5           # ... or this close in ops while holding half the time the best cut holds
+LOOP_COVER = 0.3            # the regular units hold at least a third of the traced host time, of its ops, or of
+                            # its kernel time (a first prefill can hold half of a short generate trace)
 OUTLIER_RATIO = 1.5         # a step this many times the median step is the outlier worth naming
 SETUP_RATIO = 1.5           # the first step this many times the median, with set-up inside it, is kept apart
 SETUP_FIRST_CALL = 10       # an op whose first call lasts this many times its later calls is paying set-up
@@ -227,10 +228,13 @@ def tokens(trace: Trace) -> tuple[np.ndarray, StepsFrom]:
         ops[ann[name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]] = True
     rows = np.flatnonzero(ops)
     if len(rows):
-        # a sync called outside any op (torch.cuda.synchronize(), Event.synchronize()) ends a step as `.item()` does
+        # a call made outside any op is a token of its own when it says something of the loop: a sync
+        # (torch.cuda.synchronize(), Event.synchronize()) ends a step as `.item()` does, and a CUDA-graph replay
+        # (graph.replay()) is a step's whole forward
         calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
-        sync = calls[name_flags(trace, calls, lambda n: rc.is_sync(n) and n not in NOT_A_STEP_END)]
-        return _outermost(ev, np.union1d(rows, sync)), StepsFrom.REPEATED_OPS
+        loose = calls[name_flags(trace, calls, lambda n: (rc.is_sync(n) and n not in NOT_A_STEP_END)
+                                 or rc.is_graph_launch(n))]
+        return _outermost(ev, np.union1d(rows, loose)), StepsFrom.REPEATED_OPS
     return np.flatnonzero(ev.cat == KERNEL), StepsFrom.REPEATED_KERNELS
 
 
@@ -245,6 +249,12 @@ class _Cut:
     unit_ops: int
     op_cover: float            # share of the ops in regular units (a first step that pays seconds of set-up
                                # holds most of the time, not most of the ops)
+    gpu_cover: float = 0.0     # share of the kernel time launched from regular units (CUDA-graph replays: the
+                               # host does little in them, and they hold all the GPU work)
+
+    @property
+    def best_cover(self) -> float:
+        return max(self.cover, self.op_cover, self.gpu_cover)
 
 
 @dataclass(frozen=True)
@@ -316,9 +326,12 @@ def _weights(n_names: int) -> np.ndarray:
     return np.random.default_rng(0).integers(1, 2 ** 31, size=(2, n_names), dtype=np.int64)
 
 
-def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray) -> list[_Cut]:
+def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarray) -> list[_Cut]:
+    """Every cut's units and covers; gpu_ns: the kernel time each token launched."""
     tok = px.tok
     n = len(tok)
+    gpu_prefix = np.concatenate(([0], np.cumsum(gpu_ns)))
+    gpu_total = float(gpu_prefix[-1])
     total = float(t_end.max() - t_start[0]) if n else 0.0
     order = np.argsort(tok, kind="stable")        # the positions of each name, grouped: one sort, not one scan a name
     names, first, counts = np.unique(tok[order], return_index=True, return_counts=True)
@@ -332,19 +345,24 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray) -> list[_Cut]:
         t_next = np.append(t_start[pos[1:]], t_end[pos[-1]:].max())
         cover = float((t_next - t_start[pos])[regular].sum()) / total if total else 0.0
         stops = np.append(pos[1:], n)
-        out.append(_Cut(int(name), pos, regular, cover, unit, float((stops - pos)[regular].sum()) / n))
+        held = (gpu_prefix[stops] - gpu_prefix[pos])[regular].sum()
+        out.append(_Cut(int(name), pos, regular, cover, unit, float((stops - pos)[regular].sum()) / n,
+                        float(held) / gpu_total if gpu_total else 0.0))
     return sorted(out, key=lambda c: (-c.cover, -len(c.positions)))
 
 
 def _choose(cuts: list[_Cut]) -> list[_Cut]:
     """Cuts in the order they are tried: the largest cover first, and, among the cuts within COVER_TIE of it in
-    time or in ops, the one with more units first (an outer loop around the steps, such as one request's prefill
+    time or in ops, the one with more regular units first (an outer loop around the steps, such as one request's prefill
     and its decode steps repeated, holds the steps: the steps are the loop)."""
     out, rest = [], list(cuts)
     while rest:
         best = rest[0]
-        tie = [c for c in rest if c.cover >= best.cover - COVER_TIE or c.op_cover >= best.op_cover - COVER_TIE]
-        out += sorted(tie, key=lambda c: (-len(c.positions), -c.cover))
+        tie = [c for c in rest if c.cover >= best.cover - COVER_TIE
+               or (c.op_cover >= best.op_cover - COVER_TIE and c.cover >= OP_TIE_TIME * best.cover)]
+        # more regular units first; then the fewer cuts (an op that also occurs a few times inside a prefill
+        # cuts it into pieces that are no steps); then the larger cover
+        out += sorted(tie, key=lambda c: (-int(c.regular.sum()), len(c.positions), -c.cover))
         rest = [c for c in rest if c not in tie]
     return out
 
@@ -352,8 +370,22 @@ def _choose(cuts: list[_Cut]) -> list[_Cut]:
 def _marks(trace: Trace, rows: np.ndarray, sync_tok: np.ndarray) -> np.ndarray:
     """Whether each token is a mark of a whole step (module docstring)."""
     def is_mark(n: str) -> bool:
-        return n in FORWARD_START_OPS or n.startswith(STEP_MARK_PREFIXES) or "Backward" in n
+        return n in FORWARD_START_OPS or n.startswith(STEP_MARK_PREFIXES) or "Backward" in n or rc.is_graph_launch(n)
     return name_flags(trace, rows, is_mark) | sync_tok
+
+
+def _kernel_time_of(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per token, the kernel time launched by the calls inside it."""
+    ev = trace.ev
+    kr = np.flatnonzero((ev.cat == KERNEL) & (trace.launch_of != NONE))
+    out = np.zeros(len(rows), np.int64)
+    if not len(kr):
+        return out
+    calls = trace.launch_of[kr]
+    k = _containing(trace, rows, calls)
+    ok = k >= 0
+    np.add.at(out, k[ok], (ev.end[kr] - ev.start[kr])[ok])
+    return out
 
 
 def _containing(trace: Trace, rows: np.ndarray, calls: np.ndarray) -> np.ndarray:
@@ -412,7 +444,7 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     tok = ev.name[rows].astype(np.int64)
     t_start, t_end = ev.start[rows], ev.end[rows]
     px = _Prefix.of(tok, _weights(len(trace.names)))
-    cuts = [c for c in _cuts(px, t_start, t_end) if max(c.cover, c.op_cover) >= LOOP_COVER]
+    cuts = [c for c in _cuts(px, t_start, t_end, _kernel_time_of(trace, rows)) if c.best_cover >= LOOP_COVER]
     if not cuts:
         return Steps(None, why_none=NoSteps.NO_REPETITION)
     sync_tok = _sync_tokens(trace, rows) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)

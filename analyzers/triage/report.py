@@ -348,10 +348,10 @@ def _shape_phases(inf: Inference | None) -> Phases | None:
     ttft = np.array(inf.ttft_ns, np.float64) / 1e3
     return Phases(phase(inf.prefill), phase(inf.decode), ttft_us=round(float(np.median(ttft)), 1),
                   per_token_us=round(inf.decode.wall_ns / len(inf.decode.steps) / 1e3, 1),
-                  tokens_per_prefill=max(1, len(inf.decode.steps) // len(inf.prefill.steps)),
+                  tokens_per_prefill=max(1, len(inf.decode.steps) // len(inf.ttft_ns)),
                   found_from=PhasesFrom.SHAPES, ttft_p90_us=round(float(np.percentile(ttft, 90)), 1),
                   per_token_median_us=round(d.median_ns / 1e3, 1), per_token_p90_us=round(d.p90_ns / 1e3, 1),
-                  requests=len(inf.prefill.steps), mixed_steps=len(inf.mixed), batch=inf.batch,
+                  requests=len(inf.ttft_ns), mixed_steps=len(inf.mixed), batch=inf.batch,
                   prompt_tokens=inf.prompt_tokens, decode_inferred=inf.decode_inferred, decode_outlier=d.outlier)
 
 
