@@ -234,7 +234,8 @@ def tokens(trace: Trace) -> tuple[np.ndarray, StepsFrom]:
         calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
         loose = calls[name_flags(trace, calls, lambda n: (rc.is_sync(n) and n not in NOT_A_STEP_END)
                                  or rc.is_graph_launch(n))]
-        return _outermost(ev, np.union1d(rows, loose)), StepsFrom.REPEATED_OPS
+        ops[loose] = True
+        return _outermost(ev, np.flatnonzero(ops)), StepsFrom.REPEATED_OPS
     return np.flatnonzero(ev.cat == KERNEL), StepsFrom.REPEATED_KERNELS
 
 
@@ -266,6 +267,7 @@ class _Prefix:
     a: np.ndarray     # sum of w0 (order-free: the bag of ops)
     b: np.ndarray     # sum of w1 * position
     c: np.ndarray     # sum of w1
+    one_op: np.ndarray   # the w0 of each name in the sequence: what one op more or less adds to a bag
 
     @classmethod
     def of(cls, tok: np.ndarray, w: np.ndarray) -> "_Prefix":
@@ -273,7 +275,7 @@ class _Prefix:
         w0, w1 = w[0][tok], w[1][tok]
         with np.errstate(over="ignore"):
             return cls(tok, w, np.concatenate(([0], np.cumsum(w0))), np.concatenate(([0], np.cumsum(w1 * k))),
-                       np.concatenate(([0], np.cumsum(w1))))
+                       np.concatenate(([0], np.cumsum(w1))), np.sort(w[0][np.unique(tok)]))
 
     def order_hash(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """An order-sensitive hash of each unit tok[start:stop]."""
@@ -300,7 +302,7 @@ def _regular(px: _Prefix, pos: np.ndarray) -> tuple[np.ndarray, int, int]:
     one = np.abs(lengths - unit) == 1
     one_op = np.zeros(len(pos), dtype=bool)
     if one.any():
-        one_op[one] = np.isin(np.abs(diff[one]), px.w[0][np.unique(px.tok)])
+        one_op[one] = np.isin(np.abs(diff[one]), px.one_op)
     return (h == h[common]) | one_op, unit, common
 
 

@@ -72,8 +72,8 @@ def phases_clause(p) -> str:
         batch = f", batch {p.batch}" if p.batch else ""
         out += f", found from the ops' shapes ({seq}{batch}; no named ranges)"
         if p.decode_inferred:
-            out += ("; decode steps record no shapes (CUDA-graph replays): taken as decode, one replay per token "
-                    "after the prefill")
+            out += ("; decode steps record no shapes (compiled code or CUDA-graph replays): taken as decode, one "
+                    "step per token after the prefill")
     if p.mixed_steps:
         out += f"; {p.mixed_steps} mixed step{'s' if p.mixed_steps != 1 else ''} (prefill and decode tokens in one batch)"
     if p.decode_outlier is not None:
