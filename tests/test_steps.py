@@ -134,6 +134,37 @@ def test_profiler_steps_are_the_steps_when_the_trace_has_them(tmp_path):
     assert "4 steps (ProfilerStep ranges)" in five_lines(analyze_trace(tr))[0]
 
 
+def test_torch_1x_profiler_steps_recorded_as_ops_are_the_steps(tmp_path):
+    """torch 1.x writes ProfilerStep#N as an Operator (cpu_op), not as a user_annotation."""
+    tl = Timeline()
+    for i in range(3):
+        t0 = tl.t
+        for name in ("aten::conv2d", "aten::relu", "aten::conv2d", "aten::relu"):
+            tl.op(name)
+        tl.extra.append({"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{i}", "pid": kf.PID, "tid": kf.TID,
+                         "ts": round((kf.ORIGIN_NS + t0 - 1 * US) / 1000, 3), "dur": round((tl.t - t0) / 1000, 3),
+                         "args": {}})
+    tr = tl.write(tmp_path / "torch1.json")
+    st = steps.find(tr, idle.analyze(tr))
+    assert st.found_from is StepsFrom.PROFILER_STEP and len(st.steps) == 3
+
+
+def test_steps_whose_ops_interleave_in_another_order_are_alike(tmp_path):
+    """The autograd thread's ops land beside the main thread's in whatever order the threads ran."""
+    tl = Timeline()
+    for i in range(6):
+        tl.op("aten::linear")
+        tl.op("aten::relu")
+        pair = ("aten::mse_loss", "aten::threshold_backward")
+        for name in (pair if i % 2 else pair[::-1]):
+            tl.op(name)
+        tl.op("aten::_foreach_add_")
+        tl.sync()
+    tr = tl.write(tmp_path / "interleaved.json")
+    st = steps.find(tr, idle.analyze(tr))
+    assert len(st.steps) == 6 and all(s.regular for s in st.steps)
+
+
 def test_a_trace_with_nothing_repeated_says_so_and_invents_no_step(tmp_path):
     tl = Timeline()
     for i, name in enumerate(["aten::mm", "aten::add", "aten::softmax", "aten::mul", "aten::sub", "aten::div",

@@ -14,7 +14,7 @@ same order, give or take a logging `.item()`), and they cover most of the traced
     (a training loop that logs every 5th step still has 20 steps, not 4)
 
 A repeated unit that holds none of the marks of a whole step (a forward's embedding lookup, a
-compiled region or CUDA-graph replay, a backward or optimizer step, a DataLoader fetch, a host
+compiled region or CUDA-graph replay, an optimizer step, a DataLoader fetch, a collective, a host
 sync) while the trace has such a mark outside the units is a layer of one pass, not a step: a
 single forward of a 24-layer model has 24 alike units and one step. Then no step is invented.
 
@@ -77,9 +77,9 @@ NOT_A_STEP_END = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree"
                             "hipStreamQuery"})
 # Names that mark a whole step (see the module's docstring); a layer of one pass holds none of them.
 FORWARD_START_OPS = frozenset({"aten::embedding", "aten::embedding_bag"})
+# (Backward functions are no mark: each layer has its own.)
 STEP_MARK_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "Optimizer.step#", "Optimizer.zero_grad#",
-                      "enumerate(DataLoader)#", "autograd::engine::evaluate_function", "c10d::", "nccl:",
-                      "record_param_comms")
+                      "enumerate(DataLoader)#", "c10d::", "nccl:", "record_param_comms")
 MARKED_UNITS = 0.9          # a cut is a loop's only if this share of its units holds a mark (where the trace has any)
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
@@ -289,8 +289,8 @@ class _Prefix:
 
 
 def _regular(px: _Prefix, pos: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """Which units tok[pos[i]:pos[i+1]] are alike the most common one (the same ops in the same order, or the
-    same ops give or take one: a logging `.item()` every few steps), that one's op count, and one unit that is it."""
+    """Which units tok[pos[i]:pos[i+1]] are alike the most common one (the same ops, in any order, or give or
+    take one: a logging `.item()` every few steps), that one's op count, and one unit that is it."""
     stops = np.append(pos[1:], len(px.tok))
     h = px.order_hash(pos, stops)
     hv, hc = np.unique(h, return_counts=True)
@@ -303,7 +303,9 @@ def _regular(px: _Prefix, pos: np.ndarray) -> tuple[np.ndarray, int, int]:
     one_op = np.zeros(len(pos), dtype=bool)
     if one.any():
         one_op[one] = np.isin(np.abs(diff[one]), px.one_op)
-    return (h == h[common]) | one_op, unit, common
+    # the same ops in another order: threads interleave (the autograd thread's backward beside the main thread)
+    same_bag = (diff == 0) & (lengths == unit)
+    return (h == h[common]) | same_bag | one_op, unit, common
 
 
 def _split_differing(px: _Prefix, pos: np.ndarray) -> np.ndarray:
@@ -372,7 +374,7 @@ def _choose(cuts: list[_Cut]) -> list[_Cut]:
 def _marks(trace: Trace, rows: np.ndarray, sync_tok: np.ndarray) -> np.ndarray:
     """Whether each token is a mark of a whole step (module docstring)."""
     def is_mark(n: str) -> bool:
-        return n in FORWARD_START_OPS or n.startswith(STEP_MARK_PREFIXES) or "Backward" in n or rc.is_graph_launch(n)
+        return n in FORWARD_START_OPS or n.startswith(STEP_MARK_PREFIXES) or rc.is_graph_launch(n)
     return name_flags(trace, rows, is_mark) | sync_tok
 
 
@@ -433,7 +435,7 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
 def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), framework=None) -> Steps:
     """The steps of a trace; `framework` (analyzers.analyses.framework) names the construct behind an outlier."""
     ev = trace.ev
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    ann = np.flatnonzero(np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):
         prof = ann[name_flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))]
         if len(prof):
