@@ -29,7 +29,7 @@ from analyzers.whatif import predict as whatif
 from analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
-           "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases",
+           "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases", "steps",
            "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes", "diff", "RAW_LIMIT",
            "levers", "whatif_timelines", "WhatIfError",
            "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log", "drill_tables"]
@@ -145,6 +145,30 @@ def phases(a: Analysis) -> Phases | None:
                      x.idle_dominant.value if x.idle_dominant else None, x.regime.value)
 
     return Phases(one("prefill", p.prefill), one("decode", p.decode), p.ttft_us, p.per_token_us, p.tokens_per_prefill)
+
+
+STEP_COLUMNS = ["step", "start_us", "end_us", "wall_us", "kernel_busy_us", "idle_us", "idle_dominant", "regular",
+                "setup", "outlier", "kind"]
+
+
+def steps(a: Analysis) -> pd.DataFrame:
+    """One row per step (analyzers.analyses.steps), in the timeline's µs from its origin, for a steps lane above
+    the timeline and a per-step chart: its window, wall, kernel busy and idle time, the cause holding most of
+    its idle, whether it is the loop's structure, set-up kept apart, the outlier, and its kind (prefill, decode,
+    mixed, other) where prefill and decode were found from shapes. Empty when no steps were found."""
+    st = a.steps
+    if st is None or not st.found:
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    o = timeline.origin_ns(a.trace)
+    out = [s.outlier.step for s in (st.summary, a.inference.decode_summary if a.inference else None)
+           if s is not None and s.outlier is not None]
+    kinds = {k.step: k.kind.value for k in a.inference.steps} if a.inference else {}
+    return pd.DataFrame([{"step": s.index, "start_us": (s.start_ns - o) / 1e3, "end_us": (s.end_ns - o) / 1e3,
+                          "wall_us": s.wall_ns / 1e3, "kernel_busy_us": s.kernel_busy_ns / 1e3,
+                          "idle_us": s.idle_ns / 1e3,
+                          "idle_dominant": s.idle_dominant.value if s.idle_dominant else None,
+                          "regular": s.regular, "setup": s.setup, "outlier": s.index in out,
+                          "kind": kinds.get(s.index)} for s in st.steps], columns=STEP_COLUMNS)
 
 
 # --- roofline -----------------------------------------------------------------------------

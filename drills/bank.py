@@ -41,6 +41,12 @@ PARTS = {
         "per_token_ms": (NUMBER, "a number of ms"),
         "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
     },
+    "incident": {
+        "ttft_ms": (NUMBER, "a number of ms: time to first token (median request)"),
+        "per_token_ms": (NUMBER, "a number of ms: per-token latency (median inter-token time)"),
+        "phase": (TEXT, "prefill | decode: the phase that misses its target, or free text"),
+        "refuse": (TEXT, "free text: the fix you refuse (it targets the other phase)"),
+    },
     "roofline": {
         "regime": (TEXT, "compute | memory | overhead, or free text"),
         "achieved": (NUMBER, "a number: TFLOP/s when compute-bound, GB/s otherwise"),
@@ -71,6 +77,9 @@ class Drill:
     trace: str | None = None     # a sample trace, from the repo root
     after: str | None = None     # the second trace of a before/after pair
     generate: dict | None = None # a toy timeline: smell, level, seed, mix
+    strip_ranges: bool = False   # show the sample trace with its named ranges removed (analyzers.tools.strip_ranges)
+    ticket: str | None = None    # an incident's ticket, as product wrote it
+    slo: dict | None = None      # an incident's targets: {"ttft_ms", "per_token_ms"}
 
     @property
     def parts(self) -> dict:
@@ -78,6 +87,14 @@ class Drill:
 
     def trace_path(self) -> Path:
         """A path a user can open: the sample trace, or the toy timeline written from its seed."""
+        if self.generate is None and self.strip_ranges:
+            from analyzers.tools.strip_ranges import strip
+
+            out = generated_dir() / f"{self.id}.json.gz"
+            if not out.exists():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                strip(REPO_ROOT / self.trace, out)
+            return out
         if self.generate is None:
             return REPO_ROOT / self.trace
         from drills.generator import Spec, write
@@ -92,7 +109,8 @@ class Drill:
 
     def source(self) -> str:
         if self.generate is None:
-            return self.trace + (f" -> {self.after}" if self.after else "")
+            return self.trace + (f" -> {self.after}" if self.after else "") + (
+                " (named ranges removed)" if self.strip_ranges else "")
         from analyzers.voice.drills import toy_source
 
         g = self.generate
@@ -127,7 +145,9 @@ def all_drills() -> tuple[Drill, ...]:
             out.append(Drill(id=merged["id"], title=merged["title"], lesson=merged["lesson"], kind=kind,
                              questions=tuple(merged["questions"]), rubric=rubric, decisive=merged["decisive"],
                              cap_if_wrong=float(merged["cap_if_wrong"]), trace=merged.get("trace"),
-                             after=merged.get("after"), generate=merged.get("generate")))
+                             after=merged.get("after"), generate=merged.get("generate"),
+                             strip_ranges=bool(merged.get("strip_ranges", False)), ticket=merged.get("ticket"),
+                             slo=merged.get("slo")))
     ids = [d.id for d in out]
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")

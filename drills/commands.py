@@ -76,6 +76,9 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind == "ranges":
         out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
                          for r in evidence.facts(d.trace_path()).ranges]
+    if d.kind == "incident":
+        out["ticket"] = d.ticket
+        out["slo"] = d.slo
     return out
 
 
@@ -110,6 +113,8 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
         for r in info["ranges"]:
             con.print(range_row(r), markup=False)
+    if d.kind == "incident":
+        con.print(f"ticket: {d.ticket}", markup=False)
     if d.kind == "collapse":
         sweep = _fusion_sweep()
         if sweep:

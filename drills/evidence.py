@@ -81,7 +81,10 @@ def facts_of(a) -> Facts:
         phases = {"ttft_ms": round(p.ttft_us / 1e3, 3), "per_token_ms": round(p.per_token_us / 1e3, 4),
                   "prefill_regime": p.prefill.regime.value, "decode_regime": p.decode.regime.value,
                   "decode_steps": int(p.decode.count), "prefill_range": p.prefill.range,
-                  "decode_range": p.decode.range}
+                  "decode_range": p.decode.range, "found_from": p.found_from.value,
+                  "ttft_p90_ms": round(p.ttft_p90_us / 1e3, 3),
+                  "per_token_median_ms": round(p.per_token_median_us / 1e3, 4),
+                  "per_token_p90_ms": round(p.per_token_p90_us / 1e3, 4), "requests": int(p.requests)}
     return Facts(
         path=str(a.trace.path), name=Path(a.trace.path).name, device_name=a.trace.device_name(),
         span_ms=round(span / 1e6, 3), kernel_busy_ms=round(a.kernel_busy_ns / 1e6, 3),

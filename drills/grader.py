@@ -128,7 +128,8 @@ class _Context:
                 "ttft_ms": k.get("ttft_ms"), "per_token_ms": k.get("per_token_ms"),
                 "decode_regime": k.get("decode_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
                 "lever": words.EXPERIMENT.get(self._lever_class()), "speedup": k.get("speedup"),
-                "explained_by": k.get("explained_by")}.get(part)
+                "explained_by": k.get("explained_by"), "phase": k.get("phase"),
+                "refuse": words.PHASE_FIXES.get(k.get("refuse"))}.get(part)
 
     def _cause_evidence(self, cause: str) -> str:
         f = self.facts
@@ -246,6 +247,36 @@ class _Context:
         if s > 0:
             return s, words.hedge(r, said - {r})
         return 0.0, words.bound_wrong(said, r, why)
+
+    # --- prefill or decode: the incident (M00.04) ---------------------------------------------------
+    def incident_ttft_ms(self, ans):
+        return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
+
+    def incident_per_token_ms(self, ans):
+        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+
+    def _incident_why(self) -> str:
+        k, slo = self.key, self.drill.slo
+        return words.incident_why(k["phase"], k["ttft_ms"], k["per_token_ms"], slo["ttft_ms"], slo["per_token_ms"],
+                                  k["over_target"], k["phase_regime"])
+
+    def incident_phase(self, ans):
+        ph = self.key["phase"]
+        s, said = score_class(ans, ph, "phase", "name", ("prefill", "decode"))
+        if s == 1.0:
+            return s, words.bound_right(ph, self._incident_why())
+        if s > 0:
+            return s, words.hedge(ph, said - {ph})
+        return 0.0, words.bound_wrong(said, ph, self._incident_why())
+
+    def incident_refuse(self, ans):
+        other = self.key["refuse"]
+        s, said = class_score(_text(ans), other, "phase", "fix")
+        if s == 1.0:
+            return s, words.refuse_right(other, self.key["phase"])
+        if s > 0:
+            return s, words.hedge(f"a {other} fix", said - {other})
+        return 0.0, words.refuse_wrong(said, other, self.key["phase"])
 
     # --- roofline (M01.05) ------------------------------------------------------------------------
     def _lever_class(self) -> str | None:

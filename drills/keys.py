@@ -28,11 +28,26 @@ def derive(drill: Drill) -> dict:
         p = f.phases
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
                 "per_token_ms": p["per_token_ms"], "decode_regime": p["decode_regime"]}
+    if drill.kind == "incident":
+        return incident(drill, f)
     if drill.kind == "roofline":
         compute = f.regime == "compute"
         return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
                 "achieved_unit": "TFLOP/s" if compute else "GB/s"}
     raise ValueError(drill.kind)
+
+
+def incident(drill: Drill, f: evidence.Facts) -> dict:
+    """The phase that misses its target by the larger factor is the ticket's; the fix to refuse targets the other."""
+    p = f.phases
+    if not p:
+        raise ValueError(f"{drill.id}: no prefill and decode found in {drill.trace}")
+    ttft, itl = p["ttft_ms"], p["per_token_median_ms"]
+    over = {"prefill": ttft / drill.slo["ttft_ms"], "decode": itl / drill.slo["per_token_ms"]}
+    phase = max(over, key=over.get)
+    other = "decode" if phase == "prefill" else "prefill"
+    return {"ttft_ms": ttft, "per_token_ms": itl, "phase": phase, "phase_regime": p[f"{phase}_regime"],
+            "over_target": round(over[phase], 2), "refuse": other, "found_from": p["found_from"]}
 
 
 def suspects(f: evidence.Facts) -> list[str]:

@@ -107,7 +107,7 @@ def test_an_unknown_drill_is_refused_and_nothing_is_recorded(capsys, tmp_path, d
     f = tmp_path / "a.toml"
     f.write_text(RIGHT_SYNC)
     rc, _, err = run(capsys, "drill", "grade", "M09.99-z", "--answers", str(f))
-    assert rc == 2 and err.startswith("error: no drill 'M09.99-z'; the drills are: M01.05-a")
+    assert rc == 2 and err.startswith("error: no drill 'M09.99-z'; the drills are: M00.04-a")
     assert _attempts(db) == 0
 
 

@@ -19,9 +19,9 @@ def test_the_bank_covers_the_ladder_with_several_variants_each():
     assert len(DRILLS) >= 16
     rungs = {}
     for d in DRILLS:
-        assert re.fullmatch(r"M0[12]\.0\d-[a-z]", d.id), d.id
+        assert re.fullmatch(r"M0[012]\.0\d-[a-z]", d.id), d.id
         rungs.setdefault(d.id.split("-")[0], []).append(d)
-    assert set(rungs) == {"M02.03", "M02.04", "M02.01", "M02.02", "M01.05", "M01.08"}
+    assert set(rungs) == {"M00.04", "M02.03", "M02.04", "M02.01", "M02.02", "M01.05", "M01.08"}
     assert all(len(v) >= 3 for v in rungs.values()), {k: len(v) for k, v in rungs.items()}
     assert any(d.generate for d in DRILLS) and any(d.trace for d in DRILLS)
 
@@ -55,6 +55,11 @@ def answer_for(drill, key: dict, right: bool) -> dict:
         r = key["decode_regime"] if right else next(x for x in REGIMES if x != key["decode_regime"])
         return {"ranges": [key["prefill_range"], key["decode_range"]], "ttft_ms": key["ttft_ms"],
                 "per_token_ms": key["per_token_ms"], "decode_regime": r}
+    if k == "incident":
+        phase = key["phase"] if right else key["refuse"]
+        other = key["refuse"] if right else key["phase"]
+        return {"ttft_ms": key["ttft_ms"], "per_token_ms": key["per_token_ms"], "phase": phase,
+                "refuse": _say("phase", other, "fix")}
     if k == "roofline":
         r = key["regime"] if right else next(x for x in REGIMES if x != key["regime"])
         return {"regime": r, "achieved": key["achieved"], "lever": _say("regime", r, "lever")}
@@ -145,3 +150,36 @@ def test_a_right_experiment_with_a_wrong_cause_is_capped():
 def test_a_short_phrase_inside_a_longer_one_of_another_class_does_not_count():
     assert class_score("CPU-bound: the host is busy", "host_work", "cause", "name")[0] == 1.0
     assert class_score("a .cpu() every step", "synchronization", "cause", "name")[0] == 1.0
+
+
+# --- prefill or decode: the incident (M00.04) ----------------------------------------------------
+
+def test_the_incident_tickets_show_traces_without_ranges_and_split_both_phases():
+    tickets = [d for d in DRILLS if d.id.startswith("M00.04")]
+    assert len(tickets) == 5 and all(d.ticket and d.slo for d in tickets)
+    assert all(d.strip_ranges or "generate/" in d.trace for d in tickets)
+    assert {bank.stored_keys()[d.id]["phase"] for d in tickets} == {"prefill", "decode"}
+    assert all(bank.stored_keys()[d.id]["found_from"] == "shapes" for d in tickets)
+
+
+def test_refusing_the_fix_for_the_tickets_own_phase_scores_nothing_and_says_which_to_refuse():
+    d = bank.get("M00.04-a")        # decode misses its target: refuse a prefill fix
+    k = bank.stored_keys()[d.id]
+    assert k["phase"] == "decode"
+    r = grader.grade(d, {"ttft_ms": k["ttft_ms"], "per_token_ms": k["per_token_ms"], "phase": "decode",
+                         "refuse": "CUDA graphs for the decode step"})
+    part = next(p for p in r.parts if p.part == "refuse")
+    assert part.score == 0 and "the fix to refuse is a prefill fix" in part.feedback
+    right = grader.grade(d, {"ttft_ms": k["ttft_ms"], "per_token_ms": k["per_token_ms"], "phase": "decode",
+                             "refuse": "chunked prefill"})
+    assert right.score == pytest.approx(1.0)
+
+
+def test_naming_the_wrong_phase_is_capped_and_the_feedback_quotes_both_targets():
+    d = bank.get("M00.04-b")        # prefill misses: TTFT 19.6 ms against a 10 ms target
+    k = bank.stored_keys()[d.id]
+    r = grader.grade(d, {"ttft_ms": k["ttft_ms"], "per_token_ms": k["per_token_ms"], "phase": "decode",
+                         "refuse": "CUDA graphs"})
+    assert r.capped and r.score <= d.cap_if_wrong
+    fb = next(p for p in r.parts if p.part == "phase").feedback
+    assert "against a 10 ms target" in fb and "prefill misses its target" in fb

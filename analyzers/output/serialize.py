@@ -12,6 +12,7 @@ import numpy as np
 
 from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
 from analyzers.model.evidence import Evidence
+from analyzers.model.verdicts import CAUSES
 from analyzers.voice.common import advice
 from analyzers.voice.diff import diff_caveats, diff_lines
 from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
@@ -78,6 +79,7 @@ def report(a) -> dict:
                     "idle_dominant": plain(r.idle_dominant)} for r in a.ranges],
         "phases": plain(a.phases) if a.phases else {},
         "framework": _framework(a.framework),
+        "steps": steps(a),
         "roofline": plain(a.roof.points[:50]),
         "above_peak": [{**plain(x), "times_peak": round(x.times_peak, 4)} for x in a.above_peak],
         "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s,
@@ -107,6 +109,51 @@ def _framework(fw) -> list[dict]:
              "by_cause_us": {c.value: _r(ns / 1e3) for c, ns in x.by_cause_ns.items()},
              "launches": x.launches, "calls": x.ranges, "host_us": _r(x.host_ns / 1e3), "names": list(x.names)}
             for x in fw.constructs]
+
+
+def _step_columns(st, kinds) -> dict:
+    """Per step, one list per field (a trace of 2,000 steps stays a small object)."""
+    rows = st.steps
+    out = {"index": [s.index for s in rows], "start_us": [_r(s.start_ns / 1e3) for s in rows],
+           "wall_us": [_r(s.wall_ns / 1e3) for s in rows], "host_start_us": [_r(s.host_start_ns / 1e3) for s in rows],
+           "kernels": [s.kernels for s in rows], "kernel_busy_us": [_r(s.kernel_busy_ns / 1e3) for s in rows],
+           "idle_us": [_r(s.idle_ns / 1e3) for s in rows],
+           "idle_by_cause_us": {c.value: [_r(s.idle_by_cause_ns[c] / 1e3) for s in rows] for c in CAUSES},
+           "regular": [s.regular for s in rows], "setup": [s.setup for s in rows]}
+    if kinds is not None:
+        out["kind"] = [k.kind.value for k in kinds]
+        out["batch"] = [k.batch for k in kinds]
+        out["tokens"] = [k.tokens for k in kinds]
+        out["tokens_from"] = [plain(k.source) for k in kinds]
+    return out
+
+
+def _summary(s) -> dict | None:
+    if s is None:
+        return None
+    o = s.outlier
+    return {"steps": s.steps, "median_us": _r(s.median_ns / 1e3), "p90_us": _r(s.p90_ns / 1e3),
+            "max_us": _r(s.max_ns / 1e3), "max_step": s.max_step, "median_kernel_busy_us": _r(s.median_busy_ns / 1e3),
+            "median_idle_us": _r(s.median_idle_ns / 1e3),
+            "outlier": None if o is None else {"step": o.step, "ratio": o.ratio, "wall_us": _r(o.wall_ns / 1e3),
+                                               "extra_us": _r(o.extra_ns / 1e3), "cause": plain(o.cause),
+                                               "gap_us": _r(o.gap_ns / 1e3), "host_op": o.host_op,
+                                               "why": plain(o.why), "construct": plain(o.construct)}}
+
+
+def steps(a) -> dict:
+    """The iterations (analyzers.analyses.steps) and, where prefill and decode were found from shapes, each
+    step's kind: `report --json`'s "steps"."""
+    st = a.steps
+    if st is None:
+        return {}
+    inf = a.inference
+    return {"found_from": plain(st.found_from), "boundary": plain(st.boundary), "anchor": st.anchor,
+            "unit_ops": st.unit_ops, "why_none": plain(st.why_none), "repeats": st.repeats,
+            "repeat_op": st.repeat_op, "count": len(st.steps), "setup_steps": len(st.setup_steps),
+            "setup_us": _r(st.setup_ns / 1e3), "summary": _summary(st.summary),
+            "decode_summary": _summary(inf.decode_summary) if inf is not None else None,
+            "per_step": _step_columns(st, inf.steps if inf is not None else None)}
 
 
 def _side(s) -> dict:

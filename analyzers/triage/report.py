@@ -20,14 +20,18 @@ from analyzers.analyses import framework as framework_mod
 from analyzers.analyses import graph_capture as capture_mod
 from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
+from analyzers.analyses import inference as inference_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
+from analyzers.analyses import steps as steps_mod
 from analyzers.analyses.graph_capture import GraphCapture
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
+from analyzers.analyses.inference import Inference, PhasesFrom
 from analyzers.analyses.peaks import non_gpu_accelerator
 from analyzers.analyses.ranges import RangeStats
 from analyzers.analyses.roofline import RegimeVerdict, Roofline
+from analyzers.analyses.steps import Outlier, Steps
 from analyzers.loading.load import load
 from analyzers.loading.merged import MergedRanks
 from analyzers.model import intervals as iv
@@ -56,8 +60,8 @@ SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs 
 
 @dataclass(frozen=True)
 class Phase:
-    """One side of a prefill+decode trace: its named range and how it is bound."""
-    range: str
+    """One side of a prefill+decode trace: its named range (None: found from the ops' shapes) and how it is bound."""
+    range: str | None
     count: int
     median_wall_us: float
     kernel_busy_us: float
@@ -71,9 +75,19 @@ class Phase:
 class Phases:
     prefill: Phase
     decode: Phase
-    ttft_us: float
+    ttft_us: float               # the median request's time to first token
     per_token_us: float          # each round's decode span over its steps (steps overlap when the host runs ahead)
     tokens_per_prefill: int
+    found_from: PhasesFrom = PhasesFrom.RANGES
+    ttft_p90_us: float = 0.0
+    per_token_median_us: float = 0.0   # inter-token latency: a decode step's token after the one before it
+    per_token_p90_us: float = 0.0
+    requests: int = 1                  # prefills
+    mixed_steps: int = 0               # continuous batching: steps with prefill and decode tokens together
+    batch: int | None = None           # sequences per decode step, where the shapes say it
+    prompt_tokens: int | None = None   # tokens per sequence in the first prefill
+    decode_inferred: bool = False      # decode recorded no shapes (CUDA-graph replays): taken from the structure
+    decode_outlier: Outlier | None = None   # the decode step far slower than the median, and why
 
 
 @dataclass(frozen=True)
@@ -145,6 +159,8 @@ class Analysis:
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
     framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
     graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
+    steps: Steps | None = None          # the iterations (analyzers.analyses.steps); None: --range, or no timeline
+    inference: Inference | None = None  # prefill and decode from the ops' shapes (analyzers.analyses.inference)
 
     @property
     def idle_share(self) -> float:
@@ -278,15 +294,17 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) if devs else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     capture = capture_mod.analyze(trace, devs) if devs else None
+    steps = steps_mod.find(trace, devs, fw) if range_name is None else None
+    inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
                     top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
-                    phases=None if range_name else _phases(rng_all, range_verdicts), roof=roof, verdict=verdict,
-                    range_filter=range_name,
+                    phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
+                    roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
                     next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw,
                                                 capture=capture),
-                    range_kernels=range_kernels, framework=fw, graph_capture=capture)
+                    range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf)
 
 
 def _setup_windows(devs) -> tuple:
@@ -356,8 +374,33 @@ def _phases(rng: tuple[RangeStats, ...], verdicts: dict[str, RegimeVerdict]) -> 
         return Phase(r.name, r.count, round(r.median_wall_us, 1), round(r.kernel_busy_us, 1), round(r.idle_share, 4),
                      r.idle_dominant, v.regime, v)
 
+    pre_walls = (pre.windows[1] - pre.windows[0]) / 1e3
+    itl = inference_mod.inter_token_ns(pre.windows, dec.windows) / 1e3
     return Phases(phase(pre), phase(dec), ttft_us=round(pre.median_wall_us, 1),
-                  per_token_us=round(_per_token(pre, dec), 1), tokens_per_prefill=max(1, dec.count // max(1, pre.count)))
+                  per_token_us=round(_per_token(pre, dec), 1), tokens_per_prefill=max(1, dec.count // max(1, pre.count)),
+                  ttft_p90_us=round(float(np.percentile(pre_walls, 90)), 1),
+                  per_token_median_us=round(float(np.median(itl)), 1) if len(itl) else 0.0,
+                  per_token_p90_us=round(float(np.percentile(itl, 90)), 1) if len(itl) else 0.0, requests=pre.count)
+
+
+def _shape_phases(inf: Inference | None) -> Phases | None:
+    """Prefill and decode found from the steps' shapes (no named ranges)."""
+    if inf is None:
+        return None
+
+    def phase(p) -> Phase:
+        return Phase(None, len(p.steps), round(p.median_wall_ns / 1e3, 1), round(p.kernel_busy_ns / 1e3, 1),
+                     round(p.idle_share, 4), p.idle_dominant, p.verdict.regime, p.verdict)
+
+    d = inf.decode_summary
+    ttft = np.array(inf.ttft_ns, np.float64) / 1e3
+    return Phases(phase(inf.prefill), phase(inf.decode), ttft_us=round(float(np.median(ttft)), 1),
+                  per_token_us=round(inf.decode.wall_ns / len(inf.decode.steps) / 1e3, 1),
+                  tokens_per_prefill=max(1, len(inf.decode.steps) // len(inf.ttft_ns)),
+                  found_from=PhasesFrom.SHAPES, ttft_p90_us=round(float(np.percentile(ttft, 90)), 1),
+                  per_token_median_us=round(d.median_ns / 1e3, 1), per_token_p90_us=round(d.p90_ns / 1e3, 1),
+                  requests=len(inf.ttft_ns), mixed_steps=len(inf.mixed), batch=inf.batch,
+                  prompt_tokens=inf.prompt_tokens, decode_inferred=inf.decode_inferred, decode_outlier=d.outlier)
 
 
 def _per_token(pre: RangeStats, dec: RangeStats) -> float:

@@ -261,3 +261,29 @@ def calibration(n: int, median_ratio: float | None, within_2x: float | None) -> 
 
 def attempts_line(n: int, mean: float | None) -> str:
     return f"Drill attempts: {n}" + (f", mean score {100 * mean:.0f}/100." if n else ".")
+
+
+# --- prefill or decode: the incident (M00.04) ---------------------------------------------------------
+
+PHASE_FIXES = {
+    "prefill": "a prefill fix: chunked prefill, prefix caching, faster attention or GEMM kernels for the prompt, "
+               "a shorter prompt, more GPUs on the prompt's arithmetic",
+    "decode": "a decode fix: CUDA graphs or torch.compile for the decode step, speculative decoding, a bigger "
+              "decode batch, weight or KV-cache quantization",
+}
+
+
+def incident_why(phase: str, ttft_ms: float, itl_ms: float, ttft_slo: float, itl_slo: float, over: float,
+                 regime: str) -> str:
+    return (f"TTFT is {num(ttft_ms)} ms against a {num(ttft_slo)} ms target and per-token latency {num(itl_ms)} ms "
+            f"against {num(itl_slo)} ms, so {phase} misses its target by {num(over)}×; {phase} is {REGIME[regime]}")
+
+
+def refuse_right(other: str, phase: str) -> str:
+    return f"Right: that fix targets {other}, and the ticket is about {phase}: it would not move the number product sees."
+
+
+def refuse_wrong(said: set, other: str, phase: str) -> str:
+    heard = " and ".join(f"a {s} fix" for s in sorted(said)) if said else "no fix the course's vocabulary places"
+    return (f"You refused {heard}; the fix to refuse is {PHASE_FIXES[other]}: it targets {other}, and the ticket is "
+            f"about {phase}.")

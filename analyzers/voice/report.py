@@ -9,6 +9,7 @@ from analyzers.model.evidence import Evidence
 from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share, small_share
 from analyzers.model.verdicts import Cause, Experiment, Regime
 from analyzers.voice import communication
+from analyzers.voice import steps as step_words
 from analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -246,10 +247,7 @@ def five_lines(a) -> list[str]:
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {duration_ns(a.span_ns)} "
           f"GPU span, kernels busy {share(busy)} of it ({a.kernels:,} kernels, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
-    if a.phases:
-        p = a.phases
-        l1 = l1[:-1] + (f"; prefill (TTFT) {duration_us(p.ttft_us)}, decode {duration_us(p.per_token_us)} per token "
-                        f"over {p.decode.count} steps.")
+    l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
@@ -332,7 +330,7 @@ def _regime_line(a) -> str:
         else:
             line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
     if a.phases:
-        line = line[:-1] + f"; prefill is {a.phases.prefill.regime}-bound, decode {a.phases.decode.regime}-bound."
+        line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and pk.source != "datasheet":
         line = line[:-1] + " (peaks measured on this machine by tracetriage capture ceilings)."
     if pk is None:
@@ -361,7 +359,7 @@ def _cpu_only_lines(a) -> list[str]:
     return [
         f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
         f"over a {duration_ns(h.span_ns)} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
-        "of it.",
+        f"of it{step_words.steps_clause(a.steps)}.",
         f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
         "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
         "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "

@@ -1,0 +1,85 @@
+"""The words of steps and phases, said by the report's Measured and Regime lines and the dashboard:
+how many steps and where they were found, the median / p90 / max step, the outlier and what made it,
+the first step's set-up kept apart, and a trace's prefill against its decode (TTFT and per-token latency).
+"""
+from __future__ import annotations
+
+from analyzers.model.units import duration_ns, duration_us
+from analyzers.voice.common import CONSTRUCT_WORDS
+
+STRETCH = {"host_work": "host stretch", "synchronization": "wait in a sync", "data_transfer": "copy",
+           "launch_overhead": "run of launch gaps", "other": "gap with no launch call in the trace"}
+
+
+def found_from(st) -> str:
+    """'ProfilerStep ranges', 'the repeated op sequence, each ending in aten::item'."""
+    how = st.found_from.value
+    if how == "profiler_step":
+        return "ProfilerStep ranges"
+    what = "kernel" if how == "repeated_kernels" else "op"
+    b = st.boundary.value if st.boundary is not None else "at_op"
+    if b == "at_dataloader":
+        return f"the repeated {what} sequence, each starting at a DataLoader fetch"
+    if b in ("after_sync", "after_optimizer"):
+        return f"the repeated {what} sequence, each ending in {st.anchor}"
+    return f"the repeated {what} sequence, each starting at {st.anchor}"
+
+
+def outlier(o, what: str = "step") -> str:
+    """'step 7 took 3.1× the median: a 41.0 ms host stretch in aten::item'."""
+    head = f"{what} {o.step} took {o.ratio:.1f}× the median ({duration_ns(o.wall_ns)})"
+    if o.why.value == "host":
+        return head + ": its host took the time, not its kernels or an idle gap of the GPU"
+    if o.cause is None:
+        return head + ": its kernels ran longer, not its gaps"
+    where = CONSTRUCT_WORDS[o.construct] if o.construct is not None else o.host_op
+    return head + f": a {duration_ns(o.gap_ns)} {STRETCH[o.cause.value]}" + (f" in {where}" if where else "")
+
+
+def steps_clause(st) -> str:
+    """The Measured line's words for a trace's steps (no phases): '; 80 steps (...): 655 µs per step ...'."""
+    if st is None:
+        return ""
+    if not st.found:
+        if st.why_none is not None and st.why_none.value == "one_pass":
+            return (f"; no repeated steps: one pass (its {st.repeats} repeats of one op sequence, from "
+                    f"{st.repeat_op}, are layers of it, not steps)")
+        return "; no repeated steps" if st.why_none is None or st.why_none.value != "no_ops" else ""
+    s = st.summary
+    n = len(st.steps)
+    out = f"; {n:,} step{'s' if n != 1 else ''} ({found_from(st)})"
+    if s is not None and n > 1:
+        out += (f": {duration_ns(s.median_ns)} per step (median; p90 {duration_ns(s.p90_ns)}, "
+                f"max {duration_ns(s.max_ns)})")
+    setup = st.setup_steps
+    if setup:
+        said = [f"step {x.index} ({duration_ns(x.wall_ns)})" for x in setup]
+        out += f", {', '.join(said[:-1]) + ' and ' if len(said) > 1 else ''}{said[-1]} paying set-up, kept apart"
+    if s is not None and s.outlier is not None:
+        out += "; " + outlier(s.outlier)
+    return out
+
+
+def phases_clause(p) -> str:
+    """The Measured line's words for prefill against decode."""
+    ttft = f"prefill (TTFT) {duration_us(p.ttft_us)}"
+    if p.requests > 1:
+        ttft += f" median over {p.requests} requests (p90 {duration_us(p.ttft_p90_us)})"
+    out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over {p.decode.count} steps "
+           f"(median {duration_us(p.per_token_median_us)}, p90 {duration_us(p.per_token_p90_us)})")
+    if p.found_from.value == "shapes":
+        seq = f"a {p.prompt_tokens:,}-token prompt" if p.prompt_tokens else "a prompt"
+        batch = f", batch {p.batch}" if p.batch else ""
+        out += f", found from the ops' shapes ({seq}{batch}; no named ranges)"
+        if p.decode_inferred:
+            out += ("; decode steps record no shapes (compiled code or CUDA-graph replays): taken as decode, one "
+                    "step per token after the prefill")
+    if p.mixed_steps:
+        out += f"; {p.mixed_steps} mixed step{'s' if p.mixed_steps != 1 else ''} (prefill and decode tokens in one batch)"
+    if p.decode_outlier is not None:
+        out += "; " + outlier(p.decode_outlier, "decode step")
+    return out
+
+
+def phases_regime(p) -> str:
+    return f"prefill is {p.prefill.regime}-bound, decode {p.decode.regime}-bound"
