@@ -45,10 +45,15 @@ def cmd_report(a) -> int:
 
     set_quiet(a.quiet)
     path = Path(a.trace)
-    if path.is_dir():
+    scheduler = a.scheduler or os.environ.get("TRACETRIAGE_SCHEDULER") or None
+    if a.scheduler and path.is_file():
+        raise UserError("--scheduler applies to a directory of rank traces, not to one trace file")
+    # a URL, or with a scheduler a directory only the cluster may see, is a run's directory: its workers list it
+    elsewhere = scheduler and not path.exists() and not a.trace.endswith((".json", ".json.gz"))
+    if path.is_dir() or _is_url(a.trace) or elsewhere:
         if a.range or a.hta:
             raise UserError("--range and --hta apply to one trace file, not to a directory of ranks")
-        return _report_dir(path, a.json, a.quiet)
+        return _report_dir(a.trace if _is_url(a.trace) else path, a.json, a.quiet, scheduler)
     try:
         analysis = analyze_file(path, a.range)
     except TraceError as e:
@@ -75,15 +80,16 @@ def cmd_report(a) -> int:
     return 0
 
 
-def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
-    """`tracetriage report DIR`: the multi-rank report."""
+def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | None = None) -> int:
+    """`tracetriage report DIR [--scheduler local|ADDRESS]`: the multi-rank report."""
     from analyzers.voice.ranks import ranks_lines
     from analyzers.output import serialize
     from tracetriage.rank_run import report_object
     from analyzers.model.trace import TraceError
 
     try:
-        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress)
+        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress,
+                           scheduler=scheduler)
     except TraceError as e:
         raise UserError(str(e)) from None
     if as_json:
@@ -91,6 +97,12 @@ def _report_dir(path: Path, as_json: bool, quiet: bool) -> int:
     else:
         print("\n".join(ranks_lines(rr)))
     return 0
+
+
+def _is_url(target: str) -> bool:
+    from tracetriage.rank_source import is_url
+
+    return is_url(target)
 
 
 def _rank_progress(done: int, total: int) -> None:
@@ -331,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
     r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--scheduler", metavar="local|ADDRESS",
+                   help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
+                        "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
+                        "or file:// URL")
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
