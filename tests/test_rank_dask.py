@@ -26,6 +26,7 @@ from analyzers.output import serialize
 from analyzers.tools.grow_ranks import write_ranks
 from tracetriage import rank_dask, rank_run
 from tracetriage.cli import main
+from tracetriage.machine import usable_cpus
 from tracetriage.rank_source import RankSource, list_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +37,7 @@ DDP_SKEWED = ROOT / "traces" / "ddp-skewed"
 @pytest.fixture(scope="module")
 def threads():
     """As many single-threaded workers as the local pool has processes, so both say the same 'analysed in N'."""
-    with distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=False,
+    with distributed.LocalCluster(n_workers=usable_cpus(), threads_per_worker=1, processes=False,
                                   protocol="tcp", host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         yield cluster.scheduler_address
 
@@ -305,3 +306,20 @@ def test_a_directory_the_workers_cannot_find_is_one_error_line(tmp_path, threads
     assert main(["report", str(tmp_path / "gone"), "--scheduler", threads]) == 2
     out, err = capsys.readouterr()
     assert err == f"error: cannot read {tmp_path / 'gone'}: No such file or directory\n"
+
+
+def test_losing_the_scheduler_mid_run_is_one_error_line_without_dasks_tracebacks(slow_run, cold):
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0")
+    cli = subprocess.Popen([sys.executable, "-m", "tracetriage.cli", "report", str(slow_run), "--scheduler",
+                            cluster.scheduler_address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=ROOT)
+    with distributed.Client(cluster, set_as_default=False) as watcher:
+        deadline = time.monotonic() + 60
+        while not any(watcher.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    cluster.close()
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 2 and out == ""
+    assert err.startswith(f"error: lost the Dask scheduler at {cluster.scheduler_address} after ")
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -30,6 +30,7 @@ from typing import Callable, Iterator
 
 from analyzers.analyses.ranks import RankError, RankReport
 from analyzers.model.trace import TraceError
+from tracetriage.machine import usable_cpus
 from tracetriage.rank_source import RankSource, is_url, list_sources
 
 CONNECT_TIMEOUT_S = 10      # to reach the scheduler: long enough for a busy one, short enough to say so
@@ -124,7 +125,7 @@ def _client(scheduler: str) -> Iterator[tuple[object, str]]:
         # one thread per worker process: the analysis holds the GIL for much of its time. Loopback only, and the
         # scheduler's HTTP server (it serves /health even without a dashboard) on a free port, not 8787 on every
         # interface
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+        cluster = LocalCluster(n_workers=usable_cpus(), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
         client = Client(cluster, set_as_default=False)
         address = f"a local cluster ({cluster.scheduler_address})"
@@ -227,14 +228,18 @@ def _has_workers(client, address: str) -> None:
 
 @contextlib.contextmanager
 def _quiet_dask() -> Iterator[None]:
-    """distributed logs connection chatter and warns (a dashboard port in use, versions) on stderr, where the
-    report's only words are its progress and its errors."""
-    log = logging.getLogger("distributed")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        log.setLevel(level)
+    """distributed logs connection chatter, and tracebacks when it loses the scheduler, and warns (a port in
+    use, versions) on stderr, where the report's only words are its progress and its one-line errors.
+    TRACETRIAGE_DEBUG=1 lets them through.
+
+    The loggers stay quiet for the rest of the process: a Client's threads outlive the `with` (its reconnect
+    gives up seconds after the scheduler is gone, and says so), so restoring their levels would let that
+    through. distributed sets some levels one by one at import (distributed.client among them)."""
+    if os.environ.get("TRACETRIAGE_DEBUG"):
+        yield
+        return
+    for n in ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield

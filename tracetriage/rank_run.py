@@ -27,6 +27,7 @@ from analyzers.loading.load import load
 from analyzers.analyses.ranks import RankError, RankReport, RanksReport, collective_timing, merge, mixed_runs, rank_from_name
 from analyzers.triage.report import analyze_file, analyze_trace
 from analyzers.model.trace import TraceError
+from tracetriage.machine import usable_cpus
 from tracetriage.rank_source import RankSource, list_sources, local_copy
 
 
@@ -78,7 +79,7 @@ def _pool_context():
 
 
 def pool_workers(n: int) -> int:
-    return min(n, os.cpu_count() or 1)
+    return min(n, usable_cpus())
 
 
 def analyze_sources(sources: list[RankSource], progress=None) -> dict[RankSource, RankReport | RankError]:
