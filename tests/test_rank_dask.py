@@ -126,15 +126,23 @@ def _without_paths(out: dict) -> dict:
     return {**out, "ranks": [{**r, "trace": {**r["trace"], "path": None}} for r in out["ranks"]]}
 
 
-def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_reported_as_from_disk(threads, ddp_on_disk, cold):
+CEILINGS = {"device_name": "NVIDIA H200", "copy_gbps": {"d2d": 100.0}, "matmul_tflops": {"bf16": 5.0}}
+
+
+def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_disk(tmp_path, threads, cold):
+    # measured ceilings beside the ranks change every rank's roofline: they must travel with a remote rank
+    for p in DDP.iterdir():                       # the ranks and their capture sidecars (no ranks themselves)
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS))
     url = f"memory://run-{uuid.uuid4().hex[:6]}"
     mem = fsspec.filesystem("memory")
-    for p in DDP.glob("rank*.json.gz"):
+    for p in tmp_path.iterdir():
         mem.pipe(f"{url}/{p.name}", p.read_bytes())
-    mem.pipe(f"{url}/rank0.meta.json", b"{}")      # a sidecar is no rank
+    on_disk = serialize.ranks(rank_run.report_object(tmp_path))
     remote = serialize.ranks(rank_run.report_object(url, scheduler=threads))
-    assert _without_paths(remote) == _without_paths(ddp_on_disk)
+    assert _without_paths(remote) == _without_paths(on_disk)
     assert [r["trace"]["path"] for r in remote["ranks"]] == [f"{url}/rank0.json.gz", f"{url}/rank1.json.gz"]
+    assert on_disk["ranks"][0]["roofline"][0]["peak_tflops"] == 5.0
 
 
 def test_a_file_url_gives_the_answer_of_its_local_path_in_the_pool_and_on_a_cluster(threads, ddp_on_disk, cold):

@@ -139,14 +139,7 @@ def local_copy(source: RankSource) -> Iterator[tuple[str, bool]]:
                 path = inner
             else:
                 tmp = tempfile.mkdtemp(prefix="tracetriage-rank-")
-                path = os.path.join(tmp, os.path.basename(inner.rstrip("/")) or "rank.json")
-                try:
-                    with fs.open(inner, "rb") as src, open(path, "wb") as dst:
-                        shutil.copyfileobj(src, dst, _COPY_CHUNK)
-                except FileNotFoundError:
-                    raise TraceError(f"no such file: {source.shown}") from None
-                except OSError as e:
-                    raise TraceError(f"cannot read {source.shown}: {e.strerror or e}") from None
+                path = _copy_with_side_files(fs, inner, tmp, source.shown)
                 copied = True
         if source.member is not None:
             path = split_member(path, source.member, source.label)
@@ -154,6 +147,35 @@ def local_copy(source: RankSource) -> Iterator[tuple[str, bool]]:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _copy_with_side_files(fs, inner: str, tmp: str, shown: str) -> str:
+    """Copy the trace into `tmp` under its own name, with the files loading reads beside it
+    (analyzers.loading.side_inputs: the capture's NAME.meta.json, measured ceilings.json): without
+    them a remote rank would be judged against other peaks than the same file on disk."""
+    name = os.path.basename(inner.rstrip("/")) or "rank.json"
+    path = os.path.join(tmp, name)
+    try:
+        with fs.open(inner, "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst, _COPY_CHUNK)
+    except FileNotFoundError:
+        raise TraceError(f"no such file: {shown}") from None
+    except OSError as e:
+        raise TraceError(f"cannot read {shown}: {e.strerror or e}") from None
+    folder = inner.rstrip("/").rsplit("/", 1)[0]
+    for side in _side_files(name):
+        try:
+            with fs.open(f"{folder}/{side}", "rb") as src, open(os.path.join(tmp, side), "wb") as dst:
+                shutil.copyfileobj(src, dst, _COPY_CHUNK)
+        except OSError:  # absent or unreadable: loading skips such a file beside a local trace too
+            pass
+    return path
+
+
+def _side_files(name: str) -> tuple[str, ...]:
+    stem = name[:-len(".json.gz")] if name.endswith(".json.gz") else name[:-len(".json")] if name.endswith(".json") \
+        else name
+    return (f"{stem}.meta.json", "ceilings.json")
 
 
 def split_member(path: str, member: str, label: str) -> str:
