@@ -5,9 +5,10 @@
 
 The client sends each worker a rank source (tracetriage.rank_source: a few strings); the
 worker reads that rank's file where it runs, analyses it with the function it is given (the
-local pool's own, tracetriage.rank_run.analyze_source), and sends back its RankReport (kilobytes). No trace crosses the wire, and the
-straggler reduction runs on the client (tracetriage.rank_run.merged). Even the listing of the
-run's directory runs on a worker: the client need not see the storage at all.
+local pool's own, tracetriage.rank_run.analyze_source), and sends back its RankReport
+(kilobytes). No trace crosses the wire, and the straggler reduction runs on the client
+(tracetriage.rank_run.merged). Even the listing of the run's directory runs on a worker: the
+client need not see the storage at all.
 
 Faults. A worker that dies while it holds a rank has that rank rescheduled by the Dask
 scheduler on another worker (the scheduler's `distributed.scheduler.allowed-failures`,
