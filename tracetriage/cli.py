@@ -46,16 +46,21 @@ def cmd_report(a) -> int:
 
     set_quiet(a.quiet)
     path = Path(a.trace)
-    if path.is_dir():
+    scheduler = a.scheduler or os.environ.get("TRACETRIAGE_SCHEDULER") or None
+    if a.scheduler and path.is_file():
+        raise UserError("--scheduler applies to a directory of rank traces, not to one trace file")
+    # a URL, or with a scheduler a directory only the cluster may see, is a run's directory: its workers list it
+    elsewhere = scheduler and not path.exists() and not a.trace.endswith((".json", ".json.gz"))
+    if path.is_dir() or _is_url(a.trace) or elsewhere:
         if a.range or a.hta or a.graph_capture:
             raise UserError("--range, --hta and --graph-capture apply to one trace file, not to a directory of ranks")
-        return _report_dir(path, a.json, a.quiet)
+        return _report_dir(a.trace if _is_url(a.trace) else path, a.json, a.quiet, scheduler)
     try:
         analysis = analyze_file(path, a.range, a.graph_capture)
     except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
         if a.range or a.hta:
             raise UserError(f"{m}; --range and --hta apply to one rank's trace") from None
-        return _report_dir(path, a.json, a.quiet, m.trace)
+        return _report_dir(path, a.json, a.quiet, merged=m.trace)
     except TraceError as e:
         raise UserError(str(e)) from None
     hta = None
@@ -80,15 +85,17 @@ def cmd_report(a) -> int:
     return 0
 
 
-def _report_dir(path: Path, as_json: bool, quiet: bool, merged=None) -> int:
-    """`tracetriage report DIR` (or a merged multi-rank file, `merged` its loaded trace): the multi-rank report."""
+def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | None = None, merged=None) -> int:
+    """`tracetriage report DIR [--scheduler local|ADDRESS]` (or a merged multi-rank file, `merged` its loaded
+    trace): the multi-rank report."""
     from analyzers.model.trace import TraceError
     from analyzers.output import serialize
     from analyzers.voice.ranks import ranks_lines
     from tracetriage.rank_run import report_object
 
     try:
-        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress, trace=merged)
+        rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress,
+                           scheduler=scheduler, trace=merged)
     except TraceError as e:
         raise UserError(str(e)) from None
     if as_json:
@@ -96,6 +103,12 @@ def _report_dir(path: Path, as_json: bool, quiet: bool, merged=None) -> int:
     else:
         print("\n".join(ranks_lines(rr)))
     return 0
+
+
+def _is_url(target: str) -> bool:
+    from tracetriage.rank_source import is_url
+
+    return is_url(target)
 
 
 def _rank_progress(done: int, total: int) -> None:
@@ -366,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
                    "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--scheduler", metavar="local|ADDRESS",
+                   help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
+                        "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
+                        "or file:// URL")
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")

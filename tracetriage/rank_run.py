@@ -1,19 +1,22 @@
 """`tracetriage report DIR`: analyse each rank's trace in its own process, then merge.
 
     rr = report_object(Path("traces/ddp"))
+    rr = report_object("s3://bucket/run-17", scheduler="tcp://10.0.0.5:8786")   # on a Dask cluster
     print("\n".join(rank_words.ranks_lines(rr)))
 
 The rules (collectives, the straggler) are analyzers.analyses.ranks; this module runs the
 per-rank analyses, one process per rank, in parallel, and gives each back as a
-RankReport (its report, its five lines, its collectives).
+RankReport (its report, its five lines, its collectives). The unit of work is a rank source
+(tracetriage.rank_source); with a scheduler the same analyze_source runs on Dask workers
+(tracetriage.rank_dask) and only the merge runs here.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 
 from analyzers.analyses.ranks import (
@@ -26,19 +29,21 @@ from analyzers.analyses.ranks import (
     rank_from_name,
 )
 from analyzers.loading import merged
-from analyzers.loading.load import find_traces, load
+from analyzers.loading.load import load
 from analyzers.model.trace import Trace, TraceError
 from analyzers.output import serialize
 from analyzers.triage.report import Analysis, analyze_file, analyze_trace
 from analyzers.voice import ranks as rank_words
 from analyzers.voice import report as report_words
 from analyzers.voice.common import mostly
+from tracetriage.machine import usable_cpus
+from tracetriage.rank_source import RankSource, list_sources, local_copy
 
 
-def analyze_rank(path: str) -> RankReport | RankError:
+def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError:
     """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
     try:
-        return _rank_report(analyze_file(path))
+        return _rank_report(analyze_file(path) if use_cache else analyze_trace(load(path, use_cache=False)))
     except TraceError as e:
         return RankError(str(e))
     except MemoryError:
@@ -52,8 +57,10 @@ def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None) -> Ran
     file already loaded. Never raises."""
     label = merged.member_label(path, rank)
     try:
-        return _rank_report(analyze_trace(merged.rank_trace(trace if trace is not None else load(path), rank)),
-                            rank_from="merged file (args.rank)")
+        trace = trace if trace is not None else load(path)
+        if not merged.ranks_of(trace):
+            raise TraceError(f"{label}: {path} is the trace of one rank, not a merged multi-rank file")
+        return _rank_report(analyze_trace(merged.rank_trace(trace, rank)), rank_from="merged file (args.rank)")
     except TraceError as e:
         return RankError(str(e))
     except MemoryError:
@@ -71,6 +78,35 @@ def _rank_report(a: Analysis, rank_from: str | None = None) -> RankReport:
                       has_gpu=bool(a.devices), rank_from=rank_from)
 
 
+def analyze_source(source: RankSource) -> RankReport | RankError:
+    """One rank source, read where this process runs (a pool worker, a Dask worker); never raises.
+
+    What comes back names the source as the user did: a remote trace was analysed from a
+    temporary copy, a cluster was sent absolute paths."""
+    try:
+        with local_copy(source) as (path, copied):
+            # a temporary copy's cache entry could never be hit again: its mtime is new each time
+            result = analyze_rank(path, use_cache=not copied) if source.member is None else \
+                analyze_merged_rank(path, _member_rank(source))
+    except TraceError as e:
+        return RankError(str(e))
+    except Exception as e:  # a storage backend's own failure must not sink the other ranks
+        return RankError(f"{source.label}: internal failure while reading it ({type(e).__name__}: {e})")
+    if isinstance(result, RankError):
+        return RankError(result.message.replace(path, source.label))
+    if result.report.get("trace", {}).get("path") not in (None, source.label):
+        result = replace(result, report={**result.report, "trace": {**result.report["trace"], "path": source.label}})
+    return result
+
+
+def _member_rank(source: RankSource) -> int:
+    """The rank a merged-file selector names ("rank3" or "3")."""
+    try:
+        return int(str(source.member).removeprefix("rank"))
+    except ValueError:
+        raise TraceError(f"{source.label}: {source.member!r} names no rank (rankN or N)") from None
+
+
 # --- running the workers ----------------------------------------------------------------------
 
 def _pool_context():
@@ -80,57 +116,84 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
-def analyze_paths(paths: list[Path], progress=None) -> dict[Path, RankReport | RankError]:
-    """Each path's analyze_rank result, in the order of `paths`; in parallel when there are several."""
-    if len(paths) == 1:
-        res = {paths[0]: analyze_rank(str(paths[0]))}
+def pool_workers(n: int) -> int:
+    return min(n, usable_cpus())
+
+
+def analyze_sources(sources: list[RankSource], progress=None) -> dict[RankSource, RankReport | RankError]:
+    """Each source's analyze_source result, in the order of `sources`; in parallel processes when there are several."""
+    if len(sources) == 1:
+        res = {sources[0]: analyze_source(sources[0])}
         if progress:
             progress(1, 1)
         return res
-    out: dict[Path, RankReport | RankError] = {}
-    workers = min(len(paths), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futs = {pool.submit(analyze_rank, str(p)): p for p in paths}
+    out: dict[RankSource, RankReport | RankError] = {}
+    with ProcessPoolExecutor(max_workers=pool_workers(len(sources)), mp_context=_pool_context()) as pool:
+        futs = {pool.submit(analyze_source, s): s for s in sources}
         for done, f in enumerate(as_completed(futs), 1):
-            p = futs[f]
+            s = futs[f]
             try:
-                out[p] = f.result()
+                out[s] = f.result()
             except BrokenProcessPool:
-                out[p] = RankError(f"{p}: the worker analysing it died (out of memory?)")
+                out[s] = RankError(f"{s.label}: the worker analysing it died (out of memory?)")
             if progress:
-                progress(done, len(paths))
-    return {p: out[p] for p in paths}
+                progress(done, len(sources))
+    return {s: out[s] for s in sources}
+
+
+def analyze_paths(paths: list[Path], progress=None) -> dict[Path, RankReport | RankError]:
+    """Each local path's result, in the order of `paths` (analyze_sources for plain files)."""
+    res = analyze_sources([RankSource(str(p), str(p)) for p in paths], progress)
+    return {Path(s.path): r for s, r in res.items()}
 
 
 # --- the command ---------------------------------------------------------------------------------
 
-def report_object(path: Path, progress=None, trace: Trace | None = None) -> RanksReport:
-    """The merged report of a directory of rank traces, or of the ranks of one merged multi-rank file
-    (`trace`: that file, already loaded); TraceError when there is nothing usable."""
-    if trace is not None or path.is_file():
-        trace = trace if trace is not None else load(path)
+def report_object(path: Path | str, progress=None, scheduler: str | None = None,
+                  trace: Trace | None = None) -> RanksReport:
+    """The merged report of a directory of rank traces (a local path or an fsspec URL), or of the ranks
+    of one merged multi-rank file (`trace`: that file, already loaded); TraceError when there is nothing
+    usable. With `scheduler` ("local" or a Dask scheduler's address) the ranks are listed and analysed
+    on a Dask cluster, and only the merge runs here."""
+    target = str(path)
+    if trace is not None or (not scheduler and Path(target).is_file()):
+        trace = trace if trace is not None else load(target)
         ranks = merged.ranks_of(trace)
         if not ranks:
-            raise TraceError(f"{path} is the trace of one rank, not a merged multi-rank file: report it alone")
-        results = {Path(merged.member_label(path.name, r)): analyze_merged_rank(str(path), r, trace) for r in ranks}
-        return merge(results)
-    try:
-        paths = find_traces(path)
-    except OSError as e:
-        raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
-    if not paths:
-        raise TraceError(f"no traces in {path} (expected rank*.json or rank*.json.gz files)")
-    results = analyze_paths(paths, progress)
+            raise TraceError(f"{target} is the trace of one rank, not a merged multi-rank file: report it alone")
+        name = Path(target).name
+        return merge({Path(merged.member_label(name, r)): analyze_merged_rank(target, r, trace) for r in ranks})
+    if scheduler:
+        from tracetriage.rank_dask import analyze_on_cluster  # dask is imported only when asked for
+
+        results, workers = analyze_on_cluster(target, scheduler, analyze_source, progress)
+    else:
+        sources = list_sources(target)
+        results = analyze_sources(sources, progress)
+        workers = 1 if len(sources) == 1 else pool_workers(len(sources))
+    return merged_report(target, results, workers)
+
+
+def merged_report(target: str, results: dict[RankSource, RankReport | RankError], workers: int) -> RanksReport:
+    """The run's report from each source's result, after the checks that the files are ranks of one run."""
     if all(isinstance(r, RankError) for r in results.values()):
-        raise TraceError(f"no usable trace in {path}: " + "; ".join(r.message for r in results.values()))
-    good = [(p, r) for p, r in results.items() if isinstance(r, RankReport)]
-    if len(good) > 1 and not any(isinstance(r.rank, int) or rank_from_name(p.name) is not None for p, r in good):
+        raise TraceError(f"no usable trace in {target}: " + "; ".join(r.message for r in results.values()))
+    good = [(s, r) for s, r in results.items() if isinstance(r, RankReport)]
+    if len(good) > 1 and not any(isinstance(r.rank, int) or rank_from_name(s.name) is not None for s, r in good):
         # a folder of unrelated traces (a sample library, before/after captures): merging them as ranks
         # of one run would name a "straggler" among workloads that never ran together
-        raise TraceError(f"{path} holds {len(good)} traces, but none says which rank of a run it is (no "
+        raise TraceError(f"{target} holds {len(good)} traces, but none says which rank of a run it is (no "
                          "distributedInfo, no rankN in its name): report them one at a time, or compare two "
                          "with `tracetriage diff BEFORE AFTER`")
-    mixed = mixed_runs(good)
+    mixed = mixed_runs([(s.key, r) for s, r in good])
     if mixed:
-        raise TraceError(rank_words.mixed_runs(path, *mixed))
-    return merge(results, workers=1 if len(paths) == 1 else min(len(paths), os.cpu_count() or 1))
+        raise TraceError(rank_words.mixed_runs(target, *mixed))
+    return merge({s.key: _keyed_error(s, r) for s, r in results.items()}, workers=workers)
+
+
+def _keyed_error(s: RankSource, r: RankReport | RankError) -> RankReport | RankError:
+    """A URL's key prints differently from the URL ('memory:/run/x' for 'memory://run/x'): the merge
+    strips the key from the start of an error to show it beside the file name, so start it with the key."""
+    if isinstance(r, RankError) and str(s.key) != s.label and r.message.startswith(s.label):
+        return RankError(str(s.key) + r.message[len(s.label):])
+    return r

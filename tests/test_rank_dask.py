@@ -1,0 +1,333 @@
+"""`tracetriage report DIR --scheduler ...`: the ranks on a real Dask cluster, the same answer as the local pool.
+
+Two real LocalClusters, started once for the module: one of in-process worker threads on TCP
+(fast; it shares this process's fsspec memory filesystem), one of two worker processes, for
+killing a worker mid-run.
+"""
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+fsspec = pytest.importorskip("fsspec")
+
+from analyzers.analyses.ranks import RankError, RankReport
+from analyzers.output import serialize
+from analyzers.tools.grow_ranks import write_ranks
+from tracetriage import rank_dask, rank_run
+from tracetriage.cli import main
+from tracetriage.machine import usable_cpus
+from tracetriage.rank_source import RankSource, list_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+DDP = ROOT / "traces" / "ddp"
+DDP_SKEWED = ROOT / "traces" / "ddp-skewed"
+
+
+@pytest.fixture(scope="module")
+def threads():
+    """As many single-threaded workers as the local pool has processes, so both say the same 'analysed in N'."""
+    with distributed.LocalCluster(n_workers=usable_cpus(), threads_per_worker=1, processes=False,
+                                  protocol="tcp", host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """Two worker processes; a rank may kill one worker and be retried (allowed-failures 1), not two."""
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        yield cluster.scheduler_address, c
+
+
+@pytest.fixture
+def cold(monkeypatch):
+    # both sides analyse from the JSON: a cache entry written by the first run must not serve the second
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
+    monkeypatch.delenv("TRACETRIAGE_SCHEDULER", raising=False)
+
+
+def _stdout(capsys, *argv) -> str:
+    assert main(["report", "--quiet", "--json", *map(str, argv)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    return out
+
+
+# --- the same answer ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("run", [DDP, DDP_SKEWED], ids=["ddp", "ddp-skewed"])
+def test_a_cluster_prints_the_local_pools_json_byte_for_byte(run, threads, cold, capsys):
+    pooled = _stdout(capsys, run)
+    assert _stdout(capsys, run, "--scheduler", threads) == pooled
+    assert json.loads(pooled)["straggler"]["rank"] == 1
+
+
+def test_64_grown_ranks_on_a_cluster_print_the_local_pools_json_and_name_the_planted_straggler(tmp_path, threads,
+                                                                                               cold, capsys):
+    write_ranks(tmp_path, 64, straggler=37)
+    pooled = _stdout(capsys, tmp_path)
+    assert _stdout(capsys, tmp_path, "--scheduler", threads) == pooled
+    out = json.loads(pooled)
+    assert len(out["ranks"]) == 64 and out["errors"] == {}
+    assert out["straggler"]["rank"] == 37 and out["straggler"]["basis"] == "collective_wait"
+
+
+def test_scheduler_local_starts_a_cluster_of_processes_and_gives_the_same_json(cold):
+    def cli(*extra):
+        return subprocess.run([sys.executable, "-m", "tracetriage.cli", "report", "--json", str(DDP), *extra],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+    pooled, clustered = cli(), cli("--scheduler", "local")
+    assert clustered.returncode == 0 and clustered.stderr == "", clustered.stderr
+    assert clustered.stdout == pooled.stdout
+
+
+def test_the_scheduler_comes_from_TRACETRIAGE_SCHEDULER_and_only_then_is_dask_imported(threads):
+    # which of dask, distributed and fsspec a `report DIR` and a `report FILE` imported
+    probe = ("import sys, contextlib, io\nfrom tracetriage.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             f"    assert main(['report', '--quiet', {str(DDP)!r}]) == 0\n"
+             f"    assert main(['report', '--quiet', {str(DDP / 'rank0.json.gz')!r}]) == 0\n"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed', 'fsspec'}))")
+
+    def imported(**env):
+        e = {k: v for k, v in os.environ.items() if k != "TRACETRIAGE_SCHEDULER"}
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                           env={**e, **env})
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert imported() == "[]"
+    assert imported(TRACETRIAGE_SCHEDULER=threads) == "['dask', 'distributed']"
+
+
+# --- storage through fsspec -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ddp_on_disk():
+    return serialize.ranks(rank_run.report_object(DDP))
+
+
+def _without_paths(out: dict) -> dict:
+    return {**out, "ranks": [{**r, "trace": {**r["trace"], "path": None}} for r in out["ranks"]]}
+
+
+CEILINGS = {"device_name": "NVIDIA H200", "copy_gbps": {"d2d": 100.0}, "matmul_tflops": {"bf16": 5.0}}
+
+
+def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_disk(tmp_path, threads, cold):
+    # measured ceilings beside the ranks change every rank's roofline: they must travel with a remote rank
+    for p in DDP.iterdir():                       # the ranks and their capture sidecars (no ranks themselves)
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    (tmp_path / "ceilings.json").write_text(json.dumps(CEILINGS))
+    url = f"memory://run-{uuid.uuid4().hex[:6]}"
+    mem = fsspec.filesystem("memory")
+    for p in tmp_path.iterdir():
+        mem.pipe(f"{url}/{p.name}", p.read_bytes())
+    on_disk = serialize.ranks(rank_run.report_object(tmp_path))
+    remote = serialize.ranks(rank_run.report_object(url, scheduler=threads))
+    assert _without_paths(remote) == _without_paths(on_disk)
+    assert [r["trace"]["path"] for r in remote["ranks"]] == [f"{url}/rank0.json.gz", f"{url}/rank1.json.gz"]
+    assert on_disk["ranks"][0]["roofline"][0]["peak_tflops"] == 5.0
+
+
+def test_a_file_url_gives_the_answer_of_its_local_path_in_the_pool_and_on_a_cluster(threads, ddp_on_disk, cold):
+    url = DDP.as_uri()
+    for scheduler in (None, threads):
+        out = serialize.ranks(rank_run.report_object(url, scheduler=scheduler))
+        assert _without_paths(out) == _without_paths(ddp_on_disk)
+        assert out["ranks"][0]["trace"]["path"] == f"{url}/rank0.json.gz"
+
+
+def test_a_url_and_a_local_path_list_the_same_rank_files(tmp_path):
+    for name in ("rank0.json.gz", "rank1.json", "rank0.meta.json", "manifest.json", "notes.txt"):
+        (tmp_path / name).write_bytes(b"{}")
+    (tmp_path / "sub.json").mkdir()
+    local = [s.name for s in list_sources(str(tmp_path))]
+    assert local == ["rank0.json.gz", "rank1.json"]
+    assert [s.name for s in list_sources(tmp_path.as_uri())] == local
+
+
+def test_a_missing_storage_backend_is_one_error_line_naming_the_package_to_install(capsys):
+    missing = next((p for p, mod in (("s3", "s3fs"), ("gs", "gcsfs"), ("abfs", "adlfs")) if not _importable(mod)), None)
+    if missing is None:
+        pytest.skip("s3fs, gcsfs and adlfs are all installed here")
+    package = {"s3": "s3fs", "gs": "gcsfs", "abfs": "adlfs"}[missing]
+    assert main(["report", f"{missing}://bucket/run-17"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: reading {missing}:// needs the {package} package") and f"pip install {package}" in err
+
+
+def _importable(mod: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(mod) is not None
+
+
+# --- bad ranks and faults ------------------------------------------------------------------------------
+
+def test_bad_files_are_rows_with_their_one_line_errors_on_a_cluster_as_in_the_pool(tmp_path, threads, cold, capsys):
+    write_ranks(tmp_path, 4, straggler=3)
+    (tmp_path / "rank1.json.gz").write_bytes((tmp_path / "rank1.json.gz").read_bytes()[:300])   # truncated
+    (tmp_path / "rank2.json.gz").unlink()
+    (tmp_path / "rank2.json").write_text(json.dumps({"schemaVersion": 1}))                      # JSON, not a trace
+    pooled = _stdout(capsys, tmp_path)
+    assert _stdout(capsys, tmp_path, "--scheduler", threads) == pooled
+    out = json.loads(pooled)
+    assert [r["rank"] for r in out["ranks"]] == [0, 3]
+    assert sorted(out["errors"]) == ["rank1.json.gz", "rank2.json"]
+    assert "gzip" in out["errors"]["rank1.json.gz"] and "not a trace" in out["errors"]["rank2.json"]
+    assert all("\n" not in m and "Traceback" not in m for m in out["errors"].values())
+
+
+def test_a_merged_file_selector_is_its_own_row_never_the_whole_file(threads):
+    whole = RankSource(str(DDP / "rank0.json.gz"), str(DDP / "rank0.json.gz"))
+    member = RankSource(str(DDP / "rank1.json.gz"), str(DDP / "rank1.json.gz"), member="rank1")
+    with rank_dask.connected(threads) as (client, address):
+        results, _ = rank_dask.run_sources(client, address, [whole, member], rank_run.analyze_source)
+    assert isinstance(results[whole], RankReport)
+    assert isinstance(results[member], RankError) and "merged multi-rank file" in results[member].message
+    assert results == rank_run.analyze_sources([whole, member])
+    rr = rank_run.merged_report(str(DDP), results, workers=2)
+    assert [r.rank for r in rr.rows] == [0]
+    assert list(rr.errors) == ["rank1.json.gz#rank1"] and "merged multi-rank file" in rr.errors["rank1.json.gz#rank1"]
+
+
+def _kill_the_worker_holding(client, name: str, avoid: set[int]) -> int:
+    """SIGKILL the worker process analysing the rank file `name`, while that rank is all it holds."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for worker, keys in client.processing().items():
+            if [str(k).split("-")[1] for k in keys] == [name]:
+                pid = client.run(os.getpid, workers=[worker], on_error="return").get(worker)
+                if isinstance(pid, int) and pid not in avoid:
+                    os.kill(pid, signal.SIGKILL)
+                    return pid
+        time.sleep(0.005)
+    raise AssertionError(f"no worker took {name}")
+
+
+@pytest.fixture(scope="module")
+def slow_run(tmp_path_factory):
+    """Rank 0, and rank 1 grown 300 times (about a second to analyse), so that a worker can be killed while it
+    holds rank 1. Two ranks on two idle workers: each worker holds one, and a death counts against its rank alone."""
+    d = tmp_path_factory.mktemp("slow")
+    write_ranks(d, 2, straggler=None)
+    slow = tmp_path_factory.mktemp("grown")
+    write_ranks(slow, 2, straggler=None, copies=300, compress=False)   # 40 MB of JSON: gzip would cost seconds
+    os.replace(slow / "rank1.json", d / "rank1.json")
+    (d / "rank1.json.gz").unlink()
+    return d
+
+
+def _report_in_background(run: Path, address: str, client):
+    client.wait_for_workers(2, timeout=60)      # the restarts after an earlier kill
+    client.run(importlib.import_module, "tracetriage.rank_run")   # warm: the quick ranks finish in milliseconds
+    box = {}
+    t = threading.Thread(target=lambda: box.update(rr=rank_run.report_object(run, scheduler=address)), daemon=True)
+    t.start()
+    return t, box
+
+
+def test_a_worker_killed_mid_run_has_its_rank_retried_and_reported(slow_run, processes, cold):
+    address, client = processes
+    t, box = _report_in_background(slow_run, address, client)
+    _kill_the_worker_holding(client, "rank1.json", avoid=set())
+    t.join(120)
+    rr = box["rr"]
+    assert rr.errors == {} and [r.rank for r in rr.rows] == [0, 1]
+    alone = rank_run.analyze_rank(str(slow_run / "rank1.json"))
+    assert rr.rows[1].r.lines == alone.lines
+
+
+def test_a_rank_that_kills_every_worker_it_is_given_is_its_own_row_and_the_others_are_reported(slow_run, processes,
+                                                                                             cold):
+    address, client = processes
+    t, box = _report_in_background(slow_run, address, client)
+    first = _kill_the_worker_holding(client, "rank1.json", avoid=set())
+    _kill_the_worker_holding(client, "rank1.json", avoid={first})
+    t.join(120)
+    rr = box["rr"]
+    assert [r.rank for r in rr.rows] == [0]
+    assert list(rr.errors) == ["rank1.json"]
+    assert rr.errors["rank1.json"].startswith("every Dask worker that analysed it died")
+
+
+# --- the cluster cannot be used: one line, exit 2 --------------------------------------------------------
+
+@pytest.mark.parametrize("address, says", [
+    ("nonsense", "error: not a Dask scheduler address: 'nonsense'"),
+    ("http://127.0.0.1:8786", "error: not a Dask scheduler address: 'http://127.0.0.1:8786' (unknown address scheme"),
+    ("tcp://127.0.0.1:1", "error: cannot reach a Dask scheduler at tcp://127.0.0.1:1 (Connection refused)"),
+])
+def test_a_bad_or_unreachable_scheduler_is_one_error_line(address, says, capsys):
+    assert main(["report", str(DDP), "--scheduler", address]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(says) and err.count("\n") == 1
+
+
+def test_a_port_that_accepts_but_never_answers_is_reported_within_the_timeout(monkeypatch, capsys):
+    monkeypatch.setattr(rank_dask, "CONNECT_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:       # the kernel accepts connections into the backlog; nobody answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = "tcp://127.0.0.1:%d" % silent.getsockname()[1]
+        t0 = time.monotonic()
+        assert main(["report", str(DDP), "--scheduler", address]) == 2
+    assert time.monotonic() - t0 < 10
+    out, err = capsys.readouterr()
+    assert err == f"error: cannot reach a Dask scheduler at {address} (no answer within 0.5 s); start one with " \
+                  "`dask scheduler`, or check the address\n"
+
+
+def test_a_scheduler_without_workers_is_one_error_line_saying_how_to_start_one(monkeypatch, capsys):
+    monkeypatch.setattr(rank_dask, "WORKERS_TIMEOUT_S", 0.5)
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as empty:
+        assert main(["report", str(DDP), "--scheduler", empty.scheduler_address]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: the Dask scheduler at {empty.scheduler_address} has no workers")
+    assert f"`dask worker {empty.scheduler_address} --nthreads 1`" in err and err.count("\n") == 1
+
+
+def test_scheduler_with_one_trace_file_is_a_user_error(capsys):
+    assert main(["report", str(DDP / "rank0.json.gz"), "--scheduler", "local"]) == 2
+    assert capsys.readouterr().err == "error: --scheduler applies to a directory of rank traces, not to one trace file\n"
+
+
+def test_a_directory_the_workers_cannot_find_is_one_error_line(tmp_path, threads, capsys):
+    assert main(["report", str(tmp_path / "gone"), "--scheduler", threads]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"error: cannot read {tmp_path / 'gone'}: No such file or directory\n"
+
+
+def test_losing_the_scheduler_mid_run_is_one_error_line_without_dasks_tracebacks(slow_run, cold):
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0")
+    cli = subprocess.Popen([sys.executable, "-m", "tracetriage.cli", "report", str(slow_run), "--scheduler",
+                            cluster.scheduler_address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=ROOT)
+    with distributed.Client(cluster, set_as_default=False) as watcher:
+        deadline = time.monotonic() + 60
+        while not any(watcher.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    cluster.close()
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 2 and out == ""
+    assert err.startswith(f"error: lost the Dask scheduler at {cluster.scheduler_address} after ")
+    assert err.count("\n") == 1 and "Traceback" not in err
