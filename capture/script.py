@@ -14,9 +14,11 @@ from pathlib import Path
 import torch
 
 from capture.harness import record
+from capture.stacks import StackChoice, choose
 
 
-def capture_script(path: str, args: list[str], out_path: Path) -> Path:
+def capture_script(path: str, args: list[str], out_path: Path, stacks: str = "auto") -> StackChoice:
+    """Profile one run of the script; returns whether stacks were recorded (a script cannot be measured first)."""
     script = Path(path)
     if not script.is_file():
         raise FileNotFoundError(f"no such script: {path}")
@@ -32,8 +34,9 @@ def capture_script(path: str, args: list[str], out_path: Path) -> Path:
                 except SystemExit as e:  # a script that calls sys.exit(0) still gets its trace
                     if e.code not in (None, 0):
                         raise
-        record(run_once, device=device, steps=1, out_path=out_path)
+        stack = choose(stacks)
+        record(run_once, device=device, steps=1, out_path=out_path, with_stack=stack.on)
     finally:
         sys.argv = saved_argv
         sys.path.remove(str(script.resolve().parent))
-    return out_path
+    return stack

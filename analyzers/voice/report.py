@@ -8,6 +8,7 @@ from pathlib import Path
 from analyzers.model.evidence import Evidence
 from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share
 from analyzers.model.verdicts import Cause, Experiment, Regime
+from analyzers.voice.sources import fused_words, hotspot_source, source_clause
 from analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -68,6 +69,7 @@ def next_experiment(a) -> dict[str, str]:
     if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
         out["lever"] += f" (predicted {predicted(nx.lever)}" + (
             LEVERS[nx.lever.lever].prediction_words + ")")
+    out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
         spec = LEVERS[w.lever]
@@ -148,7 +150,7 @@ def five_lines(a) -> list[str]:
         p = a.phases
         l1 = l1[:-1] + (f"; prefill (TTFT) {duration_us(p.ttft_us)}, decode {duration_us(p.per_token_us)} per token "
                         f"over {p.decode.count} steps.")
-    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
+    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
@@ -162,12 +164,25 @@ def five_lines(a) -> list[str]:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
         l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
-              f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}.")
+              f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}.")
     else:
         l3 = "Idle: the GPU never idles inside its span."
     nx = next_experiment(a)
     l5 = f"Next: {nx['lever']}, because {nx['why']}. Would waste the week: {nx['waste']}."
     return [l1, l2, l3, _regime_line(a), l5]
+
+
+def _hotspot_more(a, name: str) -> str:
+    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
+    fk = a.fused_kernels.get(name)
+    src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
+    return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
+
+
+def _idle_source(a) -> str:
+    """With stacks: where in the user's code the dominant cause's gaps come from."""
+    found = a.source_lines.idle.get(a.dominant, ()) if a.source_lines and a.dominant else ()
+    return source_clause(found[0] if found else None)
 
 
 def _construct_clause(a) -> str:
@@ -233,7 +248,7 @@ def _regime_line(a) -> str:
 def _cpu_only_lines(a) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
-    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls)" for x in h.hotspots)
+    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls{_hotspot_more(a, x.name)})" for x in h.hotspots)
     acc = a.accelerator
     if acc is not None:   # not a CPU-only trace: a device this tool does not read
         return [
