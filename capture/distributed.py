@@ -19,9 +19,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from analyzers.loading.atomic import write_json_atomic
 from capture.harness import device_info, record, sidecar_path, versions
 from capture.ranges import named_range
-from analyzers.loading.atomic import write_json_atomic
 
 
 def _rank_main(rank: int, world: int, out: str, straggler: int, straggler_ms: float, steps: int, device: str):

@@ -21,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
+from capture.stacks import choose, copy_generated, measure_cost
 from capture.timer import honest_time
 from capture.workload import Workload
 
@@ -89,18 +90,25 @@ def git_revision() -> str | None:
         return None
 
 
-def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None) -> None:
-    """Profile `steps` calls of step_fn and export a gzipped Kineto trace to out_path.
-
-    `prologue` runs inside the profiled region before the first step: a multi-rank run
-    passes a barrier so that every rank's trace starts at the same moment.
-    """
+def profiler(device: str, with_stack: bool = False):
+    """torch.profiler with the capture's settings: CPU (+ CUDA) activity, shapes, CUDA sync events."""
     activities = [ProfilerActivity.CPU]
     on_gpu = torch.device(device).type == "cuda"
     if on_gpu:
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, record_shapes=True,
-                 experimental_config=experimental_config() if on_gpu else None) as prof:
+    return profile(activities=activities, record_shapes=True, with_stack=with_stack,
+                   experimental_config=experimental_config() if on_gpu else None)
+
+
+def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None, with_stack: bool = False) -> None:
+    """Profile `steps` calls of step_fn and export a gzipped Kineto trace to out_path.
+
+    `prologue` runs inside the profiled region before the first step: a multi-rank run
+    passes a barrier so that every rank's trace starts at the same moment. With stacks, the
+    Inductor wrappers the trace names are copied beside it (capture.stacks.copy_generated).
+    """
+    on_gpu = torch.device(device).type == "cuda"
+    with profiler(device, with_stack) as prof:
         if prologue is not None:
             prologue()
         for _ in range(steps):
@@ -112,11 +120,14 @@ def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None) -
         raw = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(raw))
         write_bytes_atomic(out_path, gzip.compress(raw.read_bytes(), compresslevel=6))
+        if with_stack:
+            copy_generated(raw, out_path)
 
 
 def capture_workload(workload: Workload, out_path: str | os.PathLike, *, name: str,
-                     label: dict | None = None, time_repeats: int = 10) -> dict:
-    """Run, time and profile one workload; return the sidecar dict (also written to disk)."""
+                     label: dict | None = None, time_repeats: int = 10, stacks: str = "auto") -> dict:
+    """Run, time and profile one workload; return the sidecar dict (also written to disk).
+    stacks: auto (on when they cost little, measured here: capture.stacks), on or off."""
     out_path = Path(out_path)
     if not out_path.name.endswith(".json.gz"):
         out_path = out_path.with_name(out_path.name + ".json.gz")
@@ -126,7 +137,9 @@ def capture_workload(workload: Workload, out_path: str | os.PathLike, *, name: s
     workload.sync()
     timing = honest_time(workload.step, device=workload.device, tensors=workload.inputs(),
                          warmup=0, repeats=time_repeats)
-    record(workload.step, device=workload.device, steps=workload.steps, out_path=out_path)
+    stack = choose(stacks, lambda: measure_cost(workload.step, workload.sync,
+                                                lambda ws: profiler(workload.device, ws)))
+    record(workload.step, device=workload.device, steps=workload.steps, out_path=out_path, with_stack=stack.on)
     meta: dict[str, Any] = {
         "name": name,
         "trace": out_path.name,
@@ -136,6 +149,7 @@ def capture_workload(workload: Workload, out_path: str | os.PathLike, *, name: s
         "device": device_info(workload.device),
         "versions": versions(),
         "timing_per_step": timing.to_dict(),
+        "stacks": stack.to_dict(),
         "measurements": workload.summary(),
         "git_revision": git_revision(),
         "captured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -18,7 +18,6 @@ from capture.ranges import named_range
 from capture.smells import GpuThenSync, HostThenGpu, on_gpu
 from capture.workload import Workload
 
-
 # --- launch overhead --------------------------------------------------------------------
 
 @dataclass

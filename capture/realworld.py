@@ -26,13 +26,12 @@ from typing import ClassVar
 import torch
 
 from capture import fixes
-from capture.fixes import GraphedBody, BEFORE
+from capture.fixes import BEFORE, GraphedBody
 from capture.realworld_common import RealWorkload, trace_facts
 from capture.realworld_compile import COMPILE_SCENARIOS
 from capture.realworld_generate import GENERATE_SCENARIOS
 from capture.realworld_vision import VISION_SCENARIOS
 from capture.smells import narrow_mlp
-
 
 # --- optimizers (fused_optimizer) --------------------------------------------------------
 

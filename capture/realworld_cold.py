@@ -104,7 +104,7 @@ def _spawn(variant: str, device: str, trace: Path | None, steps: int, warmup: in
 
 def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: int = 5) -> dict:
     """`reps` x (before profiled, warm_up timed then profiled, before unprofiled), each a fresh process."""
-    from capture.fixes import ratio_spread               # the same summaries as every other measured.json
+    from capture.fixes import ratio_spread  # the same summaries as every other measured.json
     from capture.realworld_common import runs_summary
 
     runs: dict[str, list[dict]] = {"before": [], "warm_up": []}

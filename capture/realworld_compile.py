@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from capture.fixes import GraphedBody, BEFORE
+from capture.fixes import BEFORE, GraphedBody
 from capture.realworld_common import RealWorkload
 
 

@@ -25,8 +25,17 @@ from typing import ClassVar
 
 import torch
 
-from capture.realworld_common import (RealWorkload, profile_bare, timed_windows, trace_facts, trace_us,
-                                      wall_clock_ms, warm_gpu, warm_profiler, write_json)
+from capture.realworld_common import (
+    RealWorkload,
+    profile_bare,
+    timed_windows,
+    trace_facts,
+    trace_us,
+    wall_clock_ms,
+    warm_gpu,
+    warm_profiler,
+    write_json,
+)
 
 # Model sizes on a GPU, and the tiny ones the CPU runs instead. 4 layers, not Llama's 8 or GPT-2's 12: an
 # eager decode step records ~250 host ops a layer (views, casts, rotary), and 32 tokens of 8 layers would

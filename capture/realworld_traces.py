@@ -28,8 +28,15 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity
 from torch.utils.data import DataLoader, Dataset
 
-from capture.realworld_common import (profile_bare, trace_facts, trace_us, wall_clock_ms, warm_gpu, warm_profiler,
-                                      write_json)
+from capture.realworld_common import (
+    profile_bare,
+    trace_facts,
+    trace_us,
+    wall_clock_ms,
+    warm_gpu,
+    warm_profiler,
+    write_json,
+)
 
 
 def _gpu(device: str) -> bool:

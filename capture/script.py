@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from capture.harness import record
+from capture.stacks import StackChoice, choose
 
 
 class ScriptFailed(Exception):
@@ -31,7 +32,9 @@ class ScriptFailed(Exception):
         self.exit_code = exit_code
 
 
-def capture_script(path: str, args: list[str], out_path: Path, device: str | None = None) -> Path:
+def capture_script(path: str, args: list[str], out_path: Path, device: str | None = None,
+                   stacks: str = "auto") -> StackChoice:
+    """Profile one run of the script; returns whether stacks were recorded (a script cannot be measured first)."""
     script = Path(path)
     if not script.is_file():
         raise FileNotFoundError(f"no such script: {path}")
@@ -44,11 +47,12 @@ def capture_script(path: str, args: list[str], out_path: Path, device: str | Non
         def run_once():
             with torch.profiler.record_function(f"script:{script.name}"):
                 _run_as_main(script)
-        record(run_once, device=device, steps=1, out_path=out_path)
+        stack = choose(stacks)
+        record(run_once, device=device, steps=1, out_path=out_path, with_stack=stack.on)
     finally:
         sys.argv = saved_argv
         sys.path.remove(str(script.resolve().parent))
-    return out_path
+    return stack
 
 
 def _run_as_main(script: Path) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import kineto_factory as kf
 import numpy as np
 import pytest
 
-import kineto_factory as kf
-from analyzers.analyses import idle, inference, steps
+from analyzers.analyses import idle, steps
 from analyzers.analyses.inference import StepKind
 from analyzers.analyses.steps import Boundary, NoSteps, StepsFrom
 from analyzers.loading.load import load

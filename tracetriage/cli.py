@@ -12,7 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+EXIT_GATE_FAILED = 1     # --fail-if-slower / --fail-if-idle-above: the gate failed (CI)
 EXIT_USER_ERROR = 2
+EXIT_INTERNAL = 3        # a bug, not the user's input nor a gate
 
 
 class UserError(Exception):
@@ -36,6 +38,24 @@ def _json_default(o):
 
 # --- report / diff -------------------------------------------------------------------
 
+def _gate_pct(text: str | None, flag: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        pct = float(text.rstrip("%"))
+    except ValueError:
+        raise UserError(f"{flag} takes a percentage, e.g. {flag} 5; got {text!r}") from None
+    if not 0 <= pct < float("inf"):
+        raise UserError(f"{flag} takes a percentage of 0 or more, got {text}")
+    return pct
+
+
+def _gate_exit(g, line: str) -> int:
+    """The gate's one line on stderr (stdout keeps the report), and its exit code."""
+    print(line, file=sys.stderr)
+    return EXIT_GATE_FAILED if g.failed else 0
+
+
 def cmd_report(a) -> int:
     from analyzers.loading.merged import MergedRanks
     from analyzers.loading.progress import set_quiet
@@ -45,6 +65,8 @@ def cmd_report(a) -> int:
     from analyzers.voice.report import analysis_caveats, five_lines, hta_text
 
     set_quiet(a.quiet)
+    fmt = _format(a)
+    limit = _gate_pct(a.fail_if_idle_above, "--fail-if-idle-above")
     path = Path(a.trace)
     scheduler = a.scheduler or os.environ.get("TRACETRIAGE_SCHEDULER") or None
     if a.scheduler and path.is_file():
@@ -52,17 +74,29 @@ def cmd_report(a) -> int:
     # a URL, or with a scheduler a directory only the cluster may see, is a run's directory: its workers list it
     elsewhere = scheduler and not path.exists() and not a.trace.endswith((".json", ".json.gz"))
     if path.is_dir() or _is_url(a.trace) or elsewhere:
-        if a.range or a.hta or a.graph_capture:
-            raise UserError("--range, --hta and --graph-capture apply to one trace file, not to a directory of ranks")
-        return _report_dir(a.trace if _is_url(a.trace) else path, a.json, a.quiet, scheduler)
+        if a.range or a.hta or a.graph_capture or limit is not None or fmt == "markdown":
+            raise UserError("--range, --hta, --graph-capture, --fail-if-idle-above and --format markdown apply to "
+                            "one trace file, not to a directory of ranks")
+        return _report_dir(a.trace if _is_url(a.trace) else path, fmt == "json", a.quiet, scheduler)
     try:
-        analysis = analyze_file(path, a.range, a.graph_capture)
-    except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
-        if a.range or a.hta:
-            raise UserError(f"{m}; --range and --hta apply to one rank's trace") from None
-        return _report_dir(path, a.json, a.quiet, merged=m.trace)
+        try:
+            analysis = analyze_file(path, a.range, a.graph_capture)
+        except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
+            if a.range or a.hta or limit is not None or fmt == "markdown":
+                raise UserError(f"{m}; --range, --hta, --fail-if-idle-above and --format markdown apply to one "
+                                "rank's trace") from None
+            return _report_dir(path, fmt == "json", a.quiet, merged=m.trace)
+        gate = _idle_gate(analysis, limit)
     except TraceError as e:
         raise UserError(str(e)) from None
+    from analyzers.voice.gate import idle_line
+
+    gate_line = idle_line(gate) if gate else None
+    if fmt == "markdown":
+        from analyzers.voice.markdown import report_markdown
+
+        sys.stdout.write(report_markdown(analysis, gate_line))
+        return _gate_exit(gate, gate_line) if gate else 0
     hta = None
     if a.hta:
         from analyzers.tools.hta_reference import HtaUnavailable, run_hta
@@ -71,18 +105,35 @@ def cmd_report(a) -> int:
             hta = run_hta(path).to_dict()
         except (HtaUnavailable, FileNotFoundError) as e:
             hta = {"error": str(e)}
-    if a.json:
+    if fmt == "json":
         out = serialize.report(analysis)
         if hta is not None:
             out["hta"] = hta
         _print_json(out)
-        return 0
-    print("\n".join(five_lines(analysis)))
-    for c in analysis_caveats(analysis):
-        print(f"Caveat: {c}.")
-    if hta is not None:
-        print(hta_text(hta, analysis))
-    return 0
+    else:
+        print("\n".join(five_lines(analysis)))
+        for c in analysis_caveats(analysis):
+            print(f"Caveat: {c}.")
+        if hta is not None:
+            print(hta_text(hta, analysis))
+    return _gate_exit(gate, gate_line) if gate else 0
+
+
+def _idle_gate(analysis, limit: float | None):
+    if limit is None:
+        return None
+    from analyzers.triage.gate import idle_above
+
+    return idle_above(analysis, limit)
+
+
+def _format(a) -> str:
+    """--format, with --json its old spelling."""
+    if getattr(a, "json", False):
+        if a.format not in (None, "json"):
+            raise UserError(f"--json and --format {a.format} disagree: give one")
+        return "json"
+    return a.format or "text"
 
 
 def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | None = None, merged=None) -> int:
@@ -122,15 +173,29 @@ def cmd_diff(a) -> int:
     from analyzers.triage.diff import diff_files
     from analyzers.voice.diff import diff_lines
 
+    fmt = _format(a)
+    limit = _gate_pct(a.fail_if_slower, "--fail-if-slower")
     try:
         d = diff_files(a.before, a.after)
+        gate = None
+        if limit is not None:
+            from analyzers.triage.gate import slower
+
+            gate = slower(d, limit)
     except TraceError as e:
         raise UserError(str(e)) from None
-    if a.json:
+    from analyzers.voice.gate import slower_line
+
+    gate_line = slower_line(gate) if gate else None
+    if fmt == "json":
         _print_json(serialize.diff(d))
+    elif fmt == "markdown":
+        from analyzers.voice.markdown import diff_markdown
+
+        sys.stdout.write(diff_markdown(d, gate_line))
     else:
         print("\n".join(diff_lines(d)))
-    return 0
+    return _gate_exit(gate, gate_line) if gate else 0
 
 
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
@@ -149,10 +214,23 @@ def cmd_whatif(a) -> int:
         w = whatif.predict_file(a.trace, levers=a.lever, only=a.only)
     except (TraceError, whatif.WhatIfError) as e:
         raise UserError(str(e)) from None
-    if a.json:
+    fmt = _format(a)
+    if fmt == "json":
         _print_json(serialize.whatif(w))
+    elif fmt == "markdown":
+        from analyzers.voice.markdown import whatif_markdown
+
+        sys.stdout.write(whatif_markdown(w))
     else:
         print(whatif_table(w))
+    return 0
+
+
+def cmd_schema(a) -> int:
+    """`tracetriage schema report|diff|whatif`: the JSON Schema of that command's --json."""
+    from analyzers.output.schema import schema
+
+    _print_json(schema(a.kind))
     return 0
 
 
@@ -213,12 +291,13 @@ def cmd_capture(a) -> int:
         raise UserError(str(e)) from None
     out = Path(a.out or f"{a.workload}.json.gz")
     try:
-        meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device))
+        meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device), stacks=a.stacks or "auto")
     except ParameterError as e:  # fields that do not fit together, found as the workload sets up
         raise UserError(f"{preset.name}: {e}") from None
     t = meta["timing_per_step"]
     print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
-          f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}")
+          f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}; "
+          f"Python stacks {'on' if meta['stacks']['recorded'] else 'off'}: {meta['stacks']['why']}")
     return 0
 
 
@@ -241,7 +320,7 @@ def _capture_script(a) -> int:
     script, rest = a.args[0], a.args[1:]
     out = Path(a.out or Path(script).stem + ".json.gz")
     try:
-        capture_script(script, rest, out, device=a.device)
+        stack = capture_script(script, rest, out, device=a.device, stacks=a.stacks or "auto")
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     except ScriptFailed as e:
@@ -249,7 +328,7 @@ def _capture_script(a) -> int:
         kept = f" ({out} is as it was)" if out.exists() else ""
         print(f"error: {e}; no trace was written{kept}", file=sys.stderr)
         return e.exit_code
-    print(f"wrote {out}")
+    print(f"wrote {out}; Python stacks {'on' if stack.on else 'off'}: {stack.why}")
     return 0
 
 
@@ -383,12 +462,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
                         "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
                         "or file:// URL")
+    _output_options(r)
+    r.add_argument("--fail-if-idle-above", metavar="PCT",
+                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span (one line on stderr says why)")
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
     d.add_argument("before")
     d.add_argument("after")
     d.add_argument("--json", action="store_true")
+    _output_options(d)
+    d.add_argument("--fail-if-slower", metavar="PCT",
+                   help="CI gate: exit 1 when AFTER's GPU span is more than PCT%% longer than BEFORE's")
     d.set_defaults(fn=cmd_diff)
 
     w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
@@ -400,7 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these levers: " + " ".join(LEVERS))
     w.add_argument("--only", metavar="OP", help=" and ".join(n for n, s in LEVERS.items() if s.takes_only)
                    + ": only the syncs called from this op, e.g. aten::item")
+    _output_options(w)
     w.set_defaults(fn=cmd_whatif)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of report, diff or whatif --json")
+    sc.add_argument("kind", choices=["report", "diff", "whatif"])
+    sc.set_defaults(fn=cmd_schema)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
     c.add_argument("workload", help="a preset name (see `capture list`; `capture PRESET --help` lists its fields), "
@@ -414,11 +504,19 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["text", "json", "markdown"],
+                   help="text (default), json (as --json) or markdown (tables for a pull-request comment)")
+
+
 def _capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, choices=["cuda", "cpu"])
     p.add_argument("--out")
     p.add_argument("--steps", type=int)
     p.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
+    p.add_argument("--stacks", choices=["auto", "on", "off"],
+                   help="Python stacks (source lines in the report): auto (default) keeps them on where they cost "
+                        "at most 25%% of profiled step time, measured first; a script gets them on")
 
 
 def _options_after_workload(a) -> None:
@@ -467,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: internal failure ({type(e).__name__}: {e}); rerun with TRACETRIAGE_DEBUG=1 for the traceback",
               file=sys.stderr)
-        return 1
+        return EXIT_INTERNAL
 
 
 def _cuda_available() -> bool:

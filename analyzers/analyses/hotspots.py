@@ -52,15 +52,25 @@ def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls
     return tuple(out)
 
 
-def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
-    """Ops by device time. Key: the op's name id, or -(kernel name id) - 1 when no op launched it."""
+def op_keys(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(key, op) per GPU row: the key is the op's name id, or -(kernel name id) - 1 when no op launched it."""
     ev = trace.ev
-    op = trace.launching_op(rows)
+    op = trace.launching_op(rows)    # a graph replay's kernels: the op captured
+    return np.where(op != NONE, ev.name[np.maximum(op, 0)].astype(np.int64), -1 - ev.name[rows].astype(np.int64)), op
+
+
+def op_label(trace: Trace, key: int) -> str:
+    """The hotspot name of an op_keys key."""
+    return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
+
+
+def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
+    """Ops by device time, keyed by op_keys."""
+    keys, op = op_keys(trace, rows)
     run = trace.op_run(rows, op)     # an op captured into a CUDA graph runs once per replay
-    keys = np.where(op != NONE, ev.name[np.maximum(op, 0)].astype(np.int64), -1 - ev.name[rows].astype(np.int64))
 
     def label(key):
-        return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
+        return op_label(trace, key)
 
     def calls_of(mask):
         runs = run[mask]

@@ -13,6 +13,7 @@ import numpy as np
 from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
 from analyzers.model.evidence import Evidence
 from analyzers.model.verdicts import CAUSES
+from analyzers.output.schema import SCHEMA_VERSION
 from analyzers.voice.common import advice
 from analyzers.voice.diff import diff_caveats, diff_lines
 from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
@@ -57,6 +58,7 @@ def report(a) -> dict:
     tr = a.trace
     pk = a.roof.peaks
     return {
+        "schema_version": SCHEMA_VERSION,
         "trace": {"path": tr.path, "events": tr.events_in_file, "device_name": tr.device_name(),
                   "rank": tr.rank, "caveats": analysis_caveats(a)},
         "range": a.range_filter,
@@ -97,6 +99,7 @@ def report(a) -> dict:
                             if a.next_experiment.lever and a.next_experiment.lever.assumption else None,
                             "baseline_us": _r(a.next_experiment.lever.baseline_ns / 1e3)
                             if a.next_experiment.lever else None},
+        **source_lines(a),
     }
 
 
@@ -154,6 +157,14 @@ def steps(a) -> dict:
             "setup_us": _r(st.setup_ns / 1e3), "summary": _summary(st.summary),
             "decode_summary": _summary(inf.decode_summary) if inf is not None else None,
             "per_step": _step_columns(st, inf.steps if inf is not None else None)}
+def source_lines(a) -> dict:
+    """Where in the user's code (a trace with stacks) and the ops Inductor kernels fused: keys of their own,
+    so that the objects above keep their shape whether or not the trace has stacks."""
+    src = a.source_lines
+    return {"stacks": {"recorded": src is not None, "python_events": src.python_events if src else 0},
+            "source_lines": {"hotspots": plain(src.hotspots), "kernels": plain(src.kernels),
+                             "idle": plain(src.idle), "next": plain(a.next_source)} if src else None,
+            "fused_kernels": plain(a.fused_kernels)}
 
 
 def _side(s) -> dict:
@@ -168,7 +179,8 @@ def diff(d) -> dict:
     out = plain(d)
     for k in ("only_one_side_has_steps", "different_devices", "explained_by"):
         del out[k]
-    return {**out, "before": _side(d.before), "after": _side(d.after), "caveats": diff_caveats(d),
+    return {"schema_version": SCHEMA_VERSION, **out, "before": _side(d.before), "after": _side(d.after),
+            "caveats": diff_caveats(d),
             "explained_by": d.explained_by, "lines": diff_lines(d)}
 
 
@@ -210,13 +222,13 @@ def ranks(rr) -> dict:
                                      "peer_wait_us": round(w.wait_ns / 1e3, 3) if w else None}})
     strag = _straggler(rr.straggler)
     reason = straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
-    return {"ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": ranks_lines(rr),
+    return {"schema_version": SCHEMA_VERSION, "ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": ranks_lines(rr),
             "caveats": ranks_caveats(rr), "errors": rr.errors}
 
 
 def whatif(w) -> dict:
     """`tracetriage whatif --json`: levers sorted by predicted span, best first."""
-    return {"baseline_us": round(w.baseline_ns / 1e3, 1),
+    return {"schema_version": SCHEMA_VERSION, "baseline_us": round(w.baseline_ns / 1e3, 1),
             "levers": [{"lever": p.lever, "predicted_us": round(p.predicted_ns / 1e3, 1),
                         "predicted_ratio": round(p.predicted_ratio, 4), "saving_us": round(p.saving_ns / 1e3, 1),
                         "assumptions": assumption(p.assumption)} for p in w.levers]}

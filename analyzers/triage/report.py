@@ -11,7 +11,7 @@ sentences (analyzers.voice says them), and never re-derive a number.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +24,11 @@ from analyzers.analyses import inference as inference_mod
 from analyzers.analyses import ranges as ranges_mod
 from analyzers.analyses import roofline as roof_mod
 from analyzers.analyses import steps as steps_mod
+from analyzers.analyses.frames import SourceLine
 from analyzers.analyses.graph_capture import GraphCapture
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
+from analyzers.analyses.inductor import FusedKernel
 from analyzers.analyses.inference import Inference, PhasesFrom
 from analyzers.analyses.peaks import non_gpu_accelerator
 from analyzers.analyses.ranges import RangeStats
@@ -39,6 +41,8 @@ from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from analyzers.triage import sources
+from analyzers.triage.sources import SourceLines
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS, NAMES
 from analyzers.whatif.levers.spec import Assumption
@@ -161,6 +165,14 @@ class Analysis:
     graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
     steps: Steps | None = None          # the iterations (analyzers.analyses.steps); None: --range, or no timeline
     inference: Inference | None = None  # prefill and decode from the ops' shapes (analyzers.analyses.inference)
+    source_lines: SourceLines | None = None   # the user's own frames (analyzers.triage.sources); None: no stacks
+    fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
+
+    @property
+    def next_source(self) -> SourceLine | None:
+        """The user's frame the Next line names (a trace with stacks only)."""
+        nx = self.next_experiment
+        return sources.next_line(nx.kind, nx.cause, self.source_lines, self.hotspots)
 
     @property
     def idle_share(self) -> float:
@@ -296,15 +308,19 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     capture = capture_mod.analyze(trace, devs) if devs else None
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
+    hot, kern, host_only = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows), None if devs else _host_only(trace)
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
-                    idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hotspots.by_op(trace, rows),
-                    top_kernels=hotspots.by_kernel(trace, rows), ranges=rng_all, range_verdicts=range_verdicts,
+                    idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
+                    top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
                     roof=roof, verdict=verdict, range_filter=range_name,
-                    host_only=None if devs else _host_only(trace), levers=levers, lever_choices=choices,
+                    host_only=host_only, levers=levers, lever_choices=choices,
                     next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw,
                                                 capture=capture),
-                    range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf)
+                    range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
+                    source_lines=sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern,
+                                                      devs, host_only is not None),
+                    fused_kernels=sources.fused_kernels(trace))
 
 
 def _setup_windows(devs) -> tuple:

@@ -22,6 +22,7 @@ from analyzers.voice.common import (
     uncosted_phrase,
 )
 from analyzers.voice.graphs import capture_caveat, capture_next
+from analyzers.voice.sources import fused_words, hotspot_source, source_clause
 from analyzers.whatif.levers import LEVERS
 
 
@@ -111,6 +112,7 @@ def next_experiment(a) -> dict[str, str]:
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
                        f"long the span would fall {saving_pct(h.saving_ns, h.baseline_ns)}, which needs "
                        f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
+    out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
         spec = LEVERS[w.lever]
@@ -248,7 +250,7 @@ def five_lines(a) -> list[str]:
           f"GPU span, kernels busy {share(busy)} of it ({a.kernels:,} kernels, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
     l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
-    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls)" for h in a.hotspots[:3])
+    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
@@ -262,12 +264,25 @@ def five_lines(a) -> list[str]:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
         l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
-              f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}.")
+              f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}.")
     else:
         l3 = "Idle: the GPU never idles inside its span."
     nx = next_experiment(a)
     l5 = f"Next: {nx['lever']}, because {nx['why']}. Would waste the week: {nx['waste']}."
     return [l1, l2, l3, _regime_line(a), l5]
+
+
+def _hotspot_more(a, name: str) -> str:
+    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
+    fk = a.fused_kernels.get(name)
+    src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
+    return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
+
+
+def _idle_source(a) -> str:
+    """With stacks: where in the user's code the dominant cause's gaps come from."""
+    found = a.source_lines.idle.get(a.dominant, ()) if a.source_lines and a.dominant else ()
+    return source_clause(found[0] if found else None)
 
 
 def _construct_clause(a) -> str:
@@ -342,7 +357,7 @@ def _regime_line(a) -> str:
 def _cpu_only_lines(a) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
-    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls)" for x in h.hotspots)
+    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls{_hotspot_more(a, x.name)})" for x in h.hotspots)
     acc = a.accelerator
     if acc is not None:   # not a CPU-only trace: a device this tool does not read
         return [

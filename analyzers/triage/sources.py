@@ -1,0 +1,132 @@
+"""Where in the user's code each verdict points, and which ATen ops each Inductor kernel fused.
+
+With stacks recorded (analyzers.analyses.frames), every hotspot is charged to the user frames that
+launched its device time, every idle cause to the frames the host was in around its gaps (the sync
+call, the launch, the blocking copy; for host work, the frame that held the host through the gap),
+and the Next line names the frame of the lever it chose. Without stacks there are none, and the report
+says nothing of source lines. Inductor kernels (analyzers.analyses.inductor) are named after the ops
+they fused, from the kernel's name, or from the generated wrapper's comments when the file is present.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.analyses import frames as fr
+from analyzers.analyses import hotspots as hs
+from analyzers.analyses import inductor
+from analyzers.analyses.frames import SourceLine
+from analyzers.analyses.hotspots import Hotspot
+from analyzers.analyses.idle import DeviceIdle
+from analyzers.analyses.inductor import FusedKernel
+from analyzers.loading.generated_code import read_wrappers
+from analyzers.loading.source_files import read_sources
+from analyzers.model import intervals as iv
+from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from analyzers.model.verdicts import CAUSES, Cause, Experiment
+
+
+@dataclass(frozen=True)
+class SourceLines:
+    """The user's own frames behind the report's hotspots and idle causes (a trace with stacks only)."""
+    hotspots: dict[str, tuple[SourceLine, ...]]   # hotspot (op) name -> the frames that launched its time, most first
+    kernels: dict[str, tuple[SourceLine, ...]]    # top kernel name -> the same
+    idle: dict[Cause, tuple[SourceLine, ...]]     # cause -> where the host was in its gaps, most idle first
+    python_events: int                            # the python_function events they were read from
+
+
+def source_lines(trace: Trace, gpu_rows: np.ndarray, hot: tuple[Hotspot, ...], kernels: tuple[Hotspot, ...],
+                 devices: tuple[DeviceIdle, ...], host_only: bool) -> SourceLines | None:
+    st = fr.index(trace)
+    if st is None:
+        return None
+    ev = trace.ev
+    if host_only:
+        ops = np.flatnonzero(ev.cat == CPU_OP)
+        top_s, _ = iv.union(ev.start[ops], ev.end[ops])
+        outer = ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops
+        by_hot = fr.grouped(trace, st, outer, ev.name[outer].astype(np.int64), ev.dur[outer],
+                            lambda k: trace.names[k], {h.name for h in hot})
+        return _with_call_lines(trace, SourceLines(by_hot, {}, {}, len(st.start)))
+    launch = trace.launch_of[gpu_rows]
+    dur = ev.dur[gpu_rows]
+    keys, _ = hs.op_keys(trace, gpu_rows)
+    by_hot = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k), {h.name for h in hot})
+    by_kernel = fr.grouped(trace, st, launch, ev.name[gpu_rows].astype(np.int64), dur,
+                           lambda k: hs.op_label(trace, -1 - k), {k.name for k in kernels})
+    idle = _idle_lines(trace, st, max(devices, key=lambda d: d.idle_ns)) if devices else {}
+    return _with_call_lines(trace, SourceLines(by_hot, by_kernel, idle, len(st.start)))
+
+
+def _with_call_lines(trace: Trace, src: SourceLines) -> SourceLines:
+    """Each line's call_line, read from the user's source file where it is present."""
+    groups = (src.hotspots, src.kernels, src.idle)
+    files = sorted({x.file for g in groups for lines in g.values() for x in lines})
+    texts = read_sources(trace.path, files)
+    if not texts:
+        return src
+
+    def done(g: dict) -> dict:
+        return {k: tuple(fr.refine(x, texts.get(x.file)) for x in lines) for k, lines in g.items()}
+
+    return SourceLines(done(src.hotspots), done(src.kernels), done(src.idle), src.python_events)
+
+
+def _idle_lines(trace: Trace, st: fr.Stacks, dev: DeviceIdle) -> dict[Cause, tuple[SourceLine, ...]]:
+    ev, g = trace.ev, dev.gaps
+    out = {}
+    for i, cause in enumerate(CAUSES):
+        m = g.cause == i
+        if not m.any():
+            continue
+        dur = g.dur[m]
+        if cause is Cause.HOST_WORK:
+            # no host call explains host work: the frame that held the launching thread through the gap
+            nxt = g.next_row[m]
+            call = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
+            tid = np.where(call != NONE, ev.tid[np.maximum(call, 0)], _main_thread(st))
+            frame, callee = fr.user_frames_over(st, tid, g.start[m], g.end[m])
+        else:
+            host = g.host_row[m]
+            ok = host != NONE
+            frame = np.full(int(m.sum()), NONE, np.int64)
+            callee = frame.copy()
+            if ok.any():
+                frame[ok], callee[ok] = fr.user_frames_at(st, ev.tid[host[ok]], ev.start[host[ok]])
+        found = fr.lines(trace, st, frame, callee, dur)
+        if found:
+            out[cause] = found
+    return out
+
+
+def _main_thread(st: fr.Stacks) -> int:
+    return max(st.by_tid, key=lambda t: len(st.by_tid[t]))
+
+
+def fused_kernels(trace: Trace) -> dict[str, FusedKernel]:
+    """Every Inductor kernel in the trace (by its GPU name, or the CPU op Inductor records under that name),
+    with the ATen ops it fused."""
+    ev = trace.ev
+    ids = np.flatnonzero(np.bincount(ev.name[np.isin(ev.cat, (KERNEL, CPU_OP))], minlength=len(trace.names)))
+    names = [trace.names[i] for i in ids.tolist() if inductor.is_inductor_kernel(trace.names[i])]
+    if not names:
+        return {}
+    texts = read_wrappers(trace.path, inductor.wrapper_paths(trace.names))
+    return inductor.fused_kernels(sorted(names), texts)
+
+
+def next_line(kind: Experiment, cause: Cause | None, src: SourceLines | None,
+              hot: tuple[Hotspot, ...]) -> SourceLine | None:
+    """The frame the Next line names: the chosen idle cause's frame; for faster kernels, the top
+    hotspot's; none for a warm-up or a recapture, whose change is not a line of code."""
+    if src is None or kind in (Experiment.CAPTURE_ON_GPU, Experiment.WARM_UP, Experiment.RECAPTURE):
+        return None
+    if cause is not None:
+        found = src.idle.get(cause, ())
+        return found[0] if found else None
+    for h in hot:
+        found = src.hotspots.get(h.name, ())
+        if found:
+            return found[0]
+    return None

@@ -1,0 +1,120 @@
+"""Markdown for pull requests and agents (`--format markdown`): the lines first, then a table per
+section, short enough for a PR comment (a few kB: the top rows of each table only).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzers.model.units import duration_ns, duration_us, ratio, saving_pct, share, signed_us, size
+from analyzers.model.verdicts import CAUSES
+from analyzers.voice.common import CAUSE_WORDS, evidence_phrase
+from analyzers.voice.diff import diff_lines
+from analyzers.voice.report import analysis_caveats, five_lines
+from analyzers.voice.sources import fused_words, source_words
+from analyzers.voice.whatif import assumption
+
+ROWS = 5          # rows per table: a PR comment, not a dump (the --json has them all)
+
+
+def cell(text) -> str:
+    """A table cell: pipes escaped, newlines folded."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def code(name: str) -> str:
+    return f"`{name.replace('`', '')}`"
+
+
+def table(head: list[str], rows: list[list], right: set[int] = frozenset()) -> list[str]:
+    if not rows:
+        return []
+    align = ["---:" if i in right else "---" for i in range(len(head))]
+    return ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |",
+            *("| " + " | ".join(cell(c) for c in r) + " |" for r in rows), ""]
+
+
+def _lines(lines: list[str]) -> list[str]:
+    """'Idle: ...' -> '**Idle**: ...', one per line."""
+    out = []
+    for line in lines:
+        head, sep, rest = line.partition(": ")
+        out.append(f"**{head}**: {rest}" if sep and " " not in head else line)
+    return [x + "  " for x in out[:-1]] + out[-1:] + [""]
+
+
+def report_markdown(a, gate_line: str | None = None) -> str:
+    name = Path(a.trace.path).name
+    out = [f"### tracetriage report: {code(name)}", ""]
+    if gate_line:
+        out += [f"> **{gate_line}**", ""]
+    out += _lines(five_lines(a))
+    src = a.source_lines
+    hot = a.hotspots if a.devices else a.host_only.hotspots
+    where = src is not None and any(src.hotspots.get(h.name) for h in hot)
+    rows = []
+    for h in hot[:ROWS]:
+        what = fused_words(a.fused_kernels[h.name]) if h.name in a.fused_kernels else ""
+        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share), f"{h.calls:,}"]
+        if where:
+            lines = src.hotspots.get(h.name, ())
+            row.append(source_words(lines[0]) if lines else "")
+        rows.append(row)
+    out += table(["hotspot", "device time" if a.devices else "host time", "share", "calls"]
+                 + (["where in your code"] if where else []), rows, {1, 2, 3})
+    if a.devices and a.idle_ns > 0:
+        ev = a.evidence
+        idle_rows = []
+        for c in sorted(CAUSES, key=lambda c: -a.by_cause_ns[c]):
+            if a.by_cause_ns[c] <= 0:
+                continue
+            at = src.idle.get(c, ()) if src else ()
+            idle_rows.append([CAUSE_WORDS[c], duration_ns(a.by_cause_ns[c]), share(a.by_cause_ns[c] / a.span_ns),
+                              ev[c].gaps, evidence_phrase(ev[c]) + (f"; in your code: {source_words(at[0])}"
+                                                                     if at else "")])
+        out += table(["idle cause", "time", "of the span", "gaps", "evidence"], idle_rows[:ROWS], {1, 2, 3})
+    if a.lever_choices:
+        out += table(["what-if lever", "predicted span", "change"],
+                     [[code(c.lever) + (f" ({code(c.only)})" if c.only else ""), duration_ns(c.predicted_ns),
+                       saving_pct(c.saving_ns, c.baseline_ns)] for c in a.lever_choices[:ROWS]], {1, 2})
+    cav = analysis_caveats(a)
+    if cav:
+        out += [f"- Caveat: {c}." for c in cav[:ROWS]] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def diff_markdown(d, gate_line: str | None = None) -> str:
+    b, a = d.before, d.after
+    db, da = d.divisors
+    out = [f"### tracetriage diff: {code(b.name)} → {code(a.name)}", ""]
+    if gate_line:
+        out += [f"> **{gate_line}**", ""]
+    out += _lines(diff_lines(d))
+    span_b, span_a = d.span_us
+    rows = [["GPU span" + (" per step" if d.per_step else ""), duration_us(span_b), duration_us(span_a),
+             signed_us(span_a - span_b)],
+            ["kernel busy", duration_us(b.kernel_busy_us / db), duration_us(a.kernel_busy_us / da),
+             signed_us(a.kernel_busy_us / da - b.kernel_busy_us / db)],
+            ["idle", f"{duration_us(b.idle_us / db)} ({share(b.idle_share)})",
+             f"{duration_us(a.idle_us / da)} ({share(a.idle_share)})", signed_us(a.idle_us / da - b.idle_us / db)]]
+    rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db), duration_us(a.idle_by_cause_us[c] / da),
+              signed_us(x)] for c, x in d.idle_moved[:3]]
+    rows.append(["launch calls", f"{b.launch_calls / db:,.0f}", f"{a.launch_calls / da:,.0f}",
+                 f"{a.launch_calls / da - b.launch_calls / db:+,.0f}"])
+    rows.append(["kernels", f"{b.kernels / db:,.0f}", f"{a.kernels / da:,.0f}", f"{a.kernels / da - b.kernels / db:+,.0f}"])
+    if b.bytes is not None and a.bytes is not None:
+        rows.append(["bytes", size(b.bytes / db), size(a.bytes / da),
+                     ratio(d.byte_ratio, d.about_same(d.byte_ratio)) if d.byte_ratio else ""])
+    rows.append(["regime", f"{b.regime}", f"{a.regime}", ""])
+    out += table(["", "before", "after", "change"], rows, {1, 2, 3})
+    return "\n".join(out).rstrip() + "\n"
+
+
+def whatif_markdown(w) -> str:
+    err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
+    out = [f"### tracetriage whatif: {code(Path(w.path).name)}", "",
+           f"Traced span {duration_ns(w.baseline_ns)}; the unchanged replay gives {duration_ns(w.replay_ns)} "
+           f"({err:+.1f}%). Each lever's predicted span, best first:", ""]
+    out += table(["lever", "predicted span", "ratio", "saving", "assumes"],
+                 [[code(p.lever), duration_ns(p.predicted_ns), f"{p.predicted_ratio:.2f}",
+                   saving_pct(p.saving_ns, w.baseline_ns), assumption(p.assumption)] for p in w.levers], {1, 2, 3})
+    return "\n".join(out).rstrip() + "\n"
