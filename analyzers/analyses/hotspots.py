@@ -51,15 +51,27 @@ def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls
     return tuple(out)
 
 
-def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
-    """Ops by device time. Key: the op's name id, or -(kernel name id) - 1 when no op launched it."""
+def op_keys(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(key, op) per GPU row: the row of the op that launched it (NONE when none did) and the key it is
+    grouped under: the op's name id, or -(kernel name id) - 1 when no op launched it."""
     ev = trace.ev
     call = trace.launch_of[rows]
     op = np.where(call != NONE, trace.op_of[np.maximum(call, 0)], NONE)
     keys = np.where(op != NONE, ev.name[np.maximum(op, 0)].astype(np.int64), -1 - ev.name[rows].astype(np.int64))
+    return keys, op
+
+
+def key_label(trace: Trace, key: int) -> str:
+    """The name an op_keys key stands for (a kernel's name shortened)."""
+    return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
+
+
+def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
+    """Ops by device time. Key: the op's name id, or -(kernel name id) - 1 when no op launched it."""
+    keys, op = op_keys(trace, rows)
 
     def label(key):
-        return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
+        return key_label(trace, key)
 
     def calls_of(mask):
         ops = op[mask]
