@@ -25,6 +25,9 @@ CAUSE_COLORS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchroni
 KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "cpu_op": "#bab0ac",
                "launch call": "#eeca3b", "sync call": CAUSE_COLORS["synchronization"], "runtime call": "#d6b48c",
                "range": "#9d755d", "step": "#79706e", "prefill": "#d67195", "decode": "#fcbfd2"}
+# The framework constructs' lanes (each lane is one construct: its label says which), one hue for the kind
+CONSTRUCT_COLORS = {"compile": "#8f6fb5", "allocator": "#b5a46f", "dataloader": "#6f9fb5", "optimizer": "#b56f8a",
+                    "collective": "#6fb58a", "backward": "#b5856f", "compiled": "#8a8fb5", "module": "#9fb56f"}
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 FLOW = "#ff00ff"         # the selected event's flow: no other mark uses it (the e2e test looks for it)
 HIT = "#000000"          # search matches' outline
@@ -101,10 +104,10 @@ def _spans_layers(spans: pd.DataFrame, rows, lo: float, hi: float) -> list:
     if not len(spans):
         return []
     d = _band(spans)
+    colors = {**KIND_COLORS, **CONSTRUCT_COLORS}
     rect = alt.Chart(d).mark_rect(stroke="white", strokeWidth=0.5, clip=True).encode(
         x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(rows), y2="y1:Q",
-        color=alt.Color("kind:N", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
-                        legend=None),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=list(colors), range=list(colors.values())), legend=None),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("lane:N"), alt.Tooltip("dur:N", title="duration"),
                  alt.Tooltip("start_ms:Q", title="from ms", format=",.3f")])
     return [rect, _labels(d, rows, lo, hi)]

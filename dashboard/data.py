@@ -262,13 +262,27 @@ def prefill_decode_lane(a: Analysis) -> LaneSpans | None:
     return LaneSpans("prefill / decode", names, s[order], e[order], names)
 
 
-# Extra lanes, top to bottom. Adding one (framework phases: DataLoader, optimizer, backward, compile) is a
-# function of the analysis returning LaneSpans, listed here; both levels of detail draw it.
-LANE_SOURCES = (steps_lane, prefill_decode_lane)
+def framework_lanes(a: Analysis) -> list[LaneSpans]:
+    """A lane per framework construct the trace marks (DataLoader, optimizer, backward, compile ...), where it ran."""
+    out = []
+    for x in timeline.construct_spans(a):
+        label = dashboard_words.construct_lane(x.construct.value)
+        out.append(LaneSpans(label, (x.construct.value,) * len(x.start_us), x.start_us / 1e3, x.end_us / 1e3,
+                             (label,) * len(x.start_us)))
+    return out
+
+
+# Extra lanes, top to bottom. Adding one is a function of the analysis returning LaneSpans (or a list of
+# them, or None), listed here; both levels of detail draw it.
+LANE_SOURCES = (steps_lane, prefill_decode_lane, framework_lanes)
 
 
 def extra_lanes(a: Analysis) -> list[LaneSpans]:
-    return [x for x in (src(a) for src in LANE_SOURCES) if x is not None and len(x.start_ms)]
+    out = []
+    for src in LANE_SOURCES:
+        got = src(a)
+        out += [x for x in (got if isinstance(got, list) else [got]) if x is not None and len(x.start_ms)]
+    return out
 
 
 def _spans_frame(lanes: list[LaneSpans], window_ms: tuple[float, float]) -> pd.DataFrame:

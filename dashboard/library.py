@@ -44,8 +44,8 @@ class Entry:
         return f"{self.source}/{self.name}"
 
     @property
-    def run(self) -> str | None:
-        """The sample run it is a rank of ('ddp'), None for a trace of its own."""
+    def folder(self) -> str | None:
+        """The samples' sub-folder it lies in ('ddp', 'fixes'), None at the top."""
         parent = Path(self.name).parent
         return None if parent == Path(".") else str(parent)
 
@@ -132,17 +132,20 @@ def samples(root: Path = SAMPLES) -> list[Entry]:
     files = trace_files(root)
     out = [listed[p.name] for p in files if p.name in listed]
     out += [Entry("samples", root, p.name) for p in files if p.name not in listed]
-    for run in sample_runs(root):
-        out += [Entry("samples", root, f"{run.name}/{p.name}") for p in trace_files(root / run.name)]
+    for sub in _subdirectories(root):      # the runs, the fix pairs, the captures kept in a folder of their own
+        out += [Entry("samples", root, f"{sub.name}/{p.name}") for p in trace_files(sub)]
     return out
+
+
+def _subdirectories(root: Path) -> list[Path]:
+    return [d for d in sorted(root.iterdir()) if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")]
 
 
 def sample_runs(root: Path = SAMPLES) -> list[Run]:
     """The multi-rank runs among the samples: their subdirectories that hold rank traces."""
     if not root.is_dir():
         return []
-    return [Run("samples", root, d.name) for d in sorted(root.iterdir())
-            if d.is_dir() and not d.is_symlink() and is_run(d)]
+    return [Run("samples", root, d.name) for d in _subdirectories(root) if is_run(d)]
 
 
 def directory_entries(root: Path) -> list[Entry]:

@@ -13,7 +13,7 @@ from dashboard import browser
 from dashboard.library import SAMPLES
 
 TIMELINE_TRACE = "samples/smell-sync-item.json.gz"   # sync drains between matmuls: every cause but other
-OVERVIEW_TRACE = "samples/gpt-eager.json.gz"         # 141k events, binned; prefill and decode in their lane
+OVERVIEW_TRACE = "samples/steps/training-outlier.json.gz"   # binned; one step's DataLoader stalls the GPU
 RANKS_RUN = "samples/ddp"                            # rank 1 sleeps on the host: the straggler
 DIFF = ("samples/chain-eager-large.json.gz", "samples/chain-triton-large.json.gz")   # fused: 4.5x fewer bytes
 ROOFLINE_TRACE = "samples/gpt-eager.json.gz"         # prefill GEMMs at the roof, decode ops on the slope

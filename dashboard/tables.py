@@ -6,10 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 WRAPPED_ROW_PX = 78        # a row this tall lets a long cell wrap (Streamlit wraps text past 4rem rows)
+HEADER_PX = 38
 
 
-def ms(label: str, decimals: int = 2, help: str | None = None):
-    return st.column_config.NumberColumn(label, format="localized", step=10 ** -decimals, help=help)
+def ms(label: str, decimals: int = 2, help: str | None = None, width: str | None = None):
+    return st.column_config.NumberColumn(label, format="localized", step=10 ** -decimals, help=help, width=width)
 
 
 def us(label: str):
@@ -24,8 +25,8 @@ def number(label: str, decimals: int = 2):
     return st.column_config.NumberColumn(label, format="localized", step=10 ** -decimals)
 
 
-def share(label: str):
-    return st.column_config.NumberColumn(label, format="percent")
+def share(label: str, width: str | None = None):
+    return st.column_config.NumberColumn(label, format="percent", width=width)
 
 
 def nbytes(label: str):
@@ -42,4 +43,5 @@ def show(frame, columns: dict, wrap: bool = False, **kw):
     kw.setdefault("width", "stretch")
     if wrap:
         kw.setdefault("row_height", WRAPPED_ROW_PX)
+        kw.setdefault("height", HEADER_PX + WRAPPED_ROW_PX * len(frame) + 2)     # every row shown, none scrolled
     return st.dataframe(frame, column_config=columns, column_order=list(columns), **kw)

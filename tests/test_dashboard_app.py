@@ -255,7 +255,7 @@ def test_report_tables_have_human_headers_units_and_wrapped_evidence():
     cols = dict(shown_columns(idle))
     assert cols["idle (ms)"]["type_config"] == {"type": "number", "format": "localized", "step": 0.01}
     assert cols["share of span"]["type_config"]["format"] == "percent"
-    assert cols["evidence"]["width"] == "large" and idle.proto.row_height >= 65     # a row tall enough to wrap
+    assert cols["first experiment"]["width"] == "large" and idle.proto.row_height >= 65   # a row tall enough to wrap
     assert headers(hot) == ["op", "device (ms)", "share", "calls", "kernels"]
     assert headers(ranges) == ["range", "instances", "wall (ms)", "median wall (ms)", "kernels busy (ms)", "idle (ms)",
                                "idle share", "regime", "mostly idle for"]
@@ -301,6 +301,17 @@ def test_timeline_of_a_big_trace_starts_with_the_binned_overview_a_brush_and_the
     assert [t["field"] for t in busy["encoding"]["tooltip"]] == ["tip", "when"]            # busy share, the bin
     assert [t["field"] for t in idle["encoding"]["tooltip"]] == ["lane", "tip", "when"]    # idle share and cause
     assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
+
+
+def test_the_framework_constructs_a_trace_marks_are_lanes_above_the_host_threads():
+    at = page("timeline", sample("steps/training-outlier.json.gz"))
+    assert not at.exception
+    spec = _timeline_spec(at)
+    rows = _rows_axis(spec)
+    assert rows[:3] == ["DataLoader", "optimizer step", "autograd backward"]
+    spans = next(l for l in spec["layer"] if l["encoding"].get("tooltip", [{}])[0].get("field") == "name"
+                 and l["mark"]["type"] == "rect")
+    assert spans["encoding"]["tooltip"][1]["field"] == "lane"
 
 
 def test_timeline_axis_is_ms_from_the_span_start_and_the_caption_keeps_the_sign():

@@ -65,7 +65,9 @@ def test_samples_carry_their_manifest_labels():
 def test_the_sample_runs_are_the_subdirectories_of_rank_traces_and_their_ranks_are_listed():
     assert [r.key for r in library.sample_runs(SAMPLES)] == ["samples/ddp", "samples/ddp-skewed"]   # not fixes/
     s = {e.key: e for e in library.samples(SAMPLES)}
-    assert s["samples/ddp/rank1.json.gz"].run == "ddp" and s["samples/gpt-eager.json.gz"].run is None
+    assert s["samples/ddp/rank1.json.gz"].folder == "ddp" and s["samples/gpt-eager.json.gz"].folder is None
+    assert "samples/fixes/tiny_ops--cuda_graphs.json.gz" in s                   # every sub-folder's traces
+    assert not any(k.endswith((".truth.json", "measured.json", "ceilings.json")) for k in s)
     assert library.confine(SAMPLES, "ddp/rank1.json.gz") == (SAMPLES / "ddp" / "rank1.json.gz").resolve()
 
 

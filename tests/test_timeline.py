@@ -126,3 +126,15 @@ def test_the_flow_of_an_op_is_its_launch_calls_and_their_gpu_work_and_back():
     assert all(g.queued_us > 0 for g in f.gpu)                       # from the launch call's start to the GPU work's
     back = timeline.flow(a, f.gpu[1].row)                          # the kernel: its launch call and its op
     assert back.op.row == mm and [c.row for c in back.calls] == [f.calls[1].row]
+
+
+def test_the_framework_constructs_are_spans_where_their_marking_events_ran():
+    from analyzers.model.verdicts import Construct
+
+    a = analyze_file(TRACES / "steps" / "training-outlier.json.gz")
+    spans = {x.construct: x for x in timeline.construct_spans(a)}
+    assert list(spans) == [Construct.DATALOADER, Construct.OPTIMIZER, Construct.BACKWARD]   # CONSTRUCTS order
+    dl = spans[Construct.DATALOADER]
+    assert len(dl.start_us) == 12 and (dl.start_us[1:] > dl.end_us[:-1]).all()              # disjoint, in order
+    assert (dl.end_us - dl.start_us).max() > 30_000                                        # the outlier step's 40 ms load
+    assert timeline.construct_spans(analyze_file(TRACES / "smell-sync-item.json.gz")) == ()

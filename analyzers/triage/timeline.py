@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzers.analyses.framework import marking_rows
 from analyzers.model import intervals as iv
 from analyzers.model.dtypes import normalise_dtype
 from analyzers.model.names import name_tests
@@ -40,7 +41,7 @@ from analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
 )
-from analyzers.model.verdicts import CAUSES
+from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
 from analyzers.triage.report import Analysis
 
 KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op", RUNTIME: "launch call",
@@ -441,3 +442,30 @@ def gaps(a: Analysis) -> GapTable:
                     called_from=tuple(_name(tr, tr.op_of[r]) if r != NONE else "" for r in h),
                     next_name=tuple(_name(tr, r) for r in n),
                     evidence={int(d.device): d.evidence for d in a.devices})
+
+
+@dataclass(frozen=True)
+class ConstructSpans:
+    """Where one framework construct ran (the DataLoader's __next__, the optimizer step, backward, compile ...):
+    the union of its marking events on every host thread (analyzers.analyses.framework), µs from the origin."""
+    construct: Construct
+    start_us: np.ndarray
+    end_us: np.ndarray
+
+
+def construct_spans(a: Analysis) -> tuple[ConstructSpans, ...]:
+    """The framework constructs the trace marks, in CONSTRUCTS order; none when the framework was not analysed.
+    Set-up and the user's own code are no marked spans (set-up is the idle lane's; the rest is the user's)."""
+    if a.framework is None:
+        return ()
+    tr = a.trace
+    rows, codes = marking_rows(tr)
+    o = origin_ns(tr)
+    out = []
+    for code, c in enumerate(CONSTRUCTS):
+        m = codes == code
+        if c in (Construct.SETUP, Construct.USER) or not m.any():
+            continue
+        s, e = iv.union(tr.ev.start[rows[m]], tr.ev.end[rows[m]])
+        out.append(ConstructSpans(c, (s - o) / 1e3, (e - o) / 1e3))
+    return tuple(out)

@@ -65,6 +65,10 @@ def sample_about(about: str, cause_label: str | None, regime: str | None) -> str
     return f"{about} ({built})" if built else about
 
 
+def sample_in_folder(folder: str) -> str:
+    return f"From traces/{folder}/ (traces/CAPTURED.md says what each is)."
+
+
 def run_member(run: str) -> str:
     return f"One rank of the multi-rank run {run} (the Ranks page compares its ranks)."
 
@@ -148,6 +152,16 @@ def idle_bin_tooltip(idle: float, shares: dict[str, float]) -> str:
     parts = ", ".join(f"{dashboard_cause(c)} {100 * v:.0f}%" for c, v in ranked)
     lead = f"mostly {dashboard_cause(ranked[0][0])}; " if ranked else ""
     return f"idle {100 * idle:.0f}% of the bin, {lead}{parts}"
+
+
+_CONSTRUCT_LANES = {"compile": "torch.compile compiling", "allocator": "caching allocator", "dataloader": "DataLoader",
+                    "optimizer": "optimizer step", "collective": "collectives", "backward": "autograd backward",
+                    "compiled": "compiled code", "module": "nn.Module forwards"}
+
+
+def construct_lane(construct: str) -> str:
+    """The label of a framework construct's lane on the timeline."""
+    return _CONSTRUCT_LANES.get(construct, construct)
 
 
 def step_label(i: int) -> str:

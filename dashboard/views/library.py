@@ -30,9 +30,11 @@ def _picker(label: str, options: list[Entry], cur: Entry | None, key: str, descr
     return pick
 
 
-def _describe_sample(e: Entry) -> str:
-    if e.run:
-        return words.run_member(e.run)
+def _describe_sample(e: Entry, runs: set[str]) -> str:
+    if e.folder in runs:
+        return words.run_member(e.folder)
+    if e.folder:
+        return words.sample_in_folder(e.folder)
     return words.sample_about(e.about, e.idle_cause, e.regime)
 
 
@@ -56,7 +58,8 @@ def render() -> None:
     samples = library.samples()
     if samples:
         st.subheader("Sample traces")
-        pick = _picker("Sample trace", samples, cur, "sample", _describe_sample)
+        runs = {r.name for r in library.sample_runs()}
+        pick = _picker("Sample trace", samples, cur, "sample", lambda e: _describe_sample(e, runs))
         if pick is not None and (cur is None or pick.key != cur.key):
             opened = pick
 

@@ -38,7 +38,7 @@ def render() -> None:
         for r in idle.itertuples()])
     tables.show(idle_table, {"cause": tables.text("cause"), "idle_ms": tables.ms("idle (ms)"),
                              "share_of_span": tables.share("share of span"),
-                             "evidence": tables.text("evidence", width="large"),
+                             "evidence": tables.text("evidence", width="medium"),
                              "first_experiment": tables.text("first experiment", width="large")}, wrap=True)
 
     st.subheader("Hotspots")
