@@ -18,7 +18,7 @@ from pathlib import Path
 from dashboard import launch
 
 CHART = '[data-testid="stVegaLiteChart"]'
-HEALTH_TRIES = 480            # x 0.25 s: a cold start on a loaded 2-core machine takes ~10 s
+HEALTH_TRIES = 2400           # x 0.05 s: a cold start on a loaded 2-core machine takes ~10 s
 
 
 def chromium_path() -> str | None:
@@ -36,26 +36,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(target: str | Path | None = None, log: Path | None = None):
-    """A dashboard server on a free localhost port; yields its base URL, stops it on exit."""
+def server(target: str | Path | None = None, log: Path | None = None, clock: dict | None = None, wait: bool = True):
+    """A dashboard server on a free localhost port; yields its base URL, stops it on exit. `clock` receives
+    time.perf_counter() at the spawn ("spawned") and, when `wait`, once it answers ("healthy"); without
+    `wait` the caller waits (wait_healthy), so it can time the start itself."""
     port = free_port()
     env = launch.environment(str(target) if target else None)
-    cmd = launch.command(port, headless_=True, upload_mb=500) + ["--server.address", "127.0.0.1"]
+    cmd = launch.command(port, headless_=True, upload_mb=500)       # loopback, as `tracetriage dashboard` runs it
     out = open(log, "wb") if log else subprocess.DEVNULL
+    clock = {} if clock is None else clock
+    clock["spawned"] = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    clock["process"] = proc
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(HEALTH_TRIES):
-            if proc.poll() is not None:
-                raise RuntimeError(f"the dashboard server exited with {proc.returncode} (log: {log})")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            raise RuntimeError(f"the dashboard server did not answer on {url}")
+        if wait:
+            wait_healthy(url, clock)
         yield url
     finally:
         proc.terminate()
@@ -66,6 +62,22 @@ def server(target: str | Path | None = None, log: Path | None = None):
             proc.wait()
         if log:
             out.close()
+
+
+def wait_healthy(url: str, clock: dict) -> None:
+    """Wait until the server answers its health check; clock["healthy"] is when it did."""
+    proc = clock.get("process")
+    for _ in range(HEALTH_TRIES):
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the dashboard server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    clock["healthy"] = time.perf_counter()
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the dashboard server did not answer on {url}")
 
 
 @contextmanager
@@ -80,8 +92,8 @@ def browser(width: int = 1400, height: int = 900):
         b = pw.chromium.launch(executable_path=exe, headless=True,
                                args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
         try:
-            page = b.new_page(viewport={"width": width, "height": height}, device_scale_factor=1)
-            yield page
+            context = b.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+            yield context.new_page()          # (context.new_page() opens a second tab of the same browser)
         finally:
             b.close()
 
@@ -192,3 +204,47 @@ def screenshot(page, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def _hex_rgb(color: str) -> tuple[int, int, int]:
+    c = color.lstrip("#")
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
+
+
+# The timeline is drawn on a canvas (dashboard.charts._on_canvas): what it shows is read from its pixels.
+_COLOR_JS = """([r, g, b, tol, nth, mode]) => {
+  const canvases = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')].filter(c => c.width && c.height);
+  const c = canvases[nth];
+  if (!c) return mode === 'count' ? 0 : null;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const box = c.getBoundingClientRect();
+  const sx = box.width / c.width, sy = box.height / c.height;
+  const hit = i => Math.abs(d[i] - r) <= tol && Math.abs(d[i+1] - g) <= tol && Math.abs(d[i+2] - b) <= tol && d[i+3] > 200;
+  let n = 0, best = null, run = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (!hit(i)) { run = 0; continue; }
+    n++; run++;
+    const p = i / 4, x = p % c.width, y = Math.floor(p / c.width);
+    // the first pixel with 4 of its colour to its left and below: inside a bar, not on an anti-aliased edge
+    if (best === null && run >= 12 && hit(i + 4 * c.width * 3)) best = [box.left + (x - 6) * sx, box.top + (y + 1.5) * sy];
+  }
+  return mode === 'count' ? n : best;
+}"""
+
+
+def count_color(page, color: str, tolerance: int = 8, nth: int = 0) -> int:
+    """How many pixels of the nth canvas chart have this colour (within tolerance per channel)."""
+    return int(page.evaluate(_COLOR_JS, [*_hex_rgb(color), tolerance, nth, "count"]) or 0)
+
+
+def find_color(page, color: str, tolerance: int = 2, nth: int = 0) -> tuple[float, float] | None:
+    """Page coordinates inside the first (top-left-most) patch of this colour in the nth canvas chart:
+    where to click to hit a bar of that colour."""
+    at = page.evaluate(_COLOR_JS, [*_hex_rgb(color), tolerance, nth, "find"])
+    return tuple(at) if at else None
+
+
+def color_count_js(color: str, tolerance: int = 8, nth: int = 0) -> str:
+    """A JS expression counting the pixels of this colour in the nth canvas chart (for page.wait_for_function)."""
+    r, g, b = _hex_rgb(color)
+    return f"({_COLOR_JS})([{r}, {g}, {b}, {int(tolerance)}, {int(nth)}, 'count'])"

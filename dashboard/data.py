@@ -3,7 +3,7 @@
 Pages and charts receive plain pandas frames and small frozen views of the typed analysis
 (analyzers.triage), and their words from analyzers.voice.dashboard; they import nothing else of
 the analyzers (tests/test_imports.py pins it). Nothing here computes a number the analyzers
-already computed: it selects, renames and converts units (ns -> µs) only.
+already computed: it selects, renames and converts units (ns -> µs, ms) only.
 """
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzers.model.trace import TraceError
-from analyzers.model.units import saving_pct
+from analyzers.model.span import PROFILER_STEP_RANGE
+from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, NONE, TraceError
+from analyzers.model.units import duration_ns, duration_us, saving_pct
 from analyzers.model.verdicts import CAUSES
 from analyzers.output import serialize
 from analyzers.triage import timeline
-from analyzers.triage.diff import diff_files
+from analyzers.triage.diff import diff_analyses
 from analyzers.triage.report import Analysis, analyze_file
 from analyzers.voice import common as common_words
 from analyzers.voice import dashboard as dashboard_words
@@ -30,8 +31,9 @@ from analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases", "steps",
-           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes", "diff", "RAW_LIMIT",
-           "levers", "whatif_timelines", "WhatIfError",
+           "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes",
+           "LANE_SOURCES", "search", "picked", "flow", "diff", "paired_timelines", "RAW_LIMIT",
+           "levers", "whatif_timelines", "WhatIfError", "ranks",
            "drills", "drill_traces", "drill_answers", "grade_drill", "prediction_log", "drill_tables"]
 
 RAW_LIMIT = 5_000  # a window with more drawable events is shown binned
@@ -73,7 +75,7 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
     rows = []
     for c in CAUSES:
         e = ev.get(c)
-        rows.append({"cause": c.value, "idle_us": a.by_cause_ns.get(c, 0) / 1e3,
+        rows.append({"cause": c.value, "idle_us": a.by_cause_ns.get(c, 0) / 1e3, "idle_ms": a.by_cause_ns.get(c, 0) / 1e6,
                      "share_of_span": a.by_cause_ns.get(c, 0) / a.span_ns if a.span_ns else 0.0,
                      "gaps": e.gaps if e else 0, "median_gap_us": e.median_gap_us if e else 0.0,
                      "max_gap_us": e.max_gap_us if e else 0.0,
@@ -100,17 +102,21 @@ def evidence_names(a: Analysis, cause: str) -> list[str]:
 
 
 def hotspots(a: Analysis) -> pd.DataFrame:
-    return pd.DataFrame([{"name": h.name, "device_us": h.device_us, "share": h.share, "calls": h.calls}
-                         for h in a.hotspots], columns=["name", "device_us", "share", "calls"])
+    return pd.DataFrame([{"name": h.name, "device_us": h.device_us, "device_ms": h.device_us / 1e3, "share": h.share,
+                          "calls": h.calls, "kernels": h.kernels} for h in a.hotspots],
+                        columns=["name", "device_us", "device_ms", "share", "calls", "kernels"])
 
 
 def ranges(a: Analysis) -> pd.DataFrame:
-    rows = [{"name": r.name, "count": r.count, "wall_us": r.wall_us, "median_wall_us": r.median_wall_us,
-             "kernel_busy_us": r.kernel_busy_us, "idle_us": r.idle_us,
+    rows = [{"name": r.name, "count": r.count, "wall_us": r.wall_us, "wall_ms": r.wall_us / 1e3,
+             "median_wall_us": r.median_wall_us, "median_wall_ms": r.median_wall_us / 1e3,
+             "kernel_busy_us": r.kernel_busy_us, "kernel_busy_ms": r.kernel_busy_us / 1e3, "idle_us": r.idle_us,
+             "idle_ms": r.idle_us / 1e3, "idle_share": r.idle_share,
              "regime": a.range_verdicts[r.name].regime.value if r.name in a.range_verdicts else None,
              "idle_dominant": r.idle_dominant.value if r.idle_dominant else None} for r in a.ranges]
-    return pd.DataFrame(rows, columns=["name", "count", "wall_us", "median_wall_us", "kernel_busy_us", "idle_us",
-                                       "regime", "idle_dominant"])
+    return pd.DataFrame(rows, columns=["name", "count", "wall_us", "wall_ms", "median_wall_us", "median_wall_ms",
+                                       "kernel_busy_us", "kernel_busy_ms", "idle_us", "idle_ms", "idle_share", "regime",
+                                       "idle_dominant"])
 
 
 @dataclass(frozen=True)
@@ -193,11 +199,12 @@ class RooflineView:
 
 def roofline(a: Analysis, dtype: str | None = None) -> RooflineView:
     pts = pd.DataFrame([{"name": p.name, "shapes": p.shapes, "dtype": p.dtype, "kind": p.kind, "calls": p.calls,
-                         "device_us": p.device_us, "intensity": p.intensity, "tflops": p.achieved_tflops,
+                         "device_us": p.device_us, "device_ms": p.device_us / 1e3, "flops": p.flops,
+                         "bytes": p.bytes, "intensity": p.intensity, "tflops": p.achieved_tflops,
                          "gbps": p.achieved_gbps, "bound": p.bound.value, "frac_of_peak": p.frac_of_peak}
                         for p in a.roof.points],
-                       columns=["name", "shapes", "dtype", "kind", "calls", "device_us", "intensity", "tflops", "gbps",
-                                "bound", "frac_of_peak"])
+                       columns=["name", "shapes", "dtype", "kind", "calls", "device_us", "device_ms", "flops", "bytes",
+                                "intensity", "tflops", "gbps", "bound", "frac_of_peak"])
     by_time = pts.groupby("dtype")["device_us"].sum().sort_values(ascending=False) if len(pts) else pd.Series(dtype=float)
     dtypes = tuple(str(d) for d in by_time.index)
     default = a.verdict.dtype if a.verdict.dtype in dtypes else (dtypes[0] if dtypes else None)
@@ -211,77 +218,318 @@ def roofline(a: Analysis, dtype: str | None = None) -> RooflineView:
 
 
 # --- timeline -----------------------------------------------------------------------------
+# Every timeline frame is in ms from the timeline's origin, the start of the report's GPU span (the first
+# GPU activity): host work before it has negative times. Rows are drawn top to bottom in their order:
+# the extra lanes (steps, phases), the host lanes (a row per nesting depth), the GPU streams, the idle lanes.
 
 def timeline_extent(a: Analysis) -> tuple[float, float]:
-    return timeline.extent_us(a)
+    """First start and last end of everything drawn, ms from the origin."""
+    lo, hi = timeline.extent_us(a)
+    return lo / 1e3, hi / 1e3
 
 
-def events_in(a: Analysis, window_us: tuple[float, float]) -> int:
-    return timeline.count(a, window_us)
+def events_in(a: Analysis, window_ms: tuple[float, float]) -> int:
+    return timeline.count(a, _us(window_ms))
+
+
+def _us(window_ms: tuple[float, float]) -> tuple[float, float]:
+    return window_ms[0] * 1e3, window_ms[1] * 1e3
 
 
 @dataclass(frozen=True)
-class OverviewFrames:
-    lanes: tuple[str, ...]          # in drawing order, idle lanes last
-    busy: pd.DataFrame              # lane, start_us, end_us, busy (0..1)
-    idle: pd.DataFrame              # lane, start_us, end_us, cause (the bin's largest), idle (0..1), by-cause columns
-    events: int
-    bins: int
+class Row:
+    label: str      # drawn left of the row: the lane's name on its first row, "" on the nested rows below
+    lane: str       # the lane the row belongs to
+    kind: str       # "extra" | "host" | "gpu" | "idle"
+
+
+@dataclass(frozen=True)
+class LaneSpans:
+    """A lane of named spans drawn above the host lanes: the profiler's steps, prefill and decode, and (as
+    their analyses land) the framework phases. A source is a function of the analysis in LANE_SOURCES."""
+    lane: str
+    kinds: tuple[str, ...]      # each span's colour key: "step", "prefill", "decode"
+    start_ms: np.ndarray
+    end_ms: np.ndarray
+    names: tuple[str, ...]
+
+
+def _range_spans(a: Analysis, name: str, o: int) -> tuple[np.ndarray, np.ndarray]:
+    stats = next((r for r in a.ranges if r.name == name), None)
+    if stats is None:
+        return np.zeros(0), np.zeros(0)
+    s, e = stats.windows
+    order = np.argsort(s, kind="stable")
+    return (s[order] - o) / 1e6, (e[order] - o) / 1e6
+
+
+def steps_lane(a: Analysis) -> LaneSpans | None:
+    """The profiler's steps (ProfilerStep#N ranges), each with its GPU tail."""
+    s, e = _range_spans(a, PROFILER_STEP_RANGE, timeline.origin_ns(a.trace))
+    if not len(s):
+        return None
+    return LaneSpans("steps", ("step",) * len(s), s, e, tuple(dashboard_words.step_label(i + 1) for i in range(len(s))))
+
+
+def prefill_decode_lane(a: Analysis) -> LaneSpans | None:
+    """Prefill and decode, from the ranges the report reads them from (Analysis.phases)."""
+    p = a.phases
+    if p is None:
+        return None
+    o = timeline.origin_ns(a.trace)
+    parts = [(label, *_range_spans(a, x.range, o)) for label, x in (("prefill", p.prefill), ("decode", p.decode))]
+    s = np.concatenate([x[1] for x in parts])
+    e = np.concatenate([x[2] for x in parts])
+    names = tuple(label for label, ss, _ in parts for _ in range(len(ss)))
+    order = np.argsort(s, kind="stable")
+    names = tuple(names[i] for i in order)
+    return LaneSpans("prefill / decode", names, s[order], e[order], names)
+
+
+def framework_lanes(a: Analysis) -> list[LaneSpans]:
+    """A lane per framework construct the trace marks (DataLoader, optimizer, backward, compile ...), where it ran."""
+    out = []
+    for x in timeline.construct_spans(a):
+        label = dashboard_words.construct_lane(x.construct.value)
+        out.append(LaneSpans(label, (x.construct.value,) * len(x.start_us), x.start_us / 1e3, x.end_us / 1e3,
+                             (label,) * len(x.start_us)))
+    return out
+
+
+# Extra lanes, top to bottom. Adding one is a function of the analysis returning LaneSpans (or a list of
+# them, or None), listed here; both levels of detail draw it.
+LANE_SOURCES = (steps_lane, prefill_decode_lane, framework_lanes)
+
+
+def extra_lanes(a: Analysis) -> list[LaneSpans]:
+    out = []
+    for src in LANE_SOURCES:
+        got = src(a)
+        out += [x for x in (got if isinstance(got, list) else [got]) if x is not None and len(x.start_ms)]
+    return out
+
+
+def _spans_frame(lanes: list[LaneSpans], window_ms: tuple[float, float]) -> pd.DataFrame:
+    frames = []
+    for i, x in enumerate(lanes):
+        keep = (x.end_ms > window_ms[0]) & (x.start_ms < window_ms[1])
+        frames.append(pd.DataFrame({"row": i, "lane": x.lane, "kind": np.array(x.kinds, dtype=object)[keep],
+                                    "start_ms": x.start_ms[keep],
+                                    "end_ms": x.end_ms[keep], "name": np.array(x.names, dtype=object)[keep],
+                                    "dur": [duration_us(v) for v in (x.end_ms[keep] - x.start_ms[keep]) * 1e3]}))
+    cols = ["row", "lane", "kind", "start_ms", "end_ms", "name", "dur"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
 def idle_lane(device: int) -> str:
     return f"gpu{device} idle"
 
 
-def timeline_overview(a: Analysis, window_us: tuple[float, float] | None = None, bins: int = 400) -> OverviewFrames:
-    ov = timeline.overview(a, bins=bins, window_us=window_us)
-    s, e = ov.edges_us[:-1], ov.edges_us[1:]
+def _host_first(lanes) -> list[str]:
+    """A host thread's ranges above its ops (as Nsight Systems draws NVTX above the CUDA API), then the GPUs."""
+    def key(name: str):
+        host = name.startswith("host")
+        return (not host, name.removesuffix(" ranges") if host else name, not name.endswith(" ranges"))
+    return sorted(lanes, key=key)
+
+
+@dataclass(frozen=True)
+class OverviewFrames:
+    rows: tuple[Row, ...]
+    busy: pd.DataFrame              # row, lane, start_ms, end_ms, busy (0..1)
+    idle: pd.DataFrame              # row, lane, start_ms, end_ms, idle (0..1), cause (the bin's largest), by-cause columns
+    spans: pd.DataFrame             # row, lane, kind, start_ms, end_ms, name, dur: the extra lanes
+    hits: pd.DataFrame              # start_ms, end_ms: search matches (drawn as ticks on their own row)
+    events: int
+    bins: int
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.lane for r in self.rows))
+
+
+def timeline_overview(a: Analysis, window_ms: tuple[float, float] | None = None, bins: int = 400,
+                      search: "SearchView | None" = None) -> OverviewFrames:
+    ov = timeline.overview(a, bins=bins, window_us=_us(window_ms) if window_ms else None)
+    window_ms = window_ms or (ov.edges_us[0] / 1e3, ov.edges_us[-1] / 1e3)
+    extras = extra_lanes(a)
+    lanes = _host_first(ov.lanes)
+    rows = [Row(x.lane, x.lane, "extra") for x in extras]
+    rows += [Row(l, l, "host" if l.startswith("host") else "gpu") for l in lanes]
+    rows += [Row(idle_lane(d), idle_lane(d), "idle") for d in ov.idle_devices]
+    at = {r.lane: i for i, r in enumerate(rows)}
+    s, e = ov.edges_us[:-1] / 1e3, ov.edges_us[1:] / 1e3
     nl = len(ov.lanes)
     busy = pd.DataFrame({"lane": np.repeat(np.array(ov.lanes, dtype=object), ov.bins),
-                         "start_us": np.tile(s, nl), "end_us": np.tile(e, nl), "busy": ov.busy.reshape(-1)})
-    busy = busy[busy["busy"] > 0]
+                         "start_ms": np.tile(s, nl), "end_ms": np.tile(e, nl), "busy": ov.busy.reshape(-1)})
+    busy = busy[busy["busy"] > 0].reset_index(drop=True)
+    busy.insert(0, "row", busy["lane"].map(at).astype(int))
     frames = []
     for j, d in enumerate(ov.idle_devices):
         share = ov.idle[j]                                  # [cause, bin]
         total = share.sum(axis=0)
-        f = pd.DataFrame({"lane": idle_lane(d), "start_us": s, "end_us": e, "idle": total,
+        f = pd.DataFrame({"row": at[idle_lane(d)], "lane": idle_lane(d), "start_ms": s, "end_ms": e, "idle": total,
                           "cause": np.array(CAUSES, dtype=object)[share.argmax(axis=0)]})
-        for c, row in zip(CAUSES, share):
-            f[c] = row
+        for c, r in zip(CAUSES, share):
+            f[c] = r
         frames.append(f[f["idle"] > 0])
     idle = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["lane", "start_us", "end_us", "idle", "cause", *CAUSES])
-    lanes = tuple(ov.lanes) + tuple(idle_lane(d) for d in ov.idle_devices)
-    return OverviewFrames(lanes=lanes, busy=busy.reset_index(drop=True), idle=idle, events=ov.events, bins=ov.bins)
+        columns=["row", "lane", "start_ms", "end_ms", "idle", "cause", *CAUSES])
+    return OverviewFrames(rows=tuple(rows), busy=busy, idle=idle, spans=_spans_frame(extras, window_ms),
+                          hits=_hits(search, window_ms), events=ov.events, bins=ov.bins)
+
+
+def _hits(search: "SearchView | None", window_ms: tuple[float, float]) -> pd.DataFrame:
+    if search is None or not search.count:
+        return pd.DataFrame(columns=["start_ms", "end_ms"])
+    keep = (search.end_ms > window_ms[0]) & (search.start_ms < window_ms[1])
+    return pd.DataFrame({"start_ms": search.start_ms[keep], "end_ms": search.end_ms[keep]})
 
 
 @dataclass(frozen=True)
 class BarFrames:
-    lanes: tuple[str, ...]
-    bars: pd.DataFrame      # lane, start_us, end_us, dur_us, kind, name, shapes
-    gaps: pd.DataFrame      # lane, start_us, end_us, dur_us, cause, host_call, called_from, next, device
+    rows: tuple[Row, ...]
+    bars: pd.DataFrame      # row, lane, depth, start_ms, end_ms, dur, kind, name, shapes, id, tid, a0, a1, hit
+    gaps: pd.DataFrame      # row, lane, start_ms, end_ms, dur, cause, evidence parts (host_call, called_from, next)
+    flows: pd.DataFrame     # id, tid, a0, a1 (of the GPU bar), call_ms, call_row, gpu_ms, gpu_row: op -> kernel arrows
+    spans: pd.DataFrame     # the extra lanes, as OverviewFrames.spans
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.lane for r in self.rows))
 
 
-def timeline_bars(a: Analysis, window_us: tuple[float, float]) -> BarFrames:
-    t = timeline.build(a, window_us=window_us, max_bars=RAW_LIMIT)
-    bars = pd.DataFrame({"lane": [t.lanes[i] for i in t.lane], "start_us": t.start_us, "end_us": t.end_us,
-                         "dur_us": t.end_us - t.start_us, "kind": t.kind, "name": t.name, "shapes": t.shapes})
-    gaps = pd.DataFrame({"lane": [idle_lane(int(d)) for d in t.gap_device], "start_us": t.gap_start_us,
-                         "end_us": t.gap_end_us, "dur_us": t.gap_end_us - t.gap_start_us, "cause": t.gap_cause,
-                         "host_call": t.gap_host_call, "called_from": t.gap_called_from, "next": t.gap_next,
-                         "device": t.gap_device.astype(int)})
+def timeline_bars(a: Analysis, window_ms: tuple[float, float], search: "SearchView | None" = None) -> BarFrames:
+    """Each drawable event of the window: its row (lane and nesting depth), its anchor on the host (the
+    flow's key: analyzers.triage.timeline._anchors) and whether it matches the search."""
+    t = timeline.build(a, window_us=_us(window_ms), max_bars=RAW_LIMIT)
+    extras = extra_lanes(a)
+    lane_names = [t.lanes[i] for i in t.lane]
+    depth = t.depth.astype(int)
+    deepest: dict[str, int] = {}
+    for ln, d in zip(lane_names, depth.tolist()):
+        deepest[ln] = max(deepest.get(ln, 0), d)
+    rows = [Row(x.lane, x.lane, "extra") for x in extras]
+    at: dict[tuple[str, int], int] = {}
+    for ln in _host_first(t.lanes):
+        kind = "host" if ln.startswith("host") else "gpu"
+        for d in range(deepest.get(ln, 0) + 1):
+            at[(ln, d)] = len(rows)
+            rows.append(Row(ln if d == 0 else "", ln, kind))
     devices = sorted({int(d.device) for d in a.devices})
-    return BarFrames(lanes=tuple(t.lanes) + tuple(idle_lane(d) for d in devices), bars=bars, gaps=gaps)
+    for d in devices:
+        at[(idle_lane(d), 0)] = len(rows)
+        rows.append(Row(idle_lane(d), idle_lane(d), "idle"))
+    row = np.array([at[(ln, d)] for ln, d in zip(lane_names, depth.tolist())], dtype=np.int64)
+    hit = np.isin(t.row, search.rows) if search is not None and search.count else np.zeros(len(t.row), bool)
+    bars = pd.DataFrame({"row": row, "lane": lane_names, "depth": depth, "start_ms": t.start_us / 1e3,
+                         "end_ms": t.end_us / 1e3, "dur": [duration_us(x) for x in t.end_us - t.start_us],
+                         "kind": t.kind, "name": t.name, "shapes": t.shapes, "id": t.row.astype(np.int64),
+                         "tid": np.where(t.anchor_tid != NONE, t.anchor_tid, np.nan).astype(np.float64),
+                         "a0": t.anchor_start_us / 1e3, "a1": t.anchor_end_us / 1e3, "hit": hit})
+    gap_rows = [at[(idle_lane(int(d)), 0)] for d in t.gap_device]
+    gaps = pd.DataFrame({"row": np.array(gap_rows, dtype=np.int64), "lane": [idle_lane(int(d)) for d in t.gap_device],
+                         "start_ms": t.gap_start_us / 1e3, "end_ms": t.gap_end_us / 1e3,
+                         "dur_us": t.gap_end_us - t.gap_start_us, "cause": t.gap_cause, "host_call": t.gap_host_call,
+                         "called_from": t.gap_called_from, "next": t.gap_next})
+    return BarFrames(rows=tuple(rows), bars=bars, gaps=gaps, flows=_flows(bars), spans=_spans_frame(extras, window_ms))
+
+
+def _flows(bars: pd.DataFrame) -> pd.DataFrame:
+    """An arrow per GPU bar whose launch call is drawn too: from the call's start on its row to the bar's start."""
+    host = bars[bars["lane"].str.startswith("host") & ~bars["lane"].str.endswith(" ranges")]
+    calls = host[host["kind"].isin(("launch call", "sync call", "runtime call"))]
+    gpu = bars[bars["lane"].str.startswith("gpu") & bars["tid"].notna()]
+    key = pd.MultiIndex.from_arrays([calls["tid"], calls["a0"]])
+    where = pd.Series(calls["row"].to_numpy(), index=key)
+    where = where[~where.index.duplicated()]
+    call_row = where.reindex(pd.MultiIndex.from_arrays([gpu["tid"], gpu["a0"]])).to_numpy()
+    f = pd.DataFrame({"id": gpu["id"].to_numpy(), "tid": gpu["tid"].to_numpy(), "a0": gpu["a0"].to_numpy(),
+                      "a1": gpu["a1"].to_numpy(), "call_ms": gpu["a0"].to_numpy(), "call_row": call_row,
+                      "gpu_ms": gpu["start_ms"].to_numpy(), "gpu_row": gpu["row"].to_numpy()})
+    return f.dropna(subset=["call_row"]).reset_index(drop=True)
 
 
 def without_causes(frames: OverviewFrames | BarFrames) -> OverviewFrames | BarFrames:
-    """The same timeline with its idle lanes and gaps left out: a drill's timeline before it is graded."""
+    """The same timeline with its idle rows and gaps left out: a drill's timeline before it is graded."""
     from dataclasses import replace
 
-    lanes = tuple(l for l in frames.lanes if not l.endswith(" idle"))
+    keep = [i for i, r in enumerate(frames.rows) if r.kind != "idle"]
+    renumber = {old: new for new, old in enumerate(keep)}
+    rows = tuple(frames.rows[i] for i in keep)
     if isinstance(frames, OverviewFrames):
-        return replace(frames, lanes=lanes, idle=frames.idle.iloc[0:0])
-    return replace(frames, lanes=lanes, gaps=frames.gaps.iloc[0:0])
+        return replace(frames, rows=rows, busy=frames.busy.assign(row=frames.busy["row"].map(renumber)),
+                       idle=frames.idle.iloc[0:0])
+    flows = frames.flows.assign(call_row=frames.flows["call_row"].map(renumber),
+                                gpu_row=frames.flows["gpu_row"].map(renumber))
+    return replace(frames, rows=rows, bars=frames.bars.assign(row=frames.bars["row"].map(renumber)),
+                   gaps=frames.gaps.iloc[0:0], flows=flows)
+
+
+@dataclass(frozen=True)
+class SearchView:
+    text: str
+    count: int
+    names: tuple[str, ...]      # the distinct names matched, most frequent first
+    rows: np.ndarray            # trace rows (a bar's id)
+    start_ms: np.ndarray
+    end_ms: np.ndarray
+
+
+def search(a: Analysis, text: str) -> SearchView:
+    """Drawable events whose name holds `text` (case-insensitive), in time order."""
+    m = timeline.matches(a, text)
+    return SearchView(text=text, count=len(m), names=m.names, rows=m.row, start_ms=m.start_us / 1e3,
+                      end_ms=m.end_us / 1e3)
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The bar a click or a search selected: what the chart's `pick` selection holds, to draw it selected."""
+    id: int
+    tid: float | None
+    a0: float | None
+    a1: float | None
+
+
+def picked(frames: BarFrames, row_id: int) -> Picked | None:
+    b = frames.bars[frames.bars["id"] == row_id]
+    if not len(b):
+        return None
+    r = b.iloc[0]
+    def num(x):
+        return None if pd.isna(x) else float(x)
+    return Picked(int(r["id"]), num(r["tid"]), num(r["a0"]), num(r["a1"]))
+
+
+@dataclass(frozen=True)
+class FlowView:
+    """One selected event and what it is linked to, for the details table under the timeline."""
+    name: str
+    kind: str
+    lane: str
+    start_ms: float
+    dur: str
+    shapes: str
+    steps: pd.DataFrame     # role, name, kind, lane, start_ms, dur, queued (after its launch call), shapes
+
+
+def flow(a: Analysis, row_id: int) -> FlowView | None:
+    """The flow of one drawable event (timeline.flow); None for a row that is no drawable event."""
+    ev = a.trace.ev
+    if not (0 <= row_id < len(ev)) or int(ev.cat[row_id]) not in timeline.KINDS:
+        return None
+    f = timeline.flow(a, row_id)
+    steps = [("op", f.op)] if f.op else []
+    steps += [("launch call", s) for s in f.calls] + [("GPU", s) for s in f.gpu]
+    table = pd.DataFrame([{"role": dashboard_words.flow_role(role), "name": s.name, "kind": s.kind, "lane": s.lane,
+                           "start_ms": s.start_us / 1e3, "dur": duration_us(s.dur_us),
+                           "queued": duration_us(s.queued_us) if s.queued_us is not None else ""}
+                          for role, s in steps if s.row != f.event.row],
+                         columns=["role", "name", "kind", "lane", "start_ms", "dur", "queued"])
+    shapes = timeline.shape_text(*a.trace.shapes(row_id)[:2]) if int(ev.cat[row_id]) == CPU_OP else ""
+    e = f.event
+    return FlowView(e.name, e.kind, e.lane, e.start_us / 1e3, duration_us(e.dur_us), shapes, table)
 
 
 # --- diff ---------------------------------------------------------------------------------
@@ -293,32 +541,84 @@ class DiffView:
     after_name: str
     speedup: float | None
     explained_by: str
-    measures: pd.DataFrame      # measure, before, after, after/before (the diff's own ratios only)
+    per_step: bool
+    measures: pd.DataFrame      # measure, before, after, change: each cell in its unit, as text
     idle: pd.DataFrame          # cause, before_us, after_us, change_us
+    ops: pd.DataFrame           # op, before_ms, after_ms, change_ms, calls/kernels/bytes before and after, largest change first
 
 
-def diff(before: str | Path, after: str | Path) -> DiffView:
-    d = serialize.diff(diff_files(before, after))   # the `diff --json` object
-    b, f = d["before"], d["after"]
-    measures = [("GPU span (µs)", b["span_us"], f["span_us"]), ("kernel busy (µs)", b["kernel_busy_us"], f["kernel_busy_us"]),
-                ("idle (µs)", b["idle_us"], f["idle_us"]), ("launch calls", b["launch_calls"], f["launch_calls"]),
-                ("kernels", b["kernels"], f["kernels"]), ("bytes", b["bytes"], f["bytes"])]
-    ratios = {"launch calls": d.get("launch_ratio"), "kernels": d.get("kernel_ratio"), "bytes": d.get("byte_ratio")}
-    m = pd.DataFrame([{"measure": k, "before": x, "after": y, "after/before": ratios.get(k)} for k, x, y in measures])
-    idle = pd.DataFrame([{"cause": c.value, "before_us": b["idle_by_cause_us"].get(c.value, 0.0),
-                          "after_us": f["idle_by_cause_us"].get(c.value, 0.0),
-                          "change_us": d["idle_change_us"].get(c.value, 0.0)} for c in CAUSES])
-    return DiffView(lines=list(d["lines"]), before_name=b["name"], after_name=f["name"], speedup=d.get("speedup"),
-                    explained_by=d.get("explained_by", ""), measures=m, idle=idle)
+def diff(before: Analysis, after: Analysis) -> DiffView:
+    """The diff of two analysed traces (analyzers.triage.diff), with the per-op table (analyzers.triage.opdiff)."""
+    from analyzers.triage.opdiff import op_diff
+
+    d = diff_analyses(before, after)
+    j = serialize.diff(d)   # the `diff --json` object: what the CLI prints, so the page says the same
+    b, f = j["before"], j["after"]
+    db, da = d.divisors       # per profiled step when the traces hold a different number of steps, as the diff compares
+    same = {k: j.get(k) is not None and d.about_same(j[k]) for k in ("launch_ratio", "kernel_ratio", "byte_ratio")}
+
+    def m(label, unit, key, **change):
+        per = (lambda x, n: None if x is None else x / n)
+        return dashboard_words.diff_measure(label, unit, per(b[key], db), per(f[key], da), **change)
+
+    measures = pd.DataFrame([
+        m("GPU span", "us", "span_us", speedup=j.get("speedup")),
+        m("kernels busy", "us", "kernel_busy_us", change_us=j["busy_change_us"]),
+        m("idle", "us", "idle_us", change_us=sum(j["idle_change_us"].values())),
+        m("launch calls", "count", "launch_calls", ratio_value=j.get("launch_ratio"), same=same["launch_ratio"]),
+        m("kernels", "count", "kernels", ratio_value=j.get("kernel_ratio"), same=same["kernel_ratio"]),
+        m("bytes", "bytes", "bytes", ratio_value=j.get("byte_ratio"), same=same["byte_ratio"]),
+    ], columns=["measure", "before", "after", "change"])
+    idle = pd.DataFrame([{"cause": c.value, "before_us": b["idle_by_cause_us"].get(c.value, 0.0) / db,
+                          "after_us": f["idle_by_cause_us"].get(c.value, 0.0) / da,
+                          "change_us": j["idle_change_us"].get(c.value, 0.0)} for c in CAUSES])
+    idle = idle.assign(before_ms=idle["before_us"] / 1e3, after_ms=idle["after_us"] / 1e3,
+                       change_ms=idle["change_us"] / 1e3)
+    ops = pd.DataFrame([{"op": r.name,
+                         "before_ms": r.before.device_us / 1e3 if r.before else 0.0,
+                         "after_ms": r.after.device_us / 1e3 if r.after else 0.0,
+                         "change_ms": r.change_us / 1e3,
+                         "calls": dashboard_words.before_after_count(r.before and r.before.calls, r.after and r.after.calls),
+                         "kernels": dashboard_words.before_after_count(r.before and r.before.kernels,
+                                                                       r.after and r.after.kernels),
+                         "bytes": dashboard_words.before_after_bytes(r.before and r.before.bytes, r.after and r.after.bytes)}
+                        for r in op_diff(before, after, d.divisors)],
+                       columns=["op", "before_ms", "after_ms", "change_ms", "calls", "kernels", "bytes"])
+    return DiffView(lines=list(j["lines"]), before_name=b["name"], after_name=f["name"], speedup=j.get("speedup"),
+                    explained_by=j.get("explained_by", ""), per_step=d.per_step, measures=measures, idle=idle, ops=ops)
+
+
+@dataclass(frozen=True)
+class PairedTimelines:
+    """Two traces' timelines on one time axis (the diff's before and after): each binned past RAW_LIMIT."""
+    before: OverviewFrames | BarFrames
+    after: OverviewFrames | BarFrames
+    window_ms: tuple[float, float]
+
+
+def paired_timelines(before: Analysis, after: Analysis, bins: int = 400) -> PairedTimelines:
+    lo_b, hi_b = timeline_extent(before)
+    lo_a, hi_a = timeline_extent(after)
+    window = (min(lo_b, lo_a), max(hi_b, hi_a, min(lo_b, lo_a) + 1e-3))
+
+    def frames(a):
+        if events_in(a, window) > RAW_LIMIT:
+            return timeline_overview(a, window, bins=bins)
+        return timeline_bars(a, window)
+
+    return PairedTimelines(frames(before), frames(after), window)
 
 
 # --- what-if ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class LeversView:
-    baseline_us: float
+    baseline_us: float          # the replay's traced span: first traced event to last (analyzers.model.span)
     replay_us: float
-    levers: pd.DataFrame      # lever, predicted_us, predicted_ratio, saving_us, saving, assumption (best first)
+    report_span_us: float       # the report's GPU span (first to last GPU activity, per device)
+    spans_agree: bool           # the two spans are one within the clock's tolerance
+    host_outside_us: float      # how much longer the traced span is: host work before the first GPU activity or after the last
+    levers: pd.DataFrame        # lever, predicted_us, predicted_ms, predicted_ratio, saving_us, saving, assumption, label
 
 
 def levers(a: Analysis) -> LeversView | None:
@@ -326,11 +626,15 @@ def levers(a: Analysis) -> LeversView | None:
     if a.levers is None:
         return None
     w = a.levers.all
-    rows = [{"lever": p.lever, "predicted_us": p.predicted_ns / 1e3, "predicted_ratio": p.predicted_ratio,
-             "saving_us": p.saving_ns / 1e3, "saving": saving_pct(p.saving_ns, w.baseline_ns),
-             "assumption": whatif_words.assumption(p.assumption)} for p in w.levers]
-    return LeversView(baseline_us=w.baseline_ns / 1e3, replay_us=w.replay_ns / 1e3, levers=pd.DataFrame(
-        rows, columns=["lever", "predicted_us", "predicted_ratio", "saving_us", "saving", "assumption"]))
+    rows = [{"lever": p.lever, "predicted_us": p.predicted_ns / 1e3, "predicted_ms": p.predicted_ns / 1e6,
+             "predicted_ratio": p.predicted_ratio, "saving_us": p.saving_ns / 1e3,
+             "saving": saving_pct(p.saving_ns, w.baseline_ns), "assumption": whatif_words.assumption(p.assumption),
+             "label": dashboard_words.lever_bar_label(p.predicted_ns, p.saving_ns, w.baseline_ns)} for p in w.levers]
+    return LeversView(baseline_us=w.baseline_ns / 1e3, replay_us=w.replay_ns / 1e3, report_span_us=a.span_ns / 1e3,
+                      spans_agree=abs(w.baseline_ns - a.span_ns) <= CLOCK_TOL_NS,
+                      host_outside_us=(w.baseline_ns - a.span_ns) / 1e3, levers=pd.DataFrame(
+        rows, columns=["lever", "predicted_us", "predicted_ms", "predicted_ratio", "saving_us", "saving", "assumption",
+                       "label"]))
 
 
 @dataclass(frozen=True)
@@ -340,12 +644,16 @@ class WhatIfTimelines:
     predicted: OverviewFrames | BarFrames
     binned: bool            # more than RAW_LIMIT activities: both drawn as busy shares in bins
     activities: int
-    hi_us: float            # the later of the two ends: both charts share 0..hi_us
+    hi_ms: float            # the later of the two ends: both charts share 0..hi_ms
 
 
 def _no_gaps() -> pd.DataFrame:
-    return pd.DataFrame(columns=["lane", "start_us", "end_us", "dur_us", "cause", "host_call", "called_from", "next",
-                                 "device"])
+    return pd.DataFrame(columns=["row", "lane", "start_ms", "end_ms", "dur_us", "cause", "host_call", "called_from",
+                                 "next"])
+
+
+def _no_spans() -> pd.DataFrame:
+    return pd.DataFrame(columns=["row", "lane", "kind", "start_ms", "end_ms", "name", "dur"])
 
 
 def whatif_timelines(a: Analysis, lever: str, bins: int = 400) -> WhatIfTimelines:
@@ -353,28 +661,75 @@ def whatif_timelines(a: Analysis, lever: str, bins: int = 400) -> WhatIfTimeline
     t = whatif.predicted_timeline(a.trace, lever)
     n = len(t.name)
     hi_ns = int(max(t.measured_end_ns.max(initial=0), t.predicted_end_ns.max(initial=0), 1))
-    lanes = np.array(t.lanes, dtype=object)
     binned = n > RAW_LIMIT
 
     def frames(lane, start, end):
-        used = tuple(t.lanes[i] for i in sorted(set(lane.tolist())))
+        used = sorted(set(lane.tolist()))
+        rows = tuple(Row(t.lanes[i], t.lanes[i], "gpu") for i in used)
+        at = np.full(len(t.lanes), -1, np.int64)
+        at[used] = np.arange(len(used))
         if binned:
             edges = np.linspace(0, hi_ns, bins + 1).round().astype(np.int64)
-            busy = timeline.lane_busy(lane, start, end, len(t.lanes), edges)
-            s, e = edges[:-1] / 1e3, edges[1:] / 1e3
-            df = pd.DataFrame({"lane": np.repeat(lanes, bins), "start_us": np.tile(s, len(t.lanes)),
-                               "end_us": np.tile(e, len(t.lanes)), "busy": busy.reshape(-1)})
-            idle = pd.DataFrame(columns=["lane", "start_us", "end_us", "idle", "cause", *CAUSES])
-            return OverviewFrames(lanes=used, busy=df[df["busy"] > 0].reset_index(drop=True), idle=idle, events=n,
+            busy = timeline.lane_busy(lane, start, end, len(t.lanes), edges)[used]
+            s, e = edges[:-1] / 1e6, edges[1:] / 1e6
+            df = pd.DataFrame({"row": np.repeat(np.arange(len(used)), bins),
+                               "lane": np.repeat(np.array([t.lanes[i] for i in used], dtype=object), bins),
+                               "start_ms": np.tile(s, len(used)), "end_ms": np.tile(e, len(used)),
+                               "busy": busy.reshape(-1)})
+            idle = pd.DataFrame(columns=["row", "lane", "start_ms", "end_ms", "idle", "cause", *CAUSES])
+            return OverviewFrames(rows=rows, busy=df[df["busy"] > 0].reset_index(drop=True), idle=idle,
+                                  spans=_no_spans(), hits=pd.DataFrame(columns=["start_ms", "end_ms"]), events=n,
                                   bins=bins)
-        bars = pd.DataFrame({"lane": lanes[lane], "start_us": start / 1e3, "end_us": end / 1e3,
-                             "dur_us": (end - start) / 1e3, "kind": list(t.kind), "name": list(t.name),
-                             "shapes": [""] * n})
-        return BarFrames(lanes=used, bars=bars, gaps=_no_gaps())
+        bars = pd.DataFrame({"row": at[lane], "lane": [t.lanes[i] for i in lane], "depth": 0,
+                             "start_ms": start / 1e6, "end_ms": end / 1e6,
+                             "dur": [duration_ns(x) for x in (end - start)], "kind": list(t.kind),
+                             "name": list(t.name), "shapes": "", "id": np.arange(n), "tid": np.nan, "a0": np.nan,
+                             "a1": np.nan, "hit": False})
+        flows = pd.DataFrame(columns=["id", "tid", "a0", "a1", "call_ms", "call_row", "gpu_ms", "gpu_row"])
+        return BarFrames(rows=rows, bars=bars, gaps=_no_gaps(), flows=flows, spans=_no_spans())
 
     return WhatIfTimelines(lever=lever, measured=frames(t.measured_lane, t.measured_start_ns, t.measured_end_ns),
                            predicted=frames(t.predicted_lane, t.predicted_start_ns, t.predicted_end_ns),
-                           binned=binned, activities=n, hi_us=hi_ns / 1e3)
+                           binned=binned, activities=n, hi_ms=hi_ns / 1e6)
+
+
+# --- ranks --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RanksView:
+    lines: list[str]                # what `tracetriage report DIR` prints
+    straggler_line: str
+    straggler_rank: int | None
+    ranks: pd.DataFrame             # rank, file, rank_from, idle_share, idle_cause, kernel_busy_ms, span_ms, collectives, collective_ms, collective_step_ms, host_step_ms
+    steps: pd.DataFrame             # rank, step, collective_ms: each rank's collective time per step
+    caveats: list[str]
+
+
+def ranks(directory: Path, progress=None) -> RanksView:
+    """The directory's multi-rank report (tracetriage.rank_run.report_object); TraceError with one line."""
+    from analyzers.voice import ranks as rank_words
+    from tracetriage.rank_run import report_object
+
+    rr = report_object(Path(directory), progress=progress)
+    s = rr.straggler
+    found = getattr(s, "rank", None) is not None
+    stats = {x.row.rank: x for x in s.stats} if found else {}
+    rows, steps = [], []
+    for r in rr.rows:
+        c = r.r.collectives
+        stat = stats.get(r.rank)
+        rows.append({"rank": r.rank, "file": r.path.name, "rank_from": r.how, "idle_share": r.r.idle_share,
+                     "idle_cause": common_words.cause_words(r.r.dominant), "kernel_busy_ms": r.r.kernel_busy_us / 1e3,
+                     "span_ms": r.r.span_us / 1e3, "collectives": c.calls, "collective_ms": c.total_ns / 1e6,
+                     "collective_step_ms": stat.per_step_med / 1e6 if stat and stat.per_step_med is not None else np.nan,
+                     "host_step_ms": stat.host_step / 1e6 if stat and stat.host_step is not None else np.nan,
+                     "straggler": found and r.rank == s.rank})
+        steps += [{"rank": f"rank {r.rank}", "step": i + 1, "collective_ms": ns / 1e6}
+                  for i, ns in enumerate(c.per_step_ns)]
+    return RanksView(lines=rank_words.ranks_lines(rr), straggler_line=rank_words.straggler_line(s),
+                     straggler_rank=s.rank if found else None, ranks=pd.DataFrame(rows),
+                     steps=pd.DataFrame(steps, columns=["rank", "step", "collective_ms"]),
+                     caveats=rank_words.ranks_caveats(rr))
 
 
 # --- drills and predictions ---------------------------------------------------------------

@@ -1,13 +1,20 @@
-"""`tracetriage dashboard [TRACE_OR_DIR] [--port N]`: run the app under `streamlit run`.
+"""`tracetriage dashboard [TRACE_OR_DIR] [--port N] [--host ADDR]`: run the app under `streamlit run`.
 
 Streamlit is imported by the child process only, so the CLI stays light. The trace
 or directory reaches the app through an environment variable (no shell, no argv
 parsing inside Streamlit), resolved to an absolute path first.
+
+The dashboard has no login: it serves the traces of whoever started it to anyone who can
+reach its port. So it listens on the loopback interface only (127.0.0.1) unless --host names
+another address; cross-site request forgery protection stays on, uploads keep their cap, and a
+port already taken is one line (`error: port N is in use`), not Streamlit's own exit.
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +22,8 @@ from pathlib import Path
 from dashboard.library import PATH_ENV, upload_cap_mb
 
 APP = Path(__file__).resolve().parent / "app.py"
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 8501          # Streamlit's: the port a user's bookmark already names
 
 
 class LaunchError(Exception):
@@ -28,16 +37,36 @@ def headless(environ=os.environ, platform: str = sys.platform) -> bool:
     return False
 
 
-def command(port: int | None, headless_: bool, upload_mb: int) -> list[str]:
+def command(port: int | None, headless_: bool, upload_mb: int, host: str = LOOPBACK) -> list[str]:
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
+           "--server.address", host,
            "--server.headless", "true" if headless_ else "false",
            "--server.maxUploadSize", str(upload_mb),
+           "--server.enableXsrfProtection", "true",
+           "--server.enableCORS", "true",
            "--browser.gatherUsageStats", "false",
            "--client.toolbarMode", "minimal",
            "--server.fileWatcherType", "none"]
     if port is not None:
         cmd += ["--server.port", str(port)]
     return cmd
+
+
+def check_port(host: str, port: int) -> None:
+    """LaunchError when something already listens on host:port (Streamlit would exit 1 with its own words)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the server binds: a closed port's TIME_WAIT is free
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise LaunchError(f"port {port} is in use (another dashboard?); pick another with --port N") from None
+            if e.errno == errno.EADDRNOTAVAIL:
+                raise LaunchError(f"{host} is no address of this machine (--host)") from None
+            if e.errno == errno.EACCES:
+                raise LaunchError(f"port {port} needs privileges this user lacks; pick one above 1023") from None
+            raise LaunchError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 def environment(target: str | None, environ=os.environ) -> dict:
@@ -53,11 +82,14 @@ def environment(target: str | None, environ=os.environ) -> dict:
     return env
 
 
-def run(target: str | None, port: int | None) -> int:
+def run(target: str | None, port: int | None, host: str | None = None) -> int:
     env = environment(target)
     if importlib.util.find_spec("streamlit") is None:
         raise LaunchError("streamlit is not installed in this environment: pip install -e '.[dev]'")
-    cmd = command(port, headless(), upload_cap_mb())
+    host = host or LOOPBACK
+    port = port or DEFAULT_PORT
+    check_port(host, port)
+    cmd = command(port, headless(), upload_cap_mb(), host)
     if os.name == "posix":
         # Become the server: Ctrl-C and kill reach Streamlit itself, and no orphan outlives the command.
         sys.stdout.flush()

@@ -63,3 +63,78 @@ def test_bars_carry_their_input_shapes_and_gaps_the_call_that_explains_them():
     assert mm and all("bf16" in s and s.startswith("[") for s in mm)
     sync = [h for c, h in zip(t.gap_cause, t.gap_host_call) if c == "synchronization"]
     assert sync and set(sync) == {"cudaStreamSynchronize"}
+
+
+def test_host_bars_nest_by_depth_in_their_lane_and_gpu_bars_stay_on_one_row():
+    a = analyze_file(TRACES / "smell-sync-item.json.gz")
+    t = timeline.build(a, window_us=(0.0, 6000.0))
+    lane = [t.lanes[i] for i in t.lane]
+    by = {}
+    for ln, n, d, s, e in zip(lane, t.name, t.depth.tolist(), t.start_us, t.end_us):
+        by.setdefault((ln, n), set()).add(d)
+    host = next(l for l in t.lanes if l.startswith("host thread") and not l.endswith("ranges"))
+    assert by[(host, "aten::matmul")] == {0} and by[(host, "aten::mm")] == {1}        # matmul > mm
+    assert by[(host, "aten::item")] == {0} and by[(host, "cudaStreamSynchronize")] == {2}   # item > scalar > sync
+    assert all(d == 0 for ln, d in zip(lane, t.depth.tolist()) if ln.startswith("gpu"))
+    # a nested bar lies inside the bar one row up that was open when it started
+    rows = sorted(zip(t.start_us, t.end_us, t.depth.tolist(), lane))
+    for s, e, d, ln in rows:
+        if d and ln == host:
+            assert any(ps <= s and pe >= e and pd == d - 1 for ps, pe, pd, pl in rows if pl == ln)
+
+
+def test_host_calls_are_launch_sync_or_other_calls():
+    kind = {}
+    for trace in ("smell-sync-item.json.gz", "script-toy-train.json.gz"):
+        t = timeline.build(analyze_file(TRACES / trace))
+        for n, k in zip(t.name, t.kind):
+            kind.setdefault(n, set()).add(k)
+    assert kind["cudaStreamSynchronize"] == {"sync call"}
+    assert kind["cudaLaunchKernel"] == {"launch call"} and kind["cudaMemcpyAsync"] == {"launch call"}
+    assert kind["cuLaunchKernelEx"] == {"launch call"}                   # the driver API, as cuBLAS launches
+    assert kind["cudaMalloc"] == {"runtime call"} and kind["cudaStreamIsCapturing"] == {"runtime call"}
+
+
+def test_a_gpu_bar_is_anchored_on_its_launch_call_and_an_op_on_itself():
+    a = analyze_file(TRACES / "smell-sync-item.json.gz")
+    t = timeline.build(a, window_us=(0.0, 6000.0))
+    tr = a.trace
+    for i, (r, k) in enumerate(zip(t.row.tolist(), t.kind)):
+        if k == "kernel":
+            call = int(tr.launch_of[r])
+            assert t.anchor_tid[i] == tr.ev.tid[call]
+            assert abs(t.anchor_start_us[i] - (tr.ev.start[call] - t.origin_ns) / 1e3) < 1e-6
+        elif k == "cpu_op":
+            assert t.anchor_start_us[i] == t.start_us[i] and t.anchor_end_us[i] == t.end_us[i]
+
+
+def test_matches_find_every_drawable_event_by_part_of_its_name_in_time_order():
+    a = analyze_file(TRACES / "smell-sync-item.json.gz")
+    m = timeline.matches(a, "STREAMsync")
+    assert len(m) == 80 and m.names == ("cudaStreamSynchronize",)       # one per iteration (79 drains in the report)
+    assert (m.start_us[1:] >= m.start_us[:-1]).all()
+    assert len(timeline.matches(a, "")) == 0 and len(timeline.matches(a, "no such event")) == 0
+
+
+def test_the_flow_of_an_op_is_its_launch_calls_and_their_gpu_work_and_back():
+    a = analyze_file(TRACES / "smell-sync-item.json.gz")
+    mm = int(timeline.matches(a, "aten::mm").row[3])
+    f = timeline.flow(a, mm)
+    assert f.event.name == "aten::mm" and f.op is None
+    assert [c.name for c in f.calls] == ["cudaMemsetAsync", "cuLaunchKernelEx"]     # cuBLAS's workspace, its GEMM
+    assert [g.kind for g in f.gpu] == ["memset", "kernel"] and f.gpu[1].name.startswith("nvjet")
+    assert all(g.queued_us > 0 for g in f.gpu)                       # from the launch call's start to the GPU work's
+    back = timeline.flow(a, f.gpu[1].row)                          # the kernel: its launch call and its op
+    assert back.op.row == mm and [c.row for c in back.calls] == [f.calls[1].row]
+
+
+def test_the_framework_constructs_are_spans_where_their_marking_events_ran():
+    from analyzers.model.verdicts import Construct
+
+    a = analyze_file(TRACES / "steps" / "training-outlier.json.gz")
+    spans = {x.construct: x for x in timeline.construct_spans(a)}
+    assert list(spans) == [Construct.DATALOADER, Construct.OPTIMIZER, Construct.BACKWARD]   # CONSTRUCTS order
+    dl = spans[Construct.DATALOADER]
+    assert len(dl.start_us) == 12 and (dl.start_us[1:] > dl.end_us[:-1]).all()              # disjoint, in order
+    assert (dl.end_us - dl.start_us).max() > 30_000                                        # the outlier step's 40 ms load
+    assert timeline.construct_spans(analyze_file(TRACES / "smell-sync-item.json.gz")) == ()

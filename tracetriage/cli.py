@@ -404,7 +404,7 @@ def cmd_dashboard(a) -> int:
     from dashboard.launch import LaunchError, run
 
     try:
-        return run(a.trace_or_dir, a.port)
+        return run(a.trace_or_dir, a.port, a.host)
     except LaunchError as e:
         raise UserError(str(e)) from None
 
@@ -436,7 +436,9 @@ def _port(text: str) -> int:
 def _dashboard_commands(sub) -> None:
     d = sub.add_parser("dashboard", help="the Streamlit dashboard: timeline, roofline, diff")
     d.add_argument("trace_or_dir", nargs="?", help="a trace to open, or a directory of traces to list")
-    d.add_argument("--port", type=_port)
+    d.add_argument("--port", type=_port, help="the port to listen on (default 8501)")
+    d.add_argument("--host", help="the address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 serves "
+                                  "every interface, and so your traces, to anyone who can reach it: no login)")
     d.set_defaults(fn=cmd_dashboard)
     n = sub.add_parser("annotate", help="write the trace with a track of idle gaps named by cause, for Perfetto UI")
     n.add_argument("trace")

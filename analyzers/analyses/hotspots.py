@@ -53,14 +53,16 @@ def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls
 
 
 def op_keys(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(key, op) per GPU row: the key is the op's name id, or -(kernel name id) - 1 when no op launched it."""
+    """(key, op) per GPU row: the row of the op that launched it (NONE when none did; a graph replay's kernels:
+    the op captured) and the key it is grouped under: the op's name id, or -(kernel name id) - 1 when no op
+    launched it."""
     ev = trace.ev
-    op = trace.launching_op(rows)    # a graph replay's kernels: the op captured
+    op = trace.launching_op(rows)
     return np.where(op != NONE, ev.name[np.maximum(op, 0)].astype(np.int64), -1 - ev.name[rows].astype(np.int64)), op
 
 
 def op_label(trace: Trace, key: int) -> str:
-    """The hotspot name of an op_keys key."""
+    """The name an op_keys key stands for (a kernel's name shortened)."""
     return trace.names[key] if key >= 0 else _short(trace.names[-1 - key])
 
 

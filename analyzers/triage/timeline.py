@@ -9,6 +9,13 @@ Two levels of detail, so that a trace of a million events stays drawable:
 `overview()` bins a window into busy shares per lane and idle shares per cause
 (a few thousand numbers whatever the trace's size); `build()` gives the raw bars
 of a window, which a view asks for only when `count()` says the window is small.
+
+As Perfetto and Nsight Systems draw them: host bars carry their nesting depth in their
+lane (an op inside an op one row down), every bar an anchor on the host (its own span,
+or its launch call's for GPU work) so that a view can light up an op's launch calls and
+kernels (the flow), and host runtime calls are told apart as launch, sync or other calls.
+`matches()` finds events by name for a search box, `flow()` lists what one event launched
+or was launched by.
 """
 from __future__ import annotations
 
@@ -16,12 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analyzers.analyses.framework import marking_rows
 from analyzers.model import intervals as iv
 from analyzers.model.dtypes import normalise_dtype
+from analyzers.model.names import name_tests
+from analyzers.model.runtime_calls import is_copy, is_launch, is_sync
 from analyzers.model.trace import (
     CPU_OP,
     DRIVER,
     GPU_CATS,
+    HOST_CALL_CATS,
     KERNEL,
     MEMCPY,
     MEMSET,
@@ -30,11 +41,12 @@ from analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
 )
-from analyzers.model.verdicts import CAUSES
+from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
 from analyzers.triage.report import Analysis
 
 KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op", RUNTIME: "launch call",
          DRIVER: "launch call", USER_ANNOTATION: "range"}
+SYNC_CALL, OTHER_CALL = "sync call", "runtime call"   # host calls that wait for the device / that issue nothing
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,10 @@ class Timeline:
     gap_host_call: list[str] | None = None   # the host call that explains each gap ("" when none)
     gap_called_from: list[str] | None = None  # the op that made that call ("" when none)
     gap_next: list[str] | None = None        # the GPU activity that ended each gap ("" when none)
+    depth: np.ndarray | None = None          # int32: each bar's nesting depth in its lane (0 outermost; GPU 0)
+    anchor_tid: np.ndarray | None = None     # int64: the host thread of the bar, or of its launch call (NONE)
+    anchor_start_us: np.ndarray | None = None   # the bar's own span on the host, or its launch call's (NaN)
+    anchor_end_us: np.ndarray | None = None
 
     def records(self) -> list[dict]:
         """Bars then gaps, as plain dicts (for Altair / pandas)."""
@@ -209,14 +225,153 @@ def build(a: Analysis, window_us: tuple[float, float] | None = None, max_bars: i
     cat = np.concatenate
     host = cat(gh) if gh else np.zeros(0, np.int64)
     nxt = cat(gn) if gn else np.zeros(0, np.int64)
+    tid, a0, a1 = _anchors(tr, rows, origin)
     return Timeline(origin_ns=origin, lanes=lanes, lane=lane.astype(np.int32),
-                    start_us=s, end_us=e, kind=[KINDS[int(c)] for c in ev.cat[rows]],
+                    start_us=s, end_us=e, kind=_kinds(tr, rows),
                     name=[tr.names[i] for i in ev.name[rows]],
                     gap_device=cat(gd) if gd else np.zeros(0, np.int32), gap_start_us=cat(gs) if gs else np.zeros(0),
                     gap_end_us=cat(ge) if ge else np.zeros(0), gap_cause=gc, row=rows,
                     shapes=_shapes_of(tr, rows), gap_host_call=[_name(tr, r) for r in host],
                     gap_called_from=[_name(tr, tr.op_of[r]) if r != NONE else "" for r in host],
-                    gap_next=[_name(tr, r) for r in nxt])
+                    gap_next=[_name(tr, r) for r in nxt],
+                    depth=_depth(lane, ev.start[rows], ev.end[rows], np.isin(ev.cat[rows], GPU_CATS)),
+                    anchor_tid=tid, anchor_start_us=a0, anchor_end_us=a1)
+
+
+def _kinds(trace: Trace, rows: np.ndarray) -> list[str]:
+    """Each bar's kind; a host runtime call is a launch call (a launch or a copy), a sync call or another call."""
+    ev = trace.ev
+    kinds = np.array([KINDS[int(c)] for c in ev.cat[rows]], dtype=object)
+    calls = np.flatnonzero(np.isin(ev.cat[rows], (RUNTIME, DRIVER)))
+    sync, issues = name_tests(trace, rows[calls], is_sync, lambda n: is_launch(n) or is_copy(n))
+    kinds[calls[sync]] = SYNC_CALL           # cudaMemcpy is both a copy and a sync: the wait is what shows
+    kinds[calls[~sync & ~issues]] = OTHER_CALL
+    return kinds.tolist()
+
+
+def _depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Nesting depth of each host bar among the bars of its lane, as Perfetto stacks slices: a bar that
+    starts inside an open one goes a row below it. Rows come sorted by (start, -end), so a parent precedes
+    its children. GPU bars (`flat`) stay on their stream's one row: kernels of a stream may overlap by a
+    hair (programmatic dependent launch), which is no nesting. A loop, but over one window's bars only
+    (a view asks for a few thousand at most)."""
+    depth = np.zeros(len(lane), np.int32)
+    open_ends: dict[int, list[int]] = {}
+    for i, (ln, s, e) in enumerate(zip(lane.tolist(), start.tolist(), end.tolist())):
+        if flat[i]:
+            continue
+        stack = open_ends.setdefault(ln, [])
+        while stack and stack[-1] <= s:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(e)
+    return depth
+
+
+def _anchors(trace: Trace, rows: np.ndarray, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each bar sits on the host: its own thread and span, or for GPU work its launch call's.
+    An op's flow is then every bar anchored on its thread inside its span (its calls, their kernels)."""
+    ev = trace.ev
+    gpu = np.isin(ev.cat[rows], GPU_CATS)
+    call = np.where(gpu, trace.launch_of[rows], rows)
+    has = call != NONE
+    at = np.maximum(call, 0)
+    tid = np.where(has, ev.tid[at], NONE).astype(np.int64)
+    a0 = np.where(has, (ev.start[at] - origin) / 1e3, np.nan)
+    a1 = np.where(has, (ev.end[at] - origin) / 1e3, np.nan)
+    return tid, a0, a1
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Drawable events whose name holds a search text, in time order (µs from the origin)."""
+    text: str
+    row: np.ndarray         # int64 rows in trace.ev
+    start_us: np.ndarray
+    end_us: np.ndarray
+    names: tuple[str, ...]  # the distinct names matched, most frequent first
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def matches(a: Analysis, text: str) -> Matches:
+    """Every drawable event whose name contains `text` (case-insensitive). The test runs once per distinct
+    name, so a million events cost one np.isin."""
+    tr = a.trace
+    ev = tr.ev
+    o = origin_ns(tr)
+    needle = text.strip().lower()
+    rows = _drawn_rows(tr)
+    if not needle:
+        rows = rows[:0]
+    else:
+        ids = np.array([i for i, n in enumerate(tr.names) if needle in n.lower()], dtype=np.int64)
+        rows = rows[np.isin(ev.name[rows], ids)]
+    ids, counts = np.unique(ev.name[rows], return_counts=True)
+    names = tuple(tr.names[int(i)] for i in ids[np.argsort(-counts, kind="stable")])
+    return Matches(text=text, row=rows.astype(np.int64), start_us=(ev.start[rows] - o) / 1e3,
+                   end_us=(ev.end[rows] - o) / 1e3, names=names)
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    row: int
+    kind: str
+    name: str
+    start_us: float         # from the origin
+    dur_us: float
+    lane: str
+    queued_us: float | None = None   # GPU work: from its launch call's start to its own (None on the host)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One event and what it is linked to: the op that issued it, the launch calls, the GPU work they queued."""
+    event: FlowStep
+    op: FlowStep | None             # the op that made the event's launch call (for a call or GPU work)
+    calls: tuple[FlowStep, ...]     # launch calls made inside the event (an op) or the one that queued it
+    gpu: tuple[FlowStep, ...]       # GPU activities those calls queued
+
+
+def flow(a: Analysis, row: int) -> Flow:
+    """The flow of one drawable event, as Perfetto's flow arrows show it: an op -> every launch call
+    inside it on its thread -> their kernels; a launch call -> its op and its kernels; GPU work -> its
+    launch call and op."""
+    tr = a.trace
+    ev = tr.ev
+    o = origin_ns(tr)
+    cat = int(ev.cat[row])
+    if cat in GPU_CATS:
+        c = int(tr.launch_of[row])
+        calls = np.array([c] if c != NONE else [], np.int64)
+    elif cat in HOST_CALL_CATS:
+        calls = np.array([row], np.int64)
+    else:
+        inside = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS) & (ev.tid == ev.tid[row]) & (ev.start >= ev.start[row])
+                                & (ev.end <= ev.end[row]))
+        calls = inside
+    gpu_rows = np.flatnonzero(np.isin(tr.launch_of, calls) & np.isin(ev.cat, GPU_CATS)) if len(calls) else calls
+    if cat in (CPU_OP, USER_ANNOTATION):
+        calls = calls[np.isin(calls, tr.launch_of[gpu_rows])]   # the calls that queued GPU work
+    op = None
+    if cat in GPU_CATS or cat in HOST_CALL_CATS:
+        c = calls[0] if len(calls) else NONE
+        if c != NONE and tr.op_of[c] != NONE:
+            op = _step(tr, int(tr.op_of[c]), o)
+    return Flow(event=_step(tr, row, o), op=op, calls=tuple(_step(tr, int(r), o) for r in calls),
+                gpu=tuple(_step(tr, int(r), o) for r in gpu_rows))
+
+
+def _step(trace: Trace, row: int, origin: int) -> FlowStep:
+    ev = trace.ev
+    r = np.array([row])
+    lanes, _ = _lane_index(trace, r)
+    call = int(trace.launch_of[row]) if int(ev.cat[row]) in GPU_CATS else NONE
+    queued = (int(ev.start[row]) - int(ev.start[call])) / 1e3 if call != NONE else None
+    return FlowStep(row=row, kind=_kinds(trace, r)[0], name=trace.name_of(row),
+                    start_us=(int(ev.start[row]) - origin) / 1e3, dur_us=int(ev.end[row] - ev.start[row]) / 1e3,
+                    lane=lanes[0], queued_us=queued)
 
 
 def _name(trace: Trace, row) -> str:
@@ -287,3 +442,30 @@ def gaps(a: Analysis) -> GapTable:
                     called_from=tuple(_name(tr, tr.op_of[r]) if r != NONE else "" for r in h),
                     next_name=tuple(_name(tr, r) for r in n),
                     evidence={int(d.device): d.evidence for d in a.devices})
+
+
+@dataclass(frozen=True)
+class ConstructSpans:
+    """Where one framework construct ran (the DataLoader's __next__, the optimizer step, backward, compile ...):
+    the union of its marking events on every host thread (analyzers.analyses.framework), µs from the origin."""
+    construct: Construct
+    start_us: np.ndarray
+    end_us: np.ndarray
+
+
+def construct_spans(a: Analysis) -> tuple[ConstructSpans, ...]:
+    """The framework constructs the trace marks, in CONSTRUCTS order; none when the framework was not analysed.
+    Set-up and the user's own code are no marked spans (set-up is the idle lane's; the rest is the user's)."""
+    if a.framework is None:
+        return ()
+    tr = a.trace
+    rows, codes = marking_rows(tr)
+    o = origin_ns(tr)
+    out = []
+    for code, c in enumerate(CONSTRUCTS):
+        m = codes == code
+        if c in (Construct.SETUP, Construct.USER) or not m.any():
+            continue
+        s, e = iv.union(tr.ev.start[rows[m]], tr.ev.end[rows[m]])
+        out.append(ConstructSpans(c, (s - o) / 1e3, (e - o) / 1e3))
+    return tuple(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from analyzers.model.units import duration_ns, duration_us, saving_pct
+from analyzers.model.units import duration_ns, duration_us, ratio, saving_pct, share, size, speed
 from analyzers.voice.common import CAUSE_WORDS
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
@@ -39,10 +39,50 @@ def loaded(name: str, events: int, device: str) -> str:
     return f"Loaded {name}: {events:,} events on {device}."
 
 
+def analysing(name: str) -> str:
+    return f"Analysing {name}…"
+
+
+def no_such_trace(key: str) -> str:
+    return f"error: no trace {key} in the library (the link names a trace this server does not list)"
+
+
+def pick_a_trace() -> str:
+    return "Pick a trace in the Library first."
+
+
+def pick_a_trace_here() -> str:
+    return "Pick a sample, a trace from the command line, or upload one."
+
+
+def pick_placeholder() -> str:
+    return "Choose a trace"
+
+
 def sample_about(about: str, cause_label: str | None, regime: str | None) -> str:
     built = ", ".join(x for x in (f"idle: {dashboard_cause(cause_label)}" if cause_label else "",
                                   f"regime: {regime}" if regime else "") if x)
     return f"{about} ({built})" if built else about
+
+
+def sample_in_folder(folder: str) -> str:
+    return f"From traces/{folder}/ (traces/CAPTURED.md says what each is)."
+
+
+def run_member(run: str) -> str:
+    return f"One rank of the multi-rank run {run} (the Ranks page compares its ranks)."
+
+
+def directory_caption(name: str) -> str:
+    return f"Traces in {name}/, the directory the dashboard was started on."
+
+
+def no_traces_in_directory() -> str:
+    return "No trace files in it (JSON or gzipped JSON whose content is a torch.profiler trace)."
+
+
+def upload_label(cap_mb: int) -> str:
+    return f"A torch.profiler trace (.json or .json.gz, up to {cap_mb} MB)"
 
 
 # --- report ------------------------------------------------------------------------------------------
@@ -53,6 +93,18 @@ def cause_evidence(c: str, gaps: int, median_gap_us: float, max_gap_us: float, n
         return "no gaps"
     s = f"{gaps:,} gap{'s' if gaps != 1 else ''}, median {duration_us(median_gap_us)}, longest {duration_us(max_gap_us)}"
     return s + (f"; {', '.join(names)}" if names else "")
+
+
+def idle_bar_label(idle_us: float, share_of_span: float) -> str:
+    return f"{duration_us(idle_us)} ({share(share_of_span)})" if idle_us else ""
+
+
+def regime_cell(regime: str | None) -> str:
+    return regime if regime else "not judged"
+
+
+def no_ranges() -> str:
+    return "No named ranges in this trace (record_function / named_range)."
 
 
 def phase_summary(ttft_us: float, per_token_us: float, steps: int, tokens_per_prefill: int) -> str:
@@ -68,21 +120,87 @@ def phase_detail(label: str, regime: str, idle_share: float, idle_dominant: str 
 # --- timeline ----------------------------------------------------------------------------------------
 
 
-def window_caption(events: int, lo_us: float, hi_us: float, limit: int, bins: int | None) -> str:
-    span = f"{duration_us(lo_us)} to {duration_us(hi_us)}"
+def ms(x: float) -> str:
+    """A time on the timeline's axis: ms from the start of the GPU span, signed before it ('−2.623 ms')."""
+    text = f"{abs(x):,.3f} ms"
+    return ("−" if x < 0 else "") + text
+
+
+def time_axis_title() -> str:
+    return "ms from the start of the GPU span"
+
+
+def window_caption(events: int, lo_ms: float, hi_ms: float, limit: int, bins: int | None) -> str:
+    span = f"{ms(lo_ms)} to {ms(hi_ms)} ({duration_us((hi_ms - lo_ms) * 1e3)})"
     if bins is not None:
         return (f"{events:,} events from {span}: shown as busy shares in {bins} bins. Drag across the chart to zoom; "
                 f"each event is drawn once the window holds {limit:,} or fewer.")
-    return f"{events:,} events from {span}, each drawn. Drag across the chart to zoom further."
+    return (f"{events:,} events from {span}, each drawn. Drag across the chart to zoom further; click an event to "
+            "light up its flow (an op, its launch calls, their kernels).")
 
 
 def bin_tooltip(lane: str, busy: float) -> str:
     return f"{lane}: busy {100 * busy:.0f}% of the bin"
 
 
+def bin_range(start_ms: float, end_ms: float) -> str:
+    return f"{ms(start_ms)} to {ms(end_ms)}"
+
+
 def idle_bin_tooltip(idle: float, shares: dict[str, float]) -> str:
-    parts = ", ".join(f"{dashboard_cause(c)} {100 * v:.0f}%" for c, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0)
-    return f"idle {100 * idle:.0f}% of the bin: {parts}"
+    ranked = [(c, v) for c, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0]
+    parts = ", ".join(f"{dashboard_cause(c)} {100 * v:.0f}%" for c, v in ranked)
+    lead = f"mostly {dashboard_cause(ranked[0][0])}; " if ranked else ""
+    return f"idle {100 * idle:.0f}% of the bin, {lead}{parts}"
+
+
+_CONSTRUCT_LANES = {"compile": "torch.compile compiling", "allocator": "caching allocator", "dataloader": "DataLoader",
+                    "optimizer": "optimizer step", "collective": "collectives", "backward": "autograd backward",
+                    "compiled": "compiled code", "module": "nn.Module forwards"}
+
+
+def construct_lane(construct: str) -> str:
+    """The label of a framework construct's lane on the timeline."""
+    return _CONSTRUCT_LANES.get(construct, construct)
+
+
+def step_label(i: int) -> str:
+    return f"step {i}"
+
+
+def search_label() -> str:
+    return "Search events by name"
+
+
+def search_help() -> str:
+    return "Part of a name, any case (aten::mm, nccl, cudaStreamSynchronize). Enter jumps to the first match."
+
+
+def search_caption(text: str, count: int, index: int | None, names: tuple[str, ...], at_ms: float | None) -> str:
+    if not count:
+        return f"No event named like “{text}”."
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3:,} more names" if len(names) > 3 else "")
+    where = f"; match {index + 1:,} of {count:,} at {ms(at_ms)}" if index is not None and at_ms is not None else ""
+    return f"{count:,} events named like “{text}” ({shown}){where}, outlined in black."
+
+
+def flow_role(role: str) -> str:
+    return {"op": "the op that issued it", "launch call": "launch call", "GPU": "GPU work it queued"}.get(role, role)
+
+
+def selected_event(name: str, kind: str, lane: str, start_ms: float, dur: str, shapes: str) -> str:
+    s = f"Selected: {name} ({kind}, {dur}) on {lane} at {ms(start_ms)}"
+    return s + (f"; inputs {shapes}" if shapes else "") + "."
+
+
+def queued_help() -> str:
+    return "GPU work: the time from its launch call's start to its own start (the launch queue and the device's backlog)."
+
+
+def flow_caption(steps: int) -> str:
+    if not steps:
+        return "Nothing linked to it in the trace (no launch call, no GPU work)."
+    return "Its flow, lit up in magenta on the chart (queued: from the launch call's start to the GPU work's)."
 
 
 def gap_evidence(c: str, dur_us: float, host_call: str, called_from: str, next_name: str) -> str:
@@ -129,6 +247,67 @@ def diff_headline(before: str, after: str, speedup: float | None, explained_by: 
     return f"{before} → {after}: {sp}, explained by {explained_by or 'nothing single'}."
 
 
+_NO_FIGURE = "—"
+
+
+def _figure(unit: str, x) -> str:
+    if x is None:
+        return _NO_FIGURE
+    if unit == "us":
+        return duration_us(x)
+    if unit == "bytes":
+        return size(x)
+    return f"{round(x):,}"
+
+
+def diff_measure(label: str, unit: str, before, after, *, speedup: float | None = None, change_us: float | None = None,
+                 ratio_value: float | None = None, same: bool = False) -> tuple[str, str, str, str]:
+    """A row of the diff's measures table, each cell in its unit: (measure, before, after, change)."""
+    if speedup is not None:
+        change = speed(speedup)
+    elif change_us is not None:
+        change = ("−" if change_us < 0 else "+") + duration_us(change_us)
+    elif ratio_value is not None:
+        change = ratio(ratio_value, same)
+    else:
+        change = _NO_FIGURE
+    return label, _figure(unit, before), _figure(unit, after), change
+
+
+def before_after_count(before: int | None, after: int | None) -> str:
+    return f"{_figure('count', before)} → {_figure('count', after)}"
+
+
+def before_after_bytes(before: float | None, after: float | None) -> str:
+    return f"{_figure('bytes', before)} → {_figure('bytes', after)}"
+
+
+def diff_ops_caption(per_step: bool) -> str:
+    s = ("Device time by op (the op that launched the work, or the kernel's name when no op did), largest change "
+         "first; bytes are what its kernels move by their shapes and its copies recorded (— : no byte count).")
+    return s + (" Per profiled step: the traces hold a different number of steps." if per_step else "")
+
+
+def diff_timelines_caption() -> str:
+    return "Both traces on one time axis, each from the start of its GPU span; binned past 5,000 events like the Timeline."
+
+
+def before_title(name: str) -> str:
+    return f"before: {name}"
+
+
+def after_title(name: str) -> str:
+    return f"after: {name}"
+
+
+def diff_pick_both() -> str:
+    return "Pick the trace before the change and the trace after it."
+
+
+def need_two_traces() -> str:
+    return "The library needs two traces to compare."
+
+
 # --- perfetto ----------------------------------------------------------------------------------------
 
 
@@ -158,6 +337,21 @@ def traced_span_label(baseline_ns: float) -> str:
     return f"traced {duration_ns(baseline_ns)}"
 
 
+def lever_bar_label(predicted_ns: float, saving_ns: float, baseline_ns: float) -> str:
+    """The value written at the end of a lever's bar: '34.6 ms (−38%)'."""
+    return f"{duration_ns(predicted_ns)} ({saving_pct(saving_ns, baseline_ns)})"
+
+
+def span_note(baseline_ns: float, report_span_ns: float, agree: bool, host_outside_us: float) -> str:
+    """Whether the what-if's traced span is the report's span, and why not when it is not."""
+    if agree:
+        return f"The traced span is the report's GPU span, {duration_ns(report_span_ns)}."
+    return (f"The traced span ({duration_ns(baseline_ns)}) runs from the first traced event to the last, host work "
+            f"included, because a lever moves host work too: {duration_us(host_outside_us)} "
+            f"{'more' if host_outside_us > 0 else 'less'} than the report's GPU span ({duration_ns(report_span_ns)}), "
+            "which runs from the first GPU activity to the last.")
+
+
 def measured_timeline_title(baseline_ns: float) -> str:
     return f"measured: GPU activities as traced (traced span {duration_ns(baseline_ns)})"
 
@@ -174,6 +368,55 @@ def whatif_timeline_caption(activities: int, binned: bool, bins: int, limit: int
 
 def no_whatif() -> str:
     return "No GPU timeline in this trace: the what-if replay needs GPU activity (ProfilerActivity.CUDA)."
+
+
+# --- ranks -------------------------------------------------------------------------------------------
+
+
+def ranks_caption(run: str, from_command_line: bool) -> str:
+    where = "the directory the dashboard was started on" if from_command_line else "a sample run"
+    return f"{run}/, {where}: each rank analysed in its own process, as tracetriage report DIR does."
+
+
+def no_runs() -> str:
+    return ("No multi-rank run here: start the dashboard on a directory of rank traces "
+            "(tracetriage dashboard traces/ddp), or open a sample run.")
+
+
+def run_label(key: str) -> str:
+    return key
+
+
+def analysing_ranks(done: int, total: int) -> str:
+    return f"Analysing rank {done} of {total}…"
+
+
+def collective_steps_title() -> str:
+    return "collective time per step, by rank"
+
+
+def open_rank_timeline(rank: int, straggler: bool) -> str:
+    return f"Rank {rank}'s timeline" + (" (the straggler)" if straggler else "")
+
+
+def median_per_step_help() -> str:
+    return "The median over the steps of the rank's collective kernel time per step (what the straggler rule compares)."
+
+
+def host_step_help() -> str:
+    return "The median interval between the launches of the rank's collectives: how long its host takes to issue a step."
+
+
+def rank_cell(rank: int, straggler: bool) -> str:
+    return f"rank {rank}" + (" (straggler)" if straggler else "")
+
+
+def ranks_report_title() -> str:
+    return "The report of the run, as tracetriage report DIR prints it"
+
+
+def ranks_table_caption() -> str:
+    return "Pick a row to open that rank's timeline."
 
 
 # --- drills and predictions --------------------------------------------------------------------------

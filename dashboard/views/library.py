@@ -1,94 +1,95 @@
-"""Library: pick a bundled sample, a trace from the command line's directory, or upload one."""
+"""Library: pick a bundled sample, a trace from the command line's directory, or upload one.
+
+The lists paint first (nothing heavy is imported for them); the trace in view is analysed after, and
+the page says once what it loaded (or its one-line error).
+"""
 from __future__ import annotations
 
 import streamlit as st
 
 from analyzers.voice import dashboard as words
-from dashboard import data, library, state
+from dashboard import library, state, views, warm
 from dashboard.library import Entry, PathRefused
-
-TITLE, URL, ICON = "Library", "library", ":material/folder_open:"
-
-
-def open_entry(entry: Entry) -> bool:
-    """Make entry the trace in view; on a bad file, its one-line error on the page."""
-    try:
-        a = state.analysis_of(entry)
-    except (data.TraceError, PathRefused) as e:
-        state.show_error(str(e))
-        return False
-    state.choose(entry)
-    st.success(words.plain(words.loaded(entry.name, data.trace_events(a), data.device_name(a))))
-    return True
 
 
 def accept_upload(filename: str, payload: bytes, cap_mb: int) -> Entry | None:
     if len(payload) > cap_mb * 1_000_000:
         st.error(words.plain(words.upload_too_large(filename, len(payload), cap_mb)))
         return None
-    entry = library.save_upload(state.upload_dir(), filename, payload)
-    uploads = [u for u in st.session_state.get(state.UPLOADS, []) if u.name != entry.name]
-    st.session_state[state.UPLOADS] = uploads + [entry]
-    return entry
+    return library.save_upload(state.upload_dir(), filename, payload)
 
 
-def _from_query() -> None:
-    """?trace=samples/NAME or ?trace=directory/NAME opens that trace once (the name is confined)."""
-    want = st.query_params.get("trace")
-    if not want or st.session_state.get("_query_done") == want:
+def _picker(label: str, options: list[Entry], cur: Entry | None, key: str, describe) -> Entry | None:
+    """A selectbox over entries, showing the trace in view when it is among them; a new pick opens it."""
+    keys = [e.key for e in options]
+    at = keys.index(cur.key) if cur is not None and cur.key in keys else None
+    pick = st.selectbox(label, options, index=at, format_func=lambda e: e.name, key=f"{key}:{cur.key if cur else ''}",
+                        placeholder=words.pick_placeholder())
+    if pick is not None:
+        st.caption(words.plain(describe(pick)))
+    return pick
+
+
+def _describe_sample(e: Entry, runs: set[str]) -> str:
+    if e.folder in runs:
+        return words.run_member(e.folder)
+    if e.folder:
+        return words.sample_in_folder(e.folder)
+    return words.sample_about(e.about, e.idle_cause, e.regime)
+
+
+def _status(entry: Entry) -> None:
+    """One line for the trace in view: what it holds, or why it cannot be read."""
+    from dashboard import data  # (after the lists have painted: pandas and the analyzers load here)
+
+    try:
+        a = state.analysis_of(entry)
+    except (data.TraceError, PathRefused) as e:
+        state.show_error(str(e))
         return
-    st.session_state["_query_done"] = want
-    match = next((e for e in state.entries() if e.key == want), None)
-    if match is None:
-        state.show_error(f"no trace {want} in the library")
-        return
-    open_entry(match)
-
-
-def _first_from_command_line() -> None:
-    t = state.target()
-    if t.first and not st.session_state.get("_first_done"):
-        st.session_state["_first_done"] = True
-        open_entry(Entry("directory", t.root, t.first))
+    st.success(words.plain(words.loaded(entry.name, data.trace_events(a), data.device_name(a))))
 
 
 def render() -> None:
-    st.title("Library")
-    _first_from_command_line()
-    _from_query()
     cur = state.current()
-    if cur is not None:
-        st.caption(words.plain(f"In view: {cur.key}"))
+    status = st.container()      # the one status line, above the lists, filled once they have painted
+    opened: Entry | None = None
 
     samples = library.samples()
     if samples:
         st.subheader("Sample traces")
-        keys = [e.key for e in samples]
-        at = keys.index(cur.key) if cur is not None and cur.key in keys else 0
-        pick = st.selectbox("Sample trace", samples, index=at, format_func=lambda e: e.name, key="sample")
-        if pick is not None:
-            st.caption(words.plain(words.sample_about(pick.about, pick.idle_cause, pick.regime)))
-        if st.button("Open sample", key="open_sample") and pick is not None:
-            open_entry(pick)
+        runs = {r.name for r in library.sample_runs()}
+        pick = _picker("Sample trace", samples, cur, "sample", lambda e: _describe_sample(e, runs))
+        if pick is not None and (cur is None or pick.key != cur.key):
+            opened = pick
 
     t = state.target()
-    if t.root is not None:
-        st.subheader("From the command line's directory")
-        st.caption(words.plain(str(t.root)))
+    if t.root is not None and t.root.resolve() != library.SAMPLES.resolve():
+        st.subheader("From the command line")
+        st.caption(words.plain(words.directory_caption(t.root.name)))
         mine = library.directory_entries(t.root)
         if mine:
-            pick_d = st.selectbox("Trace file", mine, format_func=lambda e: e.name, key="dir_trace")
-            if st.button("Open file", key="open_dir") and pick_d is not None:
-                open_entry(pick_d)
+            pick = _picker("Trace file", mine, cur, "dir_trace", lambda e: "")
+            if pick is not None and (cur is None or pick.key != cur.key):
+                opened = pick
         else:
-            st.caption("No .json or .json.gz trace files in it.")
+            st.caption(words.no_traces_in_directory())
 
     st.subheader("Upload")
     cap = library.upload_cap_mb()
-    up = st.file_uploader(f"A torch.profiler trace (.json or .json.gz, up to {cap} MB)", type=["json", "gz"],
-                          key="upload")
+    up = st.file_uploader(words.upload_label(cap), type=["json", "gz"], key="upload")
     if up is not None and st.session_state.get("_uploaded") != (up.name, up.size):
         st.session_state["_uploaded"] = (up.name, up.size)
         entry = accept_upload(up.name, up.getvalue(), cap)
         if entry is not None:
-            open_entry(entry)
+            opened = entry
+
+    if opened is not None:
+        state.choose(opened)
+        st.rerun()               # the pickers redraw around the trace now in view
+    warm.start(p.module for p in views.PAGES)    # the lists have painted: the other pages' imports can start
+    if cur is not None:
+        with status:
+            _status(cur)
+    elif not st.query_params.get(state.TRACE):
+        status.info(words.pick_a_trace_here())

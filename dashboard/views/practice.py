@@ -7,9 +7,8 @@ from pathlib import Path
 import streamlit as st
 
 from analyzers.voice import dashboard as words
-from dashboard import charts, data, state
+from dashboard import charts, data, state, tables
 
-TITLE, URL, ICON = "Drills", "drills", ":material/school:"
 BINS = 400
 
 
@@ -44,15 +43,17 @@ def _drill() -> None:
         return
     for p in paths:
         _timeline(p)
-    tables = data.drill_tables(d.id)
-    if tables.span_line:
-        st.markdown(words.plain(tables.span_line))
-    if tables.operators is not None:
-        st.dataframe(tables.operators, hide_index=True, width="stretch",
-                     column_config={"share": st.column_config.NumberColumn("share", format="percent"),
-                                    "device_us": st.column_config.NumberColumn("device µs", format="%.1f")})
-    if tables.ranges is not None:
-        st.dataframe(tables.ranges, hide_index=True, width="stretch")
+    drill_tables = data.drill_tables(d.id)
+    if drill_tables.span_line:
+        st.markdown(words.plain(drill_tables.span_line))
+    if drill_tables.operators is not None:
+        tables.show(drill_tables.operators, {"name": tables.text("op", width="large"), "share": tables.share("share"),
+                                             "device_us": tables.us("device (µs)"), "calls": tables.count("calls")})
+    if drill_tables.ranges is not None:
+        tables.show(drill_tables.ranges, {"name": tables.text("range"), "count": tables.count("instances"),
+                                          "median_wall_us": tables.us("median wall (µs)"),
+                                          "wall_us": tables.us("wall (µs)"),
+                                          "kernel_busy_us": tables.us("kernels busy (µs)")})
     for q in d.questions:
         st.markdown(words.plain(f"• {q}"))
     with st.form(key=f"drill_form_{d.id}"):
@@ -88,8 +89,10 @@ def _log() -> None:
         st.caption(words.plain(words.no_predictions(v.db)))
     else:
         st.markdown(words.plain(v.calibration))
-        st.dataframe(v.predictions, hide_index=True, width="stretch",
-                     column_config={"ratio": st.column_config.NumberColumn("measured/predicted", format="%.2f")})
+        tables.show(v.predictions, {"id": tables.count("id"), "quantity": tables.text("quantity"),
+                                    "predicted": tables.number("predicted", 3), "measured": tables.number("measured", 3),
+                                    "unit": tables.text("unit"), "ratio": tables.number("measured/predicted"),
+                                    "why": tables.text("why", width="large"), "trace": tables.text("trace")})
         pts = v.predictions.dropna(subset=["measured"])
         pts = pts[(pts["measured"] > 0) & (pts["predicted"] > 0)]
         if len(pts):
@@ -97,11 +100,10 @@ def _log() -> None:
             st.caption(words.plain(words.calibration_caption(len(pts), len(v.predictions))))
     st.markdown(words.plain(v.attempts_line))
     if len(v.attempts):
-        st.dataframe(v.attempts, hide_index=True, width="stretch",
-                     column_config={"score": st.column_config.NumberColumn("score", format="percent")})
+        tables.show(v.attempts, {"id": tables.count("attempt"), "created": tables.text("when"),
+                                 "drill": tables.text("drill"), "score": tables.share("score")})
 
 
 def render() -> None:
-    st.title("Drills and predictions")
     _drill()
     _log()

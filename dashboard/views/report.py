@@ -4,9 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analyzers.voice import dashboard as words
-from dashboard import charts, data, state
-
-TITLE, URL, ICON = "Report", "report", ":material/summarize:"
+from dashboard import charts, data, state, tables
 
 
 def _perfetto(entry, a) -> None:
@@ -23,7 +21,6 @@ def _perfetto(entry, a) -> None:
 
 def render() -> None:
     got = state.current_analysis()
-    st.title("Report")
     if got is None:
         return
     entry, a = got
@@ -38,15 +35,16 @@ def render() -> None:
     st.altair_chart(charts.idle_by_cause(idle), width="stretch")
     idle_table = idle.assign(cause=idle["cause"].map(words.cause), evidence=[
         words.cause_evidence(r.cause, r.gaps, r.median_gap_us, r.max_gap_us, data.evidence_names(a, r.cause))
-        for r in idle.itertuples()])[["cause", "idle_us", "share_of_span", "evidence", "first_experiment"]]
-    st.dataframe(idle_table, hide_index=True, width="stretch",
-                 column_config={"idle_us": st.column_config.NumberColumn("idle µs", format="%.1f"),
-                                "share_of_span": st.column_config.NumberColumn("share of span", format="percent")})
+        for r in idle.itertuples()])
+    tables.show(idle_table, {"cause": tables.text("cause"), "idle_ms": tables.ms("idle (ms)"),
+                             "share_of_span": tables.share("share of span"),
+                             "evidence": tables.text("evidence", width="medium"),
+                             "first_experiment": tables.text("first experiment", width="large")}, wrap=True)
 
     st.subheader("Hotspots")
-    st.dataframe(data.hotspots(a), hide_index=True, width="stretch",
-                 column_config={"device_us": st.column_config.NumberColumn("device µs", format="%.1f"),
-                                "share": st.column_config.NumberColumn("share", format="percent")})
+    tables.show(data.hotspots(a), {"name": tables.text("op", width="large"), "device_ms": tables.ms("device (ms)"),
+                                   "share": tables.share("share"), "calls": tables.count("calls"),
+                                   "kernels": tables.count("kernels")})
 
     st.subheader("Ranges")
     ph = data.phases(a)
@@ -58,9 +56,14 @@ def render() -> None:
                                                        p.median_wall_us)))
     rng = data.ranges(a)
     if len(rng):
-        st.dataframe(rng, hide_index=True, width="stretch")
+        rng = rng.assign(regime=rng["regime"].map(words.regime_cell), idle_dominant=rng["idle_dominant"].map(words.cause))
+        tables.show(rng, {"name": tables.text("range", width="medium"), "count": tables.count("instances"),
+                          "wall_ms": tables.ms("wall (ms)"), "median_wall_ms": tables.ms("median wall (ms)", 3),
+                          "kernel_busy_ms": tables.ms("kernels busy (ms)"), "idle_ms": tables.ms("idle (ms)"),
+                          "idle_share": tables.share("idle share"), "regime": tables.text("regime"),
+                          "idle_dominant": tables.text("mostly idle for")})
     else:
-        st.caption("No named ranges in this trace (record_function / named_range).")
+        st.caption(words.no_ranges())
 
     st.subheader("Open in Perfetto")
     _perfetto(entry, a)

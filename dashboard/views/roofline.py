@@ -4,14 +4,11 @@ from __future__ import annotations
 import streamlit as st
 
 from analyzers.voice import dashboard as words
-from dashboard import charts, data, state
-
-TITLE, URL, ICON = "Roofline", "roofline", ":material/show_chart:"
+from dashboard import charts, data, state, tables
 
 
 def render() -> None:
     got = state.current_analysis()
-    st.title("Roofline")
     if got is None:
         return
     entry, a = got
@@ -31,4 +28,9 @@ def render() -> None:
         st.caption(words.plain(words.no_ceilings(data.device_name(a))))
     st.altair_chart(charts.roofline(shown, c), width="stretch")
     st.caption(words.plain(words.points_caption(len(shown), len(pts), dtype)))
-    st.dataframe(pts, hide_index=True, width="stretch")
+    tables.show(pts, {"name": tables.text("op", width="medium"), "shapes": tables.text("input shapes", width="medium"),
+                      "kind": tables.text("kind"), "calls": tables.count("calls"), "device_ms": tables.ms("device (ms)", 3),
+                      "flops": st.column_config.NumberColumn("FLOPs", format="compact"),
+                      "bytes": tables.nbytes("bytes"), "intensity": tables.number("FLOP/byte"),
+                      "tflops": tables.number("TFLOP/s"), "gbps": tables.number("GB/s", 0),
+                      "bound": tables.text("bound"), "frac_of_peak": tables.share("of its peak")})

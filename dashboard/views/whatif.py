@@ -1,5 +1,6 @@
 """What-if: each lever's predicted span, and the GPU timeline the replay predicts under one lever,
-drawn below the measured one on the same time axis (analyzers.whatif, through the adapter)."""
+drawn below the measured one on the same time axis (analyzers.whatif, through the adapter). The lever
+shown lives in the URL (?lever=NAME)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,22 +8,17 @@ import streamlit as st
 from analyzers.voice import dashboard as words
 from dashboard import charts, data, state
 
-TITLE, URL, ICON = "What-if", "whatif", ":material/model_training:"
 BINS = 400
 
 
-def _timelines(entry, a, lever: str):
-    """The replay under one lever, kept for the session (a big trace's graph takes a moment to build)."""
-    key = ("whatif_timelines", entry.key, lever)
-    if key not in st.session_state:
-        with st.spinner("Replaying the trace under the lever…"):
-            st.session_state[key] = data.whatif_timelines(a, lever, bins=BINS)
-    return st.session_state[key]
+@st.cache_resource(max_entries=16, show_spinner="Replaying the trace under the lever…")
+def _timelines(key: str, stamp: tuple, lever: str, _a):
+    """The replay under one lever, kept for every session (a big trace's graph takes a moment to build)."""
+    return data.whatif_timelines(_a, lever, bins=BINS)
 
 
 def render() -> None:
     got = state.current_analysis()
-    st.title("What-if")
     if got is None:
         return
     entry, a = got
@@ -32,7 +28,8 @@ def render() -> None:
         st.info(words.no_whatif())
         return
     base_ns, replay_ns = view.baseline_us * 1e3, view.replay_us * 1e3
-    st.caption(words.plain(words.whatif_caption(base_ns, replay_ns, a.span_ns)))
+    st.caption(words.plain(words.whatif_caption(base_ns, replay_ns)))
+    st.caption(words.plain(words.span_note(base_ns, view.report_span_us * 1e3, view.spans_agree, view.host_outside_us)))
     st.altair_chart(charts.lever_bars(view.levers, view.baseline_us, words.traced_span_label(base_ns)),
                     width="stretch")
     box = st.expander("What each lever assumes", expanded=False)
@@ -43,15 +40,19 @@ def render() -> None:
 
     st.subheader("Predicted timeline")
     names = list(view.levers["lever"])
-    lever = st.selectbox("Lever", names, index=0, key="whatif_lever")
+    want = st.query_params.get("lever")
+    lever = st.selectbox("Lever", names, index=names.index(want) if want in names else 0, key=f"whatif_lever:{entry.key}")
+    if st.query_params.get("lever") != lever:
+        st.query_params["lever"] = lever
     try:
-        t = _timelines(entry, a, lever)
+        p = state.path_of(entry)
+        t = _timelines(entry.key, (p.stat().st_mtime_ns, p.stat().st_size), lever, a)
     except data.WhatIfError as e:
         state.show_error(str(e))
         return
     pred_ns = float(view.levers.loc[view.levers["lever"] == lever, "predicted_us"].iloc[0]) * 1e3
     st.caption(words.plain(words.whatif_timeline_caption(t.activities, t.binned, BINS, data.RAW_LIMIT)))
-    st.altair_chart(charts.whatif_timeline(t.measured, t.binned, t.hi_us, words.measured_timeline_title(base_ns)),
+    st.altair_chart(charts.paired_timeline(t.measured, t.binned, 0.0, t.hi_ms, words.measured_timeline_title(base_ns)),
                     width="stretch")
-    st.altair_chart(charts.whatif_timeline(t.predicted, t.binned, t.hi_us,
+    st.altair_chart(charts.paired_timeline(t.predicted, t.binned, 0.0, t.hi_ms,
                                            words.predicted_timeline_title(lever, pred_ns)), width="stretch")
