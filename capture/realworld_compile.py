@@ -199,16 +199,20 @@ class Recompile(RealWorkload):
     smoke: ClassVar[dict] = {"iters": 1}
 
     def setup(self):
-        gpu = self.gpu
-        dim, ffn = (self.dim, self.ffn) if gpu else (64, 128)
-        self.scale = 1 if gpu else 8        # sequence lengths / 8 on the CPU
-        self.dtype = torch.bfloat16 if gpu else torch.float32
+        self.dtype = torch.bfloat16 if self.gpu else torch.float32
         torch.manual_seed(0)
-        self.block = NormMLP(dim, ffn).to(self.device, self.dtype).eval()
-        self.inputs = {t: torch.randn(self.batch, t // self.scale, dim, device=self.device, dtype=self.dtype)
-                       for t in (*self.seq_lens, self.warm_len)}
+        self.block = self.build().to(self.device, self.dtype).eval()
+        self.inputs = {t: self.input_for(t) for t in (*self.seq_lens, self.warm_len)}
         self.compiled = torch.compile(self.block, dynamic=self.fix == "no_recompiles")
         self.i = 0
+
+    def build(self) -> nn.Module:
+        return NormMLP(*((self.dim, self.ffn) if self.gpu else (64, 128)))
+
+    def input_for(self, size: int) -> torch.Tensor:
+        """[batch, size, dim]; sequence lengths / 8 on the CPU."""
+        dim = self.dim if self.gpu else 64
+        return torch.randn(self.batch, size // (1 if self.gpu else 8), dim, device=self.device, dtype=self.dtype)
 
     def before_window(self):
         # Both variants share the block's code object and with it dynamo's cache: reset, so the before's
@@ -234,4 +238,57 @@ class Recompile(RealWorkload):
         self.note_window(graphs_compiled=counters["stats"]["unique_graphs"] - start)
 
 
-COMPILE_SCENARIOS = [Recompile, RMSNormSwiGLULarge, RMSNormSwiGLUMid, RMSNormSwiGLUSmall, Chain6Large]
+@dataclass
+class RecompileBatch(Recompile):
+    """The serving case: a compiled block (dynamic=False) meets a new batch size every call."""
+    kind: ClassVar[str] = "recompile_batch"
+    about: ClassVar[str] = ("a torch.compile(dynamic=False) RMSNorm+SwiGLU MLP block (dim 2048, ffn 5632, 128 "
+                            "tokens, bf16) called at 3 new batch sizes per window (3, 5, 6), dynamo reset before "
+                            "each; no_recompiles: dynamic=True, compiled before the window on batch 7")
+    dim: int = 2048
+    ffn: int = 5632
+    tokens: int = 128
+    seq_lens: tuple[int, ...] = (3, 5, 6)       # here: the batch sizes
+    warm_len: int = 7
+
+    def input_for(self, size: int) -> torch.Tensor:
+        dim, tokens = (self.dim, self.tokens) if self.gpu else (64, 16)
+        return torch.randn(size, tokens, dim, device=self.device, dtype=self.dtype)
+
+
+@dataclass
+class RecompileGPT2(Recompile):
+    """HF transformers: a compiled GPT-2 forward (dynamic=False) fed prompts of new lengths."""
+    kind: ClassVar[str] = "recompile_gpt2"
+    about: ClassVar[str] = ("HF transformers GPT-2 (2 layers, 512 wide, random weights, bf16, eval) under "
+                            "torch.compile(dynamic=False), batch 2 at 2 new prompt lengths per window (96, 160), "
+                            "dynamo reset before each; no_recompiles: dynamic=True, compiled before on length 64")
+    seq_lens: tuple[int, ...] = (96, 160)
+    warm_len: int = 64
+    batch: int = 2
+    needs: ClassVar[tuple[str, ...]] = ("transformers",)
+
+    def build(self) -> nn.Module:
+        import transformers
+
+        layers, embd = (2, 512) if self.gpu else (1, 64)
+        cfg = transformers.GPT2Config(n_layer=layers, n_embd=embd, n_head=8, n_positions=256, vocab_size=8192,
+                                      bos_token_id=0, eos_token_id=0, use_cache=False)
+        return _LogitsOnly(transformers.GPT2LMHeadModel(cfg))
+
+    def input_for(self, size: int) -> torch.Tensor:
+        return torch.randint(0, 8192, (self.batch, size // (1 if self.gpu else 8)), device=self.device)
+
+
+class _LogitsOnly(nn.Module):
+    """The HF model's forward returning its logits tensor (the output dataclass is not a tensor to sync on)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids).logits
+
+
+COMPILE_SCENARIOS = [Recompile, RecompileBatch, RecompileGPT2, RMSNormSwiGLULarge, RMSNormSwiGLUMid, RMSNormSwiGLUSmall, Chain6Large]

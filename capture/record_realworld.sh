@@ -3,10 +3,12 @@
 #   OUT=$OUT GROUP=a bash capture/record_realworld.sh      optimizers, allocator, fusion, vision, recompiles, warm_up
 #   OUT=$OUT GROUP=b bash capture/record_realworld.sh      HF generate (pairs + phase traces), graph-captured decode,
 #                                                          training-outlier / no-repetition / health-check traces
+#   OUT=$OUT GROUP=c bash capture/record_realworld.sh      warm_up's and no_recompiles' second and third workloads:
+#                                                          cold MLP and GPT-2, recompiles by batch size, GPT-2
 #   OUT=$OUT GROUP=smoke bash capture/record_realworld.sh  every part once, small, reps 1, the parts running side by
 #                                                          side (timings meaningless): a shake-out of GPU-only bugs
-# Run from the repo root. Groups a and b run their parts one after another; none starts once BUDGET seconds
-# (a, b: 530; smoke: 160) have passed, and the running one is cut there, so the tarball is written inside a
+# Run from the repo root. Groups a, b and c run their parts one after another; none starts once BUDGET seconds
+# (a, b: 530; c: 470; smoke: 160) have passed, and the running one is cut there, so the tarball is written inside a
 # 10-minute call. Writes into $OUT (at most 3 files):
 #   realworld-$GROUP.log       everything printed, each part's full output, and the summary (also on stdout)
 #   realworld-$GROUP.tar.gz    $GROUP/{pairs*,cold,generate,traces,logs}/: traces, measured.json, *.truth.json
@@ -18,7 +20,8 @@ OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b) BUDGET=${BUDGET:-530} ;; smoke) BUDGET=${BUDGET:-160} ;; *) echo "GROUP must be a, b or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
@@ -80,6 +83,12 @@ a)
   part pairs-recompile 200 $(pairs pairs) --only recompile
   part cold 200 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold"
   ;;
+c)
+  part cold-mlp 110 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model mlp
+  part pairs-recompile-batch 100 $(pairs pairs) --only recompile_batch
+  part cold-gpt2 160 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model gpt2
+  part pairs-recompile-gpt2 160 $(pairs pairs) --only recompile_gpt2
+  ;;
 b)
   part traces 90 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only training norepeat health
   part decode 120 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
@@ -92,11 +101,11 @@ smoke)
   # before any compile worker pool exists there.
   part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn cnn_b1 adamw_foreach_off \
     sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
-    chain6_large recompile &
+    chain6_large recompile recompile_batch recompile_gpt2 &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
-  part smoke-cold 150 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke &
+  part smoke-cold 150 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke --model resnet18 mlp gpt2 &
   wait
   ;;
 esac

@@ -39,3 +39,13 @@ def test_the_docs_cover_every_subcommand():
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     missing = [name for name in sub.choices if f"tracetriage {name}" not in text]
     assert missing == []
+
+
+def test_the_readmes_real_library_table_is_what_the_traces_and_the_model_say_now():
+    """A change of prediction, of the report's Next or of the measurements shows here: rerun the tool, paste."""
+    from analyzers.tools.realworld_table import rows
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    header = "| lever | workload | predicted | measured, profiled | measured, unprofiled | report's Next |"
+    table = readme.split(header)[1].split("\n\n")[0].strip().splitlines()[1:]   # past the --- row
+    assert table == rows()

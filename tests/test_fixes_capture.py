@@ -15,19 +15,16 @@ def test_every_variant_of_every_workload_runs_on_the_cpu(kind):
         wl.window()
 
 
-# captured on one workload so far; the next device session adds two each (tests/test_whatif.py holds the same set)
-ONE_WORKLOAD_SO_FAR = {"no_recompiles", "warm_up"}
-
-
 def test_every_lever_has_at_least_three_workloads():
     """The one-GPU workloads: a lever whose fix needs more ranks (overlap_comm) is captured on two GPUs."""
     from capture.realworld import REALWORLD
+    from capture.realworld_cold import KINDS as COLD_KINDS
 
     for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
-        # (the cold-start pair, capture/realworld_cold.py, runs each variant in a fresh process: warm_up's one)
-        n = sum(lever in c.levers for c in [*SCENARIOS.values(), *REALWORLD.values()]) + (lever == "warm_up")
-        assert n >= (1 if lever in ONE_WORKLOAD_SO_FAR else 3), lever
-    assert all(sum(lv in c.levers for c in REALWORLD.values()) < 3 for lv in ONE_WORKLOAD_SO_FAR)
+        # (the cold-start pairs, capture/realworld_cold.py, run each variant in a fresh process: warm_up's)
+        n = sum(lever in c.levers for c in [*SCENARIOS.values(), *REALWORLD.values()])
+        n += len(COLD_KINDS) * (lever == "warm_up")
+        assert n >= 3, lever
 
 
 def test_a_workload_refuses_a_fix_it_does_not_model():

@@ -22,7 +22,7 @@ from capture.realworld import REALWORLD, run, summary_line  # noqa: E402
 from capture.realworld_common import trace_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILES = {"recompile", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid", "rmsnorm_swiglu_small", "chain6_large",
+COMPILES = {"recompile", "recompile_batch", "recompile_gpt2", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid", "rmsnorm_swiglu_small", "chain6_large",
             "hf_llama_generate"}
 
 
@@ -234,14 +234,16 @@ def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path
         assert (tmp_path / json.loads(truth.read_text())["trace"]).exists()
 
 
-def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path):
-    pytest.importorskip("torchvision")
-    from capture.realworld_cold import KIND, capture_cold
+@pytest.mark.parametrize("model", ["resnet18", "mlp", "gpt2"])
+def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path, model):
+    pytest.importorskip({"resnet18": "torchvision", "gpt2": "transformers"}.get(model, "torch"))
+    from capture.realworld_cold import KINDS, capture_cold
 
-    res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1)
+    res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1, model_name=model)
     pids = {r["pid"] for rs in res["runs"]["profiled"].values() for r in rs} | {r["pid"] for r in res["runs"]["unprofiled_before"]}
     assert len(pids) == 3
-    assert set(res["ratio"]) == {"warm_up"} and (tmp_path / f"{KIND}--before.json.gz").exists()
+    assert set(res["ratio"]) == {"warm_up"} and (tmp_path / f"{KINDS[model]}--before.json.gz").exists()
+    assert all(r["model"] == model for rs in res["runs"]["profiled"].values() for r in rs)
 
 
 def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
@@ -249,11 +251,16 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
     hf_pairs = script.split("\nhf_pairs() {")[1].split("\n}")[0]
     assert "--drop-lever cuda_graphs" in script.split("\nhf_retry() {")[1].split("\n}")[0]
     groups = "\n" + script.split("\ncase $GROUP in\n")[1]
-    a, b, smoke = (groups.split(f"\n{g})\n")[1].split(";;")[0] for g in ("a", "b", "smoke"))
-    a, b, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, smoke))
+    a, b, c, smoke = (groups.split(f"\n{g})\n")[1].split(";;")[0] for g in ("a", "b", "c", "smoke"))
+    a, b, c, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, c, smoke))
     for kind in REALWORLD:
-        assert (kind in a) != (kind in b), kind                  # in exactly one of the two data groups
+        assert sum(f"{kind} " in g or f"{kind}\n" in g for g in (a, b, c)) == 1, kind  # in one data group
         assert kind in smoke, kind
+    from capture.realworld_cold import KINDS
+    for model in KINDS:
+        assert sum(f"--model {model}" in g or "--model" not in g and model == "resnet18" for g in (a, b, c)
+                   if "realworld_cold" in g) == 1, model
+        assert model in smoke.split("realworld_cold")[1], model
     assert "realworld_cold" in a + b and "realworld_generate" in a + b and "realworld_traces" in a + b
     subprocess.run(["bash", "-n", str(ROOT / "capture" / "record_realworld.sh")], check=True)
 
@@ -261,7 +268,7 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
 def test_the_device_script_refuses_an_unknown_group(tmp_path):
     p = subprocess.run(["bash", str(ROOT / "capture" / "record_realworld.sh")], capture_output=True, text=True,
                        env={**os.environ, "GROUP": "z", "OUT": str(tmp_path)})
-    assert p.returncode == 2 and "GROUP must be a, b or smoke" in p.stderr
+    assert p.returncode == 2 and "GROUP must be a, b, c or smoke" in p.stderr
 
 
 def test_capture_modules_import_nothing_the_device_lacks():

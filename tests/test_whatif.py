@@ -68,8 +68,6 @@ def test_the_lever_that_measured_best_is_ranked_first(kind):
 
 REALWORLD = TRACES / "realworld"
 REAL_MEASURED = json.loads((REALWORLD / "measured.json").read_text())["scenarios"]
-# captured on one workload so far (tests/test_fixes_capture.py holds the same set)
-ONE_WORKLOAD_SO_FAR = {"no_recompiles", "warm_up"}
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
@@ -83,7 +81,7 @@ def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
                 assert len(measured[k]["span_us"][lever]["runs"]) >= 5
                 assert len(measured[k]["span_us"]["before"]["runs"]) >= 5
                 assert (folder / f"{k}--before.json.gz").exists() and (folder / f"{k}--{lever}.json.gz").exists()
-        assert n >= (1 if lever in ONE_WORKLOAD_SO_FAR else 3), lever
+        assert n >= 3, lever
 
 
 def test_committed_pairs_are_small():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.model.units import duration_ns
+from analyzers.model.units import count, duration_ns
 from analyzers.model.verdicts import Construct, Experiment
 from analyzers.whatif.levers.host_windows import remove_host_windows
 from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
@@ -20,20 +20,26 @@ from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measure
 @dataclass(frozen=True)
 class CompilesGone(Assumption):
     removed_ns: int = 0              # host time inside compile spans taken out
+    gpu_ops_gone: int = 0            # GPU work launched from inside them (autotuning's benchmark runs)
 
 
 def apply(c: Context, p, o: Options) -> tuple[CompilesGone, dict]:
     s, e, k, n_runs = c.construct_windows(Construct.COMPILE)
+    live = int((p.g_dur > 0).sum())
     n, removed = remove_host_windows(c, p, s, e, k, drop_gpu=True)
-    return CompilesGone("no_recompiles", n_runs, removed_ns=removed), {"compiles": n_runs, "calls": n,
-                                                                       "host_ns": removed}
+    gone = live - int((p.g_dur > 0).sum())
+    return (CompilesGone("no_recompiles", n_runs, removed_ns=removed, gpu_ops_gone=gone),
+            {"compiles": n_runs, "calls": n, "host_ns": removed, "gpu_ops_gone": gone})
 
 
 def says(a: CompilesGone) -> str:
     if a.count == 0:
         return "no torch.compile compilation in this trace: nothing recompiles"
-    return (f"the {a.count} compilations in the profile ({duration_ns(a.removed_ns)} of host time in dynamo and "
-            "Inductor, with autotuning's kernels) happen once, before it; the compiled code's launches stay")
+    # GPU work launched inside a compile span: autotuning's benchmarks, a CUDA-graph tree's warm-up runs
+    launched = f", and {count(a.gpu_ops_gone, 'GPU op')} launched while compiling" if a.gpu_ops_gone else ""
+    happen = "happens" if a.count == 1 else "happen"
+    return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
+            f"dynamo and Inductor{launched}) {happen} once, before it; the compiled code's launches stay")
 
 
 def compiles(m: Measured) -> int:
