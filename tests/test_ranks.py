@@ -224,7 +224,7 @@ def test_balanced_ranks_have_no_straggler_and_say_why():
 # --- a textbook straggler, written as Kineto traces ---------------------------------------------------
 
 def _kineto_rank(rank: int, *, steps: int = 6, late_rank: int = 1, late_us: float = 3000.0, buckets: int = 3,
-                 step_us: float = 4500.0) -> dict:
+                 step_us: float = 4500.0, step_cat: str = "user_annotation") -> dict:
     """One rank of a data-parallel run: a 400 µs matmul, then `buckets` all-reduces per step;
     `late_rank` sleeps `late_us` on the host before its all-reduces, the others wait in theirs."""
     ev, ids = [], iter(range(1, 10**6))
@@ -241,7 +241,7 @@ def _kineto_rank(rank: int, *, steps: int = 6, late_rank: int = 1, late_us: floa
 
     for i in range(steps):
         t = base + i * step_us
-        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 100 + rank, "tid": 1,
+        ev.append({"ph": "X", "cat": step_cat, "name": f"ProfilerStep#{i}", "pid": 100 + rank, "tid": 1,
                    "ts": t, "dur": step_us - 1})
         launch("aten::mm", "gemm_bf16", t + 10, t + 25, 400, 7)
         host = t + 430 + (late_us if rank == late_rank else 0)
@@ -270,6 +270,15 @@ def test_a_rank_that_arrives_late_every_step_is_named_from_the_others_wait_summe
     assert s["host_idle_dominant"] == "host_work"
     assert [r["rank_from"] for r in out["ranks"]] == ["distributedInfo"] * 2
     assert out["lines"][3].startswith("Straggler: rank 1: the others wait for it inside the collectives")
+
+
+def test_torch_1x_profiler_steps_recorded_as_ops_still_sum_the_wait_per_step(tmp_path):
+    # torch 1.x (kineto's and HTA's older sample traces) records ProfilerStep#N as a cpu_op, not an annotation
+    for r in (0, 1):
+        (tmp_path / f"worker{r}.json").write_text(json.dumps(_kineto_rank(r, step_cat="cpu_op")))
+    s = report_object(tmp_path)["straggler"]
+    assert s["rank"] == 1 and s["steps_from"] == ["ProfilerStep"]
+    assert s["wait_per_step_us"] == pytest.approx(3000, abs=1)
 
 
 def test_a_folder_of_unrelated_traces_is_not_merged_as_ranks(tmp_path):

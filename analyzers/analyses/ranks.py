@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from analyzers.model.kernels import is_collective
-from analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION, Trace
+from analyzers.model.trace import CPU_OP, KERNEL, NONE, USER_ANNOTATION, Trace
 from analyzers.model.verdicts import Cause
 
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
@@ -192,9 +192,10 @@ def collective_timing(trace: Trace) -> Collectives:
 
     step_of = np.arange(len(rows))
     steps_from = "calls"
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    is_step = np.array([trace.names[i].startswith("ProfilerStep#") for i in ev.name[ann]], bool) if len(ann) else ann
-    steps = ann[is_step] if len(ann) else ann
+    # torch 2.x records ProfilerStep#N as an annotation, torch 1.x as a cpu_op
+    step_ids = [i for i, n in enumerate(trace.names) if n.startswith("ProfilerStep#")]
+    steps = (np.flatnonzero(np.isin(ev.name, step_ids) & np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))
+             if step_ids else np.zeros(0, np.int64))
     if len(steps) >= 2 and len(rows):
         s_start = ev.start[steps]
         order = np.argsort(s_start)
