@@ -21,6 +21,7 @@ from analyzers.whatif import replay as rp
 from analyzers.whatif.levers import NAMES, spec_of
 from analyzers.whatif.levers.remove_syncs import focus_op
 from analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
+from analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
 
 __all__ = ["LeverPrediction", "Levers", "PredictedTimeline", "WhatIf", "WhatIfError", "predict", "predict_file",
            "predict_levers", "predicted_timeline"]
@@ -34,6 +35,9 @@ class LeverPrediction:
     saving_ns: int
     assumption: Assumption
     detail: dict = field(default_factory=dict, compare=False)
+    # the ratio the user will see without the profiler: the lever's replay on the unprofiled graph over the
+    # unprofiled replay (analyzers.whatif.unprofiled); None where it was not asked for
+    unprofiled_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,13 @@ class WhatIf:
     baseline_ns: int
     replay_ns: int                          # the unchanged graph, replayed: how far to trust the model
     levers: tuple[LeverPrediction, ...]     # sorted by predicted_ns, best first
+    unprofiled_ns: int | None = None        # the traced work without the profiler's own cost, predicted
+    profiler: ProfilerCost | None = None    # what the profiler's recording cost, by per-event constants
+
+    @property
+    def profiled_over_unprofiled(self) -> float | None:
+        """How much longer the traced work took under the profiler than it would without it (predicted)."""
+        return self.baseline_ns / self.unprofiled_ns if self.unprofiled_ns else None
 
     @property
     def best(self) -> LeverPrediction | None:
@@ -58,12 +69,14 @@ class WhatIf:
 # --- the entry point ----------------------------------------------------------------------------
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
-            graph: dg.Graph | None = None, kernel_scale: float = 0.5) -> WhatIf:
+            graph: dg.Graph | None = None, kernel_scale: float = 0.5, unprofiled: bool = False) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
     `graph` is the trace's dependency graph when the caller has built it already. `kernel_scale` is
     the share of its time each kernel keeps under kernels_2x (a half; diff asks for a measured one).
+    `unprofiled`: also replay the graph without the profiler's own cost, and each lever on that graph (the
+    ratio the user will see without the profiler; twice the replays).
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     specs = [spec_of(lv) for lv in (levers or NAMES)]
@@ -76,19 +89,42 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     base = rp.Plan.of(g)
     replay_ns = rp.replay(g, base).span_ns
     baseline = g.span_ns
+    bare, cost, bare_ns = (None, None, None)
+    if unprofiled:
+        bare = base.copy()
+        cost = unprofile(trace, g, bare)
+        bare_ns = rp.replay(g, bare).span_ns
     out = []
     for spec in specs:
         p = base.copy()
         assume, detail = spec.apply(ctx, p, opts)
         # a lever that found nothing to act on left the graph as it was: its replay is the unchanged one
-        span = replay_ns if spec.weighed_only_if_found and assume.count == 0 else rp.replay(g, p).span_ns
+        unchanged = spec.weighed_only_if_found and assume.count == 0
+        span = replay_ns if unchanged else rp.replay(g, p).span_ns
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(span * baseline / replay_ns)) if replay_ns else span
         out.append(LeverPrediction(lever=spec.name, predicted_ns=pred,
                                    predicted_ratio=pred / baseline if baseline else 1.0,
-                                   saving_ns=baseline - pred, assumption=assume, detail=detail))
+                                   saving_ns=baseline - pred, assumption=assume, detail=detail,
+                                   unprofiled_ratio=None if bare is None else
+                                   _unprofiled_ratio(ctx, g, base, bare_ns, spec, opts, unchanged)))
     out.sort(key=lambda x: (x.predicted_ns, NAMES.index(x.lever)))
-    return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out))
+    return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out),
+                  unprofiled_ns=int(round(bare_ns * baseline / replay_ns)) if bare is not None and replay_ns else None,
+                  profiler=cost)
+
+
+def _unprofiled_ratio(ctx: Context, g: dg.Graph, base: rp.Plan, bare_ns: int, spec, opts: Options,
+                      unchanged: bool) -> float:
+    """The lever's fix made, then the profiler's cost taken out of what is left: its replay over the replay of
+    the unchanged graph without the profiler's cost."""
+    if unchanged or not bare_ns:
+        return 1.0
+    p = base.copy()
+    spec.apply(ctx, p, opts)
+    unprofile(ctx.trace, g, p)
+    clamp(p)
+    return rp.replay(g, p).span_ns / bare_ns
 
 
 @dataclass(frozen=True)
@@ -97,6 +133,16 @@ class Levers:
     all: WhatIf
     sync_op: str | None                    # the outermost op that waited longest in syncs (None: straight from Python)
     sync_op_prediction: LeverPrediction | None
+    unprofiled: UnprofiledRun | None = None   # the traced work replayed without the profiler's own cost
+    graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for one lever's unprofiled ratio
+
+    def unprofiled_ratio(self, trace: Trace, lever: str, only: str | None = None) -> float | None:
+        """One lever's ratio without the profiler (the report asks it of its Next lever only: a replay each)."""
+        if self.graph is None or self.unprofiled is None:
+            return None
+        g = self.graph
+        return _unprofiled_ratio(Context(trace, g), g, rp.Plan.of(g), self.unprofiled.unprofiled_ns, spec_of(lever),
+                                 Options(only=only), False)
 
 
 def predict_levers(trace: Trace) -> Levers:
@@ -105,7 +151,7 @@ def predict_levers(trace: Trace) -> Levers:
     w = predict(trace, graph=g)
     op = focus_op(w.lever("remove_syncs").detail)
     focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
-    return Levers(w, op, focus)
+    return Levers(w, op, focus, unprofiled_run(trace, g, rp.Plan.of(g)), g)
 
 
 # --- the predicted timeline ----------------------------------------------------------------------
@@ -170,6 +216,7 @@ def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
 
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
+    """`tracetriage whatif`: every lever, with its ratio without the profiler beside the profiled one."""
     from analyzers.loading.load import load
 
-    return predict(load(path), levers=levers, only=only)
+    return predict(load(path), levers=levers, only=only, unprofiled=True)
