@@ -11,6 +11,7 @@ lever's assumption says which figure came from where.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ class WhatIf:
     levers: tuple[LeverPrediction, ...]     # sorted by predicted_ns, best first
     unprofiled_ns: int | None = None        # the traced work without the profiler's own cost, predicted
     profiler: ProfilerCost | None = None    # what the profiler's recording cost, by per-event constants
+    unprofiled_run: UnprofiledRun | None = field(default=None, compare=False, repr=False)   # its replay
 
     @property
     def profiled_over_unprofiled(self) -> float | None:
@@ -69,14 +71,16 @@ class WhatIf:
 # --- the entry point ----------------------------------------------------------------------------
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
-            graph: dg.Graph | None = None, kernel_scale: float = 0.5, unprofiled: bool = False) -> WhatIf:
+            graph: dg.Graph | None = None, kernel_scale: float = 0.5, unprofiled: bool = False,
+            unprofiled_best: int = 0) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
     `graph` is the trace's dependency graph when the caller has built it already. `kernel_scale` is
     the share of its time each kernel keeps under kernels_2x (a half; diff asks for a measured one).
-    `unprofiled`: also replay the graph without the profiler's own cost, and each lever on that graph (the
-    ratio the user will see without the profiler; twice the replays).
+    `unprofiled`: also replay the graph without the profiler's own cost, and each lever's fix on it (the ratio
+    the user will see without the profiler: a second replay per lever); `unprofiled_best`: that only for the
+    best N levers (the report's Next is among them; the others' plans are not kept).
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     specs = [spec_of(lv) for lv in (levers or NAMES)]
@@ -87,14 +91,11 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     ctx = Context(trace, g)
     opts = Options(only=only, kernel_scale=kernel_scale)
     base = rp.Plan.of(g)
-    replay_ns = rp.replay(g, base).span_ns
+    unchanged_replay = rp.replay(g, base)
+    replay_ns = unchanged_replay.span_ns
     baseline = g.span_ns
-    bare, cost, bare_ns = (None, None, None)
-    if unprofiled:
-        bare = base.copy()
-        cost = unprofile(trace, g, bare)
-        bare_ns = rp.replay(g, bare).span_ns
-    out = []
+    run = unprofiled_run(trace, g, base, unchanged_replay) if unprofiled or unprofiled_best else None
+    out, kept = [], []     # kept: (predicted_ns, index in out, the lever's plan) of the best unprofiled_best so far
     for spec in specs:
         p = base.copy()
         assume, detail = spec.apply(ctx, p, opts)
@@ -106,25 +107,31 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
         out.append(LeverPrediction(lever=spec.name, predicted_ns=pred,
                                    predicted_ratio=pred / baseline if baseline else 1.0,
                                    saving_ns=baseline - pred, assumption=assume, detail=detail,
-                                   unprofiled_ratio=None if bare is None else
-                                   _unprofiled_ratio(ctx, g, base, bare_ns, spec, opts, unchanged)))
+                                   unprofiled_ratio=_bare_ratio(trace, g, p, run, unchanged) if unprofiled else None))
+        if unprofiled_best and not unprofiled:
+            kept.append((pred, len(out) - 1, None if unchanged else p))
+            kept = sorted(kept, key=lambda k: k[0])[:unprofiled_best]
+    for _, i, p in kept:
+        out[i] = dataclasses.replace(out[i], unprofiled_ratio=1.0 if p is None else _bare_ratio(trace, g, p, run, False))
     out.sort(key=lambda x: (x.predicted_ns, NAMES.index(x.lever)))
     return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out),
-                  unprofiled_ns=int(round(bare_ns * baseline / replay_ns)) if bare is not None and replay_ns else None,
-                  profiler=cost)
+                  unprofiled_ns=int(round(run.unprofiled_ns * baseline / replay_ns)) if run and replay_ns else None,
+                  profiler=run.cost if run else None, unprofiled_run=run)
 
 
-def _unprofiled_ratio(ctx: Context, g: dg.Graph, base: rp.Plan, bare_ns: int, spec, opts: Options,
-                      unchanged: bool) -> float:
-    """The lever's fix made, then the profiler's cost taken out of what is left: its replay over the replay of
-    the unchanged graph without the profiler's cost."""
-    if unchanged or not bare_ns:
+def _bare_ratio(trace: Trace, g: dg.Graph, p: rp.Plan, run: UnprofiledRun, unchanged: bool) -> float:
+    """A lever's fix (its plan `p`, edited here), then the profiler's cost taken out of what is left: its replay
+    over the replay of the unchanged graph without the profiler's cost."""
+    if unchanged or not run.unprofiled_ns:
         return 1.0
-    p = base.copy()
-    spec.apply(ctx, p, opts)
-    unprofile(ctx.trace, g, p)
+    unprofile(trace, g, p, run.counts or None)
     clamp(p)
-    return rp.replay(g, p).span_ns / bare_ns
+    return rp.replay(g, p).span_ns / run.unprofiled_ns
+
+
+# The report replays its best levers without the profiler too (its Next is one of them but for a close call or a
+# fix it calls for further down; Levers.unprofiled_ratio replays another on demand).
+UNPROFILED_BEST = 2
 
 
 @dataclass(frozen=True)
@@ -133,25 +140,37 @@ class Levers:
     all: WhatIf
     sync_op: str | None                    # the outermost op that waited longest in syncs (None: straight from Python)
     sync_op_prediction: LeverPrediction | None
-    unprofiled: UnprofiledRun | None = None   # the traced work replayed without the profiler's own cost
-    graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for one lever's unprofiled ratio
+    graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for a lever's unprofiled ratio
+
+    @property
+    def unprofiled(self) -> UnprofiledRun | None:
+        """The traced work replayed without the profiler's own cost."""
+        return self.all.unprofiled_run if self.all is not None else None
 
     def unprofiled_ratio(self, trace: Trace, lever: str, only: str | None = None) -> float | None:
-        """One lever's ratio without the profiler (the report asks it of its Next lever only: a replay each)."""
-        if self.graph is None or self.unprofiled is None:
+        """One lever's ratio without the profiler: replayed already for the best levers, else now (one more
+        application of the lever and a replay)."""
+        if self.unprofiled is None:
             return None
+        if only is None or only == self.sync_op:
+            p = self.sync_op_prediction if lever == "remove_syncs" and only is not None else self.all.lever(lever)
+            if p is not None and p.unprofiled_ratio is not None:
+                return p.unprofiled_ratio
         g = self.graph
-        return _unprofiled_ratio(Context(trace, g), g, rp.Plan.of(g), self.unprofiled.unprofiled_ns, spec_of(lever),
-                                 Options(only=only), False)
+        if g is None:
+            return None
+        plan = rp.Plan.of(g)
+        spec_of(lever).apply(Context(trace, g), plan, Options(only=only))
+        return _bare_ratio(trace, g, plan, self.unprofiled, False)
 
 
 def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
     g = dg.build(trace)
-    w = predict(trace, graph=g)
+    w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST)
     op = focus_op(w.lever("remove_syncs").detail)
     focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
-    return Levers(w, op, focus, unprofiled_run(trace, g, rp.Plan.of(g)), g)
+    return Levers(w, op, focus, g)
 
 
 # --- the predicted timeline ----------------------------------------------------------------------

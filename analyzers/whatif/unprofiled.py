@@ -16,7 +16,7 @@ there is one, is the measurement it is checked against.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,14 +56,14 @@ class ProfilerCost:
         return MEASURED_ON
 
 
-def unprofile(trace: Trace, g: Graph, p: Plan) -> ProfilerCost:
+def unprofile(trace: Trace, g: Graph, p: Plan, counts: tuple | None = None) -> ProfilerCost:
     """Take the profiler's recording cost out of plan `p` (edited in place: the traced graph's plan, or one a
     lever edited, so the fix is made first and the profiler's cost taken from what is left of it); what was
-    taken, as ProfilerCost."""
+    taken, as ProfilerCost. `counts`: ops_per_gap(trace, g), where the caller has it (the same for every plan)."""
     n_c = g.n_calls
     if n_c == 0:
         return ProfilerCost(0, 0, 0, 0)
-    ops_before, ops_tail = _ops_per_gap(trace, g)
+    ops_before, ops_tail = counts if counts is not None else ops_per_gap(trace, g)
     # the ops' recording: from the stretch before each call, in the share of the stretch a lever left (a fix
     # that took the dispatch away took its recording with it)
     left = np.clip(p.c_gap / np.maximum(g.c_gap, 1), 0.0, 1.0)
@@ -96,7 +96,7 @@ def clamp(p: Plan) -> None:
         np.maximum(getattr(p, k), 0, out=getattr(p, k))
 
 
-def _ops_per_gap(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray]:
+def ops_per_gap(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray]:
     """For each call: the cpu_ops that started on its thread since the thread's previous call began (their
     recording sits in the stretch before it); per thread: the ops after its last call."""
     ev = trace.ev
@@ -128,14 +128,18 @@ class UnprofiledRun:
     cost: ProfilerCost
     kernel_idle_share: float  # no kernel running, over the GPU span of that replay
     replay_idle_share: float  # ... the same, of the unchanged replay (how far to trust the difference)
+    counts: tuple = field(default=(), compare=False, repr=False)   # ops_per_gap, for the levers' plans
 
 
-def unprofiled_run(trace: Trace, g: Graph, base: Plan) -> UnprofiledRun:
-    """Replay the graph without the profiler's cost (`base`: the unchanged plan, left as it is)."""
+def unprofiled_run(trace: Trace, g: Graph, base: Plan, replayed=None) -> UnprofiledRun:
+    """Replay the graph without the profiler's cost (`base`: the unchanged plan, left as it is; `replayed`: its
+    replay, where the caller has it)."""
     bare = base.copy()
-    cost = unprofile(trace, g, bare)
-    r0, r1 = rp.replay(g, base), rp.replay(g, bare)
-    return UnprofiledRun(r0.span_ns, r1.span_ns, cost, _kernel_idle(g, r1), _kernel_idle(g, r0))
+    counts = ops_per_gap(trace, g)
+    cost = unprofile(trace, g, bare, counts)
+    r0 = replayed if replayed is not None else rp.replay(g, base)
+    r1 = rp.replay(g, bare)
+    return UnprofiledRun(r0.span_ns, r1.span_ns, cost, _kernel_idle(g, r1), _kernel_idle(g, r0), counts)
 
 
 def _kernel_idle(g: Graph, r) -> float:
