@@ -54,3 +54,16 @@ def test_a_cpu_capture_on_a_gpu_machine_warns_before_recording(tmp_path, capsys,
     err = capsys.readouterr().err
     assert "warning: this machine has a GPU (NVIDIA H200) but the capture records no CUDA activity" in err
     assert (tmp_path / "t.json.gz").exists()        # the trace is still written: a CPU capture may be the intent
+
+
+def test_the_profiler_overhead_measurement_runs_its_cpu_loop_and_writes_its_figures(tmp_path, monkeypatch):
+    import json
+
+    from capture import profiler_overhead
+
+    monkeypatch.setattr(profiler_overhead, "COUNTS", (10, 50))
+    assert profiler_overhead.main(["--out", str(tmp_path), "--device", "cpu", "--runs", "2"]) == 0
+    r = json.loads((tmp_path / "profiler_overhead.json").read_text())
+    assert set(r["loops"]) == {"cpu_op"} and set(r["loops"]["cpu_op"]) == {"10", "50"}
+    assert all(len(v["profiled_ms"]) == 2 for v in r["loops"]["cpu_op"].values())
+    assert list(tmp_path.glob("*.json.gz")) == []

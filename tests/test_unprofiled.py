@@ -103,3 +103,18 @@ def test_cuptis_buffer_requests_are_named_as_the_profilers_own_time():
     assert a.profiler.buffer_worth_naming and a.profiler.buffer_ns > 2_000_000
     assert any(c.startswith("the profiler's own activity-buffer requests") and "not your code" in c
                for c in analysis_caveats(a))
+
+
+def test_the_per_event_costs_agree_with_the_direct_h200_measurement():
+    """traces/profiler_overhead.json: loops timed with and without the profiler on the H200 (capture/profiler_overhead.py).
+    The fitted costs of an op and its launch (a launch call traced at ~6 µs keeps a quarter) and of a graph node
+    lie within a factor of two of what those loops measured at 1,000 and 10,000 iterations."""
+    import json
+
+    from analyzers.whatif import unprofiled as u
+
+    m = json.loads((TRACES / "profiler_overhead.json").read_text())["loops"]
+    op_and_launch = u.PER_OP_NS + min(u.PER_CALL_NS, int(6_000 * (1 - u.CALL_FLOOR)))
+    for n in ("1000", "10000"):
+        assert 0.5 <= op_and_launch / m["gpu_op"][n]["added_ns_per_iteration"] <= 2.0
+        assert 0.5 <= u.PER_NODE_NS / m["graph_nodes"][n]["added_ns_per_iteration"] <= 2.0

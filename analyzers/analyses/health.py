@@ -18,7 +18,7 @@ A verdict is only as good as the trace under it. Each check reads what the trace
     stacks_not_recorded         no Python frames (with_stack=False): no source lines (said in the JSON only:
                                 it is the profiler's default and costs no verdict)
     sync_events_not_recorded    syncs and stream waits without the cuda_sync events that show what waited
-                                for what (said where the trace's streams wait on each other)
+                                for what (a note in the JSON: syncs are read from their calls either way)
     cut_mid_step                launches of the last step (or the part of a step after it) without their GPU
                                 activity: the profiler stopped inside a step
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model.health import Finding, Health, Problem
+from analyzers.model.health import Finding, Health, Problem, Verdict
 from analyzers.model.names import name_flags
 from analyzers.model.runtime_calls import is_graph_launch, is_launch, is_stream_wait, is_sync
 from analyzers.model.trace import (
@@ -46,6 +46,7 @@ from analyzers.model.trace import (
 
 # Thresholds: a few stray rows at the edges of a profiling window are normal, not a broken trace.
 DROPPED_SHARE = 0.02       # kernels without a launch (or launches without a kernel) above this share: dropped
+GUESSED_SHARE = 0.25       # ... above this share the replay would guess too much of the graph: no what-if
 EDGE_NS = 1_000_000        # ... not counting those within 1 ms of the trace's first or last event (the edges)
 CLOCK_SHARE = 0.01         # GPU activity starting before its launch call in more than this share of links
 ZERO_TS_NS = 1_000_000_000  # a row at ts <= 0 in a trace whose median row is over a second from 0: bad clock
@@ -91,10 +92,14 @@ def _dropped(trace: Trace, gpu: np.ndarray, launches: np.ndarray) -> list[Findin
     ev = trace.ev
     lo, hi = int(ev.start.min()), int(ev.end.max())
     out = []
-    inner = gpu[(ev.start[gpu] > lo + EDGE_NS) & (ev.end[gpu] < hi - EDGE_NS)]
+    linked = trace.launch_of[gpu] != NONE
+    # work queued before the profiler started drains at the window's start: it ran before the first activity
+    # whose launch the trace has, and was launched before the trace began, not dropped
+    first = int(ev.start[gpu[linked]].min()) if linked.any() else hi
+    inner = gpu[(ev.start[gpu] > max(lo + EDGE_NS, first)) & (ev.end[gpu] < hi - EDGE_NS)]
     orphans = int(np.sum(trace.launch_of[inner] == NONE))
     if orphans and orphans > DROPPED_SHARE * len(gpu):
-        out.append(Finding(Problem.KERNELS_WITHOUT_LAUNCH, orphans, len(gpu)))
+        out.append(Finding(Problem.KERNELS_WITHOUT_LAUNCH, orphans, len(gpu), takes=_takes(orphans, len(gpu))))
     plain = launches[~name_flags(trace, launches, is_graph_launch)] if len(launches) else launches
     if len(plain):
         from analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
@@ -106,8 +111,14 @@ def _dropped(trace: Trace, gpu: np.ndarray, launches: np.ndarray) -> list[Findin
         bare = plain[~issued[plain] & ~in_capture(trace, plain) & (ev.start[plain] < hi - EDGE_NS)]
         bare = bare[~_wraps_issuing(trace, bare, issued)]
         if len(bare) and len(bare) > DROPPED_SHARE * len(plain):
-            out.append(Finding(Problem.LAUNCHES_WITHOUT_KERNEL, len(bare), len(plain)))
+            out.append(Finding(Problem.LAUNCHES_WITHOUT_KERNEL, len(bare), len(plain),
+                               takes=_takes(len(bare), len(plain))))
     return out
+
+
+def _takes(n: int, total: int) -> tuple[Verdict, ...]:
+    """Dropped activity takes the idle split's trust always, the what-if when a quarter of the graph is missing."""
+    return (Verdict.IDLE, Verdict.WHATIF) if n >= GUESSED_SHARE * total else (Verdict.IDLE,)
 
 
 def _wraps_issuing(trace: Trace, calls: np.ndarray, issued: np.ndarray) -> np.ndarray:
@@ -167,10 +178,9 @@ def _recorded(trace: Trace, gpu: np.ndarray, calls: np.ndarray) -> list[Finding]
         waits = int(np.sum(name_flags(trace, calls, is_stream_wait)))
         syncs = int(np.sum(name_flags(trace, calls, is_sync)))
         if waits or syncs:
-            # the syncs are read from their runtime calls either way; what goes missing is which stream waited
-            # for which event, which matters where the streams wait on each other
-            streams = len(np.unique(ev.stream[gpu]))
-            out.append(Finding(Problem.SYNC_EVENTS_NOT_RECORDED, waits + syncs, shown=bool(waits) and streams > 1))
+            # the syncs are read from their runtime calls either way, and cross-stream waits from the timing: a
+            # note (most traces from torch < 2.3 could not record them), no alarm
+            out.append(Finding(Problem.SYNC_EVENTS_NOT_RECORDED, waits + syncs, shown=False))
     return out
 
 
@@ -186,8 +196,11 @@ def _cut(trace: Trace, steps, launches: np.ndarray) -> list[Finding]:
     launches, of the launches there)."""
     if not steps.found or len(steps.steps) < CUT_MIN_STEPS or not len(launches):
         return []
+    from analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
+
     ev = trace.ev
     tail = launches[ev.start[launches] >= steps.steps[-1].start_ns]
+    tail = tail[~in_capture(trace, tail)]
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     issued = np.zeros(len(ev), bool)
     linked = trace.launch_of[gpu]

@@ -55,10 +55,13 @@ class Finding:
     count: int = 0           # the rows concerned
     total: int = 0           # ... out of this many
     shown: bool = True       # said in the Health line; False: a note in the JSON only
+    # the verdicts it takes away; None: the problem's own (WITHHOLDS), else what the check decided for this much
+    # of it (a few dropped kernels leave the what-if standing)
+    takes: tuple[Verdict, ...] | None = None
 
     @property
     def withholds(self) -> tuple[Verdict, ...]:
-        return WITHHOLDS[self.problem]
+        return WITHHOLDS[self.problem] if self.takes is None else self.takes
 
 
 @dataclass(frozen=True)

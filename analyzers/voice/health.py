@@ -2,7 +2,7 @@
 setting that records what is missing; and what the profiler's own cost did to the trace."""
 from __future__ import annotations
 
-from analyzers.model.health import Finding, Health, Problem
+from analyzers.model.health import Finding, Health, Problem, Verdict
 from analyzers.model.units import count, duration_ns, saving_pct, share
 
 # Per problem: (what the trace shows, what it means for the verdicts, the capture setting that fixes it).
@@ -18,11 +18,11 @@ WORDS: dict[Problem, tuple[str, str, str]] = {
         "move the model and its inputs to the GPU: model.to('cuda'), x.to('cuda'), device='cuda' on new tensors"),
     Problem.KERNELS_WITHOUT_LAUNCH: (
         "{n} of {total} GPU activities inside the window have no launch call (dropped records)",
-        "the idle before them cannot be attributed and the what-if is not given",
+        "the idle before them cannot be attributed{whatif}",
         "profile a shorter window (schedule(active=...)) so the activity buffer does not fill"),
     Problem.LAUNCHES_WITHOUT_KERNEL: (
         "{n} of {total} launch calls have no GPU activity (dropped by a full activity buffer)",
-        "idle time is overstated where their kernels are missing, and the what-if is not given",
+        "idle time is overstated where their kernels are missing{whatif}",
         "profile a shorter window (schedule(active=...)) so the activity buffer does not fill"),
     Problem.BAD_TIMESTAMPS: (
         "{n} events have a zero, negative or missing timestamp",
@@ -54,6 +54,7 @@ WORDS: dict[Problem, tuple[str, str, str]] = {
 def finding_words(f: Finding, h: Health) -> str:
     what, means, fix = WORDS[f.problem]
     what = what.format(n=f"{f.count:,}", total=f"{f.total:,}", gpu=h.gpu_named or "GPU")
+    means = means.format(whatif=", and the what-if is not given" if Verdict.WHATIF in f.withholds else "")
     return f"{what}; {means} ({fix})"
 
 

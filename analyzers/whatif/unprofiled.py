@@ -32,7 +32,7 @@ from analyzers.whatif.replay import Plan
 # trace with these taken out matches the unprofiled wall time to a median 3% (rms 10%).
 PER_OP_NS = 1_500         # an op's RecordFunction pair (name, timestamps, its inputs' shapes)
 PER_CALL_NS = 8_000       # a runtime call's CUPTI enter/exit callbacks, never more than 3/4 of the call's time
-PER_NODE_NS = 1_000       # each further node of a graph launch (CUPTI instruments them as the graph launches)
+PER_NODE_NS = 1_500       # each further node of a graph launch (CUPTI instruments them as the graph launches)
 PER_GAP_NS = 500          # a queued gap between GPU activities (per-activity timestamps), at most half of it
 PER_ACTIVITY_NS = 200     # a GPU activity's own time, at most a quarter of it
 CALL_FLOOR = 0.25         # a call keeps at least a quarter of its traced time (the work it really does)
