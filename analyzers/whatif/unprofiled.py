@@ -75,7 +75,7 @@ def unprofile(trace: Trace, g: Graph, p: Plan, counts: tuple | None = None) -> P
     # graph launch pays it for every node too
     blocked = p.c_blocked
     own = np.where(blocked, p.c_min, p.c_dur)
-    issued = p.g_call[p.g_call >= 0]
+    issued = p.g_call[g.g_linked & (p.g_call >= 0)]   # (an unlinked activity is only anchored to a call)
     acts = np.bincount(issued, minlength=n_c)[:n_c]
     want = PER_CALL_NS + PER_NODE_NS * np.maximum(acts - 1, 0)
     cut_call = np.maximum(np.minimum(want, (own * (1 - CALL_FLOOR)).astype(np.int64)), 0)
