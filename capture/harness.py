@@ -21,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
+from capture.preflight import settings_warnings, this_gpu, trace_warnings, warn
 from capture.stacks import choose, copy_generated, measure_cost
 from capture.timer import honest_time
 from capture.workload import Workload
@@ -108,6 +109,8 @@ def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None, w
     Inductor wrappers the trace names are copied beside it (capture.stacks.copy_generated).
     """
     on_gpu = torch.device(device).type == "cuda"
+    # a capture that would fail the report's health check says so first (capture.preflight)
+    warn(settings_warnings(device, cuda_activity=on_gpu, record_shapes=True, gpu_name=this_gpu()))
     with profiler(device, with_stack) as prof:
         if prologue is not None:
             prologue()
@@ -119,6 +122,7 @@ def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None, w
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(raw))
+        warn(trace_warnings(raw))     # ... and so does a trace that fails it (the model left on the CPU ...)
         write_bytes_atomic(out_path, gzip.compress(raw.read_bytes(), compresslevel=6))
         if with_stack:
             copy_generated(raw, out_path)

@@ -127,9 +127,10 @@ def test_only_limits_remove_syncs_to_the_syncs_of_one_op():
 def test_cli_json_is_the_documented_shape_sorted_by_prediction(capsys):
     assert main(["whatif", str(FIXES / "tiny_ops--before.json.gz"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"schema_version", "baseline_us", "levers"}
+    assert set(out) == {"schema_version", "baseline_us", "unprofiled_us", "levers"}
     assert [set(x) for x in out["levers"]] == [{"lever", "predicted_us", "predicted_ratio", "saving_us",
-                                                "assumptions"}] * len(LEVERS)
+                                                "unprofiled_ratio", "assumptions"}] * len(LEVERS)
+    assert 0 < out["unprofiled_us"] < out["baseline_us"]     # a launch-bound loop: the profiler's cost is on its path
     preds = [x["predicted_us"] for x in out["levers"]]
     assert preds == sorted(preds) and out["levers"][0]["lever"] == "cuda_graphs"
     for x in out["levers"]:

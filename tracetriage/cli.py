@@ -62,6 +62,7 @@ def cmd_report(a) -> int:
     from analyzers.model.trace import TraceError
     from analyzers.output import serialize
     from analyzers.triage.report import analyze_file
+    from analyzers.voice.health import health_line
     from analyzers.voice.report import analysis_caveats, five_lines, hta_text
 
     set_quiet(a.quiet)
@@ -112,6 +113,9 @@ def cmd_report(a) -> int:
         _print_json(out)
     else:
         print("\n".join(five_lines(analysis)))
+        health = health_line(analysis.health)
+        if health:
+            print(health)
         for c in analysis_caveats(analysis):
             print(f"Caveat: {c}.")
         if hta is not None:

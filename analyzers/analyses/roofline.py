@@ -64,6 +64,7 @@ ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's pe
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
+OVERHEAD_IDLE_SHARE = 0.5   # a span whose device idles more than half of it is overhead-bound
 UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
 LATENCY_NAMED = 0.005  # latency-bound kernel time is named when it rounds to 1% of the kernel time or more
 
@@ -399,7 +400,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
     communication = comm_mod.analyze(trace, kernel_rows)
-    if idle_share > 0.5:
+    if idle_share > OVERHEAD_IDLE_SHARE:
         verdict = Regime.OVERHEAD
     elif communication is not None and communication.bound:
         verdict = Regime.COMMUNICATION

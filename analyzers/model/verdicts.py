@@ -83,6 +83,7 @@ class Experiment(str, Enum):
     FIND_THE_BOUND = "find_the_bound"          # regime unknown: most kernel time has no cost model
     BETTER_KERNELS = "better_kernels"          # latency-bound: the algorithm choice, more work per launch
     CAPTURE_ON_GPU = "capture_on_gpu"          # a CPU-only trace
+    MOVE_TO_GPU = "move_to_gpu"                # a GPU machine's trace whose model and inputs stayed on the CPU
     FUSE_OPTIMIZER = "fuse_optimizer"          # per-parameter optimizer kernels: foreach / fused
     FUSE = "fuse"                              # an eager elementwise chain: one kernel (torch.compile)
     COMPILE_ONCE = "compile_once"              # torch.compile recompiles: dynamic shapes, bucketing

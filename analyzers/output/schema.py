@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from analyzers.model.verdicts import Bound, Cause, Construct, Regime
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # --- building blocks -------------------------------------------------------------------------------
@@ -107,7 +107,14 @@ REPORT = obj({
     "peaks": opt(obj({"name": STR, "source": STR, "bytes_per_s": NUM, "flops_per_s": by_key(NUM)})),
     "lines": {**arr(STR), "minItems": 5, "maxItems": 5},
     "next_experiment": obj({"lever": STR, "why": STR, "waste": STR, "kind": STR, "predicted_ratio": opt(NUM),
-                            "whatif_lever": opt(STR), "only": opt(STR)}),
+                            "whatif_lever": opt(STR), "only": opt(STR), "unprofiled_ratio": opt(NUM)}),
+    # 1.1: is the trace whole (issue 24), and the profiler's own cost
+    "health": obj({"ok": BOOL, "line": opt(STR),
+                   "findings": arr(obj({"problem": STR, "count": INT, "total": INT, "shown": BOOL,
+                                        "withholds": arr(STR), "says": STR}))}),
+    "profiler": opt(obj({"profiled_us": NUM, "unprofiled_us": NUM, "slowdown": NUM, "host_us": NUM, "ops": INT,
+                         "calls": INT, "idle_share": NUM, "unprofiled_idle_share": NUM, "buffer_us": NUM,
+                         "source": STR, "launch_bound_only_under_profiler": BOOL, "worth_saying": BOOL})),
     # where in the user's code (a trace with stacks), and the ATen ops of Inductor kernels
     "stacks": obj({"recorded": BOOL, "python_events": INT}),
     "source_lines": opt(obj({"hotspots": by_key(SOURCE_LINES), "kernels": by_key(SOURCE_LINES),
@@ -154,8 +161,9 @@ DIFF = obj({
 WHATIF = obj({
     "schema_version": VERSION,
     "baseline_us": NUM,
+    "unprofiled_us": opt(NUM),     # 1.1
     "levers": arr(obj({"lever": STR, "predicted_us": NUM, "predicted_ratio": NUM, "saving_us": NUM,
-                       "assumptions": STR})),
+                       "unprofiled_ratio": opt(NUM), "assumptions": STR})),
 })
 
 SCHEMAS = {"report": {"anyOf": [REPORT, RANKS]}, "diff": DIFF, "whatif": WHATIF}

@@ -16,6 +16,7 @@ from analyzers.model.verdicts import CAUSES
 from analyzers.output.schema import SCHEMA_VERSION
 from analyzers.voice.common import advice
 from analyzers.voice.diff import diff_caveats, diff_lines
+from analyzers.voice.health import health_json
 from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
 from analyzers.voice.report import analysis_caveats, five_lines, next_experiment
 from analyzers.voice.whatif import assumption
@@ -89,6 +90,8 @@ def report(a) -> dict:
                    "limit_flops_per_s": {d: pk.limit_flops(d) for d in pk.flops_per_s}}
                   if pk else None),
         "lines": five_lines(a),
+        "health": health_json(a.health),      # is the trace whole: every finding, and the Health line when said
+        "profiler": _profiler(a.profiler),    # the profiler's own cost and the run without it (null: no replay)
         "next_experiment": {**next_experiment(a), "kind": a.next_experiment.kind.value,
                             "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
                             if a.next_experiment.lever else None,
@@ -98,9 +101,23 @@ def report(a) -> dict:
                             "acts_on": a.next_experiment.lever.assumption.count
                             if a.next_experiment.lever and a.next_experiment.lever.assumption else None,
                             "baseline_us": _r(a.next_experiment.lever.baseline_ns / 1e3)
-                            if a.next_experiment.lever else None},
+                            if a.next_experiment.lever else None,
+                            # the ratio the user will see without the profiler (analyzers.whatif.unprofiled)
+                            "unprofiled_ratio": _r(a.next_experiment.lever.unprofiled_ratio, 4)
+                            if a.next_experiment.lever and a.next_experiment.lever.unprofiled_ratio is not None
+                            else None},
         **source_lines(a),
     }
+
+
+def _profiler(p) -> dict | None:
+    if p is None:
+        return None
+    return {"profiled_us": _r(p.profiled_ns / 1e3), "unprofiled_us": _r(p.unprofiled_ns / 1e3),
+            "slowdown": _r(p.slowdown, 4), "host_us": _r(p.host_ns / 1e3), "ops": p.ops, "calls": p.calls,
+            "idle_share": _r(p.idle_share, 4), "unprofiled_idle_share": _r(p.unprofiled_idle_share, 4),
+            "buffer_us": _r(p.buffer_ns / 1e3), "source": p.source,
+            "launch_bound_only_under_profiler": p.launch_bound_only_under_profiler, "worth_saying": p.worth_saying}
 
 
 def _framework(fw) -> list[dict]:
@@ -229,6 +246,9 @@ def ranks(rr) -> dict:
 def whatif(w) -> dict:
     """`tracetriage whatif --json`: levers sorted by predicted span, best first."""
     return {"schema_version": SCHEMA_VERSION, "baseline_us": round(w.baseline_ns / 1e3, 1),
+            # the traced work predicted without the profiler's own cost (analyzers.whatif.unprofiled)
+            "unprofiled_us": round(w.unprofiled_ns / 1e3, 1) if w.unprofiled_ns is not None else None,
             "levers": [{"lever": p.lever, "predicted_us": round(p.predicted_ns / 1e3, 1),
                         "predicted_ratio": round(p.predicted_ratio, 4), "saving_us": round(p.saving_ns / 1e3, 1),
+                        "unprofiled_ratio": round(p.unprofiled_ratio, 4) if p.unprofiled_ratio is not None else None,
                         "assumptions": assumption(p.assumption)} for p in w.levers]}

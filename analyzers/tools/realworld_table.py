@@ -1,9 +1,10 @@
 """The README's table of real-library fixes: `python -m analyzers.tools.realworld_table [FOLDER]`.
 
 For every scenario in FOLDER/measured.json (default traces/realworld) and every lever measured on it: the
-what-if prediction from the "before" trace alone, the measured after/before ratios profiled (the traced span)
-and unprofiled (wall time) as median [p10–p90], and the report's Next on the "before" trace, ticked when it is
-the lever that measured best. One markdown row per (lever, workload), sorted by lever then workload.
+what-if prediction from the "before" trace alone and the measured after/before ratio, profiled (the traced span)
+and unprofiled (wall time; the prediction: the lever's fix replayed without the profiler's per-event cost,
+analyzers.whatif.unprofiled), measured as median [p10–p90], and the report's Next on the "before" trace, ticked
+when it is the lever that measured best. One markdown row per (lever, workload), sorted by lever then workload.
 """
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ def rows(folder: Path = DEFAULT) -> list[str]:
     out = []
     for kind, sc in scenarios.items():
         before = folder / f"{kind}--before.json.gz"
-        whatif = predict(load(before))
+        whatif = predict(load(before), unprofiled=True)
         chosen = analyze_file(before).next_experiment.lever
         next_lever = chosen.lever if chosen else None
         measured_best = min(sc["ratio"], key=lambda lv: sc["ratio"][lv]["median"])
         for lever, ratio in sc["ratio"].items():
             tick = " ✓" if next_lever == measured_best else ""
-            out.append((lever, kind, f"| `{lever}` | {kind} | {whatif.lever(lever).predicted_ratio:.2f} | "
-                                     f"{_spread(ratio)} | {_spread(sc['wall_ratio'][lever])} | `{next_lever}`{tick} |"))
+            p = whatif.lever(lever)
+            out.append((lever, kind, f"| `{lever}` | {kind} | {p.predicted_ratio:.2f} | {_spread(ratio)} | "
+                                     f"{p.unprofiled_ratio:.2f} | {_spread(sc['wall_ratio'][lever])} | "
+                                     f"`{next_lever}`{tick} |"))
     return [row for _, _, row in sorted(out)]
 
 

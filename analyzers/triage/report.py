@@ -11,6 +11,7 @@ sentences (analyzers.voice says them), and never re-derive a number.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from analyzers.analyses import framework as framework_mod
 from analyzers.analyses import graph_capture as capture_mod
+from analyzers.analyses import health as health_mod
 from analyzers.analyses import hotspots
 from analyzers.analyses import idle as idle_mod
 from analyzers.analyses import inference as inference_mod
@@ -26,6 +28,7 @@ from analyzers.analyses import roofline as roof_mod
 from analyzers.analyses import steps as steps_mod
 from analyzers.analyses.frames import SourceLine
 from analyzers.analyses.graph_capture import GraphCapture
+from analyzers.model.health import Health, Problem as HealthProblem, Verdict
 from analyzers.analyses.hotspots import Hotspot
 from analyzers.analyses.idle import DeviceIdle, dominant_cause
 from analyzers.analyses.inductor import FusedKernel
@@ -41,7 +44,9 @@ from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from analyzers.triage import overhead as overhead_mod
 from analyzers.triage import sources
+from analyzers.triage.overhead import ProfilerOverhead
 from analyzers.triage.sources import SourceLines
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.levers import LEVERS, NAMES
@@ -111,6 +116,7 @@ class LeverChoice:
     baseline_ns: int             # the traced span (host and GPU)
     predicted_ns: int
     assumption: Assumption | None = None   # what the lever's replay took as given (analyzers.whatif.levers)
+    unprofiled_ratio: float | None = None  # the ratio without the profiler (the Next lever only; None: not asked)
 
     @property
     def predicted_ratio(self) -> float:
@@ -119,6 +125,11 @@ class LeverChoice:
     @property
     def saving_ns(self) -> int:
         return self.baseline_ns - self.predicted_ns
+
+    @property
+    def unprofiled_differs(self) -> bool:
+        """Without the profiler the fix would buy a ratio worth saying beside this one."""
+        return overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio)
 
     @property
     def nothing_to_act_on(self) -> bool:
@@ -167,6 +178,8 @@ class Analysis:
     inference: Inference | None = None  # prefill and decode from the ops' shapes (analyzers.analyses.inference)
     source_lines: SourceLines | None = None   # the user's own frames (analyzers.triage.sources); None: no stacks
     fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
+    health: Health | None = None        # is the trace whole (analyzers.analyses.health); None: not checked
+    profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -303,24 +316,47 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
-    levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) if devs else None
+    steps = steps_mod.find(trace, devs, fw) if range_name is None else None
+    health = health_mod.check(trace, steps)
+    verdict = withhold_regime(verdict, health)
+    levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) \
+        if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     capture = capture_mod.analyze(trace, devs) if devs else None
-    steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
     hot, kern, host_only = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows), None if devs else _host_only(trace)
+    nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
+                     health=health)
+    nx = _with_unprofiled(nx, levers, trace)
+    prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
+                                dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
                     roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=host_only, levers=levers, lever_choices=choices,
-                    next_experiment=choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw,
-                                                capture=capture),
+                    next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern,
                                                       devs, host_only is not None),
-                    fused_kernels=sources.fused_kernels(trace))
+                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof)
+
+
+def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
+    """The Next lever's ratio without the profiler beside its profiled one (one more replay)."""
+    if nx.lever is None or levers is None:
+        return nx
+    r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
+    return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))
+
+
+def withhold_regime(v: RegimeVerdict, health: Health) -> RegimeVerdict:
+    """No compute, memory or latency verdict on a roofline the trace cannot draw (no shapes recorded): unknown.
+    (The overhead and communication verdicts rest on the timeline, not on shapes.)"""
+    if health.withheld(Verdict.REGIME) and v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
+        return dataclasses.replace(v, regime=Regime.UNKNOWN)
+    return v
 
 
 def _setup_windows(devs) -> tuple:
@@ -460,7 +496,7 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
-                capture: GraphCapture | None = None) -> NextExperiment:
+                capture: GraphCapture | None = None, health: Health | None = None) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -473,7 +509,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     naming: the idle cause, then the regime.
     """
     if not devs:
-        return NextExperiment(Experiment.CAPTURE_ON_GPU, None, 0.0)
+        on_cpu = health is not None and health.has(HealthProblem.WORKLOAD_ON_CPU)
+        return NextExperiment(Experiment.MOVE_TO_GPU if on_cpu else Experiment.CAPTURE_ON_GPU, None, 0.0)
     warm = _warmup_share(devs, span_ns)
     by_name = {c.lever: c for c in choices}
     if warm >= WARMUP_IS_THE_LEVER:

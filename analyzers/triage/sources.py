@@ -120,7 +120,8 @@ def next_line(kind: Experiment, cause: Cause | None, src: SourceLines | None,
               hot: tuple[Hotspot, ...]) -> SourceLine | None:
     """The frame the Next line names: the chosen idle cause's frame; for faster kernels, the top
     hotspot's; none for a warm-up or a recapture, whose change is not a line of code."""
-    if src is None or kind in (Experiment.CAPTURE_ON_GPU, Experiment.WARM_UP, Experiment.RECAPTURE):
+    if src is None or kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU, Experiment.WARM_UP,
+                                  Experiment.RECAPTURE):
         return None
     if cause is not None:
         found = src.idle.get(cause, ())

@@ -9,6 +9,7 @@ from analyzers.model.units import duration_ns, duration_us, ratio, saving_pct, s
 from analyzers.model.verdicts import CAUSES
 from analyzers.voice.common import CAUSE_WORDS, evidence_phrase
 from analyzers.voice.diff import diff_lines
+from analyzers.voice.health import health_line
 from analyzers.voice.report import analysis_caveats, five_lines
 from analyzers.voice.sources import fused_words, source_words
 from analyzers.voice.whatif import assumption
@@ -77,6 +78,9 @@ def report_markdown(a, gate_line: str | None = None) -> str:
                      [[code(c.lever) + (f" ({code(c.only)})" if c.only else ""), duration_ns(c.predicted_ns),
                        saving_pct(c.saving_ns, c.baseline_ns)] for c in a.lever_choices[:ROWS]], {1, 2})
     cav = analysis_caveats(a)
+    health = health_line(a.health)
+    if health:
+        out += [f"- **{health}**"] + ([] if cav else [""])
     if cav:
         out += [f"- Caveat: {c}." for c in cav[:ROWS]] + [""]
     return "\n".join(out).rstrip() + "\n"

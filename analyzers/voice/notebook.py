@@ -11,6 +11,7 @@ from analyzers.model.units import duration_ns, saving_pct, share
 from analyzers.model.verdicts import CAUSES
 from analyzers.voice.common import CAUSE_WORDS
 from analyzers.voice.diff import diff_lines
+from analyzers.voice.health import health_line
 from analyzers.voice.report import analysis_caveats, five_lines
 from analyzers.voice.whatif import whatif_table
 
@@ -22,12 +23,17 @@ CAUSE_COLOURS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchron
                  "data_transfer": "#54a24b", "other": "#9d9d9d"}
 
 
+def _health(a) -> list[str]:
+    line = health_line(getattr(a, "health", None))
+    return [line] if line else []
+
+
 def analysis_text(a) -> str:
-    return "\n".join(five_lines(a) + [f"Caveat: {c}." for c in analysis_caveats(a)])
+    return "\n".join(five_lines(a) + _health(a) + [f"Caveat: {c}." for c in analysis_caveats(a)])
 
 
 def analysis_markdown(a) -> str:
-    return "\n\n".join(five_lines(a) + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
+    return "\n\n".join(five_lines(a) + [f"**{x}**" for x in _health(a)] + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
 
 
 def idle_bar_html(a) -> str:
@@ -50,7 +56,7 @@ def lines_html(lines: list[str]) -> str:
 
 def analysis_html(a) -> str:
     caveats = [f"Caveat: {c}." for c in analysis_caveats(a)]
-    return (idle_bar_html(a) if a.devices else "") + lines_html(five_lines(a)) + \
+    return (idle_bar_html(a) if a.devices else "") + lines_html(five_lines(a) + _health(a)) + \
         "".join(f"<p style='margin:2px 0;font-size:85%'><i>{html.escape(c)}</i></p>" for c in caveats)
 
 

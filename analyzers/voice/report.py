@@ -22,6 +22,7 @@ from analyzers.voice.common import (
     uncosted_phrase,
 )
 from analyzers.voice.graphs import capture_caveat, capture_next
+from analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from analyzers.voice.sources import fused_words, hotspot_source, source_clause
 from analyzers.whatif.levers import LEVERS
 
@@ -30,6 +31,8 @@ def analysis_caveats(a) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
     if getattr(a, "accelerator", None):   # not CPU-only: a device this tool does not read (a diff Side has none)
+        found = [c for c in found if c.kind != "no_gpu_activity"]
+    if _health_knows_why_no_gpu(a):         # the Health line says why there is no GPU activity
         found = [c for c in found if c.kind != "no_gpu_activity"]
     out = [caveat(c) for c in found]
     above = getattr(a, "above_peak", ())
@@ -50,7 +53,11 @@ def analysis_caveats(a) -> list[str]:
                           for w in a.warmup[:3])
         out.append(f"the profile includes one-time set-up: first calls of {names}, {share(a.warmup_share)} of the "
                    "span; warm up before profiling")
-    return out
+    return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
+
+def _health_knows_why_no_gpu(a) -> bool:
+    return cpu_only_next(getattr(a, "health", None)) is not None
+
 
 CPU_ONLY_NEXT = (
     "capture on the GPU with CUDA activity recorded (tracetriage capture --device cuda WORKLOAD, or "
@@ -78,8 +85,8 @@ def predicted(c, a=None) -> str:
 def next_experiment(a) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
-    if nx.kind is Experiment.CAPTURE_ON_GPU:
-        return dict(zip(("lever", "why", "waste"), CPU_ONLY_NEXT))
+    if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
+        return dict(zip(("lever", "why", "waste"), cpu_only_next(a.health) or CPU_ONLY_NEXT))
     if nx.kind is Experiment.PROFILE_REPLAYS:
         return capture_next(a.graph_capture)
     if nx.kind is Experiment.WARM_UP:
@@ -98,7 +105,7 @@ def next_experiment(a) -> dict[str, str]:
         out = _regime_next(a)
     if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
-            LEVERS[nx.lever.lever].prediction_words + ")")
+            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + ")")
     if nx.dominant is not None:
         d = nx.dominant
         out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
@@ -371,15 +378,16 @@ def _cpu_only_lines(a) -> list[str]:
             "the verdicts here need GPU kernels. Would waste the week: reading the missing device timeline as an idle device: "
             "the device did run.",
         ]
+    nx = cpu_only_next(a.health) or CPU_ONLY_NEXT
     return [
-        f"Measured: {Path(tr.path).name} has no GPU activity: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
+        f"Measured: {Path(tr.path).name} {cpu_only_measured(a.health)}: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
         f"over a {duration_ns(h.span_ns)} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
         f"of it{step_words.steps_clause(a.steps)}.",
         f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
         "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
         "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "
         "activity (0 kernels).",
-        f"Next: {CPU_ONLY_NEXT[0]}, because {CPU_ONLY_NEXT[1]}. Would waste the week: {CPU_ONLY_NEXT[2]}.",
+        f"Next: {nx[0]}, because {nx[1]}. Would waste the week: {nx[2]}.",
     ]
 
 

@@ -11,6 +11,7 @@ lever's assumption says which figure came from where.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from analyzers.whatif import replay as rp
 from analyzers.whatif.levers import NAMES, spec_of
 from analyzers.whatif.levers.remove_syncs import focus_op
 from analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
+from analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
 
 __all__ = ["LeverPrediction", "Levers", "PredictedTimeline", "WhatIf", "WhatIfError", "predict", "predict_file",
            "predict_levers", "predicted_timeline"]
@@ -34,6 +36,9 @@ class LeverPrediction:
     saving_ns: int
     assumption: Assumption
     detail: dict = field(default_factory=dict, compare=False)
+    # the ratio the user will see without the profiler: the lever's replay on the unprofiled graph over the
+    # unprofiled replay (analyzers.whatif.unprofiled); None where it was not asked for
+    unprofiled_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,14 @@ class WhatIf:
     baseline_ns: int
     replay_ns: int                          # the unchanged graph, replayed: how far to trust the model
     levers: tuple[LeverPrediction, ...]     # sorted by predicted_ns, best first
+    unprofiled_ns: int | None = None        # the traced work without the profiler's own cost, predicted
+    profiler: ProfilerCost | None = None    # what the profiler's recording cost, by per-event constants
+    unprofiled_run: UnprofiledRun | None = field(default=None, compare=False, repr=False)   # its replay
+
+    @property
+    def profiled_over_unprofiled(self) -> float | None:
+        """How much longer the traced work took under the profiler than it would without it (predicted)."""
+        return self.baseline_ns / self.unprofiled_ns if self.unprofiled_ns else None
 
     @property
     def best(self) -> LeverPrediction | None:
@@ -58,12 +71,16 @@ class WhatIf:
 # --- the entry point ----------------------------------------------------------------------------
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
-            graph: dg.Graph | None = None, kernel_scale: float = 0.5) -> WhatIf:
+            graph: dg.Graph | None = None, kernel_scale: float = 0.5, unprofiled: bool = False,
+            unprofiled_best: int = 0) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
     `graph` is the trace's dependency graph when the caller has built it already. `kernel_scale` is
     the share of its time each kernel keeps under kernels_2x (a half; diff asks for a measured one).
+    `unprofiled`: also replay the graph without the profiler's own cost, and each lever's fix on it (the ratio
+    the user will see without the profiler: a second replay per lever); `unprofiled_best`: that only for the
+    best N levers (the report's Next is among them; the others' plans are not kept).
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     specs = [spec_of(lv) for lv in (levers or NAMES)]
@@ -74,21 +91,47 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     ctx = Context(trace, g)
     opts = Options(only=only, kernel_scale=kernel_scale)
     base = rp.Plan.of(g)
-    replay_ns = rp.replay(g, base).span_ns
+    unchanged_replay = rp.replay(g, base)
+    replay_ns = unchanged_replay.span_ns
     baseline = g.span_ns
-    out = []
+    run = unprofiled_run(trace, g, base, unchanged_replay) if unprofiled or unprofiled_best else None
+    out, kept = [], []     # kept: (predicted_ns, index in out, the lever's plan) of the best unprofiled_best so far
     for spec in specs:
         p = base.copy()
         assume, detail = spec.apply(ctx, p, opts)
         # a lever that found nothing to act on left the graph as it was: its replay is the unchanged one
-        span = replay_ns if spec.weighed_only_if_found and assume.count == 0 else rp.replay(g, p).span_ns
+        unchanged = spec.weighed_only_if_found and assume.count == 0
+        span = replay_ns if unchanged else rp.replay(g, p).span_ns
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(span * baseline / replay_ns)) if replay_ns else span
         out.append(LeverPrediction(lever=spec.name, predicted_ns=pred,
                                    predicted_ratio=pred / baseline if baseline else 1.0,
-                                   saving_ns=baseline - pred, assumption=assume, detail=detail))
+                                   saving_ns=baseline - pred, assumption=assume, detail=detail,
+                                   unprofiled_ratio=_bare_ratio(trace, g, p, run, unchanged) if unprofiled else None))
+        if unprofiled_best and not unprofiled:
+            kept.append((pred, len(out) - 1, None if unchanged else p))
+            kept = sorted(kept, key=lambda k: k[0])[:unprofiled_best]
+    for _, i, p in kept:
+        out[i] = dataclasses.replace(out[i], unprofiled_ratio=1.0 if p is None else _bare_ratio(trace, g, p, run, False))
     out.sort(key=lambda x: (x.predicted_ns, NAMES.index(x.lever)))
-    return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out))
+    return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out),
+                  unprofiled_ns=int(round(run.unprofiled_ns * baseline / replay_ns)) if run and replay_ns else None,
+                  profiler=run.cost if run else None, unprofiled_run=run)
+
+
+def _bare_ratio(trace: Trace, g: dg.Graph, p: rp.Plan, run: UnprofiledRun, unchanged: bool) -> float:
+    """A lever's fix (its plan `p`, edited here), then the profiler's cost taken out of what is left: its replay
+    over the replay of the unchanged graph without the profiler's cost."""
+    if unchanged or not run.unprofiled_ns:
+        return 1.0
+    unprofile(trace, g, p, run.counts or None)
+    clamp(p)
+    return rp.replay(g, p).span_ns / run.unprofiled_ns
+
+
+# The report replays its best levers without the profiler too (its Next is one of them but for a close call or a
+# fix it calls for further down; Levers.unprofiled_ratio replays another on demand).
+UNPROFILED_BEST = 2
 
 
 @dataclass(frozen=True)
@@ -97,15 +140,37 @@ class Levers:
     all: WhatIf
     sync_op: str | None                    # the outermost op that waited longest in syncs (None: straight from Python)
     sync_op_prediction: LeverPrediction | None
+    graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for a lever's unprofiled ratio
+
+    @property
+    def unprofiled(self) -> UnprofiledRun | None:
+        """The traced work replayed without the profiler's own cost."""
+        return self.all.unprofiled_run if self.all is not None else None
+
+    def unprofiled_ratio(self, trace: Trace, lever: str, only: str | None = None) -> float | None:
+        """One lever's ratio without the profiler: replayed already for the best levers, else now (one more
+        application of the lever and a replay)."""
+        if self.unprofiled is None:
+            return None
+        if only is None or only == self.sync_op:
+            p = self.sync_op_prediction if lever == "remove_syncs" and only is not None else self.all.lever(lever)
+            if p is not None and p.unprofiled_ratio is not None:
+                return p.unprofiled_ratio
+        g = self.graph
+        if g is None:
+            return None
+        plan = rp.Plan.of(g)
+        spec_of(lever).apply(Context(trace, g), plan, Options(only=only))
+        return _bare_ratio(trace, g, plan, self.unprofiled, False)
 
 
 def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
     g = dg.build(trace)
-    w = predict(trace, graph=g)
+    w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST)
     op = focus_op(w.lever("remove_syncs").detail)
     focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
-    return Levers(w, op, focus)
+    return Levers(w, op, focus, g)
 
 
 # --- the predicted timeline ----------------------------------------------------------------------
@@ -170,6 +235,7 @@ def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
 
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
+    """`tracetriage whatif`: every lever, with its ratio without the profiler beside the profiled one."""
     from analyzers.loading.load import load
 
-    return predict(load(path), levers=levers, only=only)
+    return predict(load(path), levers=levers, only=only, unprofiled=True)

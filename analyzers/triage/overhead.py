@@ -1,0 +1,88 @@
+"""The profiler's own cost in a trace, and what the verdicts would be without it.
+
+Under torch.profiler the host pays a few µs per recorded op and runtime call (analyzers.whatif.unprofiled
+takes them out of the dependency graph and replays it), and CUPTI's buffer requests (its `overhead` rows)
+land inside the program's calls. On a host-bound loop that is on the critical path: the traced loop is
+slower than the real one and its GPU idles more. This module decides what the report says of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
+from analyzers.model.trace import OVERHEAD, Trace
+from analyzers.model.verdicts import Cause, Regime
+
+PROFILER_NAMED = 1.2        # the profiled run predicted this much slower than the unprofiled one, or more: said,
+PROFILER_NAMED_NS = 1_000_000   # ... when the time it adds is a millisecond or more (below, run-to-run noise)
+BUFFER_NAMED_NS = 500_000   # CUPTI's buffer requests this long in all, or longer ...
+BUFFER_NAMED_SHARE = 0.02   # ... and this share of the traced span or more: named as the profiler's
+IDLE_DIFFERS = 0.05         # the unprofiled idle share this far from the traced one: said beside it
+RATIO_DIFFERS = 0.05        # a lever's unprofiled ratio this far from its profiled one: said beside it
+
+
+@dataclass(frozen=True)
+class ProfilerOverhead:
+    profiled_ns: int                 # the traced span (host and GPU), as the replay reproduces it
+    unprofiled_ns: int               # ... predicted without the profiler's per-event cost
+    host_ns: int                     # host time the recording added, by the per-event constants (not measured)
+    ops: int
+    calls: int
+    idle_share: float                # the GPU's idle share the report gives (under the profiler)
+    unprofiled_idle_share: float     # ... predicted without the profiler
+    buffer_ns: int                   # CUPTI's own buffer requests (the `overhead` rows), inside the span
+    source: str                      # where the per-event constants come from
+    launch_bound_only_under_profiler: bool
+
+    @property
+    def slowdown(self) -> float:
+        """How much longer the traced work took under the profiler (predicted)."""
+        return self.profiled_ns / self.unprofiled_ns if self.unprofiled_ns else 1.0
+
+    @property
+    def worth_saying(self) -> bool:
+        big = self.profiled_ns - self.unprofiled_ns >= PROFILER_NAMED_NS
+        return big and (self.slowdown >= PROFILER_NAMED or self.launch_bound_only_under_profiler)
+
+    @property
+    def idle_differs(self) -> bool:
+        return abs(self.idle_share - self.unprofiled_idle_share) >= IDLE_DIFFERS
+
+    @property
+    def buffer_worth_naming(self) -> bool:
+        return self.buffer_ns >= BUFFER_NAMED_NS and self.buffer_ns >= BUFFER_NAMED_SHARE * self.profiled_ns
+
+    def scaled(self, ns: int) -> int:
+        """A traced duration on the unprofiled run's scale (the span, the idle)."""
+        return int(round(ns / self.slowdown)) if self.slowdown else ns
+
+
+def analyze(trace: Trace, levers, idle_share: float, regime: Regime, dominant: Cause | None,
+            span: tuple[int, int] | None = None) -> ProfilerOverhead | None:
+    """`levers`: analyzers.whatif.predict.Levers (its unprofiled run); None where there is no replay."""
+    run = getattr(levers, "unprofiled", None)
+    if run is None or not run.replay_ns or not run.unprofiled_ns:
+        return None
+    # the replay's own idle share may differ from the report's a little: the report's share moves by what the
+    # replay says the profiler's cost changes
+    bare_idle = float(np.clip(idle_share + run.kernel_idle_share - run.replay_idle_share, 0.0, 1.0))
+    only_profiled = (regime is Regime.OVERHEAD and dominant is Cause.LAUNCH_OVERHEAD
+                     and bare_idle <= OVERHEAD_IDLE_SHARE)
+    return ProfilerOverhead(profiled_ns=run.replay_ns, unprofiled_ns=run.unprofiled_ns, host_ns=run.cost.host_ns,
+                            ops=run.cost.ops, calls=run.cost.calls, idle_share=idle_share,
+                            unprofiled_idle_share=bare_idle, buffer_ns=_buffer_ns(trace, span),
+                            source=run.cost.source, launch_bound_only_under_profiler=only_profiled)
+
+
+def _buffer_ns(trace: Trace, span: tuple[int, int] | None) -> int:
+    ev = trace.ev
+    rows = np.flatnonzero(ev.cat == OVERHEAD)
+    if span is not None:
+        rows = rows[(ev.end[rows] > span[0]) & (ev.start[rows] < span[1])]
+    return int(np.sum(ev.end[rows] - ev.start[rows]))
+
+
+def unprofiled_differs(profiled_ratio: float, unprofiled_ratio: float | None) -> bool:
+    return unprofiled_ratio is not None and abs(unprofiled_ratio - profiled_ratio) >= RATIO_DIFFERS

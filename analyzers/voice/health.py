@@ -1,0 +1,134 @@
+"""The health check's words: the `Health:` line, what each finding means for the verdicts, and the capture
+setting that records what is missing; and what the profiler's own cost did to the trace."""
+from __future__ import annotations
+
+from analyzers.model.health import Finding, Health, Problem, Verdict
+from analyzers.model.units import count, duration_ns, saving_pct, share
+
+# Per problem: (what the trace shows, what it means for the verdicts, the capture setting that fixes it).
+WORDS: dict[Problem, tuple[str, str, str]] = {
+    Problem.GPU_ACTIVITY_NOT_RECORDED: (
+        "{n} launch calls but no GPU activity: the work ran on a GPU whose activity was not recorded",
+        "there is no GPU timeline, so no idle split, regime or what-if",
+        "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"),
+    Problem.WORKLOAD_ON_CPU: (
+        "the trace names the {gpu} and the profiler recorded CUDA, but no kernel ran and nothing was launched: "
+        "the model and inputs never moved to the GPU ({n} CPU ops ran on the CPU)",
+        "these are CPU timings, not the GPU run you meant to profile",
+        "move the model and its inputs to the GPU: model.to('cuda'), x.to('cuda'), device='cuda' on new tensors"),
+    Problem.KERNELS_WITHOUT_LAUNCH: (
+        "{n} of {total} GPU activities inside the window have no launch call (dropped records)",
+        "the idle before them cannot be attributed{whatif}",
+        "profile a shorter window (schedule(active=...)) so the activity buffer does not fill"),
+    Problem.LAUNCHES_WITHOUT_KERNEL: (
+        "{n} of {total} launch calls have no GPU activity (dropped by a full activity buffer)",
+        "idle time is overstated where their kernels are missing{whatif}",
+        "profile a shorter window (schedule(active=...)) so the activity buffer does not fill"),
+    Problem.BAD_TIMESTAMPS: (
+        "{n} events have a zero, negative or missing timestamp",
+        "spans and gaps that touch them are not real",
+        "export the trace again from torch.profiler (an edited or merged file?)"),
+    Problem.CLOCKS_OUT_OF_ORDER: (
+        "{n} of {total} GPU activities start before the call that launched them: the CPU and GPU clocks disagree",
+        "launch latencies and gaps are off, and the what-if is not given",
+        "capture again on one machine with one torch.profiler session"),
+    Problem.SHAPES_NOT_RECORDED: (
+        "no op carries its input shapes",
+        "no roofline: whether kernels are compute- or memory-bound is unknown",
+        "profile with record_shapes=True"),
+    Problem.STACKS_NOT_RECORDED: (
+        "no Python frames",
+        "no source lines for the hotspots and gaps",
+        "profile with with_stack=True"),
+    Problem.SYNC_EVENTS_NOT_RECORDED: (
+        "{n} syncs and stream waits without cuda_sync events",
+        "the syncs are read from their runtime calls; which stream waited for which is inferred from timing",
+        "profile with experimental_config=_ExperimentalConfig(enable_cuda_sync_events=True)"),
+    Problem.CUT_MID_STEP: (
+        "the last step is cut short: {n} of its {total} launches have no GPU activity",
+        "the profiler stopped inside a step; its figures leave that step out",
+        "stop the profiler after a whole step (prof.step() at the end of each step, schedule(active=N))"),
+}
+
+
+def finding_words(f: Finding, h: Health) -> str:
+    what, means, fix = WORDS[f.problem]
+    what = what.format(n=f"{f.count:,}", total=f"{f.total:,}", gpu=h.gpu_named or "GPU")
+    means = means.format(whatif=", and the what-if is not given" if Verdict.WHATIF in f.withholds else "")
+    return f"{what}; {means} ({fix})"
+
+
+def health_line(h: Health | None) -> str | None:
+    """`Health: ...` when anything is off; None when the trace is whole."""
+    if h is None or h.ok:
+        return None
+    return "Health: " + "; and ".join(finding_words(f, h) for f in h.shown) + "."
+
+
+def health_json(h: Health | None) -> dict:
+    """The health check in the JSON, always: every finding (notes too), and the line when one is said."""
+    if h is None:
+        return {"ok": True, "findings": [], "line": None}
+    return {"ok": h.ok, "gpu_named": h.gpu_named,
+            "findings": [{"problem": f.problem.value, "count": f.count, "total": f.total, "shown": f.shown,
+                          "withholds": [v.value for v in f.withholds], "says": finding_words(f, h)}
+                         for f in h.findings],
+            "line": health_line(h)}
+
+
+def cpu_only_next(h: Health | None) -> tuple[str, str, str] | None:
+    """The Next line of a trace with no GPU activity, when the health check knows why: (lever, why, waste)."""
+    if h is None:
+        return None
+    if h.has(Problem.WORKLOAD_ON_CPU):
+        return (WORDS[Problem.WORKLOAD_ON_CPU][2] + ", then profile again",
+                f"the trace names the {h.gpu_named or 'GPU'} but no kernel ran: the model and inputs stayed on "
+                "the CPU (the CPU-fallback trap)",
+                "tuning these CPU op times: on the GPU they become launches of a different program")
+    if h.has(Problem.GPU_ACTIVITY_NOT_RECORDED):
+        f = next(x for x in h.findings if x.problem is Problem.GPU_ACTIVITY_NOT_RECORDED)
+        return ("capture again with CUDA activity recorded (activities=[ProfilerActivity.CPU, "
+                "ProfilerActivity.CUDA], or tracetriage capture --device cuda WORKLOAD)",
+                f"the host made {count(f.count, 'launch call')} whose GPU activity the profiler did not record",
+                "tuning from CPU op times alone: on a GPU most of those ops only launch work")
+    return None
+
+
+def cpu_only_measured(h: Health | None) -> str:
+    """How the Measured line of a trace with no GPU activity says why it has none."""
+    if h is not None and h.has(Problem.WORKLOAD_ON_CPU):
+        return f"ran on the CPU of a machine with an {h.gpu_named or 'GPU'}"
+    if h is not None and h.has(Problem.GPU_ACTIVITY_NOT_RECORDED):
+        return "has no GPU activity, though the host made launch calls (CUDA activity not recorded)"
+    return "has no GPU activity"
+
+
+
+# --- the profiler's own cost ---------------------------------------------------------------------------
+
+def profiler_caveats(p) -> list[str]:
+    """What the profiler's recording did to this trace (analyzers.triage.overhead decided what is worth saying)."""
+    if p is None:
+        return []
+    out = []
+    if p.worth_saying:
+        line = (f"under the profiler the traced work takes ~{p.slowdown:.1f}× as long as without it: recording "
+                f"{p.ops:,} ops and {p.calls:,} runtime calls adds ~{duration_ns(p.host_ns)} of host time (per-event "
+                f"costs {p.source}, not measured in this trace); without it the work takes "
+                f"~{duration_ns(p.unprofiled_ns)}")
+        if p.idle_differs:
+            line += f" and the GPU idles ~{share(p.unprofiled_idle_share)} of its span, not {share(p.idle_share)}"
+        if p.launch_bound_only_under_profiler:
+            line += "; the launch-bound verdict holds only under the profiler"
+        out.append(line)
+    if p.buffer_worth_naming:
+        out.append(f"the profiler's own activity-buffer requests (CUPTI, inside the first launches) take "
+                   f"{duration_ns(p.buffer_ns)}: not your code, and no fix removes them")
+    return out
+
+
+def unprofiled_words(lever) -> str:
+    """'; without the profiler −48%' after a lever's profiled prediction, when the two differ."""
+    if lever is None or not lever.unprofiled_differs:
+        return ""
+    return f"; without the profiler {saving_pct(1 - lever.unprofiled_ratio, 1)}"
