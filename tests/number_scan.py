@@ -29,8 +29,10 @@ _WANTS_AN = re.compile(r"^(?:8|1[18](?![\d])|1[18],)")
 _ARTICLE = re.compile(r"(?<![\w'’-])(?P<art>[Aa]n?) (?P<num>\d[\d,.]*)")
 
 
-# a number after these names a thing, it counts nothing: 'host thread 2557', 'stream 7', 'rank 12', 'step 1024'
-ID_WORDS = frozenset({"thread", "tid", "pid", "stream", "rank", "port", "step", "device", "seed", "line", "#"})
+# a number after these names a thing, it counts nothing: 'host thread 2557', 'stream 7', 'rank 12', 'step 1024',
+# 'GeForce RTX 2080 Ti'
+ID_WORDS = frozenset({"thread", "tid", "pid", "stream", "rank", "port", "step", "device", "seed", "line", "#",
+                      "rtx", "gtx"})
 
 
 @dataclass(frozen=True)

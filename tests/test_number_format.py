@@ -85,6 +85,7 @@ def test_bytes_move_to_the_next_unit_where_their_rounding_would_write_1000(n, te
     ("mostly launch overhead: 21919 gaps", "unseparated"),
     ("(3000 calls)", "unseparated"),
     ("a 1234-token prompt", "unseparated"),
+    ("its host queued all 1234 steps", "unseparated"),   # 'steps' counts; 'step 1234' names one
     ("median launch delay 319.6803125 µs", "decimals"),
     ("the GPU span went from 23.6 ms to 2.05 ms, a 11.49× speedup.", "article"),
     ("a 8.67 ms GPU span", "article"),
@@ -106,6 +107,7 @@ def test_the_scanner_finds_each_kind_of_slip(text, kind):
     "aten::add [4194304] at 5,109 GB/s",
     "captured 2026-12-01 with torch 2.13.0 from traces/rank1024.json.gz",
     "host thread 2557, stream 7, rank 12, collective #1234",
+    "Measured: linear-train.json.gz on NVIDIA GeForce RTX 2080 Ti: 1,234 events",
 ])
 def test_the_scanner_leaves_names_shapes_dates_and_ids_alone(text):
     assert number_slips(text) == []
@@ -169,6 +171,14 @@ REPORT_FORMATS = [[], ["--json"], ["--format", "markdown"]]
 def test_report_and_whatif_write_every_number_in_the_one_format(trace, once):
     slips = [s for fmt in REPORT_FORMATS for s in slips_of(["report", "--quiet", *fmt, trace])]
     slips += [s for fmt in REPORT_FORMATS for s in slips_of(["whatif", *fmt, trace])]
+    assert not slips, "\n".join(slips)
+
+
+@pytest.mark.parametrize("trace,name", [("traces/gpt-eager.json.gz", "decode_step"),
+                                        ("traces/smell-sync-item.json.gz", "iteration"),
+                                        ("traces/smell-launch-per-param.json.gz", "optimizer_step")])
+def test_a_range_report_writes_every_number_in_the_one_format(trace, name):
+    slips = [s for fmt in REPORT_FORMATS for s in slips_of(["report", "--quiet", *fmt, "--range", name, trace])]
     assert not slips, "\n".join(slips)
 
 
