@@ -278,3 +278,11 @@ def test_the_clis_own_prints_write_every_number_in_the_one_format(tmp_path):
     assert code == 0 and "idle gaps named by cause" in annotated, annotated
     slips = number_slips(captured) + number_slips(annotated)
     assert not slips, "\n".join(map(str, slips))
+
+
+def test_a_stacks_cost_past_a_thousand_percent_has_its_separator():
+    # regression: a capture on a loaded machine printed 'spread 3895%' and stacks costing '+1234%'
+    from capture import stacks
+
+    assert "they cost +1,234% of profiled step time" in stacks.choose("auto", lambda: 12.34).why
+    assert units.share(38.95) == "3,895%"

@@ -294,11 +294,11 @@ def cmd_capture(a) -> int:
         meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device), stacks=a.stacks or "auto")
     except ParameterError as e:  # fields that do not fit together, found as the workload sets up
         raise UserError(f"{preset.name}: {e}") from None
-    from analyzers.model.units import duration_us, size
+    from analyzers.model.units import duration_us, share, size
 
     t = meta["timing_per_step"]
     print(f"wrote {out} ({size(meta['trace_bytes_gz'])}) and its sidecar; one step takes "
-          f"{duration_us(t['median_ms'] * 1e3)} (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on "
+          f"{duration_us(t['median_ms'] * 1e3)} (median of {t['repeats']}, spread {share(t['spread_pct'] / 100)}) on "
           f"{meta['device']['name']}; "
           f"Python stacks {'on' if meta['stacks']['recorded'] else 'off'}: {meta['stacks']['why']}")
     return 0
