@@ -111,7 +111,7 @@ def next_experiment(a) -> dict[str, str]:
     if nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long the span would fall {saving_pct(h.saving_ns, h.baseline_ns)}, which needs "
+                       f"long the span would fall {share(h.saving_ns / h.baseline_ns)}, which needs "
                        f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
