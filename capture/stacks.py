@@ -62,7 +62,7 @@ def choose(mode: str, measure=None) -> StackChoice:
     cost = measure()
     on = cost <= STACKS_ALLOWED
     verdict = "at most" if on else "more than"
-    return StackChoice(on, mode, cost, f"they cost {cost:+.0%} of profiled step time here, {verdict} the "
+    return StackChoice(on, mode, cost, f"they cost {cost:+,.0%} of profiled step time here, {verdict} the "
                                        f"{STACKS_ALLOWED:.0%} allowed" + ("" if on else "; --stacks on to record them"))
 
 

@@ -350,7 +350,7 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
     path = kf.write(tmp_path / "overlap.json", kf.document(kf.events_for(launches)))
     code, out, _ = report(capsys, path)
     assert code == 0
-    assert any("2 GPU activities start more than 2 µs before the previous one on their stream" in c
+    assert any("2 GPU activities start more than 2.0 µs before the previous one on their stream" in c
                for c in caveats(out))
     a = analyze_trace(load(path, use_cache=False))
     (d,) = a.devices

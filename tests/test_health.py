@@ -61,7 +61,7 @@ def test_cpu_ops_on_a_gpu_machine_with_cupti_running_are_the_cpu_fallback_trap(t
     assert [f.problem for f in a.health.shown] == [Problem.WORKLOAD_ON_CPU]
     assert a.next_experiment.kind is Experiment.MOVE_TO_GPU
     lines = five_lines(a)
-    assert "ran on the CPU of a machine with an NVIDIA H200" in lines[0]
+    assert "ran on the CPU of a machine with a GPU (NVIDIA H200)" in lines[0]
     assert "model.to('cuda')" in lines[4]
     assert "never moved to the GPU" in health_line(a.health)
 

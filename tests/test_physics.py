@@ -164,7 +164,7 @@ def test_a_device_with_no_name_is_named_by_its_properties_and_gets_its_peaks(tmp
 def test_range_report_counts_its_own_kernels_everywhere_and_predicts_on_its_own_span():
     a = analyze_file(ROOT / "traces" / "gpt-eager.json.gz", "decode_step")
     lines = five_lines(a)
-    assert f"({a.kernels:,} kernels" in lines[0] and f"between {a.kernels} kernels" in lines[4]
+    assert f"({a.kernels:,} kernels" in lines[0] and f"between {a.kernels:,} kernels" in lines[4]
     assert a.phases is None and "prefill" not in lines[0]
     assert a.next_experiment.lever is not None
     assert a.next_experiment.lever.baseline_ns == a.span_ns

@@ -298,9 +298,12 @@ def cmd_capture(a) -> int:
         meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device), stacks=a.stacks or "auto")
     except ParameterError as e:  # fields that do not fit together, found as the workload sets up
         raise UserError(f"{preset.name}: {e}") from None
+    from analyzers.model.units import duration_us, share, size
+
     t = meta["timing_per_step"]
-    print(f"wrote {out} ({meta['trace_bytes_gz'] / 1e6:.2f} MB) and its sidecar; one step takes "
-          f"{t['median_ms']:.3f} ms (median of {t['repeats']}, spread {t['spread_pct']:.0f}%) on {meta['device']['name']}; "
+    print(f"wrote {out} ({size(meta['trace_bytes_gz'])}) and its sidecar; one step takes "
+          f"{duration_us(t['median_ms'] * 1e3)} (median of {t['repeats']}, spread {share(t['spread_pct'] / 100)}) on "
+          f"{meta['device']['name']}; "
           f"Python stacks {'on' if meta['stacks']['recorded'] else 'off'}: {meta['stacks']['why']}")
     return 0
 
@@ -423,7 +426,9 @@ def cmd_annotate(a) -> int:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write {a.out}: {e.strerror or e}") from None
-    print(f"wrote {out}: the trace plus a track of {gaps} idle gaps named by cause (open it in ui.perfetto.dev)")
+    from analyzers.model.units import count
+
+    print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause (open it in ui.perfetto.dev)")
     return 0
 
 

@@ -1,26 +1,36 @@
 """Number formats: one format per kind of number, for every layer that writes one.
 
-Durations ('89.3 µs', '6.52 ms', '52.2 ms', '1.16 s'), counts with thousands separators, bytes, shares,
-ratios and speedups. The words around them are the voice layer's; these are only the numbers.
+Durations ('89.3 µs', '6.52 ms', '52.2 ms', '1.16 s'), counts with thousands separators ('22,270'), bytes,
+shares, ratios and speedups ('11.29×'), rates ('4,255 GB/s', '787 TFLOP/s'), and the article a number takes
+('an 11.29× speedup', 'an 18.6 ms span'). No number has more than three decimals. The words around them
+are the voice layer's; these are only the numbers.
 """
 from __future__ import annotations
+
+import re
+
+
+def integer(n: float) -> str:
+    """A count on its own, with thousands separators: '22,270' (a float count, e.g. per step, rounds)."""
+    return f"{round(n):,}"
 
 
 def count(n: int, one: str, many: str | None = None) -> str:
     """'1 event', '1,024 events'."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+    return f"{integer(n)} {one if n == 1 else (many or one + 's')}"
 
 
 def duration_us(us: float) -> str:
-    """One format for every duration: '89.3 µs', '6.52 ms', '52.2 ms', '3.21 s'."""
+    """One format for every duration: '89.3 µs', '6.52 ms', '52.2 ms', '3.21 s', '1,204.50 s'. Each unit
+    ends where its rounding would write the next unit's first value ('1000.0 µs' is '1.00 ms')."""
     us = abs(us)
-    if us < 1000:
+    if us < 999.95:
         return f"{us:.1f} µs"
-    if us < 10_000:
+    if us < 9_995:
         return f"{us / 1e3:.2f} ms"
-    if us < 1_000_000:
+    if us < 999_950:
         return f"{us / 1e3:.1f} ms"
-    return f"{us / 1e6:.2f} s"
+    return f"{us / 1e6:,.2f} s"
 
 
 def duration_ns(ns: float) -> str:
@@ -32,17 +42,17 @@ def signed_us(us: float) -> str:
 
 
 def size(n: float) -> str:
-    """Bytes: '1.07 GB', '4.2 MB', '16.0 kB'."""
-    if n >= 1e9:
-        return f"{n / 1e9:.2f} GB"
-    if n >= 1e6:
+    """Bytes: '1.07 GB', '4.2 MB', '16.0 kB' (each unit from where the one below would round to 1000)."""
+    if n >= 999.95e6:
+        return f"{n / 1e9:,.2f} GB"
+    if n >= 999.95e3:
         return f"{n / 1e6:.1f} MB"
     return f"{n / 1e3:.1f} kB"
 
 
 def share(x: float) -> str:
     """A fraction as a whole percentage: '19%'."""
-    return f"{100 * x:.0f}%"
+    return f"{100 * x:,.0f}%"
 
 
 def small_share(x: float) -> str:
@@ -51,7 +61,8 @@ def small_share(x: float) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    """'1 gap', '21,919 gaps'."""
+    return count(n, word)
 
 
 def pct_of(achieved: float, peak: float) -> str:
@@ -59,15 +70,21 @@ def pct_of(achieved: float, peak: float) -> str:
     return "at the ceiling" if achieved >= peak else f"{100 * achieved / peak:.0f}%"
 
 
+def times(r: float) -> str:
+    """A factor: '4.47×', '11.29×', '1,204.00×'."""
+    return f"{r:,.2f}×"
+
+
 def ratio(r: float, same: bool) -> str:
     """A ratio before/after as 'N× fewer', 'N× more', or 'about the same' (`same`: the caller's verdict)."""
     if same:
         return "about the same"
-    return f"{r:.2f}× fewer" if r >= 1 else f"{1 / r:.2f}× more"
+    return f"{times(r)} fewer" if r >= 1 else f"{times(1 / r)} more"
 
 
 def speed(s: float) -> str:
-    return f"{s:.2f}× speedup" if s >= 1 else f"{1 / s:.2f}× slowdown"
+    """'11.29× speedup', '1.25× slowdown'; with its article, `a_or_an(speed(s))`: 'an 11.29× speedup'."""
+    return f"{times(s)} speedup" if s >= 1 else f"{times(1 / s)} slowdown"
 
 
 def saving_pct(saving_ns: float, baseline_ns: float) -> str:
@@ -77,6 +94,41 @@ def saving_pct(saving_ns: float, baseline_ns: float) -> str:
 
 
 def num(x: float | None) -> str:
+    """A measured figure: whole with separators from 100 ('1,365'), else three significant digits and at
+    most three decimals ('37.2', '4.5', '0.052')."""
     if x is None:
         return "none"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{round(x, 3) + 0.0:.3g}"   # (+ 0.0: no '-0')
+
+
+def gbps(x: float) -> str:
+    """A bandwidth: '4,255 GB/s', '37.2 GB/s'."""
+    return f"{num(x)} GB/s"
+
+
+def tflops(x: float) -> str:
+    """A compute rate: '787 TFLOP/s', '0.520 TFLOP/s'."""
+    return f"{num(x)} TFLOP/s"
+
+
+# Numbers said with a vowel: eight (8, 80-89, 800-899, 8,000 ...), eleven and eighteen (11, 18, 11,000, 18,500
+# ...: the lead group before a thousands separator). 'a 110', 'a 1.8', 'a 0.8' (zero point eight).
+_SAID_WITH_A_VOWEL = re.compile(r"^(?:8|1[18](?:,|\.|$))")
+
+
+def article(number_text: str) -> str:
+    """'a' or 'an' before a number as written (separators included): 'an' 8, 11, 18, 80, 808, 11,000, 18.6."""
+    lead = number_text.lstrip("+")
+    lead = re.match(r"[\d,.]*", lead).group(0)
+    if "," in lead:   # '18,500': the group before the first separator is said first
+        lead = lead.split(",")[0] + ","
+    else:
+        lead = lead.split(".")[0] + ("." if "." in lead else "")
+    return "an" if _SAID_WITH_A_VOWEL.match(lead) else "a"
+
+
+def a_or_an(text: str) -> str:
+    """The text after its article: 'an 11.29× speedup', 'a 1.16 s GPU span', 'an 808 TFLOP/s peak'."""
+    return f"{article(text)} {text}"

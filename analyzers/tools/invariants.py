@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from analyzers.model.units import duration_us, share
+from analyzers.model.units import a_or_an, duration_us, share
 
 ABOVE_PEAK = 1.05       # the roofline's own tolerance (analyzers.analyses.roofline.ABOVE_PEAK)
 _US_TOL = 0.01          # the JSON's µs carry 3 decimals: sums of rounded figures differ by a few ns
@@ -96,7 +96,7 @@ def _one_baseline(out: dict) -> list[str]:
     measured, idle_line, nxt = out["lines"][0], out["lines"][2], out["lines"][4]
     bad = []
     gpu_span = duration_us(out["span_us"])
-    if f"a {gpu_span} GPU span" not in measured:
+    if f"{a_or_an(gpu_span)} GPU span" not in measured:
         bad.append(f"the Measured line does not give the span {gpu_span}: {measured}")
     said_share = f"idle {share(out['idle_us'] / out['span_us'])} of the span" if out["span_us"] else ""
     if out["idle_us"] > 0 and f"{said_share} ({duration_us(out['idle_us'])})" not in idle_line:

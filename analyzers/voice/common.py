@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
-from analyzers.model.units import count, duration_us, plural, share
+from analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
 from analyzers.model.verdicts import Cause, Construct
 
 # --- the trace's own caveats -------------------------------------------------------------------------
@@ -26,23 +26,23 @@ def caveat(c: Caveat) -> str:
         return ("no GPU activity in the trace (no kernels, copies or memsets: a CPU-only capture, or CUDA activity was "
                 "not recorded): there is no GPU span, idle time or regime to report")
     if c.kind == "unlinked_gpu":
-        return (f"{c.count:,} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in the trace "
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in the trace "
                 "(missing correlation, or launched before profiling started): the idle before them counts as other")
     if c.kind == "dangling_external_id":
         verb = "carries" if c.count == 1 else "carry"
         return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
                 "time is listed under the kernel's name, not the op's")
     if c.kind == "external_id_by_time":
-        return (f"{c.count:,} of {count(c.total, 'launch call')} carry an External id that names no op around them "
+        return (f"{integer(c.count)} of {count(c.total, 'launch call')} carry an External id that names no op around them "
                 "(torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): each is "
                 "charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
         verb = "starts" if c.count == 1 else "start"
-        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {STREAM_OVERLAP_NS / 1e3:.0f} µs "
+        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {duration_us(STREAM_OVERLAP_NS / 1e3)} "
                 "before the previous one on their stream ends, though a stream runs in order (a merged or edited "
                 "trace?): busy and idle time count the overlapped time once")
     if c.kind == "graph_replay_unjoined":
-        return (f"{c.count:,} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs match "
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs match "
                 "no capture in the trace: the graphs were captured outside the profiled window (or several captures "
                 "fit), so their ops and shapes are not known; profile the capture too (warm-up inside the profiler), "
                 "or pass the capture's trace (--graph-capture), to cost them by op")
@@ -77,14 +77,14 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         return ADVICE[cause].replace("the syncs:", f"the syncs ({user_calls(names)}):", 1)
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
-                f"({ev.graph_launches} graph launches): capture more of the step in the graph, fuse what stays "
+                f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the graph, fuse what stays "
                 "outside (torch.compile), or more work per launch")
     if cause is Cause.LAUNCH_OVERHEAD and construct is Construct.COMPILED:
         return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
                 "one graph launch; or more work per launch (bigger batch)")
     if cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies and "Pinned" in ev.copies[0].name:
         c = ev.copies[0]
-        rate = f" at {c.gbps:.1f} GB/s" if c.gbps else ""
+        rate = f" at {gbps(c.gbps)}" if c.gbps else ""
         return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
                 "non_blocking=True on a side stream and prefetch the next one, or keep the data resident on the device")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
@@ -159,18 +159,18 @@ def copy_phrase(ev: TransferEvidence) -> str:
     if not ev.copies:
         return "copies"
     c = ev.copies[0]
-    rate = f" at {c.gbps:.1f} GB/s" if c.gbps else ""
-    return f"{c.count}× {c.name}, {c.bytes / 1e9:.2f} GB{rate}"
+    rate = f" at {gbps(c.gbps)}" if c.gbps else ""
+    return f"{integer(c.count)}× {c.name}, {size(c.bytes)}{rate}"
 
 
 def evidence_phrase(ev: Evidence) -> str:
     """What a cause's verdict rests on, in one clause: the Idle line's 'mostly ...'."""
     if isinstance(ev, LaunchEvidence):
         ops = ", ".join(o.name for o in ev.launching_ops[:3])
-        cost = (f"a launch call takes {ev.launch_call_median_us:.1f} µs" if ev.launch_call_median_us is not None
+        cost = (f"a launch call takes {duration_us(ev.launch_call_median_us)}" if ev.launch_call_median_us is not None
                 else "the trace has no launch call to measure what launching costs")
-        return (f"{plural(ev.gaps, 'gap')} with a median of {ev.median_gap_us:.1f} µs between kernels whose median run "
-                f"is {ev.kernel_median_us:.1f} µs; {cost}" + (f" (launched by {ops})" if ops else ""))
+        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose median run "
+                f"is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else ""))
     if isinstance(ev, HostEvidence):
         traced = ", ".join(o.name for o in ev.host_events[:3])
         held = ", ".join(o.name for o in ev.python_functions[:2])
@@ -178,23 +178,23 @@ def evidence_phrase(ev: Evidence) -> str:
         if held:   # recorded with stacks: the Python that held the host is in the trace
             what.append(f"in Python: {held}")
         elif ev.untraced_share >= 0.005:   # no Python frames recorded there: the host's time is untraced
-            what.append(f"{100 * ev.untraced_share:.0f}% untraced: Python, numpy, sleeping")
+            what.append(f"{share(ev.untraced_share)} untraced: Python, numpy, sleeping")
         if traced:
             what.append(f"traced CPU ops: {traced}")
         return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} in which the host issued "
                 f"no GPU work" + (f" ({'; '.join(what)})" if what else ""))
     if isinstance(ev, SyncEvidence):
-        calls = ", ".join(f"{c.name} ×{c.count}" for c in ev.sync_calls[:2])
+        calls = ", ".join(f"{c.name} ×{integer(c.count)}" for c in ev.sync_calls[:2])
         src = ", ".join(c.name for c in ev.called_from[:2])
         if ev.waits_on_dependency:
             return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
                     f"{waited_phrase(ev.waited_on)}, not on its launch")
-        return (f"{plural(ev.gaps, 'drain')}, a median of {ev.median_gap_us:.1f} µs each, after {calls or 'syncs'}"
+        return (f"{plural(ev.gaps, 'drain')}, a median of {duration_us(ev.median_gap_us)} each, after {calls or 'syncs'}"
                 + (f" called from {src}" if src else ""))
     if isinstance(ev, TransferEvidence):
         waited = (f"; queued work waited {duration_us(sum(w.us for w in ev.waited_on))} while the host staged "
                   f"{waited_phrase(ev.waited_on)}") if ev.waited_on else ""
-        return f"{ev.copy_count} copies, mostly {copy_phrase(ev)}{waited}"
+        return f"{count(ev.copy_count, 'copy', 'copies')}, mostly {copy_phrase(ev)}{waited}"
     if getattr(ev, "waited_on", ()) or (ev.gaps and not ev.unlinked_gaps):
         return (f"{plural(ev.gaps, 'gap')} in which queued work waited on a dependency the trace does not record "
                 "(no stream-wait, sync or copy call around it)")
@@ -202,7 +202,7 @@ def evidence_phrase(ev: Evidence) -> str:
 
 
 def waited_phrase(waited) -> str:
-    return ", ".join(f"{w.name} ×{w.count}" for w in waited[:2])
+    return ", ".join(f"{w.name} ×{integer(w.count)}" for w in waited[:2])
 
 
 def mostly(a) -> str:

@@ -3,7 +3,7 @@ and the Next experiment of a communication-bound trace (the report's Regime and 
 """
 from __future__ import annotations
 
-from analyzers.model.units import duration_ns, share, size
+from analyzers.model.units import duration_ns, gbps, integer, share, size
 from analyzers.model.verdicts import Experiment
 
 
@@ -11,8 +11,8 @@ def bus_phrase(k) -> str:
     """' at 291 GB/s bus bandwidth (65% of the 450 GB/s NVLink 4)', or '' where the trace records no message."""
     if k.bus_gbps is None:
         return ""
-    link = f" ({share(k.link_share)} of the {k.link.gbps:.0f} GB/s {k.link.name})" if k.link is not None else ""
-    return f" at {k.bus_gbps:.0f} GB/s bus bandwidth{link}"
+    link = f" ({share(k.link_share)} of the {gbps(k.link.gbps)} {k.link.name})" if k.link is not None else ""
+    return f" at {gbps(k.bus_gbps)} bus bandwidth{link}"
 
 
 def kind_phrase(k, first: bool) -> str:
@@ -21,7 +21,7 @@ def kind_phrase(k, first: bool) -> str:
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
     waiting = " (at least: against its own fastest call)" if first else ""
-    return (f"{k.kind} ×{k.calls}: {duration_ns(k.exposed_ns)} exposed, {duration_ns(k.wait_ns)} waiting for a peer"
+    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, {duration_ns(k.wait_ns)} waiting for a peer"
             f"{waiting} and {duration_ns(k.transfer_ns)} {moving}")
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from analyzers.model.units import duration_ns, duration_us, ratio, saving_pct, share, size, speed
+from analyzers.model import units
+from analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
 from analyzers.voice.common import CAUSE_WORDS
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
@@ -27,7 +28,7 @@ cause = dashboard_cause   # (the dashboard's tables map cause values to words wi
 
 
 def upload_too_large(name: str, size_bytes: int, cap_mb: int) -> str:
-    return (f"{name} is {size_bytes / 1e6:.0f} MB, over the {cap_mb} MB upload limit; start the dashboard with "
+    return (f"{name} is {size(size_bytes)}, over the {integer(cap_mb)} MB upload limit; start the dashboard with "
             f"TRACETRIAGE_UPLOAD_MB set higher, or pass the file on the command line")
 
 
@@ -108,12 +109,12 @@ def no_ranges() -> str:
 
 
 def phase_summary(ttft_us: float, per_token_us: float, steps: int, tokens_per_prefill: int) -> str:
-    return (f"Time to first token {duration_us(ttft_us)}; {duration_us(per_token_us)} per token over {steps} decode steps "
-            f"({tokens_per_prefill} per prefill).")
+    return (f"Time to first token {duration_us(ttft_us)}; {duration_us(per_token_us)} per token over {count(steps, 'decode step')} "
+            f"({integer(tokens_per_prefill)} per prefill).")
 
 
 def phase_detail(label: str, regime: str, idle_share: float, idle_dominant: str | None, median_wall_us: float) -> str:
-    idle = f"idle {100 * idle_share:.0f}%" + (f", mostly {dashboard_cause(idle_dominant)}" if idle_dominant else "")
+    idle = f"idle {share(idle_share)}" + (f", mostly {dashboard_cause(idle_dominant)}" if idle_dominant else "")
     return f"{label}: {regime}-bound, {idle}, median {duration_us(median_wall_us)} per instance"
 
 
@@ -140,7 +141,7 @@ def window_caption(events: int, lo_ms: float, hi_ms: float, limit: int, bins: in
 
 
 def bin_tooltip(lane: str, busy: float) -> str:
-    return f"{lane}: busy {100 * busy:.0f}% of the bin"
+    return f"{lane}: busy {share(busy)} of the bin"
 
 
 def bin_range(start_ms: float, end_ms: float) -> str:
@@ -149,9 +150,9 @@ def bin_range(start_ms: float, end_ms: float) -> str:
 
 def idle_bin_tooltip(idle: float, shares: dict[str, float]) -> str:
     ranked = [(c, v) for c, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v > 0]
-    parts = ", ".join(f"{dashboard_cause(c)} {100 * v:.0f}%" for c, v in ranked)
+    parts = ", ".join(f"{dashboard_cause(c)} {share(v)}" for c, v in ranked)
     lead = f"mostly {dashboard_cause(ranked[0][0])}; " if ranked else ""
-    return f"idle {100 * idle:.0f}% of the bin, {lead}{parts}"
+    return f"idle {share(idle)} of the bin, {lead}{parts}"
 
 
 _CONSTRUCT_LANES = {"compile": "torch.compile compiling", "allocator": "caching allocator", "dataloader": "DataLoader",
@@ -217,12 +218,12 @@ def gap_evidence(c: str, dur_us: float, host_call: str, called_from: str, next_n
 
 def ceilings_caption(device: str, source: str, dtype: str, tflops: float, gbps: float, ridge: float) -> str:
     where = "measured on this machine (tracetriage capture ceilings)" if source != "datasheet" else "from the datasheet"
-    return (f"{device}, {dtype}: {tflops:,.0f} TFLOP/s and {gbps:,.0f} GB/s, ridge at {ridge:,.0f} FLOP/byte; "
+    return (f"{device}, {dtype}: {units.tflops(tflops)} and {units.gbps(gbps)}, ridge at {units.num(ridge)} FLOP/byte; "
             f"ceilings {where}.")
 
 
 def ridge_label(ridge: float) -> str:
-    return f"ridge {ridge:,.0f} FLOP/byte"
+    return f"ridge {units.num(ridge)} FLOP/byte"
 
 
 def no_ceilings(device: str) -> str:
@@ -243,7 +244,7 @@ def no_points() -> str:
 
 
 def diff_headline(before: str, after: str, speedup: float | None, explained_by: str) -> str:
-    sp = f"{speedup:.2f}× speedup" if speedup else "no speedup figure"
+    sp = speed(speedup) if speedup else "no speedup figure"
     return f"{before} → {after}: {sp}, explained by {explained_by or 'nothing single'}."
 
 
@@ -388,7 +389,7 @@ def run_label(key: str) -> str:
 
 
 def analysing_ranks(done: int, total: int) -> str:
-    return f"Analysing rank {done} of {total}…"
+    return f"Analysing rank {done} of {integer(total)}…"
 
 
 def collective_steps_title() -> str:
@@ -453,5 +454,5 @@ def no_predictions(path) -> str:
 
 
 def calibration_caption(plotted: int, total: int) -> str:
-    return (f"{plotted} of {total} predictions measured and plotted: predicted against measured, log-log; "
+    return (f"{integer(plotted)} of {count(total, 'prediction')} measured and plotted: predicted against measured, log-log; "
             "the dashed line is a perfect prediction, the grey band within 2× of it. Quantities have their own units.")

@@ -4,7 +4,7 @@ trace's prediction came, and the diff's caveats.
 from __future__ import annotations
 
 from analyzers.model.span import PROFILER_STEP_RANGE
-from analyzers.model.units import duration_ns, duration_us, ratio, share, signed_us, size, speed
+from analyzers.model.units import a_or_an, duration_ns, duration_us, gbps, integer, ratio, share, signed_us, size, speed, times
 from analyzers.model.verdicts import Cause
 from analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
 from analyzers.whatif.levers import LEVERS
@@ -19,7 +19,7 @@ def diff_caveats(d) -> list[str]:
     b, a = d.before, d.after
     if d.only_one_side_has_steps:
         has = b if b.steps else a
-        out.append(f"only {has.name} has {PROFILER_STEP_RANGE} ranges ({has.steps}), so whole traces are compared; profile the "
+        out.append(f"only {has.name} has {PROFILER_STEP_RANGE} ranges ({integer(has.steps)}), so whole traces are compared; profile the "
                    "same number of steps for a fair comparison")
     if d.different_devices:
         out.append(f"the traces come from different devices ({b.device_name or 'unnamed'} vs "
@@ -39,8 +39,8 @@ def diff_lines(d) -> list[str]:
     busy_b, busy_a = b.kernel_busy_us / db, a.kernel_busy_us / da
     s = d.speedup
     dev = b.device_name if b.device_name == a.device_name else f"{b.device_name} / {a.device_name}"
-    scope = f" per profiled step ({b.steps} vs {a.steps} steps)" if d.per_step else ""
-    change = "the after trace has no GPU activity" if s is None else f"a {speed(s)}"
+    scope = f" per profiled step ({integer(b.steps)} vs {integer(a.steps)} steps)" if d.per_step else ""
+    change = "the after trace has no GPU activity" if s is None else a_or_an(speed(s))
     l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to {duration_us(span_a)}{scope}, "
           f"{change}.")
 
@@ -50,21 +50,21 @@ def diff_lines(d) -> list[str]:
     top_a = a.top_ops[0] if a.top_ops else None
     tops = ""
     if top_b and top_a:
-        tops = (f"; the top op was {top_b.name} ({100 * top_b.share:.0f}%) and is now "
-                f"{top_a.name} ({100 * top_a.share:.0f}%)") if top_b.name != top_a.name else \
-            f"; {top_a.name} stays the top op ({100 * top_b.share:.0f}% → {100 * top_a.share:.0f}%)"
+        tops = (f"; the top op was {top_b.name} ({share(top_b.share)}) and is now "
+                f"{top_a.name} ({share(top_a.share)})") if top_b.name != top_a.name else \
+            f"; {top_a.name} stays the top op ({share(top_b.share)} → {share(top_a.share)})"
     l2 = (f"Time: the span changed by {signed_us(-d.time_saved_us)} = kernel busy {signed_us(busy_a - busy_b)} "
           f"({duration_us(busy_b)} → {duration_us(busy_a)}) + idle {signed_us(idle_a - idle_b)} "
-          f"({100 * b.idle_share:.0f}% → {100 * a.idle_share:.0f}% of the span"
+          f"({share(b.idle_share)} → {share(a.idle_share)} of the span"
           + (f": {causes}" if causes else "") + f"){tops}.")
 
     lr, br = d.launch_ratio, d.byte_ratio
-    calls = f"{b.launch_calls / db:,.0f} → {a.launch_calls / da:,.0f} launch calls"
+    calls = f"{integer(b.launch_calls / db)} → {integer(a.launch_calls / da)} launch calls"
     if lr is not None:
         calls += f" ({_times(d, lr)})"
-    calls += f" for {b.kernels / db:,.0f} → {a.kernels / da:,.0f} kernels"
+    calls += f" for {integer(b.kernels / db)} → {integer(a.kernels / da)} kernels"
     if a.graph_launches or b.graph_launches:
-        calls += f", {b.graph_launches / db:,.0f} → {a.graph_launches / da:,.0f} of the calls CUDA-graph launches"
+        calls += f", {integer(b.graph_launches / db)} → {integer(a.graph_launches / da)} of the calls CUDA-graph launches"
     if b.span_per_launch_us and a.span_per_launch_us:
         calls += f", {duration_us(b.span_per_launch_us)} → {duration_us(a.span_per_launch_us)} of span per launch call"
     if br is not None:
@@ -75,7 +75,7 @@ def diff_lines(d) -> list[str]:
     else:
         short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
         byts = "bytes not comparable: " + "; ".join(
-            f"only {100 * x.byte_coverage:.0f}% of {x.name}'s kernel time has a costed op ({uncosted_side(x)}) and "
+            f"only {share(x.byte_coverage)} of {x.name}'s kernel time has a costed op ({uncosted_side(x)}) and "
             "no capture sidecar declares its bytes" for x in short)
     l3 = f"Launches and bytes: {calls}; {byts}; {b.regime}-bound → {a.regime}-bound."
 
@@ -102,7 +102,7 @@ def prediction_line(p) -> str:
     spec = LEVERS[p.lever]
     rec = spec.recognise
     # a lever replayed as measured (kernels as much faster as they were) says by how much
-    how = f"{rec.because} {1 / p.kernel_scale:.2f}×" if rec.as_measured else rec.because
+    how = f"{rec.because} {times(1 / p.kernel_scale)}" if rec.as_measured else rec.because
     return (f"Predicted: the change applied {spec.applied_as} ({how}); from the before trace "
             f"alone{rec.given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
             f"({duration_ns(p.before_ns)} → "
@@ -115,14 +115,14 @@ def _explanation_line(d) -> str:
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
     saved = d.time_saved_us
     if how == "unchanged":
-        return f"Explained: nothing to explain, the spans agree within {share(d.same_tol)} ({s:.2f}×)."
+        return f"Explained: nothing to explain, the spans agree within {share(d.same_tol)} ({times(s)})."
     if how == "bytes":
         gap = 100 * d.bytes_gap
-        moved = f"{100 / br:.0f}% of the bytes" if br >= 1 else f"{1 / br:.2f}× the bytes"
+        moved = f"{share(1 / br)} of the bytes" if br >= 1 else f"{times(1 / br)} the bytes"
         busy = b.kernel_busy_us / max(a.kernel_busy_us, 1e-9)
-        kt = (f"kernel time fell {busy:.2f}× against the bytes' {br:.2f}×" if br >= 1 else
-              f"kernel time grew {1 / busy:.2f}× against the bytes' {1 / br:.2f}×")
-        rate = (f" at {b.achieved_gbps:.0f} → {a.achieved_gbps:.0f} GB/s"
+        kt = (f"kernel time fell {times(busy)} against the bytes' {times(br)}" if br >= 1 else
+              f"kernel time grew {times(1 / busy)} against the bytes' {times(1 / br)}")
+        rate = (f" at {gbps(b.achieved_gbps)} → {gbps(a.achieved_gbps)}"
                 if b.achieved_gbps and a.achieved_gbps else "")
         causes = _idle_causes(d, 2)
         rest = f"; the rest is the idle change ({causes})" if causes and d.bytes_gap_named else ""
@@ -138,19 +138,19 @@ def _explanation_line(d) -> str:
             tops = (f"; the top op was {tb.name} and is now {ta.name}" if tb.name != ta.name
                     else f"; {ta.name} stays the top op")
         launches = f" (launch calls {_times(d, lr)}: not the lever)" if d.launches_moved else ""
-        return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {100 * ch / -saved:.0f}% of the "
+        return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {share(ch / -saved)} of the "
                 f"{duration_us(saved)} {sense}{launches}{tops}; regime {b.regime} → {a.regime}.")
     if how == "launches":
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""
         if d.launch_cost_changed:
-            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {s:.2f}× and not "
-                    f"{lr:.2f}×")
+            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {times(s)} and not "
+                    f"{times(lr)}")
         bytes_note = (f"; bytes are no lever here ({_times(d, br)} bytes, while kernels are busy only "
-                      f"{100 * b.kernel_busy_us / b.span_us:.0f}% → {100 * a.kernel_busy_us / a.span_us:.0f}% "
+                      f"{share(b.kernel_busy_us / b.span_us)} → {share(a.kernel_busy_us / a.span_us)} "
                       "of the span)") if br is not None else ""
-        return (f"Explained by launches: both are overhead-bound (the GPU idles {100 * b.idle_share:.0f}% and "
-                f"{100 * a.idle_share:.0f}% of the span), so time follows launch calls: {_times(d, lr)} of them"
+        return (f"Explained by launches: both are overhead-bound (the GPU idles {share(b.idle_share)} and "
+                f"{share(a.idle_share)} of the span), so time follows launch calls: {_times(d, lr)} of them"
                 f"{cost}{bytes_note}.")
     if how in {c.value for c in Cause}:
         how = Cause(how)
@@ -162,16 +162,16 @@ def _explanation_line(d) -> str:
                      + (" (CUDA-graph replays)" if a.graph_launches > b.graph_launches else ""))
         verb = "shrank" if ch < 0 else "grew"
         sense = "saved" if saved > 0 else "lost"
-        return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {100 * part:.0f}% of the "
+        return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {share(part)} of the "
                 f"{duration_us(saved)} {sense}{extra}; regime {b.regime} → {a.regime}.")
     cause, part = d.mixed_cause
     parts = []
     if br is not None:
-        parts.append(f"bytes {_times(d, br)} against a {speed(s)}")
+        parts.append(f"bytes {_times(d, br)} against {a_or_an(speed(s))}")
     if lr is not None:
         parts.append(f"launch calls {_times(d, lr)}")
     if cause is not None:
-        parts.append(f"{CAUSE_WORDS[cause]} idle moved by {100 * part:.0f}% of the time {'saved' if saved > 0 else 'lost'}")
+        parts.append(f"{CAUSE_WORDS[cause]} idle moved by {share(part)} of the time {'saved' if saved > 0 else 'lost'}")
     parts.append(f"kernel busy time {signed_us(d.busy_change_us)}")
     return (f"Explained by a mix: no single lever accounts for it ({'; '.join(parts)}; regime "
             f"{b.regime} → {a.regime}).")

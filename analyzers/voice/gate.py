@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.model.units import duration_us, signed_us
+from analyzers.model.units import duration_us, num, signed_us
 from analyzers.voice.common import CAUSE_WORDS
 
 
@@ -14,16 +14,16 @@ def slower_line(g) -> str:
     head = (f"{g.after} is {change} than {g.before} (GPU span{scope} {duration_us(g.before_span_us)} → "
             f"{duration_us(g.after_span_us)})")
     if not g.failed:
-        return f"gate passed: {head}, within the {g.limit_pct:g}% allowed"
+        return f"gate passed: {head}, within the {num(g.limit_pct)}% allowed"
     moved = ", ".join(f"{CAUSE_WORDS[c]} {signed_us(x)}" for c, x in [cx for cx in g.idle_moved if cx[1] > 0][:2])
     why = f"kernel busy {signed_us(g.busy_change_us)}" + (f", idle {moved}" if moved else "")
-    return f"gate failed: {head}, more than the {g.limit_pct:g}% allowed: {why}"
+    return f"gate failed: {head}, more than the {num(g.limit_pct)}% allowed: {why}"
 
 
 def idle_line(g) -> str:
     head = (f"the GPU is idle {g.idle_pct:.1f}% of the span in {Path(g.trace).name} "
             f"({duration_us(g.idle_us)} of {duration_us(g.span_us)})")
     if not g.failed:
-        return f"gate passed: {head}, within the {g.limit_pct:g}% allowed"
+        return f"gate passed: {head}, within the {num(g.limit_pct)}% allowed"
     dom = f"; mostly {CAUSE_WORDS[g.dominant]} ({g.dominant_pct:.1f}% of the span)" if g.dominant else ""
-    return f"gate failed: {head}, above the {g.limit_pct:g}% allowed{dom}"
+    return f"gate failed: {head}, above the {num(g.limit_pct)}% allowed{dom}"

@@ -97,7 +97,8 @@ def cpu_only_next(h: Health | None) -> tuple[str, str, str] | None:
 def cpu_only_measured(h: Health | None) -> str:
     """How the Measured line of a trace with no GPU activity says why it has none."""
     if h is not None and h.has(Problem.WORKLOAD_ON_CPU):
-        return f"ran on the CPU of a machine with an {h.gpu_named or 'GPU'}"
+        return f"ran on the CPU of a machine with a GPU ({h.gpu_named})" if h.gpu_named else \
+            "ran on the CPU of a machine with a GPU"
     if h is not None and h.has(Problem.GPU_ACTIVITY_NOT_RECORDED):
         return "has no GPU activity, though the host made launch calls (CUDA activity not recorded)"
     return "has no GPU activity"

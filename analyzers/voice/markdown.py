@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.model.units import duration_ns, duration_us, ratio, saving_pct, share, signed_us, size
+from analyzers.model.units import duration_ns, duration_us, integer, ratio, saving_pct, share, signed_us, size
 from analyzers.model.verdicts import CAUSES
 from analyzers.voice.common import CAUSE_WORDS, evidence_phrase
 from analyzers.voice.diff import diff_lines
@@ -55,7 +55,7 @@ def report_markdown(a, gate_line: str | None = None) -> str:
     rows = []
     for h in hot[:ROWS]:
         what = fused_words(a.fused_kernels[h.name]) if h.name in a.fused_kernels else ""
-        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share), f"{h.calls:,}"]
+        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share), integer(h.calls)]
         if where:
             lines = src.hotspots.get(h.name, ())
             row.append(source_words(lines[0]) if lines else "")
@@ -70,7 +70,7 @@ def report_markdown(a, gate_line: str | None = None) -> str:
                 continue
             at = src.idle.get(c, ()) if src else ()
             idle_rows.append([CAUSE_WORDS[c], duration_ns(a.by_cause_ns[c]), share(a.by_cause_ns[c] / a.span_ns),
-                              ev[c].gaps, evidence_phrase(ev[c]) + (f"; in your code: {source_words(at[0])}"
+                              integer(ev[c].gaps), evidence_phrase(ev[c]) + (f"; in your code: {source_words(at[0])}"
                                                                      if at else "")])
         out += table(["idle cause", "time", "of the span", "gaps", "evidence"], idle_rows[:ROWS], {1, 2, 3})
     if a.lever_choices:
@@ -102,9 +102,9 @@ def diff_markdown(d, gate_line: str | None = None) -> str:
              f"{duration_us(a.idle_us / da)} ({share(a.idle_share)})", signed_us(a.idle_us / da - b.idle_us / db)]]
     rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db), duration_us(a.idle_by_cause_us[c] / da),
               signed_us(x)] for c, x in d.idle_moved[:3]]
-    rows.append(["launch calls", f"{b.launch_calls / db:,.0f}", f"{a.launch_calls / da:,.0f}",
+    rows.append(["launch calls", integer(b.launch_calls / db), integer(a.launch_calls / da),
                  f"{a.launch_calls / da - b.launch_calls / db:+,.0f}"])
-    rows.append(["kernels", f"{b.kernels / db:,.0f}", f"{a.kernels / da:,.0f}", f"{a.kernels / da - b.kernels / db:+,.0f}"])
+    rows.append(["kernels", integer(b.kernels / db), integer(a.kernels / da), f"{a.kernels / da - b.kernels / db:+,.0f}"])
     if b.bytes is not None and a.bytes is not None:
         rows.append(["bytes", size(b.bytes / db), size(a.bytes / da),
                      ratio(d.byte_ratio, d.about_same(d.byte_ratio)) if d.byte_ratio else ""])

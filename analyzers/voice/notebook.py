@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from analyzers.model.units import duration_ns, saving_pct, share
+from analyzers.model.units import a_or_an, duration_ns, saving_pct, share
 from analyzers.model.verdicts import CAUSES
 from analyzers.voice.common import CAUSE_WORDS
 from analyzers.voice.diff import diff_lines
@@ -47,7 +47,7 @@ def idle_bar_html(a) -> str:
     legend = " · ".join(f'<span style="color:{col}">■</span> {html.escape(n)} {share(x)}'
                         for n, x, col in parts if x >= 0.005)
     return (f'<div style="display:flex;height:14px;width:100%;max-width:720px;border:1px solid #999">{cells}</div>'
-            f'<div style="font-size:85%;margin:2px 0 8px">{legend} (of a {duration_ns(a.span_ns)} span)</div>')
+            f'<div style="font-size:85%;margin:2px 0 8px">{legend} (of {a_or_an(duration_ns(a.span_ns))} span)</div>')
 
 
 def lines_html(lines: list[str]) -> str:

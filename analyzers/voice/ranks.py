@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from analyzers.model.kernels import collective_kind
-from analyzers.model.units import duration_ns, duration_us, share
+from analyzers.model.units import count, duration_ns, duration_us, integer, share
 from analyzers.voice.common import cause_words
 
 
@@ -68,7 +68,7 @@ def straggler_line(s) -> str:
     skew = [n for n in s.outliers if n.rank == s.rank]
     if skew:
         line += (f": {outlier_phrase(skew[0])}, and meanwhile its host queued all "
-                 f"{len(me.row.r.collectives.per_step_ns)} steps")
+                 f"{count(len(me.row.r.collectives.per_step_ns), 'step')}")
     return line + f". Its own report: {own_idle(me.row.r)}."
 
 
@@ -102,11 +102,12 @@ def ranks_lines(rr) -> list[str]:
     for r in rows:
         d = r.r.device_name or "an unnamed device"
         devs[d] = devs.get(d, 0) + 1
-    on = " and ".join((f"{n}× {d}" if len(devs) > 1 else d) for d, n in devs.items())
+    on = " and ".join((f"{integer(n)}× {d}" if len(devs) > 1 else d) for d, n in devs.items())
     calls = sorted({r.r.collectives.calls for r in rows})
     kinds = sorted({collective_kind(k) for r in rows for k in r.r.collectives.kernels[:1]})
     what = "/".join(kinds) or "collective"
-    coll = f"{calls[0]} {what} kernels each" if len(calls) == 1 else f"{calls[0]}-{calls[-1]} {what} kernels per rank"
+    coll = (f"{integer(calls[0])} {what} kernels each" if len(calls) == 1 else
+            f"{integer(calls[0])}-{integer(calls[-1])} {what} kernels per rank")
     if calls == [0]:
         coll = "no collective kernels"
     steps = sorted({r.r.collectives.steps_from for r in rows if r.r.collectives.calls})
@@ -114,8 +115,8 @@ def ranks_lines(rr) -> list[str]:
                 "one step per collective call (no ProfilerStep ranges)" if steps else "")
     how = sorted({r.how for r in rows})
     n = len(rows)
-    bad = f" ({rr.files - n} of {rr.files} files unusable)" if rr.files > n else ""
-    lines = [f"Ranks: {n} rank{'s' if n != 1 else ''} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
+    bad = f" ({integer(rr.files - n)} of {count(rr.files, 'file')} unusable)" if rr.files > n else ""
+    lines = [f"Ranks: {count(n, 'rank')} on {on}{bad}, {coll}" + (f", {step_src}" if step_src else "")
              + f"; ranks from {', '.join(how)}; analysed in {rr.workers} process{'es' if rr.workers != 1 else ''}."]
     waits = {w.rank: w for w in rr.peer_waits}
     for r in rows:

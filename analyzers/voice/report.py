@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzers.model.evidence import Evidence
-from analyzers.model.units import duration_ns, duration_us, pct_of, saving_pct, share, small_share
+from analyzers.model.units import (a_or_an, count, duration_ns, duration_us, gbps, integer, num, pct_of, saving_pct,
+                                   share, small_share, tflops)
 from analyzers.model.verdicts import Cause, Experiment, Regime
 from analyzers.voice import communication
 from analyzers.voice import steps as step_words
@@ -39,7 +40,7 @@ def analysis_caveats(a) -> list[str]:
     if above:   # an attribution error, never an achievement
         top = above[0]
         out.append(f"{len(above)} op signature{'s' if len(above) > 1 else ''} would sit above the device's peak "
-                   f"({top.name} {top.shapes + ' ' if top.shapes else ''}at {top.achieved:,.0f} {top.unit}, "
+                   f"({top.name} {f'[{top.shapes}] ' if top.shapes else ''}at {top.achieved:,.0f} {top.unit}, "
                    f"{top.times_peak:.2f}× the {top.peak:,.0f} {top.unit} peak): an attribution error, not an "
                    "achievement (the op's shapes do not describe what its kernels moved or computed: kernels charged "
                    "to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less arithmetic than the "
@@ -117,7 +118,7 @@ def next_experiment(a) -> dict[str, str]:
     if nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long the span would fall {saving_pct(h.saving_ns, h.baseline_ns)}, which needs "
+                       f"long the span would fall {share(h.saving_ns / h.baseline_ns)}, which needs "
                        f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
@@ -182,13 +183,13 @@ def _regime_next(a) -> dict[str, str]:
         return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
                 "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
     if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC:
-        peak = f" of a {pk.flops(v.dtype) / 1e12:.0f} TFLOP/s peak" if pk and v.dtype else ""
-        why = (f"kernel time is compute-bound at {v.achieved_tflops:.0f} TFLOP/s{peak}" if v.achieved_tflops
+        peak = f" of {a_or_an(tflops(pk.flops(v.dtype) / 1e12))} peak" if pk and v.dtype else ""
+        why = (f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}" if v.achieved_tflops
                else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
         return {"lever": REGIME_ADVICE["compute"], "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
-    peak = f" of {pk.bytes_per_s / 1e9:.0f} GB/s" if pk else ""
-    why = (f"kernel time is memory-bound at {v.achieved_gbps:.0f} GB/s{peak}" if v.achieved_gbps
+    peak = f" of {gbps(pk.bytes_per_s / 1e9)}" if pk else ""
+    why = (f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}" if v.achieved_gbps
            else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
     return {"lever": REGIME_ADVICE["memory"], "why": why,
             "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
@@ -225,18 +226,18 @@ def find_the_bound(v) -> dict[str, str]:
 def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
     idle_pct = share(a.idle_share)
     if cause is Cause.LAUNCH_OVERHEAD:
-        return (f"the GPU idles {idle_pct} between {ev.kernels} kernels that run {ev.kernel_median_us:.1f} µs "
+        return (f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run {duration_us(ev.kernel_median_us)} "
                 "(median) while each launch costs the host more")
     if cause is Cause.HOST_WORK:
         return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
-                f"(median gap {ev.median_gap_us / 1e3:.2f} ms)")
+                f"(median gap {duration_us(ev.median_gap_us)})")
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
-            return (f"while the host waits in a sync it cannot run ahead, so its host work ({host.gaps} stretches, "
+            return (f"while the host waits in a sync it cannot run ahead, so its host work ({count(host.gaps, 'stretch', 'stretches')}, "
                     f"a median of {duration_us(host.median_gap_us)}, {share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} "
                     "of the span) leaves the GPU idle instead of overlapping its kernels")
-        return (f"{ev.gaps} times the device drained while the host waited, costing {duration_us(ev.total_us)} of "
+        return (f"{integer(ev.gaps)} times the device drained while the host waited, costing {duration_us(ev.total_us)} of "
                 f"idle ({share(gain)} of the span)")
     if cause is Cause.DATA_TRANSFER:
         return f"compute idles {idle_pct} while copies run ({copy_phrase(ev)})"
@@ -253,17 +254,17 @@ def five_lines(a) -> list[str]:
         dev = "an " + dev
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
-    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {tr.events_in_file:,} events, a {duration_ns(a.span_ns)} "
-          f"GPU span, kernels busy {share(busy)} of it ({a.kernels:,} kernels, "
+    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, {a_or_an(duration_ns(a.span_ns))} "
+          f"GPU span, kernels busy {share(busy)} of it ({count(a.kernels, 'kernel')}, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
     l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
-    hot = ", ".join(f"{h.name} {share(h.share)} ({h.calls} calls{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
+    hot = ", ".join(f"{h.name} {share(h.share)} ({count(h.calls, 'call')}{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
         top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
         l2 = l2[:-1] + "; by range, " + ", ".join(
-            f"{r.name} {duration_us(r.kernel_busy_us)} busy over {r.count}×" for r in top) + "."
+            f"{r.name} {duration_us(r.kernel_busy_us)} busy over {integer(r.count)}×" for r in top) + "."
     if a.idle_ns > 0:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
         split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
@@ -321,7 +322,7 @@ def _regime_line(a) -> str:
         if tot else "no kernels ran"
     ridge = ""
     if v.intensity is not None and v.ridge:
-        ridge = f"; its ops average {v.intensity:.1f} FLOP/byte against a {v.dtype} ridge of {v.ridge:.0f}"
+        ridge = f"; its ops average {num(v.intensity)} FLOP/byte against a {v.dtype} ridge of {num(v.ridge)}"
     if v.regime is Regime.OVERHEAD:
         line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
     elif v.regime is Regime.COMMUNICATION:
@@ -334,21 +335,21 @@ def _regime_line(a) -> str:
                                                      "to decide" if known else "nothing else to decide by")
                 + f"{ridge}.")
     elif v.regime is Regime.LATENCY:
-        reach = (f"; latency-bound ops move {v.achieved_gbps:.1f} GB/s and reach {v.achieved_tflops or 0:.2f} TFLOP/s, "
+        reach = (f"; latency-bound ops move {gbps(v.achieved_gbps)} and reach {tflops(v.achieved_tflops or 0)}, "
                  f"{small_share(v.latency_peak_share)} of the nearer peak" if v.latency_peak_share is not None else "")
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){ridge}.")
     elif v.regime is Regime.COMPUTE:
         if v.achieved_tflops:
-            peak = (f" of {pk.flops(v.dtype) / 1e12:.0f} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"
+            peak = (f" of the {tflops(pk.flops(v.dtype) / 1e12)} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"
                     if pk and v.dtype else "")
-            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {v.achieved_tflops:.0f} TFLOP/s{peak}{ridge}."
+            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {tflops(v.achieved_tflops)}{peak}{ridge}."
         else:
             line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
     else:
         if v.achieved_gbps:
-            peak = f" of {pk.bytes_per_s / 1e9:.0f} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
-            line = f"Regime: memory-bound: {mix}; memory-bound ops move {v.achieved_gbps:.0f} GB/s{peak}{ridge}."
+            peak = f" of the {gbps(pk.bytes_per_s / 1e9)} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
+            line = f"Regime: memory-bound: {mix}; memory-bound ops move {gbps(v.achieved_gbps)}{peak}{ridge}."
         else:
             line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
     if a.phases:
@@ -364,12 +365,12 @@ def _regime_line(a) -> str:
 def _cpu_only_lines(a) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
-    top = ", ".join(f"{x.name} {share(x.share)} ({x.calls} calls{_hotspot_more(a, x.name)})" for x in h.hotspots)
+    top = ", ".join(f"{x.name} {share(x.share)} ({count(x.calls, 'call')}{_hotspot_more(a, x.name)})" for x in h.hotspots)
     acc = a.accelerator
     if acc is not None:   # not a CPU-only trace: a device this tool does not read
         return [
-            f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: {tr.events_in_file:,} "
-            f"events, {h.ops:,} CPU ops over a {duration_ns(h.span_ns)} host span.",
+            f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: "
+            f"{count(tr.events_in_file, 'event')}, {count(h.ops, 'CPU op')} over {a_or_an(duration_ns(h.span_ns))} host span.",
             f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
             f"Idle: not attributed: tracetriage reads CUDA/ROCm kernel timelines, and the {acc}'s device events "
             "are not kernels it can place (0 gaps).",
@@ -380,8 +381,8 @@ def _cpu_only_lines(a) -> list[str]:
         ]
     nx = cpu_only_next(a.health) or CPU_ONLY_NEXT
     return [
-        f"Measured: {Path(tr.path).name} {cpu_only_measured(a.health)}: {tr.events_in_file:,} events, {h.ops:,} CPU ops "
-        f"over a {duration_ns(h.span_ns)} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
+        f"Measured: {Path(tr.path).name} {cpu_only_measured(a.health)}: {count(tr.events_in_file, 'event')}, {count(h.ops, 'CPU op')} "
+        f"over {a_or_an(duration_ns(h.span_ns))} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
         f"of it{step_words.steps_clause(a.steps)}.",
         f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
         "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
@@ -400,16 +401,20 @@ def hta_text(hta: dict, analysis) -> str:
         return f"HTA: unavailable: {hta['error']}"
     lines = [f"HTA {hta.get('hta_version', '?')} beside ours (per stream; host_wait lumps every host cause together):"]
     for rank, r in hta.get("ranks", {}).items():
-        lines.append(f"  rank {rank}: GPU activity {r.get('gpu_activity_us_total', r['kernel_time_us_total']) / 1e3:.2f} ms "
-                     f"(HTA's own kernel-breakdown total: {r['kernel_time_us_total'] / 1e3:.2f} ms; it also counts "
+        activity = r.get("gpu_activity_us_total", r["kernel_time_us_total"])
+        lines.append(f"  rank {rank}: GPU activity {duration_us(activity)} "
+                     f"(HTA's own kernel-breakdown total: {duration_us(r['kernel_time_us_total'])}; it also counts "
                      "CPU events that carry a stream field)")
         for s, n in r.get("streams", {}).items():
-            lines.append(f"    stream {s}: idle {n['idle_us'] / 1e3:.2f} ms = host_wait {n['host_wait_us'] / 1e3:.2f} + "
-                         f"kernel_wait {n['kernel_wait_us'] / 1e3:.2f} + other {n['other_us'] / 1e3:.2f} ms")
+            lines.append(f"    stream {s}: idle {duration_us(n['idle_us'])} = host_wait {duration_us(n['host_wait_us'])} + "
+                         f"kernel_wait {duration_us(n['kernel_wait_us'])} + other {duration_us(n['other_us'])}")
         ls = r.get("launch", {})
         if ls:
-            lines.append(f"    launches: {ls.get('count')} paired, median launch delay {ls.get('median_launch_delay_us')} µs, "
-                         f"{ls.get('short_kernels')} short kernels, {ls.get('long_launch_delays')} long launch delays")
-    ours = ", ".join(f"{k} {duration_ns(v)}" for k, v in analysis.by_cause_ns.items() if v)
+            delay = ls.get("median_launch_delay_us")
+            lines.append(f"    launches: {integer(ls.get('count') or 0)} paired, median launch delay "
+                         f"{duration_us(delay) if delay is not None else 'none'}, "
+                         f"{integer(ls.get('short_kernels') or 0)} short kernels, "
+                         f"{integer(ls.get('long_launch_delays') or 0)} long launch delays")
+    ours = ", ".join(f"{CAUSE_WORDS[k]} {duration_ns(v)}" for k, v in analysis.by_cause_ns.items() if v)
     lines.append(f"  tracetriage, device idle: {ours or 'none'}")
     return "\n".join(lines)

@@ -4,7 +4,7 @@ the first step's set-up kept apart, and a trace's prefill against its decode (TT
 """
 from __future__ import annotations
 
-from analyzers.model.units import duration_ns, duration_us
+from analyzers.model.units import a_or_an, count, duration_ns, duration_us, integer
 from analyzers.voice.common import CONSTRUCT_WORDS
 
 STRETCH = {"host_work": "host stretch", "synchronization": "wait in a sync", "data_transfer": "copy",
@@ -33,7 +33,7 @@ def outlier(o, what: str = "step") -> str:
     if o.cause is None:
         return head + ": its kernels ran longer, not its gaps"
     where = CONSTRUCT_WORDS[o.construct] if o.construct is not None else o.host_op
-    return head + f": a {duration_ns(o.gap_ns)} {STRETCH[o.cause.value]}" + (f" in {where}" if where else "")
+    return head + f": {a_or_an(duration_ns(o.gap_ns))} {STRETCH[o.cause.value]}" + (f" in {where}" if where else "")
 
 
 def steps_clause(st) -> str:
@@ -42,12 +42,12 @@ def steps_clause(st) -> str:
         return ""
     if not st.found:
         if st.why_none is not None and st.why_none.value == "one_pass":
-            return (f"; no repeated steps: one pass (its {st.repeats} repeats of one op sequence, from "
+            return (f"; no repeated steps: one pass (its {count(st.repeats, 'repeat')} of one op sequence, from "
                     f"{st.repeat_op}, are layers of it, not steps)")
         return "; no repeated steps" if st.why_none is None or st.why_none.value != "no_ops" else ""
     s = st.summary
     n = len(st.steps)
-    out = f"; {n:,} step{'s' if n != 1 else ''} ({found_from(st)})"
+    out = f"; {count(n, 'step')} ({found_from(st)})"
     if s is not None and n > 1:
         out += (f": {duration_ns(s.median_ns)} per step (median; p90 {duration_ns(s.p90_ns)}, "
                 f"max {duration_ns(s.max_ns)})")
@@ -64,18 +64,18 @@ def phases_clause(p) -> str:
     """The Measured line's words for prefill against decode."""
     ttft = f"prefill (TTFT) {duration_us(p.ttft_us)}"
     if p.requests > 1:
-        ttft += f" median over {p.requests} requests (p90 {duration_us(p.ttft_p90_us)})"
-    out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over {p.decode.count} steps "
+        ttft += f" median over {count(p.requests, 'request')} (p90 {duration_us(p.ttft_p90_us)})"
+    out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over {count(p.decode.count, 'step')} "
            f"(median {duration_us(p.per_token_median_us)}, p90 {duration_us(p.per_token_p90_us)})")
     if p.found_from.value == "shapes":
-        seq = f"a {p.prompt_tokens:,}-token prompt" if p.prompt_tokens else "a prompt"
+        seq = a_or_an(f"{integer(p.prompt_tokens)}-token prompt") if p.prompt_tokens else "a prompt"
         batch = f", batch {p.batch}" if p.batch else ""
         out += f", found from the ops' shapes ({seq}{batch}; no named ranges)"
         if p.decode_inferred:
             out += ("; decode steps record no shapes (compiled code or CUDA-graph replays): taken as decode, one "
                     "step per token after the prefill")
     if p.mixed_steps:
-        out += f"; {p.mixed_steps} mixed step{'s' if p.mixed_steps != 1 else ''} (prefill and decode tokens in one batch)"
+        out += f"; {count(p.mixed_steps, 'mixed step')} (prefill and decode tokens in one batch)"
     if p.decode_outlier is not None:
         out += "; " + outlier(p.decode_outlier, "decode step")
     return out

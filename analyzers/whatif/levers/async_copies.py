@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.model.trace import MEMCPY, NONE
+from analyzers.model import units
 from analyzers.model.verdicts import Cause
 from analyzers.whatif import depgraph as dg
 from analyzers.whatif.levers.spec import (
@@ -105,8 +106,8 @@ def apply(c: Context, p, o: Options) -> tuple[CopiesPinned, dict]:
 def says(a: CopiesPinned) -> str:
     if a.count == 0:
         return "no pageable copy in this trace: nothing to pin or overlap"
-    return (f"pageable copies become pinned at {a.h2d_gbps:.0f} GB/s to the device ({SOURCE_WORDS[a.h2d_source]}) "
-            f"and {a.d2h_gbps:.0f} GB/s back ({SOURCE_WORDS[a.d2h_source]}); host-to-device ones run on a side "
+    return (f"pageable copies become pinned at {units.gbps(a.h2d_gbps)} to the device ({SOURCE_WORDS[a.h2d_source]}) "
+            f"and {units.gbps(a.d2h_gbps)} back ({SOURCE_WORDS[a.d2h_source]}); host-to-device ones run on a side "
             "stream, each consumer waiting for its copy; device-to-host ones still block the host that reads them")
 
 

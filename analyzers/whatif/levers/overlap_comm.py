@@ -25,7 +25,7 @@ from analyzers.model.kernels import is_collective
 from analyzers.model.names import name_flags
 from analyzers.model.span import PROFILER_STEP
 from analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION
-from analyzers.model.units import duration_ns
+from analyzers.model.units import duration_ns, integer
 from analyzers.model.verdicts import Experiment
 from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
@@ -97,10 +97,10 @@ WAITERS = {"steps": "the next profiler step's first kernel waits for them",
 
 def says(a: CommOverlapped) -> str:
     if a.count == 0:
-        why = (f"the {a.on_own_stream} collectives already run on a stream of their own" if a.on_own_stream
+        why = (f"the {integer(a.on_own_stream)} collectives already run on a stream of their own" if a.on_own_stream
                else "no collective shares a stream with compute in this trace")
         return f"{why}: nothing to overlap"
-    return (f"{a.count} collectives move to a side stream and start once the work before them is done; the "
+    return (f"{integer(a.count)} collectives move to a side stream and start once the work before them is done; the "
             f"compute after them runs beside them and {WAITERS[a.consumers]}; they keep their measured "
             f"{duration_ns(a.collective_ns)}, waiting for the other ranks included (one rank's replay does not move "
             "its peers)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.analyses.setup import EARLY, step_bounds
-from analyzers.model.units import duration_ns
+from analyzers.model.units import duration_ns, integer
 from analyzers.model.verdicts import Construct, Experiment
 from analyzers.whatif.levers.host_windows import remove_host_windows
 from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
@@ -77,9 +77,9 @@ def says(a: SetUpGone) -> str:
     if a.count == 0:
         return "no one-time set-up in this trace: nothing to warm up"
     if a.early_steps:
-        return (f"the first {a.early_steps} steps' host time, {duration_ns(a.removed_ns)} more than a steady step's "
+        return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than a steady step's "
                 f"(the median of the later ones), does not recur; every later step stays as traced")
-    return (f"the {a.count} set-up stretches (first calls, handle creation, lazy module loading: "
+    return (f"the {integer(a.count)} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
 
 
