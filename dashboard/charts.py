@@ -30,7 +30,7 @@ CONSTRUCT_COLORS = {"compile": "#8f6fb5", "allocator": "#b5a46f", "dataloader": 
                     "collective": "#6fb58a", "backward": "#b5856f", "compiled": "#8a8fb5", "module": "#9fb56f"}
 # The steps lane's set-up steps and its outlier (no other mark uses the outlier's colour: the e2e test finds it),
 # and the steps that mix prefill and decode tokens
-SPAN_COLORS = {"setup step": "#cfc6c0", "outlier step": "#e6550d", "mixed": "#a05195"}
+SPAN_COLORS = {"setup step": "#cfc6c0", "outlier step": "#c2185b", "mixed": "#a05195"}
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 FLOW = "#ff00ff"         # the selected event's flow: no other mark uses it (the e2e test looks for it)
 HIT = "#000000"          # search matches' outline
@@ -116,7 +116,7 @@ def _spans_layers(spans: pd.DataFrame, rows, lo: float, hi: float) -> list:
         x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(rows), y2="y1:Q",
         color=alt.Color("kind:N", scale=alt.Scale(domain=list(colors), range=list(colors.values())), legend=None),
         tooltip=tooltip)
-    return [rect, _labels(d, rows, lo, hi)]
+    return [rect, _labels(d.drop(columns=["detail"], errors="ignore"), rows, lo, hi)]   # (names only: no tooltip)
 
 
 def _labels(d: pd.DataFrame, rows, lo: float, hi: float) -> alt.Chart:
@@ -148,7 +148,7 @@ def _overview_layer(frames, lo: float, hi: float, causes: bool = True, title: st
         tooltip=[alt.Tooltip("tip:N", title="busy"), alt.Tooltip("when:N", title="bin")])
     layers = [base_busy.add_params(_brush()) if brush else base_busy]
     if causes and len(frames.idle):
-        idle = _band(frames.idle)
+        idle = _band(frames.idle.drop(columns=["construct", "construct_share"], errors="ignore"))  # said in `held`
         idle = idle.assign(tip=[words.idle_bin_tooltip(r["idle"], {c: r[c] for c in CAUSE_COLORS})
                                 for _, r in idle.iterrows()],
                            when=[words.bin_range(a, b) for a, b in zip(idle["start_ms"], idle["end_ms"])])

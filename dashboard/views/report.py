@@ -27,7 +27,7 @@ def _framework(a) -> None:
         return
     st.subheader("Framework constructs")
     if set(fw["construct"]) <= {data.USER_CODE}:
-        st.caption(words.no_constructs())
+        st.caption(words.plain(words.no_constructs()))
         return
     st.caption(words.plain(words.framework_caption()))
     tables.show(fw.assign(idle_dominant=fw["idle_dominant"].map(words.cause)),
