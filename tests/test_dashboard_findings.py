@@ -14,9 +14,11 @@ import pyarrow as pa
 import pytest
 
 pytest.importorskip("streamlit")
-from test_dashboard_app import (  # noqa: E402,F401  (the fixture restores __main__ after each page run)
+from test_dashboard_app import (  # noqa: E402,F401  (the fixtures: __main__ restored after each run, a drill's log)
     _main_module_restored,
+    _pick,
     _rows_axis,
+    drill_env,
     headers,
     markdown_text,
     page,
@@ -257,3 +259,13 @@ def test_a_drills_timeline_leaves_out_the_phases_found_the_marked_steps_and_the_
     bars = data.without_causes(data.timeline_bars(b, (40, 60)))
     assert "outlier step" not in set(bars.spans["kind"]) and (bars.spans["detail"] == "").all()
     assert [r.lane for r in bars.rows][0] == "steps"
+
+
+def test_an_incident_drill_shows_its_steps_but_not_the_phases_and_latencies_it_asks_for(drill_env):
+    at = _pick(page("practice"), "M00.04-d")                 # HF generate, ranges stripped: phases from shapes
+    assert not at.exception
+    rows = _rows_axis(_spec(at))
+    assert rows[0] == "steps" and "prefill / decode" not in rows
+    sent = b"".join(d.data.data for d in at.get("vega_lite_chart")[0].proto.datasets)
+    for said in ("time to first token", "per token", "outlier", "of all idle"):
+        assert said.encode() not in sent, said
