@@ -9,7 +9,7 @@ from analyzers.model import units
 from analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
 from analyzers.voice.common import CAUSE_WORDS
 # (the framework, steps and phases' words at the end of the file)
-from analyzers.model.units import count, small_share
+from analyzers.model.units import a_or_an, small_share
 from analyzers.model.verdicts import Construct
 from analyzers.voice.common import CONSTRUCT_WORDS, construct_phrase
 
@@ -562,7 +562,7 @@ def phases_found(found_from: str, ranges: tuple[str, ...], prompt_tokens: int | 
                  mixed_steps: int, decode_inferred: bool) -> str:
     """Where prefill and decode came from, under the phase table."""
     if found_from == "shapes":
-        seq = f"a {prompt_tokens:,}-token prompt" if prompt_tokens else "a prompt"
+        seq = a_or_an(f"{integer(prompt_tokens)}-token prompt") if prompt_tokens else "a prompt"
         s = f"Found from the ops' input shapes ({seq}{f', batch {batch}' if batch else ''}; no named ranges)"
         if decode_inferred:
             s += "; the decode steps record no shapes (compiled code or CUDA-graph replays): taken as decode"
