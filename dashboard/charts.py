@@ -28,6 +28,9 @@ KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "c
 # The framework constructs' lanes (each lane is one construct: its label says which), one hue for the kind
 CONSTRUCT_COLORS = {"compile": "#8f6fb5", "allocator": "#b5a46f", "dataloader": "#6f9fb5", "optimizer": "#b56f8a",
                     "collective": "#6fb58a", "backward": "#b5856f", "compiled": "#8a8fb5", "module": "#9fb56f"}
+# The steps lane's set-up steps and its outlier (no other mark uses the outlier's colour: the e2e test finds it),
+# and the steps that mix prefill and decode tokens
+SPAN_COLORS = {"setup step": "#cfc6c0", "outlier step": "#c2185b", "mixed": "#a05195"}
 BOUND_COLORS = {"compute": "#e45756", "memory": "#4c78a8"}
 FLOW = "#ff00ff"         # the selected event's flow: no other mark uses it (the e2e test looks for it)
 HIT = "#000000"          # search matches' outline
@@ -104,13 +107,16 @@ def _spans_layers(spans: pd.DataFrame, rows, lo: float, hi: float) -> list:
     if not len(spans):
         return []
     d = _band(spans)
-    colors = {**KIND_COLORS, **CONSTRUCT_COLORS}
+    colors = {**KIND_COLORS, **CONSTRUCT_COLORS, **SPAN_COLORS}
+    tooltip = [alt.Tooltip("name:N"), alt.Tooltip("lane:N"), alt.Tooltip("dur:N", title="duration"),
+               alt.Tooltip("start_ms:Q", title="from ms", format=",.3f")]
+    if "detail" in d and d["detail"].astype(bool).any():      # what the analysis found in the span
+        tooltip.append(alt.Tooltip("detail:N", title="found"))
     rect = alt.Chart(d).mark_rect(stroke="white", strokeWidth=0.5, clip=True).encode(
         x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(rows), y2="y1:Q",
         color=alt.Color("kind:N", scale=alt.Scale(domain=list(colors), range=list(colors.values())), legend=None),
-        tooltip=[alt.Tooltip("name:N"), alt.Tooltip("lane:N"), alt.Tooltip("dur:N", title="duration"),
-                 alt.Tooltip("start_ms:Q", title="from ms", format=",.3f")])
-    return [rect, _labels(d, rows, lo, hi)]
+        tooltip=tooltip)
+    return [rect, _labels(d.drop(columns=["detail"], errors="ignore"), rows, lo, hi)]   # (names only: no tooltip)
 
 
 def _labels(d: pd.DataFrame, rows, lo: float, hi: float) -> alt.Chart:
@@ -142,14 +148,15 @@ def _overview_layer(frames, lo: float, hi: float, causes: bool = True, title: st
         tooltip=[alt.Tooltip("tip:N", title="busy"), alt.Tooltip("when:N", title="bin")])
     layers = [base_busy.add_params(_brush()) if brush else base_busy]
     if causes and len(frames.idle):
-        idle = _band(frames.idle)
+        idle = _band(frames.idle.drop(columns=["construct", "construct_share"], errors="ignore"))  # said in `held`
         idle = idle.assign(tip=[words.idle_bin_tooltip(r["idle"], {c: r[c] for c in CAUSE_COLORS})
                                 for _, r in idle.iterrows()],
                            when=[words.bin_range(a, b) for a, b in zip(idle["start_ms"], idle["end_ms"])])
         layers.append(alt.Chart(idle).mark_rect(clip=True).encode(
             x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(frames.rows), y2="y1:Q", color=_cause_color(),
             opacity=alt.Opacity("idle:Q", scale=alt.Scale(domain=[0, 1], range=[0.25, 1]), legend=None),
-            tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("tip:N", title="idle"), alt.Tooltip("when:N", title="bin")]))
+            tooltip=[alt.Tooltip("lane:N"), alt.Tooltip("tip:N", title="idle"), alt.Tooltip("when:N", title="bin"),
+                     *([alt.Tooltip("held:N", title="host was in")] if "held" in idle else [])]))
     layers += _spans_layers(frames.spans, frames.rows, lo, hi)
     if len(frames.hits):
         layers.append(alt.Chart(frames.hits).mark_rule(color=HIT, strokeWidth=1, opacity=0.6, clip=True).encode(
@@ -194,7 +201,8 @@ def _bars_layer(frames, lo: float, hi: float, causes: bool = True, title: str | 
         layers.append(alt.Chart(gaps).mark_rect(clip=True).encode(
             x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(rows), y2="y1:Q", color=_cause_color(),
             tooltip=[alt.Tooltip("label:N", title="idle"), alt.Tooltip("dur_us:Q", title="duration µs", format=",.1f"),
-                     alt.Tooltip("evidence:N")]))
+                     alt.Tooltip("evidence:N"),
+                     *([alt.Tooltip("held:N", title="host was in")] if "held" in gaps else [])]))
     tooltip = [alt.Tooltip("name:N"), alt.Tooltip("kind:N"), alt.Tooltip("dur:N", title="duration"),
                alt.Tooltip("start_ms:Q", title="at ms", format=",.4f"), alt.Tooltip("shapes:N"), alt.Tooltip("lane:N")]
     base = alt.Chart(bars).mark_rect(stroke="white", strokeWidth=0.3, clip=True).encode(

@@ -13,24 +13,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analyzers.analyses.inference import PhasesFrom
 from analyzers.model.span import PROFILER_STEP_RANGE
 from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, NONE, TraceError
 from analyzers.model.units import duration_ns, duration_us, saving_pct
-from analyzers.model.verdicts import CAUSES
+from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
 from analyzers.output import serialize
-from analyzers.triage import timeline
+from analyzers.triage import idle_constructs, timeline
 from analyzers.triage.diff import diff_analyses
 from analyzers.triage.report import Analysis, analyze_file
 from analyzers.voice import common as common_words
 from analyzers.voice import dashboard as dashboard_words
 from analyzers.voice import drills as drill_words
 from analyzers.voice import report as report_words
+from analyzers.voice import steps as step_words
 from analyzers.voice import whatif as whatif_words
 from analyzers.whatif import predict as whatif
 from analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases", "steps",
+           "framework", "phase_table",
            "roofline", "timeline_extent", "events_in", "timeline_overview", "timeline_bars", "without_causes",
            "LANE_SOURCES", "search", "picked", "flow", "diff", "paired_timelines", "RAW_LIMIT",
            "levers", "whatif_timelines", "WhatIfError", "ranks",
@@ -153,6 +156,62 @@ def phases(a: Analysis) -> Phases | None:
     return Phases(one("prefill", p.prefill), one("decode", p.decode), p.ttft_us, p.per_token_us, p.tokens_per_prefill)
 
 
+USER_CODE = Construct.USER.value      # the framework table's row of what no construct covers
+FRAMEWORK_COLUMNS = ["construct", "name", "idle_ms", "idle_share", "idle_dominant", "launches", "calls", "host_ms",
+                     "marked_by"]
+
+
+def framework(a: Analysis) -> pd.DataFrame:
+    """One row per framework construct the trace ran (analyzers.analyses.framework), most idle first: the idle
+    it made, its share of all idle and the cause holding most of it, the launches made inside it, how many
+    times it ran, the host time inside it, and the events that mark it. Empty when there was no framework
+    analysis (no GPU timeline)."""
+    fw = a.framework
+    if fw is None:
+        return pd.DataFrame(columns=FRAMEWORK_COLUMNS)
+    return pd.DataFrame([{"construct": x.construct.value, "name": dashboard_words.construct_name(x, fw.optimizer),
+                          "idle_ms": x.idle_ns / 1e6, "idle_share": fw.idle_share(x.construct),
+                          "idle_dominant": x.dominant.value if x.dominant else None, "launches": x.launches,
+                          "calls": x.ranges, "marked_by": ", ".join(x.names),
+                          # the framework paints the constructs' host time only: the rest of the host is not measured
+                          "host_ms": x.host_ns / 1e6 if x.construct is not Construct.USER else np.nan}
+                         for x in fw.constructs], columns=FRAMEWORK_COLUMNS)
+
+
+PHASE_COLUMNS = ["phase", "steps", "latency", "median_ms", "p90_ms", "kernel_busy_ms", "idle_share", "idle_dominant",
+                 "regime"]
+
+
+@dataclass(frozen=True)
+class PhaseTable:
+    """Prefill against decode (Analysis.phases), a row per phase: its latency (TTFT for prefill, per token for
+    decode), median and p90, its kernels' busy time, idle share and dominant cause, and its regime."""
+    rows: pd.DataFrame
+    found_from: str             # "ranges" | "shapes"
+    ranges: tuple[str, ...]     # the named ranges it was read from (none: from shapes)
+    prompt_tokens: int | None
+    batch: int | None
+    mixed_steps: int
+    decode_inferred: bool
+
+
+def phase_table(a: Analysis) -> PhaseTable | None:
+    p = a.phases
+    if p is None:
+        return None
+
+    def row(kind: str, x, median_us: float, p90_us: float) -> dict:
+        return {"phase": kind, "steps": x.count, "latency": dashboard_words.phase_latency(kind),
+                "median_ms": median_us / 1e3, "p90_ms": p90_us / 1e3, "kernel_busy_ms": x.kernel_busy_us / 1e3,
+                "idle_share": x.idle_share, "idle_dominant": x.idle_dominant.value if x.idle_dominant else None,
+                "regime": x.regime.value}
+
+    rows = pd.DataFrame([row("prefill", p.prefill, p.ttft_us, p.ttft_p90_us),
+                         row("decode", p.decode, p.per_token_median_us, p.per_token_p90_us)], columns=PHASE_COLUMNS)
+    return PhaseTable(rows, p.found_from.value, tuple(x.range for x in (p.prefill, p.decode) if x.range),
+                      p.prompt_tokens, p.batch, p.mixed_steps, p.decode_inferred)
+
+
 STEP_COLUMNS = ["step", "start_us", "end_us", "wall_us", "kernel_busy_us", "idle_us", "idle_dominant", "regular",
                 "setup", "outlier", "kind"]
 
@@ -240,18 +299,24 @@ def _us(window_ms: tuple[float, float]) -> tuple[float, float]:
 class Row:
     label: str      # drawn left of the row: the lane's name on its first row, "" on the nested rows below
     lane: str       # the lane the row belongs to
-    kind: str       # "extra" | "host" | "gpu" | "idle"
+    kind: str       # "extra" | "found" (an extra lane the analysis found) | "host" | "gpu" | "idle"
 
 
 @dataclass(frozen=True)
 class LaneSpans:
-    """A lane of named spans drawn above the host lanes: the profiler's steps, prefill and decode, and (as
-    their analyses land) the framework phases. A source is a function of the analysis in LANE_SOURCES."""
+    """A lane of named spans drawn above the host lanes: the steps, prefill and decode, the framework
+    constructs. A source is a function of the analysis in LANE_SOURCES."""
     lane: str
-    kinds: tuple[str, ...]      # each span's colour key: "step", "prefill", "decode"
+    kinds: tuple[str, ...]      # each span's colour key: "step", "setup step", "outlier step", "prefill", ...
     start_ms: np.ndarray
     end_ms: np.ndarray
     names: tuple[str, ...]
+    details: tuple[str, ...] = ()   # each span's tooltip: what the analysis found in it ("" where nothing)
+    found: bool = False         # what the analysis found, not what the trace names (prefill and decode from
+                                # shapes): a drill's timeline leaves it out, since a drill asks for it
+
+
+STEP, SETUP_STEP, OUTLIER_STEP = "step", "setup step", "outlier step"     # the steps lane's colour keys
 
 
 def _range_spans(a: Analysis, name: str, o: int) -> tuple[np.ndarray, np.ndarray]:
@@ -263,36 +328,96 @@ def _range_spans(a: Analysis, name: str, o: int) -> tuple[np.ndarray, np.ndarray
     return (s[order] - o) / 1e6, (e[order] - o) / 1e6
 
 
+def _outliers(a: Analysis) -> dict[int, str]:
+    """The outlier step of the loop, and of the decode steps: index -> what made it slow (voice.steps)."""
+    out = {}
+    for s, what in ((a.steps.summary if a.steps else None, "step"),
+                    (a.inference.decode_summary if a.inference else None, "decode step")):
+        if s is not None and s.outlier is not None:
+            out.setdefault(s.outlier.step, step_words.outlier(s.outlier, what))
+    return out
+
+
 def steps_lane(a: Analysis) -> LaneSpans | None:
-    """The profiler's steps (ProfilerStep#N ranges), each with its GPU tail."""
-    s, e = _range_spans(a, PROFILER_STEP_RANGE, timeline.origin_ns(a.trace))
-    if not len(s):
-        return None
-    return LaneSpans("steps", ("step",) * len(s), s, e, tuple(dashboard_words.step_label(i + 1) for i in range(len(s))))
+    """The loop's steps (analyzers.analyses.steps: the ProfilerStep ranges, or found from the repeated ops),
+    each with its wall, kernel busy and idle by cause; the set-up steps and the outlier marked. Without a
+    step analysis (a trace with no GPU timeline), the profiler's ProfilerStep ranges, each with its GPU tail."""
+    st = a.steps
+    o = timeline.origin_ns(a.trace)
+    if st is None or not st.found:
+        s, e = _range_spans(a, PROFILER_STEP_RANGE, o)
+        if not len(s):
+            return None
+        return LaneSpans(dashboard_words.steps_lane_label(), (STEP,) * len(s), s, e,
+                         tuple(dashboard_words.step_label(i + 1) for i in range(len(s))))
+    out = _outliers(a)
+    steps = st.steps
+    return LaneSpans(dashboard_words.steps_lane_label(),
+                     tuple(OUTLIER_STEP if x.index in out else SETUP_STEP if x.setup else STEP for x in steps),
+                     np.array([(x.start_ns - o) / 1e6 for x in steps]), np.array([(x.end_ns - o) / 1e6 for x in steps]),
+                     tuple(dashboard_words.found_step_label(x.index) for x in steps),
+                     tuple(dashboard_words.step_detail(x.wall_ns, x.kernel_busy_ns, x.idle_by_cause_ns, x.setup,
+                                                       x.regular, out.get(x.index)) for x in steps))
+
+
+def _phase_words(a: Analysis) -> dict[str, str]:
+    """Each phase's words for its spans' tooltips: TTFT for prefill, per-token median and p90 for decode, the
+    regime of each."""
+    p = a.phases
+    return {"prefill": dashboard_words.prefill_words(p.ttft_us, p.ttft_p90_us, p.requests, p.prefill.regime.value),
+            "decode": dashboard_words.decode_words(p.per_token_median_us, p.per_token_p90_us, p.decode.count,
+                                                   p.decode.regime.value),
+            "mixed": dashboard_words.mixed_words()}
 
 
 def prefill_decode_lane(a: Analysis) -> LaneSpans | None:
-    """Prefill and decode, from the ranges the report reads them from (Analysis.phases)."""
+    """Prefill and decode (Analysis.phases): the ranges the report reads them from, or, in a trace without
+    them, the steps whose shapes say prefill, decode or mixed (analyzers.analyses.inference)."""
     p = a.phases
     if p is None:
         return None
+    words = _phase_words(a)
     o = timeline.origin_ns(a.trace)
+    if p.found_from is PhasesFrom.SHAPES and a.inference is not None and a.steps is not None:
+        by_index = {x.index: x for x in a.steps.steps}
+        kinds = [(k.kind.value, by_index[k.step]) for k in a.inference.steps
+                 if k.kind.value in words and k.step in by_index]
+        return LaneSpans(dashboard_words.phases_lane_label(), tuple(k for k, _ in kinds),
+                         np.array([(x.start_ns - o) / 1e6 for _, x in kinds]),
+                         np.array([(x.end_ns - o) / 1e6 for _, x in kinds]), tuple(k for k, _ in kinds),
+                         tuple(dashboard_words.phase_step_detail(k, x.index, x.wall_ns, words[k]) for k, x in kinds),
+                         found=True)
     parts = [(label, *_range_spans(a, x.range, o)) for label, x in (("prefill", p.prefill), ("decode", p.decode))]
     s = np.concatenate([x[1] for x in parts])
     e = np.concatenate([x[2] for x in parts])
     names = tuple(label for label, ss, _ in parts for _ in range(len(ss)))
     order = np.argsort(s, kind="stable")
     names = tuple(names[i] for i in order)
-    return LaneSpans("prefill / decode", names, s[order], e[order], names)
+    s, e = s[order], e[order]
+    details = tuple(dashboard_words.phase_step_detail(n, None, (hi - lo) * 1e6, words[n])
+                    for n, lo, hi in zip(names, s, e))
+    return LaneSpans(dashboard_words.phases_lane_label(), names, s, e, names, details)
+
+
+def construct_doings(a: Analysis) -> dict[Construct, str]:
+    """Each construct the framework analysis found -> what it did over the trace (its launches, its calls, its
+    share of all idle), for the tooltips of its lane and of the idle it held."""
+    fw = a.framework
+    if fw is None:
+        return {}
+    return {x.construct: dashboard_words.construct_doing(x, fw.optimizer, fw.idle_share(x.construct))
+            for x in fw.constructs}
 
 
 def framework_lanes(a: Analysis) -> list[LaneSpans]:
     """A lane per framework construct the trace marks (DataLoader, optimizer, backward, compile ...), where it ran."""
     out = []
+    doing = construct_doings(a)
     for x in timeline.construct_spans(a):
         label = dashboard_words.construct_lane(x.construct.value)
-        out.append(LaneSpans(label, (x.construct.value,) * len(x.start_us), x.start_us / 1e3, x.end_us / 1e3,
-                             (label,) * len(x.start_us)))
+        n = len(x.start_us)
+        out.append(LaneSpans(label, (x.construct.value,) * n, x.start_us / 1e3, x.end_us / 1e3, (label,) * n,
+                             (doing.get(x.construct, ""),) * n))
     return out
 
 
@@ -313,12 +438,13 @@ def _spans_frame(lanes: list[LaneSpans], window_ms: tuple[float, float]) -> pd.D
     frames = []
     for i, x in enumerate(lanes):
         keep = (x.end_ms > window_ms[0]) & (x.start_ms < window_ms[1])
+        details = np.array(x.details if x.details else ("",) * len(x.start_ms), dtype=object)
         frames.append(pd.DataFrame({"row": i, "lane": x.lane, "kind": np.array(x.kinds, dtype=object)[keep],
                                     "start_ms": x.start_ms[keep],
                                     "end_ms": x.end_ms[keep], "name": np.array(x.names, dtype=object)[keep],
-                                    "dur": [duration_us(v) for v in (x.end_ms[keep] - x.start_ms[keep]) * 1e3]}))
-    cols = ["row", "lane", "kind", "start_ms", "end_ms", "name", "dur"]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+                                    "dur": [duration_us(v) for v in (x.end_ms[keep] - x.start_ms[keep]) * 1e3],
+                                    "detail": details[keep]}))
+    return pd.concat(frames, ignore_index=True) if frames else _no_spans()
 
 
 def idle_lane(device: int) -> str:
@@ -337,7 +463,8 @@ def _host_first(lanes) -> list[str]:
 class OverviewFrames:
     rows: tuple[Row, ...]
     busy: pd.DataFrame              # row, lane, start_ms, end_ms, busy (0..1)
-    idle: pd.DataFrame              # row, lane, start_ms, end_ms, idle (0..1), cause (the bin's largest), by-cause columns
+    idle: pd.DataFrame              # row, lane, start_ms, end_ms, idle (0..1), cause (the bin's largest), by-cause columns,
+                                    # construct (holding most of the bin's idle), construct_share (of it), held (its words)
     spans: pd.DataFrame             # row, lane, kind, start_ms, end_ms, name, dur: the extra lanes
     hits: pd.DataFrame              # start_ms, end_ms: search matches (drawn as ticks on their own row)
     events: int
@@ -354,7 +481,7 @@ def timeline_overview(a: Analysis, window_ms: tuple[float, float] | None = None,
     window_ms = window_ms or (ov.edges_us[0] / 1e3, ov.edges_us[-1] / 1e3)
     extras = extra_lanes(a)
     lanes = _host_first(ov.lanes)
-    rows = [Row(x.lane, x.lane, "extra") for x in extras]
+    rows = [Row(x.lane, x.lane, "found" if x.found else "extra") for x in extras]
     rows += [Row(l, l, "host" if l.startswith("host") else "gpu") for l in lanes]
     rows += [Row(idle_lane(d), idle_lane(d), "idle") for d in ov.idle_devices]
     at = {r.lane: i for i, r in enumerate(rows)}
@@ -365,6 +492,8 @@ def timeline_overview(a: Analysis, window_ms: tuple[float, float] | None = None,
     busy = busy[busy["busy"] > 0].reset_index(drop=True)
     busy.insert(0, "row", busy["lane"].map(at).astype(int))
     frames = []
+    held = idle_constructs.bin_constructs(a, ov.edges_us)  # [device, construct, bin]
+    doing = construct_doings(a)
     for j, d in enumerate(ov.idle_devices):
         share = ov.idle[j]                                  # [cause, bin]
         total = share.sum(axis=0)
@@ -372,11 +501,23 @@ def timeline_overview(a: Analysis, window_ms: tuple[float, float] | None = None,
                           "cause": np.array(CAUSES, dtype=object)[share.argmax(axis=0)]})
         for c, r in zip(CAUSES, share):
             f[c] = r
-        frames.append(f[f["idle"] > 0])
+        top = held[j].argmax(axis=0)
+        f["construct"] = np.array([c.value for c in CONSTRUCTS], dtype=object)[top]
+        f["construct_share"] = np.minimum(held[j].max(axis=0) / np.maximum(total, 1e-12), 1.0)
+        f = f[f["idle"] > 0]
+        frames.append(f.assign(held=[_held(doing, Construct(c), x) for c, x in zip(f["construct"],
+                                                                                  f["construct_share"])]))
     idle = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["row", "lane", "start_ms", "end_ms", "idle", "cause", *CAUSES])
+        columns=["row", "lane", "start_ms", "end_ms", "idle", "cause", *CAUSES, "construct", "construct_share", "held"])
     return OverviewFrames(rows=tuple(rows), busy=busy, idle=idle, spans=_spans_frame(extras, window_ms),
                           hits=_hits(search, window_ms), events=ov.events, bins=ov.bins)
+
+
+def _held(doing: dict[Construct, str], c: Construct, share_of_idle: float | None = None) -> str:
+    """Where the host was in an idle stretch: the construct holding it and what it did over the trace."""
+    if not doing:
+        return dashboard_words.no_construct()
+    return dashboard_words.idle_held(doing.get(c, dashboard_words.construct_name_of(c)), share_of_idle)
 
 
 def _hits(search: "SearchView | None", window_ms: tuple[float, float]) -> pd.DataFrame:
@@ -409,7 +550,7 @@ def timeline_bars(a: Analysis, window_ms: tuple[float, float], search: "SearchVi
     deepest: dict[str, int] = {}
     for ln, d in zip(lane_names, depth.tolist()):
         deepest[ln] = max(deepest.get(ln, 0), d)
-    rows = [Row(x.lane, x.lane, "extra") for x in extras]
+    rows = [Row(x.lane, x.lane, "found" if x.found else "extra") for x in extras]
     at: dict[tuple[str, int], int] = {}
     for ln in _host_first(t.lanes):
         kind = "host" if ln.startswith("host") else "gpu"
@@ -432,6 +573,9 @@ def timeline_bars(a: Analysis, window_ms: tuple[float, float], search: "SearchVi
                          "start_ms": t.gap_start_us / 1e3, "end_ms": t.gap_end_us / 1e3,
                          "dur_us": t.gap_end_us - t.gap_start_us, "cause": t.gap_cause, "host_call": t.gap_host_call,
                          "called_from": t.gap_called_from, "next": t.gap_next})
+    held = idle_constructs.gap_constructs(a, _us(window_ms))
+    doing = construct_doings(a)
+    gaps["held"] = [_held(doing, c) for c in held] if len(held) == len(gaps) else ""
     return BarFrames(rows=tuple(rows), bars=bars, gaps=gaps, flows=_flows(bars), spans=_spans_frame(extras, window_ms))
 
 
@@ -451,19 +595,24 @@ def _flows(bars: pd.DataFrame) -> pd.DataFrame:
 
 
 def without_causes(frames: OverviewFrames | BarFrames) -> OverviewFrames | BarFrames:
-    """The same timeline with its idle rows and gaps left out: a drill's timeline before it is graded."""
+    """The same timeline with what the analysis decided left out: a drill's timeline before it is graded. No
+    idle rows or gaps, no lane the analysis found (prefill and decode from shapes), no step marked set-up or
+    outlier, no span's tooltip of what was found in it (TTFT, idle by cause, the construct's share of the idle)."""
     from dataclasses import replace
 
-    keep = [i for i, r in enumerate(frames.rows) if r.kind != "idle"]
+    keep = [i for i, r in enumerate(frames.rows) if r.kind not in ("idle", "found")]
     renumber = {old: new for new, old in enumerate(keep)}
     rows = tuple(frames.rows[i] for i in keep)
+    sp = frames.spans[frames.spans["row"].isin(keep)]
+    spans = sp.assign(row=sp["row"].map(renumber), detail="",
+                      kind=sp["kind"].replace({SETUP_STEP: STEP, OUTLIER_STEP: STEP}))
     if isinstance(frames, OverviewFrames):
         return replace(frames, rows=rows, busy=frames.busy.assign(row=frames.busy["row"].map(renumber)),
-                       idle=frames.idle.iloc[0:0])
+                       idle=frames.idle.iloc[0:0], spans=spans)
     flows = frames.flows.assign(call_row=frames.flows["call_row"].map(renumber),
                                 gpu_row=frames.flows["gpu_row"].map(renumber))
     return replace(frames, rows=rows, bars=frames.bars.assign(row=frames.bars["row"].map(renumber)),
-                   gaps=frames.gaps.iloc[0:0], flows=flows)
+                   gaps=frames.gaps.iloc[0:0], flows=flows, spans=spans)
 
 
 @dataclass(frozen=True)
@@ -649,11 +798,11 @@ class WhatIfTimelines:
 
 def _no_gaps() -> pd.DataFrame:
     return pd.DataFrame(columns=["row", "lane", "start_ms", "end_ms", "dur_us", "cause", "host_call", "called_from",
-                                 "next"])
+                                 "next", "held"])
 
 
 def _no_spans() -> pd.DataFrame:
-    return pd.DataFrame(columns=["row", "lane", "kind", "start_ms", "end_ms", "name", "dur"])
+    return pd.DataFrame(columns=["row", "lane", "kind", "start_ms", "end_ms", "name", "dur", "detail"])
 
 
 def whatif_timelines(a: Analysis, lever: str, bins: int = 400) -> WhatIfTimelines:

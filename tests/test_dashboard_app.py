@@ -253,15 +253,17 @@ def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
     chart = specs(at)[0]
     assert chart["layer"][0]["encoding"]["color"]["field"] == "cause"
     assert chart["layer"][1]["mark"]["type"] == "text"               # each bar's time and share written on it
-    idle, hot, ranges = (d.value for d in at.dataframe[:3])
+    idle, hot = (d.value for d in at.dataframe[:2])
     assert list(idle["cause"]) == ["launch overhead", "host work", "synchronization", "data transfer", "other"]
     assert hot["name"].iloc[0] == a.hotspots[0].name
+    ranges = next(d.value for d in at.dataframe if "instances" in headers(d))
     assert set(ranges["name"]) == {"prefill", "decode_step"}
 
 
 def test_report_tables_have_human_headers_units_and_wrapped_evidence():
     at = page("report", sample("smell-sync-item.json.gz"))
-    idle, hot, ranges = at.dataframe[:3]
+    idle, hot = at.dataframe[:2]
+    ranges = next(d for d in at.dataframe if "instances" in headers(d))
     assert headers(idle) == ["cause", "idle (ms)", "share of span", "evidence", "first experiment"]
     cols = dict(shown_columns(idle))
     assert cols["idle (ms)"]["type_config"] == {"type": "number", "format": "localized", "step": 0.01}
@@ -299,18 +301,19 @@ def _rows_axis(spec: dict) -> list[str]:
     raise AssertionError("no row labels")
 
 
-def test_timeline_of_a_big_trace_starts_with_the_binned_overview_a_brush_and_the_phases_lane():
+def test_timeline_of_a_big_trace_starts_with_the_binned_overview_a_brush_and_the_steps_and_phases_lanes():
     at = page("timeline", sample("gpt-eager.json.gz"))
     assert not at.exception
     spec = _timeline_spec(at)
     assert any(p["select"]["type"] == "interval" for p in params_of(spec).values())
     rows = _rows_axis(spec)
-    assert rows[0] == "prefill / decode"                          # the extra lanes come first
+    assert rows[:2] == ["steps", "prefill / decode"]              # the extra lanes come first
     assert "gpu0 stream 7" in rows and rows[-1] == "gpu0 idle" and any(r.startswith("host thread") for r in rows)
     assert "shown as busy shares in 400 bins" in at.caption[1].value.replace("\\", "")
     busy, idle = spec["layer"][0], spec["layer"][1]
     assert [t["field"] for t in busy["encoding"]["tooltip"]] == ["tip", "when"]            # busy share, the bin
-    assert [t["field"] for t in idle["encoding"]["tooltip"]] == ["lane", "tip", "when"]    # idle share and cause
+    # idle share and cause, and the construct that held the host
+    assert [t["field"] for t in idle["encoding"]["tooltip"]] == ["lane", "tip", "when", "held"]
     assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
 
 
@@ -319,7 +322,7 @@ def test_the_framework_constructs_a_trace_marks_are_lanes_above_the_host_threads
     assert not at.exception
     spec = _timeline_spec(at)
     rows = _rows_axis(spec)
-    assert rows[:3] == ["DataLoader", "optimizer step", "autograd backward"]
+    assert rows[:4] == ["steps", "DataLoader", "optimizer step", "autograd backward"]
     spans = next(l for l in spec["layer"] if l["encoding"].get("tooltip", [{}])[0].get("field") == "name"
                  and l["mark"]["type"] == "rect")
     assert spans["encoding"]["tooltip"][1]["field"] == "lane"

@@ -47,6 +47,24 @@ def _hover_until_tooltip(page, has: str) -> str:
     raise AssertionError(f"no tooltip with {has!r} over the chart")
 
 
+def _hover_until(page, pattern: str, at=None) -> str:
+    """Move over the first chart until a tooltip whose text matches the regex `pattern` shows; its text.
+    From the chart's bottom up at a few places across it, or around `at` (page coordinates) when given."""
+    tip = page.locator("#vg-tooltip-element")
+    if at is not None:
+        spots = [(at[0] + dx, at[1] + dy) for dy in (0, 2, 4, 6) for dx in (0, 4, 8, 16)]
+    else:
+        box = page.locator(browser.CHART).first.bounding_box()
+        spots = [(box["x"] + box["width"] * fx, box["y"] + box["height"] - 4 - 4 * i)
+                 for fx in (0.5, 0.3, 0.7, 0.4, 0.6, 0.2, 0.8) for i in range(60)]
+    for x, y in spots:
+        page.mouse.move(x, y)
+        page.wait_for_timeout(40)
+        if tip.count() and tip.is_visible() and re.search(pattern, tip.inner_text()):
+            return tip.inner_text()
+    raise AssertionError(f"no tooltip matching {pattern!r} over the chart")
+
+
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))            # the server's drill attempts
@@ -159,6 +177,33 @@ def test_every_page_paints_and_the_trace_survives_reloads_deep_links_and_a_secon
     for name in ("library", "report", "timeline", "timeline-flow", "timeline-search", "timeline-overview", "roofline",
                  "whatif", "diff", "drills"):
         assert (shots / f"{name}.png").stat().st_size > 10_000
+
+
+def test_the_idle_lane_names_the_construct_that_held_the_host_and_the_steps_lane_highlights_the_outlier(env):
+    errors: list[str] = []
+    with browser.server(log=env / "server.log") as url, browser.browser() as page:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        # a DataLoader-bound training loop: most idle bins were spent inside the DataLoader's __next__
+        page.goto(f"{url}/timeline?trace=samples/realworld/dataloader_cnn--before.json.gz")
+        page.get_by_text("busy shares", exact=False).first.wait_for(timeout=LONG)
+        browser.wait_chart(page, at_least=500)
+        tip = _hover_until(page, r"host was in\s+the DataLoader's __next__")
+        assert re.search(r"idle \d+% of the bin", tip) and "82% of all idle" in tip, tip
+        browser.screenshot(page, env / "timeline-dataloader.png")
+
+        # the loop whose step 7 stalls in the DataLoader: the steps lane draws it in the outlier's colour
+        page.goto(f"{url}/timeline?trace=samples/steps/training-outlier.json.gz")
+        page.get_by_text("busy shares", exact=False).first.wait_for(timeout=LONG)
+        browser.wait_chart(page, at_least=500)
+        page.wait_for_function(f"{browser.color_count_js(charts.SPAN_COLORS['outlier step'], 2)} > 200",
+                               timeout=LONG)
+        at = browser.find_color(page, charts.SPAN_COLORS["outlier step"])
+        assert at is not None
+        tip = _hover_until(page, r"step 7", at)
+        assert "the outlier: step 7 took 5.7× the median" in tip and "the DataLoader's __next__" in tip, tip
+        browser.screenshot(page, env / "timeline-steps.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+    assert not errors, errors
 
 
 def test_a_run_directory_opens_on_its_ranks_and_a_rank_opens_its_timeline(env):

@@ -1,6 +1,7 @@
 """The triage: the verdicts that combine the analyses and the what-if replay.
 
 One frozen `Analysis` of a trace with its next experiment (report), the change between two
-traces with the lever it applied (diff), the timeline as arrays and binned overviews (timeline).
+traces with the lever it applied (diff), the timeline as arrays and binned overviews (timeline),
+and which framework construct held the host in each idle gap and bin of it (idle_constructs).
 Consumers read their fields; the words are the voice layer's.
 """

@@ -8,6 +8,10 @@ import re
 from analyzers.model import units
 from analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
 from analyzers.voice.common import CAUSE_WORDS
+# (the framework, steps and phases' words at the end of the file)
+from analyzers.model.units import a_or_an, small_share
+from analyzers.model.verdicts import Construct
+from analyzers.voice.common import CONSTRUCT_WORDS, construct_phrase
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
 
@@ -456,3 +460,125 @@ def no_predictions(path) -> str:
 def calibration_caption(plotted: int, total: int) -> str:
     return (f"{integer(plotted)} of {count(total, 'prediction')} measured and plotted: predicted against measured, log-log; "
             "the dashed line is a perfect prediction, the grey band within 2× of it. Quantities have their own units.")
+
+
+# --- framework constructs, steps and phases on the timeline and the report ---------------------------
+# (analyzers.analyses.framework, .steps, .inference: the words of what they found, shown where it happened)
+
+
+def construct_name(x, optimizer: str | None = None) -> str:
+    """A construct's name in a table: 'AdamW's step (Optimizer.step)', 'the DataLoader's __next__'."""
+    if x.construct is Construct.OPTIMIZER and optimizer:
+        return f"{optimizer}'s step (Optimizer.step)"
+    return CONSTRUCT_WORDS[x.construct]
+
+
+def construct_name_of(c: Construct) -> str:
+    return CONSTRUCT_WORDS[c]
+
+
+def construct_doing(x, optimizer: str | None, idle_share: float) -> str:
+    """What a construct did over the trace, for a tooltip: 'AdamW's step (Optimizer.step): 96 launches in 24
+    calls; 6% of all idle', 'the DataLoader's __next__: 12 calls; 66% of all idle'."""
+    if x.construct is Construct.USER:
+        what = "your own code, outside any framework construct"
+        what += f": {count(x.launches, 'launch', 'launches')}" if x.launches else ""
+    else:
+        what = construct_phrase(x, optimizer)
+        what += f": {count(x.ranges, 'call')}" if not x.launches and x.ranges else ""
+    return what + (f"; {small_share(idle_share)} of all idle" if idle_share else "")
+
+
+def idle_held(doing: str, share_of_idle: float | None = None) -> str:
+    """Where the host was while the GPU idled: the construct's doing, and how much of the bin's idle it holds."""
+    return doing + (f" ({share(share_of_idle)} of this bin's idle)" if share_of_idle is not None else "")
+
+
+def no_construct() -> str:
+    return "no framework analysis of this trace"
+
+
+def _idle_parts(idle_by_cause_ns: dict) -> str:
+    ranked = sorted(((c, ns) for c, ns in idle_by_cause_ns.items() if ns > 0), key=lambda kv: -kv[1])
+    return ", ".join(f"{dashboard_cause(getattr(c, 'value', c))} {duration_ns(ns)}" for c, ns in ranked)
+
+
+def step_detail(wall_ns: int, kernel_busy_ns: int, idle_by_cause_ns: dict, setup: bool, regular: bool,
+                outlier_words: str | None) -> str:
+    """A step's tooltip: '46.8 ms wall, kernels busy 477 µs, idle 46.4 ms (host work 41.9 ms, ...); the outlier:
+    step 7 took 5.7× the median ...'."""
+    idle = sum(idle_by_cause_ns.values())
+    s = f"{duration_ns(wall_ns)} wall, kernels busy {duration_ns(kernel_busy_ns)}, idle {duration_ns(idle)}"
+    s += f" ({_idle_parts(idle_by_cause_ns)})" if idle else ""
+    if outlier_words:
+        s += f"; the outlier: {outlier_words}"
+    if setup:
+        s += "; pays one-time set-up (first calls, compilation), kept apart from the median"
+    elif not regular:
+        s += "; not the loop's repeated structure (a prologue, or a step that differs)"
+    return s
+
+
+def found_step_label(index: int) -> str:
+    """A step found by analyzers.analyses.steps, numbered as the report numbers it (from 0)."""
+    return f"step {index}"
+
+
+def steps_lane_label() -> str:
+    return "steps"
+
+
+def phases_lane_label() -> str:
+    return "prefill / decode"
+
+
+def phase_step_detail(kind: str, step: int | None, wall_ns: float, phase_words: str) -> str:
+    """A phase span's tooltip: 'decode step 5, 4.54 ms; per token: median 4.32 ms, p90 4.79 ms over 31 steps;
+    overhead-bound'."""
+    which = f"{kind} step {step}" if step is not None else kind
+    return f"{which}, {duration_ns(wall_ns)}" + (f"; {phase_words}" if phase_words else "")
+
+
+def prefill_words(ttft_us: float, ttft_p90_us: float, requests: int, regime: str) -> str:
+    over = f" (median over {requests} requests, p90 {duration_us(ttft_p90_us)})" if requests > 1 else ""
+    return f"time to first token {duration_us(ttft_us)}{over}; prefill is {regime}-bound"
+
+
+def decode_words(median_us: float, p90_us: float, steps: int, regime: str) -> str:
+    return (f"per token: median {duration_us(median_us)}, p90 {duration_us(p90_us)} over {count(steps, 'step')}; "
+            f"decode is {regime}-bound")
+
+
+def mixed_words() -> str:
+    return "prefill and decode tokens in one batch (continuous batching), counted in neither phase"
+
+
+def phase_latency(kind: str) -> str:
+    """What a phase's latency measures, for the phase table."""
+    return {"prefill": "time to first token", "decode": "per token"}.get(kind, kind)
+
+
+def phases_found(found_from: str, ranges: tuple[str, ...], prompt_tokens: int | None, batch: int | None,
+                 mixed_steps: int, decode_inferred: bool) -> str:
+    """Where prefill and decode came from, under the phase table."""
+    if found_from == "shapes":
+        seq = a_or_an(f"{integer(prompt_tokens)}-token prompt") if prompt_tokens else "a prompt"
+        s = f"Found from the ops' input shapes ({seq}{f', batch {batch}' if batch else ''}; no named ranges)"
+        if decode_inferred:
+            s += "; the decode steps record no shapes (compiled code or CUDA-graph replays): taken as decode"
+    else:
+        s = f"From the named ranges {' and '.join(ranges)}"
+    if mixed_steps:
+        s += f"; {count(mixed_steps, 'mixed step')} (prefill and decode tokens in one batch) in neither phase"
+    return s + ". The phase lane on the Timeline shows each step."
+
+
+def no_constructs() -> str:
+    return ("No framework construct (DataLoader, optimizer step, backward, torch.compile ...) is marked in this trace: "
+            "its idle and launches are all your own code's.")
+
+
+def framework_caption() -> str:
+    return ("Whose code made the idle and the launches: each idle gap is charged to the framework construct around "
+            "the host call that explains it, each launch to the construct around its call; what no construct covers "
+            "is your own code. Hover the Timeline's idle lane for the construct of each bin and gap.")

@@ -1,4 +1,5 @@
-"""Report: the five lines, idle by cause with its evidence, hotspots, ranges, prefill against decode."""
+"""Report: the five lines, idle by cause with its evidence, hotspots, the framework constructs that made the idle,
+prefill against decode (from ranges or from the ops' shapes), ranges."""
 from __future__ import annotations
 
 import streamlit as st
@@ -17,6 +18,41 @@ def _perfetto(entry, a) -> None:
                            file_name=entry.name.split("/")[-1].removesuffix(".gz").removesuffix(".json")
                            + ".idle.json.gz", mime="application/gzip", key="download_perfetto")
         st.caption(words.annotated_caption(data.gap_count(a)))
+
+
+def _framework(a) -> None:
+    """Whose code made the idle and the launches (analyzers.analyses.framework)."""
+    fw = data.framework(a)
+    if not len(fw):
+        return
+    st.subheader("Framework constructs")
+    if set(fw["construct"]) <= {data.USER_CODE}:
+        st.caption(words.plain(words.no_constructs()))
+        return
+    st.caption(words.plain(words.framework_caption()))
+    tables.show(fw.assign(idle_dominant=fw["idle_dominant"].map(words.cause)),
+                {"name": tables.text("construct", width="medium"), "idle_ms": tables.ms("idle (ms)"),
+                 "idle_share": tables.share("share of idle"), "idle_dominant": tables.text("mostly idle for"),
+                 "launches": tables.count("launches"), "calls": tables.count("calls"),
+                 "host_ms": tables.ms("host time (ms)"), "marked_by": tables.text("marked by", width="large")})
+
+
+def _phases(a) -> None:
+    """Prefill against decode: TTFT, per-token median and p90, and the regime of each phase, whether the phases
+    came from named ranges or from the ops' shapes."""
+    ph, table = data.phases(a), data.phase_table(a)
+    if ph is None or table is None:
+        return
+    st.subheader("Prefill and decode")
+    st.markdown(words.plain(words.phase_summary(ph.ttft_us, ph.per_token_us, ph.decode.count, ph.tokens_per_prefill)))
+    rows = table.rows
+    tables.show(rows.assign(idle_dominant=rows["idle_dominant"].map(words.cause)),
+                {"phase": tables.text("phase"), "steps": tables.count("steps"), "latency": tables.text("latency"),
+                 "median_ms": tables.ms("median (ms)", 3), "p90_ms": tables.ms("p90 (ms)", 3),
+                 "kernel_busy_ms": tables.ms("kernels busy (ms)"), "idle_share": tables.share("idle share"),
+                 "idle_dominant": tables.text("mostly idle for"), "regime": tables.text("regime")})
+    st.caption(words.plain(words.phases_found(table.found_from, table.ranges, table.prompt_tokens, table.batch,
+                                              table.mixed_steps, table.decode_inferred)))
 
 
 def render() -> None:
@@ -46,14 +82,10 @@ def render() -> None:
                                    "share": tables.share("share"), "calls": tables.count("calls"),
                                    "kernels": tables.count("kernels")})
 
+    _framework(a)
+    _phases(a)
+
     st.subheader("Ranges")
-    ph = data.phases(a)
-    if ph is not None:
-        st.markdown(words.plain(words.phase_summary(ph.ttft_us, ph.per_token_us, ph.decode.count,
-                                                    ph.tokens_per_prefill)))
-        for p in (ph.prefill, ph.decode):
-            st.markdown(words.plain(words.phase_detail(p.label, p.regime, p.idle_share, p.idle_dominant,
-                                                       p.median_wall_us)))
     rng = data.ranges(a)
     if len(rng):
         rng = rng.assign(regime=rng["regime"].map(words.regime_cell), idle_dominant=rng["idle_dominant"].map(words.cause))
