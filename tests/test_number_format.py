@@ -250,7 +250,6 @@ def test_the_dashboards_words_write_every_number_in_the_one_format():
         dash.cause_evidence("launch_overhead", 21919, 38.6, 1551.13, []),
         dash.idle_bar_label(1_047_700.0, 0.9),
         dash.phase_summary(18_800.0, 17_600.0, 1024, 4096),
-        dash.phase_detail("decode", "memory", 0.9, "launch_overhead", 17_571.234),
         dash.window_caption(22270, 0.0, 1122.7236, 5000, 400),
         dash.ceilings_caption("NVIDIA H200", "datasheet", "bf16", 989.4567, 4800.123, 206.1234),
         dash.ridge_label(1365.3),

@@ -117,11 +117,6 @@ def phase_summary(ttft_us: float, per_token_us: float, steps: int, tokens_per_pr
             f"({integer(tokens_per_prefill)} per prefill).")
 
 
-def phase_detail(label: str, regime: str, idle_share: float, idle_dominant: str | None, median_wall_us: float) -> str:
-    idle = f"idle {share(idle_share)}" + (f", mostly {dashboard_cause(idle_dominant)}" if idle_dominant else "")
-    return f"{label}: {regime}-bound, {idle}, median {duration_us(median_wall_us)} per instance"
-
-
 # --- timeline ----------------------------------------------------------------------------------------
 
 
