@@ -265,8 +265,8 @@ def test_the_dashboards_words_write_every_number_in_the_one_format():
     ]
     slips = [s for text in said for s in number_slips(text)]
     assert not slips, "\n".join(map(str, slips))
-    assert "11.29× speedup" in said[9]
-    assert "1.25× slowdown" in said[10]   # a speedup under 1 is a slowdown, not a '0.80× speedup'
+    assert "11.29× speedup" in said[8]
+    assert "1.25× slowdown" in said[9]   # a speedup under 1 is a slowdown, not a '0.80× speedup'
 
 
 def test_the_clis_own_prints_write_every_number_in_the_one_format(tmp_path):
