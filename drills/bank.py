@@ -37,19 +37,19 @@ PARTS = {
     },
     "ranges": {
         "ranges": (NAMES, "a list of range names, or a sentence"),
-        "ttft_ms": (NUMBER, "a number of ms"),
-        "per_token_ms": (NUMBER, "a number of ms"),
+        "ttft_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17600 µs\")"),
+        "per_token_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17600 µs\")"),
         "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
     },
     "incident": {
-        "ttft_ms": (NUMBER, "a number of ms: time to first token (median request)"),
-        "per_token_ms": (NUMBER, "a number of ms: per-token latency (median inter-token time)"),
+        "ttft_ms": (NUMBER, "ms: time to first token (median request); a number, or with its unit"),
+        "per_token_ms": (NUMBER, "ms: per-token latency (median inter-token time); a number, or with its unit"),
         "phase": (TEXT, "prefill | decode: the phase that misses its target, or free text"),
         "refuse": (TEXT, "free text: the fix you refuse (it targets the other phase)"),
     },
     "roofline": {
         "regime": (TEXT, "compute | memory | overhead, or free text"),
-        "achieved": (NUMBER, "a number: TFLOP/s when compute-bound, GB/s otherwise"),
+        "achieved": (NUMBER, "TFLOP/s when compute-bound, GB/s otherwise; a number, or with its unit (\"0.79 PFLOP/s\", \"4.2 TB/s\")"),
         "lever": (TEXT, "free text: the lever that helps"),
     },
     "collapse": {

@@ -45,6 +45,11 @@ class Facts:
     ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "median_wall_us", "wall_us",
                                                    #   "regime", "idle_dominant"}]
     phases: dict = field(default_factory=dict)     # {"ttft_ms", "per_token_ms", "prefill_regime", ...} or {}
+    next_kind: str | None = None   # the report's Next (analyzers.triage.report.NextExperiment): its kind,
+    next_lever: str | None = None  # ... the registry lever it rests on,
+    waste_lever: str | None = None  # ... and the lever that would waste the week
+    next_words: dict = field(default_factory=dict)   # the report's own words: {"lever", "why", "waste"}
+    already_pinned: bool = False   # the top copy is from pinned memory already (pinning is no fix)
 
 
 def _load(path: str | Path):
@@ -98,7 +103,19 @@ def facts_of(a) -> Facts:
         memory_share=round(v.memory_us / kern, 4) if kern else 0.0,
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
-        ranges=ranges, phases=phases)
+        ranges=ranges, phases=phases, **_next_of(a))
+
+
+def _next_of(a) -> dict:
+    """The report's Next and its words, as the drills' lever keys and feedback read them."""
+    from analyzers.voice.report import next_experiment
+
+    n = a.next_experiment
+    copies = getattr(a.evidence.get(verdicts.Cause.DATA_TRANSFER), "copies", None) or ()
+    return {"next_kind": n.kind.value, "next_lever": n.lever.lever if n.lever is not None else None,
+            "waste_lever": n.waste.lever if n.waste is not None else None,
+            "next_words": dict(next_experiment(a)) if a.devices else {},
+            "already_pinned": bool(copies) and "Pinned" in copies[0].name}
 
 
 def _cause_evidence(cause: str, e) -> dict:
@@ -147,6 +164,7 @@ class DiffFacts:
     after_launches: int
     before_regime: str | None
     after_regime: str | None
+    explanation: str = ""      # diff's own sentence: "Explained by launches: ... hence 1.73× and not 4.00× ..."
 
 
 def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
@@ -157,12 +175,16 @@ def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
         d = diff_files(before, after)
     except TraceError as e:
         raise EvidenceError(str(e)) from None
+    from analyzers.voice.diff import diff_lines
+
     b, a = d.before, d.after
+    explained = next((line for line in diff_lines(d) if line.startswith("Explained")), "")
     return DiffFacts(before=str(before), after=str(after), speedup=d.speedup, launch_ratio=d.launch_ratio,
                      byte_ratio=d.byte_ratio, explained_by=d.explained_by,
                      before_span_ms=round(b.span_us / 1e3, 3), after_span_ms=round(a.span_us / 1e3, 3),
                      before_launches=int(b.launch_calls), after_launches=int(a.launch_calls),
-                     before_regime=b.regime.value, after_regime=a.regime.value)
+                     before_regime=b.regime.value, after_regime=a.regime.value,
+                     explanation=explained.rstrip("."))
 
 
 # --- the timeline, for drawing ----------------------------------------------------------------

@@ -10,6 +10,7 @@ import sys
 
 from drills import evidence
 from drills.bank import KEYS_PATH, Drill, all_drills
+from drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
 SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of the device time (at most 2)
@@ -18,12 +19,12 @@ SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of th
 def derive(drill: Drill) -> dict:
     if drill.kind == "collapse":
         d = evidence.diff_facts(drill.trace_path(), drill.after_path())
-        return {"speedup": d.speedup, "explained_by": d.explained_by}
+        return {"speedup": d.speedup, "explained_by": d.explained_by, **levers(evidence.facts(drill.trace_path()))}
     f = evidence.facts(drill.trace_path())
     if drill.kind == "idle_cause":
-        return {"cause": f.dominant}
+        return {"cause": f.dominant, **levers(f)}
     if drill.kind == "triage":
-        return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f)}
+        return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f), **levers(f)}
     if drill.kind == "ranges":
         p = f.phases
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
@@ -33,7 +34,7 @@ def derive(drill: Drill) -> dict:
     if drill.kind == "roofline":
         compute = f.regime == "compute"
         return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
-                "achieved_unit": "TFLOP/s" if compute else "GB/s"}
+                "achieved_unit": "TFLOP/s" if compute else "GB/s", **levers(f)}
     raise ValueError(drill.kind)
 
 
@@ -66,13 +67,44 @@ def bound(f: evidence.Facts) -> str:
     return f.regime
 
 
-def triage_numbers(f: evidence.Facts) -> list[float]:
-    """Numbers a supporting sentence may quote: shares in %, the span, the achieved rate."""
-    nums = [100 * h["share"] for h in f.hotspots[:2]] + [100 * f.idle_share, f.span_ms]
+def levers(f: evidence.Facts) -> dict:
+    """The lever part's key: the report's Next on the trace and the lever that would waste the week."""
+    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned)
+
+
+def triage_numbers(f: evidence.Facts) -> list[dict]:
+    """Numbers a supporting sentence may quote, each with its unit and the words that say which quantity it is:
+    the top ops' shares, the idle share, the span, the dominant cause's share and gaps, the achieved rates."""
+    nums = [{"value": 100 * h["share"], "unit": "%", "about": [h["name"].split("::")[-1], "device time", "time"]}
+            for h in f.hotspots[:2]]
+    nums += [{"value": 100 * f.idle_share, "unit": "%", "about": ["idle", "idles"]},
+             {"value": f.span_ms, "unit": "ms", "about": ["span", "wall", "total", "takes", "long"]}]
     if f.dominant:
-        nums.append(100 * f.cause_share[f.dominant])
-    nums += [x for x in (f.achieved_tflops, f.achieved_gbps) if x]
-    return [round(x, 1) for x in nums]
+        e = f.cause_evidence[f.dominant]
+        words = CAUSE_WORDS[f.dominant]
+        nums.append({"value": 100 * f.cause_share[f.dominant], "unit": "%", "about": words})
+        if e.get("median_gap_us"):
+            nums.append({"value": e["median_gap_us"], "unit": "µs", "about": ["gap", "gaps", "drain", "drains", "median",
+                                                                               "each", "idle"]})
+        if e.get("gaps"):
+            nums.append({"value": float(e["gaps"]), "unit": "", "about": ["gaps", "drains", "times", "syncs", "calls",
+                                                                         "stalls"]})
+        for c in (e.get("copies") or [])[:1]:
+            if c.get("gbps"):
+                nums.append({"value": c["gbps"], "unit": "GB/s", "about": ["copy", "copies", "memcpy", "pcie",
+                                                                           "transfer", "pinned", "pageable", "h2d"]})
+    if f.achieved_tflops:
+        nums.append({"value": f.achieved_tflops, "unit": "TFLOP/s", "about": ["tflop", "flop", "compute", "reach"]})
+    if f.achieved_gbps:
+        nums.append({"value": f.achieved_gbps, "unit": "GB/s", "about": ["bandwidth", "memory", "hbm", "move"]})
+    return [{**n, "value": round(float(n["value"]), 1)} for n in nums]
+
+
+# The words a sentence uses for a cause's share (the vocabulary's names would do too; these suffice to tell
+# which quantity a number is).
+CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead"], "host_work": ["host", "python", "cpu"],
+               "synchronization": ["sync", "syncs", "synchronization", "item", "drain"],
+               "data_transfer": ["copy", "copies", "transfer", "memcpy"], "other": ["other"]}
 
 
 def derive_all() -> dict:

@@ -115,7 +115,8 @@ def test_a_wrong_number_type_names_the_line(capsys, tmp_path, db):
     f = tmp_path / "a.toml"
     f.write_text('speedup = "fast"\n')
     rc, _, err = run(capsys, "drill", "grade", "M01.08-a", "--answers", str(f))
-    assert rc == 2 and err == f"error: {f}, line 1: 'speedup' must be a number, not a string\n"
+    assert rc == 2 and err == (f"error: {f}, line 1: 'speedup' must hold a number (1.7, or with its unit: "
+                               "\"0.79 PFLOP/s\"), not 'fast'\n")
 
 
 def test_predict_then_predictions_measures_from_the_trace_and_calibrates(capsys, db):

@@ -86,8 +86,85 @@ def cause_wrong(said: set, cause: str, ev: str) -> str:
     return f"You named {heard}; the trace says {CAUSE_WORDS[cause]}: {ev}."
 
 
-def hedge(what: str, said: set) -> str:
-    return f"Half credit: you named {what} but also {', '.join(sorted(said))}; commit to one."
+def both(what: str, said: set) -> str:
+    return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
+
+
+def hedged(what: str, said: set) -> str:
+    others = " or ".join(label(c) for c in sorted(said))
+    return (f"You offered {label(what)} or {others}: a hedge between answers earns what a wrong answer earns; "
+            f"the trace decides between them, so commit to one.")
+
+
+def denied(what: str, why: str) -> str:
+    return f"You ruled out {label(what)}, and that is the answer: {why}."
+
+
+# The report's kinds of Next as a student names them (drills/vocab.toml [lever.*]).
+LEVER_LABEL = {
+    "cut_launches": "cutting launches (CUDA graphs, torch.compile, bigger batches)",
+    "fuse": "fusing the chain (torch.compile, a Triton kernel)",
+    "move_host_work": "moving the host work off the critical path (workers, prefetch)",
+    "remove_syncs": "removing or deferring the syncs",
+    "overlap_copies": "overlapping the copies (non_blocking on a side stream, or data resident on the device)",
+    "pin_memory": "pinning the host memory",
+    "cheaper_arithmetic": "cheaper arithmetic (lower precision on tensor cores, less work)",
+    "fewer_bytes": "moving fewer bytes (lower precision, in place)",
+    "faster_kernels": "faster kernels",
+    "fuse_optimizer": "a fused or foreach optimizer",
+    "warm_up": "warming up before the profile",
+    "compile_once": "compiling once (static or marked-dynamic shapes)",
+    "overlap_comm": "overlapping communication with compute",
+    "warm_up_first": "warming up",
+}
+
+
+def lever_label(cls: str) -> str:
+    return LEVER_LABEL.get(cls, cls.replace("_", " "))
+
+
+def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> str:
+    """A lever part's feedback in the report's own words (its Next and its "would waste the week")."""
+    fix = nw.get("lever", lever_label(key["next"]))
+    waste = f" Would waste the week: {nw['waste']}." if nw.get("waste") else ""
+    heard = " and ".join(lever_label(c) for c in sorted(said)) or "no fix the course's vocabulary places"
+    if case == "right":
+        return f"Yes, the report's Next on this trace: {fix}.{waste}"
+    if case == "waste" and score > 0:
+        return (f"Half credit: the fix is in your plan, but so is {lever_label(key['waste_class'])}, the lever that "
+                f"would waste the week here ({nw.get('waste', '')}). The fix: {fix}.")
+    if case == "waste":
+        return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
+    if case == "partial":
+        return f"Half credit: {heard} helps, less than the report's Next: {fix}."
+    if case == "hedge":
+        return f"You offered {' or '.join(lever_label(c) for c in sorted(said))}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
+    if case == "denied":
+        return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
+    if case == "pinned":
+        return f"The copies are pinned already, so pinning buys nothing here: {fix}."
+    return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
+
+
+def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
+    if other_dim:
+        return f"That is {DIMENSION_WORDS.get(other_dim, other_dim)}; {part} is in {unit} (the trace: {num(key)} {unit})."
+    return f"No number in the answer; the trace says {num(key)} {unit}."
+
+
+DIMENSION_WORDS = {"time": "a time", "bandwidth": "a bandwidth", "flops": "an arithmetic rate", "share": "a share",
+                   "ratio": "a ratio", "bytes": "a size in bytes", "intensity": "an arithmetic intensity"}
+# one step along the unit ladder from a key's unit: the unit the student probably meant
+LADDER_UNIT = {("ms", 1000.0): "µs", ("ms", 0.001): "s", ("µs", 1000.0): "ns", ("µs", 0.001): "ms",
+               ("GB/s", 0.001): "TB/s", ("GB/s", 1000.0): "MB/s", ("TFLOP/s", 0.001): "PFLOP/s",
+               ("TFLOP/s", 1000.0): "GFLOP/s", ("%", 0.01): "a fraction of 1", ("%", 100.0): "hundredths of a percent"}
+
+
+def unit_slip(part: str, said: float, key: float, unit: str, factor: float) -> str:
+    meant = LADDER_UNIT.get((unit, factor))
+    times = f"{factor:,.0f}× the" if factor >= 1 else f"1/{1 / factor:,.0f} of the"
+    mean = f"did you mean {num(said)} {meant}, which is {num(key)} {unit}?" if meant else f"the trace says {num(key)} {unit}."
+    return f"Half credit: {num(said)} {unit} is {times} trace's {num(key)} {unit}, a unit slip: {mean}"
 
 
 def pattern_right(cause: str) -> str:
@@ -145,18 +222,23 @@ def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float
     return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
 
 
-def evidence_score(numbers_hit: list[float], named: bool) -> str:
+def evidence_score(numbers_hit: list[dict], named: bool) -> str:
     parts = []
     if numbers_hit:
-        parts.append(f"it quotes {', '.join(num(n) for n in numbers_hit)} from the trace")
+        parts.append(f"it quotes {', '.join(_quantity(n) for n in numbers_hit)} from the trace")
     if named:
         parts.append("it names the bound")
     return ("Supported: " + " and ".join(parts) + ".") if parts else \
         "Quote a number from the trace (a share, a gap median, a rate) and name what it shows."
 
 
-def evidence_missing(numbers: list[float]) -> str:
-    return f"No number from the trace; it has, for example: {', '.join(num(n) for n in numbers[:4])}."
+def _quantity(n: dict) -> str:
+    return f"{num(n['value'])}{'' if n['unit'] in ('%', '') else ' '}{n['unit']}"
+
+
+def evidence_missing(numbers: list[dict]) -> str:
+    return ("No number from the trace with its unit, about the quantity it names; it has, for example: "
+            f"{', '.join(_quantity(n) for n in numbers[:4])}.")
 
 
 def number_feedback(part: str, said: float, key: float, unit: str, score: float) -> str:
