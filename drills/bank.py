@@ -10,7 +10,9 @@ Each kind has fixed parts; their answer types are documented here and printed by
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -96,7 +98,7 @@ class Drill:
                 strip(REPO_ROOT / self.trace, out)
             return out
         if self.generate is None:
-            return REPO_ROOT / self.trace
+            return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz")
         from drills.generator import Spec, write
 
         g = self.generate
@@ -105,16 +107,62 @@ class Drill:
         return write(spec, generated_dir() / f"{self.id}.json.gz")
 
     def after_path(self) -> Path | None:
-        return REPO_ROOT / self.after if self.after else None
+        return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz") if self.after else None
 
-    def source(self) -> str:
+    def source(self, reveal: bool = False) -> str:
+        """Where the trace comes from, without the answer (a toy's smell, a sample's file name) until `reveal`:
+        after grading."""
+        from analyzers.voice.drills import sample_source, toy_source
+
         if self.generate is None:
-            return self.trace + (f" -> {self.after}" if self.after else "") + (
-                " (named ranges removed)" if self.strip_ranges else "")
-        from analyzers.voice.drills import toy_source
-
+            return sample_source(self.trace, self.after, self.strip_ranges, reveal)
         g = self.generate
-        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {})
+        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {}, reveal)
+
+
+def shown_copy(src: Path, name: str) -> Path:
+    """The sample trace under a name that does not give the answer away (`smell-sync-item.json.gz` would), in a
+    folder of its own with what lies beside it (its capture sidecar, the measured ceilings), so that it reads as
+    the same trace: a hard link (a copy across file systems), made again when the sample changes."""
+    try:
+        st = src.stat()
+    except FileNotFoundError:
+        return src            # the analyzers say "no such trace", naming the bank's path
+    folder = generated_dir() / "shown" / name.split(".json")[0]
+    out = folder / name
+    if out.exists():
+        o = out.stat()
+        if not ((o.st_ino == st.st_ino and o.st_dev == st.st_dev) or (o.st_size == st.st_size
+                                                                      and o.st_mtime >= st.st_mtime)):
+            out.unlink()
+    if not out.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        _place(lambda tmp: _link_or_copy(src, tmp), out)
+    ceilings = src.parent / "ceilings.json"
+    if ceilings.exists() and not (folder / "ceilings.json").exists():
+        _place(lambda tmp: _link_or_copy(ceilings, tmp), folder / "ceilings.json")
+    meta = src.parent / (src.name.split(".json")[0] + ".meta.json")
+    shown_meta = folder / (name.split(".json")[0] + ".meta.json")
+    if meta.exists() and not shown_meta.exists():
+        doc = json.loads(meta.read_text())
+        if isinstance(doc, dict) and doc.get("trace"):
+            doc["trace"] = name          # the sidecar names the trace it describes
+        _place(lambda tmp: tmp.write_text(json.dumps(doc)), shown_meta)
+    return out
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _place(write, out: Path) -> None:
+    """Write beside `out` and rename: another process showing the same drill sees the old file or the new, whole."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    write(tmp)
+    os.replace(tmp, out)
 
 
 def generated_dir() -> Path:

@@ -76,6 +76,7 @@ def grade(drill: Drill, answers: dict) -> Result:
     decisive = next(p for p in parts if p.part == drill.decisive)
     capped = decisive.score == 0 and total > drill.cap_if_wrong
     notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
+    notes.append(words.revealed(drill.source(reveal=True)))
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
 
 

@@ -277,9 +277,24 @@ def summary(drill_id: str, score: float) -> str:
 # --- drill list / show -------------------------------------------------------------------------------
 
 
-def toy_source(smell: str, level: str, seed: int, mix: dict) -> str:
-    shares = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+def toy_source(smell: str, level: str, seed: int, mix: dict, reveal: bool = False) -> str:
+    """A toy timeline's source; its smell (the answer) only once graded."""
+    if not reveal:
+        return f"toy timeline, {level}, seed {seed}" + (f", {len(mix)} causes mixed" if mix else "")
+    shares = ", ".join(f"{k} {share(v)}" for k, v in mix.items())
     return f"toy timeline: {smell}, {level}, seed {seed}" + (f", mix {shares}" if shares else "")
+
+
+def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = False) -> str:
+    """A sample trace's source; its file name (`smell-sync-item`) only once graded."""
+    if not reveal:
+        return ("a pair of sample traces captured on an H200" if after else "a sample trace captured on an H200") + (
+            " (named ranges removed)" if stripped else "")
+    return trace + (f" -> {after}" if after else "") + (" (named ranges removed)" if stripped else "")
+
+
+def revealed(source: str) -> str:
+    return f"The trace, now that it is graded: {source}."
 
 
 def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
