@@ -99,12 +99,9 @@ class Drill:
             return out
         if self.generate is None:
             return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz")
-        from drills.generator import Spec, write
-
         g = self.generate
-        spec = Spec(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)),
-                    tuple(sorted((g.get("mix") or {}).items())))
-        return write(spec, generated_dir() / f"{self.id}.json.gz")
+        return _toy(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)), tuple(sorted((g.get("mix") or {}).items())),
+                    str(generated_dir() / f"{self.id}.json.gz"))
 
     def after_path(self) -> Path | None:
         return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz") if self.after else None
@@ -118,6 +115,21 @@ class Drill:
             return sample_source(self.trace, self.after, self.strip_ranges, reveal)
         g = self.generate
         return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {}, reveal)
+
+
+def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
+    """A toy timeline written from its seed, once per process while the file stays (the same spec, the same bytes)."""
+    path = Path(out)
+    if path.exists() and (smell, level, seed, mix, out) in _WRITTEN:
+        return path
+    from drills.generator import Spec, write
+
+    write(Spec(smell, level, seed, mix), path)
+    _WRITTEN.add((smell, level, seed, mix, out))
+    return path
+
+
+_WRITTEN: set = set()
 
 
 def shown_copy(src: Path, name: str) -> Path:

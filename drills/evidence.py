@@ -10,6 +10,7 @@ re-derives a number: values are the analyzers', rounded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from analyzers.model import verdicts
@@ -66,7 +67,18 @@ def _load(path: str | Path):
 
 
 def facts(path: str | Path) -> Facts:
-    """What a drill needs to know about one trace, from the analyzers."""
+    """What a drill needs to know about one trace, from the analyzers (read once per version of the file in a
+    process: grading a bank of answers reads the same trace for each)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return facts_of(_load(path))     # the analyzers say what is wrong with it
+    return _facts_cached(str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _facts_cached(path: str, mtime_ns: int, size: int) -> Facts:
     return facts_of(_load(path))
 
 

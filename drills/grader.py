@@ -80,6 +80,16 @@ def grade(drill: Drill, answers: dict) -> Result:
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
 
 
+def grade_part(drill: Drill, part: str, answer) -> Part:
+    """One part of a drill graded alone (the answer bank in tests/answer_bank grades parts)."""
+    ctx = _Context(drill, key_of(drill))
+    w = drill.rubric[part]
+    if _blank(answer):
+        return Part(part, w, 0.0, None, ctx.expected(part), words.blank(part))
+    score, fb = getattr(ctx, f"{drill.kind}_{part}")(answer)
+    return Part(part, w, score, answer, ctx.expected(part), fb)
+
+
 def _blank(ans) -> bool:
     if ans is None:
         return True

@@ -42,7 +42,7 @@ SLASH_HEDGE = re.compile(r"[a-z]{3,}\s*/\s*(?!s\b)[a-z]{3,}")   # "compute/memor
 MINOR = ("some", "a bit of", "a little", "a few", "minor", "slight", "slightly", "partly", "partially", "a touch of",
          "secondary", "also some", "plus some", "with some", "less so", "somewhat", "a small amount of")
 NEGATION_REACH = 6   # tokens between a negator and the class phrase it denies
-NEGATOR = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n) for n in NEGATORS) + r")(?![a-z])(?! more\b)")
+NEGATOR = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n) for n in NEGATORS) + r")(?![a-z])")
 JOIN = re.compile(r"\s*(?:,\s*)?(?:or|nor)\s+(?:a |an |the |any )?\s*|\s*")   # "X or Y", "X nor Y", "X Y"
 
 
@@ -85,13 +85,13 @@ def _pattern(phrase: str) -> re.Pattern:
 
 
 def _hits(clause: str, tables: dict) -> list[tuple[str, int, int]]:
-    """(class, start, end) of each phrase in the clause; a match inside a longer one of another class does not
-    count ("cpu" inside "cpu bound"), and one phrase listed under two classes is a hit of both."""
+    """(class, start, end) of each phrase in the clause; a match inside a longer one does not count ("cpu" inside
+    "cpu bound", "launch" inside "launch overhead"), and one phrase listed under two classes is a hit of both."""
     found = [(cls, m.start(), m.end()) for cls, phrases in tables.items() for p in phrases
              for m in _pattern(p).finditer(clause)]
     out = []
     for cls, s, e in found:
-        inside = any(c2 != cls and s2 <= s and e <= e2 and (e2 - s2) > (e - s) for c2, s2, e2 in found)
+        inside = any(s2 <= s and e <= e2 and (e2 - s2) > (e - s) for c2, s2, e2 in found)
         if not inside and (cls, s, e) not in out:
             out.append((cls, s, e))
     return sorted(out, key=lambda h: (h[1], h[2]))
@@ -118,9 +118,17 @@ def _negated_from_before(clause: str, start: int, hits_before: list[tuple[str, i
     return all(JOIN.fullmatch(j) for j in joins)
 
 
-def _removal_before(clause: str, start: int) -> bool:
-    near = _tokens_before(clause, start, 4)
-    return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in REMOVAL)
+def _removal_verb(clause: str, start: int) -> int | None:
+    """Where the removal verb before the phrase starts ("avoid the syncs"), within 4 tokens; None if there is none."""
+    lo = start
+    for _ in range(4):
+        m = re.search(r"\S+\s*$", clause[:lo])
+        if not m:
+            break
+        lo = m.start()
+    found = [lo + m.start() for v in REMOVAL
+             for m in re.finditer(rf"(?<![a-z]){re.escape(v)}(?![a-z])", clause[lo:start])]
+    return max(found) if found else None
 
 
 def _minor_before(clause: str, start: int) -> bool:
@@ -141,10 +149,18 @@ def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset) -> list
     return sorted(out, key=lambda h: (h[1], h[2]))
 
 
-def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset()) -> Reading:
+def _is_weak(matched: str, phrases) -> bool:
+    """A generic word of its class ("python", "launches", "compute"): it names the class only when no other class
+    is named by a word of its own ("the queue drains because Python reads back a scalar" is a sync)."""
+    return any(_pattern(p).fullmatch(matched.strip()) for p in phrases)
+
+
+def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset(),
+         weak: dict | None = None) -> Reading:
     """Read `text` against `tables` (class -> phrases). With `removal_tables` (class -> phrases naming what the
     class's fix removes, e.g. the idle causes' names), "avoid the syncs" asserts the class whose fix that is.
-    `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever)."""
+    `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever). `weak`: each
+    class's generic words, which name it only as a minor mention beside another class's own words."""
     asserted: list[str] = []
     denied: set[str] = set()
     positive_major: set[str] = set()
@@ -152,24 +168,29 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
     seen_before: list[str] = []
     for clause in clauses(text):
         hits = _hits(clause, tables)
+        # a cause's name after a removal verb is the fix ("avoid the syncs"): the verb, not the name, is what a
+        # negation reaches ("don't remove the syncs")
+        removals: dict[tuple[int, int], int] = {}
         if removal_tables:
-            named = _hits(clause, removal_tables)
             covered = [(s, e) for _, s, e in hits]
-            hits += [(cls, s, e) for cls, s, e in named if _removal_before(clause, s)
-                     and not any(s2 <= s < e2 for s2, e2 in covered)]
+            for cls, s, e in _hits(clause, removal_tables):
+                verb = _removal_verb(clause, s)
+                if verb is not None and not any(s2 <= s < e2 for s2, e2 in covered):
+                    hits.append((cls, s, e))
+                    removals[(s, e)] = verb
         hits = _resolve_shared(hits, prefer)
         clause_pos: list[tuple[str, int]] = []
-        removals = {(s, e) for _, s, e in hits if removal_tables and _removal_before(clause, s)}
         for i, (cls, s, e) in enumerate(hits):
-            neg = (s, e) not in removals and (_negated_from_before(clause, s, [h for h in hits[:i] if h[1] < s])
-                                              or bool(POST_NEGATION.match(clause[e:])))
+            at = removals.get((s, e), s)
+            neg = _negated_from_before(clause, at, [h for h in hits[:i] if h[1] < at]) or \
+                bool(POST_NEGATION.match(clause[e:]))
             if neg:
                 denied.add(cls)
                 continue
             clause_pos.append((cls, s))
             if cls not in asserted:
                 asserted.append(cls)
-            if not _minor_before(clause, s):
+            if not _minor_before(clause, s) and not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
                 positive_major.add(cls)
         # a disjunction inside one clause between two classes
         if len({c for c, _ in clause_pos}) > 1:
@@ -184,6 +205,6 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
     if len(asserted) > 1 and not hedged_pairs:
         # across clauses: "maybe sync. or launches?"
         hedged_pairs = bool(re.search(r"\b(?:either|maybe|perhaps|possibly|not sure|unsure)\b|\?", text.lower())) \
-            and len(positive_major) > 1
+            and len(set(asserted)) > 1
     minor = frozenset(c for c in asserted if c not in positive_major)
     return Reading(tuple(asserted), frozenset(denied - set(asserted)), hedged_pairs and len(set(asserted)) > 1, minor)

@@ -43,4 +43,13 @@ def tables(group: str, field: str, only: tuple[str, ...] | None = None) -> dict[
 
 
 def reading(text: str, table: dict, removal: dict | None = None, prefer: frozenset = frozenset()) -> Reading:
-    return read(text, table, removal, prefer)
+    """`table` from tables(); the vocabulary's generic words (`weak`) name a class only beside no other's own."""
+    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table})
+
+
+@lru_cache(maxsize=1)
+def _weak() -> dict[str, tuple[str, ...]]:
+    """Each class's generic words (vocab.toml `weak`): they name the class when they stand alone, and are a minor
+    mention beside another class's own words ("the queue drains because Python reads back a scalar": a sync)."""
+    return {cls: tuple(t.get("weak", ())) for group in vocab().values() for cls, t in group.items()
+            if isinstance(t, dict) and t.get("weak")}
