@@ -54,6 +54,31 @@ PARTS = {
         "achieved": (NUMBER, "TFLOP/s when compute-bound, GB/s otherwise; a number, or with its unit (\"0.79 PFLOP/s\", \"4.2 TB/s\")"),
         "lever": (TEXT, "free text: the lever that helps"),
     },
+    "waste": {
+        "regime": (TEXT, "compute | memory | overhead, or free text: what bounds the trace"),
+        "fix": (TEXT, "free text: the fix that buys most"),
+        "waste": (TEXT, "free text: the tempting lever that would waste the week"),
+    },
+    "ledger": {
+        "eager_bytes": (NUMBER, "bytes one call of the chain moves eagerly, with its unit (\"2.4 GB\", \"2300 MiB\")"),
+        "fused_bytes": (NUMBER, "bytes the same call moves fused into one kernel, with its unit"),
+        "speedup": (NUMBER, "what fusing buys: the span before over the span after (1.7, \"1.7x\")"),
+    },
+    "shapes": {
+        "tflops_small": (NUMBER, "TFLOP/s of the small shape; a number, or with its unit"),
+        "tflops_large": (NUMBER, "TFLOP/s of the large shape; a number, or with its unit"),
+        "small_regime": (TEXT, "compute | memory | overhead, or free text: what bounds the small shape"),
+    },
+    "floor": {
+        "floor_ms": (NUMBER, "ms per token at the floor: the bytes each token reads over the HBM bandwidth"),
+        "per_token_ms": (NUMBER, "ms per token measured (decode)"),
+        "lever": (TEXT, "free text: the lever that closes the gap to the floor"),
+    },
+    "timer": {
+        "median_ms": (NUMBER, "ms: the median of the repeats of the first variant"),
+        "spread_pct": (NUMBER, "%: its spread, (max − min) / median"),
+        "verdict": (TEXT, "real | noise: is the difference between the two variants outside their spreads?"),
+    },
     "collapse": {
         "speedup": (NUMBER, "a number: before span / after span"),
         "explained_by": (TEXT, "launches | bytes, or free text"),
@@ -82,6 +107,9 @@ class Drill:
     strip_ranges: bool = False   # show the sample trace with its named ranges removed (analyzers.tools.strip_ranges)
     ticket: str | None = None    # an incident's ticket, as product wrote it
     slo: dict | None = None      # an incident's targets: {"ttft_ms", "per_token_ms"}
+    shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
+    scenario: str | None = None  # a timer drill's scenario in traces/realworld/measured.json
+    variants: tuple[str, ...] = ()  # ... and its two variants
 
     @property
     def parts(self) -> dict:
@@ -207,7 +235,8 @@ def all_drills() -> tuple[Drill, ...]:
                              cap_if_wrong=float(merged["cap_if_wrong"]), trace=merged.get("trace"),
                              after=merged.get("after"), generate=merged.get("generate"),
                              strip_ranges=bool(merged.get("strip_ranges", False)), ticket=merged.get("ticket"),
-                             slo=merged.get("slo")))
+                             slo=merged.get("slo"), shapes=tuple(merged.get("shapes", ())),
+                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ()))))
     ids = [d.id for d in out]
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")

@@ -46,6 +46,11 @@ class Facts:
     ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "median_wall_us", "wall_us",
                                                    #   "regime", "idle_dominant"}]
     phases: dict = field(default_factory=dict)     # {"ttft_ms", "per_token_ms", "prefill_regime", ...} or {}
+    kernels: list = field(default_factory=list)    # the roofline's costed ops: [{"name", "shapes", "dtype", "kind",
+                                                   #   "calls", "flops", "bytes", "device_us", "tflops", "gbps",
+                                                   #   "peak_tflops", "peak_gbps", "bound"}], most device time first
+    peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
+    declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
     next_kind: str | None = None   # the report's Next (analyzers.triage.report.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
     waste_lever: str | None = None  # ... and the lever that would waste the week
@@ -91,6 +96,8 @@ def facts_of(a) -> Facts:
     ranges = [{"name": r.name, "count": int(r.count), "kernel_busy_us": round(float(r.kernel_busy_us), 1),
                "median_wall_us": round(float(r.median_wall_us), 1), "wall_us": round(float(r.union_wall_us), 1),
                "regime": _value(a.range_verdicts[r.name].regime) if r.name in a.range_verdicts else None,
+               "tflops": _r(a.range_verdicts[r.name].achieved_tflops, 1) if r.name in a.range_verdicts else None,
+               "gbps": _r(a.range_verdicts[r.name].achieved_gbps, 1) if r.name in a.range_verdicts else None,
                "idle_dominant": _value(r.idle_dominant)} for r in a.ranges]
     phases = {}
     if a.phases:
@@ -115,7 +122,27 @@ def facts_of(a) -> Facts:
         memory_share=round(v.memory_us / kern, 4) if kern else 0.0,
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
-        ranges=ranges, phases=phases, **_next_of(a))
+        ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
+        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a), **_next_of(a))
+
+
+def _declared(a) -> dict:
+    side = getattr(a.trace, "side", None)
+    meta = getattr(side, "sidecar", None) or {}
+    m = meta.get("measurements")
+    return {k: v for k, v in m.items() if isinstance(v, (int, float))} if isinstance(m, dict) else {}
+
+
+def _kernels(a, top: int = 8) -> list[dict]:
+    """The roofline's points (an op and its shapes), as `drill show` prints them for a roofline question."""
+    if a.roof is None:
+        return []
+    pts = sorted(a.roof.points, key=lambda p: -p.device_us)[:top]
+    return [{"name": p.name, "shapes": p.shapes, "dtype": p.dtype, "kind": p.kind, "calls": int(p.calls),
+             "flops": float(p.flops), "bytes": float(p.bytes), "device_us": round(float(p.device_us), 1),
+             "tflops": round(float(p.achieved_tflops), 2), "gbps": round(float(p.achieved_gbps), 1),
+             "peak_tflops": round(float(p.peak_tflops), 1), "peak_gbps": round(float(p.peak_gbps), 1),
+             "bound": _value(p.bound)} for p in pts]
 
 
 def _next_of(a) -> dict:
@@ -235,3 +262,34 @@ def whatif_ratio(path: str | Path, lever: str) -> float:
     if a.levers is None:
         raise EvidenceError(f"{Path(path).name}: no GPU timeline to replay, so no what-if for {lever}")
     return round(float(a.levers.all.lever(lever).predicted_ratio), 4)
+
+
+# --- the fusion byte ledger (M01.07) -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ledger:
+    """A trace's eager elementwise chains (analyzers.analyses.fusion) as one typical call: the median chain."""
+    chains: int
+    ops: int                 # ops (and kernels) in the median chain
+    eager_bytes: float       # bytes one call moves eagerly: every op reads its inputs and writes its output
+    fused_bytes: float       # ... fused: inputs from outside the chain read once per pass, the output written once
+    passes: int
+    fuse_ratio: float | None  # what the `fuse` lever's replay predicts: fused span over traced span
+
+
+def ledger(path: str | Path) -> Ledger:
+    import statistics
+
+    from analyzers.analyses.fusion import chains
+
+    a = _load(path)
+    cs = chains(a.trace)
+    if not cs:
+        raise EvidenceError(f"{Path(path).name}: no eager elementwise chain to fuse")
+    mid = sorted(cs, key=lambda c: c.eager_bytes)[len(cs) // 2]
+    ratio = None
+    if a.levers is not None:
+        ratio = round(float(a.levers.all.lever("fuse").predicted_ratio), 4)
+    return Ledger(chains=len(cs), ops=len(mid.ops), eager_bytes=float(statistics.median(c.eager_bytes for c in cs)),
+                  fused_bytes=float(statistics.median(c.fused_bytes for c in cs)), passes=int(mid.passes),
+                  fuse_ratio=ratio)

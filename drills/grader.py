@@ -151,6 +151,9 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
     """A name part: the key's class alone 1, beside another 0.5, a hedge or a denial or another class 0."""
     r = reading(text, table)
     main = r.main
+    others = set(table) - {key}
+    if len(table) == 2 and not r.asserted and r.denied == others:
+        return 1.0, r      # of two answers, denying the other one says this one ("not prefill" is decode)
     if key in r.denied or key not in r.asserted:
         return 0.0, r
     if r.hedged and not (allow_two and len(main) <= 2):
@@ -173,7 +176,8 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     denied, pinned, wrong, none)."""
     accept, partial, waste = set(key["accept"]), set(key.get("partial", ())), key.get("waste_class")
     table, removal = lever_tables()
-    r = reading(text, table, removal, frozenset(accept | partial))
+    # a word shared by the fix and the week's waste ("fuse" where fusion is the waste) is the waste's
+    r = reading(text, table, removal, frozenset(accept | partial), frozenset({waste} - accept - {None}))
     pos = set(r.asserted)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
@@ -199,7 +203,95 @@ def pattern_table() -> dict:
     return {c: tuple(pat.get(c, ())) + tuple(names.get(c, ())) for c in names}
 
 
-class _Context:
+class _NewRungs:
+    """The course's rungs added with the fusion ledger: M00.01, M00.03, M01.03, M01.04, M01.07."""
+
+    # --- M00.01: the regime, the fix, and the lever that would waste the week --------------------------------
+    def waste_regime(self, ans):
+        return self._name(ans, self.key["regime"], tables("regime", "name"), self._roof_why())
+
+    def waste_fix(self, ans):
+        return self._lever(ans)
+
+    def waste_waste(self, ans):
+        k, nw = self.key, self.facts.next_words
+        waste = k["waste_class"]
+        table, removal = lever_tables()
+        r = reading(_text(ans), table, removal, frozenset({waste}))
+        pos = set(r.asserted)
+        if pos & set(k["accept"]) and waste not in pos:
+            return 0.0, words.waste_is_the_fix(nw)
+        if r.hedged and waste in pos:
+            return 0.0, words.hedged(waste, pos - {waste})
+        if pos == {waste}:
+            return 1.0, words.waste_right(nw)
+        if waste in pos:
+            return BOTH_CREDIT, words.both(waste, pos - {waste})
+        return 0.0, words.waste_wrong(set(r.main), nw)
+
+    # --- M01.07: the fusion byte ledger ---------------------------------------------------------------------
+    def _ledger_why(self) -> str:
+        k = self.key
+        return words.ledger_why(k["ops"], k["eager_gb"], k["fused_gb"], k["passes"], k["chains"])
+
+    def ledger_eager_bytes(self, ans):
+        s, fb = self._number("eager_bytes", ans, self.key["eager_gb"], "GB")
+        return s, f"{fb} {self._ledger_why()}."
+
+    def ledger_fused_bytes(self, ans):
+        k = self.key
+        # what the lever counts (inputs read once per pass), or the capture's minimum (one pass): both are right
+        s, fb = max((self._number("fused_bytes", ans, v, "GB") for v in (k["fused_gb"], k.get("fused_gb_counted"))
+                     if v), key=lambda x: x[0])
+        counted = words.ledger_counted(k["fused_gb_counted"]) if k.get("fused_gb_counted") else ""
+        return s, f"{fb} {self._ledger_why()}{counted}."
+
+    def ledger_speedup(self, ans):
+        k = self.key
+        s, fb = max((self._number("speedup", ans, v, "×") for v in (k["speedup"], k.get("speedup_wall")) if v),
+                    key=lambda x: x[0])
+        return s, f"{fb} {words.ledger_speedup_why(k['speedup'], k.get('speedup_wall'), k.get('fuse_ratio'))}."
+
+    # --- M01.04: a kernel has no single speed ------------------------------------------------------------------
+    def shapes_tflops_small(self, ans):
+        return self._number("tflops_small", ans, self.key["tflops_small"], "TFLOP/s")
+
+    def shapes_tflops_large(self, ans):
+        return self._number("tflops_large", ans, self.key["tflops_large"], "TFLOP/s")
+
+    def shapes_small_regime(self, ans):
+        k = self.key
+        why = words.shapes_why(self.drill.shapes, k["tflops_small"], k["tflops_large"], k["small_regime"],
+                               k["large_regime"])
+        return self._name(ans, k["small_regime"], tables("regime", "name"), why)
+
+    # --- M00.03: the decode floor -----------------------------------------------------------------------------
+    def floor_floor_ms(self, ans):
+        k = self.key
+        s, fb = self._number("floor_ms", ans, k["floor_ms"], "ms")
+        return s, f"{fb} {words.floor_why(k['gb_per_token'], k['peak_gbps'], k['floor_ms'], k['per_token_ms'])}."
+
+    def floor_per_token_ms(self, ans):
+        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+
+    def floor_lever(self, ans):
+        return self._lever(ans)
+
+    # --- M01.03: the honest timer -----------------------------------------------------------------------------
+    def timer_median_ms(self, ans):
+        return self._number("median_ms", ans, self.key["median_ms"], "ms")
+
+    def timer_spread_pct(self, ans):
+        return self._number("spread_pct", ans, self.key["spread_pct"], "%")
+
+    def timer_verdict(self, ans):
+        k = self.key
+        why = words.timer_why(self.drill.variants, k["median_ms"], k["spread_pct"], k["other_median_ms"],
+                              k["other_spread_pct"], k["verdict"], k["repeats"])
+        return self._name(ans, k["verdict"], tables("verdict", "name"), why)
+
+
+class _Context(_NewRungs):
     """The drill, its stored key, and the trace's facts (read once, when feedback needs them)."""
 
     def __init__(self, drill: Drill, key: dict):
@@ -229,13 +321,14 @@ class _Context:
                 "decode_regime": k.get("decode_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
                 "lever": words.lever_label(k["next"]) if "next" in k else None, "speedup": k.get("speedup"),
                 "explained_by": k.get("explained_by"), "phase": k.get("phase"),
-                "refuse": words.PHASE_FIXES.get(k.get("refuse")), **self._new_rung_expected(part)}.get(part)
-
-    def _new_rung_expected(self, part: str) -> dict:
-        k = self.key
-        return {p: k.get(p) for p in ("tflops_small", "tflops_large", "eager_bytes", "fused_bytes", "floor_ms",
-                                      "measured_ms", "spread", "repeats_needed", "waste", "fused_ratio")
-                if p == part}
+                "refuse": words.PHASE_FIXES.get(k.get("refuse")),
+                "fix": words.lever_label(k["next"]) if "next" in k else None,
+                "waste": words.lever_label(k["waste_class"]) if k.get("waste_class") else None,
+                "eager_bytes": f"{k['eager_gb']} GB" if "eager_gb" in k else None,
+                "fused_bytes": f"{k['fused_gb']} GB" if "fused_gb" in k else None,
+                "tflops_small": k.get("tflops_small"), "tflops_large": k.get("tflops_large"),
+                "small_regime": k.get("small_regime"), "floor_ms": k.get("floor_ms"),
+                "median_ms": k.get("median_ms"), "spread_pct": k.get("spread_pct"), "verdict": k.get("verdict")}.get(part)
 
     def _cause_evidence(self, cause: str) -> str:
         f = self.facts

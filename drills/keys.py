@@ -7,9 +7,10 @@ every key again and compares it with the stored one, so the bank and the analyze
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from drills import evidence
-from drills.bank import KEYS_PATH, Drill, all_drills
+from drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
 from drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
@@ -17,6 +18,10 @@ SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of th
 
 
 def derive(drill: Drill) -> dict:
+    if drill.kind == "ledger":
+        return ledger_key(drill)
+    if drill.kind == "timer":
+        return timer_key(drill)
     if drill.kind == "collapse":
         d = evidence.diff_facts(drill.trace_path(), drill.after_path())
         return {"speedup": d.speedup, "explained_by": d.explained_by, **levers(evidence.facts(drill.trace_path()))}
@@ -35,7 +40,77 @@ def derive(drill: Drill) -> dict:
         compute = f.regime == "compute"
         return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
                 "achieved_unit": "TFLOP/s" if compute else "GB/s", **levers(f)}
+    if drill.kind == "waste":
+        return {"regime": f.regime, **levers(f)}
+    if drill.kind == "shapes":
+        return shapes_key(drill, f)
+    if drill.kind == "floor":
+        return floor_key(drill, f)
     raise ValueError(drill.kind)
+
+
+def ledger_key(drill: Drill) -> dict:
+    """The fusion byte ledger of the trace's median chain (what the fuse lever computes), the capture's own count
+    where the pair was measured (traces/realworld/measured.json: the ByteLedger's minimum, one pass), and what
+    fusing bought: the median over repeats where measured, else the pair's traced spans."""
+    led = evidence.ledger(drill.trace_path())
+    d = evidence.diff_facts(drill.trace_path(), drill.after_path())
+    key = {"eager_gb": round(led.eager_bytes / 1e9, 4), "fused_gb": round(led.fused_bytes / 1e9, 4), "ops": led.ops,
+           "passes": led.passes, "chains": led.chains, "speedup": d.speedup, "fuse_ratio": led.fuse_ratio}
+    measured = measured_pair(drill)
+    if measured:
+        counted = measured["variants"]["before"]["record"]["ledger"]
+        key.update(fused_gb_counted=round(counted["fused_bytes"] / 1e9, 4),
+                   speedup=round(1 / measured["ratio"]["fuse"]["median"], 4),
+                   speedup_wall=round(1 / measured["wall_ratio"]["fuse"]["median"], 4))
+    return key
+
+
+def measured_pair(drill: Drill) -> dict | None:
+    """The scenario of traces/realworld/measured.json whose before trace the drill shows, if any."""
+    import json
+
+    name = Path(drill.trace).name.split("--")[0]
+    if "realworld/" not in drill.trace:
+        return None
+    return json.loads((REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())["scenarios"].get(name)
+
+
+def shapes_key(drill: Drill, f: evidence.Facts) -> dict:
+    """A kernel has no single speed: the TFLOP/s of two shapes of one op, and what bounds the small one."""
+    by = {r["name"]: r for r in f.ranges}
+    small, large = (by[n] for n in drill.shapes)
+    return {"tflops_small": small["tflops"], "tflops_large": large["tflops"], "small_regime": small["regime"],
+            "large_regime": large["regime"], "speed_ratio": round(large["tflops"] / small["tflops"], 1)}
+
+
+def floor_key(drill: Drill, f: evidence.Facts) -> dict:
+    """The decode floor: the bytes one token must read (the weights and the KV cache, as the capture declares
+    them) over the device's HBM peak, against the measured per-token time; the lever is the report's Next."""
+    per_token = f.declared.get("decode_bytes_per_token_min") or f.declared.get("weight_bytes")
+    if not per_token or not f.peak_gbps:
+        raise ValueError(f"{drill.id}: {drill.trace} declares no weight bytes, or its device has no HBM peak")
+    floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
+    p = f.phases
+    return {"gb_per_token": round(per_token / 1e9, 3), "weight_gb": round(f.declared.get("weight_bytes", 0) / 1e9, 3),
+            "peak_gbps": f.peak_gbps, "floor_ms": round(floor_ms, 4), "per_token_ms": p["per_token_ms"],
+            "over_floor": round(p["per_token_ms"] / floor_ms, 1), "decode_regime": p["decode_regime"], **levers(f)}
+
+
+def timer_key(drill: Drill) -> dict:
+    """The honest timer: the median and spread of a variant's unprofiled repeats (measured.json's wall times),
+    and whether two variants' repeats overlap (noise) or not (a real difference)."""
+    import json
+
+    m = json.loads((REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
+    runs = m["scenarios"][drill.scenario]["wall_ms"]
+    a, b = (sorted(runs[v]["runs"]) for v in drill.variants)
+    med = runs[drill.variants[0]]["median"]
+    real = a[-1] < b[0] or b[-1] < a[0]    # one variant's slowest repeat is under the other's fastest
+    return {"median_ms": round(med, 4), "spread_pct": round(100 * (a[-1] - a[0]) / med, 2),
+            "other_median_ms": round(runs[drill.variants[1]]["median"], 4),
+            "other_spread_pct": round(100 * (b[-1] - b[0]) / runs[drill.variants[1]]["median"], 2),
+            "verdict": "real" if real else "noise", "repeats": len(a)}
 
 
 def incident(drill: Drill, f: evidence.Facts) -> dict:

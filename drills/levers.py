@@ -55,7 +55,9 @@ def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: b
         accept.append("fuse")                # the report's own words: "torch.compile to fuse, then CUDA graphs"
         partial = []
     waste_class = class_of_lever(waste)
-    if waste_class in accept:                # the same class as the fix (another of its levers): no waste to name
+    if waste_class in accept[1:]:            # a class accepted beside the fix is the week's waste here: not accepted
+        accept.remove(waste_class)
+    elif waste_class in accept:              # the same class as the fix (another of its levers): no waste to name
         waste_class = None
     out = {"next": kind, "lever": lever, "waste": waste, "waste_class": waste_class, "accept": accept,
            "partial": partial}

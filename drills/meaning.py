@@ -136,15 +136,16 @@ def _minor_before(clause: str, start: int) -> bool:
     return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in MINOR)
 
 
-def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset) -> list[tuple[str, int, int]]:
-    """One phrase of two classes ("torch.compile": fusion and fewer launches) is a hit of the preferred class
-    alone when it is one of them, else of both."""
+def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset,
+                    first: frozenset = frozenset()) -> list[tuple[str, int, int]]:
+    """One phrase of two classes ("torch.compile": fusion and fewer launches) is a hit of the `first` class when it
+    is one of them (the lever that would waste the week: its own word), else of the preferred, else of both."""
     spans: dict[tuple[int, int], list[str]] = {}
     for cls, s, e in hits:
         spans.setdefault((s, e), []).append(cls)
     out = []
     for (s, e), classes in spans.items():
-        keep = [c for c in classes if c in prefer] or classes
+        keep = [c for c in classes if c in first] or [c for c in classes if c in prefer] or classes
         out += [(c, s, e) for c in keep]
     return sorted(out, key=lambda h: (h[1], h[2]))
 
@@ -156,7 +157,7 @@ def _is_weak(matched: str, phrases) -> bool:
 
 
 def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset(),
-         weak: dict | None = None) -> Reading:
+         weak: dict | None = None, first: frozenset = frozenset()) -> Reading:
     """Read `text` against `tables` (class -> phrases). With `removal_tables` (class -> phrases naming what the
     class's fix removes, e.g. the idle causes' names), "avoid the syncs" asserts the class whose fix that is.
     `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever). `weak`: each
@@ -178,7 +179,7 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
                 if verb is not None and not any(s2 <= s < e2 for s2, e2 in covered):
                     hits.append((cls, s, e))
                     removals[(s, e)] = verb
-        hits = _resolve_shared(hits, prefer)
+        hits = _resolve_shared(hits, prefer, first)
         clause_pos: list[tuple[str, int]] = []
         for i, (cls, s, e) in enumerate(hits):
             at = removals.get((s, e), s)
@@ -194,8 +195,8 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
                 positive_major.add(cls)
         # a disjunction inside one clause between two classes
         if len({c for c, _ in clause_pos}) > 1:
-            first, last = clause_pos[0][1], clause_pos[-1][1]
-            if DISJUNCTION.search(clause[max(0, first - 12):last]) or SLASH_HEDGE.search(text.lower()):
+            lo, hi = clause_pos[0][1], clause_pos[-1][1]
+            if DISJUNCTION.search(clause[max(0, lo - 12):hi]) or SLASH_HEDGE.search(text.lower()):
                 hedged_pairs = True
         # "sync, or launch overhead": a clause that opens with a disjunction, against the classes before it
         if clause_pos and re.match(r"\s(?:or|either|maybe|perhaps|possibly)\s", clause) and \

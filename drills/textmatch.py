@@ -42,9 +42,10 @@ def tables(group: str, field: str, only: tuple[str, ...] | None = None) -> dict[
     return dict(_tables(group, field, only))
 
 
-def reading(text: str, table: dict, removal: dict | None = None, prefer: frozenset = frozenset()) -> Reading:
+def reading(text: str, table: dict, removal: dict | None = None, prefer: frozenset = frozenset(),
+            first: frozenset = frozenset()) -> Reading:
     """`table` from tables(); the vocabulary's generic words (`weak`) name a class only beside no other's own."""
-    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table})
+    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table}, first)
 
 
 @lru_cache(maxsize=1)
