@@ -13,7 +13,7 @@ from pathlib import Path
 from analyzers.model.units import num
 
 from analyzers.voice.drills import (answer_keys_help, attempts_line, calibration, declared_line, device_peaks, grade_row,
-                                    kernel_row, kernel_table_header, no_prediction, operator_row, prediction_first,
+                                    gap_row, kernel_row, kernel_table_header, large_gaps_header, no_prediction, operator_row, prediction_first,
                                     prediction_note, prediction_recorded, range_row, repeats_header, repeats_row,
                                     rubric_line, span_line, summary, sweep_header, sweep_row, unit_slip_warning,
                                     worst_miss)
@@ -152,6 +152,11 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         win = render.zoom_window(t, most)
         if win:
             con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
+        gaps = render.large_gaps(t)
+        if gaps:
+            con.print(large_gaps_header(), markup=False)
+            for start, length, call in gaps:
+                con.print(gap_row(start, length, call), markup=False)
     if d.kind == "triage":
         con.print(span_line(**info["span"]), markup=False)
         con.print("operator table (device time):")

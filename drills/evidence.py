@@ -235,6 +235,7 @@ class Lanes:
     lanes: list           # lane names, host threads first
     bars: list            # (lane index, start_us, end_us, kind)
     gaps: list            # (start_us, end_us, cause)
+    gap_calls: list = field(default_factory=list)   # per gap, the host call the host was in ("" when none)
 
 
 def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
@@ -244,7 +245,8 @@ def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
     t = build(a, max_bars=max_bars)
     bars = [(int(l), float(s), float(e), k) for l, s, e, k in zip(t.lane, t.start_us, t.end_us, t.kind)]
     gaps = [(float(s), float(e), c) for s, e, c in zip(t.gap_start_us, t.gap_end_us, t.gap_cause)]
-    return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps)
+    calls = list(t.gap_host_call) if t.gap_host_call is not None else [""] * len(gaps)
+    return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps, gap_calls=calls)
 
 
 # --- measured quantities for the prediction log ---------------------------------------------------

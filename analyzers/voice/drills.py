@@ -326,7 +326,8 @@ def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
 
 
 def sweep_header() -> str:
-    return "the captured size sweep (traces/measurements.json, one call, median):"
+    return ("the capture's size sweep, timed unprofiled with CUDA events (traces/measurements.json, one call, median); "
+            "the drill asks about the traced spans above, which include the profiler's cost per launch:")
 
 
 def sweep_row(r: dict) -> str:
@@ -513,3 +514,11 @@ def unit_slip_warning(quantity: str, predicted: float, measured: float, unit: st
     times = f"{num(factor)}×" if factor >= 1 else f"1/{num(1 / factor)}"
     return (f"{quantity} {num(predicted)} {unit} is {times} what the trace measures ({num(measured)} {unit}): a unit "
             f"slip? the prediction is recorded as given")
+
+
+def large_gaps_header() -> str:
+    return "the longest idle gaps, and the host call the host was in during each:"
+
+
+def gap_row(start_us: float, length_us: float, call: str) -> str:
+    return f"  at {duration_us(start_us):>9}: {duration_us(length_us):>9} idle, the host in {call or 'no traced call'}"
