@@ -51,7 +51,8 @@ PARTS = {
     },
     "roofline": {
         "regime": (TEXT, "compute | memory | overhead, or free text"),
-        "achieved": (NUMBER, "TFLOP/s when compute-bound, GB/s otherwise; a number, or with its unit (\"0.79 PFLOP/s\", \"4.2 TB/s\")"),
+        "achieved": (NUMBER, "TFLOP/s when compute-bound, GB/s otherwise; a number, or with its unit "
+                             "(\"0.79 PFLOP/s\", \"4.2 TB/s\")"),
         "lever": (TEXT, "free text: the lever that helps"),
     },
     "waste": {
@@ -128,8 +129,9 @@ class Drill:
         if self.generate is None:
             return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz")
         g = self.generate
-        return _toy(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)), tuple(sorted((g.get("mix") or {}).items())),
-                    str(generated_dir() / f"{self.id}.json.gz"))
+        mix = tuple(sorted((g.get("mix") or {}).items()))
+        out = generated_dir() / f"{self.id}.json.gz"
+        return _toy(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)), mix, str(out))
 
     def after_path(self) -> Path | None:
         return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz") if self.after else None
@@ -163,27 +165,20 @@ _WRITTEN: set = set()
 def shown_copy(src: Path, name: str) -> Path:
     """The sample trace under a name that does not give the answer away (`smell-sync-item.json.gz` would), in a
     folder of its own with what lies beside it (its capture sidecar, the measured ceilings), so that it reads as
-    the same trace: a hard link (a copy across file systems), made again when the sample changes."""
-    try:
-        st = src.stat()
-    except FileNotFoundError:
+    the same trace: copies, made again when the sample or what lies beside it changes."""
+    if not src.exists():
         return src            # the analyzers say "no such trace", naming the bank's path
     folder = generated_dir() / "shown" / name.split(".json")[0]
+    folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
-    if out.exists():
-        o = out.stat()
-        if not ((o.st_ino == st.st_ino and o.st_dev == st.st_dev) or (o.st_size == st.st_size
-                                                                      and o.st_mtime >= st.st_mtime)):
-            out.unlink()
-    if not out.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        _place(lambda tmp: _link_or_copy(src, tmp), out)
+    if _stale(src, out):
+        _place(lambda tmp: _copy(src, tmp), out)
     ceilings = src.parent / "ceilings.json"
-    if ceilings.exists() and not (folder / "ceilings.json").exists():
-        _place(lambda tmp: _link_or_copy(ceilings, tmp), folder / "ceilings.json")
+    if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
+        _place(lambda tmp: _copy(ceilings, tmp), folder / "ceilings.json")
     meta = src.parent / (src.name.split(".json")[0] + ".meta.json")
     shown_meta = folder / (name.split(".json")[0] + ".meta.json")
-    if meta.exists() and not shown_meta.exists():
+    if meta.exists() and _stale(meta, shown_meta, same_size=False):
         doc = json.loads(meta.read_text())
         if isinstance(doc, dict) and doc.get("trace"):
             doc["trace"] = name          # the sidecar names the trace it describes
@@ -191,11 +186,19 @@ def shown_copy(src: Path, name: str) -> Path:
     return out
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _stale(src: Path, out: Path, same_size: bool = True) -> bool:
+    """The copy is missing, older than its source, or (a plain copy) not the source's size."""
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
+        o, st = out.stat(), src.stat()
+    except FileNotFoundError:
+        return True
+    return o.st_mtime < st.st_mtime or (same_size and o.st_size != st.st_size)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """A copy, not a link: a viewer that writes to the file it opened must not change the bank's trace
+    (the largest sample is a few MB, copied once per change)."""
+    shutil.copyfile(src, dst)
 
 
 def _place(write, out: Path) -> None:

@@ -328,7 +328,8 @@ class _Context(_NewRungs):
                 "fused_bytes": f"{k['fused_gb']} GB" if "fused_gb" in k else None,
                 "tflops_small": k.get("tflops_small"), "tflops_large": k.get("tflops_large"),
                 "small_regime": k.get("small_regime"), "floor_ms": k.get("floor_ms"),
-                "median_ms": k.get("median_ms"), "spread_pct": k.get("spread_pct"), "verdict": k.get("verdict")}.get(part)
+                "median_ms": k.get("median_ms"), "spread_pct": k.get("spread_pct"),
+                "verdict": k.get("verdict")}.get(part)
 
     def _cause_evidence(self, cause: str) -> str:
         f = self.facts

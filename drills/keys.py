@@ -159,8 +159,8 @@ def triage_numbers(f: evidence.Facts) -> list[dict]:
         words = CAUSE_WORDS[f.dominant]
         nums.append({"value": 100 * f.cause_share[f.dominant], "unit": "%", "about": words})
         if e.get("median_gap_us"):
-            nums.append({"value": e["median_gap_us"], "unit": "µs", "about": ["gap", "gaps", "drain", "drains", "median",
-                                                                               "each", "idle"]})
+            nums.append({"value": e["median_gap_us"], "unit": "µs",
+                         "about": ["gap", "gaps", "drain", "drains", "median", "each", "idle"]})
         if e.get("gaps"):
             nums.append({"value": float(e["gaps"]), "unit": "", "about": ["gaps", "drains", "times", "syncs", "calls",
                                                                          "stalls"]})

@@ -33,7 +33,8 @@ NEGATORS = ("not", "no", "never", "nothing", "none", "neither", "nor", "rather t
 POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|never|no|unlikely|irrelevant|ruled out|"
                            r"excluded)|isn t|aren t|wasn t|weren t|can be ruled out|(?:is|are) ruled out|"
                            r"doesn t matter|don t matter)\b")
-REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling", "remove", "removing", "drop", "dropping", "avoid", "avoiding", "eliminate", "eliminating", "get rid of",
+REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling", "remove", "removing", "drop",
+           "dropping", "avoid", "avoiding", "eliminate", "eliminating", "get rid of",
            "fewer", "less", "no more", "stop", "skip", "skipping", "cut", "cutting", "without", "hide", "hiding",
            "reduce", "reducing", "defer", "deferring", "batch", "amortize", "amortise", "overlap", "overlapping")
 DISJUNCTION = re.compile(r"\b(?:or|either|and or|maybe|perhaps|possibly|might be|could be|not sure|unsure|"

@@ -65,3 +65,17 @@ def test_the_dashboards_drill_page_names_no_smell():
         d = bank.get(v.id)
         shown = " ".join([v.title, v.source, *[p.name for p in data.drill_traces(v.id)]])
         assert not [s for s in _secrets(d) if s in shown], (v.id, shown)
+
+
+def test_a_shown_trace_is_a_copy_with_its_sidecar_renamed_and_made_again_when_the_sample_changes(tmp_path):
+    import os
+
+    src = tmp_path / "smell-x.json.gz"
+    src.write_bytes(b"one")
+    (tmp_path / "smell-x.meta.json").write_text(json.dumps({"trace": "smell-x.json.gz", "measurements": {}}))
+    out = bank.shown_copy(src, "Z.json.gz")
+    assert out.name == "Z.json.gz" and out.read_bytes() == b"one" and not os.path.samefile(src, out)
+    assert json.loads((out.parent / "Z.meta.json").read_text())["trace"] == "Z.json.gz"
+    src.write_bytes(b"two, longer")
+    os.utime(src, (out.stat().st_mtime + 10, out.stat().st_mtime + 10))
+    assert bank.shown_copy(src, "Z.json.gz").read_bytes() == b"two, longer"

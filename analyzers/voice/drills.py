@@ -138,7 +138,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     if case == "partial":
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
     if case == "hedge":
-        return f"You offered {' or '.join(lever_label(c) for c in sorted(said))}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
+        offered = " or ".join(lever_label(c) for c in sorted(said))
+        return f"You offered {offered}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
     if case == "denied":
         return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
     if case == "pinned":
@@ -155,7 +156,8 @@ def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
 DIMENSION_WORDS = {"time": "a time", "bandwidth": "a bandwidth", "flops": "an arithmetic rate", "share": "a share",
                    "ratio": "a ratio", "bytes": "a size in bytes", "intensity": "an arithmetic intensity"}
 # one step along the unit ladder from a key's unit: the unit the student probably meant
-LADDER_UNIT = {("GB", 1000.0): "MB", ("GB", 0.001): "TB", ("ms", 1000.0): "µs", ("ms", 0.001): "s", ("µs", 1000.0): "ns", ("µs", 0.001): "ms",
+LADDER_UNIT = {("GB", 1000.0): "MB", ("GB", 0.001): "TB", ("ms", 1000.0): "µs", ("ms", 0.001): "s",
+               ("µs", 1000.0): "ns", ("µs", 0.001): "ms",
                ("GB/s", 0.001): "TB/s", ("GB/s", 1000.0): "MB/s", ("TFLOP/s", 0.001): "PFLOP/s",
                ("TFLOP/s", 1000.0): "GFLOP/s", ("%", 0.01): "a fraction of 1", ("%", 100.0): "hundredths of a percent"}
 
