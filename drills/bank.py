@@ -39,8 +39,8 @@ PARTS = {
     },
     "ranges": {
         "ranges": (NAMES, "a list of range names, or a sentence"),
-        "ttft_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17600 µs\")"),
-        "per_token_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17600 µs\")"),
+        "ttft_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
+        "per_token_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
         "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
     },
     "incident": {
@@ -61,7 +61,7 @@ PARTS = {
         "waste": (TEXT, "free text: the tempting lever that would waste the week"),
     },
     "ledger": {
-        "eager_bytes": (NUMBER, "bytes one call of the chain moves eagerly, with its unit (\"2.4 GB\", \"2300 MiB\")"),
+        "eager_bytes": (NUMBER, "bytes one call of the chain moves eagerly, with its unit (\"2.4 GB\", \"2,300 MiB\")"),
         "fused_bytes": (NUMBER, "bytes the same call moves fused into one kernel, with its unit"),
         "speedup": (NUMBER, "what fusing buys: the span before over the span after (1.7, \"1.7x\")"),
     },

@@ -17,7 +17,7 @@ def _show(capsys, drill_id: str, *extra) -> str:
 def test_a_roofline_drill_shows_each_costed_ops_flops_bytes_rates_and_the_peaks(capsys):
     out = _show(capsys, "M01.05-a")
     assert "the costed ops (roofline" in out
-    assert re.search(r"aten::mm\s+8192x8192, 8192x8192\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\s+\d+ "
+    assert re.search(r"aten::mm\s+\[8192x8192, 8192x8192\]\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\s+\d+ "
                      r"TFLOP/s, [\d.]+ GB/s \(compute-bound\)", out), out
     assert "the device's peaks: 808 TFLOP/s (bf16), 4,246 GB/s of HBM" in out
     info = json.loads(_show(capsys, "M01.05-a", "--json"))

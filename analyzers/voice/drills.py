@@ -310,12 +310,12 @@ def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
 
 
 def operator_row(h: dict) -> str:
-    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  {h['calls']:6d} calls"
+    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {duration_us(h['device_us']):>9}  {h['calls']:7,d} calls"
 
 
 def range_row(r: dict) -> str:
-    return (f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
-            f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+    return (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
+            f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
 
 
 def grade_row(part: str, score: float, weight: float) -> str:
@@ -458,7 +458,8 @@ def kernel_row(k: dict) -> str:
     from analyzers.model.units import size
 
     rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s ({k['bound']}-bound)" if "tflops" in k else "")
-    return (f"  {k['name'][:28]:28s} {k['shapes'][:34]:34s} {k['dtype'] or '-':5s} ×{k['calls']:<6,d}"
+    shapes = f"[{k['shapes']}]"[:36]
+    return (f"  {k['name'][:28]:28s} {shapes:36s} {k['dtype'] or '-':5s} ×{k['calls']:<6,d}"
             f"{k['flops'] / 1e9:12,.1f} GFLOP {size(k['bytes']):>10}  {duration_us(k['device_us']):>9}{rates}")
 
 
