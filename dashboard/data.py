@@ -915,6 +915,7 @@ def drill_answers(drill_id: str, raw: dict[str, str]) -> dict:
     """The form's text fields as the answer file's types: numbers parsed, a list of names split at commas.
     Raises AnswerError (one line) for a number that is not one; a blank field is a blank answer."""
     from drills import bank
+    from drills.amounts import amounts
     from drills.answers import AnswerError
 
     d = bank.get(drill_id)
@@ -927,7 +928,10 @@ def drill_answers(drill_id: str, raw: dict[str, str]) -> dict:
             try:
                 v = float(text)
             except ValueError:
-                raise AnswerError(dashboard_words.answer_not_a_number(part, text)) from None
+                if not amounts(text):    # "0.79 PFLOP/s": a number with its unit, graded in the key's unit
+                    raise AnswerError(dashboard_words.answer_not_a_number(part, text)) from None
+                out[part] = text
+                continue
             if not np.isfinite(v):
                 raise AnswerError(dashboard_words.answer_not_a_number(part, text))
             out[part] = v

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from drills.amounts import amounts
 from drills.bank import NAMES, NUMBER, TEXT, Drill
 from drills.tomlread import tomllib
 
@@ -77,13 +78,17 @@ def _typed(path: Path, text: str, key: str, value, kind: str):
                                                            and all(isinstance(v, str) for v in value))):
         bad = "a string or a list of strings"
     elif kind == NUMBER:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            if not amounts(value):
+                raise AnswerError(f"{_where(path, text, key)}: {key!r} must hold a number (1.7, or with its unit: "
+                                  f"\"0.79 PFLOP/s\"), not {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
             bad = "a number"
         elif value != value or value in (float("inf"), float("-inf")):
             bad = "a finite number"
     if bad:
         raise AnswerError(f"{_where(path, text, key)}: {key!r} must be {bad}, not {_type_name(value)}")
-    return float(value) if kind == NUMBER else value
+    return float(value) if kind == NUMBER and not isinstance(value, str) else value
 
 
 def _type_name(v) -> str:

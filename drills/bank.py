@@ -10,7 +10,9 @@ Each kind has fixed parts; their answer types are documented here and printed by
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -37,20 +39,46 @@ PARTS = {
     },
     "ranges": {
         "ranges": (NAMES, "a list of range names, or a sentence"),
-        "ttft_ms": (NUMBER, "a number of ms"),
-        "per_token_ms": (NUMBER, "a number of ms"),
+        "ttft_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
+        "per_token_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
         "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
     },
     "incident": {
-        "ttft_ms": (NUMBER, "a number of ms: time to first token (median request)"),
-        "per_token_ms": (NUMBER, "a number of ms: per-token latency (median inter-token time)"),
+        "ttft_ms": (NUMBER, "ms: time to first token (median request); a number, or with its unit"),
+        "per_token_ms": (NUMBER, "ms: per-token latency (median inter-token time); a number, or with its unit"),
         "phase": (TEXT, "prefill | decode: the phase that misses its target, or free text"),
         "refuse": (TEXT, "free text: the fix you refuse (it targets the other phase)"),
     },
     "roofline": {
         "regime": (TEXT, "compute | memory | overhead, or free text"),
-        "achieved": (NUMBER, "a number: TFLOP/s when compute-bound, GB/s otherwise"),
+        "achieved": (NUMBER, "TFLOP/s when compute-bound, GB/s otherwise; a number, or with its unit "
+                             "(\"0.79 PFLOP/s\", \"4.2 TB/s\")"),
         "lever": (TEXT, "free text: the lever that helps"),
+    },
+    "waste": {
+        "regime": (TEXT, "compute | memory | overhead, or free text: what bounds the trace"),
+        "fix": (TEXT, "free text: the fix that buys most"),
+        "waste": (TEXT, "free text: the tempting lever that would waste the week"),
+    },
+    "ledger": {
+        "eager_bytes": (NUMBER, "bytes one call of the chain moves eagerly, with its unit (\"2.4 GB\", \"2,300 MiB\")"),
+        "fused_bytes": (NUMBER, "bytes the same call moves fused into one kernel, with its unit"),
+        "speedup": (NUMBER, "what fusing buys: the span before over the span after (1.7, \"1.7x\")"),
+    },
+    "shapes": {
+        "tflops_small": (NUMBER, "TFLOP/s of the small shape; a number, or with its unit"),
+        "tflops_large": (NUMBER, "TFLOP/s of the large shape; a number, or with its unit"),
+        "small_regime": (TEXT, "compute | memory | overhead, or free text: what bounds the small shape"),
+    },
+    "floor": {
+        "floor_ms": (NUMBER, "ms per token at the floor: the bytes each token reads over the HBM bandwidth"),
+        "per_token_ms": (NUMBER, "ms per token measured (decode)"),
+        "lever": (TEXT, "free text: the lever that closes the gap to the floor"),
+    },
+    "timer": {
+        "median_ms": (NUMBER, "ms: the median of the repeats of the first variant"),
+        "spread_pct": (NUMBER, "%: its spread, (max − min) / median"),
+        "verdict": (TEXT, "real | noise: is the difference between the two variants outside their spreads?"),
     },
     "collapse": {
         "speedup": (NUMBER, "a number: before span / after span"),
@@ -80,6 +108,9 @@ class Drill:
     strip_ranges: bool = False   # show the sample trace with its named ranges removed (analyzers.tools.strip_ranges)
     ticket: str | None = None    # an incident's ticket, as product wrote it
     slo: dict | None = None      # an incident's targets: {"ttft_ms", "per_token_ms"}
+    shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
+    scenario: str | None = None  # a timer drill's scenario in traces/realworld/measured.json
+    variants: tuple[str, ...] = ()  # ... and its two variants
 
     @property
     def parts(self) -> dict:
@@ -96,25 +127,85 @@ class Drill:
                 strip(REPO_ROOT / self.trace, out)
             return out
         if self.generate is None:
-            return REPO_ROOT / self.trace
-        from drills.generator import Spec, write
-
+            return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz")
         g = self.generate
-        spec = Spec(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)),
-                    tuple(sorted((g.get("mix") or {}).items())))
-        return write(spec, generated_dir() / f"{self.id}.json.gz")
+        mix = tuple(sorted((g.get("mix") or {}).items()))
+        out = generated_dir() / f"{self.id}.json.gz"
+        return _toy(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)), mix, str(out))
 
     def after_path(self) -> Path | None:
-        return REPO_ROOT / self.after if self.after else None
+        return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz") if self.after else None
 
-    def source(self) -> str:
+    def source(self, reveal: bool = False) -> str:
+        """Where the trace comes from, without the answer (a toy's smell, a sample's file name) until `reveal`:
+        after grading."""
+        from analyzers.voice.drills import sample_source, toy_source
+
         if self.generate is None:
-            return self.trace + (f" -> {self.after}" if self.after else "") + (
-                " (named ranges removed)" if self.strip_ranges else "")
-        from analyzers.voice.drills import toy_source
-
+            return sample_source(self.trace, self.after, self.strip_ranges, reveal)
         g = self.generate
-        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {})
+        return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {}, reveal)
+
+
+def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
+    """A toy timeline written from its seed, once per process while the file stays (the same spec, the same bytes)."""
+    path = Path(out)
+    if path.exists() and (smell, level, seed, mix, out) in _WRITTEN:
+        return path
+    from drills.generator import Spec, write
+
+    write(Spec(smell, level, seed, mix), path)
+    _WRITTEN.add((smell, level, seed, mix, out))
+    return path
+
+
+_WRITTEN: set = set()
+
+
+def shown_copy(src: Path, name: str) -> Path:
+    """The sample trace under a name that does not give the answer away (`smell-sync-item.json.gz` would), in a
+    folder of its own with what lies beside it (its capture sidecar, the measured ceilings), so that it reads as
+    the same trace: copies, made again when the sample or what lies beside it changes."""
+    if not src.exists():
+        return src            # the analyzers say "no such trace", naming the bank's path
+    folder = generated_dir() / "shown" / name.split(".json")[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / name
+    if _stale(src, out):
+        _place(lambda tmp: _copy(src, tmp), out)
+    ceilings = src.parent / "ceilings.json"
+    if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
+        _place(lambda tmp: _copy(ceilings, tmp), folder / "ceilings.json")
+    meta = src.parent / (src.name.split(".json")[0] + ".meta.json")
+    shown_meta = folder / (name.split(".json")[0] + ".meta.json")
+    if meta.exists() and _stale(meta, shown_meta, same_size=False):
+        doc = json.loads(meta.read_text())
+        if isinstance(doc, dict) and doc.get("trace"):
+            doc["trace"] = name          # the sidecar names the trace it describes
+        _place(lambda tmp: tmp.write_text(json.dumps(doc)), shown_meta)
+    return out
+
+
+def _stale(src: Path, out: Path, same_size: bool = True) -> bool:
+    """The copy is missing, older than its source, or (a plain copy) not the source's size."""
+    try:
+        o, st = out.stat(), src.stat()
+    except FileNotFoundError:
+        return True
+    return o.st_mtime < st.st_mtime or (same_size and o.st_size != st.st_size)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """A copy, not a link: a viewer that writes to the file it opened must not change the bank's trace
+    (the largest sample is a few MB, copied once per change)."""
+    shutil.copyfile(src, dst)
+
+
+def _place(write, out: Path) -> None:
+    """Write beside `out` and rename: another process showing the same drill sees the old file or the new, whole."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    write(tmp)
+    os.replace(tmp, out)
 
 
 def generated_dir() -> Path:
@@ -147,7 +238,8 @@ def all_drills() -> tuple[Drill, ...]:
                              cap_if_wrong=float(merged["cap_if_wrong"]), trace=merged.get("trace"),
                              after=merged.get("after"), generate=merged.get("generate"),
                              strip_ranges=bool(merged.get("strip_ranges", False)), ticket=merged.get("ticket"),
-                             slo=merged.get("slo")))
+                             slo=merged.get("slo"), shapes=tuple(merged.get("shapes", ())),
+                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ()))))
     ids = [d.id for d in out]
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")

@@ -12,7 +12,11 @@ from pathlib import Path
 
 from analyzers.model.units import num
 
-from analyzers.voice.drills import answer_keys_help, attempts_line, calibration, grade_row, operator_row, prediction_recorded, range_row, rubric_line, span_line, summary, sweep_header, sweep_row
+from analyzers.voice.drills import (answer_keys_help, attempts_line, calibration, declared_line, device_peaks, grade_row,
+                                    gap_row, kernel_row, kernel_table_header, large_gaps_header, no_prediction, operator_row, prediction_first,
+                                    prediction_note, prediction_recorded, range_row, repeats_header, repeats_row,
+                                    rubric_line, span_line, summary, sweep_header, sweep_row, unit_slip_warning,
+                                    worst_miss)
 from drills import bank
 from drills.answers import AnswerError
 from drills.bank import DrillError
@@ -79,7 +83,51 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind == "incident":
         out["ticket"] = d.ticket
         out["slo"] = d.slo
+    if d.kind in ("waste",):
+        f = evidence.facts(d.trace_path())
+        out["operator_table"] = f.hotspots
+        out["span"] = {"span_ms": f.span_ms, "kernel_busy_ms": f.kernel_busy_ms, "idle_share": f.idle_share}
+    if d.kind in KERNEL_TABLE_KINDS:
+        f = evidence.facts(d.trace_path())
+        rates = d.kind not in ("shapes",)     # the shapes drill asks for the rates: it gets FLOPs, bytes and time
+        out["kernels"] = [k if rates else {x: v for x, v in k.items() if x not in ("tflops", "gbps")}
+                          for k in (_shape_rows(f, d) if d.kind == "shapes" else f.kernels)]
+    if d.kind == "floor":
+        f = evidence.facts(d.trace_path())
+        out["declared"] = {k: f.declared[k] for k in ("weight_bytes", "decode_bytes_per_token_min") if k in f.declared}
+        out["peak_gbps"] = f.peak_gbps
+        out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
+                         for r in f.ranges]
+    if d.kind == "timer":
+        out["repeats"] = _repeats(d)
+    out["predict_first"] = prediction_quantity(d)
     return out
+
+
+KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
+# What a drill asks you to predict before you look closer (drills.quantities names them).
+PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "per_token_ms", "incident": "ttft_ms",
+           "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
+           "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
+
+
+def prediction_quantity(d: bank.Drill) -> str:
+    return PREDICT[d.kind]
+
+
+def _shape_rows(f, d: bank.Drill) -> list[dict]:
+    """The matmul points of the two shapes the drill names (its ranges: mm_MxNxK), from the roofline."""
+    dims = [r.removeprefix("mm_").split("x") for r in d.shapes]
+    want = {f"{m}x{k}, {k}x{n}" for m, n, k in dims}
+    rows = [k for k in f.kernels if k["shapes"] in want]
+    return rows or f.kernels
+
+
+def _repeats(d: bank.Drill) -> dict:
+    m = json.loads((bank.REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
+    sc = m["scenarios"][d.scenario]
+    return {"scenario": d.scenario, "about": sc["about"],
+            "wall_ms": {v: [round(x, 4) for x in sc["wall_ms"][v]["runs"]] for v in d.variants}}
 
 
 def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
@@ -104,6 +152,11 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         win = render.zoom_window(t, most)
         if win:
             con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
+        gaps = render.large_gaps(t)
+        if gaps:
+            con.print(large_gaps_header(), markup=False)
+            for start, length, call in gaps:
+                con.print(gap_row(start, length, call), markup=False)
     if d.kind == "triage":
         con.print(span_line(**info["span"]), markup=False)
         con.print("operator table (device time):")
@@ -115,12 +168,34 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(range_row(r), markup=False)
     if d.kind == "incident":
         con.print(f"ticket: {d.ticket}", markup=False)
+    if d.kind == "waste":
+        con.print(span_line(**info["span"]), markup=False)
+        con.print("operator table (device time):")
+        for h in info["operator_table"]:
+            con.print(operator_row(h), markup=False)
+    if "kernels" in info:
+        con.print(kernel_table_header(), markup=False)
+        for k in info["kernels"]:
+            con.print(kernel_row(k), markup=False)
+        peaks = info["kernels"][0] if info["kernels"] else None
+        if peaks:
+            con.print(device_peaks(peaks["peak_tflops"], peaks["dtype"], peaks["peak_gbps"]), markup=False)
+    if d.kind == "floor":
+        con.print(declared_line(info["declared"], info["peak_gbps"]), markup=False)
+        for r in info["ranges"]:
+            con.print(range_row(r), markup=False)
+    if d.kind == "timer":
+        rep = info["repeats"]
+        con.print(repeats_header(rep["scenario"], rep["about"]), markup=False)
+        for v, runs in rep["wall_ms"].items():
+            con.print(repeats_row(v, runs), markup=False)
     if d.kind == "collapse":
         sweep = _fusion_sweep()
         if sweep:
             con.print(sweep_header())
             for r in sweep:
                 con.print(sweep_row(r), markup=False)
+    con.print("\n" + prediction_first(info["predict_first"], str(d.trace_path())), markup=False)
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
         con.print(f"  - {q}")
@@ -143,7 +218,12 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
     out = result.to_dict()
     out["attempt"] = log.record_attempt(d.id, result.score, ans, out["parts"])
     out["trace"] = str(d.trace_path())
+    out["prediction"] = _prediction_first(log, d)
     log.close()
+    result.notes.append(prediction_note(out["prediction"]["quantity"], out["prediction"]["predicted"],
+                                        out["prediction"]["measured"]) if out["prediction"]["predicted"] is not None
+                        else no_prediction(prediction_quantity(d)))
+    out["notes"] = list(result.notes)
     if as_json:
         _json(out)
         return 0
@@ -155,6 +235,28 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
     for n in result.notes:
         con.print(f"  {n}", markup=False)
     return 0
+
+
+def _prediction_first(log, d: bank.Drill) -> dict:
+    """The latest prediction the log holds for this drill's trace and quantity (made with `tracetriage predict`
+    before answering), measured now."""
+    from drills import predictions as pr
+
+    q = prediction_quantity(d)
+    trace = str(Path(d.trace_path()).resolve())
+    rows = [r for r in log.predictions() if r["quantity"] == q and r["trace"] == trace]
+    if not rows:
+        return {"quantity": q, "predicted": None, "measured": None}
+    r = rows[-1]
+    measured = r["measured"]
+    if measured is None:
+        try:
+            measured = pr.measure(q, trace, r["baseline"])
+        except EvidenceError:
+            measured = None
+        if measured is not None:
+            log.set_measured(r["id"], float(measured), trace)
+    return {"quantity": q, "predicted": r["predicted"], "measured": measured, "id": r["id"]}
 
 
 def _fusion_sweep() -> list[dict]:
@@ -184,6 +286,16 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
     pid = log.predict(quantity, v, why.strip(), trace, baseline)
     log.close()
     print(prediction_recorded(pid, quantity, v, q.unit, trace))
+    if trace and Path(trace).exists():
+        from drills import predictions as pr
+
+        try:
+            m = pr.measure(quantity, trace, baseline)
+        except EvidenceError:
+            m = None
+        f = pr.unit_slip(v, m, q.unit)
+        if f is not None:
+            print(f"warning: {unit_slip_warning(quantity, v, m, q.unit, f)}", file=sys.stderr)
     return 0
 
 
@@ -229,6 +341,8 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
     con = _console()
     con.print(t)
     con.print(calibration(cal.measured, cal.median_ratio, cal.within_2x))
+    for w in cal.worst:
+        con.print(worst_miss(w["id"], w["quantity"], w["predicted"], w["measured"], w["why"]), markup=False)
     con.print(attempts_line(len(attempts), mean))
     for p in problems:
         print(f"warning: {p}", file=sys.stderr)

@@ -10,6 +10,7 @@ re-derives a number: values are the analyzers', rounded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from analyzers.model import verdicts
@@ -45,6 +46,16 @@ class Facts:
     ranges: list = field(default_factory=list)     # [{"name", "count", "kernel_busy_us", "median_wall_us", "wall_us",
                                                    #   "regime", "idle_dominant"}]
     phases: dict = field(default_factory=dict)     # {"ttft_ms", "per_token_ms", "prefill_regime", ...} or {}
+    kernels: list = field(default_factory=list)    # the roofline's costed ops: [{"name", "shapes", "dtype", "kind",
+                                                   #   "calls", "flops", "bytes", "device_us", "tflops", "gbps",
+                                                   #   "peak_tflops", "peak_gbps", "bound"}], most device time first
+    peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
+    declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
+    next_kind: str | None = None   # the report's Next (analyzers.triage.report.NextExperiment): its kind,
+    next_lever: str | None = None  # ... the registry lever it rests on,
+    waste_lever: str | None = None  # ... and the lever that would waste the week
+    next_words: dict = field(default_factory=dict)   # the report's own words: {"lever", "why", "waste"}
+    already_pinned: bool = False   # the top copy is from pinned memory already (pinning is no fix)
 
 
 def _load(path: str | Path):
@@ -61,7 +72,18 @@ def _load(path: str | Path):
 
 
 def facts(path: str | Path) -> Facts:
-    """What a drill needs to know about one trace, from the analyzers."""
+    """What a drill needs to know about one trace, from the analyzers (read once per version of the file in a
+    process: grading a bank of answers reads the same trace for each)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return facts_of(_load(path))     # the analyzers say what is wrong with it
+    return _facts_cached(str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _facts_cached(path: str, mtime_ns: int, size: int) -> Facts:
     return facts_of(_load(path))
 
 
@@ -74,6 +96,8 @@ def facts_of(a) -> Facts:
     ranges = [{"name": r.name, "count": int(r.count), "kernel_busy_us": round(float(r.kernel_busy_us), 1),
                "median_wall_us": round(float(r.median_wall_us), 1), "wall_us": round(float(r.union_wall_us), 1),
                "regime": _value(a.range_verdicts[r.name].regime) if r.name in a.range_verdicts else None,
+               "tflops": _r(a.range_verdicts[r.name].achieved_tflops, 1) if r.name in a.range_verdicts else None,
+               "gbps": _r(a.range_verdicts[r.name].achieved_gbps, 1) if r.name in a.range_verdicts else None,
                "idle_dominant": _value(r.idle_dominant)} for r in a.ranges]
     phases = {}
     if a.phases:
@@ -98,7 +122,39 @@ def facts_of(a) -> Facts:
         memory_share=round(v.memory_us / kern, 4) if kern else 0.0,
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
-        ranges=ranges, phases=phases)
+        ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
+        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a), **_next_of(a))
+
+
+def _declared(a) -> dict:
+    side = getattr(a.trace, "side", None)
+    meta = getattr(side, "sidecar", None) or {}
+    m = meta.get("measurements")
+    return {k: v for k, v in m.items() if isinstance(v, (int, float))} if isinstance(m, dict) else {}
+
+
+def _kernels(a, top: int = 8) -> list[dict]:
+    """The roofline's points (an op and its shapes), as `drill show` prints them for a roofline question."""
+    if a.roof is None:
+        return []
+    pts = sorted(a.roof.points, key=lambda p: -p.device_us)[:top]
+    return [{"name": p.name, "shapes": p.shapes, "dtype": p.dtype, "kind": p.kind, "calls": int(p.calls),
+             "flops": float(p.flops), "bytes": float(p.bytes), "device_us": round(float(p.device_us), 1),
+             "tflops": round(float(p.achieved_tflops), 2), "gbps": round(float(p.achieved_gbps), 1),
+             "peak_tflops": round(float(p.peak_tflops), 1), "peak_gbps": round(float(p.peak_gbps), 1),
+             "bound": _value(p.bound)} for p in pts]
+
+
+def _next_of(a) -> dict:
+    """The report's Next and its words, as the drills' lever keys and feedback read them."""
+    from analyzers.voice.report import next_experiment
+
+    n = a.next_experiment
+    copies = getattr(a.evidence.get(verdicts.Cause.DATA_TRANSFER), "copies", None) or ()
+    return {"next_kind": n.kind.value, "next_lever": n.lever.lever if n.lever is not None else None,
+            "waste_lever": n.waste.lever if n.waste is not None else None,
+            "next_words": dict(next_experiment(a)) if a.devices else {},
+            "already_pinned": bool(copies) and "Pinned" in copies[0].name}
 
 
 def _cause_evidence(cause: str, e) -> dict:
@@ -147,6 +203,7 @@ class DiffFacts:
     after_launches: int
     before_regime: str | None
     after_regime: str | None
+    explanation: str = ""      # diff's own sentence: "Explained by launches: ... hence 1.73× and not 4.00× ..."
 
 
 def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
@@ -157,12 +214,16 @@ def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
         d = diff_files(before, after)
     except TraceError as e:
         raise EvidenceError(str(e)) from None
+    from analyzers.voice.diff import diff_lines
+
     b, a = d.before, d.after
+    explained = next((line for line in diff_lines(d) if line.startswith("Explained")), "")
     return DiffFacts(before=str(before), after=str(after), speedup=d.speedup, launch_ratio=d.launch_ratio,
                      byte_ratio=d.byte_ratio, explained_by=d.explained_by,
                      before_span_ms=round(b.span_us / 1e3, 3), after_span_ms=round(a.span_us / 1e3, 3),
                      before_launches=int(b.launch_calls), after_launches=int(a.launch_calls),
-                     before_regime=b.regime.value, after_regime=a.regime.value)
+                     before_regime=b.regime.value, after_regime=a.regime.value,
+                     explanation=explained.rstrip("."))
 
 
 # --- the timeline, for drawing ----------------------------------------------------------------
@@ -174,6 +235,7 @@ class Lanes:
     lanes: list           # lane names, host threads first
     bars: list            # (lane index, start_us, end_us, kind)
     gaps: list            # (start_us, end_us, cause)
+    gap_calls: list = field(default_factory=list)   # per gap, the host call the host was in ("" when none)
 
 
 def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
@@ -183,7 +245,8 @@ def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
     t = build(a, max_bars=max_bars)
     bars = [(int(l), float(s), float(e), k) for l, s, e, k in zip(t.lane, t.start_us, t.end_us, t.kind)]
     gaps = [(float(s), float(e), c) for s, e, c in zip(t.gap_start_us, t.gap_end_us, t.gap_cause)]
-    return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps)
+    calls = list(t.gap_host_call) if t.gap_host_call is not None else [""] * len(gaps)
+    return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps, gap_calls=calls)
 
 
 # --- measured quantities for the prediction log ---------------------------------------------------
@@ -201,3 +264,34 @@ def whatif_ratio(path: str | Path, lever: str) -> float:
     if a.levers is None:
         raise EvidenceError(f"{Path(path).name}: no GPU timeline to replay, so no what-if for {lever}")
     return round(float(a.levers.all.lever(lever).predicted_ratio), 4)
+
+
+# --- the fusion byte ledger (M01.07) -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ledger:
+    """A trace's eager elementwise chains (analyzers.analyses.fusion) as one typical call: the median chain."""
+    chains: int
+    ops: int                 # ops (and kernels) in the median chain
+    eager_bytes: float       # bytes one call moves eagerly: every op reads its inputs and writes its output
+    fused_bytes: float       # ... fused: inputs from outside the chain read once per pass, the output written once
+    passes: int
+    fuse_ratio: float | None  # what the `fuse` lever's replay predicts: fused span over traced span
+
+
+def ledger(path: str | Path) -> Ledger:
+    import statistics
+
+    from analyzers.analyses.fusion import chains
+
+    a = _load(path)
+    cs = chains(a.trace)
+    if not cs:
+        raise EvidenceError(f"{Path(path).name}: no eager elementwise chain to fuse")
+    mid = sorted(cs, key=lambda c: c.eager_bytes)[len(cs) // 2]
+    ratio = None
+    if a.levers is not None:
+        ratio = round(float(a.levers.all.lever("fuse").predicted_ratio), 4)
+    return Ledger(chains=len(cs), ops=len(mid.ops), eager_bytes=float(statistics.median(c.eager_bytes for c in cs)),
+                  fused_bytes=float(statistics.median(c.fused_bytes for c in cs)), passes=int(mid.passes),
+                  fuse_ratio=ratio)

@@ -437,6 +437,11 @@ def write(spec: Spec, path: str | Path) -> Path:
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.read_bytes() == data:
+            return path          # the same bytes: leave its mtime alone, so what was analysed of it stays valid
+    except OSError:
+        pass
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     tmp.replace(path)

@@ -3,9 +3,12 @@
     result = grade(bank.get("M02.04-c"), {"cause": "synchronization", ...})
     result.score     # 0..1: the weighted parts, capped when the decisive part is wrong
 
-Each part scores 0..1: an enum or a phrase of the key's class (drills/vocab.toml) scores 1, a hedge
-between classes 0.5, a number within 15% of the key 1 and within 2x 0.5, a list of names the share
-of the key's names it holds. A blank part scores 0. The feedback of every part quotes the evidence
+Each part is read on meaning (drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
+answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it, names
+another, or hedges ("A or B" earns what a wrong answer earns). A lever part scores 1 for the report's Next
+(a plan of two fixes is fine, unless one is the lever that would waste the week: 0.5), 0.5 for a fix that
+helps less. A number is read with its unit (drills.amounts): within 15% of the key 1, within 2x 0.5, a slip
+by the unit ladder (ms for µs) 0.5 with the unit named. A blank part scores 0. Feedback quotes the evidence
 the analyzers found in the trace (drills.evidence; its sentences are analyzers.voice).
 """
 from __future__ import annotations
@@ -16,10 +19,17 @@ from dataclasses import dataclass, field
 from analyzers.model import verdicts
 from analyzers.voice import drills as words
 from drills import evidence
+from drills.amounts import Amount, amounts, dimension, in_unit, slip
 from drills.bank import Drill, key_of
-from drills.textmatch import class_score, normalise
+from drills.levers import CAUSE_OF_CLASS
+from drills.textmatch import normalise, reading, tables
 
-CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x scores 0.5
+CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x 0.5
+SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not
+BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
+WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
+PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
+EVIDENCE_NUMBER, EVIDENCE_NAMED = 0.6, 0.4
 CAUSES = tuple(c.value for c in verdicts.CAUSES if c is not verdicts.Cause.OTHER)   # the four a student names
 REGIMES = ("compute", "memory", "overhead")
 
@@ -66,7 +76,18 @@ def grade(drill: Drill, answers: dict) -> Result:
     decisive = next(p for p in parts if p.part == drill.decisive)
     capped = decisive.score == 0 and total > drill.cap_if_wrong
     notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
+    notes.append(words.revealed(drill.source(reveal=True)))
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
+
+
+def grade_part(drill: Drill, part: str, answer) -> Part:
+    """One part of a drill graded alone (the answer bank in tests/answer_bank grades parts)."""
+    ctx = _Context(drill, key_of(drill))
+    w = drill.rubric[part]
+    if _blank(answer):
+        return Part(part, w, 0.0, None, ctx.expected(part), words.blank(part))
+    score, fb = getattr(ctx, f"{drill.kind}_{part}")(answer)
+    return Part(part, w, score, answer, ctx.expected(part), fb)
 
 
 def _blank(ans) -> bool:
@@ -80,11 +101,13 @@ def _blank(ans) -> bool:
 
 
 def _text(ans) -> str:
-    return " ".join(ans) if isinstance(ans, list) else str(ans)
+    return " ".join(str(a) for a in ans) if isinstance(ans, list) else str(ans)
 
+
+# --- numbers ----------------------------------------------------------------------------------------
 
 def score_number(said: float, key: float) -> float:
-    if key in (None, 0) or said <= 0:
+    if key in (None, 0) or said is None or said <= 0:
         return 0.0
     r = said / key
     if abs(r - 1) <= CLOSE:
@@ -92,15 +115,183 @@ def score_number(said: float, key: float) -> float:
     return 0.5 if 1 / NEAR <= r <= NEAR else 0.0
 
 
-def score_class(ans, key: str, group: str, field: str, enums: tuple[str, ...]) -> tuple[float, set]:
-    """An enum value scores exactly; free text goes through the vocabulary."""
-    text = _text(ans).strip()
-    if text.lower() in enums:
-        return (1.0 if text.lower() == key else 0.0), {text.lower()}
-    return class_score(text, key, group, field)
+@dataclass(frozen=True)
+class NumberGrade:
+    score: float
+    said: float | None        # in the key's unit
+    slip: float | None        # the unit ladder's factor when the value slipped by it
+    other_dim: str | None     # the dimension the answer's unit has, when it is not the key's
 
 
-class _Context:
+def grade_number(ans, key: float, unit: str) -> NumberGrade:
+    """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`."""
+    if isinstance(ans, (int, float)) and not isinstance(ans, bool):
+        found = [Amount(float(ans), None, float(ans), "", 0, 0, "")]
+    else:
+        found = amounts(_text(ans))
+    if not found:
+        return NumberGrade(0.0, None, None, None)
+    dim = dimension(unit) if unit else None
+    usable = [a for a in found if a.dim is None or a.dim == dim]
+    if not usable:
+        return NumberGrade(0.0, None, None, found[0].dim)
+    a = usable[0]
+    said = in_unit(a, unit) if unit else a.value
+    s = score_number(said, key)
+    if s == 0:
+        f = slip(said, key, dim)
+        if f is not None:
+            return NumberGrade(SLIP_CREDIT, said, f, None)
+    return NumberGrade(s, said, None, None)
+
+
+# --- names and levers ----------------------------------------------------------------------------------
+
+def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tuple[float, object]:
+    """A name part: the key's class alone 1, beside another 0.5, a hedge or a denial or another class 0."""
+    r = reading(text, table)
+    main = r.main
+    others = set(table) - {key}
+    if len(table) == 2 and not r.asserted and r.denied == others:
+        return 1.0, r      # of two answers, denying the other one says this one ("not prefill" is decode)
+    if key in r.denied or key not in r.asserted:
+        return 0.0, r
+    if r.hedged and not (allow_two and len(main) <= 2):
+        return 0.0, r
+    if key in r.minor and len(main) and key not in main:
+        return 0.0, r
+    if tuple(main) == (key,) or (allow_two and len(main) <= 2):
+        return 1.0, r
+    return BOTH_CREDIT, r
+
+
+def lever_tables() -> tuple[dict, dict]:
+    """The lever classes' phrases, and the idle causes' names that a removal verb makes a lever ("avoid syncs")."""
+    names = tables("cause", "name")
+    return tables("lever", "say"), {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
+
+
+def score_lever(text: str, key: dict) -> tuple[float, object, str]:
+    """A lever part against the report's Next: (score, the reading, which case: right, waste, partial, hedge,
+    denied, pinned, wrong, none)."""
+    accept, partial, waste = set(key["accept"]), set(key.get("partial", ())), key.get("waste_class")
+    table, removal = lever_tables()
+    # a word shared by the fix and the week's waste ("fuse" where fusion is the waste) is the waste's
+    r = reading(text, table, removal, frozenset(accept | partial), frozenset({waste} - accept - {None}))
+    pos = set(r.asserted)
+    if not pos:
+        return 0.0, r, "denied" if r.denied & accept else "none"
+    if r.hedged and pos - accept - partial:
+        return 0.0, r, "hedge"
+    if pos & accept:
+        return (WASTE_CREDIT, r, "waste") if waste in pos else (1.0, r, "right")
+    if pos & partial:
+        return (0.0, r, "waste") if waste in pos else (PARTIAL_CREDIT, r, "partial")
+    if "pin_memory" in pos and key["next"] == "overlap_copies":
+        return 0.0, r, "pinned"
+    return 0.0, r, "waste" if waste in pos else "wrong"
+
+
+def bound_table() -> dict:
+    """The triage's bound: an idle cause or a regime, read together so that naming both is seen."""
+    return {**tables("cause", "name"), **tables("regime", "name", ("compute", "memory"))}
+
+
+def pattern_table() -> dict:
+    """What the GPU lane shows: the pattern's words, and the causes' names (a drain after each .item())."""
+    pat, names = tables("cause", "pattern"), tables("cause", "name")
+    return {c: tuple(pat.get(c, ())) + tuple(names.get(c, ())) for c in names}
+
+
+class _NewRungs:
+    """The course's rungs added with the fusion ledger: M00.01, M00.03, M01.03, M01.04, M01.07."""
+
+    # --- M00.01: the regime, the fix, and the lever that would waste the week --------------------------------
+    def waste_regime(self, ans):
+        return self._name(ans, self.key["regime"], tables("regime", "name"), self._roof_why())
+
+    def waste_fix(self, ans):
+        return self._lever(ans)
+
+    def waste_waste(self, ans):
+        k, nw = self.key, self.facts.next_words
+        waste = k["waste_class"]
+        table, removal = lever_tables()
+        r = reading(_text(ans), table, removal, frozenset({waste}))
+        pos = set(r.asserted)
+        if pos & set(k["accept"]) and waste not in pos:
+            return 0.0, words.waste_is_the_fix(nw)
+        if r.hedged and waste in pos:
+            return 0.0, words.hedged(waste, pos - {waste})
+        if pos == {waste}:
+            return 1.0, words.waste_right(nw)
+        if waste in pos:
+            return BOTH_CREDIT, words.both(waste, pos - {waste})
+        return 0.0, words.waste_wrong(set(r.main), nw)
+
+    # --- M01.07: the fusion byte ledger ---------------------------------------------------------------------
+    def _ledger_why(self) -> str:
+        k = self.key
+        return words.ledger_why(k["ops"], k["eager_gb"], k["fused_gb"], k["passes"], k["chains"])
+
+    def ledger_eager_bytes(self, ans):
+        s, fb = self._number("eager_bytes", ans, self.key["eager_gb"], "GB")
+        return s, f"{fb} {self._ledger_why()}."
+
+    def ledger_fused_bytes(self, ans):
+        k = self.key
+        # what the lever counts (inputs read once per pass), or the capture's minimum (one pass): both are right
+        s, fb = max((self._number("fused_bytes", ans, v, "GB") for v in (k["fused_gb"], k.get("fused_gb_counted"))
+                     if v), key=lambda x: x[0])
+        counted = words.ledger_counted(k["fused_gb_counted"]) if k.get("fused_gb_counted") else ""
+        return s, f"{fb} {self._ledger_why()}{counted}."
+
+    def ledger_speedup(self, ans):
+        k = self.key
+        s, fb = max((self._number("speedup", ans, v, "×") for v in (k["speedup"], k.get("speedup_wall")) if v),
+                    key=lambda x: x[0])
+        return s, f"{fb} {words.ledger_speedup_why(k['speedup'], k.get('speedup_wall'), k.get('fuse_ratio'))}."
+
+    # --- M01.04: a kernel has no single speed ------------------------------------------------------------------
+    def shapes_tflops_small(self, ans):
+        return self._number("tflops_small", ans, self.key["tflops_small"], "TFLOP/s")
+
+    def shapes_tflops_large(self, ans):
+        return self._number("tflops_large", ans, self.key["tflops_large"], "TFLOP/s")
+
+    def shapes_small_regime(self, ans):
+        k = self.key
+        why = words.shapes_why(self.drill.shapes, k["tflops_small"], k["tflops_large"], k["small_regime"],
+                               k["large_regime"])
+        return self._name(ans, k["small_regime"], tables("regime", "name"), why)
+
+    # --- M00.03: the decode floor -----------------------------------------------------------------------------
+    def floor_floor_ms(self, ans):
+        k = self.key
+        s, fb = self._number("floor_ms", ans, k["floor_ms"], "ms")
+        return s, f"{fb} {words.floor_why(k['gb_per_token'], k['peak_gbps'], k['floor_ms'], k['per_token_ms'])}."
+
+    def floor_per_token_ms(self, ans):
+        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+
+    def floor_lever(self, ans):
+        return self._lever(ans)
+
+    # --- M01.03: the honest timer -----------------------------------------------------------------------------
+    def timer_median_ms(self, ans):
+        return self._number("median_ms", ans, self.key["median_ms"], "ms")
+
+    def timer_spread_pct(self, ans):
+        return self._number("spread_pct", ans, self.key["spread_pct"], "%")
+
+    def timer_verdict(self, ans):
+        k = self.key
+        why = words.timer_why(self.drill.variants, k["median_ms"], k["spread_pct"], k["other_median_ms"],
+                              k["other_spread_pct"], k["verdict"], k["repeats"])
+        return self._name(ans, k["verdict"], tables("verdict", "name"), why)
+
+
+class _Context(_NewRungs):
     """The drill, its stored key, and the trace's facts (read once, when feedback needs them)."""
 
     def __init__(self, drill: Drill, key: dict):
@@ -122,50 +313,80 @@ class _Context:
     def expected(self, part: str):
         k = self.key
         return {"pattern": words.PATTERN.get(k.get("cause"), None), "cause": k.get("cause"),
-                "experiment": words.EXPERIMENT.get(k.get("cause") or k.get("bound"), None),
-                "suspects": k.get("suspects"), "bound": k.get("bound"), "evidence": k.get("numbers"),
+                "experiment": words.lever_label(k["next"]) if "next" in k else None,
+                "suspects": k.get("suspects"), "bound": k.get("bound"),
+                "evidence": [n["value"] for n in k.get("numbers", [])] or None,
                 "ranges": [k.get("prefill_range"), k.get("decode_range")] if "prefill_range" in k else None,
                 "ttft_ms": k.get("ttft_ms"), "per_token_ms": k.get("per_token_ms"),
                 "decode_regime": k.get("decode_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
-                "lever": words.EXPERIMENT.get(self._lever_class()), "speedup": k.get("speedup"),
+                "lever": words.lever_label(k["next"]) if "next" in k else None, "speedup": k.get("speedup"),
                 "explained_by": k.get("explained_by"), "phase": k.get("phase"),
-                "refuse": words.PHASE_FIXES.get(k.get("refuse"))}.get(part)
+                "refuse": words.PHASE_FIXES.get(k.get("refuse")),
+                "fix": words.lever_label(k["next"]) if "next" in k else None,
+                "waste": words.lever_label(k["waste_class"]) if k.get("waste_class") else None,
+                "eager_bytes": f"{k['eager_gb']} GB" if "eager_gb" in k else None,
+                "fused_bytes": f"{k['fused_gb']} GB" if "fused_gb" in k else None,
+                "tflops_small": k.get("tflops_small"), "tflops_large": k.get("tflops_large"),
+                "small_regime": k.get("small_regime"), "floor_ms": k.get("floor_ms"),
+                "median_ms": k.get("median_ms"), "spread_pct": k.get("spread_pct"),
+                "verdict": k.get("verdict")}.get(part)
 
     def _cause_evidence(self, cause: str) -> str:
         f = self.facts
         return words.evidence(cause, f.cause_evidence[cause], f.cause_share[cause])
 
+    def _name(self, ans, key: str, table: dict, why: str, allow_two: bool = False):
+        s, r = score_name(_text(ans), key, table, allow_two)
+        if s == 1.0:
+            return s, words.bound_right(key, why)
+        if key in r.denied:
+            return 0.0, words.denied(key, why)
+        if r.hedged and key in r.asserted:
+            return 0.0, words.hedged(key, set(r.asserted) - {key})
+        if s > 0:
+            return s, words.both(key, set(r.main) - {key})
+        return 0.0, words.bound_wrong(set(r.main), key, why)
+
+    def _number(self, part: str, ans, key: float, unit: str):
+        g = grade_number(ans, key, unit)
+        if g.said is None:
+            return 0.0, words.no_number(part, key, unit, g.other_dim)
+        if g.slip is not None:
+            return g.score, words.unit_slip(part, g.said, key, unit, g.slip)
+        return g.score, words.number_feedback(part, g.said, key, unit, g.score)
+
+    def _lever(self, ans):
+        s, r, case = score_lever(_text(ans), self.key)
+        f = self.facts
+        return s, words.lever_feedback(case, s, self.key, f.next_words, set(r.asserted))
+
     # --- idle cause (M02.03, M02.04) -----------------------------------------------------------
     def idle_cause_cause(self, ans):
         cause = self.key["cause"]
-        s, said = score_class(ans, cause, "cause", "name", CAUSES)
+        s, r = score_name(_text(ans), cause, tables("cause", "name"))
         ev = self._cause_evidence(cause)
         if s == 1.0:
             return s, words.cause_right(cause, ev)
+        if cause in r.denied:
+            return 0.0, words.denied(cause, ev)
+        if r.hedged and cause in r.asserted:
+            return 0.0, words.hedged(cause, set(r.asserted) - {cause})
         if s > 0:
-            return s, words.hedge(words.CAUSE[cause], said - {cause})
-        return 0.0, words.cause_wrong(said, cause, ev)
+            return s, words.both(cause, set(r.main) - {cause})
+        regimes = set(reading(_text(ans), tables("regime", "name", ("compute", "memory"))).asserted)
+        return 0.0, words.cause_wrong(set(r.main) or regimes, cause, ev)
 
     def idle_cause_pattern(self, ans):
         cause = self.key["cause"]
-        s, said = class_score(_text(ans), cause, "cause", "pattern")
+        s, r = score_name(_text(ans), cause, pattern_table())
         if s == 1.0:
             return s, words.pattern_right(cause)
         if s > 0:
-            return s, words.hedge("the right pattern", said - {cause})
+            return s, words.both("the right pattern", set(r.main) - {cause})
         return 0.0, words.pattern_wrong(cause, words.evidence_short(cause, self.facts.cause_evidence[cause]))
 
     def idle_cause_experiment(self, ans):
-        cause = self.key["cause"]
-        return self._experiment(ans, cause, "cause", "experiment")
-
-    def _experiment(self, ans, cls, group, field):
-        s, said = class_score(_text(ans), cls, group, field)
-        if s == 1.0:
-            return s, words.experiment_right(cls)
-        if s > 0:
-            return s, words.hedge("a right lever", said - {cls})
-        return 0.0, words.experiment_wrong(cls)
+        return self._lever(ans)
 
     # --- triage (M02.01) --------------------------------------------------------------------------
     def triage_suspects(self, ans):
@@ -180,9 +401,6 @@ class _Context:
         score = len(found) / len(self.key["suspects"])
         return score, words.suspects_feedback(found, missed, words.hotspot_table(self.facts.hotspots))
 
-    def _bound_group(self) -> tuple[str, tuple]:
-        return ("cause", CAUSES) if self.key["bound"] in CAUSES else ("regime", REGIMES)
-
     def _bound_why(self) -> str:
         b = self.key["bound"]
         if b in CAUSES:
@@ -192,44 +410,31 @@ class _Context:
                                 f.achieved_gbps, f.intensity, f.ridge, f.dtype)
 
     def triage_bound(self, ans):
-        b = self.key["bound"]
-        group, enums = self._bound_group()
-        s, said = score_class(ans, b, group, "name", CAUSES + REGIMES)
-        if s == 1.0:
-            return s, words.bound_right(b, self._bound_why())
-        if s > 0:
-            return s, words.hedge(b, said - {b})
-        return 0.0, words.bound_wrong(said, b, self._bound_why())
+        return self._name(ans, self.key["bound"], bound_table(), self._bound_why())
 
     def triage_evidence(self, ans):
         text = _text(ans)
-        said = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", text)]
-        hit = sorted({k for k in self.key["numbers"] for x in said if k and abs(x / k - 1) <= CLOSE})
-        group, _ = self._bound_group()
-        named = class_score(text, self.key["bound"], group, "name")[0] > 0
-        score = (0.6 if hit else 0.0) + (0.4 if named else 0.0)
+        hit = quoted_numbers(text, self.key["numbers"])
+        named = score_name(text, self.key["bound"], bound_table())[0] == 1.0
+        score = (EVIDENCE_NUMBER if hit else 0.0) + (EVIDENCE_NAMED if named else 0.0)
         if not hit:
             return score, words.evidence_missing(self.key["numbers"])
         return score, words.evidence_score(hit, named)
 
     def triage_experiment(self, ans):
-        b = self.key["bound"]
-        group, _ = self._bound_group()
-        return self._experiment(ans, b, group, "experiment" if group == "cause" else "lever")
+        return self._lever(ans)
 
     # --- named ranges (M02.02) ------------------------------------------------------------------
     def ranges_ranges(self, ans):
         text = _text(ans)
         names = (self.key["prefill_range"], self.key["decode_range"])
         found, missed = [], []
+        table = tables("ranges", "name")
+        r = reading(text, table)
         for cls, name in zip(("prefill", "decode"), names):
-            ok = class_score(text, cls, "ranges", "name")[0] > 0 or normalise(name).strip() in normalise(text)
+            ok = cls in r.asserted or normalise(name).strip() in normalise(text)
             (found if ok else missed).append(name)
         return len(found) / 2, words.ranges_feedback(found, missed, names)
-
-    def _number(self, part: str, ans, key: float, unit: str):
-        s = score_number(float(ans), key)
-        return s, words.number_feedback(part, float(ans), key, unit, s)
 
     def ranges_ttft_ms(self, ans):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
@@ -239,14 +444,9 @@ class _Context:
 
     def ranges_decode_regime(self, ans):
         r = self.key["decode_regime"]
-        s, said = score_class(ans, r, "regime", "name", REGIMES)
         p = self.facts.phases
         why = words.decode_regime_why(r, p["per_token_ms"], p["decode_steps"], p["prefill_regime"])
-        if s == 1.0:
-            return s, words.bound_right(r, why)
-        if s > 0:
-            return s, words.hedge(r, said - {r})
-        return 0.0, words.bound_wrong(said, r, why)
+        return self._name(ans, r, tables("regime", "name"), why)
 
     # --- prefill or decode: the incident (M00.04) ---------------------------------------------------
     def incident_ttft_ms(self, ans):
@@ -261,67 +461,71 @@ class _Context:
                                   k["over_target"], k["phase_regime"])
 
     def incident_phase(self, ans):
-        ph = self.key["phase"]
-        s, said = score_class(ans, ph, "phase", "name", ("prefill", "decode"))
-        if s == 1.0:
-            return s, words.bound_right(ph, self._incident_why())
-        if s > 0:
-            return s, words.hedge(ph, said - {ph})
-        return 0.0, words.bound_wrong(said, ph, self._incident_why())
+        return self._name(ans, self.key["phase"], tables("phase", "name"), self._incident_why())
 
     def incident_refuse(self, ans):
         other = self.key["refuse"]
-        s, said = class_score(_text(ans), other, "phase", "fix")
+        s, r = score_name(_text(ans), other, tables("phase", "fix"), allow_two=False)
         if s == 1.0:
             return s, words.refuse_right(other, self.key["phase"])
         if s > 0:
-            return s, words.hedge(f"a {other} fix", said - {other})
-        return 0.0, words.refuse_wrong(said, other, self.key["phase"])
+            return s, words.both(f"a {other} fix", set(r.main) - {other})
+        return 0.0, words.refuse_wrong(set(r.main), other, self.key["phase"])
 
     # --- roofline (M01.05) ------------------------------------------------------------------------
-    def _lever_class(self) -> str | None:
-        k = self.key
-        if "explained_by" in k:
-            return "overhead" if k["explained_by"] == "launches" else "memory"
-        return k.get("regime")
-
     def _roof_why(self) -> str:
         f = self.facts
         return words.regime_why(self.key["regime"], f.compute_share, f.memory_share, f.idle_share,
                                 f.achieved_tflops, f.achieved_gbps, f.intensity, f.ridge, f.dtype)
 
     def roofline_regime(self, ans):
-        r = self.key["regime"]
-        s, said = score_class(ans, r, "regime", "name", REGIMES)
-        if s == 1.0:
-            return s, words.bound_right(r, self._roof_why())
-        if s > 0:
-            return s, words.hedge(r, said - {r})
-        return 0.0, words.bound_wrong(said, r, self._roof_why())
+        return self._name(ans, self.key["regime"], tables("regime", "name"), self._roof_why())
 
     def roofline_achieved(self, ans):
         return self._number("achieved", ans, self.key["achieved"], self.key["achieved_unit"])
 
     def roofline_lever(self, ans):
-        return self._experiment(ans, self.key["regime"], "regime", "lever")
+        return self._lever(ans)
 
     # --- overhead-bound collapse (M01.08) --------------------------------------------------------------
-    def _collapse_why(self) -> str:
-        d = self.diff
-        return words.explained_why(d.explained_by, d.speedup, d.launch_ratio, d.byte_ratio, d.before_regime,
-                                   d.after_regime)
-
     def collapse_speedup(self, ans):
         return self._number("speedup", ans, self.key["speedup"], "×")
 
     def collapse_explained_by(self, ans):
         how = self.key["explained_by"]
-        s, said = score_class(ans, how, "explain", "name", ("launches", "bytes"))
-        if s == 1.0:
-            return s, words.explained_right(self._collapse_why())
-        if s > 0:
-            return s, words.hedge(how, said - {how})
-        return 0.0, words.bound_wrong(said, how, self._collapse_why())
+        return self._name(ans, how, tables("explain", "name"), self.diff.explanation)
 
     def collapse_lever(self, ans):
-        return self._experiment(ans, self._lever_class(), "regime", "lever")
+        return self._lever(ans)
+
+
+def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:
+    """The key's numbers the text quotes: each amount of the text, in its clause, against the quantities that
+    clause names (by their `about` words), else against every key number of its dimension. A bare number
+    counts only where its clause names the quantity ("I drank 100 coffees" quotes nothing)."""
+    hit = []
+    for a in amounts(text):
+        clause = _clause_around(text, a)
+        named = [n for n in numbers if any(re.search(rf"(?<![a-z]){re.escape(w.lower())}", clause) for w in n["about"])]
+        if a.dim is None:
+            pool = [n for n in named if _bare_fits(a, n)]
+        else:
+            pool = [n for n in (named or numbers) if n["unit"] and dimension(n["unit"]) == a.dim]
+        for n in pool:
+            said = in_unit(a, n["unit"]) if n["unit"] else a.value
+            if score_number(said, n["value"]) == 1.0 and n not in hit:
+                hit.append(n)
+                break
+    return hit
+
+
+def _bare_fits(a: Amount, n: dict) -> bool:
+    """A bare number is a count where the key's is, or a share/rate whose quantity its clause names."""
+    return not n["unit"] or bool(a.followed_by in ("percent", "of") or not a.followed_by)
+
+
+def _clause_around(text: str, a: Amount) -> str:
+    lo = max([m.end() for m in re.finditer(r"[;,:]|\.\s|\bbut\b|\band\b", text[:a.start])] + [0])
+    nxt = re.search(r"[;,:]|\.\s|\bbut\b|\band\b", text[a.end:])
+    hi = a.end + nxt.start() if nxt else len(text)
+    return text[lo:hi].lower()

@@ -7,23 +7,29 @@ every key again and compares it with the stored one, so the bank and the analyze
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from drills import evidence
-from drills.bank import KEYS_PATH, Drill, all_drills
+from drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
+from drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
 SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of the device time (at most 2)
 
 
 def derive(drill: Drill) -> dict:
+    if drill.kind == "ledger":
+        return ledger_key(drill)
+    if drill.kind == "timer":
+        return timer_key(drill)
     if drill.kind == "collapse":
         d = evidence.diff_facts(drill.trace_path(), drill.after_path())
-        return {"speedup": d.speedup, "explained_by": d.explained_by}
+        return {"speedup": d.speedup, "explained_by": d.explained_by, **levers(evidence.facts(drill.trace_path()))}
     f = evidence.facts(drill.trace_path())
     if drill.kind == "idle_cause":
-        return {"cause": f.dominant}
+        return {"cause": f.dominant, **levers(f)}
     if drill.kind == "triage":
-        return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f)}
+        return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f), **levers(f)}
     if drill.kind == "ranges":
         p = f.phases
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
@@ -33,8 +39,78 @@ def derive(drill: Drill) -> dict:
     if drill.kind == "roofline":
         compute = f.regime == "compute"
         return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
-                "achieved_unit": "TFLOP/s" if compute else "GB/s"}
+                "achieved_unit": "TFLOP/s" if compute else "GB/s", **levers(f)}
+    if drill.kind == "waste":
+        return {"regime": f.regime, **levers(f)}
+    if drill.kind == "shapes":
+        return shapes_key(drill, f)
+    if drill.kind == "floor":
+        return floor_key(drill, f)
     raise ValueError(drill.kind)
+
+
+def ledger_key(drill: Drill) -> dict:
+    """The fusion byte ledger of the trace's median chain (what the fuse lever computes), the capture's own count
+    where the pair was measured (traces/realworld/measured.json: the ByteLedger's minimum, one pass), and what
+    fusing bought: the median over repeats where measured, else the pair's traced spans."""
+    led = evidence.ledger(drill.trace_path())
+    d = evidence.diff_facts(drill.trace_path(), drill.after_path())
+    key = {"eager_gb": round(led.eager_bytes / 1e9, 4), "fused_gb": round(led.fused_bytes / 1e9, 4), "ops": led.ops,
+           "passes": led.passes, "chains": led.chains, "speedup": d.speedup, "fuse_ratio": led.fuse_ratio}
+    measured = measured_pair(drill)
+    if measured:
+        counted = measured["variants"]["before"]["record"]["ledger"]
+        key.update(fused_gb_counted=round(counted["fused_bytes"] / 1e9, 4),
+                   speedup=round(1 / measured["ratio"]["fuse"]["median"], 4),
+                   speedup_wall=round(1 / measured["wall_ratio"]["fuse"]["median"], 4))
+    return key
+
+
+def measured_pair(drill: Drill) -> dict | None:
+    """The scenario of traces/realworld/measured.json whose before trace the drill shows, if any."""
+    import json
+
+    name = Path(drill.trace).name.split("--")[0]
+    if "realworld/" not in drill.trace:
+        return None
+    return json.loads((REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())["scenarios"].get(name)
+
+
+def shapes_key(drill: Drill, f: evidence.Facts) -> dict:
+    """A kernel has no single speed: the TFLOP/s of two shapes of one op, and what bounds the small one."""
+    by = {r["name"]: r for r in f.ranges}
+    small, large = (by[n] for n in drill.shapes)
+    return {"tflops_small": small["tflops"], "tflops_large": large["tflops"], "small_regime": small["regime"],
+            "large_regime": large["regime"], "speed_ratio": round(large["tflops"] / small["tflops"], 1)}
+
+
+def floor_key(drill: Drill, f: evidence.Facts) -> dict:
+    """The decode floor: the bytes one token must read (the weights and the KV cache, as the capture declares
+    them) over the device's HBM peak, against the measured per-token time; the lever is the report's Next."""
+    per_token = f.declared.get("decode_bytes_per_token_min") or f.declared.get("weight_bytes")
+    if not per_token or not f.peak_gbps:
+        raise ValueError(f"{drill.id}: {drill.trace} declares no weight bytes, or its device has no HBM peak")
+    floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
+    p = f.phases
+    return {"gb_per_token": round(per_token / 1e9, 3), "weight_gb": round(f.declared.get("weight_bytes", 0) / 1e9, 3),
+            "peak_gbps": f.peak_gbps, "floor_ms": round(floor_ms, 4), "per_token_ms": p["per_token_ms"],
+            "over_floor": round(p["per_token_ms"] / floor_ms, 1), "decode_regime": p["decode_regime"], **levers(f)}
+
+
+def timer_key(drill: Drill) -> dict:
+    """The honest timer: the median and spread of a variant's unprofiled repeats (measured.json's wall times),
+    and whether two variants' repeats overlap (noise) or not (a real difference)."""
+    import json
+
+    m = json.loads((REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
+    runs = m["scenarios"][drill.scenario]["wall_ms"]
+    a, b = (sorted(runs[v]["runs"]) for v in drill.variants)
+    med = runs[drill.variants[0]]["median"]
+    real = a[-1] < b[0] or b[-1] < a[0]    # one variant's slowest repeat is under the other's fastest
+    return {"median_ms": round(med, 4), "spread_pct": round(100 * (a[-1] - a[0]) / med, 2),
+            "other_median_ms": round(runs[drill.variants[1]]["median"], 4),
+            "other_spread_pct": round(100 * (b[-1] - b[0]) / runs[drill.variants[1]]["median"], 2),
+            "verdict": "real" if real else "noise", "repeats": len(a)}
 
 
 def incident(drill: Drill, f: evidence.Facts) -> dict:
@@ -66,13 +142,44 @@ def bound(f: evidence.Facts) -> str:
     return f.regime
 
 
-def triage_numbers(f: evidence.Facts) -> list[float]:
-    """Numbers a supporting sentence may quote: shares in %, the span, the achieved rate."""
-    nums = [100 * h["share"] for h in f.hotspots[:2]] + [100 * f.idle_share, f.span_ms]
+def levers(f: evidence.Facts) -> dict:
+    """The lever part's key: the report's Next on the trace and the lever that would waste the week."""
+    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned)
+
+
+def triage_numbers(f: evidence.Facts) -> list[dict]:
+    """Numbers a supporting sentence may quote, each with its unit and the words that say which quantity it is:
+    the top ops' shares, the idle share, the span, the dominant cause's share and gaps, the achieved rates."""
+    nums = [{"value": 100 * h["share"], "unit": "%", "about": [h["name"].split("::")[-1], "device time", "time"]}
+            for h in f.hotspots[:2]]
+    nums += [{"value": 100 * f.idle_share, "unit": "%", "about": ["idle", "idles"]},
+             {"value": f.span_ms, "unit": "ms", "about": ["span", "wall", "total", "takes", "long"]}]
     if f.dominant:
-        nums.append(100 * f.cause_share[f.dominant])
-    nums += [x for x in (f.achieved_tflops, f.achieved_gbps) if x]
-    return [round(x, 1) for x in nums]
+        e = f.cause_evidence[f.dominant]
+        words = CAUSE_WORDS[f.dominant]
+        nums.append({"value": 100 * f.cause_share[f.dominant], "unit": "%", "about": words})
+        if e.get("median_gap_us"):
+            nums.append({"value": e["median_gap_us"], "unit": "µs",
+                         "about": ["gap", "gaps", "drain", "drains", "median", "each", "idle"]})
+        if e.get("gaps"):
+            nums.append({"value": float(e["gaps"]), "unit": "", "about": ["gaps", "drains", "times", "syncs", "calls",
+                                                                         "stalls"]})
+        for c in (e.get("copies") or [])[:1]:
+            if c.get("gbps"):
+                nums.append({"value": c["gbps"], "unit": "GB/s", "about": ["copy", "copies", "memcpy", "pcie",
+                                                                           "transfer", "pinned", "pageable", "h2d"]})
+    if f.achieved_tflops:
+        nums.append({"value": f.achieved_tflops, "unit": "TFLOP/s", "about": ["tflop", "flop", "compute", "reach"]})
+    if f.achieved_gbps:
+        nums.append({"value": f.achieved_gbps, "unit": "GB/s", "about": ["bandwidth", "memory", "hbm", "move"]})
+    return [{**n, "value": round(float(n["value"]), 1)} for n in nums]
+
+
+# The words a sentence uses for a cause's share (the vocabulary's names would do too; these suffice to tell
+# which quantity a number is).
+CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead"], "host_work": ["host", "python", "cpu"],
+               "synchronization": ["sync", "syncs", "synchronization", "item", "drain"],
+               "data_transfer": ["copy", "copies", "transfer", "memcpy"], "other": ["other"]}
 
 
 def derive_all() -> dict:

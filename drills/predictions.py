@@ -190,23 +190,43 @@ def measure_pending(log: Log) -> list[str]:
     return problems
 
 
+WORST = 3           # the misses calibration names, largest factor first
+
+
 @dataclass(frozen=True)
 class Calibration:
     measured: int
     median_ratio: float | None     # measured / predicted
     within_2x: float | None        # share of predictions within a factor of 2
+    worst: tuple = ()              # the largest misses: {"id", "quantity", "predicted", "measured", "why", "factor"}
 
     def to_dict(self) -> dict:
-        return {"measured": self.measured, "median_ratio": self.median_ratio, "within_2x": self.within_2x}
+        return {"measured": self.measured, "median_ratio": self.median_ratio, "within_2x": self.within_2x,
+                "worst": list(self.worst)}
 
 
 def calibration(rows: list[dict]) -> Calibration:
-    ratios = [r["measured"] / r["predicted"] for r in rows
-              if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0]
+    done = [r for r in rows if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0]
+    ratios = [r["measured"] / r["predicted"] for r in done]
     if not ratios:
         return Calibration(0, None, None)
     within = sum(0.5 <= x <= 2.0 for x in ratios) / len(ratios)
-    return Calibration(len(ratios), round(statistics.median(ratios), 4), round(within, 4))
+    # a miss by a factor: 3× over and 3× under are equally far
+    misses = sorted(zip(done, ratios), key=lambda rx: -abs(math.log(rx[1])))
+    worst = tuple({"id": r.get("id"), "quantity": r.get("quantity"), "predicted": r["predicted"],
+                   "measured": r["measured"], "why": r.get("why", ""), "factor": round(max(x, 1 / x), 2)} for r, x in misses[:WORST] if not 0.5 <= x <= 2.0)
+    return Calibration(len(ratios), round(statistics.median(ratios), 4), round(within, 4), worst)
+
+
+def unit_slip(predicted: float, measured: float | None, unit: str) -> float | None:
+    """The factor (1000, 100, 1/1000 ...) by which a prediction misses what the trace measures when it is a step
+    of the unit ladder: ms for µs, a percent for a share (idle_share 19 for 0.19)."""
+    from drills.amounts import slip
+
+    if measured is None or measured <= 0:
+        return None
+    dim = {"ms": "time", "GB/s": "bandwidth", "TFLOP/s": "flops", "": "share"}.get(unit)
+    return slip(predicted, measured, dim)
 
 
 def ratio(row: dict) -> float | None:

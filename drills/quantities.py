@@ -70,5 +70,7 @@ def checked(name: str, text: str) -> tuple[Quantity, float]:
         raise QuantityError(f"the predicted value must be a number, got {text!r}") from None
     if not math.isfinite(v) or v <= 0 or (q.high is not None and v > q.high):
         unit = f" ({q.unit})" if q.unit else ""
-        raise QuantityError(f"{name} takes a value {q.range_words()}{unit}; got {text} ({name}: {q.doc})")
+        slip = (f": a share is a fraction of 1, did you mean {v / 100:g} ({v:g}%)?"
+                if q.high == 1.0 and 2.0 <= v <= 100.0 else "")   # 19 for 0.19; 1.5 could be anything
+        raise QuantityError(f"{name} takes a value {q.range_words()}{unit}; got {text} ({name}: {q.doc}){slip}")
     return q, v

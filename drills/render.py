@@ -16,6 +16,7 @@ from drills.evidence import Lanes
 
 CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
               "data_transfer": ("T", "cyan"), "other": ("O", "grey50")}
+COPY_KINDS = ("memcpy", "memset")
 KIND_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "cyan", "cpu_op": "blue", "launch call": "blue",
               "range": "white"}
 
@@ -40,7 +41,7 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
     says only where the GPU idles (a drill must not give its answer away)."""
     lo, hi = window or (0.0, t.span_us)
     hi = max(hi, lo + 1e-3)
-    name_w = max([len(n) for n in t.lanes] + [8])
+    name_w = max([len(n) + len(" copies") for n in t.lanes] + [8])
     out = Text()
     if title:
         out.append(title + "\n", style="bold")
@@ -49,13 +50,22 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
     by_lane: dict[int, list] = {}
     for lane, s, e, kind in t.bars:
         by_lane.setdefault(lane, []).append((s, e, kind))
+    rows = []        # (row name, bars, style): a stream's copies get a row of their own, in the copy colour
     for i, name in enumerate(t.lanes):
         bars = by_lane.get(i, [])
         if "ranges" in name:
             continue
+        copies = [b for b in bars if b[2] in COPY_KINDS]
+        rest = [b for b in bars if b[2] not in COPY_KINDS]
+        if copies and rest:
+            rows += [(name, rest, None), (f"{name} copies", copies, KIND_STYLE["memcpy"])]
+        else:
+            rows.append((name, bars, None))
+    for name, bars, style in rows:
         cov = _coverage([(s, e) for s, e, _ in bars], lo, hi, width)
         kinds = {k for _, _, k in bars}
-        style = KIND_STYLE.get(next(iter(kinds)) if len(kinds) == 1 else ("kernel" if "kernel" in kinds else "cpu_op"))
+        style = style or KIND_STYLE.get(next(iter(kinds)) if len(kinds) == 1 else
+                                        ("kernel" if "kernel" in kinds else "cpu_op"))
         out.append(f"{name:{name_w}} |")
         out.append("".join("█" if c >= 0.5 else ("▌" if c > 0.05 else ("▏" if c > 0 else " ")) for c in cov),
                    style=style)
@@ -87,3 +97,10 @@ def zoom_window(t: Lanes, cause: str | None, slices: int = 96) -> tuple[float, f
     w = max(30 * med, 50.0)
     start = max(0.0, gaps[min(2, len(gaps) - 1)][0] - w / 4)
     return start, min(t.span_us, start + w)
+
+
+def large_gaps(t: Lanes, n: int = 5) -> list[tuple[float, float, str]]:
+    """The n longest idle gaps, in time order: (start_us, length_us, the host call the host was in)."""
+    calls = t.gap_calls or [""] * len(t.gaps)
+    big = sorted(zip(t.gaps, calls), key=lambda gc: -(gc[0][1] - gc[0][0]))[:n]
+    return sorted(((s, e - s, c) for (s, e, _), c in big), key=lambda g: g[0])

@@ -1,20 +1,20 @@
-"""Free text against the course's vocabulary (drills/vocab.toml): which answer classes a text uses.
+"""The course's vocabulary (drills/vocab.toml) as tables of phrases per answer class, and free text read against them.
 
-    classes_in("use CUDA graphs (reduce-overhead)", "cause", "experiment")  -> {"launch_overhead"}
-    class_score("pin memory", "data_transfer", "cause", "experiment")       -> 1.0
+    tables("cause", "name")                        -> {"launch_overhead": [...], "host_work": [...], ...}
+    reading("not a sync", tables("cause", "name")) -> Reading(asserted=(), denied={"synchronization"}, ...)
 
-The table is data, not code: a new synonym is one line in vocab.toml.
+The table is data, not code: a new synonym is one line in vocab.toml; how a sentence is read (negation,
+hedges, code) is drills.meaning.
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 
+from drills.meaning import Reading, read, words_of
 from drills.tomlread import tomllib
 
 VOCAB_PATH = Path(__file__).with_name("vocab.toml")
-HEDGE = 0.5   # the key's class and another one: half credit
 
 
 @lru_cache(maxsize=1)
@@ -24,50 +24,33 @@ def vocab() -> dict:
 
 
 def normalise(text: str) -> str:
-    return " " + re.sub(r"\s+", " ", re.sub(r"[^a-z0-9.]+", " ", text.lower())).strip() + " "
-
-
-@lru_cache(maxsize=4096)
-def _pattern(phrase: str) -> re.Pattern:
-    prefix = phrase.endswith("*")
-    body = re.escape(normalise(phrase.rstrip("*")).strip())
-    return re.compile(r"(?<![a-z0-9])" + body + (r"[a-z0-9]*" if prefix else r"(?![a-z0-9])"))
+    return words_of(text)
 
 
 def phrases(group: str, cls: str, field: str) -> list[str]:
     return list(vocab().get(group, {}).get(cls, {}).get(field, []))
 
 
-def hits(text: str, group: str, field: str) -> dict[str, set[str]]:
-    """For each class of the group, the phrases of `field` the text uses. A match inside a longer match
-    of another class does not count ("cpu" in "cpu bound" is host work, not a `.cpu()` sync)."""
-    t = normalise(text)
-    found = []   # (class, phrase, start, end)
-    for cls, table in vocab().get(group, {}).items():
-        for p in table.get(field, []):
-            found += [(cls, p, m.start(), m.end()) for m in _pattern(p).finditer(t)]
-    out: dict[str, set[str]] = {}
-    for cls, p, s, e in found:
-        inside = any(c2 != cls and s2 <= s and e <= e2 and (e2 - s2) > (e - s) for c2, _, s2, e2 in found)
-        if not inside:
-            out.setdefault(cls, set()).add(p)
-    return out
+@lru_cache(maxsize=64)
+def _tables(group: str, field: str, only: tuple[str, ...] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((cls, tuple(t.get(field, []))) for cls, t in vocab().get(group, {}).items()
+                 if t.get(field) and (only is None or cls in only))
 
 
-def classes_in(text: str, group: str, field: str) -> set[str]:
-    """The classes the text speaks of; a phrase shared by two classes decides neither."""
-    h = hits(text, group, field)
-    if not h:
-        return set()
-    shared = {p for c in h for p in h[c] if sum(p in h[d] for d in h) > 1}
-    return {c for c, ps in h.items() if ps - shared} or ({next(iter(h))} if len(h) == 1 else set())
+def tables(group: str, field: str, only: tuple[str, ...] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each class of a group with the phrases of one field (only: those classes)."""
+    return dict(_tables(group, field, only))
 
 
-def class_score(text: str, key: str, group: str, field: str) -> tuple[float, set[str]]:
-    """1 when the text uses the key's class alone, HEDGE with others too, 0 otherwise; and the classes found."""
-    h = hits(text, group, field)
-    found = classes_in(text, group, field)
-    if key not in h:
-        return 0.0, found
-    others = found - {key}
-    return (HEDGE if others else 1.0), found | {key}
+def reading(text: str, table: dict, removal: dict | None = None, prefer: frozenset = frozenset(),
+            first: frozenset = frozenset()) -> Reading:
+    """`table` from tables(); the vocabulary's generic words (`weak`) name a class only beside no other's own."""
+    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table}, first)
+
+
+@lru_cache(maxsize=1)
+def _weak() -> dict[str, tuple[str, ...]]:
+    """Each class's generic words (vocab.toml `weak`): they name the class when they stand alone, and are a minor
+    mention beside another class's own words ("the queue drains because Python reads back a scalar": a sync)."""
+    return {cls: tuple(t.get("weak", ())) for group in vocab().values() for cls, t in group.items()
+            if isinstance(t, dict) and t.get("weak")}

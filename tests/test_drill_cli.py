@@ -107,7 +107,7 @@ def test_an_unknown_drill_is_refused_and_nothing_is_recorded(capsys, tmp_path, d
     f = tmp_path / "a.toml"
     f.write_text(RIGHT_SYNC)
     rc, _, err = run(capsys, "drill", "grade", "M09.99-z", "--answers", str(f))
-    assert rc == 2 and err.startswith("error: no drill 'M09.99-z'; the drills are: M00.04-a")
+    assert rc == 2 and err.startswith("error: no drill 'M09.99-z'; the drills are: M00.01-a")
     assert _attempts(db) == 0
 
 
@@ -115,7 +115,8 @@ def test_a_wrong_number_type_names_the_line(capsys, tmp_path, db):
     f = tmp_path / "a.toml"
     f.write_text('speedup = "fast"\n')
     rc, _, err = run(capsys, "drill", "grade", "M01.08-a", "--answers", str(f))
-    assert rc == 2 and err == f"error: {f}, line 1: 'speedup' must be a number, not a string\n"
+    assert rc == 2 and err == (f"error: {f}, line 1: 'speedup' must hold a number (1.7, or with its unit: "
+                               "\"0.79 PFLOP/s\"), not 'fast'\n")
 
 
 def test_predict_then_predictions_measures_from_the_trace_and_calibrates(capsys, db):
@@ -267,3 +268,26 @@ def test_drill_list_fits_columns_and_folds_instead_of_cutting(capsys, monkeypatc
     assert max(len(line) for line in out.splitlines()) <= 60
     cells = {k: v.replace(" ", "") for k, v in _trace_cells(out).items()}
     assert cells == {d.id: d.source().replace(" ", "") for d in bank.all_drills()}
+
+
+def test_a_share_predicted_in_percent_is_refused_with_the_fraction_it_meant(capsys, db):
+    rc, out, err = run(capsys, "predict", "idle_share", "19", "--why", "x")
+    assert rc == 2 and err.endswith("a share is a fraction of 1, did you mean 0.19 (19%)?\n") and err.count("\n") == 1
+
+
+def test_a_drill_asks_for_a_prediction_first_and_the_grade_reads_it_from_the_log(capsys, tmp_path, db):
+    rc, out, _ = run(capsys, "drill", "show", "M02.04-c", "--json")
+    info = json.loads(out)
+    assert info["predict_first"] == "idle_share"
+    rc, out, _ = run(capsys, "drill", "show", "M02.04-c")
+    assert f"tracetriage predict idle_share VALUE --why \"...\" --trace {info['trace']}" in out
+    f = tmp_path / "a.toml"
+    f.write_text(RIGHT_SYNC)
+    rc, out, _ = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f), "--json")
+    assert json.loads(out)["prediction"]["predicted"] is None
+    assert "No prediction recorded before this answer" in json.loads(out)["notes"][-1]
+    run(capsys, "predict", "idle_share", "0.2", "--why", "the drains after each .item()", "--trace", info["trace"])
+    rc, out, _ = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f), "--json")
+    p = json.loads(out)["prediction"]
+    assert p["predicted"] == 0.2 and p["measured"] == pytest.approx(0.19, abs=0.01)
+    assert json.loads(out)["notes"][-1].startswith("Your prediction first: idle_share = 0.2; the trace measures 0.19")

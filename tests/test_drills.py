@@ -7,7 +7,7 @@ import re
 import pytest
 
 from drills import bank, grader, keys
-from drills.textmatch import class_score, phrases
+from drills.textmatch import phrases, reading, tables
 
 DRILLS = bank.all_drills()
 IDS = [d.id for d in DRILLS]
@@ -21,7 +21,8 @@ def test_the_bank_covers_the_ladder_with_several_variants_each():
     for d in DRILLS:
         assert re.fullmatch(r"M0[012]\.0\d-[a-z]", d.id), d.id
         rungs.setdefault(d.id.split("-")[0], []).append(d)
-    assert set(rungs) == {"M00.04", "M02.03", "M02.04", "M02.01", "M02.02", "M01.05", "M01.08"}
+    assert set(rungs) == {"M00.01", "M00.03", "M00.04", "M01.03", "M01.04", "M01.05", "M01.07", "M01.08", "M02.01",
+                          "M02.02", "M02.03", "M02.04"}
     assert all(len(v) >= 3 for v in rungs.values()), {k: len(v) for k, v in rungs.items()}
     assert any(d.generate for d in DRILLS) and any(d.trace for d in DRILLS)
 
@@ -38,19 +39,27 @@ def _say(group: str, cls: str, field: str) -> str:
     return phrases(group, cls, field)[0]
 
 
+def _lever(key: dict, right: bool) -> str:
+    """The key's own lever class when right; when wrong, the class of the lever that would waste the week."""
+    if right:
+        return _say("lever", key["accept"][0], "say")
+    wrong = key.get("waste_class") or next(c for c in ("faster_kernels", "pin_memory") if c not in key["accept"])
+    return _say("lever", wrong, "say")
+
+
 def answer_for(drill, key: dict, right: bool) -> dict:
     """A consistent answer: the key's class when right, another class (and its lever) when wrong."""
     k = drill.kind
     if k == "idle_cause":
         c = key["cause"] if right else next(x for x in CAUSES if x != key["cause"])
-        return {"pattern": _say("cause", c, "pattern"), "cause": c, "experiment": _say("cause", c, "experiment")}
+        return {"pattern": _say("cause", c, "pattern"), "cause": c, "experiment": _lever(key, right)}
     if k == "triage":
         b = key["bound"] if right else next(x for x in CAUSES + REGIMES if x != key["bound"]
                                             and (x in CAUSES) == (key["bound"] in CAUSES))
-        group, field = ("cause", "experiment") if b in CAUSES else ("regime", "lever")
+        group = "cause" if b in CAUSES else "regime"
         return {"suspects": key["suspects"], "bound": b,
-                "evidence": f"{key['numbers'][0]}% of device time; {_say(group, b, 'name')}",
-                "experiment": _say(group, b, field)}
+                "evidence": f"{key['numbers'][0]['value']}% of device time; {_say(group, b, 'name')}",
+                "experiment": _lever(key, right)}
     if k == "ranges":
         r = key["decode_regime"] if right else next(x for x in REGIMES if x != key["decode_regime"])
         return {"ranges": [key["prefill_range"], key["decode_range"]], "ttft_ms": key["ttft_ms"],
@@ -62,11 +71,27 @@ def answer_for(drill, key: dict, right: bool) -> dict:
                 "refuse": _say("phase", other, "fix")}
     if k == "roofline":
         r = key["regime"] if right else next(x for x in REGIMES if x != key["regime"])
-        return {"regime": r, "achieved": key["achieved"], "lever": _say("regime", r, "lever")}
+        return {"regime": r, "achieved": key["achieved"], "lever": _lever(key, right)}
+    if k == "waste":
+        r = key["regime"] if right else next(x for x in REGIMES if x != key["regime"])
+        waste = key["waste_class"] if right else key["accept"][0]    # wrong: naming the fix as the waste
+        return {"regime": r, "fix": _lever(key, right), "waste": _say("lever", waste, "say")}
+    if k == "ledger":
+        f = 1 if right else 3
+        return {"eager_bytes": f"{key['eager_gb'] * f} GB", "fused_bytes": f"{key['fused_gb'] * f * f} GB",
+                "speedup": key["speedup"] * f}
+    if k == "shapes":
+        r = key["small_regime"] if right else next(x for x in REGIMES if x != key["small_regime"])
+        return {"tflops_small": key["tflops_small"], "tflops_large": key["tflops_large"], "small_regime": r}
+    if k == "floor":
+        f = 1 if right else 5
+        return {"floor_ms": key["floor_ms"] * f, "per_token_ms": key["per_token_ms"], "lever": _lever(key, right)}
+    if k == "timer":
+        v = key["verdict"] if right else ("noise" if key["verdict"] == "real" else "real")
+        return {"median_ms": key["median_ms"], "spread_pct": key["spread_pct"], "verdict": v}
     if k == "collapse":
         how = key["explained_by"] if right else ("bytes" if key["explained_by"] == "launches" else "launches")
-        lever = "overhead" if how == "launches" else "memory"
-        return {"speedup": key["speedup"], "explained_by": how, "lever": _say("regime", lever, "lever")}
+        return {"speedup": key["speedup"], "explained_by": how, "lever": _lever(key, right)}
     raise AssertionError(k)
 
 
@@ -87,25 +112,33 @@ def test_a_blank_answer_scores_zero(drill):
     assert all(p.feedback == f"No answer for {p.part}." for p in r.parts)
 
 
-# --- the vocabulary --------------------------------------------------------------------------------
+# --- the vocabulary, read on meaning ------------------------------------------------------------------
+
+def _lever_classes(text: str) -> set:
+    from drills.grader import lever_tables
+
+    table, removal = lever_tables()
+    return set(reading(text, table, removal).asserted)
+
 
 @pytest.mark.parametrize("text", ["CUDA graphs", "use reduce-overhead", "torch.compile the loop", "a bigger batch"])
 def test_launch_overhead_levers_in_the_courses_words(text):
-    assert class_score(text, "launch_overhead", "cause", "experiment")[0] == 1.0
+    assert "cut_launches" in _lever_classes(text)
 
 
-@pytest.mark.parametrize("text", ["pin memory", "pin_memory=True and non_blocking=True", "overlap the copy on a side stream"])
+@pytest.mark.parametrize("text", ["non_blocking=True on a side stream", "overlap the copy on a side stream",
+                                  "keep the data resident on the device"])
 def test_transfer_levers_in_the_courses_words(text):
-    assert class_score(text, "data_transfer", "cause", "experiment")[0] == 1.0
+    assert _lever_classes(text) == {"overlap_copies"}
 
 
-def test_a_hedge_between_two_causes_gets_half_credit():
-    assert class_score("either launch overhead or a sync", "synchronization", "cause", "name")[0] == 0.5
+def test_a_hedge_between_two_causes_earns_what_a_wrong_answer_earns():
+    assert grader.score_name("either launch overhead or a sync", "synchronization", tables("cause", "name"))[0] == 0.0
 
 
 def test_a_word_inside_another_word_does_not_count():
-    assert class_score("items", "synchronization", "cause", "name")[0] == 0.0
-    assert class_score("x.item() each step", "synchronization", "cause", "name")[0] == 1.0
+    assert grader.score_name("items", "synchronization", tables("cause", "name"))[0] == 0.0
+    assert grader.score_name("x.item() each step", "synchronization", tables("cause", "name"))[0] == 1.0
 
 
 def test_partial_credit_for_a_number_within_2x():
@@ -134,9 +167,11 @@ def test_launch_feedback_quotes_gap_count_and_medians():
     r = grader.grade(bank.get("M02.04-a"), {"cause": "host work", "experiment": "py-spy"})
     fb = {p.part: p.feedback for p in r.parts}
     assert re.search(r"[\d,]+ gaps with a median of [\d.]+ µs between [\d,]+ kernels whose median run is", fb["cause"])
-    # the cause's one advice text, the same as the report's Next line
-    assert fb["experiment"] == ("The first experiment here is to cut launches: torch.compile to fuse, then CUDA graphs "
-                                "(mode='reduce-overhead'), or more work per launch (bigger batch).")
+    # the report's own Next line on the trace, and its waste
+    assert fb["experiment"].startswith("You named moving the host work off the critical path (workers, prefetch); "
+                                       "the report's Next on this trace: cut launches: torch.compile to fuse, then "
+                                       "CUDA graphs (mode='reduce-overhead')")
+    assert "Would waste the week: faster kernels" in fb["experiment"]
 
 
 def test_a_right_experiment_with_a_wrong_cause_is_capped():
@@ -144,12 +179,12 @@ def test_a_right_experiment_with_a_wrong_cause_is_capped():
     r = grader.grade(d, {"pattern": "a drain after each sync", "cause": "host_work",
                          "experiment": "remove the sync"})
     assert r.capped and r.score == d.cap_if_wrong
-    assert r.notes == ["The cause is wrong, and the rest follows from it: the score is capped at 0.4."]
+    assert r.notes[0] == "The cause is wrong, and the rest follows from it: the score is capped at 0.4."
 
 
 def test_a_short_phrase_inside_a_longer_one_of_another_class_does_not_count():
-    assert class_score("CPU-bound: the host is busy", "host_work", "cause", "name")[0] == 1.0
-    assert class_score("a .cpu() every step", "synchronization", "cause", "name")[0] == 1.0
+    assert grader.score_name("CPU-bound: the host is busy", "host_work", tables("cause", "name"))[0] == 1.0
+    assert grader.score_name("a .cpu() every step", "synchronization", tables("cause", "name"))[0] == 1.0
 
 
 # --- prefill or decode: the incident (M00.04) ----------------------------------------------------

@@ -121,3 +121,20 @@ def test_a_prediction_of_what_a_lever_buys_is_measured_by_the_what_if_replay(tmp
     assert pr.measure_pending(log) == []
     row = log.get(pid)
     assert row["measured"] == pytest.approx(0.696, abs=0.005) and row["measured_from"] == str(trace)
+
+
+def test_calibration_names_the_worst_misses_by_their_factor_over_or_under():
+    rows = [{"id": 1, "quantity": "span_ms", "predicted": 10, "measured": 12, "why": "close"},
+            {"id": 2, "quantity": "span_ms", "predicted": 10, "measured": 1, "why": "ten times over"},
+            {"id": 3, "quantity": "span_ms", "predicted": 10, "measured": 40, "why": "four times under"}]
+    c = calibration(rows)
+    assert [w["id"] for w in c.worst] == [2, 3]          # the 10× miss first; the close one is no miss
+    assert [w["factor"] for w in c.worst] == [10.0, 4.0]
+
+
+def test_a_prediction_off_by_the_unit_ladder_is_named_as_a_unit_slip():
+    from drills.predictions import unit_slip
+
+    assert unit_slip(19, 0.19, "") == 100
+    assert unit_slip(17600, 17.6, "ms") == 1000
+    assert unit_slip(20, 17.6, "ms") is None

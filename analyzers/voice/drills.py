@@ -86,8 +86,87 @@ def cause_wrong(said: set, cause: str, ev: str) -> str:
     return f"You named {heard}; the trace says {CAUSE_WORDS[cause]}: {ev}."
 
 
-def hedge(what: str, said: set) -> str:
-    return f"Half credit: you named {what} but also {', '.join(sorted(said))}; commit to one."
+def both(what: str, said: set) -> str:
+    return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
+
+
+def hedged(what: str, said: set) -> str:
+    others = " or ".join(label(c) for c in sorted(said))
+    return (f"You offered {label(what)} or {others}: a hedge between answers earns what a wrong answer earns; "
+            f"the trace decides between them, so commit to one.")
+
+
+def denied(what: str, why: str) -> str:
+    return f"You ruled out {label(what)}, and that is the answer: {why}."
+
+
+# The report's kinds of Next as a student names them (drills/vocab.toml [lever.*]).
+LEVER_LABEL = {
+    "cut_launches": "cutting launches (CUDA graphs, torch.compile, bigger batches)",
+    "fuse": "fusing the chain (torch.compile, a Triton kernel)",
+    "move_host_work": "moving the host work off the critical path (workers, prefetch)",
+    "remove_syncs": "removing or deferring the syncs",
+    "overlap_copies": "overlapping the copies (non_blocking on a side stream, or data resident on the device)",
+    "pin_memory": "pinning the host memory",
+    "cheaper_arithmetic": "cheaper arithmetic (lower precision on tensor cores, less work)",
+    "fewer_bytes": "moving fewer bytes (lower precision, in place)",
+    "faster_kernels": "faster kernels",
+    "fuse_optimizer": "a fused or foreach optimizer",
+    "warm_up": "warming up before the profile",
+    "compile_once": "compiling once (static or marked-dynamic shapes)",
+    "overlap_comm": "overlapping communication with compute",
+    "warm_up_first": "warming up",
+}
+
+
+def lever_label(cls: str) -> str:
+    return LEVER_LABEL.get(cls, cls.replace("_", " "))
+
+
+def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> str:
+    """A lever part's feedback in the report's own words (its Next and its "would waste the week")."""
+    fix = nw.get("lever", lever_label(key["next"]))
+    waste = f" Would waste the week: {nw['waste']}." if nw.get("waste") else ""
+    heard = " and ".join(lever_label(c) for c in sorted(said)) or "no fix the course's vocabulary places"
+    if case == "right":
+        return f"Yes, the report's Next on this trace: {fix}.{waste}"
+    if case == "waste" and score > 0:
+        return (f"Half credit: the fix is in your plan, but so is {lever_label(key['waste_class'])}, the lever that "
+                f"would waste the week here ({nw.get('waste', '')}). The fix: {fix}.")
+    if case == "waste":
+        return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
+    if case == "partial":
+        return f"Half credit: {heard} helps, less than the report's Next: {fix}."
+    if case == "hedge":
+        offered = " or ".join(lever_label(c) for c in sorted(said))
+        return f"You offered {offered}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
+    if case == "denied":
+        return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
+    if case == "pinned":
+        return f"The copies are pinned already, so pinning buys nothing here: {fix}."
+    return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
+
+
+def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
+    if other_dim:
+        return f"That is {DIMENSION_WORDS.get(other_dim, other_dim)}; {part} is in {unit} (the trace: {num(key)} {unit})."
+    return f"No number in the answer; the trace says {num(key)} {unit}."
+
+
+DIMENSION_WORDS = {"time": "a time", "bandwidth": "a bandwidth", "flops": "an arithmetic rate", "share": "a share",
+                   "ratio": "a ratio", "bytes": "a size in bytes", "intensity": "an arithmetic intensity"}
+# one step along the unit ladder from a key's unit: the unit the student probably meant
+LADDER_UNIT = {("GB", 1000.0): "MB", ("GB", 0.001): "TB", ("ms", 1000.0): "µs", ("ms", 0.001): "s",
+               ("µs", 1000.0): "ns", ("µs", 0.001): "ms",
+               ("GB/s", 0.001): "TB/s", ("GB/s", 1000.0): "MB/s", ("TFLOP/s", 0.001): "PFLOP/s",
+               ("TFLOP/s", 1000.0): "GFLOP/s", ("%", 0.01): "a fraction of 1", ("%", 100.0): "hundredths of a percent"}
+
+
+def unit_slip(part: str, said: float, key: float, unit: str, factor: float) -> str:
+    meant = LADDER_UNIT.get((unit, factor))
+    times = f"{factor:,.0f}× the" if factor >= 1 else f"1/{1 / factor:,.0f} of the"
+    mean = f"did you mean {num(said)} {meant}, which is {num(key)} {unit}?" if meant else f"the trace says {num(key)} {unit}."
+    return f"Half credit: {num(said)} {unit} is {times} trace's {num(key)} {unit}, a unit slip: {mean}"
 
 
 def pattern_right(cause: str) -> str:
@@ -145,26 +224,36 @@ def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float
     return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
 
 
-def evidence_score(numbers_hit: list[float], named: bool) -> str:
+def evidence_score(numbers_hit: list[dict], named: bool) -> str:
     parts = []
     if numbers_hit:
-        parts.append(f"it quotes {', '.join(num(n) for n in numbers_hit)} from the trace")
+        parts.append(f"it quotes {', '.join(_quantity(n) for n in numbers_hit)} from the trace")
     if named:
         parts.append("it names the bound")
     return ("Supported: " + " and ".join(parts) + ".") if parts else \
         "Quote a number from the trace (a share, a gap median, a rate) and name what it shows."
 
 
-def evidence_missing(numbers: list[float]) -> str:
-    return f"No number from the trace; it has, for example: {', '.join(num(n) for n in numbers[:4])}."
+def _quantity(n: dict) -> str:
+    return f"{num(n['value'])}{'' if n['unit'] in ('%', '') else ' '}{n['unit']}"
+
+
+def evidence_missing(numbers: list[dict]) -> str:
+    return ("No number from the trace with its unit, about the quantity it names; it has, for example: "
+            f"{', '.join(_quantity(n) for n in numbers[:4])}.")
+
+
+def _with_unit(x: float, unit: str) -> str:
+    return f"{num(x)}{unit}" if unit in ("×", "%") else f"{num(x)} {unit}".rstrip()
 
 
 def number_feedback(part: str, said: float, key: float, unit: str, score: float) -> str:
+    s, k = _with_unit(said, unit), _with_unit(key, unit)
     if score >= 1.0:
-        return f"Right: {num(said)} {unit} (the trace: {num(key)} {unit})."
+        return f"Right: {s} (the trace: {k})."
     if score > 0:
-        return f"Close: {num(said)} {unit} against {num(key)} {unit} in the trace (within 2×, not within 15%)."
-    return f"{num(said)} {unit} is off: the trace says {num(key)} {unit}."
+        return f"Close: {s} against {k} in the trace (within 2×, not within 15%)."
+    return f"{s} is off: the trace says {k}."
 
 
 def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
@@ -195,9 +284,24 @@ def summary(drill_id: str, score: float) -> str:
 # --- drill list / show -------------------------------------------------------------------------------
 
 
-def toy_source(smell: str, level: str, seed: int, mix: dict) -> str:
-    shares = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+def toy_source(smell: str, level: str, seed: int, mix: dict, reveal: bool = False) -> str:
+    """A toy timeline's source; its smell (the answer) only once graded."""
+    if not reveal:
+        return f"toy timeline, {level}, seed {seed}" + (f", {len(mix)} causes mixed" if mix else "")
+    shares = ", ".join(f"{k} {share(v)}" for k, v in mix.items())
     return f"toy timeline: {smell}, {level}, seed {seed}" + (f", mix {shares}" if shares else "")
+
+
+def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = False) -> str:
+    """A sample trace's source; its file name (`smell-sync-item`) only once graded."""
+    if not reveal:
+        return ("a pair of sample traces captured on an H200" if after else "a sample trace captured on an H200") + (
+            " (named ranges removed)" if stripped else "")
+    return trace + (f" -> {after}" if after else "") + (" (named ranges removed)" if stripped else "")
+
+
+def revealed(source: str) -> str:
+    return f"The trace, now that it is graded: {source}."
 
 
 def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
@@ -206,12 +310,12 @@ def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
 
 
 def operator_row(h: dict) -> str:
-    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {h['device_us'] / 1e3:9.2f} ms  {h['calls']:6d} calls"
+    return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {duration_us(h['device_us']):>9}  {h['calls']:7,d} calls"
 
 
 def range_row(r: dict) -> str:
-    return (f"  {r['name'][:32]:32s} ×{r['count']:<5d} median wall {r['median_wall_us'] / 1e3:9.2f} ms   "
-            f"all instances {r['wall_us'] / 1e3:9.2f} ms   kernels busy {r['kernel_busy_us'] / 1e3:9.2f} ms")
+    return (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
+            f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
 
 
 def grade_row(part: str, score: float, weight: float) -> str:
@@ -224,7 +328,8 @@ def rubric_line(rubric: dict, decisive: str, cap: float) -> str:
 
 
 def sweep_header() -> str:
-    return "the captured size sweep (traces/measurements.json, one call, median):"
+    return ("the capture's size sweep, timed unprofiled with CUDA events (traces/measurements.json, one call, median); "
+            "the drill asks about the traced spans above, which include the profiler's cost per launch:")
 
 
 def sweep_row(r: dict) -> str:
@@ -287,3 +392,136 @@ def refuse_wrong(said: set, other: str, phase: str) -> str:
     heard = " and ".join(f"a {s} fix" for s in sorted(said)) if said else "no fix the course's vocabulary places"
     return (f"You refused {heard}; the fix to refuse is {PHASE_FIXES[other]}: it targets {other}, and the ticket is "
             f"about {phase}.")
+
+
+# --- the course's new rungs: M00.01, M00.03, M01.03, M01.04, M01.07 --------------------------------------------
+
+def waste_right(nw: dict) -> str:
+    return f"Right: would waste the week: {nw.get('waste', '')}. The fix that buys most: {nw.get('lever', '')}."
+
+
+def waste_is_the_fix(nw: dict) -> str:
+    return f"That is the fix, not the waste: {nw.get('lever', '')}. Would waste the week: {nw.get('waste', '')}."
+
+
+def waste_wrong(said: set, nw: dict) -> str:
+    heard = " and ".join(lever_label(c) for c in sorted(said)) or "no lever the course's vocabulary places"
+    return f"You named {heard}; the report says would waste the week: {nw.get('waste', '')}."
+
+
+def ledger_why(ops: int, eager_gb: float, fused_gb: float, passes: int, chains: int) -> str:
+    reads = "reads its inputs once" if passes == 1 else f"reads its inputs {passes} times (a reduction the chain uses again)"
+    return (f"The ledger: each of {chains:,} chains is {ops} ops, {ops} kernels; eagerly every op reads its inputs and "
+            f"writes its output, {num(eager_gb)} GB a call; fused into one kernel it {reads} and writes the result "
+            f"once, {num(fused_gb)} GB ({num(eager_gb / fused_gb)}× fewer bytes)")
+
+
+def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None) -> str:
+    measured = (f"The pair measures {num(speedup)}× (profiled spans, median of the repeats) and {num(wall)}× unprofiled"
+                if wall else f"The measured pair gives {num(speedup)}×")
+    pred = f"; the fuse lever's replay predicted {num(1 / fuse_ratio)}× from the before trace alone" if fuse_ratio else ""
+    return measured + pred
+
+
+def ledger_counted(counted_gb: float) -> str:
+    return (f"; the capture's own ledger counts {num(counted_gb)} GB, the minimum (every input read once), which is "
+            "right too")
+
+
+def shapes_why(shapes: tuple[str, str], small: float, large: float, small_regime: str, large_regime: str) -> str:
+    return (f"{shapes[0]} reaches {num(small)} TFLOP/s and {shapes[1]} {num(large)} TFLOP/s, {num(large / small)}× apart: "
+            f"the small shape is {REGIME.get(small_regime, small_regime)}, the large one "
+            f"{REGIME.get(large_regime, large_regime)}; one op, no single speed")
+
+
+def floor_why(gb_per_token: float, peak_gbps: float, floor_ms: float, per_token_ms: float) -> str:
+    return (f"The floor: each token's decode kernels read {num(gb_per_token)} GB (the weights, and the KV cache), at the "
+            f"HBM peak of {num(peak_gbps)} GB/s that is {num(floor_ms)} ms; the trace measures {num(per_token_ms)} ms, "
+            f"{num(per_token_ms / floor_ms)}× the floor")
+
+
+def timer_why(variants: tuple[str, str], median: float, spread: float, other_median: float, other_spread: float,
+              verdict: str, repeats: int) -> str:
+    rel = "they do not overlap: a real difference" if verdict == "real" else \
+        "their repeats overlap: within the noise, so no claim either way"
+    return (f"over {repeats} unprofiled repeats {variants[0]} takes {num(median)} ms (median, spread {num(spread)}%) and "
+            f"{variants[1]} {num(other_median)} ms (spread {num(other_spread)}%): {rel}")
+
+
+def kernel_table_header() -> str:
+    return ("the costed ops (roofline: FLOPs and bytes from the ops' shapes, rates over their device time, the "
+            "device's peaks):")
+
+
+def kernel_row(k: dict) -> str:
+    """One costed op: its shapes, calls, FLOPs and bytes (all calls), device time, and its rates when shown."""
+    from analyzers.model.units import size
+
+    rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s ({k['bound']}-bound)" if "tflops" in k else "")
+    shapes = f"[{k['shapes']}]"[:36]
+    return (f"  {k['name'][:28]:28s} {shapes:36s} {k['dtype'] or '-':5s} ×{k['calls']:<6,d}"
+            f"{k['flops'] / 1e9:12,.1f} GFLOP {size(k['bytes']):>10}  {duration_us(k['device_us']):>9}{rates}")
+
+
+def device_peaks(peak_tflops: float, dtype: str | None, peak_gbps: float) -> str:
+    return f"the device's peaks: {num(peak_tflops)} TFLOP/s ({dtype or 'its dtype'}), {num(peak_gbps)} GB/s of HBM"
+
+
+def declared_line(declared: dict, peak_gbps: float | None) -> str:
+    from analyzers.model.units import size
+
+    parts = []
+    if "weight_bytes" in declared:
+        parts.append(f"weights {size(declared['weight_bytes'])}")
+    if "decode_bytes_per_token_min" in declared:
+        parts.append(f"each token reads at least {size(declared['decode_bytes_per_token_min'])} (weights and the KV "
+                     "cache at full context)")
+    peak = f"; the device's HBM peak: {num(peak_gbps)} GB/s" if peak_gbps else ""
+    return "the capture declares: " + ("; ".join(parts) or "nothing about the model's bytes") + peak
+
+
+def repeats_header(scenario: str, about: str) -> str:
+    return f"unprofiled repeats of {scenario} ({about}), wall ms per call:"
+
+
+def repeats_row(variant: str, runs: list[float]) -> str:
+    return f"  {variant:14s} " + "  ".join(f"{r:8.3f}" for r in runs)
+
+
+def prediction_first(quantity: str, trace: str) -> str:
+    return (f"Predict before you look closer (the prediction log keeps your calibration): tracetriage predict "
+            f"{quantity} VALUE --why \"...\" --trace {trace}")
+
+
+def prediction_note(quantity: str, predicted: float, measured: float | None) -> str:
+    if measured is None:
+        return f"Your prediction: {quantity} = {num(predicted)} (not measurable from this trace)."
+    return (f"Your prediction first: {quantity} = {num(predicted)}; the trace measures {num(measured)} "
+            f"({num(measured / predicted)}× what you said).")
+
+
+def no_prediction(quantity: str) -> str:
+    return f"No prediction recorded before this answer: next time predict {quantity} first (tracetriage predict)."
+
+
+def worst_miss(pid: int, quantity: str, predicted: float, measured: float, why: str) -> str:
+    r = measured / predicted
+    how = f"{num(r)}× more" if r > 1 else f"{num(1 / r)}× less"
+    return f"  worst miss: prediction {pid}, {quantity} {num(predicted)} measured {num(measured)} ({how}): \"{why}\""
+
+
+def unit_slip_warning(quantity: str, predicted: float, measured: float, unit: str, factor: float) -> str:
+    if factor == 100:
+        return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)}): a share is a "
+                f"fraction of 1, did you mean {num(predicted / 100)}?")
+    times = f"{num(factor)}×" if factor >= 1 else f"1/{num(1 / factor)}"
+    return (f"{quantity} {num(predicted)} {unit} is {times} what the trace measures ({num(measured)} {unit}): a unit "
+            f"slip? the prediction is recorded as given")
+
+
+def large_gaps_header() -> str:
+    return "the longest idle gaps, and the host call the host was in during each:"
+
+
+def gap_row(start_us: float, length_us: float, call: str) -> str:
+    return f"  at {duration_us(start_us):>9}: {duration_us(length_us):>9} idle, the host in {call or 'no traced call'}"

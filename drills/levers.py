@@ -1,0 +1,64 @@
+"""The report's Next as a drill's lever key: which answer classes (drills/vocab.toml [lever.*]) it accepts.
+
+    lever_key("remove_syncs", "remove_syncs", "cuda_graphs", already_pinned=False)
+        -> {"next": "remove_syncs", "lever": "remove_syncs", "waste": "cuda_graphs",
+            "accept": ["remove_syncs"], "partial": [], "waste_class": "cut_launches"}
+
+A lever answer scores 1 when it names an accepted class (and not the waste's), 0.5 for a partial class (a
+fix that helps less than the report's: bf16 on a chain that fusion collapses), 0 otherwise. The waste is
+the report's "would waste the week" lever (NextExperiment.waste); its class is named in the feedback.
+"""
+from __future__ import annotations
+
+from analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
+from analyzers.whatif.levers import LEVERS
+
+HEADROOM = "kernels_2x"   # faster kernels: the replay's headroom, a class of its own
+
+# The vocabulary's lever class for each kind of Next (most are the kind itself).
+CLASS_OF_EXPERIMENT = {e.value: e.value for e in Experiment} | {
+    Experiment.BETTER_KERNELS.value: "faster_kernels",
+    Experiment.FIND_THE_BOUND.value: "faster_kernels",
+}
+# Fixes that help, but less than the report's Next: half credit.
+PARTIAL = {
+    Experiment.FUSE.value: ("fewer_bytes",),
+    Experiment.FEWER_BYTES.value: ("fuse",),
+    Experiment.CUT_LAUNCHES.value: ("fuse",),
+    Experiment.CHEAPER_ARITHMETIC.value: (),
+}
+# The idle cause whose name, after a removal verb ("avoid the syncs"), asserts the class.
+CAUSE_OF_CLASS = {"cut_launches": Cause.LAUNCH_OVERHEAD, "move_host_work": Cause.HOST_WORK,
+                  "remove_syncs": Cause.SYNCHRONIZATION, "overlap_copies": Cause.DATA_TRANSFER}
+
+
+def class_of_lever(name: str | None) -> str | None:
+    """A registry lever's answer class: its own experiment, else its idle cause's; kernels_2x: faster kernels."""
+    if name is None:
+        return None
+    if name == HEADROOM:
+        return "faster_kernels"
+    spec = LEVERS[name]
+    kind = spec.experiment or EXPERIMENT_FOR_CAUSE[spec.cause]
+    return CLASS_OF_EXPERIMENT[kind.value]
+
+
+def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: bool) -> dict:
+    """The key of a lever part from the report's Next on the drill's trace (its kind, the lever it rests on and
+    the waste lever: drills.evidence.Facts); None values are left out (a TOML key)."""
+    main = CLASS_OF_EXPERIMENT[kind]
+    accept = [main]
+    if kind == Experiment.OVERLAP_COPIES.value and not already_pinned:
+        accept.append("pin_memory")          # pageable copies: pinning is the first half of the fix
+    partial = [c for c in PARTIAL.get(kind, ()) if c not in accept]
+    if kind == Experiment.CUT_LAUNCHES.value:
+        accept.append("fuse")                # the report's own words: "torch.compile to fuse, then CUDA graphs"
+        partial = []
+    waste_class = class_of_lever(waste)
+    if waste_class in accept[1:]:            # a class accepted beside the fix is the week's waste here: not accepted
+        accept.remove(waste_class)
+    elif waste_class in accept:              # the same class as the fix (another of its levers): no waste to name
+        waste_class = None
+    out = {"next": kind, "lever": lever, "waste": waste, "waste_class": waste_class, "accept": accept,
+           "partial": partial}
+    return {k: v for k, v in out.items() if v is not None}

@@ -1,0 +1,212 @@
+"""What a free-text answer says, read on meaning: the classes it asserts, the ones it denies, whether it hedges.
+
+    r = read("compute-bound matmuls, not synchronization", tables)
+    r.asserted == ("compute",); r.denied == {"synchronization"}; r.hedged is False
+
+`tables` maps each answer class to its phrases (drills/vocab.toml, read by drills.textmatch). The reading:
+- clauses: the text splits at sentence punctuation, commas and the words that turn a sentence ("but", "so",
+  "because" ...): a negation never reaches across them;
+- negation: a negator ("not", "no", "never", "n't", "rather than", "instead of", "neither/nor" ...) denies the first
+  class phrase after it in its clause, and the ones joined to that by "or"/"nor"; "X is not ..." / "X is ruled out"
+  deny X from behind;
+- removal: in a lever answer, a removal verb ("remove", "avoid", "fewer", "without" ...) before an idle cause's
+  name is that cause's fix ("avoid the syncs" is removing syncs), not a denial;
+- hedges: two asserted classes with a disjunction ("or", "either", "maybe", "A/B") between them;
+- minor mentions: a class only named after "some", "a bit of", "partly" ... is secondary to the one that is not;
+- code: `DataLoader(num_workers=4, pin_memory=True)` reads as its words (num workers, pin memory); a standalone
+  number reads as `n` ("every 50 steps" is "every n steps").
+Nothing here knows a drill: it reads text against the classes it is given.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+# A clause ends at these; a negation, a hedge's scope and a minor mention stay inside one clause.
+CLAUSE_END = re.compile(r"[;:!?,()\[\]]|\.(?=\s|$)|\s[-–—]+\s|\b(?:but|however|whereas|although|though|yet|so|hence|"
+                        r"because|since|therefore|thus|which means|instead it|rather it|it is|it s|its)\b")
+NEGATORS = ("not", "no", "never", "nothing", "none", "neither", "nor", "rather than", "instead of",
+            "other than", "except", "isn t", "aren t", "wasn t", "weren t", "don t", "doesn t", "didn t", "won t",
+            "wouldn t", "can t", "cannot", "shouldn t", "hardly", "nobody")
+# after a class phrase: "X is not (it)", "X is ruled out", "X isn't"
+POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|never|no|unlikely|irrelevant|ruled out|"
+                           r"excluded)|isn t|aren t|wasn t|weren t|can be ruled out|(?:is|are) ruled out|"
+                           r"doesn t matter|don t matter)\b")
+REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling", "remove", "removing", "drop",
+           "dropping", "avoid", "avoiding", "eliminate", "eliminating", "get rid of",
+           "fewer", "less", "no more", "stop", "skip", "skipping", "cut", "cutting", "without", "hide", "hiding",
+           "reduce", "reducing", "defer", "deferring", "batch", "amortize", "amortise", "overlap", "overlapping")
+DISJUNCTION = re.compile(r"\b(?:or|either|and or|maybe|perhaps|possibly|might be|could be|not sure|unsure|"
+                         r"one of)\b|\?")
+SLASH_HEDGE = re.compile(r"[a-z]{3,}\s*/\s*(?!s\b)[a-z]{3,}")   # "compute/memory"; not "GB/s"
+MINOR = ("some", "a bit of", "a little", "a few", "minor", "slight", "slightly", "partly", "partially", "a touch of",
+         "secondary", "also some", "plus some", "with some", "less so", "somewhat", "a small amount of")
+NEGATION_REACH = 6   # tokens between a negator and the class phrase it denies
+NEGATOR = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n) for n in NEGATORS) + r")(?![a-z])")
+JOIN = re.compile(r"\s*(?:,\s*)?(?:or|nor)\s+(?:a |an |the |any )?\s*|\s*")   # "X or Y", "X nor Y", "X Y"
+
+
+@dataclass(frozen=True)
+class Reading:
+    asserted: tuple[str, ...]       # classes said positively, in order of first mention
+    denied: frozenset               # classes said negatively (and never positively)
+    hedged: bool                    # a disjunction between two asserted classes
+    minor: frozenset                # asserted only as secondary ("with some launch overhead")
+
+    @property
+    def main(self) -> tuple[str, ...]:
+        """The asserted classes that are not only secondary (all of them, when every one is)."""
+        main = tuple(c for c in self.asserted if c not in self.minor)
+        return main or self.asserted
+
+
+def words_of(text: str) -> str:
+    """Lower case, code read as words (`num_workers=4` -> 'num workers n'), standalone numbers as n."""
+    t = text.lower().replace("’", "'")
+    t = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", t)                       # isn't -> isn t
+    t = re.sub(r"[^a-z0-9.]+", " ", t)
+    t = re.sub(r"(?<![a-z0-9.])\d[\d.]*(?![a-z0-9])", " n ", t)       # 50, 0.5 -> n; fp8, bf16 stay
+    t = re.sub(r"\.(?![a-z0-9])|(?<![a-z0-9])\.(?=\s|$)", " ", t)      # a sentence's dot
+    return " " + re.sub(r"\s+", " ", t).strip() + " "
+
+
+def clauses(text: str) -> list[str]:
+    """The text's clauses, each read as words. The split is on the raw text: punctuation first."""
+    raw = text.lower().replace("’", "'")
+    raw = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", raw)
+    return [c for c in (words_of(p) for p in CLAUSE_END.split(raw)) if c.strip()]
+
+
+@lru_cache(maxsize=4096)
+def _pattern(phrase: str) -> re.Pattern:
+    prefix = phrase.endswith("*")
+    body = re.escape(words_of(phrase.rstrip("*")).strip())
+    return re.compile(r"(?<![a-z0-9])" + body + (r"[a-z0-9]*" if prefix else r"(?![a-z0-9])"))
+
+
+def _hits(clause: str, tables: dict) -> list[tuple[str, int, int]]:
+    """(class, start, end) of each phrase in the clause; a match inside a longer one does not count ("cpu" inside
+    "cpu bound", "launch" inside "launch overhead"), and one phrase listed under two classes is a hit of both."""
+    found = [(cls, m.start(), m.end()) for cls, phrases in tables.items() for p in phrases
+             for m in _pattern(p).finditer(clause)]
+    out = []
+    for cls, s, e in found:
+        inside = any(s2 <= s and e <= e2 and (e2 - s2) > (e - s) for c2, s2, e2 in found)
+        if not inside and (cls, s, e) not in out:
+            out.append((cls, s, e))
+    return sorted(out, key=lambda h: (h[1], h[2]))
+
+
+def _tokens_before(clause: str, start: int, n: int) -> str:
+    return " " + " ".join(clause[:start].split()[-n:]) + " "
+
+
+def _negated_from_before(clause: str, start: int, hits_before: list[tuple[str, int, int]]) -> bool:
+    """A negator within reach before the phrase denies it, unless another class phrase stands between them
+    that is not joined to this one by or / nor ("not sync or copies" denies both; "no sync, launches" one)."""
+    before = clause[:start]
+    ends = [m.end() for m in NEGATOR.finditer(before)]
+    if not ends:
+        return False
+    neg = ends[-1]
+    inner = [h for h in hits_before if h[1] >= neg]
+    if not inner:
+        return len(before[neg:].split()) <= NEGATION_REACH
+    if len(clause[neg:inner[0][1]].split()) > NEGATION_REACH:
+        return False
+    joins = [clause[a[2]:b[1]] for a, b in zip(inner, inner[1:] + [("", start, start)])]
+    return all(JOIN.fullmatch(j) for j in joins)
+
+
+def _removal_verb(clause: str, start: int) -> int | None:
+    """Where the removal verb before the phrase starts ("avoid the syncs"), within 4 tokens; None if there is none."""
+    lo = start
+    for _ in range(4):
+        m = re.search(r"\S+\s*$", clause[:lo])
+        if not m:
+            break
+        lo = m.start()
+    found = [lo + m.start() for v in REMOVAL
+             for m in re.finditer(rf"(?<![a-z]){re.escape(v)}(?![a-z])", clause[lo:start])]
+    return max(found) if found else None
+
+
+def _minor_before(clause: str, start: int) -> bool:
+    near = _tokens_before(clause, start, 4)
+    return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in MINOR)
+
+
+def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset,
+                    first: frozenset = frozenset()) -> list[tuple[str, int, int]]:
+    """One phrase of two classes ("torch.compile": fusion and fewer launches) is a hit of the `first` class when it
+    is one of them (the lever that would waste the week: its own word), else of the preferred, else of both."""
+    spans: dict[tuple[int, int], list[str]] = {}
+    for cls, s, e in hits:
+        spans.setdefault((s, e), []).append(cls)
+    out = []
+    for (s, e), classes in spans.items():
+        keep = [c for c in classes if c in first] or [c for c in classes if c in prefer] or classes
+        out += [(c, s, e) for c in keep]
+    return sorted(out, key=lambda h: (h[1], h[2]))
+
+
+def _is_weak(matched: str, phrases) -> bool:
+    """A generic word of its class ("python", "launches", "compute"): it names the class only when no other class
+    is named by a word of its own ("the queue drains because Python reads back a scalar" is a sync)."""
+    return any(_pattern(p).fullmatch(matched.strip()) for p in phrases)
+
+
+def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset(),
+         weak: dict | None = None, first: frozenset = frozenset()) -> Reading:
+    """Read `text` against `tables` (class -> phrases). With `removal_tables` (class -> phrases naming what the
+    class's fix removes, e.g. the idle causes' names), "avoid the syncs" asserts the class whose fix that is.
+    `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever). `weak`: each
+    class's generic words, which name it only as a minor mention beside another class's own words."""
+    asserted: list[str] = []
+    denied: set[str] = set()
+    positive_major: set[str] = set()
+    hedged_pairs = False
+    seen_before: list[str] = []
+    for clause in clauses(text):
+        hits = _hits(clause, tables)
+        # a cause's name after a removal verb is the fix ("avoid the syncs"): the verb, not the name, is what a
+        # negation reaches ("don't remove the syncs")
+        removals: dict[tuple[int, int], int] = {}
+        if removal_tables:
+            covered = [(s, e) for _, s, e in hits]
+            for cls, s, e in _hits(clause, removal_tables):
+                verb = _removal_verb(clause, s)
+                if verb is not None and not any(s2 <= s < e2 for s2, e2 in covered):
+                    hits.append((cls, s, e))
+                    removals[(s, e)] = verb
+        hits = _resolve_shared(hits, prefer, first)
+        clause_pos: list[tuple[str, int]] = []
+        for i, (cls, s, e) in enumerate(hits):
+            at = removals.get((s, e), s)
+            neg = _negated_from_before(clause, at, [h for h in hits[:i] if h[1] < at]) or \
+                bool(POST_NEGATION.match(clause[e:]))
+            if neg:
+                denied.add(cls)
+                continue
+            clause_pos.append((cls, s))
+            if cls not in asserted:
+                asserted.append(cls)
+            if not _minor_before(clause, s) and not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
+                positive_major.add(cls)
+        # a disjunction inside one clause between two classes
+        if len({c for c, _ in clause_pos}) > 1:
+            lo, hi = clause_pos[0][1], clause_pos[-1][1]
+            if DISJUNCTION.search(clause[max(0, lo - 12):hi]) or SLASH_HEDGE.search(text.lower()):
+                hedged_pairs = True
+        # "sync, or launch overhead": a clause that opens with a disjunction, against the classes before it
+        if clause_pos and re.match(r"\s(?:or|either|maybe|perhaps|possibly)\s", clause) and \
+                {c for c, _ in clause_pos} - set(seen_before):
+            hedged_pairs = hedged_pairs or bool(seen_before)
+        seen_before = [*seen_before, *(c for c, _ in clause_pos)]
+    if len(asserted) > 1 and not hedged_pairs:
+        # across clauses: "maybe sync. or launches?"
+        hedged_pairs = bool(re.search(r"\b(?:either|maybe|perhaps|possibly|not sure|unsure)\b|\?", text.lower())) \
+            and len(set(asserted)) > 1
+    minor = frozenset(c for c in asserted if c not in positive_major)
+    return Reading(tuple(asserted), frozenset(denied - set(asserted)), hedged_pairs and len(set(asserted)) > 1, minor)

@@ -1,0 +1,52 @@
+"""`drill show` prints what its questions need: the costed ops with FLOPs, bytes, rates and the device's peaks
+for a roofline question, copies on a lane of their own in the copy colour, the host call in each large gap."""
+from __future__ import annotations
+
+import json
+import re
+
+from drills import bank, evidence, render
+from tracetriage.cli import main
+
+
+def _show(capsys, drill_id: str, *extra) -> str:
+    main(["drill", "show", drill_id, *extra])
+    return capsys.readouterr().out
+
+
+def test_a_roofline_drill_shows_each_costed_ops_flops_bytes_rates_and_the_peaks(capsys):
+    out = _show(capsys, "M01.05-a")
+    assert "the costed ops (roofline" in out
+    assert re.search(r"aten::mm\s+\[8192x8192, 8192x8192\]\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\s+\d+ "
+                     r"TFLOP/s, [\d.]+ GB/s \(compute-bound\)", out), out
+    assert "the device's peaks: 808 TFLOP/s (bf16), 4,246 GB/s of HBM" in out
+    info = json.loads(_show(capsys, "M01.05-a", "--json"))
+    assert {"flops", "bytes", "tflops", "gbps", "peak_tflops", "peak_gbps"} <= set(info["kernels"][0])
+
+
+def test_the_shapes_drill_gives_flops_and_time_but_not_the_rates_it_asks_for(capsys):
+    info = json.loads(_show(capsys, "M01.04-a", "--json"))
+    assert {k["shapes"] for k in info["kernels"]} == {"256x256, 256x256", "8192x8192, 8192x8192"}
+    assert all("tflops" not in k and k["flops"] > 0 and k["device_us"] > 0 for k in info["kernels"])
+
+
+def test_copies_get_a_lane_of_their_own_in_the_copy_colour():
+    t = evidence.lanes(bank.get("M02.04-d").trace_path())
+    text = render.draw(t, cause_marks=False)
+    assert "gpu0 stream 7 copies" in text.plain
+    copy_row = next(line for line in text.plain.splitlines() if line.startswith("gpu0 stream 7 copies"))
+    assert "█" in copy_row
+    bar_styles = {str(s.style) for s in text.spans if set(text.plain[s.start:s.end]) <= set("█▌▏ ")
+                  and "█" in text.plain[s.start:s.end]}
+    assert render.KIND_STYLE["memcpy"] in bar_styles       # the copies' own colour, beside the host's
+
+
+def test_each_large_gap_names_the_host_call_it_waited_in(capsys):
+    out = _show(capsys, "M02.04-c")
+    assert "the longest idle gaps, and the host call the host was in during each:" in out
+    assert re.search(r"at\s+[\d.]+ ms:\s+[\d.]+ µs idle, the host in cudaStreamSynchronize", out), out
+
+
+def test_the_size_sweep_says_it_is_unprofiled_and_not_what_the_drill_asks(capsys):
+    out = _show(capsys, "M01.08-a")
+    assert "timed unprofiled with CUDA events" in out and "the drill asks about the traced spans above" in out
