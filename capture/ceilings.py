@@ -12,9 +12,9 @@ from pathlib import Path
 
 import torch
 
-from analyzers.loading.atomic import write_json_atomic
-from capture.harness import device_info
-from capture.timer import honest_time
+from tracetriage.analyzers.loading.atomic import write_json_atomic
+from tracetriage.capture.harness import device_info
+from tracetriage.capture.timer import honest_time
 
 MATMUL_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
 

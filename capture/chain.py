@@ -13,8 +13,8 @@ from typing import ClassVar, Literal
 
 import torch
 
-from capture.workload import DTYPES, DType, RepeatedCall
-from kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
+from tracetriage.capture.workload import DTYPES, DType, RepeatedCall
+from tracetriage.kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
 
 
 @dataclass

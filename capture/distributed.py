@@ -1,6 +1,6 @@
 """A multi-rank capture: data-parallel steps with an all-reduce, one trace per rank.
 
-    python -m capture.distributed --out traces/ddp-straggler --nproc 2 --straggler-ms 3
+    python -m tracetriage.capture.distributed --out traces/ddp-straggler --nproc 2 --straggler-ms 3
 
 Every rank runs the same bf16 MLP step and all-reduces a gradient-sized buffer
 through NCCL; rank `--straggler` also does `--straggler-ms` of host work per step,
@@ -19,9 +19,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from analyzers.loading.atomic import write_json_atomic
-from capture.harness import device_info, record, sidecar_path, versions
-from capture.ranges import named_range
+from tracetriage.analyzers.loading.atomic import write_json_atomic
+from tracetriage.capture.harness import device_info, record, sidecar_path, versions
+from tracetriage.capture.ranges import named_range
 
 
 def _rank_main(rank: int, world: int, out: str, straggler: int, straggler_ms: float, steps: int, device: str):
@@ -73,7 +73,7 @@ def _rank_main(rank: int, world: int, out: str, straggler: int, straggler_ms: fl
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m capture.distributed")
+    ap = argparse.ArgumentParser(prog="python -m tracetriage.capture.distributed")
     ap.add_argument("--out", required=True)
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--straggler", type=int, default=1)

@@ -2,15 +2,15 @@
 
 Each scenario is one workload class with a `fix` field: "before" runs the code as a student wrote
 it, and each lever it lists runs the same loop with that fix made in code, as the lever's spec says
-(analyzers.whatif.levers: `python -m capture.fixes --levers` prints each lever's fix).
+(tracetriage.analyzers.whatif.levers: `python -m tracetriage.capture.fixes --levers` prints each lever's fix).
 
 A profiled window is `iters` iterations and a device synchronize, inside a named range. The
 profiler runs one warm-up cycle first (CUPTI's buffer set-up stays out of the window). Every
 variant is profiled `reps` times, interleaved with the other variants of its scenario so drift
 hits all of them alike; the span of each run is computed from the exported JSON alone (the
-device machine has no msgspec), with the same rule as analyzers.whatif's baseline span.
+device machine has no msgspec), with the same rule as tracetriage.analyzers.whatif's baseline span.
 
-    python -m capture.fixes --out /tmp/fixes [--device cpu] [--reps 5] [--only item_python ...]
+    python -m tracetriage.capture.fixes --out /tmp/fixes [--device cpu] [--reps 5] [--only item_python ...]
 
 Output: SCENARIO--VARIANT.json.gz (the run with the median span of each variant) and
 measured.json (every span, the medians, and the after/before ratios with their spread).
@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from analyzers.model.span import span_of_events
-from analyzers.whatif.levers import LEVERS
-from capture.ranges import named_range
-from capture.smells import narrow_mlp
-from capture.workload import Workload
+from tracetriage.analyzers.model.span import span_of_events
+from tracetriage.analyzers.whatif.levers import LEVERS
+from tracetriage.capture.ranges import named_range
+from tracetriage.capture.smells import narrow_mlp
+from tracetriage.capture.workload import Workload
 
 BEFORE = "before"
 WINDOW = "fix_window"
@@ -66,7 +66,7 @@ class FixWorkload(Workload):
     def __post_init__(self):
         unknown = [lv for lv in self.levers if lv not in LEVERS]
         if unknown:
-            raise ValueError(f"{self.kind} lists {unknown[0]!r}, which is no lever of analyzers.whatif.levers")
+            raise ValueError(f"{self.kind} lists {unknown[0]!r}, which is no lever of tracetriage.analyzers.whatif.levers")
         if self.fix != BEFORE and self.fix not in self.levers:
             raise ValueError(f"{self.kind} has no {self.fix!r} variant; it has: {', '.join(self.levers)}")
 
@@ -554,13 +554,13 @@ def variants(kind: str) -> list[str]:
 # --- measuring ---------------------------------------------------------------------------
 
 def span_us(trace: dict) -> float:
-    """The span of an exported trace in µs, by the one definition the replay uses (analyzers.model.span)."""
+    """The span of an exported trace in µs, by the one definition the replay uses (tracetriage.analyzers.model.span)."""
     return span_of_events(trace.get("traceEvents", []))
 
 
 def profile_window(wl: FixWorkload, out_path: Path) -> float:
     """One warm-up cycle, then one profiled window exported to out_path (gzipped). Returns its span in µs."""
-    from capture.harness import experimental_config
+    from tracetriage.capture.harness import experimental_config
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if wl.gpu else [])
     raw = out_path.with_suffix("")  # .json
@@ -648,7 +648,7 @@ def main(argv=None, scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> int:
     if args.out is None:
         ap.error("--out DIR is required")
     args.out.mkdir(parents=True, exist_ok=True)
-    from capture.harness import device_info, versions
+    from tracetriage.capture.harness import device_info, versions
 
     if _gpu(args.device):  # clocks up and cuBLAS loaded before the first scenario
         a = torch.randn(8192, 8192, device=args.device, dtype=torch.bfloat16)

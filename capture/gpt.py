@@ -19,8 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from capture.ranges import named_range
-from capture.workload import DTYPES, DType, ParameterError, Workload
+from tracetriage.capture.ranges import named_range
+from tracetriage.capture.workload import DTYPES, DType, ParameterError, Workload
 
 
 @dataclass

@@ -20,11 +20,11 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
-from capture.preflight import settings_warnings, this_gpu, trace_warnings, warn
-from capture.stacks import choose, copy_generated, measure_cost
-from capture.timer import honest_time
-from capture.workload import Workload
+from tracetriage.analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
+from tracetriage.capture.preflight import settings_warnings, this_gpu, trace_warnings, warn
+from tracetriage.capture.stacks import choose, copy_generated, measure_cost
+from tracetriage.capture.timer import honest_time
+from tracetriage.capture.workload import Workload
 
 
 def sidecar_path(trace_path: Path) -> Path:
@@ -106,10 +106,10 @@ def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None, w
 
     `prologue` runs inside the profiled region before the first step: a multi-rank run
     passes a barrier so that every rank's trace starts at the same moment. With stacks, the
-    Inductor wrappers the trace names are copied beside it (capture.stacks.copy_generated).
+    Inductor wrappers the trace names are copied beside it (tracetriage.capture.stacks.copy_generated).
     """
     on_gpu = torch.device(device).type == "cuda"
-    # a capture that would fail the report's health check says so first (capture.preflight)
+    # a capture that would fail the report's health check says so first (tracetriage.capture.preflight)
     warn(settings_warnings(device, cuda_activity=on_gpu, record_shapes=True, gpu_name=this_gpu()))
     with profiler(device, with_stack) as prof:
         if prologue is not None:
@@ -131,7 +131,7 @@ def record(step_fn, *, device: str, steps: int, out_path: Path, prologue=None, w
 def capture_workload(workload: Workload, out_path: str | os.PathLike, *, name: str,
                      label: dict | None = None, time_repeats: int = 10, stacks: str = "auto") -> dict:
     """Run, time and profile one workload; return the sidecar dict (also written to disk).
-    stacks: auto (on when they cost little, measured here: capture.stacks), on or off."""
+    stacks: auto (on when they cost little, measured here: tracetriage.capture.stacks), on or off."""
     out_path = Path(out_path)
     if not out_path.name.endswith(".json.gz"):
         out_path = out_path.with_name(out_path.name + ".json.gz")

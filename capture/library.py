@@ -1,7 +1,7 @@
 """Capture the sample library: every preset, the ceilings and the README sweeps.
 
-    python -m capture.library --out traces/            # on a GPU machine
-    python -m capture.library --out /tmp/lib --device cpu --only chain-eager-small
+    python -m tracetriage.capture.library --out traces/            # on a GPU machine
+    python -m tracetriage.capture.library --out /tmp/lib --device cpu --only chain-eager-small
 
 One failing workload does not stop the others: its error goes into the manifest
 and the run goes on. The manifest lists every trace with its label.
@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from analyzers.loading.atomic import write_json_atomic
+from tracetriage.analyzers.loading.atomic import write_json_atomic
 
 MANIFEST = "manifest.json"
 
@@ -50,7 +50,7 @@ def merge_manifest(out: Path, entries: list[dict], errors: dict) -> dict:
 
 def relabel(out: Path) -> int:
     """Labels live in capture/presets.py; the manifest copies them. Refresh the copies."""
-    from capture.presets import PRESETS
+    from tracetriage.capture.presets import PRESETS
 
     path = out / MANIFEST
     manifest = json.loads(path.read_text())
@@ -62,7 +62,7 @@ def relabel(out: Path) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m capture.library")
+    ap = argparse.ArgumentParser(prog="python -m tracetriage.capture.library")
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", nargs="*", help="preset names (default: all)")
@@ -75,8 +75,8 @@ def main(argv=None) -> int:
         return relabel(Path(a.out))
     if a.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    from capture.harness import capture_workload
-    from capture.presets import PRESETS
+    from tracetriage.capture.harness import capture_workload
+    from tracetriage.capture.presets import PRESETS
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
                 torch.cuda.empty_cache()
     merge_manifest(out, entries, errors)
     if a.extra:
-        from capture import ceilings, sweeps
+        from tracetriage.capture import ceilings, sweeps
 
         mpath = out / "measurements.json"
         results = json.loads(mpath.read_text()) if mpath.exists() else {}

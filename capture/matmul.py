@@ -11,9 +11,9 @@ from typing import ClassVar
 
 import torch
 
-from capture.ranges import named_range
-from capture.timer import honest_time
-from capture.workload import DTYPES, DType, Workload
+from tracetriage.capture.ranges import named_range
+from tracetriage.capture.timer import honest_time
+from tracetriage.capture.workload import DTYPES, DType, Workload
 
 # (M, N, K): square sizes from launch-bound to compute-bound, plus the skinny
 # decode shape (M=1: a GEMV that streams the weight once, memory-bound).

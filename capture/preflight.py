@@ -2,7 +2,7 @@
 
 Two moments: before recording, from the settings (a machine with a GPU profiled without CUDA activity, shapes
 not recorded); and after recording, before the trace is written, from the trace itself (the health check of
-analyzers.analyses.health: the model left on the CPU, activity dropped ...). Warnings go to stderr as
+tracetriage.analyzers.analyses.health: the model left on the CPU, activity dropped ...). Warnings go to stderr as
 `warning: ...` lines; the trace is still written (a CPU capture may be what the user wants).
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ def trace_warnings(raw_trace: Path) -> list[str]:
     """The health check of the trace just recorded (its Health line), or nothing where the analyzers cannot
     run here (a GPU machine with torch but without the analyzers' own dependencies)."""
     try:
-        from analyzers.analyses.health import check
-        from analyzers.loading.load import load
-        from analyzers.model.trace import TraceError
-        from analyzers.voice.health import health_line
+        from tracetriage.analyzers.analyses.health import check
+        from tracetriage.analyzers.loading.load import load
+        from tracetriage.analyzers.model.trace import TraceError
+        from tracetriage.analyzers.voice.health import health_line
     except ImportError:
         return []
     try:

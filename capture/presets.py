@@ -41,7 +41,7 @@ class Preset:
 
     def defaults(self, device: str) -> dict:
         """Every field the user may --set, with the value this preset runs with on `device`."""
-        from capture.fields import settable
+        from tracetriage.capture.fields import settable
 
         klass = self.workload_class()
         values = {f.name: f.default for f in settable(klass)}
@@ -49,7 +49,7 @@ class Preset:
 
     def build(self, device: str, /, **more: Any):
         """The workload, with the user's --set values (checked: FieldError) over the preset's own."""
-        from capture.fields import check
+        from tracetriage.capture.fields import check
 
         klass = self.workload_class()
         defaults = self.defaults(device)
@@ -58,7 +58,7 @@ class Preset:
 
     def help_lines(self) -> list[str]:
         """`tracetriage capture PRESET --help`: what it shows, and its fields with their defaults."""
-        from capture.fields import settable, shown, type_words
+        from tracetriage.capture.fields import settable, shown, type_words
 
         gpu, cpu = self.defaults("cuda"), self.defaults("cpu")
         shows = ", ".join(x for x in (self.idle_cause and f"{self.idle_cause} idle",

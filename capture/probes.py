@@ -14,9 +14,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from capture.ranges import named_range
-from capture.smells import GpuThenSync, HostThenGpu, on_gpu
-from capture.workload import Workload
+from tracetriage.capture.ranges import named_range
+from tracetriage.capture.smells import GpuThenSync, HostThenGpu, on_gpu
+from tracetriage.capture.workload import Workload
 
 # --- launch overhead --------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ more with stacks; the runs interleave, `reps` of each. The per-op cost is (profi
 the trace of one profiled run says how many CPU ops and runtime calls each loop iteration records, so the
 cost can be put per recorded event too.
 
-    python -m capture.profiler_cost --device cuda [--reps 5] [--ops 2000] [--out FILE]
+    python -m tracetriage.capture.profiler_cost --device cuda [--reps 5] [--ops 2000] [--out FILE]
 
 The loops:
     add_tiny       x.add_(1.0) on a 1-element tensor: one aten op and one launch per call (launch-bound loops)
@@ -57,7 +57,7 @@ def run_loop(fn, ops: int, device: str) -> float:
 
 
 def profiled(fn, ops: int, device: str, *, with_stack: bool, trace: Path | None = None) -> float:
-    from capture.harness import experimental_config
+    from tracetriage.capture.harness import experimental_config
 
     gpu = torch.device(device).type == "cuda"
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", type=int, default=2000)
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    from capture.harness import device_info, versions
+    from tracetriage.capture.harness import device_info, versions
 
     doc = {"device": device_info(a.device), "versions": versions(), "reps": a.reps,
            "loops": measure(a.device, a.reps, a.ops)}

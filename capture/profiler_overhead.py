@@ -1,6 +1,6 @@
 """Measure what torch.profiler adds per event, with and without the profiler, at several event counts.
 
-    python -m capture.profiler_overhead --out DIR [--device cuda|cpu] [--runs 5]
+    python -m tracetriage.capture.profiler_overhead --out DIR [--device cuda|cpu] [--runs 5]
 
 Four loops, each at 100, 1,000 and 10,000 iterations, timed unprofiled (host clock between device syncs) and
 profiled with the capture's settings (CPU + CUDA activity, shapes, CUDA sync events), `runs` times each:
@@ -9,7 +9,7 @@ profiled with the capture's settings (CPU + CUDA activity, shapes, CUDA sync eve
     launch_only   a CUDA graph of one tiny kernel replayed per iteration: a launch call, no op
     graph_nodes   one replay of a graph of N tiny kernels: a graph launch's cost per node
 Writes DIR/profiler_overhead.json (the H200's: traces/overhead/profiler_overhead.json): per loop and count, the runs' walls, their medians, and (profiled - unprofiled)
-/ count in ns, which analyzers.whatif.unprofiled's per-event constants (fitted on the fix pairs) are checked
+/ count in ns, which tracetriage.analyzers.whatif.unprofiled's per-event constants (fitted on the fix pairs) are checked
 against. On the CPU the CUDA loops are skipped (a shake-out, not data).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from capture.realworld_common import profile_bare, warm_gpu, warm_profiler
+from tracetriage.capture.realworld_common import profile_bare, warm_gpu, warm_profiler
 
 COUNTS = (100, 1_000, 10_000)
 

@@ -5,9 +5,9 @@ also timed unprofiled), so the measured.json it writes reads like traces/fixes/m
 variant, `record` (what the workload measured besides spans: byte ledger, per-token clocks, ...) and
 `facts` (counts from the kept trace: graph launches, compiles, cudaFree, ...).
 
-    python -m capture.realworld --out /tmp/rw [--device cpu] [--reps 5] [--only adamw_foreach_off ...]
+    python -m tracetriage.capture.realworld --out /tmp/rw [--device cpu] [--reps 5] [--only adamw_foreach_off ...]
                                 [--smoke] [--drop-lever cuda_graphs] [--merge]
-    python -m capture.realworld --summary /tmp/rw [...]     # one line per scenario, both ratios
+    python -m tracetriage.capture.realworld --summary /tmp/rw [...]     # one line per scenario, both ratios
 
 This module holds the runner and the training-loop scenarios (optimizers, the allocator); compile and
 fusion are in realworld_compile, vision in realworld_vision, HF generate in realworld_generate.
@@ -25,13 +25,13 @@ from typing import ClassVar
 
 import torch
 
-from capture import fixes
-from capture.fixes import BEFORE, GraphedBody
-from capture.realworld_common import RealWorkload, trace_facts
-from capture.realworld_compile import COMPILE_SCENARIOS
-from capture.realworld_generate import GENERATE_SCENARIOS
-from capture.realworld_vision import VISION_SCENARIOS
-from capture.smells import narrow_mlp
+from tracetriage.capture import fixes
+from tracetriage.capture.fixes import BEFORE, GraphedBody
+from tracetriage.capture.realworld_common import RealWorkload, trace_facts
+from tracetriage.capture.realworld_compile import COMPILE_SCENARIOS
+from tracetriage.capture.realworld_generate import GENERATE_SCENARIOS
+from tracetriage.capture.realworld_vision import VISION_SCENARIOS
+from tracetriage.capture.smells import narrow_mlp
 
 # --- optimizers (fused_optimizer) --------------------------------------------------------
 

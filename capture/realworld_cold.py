@@ -18,10 +18,10 @@ Each rep is three fresh processes (before profiled, before unprofiled, warm_up t
 cold start is really cold (resnet18's each a new interpreter, the others forked before any CUDA call: LAUNCH); for resnet18 one more cold profiled run has CUDA_MODULE_LOADING=EAGER in its
 environment (every module loaded at context creation, before the profiler).
 
-    python -m capture.realworld_cold --out /tmp/cold [--model resnet18|mlp|gpt2 ...] [--device cpu] [--reps 5]
+    python -m tracetriage.capture.realworld_cold --out /tmp/cold [--model resnet18|mlp|gpt2 ...] [--device cpu] [--reps 5]
 
 Output per model: KIND--before.json.gz and KIND--warm_up.json.gz (the median-span runs), for resnet18
-warm_up_cold--before-eager-loading.json.gz, and measured.json in capture.fixes' format (one scenario per model).
+warm_up_cold--before-eager-loading.json.gz, and measured.json in tracetriage.capture.fixes' format (one scenario per model).
 """
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def child(variant: str, device: str, trace: Path | None, steps: int, warmup: int
         train(warmup)
         res["wall_ms"] = timed(steps)
     if trace is not None:
-        from capture.realworld_common import profile_bare
+        from tracetriage.capture.realworld_common import profile_bare
 
         run = profile_bare(lambda: train(steps), trace, device=device)
         res["profiled_wall_ms"] = (run["call_end_ns"] - run["call_start_ns"]) / 1e6
@@ -140,7 +140,7 @@ def child(variant: str, device: str, trace: Path | None, steps: int, warmup: int
 # new process's; only the Python imports, which happen before any profiler starts, are skipped. ResNet-18 was
 # first captured with exec and keeps it, so its runs stay comparable.
 LAUNCH = {"resnet18": "exec", "mlp": "fork", "gpt2": "fork"}
-PRELOAD = ("torch", "torch.nn.functional", "torchvision", "transformers", "capture.realworld_common")
+PRELOAD = ("torch", "torch.nn.functional", "torchvision", "transformers", "tracetriage.capture.realworld_common")
 
 
 def _spawn(variant: str, device: str, trace: Path | None, steps: int, warmup: int, env: dict | None = None,
@@ -153,7 +153,7 @@ def _spawn(variant: str, device: str, trace: Path | None, steps: int, warmup: in
     res["process_s"] = time.perf_counter() - t0
     res["launch"] = LAUNCH[model_name]
     if trace is not None:
-        from capture.realworld_common import trace_facts
+        from tracetriage.capture.realworld_common import trace_facts
 
         res["span_us"] = trace_facts(trace)["span_us"]
     return res
@@ -189,7 +189,7 @@ def _forked(variant, device, trace, steps, warmup, env, timeout, model_name) -> 
 
 
 def _exec(variant, device, trace, steps, warmup, env, timeout, model_name) -> dict:
-    cmd = [sys.executable, "-m", "capture.realworld_cold", "--child", variant, "--device", device, "--model", model_name,
+    cmd = [sys.executable, "-m", "tracetriage.capture.realworld_cold", "--child", variant, "--device", device, "--model", model_name,
            "--steps", str(steps), "--warmup", str(warmup)] + (["--trace", str(trace)] if trace else [])
     root = str(Path(__file__).resolve().parent.parent)   # the child imports capture from this checkout
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
@@ -204,8 +204,8 @@ def _exec(variant, device, trace, steps, warmup, env, timeout, model_name) -> di
 def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: int = 5,
                  model_name: str = "resnet18") -> dict:
     """`reps` x (before profiled, warm_up timed then profiled, before unprofiled), each a fresh process."""
-    from capture.fixes import ratio_spread  # the same summaries as every other measured.json
-    from capture.realworld_common import runs_summary
+    from tracetriage.capture.fixes import ratio_spread  # the same summaries as every other measured.json
+    from tracetriage.capture.realworld_common import runs_summary
 
     runs: dict[str, list[dict]] = {"before": [], "warm_up": []}
     unprofiled: list[dict] = []
@@ -259,8 +259,8 @@ def main(argv=None) -> int:
     if args.out is None:
         ap.error("--out is required")
     args.out.mkdir(parents=True, exist_ok=True)
-    from capture.harness import device_info, versions
-    from capture.realworld_common import warm_gpu
+    from tracetriage.capture.harness import device_info, versions
+    from tracetriage.capture.realworld_common import warm_gpu
 
     if args.smoke:
         args.reps, args.steps, args.warmup = 1, 3, 2

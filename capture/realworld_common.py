@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from capture.fixes import FixWorkload, span_us
+from tracetriage.capture.fixes import FixWorkload, span_us
 
 # Host calls and ranges whose counts say what a trace holds (each a name test on one event).
 _RUNTIME_COUNTS = {
@@ -65,7 +65,7 @@ def profiler_activities(device: str) -> list:
 
 
 def warm_gpu(device: str) -> None:
-    """Clocks up and cuBLAS loaded before the first capture (as capture.fixes.main does)."""
+    """Clocks up and cuBLAS loaded before the first capture (as tracetriage.capture.fixes.main does)."""
     if torch.device(device).type != "cuda":
         return
     a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
@@ -89,7 +89,7 @@ def profile_bare(fn: Callable[[], Any], out_path: Path, *, device: str, record_s
     Returns the host clock around the call (time.perf_counter_ns, with time.time_ns at the start to place
     it in the trace: see trace_us) and fn's return value under "result".
     """
-    from capture.harness import experimental_config
+    from tracetriage.capture.harness import experimental_config
 
     gpu = torch.device(device).type == "cuda"
     raw = out_path.with_name(out_path.name.removesuffix(".gz"))

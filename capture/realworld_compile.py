@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from capture.fixes import BEFORE, GraphedBody
-from capture.realworld_common import RealWorkload
+from tracetriage.capture.fixes import BEFORE, GraphedBody
+from tracetriage.capture.realworld_common import RealWorkload
 
 
 class ByteLedger(TorchDispatchMode):

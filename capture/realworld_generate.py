@@ -6,11 +6,11 @@ prompt; EOS is switched off so every call makes exactly 32 tokens. A streamer wh
 to the host and reads time.perf_counter_ns() marks when each token is known there (put #0 is the prompt):
 the TTFT and per-token truth.
 
-    python -m capture.realworld_generate --out /tmp/gen [--device cpu] [--only llama-b1-static ...] [--smoke]
+    python -m tracetriage.capture.realworld_generate --out /tmp/gen [--device cpu] [--only llama-b1-static ...] [--smoke]
 
 writes generate-FAMILY-bBATCH-MODE.json.gz (one profiled generate() call with no named range and no
 ProfilerStep#) and a .truth.json beside each. The paired scenario (hf_llama_generate) runs through
-capture.realworld.
+tracetriage.capture.realworld.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import torch
 
-from capture.realworld_common import (
+from tracetriage.capture.realworld_common import (
     RealWorkload,
     profile_bare,
     timed_windows,

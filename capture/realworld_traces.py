@@ -3,14 +3,14 @@
     training    12 training steps with no ProfilerStep# and no range of ours; step 7's DataLoader __next__
                 sleeps 35 ms (its dataset's __getitem__ stalls): the outlier, its step and why in the truth
     norepeat    a handful of distinct ops, each once: nothing repeats
-    decode      capture.gpt's small model decoding 16 tokens three ways: eager; one decode step captured with
+    decode      tracetriage.capture.gpt's small model decoding 16 tokens three ways: eager; one decode step captured with
                 torch.cuda.graph inside the profiled window (after a side-stream warm-up outside it), then
                 replayed; torch.compile(mode="reduce-overhead") compiled outside, its graph recorded inside
     health      one small training loop captured five ways: everything on (the reference); on a GPU machine
                 but never moved to the GPU (CUDA activity on, no kernels); record_shapes=False; no CUDA sync
                 events; CUDA activity off
 
-    python -m capture.realworld_traces --out /tmp/tr [--device cpu] [--only training norepeat decode health]
+    python -m tracetriage.capture.realworld_traces --out /tmp/tr [--device cpu] [--only training norepeat decode health]
 
 Each NAME.json.gz has a NAME.truth.json beside it (host clocks are time.perf_counter_ns). On the CPU the
 GPU-only parts degrade: the graph captures run eagerly, and the health variants are all CPU captures.
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity
 from torch.utils.data import DataLoader, Dataset
 
-from capture.realworld_common import (
+from tracetriage.capture.realworld_common import (
     profile_bare,
     trace_facts,
     trace_us,
@@ -146,7 +146,7 @@ def capture_norepeat(out: Path, device: str) -> dict:
 # --- graph-captured decode -------------------------------------------------------------------------
 
 def capture_decode(out: Path, device: str, *, tokens: int = 16, preset: str | None = None) -> list[dict]:
-    from capture.gpt import PrefillDecode
+    from tracetriage.capture.gpt import PrefillDecode
 
     gpu = _gpu(device)
     preset = preset or ("small" if gpu else "tiny")

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from capture.fixes import GraphedBody
-from capture.realworld_common import RealWorkload
+from tracetriage.capture.fixes import GraphedBody
+from tracetriage.capture.realworld_common import RealWorkload
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -115,7 +115,7 @@ class DataLoaderCNN(RealWorkload):
 @dataclass
 class CNNBatch1(RealWorkload):
     """ResNet-18 inference at batch 1, 224x224 fp32: ~70 small kernels a forward, each shorter than its launch.
-    cuda_graphs: the forward captured once with torch.cuda.graph (capture.fixes.GraphedBody) and replayed."""
+    cuda_graphs: the forward captured once with torch.cuda.graph (tracetriage.capture.fixes.GraphedBody) and replayed."""
     kind: ClassVar[str] = "cnn_b1"
     levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)

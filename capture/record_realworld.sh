@@ -54,7 +54,7 @@ part() {
   return $rc
 }
 
-pairs() { echo "$PY" -m capture.realworld --device "$DEVICE" --merge --out "$WORK/$1"; }    # the command, as words
+pairs() { echo "$PY" -m tracetriage.capture.realworld --device "$DEVICE" --merge --out "$WORK/$1"; }    # the command, as words
 # HF generate with its cuda_graphs variant, and (hf_retry) the same without that variant if the first run
 # failed other than by its time limit: the retry goes last in a group, so it cannot starve the other parts.
 hf_pairs() {
@@ -81,19 +81,19 @@ a)
   part pairs-fusion 150 $(pairs pairs) --only rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small chain6_large
   part pairs-vision 120 $(pairs pairs) --only dataloader_cnn cnn_b1
   part pairs-recompile 200 $(pairs pairs) --only recompile
-  part cold 200 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold"
+  part cold 200 "$PY" -m tracetriage.capture.realworld_cold --device "$DEVICE" --out "$WORK/cold"
   ;;
 c)
-  part cold-mlp 110 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model mlp
+  part cold-mlp 110 "$PY" -m tracetriage.capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model mlp
   part pairs-recompile-batch 100 $(pairs pairs) --only recompile_batch
-  part cold-gpt2 160 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model gpt2
+  part cold-gpt2 160 "$PY" -m tracetriage.capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --model gpt2
   part pairs-recompile-gpt2 160 $(pairs pairs) --only recompile_gpt2
   ;;
 b)
-  part traces 90 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only training norepeat health
-  part decode 120 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
+  part traces 90 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only training norepeat health
+  part decode 120 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --only decode
   hf_pairs 220
-  part generate 220 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
+  part generate 220 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
   hf_retry 150
   ;;
 smoke)
@@ -103,15 +103,15 @@ smoke)
     sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
     chain6_large recompile recompile_batch recompile_gpt2 &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
-  part smoke-generate 150 "$PY" -m capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
-  part smoke-traces 150 "$PY" -m capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
-  part smoke-cold 150 "$PY" -m capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke --model resnet18 mlp gpt2 &
+  part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
+  part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
+  part smoke-cold 150 "$PY" -m tracetriage.capture.realworld_cold --device "$DEVICE" --out "$WORK/cold" --smoke --model resnet18 mlp gpt2 &
   wait
   ;;
 esac
 
 say "== summary (profiled and unprofiled after/before ratios: median [p10-p90])"
-"$PY" -m capture.realworld --summary "$WORK" 2>&1 | cut -c1-900 | tee -a "$LOG"
+"$PY" -m tracetriage.capture.realworld --summary "$WORK" 2>&1 | cut -c1-900 | tee -a "$LOG"
 
 TAR=$OUT/realworld-$GROUP.tar.gz
 tar czf "$TAR" -C "$ROOT" "$GROUP"

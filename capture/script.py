@@ -3,7 +3,7 @@
 The script runs as __main__ with its own argv under the same profiler settings
 as the workloads (shapes, CUDA sync events). There is no warm-up we can do for a
 script; put the interesting part in a loop, or wrap phases with
-`capture.ranges.named_range` so the report can speak of them.
+`tracetriage.capture.ranges.named_range` so the report can speak of them.
 
 A script that raises is the user's bug, not ours: ScriptFailed carries the traceback
 from the script's own first frame on (never the CLI's, runpy's or the profiler's frames
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from capture.harness import record
-from capture.stacks import StackChoice, choose
+from tracetriage.capture.harness import record
+from tracetriage.capture.stacks import StackChoice, choose
 
 
 class ScriptFailed(Exception):

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from capture.ranges import named_range
-from capture.workload import DTYPES, DType, Workload
+from tracetriage.capture.ranges import named_range
+from tracetriage.capture.workload import DTYPES, DType, Workload
 
 
 def on_gpu(device: str) -> bool:

@@ -2,7 +2,7 @@
 
 naive   max, sub, exp, sum, div: five kernels, ~8 passes over the matrix
 torch   one kernel (PyTorch's own fused softmax), 2 passes
-triton  kernels.fused_softmax: one program per row, 2 passes
+triton  tracetriage.kernels.fused_softmax: one program per row, 2 passes
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import ClassVar, Literal
 
 import torch
 
-from capture.workload import DTYPES, DType, RepeatedCall
-from kernels.fused_softmax import fused_softmax
+from tracetriage.capture.workload import DTYPES, DType, RepeatedCall
+from tracetriage.kernels.fused_softmax import fused_softmax
 
 
 def naive_softmax(x: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """What `with_stack=True` costs under the profiler: the same eager training loop profiled with and
 without Python stacks, interleaved, on the device given.
 
-    python -m capture.stack_cost --device cuda [--reps 5]
+    python -m tracetriage.capture.stack_cost --device cuda [--reps 5]
 
 Prints one JSON object: each setting's profiled span per window (ms, every run), the medians, and their
 ratio (with stacks / without); the unprofiled wall time of the window for reference.
@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from capture.fixes import span_us
-from capture.smells import narrow_mlp
+from tracetriage.capture.fixes import span_us
+from tracetriage.capture.smells import narrow_mlp
 
 
 def _window(net, x, opt, steps: int) -> None:

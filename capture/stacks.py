@@ -1,7 +1,7 @@
 """Python stacks in a capture (torch.profiler's with_stack=True): on where they cost little.
 
 Stacks let the report name the user's own line behind every hotspot and idle gap
-(analyzers.analyses.frames), but the profiler then records every Python call, which slows the
+(tracetriage.analyzers.analyses.frames), but the profiler then records every Python call, which slows the
 host: measured on an H200 (torch 2.11, profiled time per step, median of 3, with stacks against
 without), +5% on smell-sync-item, +18% on smell-launch-tiny-ops, +19% on a small training script,
 +47% on eager GPT decode, +118% on a torch.compile'd chain and +311% on a loop of pure Python.
@@ -68,9 +68,9 @@ def choose(mode: str, measure=None) -> StackChoice:
 
 def copy_generated(trace_json: Path, out_path: Path) -> int:
     """Copy the Inductor wrappers the trace names into NAME.inductor/ beside it, so that the ops each
-    kernel fused can be read where the trace is analysed (analyzers.loading.generated_code)."""
-    from analyzers.analyses.inductor import WRAPPER_FRAME
-    from analyzers.loading.generated_code import beside
+    kernel fused can be read where the trace is analysed (tracetriage.analyzers.loading.generated_code)."""
+    from tracetriage.analyzers.analyses.inductor import WRAPPER_FRAME
+    from tracetriage.analyzers.loading.generated_code import beside
 
     text = trace_json.read_text(encoding="utf-8", errors="replace")
     found = sorted({m.group(1) for n in _names(text) for m in [WRAPPER_FRAME.match(n)] if m})

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from capture.timer import honest_time
-from kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
+from tracetriage.capture.timer import honest_time
+from tracetriage.kernels.fused_chain import EAGER_PASSES, FUSED_PASSES, chain_eager, fused_chain
 
 
 def _raise_recompile_limit(limit: int = 64) -> None:

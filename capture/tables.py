@@ -1,6 +1,6 @@
 """Print the README's measured tables from the sample library's sidecars (markdown).
 
-    python -m capture.tables traces/
+    python -m tracetriage.capture.tables traces/
 
 Fusion sweep (drill M01.08), matmul TFLOP/s per shape (M01.04), and measured
 ceilings against the datasheet. Every figure comes from a file the GPU run wrote.
@@ -31,7 +31,7 @@ def matmul_table(meta: dict) -> str:
 
 
 def ceilings_table(c: dict) -> str:
-    from analyzers.analyses.peaks import datasheet
+    from tracetriage.analyzers.analyses.peaks import datasheet
 
     ds = datasheet(c["device_name"])
     rows = ["| ceiling | measured | datasheet | measured/datasheet |", "|---|---:|---:|---:|"]

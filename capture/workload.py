@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
-from capture.ranges import named_range
+from tracetriage.capture.ranges import named_range
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DType = Literal["float32", "bfloat16", "float16"]   # the keys of DTYPES: what --set dtype=... accepts

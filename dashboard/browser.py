@@ -15,7 +15,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from dashboard import launch
+from tracetriage.dashboard import launch
 
 CHART = '[data-testid="stVegaLiteChart"]'
 HEALTH_TRIES = 2400           # x 0.05 s: a cold start on a loaded 2-core machine takes ~10 s
@@ -211,7 +211,7 @@ def _hex_rgb(color: str) -> tuple[int, int, int]:
     return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
 
 
-# The timeline is drawn on a canvas (dashboard.charts._on_canvas): what it shows is read from its pixels.
+# The timeline is drawn on a canvas (tracetriage.dashboard.charts._on_canvas): what it shows is read from its pixels.
 _COLOR_JS = """([r, g, b, tol, nth, mode]) => {
   const canvases = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')].filter(c => c.width && c.height);
   const c = canvases[nth];

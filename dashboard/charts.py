@@ -18,7 +18,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from analyzers.voice import dashboard as words
+from tracetriage.dashboard import words as words
 
 CAUSE_COLORS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchronization": "#b279a2",
                 "data_transfer": "#4c78a8", "other": "#9d9d9d"}

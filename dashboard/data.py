@@ -1,7 +1,7 @@
 """The dashboard's one door into the analysis: every field it reads is read here.
 
 Pages and charts receive plain pandas frames and small frozen views of the typed analysis
-(analyzers.triage), and their words from analyzers.voice.dashboard; they import nothing else of
+(tracetriage.analyzers.triage), and their words from tracetriage.dashboard.words; they import nothing else of
 the analyzers (tests/test_imports.py pins it). Nothing here computes a number the analyzers
 already computed: it selects, renames and converts units (ns -> µs, ms) only.
 """
@@ -13,23 +13,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzers.analyses.inference import PhasesFrom
-from analyzers.model.span import PROFILER_STEP_RANGE
-from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, NONE, TraceError
-from analyzers.model.units import duration_ns, duration_us, saving_pct
-from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
-from analyzers.output import serialize
-from analyzers.triage import idle_constructs, timeline
-from analyzers.triage.diff import diff_analyses
-from analyzers.triage.report import Analysis, analyze_file
-from analyzers.voice import common as common_words
-from analyzers.voice import dashboard as dashboard_words
-from analyzers.voice import drills as drill_words
-from analyzers.voice import report as report_words
-from analyzers.voice import steps as step_words
-from analyzers.voice import whatif as whatif_words
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.predict import WhatIfError
+from tracetriage.analyzers.analyses.inference import PhasesFrom
+from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
+from tracetriage.analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, NONE, TraceError
+from tracetriage.analyzers.model.units import duration_ns, duration_us, saving_pct
+from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage import idle_constructs, timeline
+from tracetriage.analyzers.triage.diff import diff_analyses
+from tracetriage.analyzers.triage.report import Analysis, analyze_file
+from tracetriage.analyzers.voice import common as common_words
+from tracetriage.dashboard import words as dashboard_words
+from tracetriage.drills import words as drill_words
+from tracetriage.analyzers.voice import report as report_words
+from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice import whatif as whatif_words
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.predict import WhatIfError
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases", "steps",
@@ -50,8 +50,8 @@ def open_analysis(path: str | Path) -> Analysis:
 # --- report -------------------------------------------------------------------------------
 
 def annotated_trace(path: str | Path, a: Analysis) -> bytes:
-    """The trace with its idle gaps as a track named by cause, gzipped, for Perfetto (analyzers.output.annotate)."""
-    from analyzers.output.annotate import annotated_bytes
+    """The trace with its idle gaps as a track named by cause, gzipped, for Perfetto (tracetriage.analyzers.output.annotate)."""
+    from tracetriage.analyzers.output.annotate import annotated_bytes
 
     return annotated_bytes(path, a)
 
@@ -162,7 +162,7 @@ FRAMEWORK_COLUMNS = ["construct", "name", "idle_ms", "idle_share", "idle_dominan
 
 
 def framework(a: Analysis) -> pd.DataFrame:
-    """One row per framework construct the trace ran (analyzers.analyses.framework), most idle first: the idle
+    """One row per framework construct the trace ran (tracetriage.analyzers.analyses.framework), most idle first: the idle
     it made, its share of all idle and the cause holding most of it, the launches made inside it, how many
     times it ran, the host time inside it, and the events that mark it. Empty when there was no framework
     analysis (no GPU timeline)."""
@@ -217,7 +217,7 @@ STEP_COLUMNS = ["step", "start_us", "end_us", "wall_us", "kernel_busy_us", "idle
 
 
 def steps(a: Analysis) -> pd.DataFrame:
-    """One row per step (analyzers.analyses.steps), in the timeline's µs from its origin, for a steps lane above
+    """One row per step (tracetriage.analyzers.analyses.steps), in the timeline's µs from its origin, for a steps lane above
     the timeline and a per-step chart: its window, wall, kernel busy and idle time, the cause holding most of
     its idle, whether it is the loop's structure, set-up kept apart, the outlier, and its kind (prefill, decode,
     mixed, other) where prefill and decode were found from shapes. Empty when no steps were found."""
@@ -339,7 +339,7 @@ def _outliers(a: Analysis) -> dict[int, str]:
 
 
 def steps_lane(a: Analysis) -> LaneSpans | None:
-    """The loop's steps (analyzers.analyses.steps: the ProfilerStep ranges, or found from the repeated ops),
+    """The loop's steps (tracetriage.analyzers.analyses.steps: the ProfilerStep ranges, or found from the repeated ops),
     each with its wall, kernel busy and idle by cause; the set-up steps and the outlier marked. Without a
     step analysis (a trace with no GPU timeline), the profiler's ProfilerStep ranges, each with its GPU tail."""
     st = a.steps
@@ -372,7 +372,7 @@ def _phase_words(a: Analysis) -> dict[str, str]:
 
 def prefill_decode_lane(a: Analysis) -> LaneSpans | None:
     """Prefill and decode (Analysis.phases): the ranges the report reads them from, or, in a trace without
-    them, the steps whose shapes say prefill, decode or mixed (analyzers.analyses.inference)."""
+    them, the steps whose shapes say prefill, decode or mixed (tracetriage.analyzers.analyses.inference)."""
     p = a.phases
     if p is None:
         return None
@@ -542,7 +542,7 @@ class BarFrames:
 
 def timeline_bars(a: Analysis, window_ms: tuple[float, float], search: "SearchView | None" = None) -> BarFrames:
     """Each drawable event of the window: its row (lane and nesting depth), its anchor on the host (the
-    flow's key: analyzers.triage.timeline._anchors) and whether it matches the search."""
+    flow's key: tracetriage.analyzers.triage.timeline._anchors) and whether it matches the search."""
     t = timeline.build(a, window_us=_us(window_ms), max_bars=RAW_LIMIT)
     extras = extra_lanes(a)
     lane_names = [t.lanes[i] for i in t.lane]
@@ -697,8 +697,8 @@ class DiffView:
 
 
 def diff(before: Analysis, after: Analysis) -> DiffView:
-    """The diff of two analysed traces (analyzers.triage.diff), with the per-op table (analyzers.triage.opdiff)."""
-    from analyzers.triage.opdiff import op_diff
+    """The diff of two analysed traces (tracetriage.analyzers.triage.diff), with the per-op table (tracetriage.analyzers.triage.opdiff)."""
+    from tracetriage.analyzers.triage.opdiff import op_diff
 
     d = diff_analyses(before, after)
     j = serialize.diff(d)   # the `diff --json` object: what the CLI prints, so the page says the same
@@ -762,7 +762,7 @@ def paired_timelines(before: Analysis, after: Analysis, bins: int = 400) -> Pair
 
 @dataclass(frozen=True)
 class LeversView:
-    baseline_us: float          # the replay's traced span: first traced event to last (analyzers.model.span)
+    baseline_us: float          # the replay's traced span: first traced event to last (tracetriage.analyzers.model.span)
     replay_us: float
     report_span_us: float       # the report's GPU span (first to last GPU activity, per device)
     spans_agree: bool           # the two spans are one within the clock's tolerance
@@ -855,9 +855,9 @@ class RanksView:
 
 
 def ranks(directory: Path, progress=None) -> RanksView:
-    """The directory's multi-rank report (tracetriage.rank_run.report_object); TraceError with one line."""
-    from analyzers.voice import ranks as rank_words
-    from tracetriage.rank_run import report_object
+    """The directory's multi-rank report (tracetriage.analyzers.runs.pool.report_object); TraceError with one line."""
+    from tracetriage.analyzers.voice import ranks as rank_words
+    from tracetriage.analyzers.runs.pool import report_object
 
     rr = report_object(Path(directory), progress=progress)
     s = rr.straggler
@@ -896,7 +896,7 @@ class DrillView:
 
 
 def drills() -> list[DrillView]:
-    from drills import bank
+    from tracetriage.drills import bank
 
     return [DrillView(d.id, d.title, d.lesson, d.kind, d.source(), d.questions,
                       tuple((k, t, doc) for k, (t, doc) in d.parts.items()),
@@ -905,7 +905,7 @@ def drills() -> list[DrillView]:
 
 def drill_traces(drill_id: str) -> list[Path]:
     """The trace a drill shows (a toy timeline is written from its seed), and its `after` trace if it has one."""
-    from drills import bank
+    from tracetriage.drills import bank
 
     d = bank.get(drill_id)
     return [d.trace_path()] + ([d.after_path()] if d.after else [])
@@ -914,9 +914,9 @@ def drill_traces(drill_id: str) -> list[Path]:
 def drill_answers(drill_id: str, raw: dict[str, str]) -> dict:
     """The form's text fields as the answer file's types: numbers parsed, a list of names split at commas.
     Raises AnswerError (one line) for a number that is not one; a blank field is a blank answer."""
-    from drills import bank
-    from drills.amounts import amounts
-    from drills.answers import AnswerError
+    from tracetriage.drills import bank
+    from tracetriage.drills.amounts import amounts
+    from tracetriage.drills.answers import AnswerError
 
     d = bank.get(drill_id)
     out = {}
@@ -955,8 +955,8 @@ class GradeView:
 
 def grade_drill(drill_id: str, answers: dict, db: str | None = None) -> GradeView:
     """Grade like `tracetriage drill grade`, and record the attempt in the prediction log."""
-    from drills import bank, grader
-    from drills.predictions import Log
+    from tracetriage.drills import bank, grader
+    from tracetriage.drills.predictions import Log
 
     d = bank.get(drill_id)
     result = grader.grade(d, answers)
@@ -986,7 +986,7 @@ class LogView:
 
 def prediction_log(db: str | None = None) -> LogView:
     """The prediction log as `tracetriage predictions` shows it (pending predictions measured first)."""
-    from drills import predictions as pr
+    from tracetriage.drills import predictions as pr
 
     log = pr.Log(db)
     try:
@@ -1008,7 +1008,7 @@ def prediction_log(db: str | None = None) -> LogView:
 
 
 def _drill_errors() -> tuple[type[Exception], ...]:
-    from drills.commands import USER_ERRORS
+    from tracetriage.drills.commands import USER_ERRORS
 
     return USER_ERRORS
 
@@ -1025,7 +1025,7 @@ class DrillTables:
 
 
 def drill_tables(drill_id: str) -> DrillTables:
-    from drills import bank, evidence
+    from tracetriage.drills import bank, evidence
 
     d = bank.get(drill_id)
     if d.kind not in ("triage", "ranges"):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.library import PATH_ENV, upload_cap_mb
+from tracetriage.dashboard.library import PATH_ENV, upload_cap_mb
 
 APP = Path(__file__).resolve().parent / "app.py"
 LOOPBACK = "127.0.0.1"
@@ -37,8 +37,15 @@ def headless(environ=os.environ, platform: str = sys.platform) -> bool:
     return False
 
 
+# `python -m streamlit` would put the working directory first on sys.path: an analyzers.py, drills.py or
+# tracetriage.py in the user's project would then be imported in place of ours (and executed). The child
+# drops that entry before Streamlit starts (as `python -P` does, which 3.10 lacks); app.py drops its own folder.
+NO_CWD_STREAMLIT = ("import runpy, sys; sys.path.pop(0); sys.argv[0] = 'streamlit'; "
+                    "runpy.run_module('streamlit', run_name='__main__', alter_sys=True)")
+
+
 def command(port: int | None, headless_: bool, upload_mb: int, host: str = LOOPBACK) -> list[str]:
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP),
+    cmd = [sys.executable, "-c", NO_CWD_STREAMLIT, "run", str(APP),
            "--server.address", host,
            "--server.headless", "true" if headless_ else "false",
            "--server.maxUploadSize", str(upload_mb),

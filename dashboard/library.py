@@ -4,7 +4,7 @@ directory, uploads.
 A trace is always named relative to a root directory and opened only after
 `confine()` has checked that the resolved path (symlinks followed) stays inside
 that root: a name from a URL or a widget can never reach another file. A file is
-listed when its content is a trace (analyzers.loading.sniff), whatever its extension
+listed when its content is a trace (tracetriage.analyzers.loading.sniff), whatever its extension
 says: measured ceilings, a manifest or a sidecar beside the traces are not.
 No streamlit here, so the rules are tested directly.
 """
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.loading.sniff import Sniff, sniff
+from tracetriage.analyzers.loading.sniff import Sniff, sniff
 
 SAMPLES = Path(__file__).resolve().parent.parent / "traces"
 DEFAULT_UPLOAD_MB = 500
@@ -112,7 +112,7 @@ def is_run(directory: Path) -> bool:
     return any(content(p).has_rank or _RANK_IN_NAME.search(p.name) for p in trace_files(directory))
 
 
-_RANK_IN_NAME = re.compile(r"rank[^0-9a-z]*\d+", re.IGNORECASE)   # (analyzers.analyses.ranks reads the number)
+_RANK_IN_NAME = re.compile(r"rank[^0-9a-z]*\d+", re.IGNORECASE)   # (tracetriage.analyzers.analyses.ranks reads the number)
 
 
 def samples(root: Path = SAMPLES) -> list[Entry]:

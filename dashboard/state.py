@@ -16,9 +16,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import library
-from dashboard.library import Entry, PathRefused
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import library
+from tracetriage.dashboard.library import Entry, PathRefused
 
 CURRENT = "trace_entry"
 TRACE = "trace"          # the query parameter that names the trace in view
@@ -28,7 +28,7 @@ TRACE = "trace"          # the query parameter that names the trace in view
 def _analysis(path: str, mtime_ns: int, size: int):
     # Keyed by the file's identity too, so an edited file is analysed again. Shared by every session:
     # a second tab on the same trace opens at once.
-    from dashboard import data
+    from tracetriage.dashboard import data
 
     return data.open_analysis(path)
 
@@ -44,7 +44,7 @@ def path_of(entry: Entry) -> Path:
 
 
 def _trace_error():
-    from dashboard.data import TraceError
+    from tracetriage.dashboard.data import TraceError
 
     return TraceError
 

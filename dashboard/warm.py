@@ -1,6 +1,6 @@
 """Import what the other pages need while the user reads the first one.
 
-The first page paints before altair, pandas and the analysis are imported (dashboard.views loads a
+The first page paints before altair, pandas and the analysis are imported (tracetriage.dashboard.views loads a
 page's module when the page first runs). Their import costs seconds on a busy machine (altair's
 jsonschema alone about 1.5 s of CPU), which would otherwise land on the first click on Timeline. Once a
 page has painted, one daemon thread per server process imports the other pages' modules, in sidebar
@@ -15,7 +15,7 @@ _started = threading.Event()
 
 
 def start(modules) -> None:
-    """Import `modules` (dashboard.views.<name>) on a background thread, once per process."""
+    """Import `modules` (tracetriage.dashboard.views.<name>) on a background thread, once per process."""
     if _started.is_set():
         return
     _started.set()
@@ -23,7 +23,7 @@ def start(modules) -> None:
 
 
 def _import_all(modules) -> None:
-    for name in ("dashboard.charts", "dashboard.data", *(f"dashboard.views.{m}" for m in modules)):
+    for name in ("tracetriage.dashboard.charts", "tracetriage.dashboard.data", *(f"tracetriage.dashboard.views.{m}" for m in modules)):
         try:
             importlib.import_module(name)
         except Exception:      # a broken import shows on its page, with its own error; never here

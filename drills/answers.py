@@ -4,7 +4,7 @@
     pattern = "a drain after every .item()"
     experiment = "keep the flag on the device, read it every 100 steps"
 
-Keys are the drill's parts (drills.bank.PARTS); a missing part is a blank answer (it scores 0).
+Keys are the drill's parts (tracetriage.drills.bank.PARTS); a missing part is a blank answer (it scores 0).
 Bad TOML, an unknown key, or a value of the wrong type raises AnswerError, naming the line.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from drills.amounts import amounts
-from drills.bank import NAMES, NUMBER, TEXT, Drill
-from drills.tomlread import tomllib
+from tracetriage.drills.amounts import amounts
+from tracetriage.drills.bank import NAMES, NUMBER, TEXT, Drill
+from tracetriage.drills.tomlread import tomllib
 
 
 class AnswerError(Exception):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from drills.tomlread import tomllib
+from tracetriage.drills.tomlread import tomllib
 
 BANK_DIR = Path(__file__).with_name("bank")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ class Drill:
     trace: str | None = None     # a sample trace, from the repo root
     after: str | None = None     # the second trace of a before/after pair
     generate: dict | None = None # a toy timeline: smell, level, seed, mix
-    strip_ranges: bool = False   # show the sample trace with its named ranges removed (analyzers.tools.strip_ranges)
+    strip_ranges: bool = False   # show the sample trace with its named ranges removed (tracetriage.analyzers.output.strip_ranges)
     ticket: str | None = None    # an incident's ticket, as product wrote it
     slo: dict | None = None      # an incident's targets: {"ttft_ms", "per_token_ms"}
     shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
@@ -119,7 +119,7 @@ class Drill:
     def trace_path(self) -> Path:
         """A path a user can open: the sample trace, or the toy timeline written from its seed."""
         if self.generate is None and self.strip_ranges:
-            from analyzers.tools.strip_ranges import strip
+            from tracetriage.analyzers.output.strip_ranges import strip
 
             out = generated_dir() / f"{self.id}.json.gz"
             if not out.exists():
@@ -139,7 +139,7 @@ class Drill:
     def source(self, reveal: bool = False) -> str:
         """Where the trace comes from, without the answer (a toy's smell, a sample's file name) until `reveal`:
         after grading."""
-        from analyzers.voice.drills import sample_source, toy_source
+        from tracetriage.drills.words import sample_source, toy_source
 
         if self.generate is None:
             return sample_source(self.trace, self.after, self.strip_ranges, reveal)
@@ -152,7 +152,7 @@ def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
     path = Path(out)
     if path.exists() and (smell, level, seed, mix, out) in _WRITTEN:
         return path
-    from drills.generator import Spec, write
+    from tracetriage.drills.generator import Spec, write
 
     write(Spec(smell, level, seed, mix), path)
     _WRITTEN.add((smell, level, seed, mix, out))
@@ -256,7 +256,7 @@ def get(drill_id: str) -> Drill:
 
 @lru_cache(maxsize=1)
 def stored_keys() -> dict:
-    """The answer keys, derived from the analyzers by `python -m drills.keys` and stored in bank/keys.toml."""
+    """The answer keys, derived from the analyzers by `python -m tracetriage.drills.keys` and stored in bank/keys.toml."""
     if not KEYS_PATH.exists():
         return {}
     with open(KEYS_PATH, "rb") as fh:
@@ -266,5 +266,5 @@ def stored_keys() -> dict:
 def key_of(drill: Drill) -> dict:
     k = stored_keys().get(drill.id)
     if k is None:
-        raise DrillError(f"drill {drill.id} has no stored key; run python -m drills.keys")
+        raise DrillError(f"drill {drill.id} has no stored key; run python -m tracetriage.drills.keys")
     return k

@@ -10,19 +10,19 @@ import os
 import sys
 from pathlib import Path
 
-from analyzers.model.units import num
+from tracetriage.analyzers.model.units import num
 
-from analyzers.voice.drills import (answer_keys_help, attempts_line, calibration, declared_line, device_peaks, grade_row,
+from tracetriage.drills.words import (answer_keys_help, attempts_line, calibration, declared_line, device_peaks, grade_row,
                                     gap_row, kernel_row, kernel_table_header, large_gaps_header, no_prediction, operator_row, prediction_first,
                                     prediction_note, prediction_recorded, range_row, repeats_header, repeats_row,
                                     rubric_line, span_line, summary, sweep_header, sweep_row, unit_slip_warning,
                                     worst_miss)
-from drills import bank
-from drills.answers import AnswerError
-from drills.bank import DrillError
-from drills.evidence import EvidenceError
-from drills.predictions import LogError
-from drills.quantities import QUANTITIES, QuantityError, checked
+from tracetriage.drills import bank
+from tracetriage.drills.answers import AnswerError
+from tracetriage.drills.bank import DrillError
+from tracetriage.drills.evidence import EvidenceError
+from tracetriage.drills.predictions import LogError
+from tracetriage.drills.quantities import QUANTITIES, QuantityError, checked
 
 USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError, QuantityError)
 
@@ -66,7 +66,7 @@ def drill_list(as_json: bool) -> int:
 
 
 def _show_dict(d: bank.Drill) -> dict:
-    from drills import evidence
+    from tracetriage.drills import evidence
 
     out = {"id": d.id, "title": d.title, "lesson": d.lesson, "kind": d.kind, "source": d.source(),
            "trace": str(d.trace_path()), "after": str(d.after_path()) if d.after else None,
@@ -105,7 +105,7 @@ def _show_dict(d: bank.Drill) -> dict:
 
 
 KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
-# What a drill asks you to predict before you look closer (drills.quantities names them).
+# What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
 PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "per_token_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
            "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
@@ -136,7 +136,7 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
     if as_json:
         _json(info)
         return 0
-    from drills import evidence, render
+    from tracetriage.drills import evidence, render
 
     con = _console()
     con.print(f"[bold]{d.id}  {d.title}[/bold]   ({d.lesson})")
@@ -208,8 +208,8 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
 
 
 def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None) -> int:
-    from drills import answers, grader
-    from drills.predictions import Log
+    from tracetriage.drills import answers, grader
+    from tracetriage.drills.predictions import Log
 
     d = bank.get(drill_id)
     ans = answers.read(answers_path, d)         # a malformed file stops here: nothing recorded
@@ -240,7 +240,7 @@ def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None)
 def _prediction_first(log, d: bank.Drill) -> dict:
     """The latest prediction the log holds for this drill's trace and quantity (made with `tracetriage predict`
     before answering), measured now."""
-    from drills import predictions as pr
+    from tracetriage.drills import predictions as pr
 
     q = prediction_quantity(d)
     trace = str(Path(d.trace_path()).resolve())
@@ -271,7 +271,7 @@ def _fusion_sweep() -> list[dict]:
 # --- predict / predictions ----------------------------------------------------------------------
 
 def predict(quantity: str, value: str, why: str, trace: str | None, baseline: str | None, db: str | None) -> int:
-    from drills.predictions import Log
+    from tracetriage.drills.predictions import Log
 
     q, v = checked(quantity, value)
     if not why or not why.strip():
@@ -287,7 +287,7 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
     log.close()
     print(prediction_recorded(pid, quantity, v, q.unit, trace))
     if trace and Path(trace).exists():
-        from drills import predictions as pr
+        from tracetriage.drills import predictions as pr
 
         try:
             m = pr.measure(quantity, trace, baseline)
@@ -300,7 +300,7 @@ def predict(quantity: str, value: str, why: str, trace: str | None, baseline: st
 
 
 def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseline: str | None) -> int:
-    from drills import predictions as pr
+    from tracetriage.drills import predictions as pr
 
     log = pr.Log(db)
     if measure:

@@ -3,7 +3,7 @@
 Every field of an analysis the drills read (the dominant idle cause, its evidence, the regime,
 hotspots, phases, a diff's ratios, the timeline's bars) is read here and nowhere else, and turned
 into plain data the rest of the package uses: `Facts` for one trace, `DiffFacts` for a pair,
-`Lanes` for drawing. The analysis is typed (enums, frozen dataclasses: analyzers.triage); the
+`Lanes` for drawing. The analysis is typed (enums, frozen dataclasses: tracetriage.analyzers.triage); the
 drills see plain values, so a change of the analysis' types changes this module only. Nothing here
 re-derives a number: values are the analyzers', rounded.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from analyzers.model import verdicts
+from tracetriage.analyzers.model import verdicts
 
 CAUSES = tuple(c.value for c in verdicts.CAUSES)   # the taxonomy's values, as the drills' answers name them
 
@@ -51,7 +51,7 @@ class Facts:
                                                    #   "peak_tflops", "peak_gbps", "bound"}], most device time first
     peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
     declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
-    next_kind: str | None = None   # the report's Next (analyzers.triage.report.NextExperiment): its kind,
+    next_kind: str | None = None   # the report's Next (tracetriage.analyzers.triage.report.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
     waste_lever: str | None = None  # ... and the lever that would waste the week
     next_words: dict = field(default_factory=dict)   # the report's own words: {"lever", "why", "waste"}
@@ -59,9 +59,9 @@ class Facts:
 
 
 def _load(path: str | Path):
-    from analyzers.loading.load import load
-    from analyzers.triage.report import analyze_trace
-    from analyzers.model.trace import TraceError
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.triage.report import analyze_trace
+    from tracetriage.analyzers.model.trace import TraceError
 
     try:
         return analyze_trace(load(path))
@@ -147,7 +147,7 @@ def _kernels(a, top: int = 8) -> list[dict]:
 
 def _next_of(a) -> dict:
     """The report's Next and its words, as the drills' lever keys and feedback read them."""
-    from analyzers.voice.report import next_experiment
+    from tracetriage.analyzers.voice.report import next_experiment
 
     n = a.next_experiment
     copies = getattr(a.evidence.get(verdicts.Cause.DATA_TRANSFER), "copies", None) or ()
@@ -158,7 +158,7 @@ def _next_of(a) -> dict:
 
 
 def _cause_evidence(cause: str, e) -> dict:
-    """One cause's typed evidence (analyzers.model.evidence) as the plain values the drills quote."""
+    """One cause's typed evidence (tracetriage.analyzers.model.evidence) as the plain values the drills quote."""
     if e is None:   # a CPU-only trace: no device, no evidence
         return {"gaps": 0, "median_gap_us": 0.0, "total_us": 0.0}
     out = {"gaps": int(e.gaps), "median_gap_us": float(e.median_gap_us), "total_us": float(e.total_us)}
@@ -207,14 +207,14 @@ class DiffFacts:
 
 
 def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
-    from analyzers.triage.diff import diff_files
-    from analyzers.model.trace import TraceError
+    from tracetriage.analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.model.trace import TraceError
 
     try:
         d = diff_files(before, after)
     except TraceError as e:
         raise EvidenceError(str(e)) from None
-    from analyzers.voice.diff import diff_lines
+    from tracetriage.analyzers.voice.diff import diff_lines
 
     b, a = d.before, d.after
     explained = next((line for line in diff_lines(d) if line.startswith("Explained")), "")
@@ -239,7 +239,7 @@ class Lanes:
 
 
 def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
-    from analyzers.triage.timeline import build
+    from tracetriage.analyzers.triage.timeline import build
 
     a = _load(path)
     t = build(a, max_bars=max_bars)
@@ -252,7 +252,7 @@ def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
 # --- measured quantities for the prediction log ---------------------------------------------------
 
 def quantity(f: Facts, name: str) -> float | None:
-    """One number of the documented quantities table (drills.predictions.QUANTITIES) from a trace."""
+    """One number of the documented quantities table (tracetriage.drills.predictions.QUANTITIES) from a trace."""
     return {"span_ms": f.span_ms, "idle_share": f.idle_share, "kernel_busy_ms": f.kernel_busy_ms,
             "gbps": f.achieved_gbps, "tflops": f.achieved_tflops, "intensity": f.intensity,
             "ttft_ms": f.phases.get("ttft_ms"), "per_token_ms": f.phases.get("per_token_ms")}.get(name)
@@ -270,7 +270,7 @@ def whatif_ratio(path: str | Path, lever: str) -> float:
 
 @dataclass(frozen=True)
 class Ledger:
-    """A trace's eager elementwise chains (analyzers.analyses.fusion) as one typical call: the median chain."""
+    """A trace's eager elementwise chains (tracetriage.analyzers.analyses.fusion) as one typical call: the median chain."""
     chains: int
     ops: int                 # ops (and kernels) in the median chain
     eager_bytes: float       # bytes one call moves eagerly: every op reads its inputs and writes its output
@@ -282,7 +282,7 @@ class Ledger:
 def ledger(path: str | Path) -> Ledger:
     import statistics
 
-    from analyzers.analyses.fusion import chains
+    from tracetriage.analyzers.analyses.fusion import chains
 
     a = _load(path)
     cs = chains(a.trace)

@@ -449,10 +449,10 @@ def write(spec: Spec, path: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m drills.generator SMELL [--level L] [--seed N] [--mix a=0.7,b=0.3] -o OUT.json.gz"""
+    """python -m tracetriage.drills.generator SMELL [--level L] [--seed N] [--mix a=0.7,b=0.3] -o OUT.json.gz"""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m drills.generator", description="Write a toy Kineto trace.")
+    ap = argparse.ArgumentParser(prog="python -m tracetriage.drills.generator", description="Write a toy Kineto trace.")
     ap.add_argument("smell", choices=LABELS)
     ap.add_argument("--level", choices=LEVELS, default="easy")
     ap.add_argument("--seed", type=int, default=0)

@@ -3,26 +3,26 @@
     result = grade(bank.get("M02.04-c"), {"cause": "synchronization", ...})
     result.score     # 0..1: the weighted parts, capped when the decisive part is wrong
 
-Each part is read on meaning (drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
+Each part is read on meaning (tracetriage.drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
 answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it, names
 another, or hedges ("A or B" earns what a wrong answer earns). A lever part scores 1 for the report's Next
 (a plan of two fixes is fine, unless one is the lever that would waste the week: 0.5), 0.5 for a fix that
-helps less. A number is read with its unit (drills.amounts): within 15% of the key 1, within 2x 0.5, a slip
+helps less. A number is read with its unit (tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip
 by the unit ladder (ms for µs) 0.5 with the unit named. A blank part scores 0. Feedback quotes the evidence
-the analyzers found in the trace (drills.evidence; its sentences are analyzers.voice).
+the analyzers found in the trace (tracetriage.drills.evidence; its sentences are tracetriage.analyzers.voice).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from analyzers.model import verdicts
-from analyzers.voice import drills as words
-from drills import evidence
-from drills.amounts import Amount, amounts, dimension, in_unit, slip
-from drills.bank import Drill, key_of
-from drills.levers import CAUSE_OF_CLASS
-from drills.textmatch import normalise, reading, tables
+from tracetriage.analyzers.model import verdicts
+from tracetriage.drills import words as words
+from tracetriage.drills import evidence
+from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
+from tracetriage.drills.bank import Drill, key_of
+from tracetriage.drills.levers import CAUSE_OF_CLASS
+from tracetriage.drills.textmatch import normalise, reading, tables
 
 CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x 0.5
 SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not

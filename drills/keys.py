@@ -1,4 +1,4 @@
-"""Answer keys, derived from the analyzers: `python -m drills.keys` rewrites drills/bank/keys.toml.
+"""Answer keys, derived from the analyzers: `python -m tracetriage.drills.keys` rewrites drills/bank/keys.toml.
 
 A key holds only what the grader compares against (the cause, the suspects, the numbers); the
 evidence the feedback quotes is read from the trace's analysis at grading time. A test derives
@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from drills import evidence
-from drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
-from drills.levers import lever_key
+from tracetriage.drills import evidence
+from tracetriage.drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
+from tracetriage.drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
 SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of the device time (at most 2)
@@ -190,7 +190,7 @@ def main() -> int:
     import tomli_w
 
     keys = derive_all()
-    text = ("# Answer keys derived from the analyzers by `python -m drills.keys`; do not edit by hand.\n"
+    text = ("# Answer keys derived from the analyzers by `python -m tracetriage.drills.keys`; do not edit by hand.\n"
             "# tests/test_drills.py derives them again and fails when these drift.\n\n" + tomli_w.dumps(keys))
     KEYS_PATH.write_text(text)
     print(f"wrote {len(keys)} keys to {KEYS_PATH}")

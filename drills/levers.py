@@ -10,8 +10,8 @@ the report's "would waste the week" lever (NextExperiment.waste); its class is n
 """
 from __future__ import annotations
 
-from analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 HEADROOM = "kernels_2x"   # faster kernels: the replay's headroom, a class of its own
 
@@ -45,7 +45,7 @@ def class_of_lever(name: str | None) -> str | None:
 
 def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: bool) -> dict:
     """The key of a lever part from the report's Next on the drill's trace (its kind, the lever it rests on and
-    the waste lever: drills.evidence.Facts); None values are left out (a TOML key)."""
+    the waste lever: tracetriage.drills.evidence.Facts); None values are left out (a TOML key)."""
     main = CLASS_OF_EXPERIMENT[kind]
     accept = [main]
     if kind == Experiment.OVERLAP_COPIES.value and not already_pinned:

@@ -3,7 +3,7 @@
     r = read("compute-bound matmuls, not synchronization", tables)
     r.asserted == ("compute",); r.denied == {"synchronization"}; r.hedged is False
 
-`tables` maps each answer class to its phrases (drills/vocab.toml, read by drills.textmatch). The reading:
+`tables` maps each answer class to its phrases (drills/vocab.toml, read by tracetriage.drills.textmatch). The reading:
 - clauses: the text splits at sentence punctuation, commas and the words that turn a sentence ("but", "so",
   "because" ...): a negation never reaches across them;
 - negation: a negator ("not", "no", "never", "n't", "rather than", "instead of", "neither/nor" ...) denies the first

@@ -8,7 +8,7 @@ directory unless --db or $TRACETRIAGE_DB names another. Every write is one short
 process killed mid-write loses only its own uncommitted row. A file that is not an SQLite database,
 or a damaged one, is refused with one line and never written to.
 
-Quantities (measured by the analyzers, through drills.evidence; drills.quantities holds the table):
+Quantities (measured by the analyzers, through tracetriage.drills.evidence; tracetriage.drills.quantities holds the table):
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from drills import evidence
-from drills import quantities as drills_quantities
-from drills.quantities import QUANTITIES, lever_quantities  # noqa: F401  (re-exported: the log's quantities)
+from tracetriage.drills import evidence
+from tracetriage.drills import quantities as drills_quantities
+from tracetriage.drills.quantities import QUANTITIES, lever_quantities  # noqa: F401  (re-exported: the log's quantities)
 
-# The quantities (unit, valid range, meaning) live in one table, drills.quantities, which the command
+# The quantities (unit, valid range, meaning) live in one table, tracetriage.drills.quantities, which the command
 # line reads for its help without importing this module's SQLite and statistics.
 __doc__ += "\n".join(drills_quantities.table_lines()) + "\n"
 
@@ -221,7 +221,7 @@ def calibration(rows: list[dict]) -> Calibration:
 def unit_slip(predicted: float, measured: float | None, unit: str) -> float | None:
     """The factor (1000, 100, 1/1000 ...) by which a prediction misses what the trace measures when it is a step
     of the unit ladder: ms for µs, a percent for a share (idle_share 19 for 0.19)."""
-    from drills.amounts import slip
+    from tracetriage.drills.amounts import slip
 
     if measured is None or measured <= 0:
         return None

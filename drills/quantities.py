@@ -1,7 +1,7 @@
 """What `tracetriage predict` can predict: each quantity's unit, valid range and meaning, in one table.
 
 `predict --help`, predict's errors, `predictions --json` and the dashboard all read QUANTITIES; the
-what-if ratios are made by lever_quantities() from the lever registry (analyzers.whatif.levers), so a
+what-if ratios are made by lever_quantities() from the lever registry (tracetriage.analyzers.whatif.levers), so a
 lever added there is a quantity everywhere. Light: the command line builds its help from it.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 
 class QuantityError(ValueError):

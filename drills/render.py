@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
-from analyzers.model.units import duration_us
+from tracetriage.analyzers.model.units import duration_us
 
-from analyzers.voice.drills import timeline_legend
-from drills.evidence import Lanes
+from tracetriage.drills.words import timeline_legend
+from tracetriage.drills.evidence import Lanes
 
 CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
               "data_transfer": ("T", "cyan"), "other": ("O", "grey50")}

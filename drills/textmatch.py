@@ -4,15 +4,15 @@
     reading("not a sync", tables("cause", "name")) -> Reading(asserted=(), denied={"synchronization"}, ...)
 
 The table is data, not code: a new synonym is one line in vocab.toml; how a sentence is read (negation,
-hedges, code) is drills.meaning.
+hedges, code) is tracetriage.drills.meaning.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
-from drills.meaning import Reading, read, words_of
-from drills.tomlread import tomllib
+from tracetriage.drills.meaning import Reading, read, words_of
+from tracetriage.drills.tomlread import tomllib
 
 VOCAB_PATH = Path(__file__).with_name("vocab.toml")
 

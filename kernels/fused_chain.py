@@ -6,7 +6,7 @@ once. The chain is memory-bound, so the speedup is roughly the ratio of bytes
 moved: 9 element-passes / 2 element-passes = 4.5x at large n.
 
 Read top to bottom: eager version, bytes ledger, kernel, wrapper, reference,
-benchmark. Run `python -m kernels.fused_chain` on a CUDA machine for the table.
+benchmark. Run `python -m tracetriage.kernels.fused_chain` on a CUDA machine for the table.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ would move several times that; torch.softmax is itself a fused kernel, so the
 benchmark compares two one-pass kernels and both should approach HBM bandwidth.
 
 Read top to bottom: kernel, wrapper, reference, bytes ledger, benchmark.
-Run `python -m kernels.fused_softmax` on a CUDA machine for the table.
+Run `python -m tracetriage.kernels.fused_softmax` on a CUDA machine for the table.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.fused_chain import check_input, check_out
+from tracetriage.kernels.fused_chain import check_input, check_out
 
 MAX_COLS = 2**16  # whole row in registers: beyond this the kernel spills badly
 

@@ -10,7 +10,7 @@ written as µs with three decimals on a torch-2.11-like origin (5e12 µs), or, w
 string tids ("stream 7") and pid = device on the GPU rows.
 
 `write_big(src, dst, min_bytes)` streams copies of a real trace's events, each shifted
-later in time and in its ids (like analyzers.tools.grow, but without holding the result in
+later in time and in its ids (like tools.grow, but without holding the result in
 memory), until the JSON reaches min_bytes.
 """
 from __future__ import annotations

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analyzers.loading.load import load
-from analyzers.output import annotate
-from analyzers.triage import timeline
-from analyzers.triage.report import analyze_file
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.output import annotate
+from tracetriage.analyzers.triage import timeline
+from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drills import bank, grader
-from drills.tomlread import tomllib
+from tracetriage.drills import bank, grader
+from tracetriage.drills.tomlread import tomllib
 
 BANK = Path(__file__).with_name("answer_bank")
 CLASSES = ("right", "wrong", "paraphrased", "negated", "hedged", "unit_shifted")

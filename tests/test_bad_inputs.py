@@ -25,15 +25,15 @@ import kineto_factory as kf
 import numpy as np
 import pytest
 
-from analyzers.loading import decode as decode_mod
-from analyzers.loading import load as load_mod
-from analyzers.loading import memory as memory_mod
-from analyzers.loading import read as read_mod
-from analyzers.loading.load import load
-from analyzers.model.trace import Caveat
-from analyzers.triage.report import analyze_trace
-from analyzers.voice.common import caveat
-from analyzers.voice.report import five_lines, next_experiment
+from tracetriage.analyzers.loading import decode as decode_mod
+from tracetriage.analyzers.loading import load as load_mod
+from tracetriage.analyzers.loading import memory as memory_mod
+from tracetriage.analyzers.loading import read as read_mod
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import Caveat
+from tracetriage.analyzers.triage.report import analyze_trace
+from tracetriage.analyzers.voice.common import caveat
+from tracetriage.analyzers.voice.report import five_lines, next_experiment
 from tracetriage.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,7 +360,7 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
 
 
 def test_programmatic_dependent_launch_overlaps_in_real_traces_get_no_caveat():
-    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (analyzers.analyses.streams)
+    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (tracetriage.analyzers.analyses.streams)
     assert load(TRACES / "gpt-eager.json.gz", use_cache=False).caveats == ()
 
 

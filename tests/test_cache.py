@@ -21,9 +21,9 @@ import kineto_factory as kf
 import numpy as np
 import pytest
 
-from analyzers.loading import cache
-from analyzers.loading.load import load
-from analyzers.model.trace import EVENT_COLUMNS
+from tracetriage.analyzers.loading import cache
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import EVENT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from analyzers.loading.load import load
-from analyzers.model.trace import USER_ANNOTATION
-from capture.harness import capture_workload, sidecar_path
-from capture.presets import PRESETS, get
-from capture.timer import CpuFallbackError, honest_time
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import USER_ANNOTATION
+from tracetriage.capture.harness import capture_workload, sidecar_path
+from tracetriage.capture.presets import PRESETS, get
+from tracetriage.capture.timer import CpuFallbackError, honest_time
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_the_compiled_chain_runs_on_the_cpu_and_matches_eager():
     p = PRESETS["chain-compile-large"]
     wl = p.build("cpu")
     wl.setup()
-    from kernels.fused_chain import chain_eager
+    from tracetriage.kernels.fused_chain import chain_eager
 
     assert torch.allclose(wl.step(), chain_eager(wl.x), rtol=1e-5, atol=1e-6)
 
@@ -172,7 +172,7 @@ def test_capture_list_points_at_the_presets_help(capsys):
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_presets_defaults_are_of_their_fields_types(name):
-    from capture.fields import check
+    from tracetriage.capture.fields import check
 
     p = PRESETS[name]
     for device in ("cuda", "cpu"):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
-from capture import preflight
-from capture.harness import record
+from tracetriage.capture import preflight
+from tracetriage.capture.harness import record
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -46,7 +46,7 @@ def test_a_cpu_capture_on_a_machine_without_a_gpu_writes_its_trace_without_a_war
 
 def test_a_cpu_capture_on_a_gpu_machine_warns_before_recording(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(preflight, "this_gpu", lambda: "NVIDIA H200")
-    import capture.harness as harness
+    import tracetriage.capture.harness as harness
 
     monkeypatch.setattr(harness, "this_gpu", lambda: "NVIDIA H200")
     x = torch.randn(64, 64)
@@ -59,7 +59,7 @@ def test_a_cpu_capture_on_a_gpu_machine_warns_before_recording(tmp_path, capsys,
 def test_the_profiler_overhead_measurement_runs_its_cpu_loop_and_writes_its_figures(tmp_path, monkeypatch):
     import json
 
-    from capture import profiler_overhead
+    from tracetriage.capture import profiler_overhead
 
     monkeypatch.setattr(profiler_overhead, "COUNTS", (10, 50))
     assert profiler_overhead.main(["--out", str(tmp_path), "--device", "cpu", "--runs", "2"]) == 0

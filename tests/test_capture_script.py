@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from analyzers.loading.load import load  # noqa: E402
+from tracetriage.analyzers.loading.load import load  # noqa: E402
 from tracetriage.cli import main  # noqa: E402
 
 OUR_CODE = ("capture/", "tracetriage/", "runpy", "torch/profiler")

@@ -6,9 +6,9 @@ import json
 
 import torch
 
-from capture import stacks
-from capture.harness import capture_workload, profiler
-from capture.presets import get
+from tracetriage.capture import stacks
+from tracetriage.capture.harness import capture_workload, profiler
+from tracetriage.capture.presets import get
 
 
 def test_auto_keeps_stacks_on_only_within_the_allowed_cost():
@@ -38,8 +38,8 @@ def test_a_cpu_capture_records_the_choice_in_its_sidecar_and_the_trace_has_stack
     meta = capture_workload(wl, tmp_path / "on", name="on", time_repeats=2, stacks="on")
     side = json.loads((tmp_path / "on.meta.json").read_text())
     assert side["stacks"] == meta["stacks"] and side["stacks"]["recorded"] is True
-    from analyzers.loading.load import load
-    from analyzers.model.trace import PYTHON
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.model.trace import PYTHON
 
     assert (load(tmp_path / "on.json.gz").ev.cat == PYTHON).sum() > 0
     off = capture_workload(preset.build("cpu", steps=2), tmp_path / "off", name="off", time_repeats=2, stacks="off")

@@ -5,16 +5,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.loading.load import load
-from analyzers.model.dtypes import normalise_dtype
-from analyzers.model.kernels import bus_factor, collective_kind
-from analyzers.model.verdicts import Experiment, Regime
-from analyzers.output import serialize
-from analyzers.triage.diff import check_prediction
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import five_lines
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.dtypes import normalise_dtype
+from tracetriage.analyzers.model.kernels import bus_factor, collective_kind
+from tracetriage.analyzers.model.verdicts import Experiment, Regime
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.diff import check_prediction
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS
 from tests.kineto_factory import annotation, call, document, gpu, op, write
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -218,7 +218,7 @@ def test_ddp_skewed_rank0_moves_bytes_at_two_thirds_of_nvlink_and_could_overlap_
 
 
 def test_the_directory_report_measures_each_ranks_wait_against_the_fastest_rank():
-    from tracetriage.rank_run import report_object
+    from tracetriage.analyzers.runs.pool import report_object
 
     rr = report_object(TRACES / "ddp")
     waits = {w.rank: w for w in rr.peer_waits}

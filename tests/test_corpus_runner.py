@@ -1,9 +1,9 @@
-"""analyzers.tools.corpus: the table of other people's traces, checked against what was read on them."""
+"""tools.corpus: the table of other people's traces, checked against what was read on them."""
 
 import other_peoples_traces as opt
 from kineto_factory import write
 
-from analyzers.tools import corpus
+from tools import corpus
 
 
 def test_readings_file_names_a_source_and_a_verdict_for_every_trace():

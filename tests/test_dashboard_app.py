@@ -16,7 +16,7 @@ pytest.importorskip("streamlit")
 import kineto_factory as kf  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from analyzers.voice.dashboard import (
+from tracetriage.dashboard.words import (
     annotated_caption,
     answer_not_a_number,
     attempt_recorded,
@@ -28,10 +28,10 @@ from analyzers.voice.dashboard import (
     upload_too_large,
     whatif_caption,
 )
-from analyzers.voice.drills import calibration, span_line, summary
-from analyzers.voice.report import five_lines
-from analyzers.voice.whatif import assumption
-from dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
+from tracetriage.drills.words import calibration, span_line, summary
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.voice.whatif import assumption
+from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 300
@@ -54,7 +54,7 @@ def _main_module_restored():
 PAGE_SCRIPT = """
 import importlib
 if __name__ == "__main__":
-    importlib.import_module("dashboard.views.{name}").render()
+    importlib.import_module("tracetriage.dashboard.views.{name}").render()
 """
 
 
@@ -108,7 +108,7 @@ def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Library"
-    from dashboard.views import PAGES
+    from tracetriage.dashboard.views import PAGES
 
     assert [p.title for p in PAGES] == ["Library", "Report", "Timeline", "Ranks", "Roofline", "Diff", "What-if",
                                         "Drills"]
@@ -190,8 +190,8 @@ def test_a_bad_file_shows_its_one_line_error_without_a_server_path(tmp_path, mon
     at = page("library")
     assert not at.exception
     assert len(at.error) == 1
-    from analyzers.loading.load import load
-    from analyzers.model.trace import TraceError
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.model.trace import TraceError
 
     with pytest.raises(TraceError) as e:
         load(tmp_path / "broken.json", use_cache=False)
@@ -241,7 +241,7 @@ def test_an_uploaded_trace_is_opened_and_named_in_the_url(monkeypatch):
 # --- report ------------------------------------------------------------------------------------
 
 def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage.report import analyze_file
 
     a = analyze_file(SAMPLES / "gpt-eager.json.gz")
     at = page("report", sample("gpt-eager.json.gz"))
@@ -280,7 +280,7 @@ def test_report_prepares_the_perfetto_download():
     at.button(key="prepare_perfetto").click().run()
     assert not at.exception
     assert at.get("download_button")
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage.report import analyze_file
 
     gaps = sum(len(d.gaps) for d in analyze_file(SAMPLES / "smell-sync-item.json.gz").devices)
     assert at.caption[-1].value == annotated_caption(gaps)
@@ -367,7 +367,7 @@ def test_timeline_zoomed_in_carries_shapes_gap_evidence_and_the_flow_selection()
 
 
 def test_sync_calls_have_their_own_kind_in_the_synchronization_colour():
-    from dashboard import charts
+    from tracetriage.dashboard import charts
 
     at = page("timeline", sample("smell-sync-item.json.gz"), **{"from": "0", "to": "6"})
     spec = _timeline_spec(at)
@@ -375,8 +375,8 @@ def test_sync_calls_have_their_own_kind_in_the_synchronization_colour():
     scale = bars["encoding"]["color"]["scale"]
     colour = dict(zip(scale["domain"], scale["range"]))
     assert colour["sync call"] == charts.CAUSE_COLORS["synchronization"] != colour["launch call"]
-    from analyzers.triage import timeline
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage import timeline
+    from tracetriage.analyzers.triage.report import analyze_file
 
     t = timeline.build(analyze_file(SAMPLES / "smell-sync-item.json.gz"), window_us=(0, 6000))
     kinds = {n: k for n, k in zip(t.name, t.kind)}
@@ -392,8 +392,8 @@ def test_search_jumps_to_the_first_match_outlines_the_matches_and_selects_it():
     assert caption.startswith("80 events named like “cudaStreamSynchronize” (cudaStreamSynchronize); match 1 of 80")
     spec = _timeline_spec(at)
     lo, hi = spec["layer"][0]["encoding"]["x"]["scale"]["domain"]
-    from analyzers.triage import timeline
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage import timeline
+    from tracetriage.analyzers.triage.report import analyze_file
 
     first = timeline.matches(analyze_file(SAMPLES / "smell-sync-item.json.gz"), "cudaStreamSynchronize")
     assert lo <= first.start_us[0] / 1e3 < first.end_us[0] / 1e3 <= hi < 5      # zoomed in around the first match
@@ -408,8 +408,8 @@ def test_search_jumps_to_the_first_match_outlines_the_matches_and_selects_it():
 
 
 def test_a_selected_op_lists_its_launch_calls_and_kernels_with_their_queueing():
-    from analyzers.triage import timeline
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage import timeline
+    from tracetriage.analyzers.triage.report import analyze_file
 
     a = analyze_file(SAMPLES / "smell-sync-item.json.gz")
     mm = int(timeline.matches(a, "aten::mm").row[3])
@@ -436,8 +436,8 @@ def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_an
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Ranks"
-    from analyzers.voice import ranks as rank_words
-    from tracetriage.rank_run import report_object
+    from tracetriage.analyzers.voice import ranks as rank_words
+    from tracetriage.analyzers.runs.pool import report_object
 
     rr = report_object(SAMPLES / "ddp")
     assert plain(rank_words.straggler_line(rr.straggler)) in markdown_text(at)
@@ -540,7 +540,7 @@ def test_no_dashboard_module_asks_streamlit_to_render_html():
 # --- what-if ------------------------------------------------------------------------------
 
 def test_whatif_draws_each_levers_predicted_span_as_a_bar_with_its_value_best_first_with_its_assumption():
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage.report import analyze_file
 
     an = analyze_file(SAMPLES / "smell-sync-item.json.gz")
     w = an.levers.all
@@ -598,9 +598,9 @@ def test_whatif_of_a_big_trace_bins_both_timelines_like_the_timeline_overview():
     measured, predicted = _timeline_specs(at)
     for s in (measured, predicted):
         assert s["layer"][0]["encoding"]["color"]["field"] == "busy"          # busy shares in bins
-    from analyzers.loading.load import load
-    from analyzers.model.units import duration_ns
-    from analyzers.whatif.predict import predict
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.model.units import duration_ns
+    from tracetriage.analyzers.whatif.predict import predict
 
     want = predict(load(SAMPLES / "gpt-eager.json.gz"), ["cuda_graphs"]).levers[0].predicted_ns
     assert predicted["title"] == f"predicted under cuda_graphs (span {duration_ns(want)})"   # the replay's own span
@@ -629,7 +629,7 @@ def drill_env(tmp_path, monkeypatch):
 
 
 def _pick(at, drill_id: str):
-    from dashboard import data
+    from tracetriage.dashboard import data
 
     at.selectbox(key="drill_pick").set_value(next(d for d in data.drills() if d.id == drill_id)).run()
     return at
@@ -650,8 +650,8 @@ def test_drill_page_shows_the_drills_timeline_without_the_causes_of_its_gaps(dri
 
 
 def test_grading_a_drill_shows_the_score_and_each_parts_feedback_and_records_the_attempt(drill_env):
-    from drills import bank, grader
-    from drills.predictions import Log
+    from tracetriage.drills import bank, grader
+    from tracetriage.drills.predictions import Log
 
     at = _pick(page("practice"), "M02.03-c")
     answers = {"pattern": "the GPU drains after every .item() and waits for the host",
@@ -671,7 +671,7 @@ def test_grading_a_drill_shows_the_score_and_each_parts_feedback_and_records_the
 
 
 def test_a_number_part_that_is_not_a_number_is_one_line_and_records_nothing(drill_env):
-    from drills.predictions import Log
+    from tracetriage.drills.predictions import Log
 
     at = _pick(page("practice"), "M01.05-a")
     at.text_input(key="answer_M01.05-a_regime").input("compute")
@@ -683,7 +683,7 @@ def test_a_number_part_that_is_not_a_number_is_one_line_and_records_nothing(dril
 
 
 def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_band(drill_env):
-    from drills import predictions as pr
+    from tracetriage.drills import predictions as pr
 
     log = pr.Log(drill_env)
     for q, said, got in (("span_ms", 10.0, 12.0), ("gbps", 3000.0, 1200.0), ("ttft_ms", 20.0, None)):
@@ -710,7 +710,7 @@ def test_prediction_log_is_a_table_with_a_log_log_calibration_plot_and_the_2x_ba
 
 
 def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_cause(drill_env):
-    from drills import bank, evidence
+    from tracetriage.drills import bank, evidence
 
     at = _pick(page("practice"), "M02.01-a")
     assert not at.exception
@@ -734,4 +734,4 @@ def test_after_a_page_ran_main_is_no_longer_the_apptest_script():
     import sys
 
     path = getattr(sys.modules["__main__"], "__file__", None)
-    assert not (path and Path(path).is_file() and "dashboard.views" in Path(path).read_text())
+    assert not (path and Path(path).is_file() and "tracetriage.dashboard.views" in Path(path).read_text())

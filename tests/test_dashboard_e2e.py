@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("playwright")
 pytest.importorskip("streamlit")
 
-from analyzers.voice import drills as words  # noqa: E402
-from dashboard import browser, charts  # noqa: E402
-from dashboard.library import SAMPLES  # noqa: E402
-from drills import bank, grader  # noqa: E402
+from tracetriage.drills import words as words  # noqa: E402
+from tracetriage.dashboard import browser, charts  # noqa: E402
+from tracetriage.dashboard.library import SAMPLES  # noqa: E402
+from tracetriage.drills import bank, grader  # noqa: E402
 
 pytestmark = pytest.mark.skipif(browser.chromium_path() is None,
                                 reason="Debian's chromium is not installed (apt-get install -y chromium)")
@@ -224,7 +224,7 @@ def test_a_run_directory_opens_on_its_ranks_and_a_rank_opens_its_timeline(env):
 
 
 def test_the_benchmark_measures_first_paint_and_the_timeline_in_chromium(env, capsys):
-    from dashboard import benchmark
+    from tools import dashboard_benchmark as benchmark
 
     got = benchmark.in_browser(SAMPLES / "gpt-eager.json.gz", env / "server.log")
     print(got)                                 # measured, not asserted: the README's table comes from the big trace

@@ -25,10 +25,10 @@ from test_dashboard_app import (  # noqa: E402,F401  (the fixtures: __main__ res
     shown_columns,
 )
 
-from analyzers.model.verdicts import CONSTRUCTS, Construct  # noqa: E402
-from analyzers.triage import idle_constructs, timeline  # noqa: E402
-from analyzers.triage.report import analyze_file, analyze_trace  # noqa: E402
-from dashboard import charts, data  # noqa: E402
+from tracetriage.analyzers.model.verdicts import CONSTRUCTS, Construct  # noqa: E402
+from tracetriage.analyzers.triage import idle_constructs, timeline  # noqa: E402
+from tracetriage.analyzers.triage.report import analyze_file, analyze_trace  # noqa: E402
+from tracetriage.dashboard import charts, data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from dashboard import launch
-from dashboard.library import PATH_ENV
+from tracetriage.dashboard import launch
+from tracetriage.dashboard.library import PATH_ENV
 
 
 def test_the_command_runs_streamlit_on_the_app_on_loopback_with_xsrf_the_upload_cap_and_port():
@@ -108,7 +108,7 @@ def test_the_dashboard_listens_on_loopback_only_and_prints_no_network_url(tmp_pa
     import time
     import urllib.request
 
-    from dashboard.browser import free_port
+    from tracetriage.dashboard.browser import free_port
 
     port = free_port()
     log = tmp_path / "out.log"

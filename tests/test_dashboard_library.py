@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import library
-from dashboard.library import Entry, PathRefused, confine
+from tracetriage.dashboard import library
+from tracetriage.dashboard.library import Entry, PathRefused, confine
 
 SAMPLES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -82,7 +82,7 @@ def test_a_file_is_listed_by_its_content_not_its_extension(tmp_path):
 
 
 def test_a_run_is_a_directory_with_a_rank_trace():
-    from dashboard.library import Target
+    from tracetriage.dashboard.library import Target
 
     assert library.is_run(SAMPLES / "ddp") and not library.is_run(SAMPLES / "fixes") and not library.is_run(SAMPLES)
     assert library.directory_run(Target(SAMPLES / "ddp", None)).key == "directory/."

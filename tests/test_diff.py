@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.output import serialize
-from analyzers.triage.diff import diff_files as typed_diff
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.diff import diff_files as typed_diff
 
 
 def diff_files(before, after) -> dict:
     """The `diff --json` object: what these tests pin."""
     return serialize.diff(typed_diff(before, after))
-from analyzers.model.trace import TraceError
+from tracetriage.analyzers.model.trace import TraceError
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

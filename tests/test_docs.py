@@ -43,7 +43,7 @@ def test_the_docs_cover_every_subcommand():
 
 def test_the_readmes_real_library_table_is_what_the_traces_and_the_model_say_now():
     """A change of prediction, of the report's Next or of the measurements shows here: rerun the tool, paste."""
-    from analyzers.tools.realworld_table import rows
+    from tools.realworld_table import rows
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     header = ("| lever | workload | predicted, profiled | measured, profiled | predicted, unprofiled | measured, unprofiled "

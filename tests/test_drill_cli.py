@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.whatif.levers import LEVERS
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +201,7 @@ def test_values_at_the_edges_of_a_range_are_recorded(capsys, db, quantity, value
 
 
 def test_predict_help_and_its_error_list_the_same_quantities_with_unit_and_range(capsys, db):
-    from drills.quantities import QUANTITIES
+    from tracetriage.drills.quantities import QUANTITIES
 
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
@@ -219,8 +219,8 @@ def test_predict_help_and_its_error_list_the_same_quantities_with_unit_and_range
 def test_the_lever_ratios_come_from_the_lever_registry(capsys, db):
     from types import SimpleNamespace
 
-    from analyzers.whatif.levers import LEVERS
-    from drills.quantities import QUANTITIES, lever_quantities
+    from tracetriage.analyzers.whatif.levers import LEVERS
+    from tracetriage.drills.quantities import QUANTITIES, lever_quantities
 
     fuse = SimpleNamespace(name="fuse", quantity="fuse_ratio")
     assert [(q.name, q.high) for q in lever_quantities([fuse])] == [("fuse_ratio", None)]
@@ -250,7 +250,7 @@ def _trace_cells(out: str) -> dict[str, str]:
 
 def test_drill_list_piped_prints_every_trace_name_whole(capsys, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    from drills import bank
+    from tracetriage.drills import bank
 
     rc, out, _ = run(capsys, "drill", "list")
     assert rc == 0 and "…" not in out
@@ -261,7 +261,7 @@ def test_drill_list_piped_prints_every_trace_name_whole(capsys, monkeypatch):
 
 def test_drill_list_fits_columns_and_folds_instead_of_cutting(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")
-    from drills import bank
+    from tracetriage.drills import bank
 
     rc, out, _ = run(capsys, "drill", "list")
     assert rc == 0 and "…" not in out

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import five_lines
-from drills import bank, grader
-from drills.levers import class_of_lever
-from drills.textmatch import phrases
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.drills import bank, grader
+from tracetriage.drills.levers import class_of_lever
+from tracetriage.drills.textmatch import phrases
 
 LEVER_PART = {"idle_cause": "experiment", "triage": "experiment", "roofline": "lever", "collapse": "lever",
               "waste": "fix", "floor": "lever"}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from drills import bank, grader
-from drills.keys import measured_pair
+from tracetriage.drills import bank, grader
+from tracetriage.drills.keys import measured_pair
 
 ELEMENTS_64M = 64 * 1024 * 1024
 

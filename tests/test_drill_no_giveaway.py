@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from drills import bank, grader
-from drills.textmatch import reading, tables
+from tracetriage.drills import bank, grader
+from tracetriage.drills.textmatch import reading, tables
 from tracetriage.cli import main
 
 DRILLS = bank.all_drills()
@@ -59,7 +59,7 @@ def test_the_grade_reveals_the_source():
 
 
 def test_the_dashboards_drill_page_names_no_smell():
-    from dashboard import data
+    from tracetriage.dashboard import data
 
     for v in data.drills():
         d = bank.get(v.id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from drills import bank, evidence, render
+from tracetriage.drills import bank, evidence, render
 from tracetriage.cli import main
 
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from drills import bank, grader, keys
-from drills.textmatch import phrases, reading, tables
+from tracetriage.drills import bank, grader, keys
+from tracetriage.drills.textmatch import phrases, reading, tables
 
 DRILLS = bank.all_drills()
 IDS = [d.id for d in DRILLS]
@@ -30,7 +30,7 @@ def test_the_bank_covers_the_ladder_with_several_variants_each():
 @pytest.mark.parametrize("drill", DRILLS, ids=IDS)
 def test_stored_key_agrees_with_the_analyzers(drill):
     assert bank.stored_keys()[drill.id] == keys.derive(drill), \
-        f"{drill.id}: stored key drifted from the analyzers; run python -m drills.keys and review the change"
+        f"{drill.id}: stored key drifted from the analyzers; run python -m tracetriage.drills.keys and review the change"
 
 
 # --- answers built from a class of the vocabulary ----------------------------------------------
@@ -115,7 +115,7 @@ def test_a_blank_answer_scores_zero(drill):
 # --- the vocabulary, read on meaning ------------------------------------------------------------------
 
 def _lever_classes(text: str) -> set:
-    from drills.grader import lever_tables
+    from tracetriage.drills.grader import lever_tables
 
     table, removal = lever_tables()
     return set(reading(text, table, removal).asserted)

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 import tracetriage
-from analyzers.triage.diff import Diff
-from analyzers.triage.report import Analysis
-from analyzers.voice.report import five_lines
-from analyzers.whatif.predict import WhatIf
+from tracetriage.analyzers.triage.diff import Diff
+from tracetriage.analyzers.triage.report import Analysis
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.whatif.predict import WhatIf
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNC = ROOT / "traces" / "smell-sync-item.json.gz"

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from analyzers.whatif.levers import LEVERS
-from capture.fixes import BEFORE, SCENARIOS, FixWorkload, profile_window, span_us, variants
+from tracetriage.analyzers.whatif.levers import LEVERS
+from tracetriage.capture.fixes import BEFORE, SCENARIOS, FixWorkload, profile_window, span_us, variants
 
 
 @pytest.mark.parametrize("kind", sorted(SCENARIOS))
@@ -17,8 +17,8 @@ def test_every_variant_of_every_workload_runs_on_the_cpu(kind):
 
 def test_every_lever_has_at_least_three_workloads():
     """The one-GPU workloads: a lever whose fix needs more ranks (overlap_comm) is captured on two GPUs."""
-    from capture.realworld import REALWORLD
-    from capture.realworld_cold import KINDS as COLD_KINDS
+    from tracetriage.capture.realworld import REALWORLD
+    from tracetriage.capture.realworld_cold import KINDS as COLD_KINDS
 
     for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
         # (the cold-start pairs, capture/realworld_cold.py, run each variant in a fresh process: warm_up's)

@@ -4,12 +4,12 @@ from pathlib import Path
 
 from kineto_factory import PID, TID, _dur, _us, chain, document, events_for, write
 
-from analyzers.analyses import framework, idle
-from analyzers.loading.load import load
-from analyzers.model.constructs import construct_of, optimizer_class
-from analyzers.model.verdicts import Construct
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import five_lines
+from tracetriage.analyzers.analyses import framework, idle
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
+from tracetriage.analyzers.model.verdicts import Construct
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import five_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 

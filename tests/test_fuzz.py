@@ -25,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from analyzers.analyses.idle import CAUSES
-from analyzers.loading.load import load
-from analyzers.model.trace import Caveat, Trace, TraceError
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_trace
-from analyzers.voice import report as voice
+from tracetriage.analyzers.analyses.idle import CAUSES
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import Caveat, Trace, TraceError
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_trace
+from tracetriage.analyzers.voice import report as voice
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 

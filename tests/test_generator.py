@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drills.evidence import facts
-from drills.generator import CONTROL, LEVELS, SMELLS, Spec, generate, write
+from tracetriage.drills.evidence import facts
+from tracetriage.drills.generator import CONTROL, LEVELS, SMELLS, Spec, generate, write
 
 _EXPLORE = int(os.environ.get("TRACETRIAGE_FUZZ_EXAMPLES", "0"))
 
@@ -102,7 +102,7 @@ def test_flows_and_sync_events_can_be_left_out():
 
 
 def test_the_command_line_writes_a_mix(tmp_path, capsys):
-    from drills.generator import main
+    from tracetriage.drills.generator import main
 
     out = tmp_path / "t.json.gz"
     assert main(["host_work", "--level", "medium", "--seed", "4", "--mix", "host_work=0.7,data_transfer=0.3",

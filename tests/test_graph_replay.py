@@ -5,13 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.loading.load import load
-from analyzers.model.trace import NONE
-from analyzers.model.verdicts import Experiment, Regime
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import analysis_caveats, five_lines
-from analyzers.whatif import predict as whatif
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import NONE
+from tracetriage.analyzers.model.verdicts import Experiment, Regime
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.whatif import predict as whatif
 from tests.kineto_factory import call, document, gpu, op, write
 from tracetriage.cli import main
 
@@ -178,7 +178,7 @@ def test_cuda_graphs_predicts_nothing_from_calls_that_are_being_captured(tmp_pat
 
 def test_graph_node_ids_and_collective_groups_survive_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
-    from analyzers.loading import cache
+    from tracetriage.analyzers.loading import cache
 
     path = graph_trace(tmp_path)
     fresh = load(path, use_cache=False)

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 import kineto_factory as kf
-from analyzers.analyses import health
-from analyzers.loading.load import load
-from analyzers.model.health import Problem, Verdict
-from analyzers.model.verdicts import Experiment, Regime
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_file
-from analyzers.voice.health import health_line
-from analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.analyses import health
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.health import Problem, Verdict
+from tracetriage.analyzers.model.verdicts import Experiment, Regime
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.health import health_line
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

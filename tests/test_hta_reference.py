@@ -1,4 +1,4 @@
-"""analyzers.tools.hta_reference: HTA 0.5.0's numbers on a trace whose answers we know."""
+"""tracetriage.analyzers.output.hta: HTA 0.5.0's numbers on a trace whose answers we know."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
-from analyzers.tools.hta_reference import HtaResult, HtaUnavailable, run_hta
+from tracetriage.analyzers.output.hta import HtaResult, HtaUnavailable, run_hta
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def result(gz_trace) -> HtaResult:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzers.tools.hta_reference", *args],
+    return subprocess.run([sys.executable, "-m", "tracetriage.analyzers.output.hta", *args],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
@@ -191,7 +191,7 @@ def test_cli_user_error_is_one_line_on_stderr_and_exit_2(tmp_path):
 
 
 def test_importing_the_module_does_not_import_pandas_or_hta():
-    code = ("import sys, analyzers.tools.hta_reference; "
+    code = ("import sys, tracetriage.analyzers.output.hta; "
             "print(sorted(m for m in ('pandas', 'hta', 'plotly') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=60)

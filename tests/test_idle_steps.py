@@ -7,10 +7,10 @@ import kineto_factory as kf
 import numpy as np
 import pytest
 
-from analyzers.analyses import idle
-from analyzers.loading.load import load
-from analyzers.model.evidence import LaunchEvidence, SyncEvidence
-from analyzers.model.verdicts import CAUSES, Cause
+from tracetriage.analyzers.analyses import idle
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.evidence import LaunchEvidence, SyncEvidence
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (
     Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK, Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER, Cause.OTHER))

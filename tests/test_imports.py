@@ -6,14 +6,21 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("analyzers", "tracetriage", "drills", "dashboard", "capture", "kernels")
+# The repository's folders and the names they are installed under (pyproject's package-dir); tools/ is
+# the developers' and is not installed.
+INSTALLED_AS = {"tracetriage": "tracetriage", "analyzers": "tracetriage.analyzers", "capture": "tracetriage.capture",
+                "kernels": "tracetriage.kernels", "dashboard": "tracetriage.dashboard", "drills": "tracetriage.drills",
+                "tools": "tools"}
+PACKAGES = tuple(INSTALLED_AS)
+GENERIC = ("analyzers", "capture", "kernels", "dashboard", "drills")   # names other projects own on the index
 LOADING = ["read", "decode", "assemble", "link", "cache", "load"]   # the pipeline, in data-flow order
+A = "tracetriage.analyzers"
 
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
-    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(parts)
+    parts = list(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    return ".".join([INSTALLED_AS[parts[0]], *parts[1:]])
 
 
 def imports_of(path: Path) -> list[tuple[str, list[str]]]:
@@ -75,44 +82,80 @@ def test_no_private_name_is_imported_from_another_module():
     for pkg in PACKAGES:
         for p in (ROOT / pkg).rglob("*.py"):
             for target, names in imports_of(p):
-                if target.split(".")[0] in PACKAGES:
+                if target.split(".")[0] in ("tracetriage", "tools"):
                     bad += [f"{p.relative_to(ROOT)}: from {target} import {n}" for n in names
                             if n.startswith("_") and not n.startswith("__")]
     assert bad == []
 
 
+def test_nothing_imports_a_generic_top_level_name():
+    """analyzers, capture, kernels, dashboard and drills exist only as tracetriage.*: a bare import would
+    find another project's package, or none (and two names for one module would split its enums)."""
+    bad = [f"{p.relative_to(ROOT)}: {target}" for p in [*ROOT.glob("*/**/*.py"), *ROOT.glob("tests/*.py")]
+           if ".venv" not in p.parts for target, _ in imports_of(p) if target.split(".")[0] in GENERIC]
+    assert bad == []
+
+
 def test_the_trace_model_imports_no_step_of_loading():
-    assert graph()["analyzers.model.trace"] & {f"analyzers.loading.{m}" for m in LOADING} == set()
+    assert graph()[f"{A}.model.trace"] & {f"{A}.loading.{m}" for m in LOADING} == set()
 
 
 def test_loading_flows_one_way():
     """Each step imports only steps before it (and the model), never one after it."""
     g = graph()
     for i, step in enumerate(LOADING):
-        later = {f"analyzers.loading.{m}" for m in LOADING[i + 1:]}
-        assert not (g[f"analyzers.loading.{step}"] & later), f"{step} imports a later step: {g[f'analyzers.loading.{step}'] & later}"
+        later = {f"{A}.loading.{m}" for m in LOADING[i + 1:]}
+        assert not (g[f"{A}.loading.{step}"] & later), f"{step} imports a later step: {g[f'{A}.loading.{step}'] & later}"
 
 
 def test_analyzers_never_import_capture_dashboard_or_drills():
-    g = graph()
-    for m, deps in g.items():
-        if m.startswith("analyzers"):
-            assert not {d for d in deps if d.split(".")[0] in ("capture", "dashboard", "drills")}, m
+    bad = [(m, d) for m, deps in graph().items() if m.startswith(A) for d in deps if not d.startswith(A)]
+    assert bad == []
+
+
+# --- the floors of the house, bottom up ---------------------------------------------------------------
+# The engine at the bottom; the kernels beside it; capture (which runs kernels and checks its traces with
+# the engine); the drills over the engine; the dashboard over both (its Practice page shows the drills);
+# the CLI and the Python API on top; the developers' tools/ outside the installed package, free to use any
+# of it. An arrow may only point down (or along a floor).
+
+FLOORS = [(A,), ("tracetriage.kernels",), ("tracetriage.capture",), ("tracetriage.drills",), ("tracetriage.dashboard",),
+          ("tracetriage",), ("tools",)]
+
+
+def floor_of(module: str) -> int:
+    """The floor of the longest name the module starts with (tracetriage.drills.bank is the apps', not the CLI's)."""
+    _, floor = max((len(n), i) for i, names in enumerate(FLOORS) for n in names
+                   if module == n or module.startswith(n + "."))
+    return floor
+
+
+def test_no_import_runs_back_up_a_floor():
+    bad = [f"{m} imports {d}" for m, deps in graph().items() for d in deps if floor_of(d) > floor_of(m)]
+    assert bad == []
+
+
+def test_the_floor_check_would_see_an_arrow_up():
+    assert floor_of("tracetriage.dashboard.data") > floor_of(f"{A}.runs.pool")
+    assert floor_of("tracetriage.cli") > floor_of("tracetriage.drills.bank") > floor_of(f"{A}.model.trace")
+    assert floor_of("tools.benchmark") == len(FLOORS) - 1
 
 
 # --- the layers of analyzers/, in data-flow order -------------------------------------------------
 
-LAYERS = ["model", "loading", "analyses", "whatif", "triage", "voice", "output"]
+LAYERS = ["model", "loading", "analyses", "whatif", "triage", "voice", "output", "runs"]
 
 
 def layer_of(module: str) -> int | None:
     parts = module.split(".")
-    return LAYERS.index(parts[1]) if parts[0] == "analyzers" and len(parts) > 1 and parts[1] in LAYERS else None
+    if parts[:2] != ["tracetriage", "analyzers"] or len(parts) < 3 or parts[2] not in LAYERS:
+        return None
+    return LAYERS.index(parts[2])
 
 
-def test_analyzers_is_its_layer_folders_and_the_tools_beside_them():
+def test_analyzers_is_its_layer_folders():
     top = ROOT / "analyzers"
-    assert sorted(p.name for p in top.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS + ["tools"])
+    assert sorted(p.name for p in top.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
     assert [p.name for p in top.glob("*.py")] == ["__init__.py"]
 
 
@@ -130,21 +173,20 @@ def test_no_layer_imports_a_later_one():
 
 
 def test_the_layer_check_would_see_an_upward_import():
-    assert layer_of("analyzers.model.trace") < layer_of("analyzers.triage.report")
-    assert layer_of("analyzers.tools.grow") is None and layer_of("dashboard.data") is None
+    assert layer_of(f"{A}.model.trace") < layer_of(f"{A}.triage.report") < layer_of(f"{A}.runs.pool")
+    assert layer_of("tools.grow") is None and layer_of("tracetriage.dashboard.data") is None
 
 
 def test_voice_reads_decisions_and_makes_none():
     """The words import the model (formats, enums, evidence types), the lever specs' words and each
     other; never an analysis, the triage or the replay, whose thresholds would decide for them."""
-    for m, deps in graph().items():
-        if m.startswith("analyzers.voice"):
-            allowed = ("analyzers.model.", "analyzers.voice.", "analyzers.whatif.levers")
-            assert all(d.startswith(allowed) for d in deps if d.startswith("analyzers")), (m, deps)
+    allowed = (f"{A}.model.", f"{A}.voice.", f"{A}.whatif.levers")
+    bad = [(m, d) for m, deps in graph().items() if m.startswith(f"{A}.voice") for d in deps if not d.startswith(allowed)]
+    assert bad == []
 
 
 def test_dashboard_pages_read_the_analysis_through_data_and_speak_through_their_voice():
     for m, deps in graph().items():
-        if m.startswith("dashboard.views"):
-            outside = {d for d in deps if not d.startswith("dashboard.")}
-            assert outside <= {"analyzers.voice.dashboard"}, (m, outside)
+        if m.startswith("tracetriage.dashboard.views"):
+            outside = {d for d in deps if not d.startswith("tracetriage.dashboard.")}
+            assert outside == set(), (m, outside)

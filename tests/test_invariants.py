@@ -1,4 +1,4 @@
-"""Physically right on every trace: the invariants of analyzers.tools.invariants hold on every trace in the
+"""Physically right on every trace: the invariants of tracetriage.analyzers.output.invariants hold on every trace in the
 repository (the sample library, the fix pairs, the rank runs), whole and, where a trace has named ranges,
 for its busiest range; and the checker itself catches each kind of break."""
 import copy
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.loading.load import find_traces
-from analyzers.output import serialize
-from analyzers.tools import invariants
-from analyzers.triage.report import analyze_file
+from tracetriage.analyzers.loading.load import find_traces
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.output import invariants
+from tracetriage.analyzers.triage.report import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -13,9 +13,9 @@ import kineto_factory as kf
 import numpy as np
 import pytest
 
-from analyzers.loading import decode as decode_mod
-from analyzers.loading.load import load
-from analyzers.triage.report import analyze_trace
+from tracetriage.analyzers.loading import decode as decode_mod
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.cli import main
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"

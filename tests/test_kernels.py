@@ -10,7 +10,7 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
-from kernels import (  # noqa: E402
+from tracetriage.kernels import (  # noqa: E402
     EAGER_PASSES,
     FUSED_PASSES,
     benchmark_chain,

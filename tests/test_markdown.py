@@ -8,7 +8,7 @@ from pathlib import Path
 
 from golden import run_cli
 
-from analyzers.voice.markdown import cell
+from tracetriage.analyzers.voice.markdown import cell
 
 ROOT = Path(__file__).resolve().parent.parent
 PR_COMMENT_LIMIT = 65_536      # GitHub's limit on a comment's body, in characters

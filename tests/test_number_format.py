@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from number_scan import json_words, number_slips
 
-from analyzers.model import units
-from analyzers.voice import dashboard as dash
+from tracetriage.analyzers.model import units
+from tracetriage.dashboard import words as dash
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,8 +120,8 @@ def test_the_scanner_leaves_names_shapes_dates_and_ids_alone(text):
 def once():
     """Each trace analysed (and replayed) once for its three formats: the formats are what is under test,
     and the analysis a command prints is the same frozen object whichever format prints it."""
-    from analyzers.triage import report
-    from analyzers.whatif import predict
+    from tracetriage.analyzers.triage import report
+    from tracetriage.analyzers.whatif import predict
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "analyze_file", functools.lru_cache(maxsize=4)(report.analyze_file))
@@ -281,7 +281,7 @@ def test_the_clis_own_prints_write_every_number_in_the_one_format(tmp_path):
 
 def test_a_stacks_cost_past_a_thousand_percent_has_its_separator():
     # regression: a capture on a loaded machine printed 'spread 3895%' and stacks costing '+1234%'
-    from capture import stacks
+    from tracetriage.capture import stacks
 
     assert "they cost +1,234% of profiled step time" in stacks.choose("auto", lambda: 12.34).why
     assert units.share(38.95) == "3,895%"

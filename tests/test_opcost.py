@@ -1,6 +1,6 @@
 import pytest
 
-from analyzers.analyses.opcost import (
+from tracetriage.analyzers.analyses.opcost import (
     OpCost,
     causal_pairs,
     matmul_shapes_bytes,
@@ -374,7 +374,7 @@ def test_torch19_conv_without_strides_assumes_a_same_size_output():
 def test_torch19_conv_backwards():
     assert op_cost(*CONV_TORCH19["backward_input"]).flops == 2 * 32 * 2048 * 49 * 512
     assert op_cost(*CONV_TORCH19["backward"]).flops == 2 * 2 * 32 * 2048 * 49 * 512
-    # records neither the weight nor its size: costed through its caller (analyzers.analyses.roofline)
+    # records neither the weight nor its size: costed through its caller (tracetriage.analyzers.analyses.roofline)
     assert op_cost(*CONV_TORCH19["backward_weight"]) is None
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.triage.opdiff import op_diff, op_table
-from analyzers.triage.report import analyze_file
+from tracetriage.analyzers.triage.opdiff import op_diff, op_table
+from tracetriage.analyzers.triage.report import analyze_file
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -36,7 +36,7 @@ def test_the_op_table_adds_up_to_the_hotspots_and_the_device_time(chain):
     gpu = before.trace.ev
     import numpy as np
 
-    from analyzers.model.trace import GPU_CATS
+    from tracetriage.analyzers.model.trace import GPU_CATS
 
     m = np.isin(gpu.cat, GPU_CATS)
     assert sum(s.device_us for s in table.values()) == pytest.approx(float((gpu.end[m] - gpu.start[m]).sum()) / 1e3)

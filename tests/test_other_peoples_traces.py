@@ -10,8 +10,8 @@ import pytest
 from kineto_factory import write
 from other_peoples_traces import US
 
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_file
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,8 +152,8 @@ def test_folder_mixing_devices_is_refused(tmp_path):
 
 
 def test_missing_ranks_come_from_world_size_and_a_cpu_only_rank_is_never_the_straggler(tmp_path):
-    from analyzers.voice.ranks import ranks_caveats, ranks_lines
-    from tracetriage.rank_run import report_object
+    from tracetriage.analyzers.voice.ranks import ranks_caveats, ranks_lines
+    from tracetriage.analyzers.runs.pool import report_object
 
     write(tmp_path / "rank0.json", opt.rank(0, 4))
     write(tmp_path / "rank1.json", opt.rank(1, 4))
@@ -185,8 +185,8 @@ def test_copy_time_is_said_to_count_as_compute_idle(tmp_path):
 # --- class 6: diff ------------------------------------------------------------------------------
 
 def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(tmp_path):
-    from analyzers.triage.diff import diff_files
-    from analyzers.voice.diff import diff_lines
+    from tracetriage.analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.voice.diff import diff_lines
 
     before = write(tmp_path / "before.json", opt.kernels_slowed(100, 10 * US))
     after = write(tmp_path / "after.json", opt.kernels_slowed(120, 150 * US))
@@ -199,8 +199,8 @@ def test_diff_attributes_a_slowdown_to_the_kernels_that_slowed_not_to_launches(t
 
 
 def test_bytes_not_comparable_names_the_real_reason(tmp_path):
-    from analyzers.triage.diff import diff_files
-    from analyzers.voice.diff import diff_lines
+    from tracetriage.analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.voice.diff import diff_lines
 
     before = write(tmp_path / "before.json", opt.uncosted_kernels())
     after = write(tmp_path / "after.json", opt.uncosted_kernels())
@@ -224,7 +224,7 @@ def test_eager_against_compiled_chain_is_explained_in_bytes_without_a_capture_si
     named after Inductor's kernels, one pass over their tensor arguments."""
     import shutil
 
-    from analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.triage.diff import diff_files
 
     for name in ("chain-eager-large.json.gz", "chain-compile-large.json.gz"):
         shutil.copy(ROOT / "traces" / name, tmp_path / name)      # no .meta.json beside them

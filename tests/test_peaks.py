@@ -3,9 +3,9 @@ import sys
 
 import pytest
 
-from analyzers.analyses.peaks import DevicePeaks, lookup
-from analyzers.loading.side_inputs import default_ceilings_path, load_ceilings
-from analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
+from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
+from tracetriage.analyzers.loading.side_inputs import default_ceilings_path, load_ceilings
+from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 
 H200_CEILINGS = {
     "device_name": "NVIDIA H200",
@@ -240,7 +240,7 @@ def test_torch_spellings_and_canonical_names_are_accepted():
 def test_peaks_module_does_not_import_torch():
     import subprocess
     from pathlib import Path
-    code = "import sys, analyzers.analyses.peaks, analyzers.analyses.opcost; print('torch' in sys.modules)"
+    code = "import sys, tracetriage.analyzers.analyses.peaks, tracetriage.analyzers.analyses.opcost; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "False"
@@ -261,6 +261,6 @@ def test_device_peaks_is_immutable():
     ([], [], None),
 ])
 def test_non_gpu_accelerators_are_named_for_what_they_are(device_names, event_names, family):
-    from analyzers.analyses.peaks import non_gpu_accelerator
+    from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 
     assert non_gpu_accelerator(device_names, event_names) == family

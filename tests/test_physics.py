@@ -9,13 +9,13 @@ import physics_traces as pt
 import pytest
 from kineto_factory import write
 
-from analyzers.loading.load import load
-from analyzers.loading.merged import MergedRanks, rank_trace, ranks_of
-from analyzers.model.trace import TraceError
-from analyzers.output import serialize
-from analyzers.tools import invariants
-from analyzers.triage.report import analyze_file, analyze_trace
-from analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.loading.merged import MergedRanks, rank_trace, ranks_of
+from tracetriage.analyzers.model.trace import TraceError
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.output import invariants
+from tracetriage.analyzers.triage.report import analyze_file, analyze_trace
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ def test_launch_whose_external_id_is_its_correlation_is_charged_to_the_op_around
 
 def test_the_link_fallback_is_cached_with_the_links(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
-    from analyzers.loading import cache
+    from tracetriage.analyzers.loading import cache
 
     path = write(tmp_path / "t.json", pt.external_id_is_correlation())
     cache.put(path, load(path, use_cache=False))
@@ -134,7 +134,7 @@ def test_report_on_a_merged_file_gives_the_ranks_report_like_a_directory(tmp_pat
 
 
 def test_one_rank_of_a_merged_file_is_analysed_by_the_rank_runner(tmp_path):
-    from tracetriage.rank_run import analyze_merged_rank
+    from tracetriage.analyzers.runs.pool import analyze_merged_rank
 
     path = write(tmp_path / "merged.json", pt.merged_two_ranks())
     r = analyze_merged_rank(str(path), 0)
@@ -182,8 +182,8 @@ def test_whole_trace_prediction_names_the_traced_span_it_is_a_share_of():
 def test_innermost_enclosing_op_matches_a_brute_force_search_on_nested_ops():
     import numpy as np
 
-    from analyzers.loading.containment import innermost_enclosing
-    from analyzers.model.trace import NONE, Events
+    from tracetriage.analyzers.loading.containment import innermost_enclosing
+    from tracetriage.analyzers.model.trace import NONE, Events
 
     rng = np.random.default_rng(15)
     rows = []   # (start, end, tid): ops nest on each thread (children inside their parent, siblings apart)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from drills.predictions import Log, calibration
+from tracetriage.drills.predictions import Log, calibration
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,7 +18,7 @@ WRITERS, ROWS_EACH = 8, 25
 
 WRITER = """
 import sys
-from drills.predictions import Log
+from tracetriage.drills.predictions import Log
 log = Log(sys.argv[1])
 for i in range({rows}):
     if i % 2:
@@ -42,7 +42,7 @@ def test_eight_processes_writing_at_once_lose_nothing(tmp_path):
 
 KILLED = """
 import sys
-from drills.predictions import Log
+from tracetriage.drills.predictions import Log
 log = Log(sys.argv[1])
 for i in range(5):
     log.predict("span_ms", 1.0 + i, "committed")
@@ -106,14 +106,14 @@ def test_calibration_is_the_median_ratio_and_the_share_within_2x():
 def test_the_log_lives_in_the_user_data_directory_by_default(monkeypatch):
     import platformdirs
 
-    from drills.predictions import default_path
+    from tracetriage.drills.predictions import default_path
 
     monkeypatch.delenv("TRACETRIAGE_DB", raising=False)
     assert default_path() == Path(platformdirs.user_data_dir("tracetriage")) / "log.sqlite3"
 
 
 def test_a_prediction_of_what_a_lever_buys_is_measured_by_the_what_if_replay(tmp_path):
-    from drills import predictions as pr
+    from tracetriage.drills import predictions as pr
 
     trace = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "item_python--before.json.gz"
     log = pr.Log(tmp_path / "log.db")
@@ -133,7 +133,7 @@ def test_calibration_names_the_worst_misses_by_their_factor_over_or_under():
 
 
 def test_a_prediction_off_by_the_unit_ladder_is_named_as_a_unit_slip():
-    from drills.predictions import unit_slip
+    from tracetriage.drills.predictions import unit_slip
 
     assert unit_slip(19, 0.19, "") == 100
     assert unit_slip(17600, 17.6, "ms") == 1000

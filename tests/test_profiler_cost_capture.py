@@ -4,7 +4,7 @@ from pathlib import Path
 
 import torch
 
-from capture.profiler_cost import measure
+from tracetriage.capture.profiler_cost import measure
 
 MEASURED = Path(__file__).resolve().parent.parent / "traces" / "overhead" / "profiler_cost.json"
 

@@ -21,13 +21,13 @@ import pytest
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
-from analyzers.analyses.ranks import RankError, RankReport
-from analyzers.output import serialize
-from analyzers.tools.grow_ranks import write_ranks
-from tracetriage import rank_dask, rank_run
+from tracetriage.analyzers.analyses.ranks import RankError, RankReport
+from tracetriage.analyzers.output import serialize
+from tools.grow_ranks import write_ranks
+from tracetriage.analyzers.runs import dask as rank_dask, pool as rank_run
 from tracetriage.cli import main
-from tracetriage.machine import usable_cpus
-from tracetriage.rank_source import RankSource, list_sources
+from tracetriage.analyzers.runs.machine import usable_cpus
+from tracetriage.analyzers.runs.sources import RankSource, list_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 DDP = ROOT / "traces" / "ddp"
@@ -237,7 +237,7 @@ def slow_run(tmp_path_factory):
 
 def _report_in_background(run: Path, address: str, client):
     client.wait_for_workers(2, timeout=60)      # the restarts after an earlier kill
-    client.run(importlib.import_module, "tracetriage.rank_run")   # warm: the quick ranks finish in milliseconds
+    client.run(importlib.import_module, "tracetriage.analyzers.runs.pool")   # warm: the quick ranks finish in milliseconds
     box = {}
     t = threading.Thread(target=lambda: box.update(rr=rank_run.report_object(run, scheduler=address)), daemon=True)
     t.start()

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.analyses import ranks
-from analyzers.analyses.ranks import Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name, straggler
-from analyzers.model.verdicts import Cause
-from analyzers.output import serialize
-from analyzers.voice import ranks as voice
+from tracetriage.analyzers.analyses import ranks
+from tracetriage.analyzers.analyses.ranks import Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name, straggler
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.voice import ranks as voice
 from tracetriage import rank_run
-from tracetriage.rank_run import analyze_paths
+from tracetriage.analyzers.runs.pool import analyze_paths
 
 
 def report_object(path):

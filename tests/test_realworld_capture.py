@@ -16,10 +16,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture import fixes  # noqa: E402
-from capture.fixes import BEFORE, FixWorkload, profile_window, wall_ms  # noqa: E402
-from capture.realworld import REALWORLD, run, summary_line  # noqa: E402
-from capture.realworld_common import trace_facts  # noqa: E402
+from tracetriage.capture import fixes  # noqa: E402
+from tracetriage.capture.fixes import BEFORE, FixWorkload, profile_window, wall_ms  # noqa: E402
+from tracetriage.capture.realworld import REALWORLD, run, summary_line  # noqa: E402
+from tracetriage.capture.realworld_common import trace_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILES = {"recompile", "recompile_batch", "recompile_gpt2", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid", "rmsnorm_swiglu_small", "chain6_large",
@@ -98,7 +98,7 @@ def test_the_recompile_window_holds_its_compiles_and_the_dynamic_one_none(tmp_pa
 
 
 def test_the_fusion_ledger_counts_each_eager_pass_and_the_fused_kernels_two():
-    from capture.realworld_compile import byte_ledger, chain6, rmsnorm_swiglu
+    from tracetriage.capture.realworld_compile import byte_ledger, chain6, rmsnorm_swiglu
 
     x = torch.randn(1000)
     ledger = byte_ledger(chain6, x)
@@ -196,7 +196,7 @@ def test_generate_records_ttft_and_each_token_from_the_streamer():
 
 def test_bare_generate_traces_have_no_ranges_of_ours_and_truth_in_trace_time(tmp_path):
     pytest.importorskip("transformers")
-    from capture.realworld_generate import capture_generate_trace, hf_model
+    from tracetriage.capture.realworld_generate import capture_generate_trace, hf_model
 
     model = hf_model("gpt2", "cpu", layers=1)
     doc = capture_generate_trace(model, "gpt2", 2, "eager", tmp_path, device="cpu", prompt_len=8, new_tokens=4,
@@ -211,7 +211,7 @@ def test_bare_generate_traces_have_no_ranges_of_ours_and_truth_in_trace_time(tmp
 
 
 def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path):
-    from capture.realworld_traces import capture_training
+    from tracetriage.capture.realworld_traces import capture_training
 
     doc = capture_training(tmp_path, "cpu", steps=9, stall_step=7, stall_ms=30)
     slow = [s["step"] for s in doc["steps_host"] if s["next_ms"] > 25]
@@ -223,7 +223,7 @@ def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path)
 
 
 def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path):
-    from capture.realworld_traces import HEALTH, capture_decode, capture_health, capture_norepeat
+    from tracetriage.capture.realworld_traces import HEALTH, capture_decode, capture_health, capture_norepeat
 
     assert capture_norepeat(tmp_path, "cpu")["facts"]["cpu_ops"] > 0
     assert [d["trace"] for d in capture_health(tmp_path, "cpu", steps=2)] == [f"{n}.json.gz" for n in HEALTH]
@@ -237,7 +237,7 @@ def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path
 @pytest.mark.parametrize("model", ["resnet18", "mlp", "gpt2"])
 def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path, model):
     pytest.importorskip({"resnet18": "torchvision", "gpt2": "transformers"}.get(model, "torch"))
-    from capture.realworld_cold import KINDS, capture_cold
+    from tracetriage.capture.realworld_cold import KINDS, capture_cold
 
     res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1, model_name=model)
     pids = {r["pid"] for rs in res["runs"]["profiled"].values() for r in rs} | {r["pid"] for r in res["runs"]["unprofiled_before"]}
@@ -256,7 +256,7 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
     for kind in REALWORLD:
         assert sum(f"{kind} " in g or f"{kind}\n" in g for g in (a, b, c)) == 1, kind  # in one data group
         assert kind in smoke, kind
-    from capture.realworld_cold import KINDS
+    from tracetriage.capture.realworld_cold import KINDS
     for model in KINDS:
         assert sum(f"--model {model}" in g or "--model" not in g and model == "resnet18" for g in (a, b, c)
                    if "realworld_cold" in g) == 1, model
@@ -273,13 +273,13 @@ def test_the_device_script_refuses_an_unknown_group(tmp_path):
 
 def test_capture_modules_import_nothing_the_device_lacks():
     code = ("import sys; sys.modules['msgspec'] = None\n"
-            "import capture.realworld, capture.realworld_traces, capture.realworld_cold, capture.harness")
+            "import tracetriage.capture.realworld, tracetriage.capture.realworld_traces, tracetriage.capture.realworld_cold, tracetriage.capture.harness")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_the_hand_compiled_decode_forward_gets_the_same_arguments_as_the_eager_one():
     _skip_unless_runnable("hf_llama_generate")
-    from capture.realworld_generate import compiled_decode_forward, generate_kwargs, hf_model
+    from tracetriage.capture.realworld_generate import compiled_decode_forward, generate_kwargs, hf_model
 
     seen = {}
     for mode in ("static", "graphs"):

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.model.evidence import HostEvidence, TransferEvidence
-from analyzers.model.verdicts import Cause, Experiment, Regime
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_file
-from analyzers.voice import report as voice
+from tracetriage.analyzers.model.evidence import HostEvidence, TransferEvidence
+from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice import report as voice
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
@@ -148,8 +148,8 @@ def test_cli_rejects_a_file_that_is_not_json(tmp_path):
 
 
 def test_a_cpu_only_trace_gets_a_report_that_says_there_is_no_gpu_timeline(tmp_path):
-    from capture.harness import capture_workload
-    from capture.presets import get
+    from tracetriage.capture.harness import capture_workload
+    from tracetriage.capture.presets import get
 
     p = get("chain-eager-small")
     wl = p.build("cpu", steps=2, warmup=1)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.model.verdicts import Cause, Experiment
-from analyzers.output import serialize
-from analyzers.triage.diff import check_prediction, diff_analyses
-from analyzers.triage.report import analyze_file
-from analyzers.voice.diff import diff_lines
-from analyzers.voice.report import five_lines
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.diff import check_prediction, diff_analyses
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.diff import diff_lines
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 FIXES = TRACES / "fixes"

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from golden import run_cli
 
-from analyzers.output.schema import SCHEMA_VERSION
+from tracetriage.analyzers.output.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

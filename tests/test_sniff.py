@@ -1,8 +1,8 @@
-"""A look at a file's first bytes says whether to list it as a trace (analyzers.loading.sniff)."""
+"""A look at a file's first bytes says whether to list it as a trace (tracetriage.analyzers.loading.sniff)."""
 import gzip
 from pathlib import Path
 
-from analyzers.loading.sniff import HEAD_BYTES, sniff
+from tracetriage.analyzers.loading.sniff import HEAD_BYTES, sniff
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.analyses import frames, inductor
-from analyzers.model.verdicts import Cause
-from analyzers.output import serialize
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import five_lines
+from tracetriage.analyzers.analyses import frames, inductor
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import five_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "traces" / "script-user-train-stacks.json.gz"
@@ -131,7 +131,7 @@ def test_a_host_gap_is_charged_to_the_frame_that_ran_through_it_not_a_short_call
     """user_frames_over: of the user frames at the gap's middle, the innermost that covers half of it."""
     import numpy as np
 
-    from analyzers.model.trace import NONE
+    from tracetriage.analyzers.model.trace import NONE
 
     # outer (0..100) > inner loop body calls (40..45) at the middle of a gap 10..90
     st = frames.Stacks(start=np.array([0, 40], np.int64), end=np.array([100, 45], np.int64),

@@ -1,4 +1,4 @@
-"""Iterations and prefill/decode found without named ranges (analyzers.analyses.steps, .inference).
+"""Iterations and prefill/decode found without named ranges (tracetriage.analyzers.analyses.steps, .inference).
 
 Hand-built timelines with a known answer (a training loop with one slow step, a single forward of many
 layers, a trace with nothing repeated, a continuous-batching engine's mixed step), the bundled prefill+decode
@@ -14,15 +14,15 @@ import kineto_factory as kf
 import numpy as np
 import pytest
 
-from analyzers.analyses import idle, steps
-from analyzers.analyses.inference import StepKind
-from analyzers.analyses.steps import Boundary, NoSteps, StepsFrom
-from analyzers.loading.load import load
-from analyzers.model.verdicts import Cause, Construct
-from analyzers.output import serialize
-from analyzers.tools.strip_ranges import strip
-from analyzers.triage.report import analyze_file, analyze_trace
-from analyzers.voice.report import five_lines
+from tracetriage.analyzers.analyses import idle, steps
+from tracetriage.analyzers.analyses.inference import StepKind
+from tracetriage.analyzers.analyses.steps import Boundary, NoSteps, StepsFrom
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.output.strip_ranges import strip
+from tracetriage.analyzers.triage.report import analyze_file, analyze_trace
+from tracetriage.analyzers.voice.report import five_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 US, MS = 1_000, 1_000_000
@@ -114,7 +114,7 @@ def test_the_outlier_step_is_named_with_its_cause_and_the_construct_that_held_th
     assert o.ratio > 10
     line = five_lines(a)[0]
     assert "12 steps (the repeated op sequence, each starting at a DataLoader fetch)" in line
-    assert o.construct is Construct.DATALOADER     # analyzers.analyses.framework: whose code held the host
+    assert o.construct is Construct.DATALOADER     # tracetriage.analyzers.analyses.framework: whose code held the host
     assert f"step 7 took {o.ratio:.1f}× the median" in line and "host stretch in the DataLoader's __next__" in line
 
 
@@ -419,7 +419,7 @@ def test_cuda_graph_replays_outside_any_op_are_the_steps():
 
 
 def test_the_dashboard_gets_one_row_per_step_with_the_outlier_flagged(tmp_path):
-    from dashboard import data
+    from tracetriage.dashboard import data
 
     a = analyze_trace(training_loop(tmp_path, slow_step=7))
     f = data.steps(a)

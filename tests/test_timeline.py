@@ -1,8 +1,8 @@
 """The timeline arrays a dashboard draws: bars per lane, gaps with causes, windows."""
 from pathlib import Path
 
-from analyzers.triage import timeline
-from analyzers.triage.report import analyze_file
+from tracetriage.analyzers.triage import timeline
+from tracetriage.analyzers.triage.report import analyze_file
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -36,7 +36,7 @@ def test_records_are_plain_dicts_for_a_chart():
 def test_the_overview_bins_hold_exactly_the_analysis_idle_time_by_cause():
     import numpy as np
 
-    from analyzers.analyses.idle import CAUSES
+    from tracetriage.analyzers.analyses.idle import CAUSES
 
     a = analyze_file(TRACES / "smell-sync-item.json.gz")
     ov = timeline.overview(a, bins=300)
@@ -129,7 +129,7 @@ def test_the_flow_of_an_op_is_its_launch_calls_and_their_gpu_work_and_back():
 
 
 def test_the_framework_constructs_are_spans_where_their_marking_events_ran():
-    from analyzers.model.verdicts import Construct
+    from tracetriage.analyzers.model.verdicts import Construct
 
     a = analyze_file(TRACES / "steps" / "training-outlier.json.gz")
     spans = {x.construct: x for x in timeline.construct_spans(a)}

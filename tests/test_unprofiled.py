@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.loading.load import load
-from analyzers.tools import profiler_cost
-from analyzers.triage.report import analyze_file
-from analyzers.voice.report import analysis_caveats, five_lines
-from analyzers.voice.whatif import whatif_table
-from analyzers.whatif import depgraph as dg
-from analyzers.whatif import replay as rp
-from analyzers.whatif.predict import predict
-from analyzers.whatif.unprofiled import unprofile
+from tracetriage.analyzers.loading.load import load
+from tools import profiler_cost
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.voice.whatif import whatif_table
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif import replay as rp
+from tracetriage.analyzers.whatif.predict import predict
+from tracetriage.analyzers.whatif.unprofiled import unprofile
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -106,14 +106,14 @@ def test_cuptis_buffer_requests_are_named_as_the_profilers_own_time():
 
 
 def test_the_per_event_costs_agree_with_the_direct_h200_measurements():
-    """Loops timed with and without the profiler on the H200: traces/overhead/profiler_cost.json (capture.profiler_cost:
+    """Loops timed with and without the profiler on the H200: traces/overhead/profiler_cost.json (tracetriage.capture.profiler_cost:
     a view, an add_ and its launch, 7 runs of 2,000 calls) and traces/overhead/profiler_overhead.json
     (capture/profiler_overhead.py: graph replays of N nodes). The fitted cost of an op, of an op and its launch (a
     launch call traced at ~6 µs keeps a quarter) and of a graph node lie within a third, a third and a factor of
     two of what they measured."""
     import json
 
-    from analyzers.whatif import unprofiled as u
+    from tracetriage.analyzers.whatif import unprofiled as u
 
     per_call = json.loads((TRACES / "overhead" / "profiler_cost.json").read_text())["loops"]
     assert u.PER_OP_NS == pytest.approx(per_call["view_only"]["added_ns_per_call"], rel=0.34)        # 1.4 µs

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.loading.load import find_traces, load
-from analyzers.voice import whatif as voice
-from analyzers.whatif import depgraph, replay
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS, cuda_graphs
-from analyzers.whatif.levers.spec import Context
+from tracetriage.analyzers.loading.load import find_traces, load
+from tracetriage.analyzers.voice import whatif as voice
+from tracetriage.analyzers.whatif import depgraph, replay
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS, cuda_graphs
+from tracetriage.analyzers.whatif.levers.spec import Context
 from tracetriage.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def test_committed_pairs_are_small():
 
 
 def test_the_capture_span_and_the_model_span_agree_on_every_committed_trace():
-    from capture.fixes import span_us
+    from tracetriage.capture.fixes import span_us
 
     for p in FIXES.glob("*.json.gz"):
         ours = depgraph.build(load(p)).span_ns / 1e3
@@ -202,8 +202,8 @@ def test_levers_only_ever_shorten_except_the_graph_launch_they_add():
 
 def test_compiled_call_reference_is_what_the_chain_pair_measures():
     """COMPILED_CALL_OPS: the compiled chain's call (region + cache lookup) over the eager chain's per-op dispatch."""
-    from analyzers.analyses.fusion import chains
-    from analyzers.whatif.levers import fuse
+    from tracetriage.analyzers.analyses.fusion import chains
+    from tracetriage.analyzers.whatif.levers import fuse
 
     eager = load(TRACES / "chain-eager-large.json.gz")
     call_ns, source = fuse.compiled_call_ns(load(TRACES / "chain-compile-large.json.gz"))

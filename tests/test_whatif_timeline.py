@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers.loading.load import load
-from analyzers.model.trace import GPU_CATS
-from analyzers.whatif import depgraph, replay
-from analyzers.whatif import predict as whatif
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import GPU_CATS
+from tracetriage.analyzers.whatif import depgraph, replay
+from tracetriage.analyzers.whatif import predict as whatif
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 

@@ -57,13 +57,13 @@ def _gate_exit(g, line: str) -> int:
 
 
 def cmd_report(a) -> int:
-    from analyzers.loading.merged import MergedRanks
-    from analyzers.loading.progress import set_quiet
-    from analyzers.model.trace import TraceError
-    from analyzers.output import serialize
-    from analyzers.triage.report import analyze_file
-    from analyzers.voice.health import health_line
-    from analyzers.voice.report import analysis_caveats, five_lines, hta_text
+    from tracetriage.analyzers.loading.merged import MergedRanks
+    from tracetriage.analyzers.loading.progress import set_quiet
+    from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.output import serialize
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.voice.health import health_line
+    from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, hta_text
 
     set_quiet(a.quiet)
     fmt = _format(a)
@@ -90,17 +90,17 @@ def cmd_report(a) -> int:
         gate = _idle_gate(analysis, limit)
     except TraceError as e:
         raise UserError(str(e)) from None
-    from analyzers.voice.gate import idle_line
+    from tracetriage.analyzers.voice.gate import idle_line
 
     gate_line = idle_line(gate) if gate else None
     if fmt == "markdown":
-        from analyzers.voice.markdown import report_markdown
+        from tracetriage.analyzers.voice.markdown import report_markdown
 
         sys.stdout.write(report_markdown(analysis, gate_line))
         return _gate_exit(gate, gate_line) if gate else 0
     hta = None
     if a.hta:
-        from analyzers.tools.hta_reference import HtaUnavailable, run_hta
+        from tracetriage.analyzers.output.hta import HtaUnavailable, run_hta
 
         try:
             hta = run_hta(path).to_dict()
@@ -126,7 +126,7 @@ def cmd_report(a) -> int:
 def _idle_gate(analysis, limit: float | None):
     if limit is None:
         return None
-    from analyzers.triage.gate import idle_above
+    from tracetriage.analyzers.triage.gate import idle_above
 
     return idle_above(analysis, limit)
 
@@ -143,10 +143,10 @@ def _format(a) -> str:
 def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | None = None, merged=None) -> int:
     """`tracetriage report DIR [--scheduler local|ADDRESS]` (or a merged multi-rank file, `merged` its loaded
     trace): the multi-rank report."""
-    from analyzers.model.trace import TraceError
-    from analyzers.output import serialize
-    from analyzers.voice.ranks import ranks_lines
-    from tracetriage.rank_run import report_object
+    from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.output import serialize
+    from tracetriage.analyzers.voice.ranks import ranks_lines
+    from tracetriage.analyzers.runs.pool import report_object
 
     try:
         rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress,
@@ -161,7 +161,7 @@ def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | N
 
 
 def _is_url(target: str) -> bool:
-    from tracetriage.rank_source import is_url
+    from tracetriage.analyzers.runs.sources import is_url
 
     return is_url(target)
 
@@ -172,10 +172,10 @@ def _rank_progress(done: int, total: int) -> None:
 
 
 def cmd_diff(a) -> int:
-    from analyzers.model.trace import TraceError
-    from analyzers.output import serialize
-    from analyzers.triage.diff import diff_files
-    from analyzers.voice.diff import diff_lines
+    from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.output import serialize
+    from tracetriage.analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.voice.diff import diff_lines
 
     fmt = _format(a)
     limit = _gate_pct(a.fail_if_slower, "--fail-if-slower")
@@ -183,18 +183,18 @@ def cmd_diff(a) -> int:
         d = diff_files(a.before, a.after)
         gate = None
         if limit is not None:
-            from analyzers.triage.gate import slower
+            from tracetriage.analyzers.triage.gate import slower
 
             gate = slower(d, limit)
     except TraceError as e:
         raise UserError(str(e)) from None
-    from analyzers.voice.gate import slower_line
+    from tracetriage.analyzers.voice.gate import slower_line
 
     gate_line = slower_line(gate) if gate else None
     if fmt == "json":
         _print_json(serialize.diff(d))
     elif fmt == "markdown":
-        from analyzers.voice.markdown import diff_markdown
+        from tracetriage.analyzers.voice.markdown import diff_markdown
 
         sys.stdout.write(diff_markdown(d, gate_line))
     else:
@@ -205,11 +205,11 @@ def cmd_diff(a) -> int:
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
 
 def cmd_whatif(a) -> int:
-    from analyzers.model.trace import TraceError
-    from analyzers.output import serialize
-    from analyzers.voice.whatif import whatif_table
-    from analyzers.whatif import predict as whatif
-    from analyzers.whatif.levers import LEVERS
+    from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.output import serialize
+    from tracetriage.analyzers.voice.whatif import whatif_table
+    from tracetriage.analyzers.whatif import predict as whatif
+    from tracetriage.analyzers.whatif.levers import LEVERS
 
     narrowing = [name for name, spec in LEVERS.items() if spec.takes_only]
     if a.only and a.lever and not set(narrowing) & set(a.lever):
@@ -222,7 +222,7 @@ def cmd_whatif(a) -> int:
     if fmt == "json":
         _print_json(serialize.whatif(w))
     elif fmt == "markdown":
-        from analyzers.voice.markdown import whatif_markdown
+        from tracetriage.analyzers.voice.markdown import whatif_markdown
 
         sys.stdout.write(whatif_markdown(w))
     else:
@@ -232,7 +232,7 @@ def cmd_whatif(a) -> int:
 
 def cmd_schema(a) -> int:
     """`tracetriage schema report|diff|whatif`: the JSON Schema of that command's --json."""
-    from analyzers.output.schema import schema
+    from tracetriage.analyzers.output.schema import schema
 
     _print_json(schema(a.kind))
     return 0
@@ -257,7 +257,7 @@ def cmd_capture(a) -> int:
     if a.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels then run on the CPU
     if a.workload == "list":
-        from capture.presets import PRESETS
+        from tracetriage.capture.presets import PRESETS
 
         for p in PRESETS.values():
             label = p.idle_cause or "-"
@@ -273,7 +273,7 @@ def cmd_capture(a) -> int:
     if a.device == "cuda" and not torch.cuda.is_available():
         raise UserError("no CUDA device here; pass --device cpu to capture on the CPU")
     if a.workload == "ceilings":
-        from capture.ceilings import measure_and_save
+        from tracetriage.capture.ceilings import measure_and_save
 
         result, path = measure_and_save(a.device, a.out)
         print(json.dumps(result, indent=2))
@@ -281,9 +281,9 @@ def cmd_capture(a) -> int:
         return 0
     if a.workload == "script":
         return _capture_script(a)
-    from capture.fields import FieldError
-    from capture.harness import capture_workload
-    from capture.workload import ParameterError
+    from tracetriage.capture.fields import FieldError
+    from tracetriage.capture.harness import capture_workload
+    from tracetriage.capture.workload import ParameterError
 
     preset = _preset(a.workload)
     more = _parse_set(a.set)
@@ -298,7 +298,7 @@ def cmd_capture(a) -> int:
         meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device), stacks=a.stacks or "auto")
     except ParameterError as e:  # fields that do not fit together, found as the workload sets up
         raise UserError(f"{preset.name}: {e}") from None
-    from analyzers.model.units import duration_us, share, size
+    from tracetriage.analyzers.model.units import duration_us, share, size
 
     t = meta["timing_per_step"]
     print(f"wrote {out} ({size(meta['trace_bytes_gz'])}) and its sidecar; one step takes "
@@ -309,7 +309,7 @@ def cmd_capture(a) -> int:
 
 
 def _preset(name: str):
-    from capture.presets import get
+    from tracetriage.capture.presets import get
 
     try:
         return get(name)
@@ -320,7 +320,7 @@ def _preset(name: str):
 def _capture_script(a) -> int:
     """`capture script PATH.py [args]`. The script's own exception is its author's bug: their traceback
     (from their first frame on, as Python prints it) and the script's exit status, never "internal failure"."""
-    from capture.script import ScriptFailed, capture_script
+    from tracetriage.capture.script import ScriptFailed, capture_script
 
     if not a.args:
         raise UserError("capture script needs a path: tracetriage capture script train.py [args]")
@@ -342,7 +342,7 @@ def _capture_script(a) -> int:
 # --- drills and the prediction log (implementation: drills/commands.py) --------------------------
 
 def _drills_call(fn, *args) -> int:
-    from drills.commands import USER_ERRORS
+    from tracetriage.drills.commands import USER_ERRORS
 
     try:
         return fn(*args)
@@ -351,7 +351,7 @@ def _drills_call(fn, *args) -> int:
 
 
 def cmd_drill(a) -> int:
-    from drills import commands as dc
+    from tracetriage.drills import commands as dc
 
     if a.action == "list":
         return _drills_call(dc.drill_list, a.json)
@@ -365,13 +365,13 @@ def cmd_drill(a) -> int:
 
 
 def cmd_predict(a) -> int:
-    from drills import commands as dc
+    from tracetriage.drills import commands as dc
 
     return _drills_call(dc.predict, a.quantity, a.value, a.why, a.trace, a.baseline, a.db)
 
 
 def cmd_predictions(a) -> int:
-    from drills import commands as dc
+    from tracetriage.drills import commands as dc
 
     return _drills_call(dc.predictions, a.json, a.db, a.measure, a.baseline)
 
@@ -385,7 +385,7 @@ def _drill_parsers(sub) -> None:
     dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
     dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
     dr.set_defaults(fn=cmd_drill)
-    from drills.quantities import table_lines
+    from tracetriage.drills.quantities import table_lines
 
     pr = sub.add_parser("predict", help="record a prediction before you measure (see `predictions`)",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -408,7 +408,7 @@ def _drill_parsers(sub) -> None:
 # --- dashboard / annotate (dashboard/launch.py, analyzers/annotate.py) ----------------------
 
 def cmd_dashboard(a) -> int:
-    from dashboard.launch import LaunchError, run
+    from tracetriage.dashboard.launch import LaunchError, run
 
     try:
         return run(a.trace_or_dir, a.port, a.host)
@@ -417,8 +417,8 @@ def cmd_dashboard(a) -> int:
 
 
 def cmd_annotate(a) -> int:
-    from analyzers.model.trace import TraceError
-    from analyzers.output.annotate import annotate_file
+    from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.output.annotate import annotate_file
 
     try:
         out, gaps = annotate_file(a.trace, a.out)
@@ -426,7 +426,7 @@ def cmd_annotate(a) -> int:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"cannot write {a.out}: {e.strerror or e}") from None
-    from analyzers.model.units import count
+    from tracetriage.analyzers.model.units import count
 
     print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause (open it in ui.perfetto.dev)")
     return 0
@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
     w.add_argument("trace")
     w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
-    from analyzers.whatif.levers import LEVERS
+    from tracetriage.analyzers.whatif.levers import LEVERS
 
     w.add_argument("--lever", nargs="+", action="extend", metavar="NAME",
                    help="only these levers: " + " ".join(LEVERS))

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.model.trace import TraceError
+from tracetriage.analyzers.model.trace import TraceError
 from tracetriage import notebook
 
 
@@ -16,21 +16,21 @@ def analyze(path: str | os.PathLike, *, range: str | None = None,  # noqa: A002 
             graph_capture: str | os.PathLike | None = None) -> notebook.Analysis:
     """The analysis of one trace file (restricted to the named range `range`, as `report --range`; its
     CUDA-graph replays charged to the ops of a separate capture trace `graph_capture`, as `--graph-capture`)."""
-    from analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.triage.report import analyze_file
 
     return notebook.shown(analyze_file(path, range, graph_capture))
 
 
 def diff(before: str | os.PathLike, after: str | os.PathLike) -> notebook.Diff:
     """The change between two traces in time, launches, bytes and idle, and the lever it applied."""
-    from analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.triage.diff import diff_files
 
     return notebook.shown(diff_files(before, after))
 
 
 def whatif(path: str | os.PathLike, levers: list[str] | None = None, *, only: str | None = None) -> notebook.WhatIf:
     """Each lever's predicted span for the trace, best first (`levers`: a subset; `only`: remove_syncs' op)."""
-    from analyzers.whatif.predict import WhatIfError, predict_file
+    from tracetriage.analyzers.whatif.predict import WhatIfError, predict_file
 
     try:
         return notebook.shown(predict_file(path, levers=levers, only=only))
@@ -49,7 +49,7 @@ class Profiled:
 def profile(path: str | os.PathLike | None = None, *, cuda: bool | None = None):
     """torch.profiler around the block, with the settings the analysis needs: CPU and (where there is
     a GPU) CUDA activity, shapes (the roofline's FLOPs and bytes), CUDA sync events; named ranges
-    from `capture.ranges.named_range` or `torch.profiler.record_function` land in the trace.
+    from `tracetriage.capture.ranges.named_range` or `torch.profiler.record_function` land in the trace.
 
     The trace is written to `path` (default: a new file in the temporary directory) and analysed when
     the block ends: `p.analysis`. Pending GPU work is synchronised first, so all of it is in the trace.
@@ -60,7 +60,7 @@ def profile(path: str | os.PathLike | None = None, *, cuda: bool | None = None):
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from capture.harness import experimental_config
+    from tracetriage.capture.harness import experimental_config
 
     on_gpu = torch.cuda.is_available() if cuda is None else cuda
     out = Path(path) if path is not None else \

@@ -3,16 +3,16 @@ bar, a Diff its lines, a WhatIf its table, as pandas and Altair objects display 
 
 `shown(x)` gives back the same result as an instance of a subclass that adds IPython's display
 hooks (`_repr_html_`, `_repr_markdown_`, a short `__repr__`) and nothing else: every field and
-property is the analysis' own, and isinstance(x, analyzers.triage.report.Analysis) holds.
+property is the analysis' own, and isinstance(x, tracetriage.analyzers.triage.report.Analysis) holds.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from analyzers.triage import diff as diff_mod
-from analyzers.triage import report
-from analyzers.voice import notebook as words
-from analyzers.whatif import predict
+from tracetriage.analyzers.triage import diff as diff_mod
+from tracetriage.analyzers.triage import report
+from tracetriage.analyzers.voice import notebook as words
+from tracetriage.analyzers.whatif import predict
 
 
 class Analysis(report.Analysis):

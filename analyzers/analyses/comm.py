@@ -12,9 +12,9 @@ that moved at least as many bytes took (the one that waited least; where the tra
 size, the fastest call of the same kernel); the call's first (its time − that) is waiting for a peer,
 its last stretch moving bytes. Within one rank's trace this
 is a lower bound on the waiting: every call may have waited some. With every rank's trace
-(`tracetriage report DIR`) the fastest rank's same call is the transfer (analyzers.analyses.ranks).
-The transfer's bus bandwidth (message bytes x bus factor / time, analyzers.model.kernels) is held
-against the GPU-to-GPU link (analyzers.analyses.peer_links) where the trace records the message.
+(`tracetriage report DIR`) the fastest rank's same call is the transfer (tracetriage.analyzers.analyses.ranks).
+The transfer's bus bandwidth (message bytes x bus factor / time, tracetriage.analyzers.model.kernels) is held
+against the GPU-to-GPU link (tracetriage.analyzers.analyses.peer_links) where the trace records the message.
 
 A span is communication-bound when its exposed collective time holds most of its kernel busy time.
 """
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.peer_links import PeerLink, peer_link
-from analyzers.model import intervals as iv
-from analyzers.model.kernels import bus_factor, collective_kind, is_collective
-from analyzers.model.names import name_flags
-from analyzers.model.trace import NONE, Trace
+from tracetriage.analyzers.analyses.peer_links import PeerLink, peer_link
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.kernels import bus_factor, collective_kind, is_collective
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import NONE, Trace
 
 COMM_MOSTLY = 0.5        # exposed collective time above this share of the kernel busy time: communication-bound
 WAIT_MOSTLY = 0.5        # ... and mostly waiting for a peer when waiting holds this share of the exposed time

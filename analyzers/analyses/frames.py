@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analyzers.model.trace import NONE, PYTHON, Trace
+from tracetriage.analyzers.model.trace import NONE, PYTHON, Trace
 
 # Top-level packages whose frames are never the user's own (beside the standard library).
 LIBRARIES = frozenset({

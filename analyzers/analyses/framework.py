@@ -6,11 +6,11 @@ caching allocator, a collective, a module's forward, one-time set-up, or the use
 lever is chosen in the user's terms from both ("82% of idle is inside Optimizer.step: 12,800
 launches" asks for a fused optimizer, not for DataLoader workers).
 
-How: every host event that marks a construct (analyzers.model.constructs: user_annotation ranges
+How: every host event that marks a construct (tracetriage.analyzers.model.constructs: user_annotation ranges
 such as `Optimizer.step#AdamW.step`, cpu_ops such as `autograd::engine::evaluate_function: ...`,
 runtime calls such as cudaFree) paints its thread's timeline with its construct; where constructs
 nest, the one earlier in CONSTRUCTS wins (compile inside a forward is compile). Set-up windows (the
-first calls that held the host, analyzers.analyses.idle) paint SETUP over all. An idle gap is charged
+first calls that held the host, tracetriage.analyzers.analyses.idle) paint SETUP over all. An idle gap is charged
 to the constructs that cover it on the thread that explains it (the sync or copy call it waited in,
 or the launch call of the work that ended it), by the time each covers; what no construct covers is
 the user's. A launch belongs to the construct around its call.
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model.constructs import construct_of, optimizer_class
-from analyzers.model.names import name_tests
-from analyzers.model.runtime_calls import is_launch
-from analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
-from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
+from tracetriage.analyzers.model.names import name_tests
+from tracetriage.analyzers.model.runtime_calls import is_launch
+from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
 _MARKING_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)
 USER = CONSTRUCTS.index(Construct.USER)
@@ -231,7 +231,7 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
 def analyze(trace: Trace, devices, setup_windows=None) -> Framework:
     """Charge every device's idle gaps and every launch to the constructs around them.
 
-    `setup_windows`: (starts, ends, thread keys) of one-time set-up on the host (analyzers.analyses.idle).
+    `setup_windows`: (starts, ends, thread keys) of one-time set-up on the host (tracetriage.analyzers.analyses.idle).
     """
     empty = np.empty(0, np.int64)
     s_s, s_e, s_k = setup_windows if setup_windows is not None else (empty, empty, empty)

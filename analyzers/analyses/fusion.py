@@ -1,7 +1,7 @@
 """Eager elementwise chains and their fusion byte ledger (the course's M01.07).
 
 An eager chain is a run of ops on one host thread, one after another, each launching its own kernel
-and each elementwise, a reduction, a norm, a softmax or a dtype cast on the device (analyzers.analyses.
+and each elementwise, a reduction, a norm, a softmax or a dtype cast on the device (tracetriage.analyzers.analyses.
 opcost's kinds): `sigmoid(x * 1.5 + 0.5) * x` is four ops, four kernels, and moves 36 bytes per fp32
 element eagerly (every op reads its inputs and writes its output), 8 fused (x read once, the result
 written once). A matmul, a convolution, attention, a copy across devices, a sync or an op of no known
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.opcost import op_cost, tensor_args
-from analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
+from tracetriage.analyzers.analyses.opcost import op_cost, tensor_args
+from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
 FUSIBLE = ("elementwise", "reduction", "norm", "softmax", "copy")
 MIN_OPS = 2          # a chain of one op has nothing to fuse

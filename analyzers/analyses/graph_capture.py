@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.analyses.idle import DeviceIdle
-from analyzers.loading.graphs import capture_windows, captures
-from analyzers.model import intervals as iv
-from analyzers.model.trace import Trace
+from tracetriage.analyzers.analyses.idle import DeviceIdle
+from tracetriage.analyzers.loading.graphs import capture_windows, captures
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import Trace
 
 CAPTURE_IS_THE_PROFILE = 0.25    # device idle inside graph captures this large a share of the span: the
-                                 # profile is of the capture (as one-time set-up is, analyzers.triage.report)
+                                 # profile is of the capture (as one-time set-up is, tracetriage.analyzers.triage.report)
 
 
 @dataclass(frozen=True)

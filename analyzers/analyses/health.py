@@ -22,17 +22,17 @@ A verdict is only as good as the trace under it. Each check reads what the trace
     cut_mid_step                launches of the last step (or the part of a step after it) without their GPU
                                 activity: the profiler stopped inside a step
 
-Each finding says which verdicts it takes away (`withholds`); analyzers.voice.health says what it means and
+Each finding says which verdicts it takes away (`withholds`); tracetriage.analyzers.voice.health says what it means and
 the capture setting that fixes it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model.health import Finding, Health, Problem, Verdict
-from analyzers.model.names import name_flags
-from analyzers.model.runtime_calls import is_graph_launch, is_launch, is_stream_wait, is_sync
-from analyzers.model.trace import (
+from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.runtime_calls import is_graph_launch, is_launch, is_stream_wait, is_sync
+from tracetriage.analyzers.model.trace import (
     CLOCK_TOL_NS,
     CPU_OP,
     CUDA_SYNC,
@@ -54,7 +54,7 @@ CUT_MIN_STEPS = 3          # steps found, at least: a trace of one or two passes
 
 
 def check(trace: Trace, steps=None) -> Health:
-    """Every check, in the order of the module's table. `steps`: analyzers.analyses.steps' Steps, when found."""
+    """Every check, in the order of the module's table. `steps`: tracetriage.analyzers.analyses.steps' Steps, when found."""
     ev = trace.ev
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
@@ -102,7 +102,7 @@ def _dropped(trace: Trace, gpu: np.ndarray, launches: np.ndarray) -> list[Findin
         out.append(Finding(Problem.KERNELS_WITHOUT_LAUNCH, orphans, len(gpu), takes=_takes(orphans, len(gpu))))
     plain = launches[~name_flags(trace, launches, is_graph_launch)] if len(launches) else launches
     if len(plain):
-        from analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
+        from tracetriage.analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
 
         issued = np.zeros(len(ev), bool)
         linked = trace.launch_of[gpu]
@@ -196,7 +196,7 @@ def _cut(trace: Trace, steps, launches: np.ndarray) -> list[Finding]:
     launches, of the launches there)."""
     if not steps.found or len(steps.steps) < CUT_MIN_STEPS or not len(launches):
         return []
-    from analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
+    from tracetriage.analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
 
     ev = trace.ev
     tail = launches[ev.start[launches] >= steps.steps[-1].start_ns]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model.trace import GPU_CATS, NONE, Trace
+from tracetriage.analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model import runtime_calls as rc
-from analyzers.model.evidence import (
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.evidence import (
     CopyKind,
     Evidence,
     FirstCall,
@@ -40,10 +40,10 @@ from analyzers.model.evidence import (
     SyncEvidence,
     TransferEvidence,
 )
-from analyzers.model.names import name_flags, name_tests
-from analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
-from analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace
-from analyzers.model.verdicts import CAUSES, Cause
+from tracetriage.analyzers.model.names import name_flags, name_tests
+from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
+from tracetriage.analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,
                                                                   Cause.SYNCHRONIZATION, Cause.DATA_TRANSFER,

@@ -1,6 +1,6 @@
 """Prefill and decode found from the ops' input shapes, in a trace without named ranges.
 
-Each step (analyzers.analyses.steps) is read for how many new tokens its forward takes:
+Each step (tracetriage.analyzers.analyses.steps) is read for how many new tokens its forward takes:
 
     aten::embedding's indices           [B, T]   (or [N]: an engine that flattens its batch)
     else the attention op's query       [B, H, T, D]   ([N, H, D]: varlen)
@@ -17,7 +17,7 @@ none of them is recorded, decode if they repeat after a prefill (one replay per 
 
 TTFT of a request: from its prefill step's host start to the end of that step (its first token is
 ready when its last GPU work ends). Per-token latency: each decode step's wall, the time it added to
-the timeline (analyzers.analyses.steps: the windows partition it), median and p90 over the decode steps.
+the timeline (tracetriage.analyzers.analyses.steps: the windows partition it), median and p90 over the decode steps.
 """
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ from enum import Enum
 
 import numpy as np
 
-from analyzers.analyses.idle import dominant_cause
-from analyzers.analyses.roofline import RegimeVerdict, Roofline, regime
-from analyzers.analyses.steps import Step, Steps, StepSummary, summarize
-from analyzers.model.names import name_flags
-from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
-from analyzers.model.verdicts import CAUSES, Cause
+from tracetriage.analyzers.analyses.idle import dominant_cause
+from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline, regime
+from tracetriage.analyzers.analyses.steps import Step, Steps, StepSummary, summarize
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 EMBEDDING_OPS = frozenset({"aten::embedding"})
 ATTENTION_OPS = frozenset({"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analyzers.model.dtypes import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_TYPE_CODES, normalise_dtype
+from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_TYPE_CODES, normalise_dtype
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from analyzers.model.dtypes import normalise_dtype
+from tracetriage.analyzers.model.dtypes import normalise_dtype
 
 # --------------------------------------------------------------------------------------
 # The datasheet table

@@ -1,7 +1,7 @@
 """The GPU-to-GPU link a collective's bus bandwidth is held against: its datasheet bandwidth each way.
 
 NVLink datasheets print the total of both directions over all links (H100/H200 SXM: 900 GB/s); a ring
-or tree collective's bus bandwidth (analyzers.model.kernels.bus_factor) is one direction, so the figure
+or tree collective's bus bandwidth (tracetriage.analyzers.model.kernels.bus_factor) is one direction, so the figure
 here is half of it. AMD's MI300X: seven Infinity Fabric links of 128 GB/s both ways (64 each way) to the
 other GPUs of the platform, 448 GB/s each way in all. Cards without a GPU-to-GPU link talk over PCIe x16.
 Within one node only: ranks on other nodes meet over the network, which a trace does not name.

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.idle import DeviceIdle, dominant_cause
-from analyzers.model import intervals as iv
-from analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
-from analyzers.model.verdicts import CAUSES, Cause
+from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
 

@@ -2,7 +2,7 @@
 
     code = report_dir(Path("traces/ddp"), as_json=False, quiet=True)   # what `tracetriage report DIR` runs
 
-Each rank's trace gets its own full analysis (analyzers.triage.report), one process per rank,
+Each rank's trace gets its own full analysis (tracetriage.analyzers.triage.report), one process per rank,
 in parallel; the merge reads only what those analyses return, plus the timing of each
 rank's collective kernels (kernel names containing "nccl"), taken in the same worker.
 
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.model.kernels import is_collective
-from analyzers.model.trace import CPU_OP, KERNEL, NONE, USER_ANNOTATION, Trace
-from analyzers.model.verdicts import Cause
+from tracetriage.analyzers.model.kernels import is_collective
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.verdicts import Cause
 
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
 OUTLIER = 3.0                # a collective call this many times its rank's median is reported apart
@@ -358,7 +358,7 @@ def _strip_path(msg: str, p: Path) -> str:
 
 
 def merge(results: dict[Path, RankReport | RankError], workers: int = 1) -> RanksReport:
-    """The directory's report from each file's result (tracetriage.rank_run analyses them)."""
+    """The directory's report from each file's result (tracetriage.analyzers.runs.pool analyses them)."""
     errors = {p.name: _strip_path(r.message, p) for p, r in results.items() if isinstance(r, RankError)}
     good = {p: r for p, r in results.items() if isinstance(r, RankReport)}
     rows = number_ranks(good)

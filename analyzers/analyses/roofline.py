@@ -1,7 +1,7 @@
 """Roofline: place each op on its device's roofline, and decide a span's regime.
 
 A kernel's cost comes from the cpu_op that launched it (FLOPs and minimum bytes
-from its name, input shapes and dtypes: analyzers.analyses.opcost). Its bound is compute
+from its name, input shapes and dtypes: tracetriage.analyzers.analyses.opcost). Its bound is compute
 when its arithmetic intensity reaches the device's ridge point for its dtype
 (peak FLOP/s / peak B/s), memory below. Kernels launched with no costed op
 (CUDA-graph replays, Inductor's Triton kernels) get a bound from their name when
@@ -18,7 +18,7 @@ of algorithm, not arithmetic or bytes. An fp32 product whose kernels are TF32 te
 core kernels (by name) is placed against the TF32 peak.
 
 Span regime: overhead when the device is idle most of the span; communication when
-collectives that no compute kernel overlaps hold most of its busy time (analyzers.analyses.comm);
+collectives that no compute kernel overlaps hold most of its busy time (tracetriage.analyzers.analyses.comm);
 otherwise the bound that holds most of the span's kernel time.
 """
 from __future__ import annotations
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.analyses import comm as comm_mod
-from analyzers.analyses.comm import Communication
-from analyzers.analyses.opcost import launch_op_cost, op_cost
-from analyzers.analyses.peaks import DevicePeaks, lookup
-from analyzers.model.kernels import is_collective, is_tf32
-from analyzers.model.runtime_calls import is_graph_launch
-from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
-from analyzers.model.verdicts import BOUNDS, Bound, Regime
+from tracetriage.analyzers.analyses import comm as comm_mod
+from tracetriage.analyzers.analyses.comm import Communication
+from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
+from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
+from tracetriage.analyzers.model.kernels import is_collective, is_tf32
+from tracetriage.analyzers.model.runtime_calls import is_graph_launch
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.
 UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,

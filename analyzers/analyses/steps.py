@@ -24,7 +24,7 @@ a stopping check), else at the op that starts each unit.
 Each step's window runs from its host start (or the end of the step before, when the host ran
 ahead) to its next step's host start (or its own last GPU activity, when that is later), so the
 windows partition the timeline and a step's wall is what it added to it. Per step: wall, kernel
-busy time, and the idle gaps (analyzers.analyses.idle) by cause inside the window.
+busy time, and the idle gaps (tracetriage.analyzers.analyses.idle) by cause inside the window.
 """
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ from enum import Enum
 
 import numpy as np
 
-from analyzers.analyses.idle import DeviceIdle, dominant_cause
-from analyzers.model import intervals as iv
-from analyzers.model import runtime_calls as rc
-from analyzers.model.names import name_flags
-from analyzers.model.span import PROFILER_STEP
-from analyzers.model.trace import (
+from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.span import PROFILER_STEP
+from tracetriage.analyzers.model.trace import (
     CLOCK_TOL_NS,
     CPU_OP,
     DRIVER,
@@ -51,7 +51,7 @@ from analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
 )
-from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
+from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
 STEP_MIN_REPEATS = 3        # a unit seen fewer times is no loop
 ALIKE_LENGTH = 0.2          # a unit this much longer than the common one is two steps when it begins with it
@@ -164,7 +164,7 @@ class Outlier:
     gap_ns: int                # the longest idle stretch of that cause inside the step
     host_op: str | None        # the outermost op the host was in during that stretch, where the trace has one
     why: OutlierWhy = OutlierWhy.IDLE
-    construct: Construct | None = None   # the framework construct around that stretch (analyzers.analyses.framework);
+    construct: Construct | None = None   # the framework construct around that stretch (tracetriage.analyzers.analyses.framework);
                                          # None: the user's own code, or no framework analysis
 
 
@@ -433,7 +433,7 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
 # --- the steps -------------------------------------------------------------------------------------
 
 def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), framework=None) -> Steps:
-    """The steps of a trace; `framework` (analyzers.analyses.framework) names the construct behind an outlier."""
+    """The steps of a trace; `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier."""
     ev = trace.ev
     ann = np.flatnonzero(np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):

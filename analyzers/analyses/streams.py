@@ -38,10 +38,10 @@ and a device-wide gap counts once per stream whose span covers it. With two stre
 that overlap (a copy stream feeding a compute stream), the sum of per-stream idle can
 exceed the device's idle, or fall short of it (a stream whose span is short sees none
 of the device idle outside its span). The sum means nothing. The report therefore uses
-*device* idle (analyzers.analyses.idle: no activity on any stream of the device), and this
+*device* idle (tracetriage.analyzers.analyses.idle: no activity on any stream of the device), and this
 module exists to compare stream by stream with HTA and to show which stream waited.
 
-All times are int64 ns from analyzers.model.trace; pure numpy (no pandas, no torch).
+All times are int64 ns from tracetriage.analyzers.model.trace; pure numpy (no pandas, no torch).
 """
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model.trace import GPU_CATS, KERNEL, MEMCPY, MEMSET, Trace
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import GPU_CATS, KERNEL, MEMCPY, MEMSET, Trace
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.loading.decode import Part, ns_from_us, table_list
-from analyzers.model.trace import (
+from tracetriage.analyzers.loading.decode import Part, ns_from_us, table_list
+from tracetriage.analyzers.model.trace import (
     CAT_CODES,
     EVENT_COLUMNS,
     GPU_CATS,

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
+from tracetriage.analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
 FORMAT = 8   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
-             # where External ids name no enclosing op (analyzers.loading.containment), the ranks of a merged
+             # where External ids name no enclosing op (tracetriage.analyzers.loading.containment), the ranks of a merged
              # multi-rank file, device names with their properties where the name says nothing; 8: graph node
              # ids, collectives' groups, the graph replays' captured ops
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
@@ -152,7 +152,7 @@ def put(path: Path, trace) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from analyzers.loading.atomic import write_bytes_atomic
+        from tracetriage.analyzers.loading.atomic import write_bytes_atomic
 
         st = path.stat()
         digest = _digest(path, st.st_size)

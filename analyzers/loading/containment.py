@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model.trace import NONE, Events
+from tracetriage.analyzers.model.trace import NONE, Events
 
 
 def innermost_enclosing(ev: Events, ops: np.ndarray, queries: np.ndarray) -> np.ndarray:

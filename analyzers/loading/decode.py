@@ -7,8 +7,8 @@ and the second half is decoded in a forked child while the parent does the first
 A split that is not a clean event boundary fails to decode and we fall back to
 one process; a malformed file goes to a lenient decoder that salvages what it can.
 
-Input: the JSON text (analyzers.loading.read). Output: a Part (unsorted columns plus local
-name / shape tables) or several, which analyzers.loading.assemble merges and sorts.
+Input: the JSON text (tracetriage.analyzers.loading.read). Output: a Part (unsorted columns plus local
+name / shape tables) or several, which tracetriage.analyzers.loading.assemble merges and sorts.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ NONE = -1
 PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 
-from analyzers.loading.memory import check_memory  # noqa: E402
-from analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
-from analyzers.model.kernels import is_collective  # noqa: E402
-from analyzers.model.trace import TraceError  # noqa: E402
+from tracetriage.analyzers.loading.memory import check_memory  # noqa: E402
+from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
+from tracetriage.analyzers.model.kernels import is_collective  # noqa: E402
+from tracetriage.analyzers.model.trace import TraceError  # noqa: E402
 
 # --- the JSON schema we decode (everything else is skipped by msgspec) ----------
 
@@ -382,7 +382,7 @@ class _LooseDoc:
 
 def _sanitize(loose: list) -> tuple[list[_Event], int]:
     """Turn lenient events into strict ones, dropping what cannot be used. A ts or dur that is not a
-    number becomes NaN: analyzers.model.trace drops (and counts) those rows with the other bad times."""
+    number becomes NaN: tracetriage.analyzers.model.trace drops (and counts) those rows with the other bad times."""
     out = []
     for raw in loose:
         e = _value(raw, _LOOSE_EVENT)  # None when the event is not an object
@@ -468,7 +468,7 @@ def _part_from_doc(doc, strict: bool) -> Part:
     if strict:
         # string pids mark the profiler's own spans ("Spans"/"PyTorch Profiler"): not trace content.
         # Missing, out-of-range, negative or non-finite times are dropped (and counted) by
-        # analyzers.model.trace, vectorised: one pass here.
+        # tracetriage.analyzers.model.trace, vectorised: one pass here.
         xs = [e for e in events if e.ph == "X" and e.pid.__class__ is int]
         dropped = 0
     else:

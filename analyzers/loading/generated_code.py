@@ -2,7 +2,7 @@
 
 A trace recorded with stacks names each generated wrapper in its frames (/tmp/torchinductor_USER/ab/
 cab....py(119): call); the wrapper's comments say which ATen ops each kernel fused
-(analyzers.analyses.inductor). The file is looked for where the trace says, then in `NAME.inductor/`
+(tracetriage.analyzers.analyses.inductor). The file is looked for where the trace says, then in `NAME.inductor/`
 beside `NAME.json.gz` (where `tracetriage capture` copies them, so a trace analysed on another machine
 keeps them). A missing or unreadable file is no error: the kernel's name still says what it fused.
 """

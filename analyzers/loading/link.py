@@ -2,10 +2,10 @@
 
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
 launches through cuLaunchKernelEx) <-> GPU activity by correlation; a CUDA-graph replay's
-activities <-> the ops that launched them at capture (analyzers.loading.graphs). An External id is
+activities <-> the ops that launched them at capture (tracetriage.analyzers.loading.graphs). An External id is
 trusted when its op encloses the call on the call's thread; where it names no op, or an
 op that does not enclose the call (torch 2.0/2.1 wrote the correlation id there), the
-call belongs to the innermost op around it on its thread (analyzers.loading.containment).
+call belongs to the innermost op around it on its thread (tracetriage.analyzers.loading.containment).
 What the links reveal about the file (GPU work with no launch call, External ids no op
 has or that name the wrong op, streams that overlap themselves) becomes the trace's caveats.
 """
@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from analyzers.loading.containment import innermost_enclosing
-from analyzers.loading.graphs import join as join_graph_replays
-from analyzers.model.trace import (
+from tracetriage.analyzers.loading.containment import innermost_enclosing
+from tracetriage.analyzers.loading.graphs import join as join_graph_replays
+from tracetriage.analyzers.model.trace import (
     CPU_OP,
     GPU_CATS,
     HOST_CALL_CATS,

@@ -3,7 +3,7 @@
     trace = load("traces/smell-sync-item.json.gz")
 
 Each step is its own module and data flows one way through them; this module only runs
-them in order. A second load of an unchanged file comes from the cache (analyzers.loading.cache).
+them in order. A second load of an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
 """
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from analyzers.loading import cache, side_inputs
-from analyzers.loading.assemble import assemble
-from analyzers.loading.decode import decode
-from analyzers.loading.link import link
-from analyzers.loading.read import read_bytes
-from analyzers.model.trace import Trace, TraceError
+from tracetriage.analyzers.loading import cache, side_inputs
+from tracetriage.analyzers.loading.assemble import assemble
+from tracetriage.analyzers.loading.decode import decode
+from tracetriage.analyzers.loading.link import link
+from tracetriage.analyzers.loading.read import read_bytes
+from tracetriage.analyzers.model.trace import Trace, TraceError
 
 
 def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> Trace:
     """Load and link one trace file. Raises TraceError with a one-line message.
 
-    A second load of an unchanged file comes from the columnar cache (analyzers.loading.cache).
+    A second load of an unchanged file comes from the columnar cache (tracetriage.analyzers.loading.cache).
     """
     path = Path(path)
     if not path.exists():

@@ -6,7 +6,7 @@ MEM_BASE, against the memory available (MemAvailable, or the headroom under a cg
 or TRACETRIAGE_MEMORY_BUDGET such as "8G"); a load that would not fit is refused with a
 one-line message, which says how to raise the budget, rather than killed halfway:
 - before reading, when even MIN_PER_JSON_BYTE x the JSON's size would not fit (a .json.gz is
-  decompressed as a stream, which stops as soon as the JSON grows past that: analyzers.loading.read);
+  decompressed as a stream, which stops as soon as the JSON grows past that: tracetriage.analyzers.loading.read);
 - after reading, by counting the events, when the JSON is over CHECK_MIN_BYTES and there is
   less than MAX_PER_JSON_BYTE x its size to spare (otherwise nothing is counted: ~1 s per 2 GB).
 The per-event figure is measured: decoding in 32 MB pieces, a 2 GB, 6.4M-event trace (grown
@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from analyzers.model.trace import TraceError
+from tracetriage.analyzers.model.trace import TraceError
 
 MEM_PER_EVENT = 250
 MEM_BASE = 300 << 20            # the interpreter, numpy, pyarrow

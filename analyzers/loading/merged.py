@@ -6,7 +6,7 @@ tagged `args.rank`, the per-rank metadata (deviceProperties, distributedInfo) dr
 trace it is nonsense: one "device" whose span runs from the first rank's first kernel to the last
 rank's last (on clocks that differ between hosts), busy time and kernel counts of several GPUs added
 up, and External ids that collide across ranks (the tools do not offset them). So loading records
-which pid belongs to which rank (analyzers.loading.decode reads each pid's first tag), the triage
+which pid belongs to which rank (tracetriage.analyzers.loading.decode reads each pid's first tag), the triage
 refuses to analyse the whole (MergedRanks), and `rank_trace` gives each rank back as its own Trace,
 linked on its own events: `tracetriage report FILE` reports the ranks like a directory.
 """
@@ -16,8 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from analyzers.loading.link import link
-from analyzers.model.trace import Tables, Trace, TraceError
+from tracetriage.analyzers.loading.link import link
+from tracetriage.analyzers.model.trace import Tables, Trace, TraceError
 
 _FILE_CAVEATS = ("dropped_events", "duplicate_events")   # the file's, not one rank's links
 

@@ -15,8 +15,8 @@ import math
 import os
 from pathlib import Path
 
-from analyzers.model.dtypes import normalise_dtype
-from analyzers.model.trace import SideInputs
+from tracetriage.analyzers.model.dtypes import normalise_dtype
+from tracetriage.analyzers.model.trace import SideInputs
 
 
 def read(trace_path: str | os.PathLike, device_name: str | None) -> SideInputs:

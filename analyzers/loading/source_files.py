@@ -1,6 +1,6 @@
 """Side input the trace names but does not hold: the user's own source files, read when present.
 
-A frame records its function's first line, not the line that ran (analyzers.analyses.frames); the file
+A frame records its function's first line, not the line that ran (tracetriage.analyzers.analyses.frames); the file
 itself says which line of that function made the call. The trace names files as the profiler trimmed
 them to their sys.path entry (`train.py`, `pkg/model.py`), so they are looked for as given (absolute),
 else under the working directory (where a user runs the report beside their code), else beside the

@@ -11,13 +11,13 @@
                                   emptying (torch.cuda.empty_cache())
     collective   cpu_op / annot.  c10d::allreduce_, nccl:all_reduce, record_param_comms
     module       python_function  nn.Module: Linear_0 (with_modules=True)
-One name test per construct, each asked once per distinct name (analyzers.model.names).
+One name test per construct, each asked once per distinct name (tracetriage.analyzers.model.names).
 """
 from __future__ import annotations
 
 import re
 
-from analyzers.model.verdicts import Construct
+from tracetriage.analyzers.model.verdicts import Construct
 
 _TESTS: dict[Construct, re.Pattern] = {
     Construct.COMPILE: re.compile(r"^dynamo$|\(dynamo_timed\)$|^entire_frame_compile|^compile_fx|^_compile\.|"

@@ -1,4 +1,4 @@
-"""What each idle cause's verdict rests on: typed, frozen, built finished by analyzers.analyses.idle.
+"""What each idle cause's verdict rests on: typed, frozen, built finished by tracetriage.analyzers.analyses.idle.
 
 Every cause always carries its full evidence type (zeros and empty tuples when it has no
 gaps), so a consumer (the report, a drill's feedback, the dashboard's hover) reads fields,
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.model.verdicts import Cause
+from tracetriage.analyzers.model.verdicts import Cause
 
 DEPENDENCY_MOSTLY = 0.5   # a sync's idle is a dependency wait when waits on dependencies hold this share
 

@@ -1,5 +1,5 @@
 """The health check's vocabulary: the problems a trace can have, the verdicts each takes away, and the typed
-result (analyzers.analyses.health runs the checks; analyzers.voice.health says them)."""
+result (tracetriage.analyzers.analyses.health runs the checks; tracetriage.analyzers.voice.health says them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

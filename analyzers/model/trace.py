@@ -14,7 +14,7 @@ and link them: cpu_op <-> launch call by External id, launch call (runtime *or*
 driver API: cuBLAS launches through cuLaunchKernelEx) <-> GPU activity by
 correlation. Only "Input Dims"/"Input type"/"Concrete Inputs" stay undecoded
 (one JSON text per distinct signature) until the roofline asks for one op's shapes.
-Loading is a pipeline of its own modules (analyzers.loading.load runs it):
+Loading is a pipeline of its own modules (tracetriage.analyzers.loading.load runs it):
 read -> decode -> assemble -> link -> cache. This module is the model they build and
 imports none of them.
 """
@@ -32,7 +32,7 @@ OTHER, CPU_OP, USER_ANNOTATION, GPU_USER_ANNOTATION, RUNTIME, DRIVER, KERNEL, ME
 CAT_NAMES = ["other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
              "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "python_function", "overhead", "captured_op"]
 # CAPTURED_OP is never read from a file: a cpu_op of a separate graph-capture trace, carried into the
-# replay's trace for its name and shapes only (analyzers.loading.graphs), zero-length at the trace's end.
+# replay's trace for its name and shapes only (tracetriage.analyzers.loading.graphs), zero-length at the trace's end.
 # Old (torch 1.x) and new spellings, lower-cased.
 CAT_CODES = {
     "cpu_op": CPU_OP, "operator": CPU_OP, "cpu_instant_event": OTHER,
@@ -57,7 +57,7 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class Caveat:
-    """Something about the trace itself that a reader must know (analyzers.voice says it).
+    """Something about the trace itself that a reader must know (tracetriage.analyzers.voice says it).
 
     kind: dropped_events | duplicate_events | no_gpu_activity | unlinked_gpu | dangling_external_id |
     external_id_by_time (launch calls linked to their op by time, not by their External id) |
@@ -106,7 +106,7 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
 
 @dataclass(frozen=True)
 class SideInputs:
-    """What lies beside the trace file (analyzers.loading.side_inputs reads it once): the measured
+    """What lies beside the trace file (tracetriage.analyzers.loading.side_inputs reads it once): the measured
     ceilings of its device and the capture's sidecar. Never part of the cached trace."""
     ceilings: dict | None = None
     sidecar: dict | None = None
@@ -114,7 +114,7 @@ class SideInputs:
 
 @dataclass(frozen=True)
 class Tables:
-    """The events of a file and their tables, sorted, not yet linked (analyzers.loading.assemble builds them)."""
+    """The events of a file and their tables, sorted, not yet linked (tracetriage.analyzers.loading.assemble builds them)."""
     path: str
     names: list[str]
     ev: Events
@@ -130,13 +130,13 @@ class Tables:
 
 @dataclass(frozen=True)
 class Trace(Tables):
-    """A loaded, linked trace. Built finished by analyzers.loading.link (or the cache); never changed after."""
+    """A loaded, linked trace. Built finished by tracetriage.analyzers.loading.link (or the cache); never changed after."""
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to
     side: SideInputs = SideInputs()
     # for each row: the cpu_op that launched a GPU activity replayed from a CUDA/HIP graph, when the
-    # graph was captured (analyzers.loading.graphs joins them); None: the trace replays no graph
+    # graph was captured (tracetriage.analyzers.loading.graphs joins them); None: the trace replays no graph
     graph_op_of: np.ndarray | None = None
 
     def idx(self, *cats: int) -> np.ndarray:

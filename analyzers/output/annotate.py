@@ -16,12 +16,12 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from analyzers.loading.atomic import write_bytes_atomic
-from analyzers.loading.read import read_bytes
-from analyzers.model.trace import TraceError
-from analyzers.triage import timeline
-from analyzers.triage.report import Analysis, analyze_file
-from analyzers.voice import common as voice
+from tracetriage.analyzers.loading.atomic import write_bytes_atomic
+from tracetriage.analyzers.loading.read import read_bytes
+from tracetriage.analyzers.model.trace import TraceError
+from tracetriage.analyzers.triage import timeline
+from tracetriage.analyzers.triage.report import Analysis, analyze_file
+from tracetriage.analyzers.voice import common as voice
 
 TRACK_PROCESS = "tracetriage: idle by cause"
 SLICE_CAT = "tracetriage_idle"

@@ -8,7 +8,7 @@ lists each change: a new key bumps the minor version, a removed or changed key t
 """
 from __future__ import annotations
 
-from analyzers.model.verdicts import Bound, Cause, Construct, Regime
+from tracetriage.analyzers.model.verdicts import Bound, Cause, Construct, Regime
 
 SCHEMA_VERSION = "1.1"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -1,7 +1,7 @@
 """The one serializer: typed results -> the plain objects that `--json` prints.
 
 Dataclasses become objects in field order, enums their values, tuples lists, numpy
-scalars Python numbers. Sentences come from analyzers.voice, never from here.
+scalars Python numbers. Sentences come from tracetriage.analyzers.voice, never from here.
 """
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from enum import Enum
 
 import numpy as np
 
-from analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
-from analyzers.model.evidence import Evidence
-from analyzers.model.verdicts import CAUSES
-from analyzers.output.schema import SCHEMA_VERSION
-from analyzers.voice.common import advice
-from analyzers.voice.diff import diff_caveats, diff_lines
-from analyzers.voice.health import health_json
-from analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
-from analyzers.voice.report import analysis_caveats, five_lines, next_experiment
-from analyzers.voice.whatif import assumption
+from tracetriage.analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
+from tracetriage.analyzers.model.evidence import Evidence
+from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.output.schema import SCHEMA_VERSION
+from tracetriage.analyzers.voice.common import advice
+from tracetriage.analyzers.voice.diff import diff_caveats, diff_lines
+from tracetriage.analyzers.voice.health import health_json
+from tracetriage.analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, next_experiment
+from tracetriage.analyzers.voice.whatif import assumption
 
 # Their floats are printed to 4 decimals (ratios, shares, TFLOP/s): the rest are rounded where computed.
 _ROUNDED_TO_4 = (RegimeVerdict, RooflinePoint)
@@ -102,7 +102,7 @@ def report(a) -> dict:
                             if a.next_experiment.lever and a.next_experiment.lever.assumption else None,
                             "baseline_us": _r(a.next_experiment.lever.baseline_ns / 1e3)
                             if a.next_experiment.lever else None,
-                            # the ratio the user will see without the profiler (analyzers.whatif.unprofiled)
+                            # the ratio the user will see without the profiler (tracetriage.analyzers.whatif.unprofiled)
                             "unprofiled_ratio": _r(a.next_experiment.lever.unprofiled_ratio, 4)
                             if a.next_experiment.lever and a.next_experiment.lever.unprofiled_ratio is not None
                             else None},
@@ -162,7 +162,7 @@ def _summary(s) -> dict | None:
 
 
 def steps(a) -> dict:
-    """The iterations (analyzers.analyses.steps) and, where prefill and decode were found from shapes, each
+    """The iterations (tracetriage.analyzers.analyses.steps) and, where prefill and decode were found from shapes, each
     step's kind: `report --json`'s "steps"."""
     st = a.steps
     if st is None:
@@ -206,7 +206,7 @@ def _us(ns: float | None) -> float | None:
 
 
 def _straggler(s) -> dict | None:
-    from analyzers.analyses.ranks import NoStraggler
+    from tracetriage.analyzers.analyses.ranks import NoStraggler
 
     if isinstance(s, NoStraggler):
         return None
@@ -225,7 +225,7 @@ def _straggler(s) -> dict | None:
 
 def ranks(rr) -> dict:
     """`tracetriage report DIR --json`."""
-    from analyzers.analyses.ranks import NoStraggler
+    from tracetriage.analyzers.analyses.ranks import NoStraggler
 
     rows = []
     waits = {w.rank: w for w in rr.peer_waits}
@@ -246,7 +246,7 @@ def ranks(rr) -> dict:
 def whatif(w) -> dict:
     """`tracetriage whatif --json`: levers sorted by predicted span, best first."""
     return {"schema_version": SCHEMA_VERSION, "baseline_us": round(w.baseline_ns / 1e3, 1),
-            # the traced work predicted without the profiler's own cost (analyzers.whatif.unprofiled)
+            # the traced work predicted without the profiler's own cost (tracetriage.analyzers.whatif.unprofiled)
             "unprofiled_us": round(w.unprofiled_ns / 1e3, 1) if w.unprofiled_ns is not None else None,
             "levers": [{"lever": p.lever, "predicted_us": round(p.predicted_ns / 1e3, 1),
                         "predicted_ratio": round(p.predicted_ratio, 4), "saving_us": round(p.saving_ns / 1e3, 1),

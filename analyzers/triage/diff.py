@@ -1,7 +1,7 @@
 """Diff: explain the change between two traces in time, launches, bytes and idle.
 
     d = diff_files("traces/chain-eager-large.json.gz", "traces/chain-triton-large.json.gz")
-    print("\n".join(analyzers.voice.diff.diff_lines(d)))
+    print("\n".join(tracetriage.analyzers.voice.diff.diff_lines(d)))
 
 "It got faster" is never an explanation. The span of a device is its kernel busy
 time plus its idle time (split by cause), so the time saved splits exactly into
@@ -31,8 +31,8 @@ When the two traces hold a different number of ProfilerStep ranges, every count
 and time is compared per profiled step.
 
 Uses only the analyzers' public results (report.Analysis, its roofline and
-hotspots); never imports torch. The result is typed (Side, Diff); analyzers.voice
-says it (voice.diff_lines) and analyzers.output.serialize prints it.
+hotspots); never imports torch. The result is typed (Side, Diff); tracetriage.analyzers.voice
+says it (voice.diff_lines) and tracetriage.analyzers.output.serialize prints it.
 """
 from __future__ import annotations
 
@@ -41,17 +41,17 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.analyses.hotspots import Hotspot
-from analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
-from analyzers.model.evidence import FirstCall
-from analyzers.model.runtime_calls import is_graph_launch
-from analyzers.model.span import PROFILER_STEP_RANGE
-from analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
-from analyzers.model.verdicts import CAUSES, Cause, Regime
-from analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS, by_recognition
-from analyzers.whatif.levers.spec import Measured
+from tracetriage.analyzers.analyses.hotspots import Hotspot
+from tracetriage.analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
+from tracetriage.analyzers.model.evidence import FirstCall
+from tracetriage.analyzers.model.runtime_calls import is_graph_launch
+from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
+from tracetriage.analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Regime
+from tracetriage.analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS, by_recognition
+from tracetriage.analyzers.whatif.levers.spec import Measured
 
 BYTES_TOL = 0.15      # the speedup "matches" the byte ratio within this relative difference
 COVERAGE_MIN = 0.9    # share of kernel time with costed bytes for the roofline's bytes to stand
@@ -182,7 +182,7 @@ class Diff:
     def divisors(self) -> tuple[int, int]:
         return (self.before.steps, self.after.steps) if self.per_step else (1, 1)
 
-    # --- what the explanation rests on (analyzers.voice.diff says it) ---
+    # --- what the explanation rests on (tracetriage.analyzers.voice.diff says it) ---
 
     @property
     def same_tol(self) -> float:
@@ -318,7 +318,7 @@ SPECIFIC_WEIGHT = 2
 def applied_lever(before: Analysis, after: Analysis) -> tuple[str, str] | None:
     """The what-if lever the change between two traces applied, and what says so; None when none fits.
 
-    Each lever's spec (analyzers.whatif.levers) says what it acts on, measured on both traces, and
+    Each lever's spec (tracetriage.analyzers.whatif.levers) says what it acts on, measured on both traces, and
     which change of that amount means its fix was made; the levers are tried in their recognition
     order (graph launches appeared, pageable copies went, sync points went, kernel time fell, long
     host stretches went).

@@ -1,7 +1,7 @@
 """The regression gates for CI: `diff --fail-if-slower PCT` and `report --fail-if-idle-above PCT`.
 
 A gate compares one measured percentage with the limit the user set and fails when the measurement
-is over it; the CLI then exits 1 (a user error is 2) with the one line analyzers.voice.gate says.
+is over it; the CLI then exits 1 (a user error is 2) with the one line tracetriage.analyzers.voice.gate says.
 The slowdown is the diff's own: the GPU span after over before (per profiled step when the traces
 hold different numbers of steps), so a gate and the diff it prints never disagree.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.model.trace import TraceError
-from analyzers.model.verdicts import Cause
+from tracetriage.analyzers.model.trace import TraceError
+from tracetriage.analyzers.model.verdicts import Cause
 
 
 class GateError(TraceError):

@@ -1,6 +1,6 @@
 """Which framework construct held the host in each idle gap, on the timeline's clock.
 
-analyzers.analyses.framework charges every gap to the construct that covers most of it on the host
+tracetriage.analyzers.analyses.framework charges every gap to the construct that covers most of it on the host
 thread that explains it (Framework.gap_construct); this module lays those answers out the way a
 timeline view asks for them:
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model.verdicts import CONSTRUCTS, Construct
-from analyzers.triage import timeline
-from analyzers.triage.report import Analysis
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.verdicts import CONSTRUCTS, Construct
+from tracetriage.analyzers.triage import timeline
+from tracetriage.analyzers.triage.report import Analysis
 
 USER = CONSTRUCTS.index(Construct.USER)
 

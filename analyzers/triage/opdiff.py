@@ -7,7 +7,7 @@ name when no op did: Inductor's Triton launches, CUDA-graph replays), so `aten::
 `aten::mm` after whatever its shapes. Bytes are what the roofline charged to the op's kernels (from their
 shapes) plus the bytes its copies and fills moved; an op none of whose work has a byte count has none
 (None, never 0). When the two traces profiled a different number of steps, every figure is per step, as
-the diff's own (analyzers.triage.diff.Diff.divisors).
+the diff's own (tracetriage.analyzers.triage.diff.Diff.divisors).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.hotspots import gpu_rows, op_keys, op_label
-from analyzers.model.trace import KERNEL, NONE
-from analyzers.triage.report import Analysis
+from tracetriage.analyzers.analyses.hotspots import gpu_rows, op_keys, op_label
+from tracetriage.analyzers.model.trace import KERNEL, NONE
+from tracetriage.analyzers.triage.report import Analysis
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The profiler's own cost in a trace, and what the verdicts would be without it.
 
-Under torch.profiler the host pays a few µs per recorded op and runtime call (analyzers.whatif.unprofiled
+Under torch.profiler the host pays a few µs per recorded op and runtime call (tracetriage.analyzers.whatif.unprofiled
 takes them out of the dependency graph and replays it), and CUPTI's buffer requests (its `overhead` rows)
 land inside the program's calls. On a host-bound loop that is on the critical path: the traced loop is
 slower than the real one and its GPU idles more. This module decides what the report says of it.
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
-from analyzers.model.trace import OVERHEAD, Trace
-from analyzers.model.verdicts import Cause, Regime
+from tracetriage.analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
+from tracetriage.analyzers.model.trace import OVERHEAD, Trace
+from tracetriage.analyzers.model.verdicts import Cause, Regime
 
 PROFILER_NAMED = 1.2        # the profiled run predicted this much slower than the unprofiled one, or more: said,
 PROFILER_NAMED_NS = 1_000_000   # ... when the time it adds is a millisecond or more (below, run-to-run noise)
@@ -61,7 +61,7 @@ class ProfilerOverhead:
 
 def analyze(trace: Trace, levers, idle_share: float, regime: Regime, dominant: Cause | None,
             span: tuple[int, int] | None = None) -> ProfilerOverhead | None:
-    """`levers`: analyzers.whatif.predict.Levers (its unprofiled run); None where there is no replay."""
+    """`levers`: tracetriage.analyzers.whatif.predict.Levers (its unprofiled run); None where there is no replay."""
     run = getattr(levers, "unprofiled", None)
     if run is None or not run.replay_ns or not run.unprofiled_ns:
         return None

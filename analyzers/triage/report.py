@@ -5,9 +5,9 @@
     serialize.report(analysis)                         # the `--json` object
 
 Everything a report, a dashboard or a drill grader shows comes from here: the idle
-gaps with their causes and evidence (analyzers.analyses.idle), hotspots, named ranges,
+gaps with their causes and evidence (tracetriage.analyzers.analyses.idle), hotspots, named ranges,
 roofline points, the regime and the next experiment. Consumers read fields, never
-sentences (analyzers.voice says them), and never re-derive a number.
+sentences (tracetriage.analyzers.voice says them), and never re-derive a number.
 """
 from __future__ import annotations
 
@@ -17,41 +17,41 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.analyses import framework as framework_mod
-from analyzers.analyses import graph_capture as capture_mod
-from analyzers.analyses import health as health_mod
-from analyzers.analyses import hotspots
-from analyzers.analyses import idle as idle_mod
-from analyzers.analyses import inference as inference_mod
-from analyzers.analyses import ranges as ranges_mod
-from analyzers.analyses import roofline as roof_mod
-from analyzers.analyses import steps as steps_mod
-from analyzers.analyses.frames import SourceLine
-from analyzers.analyses.graph_capture import GraphCapture
-from analyzers.model.health import Health, Problem as HealthProblem, Verdict
-from analyzers.analyses.hotspots import Hotspot
-from analyzers.analyses.idle import DeviceIdle, dominant_cause
-from analyzers.analyses.inductor import FusedKernel
-from analyzers.analyses.inference import Inference, PhasesFrom
-from analyzers.analyses.peaks import non_gpu_accelerator
-from analyzers.analyses.ranges import RangeStats
-from analyzers.analyses.roofline import RegimeVerdict, Roofline
-from analyzers.analyses.steps import Outlier, Steps
-from analyzers.loading.load import load
-from analyzers.loading.merged import MergedRanks
-from analyzers.model import intervals as iv
-from analyzers.model.evidence import Evidence, FirstCall, HostEvidence
-from analyzers.model.span import PROFILER_STEP_RANGE
-from analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
-from analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
-from analyzers.triage import overhead as overhead_mod
-from analyzers.triage import sources
-from analyzers.triage.overhead import ProfilerOverhead
-from analyzers.triage.sources import SourceLines
-from analyzers.whatif import predict as whatif
-from analyzers.whatif.levers import LEVERS, NAMES
-from analyzers.whatif.levers.spec import Assumption
-from analyzers.whatif.windows import predict_windows
+from tracetriage.analyzers.analyses import framework as framework_mod
+from tracetriage.analyzers.analyses import graph_capture as capture_mod
+from tracetriage.analyzers.analyses import health as health_mod
+from tracetriage.analyzers.analyses import hotspots
+from tracetriage.analyzers.analyses import idle as idle_mod
+from tracetriage.analyzers.analyses import inference as inference_mod
+from tracetriage.analyzers.analyses import ranges as ranges_mod
+from tracetriage.analyzers.analyses import roofline as roof_mod
+from tracetriage.analyzers.analyses import steps as steps_mod
+from tracetriage.analyzers.analyses.frames import SourceLine
+from tracetriage.analyzers.analyses.graph_capture import GraphCapture
+from tracetriage.analyzers.model.health import Health, Problem as HealthProblem, Verdict
+from tracetriage.analyzers.analyses.hotspots import Hotspot
+from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
+from tracetriage.analyzers.analyses.inductor import FusedKernel
+from tracetriage.analyzers.analyses.inference import Inference, PhasesFrom
+from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
+from tracetriage.analyzers.analyses.ranges import RangeStats
+from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
+from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.loading.merged import MergedRanks
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence
+from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
+from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from tracetriage.analyzers.triage import overhead as overhead_mod
+from tracetriage.analyzers.triage import sources
+from tracetriage.analyzers.triage.overhead import ProfilerOverhead
+from tracetriage.analyzers.triage.sources import SourceLines
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS, NAMES
+from tracetriage.analyzers.whatif.levers.spec import Assumption
+from tracetriage.analyzers.whatif.windows import predict_windows
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
@@ -110,12 +110,12 @@ class HostOnly:
 
 @dataclass(frozen=True)
 class LeverChoice:
-    """A what-if lever's prediction (analyzers.whatif replays the trace with the fix made)."""
-    lever: str                   # a name of the lever registry (analyzers.whatif.levers)
+    """A what-if lever's prediction (tracetriage.analyzers.whatif replays the trace with the fix made)."""
+    lever: str                   # a name of the lever registry (tracetriage.analyzers.whatif.levers)
     only: str | None             # remove_syncs: the op whose syncs hold most of the saving
     baseline_ns: int             # the traced span (host and GPU)
     predicted_ns: int
-    assumption: Assumption | None = None   # what the lever's replay took as given (analyzers.whatif.levers)
+    assumption: Assumption | None = None   # what the lever's replay took as given (tracetriage.analyzers.whatif.levers)
     unprofiled_ratio: float | None = None  # the ratio without the profiler (the Next lever only; None: not asked)
 
     @property
@@ -174,11 +174,11 @@ class Analysis:
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
     framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
     graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
-    steps: Steps | None = None          # the iterations (analyzers.analyses.steps); None: --range, or no timeline
-    inference: Inference | None = None  # prefill and decode from the ops' shapes (analyzers.analyses.inference)
-    source_lines: SourceLines | None = None   # the user's own frames (analyzers.triage.sources); None: no stacks
+    steps: Steps | None = None          # the iterations (tracetriage.analyzers.analyses.steps); None: --range, or no timeline
+    inference: Inference | None = None  # prefill and decode from the ops' shapes (tracetriage.analyzers.analyses.inference)
+    source_lines: SourceLines | None = None   # the user's own frames (tracetriage.analyzers.triage.sources); None: no stacks
     fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
-    health: Health | None = None        # is the trace whole (analyzers.analyses.health); None: not checked
+    health: Health | None = None        # is the trace whole (tracetriage.analyzers.analyses.health); None: not checked
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
 
     @property
@@ -383,7 +383,7 @@ def _levers(trace: Trace) -> whatif.Levers | None:
 
 def _range_levers(trace: Trace, sel: RangeStats, span_ns: int) -> whatif.Levers | None:
     """Every lever replayed on the whole trace, its saving read inside the range's instances and stated on
-    the range's own span (analyzers.whatif.windows)."""
+    the range's own span (tracetriage.analyzers.whatif.windows)."""
     if _levers_unreadable(trace) or sel.instances is None or not span_ns:
         return None
     try:
@@ -401,8 +401,8 @@ def _levers_unreadable(trace: Trace) -> bool:
 def analyze_file(path: str | Path, range_name: str | None = None, graph_capture: str | Path | None = None) -> Analysis:
     """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
     write one), whose ops the replayed kernels are charged to."""
-    from analyzers.loading.graphs import with_capture
-    from analyzers.loading.progress import bar
+    from tracetriage.analyzers.loading.graphs import with_capture
+    from tracetriage.analyzers.loading.progress import bar
 
     with bar(Path(path)) as advance:
         trace = load(path, progress=advance)

@@ -1,10 +1,10 @@
 """Where in the user's code each verdict points, and which ATen ops each Inductor kernel fused.
 
-With stacks recorded (analyzers.analyses.frames), every hotspot is charged to the user frames that
+With stacks recorded (tracetriage.analyzers.analyses.frames), every hotspot is charged to the user frames that
 launched its device time, every idle cause to the frames the host was in around its gaps (the sync
 call, the launch, the blocking copy; for host work, the frame that held the host through the gap),
 and the Next line names the frame of the lever it chose. Without stacks there are none, and the report
-says nothing of source lines. Inductor kernels (analyzers.analyses.inductor) are named after the ops
+says nothing of source lines. Inductor kernels (tracetriage.analyzers.analyses.inductor) are named after the ops
 they fused, from the kernel's name, or from the generated wrapper's comments when the file is present.
 """
 from __future__ import annotations
@@ -13,18 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses import frames as fr
-from analyzers.analyses import hotspots as hs
-from analyzers.analyses import inductor
-from analyzers.analyses.frames import SourceLine
-from analyzers.analyses.hotspots import Hotspot
-from analyzers.analyses.idle import DeviceIdle
-from analyzers.analyses.inductor import FusedKernel
-from analyzers.loading.generated_code import read_wrappers
-from analyzers.loading.source_files import read_sources
-from analyzers.model import intervals as iv
-from analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
-from analyzers.model.verdicts import CAUSES, Cause, Experiment
+from tracetriage.analyzers.analyses import frames as fr
+from tracetriage.analyzers.analyses import hotspots as hs
+from tracetriage.analyzers.analyses import inductor
+from tracetriage.analyzers.analyses.frames import SourceLine
+from tracetriage.analyzers.analyses.hotspots import Hotspot
+from tracetriage.analyzers.analyses.idle import DeviceIdle
+from tracetriage.analyzers.analyses.inductor import FusedKernel
+from tracetriage.analyzers.loading.generated_code import read_wrappers
+from tracetriage.analyzers.loading.source_files import read_sources
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Experiment
 
 
 @dataclass(frozen=True)

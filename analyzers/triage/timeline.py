@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.framework import marking_rows
-from analyzers.model import intervals as iv
-from analyzers.model.dtypes import normalise_dtype
-from analyzers.model.names import name_tests
-from analyzers.model.runtime_calls import is_copy, is_launch, is_sync
-from analyzers.model.trace import (
+from tracetriage.analyzers.analyses.framework import marking_rows
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.dtypes import normalise_dtype
+from tracetriage.analyzers.model.names import name_tests
+from tracetriage.analyzers.model.runtime_calls import is_copy, is_launch, is_sync
+from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,
     GPU_CATS,
@@ -41,8 +41,8 @@ from analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
 )
-from analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
-from analyzers.triage.report import Analysis
+from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Construct
+from tracetriage.analyzers.triage.report import Analysis
 
 KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset", CPU_OP: "cpu_op", RUNTIME: "launch call",
          DRIVER: "launch call", USER_ANNOTATION: "range"}
@@ -447,7 +447,7 @@ def gaps(a: Analysis) -> GapTable:
 @dataclass(frozen=True)
 class ConstructSpans:
     """Where one framework construct ran (the DataLoader's __next__, the optimizer step, backward, compile ...):
-    the union of its marking events on every host thread (analyzers.analyses.framework), µs from the origin."""
+    the union of its marking events on every host thread (tracetriage.analyzers.analyses.framework), µs from the origin."""
     construct: Construct
     start_us: np.ndarray
     end_us: np.ndarray

@@ -7,10 +7,10 @@ analysis decided.
 """
 from __future__ import annotations
 
-from analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
-from analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
-from analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
-from analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
+from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
+from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
+from tracetriage.analyzers.model.verdicts import Cause, Construct
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@ and the Next experiment of a communication-bound trace (the report's Regime and 
 """
 from __future__ import annotations
 
-from analyzers.model.units import duration_ns, gbps, integer, share, size
-from analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.model.units import duration_ns, gbps, integer, share, size
+from tracetriage.analyzers.model.verdicts import Experiment
 
 
 def bus_phrase(k) -> str:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.model.units import duration_us, num, signed_us
-from analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.model.units import duration_us, num, signed_us
+from tracetriage.analyzers.voice.common import CAUSE_WORDS
 
 
 def slower_line(g) -> str:

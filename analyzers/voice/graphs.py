@@ -3,7 +3,7 @@ when the profile is mostly a capture (profile the replays).
 """
 from __future__ import annotations
 
-from analyzers.model.units import count, duration_ns, share
+from tracetriage.analyzers.model.units import count, duration_ns, share
 
 
 def capture_caveat(c) -> str:

@@ -2,8 +2,8 @@
 setting that records what is missing; and what the profiler's own cost did to the trace."""
 from __future__ import annotations
 
-from analyzers.model.health import Finding, Health, Problem, Verdict
-from analyzers.model.units import count, duration_ns, saving_pct, share
+from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
+from tracetriage.analyzers.model.units import count, duration_ns, saving_pct, share
 
 # Per problem: (what the trace shows, what it means for the verdicts, the capture setting that fixes it).
 WORDS: dict[Problem, tuple[str, str, str]] = {
@@ -108,7 +108,7 @@ def cpu_only_measured(h: Health | None) -> str:
 # --- the profiler's own cost ---------------------------------------------------------------------------
 
 def profiler_caveats(p) -> list[str]:
-    """What the profiler's recording did to this trace (analyzers.triage.overhead decided what is worth saying)."""
+    """What the profiler's recording did to this trace (tracetriage.analyzers.triage.overhead decided what is worth saying)."""
     if p is None:
         return []
     out = []

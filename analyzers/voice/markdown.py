@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.model.units import duration_ns, duration_us, integer, ratio, saving_pct, share, signed_us, size
-from analyzers.model.verdicts import CAUSES
-from analyzers.voice.common import CAUSE_WORDS, evidence_phrase
-from analyzers.voice.diff import diff_lines
-from analyzers.voice.health import health_line
-from analyzers.voice.report import analysis_caveats, five_lines
-from analyzers.voice.sources import fused_words, source_words
-from analyzers.voice.whatif import assumption
+from tracetriage.analyzers.model.units import duration_ns, duration_us, integer, ratio, saving_pct, share, signed_us, size
+from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase
+from tracetriage.analyzers.voice.diff import diff_lines
+from tracetriage.analyzers.voice.health import health_line
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.voice.sources import fused_words, source_words
+from tracetriage.analyzers.voice.whatif import assumption
 
 ROWS = 5          # rows per table: a PR comment, not a dump (the --json has them all)
 

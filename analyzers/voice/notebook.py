@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import html
 
-from analyzers.model.units import a_or_an, duration_ns, saving_pct, share
-from analyzers.model.verdicts import CAUSES
-from analyzers.voice.common import CAUSE_WORDS
-from analyzers.voice.diff import diff_lines
-from analyzers.voice.health import health_line
-from analyzers.voice.report import analysis_caveats, five_lines
-from analyzers.voice.whatif import whatif_table
+from tracetriage.analyzers.model.units import a_or_an, duration_ns, saving_pct, share
+from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.voice.diff import diff_lines
+from tracetriage.analyzers.voice.health import health_line
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
+from tracetriage.analyzers.voice.whatif import whatif_table
 
 __all__ = ["analysis_html", "analysis_markdown", "analysis_text", "diff_lines", "diff_text", "lines_html",
            "whatif_html", "whatif_text"]

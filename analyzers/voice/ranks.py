@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model.kernels import collective_kind
-from analyzers.model.units import count, duration_ns, duration_us, integer, share
-from analyzers.voice.common import cause_words
+from tracetriage.analyzers.model.kernels import collective_kind
+from tracetriage.analyzers.model.units import count, duration_ns, duration_us, integer, share
+from tracetriage.analyzers.voice.common import cause_words
 
 
 def _rank_list(ranks) -> str:

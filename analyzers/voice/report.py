@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.model.evidence import Evidence
-from analyzers.model.units import (a_or_an, count, duration_ns, duration_us, gbps, integer, num, pct_of, saving_pct,
+from tracetriage.analyzers.model.evidence import Evidence
+from tracetriage.analyzers.model.units import (a_or_an, count, duration_ns, duration_us, gbps, integer, num, pct_of, saving_pct,
                                    share, small_share, tflops)
-from analyzers.model.verdicts import Cause, Experiment, Regime
-from analyzers.voice import communication
-from analyzers.voice import steps as step_words
-from analyzers.voice.common import (
+from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
+from tracetriage.analyzers.voice import communication
+from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
     WASTE,
@@ -22,10 +22,10 @@ from analyzers.voice.common import (
     mostly,
     uncosted_phrase,
 )
-from analyzers.voice.graphs import capture_caveat, capture_next
-from analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
+from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
+from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 
 def analysis_caveats(a) -> list[str]:
@@ -250,7 +250,7 @@ def five_lines(a) -> list[str]:
         return _cpu_only_lines(a)
     tr = a.trace
     dev = tr.device_name() or "an unnamed device"
-    if dev.startswith("unnamed device"):   # named by its recorded properties (analyzers.loading.decode)
+    if dev.startswith("unnamed device"):   # named by its recorded properties (tracetriage.analyzers.loading.decode)
         dev = "an " + dev
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0

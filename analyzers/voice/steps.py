@@ -4,8 +4,8 @@ the first step's set-up kept apart, and a trace's prefill against its decode (TT
 """
 from __future__ import annotations
 
-from analyzers.model.units import a_or_an, count, duration_ns, duration_us, integer
-from analyzers.voice.common import CONSTRUCT_WORDS
+from tracetriage.analyzers.model.units import a_or_an, count, duration_ns, duration_us, integer
+from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS
 
 STRETCH = {"host_work": "host stretch", "synchronization": "wait in a sync", "data_transfer": "copy",
            "launch_overhead": "run of launch gaps", "other": "gap with no launch call in the trace"}

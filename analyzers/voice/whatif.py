@@ -1,12 +1,12 @@
 """The what-if's words: `tracetriage whatif`'s table and each lever's assumptions in one line."""
 from __future__ import annotations
 
-from analyzers.model.units import duration_ns, saving_pct
-from analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.model.units import duration_ns, saving_pct
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 
 def assumption(a) -> str:
-    """A lever's assumptions in one line, in its own spec's words (analyzers.whatif.levers)."""
+    """A lever's assumptions in one line, in its own spec's words (tracetriage.analyzers.whatif.levers)."""
     return LEVERS[a.lever].says(a)
 
 

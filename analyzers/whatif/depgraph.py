@@ -17,8 +17,8 @@ when it did, as three lower bounds whose maximum is the observed start:
 Graph launches are launch calls with many activities; collectives are kernels whose duration
 includes the wait for the other ranks (one trace holds one rank).
 
-Replaying the graph unchanged gives back every observed time (analyzers.whatif.replay); a lever
-(analyzers.whatif) edits the edges and replays.
+Replaying the graph unchanged gives back every observed time (tracetriage.analyzers.whatif.replay); a lever
+(tracetriage.analyzers.whatif) edits the edges and replays.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.idle import host_long_ns
-from analyzers.model import intervals as iv
-from analyzers.model.names import name_flags
-from analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
-from analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
-from analyzers.model.trace import (
+from tracetriage.analyzers.analyses.idle import host_long_ns
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
+from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
+from tracetriage.analyzers.model.trace import (
     CAT_CODES,
     CLOCK_TOL_NS,
     CPU_OP,
@@ -46,7 +46,7 @@ from analyzers.model.trace import (
     Trace,
 )
 
-SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # analyzers.model.span: one definition of the span
+SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of the span
 DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one
 DEFAULT_MIN_GAP_NS = 1_000          # kernel-to-kernel gap when no back-to-back pair shows one
 QUEUE_GAP_NS = 20_000               # a queued activity starts at most this long after its predecessor

@@ -1,8 +1,8 @@
 """What-if: what each fix would buy, predicted from the trace alone.
 
-A lever edits the dependency graph (analyzers.whatif.depgraph) the way the fix would change the
-program, and the replay (analyzers.whatif.replay) says how long the traced work would then take.
-The levers are specs in one registry (analyzers.whatif.levers): remove_syncs, no_host_work,
+A lever edits the dependency graph (tracetriage.analyzers.whatif.depgraph) the way the fix would change the
+program, and the replay (tracetriage.analyzers.whatif.replay) says how long the traced work would then take.
+The levers are specs in one registry (tracetriage.analyzers.whatif.levers): remove_syncs, no_host_work,
 cuda_graphs, async_copies, kernels_2x, overlap_comm, each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.model.trace import KERNEL, MEMCPY, MEMSET, Trace
-from analyzers.whatif import depgraph as dg
-from analyzers.whatif import replay as rp
-from analyzers.whatif.levers import NAMES, spec_of
-from analyzers.whatif.levers.remove_syncs import focus_op
-from analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
-from analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, MEMSET, Trace
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif import replay as rp
+from tracetriage.analyzers.whatif.levers import NAMES, spec_of
+from tracetriage.analyzers.whatif.levers.remove_syncs import focus_op
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
+from tracetriage.analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
 
 __all__ = ["LeverPrediction", "Levers", "PredictedTimeline", "WhatIf", "WhatIfError", "predict", "predict_file",
            "predict_levers", "predicted_timeline"]
@@ -37,7 +37,7 @@ class LeverPrediction:
     assumption: Assumption
     detail: dict = field(default_factory=dict, compare=False)
     # the ratio the user will see without the profiler: the lever's replay on the unprofiled graph over the
-    # unprofiled replay (analyzers.whatif.unprofiled); None where it was not asked for
+    # unprofiled replay (tracetriage.analyzers.whatif.unprofiled); None where it was not asked for
     unprofiled_ratio: float | None = None
 
 
@@ -236,6 +236,6 @@ def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
     """`tracetriage whatif`: every lever, with its ratio without the profiler beside the profiled one."""
-    from analyzers.loading.load import load
+    from tracetriage.analyzers.loading.load import load
 
     return predict(load(path), levers=levers, only=only, unprofiled=True)

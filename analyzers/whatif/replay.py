@@ -1,4 +1,4 @@
-"""Replay a dependency graph (analyzers.whatif.depgraph) as a discrete-event simulation.
+"""Replay a dependency graph (tracetriage.analyzers.whatif.depgraph) as a discrete-event simulation.
 
 The host threads run their calls in order, each call `gap` after the previous one ends; a
 blocked call ends `tail` after its awaited GPU activity ends (never sooner than `c_min` after it
@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analyzers.model.trace import NONE
-from analyzers.whatif.depgraph import Graph
+from tracetriage.analyzers.model.trace import NONE
+from tracetriage.analyzers.whatif.depgraph import Graph
 
 NEG = -(np.int64(1) << 60)
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model.trace import CPU_OP, KERNEL, Trace
-from analyzers.whatif import replay as rp
-from analyzers.whatif.depgraph import Graph
-from analyzers.whatif.replay import Plan
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, Trace
+from tracetriage.analyzers.whatif import replay as rp
+from tracetriage.analyzers.whatif.depgraph import Graph
+from tracetriage.analyzers.whatif.replay import Plan
 
 # What torch.profiler adds, per recorded event, fitted on the H200 pairs (profiled span against the
 # unprofiled wall time of the same loop, medians of 5 runs each; torch 2.11, CUDA 13; 72 variants of 28

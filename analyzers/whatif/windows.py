@@ -1,6 +1,6 @@
 """What each lever would buy inside windows of the trace: `report --range NAME`, the range's instances.
 
-The replay predicts the whole trace's span under a lever (analyzers.whatif.predict); a range's share
+The replay predicts the whole trace's span under a lever (tracetriage.analyzers.whatif.predict); a range's share
 of that saving is read from the same replay: each instance runs from its first host call to the end
 of its last call or of the last GPU activity those calls issued, in the unchanged replay and in the
 replay with the lever; the saving is the union of the first minus the union of the second (instances
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model import intervals as iv
-from analyzers.model.trace import NONE, Trace
-from analyzers.whatif import depgraph as dg
-from analyzers.whatif import replay as rp
-from analyzers.whatif.levers import NAMES, spec_of
-from analyzers.whatif.levers.spec import Context, Options
-from analyzers.whatif.predict import LeverPrediction, WhatIf
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import NONE, Trace
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif import replay as rp
+from tracetriage.analyzers.whatif.levers import NAMES, spec_of
+from tracetriage.analyzers.whatif.levers.spec import Context, Options
+from tracetriage.analyzers.whatif.predict import LeverPrediction, WhatIf
 
 
 def predict_windows(trace: Trace, inst_rows: np.ndarray, inst_ends: np.ndarray, span_ns: int,

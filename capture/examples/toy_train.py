@@ -10,7 +10,7 @@ import argparse
 import torch
 import torch.nn as nn
 
-from capture.ranges import named_range
+from tracetriage.capture.ranges import named_range
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=20)

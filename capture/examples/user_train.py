@@ -4,7 +4,7 @@ Each step prepares its batch in Python on the host, runs an MLP with a torch.com
 and reads the loss back with .item() (a sync). Recorded with Python stacks, the report names these
 functions as the user's own frames behind the hotspots, the idle gaps and the Next line:
 
-    python -m capture.examples.user_train --out traces/script-user-train-stacks.json.gz   # on a GPU
+    python -m tracetriage.capture.examples.user_train --out traces/script-user-train-stacks.json.gz   # on a GPU
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def build(device):
 
 
 def main() -> None:
-    from capture.harness import record
+    from tracetriage.capture.harness import record
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from dashboard import warm
+from tracetriage.dashboard import warm
 
 
 @dataclass(frozen=True)
 class PageSpec:
-    module: str      # dashboard.views.<module>
+    module: str      # tracetriage.dashboard.views.<module>
     title: str
     url: str         # the page's path: /report, /timeline ...
     icon: str
@@ -27,7 +27,7 @@ class PageSpec:
         import streamlit as st
 
         st.title(self.title)
-        importlib.import_module(f"dashboard.views.{self.module}").render()
+        importlib.import_module(f"tracetriage.dashboard.views.{self.module}").render()
         warm.start(p.module for p in PAGES)      # the other pages' imports, off the next click's path
 
 

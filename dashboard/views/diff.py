@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import charts, data, state, tables
-from dashboard.library import PathRefused
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard.library import PathRefused
 
 BINS = 400
 

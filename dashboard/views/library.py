@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import library, state, views, warm
-from dashboard.library import Entry, PathRefused
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import library, state, views, warm
+from tracetriage.dashboard.library import Entry, PathRefused
 
 
 def accept_upload(filename: str, payload: bytes, cap_mb: int) -> Entry | None:
@@ -40,7 +40,7 @@ def _describe_sample(e: Entry, runs: set[str]) -> str:
 
 def _status(entry: Entry) -> None:
     """One line for the trace in view: what it holds, or why it cannot be read."""
-    from dashboard import data  # (after the lists have painted: pandas and the analyzers load here)
+    from tracetriage.dashboard import data  # (after the lists have painted: pandas and the analyzers load here)
 
     try:
         a = state.analysis_of(entry)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import charts, data, state, tables
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import charts, data, state, tables
 
 BINS = 400
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import charts, data, library, state, tables
-from dashboard.views import page
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import charts, data, library, state, tables
+from tracetriage.dashboard.views import page
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import charts, data, state, tables
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import charts, data, state, tables
 
 
 def _perfetto(entry, a) -> None:
@@ -21,7 +21,7 @@ def _perfetto(entry, a) -> None:
 
 
 def _framework(a) -> None:
-    """Whose code made the idle and the launches (analyzers.analyses.framework)."""
+    """Whose code made the idle and the launches (tracetriage.analyzers.analyses.framework)."""
     fw = data.framework(a)
     if not len(fw):
         return

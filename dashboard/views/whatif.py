@@ -1,12 +1,12 @@
 """What-if: each lever's predicted span, and the GPU timeline the replay predicts under one lever,
-drawn below the measured one on the same time axis (analyzers.whatif, through the adapter). The lever
+drawn below the measured one on the same time axis (tracetriage.analyzers.whatif, through the adapter). The lever
 shown lives in the URL (?lever=NAME)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.voice import dashboard as words
-from dashboard import charts, data, state
+from tracetriage.dashboard import words as words
+from tracetriage.dashboard import charts, data, state
 
 BINS = 400
 

@@ -1,15 +1,15 @@
-"""The lever registry: every what-if lever, one spec each (analyzers.whatif.levers.spec), in one place.
+"""The lever registry: every what-if lever, one spec each (tracetriage.analyzers.whatif.levers.spec), in one place.
 
-    from analyzers.whatif.levers import LEVERS, NAMES, spec_of
+    from tracetriage.analyzers.whatif.levers import LEVERS, NAMES, spec_of
     LEVERS["remove_syncs"].cause        # Cause.SYNCHRONIZATION
 
-The replay (analyzers.whatif.predict), the report's Next line, the words, diff's "the change
+The replay (tracetriage.analyzers.whatif.predict), the report's Next line, the words, diff's "the change
 applied ...", the capture's fix workloads, the drills' prediction log and the CLI's choices all
 read this; adding a lever is one new module here, its line below, and its test.
 """
 from __future__ import annotations
 
-from analyzers.whatif.levers import (
+from tracetriage.analyzers.whatif.levers import (
     async_copies,
     cuda_graphs,
     fuse,
@@ -21,7 +21,7 @@ from analyzers.whatif.levers import (
     remove_syncs,
     warm_up,
 )
-from analyzers.whatif.levers.spec import LeverSpec, WhatIfError
+from tracetriage.analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 
 # In this order: the order of the JSON and the tie-break between equal predictions.
 LEVERS: dict[str, LeverSpec] = {s.name: s for s in (

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model.trace import MEMCPY, NONE
-from analyzers.model import units
-from analyzers.model.verdicts import Cause
-from analyzers.whatif import depgraph as dg
-from analyzers.whatif.levers.spec import (
+from tracetriage.analyzers.model.trace import MEMCPY, NONE
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Assumption,
     Context,

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.loading.graphs import in_capture
-from analyzers.model import intervals as iv
-from analyzers.model.runtime_calls import is_graph_launch
-from analyzers.model.span import PROFILER_STEP
-from analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION
-from analyzers.model.units import duration_ns
-from analyzers.model.verdicts import Cause, Construct
-from analyzers.whatif.levers.host_windows import thread_keys
-from analyzers.whatif.levers.spec import SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise
+from tracetriage.analyzers.loading.graphs import in_capture
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.runtime_calls import is_graph_launch
+from tracetriage.analyzers.model.span import PROFILER_STEP
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION
+from tracetriage.analyzers.model.units import duration_ns
+from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.whatif.levers.host_windows import thread_keys
+from tracetriage.analyzers.whatif.levers.spec import SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise
 
 # A graph launch under torch.profiler costs about this much per kernel in the graph: the median
 # cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,

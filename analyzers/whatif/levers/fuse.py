@@ -1,7 +1,7 @@
 """fuse: each eager elementwise chain becomes one kernel (torch.compile, or a Triton kernel).
 
 The fix: `torch.compile` the function that holds the chain (RMSNorm, SwiGLU, a hand-written
-activation), or write it as one Triton kernel. In the graph each chain (analyzers.analyses.fusion)
+activation), or write it as one Triton kernel. In the graph each chain (tracetriage.analyzers.analyses.fusion)
 keeps one kernel per pass (two where a reduction's result is used again, as Inductor emits them), which
 together move the chain's fused bytes (external inputs read once a pass, the output written once) at
 the rate its eager kernels reached, each no faster than its shortest eager kernel; the chain's other
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.fusion import chains
-from analyzers.model.units import count, duration_ns
-from analyzers.model.verdicts import Construct, Experiment
-from analyzers.whatif.levers.host_windows import calls_inside
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.analyses.fusion import chains
+from tracetriage.analyzers.model.units import count, duration_ns
+from tracetriage.analyzers.model.verdicts import Construct, Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 # A torch.compile'd call (its guard lookup and its compiled region, the wrapper and Triton launches) costs
 # the host as much as about this many eager ops' dispatch, under torch.profiler: 99.9 µs against 17.1 µs an

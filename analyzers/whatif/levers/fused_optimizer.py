@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model.trace import CPU_OP, KERNEL, NONE
-from analyzers.model.units import count
-from analyzers.model.verdicts import Cause, Construct, Experiment
-from analyzers.whatif import depgraph as dg
-from analyzers.whatif.levers.cuda_graphs import graph_launches
-from analyzers.whatif.levers.host_windows import thread_keys
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
+from tracetriage.analyzers.model.units import count
+from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.cuda_graphs import graph_launches
+from tracetriage.analyzers.whatif.levers.host_windows import thread_keys
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 MULTI_TENSOR = ("aten::_foreach_", "aten::_fused_")   # ops that already walk many tensors per launch
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers.model import intervals as iv
+from tracetriage.analyzers.model import intervals as iv
 
 __all__ = ["calls_inside", "remove_host_windows", "thread_keys"]
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.model.trace import KERNEL
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise
+from tracetriage.analyzers.model.trace import KERNEL
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise
 
 
 @dataclass(frozen=True)

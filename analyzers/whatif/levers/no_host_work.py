@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.model.units import duration_ns
-from analyzers.model.verdicts import Cause
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.model.units import duration_ns
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The fix: mark the dimensions that change as dynamic (`torch.compile(dynamic=True)`,
 `torch._dynamo.mark_dynamic(x, 1)`), or bucket the shapes (pad sequence lengths to a few sizes), so
 a new shape does not recompile. In the graph every stretch of host time inside dynamo/Inductor's
-compile spans (analyzers.model.constructs: dynamo, `... (dynamo_timed)`, entire_frame_compile,
+compile spans (tracetriage.analyzers.model.constructs: dynamo, `... (dynamo_timed)`, entire_frame_compile,
 compile_fx, autotuning) vanishes, and so does the GPU work launched from inside them (autotuning's
 benchmark runs); the compiled code's own launches stay.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.model.units import count, duration_ns
-from analyzers.model.verdicts import Construct, Experiment
-from analyzers.whatif.levers.host_windows import remove_host_windows
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.model.units import count, duration_ns
+from tracetriage.analyzers.model.verdicts import Construct, Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 
 @dataclass(frozen=True)

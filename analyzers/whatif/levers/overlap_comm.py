@@ -20,14 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses import comm as comm_mod
-from analyzers.model.kernels import is_collective
-from analyzers.model.names import name_flags
-from analyzers.model.span import PROFILER_STEP
-from analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION
-from analyzers.model.units import duration_ns, integer
-from analyzers.model.verdicts import Experiment
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.analyses import comm as comm_mod
+from tracetriage.analyzers.model.kernels import is_collective
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.span import PROFILER_STEP
+from tracetriage.analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION
+from tracetriage.analyzers.model.units import duration_ns, integer
+from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def says(a: CommOverlapped) -> str:
 
 
 def exposed_comm(m: Measured) -> int:
-    """The collectives' time with no compute beside them (analyzers.analyses.comm)."""
+    """The collectives' time with no compute beside them (tracetriage.analyzers.analyses.comm)."""
     ev = m.trace.ev
     found = comm_mod.analyze(m.trace, np.flatnonzero(ev.cat == KERNEL))
     return found.exposed_ns if found is not None else 0

@@ -1,7 +1,7 @@
 """What a what-if lever is: one spec, read by the replay, the report, the words, diff, capture and the drills.
 
 A lever is a fix a user can make, stated as an edit of the trace's dependency graph. Its spec says,
-in one place (one module per lever in this folder, assembled by analyzers.whatif.levers):
+in one place (one module per lever in this folder, assembled by tracetriage.analyzers.whatif.levers):
 
     name        the lever's name on the command line and in the JSON (`remove_syncs`)
     cause       the idle cause it acts on (None: it acts on the kernels, not on idle time)
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.model.names import name_flags
-from analyzers.model.trace import KERNEL, Trace
-from analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import KERNEL, Trace
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
 
 class WhatIfError(ValueError):
@@ -64,14 +64,14 @@ class Context:
     """The trace and its graph, as a lever's edit reads them; what the analyses found of the trace
     (set-up windows) when the caller has it, else found here when a lever first asks."""
     trace: Trace
-    g: object                   # analyzers.whatif.depgraph.Graph
+    g: object                   # tracetriage.analyzers.whatif.depgraph.Graph
     setup: tuple | None = None  # one-time set-up on the host: (starts, ends, thread keys)
     _windows: dict = field(default_factory=dict)
 
     @property
     def setup_windows(self) -> tuple:
         if self.setup is None:
-            from analyzers.analyses import idle
+            from tracetriage.analyzers.analyses import idle
 
             ups = [d.setup for d in idle.analyze(self.trace) if d.setup is not None and len(d.setup.start)]
             z = np.empty(0, np.int64)
@@ -84,7 +84,7 @@ class Context:
     def setup_excess(self) -> tuple:
         """One-time set-up as host windows: the part of early calls their later calls do not pay."""
         if "setup_excess" not in self._windows:
-            from analyzers.analyses.setup import windows
+            from tracetriage.analyzers.analyses.setup import windows
 
             self._windows["setup_excess"] = windows(self.trace)
         return self._windows["setup_excess"]
@@ -92,7 +92,7 @@ class Context:
     def construct_windows(self, construct) -> tuple:
         """Where a framework construct ran on the host: (starts, ends, thread keys, how many runs)."""
         if construct not in self._windows:
-            from analyzers.analyses.framework import construct_windows
+            from tracetriage.analyzers.analyses.framework import construct_windows
 
             self._windows[construct] = construct_windows(self.trace, construct)
         return self._windows[construct]
@@ -101,7 +101,7 @@ class Context:
     def kernel_bytes(self) -> np.ndarray | None:
         """Bytes the roofline charged to each kernel row (None: no op of the trace is costed)."""
         if "bytes" not in self._windows:
-            from analyzers.analyses import roofline
+            from tracetriage.analyzers.analyses import roofline
 
             kb = roofline.analyze(self.trace).kernel_bytes
             self._windows["bytes"] = kb if kb is not None and kb.sum() > 0 else None
@@ -132,8 +132,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Measured:
-    """One trace as diff compares it: the trace, its what-if (analyzers.whatif.predict.WhatIf), its kernel
-    busy time, its idle by cause and whose code made the idle (analyzers.analyses.framework)."""
+    """One trace as diff compares it: the trace, its what-if (tracetriage.analyzers.whatif.predict.WhatIf), its kernel
+    busy time, its idle by cause and whose code made the idle (tracetriage.analyzers.analyses.framework)."""
     trace: Trace
     whatif: object
     kernel_busy_ns: int

@@ -4,7 +4,7 @@ The fix: run a few steps before the profiler starts (`torch.profiler.schedule(wa
 active=3)`), or load every kernel module up front (`CUDA_MODULE_LOADING=EAGER`), then profile. In the
 graph the set-up stretches that held the host (first calls of ops far longer than their later calls,
 cuBLAS/cuDNN handle creation, lazy module loading in a first launch, a first cudaMalloc/cudaFree:
-analyzers.analyses.setup) vanish; every call keeps at least a launch's cost. Where the trace repeats a
+tracetriage.analyzers.analyses.setup) vanish; every call keeps at least a launch's cost. Where the trace repeats a
 step (ProfilerStep#N, Optimizer.step), its later steps show the steady state: each thread's host time in
 an early step (its stretches and calls, not its waits) is scaled down to what that thread takes in a
 steady step, the median of the later ones.
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.analyses.setup import EARLY, step_bounds
-from analyzers.model.units import duration_ns, integer
-from analyzers.model.verdicts import Construct, Experiment
-from analyzers.whatif.levers.host_windows import remove_host_windows
-from analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.analyses.setup import EARLY, step_bounds
+from tracetriage.analyzers.model.units import duration_ns, integer
+from tracetriage.analyzers.model.verdicts import Construct, Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 
 @dataclass(frozen=True)

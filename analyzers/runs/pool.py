@@ -4,11 +4,11 @@
     rr = report_object("s3://bucket/run-17", scheduler="tcp://10.0.0.5:8786")   # on a Dask cluster
     print("\n".join(rank_words.ranks_lines(rr)))
 
-The rules (collectives, the straggler) are analyzers.analyses.ranks; this module runs the
+The rules (collectives, the straggler) are tracetriage.analyzers.analyses.ranks; this module runs the
 per-rank analyses, one process per rank, in parallel, and gives each back as a
 RankReport (its report, its five lines, its collectives). The unit of work is a rank source
-(tracetriage.rank_source); with a scheduler the same analyze_source runs on Dask workers
-(tracetriage.rank_dask) and only the merge runs here.
+(tracetriage.analyzers.runs.sources); with a scheduler the same analyze_source runs on Dask workers
+(tracetriage.analyzers.runs.dask) and only the merge runs here.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
-from analyzers.analyses.ranks import (
+from tracetriage.analyzers.analyses.ranks import (
     RankError,
     RankReport,
     RanksReport,
@@ -28,16 +28,16 @@ from analyzers.analyses.ranks import (
     mixed_runs,
     rank_from_name,
 )
-from analyzers.loading import merged
-from analyzers.loading.load import load
-from analyzers.model.trace import Trace, TraceError
-from analyzers.output import serialize
-from analyzers.triage.report import Analysis, analyze_file, analyze_trace
-from analyzers.voice import ranks as rank_words
-from analyzers.voice import report as report_words
-from analyzers.voice.common import mostly
-from tracetriage.machine import usable_cpus
-from tracetriage.rank_source import RankSource, list_sources, local_copy
+from tracetriage.analyzers.loading import merged
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import Trace, TraceError
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.triage.report import Analysis, analyze_file, analyze_trace
+from tracetriage.analyzers.voice import ranks as rank_words
+from tracetriage.analyzers.voice import report as report_words
+from tracetriage.analyzers.voice.common import mostly
+from tracetriage.analyzers.runs.machine import usable_cpus
+from tracetriage.analyzers.runs.sources import RankSource, list_sources, local_copy
 
 
 def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError:
@@ -53,7 +53,7 @@ def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError
 
 
 def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None) -> RankReport | RankError:
-    """One rank of a merged multi-rank file (analyzers.loading.merged), like analyze_rank; `trace`: the
+    """One rank of a merged multi-rank file (tracetriage.analyzers.loading.merged), like analyze_rank; `trace`: the
     file already loaded. Never raises."""
     label = merged.member_label(path, rank)
     try:
@@ -164,7 +164,7 @@ def report_object(path: Path | str, progress=None, scheduler: str | None = None,
         name = Path(target).name
         return merge({Path(merged.member_label(name, r)): analyze_merged_rank(target, r, trace) for r in ranks})
     if scheduler:
-        from tracetriage.rank_dask import analyze_on_cluster  # dask is imported only when asked for
+        from tracetriage.analyzers.runs.dask import analyze_on_cluster  # dask is imported only when asked for
 
         results, workers = analyze_on_cluster(target, scheduler, analyze_source, progress)
     else:

@@ -1,9 +1,9 @@
 """Rank benchmark: `report DIR` on a Dask LocalCluster of 2 workers against the local pool, 8 to 128 ranks.
 
-    python -m analyzers.tools.rank_benchmark                        # ~4 minutes on 2 cores
-    python -m analyzers.tools.rank_benchmark --ranks 8 --no-big     # quick look
+    python -m tools.rank_benchmark                        # ~4 minutes on 2 cores
+    python -m tools.rank_benchmark --ranks 8 --no-big     # quick look
 
-1. Writes N-rank runs (analyzers.tools.grow_ranks: copies of traces/ddp's ranks, each grown
+1. Writes N-rank runs (tools.grow_ranks: copies of traces/ddp's ranks, each grown
    `--copies` times and given its own distributedInfo; gzipped as torch writes them).
 2. Starts a LocalCluster here (2 worker processes, one thread each, loopback), then times, each
    in a fresh process, `tracetriage report DIR --json --quiet --scheduler ADDRESS` (the client)
@@ -93,9 +93,9 @@ def _workers_cpu_s(client) -> float:
 
 def _one_rank_on_the_wire(path: Path) -> dict:
     """How big one rank's result is, pickled as Dask sends it, against its file and its JSON."""
-    from analyzers.loading.read import read_bytes
-    from tracetriage.rank_run import analyze_source
-    from tracetriage.rank_source import RankSource
+    from tracetriage.analyzers.loading.read import read_bytes
+    from tracetriage.analyzers.runs.pool import analyze_source
+    from tracetriage.analyzers.runs.sources import RankSource
 
     r = analyze_source(RankSource(str(path), str(path)))
     return {"result_kb": round(len(pickle.dumps(r, protocol=5)) / 1024, 1),
@@ -104,7 +104,7 @@ def _one_rank_on_the_wire(path: Path) -> dict:
 
 def _big_run(work: Path, n: int) -> Path:
     """n hard links to one 293 MB (JSON) trace, named as ranks: the analysis does not care that they are alike."""
-    from analyzers.tools.grow import grow_file
+    from tools.grow import grow_file
 
     src = work / "big.json.gz"
     grow_file(ROOT / "traces" / "gpt-eager.json.gz", src, copies=5)
@@ -135,7 +135,7 @@ def bench_run(run: Path, n: int, address: str, client, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analyzers.tools.rank_benchmark")
+    ap = argparse.ArgumentParser(prog="python -m tools.rank_benchmark")
     ap.add_argument("--ranks", type=int, nargs="*", default=[8, 32, 128])
     ap.add_argument("--copies", type=int, default=100, help="grow each ddp rank this many times (100: 13 MB JSON)")
     ap.add_argument("--workers", type=int, default=2)
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     os.environ["TRACETRIAGE_NO_CACHE"] = "1"     # cold everywhere: the workers inherit it, so do the clients
     import distributed
 
-    from analyzers.tools.grow_ranks import write_ranks
+    from tools.grow_ranks import write_ranks
 
     work = Path(a.workdir or tempfile.mkdtemp(prefix="tt-rank-bench-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,8 @@
 """Corpus runner: the report on every trace of a folder of other people's traces, as one table.
 
-    python -m analyzers.tools.corpus /work/corpus/set                    # a text table
-    python -m analyzers.tools.corpus /work/corpus/set --markdown         # the README's table
-    python -m analyzers.tools.corpus /work/corpus/set --json out.json    # every row, machine-readable
+    python -m tools.corpus /work/corpus/set                    # a text table
+    python -m tools.corpus /work/corpus/set --markdown         # the README's table
+    python -m tools.corpus /work/corpus/set --json out.json    # every row, machine-readable
 
 Each trace is reported by `tracetriage report --json` in a fresh process with an empty
 cache (the time column is a cold report, import included, as a new user would see it).
@@ -14,7 +14,7 @@ other projects; the readings name their source repository and path.
 
 The table judges three verdicts against the reading: the dominant idle cause, the regime and the kind of
 the Next experiment (`expected_next_kind`), and checks on every report the invariants of
-analyzers.tools.invariants (time adds up, no roofline point above its peak, Next acts on something the
+tracetriage.analyzers.output.invariants (time adds up, no roofline point above its peak, Next acts on something the
 trace has, every number on its line's baseline). A merged multi-rank file is reported per rank (its JSON
 is the ranks report): each rank's verdicts and invariants are judged.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import tomllib
 
-from analyzers.tools import invariants
+from tracetriage.analyzers.output import invariants
 
 READINGS = Path(__file__).with_name("corpus_readings.toml")
 _TRACE_SUFFIXES = (".json", ".json.gz")
@@ -61,7 +61,7 @@ class Row:
     error: str = ""
     next_kind: str = ""           # the Next experiment's kind (next_experiment.kind)
     expected_next_kind: str = ""
-    physics: tuple[str, ...] = ()   # the invariants the report breaks (analyzers.tools.invariants)
+    physics: tuple[str, ...] = ()   # the invariants the report breaks (tracetriage.analyzers.output.invariants)
 
 
 def _header_facts(path: Path) -> dict:

@@ -1,6 +1,6 @@
 """The README's screenshots, taken with the end-to-end harness (headless Debian chromium).
 
-    python -m dashboard.screenshots docs/
+    python -m tools.screenshots docs/
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dashboard import browser
-from dashboard.library import SAMPLES
+from tracetriage.dashboard import browser
+from tracetriage.dashboard.library import SAMPLES
 
 TIMELINE_TRACE = "samples/smell-sync-item.json.gz"   # sync drains between matmuls: every cause but other
 OVERVIEW_TRACE = "samples/steps/training-outlier.json.gz"   # binned; one step's DataLoader stalls the GPU
@@ -24,7 +24,7 @@ DRILL = ("M02.03-c", {"pattern": "a drain after every step: the GPU waits while 
 
 def _flow_pick() -> int:
     """The trace row of an aten::item in 0..6 ms of the timeline trace: the screenshot shows its flow selected."""
-    from dashboard import data
+    from tracetriage.dashboard import data
 
     a = data.open_analysis(SAMPLES / TIMELINE_TRACE.removeprefix("samples/"))
     found = data.search(a, "aten::item")

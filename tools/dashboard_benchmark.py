@@ -1,9 +1,9 @@
 """Time to first paint of the dashboard, in the real app and browser, on a big trace.
 
-    python -m dashboard.benchmark                      # grows gpt-eager to 732k events in /tmp first
-    python -m dashboard.benchmark --trace BIG.json --repeats 3
+    python -m tools.dashboard_benchmark                      # grows gpt-eager to 732k events in /tmp first
+    python -m tools.dashboard_benchmark --trace BIG.json --repeats 3
 
-In process (median of --repeats): the binned overview (analyzers.triage.timeline.overview) and
+In process (median of --repeats): the binned overview (tracetriage.analyzers.triage.timeline.overview) and
 the chart built from it (frames + Vega-Lite spec), and what importing altair costs a fresh interpreter.
 In the browser (headless Debian chromium against `streamlit run`, as `tracetriage dashboard BIG.json`
 starts it; the browser is up before the server starts, so its own start is not counted):
@@ -47,9 +47,9 @@ def import_altair_s(repeats: int) -> float:
 
 
 def in_process(path: Path, repeats: int) -> dict:
-    from analyzers.triage import timeline
-    from analyzers.triage.report import analyze_file
-    from dashboard import charts, data
+    from tracetriage.analyzers.triage import timeline
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.dashboard import charts, data
 
     a = analyze_file(path)
     lo, hi = data.timeline_extent(a)
@@ -77,7 +77,7 @@ def in_browser(path: Path, log: Path) -> dict:
 
 
 def _in_browser(path: Path, log: Path) -> dict:
-    from dashboard import browser
+    from tracetriage.dashboard import browser
 
     out = {}
     clock: dict = {}
@@ -118,7 +118,7 @@ def _in_browser(path: Path, log: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dashboard.benchmark")
+    ap = argparse.ArgumentParser(prog="python -m tools.dashboard_benchmark")
     ap.add_argument("--trace", type=Path, help="a big trace (default: gpt-eager grown to 732k events)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-browser", action="store_true")
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     path = a.trace
     if path is None:
         path = work / "big.json"
-        subprocess.run([sys.executable, "-m", "analyzers.tools.grow", str(SAMPLE), str(path), "--min-events", "732000",
+        subprocess.run([sys.executable, "-m", "tools.grow", str(SAMPLE), str(path), "--min-events", "732000",
                         "--min-mb", "1"], check=True)
     print(f"load average at the start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     print(f"import altair in a fresh interpreter: {import_altair_s(a.repeats):.2f} s (median of {a.repeats})")

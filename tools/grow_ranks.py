@@ -1,11 +1,11 @@
 """Grow a real 2-rank run into N ranks: copies of its ranks, each with its own distributedInfo.
 
-    python -m analyzers.tools.grow_ranks /tmp/run128 --ranks 128 --straggler 37 --copies 40
+    python -m tools.grow_ranks /tmp/run128 --ranks 128 --straggler 37 --copies 40
 
 Rank `straggler` is a copy of traces/ddp/rank1.json.gz (the rank that sleeps 3 ms a step on its
 host), every other rank a copy of rank0.json.gz (which waits for it inside each all-reduce); each
 gets `distributedInfo.rank` = its number and `world_size` = N, so the run reads as one N-rank run
-with one straggler. `--copies K` first grows both ranks K times (analyzers.tools.grow: the events
+with one straggler. `--copies K` first grows both ranks K times (tools.grow: the events
 repeated with shifted times and ids), for ranks of a chosen size. For tests and the rank benchmark.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
-from analyzers.loading.atomic import write_bytes_atomic
-from analyzers.loading.read import read_bytes
-from analyzers.tools.grow import grow
+from tracetriage.analyzers.loading.atomic import write_bytes_atomic
+from tracetriage.analyzers.loading.read import read_bytes
+from tools.grow import grow
 
 ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/grow_ranks.py)
 DDP = ROOT / "traces" / "ddp"

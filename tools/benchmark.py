@@ -1,11 +1,11 @@
 """Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process.
 
-    python -m analyzers.tools.benchmark                       # the full run (~2-3 minutes on 2 cores)
-    python -m analyzers.tools.benchmark --no-hta --sizes 1 2  # quick look
+    python -m tools.benchmark                       # the full run (~2-3 minutes on 2 cores)
+    python -m tools.benchmark --no-hta --sizes 1 2  # quick look
 
 1. Makes a large trace from the real H200 prefill+decode trace (traces/gpt-eager.json.gz,
    32 eager decode steps x 2) by repeating its events with shifted times and ids
-   (analyzers.tools.grow): >= 250 MB of JSON and >= 600k events, gzipped as torch writes it.
+   (tools.grow): >= 250 MB of JSON and >= 600k events, gzipped as torch writes it.
 2. Measures, each in a fresh process: HTA 0.5.0's parse (TraceAnalysis construction) and
    `tracetriage report --json` end to end, cold (no cache) and warm (cache hit), plus a
    bare cached `load()`.
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzers.loading.atomic import write_text_atomic
+from tracetriage.analyzers.loading.atomic import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/benchmark.py)
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
@@ -82,7 +82,7 @@ def timed(cmd: list[str], env: dict | None = None, repeats: int = 3) -> dict:
 
 
 def make_trace(workdir: Path, copies: int) -> tuple[Path, dict]:
-    from analyzers.tools.grow import grow_file
+    from tools.grow import grow_file
 
     dst = workdir / f"gpt-eager-x{copies}.json.gz"
     info = grow_file(SOURCE, dst, copies=copies)
@@ -93,12 +93,12 @@ def ours(path: Path, cache_dir: Path) -> dict:
     cmd = [sys.executable, "-m", "tracetriage.cli", "report", str(path), "--json", "--quiet"]
     cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
     # warm: fill the cache (synchronously, from a fresh process), then time cache hits
-    fill = [sys.executable, "-c", "import sys; from pathlib import Path; from analyzers.loading.load import load; "
-            "from analyzers.loading import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
+    fill = [sys.executable, "-c", "import sys; from pathlib import Path; from tracetriage.analyzers.loading.load import load; "
+            "from tracetriage.analyzers.loading import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
     subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "
-                         "from analyzers.loading.load import load; load(sys.argv[1]); "
+                         "from tracetriage.analyzers.loading.load import load; load(sys.argv[1]); "
                          "print(round(time.perf_counter() - t, 3))", str(path)],
                         {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     return {"cold": cold, "warm": warm, "cached_load_in_process_s": float(load_only["stdout"].strip()),
@@ -139,7 +139,7 @@ def floor(path: Path) -> dict:
 
 
 def hta(path: Path) -> dict:
-    cmd = [sys.executable, "-m", "analyzers.tools.hta_reference", str(path), "--parse-only"]
+    cmd = [sys.executable, "-m", "tracetriage.analyzers.output.hta", str(path), "--parse-only"]
     r = timed(cmd, repeats=1)
     inner = json.loads(r["stdout"])
     return {**r, **{f"hta_{k}": v for k, v in inner.items()}}
@@ -154,7 +154,7 @@ def _slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analyzers.tools.benchmark")
+    ap = argparse.ArgumentParser(prog="python -m tools.benchmark")
     ap.add_argument("--copies", type=int, default=5, help="size of the main trace, in copies of the source")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 3], help="extra sizes (copies) for the slope")
     ap.add_argument("--no-hta", action="store_true")

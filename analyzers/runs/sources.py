@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from analyzers.loading.load import find_traces
-from analyzers.model.trace import TraceError
+from tracetriage.analyzers.loading.load import find_traces
+from tracetriage.analyzers.model.trace import TraceError
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _COPY_CHUNK = 16 << 20
@@ -50,14 +50,14 @@ class RankSource:
 
     @property
     def key(self) -> Path:
-        """The key the merge (analyzers.analyses.ranks.merge) files this source's result under."""
+        """The key the merge (tracetriage.analyzers.analyses.ranks.merge) files this source's result under."""
         return Path(self.label)
 
 
 # --- listing a run ---------------------------------------------------------------------------------
 
 def is_trace_name(name: str) -> bool:
-    """The same rule as analyzers.loading.load.find_traces: .json or .json.gz, not a sidecar or manifest."""
+    """The same rule as tracetriage.analyzers.loading.load.find_traces: .json or .json.gz, not a sidecar or manifest."""
     return (name.endswith(".json") or name.endswith(".json.gz")) and not name.endswith(".meta.json") \
         and name != "manifest.json"
 
@@ -149,7 +149,7 @@ def local_copy(source: RankSource) -> Iterator[tuple[str, bool]]:
 
 def _copy_with_side_files(fs, inner: str, tmp: str, shown: str) -> str:
     """Copy the trace into `tmp` under its own name, with the files loading reads beside it
-    (analyzers.loading.side_inputs: the capture's NAME.meta.json, measured ceilings.json): without
+    (tracetriage.analyzers.loading.side_inputs: the capture's NAME.meta.json, measured ceilings.json): without
     them a remote rank would be judged against other peaks than the same file on disk."""
     name = os.path.basename(inner.rstrip("/")) or "rank.json"
     path = os.path.join(tmp, name)

@@ -1,4 +1,4 @@
-"""A trace without its named ranges: `python -m analyzers.tools.strip_ranges IN OUT`.
+"""A trace without its named ranges: `python -m tracetriage.analyzers.output.strip_ranges IN OUT`.
 
 Drops the `user_annotation` and `gpu_user_annotation` events (record_function, named_range, and torch's own
 `Optimizer.step#...` / `ProfilerStep#N` ranges), keeps every other event as it is. What a trace looks like
@@ -24,7 +24,7 @@ def strip(src: str | Path, dst: str | Path) -> Path:
     doc["traceEvents"] = [e for e in doc.get("traceEvents", [])
                           if str(e.get("cat", "")).lower() not in RANGE_CATEGORIES]
     out = msgspec.json.encode(doc)
-    from analyzers.loading.atomic import write_bytes_atomic
+    from tracetriage.analyzers.loading.atomic import write_bytes_atomic
 
     write_bytes_atomic(dst, gzip.compress(out, compresslevel=1) if dst.name.endswith(".gz") else out)
     return dst
@@ -33,7 +33,7 @@ def strip(src: str | Path, dst: str | Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m analyzers.tools.strip_ranges IN OUT", file=sys.stderr)
+        print("usage: python -m tracetriage.analyzers.output.strip_ranges IN OUT", file=sys.stderr)
         return 2
     strip(*args)
     return 0

@@ -3,9 +3,9 @@
 """
 from __future__ import annotations
 
-from analyzers.model.units import duration_us, num, share
-from analyzers.model.verdicts import Cause
-from analyzers.voice.common import ADVICE, CAUSE_WORDS, REGIME, REGIME_ADVICE
+from tracetriage.analyzers.model.units import duration_us, num, share
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.voice.common import ADVICE, CAUSE_WORDS, REGIME, REGIME_ADVICE
 
 PATTERN = {
     "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
@@ -455,7 +455,7 @@ def kernel_table_header() -> str:
 
 def kernel_row(k: dict) -> str:
     """One costed op: its shapes, calls, FLOPs and bytes (all calls), device time, and its rates when shown."""
-    from analyzers.model.units import size
+    from tracetriage.analyzers.model.units import size
 
     rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s ({k['bound']}-bound)" if "tflops" in k else "")
     shapes = f"[{k['shapes']}]"[:36]
@@ -468,7 +468,7 @@ def device_peaks(peak_tflops: float, dtype: str | None, peak_gbps: float) -> str
 
 
 def declared_line(declared: dict, peak_gbps: float | None) -> str:
-    from analyzers.model.units import size
+    from tracetriage.analyzers.model.units import size
 
     parts = []
     if "weight_bytes" in declared:

@@ -1,9 +1,9 @@
 """Write analyzers/model/aten_ops.txt: the ATen operator names of the torch installed here.
 
-    python -m analyzers.tools.aten_ops
+    python -m tools.aten_ops
 
 The vocabulary that splits an Inductor kernel's fused-op list back into ops
-(analyzers.analyses.inductor). Needs torch; the report reads the file and never imports torch.
+(tracetriage.analyzers.analyses.inductor). Needs torch; the report reads the file and never imports torch.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def main() -> int:
               if n.startswith("aten::")}
     head = (f"# ATen operator names (torch {torch.__version__.split('+')[0]} schemas), one a line: the vocabulary that "
             "splits an Inductor kernel's\n# fused-op list (triton_poi_fused_add_native_layer_norm_0) back into ops. "
-            "Regenerate: python -m analyzers.tools.aten_ops\n")
+            "Regenerate: python -m tools.aten_ops\n")
     OUT.write_text(head + "\n".join(sorted(names)) + "\n", encoding="utf-8")
     print(f"wrote {len(names)} names to {OUT}")
     return 0

@@ -1,6 +1,6 @@
 """Grow a real trace into a large one: repeat its events with shifted times and ids.
 
-    python -m analyzers.tools.grow traces/gpt-eager.json.gz /tmp/big.json --min-mb 250 --min-events 600000
+    python -m tools.grow traces/gpt-eager.json.gz /tmp/big.json --min-mb 250 --min-events 600000
 
 Copy i of every event moves later by i x (the trace's span + 1 ms), and every id
 that links events (External id, correlation, Record function id, Ev Idx, flow ids)
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 
-from analyzers.loading.atomic import write_bytes_atomic
-from analyzers.loading.read import read_bytes
+from tracetriage.analyzers.loading.atomic import write_bytes_atomic
+from tracetriage.analyzers.loading.read import read_bytes
 
 _ID_ARGS = ("External id", "correlation", "Record function id", "Ev Idx", "Python id", "Python parent id")
 
@@ -84,7 +84,7 @@ def grow_file(src: str | Path, dst: str | Path, *, min_mb: float = 250, min_even
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analyzers.tools.grow")
+    ap = argparse.ArgumentParser(prog="python -m tools.grow")
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--min-mb", type=float, default=250)

@@ -1,14 +1,14 @@
 """Check the unprofiled predictions against the fixes measured both ways on the H200.
 
-    python -m analyzers.tools.profiler_cost [--markdown] [DIR ...]     (default: traces/realworld traces/fixes)
+    python -m tools.profiler_cost [--markdown] [DIR ...]     (default: traces/realworld traces/fixes)
 
 Each DIR holds `measured.json` (per workload and variant: the profiled spans and the unprofiled wall times
 of 5 runs, with the after/before ratios of each) and the trace of each variant (the run with the median
-span). For every variant: the profiler's overhead, predicted (analyzers.whatif.unprofiled: the trace's
+span). For every variant: the profiler's overhead, predicted (tracetriage.analyzers.whatif.unprofiled: the trace's
 replay without the profiler's per-event cost, over the traced span) against measured (the median wall
 time over the median span); for every fix: the lever's predicted ratio under the profiler against the
 profiled ratio measured, and its predicted ratio without the profiler against the unprofiled one. The
-per-event constants in analyzers.whatif.unprofiled were fitted on these pairs; this prints how well.
+per-event constants in tracetriage.analyzers.whatif.unprofiled were fitted on these pairs; this prints how well.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzers.loading.load import load
-from analyzers.whatif.predict import predict
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.whatif.predict import predict
 
 DIRS = (Path("traces/realworld"), Path("traces/fixes"))
 # a cold process (its first step loads every kernel) and a recompiling loop: their profiled time is set-up and

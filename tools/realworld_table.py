@@ -1,9 +1,9 @@
-"""The README's table of real-library fixes: `python -m analyzers.tools.realworld_table [FOLDER]`.
+"""The README's table of real-library fixes: `python -m tools.realworld_table [FOLDER]`.
 
 For every scenario in FOLDER/measured.json (default traces/realworld) and every lever measured on it: the
 what-if prediction from the "before" trace alone and the measured after/before ratio, profiled (the traced span)
 and unprofiled (wall time; the prediction: the lever's fix replayed without the profiler's per-event cost,
-analyzers.whatif.unprofiled), measured as median [p10–p90], and the report's Next on the "before" trace, ticked
+tracetriage.analyzers.whatif.unprofiled), measured as median [p10–p90], and the report's Next on the "before" trace, ticked
 when it is the lever that measured best. One markdown row per (lever, workload), sorted by lever then workload.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from analyzers.loading.load import load
-from analyzers.triage.report import analyze_file
-from analyzers.whatif.predict import predict
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.whatif.predict import predict
 
 DEFAULT = Path(__file__).resolve().parents[2] / "traces" / "realworld"
 

@@ -3,11 +3,11 @@
     results, workers = analyze_on_cluster("s3://bucket/run-17", "tcp://10.0.0.5:8786", analyze_source)
     results, workers = analyze_on_cluster("traces/ddp", "local", analyze_source)   # a LocalCluster here
 
-The client sends each worker a rank source (tracetriage.rank_source: a few strings); the
+The client sends each worker a rank source (tracetriage.analyzers.runs.sources: a few strings); the
 worker reads that rank's file where it runs, analyses it with the function it is given (the
-local pool's own, tracetriage.rank_run.analyze_source), and sends back its RankReport
+local pool's own, tracetriage.analyzers.runs.pool.analyze_source), and sends back its RankReport
 (kilobytes). No trace crosses the wire, and the straggler reduction runs on the client
-(tracetriage.rank_run.merged_report). Even the listing of the run's directory runs on a worker: the
+(tracetriage.analyzers.runs.pool.merged_report). Even the listing of the run's directory runs on a worker: the
 client need not see the storage at all.
 
 Faults. A worker that dies while it holds a rank has that rank rescheduled by the Dask
@@ -29,10 +29,10 @@ import warnings
 from concurrent.futures import CancelledError
 from typing import Callable, Iterator
 
-from analyzers.analyses.ranks import RankError, RankReport
-from analyzers.model.trace import TraceError
-from tracetriage.machine import usable_cpus
-from tracetriage.rank_source import RankSource, is_url, list_sources
+from tracetriage.analyzers.analyses.ranks import RankError, RankReport
+from tracetriage.analyzers.model.trace import TraceError
+from tracetriage.analyzers.runs.machine import usable_cpus
+from tracetriage.analyzers.runs.sources import RankSource, is_url, list_sources
 
 CONNECT_TIMEOUT_S = 10      # to reach the scheduler: long enough for a busy one, short enough to say so
 WORKERS_TIMEOUT_S = 30      # for a first worker to join a scheduler that has none yet

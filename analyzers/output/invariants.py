@@ -3,7 +3,7 @@
     problems = invariants.check(serialize.report(analysis))    # [] when the report is physically sound
 
 The invariant test walks every trace in the repository with it (tests/test_invariants.py), and the
-corpus runner (analyzers.tools.corpus) on every public trace:
+corpus runner (tools.corpus) on every public trace:
 
 - time adds up: kernel busy + idle = the span, the idle causes add up to the idle, the idle share is
   idle over span, the hotspots' shares add up to at most 100% (to 100% when all are listed);
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from analyzers.model.units import a_or_an, duration_us, share
+from tracetriage.analyzers.model.units import a_or_an, duration_us, share
 
-ABOVE_PEAK = 1.05       # the roofline's own tolerance (analyzers.analyses.roofline.ABOVE_PEAK)
+ABOVE_PEAK = 1.05       # the roofline's own tolerance (tracetriage.analyzers.analyses.roofline.ABOVE_PEAK)
 _US_TOL = 0.01          # the JSON's µs carry 3 decimals: sums of rounded figures differ by a few ns
 _KIND_NEEDS = {         # the Next kind -> the regime_detail figure that must be > 0 for it to act on anything
     "cheaper_arithmetic": "compute_us", "fewer_bytes": "memory_us", "better_kernels": "latency_us",

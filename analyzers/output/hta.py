@@ -2,7 +2,7 @@
 
 Used by `tracetriage report --hta` (print HTA's idle breakdown and launch stats beside
 ours), by tests (our kernel time and per-stream idle agree with HTA within 1%) and by
-the parse benchmark (`python -m analyzers.tools.hta_reference TRACE --parse-only` in a fresh
+the parse benchmark (`python -m tracetriage.analyzers.output.hta TRACE --parse-only` in a fresh
 process). pandas and HTA are imported inside functions: importing this module is cheap.
 
 What HTA 0.5.0 computes, read from its source (hta/analyzers/breakdown_analysis.py,
@@ -40,7 +40,7 @@ Idle time breakdown, `get_idle_time_breakdown(ranks, consecutive_kernel_delay=30
   overlap. Two activities of one stream that overlap (programmatic dependent launch:
   cuBLASLt's splitKreduce_kernel starts ~0.1 µs before its GEMM ends) make a negative
   gap, filed under kernel_wait, that cancels real idle: HTA's idle is then span - sum
-  of durations, below span - union (analyzers.analyses.streams: idle_ns - overlap_ns).
+  of durations, below span - union (tracetriage.analyzers.analyses.streams: idle_ns - overlap_ns).
   Per-stream idle is per stream; it does not add up to device idle when streams
   overlap.
 - Category of a gap: host_wait if the kernel's launch call (linked by `correlation`)
@@ -421,7 +421,7 @@ def parse_only(trace_path: str | Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m analyzers.tools.hta_reference",
+    parser = argparse.ArgumentParser(prog="python -m tracetriage.analyzers.output.hta",
                                      description="HTA 0.5.0's numbers for a trace, as JSON.")
     parser.add_argument("trace", help="Kineto trace (.json or .json.gz) or a directory of ranks")
     parser.add_argument("--parse-only", action="store_true",

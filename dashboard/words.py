@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 
-from analyzers.model import units
-from analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
-from analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
+from tracetriage.analyzers.voice.common import CAUSE_WORDS
 # (the framework, steps and phases' words at the end of the file)
-from analyzers.model.units import a_or_an, small_share
-from analyzers.model.verdicts import Construct
-from analyzers.voice.common import CONSTRUCT_WORDS, construct_phrase
+from tracetriage.analyzers.model.units import a_or_an, small_share
+from tracetriage.analyzers.model.verdicts import Construct
+from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS, construct_phrase
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
 
@@ -458,7 +458,7 @@ def calibration_caption(plotted: int, total: int) -> str:
 
 
 # --- framework constructs, steps and phases on the timeline and the report ---------------------------
-# (analyzers.analyses.framework, .steps, .inference: the words of what they found, shown where it happened)
+# (tracetriage.analyzers.analyses.framework, .steps, .inference: the words of what they found, shown where it happened)
 
 
 def construct_name(x, optimizer: str | None = None) -> str:
@@ -515,7 +515,7 @@ def step_detail(wall_ns: int, kernel_busy_ns: int, idle_by_cause_ns: dict, setup
 
 
 def found_step_label(index: int) -> str:
-    """A step found by analyzers.analyses.steps, numbered as the report numbers it (from 0)."""
+    """A step found by tracetriage.analyzers.analyses.steps, numbered as the report numbers it (from 0)."""
     return f"step {index}"
 
 
