@@ -12,7 +12,7 @@ from tracetriage.analyzers.analyses.ranks import Collectives, LongestCall, RankR
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.voice import ranks as voice
-from tracetriage import rank_run
+from tracetriage.analyzers.runs import pool as rank_run
 from tracetriage.analyzers.runs.pool import analyze_paths
 
 
