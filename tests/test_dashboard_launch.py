@@ -11,7 +11,9 @@ from tracetriage.dashboard.library import PATH_ENV
 
 def test_the_command_runs_streamlit_on_the_app_on_loopback_with_xsrf_the_upload_cap_and_port():
     cmd = launch.command(8765, headless_=True, upload_mb=500)
-    assert cmd[:5] == [sys.executable, "-m", "streamlit", "run", str(launch.APP)]
+    # streamlit as a module, without the working directory on sys.path (tests/test_dashboard_cwd.py)
+    assert cmd[:5] == [sys.executable, "-c", launch.NO_CWD_STREAMLIT, "run", str(launch.APP)]
+    assert "sys.path.pop(0)" in launch.NO_CWD_STREAMLIT and "run_module('streamlit'" in launch.NO_CWD_STREAMLIT
     flags = dict(zip(cmd[5::2], cmd[6::2]))
     assert flags["--server.address"] == "127.0.0.1"
     assert flags["--server.enableXsrfProtection"] == "true" and flags["--server.enableCORS"] == "true"
