@@ -44,7 +44,7 @@ def measure(device: str = "cuda", *, copy_mib: int = 1024, matmul_n: int = 8192)
         t = honest_time(lambda: host.copy_(src, non_blocking=True), device=device, tensors=[src], warmup=2,
                         repeats=10, check_output=False)  # the result lives on the host by design
         copy["d2h_pinned"] = _gbps(host.numel() * 4, t.median_ms)
-    del src, dst
+    src = dst = None   # frees them (a del would unbind the names the timed lambdas above close over)
     tflops = {}
     old_tf32 = torch.backends.cuda.matmul.allow_tf32
     try:

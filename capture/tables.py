@@ -1,4 +1,4 @@
-"""Print the README's measured tables from the sample library's sidecars (markdown).
+"""Print the measured tables of docs/validation.md from the sample library's sidecars (markdown).
 
     python -m tracetriage.capture.tables traces/
 

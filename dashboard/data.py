@@ -23,13 +23,13 @@ from tracetriage.analyzers.triage import idle_constructs, timeline
 from tracetriage.analyzers.triage.diff import diff_analyses
 from tracetriage.analyzers.triage.report import Analysis, analyze_file
 from tracetriage.analyzers.voice import common as common_words
-from tracetriage.dashboard import words as dashboard_words
-from tracetriage.drills import words as drill_words
 from tracetriage.analyzers.voice import report as report_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import whatif as whatif_words
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.predict import WhatIfError
+from tracetriage.dashboard import words as dashboard_words
+from tracetriage.drills import words as drill_words
 
 __all__ = ["Analysis", "TraceError", "CAUSES", "open_analysis", "five_lines", "caveats", "device_name", "trace_events",
            "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "phases", "steps",
@@ -856,8 +856,8 @@ class RanksView:
 
 def ranks(directory: Path, progress=None) -> RanksView:
     """The directory's multi-rank report (tracetriage.analyzers.runs.pool.report_object); TraceError with one line."""
-    from tracetriage.analyzers.voice import ranks as rank_words
     from tracetriage.analyzers.runs.pool import report_object
+    from tracetriage.analyzers.voice import ranks as rank_words
 
     rr = report_object(Path(directory), progress=progress)
     s = rr.straggler

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import library
+from tracetriage.dashboard import words as words
 from tracetriage.dashboard.library import Entry, PathRefused
 
 CURRENT = "trace_entry"

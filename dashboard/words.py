@@ -6,12 +6,23 @@ from __future__ import annotations
 import re
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.units import count, duration_ns, duration_us, integer, ratio, saving_pct, share, size, speed
-from tracetriage.analyzers.voice.common import CAUSE_WORDS
+
 # (the framework, steps and phases' words at the end of the file)
-from tracetriage.analyzers.model.units import a_or_an, small_share
+from tracetriage.analyzers.model.units import (
+    a_or_an,
+    count,
+    duration_ns,
+    duration_us,
+    integer,
+    ratio,
+    saving_pct,
+    share,
+    size,
+    small_share,
+    speed,
+)
 from tracetriage.analyzers.model.verdicts import Construct
-from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS, construct_phrase
+from tracetriage.analyzers.voice.common import CAUSE_WORDS, CONSTRUCT_WORDS, construct_phrase
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
 

@@ -11,18 +11,39 @@ import sys
 from pathlib import Path
 
 from tracetriage.analyzers.model.units import num
-
-from tracetriage.drills.words import (answer_keys_help, attempts_line, calibration, declared_line, device_peaks, grade_row,
-                                    gap_row, kernel_row, kernel_table_header, large_gaps_header, no_prediction, operator_row, prediction_first,
-                                    prediction_note, prediction_recorded, range_row, repeats_header, repeats_row,
-                                    rubric_line, span_line, summary, sweep_header, sweep_row, unit_slip_warning,
-                                    worst_miss)
 from tracetriage.drills import bank
 from tracetriage.drills.answers import AnswerError
 from tracetriage.drills.bank import DrillError
 from tracetriage.drills.evidence import EvidenceError
 from tracetriage.drills.predictions import LogError
 from tracetriage.drills.quantities import QUANTITIES, QuantityError, checked
+from tracetriage.drills.words import (
+    answer_keys_help,
+    attempts_line,
+    calibration,
+    declared_line,
+    device_peaks,
+    gap_row,
+    grade_row,
+    kernel_row,
+    kernel_table_header,
+    large_gaps_header,
+    no_prediction,
+    operator_row,
+    prediction_first,
+    prediction_note,
+    prediction_recorded,
+    range_row,
+    repeats_header,
+    repeats_row,
+    rubric_line,
+    span_line,
+    summary,
+    sweep_header,
+    sweep_row,
+    unit_slip_warning,
+    worst_miss,
+)
 
 USER_ERRORS = (DrillError, AnswerError, EvidenceError, LogError, QuantityError)
 

@@ -60,8 +60,8 @@ class Facts:
 
 def _load(path: str | Path):
     from tracetriage.analyzers.loading.load import load
-    from tracetriage.analyzers.triage.report import analyze_trace
     from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.triage.report import analyze_trace
 
     try:
         return analyze_trace(load(path))
@@ -207,8 +207,8 @@ class DiffFacts:
 
 
 def diff_facts(before: str | Path, after: str | Path) -> DiffFacts:
-    from tracetriage.analyzers.triage.diff import diff_files
     from tracetriage.analyzers.model.trace import TraceError
+    from tracetriage.analyzers.triage.diff import diff_files
 
     try:
         d = diff_files(before, after)

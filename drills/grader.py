@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from tracetriage.analyzers.model import verdicts
-from tracetriage.drills import words as words
 from tracetriage.drills import evidence
+from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
 from tracetriage.drills.bank import Drill, key_of
 from tracetriage.drills.levers import CAUSE_OF_CLASS

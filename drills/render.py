@@ -10,9 +10,8 @@ import numpy as np
 from rich.text import Text
 
 from tracetriage.analyzers.model.units import duration_us
-
-from tracetriage.drills.words import timeline_legend
 from tracetriage.drills.evidence import Lanes
+from tracetriage.drills.words import timeline_legend
 
 CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
               "data_transfer": ("T", "cyan"), "other": ("O", "grey50")}

@@ -13,9 +13,9 @@ from tracetriage.kernels.fused_chain import (
 )
 from tracetriage.kernels.fused_chain import benchmark as benchmark_chain
 from tracetriage.kernels.fused_chain import bytes_moved as chain_bytes_moved
-from tracetriage.kernels.fused_softmax import fused_softmax, softmax_reference
 from tracetriage.kernels.fused_softmax import benchmark as benchmark_softmax
 from tracetriage.kernels.fused_softmax import bytes_moved as softmax_bytes_moved
+from tracetriage.kernels.fused_softmax import fused_softmax, softmax_reference
 
 __all__ = [
     "EAGER_PASSES",

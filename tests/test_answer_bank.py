@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -21,10 +21,10 @@ import time
 import zlib
 from pathlib import Path
 
-import kineto_factory as kf
 import numpy as np
 import pytest
 
+import kineto_factory as kf
 from tracetriage.analyzers.loading import decode as decode_mod
 from tracetriage.analyzers.loading import load as load_mod
 from tracetriage.analyzers.loading import memory as memory_mod

@@ -17,10 +17,10 @@ import signal
 import time
 from pathlib import Path
 
-import kineto_factory as kf
 import numpy as np
 import pytest
 
+import kineto_factory as kf
 from tracetriage.analyzers.loading import cache
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import EVENT_COLUMNS

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.kineto_factory import annotation, call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.dtypes import normalise_dtype
 from tracetriage.analyzers.model.kernels import bus_factor, collective_kind
@@ -15,7 +16,6 @@ from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS
-from tests.kineto_factory import annotation, call, document, gpu, op, write
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US, MS = 1_000, 1_000_000

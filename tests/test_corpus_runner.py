@@ -2,7 +2,6 @@
 
 import other_peoples_traces as opt
 from kineto_factory import write
-
 from tools import corpus
 
 

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
-import kineto_factory as kf  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+import kineto_factory as kf  # noqa: E402
+from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.voice.whatif import assumption
+from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 from tracetriage.dashboard.words import (
     annotated_caption,
     answer_not_a_number,
@@ -29,9 +32,6 @@ from tracetriage.dashboard.words import (
     whatif_caption,
 )
 from tracetriage.drills.words import calibration, span_line, summary
-from tracetriage.analyzers.voice.report import five_lines
-from tracetriage.analyzers.voice.whatif import assumption
-from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 300
@@ -436,8 +436,8 @@ def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_an
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Ranks"
-    from tracetriage.analyzers.voice import ranks as rank_words
     from tracetriage.analyzers.runs.pool import report_object
+    from tracetriage.analyzers.voice import ranks as rank_words
 
     rr = report_object(SAMPLES / "ddp")
     assert plain(rank_words.straggler_line(rr.straggler)) in markdown_text(at)

@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("playwright")
 pytest.importorskip("streamlit")
 
-from tracetriage.drills import words as words  # noqa: E402
 from tracetriage.dashboard import browser, charts  # noqa: E402
 from tracetriage.dashboard.library import SAMPLES  # noqa: E402
 from tracetriage.drills import bank, grader  # noqa: E402
+from tracetriage.drills import words as words  # noqa: E402
 
 pytestmark = pytest.mark.skipif(browser.chromium_path() is None,
                                 reason="Debian's chromium is not installed (apt-get install -y chromium)")

@@ -24,7 +24,6 @@ from test_dashboard_app import (  # noqa: E402,F401  (the fixtures: __main__ res
     page,
     shown_columns,
 )
-
 from tracetriage.analyzers.model.verdicts import CONSTRUCTS, Construct  # noqa: E402
 from tracetriage.analyzers.triage import idle_constructs, timeline  # noqa: E402
 from tracetriage.analyzers.triage.report import analyze_file, analyze_trace  # noqa: E402
@@ -261,7 +260,7 @@ def test_a_drills_timeline_leaves_out_the_phases_found_the_marked_steps_and_the_
     assert [r.lane for r in bars.rows][0] == "steps"
 
 
-def test_an_incident_drill_shows_its_steps_but_not_the_phases_and_latencies_it_asks_for(drill_env):
+def test_an_incident_drill_shows_its_steps_but_not_the_phases_and_latencies_it_asks_for(drill_env):  # noqa: F811
     at = _pick(page("practice"), "M00.04-d")                 # HF generate, ranges stripped: phases from shapes
     assert not at.exception
     rows = _rows_axis(_spec(at))

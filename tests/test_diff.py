@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tracetriage.analyzers.model.trace import TraceError
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.diff import diff_files as typed_diff
 
@@ -14,7 +15,7 @@ from tracetriage.analyzers.triage.diff import diff_files as typed_diff
 def diff_files(before, after) -> dict:
     """The `diff --json` object: what these tests pin."""
     return serialize.diff(typed_diff(before, after))
-from tracetriage.analyzers.model.trace import TraceError
+
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -32,7 +32,6 @@ def test_the_ledger_key_agrees_with_the_captures_own_byte_count(drill_id):
 
 def test_the_fuse_levers_prediction_is_quoted_beside_the_measured_speedup():
     p = grader.grade_part(bank.get("M01.07-b"), "speedup", "5x")
-    k = bank.key_of(bank.get("M01.07-b"))
     assert p.score == 1.0
     assert "the fuse lever's replay predicted" in p.feedback and "The pair measures" in p.feedback
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tracetriage.cli import main
 from tracetriage.drills import bank, grader
 from tracetriage.drills.textmatch import reading, tables
-from tracetriage.cli import main
 
 DRILLS = bank.all_drills()
 SMELL_WORDS = ("launch_overhead", "host_work", "synchronization", "data_transfer", "smell-", "probe-")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from tracetriage.drills import bank, evidence, render
 from tracetriage.cli import main
+from tracetriage.drills import bank, evidence, render
 
 
 def _show(capsys, drill_id: str, *extra) -> str:

@@ -3,7 +3,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from kineto_factory import PID, TID, _dur, _us, chain, document, events_for, write
-
 from tracetriage.analyzers.analyses import framework, idle
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class

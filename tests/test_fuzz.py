@@ -19,12 +19,12 @@ import gzip
 import json
 import os
 
-import kineto_factory as kf
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import kineto_factory as kf
 from tracetriage.analyzers.analyses.idle import CAUSES
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import Caveat, Trace, TraceError

@@ -82,8 +82,8 @@ def test_a_gate_on_a_trace_with_no_gpu_timeline_is_a_user_error_not_a_pass(tmp_p
 
 
 def test_an_internal_failure_exits_3_not_the_gates_1(monkeypatch, capsys):
-    from tracetriage.analyzers.triage import report as report_mod
     from tracetriage import cli as cli_mod
+    from tracetriage.analyzers.triage import report as report_mod
 
     def broken(*a, **k):
         raise RuntimeError("boom")

@@ -4,6 +4,7 @@ A failure here means a sentence or a verdict changed. If the change is deliberat
 `python tests/golden.py`, read `git diff tests/golden`, and name the change in the commit.
 """
 import pytest
+
 from golden import GOLDEN, cases, run_cli
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import NONE
 from tracetriage.analyzers.model.verdicts import Experiment, Regime
@@ -12,7 +13,6 @@ from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 from tracetriage.analyzers.whatif import predict as whatif
-from tests.kineto_factory import call, document, gpu, op, write
 from tracetriage.cli import main
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"

@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
+from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 from tracetriage.analyzers.analyses.streams import StreamStats, kernel_time_ns, per_stream
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model import intervals as iv

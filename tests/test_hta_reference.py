@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 
+from fixtures_gpu_trace import EXPECTED, make_trace, write_trace
 from tracetriage.analyzers.output.hta import HtaResult, HtaUnavailable, run_hta
 
 REPO = Path(__file__).resolve().parents[1]

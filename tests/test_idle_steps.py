@@ -3,10 +3,10 @@
 Times are ns from the trace start. A kernel is launched by a cpu_op holding a launch call
 (kineto_factory.Launch); a sync is a cudaStreamSynchronize call on the same host thread.
 """
-import kineto_factory as kf
 import numpy as np
 import pytest
 
+import kineto_factory as kf
 from tracetriage.analyzers.analyses import idle
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.evidence import LaunchEvidence, SyncEvidence

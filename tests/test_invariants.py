@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracetriage.analyzers.loading.load import find_traces
-from tracetriage.analyzers.output import serialize
-from tracetriage.analyzers.output import invariants
+from tracetriage.analyzers.output import invariants, serialize
 from tracetriage.analyzers.triage.report import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent

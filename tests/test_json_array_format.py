@@ -9,10 +9,10 @@ import gzip
 import json
 from pathlib import Path
 
-import kineto_factory as kf
 import numpy as np
 import pytest
 
+import kineto_factory as kf
 from tracetriage.analyzers.loading import decode as decode_mod
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.triage.report import analyze_trace

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from golden import run_cli
-
 from tracetriage.analyzers.voice.markdown import cell
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ import os
 from pathlib import Path
 
 import pytest
-from number_scan import json_words, number_slips
 
+from number_scan import json_words, number_slips
 from tracetriage.analyzers.model import units
-from tracetriage.dashboard import words as dash
 from tracetriage.cli import main
+from tracetriage.dashboard import words as dash
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

@@ -5,11 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import other_peoples_traces as opt
 import pytest
+
+import other_peoples_traces as opt
 from kineto_factory import write
 from other_peoples_traces import US
-
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.report import analyze_file
 
@@ -152,8 +152,8 @@ def test_folder_mixing_devices_is_refused(tmp_path):
 
 
 def test_missing_ranks_come_from_world_size_and_a_cpu_only_rank_is_never_the_straggler(tmp_path):
-    from tracetriage.analyzers.voice.ranks import ranks_caveats, ranks_lines
     from tracetriage.analyzers.runs.pool import report_object
+    from tracetriage.analyzers.voice.ranks import ranks_caveats, ranks_lines
 
     write(tmp_path / "rank0.json", opt.rank(0, 4))
     write(tmp_path / "rank1.json", opt.rank(1, 4))

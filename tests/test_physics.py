@@ -5,15 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import physics_traces as pt
 import pytest
-from kineto_factory import write
 
+import physics_traces as pt
+from kineto_factory import write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks, rank_trace, ranks_of
 from tracetriage.analyzers.model.trace import TraceError
-from tracetriage.analyzers.output import serialize
-from tracetriage.analyzers.output import invariants
+from tracetriage.analyzers.output import invariants, serialize
 from tracetriage.analyzers.triage.report import analyze_file, analyze_trace
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tracetriage.drills.predictions import Log, calibration
 from tracetriage.cli import main
+from tracetriage.drills.predictions import Log, calibration
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITERS, ROWS_EACH = 8, 25

@@ -18,16 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from tools.grow_ranks import write_ranks
+from tracetriage.analyzers.analyses.ranks import RankError, RankReport
+from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.runs import dask as rank_dask  # imports dask only when a cluster is asked for
+from tracetriage.analyzers.runs import pool as rank_run
+from tracetriage.analyzers.runs.machine import usable_cpus
+from tracetriage.analyzers.runs.sources import RankSource, list_sources
+from tracetriage.cli import main
+
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
-from tracetriage.analyzers.analyses.ranks import RankError, RankReport
-from tracetriage.analyzers.output import serialize
-from tools.grow_ranks import write_ranks
-from tracetriage.analyzers.runs import dask as rank_dask, pool as rank_run
-from tracetriage.cli import main
-from tracetriage.analyzers.runs.machine import usable_cpus
-from tracetriage.analyzers.runs.sources import RankSource, list_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 DDP = ROOT / "traces" / "ddp"

@@ -8,12 +8,20 @@ from pathlib import Path
 import pytest
 
 from tracetriage.analyzers.analyses import ranks
-from tracetriage.analyzers.analyses.ranks import Collectives, LongestCall, RankReport, RankRow, Straggler, rank_from_name, straggler
+from tracetriage.analyzers.analyses.ranks import (
+    Collectives,
+    LongestCall,
+    RankReport,
+    RankRow,
+    Straggler,
+    rank_from_name,
+    straggler,
+)
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output import serialize
-from tracetriage.analyzers.voice import ranks as voice
 from tracetriage.analyzers.runs import pool as rank_run
 from tracetriage.analyzers.runs.pool import analyze_paths
+from tracetriage.analyzers.voice import ranks as voice
 
 
 def report_object(path):

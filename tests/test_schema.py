@@ -10,8 +10,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from golden import run_cli
 
+from golden import run_cli
 from tracetriage.analyzers.output.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent

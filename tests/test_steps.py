@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import kineto_factory as kf
 import numpy as np
 import pytest
 
+import kineto_factory as kf
 from tracetriage.analyzers.analyses import idle, steps
 from tracetriage.analyzers.analyses.inference import StepKind
 from tracetriage.analyzers.analyses.steps import Boundary, NoSteps, StepsFrom

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tracetriage.analyzers.loading.load import load
 from tools import profiler_cost
+from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 from tracetriage.analyzers.voice.whatif import whatif_table

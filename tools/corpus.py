@@ -1,12 +1,12 @@
 """Corpus runner: the report on every trace of a folder of other people's traces, as one table.
 
     python -m tools.corpus /work/corpus/set                    # a text table
-    python -m tools.corpus /work/corpus/set --markdown         # the README's table
+    python -m tools.corpus /work/corpus/set --markdown         # the table in docs/validation.md
     python -m tools.corpus /work/corpus/set --json out.json    # every row, machine-readable
 
 Each trace is reported by `tracetriage report --json` in a fresh process with an empty
 cache (the time column is a cold report, import included, as a new user would see it).
-The readings file (analyzers/tools/corpus_readings.toml) holds what a person read on
+The readings file (tools/corpus_readings.toml) holds what a person read on
 each timeline: where the trace comes from, what the timeline shows, and the verdict it
 should get (dominant idle cause and regime). The table says whether the report agrees
 and, where it does not, why. The traces themselves are never committed: they belong to

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
+from tools.grow import grow
 from tracetriage.analyzers.loading.atomic import write_bytes_atomic
 from tracetriage.analyzers.loading.read import read_bytes
-from tools.grow import grow
 
 ROOT = Path(__file__).resolve().parents[1]   # the repo (this file is tools/grow_ranks.py)
 DDP = ROOT / "traces" / "ddp"

@@ -1,4 +1,4 @@
-"""The README's table of real-library fixes: `python -m tools.realworld_table [FOLDER]`.
+"""docs/validation.md's table of real-library fixes: `python -m tools.realworld_table traces/realworld`.
 
 For every scenario in FOLDER/measured.json (default traces/realworld) and every lever measured on it: the
 what-if prediction from the "before" trace alone and the measured after/before ratio, profiled (the traced span)

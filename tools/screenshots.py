@@ -1,4 +1,4 @@
-"""The README's screenshots, taken with the end-to-end harness (headless Debian chromium).
+"""The screenshots of docs/dashboard.md, taken with the end-to-end harness (headless Debian chromium).
 
     python -m tools.screenshots docs/
 """

@@ -145,8 +145,8 @@ def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | N
     trace): the multi-rank report."""
     from tracetriage.analyzers.model.trace import TraceError
     from tracetriage.analyzers.output import serialize
-    from tracetriage.analyzers.voice.ranks import ranks_lines
     from tracetriage.analyzers.runs.pool import report_object
+    from tracetriage.analyzers.voice.ranks import ranks_lines
 
     try:
         rr = report_object(path, progress=None if quiet or not sys.stderr.isatty() else _rank_progress,

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracetriage.analyzers.model.trace import TraceError
 from tracetriage import notebook
+from tracetriage.analyzers.model.trace import TraceError
 
 
 def analyze(path: str | os.PathLike, *, range: str | None = None,  # noqa: A002 (the CLI's --range)

@@ -102,7 +102,9 @@ def _dropped(trace: Trace, gpu: np.ndarray, launches: np.ndarray) -> list[Findin
         out.append(Finding(Problem.KERNELS_WITHOUT_LAUNCH, orphans, len(gpu), takes=_takes(orphans, len(gpu))))
     plain = launches[~name_flags(trace, launches, is_graph_launch)] if len(launches) else launches
     if len(plain):
-        from tracetriage.analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
+        from tracetriage.analyzers.loading.graphs import (
+            in_capture,  # (a launch inside a graph capture records, runs nothing)
+        )
 
         issued = np.zeros(len(ev), bool)
         linked = trace.launch_of[gpu]
@@ -196,7 +198,9 @@ def _cut(trace: Trace, steps, launches: np.ndarray) -> list[Finding]:
     launches, of the launches there)."""
     if not steps.found or len(steps.steps) < CUT_MIN_STEPS or not len(launches):
         return []
-    from tracetriage.analyzers.loading.graphs import in_capture   # (a launch inside a graph capture records, runs nothing)
+    from tracetriage.analyzers.loading.graphs import (
+        in_capture,  # (a launch inside a graph capture records, runs nothing)
+    )
 
     ev = trace.ev
     tail = launches[ev.start[launches] >= steps.steps[-1].start_ns]

@@ -42,7 +42,18 @@ from tracetriage.analyzers.model.evidence import (
 )
 from tracetriage.analyzers.model.names import name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
-from tracetriage.analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, DRIVER, GPU_CATS, KERNEL, MEMCPY, NONE, PYTHON, RUNTIME, Trace
+from tracetriage.analyzers.model.trace import (
+    CLOCK_TOL_NS,
+    CPU_OP,
+    DRIVER,
+    GPU_CATS,
+    KERNEL,
+    MEMCPY,
+    NONE,
+    PYTHON,
+    RUNTIME,
+    Trace,
+)
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 LAUNCH, HOST, SYNC, TRANSFER, OTHER = (CAUSES.index(c) for c in (Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK,

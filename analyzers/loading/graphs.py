@@ -25,7 +25,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_tests
-from tracetriage.analyzers.model.runtime_calls import is_capture_begin, is_capture_end, is_copy, is_graph_launch, is_launch
+from tracetriage.analyzers.model.runtime_calls import (
+    is_capture_begin,
+    is_capture_end,
+    is_copy,
+    is_graph_launch,
+    is_launch,
+)
 from tracetriage.analyzers.model.trace import CAPTURED_OP, GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, Caveat, Events, Trace
 
 KERNEL_NODE, COPY_NODE = 0, 1      # what a captured call records, and what a replayed activity is

@@ -32,12 +32,12 @@ from tracetriage.analyzers.loading import merged
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import Trace, TraceError
 from tracetriage.analyzers.output import serialize
+from tracetriage.analyzers.runs.machine import usable_cpus
+from tracetriage.analyzers.runs.sources import RankSource, list_sources, local_copy
 from tracetriage.analyzers.triage.report import Analysis, analyze_file, analyze_trace
 from tracetriage.analyzers.voice import ranks as rank_words
 from tracetriage.analyzers.voice import report as report_words
 from tracetriage.analyzers.voice.common import mostly
-from tracetriage.analyzers.runs.machine import usable_cpus
-from tracetriage.analyzers.runs.sources import RankSource, list_sources, local_copy
 
 
 def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError:

@@ -28,7 +28,6 @@ from tracetriage.analyzers.analyses import roofline as roof_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
 from tracetriage.analyzers.analyses.frames import SourceLine
 from tracetriage.analyzers.analyses.graph_capture import GraphCapture
-from tracetriage.analyzers.model.health import Health, Problem as HealthProblem, Verdict
 from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.inductor import FusedKernel
@@ -41,6 +40,8 @@ from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence
+from tracetriage.analyzers.model.health import Health, Verdict
+from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime

@@ -4,7 +4,19 @@ trace's prediction came, and the diff's caveats.
 from __future__ import annotations
 
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.units import a_or_an, duration_ns, duration_us, gbps, integer, ratio, share, signed_us, size, speed, times
+from tracetriage.analyzers.model.units import (
+    a_or_an,
+    duration_ns,
+    duration_us,
+    gbps,
+    integer,
+    ratio,
+    share,
+    signed_us,
+    size,
+    speed,
+    times,
+)
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.voice.common import CAUSE_WORDS, UNCOSTED_WORDS
 from tracetriage.analyzers.whatif.levers import LEVERS

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracetriage.analyzers.model.units import duration_ns, duration_us, integer, ratio, saving_pct, share, signed_us, size
+from tracetriage.analyzers.model.units import (
+    duration_ns,
+    duration_us,
+    integer,
+    ratio,
+    saving_pct,
+    share,
+    signed_us,
+    size,
+)
 from tracetriage.analyzers.model.verdicts import CAUSES
 from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase
 from tracetriage.analyzers.voice.diff import diff_lines

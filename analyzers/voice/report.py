@@ -6,8 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracetriage.analyzers.model.evidence import Evidence
-from tracetriage.analyzers.model.units import (a_or_an, count, duration_ns, duration_us, gbps, integer, num, pct_of, saving_pct,
-                                   share, small_share, tflops)
+from tracetriage.analyzers.model.units import (
+    a_or_an,
+    count,
+    duration_ns,
+    duration_us,
+    gbps,
+    integer,
+    num,
+    pct_of,
+    saving_pct,
+    share,
+    small_share,
+    tflops,
+)
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words

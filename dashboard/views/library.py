@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import library, state, views, warm
+from tracetriage.dashboard import words as words
 from tracetriage.dashboard.library import Entry, PathRefused
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard import words as words
 
 BINS = 400
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import charts, data, library, state, tables
+from tracetriage.dashboard import words as words
 from tracetriage.dashboard.views import page
 
 

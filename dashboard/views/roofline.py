@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard import words as words
 
 
 def render() -> None:

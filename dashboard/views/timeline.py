@@ -11,8 +11,8 @@ import math
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard import words as words
 
 WINDOW = "tl_window"      # (lo, hi) ms of the view
 PICKED = "tl_pick"        # the trace row of the selected event, or None

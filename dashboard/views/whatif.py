@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import words as words
 from tracetriage.dashboard import charts, data, state
+from tracetriage.dashboard import words as words
 
 BINS = 400
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.trace import MEMCPY, NONE
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import MEMCPY, NONE
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.spec import (

@@ -21,7 +21,15 @@ from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, US
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.host_windows import thread_keys
-from tracetriage.analyzers.whatif.levers.spec import SOURCE_WORDS, Assumption, Context, LeverSpec, Measured, Options, Recognise
+from tracetriage.analyzers.whatif.levers.spec import (
+    SOURCE_WORDS,
+    Assumption,
+    Context,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+)
 
 # A graph launch under torch.profiler costs about this much per kernel in the graph: the median
 # cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,

@@ -16,7 +16,16 @@ from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import depgraph as dg
-from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, WhatIfError, went
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    WhatIfError,
+    went,
+)
 
 _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
 
