@@ -1,0 +1,57 @@
+"""What `pip install` puts on sys.path: one namespace, tracetriage.*, and every package of it.
+
+pyproject.toml maps the repository's folders onto tracetriage.* (package-dir) and lists the packages by
+hand, so a new folder with an __init__.py that nobody lists would be missing from a wheel while the
+editable install, which maps whole folders, still finds it. These tests read the same table setuptools
+reads.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tracetriage.drills.tomlread import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+
+
+def _packages_on_disk() -> set[str]:
+    out = set()
+    for name, folder in SETUPTOOLS["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            out.add(".".join([name, *rel.parts]))
+    return out
+
+
+def test_every_folder_with_an_init_is_a_listed_package_and_every_listed_one_exists():
+    assert set(SETUPTOOLS["packages"]) == _packages_on_disk()
+
+
+def test_everything_installed_is_under_the_tracetriage_name():
+    assert all(p == "tracetriage" or p.startswith("tracetriage.") for p in SETUPTOOLS["packages"])
+    assert all(name.startswith("tracetriage") for name in SETUPTOOLS["package-dir"])
+    assert "tools" not in {p.split(".")[0] for p in SETUPTOOLS["packages"]}     # the developers' scripts stay home
+
+
+def test_the_data_files_the_package_reads_are_declared():
+    data = SETUPTOOLS["package-data"]
+    assert "bank/*.toml" in data["tracetriage.drills"] and "vocab.toml" in data["tracetriage.drills"]
+    assert "aten_ops.txt" in data["tracetriage.analyzers.model"]
+    assert list((ROOT / "drills" / "bank").glob("*.toml")) and (ROOT / "analyzers" / "model" / "aten_ops.txt").exists()
+
+
+def test_from_outside_the_checkout_only_tracetriage_is_ours(tmp_path):
+    """The bare names belong to other projects on the package index (a GPU kernel hub is called `kernels`)."""
+    probe = ("import importlib.util, json, sys\n"
+             "names = ['analyzers', 'capture', 'kernels', 'dashboard', 'drills', 'tools', 'tracetriage']\n"
+             "specs = {n: importlib.util.find_spec(n) for n in names}\n"
+             "found = {n: (s.origin if s else None) for n, s in specs.items()}\n"
+             "print(json.dumps(found))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    found = json.loads(out.stdout)
+    ours = {n for n, origin in found.items() if origin and str(ROOT) in origin}
+    assert ours == {"tracetriage"}, found
