@@ -273,7 +273,8 @@ def summarize(a: Analysis) -> Side:
         bytes=nbytes, bytes_source=source, roofline_bytes=roof_bytes, charged_bytes=charged,
         byte_coverage=round(coverage, 4), flops=flops,
         achieved_gbps=round(nbytes / (busy_us * 1e3), 1) if nbytes and busy_us > 0 else None,
-        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5], uncosted_why_us=_uncosted_why(a, kern),
+        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5],
+        uncosted_why_us=_uncosted_why(a, kern),
         trace_caveats=tr.caveats, warmup=a.warmup, warmup_share=a.warmup_share)
 
 
