@@ -21,8 +21,8 @@ def kind_phrase(k, first: bool) -> str:
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
     waiting = " (at least: against its own fastest call)" if first else ""
-    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, {duration_ns(k.wait_ns)} waiting for a peer"
-            f"{waiting} and {duration_ns(k.transfer_ns)} {moving}")
+    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, "
+            f"{duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} {moving}")
 
 
 def regime_line(v) -> str:

@@ -33,7 +33,8 @@ def analysis_text(a) -> str:
 
 
 def analysis_markdown(a) -> str:
-    return "\n\n".join(five_lines(a) + [f"**{x}**" for x in _health(a)] + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
+    return "\n\n".join(five_lines(a) + [f"**{x}**" for x in _health(a)]
+                       + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
 
 
 def idle_bar_html(a) -> str:
