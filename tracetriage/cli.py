@@ -428,7 +428,8 @@ def cmd_annotate(a) -> int:
         raise UserError(f"cannot write {a.out}: {e.strerror or e}") from None
     from tracetriage.analyzers.model.units import count
 
-    print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause (open it in ui.perfetto.dev)")
+    print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause "
+          f"(open it in ui.perfetto.dev)")
     return 0
 
 
@@ -458,7 +459,8 @@ def _dashboard_commands(sub) -> None:
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tracetriage", description="Name the cause of every idle gap in a torch.profiler trace.")
+    ap = argparse.ArgumentParser(prog="tracetriage",
+                                 description="Name the cause of every idle gap in a torch.profiler trace.")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
@@ -475,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or file:// URL")
     _output_options(r)
     r.add_argument("--fail-if-idle-above", metavar="PCT",
-                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span (one line on stderr says why)")
+                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span "
+                        "(one line on stderr says why)")
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
@@ -487,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CI gate: exit 1 when AFTER's GPU span is more than PCT%% longer than BEFORE's")
     d.set_defaults(fn=cmd_diff)
 
-    w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
+    w = sub.add_parser("whatif",
+                       help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
     w.add_argument("trace")
     w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     from tracetriage.analyzers.whatif.levers import LEVERS
