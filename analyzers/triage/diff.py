@@ -36,6 +36,7 @@ says it (voice.diff_lines) and tracetriage.analyzers.output.serialize prints it.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -363,7 +364,7 @@ def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | Non
                            w.baseline_ns, p.predicted_ns, after_ns, why, scale)
 
 
-def diff_files(before: str | Path, after: str | Path) -> Diff:
+def diff_files(before: str | os.PathLike, after: str | os.PathLike) -> Diff:
     """Analyse both traces and explain the change. A bad path or trace raises TraceError."""
     return diff_analyses(analyze_file(before), analyze_file(after))
 

@@ -12,6 +12,7 @@ sentences (tracetriage.analyzers.voice says them), and never re-derive a number.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -403,7 +404,8 @@ def _levers_unreadable(trace: Trace) -> bool:
     return any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats)
 
 
-def analyze_file(path: str | Path, range_name: str | None = None, graph_capture: str | Path | None = None) -> Analysis:
+def analyze_file(path: str | os.PathLike, range_name: str | None = None,
+                 graph_capture: str | os.PathLike | None = None) -> Analysis:
     """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
     write one), whose ops the replayed kernels are charged to."""
     from tracetriage.analyzers.loading.graphs import with_capture
