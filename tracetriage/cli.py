@@ -50,8 +50,10 @@ def _gate_pct(text: str | None, flag: str) -> float | None:
     return pct
 
 
-def _gate_exit(g, line: str) -> int:
-    """The gate's one line on stderr (stdout keeps the report), and its exit code."""
+def _gate_exit(g, line: str | None) -> int:
+    """The gate's one line on stderr (stdout keeps the report), and its exit code (0 when no gate was asked for)."""
+    if g is None or line is None:
+        return 0
     print(line, file=sys.stderr)
     return EXIT_GATE_FAILED if g.failed else 0
 
@@ -97,7 +99,7 @@ def cmd_report(a) -> int:
         from tracetriage.analyzers.voice.markdown import report_markdown
 
         sys.stdout.write(report_markdown(analysis, gate_line))
-        return _gate_exit(gate, gate_line) if gate else 0
+        return _gate_exit(gate, gate_line)
     hta = None
     if a.hta:
         from tracetriage.analyzers.output.hta import HtaUnavailable, run_hta
@@ -120,7 +122,7 @@ def cmd_report(a) -> int:
             print(f"Caveat: {c}.")
         if hta is not None:
             print(hta_text(hta, analysis))
-    return _gate_exit(gate, gate_line) if gate else 0
+    return _gate_exit(gate, gate_line)
 
 
 def _idle_gate(analysis, limit: float | None):
@@ -199,7 +201,7 @@ def cmd_diff(a) -> int:
         sys.stdout.write(diff_markdown(d, gate_line))
     else:
         print("\n".join(diff_lines(d)))
-    return _gate_exit(gate, gate_line) if gate else 0
+    return _gate_exit(gate, gate_line)
 
 
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
