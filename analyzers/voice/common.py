@@ -11,6 +11,7 @@ from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchE
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.voice.analysis import Analysis
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -210,7 +211,7 @@ def waited_phrase(waited) -> str:
     return ", ".join(f"{w.name} ×{integer(w.count)}" for w in waited[:2])
 
 
-def mostly(a) -> str:
+def mostly(a: Analysis) -> str:
     """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
     dom = a.dominant
     if dom is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_ns, gbps, integer, share, size
 from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.voice.analysis import Analysis
 
 
 def bus_phrase(k) -> str:
@@ -34,7 +35,7 @@ def regime_line(v) -> str:
             f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
 
 
-def next_words(a) -> dict[str, str]:
+def next_words(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} of a communication-bound trace's next experiment."""
     c, nx = a.verdict.communication, a.next_experiment
     exposed = (f"{share(c.exposed_share)} of the kernel busy time is collectives with no compute beside them "

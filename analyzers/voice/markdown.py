@@ -16,6 +16,7 @@ from tracetriage.analyzers.model.units import (
     size,
 )
 from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase
 from tracetriage.analyzers.voice.diff import diff_lines
 from tracetriage.analyzers.voice.health import health_line
@@ -52,7 +53,7 @@ def _lines(lines: list[str]) -> list[str]:
     return [x + "  " for x in out[:-1]] + out[-1:] + [""]
 
 
-def report_markdown(a, gate_line: str | None = None) -> str:
+def report_markdown(a: Analysis, gate_line: str | None = None) -> str:
     name = Path(a.trace.path).name
     out = [f"### tracetriage report: {code(name)}", ""]
     if gate_line:

@@ -23,6 +23,7 @@ from tracetriage.analyzers.model.units import (
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -40,7 +41,7 @@ from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, sou
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 
-def analysis_caveats(a) -> list[str]:
+def analysis_caveats(a: Caveated) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
     if getattr(a, "accelerator", None):   # not CPU-only: a device this tool does not read (a diff Side has none)
@@ -68,7 +69,7 @@ def analysis_caveats(a) -> list[str]:
                    "span; warm up before profiling")
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
-def _health_knows_why_no_gpu(a) -> bool:
+def _health_knows_why_no_gpu(a: Caveated) -> bool:
     return cpu_only_next(getattr(a, "health", None)) is not None
 
 
@@ -80,14 +81,14 @@ CPU_ONLY_NEXT = (
 )
 
 
-def baseline_words(a) -> str:
+def baseline_words(a: Analysis) -> str:
     """The span a what-if prediction is a share of: the traced span (host and GPU: the Measured line's GPU
     span leaves out host work before the first and after the last GPU activity), or, for `--range`, the
     range's own span, the one the Measured line gives."""
     return f"the range's {duration_ns(a.span_ns)} span" if a.range_filter else "the traced span (host and GPU)"
 
 
-def predicted(c, a=None) -> str:
+def predicted(c, a: Analysis | None = None) -> str:
     """A what-if lever's prediction on its own baseline, named: '−24% of the traced span (host and GPU),
     31.8 ms → 24.1 ms'."""
     on = baseline_words(a) if a is not None else "the traced span (host and GPU)"
@@ -95,7 +96,7 @@ def predicted(c, a=None) -> str:
             f"{duration_ns(c.predicted_ns)}")
 
 
-def next_experiment(a) -> dict[str, str]:
+def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
@@ -147,7 +148,7 @@ HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less o
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
 
-def _warmup_why(a) -> str:
+def _warmup_why(a: Analysis) -> str:
     if a.warmup:
         return (f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
                 f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
@@ -158,7 +159,7 @@ def _warmup_why(a) -> str:
             f"which the steady state never pays")
 
 
-def _lever_why(a) -> str:
+def _lever_why(a: Analysis) -> str:
     """Why a lever that is a construct's own fix (not an idle cause's) is the Next: what it acts on here."""
     nx = a.next_experiment
     assume = LEVERS[nx.lever.lever].says(nx.lever.assumption) if nx.lever and nx.lever.assumption else ""
@@ -170,7 +171,7 @@ def _lever_why(a) -> str:
     return where + assume
 
 
-def _fused_optimizer_advice(a) -> str:
+def _fused_optimizer_advice(a: Analysis) -> str:
     opt = a.framework.optimizer if a.framework else None
     name = f"torch.optim.{opt}" if opt else "the optimizer"
     return (f"use a multi-tensor optimizer step: {name}(..., fused=True) (or foreach=True), one kernel over every "
@@ -187,7 +188,7 @@ LEVER_ADVICE = {
 }
 
 
-def _regime_next(a) -> dict[str, str]:
+def _regime_next(a: Analysis) -> dict[str, str]:
     v, pk = a.verdict, a.roof.peaks
     if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
         return communication.next_words(a)
@@ -237,7 +238,7 @@ def find_the_bound(v) -> dict[str, str]:
                      "limits the kernels"}
 
 
-def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
+def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
     idle_pct = share(a.idle_share)
     if cause is Cause.LAUNCH_OVERHEAD:
         return (f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run "
@@ -260,7 +261,7 @@ def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
             "cause cannot be read from it")
 
 
-def five_lines(a) -> list[str]:
+def five_lines(a: Analysis) -> list[str]:
     if not a.devices:
         return _cpu_only_lines(a)
     tr = a.trace
@@ -297,20 +298,20 @@ def five_lines(a) -> list[str]:
     return [l1, l2, l3, _regime_line(a), l5]
 
 
-def _hotspot_more(a, name: str) -> str:
+def _hotspot_more(a: Analysis, name: str) -> str:
     """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
     fk = a.fused_kernels.get(name)
     src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
     return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
 
 
-def _idle_source(a) -> str:
+def _idle_source(a: Analysis) -> str:
     """With stacks: where in the user's code the dominant cause's gaps come from."""
     found = a.source_lines.idle.get(a.dominant, ()) if a.source_lines and a.dominant else ()
     return source_clause(found[0] if found else None)
 
 
-def _construct_clause(a) -> str:
+def _construct_clause(a: Analysis) -> str:
     """'; 82% of the idle is inside AdamW's step (Optimizer.step): 12,800 launches in 8 calls'."""
     x = a.construct_named
     if x is None:
@@ -319,7 +320,7 @@ def _construct_clause(a) -> str:
             f"{construct_phrase(x, a.framework.optimizer)}")
 
 
-def _serialising_syncs(a) -> str:
+def _serialising_syncs(a: Analysis) -> str:
     """Syncs that serialise host work with GPU work, named with the overlap they prevent, whatever holds more
     of the idle: '; the syncs in aten::item serialise the host with the GPU: removing them overlaps ...'."""
     c = a.serialising_syncs
@@ -329,7 +330,7 @@ def _serialising_syncs(a) -> str:
             f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
 
 
-def _regime_line(a) -> str:
+def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
@@ -383,7 +384,7 @@ def _regime_line(a) -> str:
     return line
 
 
-def _cpu_only_lines(a) -> list[str]:
+def _cpu_only_lines(a: Analysis) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
     top = ", ".join(f"{x.name} {share(x.share)} ({count(x.calls, 'call')}{_hotspot_more(a, x.name)})"
@@ -418,7 +419,7 @@ def _cpu_only_lines(a) -> list[str]:
 # --- beside HTA (report --hta) -----------------------------------------------------------------------
 
 
-def hta_text(hta: dict, analysis) -> str:
+def hta_text(hta: dict, analysis: Analysis) -> str:
     """HTA's per-stream idle breakdown beside ours (`report --hta`)."""
     if "error" in hta:
         return f"HTA: unavailable: {hta['error']}"
