@@ -11,7 +11,8 @@ from tracetriage.dashboard.library import PATH_ENV
 
 def test_the_command_runs_streamlit_on_the_app_on_loopback_with_xsrf_the_upload_cap_and_port():
     cmd = launch.command(8765, headless_=True, upload_mb=500)
-    assert cmd[:5] == [sys.executable, "-m", "streamlit", "run", str(launch.APP)]
+    # streamlit run through -c, which drops the working directory from sys.path (`python -m` would put it first)
+    assert cmd[:5] == [sys.executable, "-c", launch.NO_CWD_STREAMLIT, "run", str(launch.APP)]
     flags = dict(zip(cmd[5::2], cmd[6::2]))
     assert flags["--server.address"] == "127.0.0.1"
     assert flags["--server.enableXsrfProtection"] == "true" and flags["--server.enableCORS"] == "true"
