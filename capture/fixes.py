@@ -66,7 +66,8 @@ class FixWorkload(Workload):
     def __post_init__(self):
         unknown = [lv for lv in self.levers if lv not in LEVERS]
         if unknown:
-            raise ValueError(f"{self.kind} lists {unknown[0]!r}, which is no lever of tracetriage.analyzers.whatif.levers")
+            raise ValueError(f"{self.kind} lists {unknown[0]!r}, "
+                             f"which is no lever of tracetriage.analyzers.whatif.levers")
         if self.fix != BEFORE and self.fix not in self.levers:
             raise ValueError(f"{self.kind} has no {self.fix!r} variant; it has: {', '.join(self.levers)}")
 

@@ -89,8 +89,9 @@ def main(argv=None) -> int:
             wl = preset.build(a.device)
             meta = capture_workload(wl, out / f"{name}.json.gz", name=name, label=preset.label_on(a.device))
             entries.append(manifest_entry(meta, preset))
-            print(f"[ok]   {name:32s} {time.perf_counter() - t0:6.1f} s  step {meta['timing_per_step']['median_ms']:.3f} ms"
-                  f"  {meta['trace_bytes_gz'] / 1e6:.2f} MB", flush=True)
+            print(f"[ok]   {name:32s} {time.perf_counter() - t0:6.1f} s  "
+                  f"step {meta['timing_per_step']['median_ms']:.3f} ms  {meta['trace_bytes_gz'] / 1e6:.2f} MB",
+                  flush=True)
         except Exception as e:  # keep going: one broken workload must not cost the others
             errors[name] = f"{type(e).__name__}: {e}"
             print(f"[FAIL] {name}: {errors[name]}", flush=True)

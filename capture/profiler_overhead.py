@@ -8,9 +8,10 @@ profiled with the capture's settings (CPU + CUDA activity, shapes, CUDA sync eve
     cpu_op        the same on a CPU tensor: an op, no launch (RecordFunction alone)
     launch_only   a CUDA graph of one tiny kernel replayed per iteration: a launch call, no op
     graph_nodes   one replay of a graph of N tiny kernels: a graph launch's cost per node
-Writes DIR/profiler_overhead.json (the H200's: traces/overhead/profiler_overhead.json): per loop and count, the runs' walls, their medians, and (profiled - unprofiled)
-/ count in ns, which tracetriage.analyzers.whatif.unprofiled's per-event constants (fitted on the fix pairs) are checked
-against. On the CPU the CUDA loops are skipped (a shake-out, not data).
+Writes DIR/profiler_overhead.json (the H200's: traces/overhead/profiler_overhead.json): per loop and count,
+the runs' walls, their medians, and (profiled - unprofiled) / count in ns, which
+tracetriage.analyzers.whatif.unprofiled's per-event constants (fitted on the fix pairs) are checked against.
+On the CPU the CUDA loops are skipped (a shake-out, not data).
 """
 from __future__ import annotations
 

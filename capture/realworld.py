@@ -269,7 +269,8 @@ def _highlight(record: dict) -> str:
     """The one measured figure of a variant's record worth a glance: bytes moved, per-token times, DataLoader waits."""
     if "ledger" in record:
         led = record["ledger"]
-        return f"eager {led['eager_bytes'] / 2**20:.1f} MiB in {led['eager_kernels']} ops vs fused {led['fused_bytes'] / 2**20:.1f} MiB"
+        return (f"eager {led['eager_bytes'] / 2**20:.1f} MiB in {led['eager_kernels']} ops "
+                f"vs fused {led['fused_bytes'] / 2**20:.1f} MiB")
     if "unprofiled_median" in record:
         m, pm = record["unprofiled_median"], record.get("profiled_median", {})
         return (f"ttft {m['ttft_ms']:.1f} ms, per token {m['per_token_ms']:.2f} ms unprofiled "
@@ -296,9 +297,9 @@ def print_summary(dirs: list[Path]) -> None:
         for t in truths:
             doc = json.loads(t.read_text())
             f = doc["facts"]
-            print(f"{doc['trace']}: span {f['span_us'] / 1e3:.1f} ms, {f['kernels']} kernels, {f['graph_launches']} graph "
-                  f"launches, {f['graph_captures']} captures, {f['compiles']} compiles, {f['cuda_sync_events']} sync "
-                  f"events, {f['bytes_gz'] / 1e3:.0f} KB")
+            print(f"{doc['trace']}: span {f['span_us'] / 1e3:.1f} ms, {f['kernels']} kernels, "
+                  f"{f['graph_launches']} graph launches, {f['graph_captures']} captures, {f['compiles']} compiles, "
+                  f"{f['cuda_sync_events']} sync events, {f['bytes_gz'] / 1e3:.0f} KB")
 
 
 def main(argv=None) -> int:

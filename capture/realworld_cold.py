@@ -15,13 +15,16 @@ and the variants:
     warm_up   `warmup` steps first, unprofiled; then the same `steps` steps, timed and profiled
 
 Each rep is three fresh processes (before profiled, before unprofiled, warm_up timed then profiled), so a
-cold start is really cold (resnet18's each a new interpreter, the others forked before any CUDA call: LAUNCH); for resnet18 one more cold profiled run has CUDA_MODULE_LOADING=EAGER in its
-environment (every module loaded at context creation, before the profiler).
+cold start is really cold (resnet18's each a new interpreter, the others forked before any CUDA call: LAUNCH);
+for resnet18 one more cold profiled run has CUDA_MODULE_LOADING=EAGER in its environment (every module loaded
+at context creation, before the profiler).
 
-    python -m tracetriage.capture.realworld_cold --out /tmp/cold [--model resnet18|mlp|gpt2 ...] [--device cpu] [--reps 5]
+    python -m tracetriage.capture.realworld_cold --out /tmp/cold [--model resnet18|mlp|gpt2 ...]
+        [--device cpu] [--reps 5]
 
 Output per model: KIND--before.json.gz and KIND--warm_up.json.gz (the median-span runs), for resnet18
-warm_up_cold--before-eager-loading.json.gz, and measured.json in tracetriage.capture.fixes' format (one scenario per model).
+warm_up_cold--before-eager-loading.json.gz, and measured.json in tracetriage.capture.fixes' format (one scenario
+per model).
 """
 from __future__ import annotations
 
@@ -119,7 +122,8 @@ def child(variant: str, device: str, trace: Path | None, steps: int, warmup: int
         train(n)
         return (time.perf_counter() - t0) * 1e3
 
-    res = {"variant": variant, "pid": os.getpid(), "setup_s": setup_s, "module_loading": os.environ.get("CUDA_MODULE_LOADING"),
+    res = {"variant": variant, "pid": os.getpid(), "setup_s": setup_s,
+           "module_loading": os.environ.get("CUDA_MODULE_LOADING"),
            "steps": steps, "model": model_name, **shape}
     if variant == "warm_up":
         train(warmup)
@@ -189,8 +193,9 @@ def _forked(variant, device, trace, steps, warmup, env, timeout, model_name) -> 
 
 
 def _exec(variant, device, trace, steps, warmup, env, timeout, model_name) -> dict:
-    cmd = [sys.executable, "-m", "tracetriage.capture.realworld_cold", "--child", variant, "--device", device, "--model", model_name,
-           "--steps", str(steps), "--warmup", str(warmup)] + (["--trace", str(trace)] if trace else [])
+    cmd = ([sys.executable, "-m", "tracetriage.capture.realworld_cold", "--child", variant, "--device", device,
+            "--model", model_name, "--steps", str(steps), "--warmup", str(warmup)]
+           + (["--trace", str(trace)] if trace else []))
     root = str(Path(__file__).resolve().parent.parent)   # the child imports capture from this checkout
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -279,9 +284,10 @@ def main(argv=None) -> int:
                                                              model_name=model_name)
             path.write_text(json.dumps(measured, indent=1))
             r, w = res["ratio"]["warm_up"], res["wall_ratio"]["warm_up"]
-            print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: before {res['span_us']['before']['median'] / 1e3:.1f} "
-                  f"ms; warm_up profiled {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}] unprofiled "
-                  f"{w['median']:.2f} [{w['p10']:.2f}-{w['p90']:.2f}]", flush=True)
+            print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: "
+                  f"before {res['span_us']['before']['median'] / 1e3:.1f} ms; "
+                  f"warm_up profiled {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}] "
+                  f"unprofiled {w['median']:.2f} [{w['p10']:.2f}-{w['p90']:.2f}]", flush=True)
             if model_name == "resnet18" and not (args.smoke or args.no_eager_loading):
                 res["eager_module_loading"] = eager = capture_eager_loading(args.out, device=args.device,
                                                                             steps=args.steps, warmup=args.warmup)

@@ -291,4 +291,5 @@ class _LogitsOnly(nn.Module):
         return self.model(input_ids=ids).logits
 
 
-COMPILE_SCENARIOS = [Recompile, RecompileBatch, RecompileGPT2, RMSNormSwiGLULarge, RMSNormSwiGLUMid, RMSNormSwiGLUSmall, Chain6Large]
+COMPILE_SCENARIOS = [Recompile, RecompileBatch, RecompileGPT2, RMSNormSwiGLULarge, RMSNormSwiGLUMid, RMSNormSwiGLUSmall,
+                     Chain6Large]

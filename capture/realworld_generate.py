@@ -6,7 +6,8 @@ prompt; EOS is switched off so every call makes exactly 32 tokens. A streamer wh
 to the host and reads time.perf_counter_ns() marks when each token is known there (put #0 is the prompt):
 the TTFT and per-token truth.
 
-    python -m tracetriage.capture.realworld_generate --out /tmp/gen [--device cpu] [--only llama-b1-static ...] [--smoke]
+    python -m tracetriage.capture.realworld_generate --out /tmp/gen [--device cpu] [--only llama-b1-static ...]
+        [--smoke]
 
 writes generate-FAMILY-bBATCH-MODE.json.gz (one profiled generate() call with no named range and no
 ProfilerStep#) and a .truth.json beside each. The paired scenario (hf_llama_generate) runs through
@@ -274,7 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--only", nargs="*", choices=TRACES)
-    ap.add_argument("--smoke", action="store_true", help="one eager trace, 8 new tokens, 1 layer: a shake-out, not data")
+    ap.add_argument("--smoke", action="store_true",
+                    help="one eager trace, 8 new tokens, 1 layer: a shake-out, not data")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     warm_gpu(args.device)
@@ -295,7 +297,8 @@ def main(argv=None) -> int:
             p = doc["profiled"]
             print(f"[ok {time.perf_counter() - t0:5.1f}s] generate-{name}: ttft {p['ttft_ms']:.1f} ms, per token "
                   f"{statistics.median(p['per_token_ms']):.2f} ms profiled; unprofiled ttft "
-                  f"{doc['unprofiled']['ttft_ms']:.1f} ms, per token {statistics.median(doc['unprofiled']['per_token_ms']):.2f} ms; "
+                  f"{doc['unprofiled']['ttft_ms']:.1f} ms, "
+                  f"per token {statistics.median(doc['unprofiled']['per_token_ms']):.2f} ms; "
                   f"graph_launches {doc['facts']['graph_launches']}, compiles in trace {doc['facts']['compiles']}, "
                   f"{doc['facts']['bytes_gz'] / 1e3:.0f} KB", flush=True)
         except Exception as e:  # one failing trace must not cost the others

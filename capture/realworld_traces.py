@@ -3,8 +3,8 @@
     training    12 training steps with no ProfilerStep# and no range of ours; step 7's DataLoader __next__
                 sleeps 35 ms (its dataset's __getitem__ stalls): the outlier, its step and why in the truth
     norepeat    a handful of distinct ops, each once: nothing repeats
-    decode      tracetriage.capture.gpt's small model decoding 16 tokens three ways: eager; one decode step captured with
-                torch.cuda.graph inside the profiled window (after a side-stream warm-up outside it), then
+    decode      tracetriage.capture.gpt's small model decoding 16 tokens three ways: eager; one decode step
+                captured with torch.cuda.graph inside the profiled window (after a side-stream warm-up outside it), then
                 replayed; torch.compile(mode="reduce-overhead") compiled outside, its graph recorded inside
     health      one small training loop captured five ways: everything on (the reference); on a GPU machine
                 but never moved to the GPU (CUDA activity on, no kernels); record_shapes=False; no CUDA sync
@@ -95,8 +95,8 @@ def capture_training(out: Path, device: str, *, steps: int = 12, stall_step: int
             loss.backward()
             opt.step()
             opt.zero_grad()
-            step_ns.append({"step": i, "next_start_ns": t0, "batch_ready_ns": t1, "step_issued_ns": time.perf_counter_ns(),
-                            "next_ms": (t1 - t0) / 1e6})
+            step_ns.append({"step": i, "next_start_ns": t0, "batch_ready_ns": t1,
+                            "step_issued_ns": time.perf_counter_ns(), "next_ms": (t1 - t0) / 1e6})
 
     data.stall_index = -1               # warm-up: no stall
     train(3)
@@ -106,7 +106,8 @@ def capture_training(out: Path, device: str, *, steps: int = 12, stall_step: int
     run = profile_bare(lambda: train(steps), path, device=device)
     run.pop("result")
     for s in step_ns:
-        s["next_start_trace_us"], s["batch_ready_trace_us"] = trace_us(path, [s["next_start_ns"], s["batch_ready_ns"]], run)
+        s["next_start_trace_us"], s["batch_ready_trace_us"] = trace_us(path, [s["next_start_ns"], s["batch_ready_ns"]],
+                                                                       run)
     return _save(out, "training-outlier", {
         "steps": steps, "outlier_step": stall_step, "stall_ms": stall_ms,
         "why": (f"step {stall_step}'s batch: the DataLoader's __next__ (num_workers=0) calls a __getitem__ that "

@@ -82,7 +82,8 @@ class DataLoaderCNN(RealWorkload):
         self.fixed = self.fix == "no_host_work"
         self.loader = DataLoader(SyntheticImages(1 << 20, side, crop), batch_size=batch, drop_last=True,
                                  num_workers=workers if self.fixed else 0, pin_memory=self.fixed and gpu,
-                                 persistent_workers=self.fixed, prefetch_factor=self.prefetch_factor if self.fixed else None)
+                                 persistent_workers=self.fixed,
+                                 prefetch_factor=self.prefetch_factor if self.fixed else None)
         self.it = iter(self.loader)
         self.waited_ns = 0
         self.record.update(batch=batch, image=[3, side, side], crop=crop, num_workers=self.loader.num_workers,
@@ -115,7 +116,8 @@ class DataLoaderCNN(RealWorkload):
 @dataclass
 class CNNBatch1(RealWorkload):
     """ResNet-18 inference at batch 1, 224x224 fp32: ~70 small kernels a forward, each shorter than its launch.
-    cuda_graphs: the forward captured once with torch.cuda.graph (tracetriage.capture.fixes.GraphedBody) and replayed."""
+    cuda_graphs: the forward captured once with torch.cuda.graph (tracetriage.capture.fixes.GraphedBody) and
+    replayed."""
     kind: ClassVar[str] = "cnn_b1"
     levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 
 def fusion_table(m: dict) -> str:
-    rows = ["| elements | eager µs | Triton µs | compile µs | Triton speedup | compile speedup | eager GB/s | Triton GB/s |",
+    rows = ["| elements | eager µs | Triton µs | compile µs | Triton speedup | compile speedup | eager GB/s "
+            "| Triton GB/s |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in m.get("fusion_sweep", []):
         rows.append(f"| 2^{r['n'].bit_length() - 1} | {r['eager_us']:.1f} | {r['triton_us']:.1f} | "

@@ -213,20 +213,23 @@ def _hex_rgb(color: str) -> tuple[int, int, int]:
 
 # The timeline is drawn on a canvas (tracetriage.dashboard.charts._on_canvas): what it shows is read from its pixels.
 _COLOR_JS = """([r, g, b, tol, nth, mode]) => {
-  const canvases = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')].filter(c => c.width && c.height);
+  const canvases = [...document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')]
+    .filter(c => c.width && c.height);
   const c = canvases[nth];
   if (!c) return mode === 'count' ? 0 : null;
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   const box = c.getBoundingClientRect();
   const sx = box.width / c.width, sy = box.height / c.height;
-  const hit = i => Math.abs(d[i] - r) <= tol && Math.abs(d[i+1] - g) <= tol && Math.abs(d[i+2] - b) <= tol && d[i+3] > 200;
+  const hit = i => Math.abs(d[i] - r) <= tol && Math.abs(d[i+1] - g) <= tol && Math.abs(d[i+2] - b) <= tol
+    && d[i+3] > 200;
   let n = 0, best = null, run = 0;
   for (let i = 0; i < d.length; i += 4) {
     if (!hit(i)) { run = 0; continue; }
     n++; run++;
     const p = i / 4, x = p % c.width, y = Math.floor(p / c.width);
     // the first pixel with 4 of its colour to its left and below: inside a bar, not on an anti-aliased edge
-    if (best === null && run >= 12 && hit(i + 4 * c.width * 3)) best = [box.left + (x - 6) * sx, box.top + (y + 1.5) * sy];
+    if (best === null && run >= 12 && hit(i + 4 * c.width * 3))
+      best = [box.left + (x - 6) * sx, box.top + (y + 1.5) * sy];
   }
   return mode === 'count' ? n : best;
 }"""

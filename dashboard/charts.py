@@ -39,7 +39,8 @@ PICK = "pick"            # the point selection of one event: the page reads it b
 ROW_PX = 24              # a timeline row (a lane, or one nesting depth of a host lane)
 OVERVIEW_ROW_PX = 30
 LABEL_PX = 150           # the lane labels' width on every timeline: stacked timelines' time axes line up
-CHROME_PX = 150          # x axis, its title and the legends below: Streamlit fits the chart, these included, in the height
+CHROME_PX = 150          # x axis, its title and the legends below: Streamlit fits the chart, these included,
+                         # in the height
 LABEL_MIN_PX = 28        # a bar narrower than this carries no name
 
 # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
@@ -94,7 +95,8 @@ def _cause_color(legend: bool = True) -> alt.Color:
 
 def _kind_color(kinds) -> alt.Color:
     present = [k for k in KIND_COLORS if k in set(kinds)]
-    return alt.Color("kind:N", title="event", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
+    return alt.Color("kind:N", title="event",
+                     scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
                      legend=alt.Legend(values=present or list(KIND_COLORS), orient="top", columns=8))
 
 
@@ -139,7 +141,7 @@ def timeline_overview(frames, lo: float, hi: float, causes: bool = True) -> alt.
 def _overview_layer(frames, lo: float, hi: float, causes: bool = True, title: str | None = None,
                     brush: bool = True) -> alt.LayerChart:
     busy = _band(frames.busy).assign(
-        tip=[words.bin_tooltip(l, b) for l, b in zip(frames.busy["lane"], frames.busy["busy"])],
+        tip=[words.bin_tooltip(lane, b) for lane, b in zip(frames.busy["lane"], frames.busy["busy"])],
         when=[words.bin_range(a, b) for a, b in zip(frames.busy["start_ms"], frames.busy["end_ms"])])
     base_busy = alt.Chart(busy).mark_rect(clip=True).encode(
         x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(frames.rows), y2="y1:Q",
@@ -194,7 +196,8 @@ def _bars_layer(frames, lo: float, hi: float, causes: bool = True, title: str | 
     layers = []
     if causes and len(frames.gaps):
         gaps = _band(frames.gaps).assign(label=frames.gaps["cause"].map(words.cause), evidence=[
-            words.gap_evidence(r.cause, r.dur_us, r.host_call, r.called_from, r.next) for r in frames.gaps.itertuples()])
+            words.gap_evidence(r.cause, r.dur_us, r.host_call, r.called_from, r.next)
+            for r in frames.gaps.itertuples()])
         shade = gaps.assign(top=-0.5, bottom=n - 0.5)          # across every row
         layers.append(alt.Chart(shade).mark_rect(opacity=0.12, clip=True).encode(
             x=_x(lo, hi), x2="end_ms:Q", y=_rows_y(rows, "top"), y2="bottom:Q", color=_cause_color(legend=False)))
@@ -262,7 +265,8 @@ def idle_by_cause(df: pd.DataFrame) -> alt.LayerChart:
 
 
 def lever_bars(levers: pd.DataFrame, baseline_us: float, baseline_label: str) -> alt.LayerChart:
-    """Each lever's predicted span as a bar, best first, its value written at its end, with the traced span as a rule."""
+    """Each lever's predicted span as a bar, best first, its value written at its end, with the traced span as a
+    rule."""
     d = levers
     y = alt.Y("lever:N", sort=list(d["lever"]), title=None)
     x_max = max([baseline_us / 1e3, *d["predicted_ms"]]) * 1.3       # room for the values' column at the right
@@ -349,7 +353,8 @@ def roofline(points: pd.DataFrame, ceilings) -> alt.LayerChart:
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("shapes:N"), alt.Tooltip("dtype:N"), alt.Tooltip("calls:Q"),
                  alt.Tooltip("device_us:Q", title="device µs", format=",.1f"),
                  alt.Tooltip("intensity:Q", title="FLOP/byte", format=",.2f"),
-                 alt.Tooltip("tflops:Q", title="TFLOP/s", format=",.2f"), alt.Tooltip("gbps:Q", title="GB/s", format=",.0f"),
+                 alt.Tooltip("tflops:Q", title="TFLOP/s", format=",.2f"),
+                 alt.Tooltip("gbps:Q", title="GB/s", format=",.0f"),
                  alt.Tooltip("bound:N"), alt.Tooltip("frac_of_peak:Q", title="of its peak", format=".0%")])
     layers = []
     if ceilings is not None:

@@ -63,7 +63,8 @@ def check_port(host: str, port: int) -> None:
     """LaunchError when something already listens on host:port (Streamlit would exit 1 with its own words)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the server binds: a closed port's TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the server binds: a closed port's TIME_WAIT
+                                                                  # is free
         try:
             s.bind((host, port))
         except OSError as e:

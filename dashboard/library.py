@@ -112,7 +112,8 @@ def is_run(directory: Path) -> bool:
     return any(content(p).has_rank or _RANK_IN_NAME.search(p.name) for p in trace_files(directory))
 
 
-_RANK_IN_NAME = re.compile(r"rank[^0-9a-z]*\d+", re.IGNORECASE)   # (tracetriage.analyzers.analyses.ranks reads the number)
+_RANK_IN_NAME = re.compile(r"rank[^0-9a-z]*\d+", re.IGNORECASE)   # (tracetriage.analyzers.analyses.ranks reads
+                                                                   # the number)
 
 
 def samples(root: Path = SAMPLES) -> list[Entry]:

@@ -89,7 +89,8 @@ def find(key: str) -> Entry | None:
         key = "samples/" + key.removeprefix("directory/")       # the command line named a sample
     found = next((e for e in entries() if e.key == key), None)
     if found is None and t.first and key == f"directory/{t.first}":
-        found = Entry("directory", t.root, t.first)      # the file the command line named, trace or not: its error shows
+        found = Entry("directory", t.root, t.first)      # the file the command line named, trace or not: its error
+                                                         # shows
     return found
 
 

@@ -23,7 +23,8 @@ def start(modules) -> None:
 
 
 def _import_all(modules) -> None:
-    for name in ("tracetriage.dashboard.charts", "tracetriage.dashboard.data", *(f"tracetriage.dashboard.views.{m}" for m in modules)):
+    for name in ("tracetriage.dashboard.charts", "tracetriage.dashboard.data",
+                 *(f"tracetriage.dashboard.views.{m}" for m in modules)):
         try:
             importlib.import_module(name)
         except Exception:      # a broken import shows on its page, with its own error; never here

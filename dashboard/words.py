@@ -107,7 +107,8 @@ def upload_label(cap_mb: int) -> str:
 def cause_evidence(c: str, gaps: int, median_gap_us: float, max_gap_us: float, names: list[str]) -> str:
     if gaps == 0:
         return "no gaps"
-    s = f"{gaps:,} gap{'s' if gaps != 1 else ''}, median {duration_us(median_gap_us)}, longest {duration_us(max_gap_us)}"
+    s = (f"{gaps:,} gap{'s' if gaps != 1 else ''}, median {duration_us(median_gap_us)}, "
+         f"longest {duration_us(max_gap_us)}")
     return s + (f"; {', '.join(names)}" if names else "")
 
 
@@ -124,8 +125,8 @@ def no_ranges() -> str:
 
 
 def phase_summary(ttft_us: float, per_token_us: float, steps: int, tokens_per_prefill: int) -> str:
-    return (f"Time to first token {duration_us(ttft_us)}; {duration_us(per_token_us)} per token over {count(steps, 'decode step')} "
-            f"({integer(tokens_per_prefill)} per prefill).")
+    return (f"Time to first token {duration_us(ttft_us)}; {duration_us(per_token_us)} per token over "
+            f"{count(steps, 'decode step')} ({integer(tokens_per_prefill)} per prefill).")
 
 
 # --- timeline ----------------------------------------------------------------------------------------
@@ -205,7 +206,8 @@ def selected_event(name: str, kind: str, lane: str, start_ms: float, dur: str, s
 
 
 def queued_help() -> str:
-    return "GPU work: the time from its launch call's start to its own start (the launch queue and the device's backlog)."
+    return ("GPU work: the time from its launch call's start to its own start "
+            "(the launch queue and the device's backlog).")
 
 
 def flow_caption(steps: int) -> str:
@@ -300,7 +302,8 @@ def diff_ops_caption(per_step: bool) -> str:
 
 
 def diff_timelines_caption() -> str:
-    return "Both traces on one time axis, each from the start of its GPU span; binned past 5,000 events like the Timeline."
+    return ("Both traces on one time axis, each from the start of its GPU span; "
+            "binned past 5,000 events like the Timeline.")
 
 
 def before_title(name: str) -> str:
@@ -415,7 +418,8 @@ def median_per_step_help() -> str:
 
 
 def host_step_help() -> str:
-    return "The median interval between the launches of the rank's collectives: how long its host takes to issue a step."
+    return ("The median interval between the launches of the rank's collectives: "
+            "how long its host takes to issue a step.")
 
 
 def rank_cell(rank: int, straggler: bool) -> str:
@@ -464,8 +468,9 @@ def no_predictions(path) -> str:
 
 
 def calibration_caption(plotted: int, total: int) -> str:
-    return (f"{integer(plotted)} of {count(total, 'prediction')} measured and plotted: predicted against measured, log-log; "
-            "the dashed line is a perfect prediction, the grey band within 2× of it. Quantities have their own units.")
+    return (f"{integer(plotted)} of {count(total, 'prediction')} measured and plotted: predicted against measured, "
+            "log-log; the dashed line is a perfect prediction, the grey band within 2× of it. "
+            "Quantities have their own units.")
 
 
 # --- framework constructs, steps and phases on the timeline and the report ---------------------------

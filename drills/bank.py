@@ -105,7 +105,8 @@ class Drill:
     trace: str | None = None     # a sample trace, from the repo root
     after: str | None = None     # the second trace of a before/after pair
     generate: dict | None = None # a toy timeline: smell, level, seed, mix
-    strip_ranges: bool = False   # show the sample trace with its named ranges removed (tracetriage.analyzers.output.strip_ranges)
+    strip_ranges: bool = False   # show the sample trace with its named ranges removed
+                                 # (tracetriage.analyzers.output.strip_ranges)
     ticket: str | None = None    # an incident's ticket, as product wrote it
     slo: dict | None = None      # an incident's targets: {"ttft_ms", "per_token_ms"}
     shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
@@ -256,7 +257,8 @@ def get(drill_id: str) -> Drill:
 
 @lru_cache(maxsize=1)
 def stored_keys() -> dict:
-    """The answer keys, derived from the analyzers by `python -m tracetriage.drills.keys` and stored in bank/keys.toml."""
+    """The answer keys, derived from the analyzers by `python -m tracetriage.drills.keys` and stored in
+    bank/keys.toml."""
     if not KEYS_PATH.exists():
         return {}
     with open(KEYS_PATH, "rb") as fh:

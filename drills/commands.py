@@ -172,7 +172,8 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         most = max(idle_by_cause, key=idle_by_cause.get) if idle_by_cause else None
         win = render.zoom_window(t, most)
         if win:
-            con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time", cause_marks=reveal))
+            con.print(render.draw(t, window=win, title="zoomed on a few of the gaps that hold most idle time",
+                                  cause_marks=reveal))
         gaps = render.large_gaps(t)
         if gaps:
             con.print(large_gaps_header(), markup=False)

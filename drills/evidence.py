@@ -243,7 +243,7 @@ def lanes(path: str | Path, max_bars: int = 20000) -> Lanes:
 
     a = _load(path)
     t = build(a, max_bars=max_bars)
-    bars = [(int(l), float(s), float(e), k) for l, s, e, k in zip(t.lane, t.start_us, t.end_us, t.kind)]
+    bars = [(int(lane), float(s), float(e), k) for lane, s, e, k in zip(t.lane, t.start_us, t.end_us, t.kind)]
     gaps = [(float(s), float(e), c) for s, e, c in zip(t.gap_start_us, t.gap_end_us, t.gap_cause)]
     calls = list(t.gap_host_call) if t.gap_host_call is not None else [""] * len(gaps)
     return Lanes(span_us=round(a.span_ns / 1e3, 3), lanes=list(t.lanes), bars=bars, gaps=gaps, gap_calls=calls)
@@ -270,7 +270,8 @@ def whatif_ratio(path: str | Path, lever: str) -> float:
 
 @dataclass(frozen=True)
 class Ledger:
-    """A trace's eager elementwise chains (tracetriage.analyzers.analyses.fusion) as one typical call: the median chain."""
+    """A trace's eager elementwise chains (tracetriage.analyzers.analyses.fusion) as one typical call: the median
+    chain."""
     chains: int
     ops: int                 # ops (and kernels) in the median chain
     eager_bytes: float       # bytes one call moves eagerly: every op reads its inputs and writes its output

@@ -238,8 +238,8 @@ def _elementwise(sim: _Sim, name: str, kernel: str) -> tuple[int, int]:
     return span
 
 
-TINY = [("aten::mul", "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
-                      "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >"),
+TINY = [("aten::mul", "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, "
+                      "float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >"),
         ("aten::add", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, "
                       "std::array<char*, 2ul> >"),
         ("aten::relu", "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
@@ -285,7 +285,9 @@ def iter_data_transfer(sim: _Sim) -> list[tuple[int, int]]:
                    nbytes / gbps, extra={"bytes": nbytes, "memory bandwidth (GB/s)": round(gbps, 3)},
                    block_until_done=True)
     sim.stream_sync(ext3)
-    close3(); close2(); close()
+    close3()
+    close2()
+    close()
     spans = [span]
     for _ in range(2):
         ext, close = sim.op("aten::mm", [[2048, 2048], [2048, 2048]], ["float", "float"], pre_ns=6_000)
@@ -417,7 +419,8 @@ def _document(events: list[dict], spec: Spec, idle_by_smell: dict) -> dict:
     meta = [{"name": "process_name", "ph": "M", "ts": _us(0), "pid": PID, "tid": 0, "args": {"name": "python3"}},
             {"name": "process_name", "ph": "M", "ts": _us(0), "pid": 0, "tid": 0, "args": {"name": "python3"}},
             {"name": "process_labels", "ph": "M", "ts": _us(0), "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
-            {"name": "thread_name", "ph": "M", "ts": _us(0), "pid": 0, "tid": STREAM, "args": {"name": f"stream {STREAM}"}}]
+            {"name": "thread_name", "ph": "M", "ts": _us(0), "pid": 0, "tid": STREAM,
+             "args": {"name": f"stream {STREAM}"}}]
     return {"schemaVersion": 1,
             "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320, "computeMajor": 9,
                                   "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
@@ -426,7 +429,8 @@ def _document(events: list[dict], spec: Spec, idle_by_smell: dict) -> dict:
             "traceName": f"toy-{spec.label}-{spec.level}-{spec.seed}",
             "tracetriage_generator": {"smell": spec.smell, "level": spec.level, "seed": spec.seed,
                                       "mix": dict(spec.mix), "label": spec.label,
-                                      "intended_idle_us": {k: round(v / 1e3, 1) for k, v in sorted(idle_by_smell.items())}},
+                                      "intended_idle_us": {k: round(v / 1e3, 1)
+                                                           for k, v in sorted(idle_by_smell.items())}},
             "traceEvents": meta + sorted(events, key=lambda e: (e["ts"], -(e.get("dur") or 0)))}
 
 

@@ -8,7 +8,8 @@ directory unless --db or $TRACETRIAGE_DB names another. Every write is one short
 process killed mid-write loses only its own uncommitted row. A file that is not an SQLite database,
 or a damaged one, is refused with one line and never written to.
 
-Quantities (measured by the analyzers, through tracetriage.drills.evidence; tracetriage.drills.quantities holds the table):
+Quantities (measured by the analyzers, through tracetriage.drills.evidence; tracetriage.drills.quantities holds the
+table):
 """
 from __future__ import annotations
 
@@ -206,7 +207,8 @@ class Calibration:
 
 
 def calibration(rows: list[dict]) -> Calibration:
-    done = [r for r in rows if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0]
+    done = [r for r in rows
+            if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0]
     ratios = [r["measured"] / r["predicted"] for r in done]
     if not ratios:
         return Calibration(0, None, None)
@@ -214,7 +216,8 @@ def calibration(rows: list[dict]) -> Calibration:
     # a miss by a factor: 3× over and 3× under are equally far
     misses = sorted(zip(done, ratios), key=lambda rx: -abs(math.log(rx[1])))
     worst = tuple({"id": r.get("id"), "quantity": r.get("quantity"), "predicted": r["predicted"],
-                   "measured": r["measured"], "why": r.get("why", ""), "factor": round(max(x, 1 / x), 2)} for r, x in misses[:WORST] if not 0.5 <= x <= 2.0)
+                   "measured": r["measured"], "why": r.get("why", ""), "factor": round(max(x, 1 / x), 2)}
+                  for r, x in misses[:WORST] if not 0.5 <= x <= 2.0)
     return Calibration(len(ratios), round(statistics.median(ratios), 4), round(within, 4), worst)
 
 

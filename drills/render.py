@@ -44,8 +44,8 @@ def draw(t: Lanes, width: int = 96, window: tuple[float, float] | None = None, t
     out = Text()
     if title:
         out.append(title + "\n", style="bold")
-    out.append(f"{'':{name_w}} |{duration_us(lo)}{' ' * max(1, width - len(duration_us(lo)) - len(duration_us(hi)))}{duration_us(hi)}|\n",
-               style="dim")
+    pad = " " * max(1, width - len(duration_us(lo)) - len(duration_us(hi)))
+    out.append(f"{'':{name_w}} |{duration_us(lo)}{pad}{duration_us(hi)}|\n", style="dim")
     by_lane: dict[int, list] = {}
     for lane, s, e, kind in t.bars:
         by_lane.setdefault(lane, []).append((s, e, kind))

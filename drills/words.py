@@ -31,19 +31,21 @@ def evidence(cause: str, e: dict, part: float) -> str:
     head = f"{CAUSE_WORDS[cause]} is {share(part)} of the span"
     if cause == "launch_overhead":
         ops = ", ".join(e.get("launching_ops", []))
-        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between {e['kernels']:,} kernels "
-                f"whose median run is {duration_us(e['kernel_median_us'])}, while a launch call takes "
-                f"{duration_us(e['launch_call_median_us'])}" + (f" (launched by {ops})" if ops else ""))
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} "
+                f"between {e['kernels']:,} kernels whose median run is {duration_us(e['kernel_median_us'])}, "
+                f"while a launch call takes {duration_us(e['launch_call_median_us'])}"
+                + (f" (launched by {ops})" if ops else ""))
     if cause == "host_work":
         traced = ", ".join(e.get("host_events", []))
-        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} in which the host launched "
-                f"nothing, {share(e.get('untraced_share', 0))} of it untraced (Python, numpy, sleeping)"
+        return (f"{head}: {e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} "
+                f"in which the host launched nothing, {share(e.get('untraced_share', 0))} of it untraced "
+                f"(Python, numpy, sleeping)"
                 + (f"; traced host ops: {traced}" if traced else ""))
     if cause == "synchronization":
         calls = ", ".join(f"{c['name']} ×{c['count']}" for c in e.get("sync_calls", []))
         src = ", ".join(e.get("called_from", []))
-        return (f"{head}: {e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}, after {calls or 'syncs'}"
-                + (f" called from {src}" if src else ""))
+        return (f"{head}: {e['gaps']:,} drains with a median of {duration_us(e['median_gap_us'])}, "
+                f"after {calls or 'syncs'}" + (f" called from {src}" if src else ""))
     if cause == "data_transfer":
         copies = e.get("copies") or []
         if copies:
@@ -65,8 +67,8 @@ def evidence_short(cause: str, e: dict) -> str:
         rate = f" at {copies[0]['gbps']:.1f} GB/s" if copies and copies[0].get("gbps") else ""
         return f"{e.get('copy_count', 0):,} copies{rate} while no kernel runs"
     if cause == "launch_overhead":
-        return (f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between kernels whose median run is "
-                f"{duration_us(e.get('kernel_median_us', 0))}")
+        return (f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])} between kernels whose "
+                f"median run is {duration_us(e.get('kernel_median_us', 0))}")
     return f"{e['gaps']:,} gaps with a median of {duration_us(e['median_gap_us'])}"
 
 
@@ -82,7 +84,8 @@ def cause_right(cause: str, ev: str) -> str:
 
 
 def cause_wrong(said: set, cause: str, ev: str) -> str:
-    heard = " and ".join(CAUSE_WORDS.get(c, REGIME.get(c, c)) for c in sorted(said)) if said else "none of the four causes"
+    heard = (" and ".join(CAUSE_WORDS.get(c, REGIME.get(c, c)) for c in sorted(said)) if said
+             else "none of the four causes")
     return f"You named {heard}; the trace says {CAUSE_WORDS[cause]}: {ev}."
 
 
@@ -149,7 +152,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
 
 def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
     if other_dim:
-        return f"That is {DIMENSION_WORDS.get(other_dim, other_dim)}; {part} is in {unit} (the trace: {num(key)} {unit})."
+        return (f"That is {DIMENSION_WORDS.get(other_dim, other_dim)}; {part} is in {unit} "
+                f"(the trace: {num(key)} {unit}).")
     return f"No number in the answer; the trace says {num(key)} {unit}."
 
 
@@ -165,7 +169,8 @@ LADDER_UNIT = {("GB", 1000.0): "MB", ("GB", 0.001): "TB", ("ms", 1000.0): "µs",
 def unit_slip(part: str, said: float, key: float, unit: str, factor: float) -> str:
     meant = LADDER_UNIT.get((unit, factor))
     times = f"{factor:,.0f}× the" if factor >= 1 else f"1/{1 / factor:,.0f} of the"
-    mean = f"did you mean {num(said)} {meant}, which is {num(key)} {unit}?" if meant else f"the trace says {num(key)} {unit}."
+    mean = (f"did you mean {num(said)} {meant}, which is {num(key)} {unit}?" if meant
+            else f"the trace says {num(key)} {unit}.")
     return f"Half credit: {num(said)} {unit} is {times} trace's {num(key)} {unit}, a unit slip: {mean}"
 
 
@@ -263,8 +268,8 @@ def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str])
 
 
 def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
-    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, while prefill is "
-            f"{REGIME[prefill_regime]}")
+    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, "
+            f"while prefill is {REGIME[prefill_regime]}")
 
 
 def explained_why(how: str, speedup, launch_ratio, byte_ratio, b_regime, a_regime) -> str:
@@ -306,7 +311,8 @@ def revealed(source: str) -> str:
 
 def span_line(span_ms: float, kernel_busy_ms: float, idle_share: float) -> str:
     busy = kernel_busy_ms / span_ms if span_ms else 0
-    return f"GPU span {duration_us(1e3 * span_ms)}: kernels busy {duration_us(1e3 * kernel_busy_ms)} ({share(busy)}), the GPU idles {share(idle_share)} of it"
+    return (f"GPU span {duration_us(1e3 * span_ms)}: kernels busy {duration_us(1e3 * kernel_busy_ms)} "
+            f"({share(busy)}), the GPU idles {share(idle_share)} of it")
 
 
 def operator_row(h: dict) -> str:
@@ -333,8 +339,9 @@ def sweep_header() -> str:
 
 
 def sweep_row(r: dict) -> str:
-    return (f"  {r['n']:>11,} elements  eager {duration_us(r['eager_us']):>10}  fused Triton {duration_us(r['triton_us']):>10} "
-            f"({r['speedup_triton']:.2f}×)  torch.compile {duration_us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
+    return (f"  {r['n']:>11,} elements  eager {duration_us(r['eager_us']):>10}  "
+            f"fused Triton {duration_us(r['triton_us']):>10} ({r['speedup_triton']:.2f}×)  "
+            f"torch.compile {duration_us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
 
 
 def answer_keys_help(parts: dict) -> list[str]:
@@ -385,7 +392,8 @@ def incident_why(phase: str, ttft_ms: float, itl_ms: float, ttft_slo: float, itl
 
 
 def refuse_right(other: str, phase: str) -> str:
-    return f"Right: that fix targets {other}, and the ticket is about {phase}: it would not move the number product sees."
+    return (f"Right: that fix targets {other}, and the ticket is about {phase}: "
+            f"it would not move the number product sees.")
 
 
 def refuse_wrong(said: set, other: str, phase: str) -> str:
@@ -410,7 +418,8 @@ def waste_wrong(said: set, nw: dict) -> str:
 
 
 def ledger_why(ops: int, eager_gb: float, fused_gb: float, passes: int, chains: int) -> str:
-    reads = "reads its inputs once" if passes == 1 else f"reads its inputs {passes} times (a reduction the chain uses again)"
+    reads = ("reads its inputs once" if passes == 1
+             else f"reads its inputs {passes} times (a reduction the chain uses again)")
     return (f"The ledger: each of {chains:,} chains is {ops} ops, {ops} kernels; eagerly every op reads its inputs and "
             f"writes its output, {num(eager_gb)} GB a call; fused into one kernel it {reads} and writes the result "
             f"once, {num(fused_gb)} GB ({num(eager_gb / fused_gb)}× fewer bytes)")
@@ -419,7 +428,8 @@ def ledger_why(ops: int, eager_gb: float, fused_gb: float, passes: int, chains: 
 def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None) -> str:
     measured = (f"The pair measures {num(speedup)}× (profiled spans, median of the repeats) and {num(wall)}× unprofiled"
                 if wall else f"The measured pair gives {num(speedup)}×")
-    pred = f"; the fuse lever's replay predicted {num(1 / fuse_ratio)}× from the before trace alone" if fuse_ratio else ""
+    pred = (f"; the fuse lever's replay predicted {num(1 / fuse_ratio)}× from the before trace alone"
+            if fuse_ratio else "")
     return measured + pred
 
 
@@ -429,23 +439,24 @@ def ledger_counted(counted_gb: float) -> str:
 
 
 def shapes_why(shapes: tuple[str, str], small: float, large: float, small_regime: str, large_regime: str) -> str:
-    return (f"{shapes[0]} reaches {num(small)} TFLOP/s and {shapes[1]} {num(large)} TFLOP/s, {num(large / small)}× apart: "
-            f"the small shape is {REGIME.get(small_regime, small_regime)}, the large one "
-            f"{REGIME.get(large_regime, large_regime)}; one op, no single speed")
+    return (f"{shapes[0]} reaches {num(small)} TFLOP/s and {shapes[1]} {num(large)} TFLOP/s, "
+            f"{num(large / small)}× apart: the small shape is {REGIME.get(small_regime, small_regime)}, "
+            f"the large one {REGIME.get(large_regime, large_regime)}; one op, no single speed")
 
 
 def floor_why(gb_per_token: float, peak_gbps: float, floor_ms: float, per_token_ms: float) -> str:
-    return (f"The floor: each token's decode kernels read {num(gb_per_token)} GB (the weights, and the KV cache), at the "
-            f"HBM peak of {num(peak_gbps)} GB/s that is {num(floor_ms)} ms; the trace measures {num(per_token_ms)} ms, "
-            f"{num(per_token_ms / floor_ms)}× the floor")
+    return (f"The floor: each token's decode kernels read {num(gb_per_token)} GB (the weights, and the KV cache), "
+            f"at the HBM peak of {num(peak_gbps)} GB/s that is {num(floor_ms)} ms; the trace measures "
+            f"{num(per_token_ms)} ms, {num(per_token_ms / floor_ms)}× the floor")
 
 
 def timer_why(variants: tuple[str, str], median: float, spread: float, other_median: float, other_spread: float,
               verdict: str, repeats: int) -> str:
     rel = "they do not overlap: a real difference" if verdict == "real" else \
         "their repeats overlap: within the noise, so no claim either way"
-    return (f"over {repeats} unprofiled repeats {variants[0]} takes {num(median)} ms (median, spread {num(spread)}%) and "
-            f"{variants[1]} {num(other_median)} ms (spread {num(other_spread)}%): {rel}")
+    return (f"over {repeats} unprofiled repeats {variants[0]} takes {num(median)} ms "
+            f"(median, spread {num(spread)}%) and {variants[1]} {num(other_median)} ms "
+            f"(spread {num(other_spread)}%): {rel}")
 
 
 def kernel_table_header() -> str:
@@ -512,8 +523,8 @@ def worst_miss(pid: int, quantity: str, predicted: float, measured: float, why: 
 
 def unit_slip_warning(quantity: str, predicted: float, measured: float, unit: str, factor: float) -> str:
     if factor == 100:
-        return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)}): a share is a "
-                f"fraction of 1, did you mean {num(predicted / 100)}?")
+        return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)}): "
+                f"a share is a fraction of 1, did you mean {num(predicted / 100)}?")
     times = f"{num(factor)}×" if factor >= 1 else f"1/{num(1 / factor)}"
     return (f"{quantity} {num(predicted)} {unit} is {times} what the trace measures ({num(measured)} {unit}): a unit "
             f"slip? the prediction is recorded as given")

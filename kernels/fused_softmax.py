@@ -49,7 +49,8 @@ def fused_softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Ten
     """softmax(x, dim=-1) in one kernel; contiguous float tensor with at least 1 dim."""
     check_input(x, "fused_softmax")
     if x.dim() == 0:
-        raise ValueError("fused_softmax expects a tensor with at least 1 dim (softmax is over the last dim), got a scalar")
+        raise ValueError("fused_softmax expects a tensor with at least 1 dim (softmax is over the last dim), "
+                         "got a scalar")
     n_cols = x.shape[-1]
     if n_cols > MAX_COLS:
         raise ValueError(

@@ -59,27 +59,29 @@ def events_for(launches: list[Launch], flavour: str = "torch2", first_id: int = 
     cats = {"cpu_op": "Operator", "cuda_runtime": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
             "gpu_memset": "Memset"} if old else {}
     out = []
-    for i, l in enumerate(launches):
+    for i, launch in enumerate(launches):
         ext, corr = first_id + i, 100_000 + first_id + i
-        out.append({"ph": "X", "cat": cats.get("cpu_op", "cpu_op"), "name": l.op, "pid": PID,
-                    "tid": str(TID) if old else TID, "ts": _us(l.op_start, flavour),
-                    "dur": _dur(l.op_end - l.op_start, flavour),
+        out.append({"ph": "X", "cat": cats.get("cpu_op", "cpu_op"), "name": launch.op, "pid": PID,
+                    "tid": str(TID) if old else TID, "ts": _us(launch.op_start, flavour),
+                    "dur": _dur(launch.op_end - launch.op_start, flavour),
                     "args": {"External id": ext, "Input Dims": [[1024], [1024]], "Input type": ["float", "float"]}})
         call_args = {"cbid": 211, "correlation": corr, ("external id" if old else "External id"): ext}
-        out.append({"ph": "X", "cat": cats.get("cuda_runtime", "cuda_runtime"), "name": l.call, "pid": PID,
-                    "tid": str(TID) if old else TID, "ts": _us(l.call_start, flavour),
-                    "dur": _dur(l.call_end - l.call_start, flavour), "args": call_args})
-        gpu_args = {"device": l.device, "stream": l.stream, "correlation": corr,
+        out.append({"ph": "X", "cat": cats.get("cuda_runtime", "cuda_runtime"), "name": launch.call, "pid": PID,
+                    "tid": str(TID) if old else TID, "ts": _us(launch.call_start, flavour),
+                    "dur": _dur(launch.call_end - launch.call_start, flavour), "args": call_args})
+        gpu_args = {"device": launch.device, "stream": launch.stream, "correlation": corr,
                     ("external id" if old else "External id"): ext}
-        if l.cat != "kernel":
+        if launch.cat != "kernel":
             gpu_args["bytes"] = 1 << 20
-        out.append({"ph": "X", "cat": cats.get(l.cat, l.cat), "name": l.kernel,
-                    "pid": l.device, "tid": f"stream {l.stream}" if old else l.stream,
-                    "ts": _us(l.gpu_start, flavour), "dur": _dur(l.gpu_end - l.gpu_start, flavour), "args": gpu_args})
+        out.append({"ph": "X", "cat": cats.get(launch.cat, launch.cat), "name": launch.kernel,
+                    "pid": launch.device, "tid": f"stream {launch.stream}" if old else launch.stream,
+                    "ts": _us(launch.gpu_start, flavour), "dur": _dur(launch.gpu_end - launch.gpu_start, flavour),
+                    "args": gpu_args})
         if not old:
-            out.append({"ph": "s", "id": corr, "pid": PID, "tid": TID, "ts": _us(l.call_start, flavour),
+            out.append({"ph": "s", "id": corr, "pid": PID, "tid": TID, "ts": _us(launch.call_start, flavour),
                         "cat": "ac2g", "name": "ac2g"})
-            out.append({"ph": "f", "id": corr, "pid": l.device, "tid": l.stream, "ts": _us(l.gpu_start, flavour),
+            out.append({"ph": "f", "id": corr, "pid": launch.device, "tid": launch.stream,
+                        "ts": _us(launch.gpu_start, flavour),
                         "cat": "ac2g", "name": "ac2g", "bp": "e"})
     return out
 

@@ -89,7 +89,8 @@ def queued_behind_a_pageable_copy() -> dict:
     waiter = Launch(op_start=t - 5 * US, op_end=t - 1 * US, call_start=t - 4 * US, call_end=t - 2 * US,
                     gpu_start=t + 64 * MS + 20 * US, gpu_end=t + 64 * MS + 30 * US, op="aten::mm",
                     call="cudaGraphLaunch")
-    copy = Launch(op_start=t + 1 * US, op_end=t + 64 * MS + 10 * US, call_start=t + 2 * US, call_end=t + 64 * MS + 5 * US,
+    copy = Launch(op_start=t + 1 * US, op_end=t + 64 * MS + 10 * US,
+                  call_start=t + 2 * US, call_end=t + 64 * MS + 5 * US,
                   gpu_start=t + 64 * MS - 50 * US, gpu_end=t + 64 * MS + 1 * US, op="aten::copy_",
                   cat="gpu_memcpy", kernel="Memcpy HtoD (Pageable -> Device)", call="cudaMemcpyAsync", stream=9)
     after = steady(10, waiter.gpu_end)
@@ -156,7 +157,7 @@ def triton_step() -> dict:
     a CPU op of the same name whose Input Dims are the kernel's tensor arguments."""
     name = "triton_poi_fused_mul_sin_0"
     launches = steady(10, 100 * US, kernel=name, kernel_ns=400 * US, gap=8 * US, call_name="cuLaunchKernel")
-    launches = [Launch(**{**l.__dict__, "op": name}) for l in launches]
+    launches = [Launch(**{**launch.__dict__, "op": name}) for launch in launches]
     ev = events_for(launches)
     for e in ev:
         if e.get("cat") == "cpu_op":

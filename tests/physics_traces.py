@@ -58,7 +58,8 @@ def above_the_peak() -> dict:
     good = "triton_poi_fused_add_1"
     a = steady(10, 100 * US, kernel=sliced, kernel_ns=10 * US, gap=20 * US, call_name="hipModuleLaunchKernel")
     b = steady(10, a[-1].gpu_end, kernel=good, kernel_ns=100 * US, gap=20 * US, call_name="hipModuleLaunchKernel")
-    launches = [Launch(**{**l.__dict__, "op": sliced}) for l in a] + [Launch(**{**l.__dict__, "op": good}) for l in b]
+    launches = ([Launch(**{**launch.__dict__, "op": sliced}) for launch in a]
+                + [Launch(**{**launch.__dict__, "op": good}) for launch in b])
     ev = events_for(launches)
     _shapes(ev, sliced, [[134217728], [1048576]], ["c10::BFloat16", "c10::BFloat16"])
     _shapes(ev, good, [[67108864], [67108864], [67108864]], ["c10::BFloat16"] * 3)
@@ -69,7 +70,7 @@ def fp32_gemm(kernel: str) -> dict:
     """An A100's fp32 linear at 68.7 TFLOP/s (10 calls of a 4096^3 GEMM, 2 ms each): possible only on TF32
     tensor cores (156 peak), which the kernel's name says; with a plain sgemm (19.5 peak) it is above the peak."""
     launches = steady(10, 100 * US, kernel=kernel, kernel_ns=2 * MS, gap=20 * US)
-    ev = events_for([Launch(**{**l.__dict__, "op": "aten::mm"}) for l in launches])
+    ev = events_for([Launch(**{**launch.__dict__, "op": "aten::mm"}) for launch in launches])
     _shapes(ev, "aten::mm", [[4096, 4096], [4096, 4096]], ["float", "float"])
     return with_device(document(ev), "NVIDIA A100-SXM4-80GB")
 
@@ -121,7 +122,7 @@ def user_triton_kernel() -> dict:
     ([[67108864], [67108864], []]); 10 launches of 130 µs on an H200."""
     name = "_fused_chain_kernel"
     launches = steady(10, 100 * US, kernel=name, kernel_ns=130 * US, gap=8 * US, call_name="cuLaunchKernel")
-    ev = events_for([Launch(**{**l.__dict__, "op": name}) for l in launches])
+    ev = events_for([Launch(**{**launch.__dict__, "op": name}) for launch in launches])
     for e in ev:
         if e.get("cat") == "cpu_op":
             e["args"].update({"Input Dims": [[67108864], [67108864], []], "Input type": ["float", "float", "Scalar"],

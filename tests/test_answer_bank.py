@@ -45,7 +45,8 @@ def test_the_grader_is_within_0_1_of_the_teacher_on_every_answer():
     for cls, d, part, answer, teacher in CASES:
         got = grader.grade_part(drills[d], part, answer)
         if abs(got.score - teacher) > TOLERANCE:
-            off.append(f"{cls:12s} {d} {part}: {answer!r}: teacher {teacher}, grader {got.score} ({got.feedback[:120]})")
+            off.append(f"{cls:12s} {d} {part}: {answer!r}: teacher {teacher}, grader {got.score} "
+                       f"({got.feedback[:120]})")
     assert not off, f"{len(off)} of {len(CASES)} off:\n" + "\n".join(off)
 
 

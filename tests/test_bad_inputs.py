@@ -100,7 +100,8 @@ def test_truncated_json_says_truncated(tmp_path, capsys):
     assert_user_error(capsys, path, "not valid JSON", "truncated")
 
 
-@pytest.mark.parametrize("content", [b"hello, not a trace\n", b"\xef\xbb\xbf{}", b"{'traceEvents': []}", b"\x00\x01\x02"],
+@pytest.mark.parametrize("content", [b"hello, not a trace\n", b"\xef\xbb\xbf{}", b"{'traceEvents': []}",
+                                     b"\x00\x01\x02"],
                          ids=["text", "bom", "python-repr", "binary"])
 def test_not_json_says_what_a_trace_is(tmp_path, capsys, content):
     assert_user_error(capsys, kf.write(tmp_path / "x.json", content), "not valid JSON", "torch.profiler")
@@ -185,8 +186,8 @@ def test_trace_whose_launches_have_no_gpu_rows_reports_no_gpu_activity(tmp_path,
 
 
 def test_trace_with_copies_but_no_kernels(tmp_path, capsys):
-    copies = [kf.Launch(**{**l.__dict__, "cat": "gpu_memcpy", "kernel": "Memcpy HtoD (Pageable -> Device)",
-                           "call": "cudaMemcpyAsync"}) for l in kf.chain(6)]
+    copies = [kf.Launch(**{**launch.__dict__, "cat": "gpu_memcpy", "kernel": "Memcpy HtoD (Pageable -> Device)",
+                           "call": "cudaMemcpyAsync"}) for launch in kf.chain(6)]
     path = kf.write(tmp_path / "copies.json", kf.document(kf.events_for(copies)))
     code, out, _ = report(capsys, path)
     assert code == 0
@@ -346,7 +347,8 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
     # kernel 5 starts 9 µs before kernel 4 ends; kernel 7 lies entirely inside kernel 6
     l4, l6 = launches[4], launches[6]
     launches[5] = kf.Launch(**{**launches[5].__dict__, "gpu_start": l4.gpu_end - 9_000})
-    launches[7] = kf.Launch(**{**launches[7].__dict__, "gpu_start": l6.gpu_start + 1_000, "gpu_end": l6.gpu_end - 1_000})
+    launches[7] = kf.Launch(**{**launches[7].__dict__, "gpu_start": l6.gpu_start + 1_000,
+                               "gpu_end": l6.gpu_end - 1_000})
     path = kf.write(tmp_path / "overlap.json", kf.document(kf.events_for(launches)))
     code, out, _ = report(capsys, path)
     assert code == 0
@@ -360,7 +362,8 @@ def test_overlapping_kernels_on_one_stream_never_make_idle_negative(tmp_path, ca
 
 
 def test_programmatic_dependent_launch_overlaps_in_real_traces_get_no_caveat():
-    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream (tracetriage.analyzers.analyses.streams)
+    # gpt-eager has 400 sub-µs overlaps of cuBLASLt's split-K pairs on one stream
+    # (tracetriage.analyzers.analyses.streams)
     assert load(TRACES / "gpt-eager.json.gz", use_cache=False).caveats == ()
 
 
@@ -383,8 +386,8 @@ def test_several_devices_and_streams_get_per_device_idle_and_no_caveat(tmp_path,
 
 def test_old_torch1_trace_with_absolute_integer_timestamps_reads_like_a_new_one(tmp_path, capsys):
     launches = kf.chain(20)
-    launches[9] = kf.Launch(**{**launches[9].__dict__, "cat": "gpu_memcpy", "kernel": "Memcpy HtoD (Pageable -> Device)",
-                               "call": "cudaMemcpyAsync"})
+    launches[9] = kf.Launch(**{**launches[9].__dict__, "cat": "gpu_memcpy",
+                               "kernel": "Memcpy HtoD (Pageable -> Device)", "call": "cudaMemcpyAsync"})
     old = kf.write(tmp_path / "torch1.json", kf.document(kf.events_for(launches, flavour="torch1"), flavour="torch1"))
     new = kf.write(tmp_path / "torch2.json", kf.document(kf.events_for(launches)))
     raw = json.loads(old.read_text())["traceEvents"]
@@ -506,9 +509,10 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
     decoded = []
     monkeypatch.setattr(load_mod, "decode", lambda *a: decoded.append(a))
     for name in ("bomb.json.gz", "liar.json.gz"):
-        assert_user_error(capsys, tmp_path / name, "too big to analyse here: more than 81 MB of JSON needs more than 419 MB "
-                                                       "of memory and 419 MB is TRACETRIAGE_MEMORY_BUDGET; if the machine "
-                                                       "has the memory, raise it (TRACETRIAGE_MEMORY_BUDGET=1G)")
+        assert_user_error(capsys, tmp_path / name,
+                          "too big to analyse here: more than 81 MB of JSON needs more than 419 MB of memory and "
+                          "419 MB is TRACETRIAGE_MEMORY_BUDGET; if the machine has the memory, raise it "
+                          "(TRACETRIAGE_MEMORY_BUDGET=1G)")
     assert not decoded
 
 
@@ -525,7 +529,8 @@ def test_a_refusal_against_the_memory_available_says_how_to_set_the_budget(tmp_p
 
 def _whitespace_bomb(head: bytes, spaces_mb: int, tail: bytes = b"]}") -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
-    return c.compress(head) + b"".join(c.compress(b" " * (1 << 20)) for _ in range(spaces_mb)) + c.compress(tail) + c.flush()
+    return (c.compress(head) + b"".join(c.compress(b" " * (1 << 20)) for _ in range(spaces_mb))
+            + c.compress(tail) + c.flush())
 
 
 @pytest.fixture
@@ -540,8 +545,8 @@ def test_a_gzip_bomb_of_whitespace_is_refused_after_reading_a_bounded_stretch_wh
     path = kf.write(tmp_path / "bomb.json.gz", _whitespace_bomb(b'{"traceEvents": [', 300))   # 300 MB inside 0.3 MB
     assert path.stat().st_size < 1 << 20
     assert_user_error(capsys, path, "bomb.json.gz: not a trace: its first 9 MB of JSON hold no trace event (every "
-                                    'event has a "ph"): whitespace or padding, or a gzip bomb; pass the .json or .json.gz '
-                                    "that torch.profiler exports")
+                                    'event has a "ph"): whitespace or padding, or a gzip bomb; pass the .json or '
+                                    ".json.gz that torch.profiler exports")
 
 
 def test_plain_json_padded_with_whitespace_is_refused_the_same_way(tmp_path, capsys, small_window):
@@ -560,7 +565,8 @@ def test_whitespace_after_the_last_event_is_refused_where_it_starts(tmp_path, ca
 def test_a_gzip_of_several_members_with_zero_padding_reads_as_its_whole_text(tmp_path, small_window):
     text = json.dumps(good_doc(40)).encode()
     cut = len(text) // 3
-    members = gzip.compress(text[:cut]) + gzip.compress(text[cut:]) + b"\x00" * 4096   # as `cat a.gz b.gz` and a padded tape
+    members = gzip.compress(text[:cut]) + gzip.compress(text[cut:]) + b"\x00" * 4096   # as `cat a.gz b.gz` and a
+                                                                                        # padded tape
     path = kf.write(tmp_path / "members.json.gz", members)
     assert read_mod.read_bytes(path) == text
     assert numbers(path) == numbers(kf.write(tmp_path / "one.json", text))
@@ -599,7 +605,7 @@ def _peak_memory_of(cmd: list[str], env: dict) -> tuple[int, float, float, str]:
     def pss(pid):
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
-                return next((int(l.split()[1]) * 1024 for l in f if l.startswith("Pss:")), 0)
+                return next((int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:")), 0)
         except OSError:
             return 0
 

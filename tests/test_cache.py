@@ -53,8 +53,9 @@ def fingerprint(t) -> str:
         h.update(np.ascontiguousarray(a).tobytes())
     h.update(np.ascontiguousarray(t.launch_of).tobytes())
     h.update(np.ascontiguousarray(t.op_of).tobytes())
-    h.update(json.dumps([t.names, [[b.hex() for b in s] for s in t.shapes_raw], [list(vars(c).values()) for c in t.caveats],
-                         sorted(t.device_names.items()), t.rank, t.base_time_ns, t.events_in_file]).encode())
+    h.update(json.dumps([t.names, [[b.hex() for b in s] for s in t.shapes_raw],
+                         [list(vars(c).values()) for c in t.caveats], sorted(t.device_names.items()), t.rank,
+                         t.base_time_ns, t.events_in_file]).encode())
     return h.hexdigest()
 
 

@@ -80,7 +80,8 @@ def test_every_manifest_label_is_the_presets_label():
 
 
 @pytest.mark.parametrize("name", [n for n, p in PRESETS.items()
-                                  if p.overrides.get("impl") != "compile" and p.overrides.get("mode") not in ("compile", "graphs")])
+                                  if p.overrides.get("impl") != "compile"
+                                  and p.overrides.get("mode") not in ("compile", "graphs")])
 def test_every_preset_runs_a_step_on_the_cpu(name):
     p = PRESETS[name]
     wl = p.build("cpu")
@@ -119,7 +120,8 @@ def test_a_cpu_capture_records_the_sizes_that_ran_and_claims_no_gpu_label(tmp_pa
     events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
     assert {str(e["args"]["Input Dims"]) for e in events if e.get("name") == "aten::mm"} == {"[[128, 128], [128, 128]]"}
     assert side["label"]["idle_cause"] is None and side["label"]["regime"] is None
-    assert side["label"]["about"].startswith("smell-sync-item at its CPU sizes: a functional check with no GPU timeline")
+    assert side["label"]["about"].startswith(
+        "smell-sync-item at its CPU sizes: a functional check with no GPU timeline")
 
 
 def test_a_set_value_overrides_the_cpu_size_and_is_recorded(tmp_path, capsys):

@@ -91,7 +91,7 @@ def headers(table) -> list[str]:
 
 
 def layer_marks(spec: dict) -> list[str]:
-    return [(l["mark"]["type"] if isinstance(l["mark"], dict) else l["mark"]) for l in spec["layer"]]
+    return [(layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) for layer in spec["layer"]]
 
 
 def params_of(spec: dict) -> dict:
@@ -197,7 +197,8 @@ def test_a_bad_file_shows_its_one_line_error_without_a_server_path(tmp_path, mon
         load(tmp_path / "broken.json", use_cache=False)
     assert str(tmp_path) in str(e.value)                                 # the loader names the file by its path ...
     message = at.error[0].value
-    assert message.startswith(plain("error: broken.json")) and str(tmp_path.name) not in message   # ... the page does not
+    assert message.startswith(plain("error: broken.json")) and str(tmp_path.name) not in message   # ... the page
+                                                                                                   # does not
     assert "Traceback" not in message and not at.success
 
 
@@ -216,7 +217,8 @@ def test_an_upload_that_is_no_trace_names_the_upload_not_the_servers_folder(monk
     at.file_uploader(key="upload").set_value(("mine.json", b'{"hello": 1}', "application/json")).run()
     assert not at.exception
     (message,) = [e.value for e in at.error]
-    assert message.startswith(plain("error: mine.json")) and "tracetriage-upload" not in message and "/tmp" not in message
+    assert (message.startswith(plain("error: mine.json")) and "tracetriage-upload" not in message
+            and "/tmp" not in message)
 
 
 def test_an_upload_over_the_cap_is_refused_with_the_limit_named(monkeypatch):
@@ -323,8 +325,8 @@ def test_the_framework_constructs_a_trace_marks_are_lanes_above_the_host_threads
     spec = _timeline_spec(at)
     rows = _rows_axis(spec)
     assert rows[:4] == ["steps", "DataLoader", "optimizer step", "autograd backward"]
-    spans = next(l for l in spec["layer"] if l["encoding"].get("tooltip", [{}])[0].get("field") == "name"
-                 and l["mark"]["type"] == "rect")
+    spans = next(layer for layer in spec["layer"] if layer["encoding"].get("tooltip", [{}])[0].get("field") == "name"
+                 and layer["mark"]["type"] == "rect")
     assert spans["encoding"]["tooltip"][1]["field"] == "lane"
 
 
@@ -349,8 +351,8 @@ def test_a_window_in_the_url_is_the_view_on_arrival_and_draws_each_event_nested(
     assert rows[host + 1] == ""                                     # its nested depths: rows without a label
     marks = layer_marks(spec)
     assert "text" in marks                                          # names on the bars
-    texts = [l for l in spec["layer"] if l["mark"]["type"] == "text"]
-    assert any("limit" in l["mark"] and "scale('x'" in l["mark"]["limit"]["expr"] for l in texts)
+    texts = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert any("limit" in layer["mark"] and "scale('x'" in layer["mark"]["limit"]["expr"] for layer in texts)
     assert at.query_params["from"] == "1" and at.query_params["to"] == "1.3"
 
 
@@ -361,9 +363,10 @@ def test_timeline_zoomed_in_carries_shapes_gap_evidence_and_the_flow_selection()
     assert {"name", "dur", "shapes", "evidence"} <= set(tips)
     pick = params_of(spec)["pick"]
     assert pick["select"] == {"type": "point", "fields": ["id", "tid", "a0", "a1"], "on": "click", "clear": "dblclick"}
-    flow = [l for l in spec["layer"] if l.get("transform") and "pick.id" in l["transform"][0]["filter"]]
-    assert {l["mark"]["type"] for l in flow} == {"rect", "rule"}    # the selected flow's outlines and its arrows
-    assert all(l["mark"].get("stroke", l["mark"].get("color")) == "#ff00ff" for l in flow)
+    flow = [layer for layer in spec["layer"] if layer.get("transform") and "pick.id" in layer["transform"][0]["filter"]]
+    assert {layer["mark"]["type"] for layer in flow} == {"rect", "rule"}    # the selected flow's outlines and its
+                                                                            # arrows
+    assert all(layer["mark"].get("stroke", layer["mark"].get("color")) == "#ff00ff" for layer in flow)
 
 
 def test_sync_calls_have_their_own_kind_in_the_synchronization_colour():
@@ -371,7 +374,7 @@ def test_sync_calls_have_their_own_kind_in_the_synchronization_colour():
 
     at = page("timeline", sample("smell-sync-item.json.gz"), **{"from": "0", "to": "6"})
     spec = _timeline_spec(at)
-    bars = next(l for l in spec["layer"] if l["encoding"].get("color", {}).get("field") == "kind")
+    bars = next(layer for layer in spec["layer"] if layer["encoding"].get("color", {}).get("field") == "kind")
     scale = bars["encoding"]["color"]["scale"]
     colour = dict(zip(scale["domain"], scale["range"]))
     assert colour["sync call"] == charts.CAUSE_COLORS["synchronization"] != colour["launch call"]
@@ -398,7 +401,7 @@ def test_search_jumps_to_the_first_match_outlines_the_matches_and_selects_it():
     first = timeline.matches(analyze_file(SAMPLES / "smell-sync-item.json.gz"), "cudaStreamSynchronize")
     assert lo <= first.start_us[0] / 1e3 < first.end_us[0] / 1e3 <= hi < 5      # zoomed in around the first match
     assert "each drawn" in at.caption[2].value
-    hits = [l for l in spec["layer"] if l["mark"].get("stroke") == "#000000"]
+    hits = [layer for layer in spec["layer"] if layer["mark"].get("stroke") == "#000000"]
     assert hits and hits[0]["mark"]["filled"] is False
     assert params_of(spec)["pick"]["value"][0]["id"] == int(at.query_params["sel"])
     assert at.query_params["q"] == "cudaStreamSynchronize"
@@ -448,9 +451,10 @@ def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_an
     chart = specs(at)[0]
     assert "collective time per step, by rank" in [h.value for h in at.subheader]
     assert chart["layer"][0]["mark"]["type"] == "line" and chart["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
-    links = [l for l in at.get("page_link")]
-    assert [l.proto.label for l in links] == ["Rank 0's timeline", "Rank 1's timeline (the straggler)"]
-    assert [l.proto.query_string for l in links] == ["trace=directory%2Frank0.json.gz", "trace=directory%2Frank1.json.gz"]
+    links = [link for link in at.get("page_link")]
+    assert [link.proto.label for link in links] == ["Rank 0's timeline", "Rank 1's timeline (the straggler)"]
+    assert [link.proto.query_string for link in links] == ["trace=directory%2Frank0.json.gz",
+                                                            "trace=directory%2Frank1.json.gz"]
     assert at.query_params["run"] == "directory/."
 
 
@@ -498,15 +502,18 @@ def test_diff_of_the_pair_in_the_url_explains_the_change_per_op_and_draws_both_t
     assert headers(at.dataframe[1]) == ["op", "before (ms)", "after (ms)", "change (ms)", "calls", "kernels", "bytes"]
     idle_chart, before, after = specs(at)
     assert idle_chart["encoding"]["color"]["field"] == "cause"
-    assert before["title"] == "before: chain-eager-large.json.gz" and after["title"] == "after: chain-triton-large.json.gz"
-    domain = [next(l["encoding"]["x"] for l in s["layer"] if "x" in l["encoding"])["scale"]["domain"] for s in (before, after)]
+    assert before["title"] == "before: chain-eager-large.json.gz"
+    assert after["title"] == "after: chain-triton-large.json.gz"
+    domain = [next(layer["encoding"]["x"] for layer in s["layer"] if "x" in layer["encoding"])["scale"]["domain"]
+              for s in (before, after)]
     assert domain[0] == domain[1]
 
 
 def test_diff_waits_for_both_traces():
     at = page("diff", sample("chain-eager-large.json.gz"))
     assert not at.exception
-    assert at.selectbox(key="diff_before:samples/chain-eager-large.json.gz").value.key == "samples/chain-eager-large.json.gz"
+    assert (at.selectbox(key="diff_before:samples/chain-eager-large.json.gz").value.key
+            == "samples/chain-eager-large.json.gz")
     assert not at.dataframe and at.query_params["before"] == "samples/chain-eager-large.json.gz"
 
 
@@ -580,9 +587,11 @@ def test_whatif_draws_the_predicted_timeline_below_the_measured_one_on_one_time_
     measured, predicted = _timeline_specs(at)
     assert measured["title"] == "measured: GPU activities as traced (traced span 55.5 ms)"
     assert predicted["title"] == "predicted under kernels_2x (span 34.6 ms)"      # the best lever first
-    axes = [next(l["encoding"]["x"] for l in s["layer"] if "y" in l["encoding"]) for s in (measured, predicted)]
+    axes = [next(layer["encoding"]["x"] for layer in s["layer"] if "y" in layer["encoding"])
+            for s in (measured, predicted)]
     assert axes[0]["scale"]["domain"] == axes[1]["scale"]["domain"] and axes[0]["scale"]["domain"][0] == 0
-    y = [next(l["encoding"]["y"] for l in s["layer"] if "axis" in l["encoding"].get("y", {})) for s in (measured, predicted)]
+    y = [next(layer["encoding"]["y"] for layer in s["layer"] if "axis" in layer["encoding"].get("y", {}))
+         for s in (measured, predicted)]
     assert y[0]["axis"]["minExtent"] == y[1]["axis"]["minExtent"] == y[0]["axis"]["maxExtent"]
     assert all("cause" not in json.dumps(s) for s in (measured, predicted))    # GPU lanes only, no idle lanes
     assert "720 GPU activities, each drawn" in at.caption[-1].value.replace("\\", "")
@@ -644,7 +653,7 @@ def test_drill_page_shows_the_drills_timeline_without_the_causes_of_its_gaps(dri
     assert not at.exception
     chart = specs(at)[0]
     rows = _rows_axis(chart)
-    assert any(l.startswith("gpu") for l in rows) and not any(l.endswith("idle") for l in rows)
+    assert any(row.startswith("gpu") for row in rows) and not any(row.endswith("idle") for row in rows)
     assert "cause" not in json.dumps(chart)          # no idle lane, no shading, no cause legend
     assert [t.label for t in at.text_input] == ["pattern", "cause", "experiment"]
 

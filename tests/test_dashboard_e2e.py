@@ -154,7 +154,8 @@ def test_every_page_paints_and_the_trace_survives_reloads_deep_links_and_a_secon
         browser.go(page, "What-if")
         page.get_by_text("GPU activities, each drawn", exact=False).first.wait_for(timeout=LONG)
         assert browser.wait_chart(page, at_least=700) >= 700
-        page.get_by_text("34.6 ms (−38%)", exact=True).first.wait_for(timeout=LONG)   # the value on the best lever's bar
+        # the value on the best lever's bar
+        page.get_by_text("34.6 ms (−38%)", exact=True).first.wait_for(timeout=LONG)
         browser.screenshot(page, shots / "whatif.png")
 
         page.goto(f"{url}/diff?before=samples/chain-eager-large.json.gz&after=samples/chain-triton-large.json.gz")

@@ -53,7 +53,8 @@ def _layers(at) -> list[tuple[dict, object]]:
 
 
 def _layer_with_tooltip(at, field: str) -> tuple[dict, object]:
-    return next((l, d) for l, d in _layers(at) if field in [t.get("field") for t in l["encoding"].get("tooltip", [])])
+    return next((layer, d) for layer, d in _layers(at)
+                if field in [t.get("field") for t in layer["encoding"].get("tooltip", [])])
 
 
 def _table(at, header: str):

@@ -105,13 +105,15 @@ def test_cuda_graphs_shrink_the_launch_overhead_idle(gpt_graphs):
     assert d["explained_by"] == "launch_overhead"
     assert d["after"]["graph_launches"] == 64 and d["launch_ratio"] > 8
     assert d["kernel_ratio"] == pytest.approx(1.0, abs=0.02)      # the same kernels, replayed
-    assert d["lines"][3].startswith("Explained by launch overhead: its idle shrank by 288.9 ms, 96% of the 299.4 ms saved")
+    assert d["lines"][3].startswith(
+        "Explained by launch overhead: its idle shrank by 288.9 ms, 96% of the 299.4 ms saved")
 
 
 def test_bytes_are_not_compared_when_graph_replays_hide_the_shapes(gpt_graphs):
     assert gpt_graphs["after"]["byte_coverage"] < 0.5
     assert gpt_graphs["byte_ratio"] is None
-    assert "bytes not comparable: only 30% of gpt-graphs.json.gz's kernel time has a costed op" in gpt_graphs["lines"][2]
+    assert ("bytes not comparable: only 30% of gpt-graphs.json.gz's kernel time has a costed op"
+            in gpt_graphs["lines"][2])
 
 
 def test_every_line_is_a_sentence_with_a_number(chain_large, chain_small, gpt_graphs):

@@ -16,7 +16,8 @@ from tracetriage.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 
-RIGHT_SYNC = 'pattern = "a drain after every .item()"\ncause = "synchronization"\nexperiment = "keep it on the device"\n'
+RIGHT_SYNC = ('pattern = "a drain after every .item()"\ncause = "synchronization"\n'
+              'experiment = "keep it on the device"\n')
 
 
 @pytest.fixture
@@ -208,7 +209,8 @@ def test_predict_help_and_its_error_list_the_same_quantities_with_unit_and_range
     help_text = capsys.readouterr().out
     rows = help_text.split("quantities:\n", 1)[1].splitlines()[1:]          # after the header row
     assert [r.split()[0] for r in rows] == list(QUANTITIES)
-    assert any(re.fullmatch(r"\s+idle_share\s+-\s+more than 0, at most 1\s+the share of the span with no kernel running", r)
+    assert any(re.fullmatch(r"\s+idle_share\s+-\s+more than 0, at most 1\s+"
+                            r"the share of the span with no kernel running", r)
                for r in rows)
     assert any(r.split()[:2] == ["span_ms", "ms"] for r in rows)
     rc, _, err = run(capsys, "predict", "latency", "3", "--why", "x")

@@ -30,7 +30,8 @@ def test_the_bank_covers_the_ladder_with_several_variants_each():
 @pytest.mark.parametrize("drill", DRILLS, ids=IDS)
 def test_stored_key_agrees_with_the_analyzers(drill):
     assert bank.stored_keys()[drill.id] == keys.derive(drill), \
-        f"{drill.id}: stored key drifted from the analyzers; run python -m tracetriage.drills.keys and review the change"
+        (f"{drill.id}: stored key drifted from the analyzers; run python -m tracetriage.drills.keys "
+         f"and review the change")
 
 
 # --- answers built from a class of the vocabulary ----------------------------------------------

@@ -16,7 +16,8 @@ SYNC = ROOT / "traces" / "smell-sync-item.json.gz"
 
 
 def test_importing_the_package_imports_no_torch_triton_or_streamlit():
-    code = "import sys, tracetriage; print(sorted(m for m in ('torch', 'triton', 'streamlit', 'altair') if m in sys.modules))"
+    code = ("import sys, tracetriage; "
+            "print(sorted(m for m in ('torch', 'triton', 'streamlit', 'altair') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -19,7 +19,8 @@ def test_each_construct_is_told_by_what_torch_profiler_records_by_default():
     assert construct_of("Optimizer.zero_grad#SGD.zero_grad") is Construct.OPTIMIZER
     assert construct_of("autograd::engine::evaluate_function: AddmmBackward0") is Construct.BACKWARD
     assert construct_of("_compile.compile_inner (dynamo_timed)") is Construct.COMPILE
-    assert construct_of("entire_frame_compile_data: fn_name=_compile.compile_inner, compile_id=0/1") is Construct.COMPILE
+    assert (construct_of("entire_frame_compile_data: fn_name=_compile.compile_inner, compile_id=0/1")
+            is Construct.COMPILE)
     assert construct_of("Torch-Compiled Region: 0/0") is Construct.COMPILED
     assert construct_of("cudaFree") is Construct.ALLOCATOR and construct_of("hipMalloc") is Construct.ALLOCATOR
     assert construct_of("c10d::allreduce_") is Construct.COLLECTIVE

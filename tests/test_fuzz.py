@@ -103,15 +103,16 @@ def build(specs) -> tuple[dict, dict]:
                        "ts": round((kf.ORIGIN_NS + s) / 1000, 3), "dur": round((e - s) / 1000, 3),
                        "args": {"External id": 900_000 + s % 1000}})
     oracle = {}
-    for d in sorted({l.device for l in launches}):
-        acts = [l for l in launches if l.device == d]
-        ks = sorted((l.gpu_start, l.gpu_end) for l in acts if l.cat == "kernel")
+    for d in sorted({launch.device for launch in launches}):
+        acts = [launch for launch in launches if launch.device == d]
+        ks = sorted((launch.gpu_start, launch.gpu_end) for launch in acts if launch.cat == "kernel")
         busy, end = 0, -1
         for s, e in ks:  # union length
             if e > end:
                 busy += e - max(s, end)
                 end = e
-        oracle[d] = {"span": max(l.gpu_end for l in acts) - min(l.gpu_start for l in acts), "busy": busy}
+        oracle[d] = {"span": max(launch.gpu_end for launch in acts) - min(launch.gpu_start for launch in acts),
+                     "busy": busy}
     return kf.document(events, devices=(0, 1)), oracle
 
 

@@ -39,8 +39,8 @@ def test_diff_fails_the_gate_with_exit_1_and_one_line_when_after_is_slower():
 def test_diff_passes_the_gate_when_after_is_faster_or_within_the_limit():
     p = cli("diff", EAGER, TRITON, "--fail-if-slower", "5")
     assert p.returncode == 0
-    assert p.stderr.strip() == ("gate passed: chain-triton-large.json.gz is 77.5% faster than chain-eager-large.json.gz "
-                                "(GPU span 115.0 ms → 25.9 ms), within the 5% allowed")
+    assert p.stderr.strip() == ("gate passed: chain-triton-large.json.gz is 77.5% faster than "
+                                "chain-eager-large.json.gz (GPU span 115.0 ms → 25.9 ms), within the 5% allowed")
     same = cli("diff", SYNC, SYNC, "--fail-if-slower", "0")      # 0% slower is not more than 0%
     assert same.returncode == 0 and "within the 0% allowed" in same.stderr
 
@@ -55,8 +55,9 @@ def test_report_fails_the_idle_gate_with_exit_1_and_names_the_dominant_cause():
     p = cli("report", SYNC, "--fail-if-idle-above", "10")
     assert p.returncode == 1
     idle = json.loads(cli("report", "--json", SYNC).stdout)["idle_share"]
-    assert p.stderr.strip() == (f"gate failed: the GPU is idle {100 * idle:.1f}% of the span in smell-sync-item.json.gz "
-                                "(10.1 ms of 52.2 ms), above the 10% allowed; mostly synchronization (12.5% of the span)")
+    assert p.stderr.strip() == (f"gate failed: the GPU is idle {100 * idle:.1f}% of the span in "
+                                "smell-sync-item.json.gz (10.1 ms of 52.2 ms), above the 10% allowed; "
+                                "mostly synchronization (12.5% of the span)")
     assert p.stdout.startswith("Measured: smell-sync-item.json.gz")
 
 

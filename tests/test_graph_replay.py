@@ -99,7 +99,8 @@ def test_a_replay_whose_graph_was_captured_outside_the_profile_is_said_under_rec
 def test_a_node_captured_outside_any_op_is_joined_and_charged_to_its_kernel_as_an_eager_launch_would_be(tmp_path):
     ev = [call("cudaStreamBeginCapture", 100 * US, 102 * US), call("cuLaunchKernel", 110 * US, 114 * US, 1000),
           call("cudaStreamEndCapture", 120 * US, 122 * US)]
-    ev += [call("cudaGraphLaunch", 1000 * US, 1005 * US, 5000), gpu("triton_poi_fused_add_0", 1010 * US, 1020 * US, 5000)]
+    ev += [call("cudaGraphLaunch", 1000 * US, 1005 * US, 5000),
+           gpu("triton_poi_fused_add_0", 1010 * US, 1020 * US, 5000)]
     a = analyze_file(write(tmp_path / "t.json.gz", document(ev)))
     assert not any(c.kind == "graph_replay_unjoined" for c in a.trace.caveats)
     assert a.hotspots[0].name == "triton_poi_fused_add_0"

@@ -13,9 +13,9 @@ rounding. What we found reading HTA's code and comparing, trace by trace:
    number (the bridge's gpu_activity_us_total is the one above): it takes every event
    with an args.stream, whatever its cat, so it adds Inductor's triton cpu_ops (CPU
    launch time; they carry "stream": 0) and cuda_sync "Stream Wait Event" rows
-   (names with "Sync" are typed OTHER and dropped; "Stream Wait Event" has none). +79 % on gpt-compile, +19 % on chain-compile-large, +0.18 %
-   on healthy-overlap. We pin that difference event by event instead of calling it
-   agreement.
+   (names with "Sync" are typed OTHER and dropped; "Stream Wait Event" has none). +79 % on
+   gpt-compile, +19 % on chain-compile-large, +0.18 % on healthy-overlap. We pin that
+   difference event by event instead of calling it agreement.
 3. Per-stream idle. Both measure from the first activity's start to the last one's
    end. HTA sums gaps ts[i] - end[i-1] in start order; we take span minus the union.
    They differ only where two activities of one stream overlap: cuBLASLt's

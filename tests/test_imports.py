@@ -105,7 +105,8 @@ def test_loading_flows_one_way():
     g = graph()
     for i, step in enumerate(LOADING):
         later = {f"{A}.loading.{m}" for m in LOADING[i + 1:]}
-        assert not (g[f"{A}.loading.{step}"] & later), f"{step} imports a later step: {g[f'{A}.loading.{step}'] & later}"
+        assert not (g[f"{A}.loading.{step}"] & later), \
+            f"{step} imports a later step: {g[f'{A}.loading.{step}'] & later}"
 
 
 def test_analyzers_never_import_capture_dashboard_or_drills():
@@ -181,7 +182,8 @@ def test_voice_reads_decisions_and_makes_none():
     """The words import the model (formats, enums, evidence types), the lever specs' words and each
     other; never an analysis, the triage or the replay, whose thresholds would decide for them."""
     allowed = (f"{A}.model.", f"{A}.voice.", f"{A}.whatif.levers")
-    bad = [(m, d) for m, deps in graph().items() if m.startswith(f"{A}.voice") for d in deps if not d.startswith(allowed)]
+    bad = [(m, d) for m, deps in graph().items() if m.startswith(f"{A}.voice")
+           for d in deps if not d.startswith(allowed)]
     assert bad == []
 
 

@@ -41,8 +41,9 @@ def test_report_markdown_of_a_trace_with_stacks_has_the_users_lines_in_the_table
 
 
 def test_diff_markdown_has_the_lines_and_a_before_after_table_and_the_gate():
-    p = subprocess.run([sys.executable, "-m", "tracetriage.cli", "diff", "--format", "markdown", "--fail-if-slower", "5",
-                        "traces/chain-triton-large.json.gz", "traces/chain-eager-large.json.gz"],
+    p = subprocess.run([sys.executable, "-m", "tracetriage.cli", "diff", "--format", "markdown",
+                        "--fail-if-slower", "5", "traces/chain-triton-large.json.gz",
+                        "traces/chain-eager-large.json.gz"],
                        capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert p.returncode == 1
     out = p.stdout

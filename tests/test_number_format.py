@@ -200,7 +200,8 @@ def _diff_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-@pytest.mark.parametrize("before,after", _diff_pairs(), ids=[f"{Path(b).name}->{Path(a).name}" for b, a in _diff_pairs()])
+@pytest.mark.parametrize("before,after", _diff_pairs(),
+                         ids=[f"{Path(b).name}->{Path(a).name}" for b, a in _diff_pairs()])
 def test_diff_writes_every_number_in_the_one_format(before, after):
     slips = [s for fmt in REPORT_FORMATS for s in slips_of(["diff", *fmt, before, after])]
     assert not slips, "\n".join(slips)

@@ -240,7 +240,8 @@ def test_torch_spellings_and_canonical_names_are_accepted():
 def test_peaks_module_does_not_import_torch():
     import subprocess
     from pathlib import Path
-    code = "import sys, tracetriage.analyzers.analyses.peaks, tracetriage.analyzers.analyses.opcost; print('torch' in sys.modules)"
+    code = ("import sys, tracetriage.analyzers.analyses.peaks, tracetriage.analyzers.analyses.opcost; "
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "False"

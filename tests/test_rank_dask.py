@@ -51,7 +51,8 @@ def processes():
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                     dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, distributed.Client(cluster, set_as_default=False) as c:
+                                     dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c:
         yield cluster.scheduler_address, c
 
 
@@ -172,7 +173,8 @@ def test_a_missing_storage_backend_is_one_error_line_naming_the_package_to_insta
     assert main(["report", f"{missing}://bucket/run-17"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    assert err.startswith(f"error: reading {missing}:// needs the {package} package") and f"pip install {package}" in err
+    assert err.startswith(f"error: reading {missing}:// needs the {package} package")
+    assert f"pip install {package}" in err
 
 
 def _importable(mod: str) -> bool:
@@ -239,7 +241,8 @@ def slow_run(tmp_path_factory):
 
 def _report_in_background(run: Path, address: str, client):
     client.wait_for_workers(2, timeout=60)      # the restarts after an earlier kill
-    client.run(importlib.import_module, "tracetriage.analyzers.runs.pool")   # warm: the quick ranks finish in milliseconds
+    # warm: the quick ranks finish in milliseconds
+    client.run(importlib.import_module, "tracetriage.analyzers.runs.pool")
     box = {}
     t = threading.Thread(target=lambda: box.update(rr=rank_run.report_object(run, scheduler=address)), daemon=True)
     t.start()
@@ -309,7 +312,8 @@ def test_a_scheduler_without_workers_is_one_error_line_saying_how_to_start_one(m
 
 def test_scheduler_with_one_trace_file_is_a_user_error(capsys):
     assert main(["report", str(DDP / "rank0.json.gz"), "--scheduler", "local"]) == 2
-    assert capsys.readouterr().err == "error: --scheduler applies to a directory of rank traces, not to one trace file\n"
+    assert capsys.readouterr().err == ("error: --scheduler applies to a directory of rank traces, "
+                                       "not to one trace file\n")
 
 
 def test_a_directory_the_workers_cannot_find_is_one_error_line(tmp_path, threads, capsys):

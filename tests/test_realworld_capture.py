@@ -22,8 +22,8 @@ from tracetriage.capture.realworld import REALWORLD, run, summary_line  # noqa: 
 from tracetriage.capture.realworld_common import trace_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILES = {"recompile", "recompile_batch", "recompile_gpt2", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid", "rmsnorm_swiglu_small", "chain6_large",
-            "hf_llama_generate"}
+COMPILES = {"recompile", "recompile_batch", "recompile_gpt2", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid",
+            "rmsnorm_swiglu_small", "chain6_large", "hf_llama_generate"}
 
 
 def _has_cxx() -> bool:
@@ -240,7 +240,8 @@ def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path, model):
     from tracetriage.capture.realworld_cold import KINDS, capture_cold
 
     res = capture_cold(tmp_path, device="cpu", reps=1, steps=2, warmup=1, model_name=model)
-    pids = {r["pid"] for rs in res["runs"]["profiled"].values() for r in rs} | {r["pid"] for r in res["runs"]["unprofiled_before"]}
+    pids = ({r["pid"] for rs in res["runs"]["profiled"].values() for r in rs}
+            | {r["pid"] for r in res["runs"]["unprofiled_before"]})
     assert len(pids) == 3
     assert set(res["ratio"]) == {"warm_up"} and (tmp_path / f"{KINDS[model]}--before.json.gz").exists()
     assert all(r["model"] == model for rs in res["runs"]["profiled"].values() for r in rs)
@@ -273,7 +274,8 @@ def test_the_device_script_refuses_an_unknown_group(tmp_path):
 
 def test_capture_modules_import_nothing_the_device_lacks():
     code = ("import sys; sys.modules['msgspec'] = None\n"
-            "import tracetriage.capture.realworld, tracetriage.capture.realworld_traces, tracetriage.capture.realworld_cold, tracetriage.capture.harness")
+            "import tracetriage.capture.realworld, tracetriage.capture.realworld_traces, "
+            "tracetriage.capture.realworld_cold, tracetriage.capture.harness")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

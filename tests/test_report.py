@@ -98,7 +98,8 @@ def test_json_contract_keys_are_present():
     assert set(out["idle"]) >= {"dominant", "gaps", "evidence"}
     assert set(out["hotspots"][0]) >= {"name", "device_us", "share", "calls"}
     assert set(out["ranges"][0]) >= {"name", "count", "wall_us", "kernel_busy_us", "regime", "idle_dominant"}
-    assert set(out["roofline"][0]) >= {"name", "flops", "bytes", "intensity", "achieved_tflops", "achieved_gbps", "bound"}
+    assert set(out["roofline"][0]) >= {"name", "flops", "bytes", "intensity", "achieved_tflops", "achieved_gbps",
+                                       "bound"}
     assert set(out["next_experiment"]) == {"lever", "why", "waste", "kind", "predicted_ratio", "whatif_lever", "only",
                                           "acts_on", "baseline_us", "unprofiled_ratio"}
     assert 0 < out["next_experiment"]["predicted_ratio"] < 1

@@ -42,7 +42,8 @@ def test_next_names_the_sync_op_with_its_predicted_saving_where_host_work_holds_
     lines = five_lines(a)
     assert lines[4].startswith("Next: remove or defer the syncs (.item(), aten::item):")    # as the user wrote it
     # ... and without the profiler (measured on the H200: 0.64 profiled, 0.59 unprofiled)
-    assert "(predicted −30% of the traced span (host and GPU), 9.33 ms → 6.49 ms; without the profiler −36%)" in lines[4]
+    assert ("(predicted −30% of the traced span (host and GPU), 9.33 ms → 6.49 ms; without the profiler −36%)"
+            in lines[4])
     # the Idle line agrees: the sync is named with the overlap it prevents, though host work holds more idle
     assert "mostly host work" in lines[2] and "the syncs (aten::item) serialise the host with the GPU" in lines[2]
     # "would waste the week" is a lever that acts on something here and predicts least
@@ -50,7 +51,8 @@ def test_next_names_the_sync_op_with_its_predicted_saving_where_host_work_holds_
     assert waste.startswith("CUDA graphs to cut launches, predicted −13%")
     out = serialize.report(a)["next_experiment"]
     assert out["whatif_lever"] == "remove_syncs" and out["only"] == "aten::item"
-    lo, hi = MEASURED["item_python"]["ratio"]["remove_syncs"]["min"], MEASURED["item_python"]["ratio"]["remove_syncs"]["max"]
+    measured = MEASURED["item_python"]["ratio"]["remove_syncs"]
+    lo, hi = measured["min"], measured["max"]
     assert lo - 0.05 <= out["predicted_ratio"] <= hi + 0.05
 
 

@@ -190,8 +190,10 @@ def test_capture_script_records_stacks_and_the_report_names_the_scripts_lines(tm
 @pytest.mark.parametrize("kernel, kind, ops", [
     ("triton_poi_fused_add_mul_sigmoid_0", "pointwise", ("add", "mul", "sigmoid")),
     ("triton_poi_fused_add_mul_sigmoid_sigmoid_backward_0", "pointwise", ("add", "mul", "sigmoid", "sigmoid_backward")),
-    ("triton_poi_fused__unsafe_view_clone_slice_transpose_13", "pointwise", ("_unsafe_view", "clone", "slice", "transpose")),
-    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "reduction", ("_to_copy", "add", "mean", "mul", "pow", "rsqrt")),
+    ("triton_poi_fused__unsafe_view_clone_slice_transpose_13", "pointwise",
+     ("_unsafe_view", "clone", "slice", "transpose")),
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "reduction",
+     ("_to_copy", "add", "mean", "mul", "pow", "rsqrt")),
     ("triton_per_fused_native_layer_norm_1", "persistent reduction", ("native_layer_norm",)),
 ])
 def test_an_inductor_kernels_name_is_split_into_the_aten_ops_it_fused(kernel, kind, ops):

@@ -10,8 +10,8 @@ TRACES = Path(__file__).resolve().parent.parent / "traces"
 def test_timeline_has_gpu_and_host_lanes_and_every_gap_with_its_cause():
     a = analyze_file(TRACES / "smell-sync-item.json.gz")
     t = timeline.build(a)
-    assert any(l.startswith("gpu0 stream") for l in t.lanes)
-    assert any(l.startswith("host thread") for l in t.lanes)
+    assert any(lane.startswith("gpu0 stream") for lane in t.lanes)
+    assert any(lane.startswith("host thread") for lane in t.lanes)
     assert len(t.gap_cause) == sum(len(d.gaps) for d in a.devices)
     assert "synchronization" in t.gap_cause
     assert (t.end_us >= t.start_us).all() and (t.gap_end_us > t.gap_start_us).all()
@@ -72,7 +72,7 @@ def test_host_bars_nest_by_depth_in_their_lane_and_gpu_bars_stay_on_one_row():
     by = {}
     for ln, n, d, s, e in zip(lane, t.name, t.depth.tolist(), t.start_us, t.end_us):
         by.setdefault((ln, n), set()).add(d)
-    host = next(l for l in t.lanes if l.startswith("host thread") and not l.endswith("ranges"))
+    host = next(lane for lane in t.lanes if lane.startswith("host thread") and not lane.endswith("ranges"))
     assert by[(host, "aten::matmul")] == {0} and by[(host, "aten::mm")] == {1}        # matmul > mm
     assert by[(host, "aten::item")] == {0} and by[(host, "cudaStreamSynchronize")] == {2}   # item > scalar > sync
     assert all(d == 0 for ln, d in zip(lane, t.depth.tolist()) if ln.startswith("gpu"))
@@ -136,5 +136,6 @@ def test_the_framework_constructs_are_spans_where_their_marking_events_ran():
     assert list(spans) == [Construct.DATALOADER, Construct.OPTIMIZER, Construct.BACKWARD]   # CONSTRUCTS order
     dl = spans[Construct.DATALOADER]
     assert len(dl.start_us) == 12 and (dl.start_us[1:] > dl.end_us[:-1]).all()              # disjoint, in order
-    assert (dl.end_us - dl.start_us).max() > 30_000                                        # the outlier step's 40 ms load
+    # the outlier step's 40 ms load
+    assert (dl.end_us - dl.start_us).max() > 30_000
     assert timeline.construct_spans(analyze_file(TRACES / "smell-sync-item.json.gz")) == ()

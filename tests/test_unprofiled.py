@@ -106,11 +106,11 @@ def test_cuptis_buffer_requests_are_named_as_the_profilers_own_time():
 
 
 def test_the_per_event_costs_agree_with_the_direct_h200_measurements():
-    """Loops timed with and without the profiler on the H200: traces/overhead/profiler_cost.json (tracetriage.capture.profiler_cost:
-    a view, an add_ and its launch, 7 runs of 2,000 calls) and traces/overhead/profiler_overhead.json
-    (capture/profiler_overhead.py: graph replays of N nodes). The fitted cost of an op, of an op and its launch (a
-    launch call traced at ~6 µs keeps a quarter) and of a graph node lie within a third, a third and a factor of
-    two of what they measured."""
+    """Loops timed with and without the profiler on the H200: traces/overhead/profiler_cost.json
+    (tracetriage.capture.profiler_cost: a view, an add_ and its launch, 7 runs of 2,000 calls) and
+    traces/overhead/profiler_overhead.json (capture/profiler_overhead.py: graph replays of N nodes). The fitted
+    cost of an op, of an op and its launch (a launch call traced at ~6 µs keeps a quarter) and of a graph node lie
+    within a third, a third and a factor of two of what they measured."""
     import json
 
     from tracetriage.analyzers.whatif import unprofiled as u

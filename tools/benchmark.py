@@ -93,8 +93,10 @@ def ours(path: Path, cache_dir: Path) -> dict:
     cmd = [sys.executable, "-m", "tracetriage.cli", "report", str(path), "--json", "--quiet"]
     cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
     # warm: fill the cache (synchronously, from a fresh process), then time cache hits
-    fill = [sys.executable, "-c", "import sys; from pathlib import Path; from tracetriage.analyzers.loading.load import load; "
-            "from tracetriage.analyzers.loading import cache; cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
+    fill = [sys.executable, "-c",
+            "import sys; from pathlib import Path; from tracetriage.analyzers.loading.load import load; "
+            "from tracetriage.analyzers.loading import cache; "
+            "cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
     subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "
@@ -181,7 +183,8 @@ def main(argv=None) -> int:
     m_slope, m0 = _slope(xs, [r["ours"]["cold"]["peak_pss_mb"] for r in results["sizes"]])
     results["slope"] = {"s_per_100mb": round(100 * t_slope, 3), "s_intercept": round(t0, 3),
                         "mb_per_100mb": round(100 * m_slope, 1), "mb_intercept": round(m0, 1)}
-    lines = ["| trace | events | JSON MB | tool | wall s | peak MB (PSS) | ratio |", "|---|---:|---:|---|---:|---:|---:|"]
+    lines = ["| trace | events | JSON MB | tool | wall s | peak MB (PSS) | ratio |",
+             "|---|---:|---:|---|---:|---:|---:|"]
     for r in results["sizes"]:
         o = r["ours"]
         lines.append(f"| x{r['copies']} | {r['events']:,} | {r['json_mb']} | tracetriage report, cold | "
@@ -194,7 +197,8 @@ def main(argv=None) -> int:
             results["floor_ratio"] = round(o["cold"]["wall_s"] / f["wall_s"], 2)
         if "hta" in r:
             h = r["hta"]
-            lines.append(f"| x{r['copies']} | | | HTA 0.5.0 parse only | {h['wall_s']:.2f} | {h['peak_pss_mb']:.0f} | |")
+            lines.append(f"| x{r['copies']} | | | HTA 0.5.0 parse only | {h['wall_s']:.2f} | "
+                         f"{h['peak_pss_mb']:.0f} | |")
             tr = h["wall_s"] / o["cold"]["wall_s"]
             mr = o["cold"]["peak_pss_mb"] / h["peak_pss_mb"]
             results["ratios"] = {"hta_time_over_ours": round(tr, 1), "our_memory_over_hta": round(mr, 2),

@@ -176,7 +176,9 @@ def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
             continue
         dom, regime, nxt, idle_share = _verdicts(out)
         ok, why = _verdict_matches(dom, regime, idle_share, reading, nxt)
-        rows.append(Row(path.name, reading.get("source", ""), out["trace"]["device_name"] or reading.get("device") or ("no GPU" if out["regime"] is None else "unnamed"), torch,
+        device = (out["trace"]["device_name"] or reading.get("device")
+                  or ("no GPU" if out["regime"] is None else "unnamed"))
+        rows.append(Row(path.name, reading.get("source", ""), device, torch,
                         int(out["trace"]["events"]), seconds, dom, regime, idle_share,
                         reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, why,
                         next_kind=nxt, expected_next_kind=reading.get("expected_next_kind", ""),

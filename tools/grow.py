@@ -79,7 +79,8 @@ def grow_file(src: str | Path, dst: str | Path, *, min_mb: float = 250, min_even
         data = gzip.compress(data, compresslevel=1)
     write_bytes_atomic(dst, data)
     return {"source": str(src), "copies": copies, "events": len(big["traceEvents"]),
-            "json_mb": round(len(msgspec.json.encode(big)) / 1e6, 1) if str(dst).endswith(".gz") else round(len(data) / 1e6, 1),
+            "json_mb": (round(len(msgspec.json.encode(big)) / 1e6, 1) if str(dst).endswith(".gz")
+                        else round(len(data) / 1e6, 1)),
             "file_mb": round(len(data) / 1e6, 1)}
 
 

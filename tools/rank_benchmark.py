@@ -176,8 +176,9 @@ def main(argv=None) -> int:
              "client peak MB | workers' peak MB | pool: wall s | pool CPU per rank s | same --json | load |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in results["runs"]:
-        lines.append(f"| {r['run']} | {r['ranks']} | {r['files_mb']} | {r['dask_wall_s']:.2f} | {r['dask_per_rank_s']:.3f} | "
-                     f"{r['workers_cpu_per_rank_s']:.3f} | {r['client_cpu_s']:.2f} | {r['client_peak_mb']:.0f} | "
+        lines.append(f"| {r['run']} | {r['ranks']} | {r['files_mb']} | {r['dask_wall_s']:.2f} | "
+                     f"{r['dask_per_rank_s']:.3f} | {r['workers_cpu_per_rank_s']:.3f} | {r['client_cpu_s']:.2f} | "
+                     f"{r['client_peak_mb']:.0f} | "
                      f"{', '.join(f'{m:.0f}' for m in r['workers_peak_mb'])} | {r['pool_wall_s']:.2f} | "
                      f"{r['pool_cpu_per_rank_s']:.3f} | {'yes' if r['same_json'] else 'NO'} | {r['load_avg_1min']} |")
     for w in results["wire"]:

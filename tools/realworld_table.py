@@ -3,8 +3,8 @@
 For every scenario in FOLDER/measured.json (default traces/realworld) and every lever measured on it: the
 what-if prediction from the "before" trace alone and the measured after/before ratio, profiled (the traced span)
 and unprofiled (wall time; the prediction: the lever's fix replayed without the profiler's per-event cost,
-tracetriage.analyzers.whatif.unprofiled), measured as median [p10–p90], and the report's Next on the "before" trace, ticked
-when it is the lever that measured best. One markdown row per (lever, workload), sorted by lever then workload.
+tracetriage.analyzers.whatif.unprofiled), measured as median [p10–p90], and the report's Next on the "before" trace,
+ticked when it is the lever that measured best. One markdown row per (lever, workload), sorted by lever then workload.
 """
 from __future__ import annotations
 

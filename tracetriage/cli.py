@@ -50,8 +50,10 @@ def _gate_pct(text: str | None, flag: str) -> float | None:
     return pct
 
 
-def _gate_exit(g, line: str) -> int:
-    """The gate's one line on stderr (stdout keeps the report), and its exit code."""
+def _gate_exit(g, line: str | None) -> int:
+    """The gate's one line on stderr (stdout keeps the report), and its exit code (0 when no gate was asked for)."""
+    if g is None or line is None:
+        return 0
     print(line, file=sys.stderr)
     return EXIT_GATE_FAILED if g.failed else 0
 
@@ -97,7 +99,7 @@ def cmd_report(a) -> int:
         from tracetriage.analyzers.voice.markdown import report_markdown
 
         sys.stdout.write(report_markdown(analysis, gate_line))
-        return _gate_exit(gate, gate_line) if gate else 0
+        return _gate_exit(gate, gate_line)
     hta = None
     if a.hta:
         from tracetriage.analyzers.output.hta import HtaUnavailable, run_hta
@@ -120,7 +122,7 @@ def cmd_report(a) -> int:
             print(f"Caveat: {c}.")
         if hta is not None:
             print(hta_text(hta, analysis))
-    return _gate_exit(gate, gate_line) if gate else 0
+    return _gate_exit(gate, gate_line)
 
 
 def _idle_gate(analysis, limit: float | None):
@@ -199,7 +201,7 @@ def cmd_diff(a) -> int:
         sys.stdout.write(diff_markdown(d, gate_line))
     else:
         print("\n".join(diff_lines(d)))
-    return _gate_exit(gate, gate_line) if gate else 0
+    return _gate_exit(gate, gate_line)
 
 
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
@@ -428,7 +430,8 @@ def cmd_annotate(a) -> int:
         raise UserError(f"cannot write {a.out}: {e.strerror or e}") from None
     from tracetriage.analyzers.model.units import count
 
-    print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause (open it in ui.perfetto.dev)")
+    print(f"wrote {out}: the trace plus a track of {count(gaps, 'idle gap')} named by cause "
+          f"(open it in ui.perfetto.dev)")
     return 0
 
 
@@ -458,7 +461,8 @@ def _dashboard_commands(sub) -> None:
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tracetriage", description="Name the cause of every idle gap in a torch.profiler trace.")
+    ap = argparse.ArgumentParser(prog="tracetriage",
+                                 description="Name the cause of every idle gap in a torch.profiler trace.")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
@@ -475,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or file:// URL")
     _output_options(r)
     r.add_argument("--fail-if-idle-above", metavar="PCT",
-                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span (one line on stderr says why)")
+                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span "
+                        "(one line on stderr says why)")
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
@@ -487,7 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CI gate: exit 1 when AFTER's GPU span is more than PCT%% longer than BEFORE's")
     d.set_defaults(fn=cmd_diff)
 
-    w = sub.add_parser("whatif", help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
+    w = sub.add_parser("whatif",
+                       help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
     w.add_argument("trace")
     w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     from tracetriage.analyzers.whatif.levers import LEVERS

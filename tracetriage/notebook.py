@@ -8,6 +8,7 @@ property is the analysis' own, and isinstance(x, tracetriage.analyzers.triage.re
 from __future__ import annotations
 
 import dataclasses
+from typing import overload
 
 from tracetriage.analyzers.triage import diff as diff_mod
 from tracetriage.analyzers.triage import report
@@ -42,13 +43,19 @@ class WhatIf(predict.WhatIf):
         return words.whatif_html(self)
 
 
-_SHOWN = {report.Analysis: Analysis, diff_mod.Diff: Diff, predict.WhatIf: WhatIf}
+_SHOWN: dict[type, type] = {report.Analysis: Analysis, diff_mod.Diff: Diff, predict.WhatIf: WhatIf}
 
 
+@overload
+def shown(x: report.Analysis) -> Analysis: ...
+@overload
+def shown(x: diff_mod.Diff) -> Diff: ...
+@overload
+def shown(x: predict.WhatIf) -> WhatIf: ...
 def shown(x):
     """The same result, as the subclass that displays itself (fields shared, not copied)."""
     cls = _SHOWN[type(x)]
-    out = object.__new__(cls)
+    out: Analysis | Diff | WhatIf = object.__new__(cls)
     for f in dataclasses.fields(x):
         object.__setattr__(out, f.name, getattr(x, f.name))
     return out

@@ -17,7 +17,8 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.trace import Trace
 
 CAPTURE_IS_THE_PROFILE = 0.25    # device idle inside graph captures this large a share of the span: the
-                                 # profile is of the capture (as one-time set-up is, tracetriage.analyzers.triage.report)
+                                 # profile is of the capture (as one-time set-up is,
+                                 # tracetriage.analyzers.triage.report)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,10 @@ CUT_MIN_STEPS = 3          # steps found, at least: a trace of one or two passes
 
 
 def check(trace: Trace, steps=None) -> Health:
-    """Every check, in the order of the module's table. `steps`: tracetriage.analyzers.analyses.steps' Steps, when found."""
+    """Every check, in the order of the module's table.
+
+    `steps`: tracetriage.analyzers.analyses.steps' Steps, when found.
+    """
     ev = trace.ev
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
@@ -139,7 +142,8 @@ def _wraps_issuing(trace: Trace, calls: np.ndarray, issued: np.ndarray) -> np.nd
         b = np.searchsorted(s_start, ev.end[c], side="right")
         if b > a:
             rows = src[order][a:b]
-            out[i] = bool(np.any((ev.tid[rows] == ev.tid[c]) & (ev.pid[rows] == ev.pid[c]) & (ev.end[rows] <= ev.end[c])))
+            out[i] = bool(np.any((ev.tid[rows] == ev.tid[c]) & (ev.pid[rows] == ev.pid[c])
+                                 & (ev.end[rows] <= ev.end[c])))
     return out
 
 

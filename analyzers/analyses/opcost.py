@@ -35,7 +35,8 @@ class OpCost:
     flops: float
     bytes: float
     dtype: str  # canonical name (peaks.normalise_dtype): "bf16", "fp32", ...
-    kind: str  # 'matmul'|'attention'|'convolution'|'triton_pass'|'elementwise'|'reduction'|'norm'|'softmax'|'embedding'|'copy'
+    kind: str  # 'matmul'|'attention'|'convolution'|'triton_pass'|'elementwise'|'reduction'|'norm'|'softmax'|
+               # 'embedding'|'copy'
 
     @property
     def intensity(self) -> float:
@@ -628,12 +629,16 @@ _COPIES = {"copy_", "_copy_from", "_copy_from_and_resize", "to", "_to_copy",
 #
 #     conv1d/2d/3d(input, weight, bias, stride, padding, dilation, groups)
 #     conv_transpose1d/2d/3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
-#     convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
+#     convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+#                                 groups, ...)
 #     cudnn_convolution(input, weight, padding, stride, dilation, groups, ...)          (no bias)
 #     mkldnn_convolution / miopen_convolution(input, weight, bias, padding, stride, dilation, groups, ...)
-#     cudnn_convolution_transpose / miopen_convolution_transpose(input, weight, [bias,] padding, output_padding, stride, dilation, groups, ...)
-#     convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
-#     cudnn_convolution_backward(input, grad_output, weight, padding, stride, dilation, groups, ..., output_mask)   (torch 1.x)
+#     cudnn_convolution_transpose / miopen_convolution_transpose(input, weight, [bias,] padding, output_padding,
+#                                                                stride, dilation, groups, ...)
+#     convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+#                          output_padding, groups, output_mask)
+#     cudnn_convolution_backward(input, grad_output, weight, padding, stride, dilation, groups, ..., output_mask)
+#                                                                                     (torch 1.x)
 #     cudnn_convolution_backward_input(input_size, grad_output, weight, ...)          (torch 1.x)
 #
 # When the stride, padding and dilation were not recorded (torch 1.x), a forward's output is assumed

@@ -394,7 +394,8 @@ def mixed_runs(good: list[tuple[Path, RankReport]]) -> tuple[str, dict] | None:
                 out.setdefault(v, []).append(p.name)
         return out
 
-    for what, key in (("world size", lambda r: r.world_size), ("device", lambda r: r.device_name if r.has_gpu else None)):
+    for what, key in (("world size", lambda r: r.world_size),
+                      ("device", lambda r: r.device_name if r.has_gpu else None)):
         g = groups(key)
         if len(g) > 1:
             return what, {v: tuple(sorted(names)) for v, names in g.items()}

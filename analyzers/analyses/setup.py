@@ -10,8 +10,9 @@ steady median (the median of the later occurrences) and at least SETUP_FLOOR_NS 
 the time past that median. Where the trace repeats a step (ProfilerStep#N, or Optimizer.step), an early
 step longer than the steady steps by more than its calls' windows explain paid set-up outside any op
 too (Python's own first-time paths, the autograd graph built the first time): its longest untraced host
-stretches are set-up windows until they explain it. The warm_up lever takes these windows out (tracetriage.analyzers.whatif.levers.warm_up); the idle evidence's first calls (tracetriage.analyzers.analyses.idle)
-are the largest of them, named in the report's caveat.
+stretches are set-up windows until they explain it. The warm_up lever takes these windows out
+(tracetriage.analyzers.whatif.levers.warm_up); the idle evidence's first calls
+(tracetriage.analyzers.analyses.idle) are the largest of them, named in the report's caveat.
 """
 from __future__ import annotations
 

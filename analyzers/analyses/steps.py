@@ -164,7 +164,8 @@ class Outlier:
     gap_ns: int                # the longest idle stretch of that cause inside the step
     host_op: str | None        # the outermost op the host was in during that stretch, where the trace has one
     why: OutlierWhy = OutlierWhy.IDLE
-    construct: Construct | None = None   # the framework construct around that stretch (tracetriage.analyzers.analyses.framework);
+    construct: Construct | None = None   # the framework construct around that stretch
+                                         # (tracetriage.analyzers.analyses.framework);
                                          # None: the user's own code, or no framework analysis
 
 
@@ -433,7 +434,10 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
 # --- the steps -------------------------------------------------------------------------------------
 
 def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), framework=None) -> Steps:
-    """The steps of a trace; `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier."""
+    """The steps of a trace.
+
+    `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier.
+    """
     ev = trace.ev
     ann = np.flatnonzero(np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):
@@ -652,7 +656,8 @@ def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: floa
     why = OutlierWhy.IDLE if cause is not None else (
         OutlierWhy.KERNELS if devices and busier >= OUTLIER_CAUSE_SHARE * extra else OutlierWhy.HOST)
     return Outlier(step=worst.index, ratio=round(worst.wall_ns / median, 2), wall_ns=worst.wall_ns,
-                   extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why, construct=construct)
+                   extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why,
+                   construct=construct)
 
 
 def _longest_gap(trace: Trace, devices, cause: Cause, lo: int, hi: int):

@@ -114,7 +114,10 @@ class SideInputs:
 
 @dataclass(frozen=True)
 class Tables:
-    """The events of a file and their tables, sorted, not yet linked (tracetriage.analyzers.loading.assemble builds them)."""
+    """The events of a file and their tables, sorted, not yet linked.
+
+    tracetriage.analyzers.loading.assemble builds them.
+    """
     path: str
     names: list[str]
     ev: Events
@@ -130,7 +133,10 @@ class Tables:
 
 @dataclass(frozen=True)
 class Trace(Tables):
-    """A loaded, linked trace. Built finished by tracetriage.analyzers.loading.link (or the cache); never changed after."""
+    """A loaded, linked trace.
+
+    Built finished by tracetriage.analyzers.loading.link (or the cache); never changed after.
+    """
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to

@@ -239,8 +239,8 @@ def ranks(rr) -> dict:
                                      "peer_wait_us": round(w.wait_ns / 1e3, 3) if w else None}})
     strag = _straggler(rr.straggler)
     reason = straggler_reason(rr.straggler) if isinstance(rr.straggler, NoStraggler) else None
-    return {"schema_version": SCHEMA_VERSION, "ranks": rows, "straggler": strag, "straggler_reason": reason, "lines": ranks_lines(rr),
-            "caveats": ranks_caveats(rr), "errors": rr.errors}
+    return {"schema_version": SCHEMA_VERSION, "ranks": rows, "straggler": strag, "straggler_reason": reason,
+            "lines": ranks_lines(rr), "caveats": ranks_caveats(rr), "errors": rr.errors}
 
 
 def whatif(w) -> dict:

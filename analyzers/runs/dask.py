@@ -103,7 +103,8 @@ def _list_on_cluster(client, address: str, where: str, shown: str) -> list[RankS
     except KilledWorker:
         raise SchedulerError(f"the Dask worker listing {shown} died; check the workers' logs") from None
     except Exception as e:
-        raise SchedulerError(f"the Dask workers at {address} could not list {shown} ({type(e).__name__}: {e})") from None
+        raise SchedulerError(f"the Dask workers at {address} could not list {shown} "
+                             f"({type(e).__name__}: {e})") from None
 
 
 # --- reaching the cluster ---------------------------------------------------------------------------

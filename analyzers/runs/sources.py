@@ -108,7 +108,8 @@ def filesystem(url: str):
     except ImportError:
         from fsspec.registry import known_implementations
 
-        package = known_implementations.get(protocol, {}).get("class", "").split(".")[0] or f"an fsspec {protocol} backend"
+        package = (known_implementations.get(protocol, {}).get("class", "").split(".")[0]
+                   or f"an fsspec {protocol} backend")
         raise TraceError(f"reading {protocol}:// needs the {package} package, which is not installed here: "
                          f"pip install {package}") from None
     except ValueError as e:  # fsspec: "Protocol not known: foo"

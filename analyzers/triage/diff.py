@@ -36,6 +36,7 @@ says it (voice.diff_lines) and tracetriage.analyzers.output.serialize prints it.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -273,7 +274,8 @@ def summarize(a: Analysis) -> Side:
         bytes=nbytes, bytes_source=source, roofline_bytes=roof_bytes, charged_bytes=charged,
         byte_coverage=round(coverage, 4), flops=flops,
         achieved_gbps=round(nbytes / (busy_us * 1e3), 1) if nbytes and busy_us > 0 else None,
-        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5], uncosted_why_us=_uncosted_why(a, kern),
+        regime=a.verdict.regime, regime_detail=a.verdict, top_ops=a.hotspots[:5],
+        uncosted_why_us=_uncosted_why(a, kern),
         trace_caveats=tr.caveats, warmup=a.warmup, warmup_share=a.warmup_share)
 
 
@@ -362,7 +364,7 @@ def check_prediction(before: Analysis, after: Analysis) -> PredictionCheck | Non
                            w.baseline_ns, p.predicted_ns, after_ns, why, scale)
 
 
-def diff_files(before: str | Path, after: str | Path) -> Diff:
+def diff_files(before: str | os.PathLike, after: str | os.PathLike) -> Diff:
     """Analyse both traces and explain the change. A bad path or trace raises TraceError."""
     return diff_analyses(analyze_file(before), analyze_file(after))
 

@@ -12,6 +12,7 @@ sentences (tracetriage.analyzers.voice says them), and never re-derive a number.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,9 +176,12 @@ class Analysis:
     range_kernels: int | None = None    # --range: the range's own kernels (None: the whole trace's)
     framework: framework_mod.Framework | None = None   # whose code made the idle and the launches
     graph_capture: GraphCapture | None = None   # the CUDA-graph captures the trace holds (None: it holds none)
-    steps: Steps | None = None          # the iterations (tracetriage.analyzers.analyses.steps); None: --range, or no timeline
-    inference: Inference | None = None  # prefill and decode from the ops' shapes (tracetriage.analyzers.analyses.inference)
-    source_lines: SourceLines | None = None   # the user's own frames (tracetriage.analyzers.triage.sources); None: no stacks
+    steps: Steps | None = None          # the iterations (tracetriage.analyzers.analyses.steps);
+                                        # None: --range, or no timeline
+    inference: Inference | None = None  # prefill and decode from the ops' shapes
+                                        # (tracetriage.analyzers.analyses.inference)
+    source_lines: SourceLines | None = None   # the user's own frames (tracetriage.analyzers.triage.sources);
+                                              # None: no stacks
     fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
     health: Health | None = None        # is the trace whole (tracetriage.analyzers.analyses.health); None: not checked
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
@@ -325,7 +329,8 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     choices = tuple(weigh_levers(levers)) if levers else ()
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
-    hot, kern, host_only = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows), None if devs else _host_only(trace)
+    hot, kern = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows)
+    host_only = None if devs else _host_only(trace)
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
                      health=health)
     nx = _with_unprofiled(nx, levers, trace)
@@ -399,7 +404,8 @@ def _levers_unreadable(trace: Trace) -> bool:
     return any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats)
 
 
-def analyze_file(path: str | Path, range_name: str | None = None, graph_capture: str | Path | None = None) -> Analysis:
+def analyze_file(path: str | os.PathLike, range_name: str | None = None,
+                 graph_capture: str | os.PathLike | None = None) -> Analysis:
     """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
     write one), whose ops the replayed kernels are charged to."""
     from tracetriage.analyzers.loading.graphs import with_capture
@@ -430,7 +436,8 @@ def _phases(rng: tuple[RangeStats, ...], verdicts: dict[str, RegimeVerdict]) -> 
     pre_walls = (pre.windows[1] - pre.windows[0]) / 1e3
     itl = inference_mod.inter_token_ns(pre.windows, dec.windows) / 1e3
     return Phases(phase(pre), phase(dec), ttft_us=round(pre.median_wall_us, 1),
-                  per_token_us=round(_per_token(pre, dec), 1), tokens_per_prefill=max(1, dec.count // max(1, pre.count)),
+                  per_token_us=round(_per_token(pre, dec), 1),
+                  tokens_per_prefill=max(1, dec.count // max(1, pre.count)),
                   ttft_p90_us=round(float(np.percentile(pre_walls, 90)), 1),
                   per_token_median_us=round(float(np.median(itl)), 1) if len(itl) else 0.0,
                   per_token_p90_us=round(float(np.percentile(itl, 90)), 1) if len(itl) else 0.0, requests=pre.count)
@@ -552,13 +559,14 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up)
         head = by_name.get(HEADROOM)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
-            kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else    # faster kernels, but how: unmeasured
-                    Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else      # ... under neither roof
+            kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else  # faster kernels, but how: unmeasured
+                    Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
             return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and (v.regime is Regime.OVERHEAD or (
-            dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
+            dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
+            and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(Experiment.FIND_THE_BOUND, None, v.uncosted_share)

@@ -74,8 +74,8 @@ class Timeline:
 
     def records(self) -> list[dict]:
         """Bars then gaps, as plain dicts (for Altair / pandas)."""
-        bars = [{"lane": self.lanes[l], "start_us": float(s), "end_us": float(e), "kind": k, "name": n}
-                for l, s, e, k, n in zip(self.lane, self.start_us, self.end_us, self.kind, self.name)]
+        bars = [{"lane": self.lanes[lane], "start_us": float(s), "end_us": float(e), "kind": k, "name": n}
+                for lane, s, e, k, n in zip(self.lane, self.start_us, self.end_us, self.kind, self.name)]
         gaps = [{"lane": f"gpu{d} idle", "start_us": float(s), "end_us": float(e), "kind": "idle", "name": c}
                 for d, s, e, c in zip(self.gap_device, self.gap_start_us, self.gap_end_us, self.gap_cause)]
         return bars + gaps
@@ -220,8 +220,12 @@ def build(a: Analysis, window_us: tuple[float, float] | None = None, max_bars: i
         g = d.gaps
         s_g, e_g = (g.start - origin) / 1e3, (g.end - origin) / 1e3
         m = np.ones(len(g), dtype=bool) if window_us is None else (e_g > window_us[0]) & (s_g < window_us[1])
-        gs.append(s_g[m]); ge.append(e_g[m]); gd.append(g.device[m]); gc += [CAUSES[c] for c in g.cause[m]]
-        gh.append(g.host_row[m]); gn.append(g.next_row[m])
+        gs.append(s_g[m])
+        ge.append(e_g[m])
+        gd.append(g.device[m])
+        gc += [CAUSES[c] for c in g.cause[m]]
+        gh.append(g.host_row[m])
+        gn.append(g.next_row[m])
     cat = np.concatenate
     host = cat(gh) if gh else np.zeros(0, np.int64)
     nxt = cat(gn) if gn else np.zeros(0, np.int64)
@@ -433,8 +437,12 @@ def gaps(a: Analysis) -> GapTable:
     dev, s, e, c, host, nxt = [], [], [], [], [], []
     for d in a.devices:
         g = d.gaps
-        dev.append(g.device); s.append(g.start); e.append(g.end); c += [CAUSES[x] for x in g.cause]
-        host.append(g.host_row); nxt.append(g.next_row)
+        dev.append(g.device)
+        s.append(g.start)
+        e.append(g.end)
+        c += [CAUSES[x] for x in g.cause]
+        host.append(g.host_row)
+        nxt.append(g.next_row)
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
     h, n = cat(host, np.int64), cat(nxt, np.int64)
     return GapTable(device=cat(dev, np.int32), start_ns=cat(s, np.int64), end_ns=cat(e, np.int64), cause=tuple(c),
@@ -447,7 +455,8 @@ def gaps(a: Analysis) -> GapTable:
 @dataclass(frozen=True)
 class ConstructSpans:
     """Where one framework construct ran (the DataLoader's __next__, the optimizer step, backward, compile ...):
-    the union of its marking events on every host thread (tracetriage.analyzers.analyses.framework), µs from the origin."""
+    the union of its marking events on every host thread (tracetriage.analyzers.analyses.framework), µs from
+    the origin."""
     construct: Construct
     start_us: np.ndarray
     end_us: np.ndarray

@@ -11,6 +11,7 @@ from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchE
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.voice.analysis import Analysis
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -26,26 +27,27 @@ def caveat(c: Caveat) -> str:
         return ("no GPU activity in the trace (no kernels, copies or memsets: a CPU-only capture, or CUDA activity was "
                 "not recorded): there is no GPU span, idle time or regime to report")
     if c.kind == "unlinked_gpu":
-        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in the trace "
-                "(missing correlation, or launched before profiling started): the idle before them counts as other")
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in "
+                "the trace (missing correlation, or launched before profiling started): the idle before them "
+                "counts as other")
     if c.kind == "dangling_external_id":
         verb = "carries" if c.count == 1 else "carry"
         return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
                 "time is listed under the kernel's name, not the op's")
     if c.kind == "external_id_by_time":
-        return (f"{integer(c.count)} of {count(c.total, 'launch call')} carry an External id that names no op around them "
-                "(torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): each is "
-                "charged to the op that encloses it on its thread")
+        return (f"{integer(c.count)} of {count(c.total, 'launch call')} carry an External id that names no op "
+                "around them (torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): "
+                "each is charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
         verb = "starts" if c.count == 1 else "start"
-        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than {duration_us(STREAM_OVERLAP_NS / 1e3)} "
-                "before the previous one on their stream ends, though a stream runs in order (a merged or edited "
-                "trace?): busy and idle time count the overlapped time once")
+        return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than "
+                f"{duration_us(STREAM_OVERLAP_NS / 1e3)} before the previous one on their stream ends, though a "
+                "stream runs in order (a merged or edited trace?): busy and idle time count the overlapped time once")
     if c.kind == "graph_replay_unjoined":
-        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs match "
-                "no capture in the trace: the graphs were captured outside the profiled window (or several captures "
-                "fit), so their ops and shapes are not known; profile the capture too (warm-up inside the profiler), "
-                "or pass the capture's trace (--graph-capture), to cost them by op")
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs "
+                "match no capture in the trace: the graphs were captured outside the profiled window (or several "
+                "captures fit), so their ops and shapes are not known; profile the capture too (warm-up inside the "
+                "profiler), or pass the capture's trace (--graph-capture), to cost them by op")
     raise ValueError(f"unknown caveat kind {c.kind!r}")
 
 
@@ -68,8 +70,9 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
-            return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it waits "
-                    "for (the producing work, the event record) earlier, or drop the wait if the streams need not order")
+            return (f"make the dependency ready sooner: the work waits on {ev.waited_on[0].name}; issue what it "
+                    "waits for (the producing work, the event record) earlier, or drop the wait if the streams need "
+                    "not order")
         if construct is Construct.ALLOCATOR:
             return ("stop emptying the allocator's cache in the loop (torch.cuda.empty_cache(): each call syncs in "
                     "cudaFree and the next step pays cudaMalloc again); let the caching allocator keep its blocks")
@@ -77,12 +80,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         return ADVICE[cause].replace("the syncs:", f"the syncs ({user_calls(names)}):", 1)
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
-                f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the graph, fuse what stays "
-                "outside (torch.compile), or more work per launch")
+                f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
+                "graph, fuse what stays outside (torch.compile), or more work per launch")
     if cause is Cause.LAUNCH_OVERHEAD and construct is Construct.COMPILED:
         return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
                 "one graph launch; or more work per launch (bigger batch)")
-    if cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies and "Pinned" in ev.copies[0].name:
+    if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies
+            and "Pinned" in ev.copies[0].name):
         c = ev.copies[0]
         rate = f" at {gbps(c.gbps)}" if c.gbps else ""
         return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
@@ -138,7 +142,8 @@ ADVICE = {
 
 WASTE = {
     Cause.LAUNCH_OVERHEAD: "tuning kernels: they already finish before the next launch arrives",
-    Cause.HOST_WORK: "torch.compile, CUDA graphs or faster kernels: the device is waiting for the host, not on launches",
+    Cause.HOST_WORK: ("torch.compile, CUDA graphs or faster kernels: the device is waiting for the host, "
+                      "not on launches"),
     Cause.SYNCHRONIZATION: "faster kernels: they make the drain come sooner, not the host's next launch",
     Cause.DATA_TRANSFER: "faster kernels or torch.compile: compute is not what the device waits on",
     Cause.OTHER: "acting on this trace's idle time: what caused it was not recorded",
@@ -169,8 +174,8 @@ def evidence_phrase(ev: Evidence) -> str:
         ops = ", ".join(o.name for o in ev.launching_ops[:3])
         cost = (f"a launch call takes {duration_us(ev.launch_call_median_us)}" if ev.launch_call_median_us is not None
                 else "the trace has no launch call to measure what launching costs")
-        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose median run "
-                f"is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else ""))
+        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose "
+                f"median run is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else ""))
     if isinstance(ev, HostEvidence):
         traced = ", ".join(o.name for o in ev.host_events[:3])
         held = ", ".join(o.name for o in ev.python_functions[:2])
@@ -189,7 +194,8 @@ def evidence_phrase(ev: Evidence) -> str:
         if ev.waits_on_dependency:
             return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
                     f"{waited_phrase(ev.waited_on)}, not on its launch")
-        return (f"{plural(ev.gaps, 'drain')}, a median of {duration_us(ev.median_gap_us)} each, after {calls or 'syncs'}"
+        return (f"{plural(ev.gaps, 'drain')}, a median of {duration_us(ev.median_gap_us)} each, "
+                f"after {calls or 'syncs'}"
                 + (f" called from {src}" if src else ""))
     if isinstance(ev, TransferEvidence):
         waited = (f"; queued work waited {duration_us(sum(w.us for w in ev.waited_on))} while the host staged "
@@ -205,7 +211,7 @@ def waited_phrase(waited) -> str:
     return ", ".join(f"{w.name} ×{integer(w.count)}" for w in waited[:2])
 
 
-def mostly(a) -> str:
+def mostly(a: Analysis) -> str:
     """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
     dom = a.dominant
     if dom is None:
@@ -217,8 +223,10 @@ def mostly(a) -> str:
 
 CONSTRUCT_WORDS = {
     Construct.SETUP: "one-time set-up", Construct.COMPILE: "torch.compile compiling",
-    Construct.ALLOCATOR: "the caching allocator (cudaMalloc/cudaFree)", Construct.DATALOADER: "the DataLoader's __next__",
-    Construct.OPTIMIZER: "the optimizer step", Construct.COLLECTIVE: "collectives", Construct.BACKWARD: "autograd backward",
+    Construct.ALLOCATOR: "the caching allocator (cudaMalloc/cudaFree)",
+    Construct.DATALOADER: "the DataLoader's __next__",
+    Construct.OPTIMIZER: "the optimizer step", Construct.COLLECTIVE: "collectives",
+    Construct.BACKWARD: "autograd backward",
     Construct.COMPILED: "torch.compile's compiled code", Construct.MODULE: "nn.Module forwards",
     Construct.USER: "your own code",
 }

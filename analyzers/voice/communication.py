@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_ns, gbps, integer, share, size
 from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.voice.analysis import Analysis
 
 
 def bus_phrase(k) -> str:
@@ -21,8 +22,8 @@ def kind_phrase(k, first: bool) -> str:
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
     waiting = " (at least: against its own fastest call)" if first else ""
-    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, {duration_ns(k.wait_ns)} waiting for a peer"
-            f"{waiting} and {duration_ns(k.transfer_ns)} {moving}")
+    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, "
+            f"{duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} {moving}")
 
 
 def regime_line(v) -> str:
@@ -34,7 +35,7 @@ def regime_line(v) -> str:
             f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
 
 
-def next_words(a) -> dict[str, str]:
+def next_words(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} of a communication-bound trace's next experiment."""
     c, nx = a.verdict.communication, a.next_experiment
     exposed = (f"{share(c.exposed_share)} of the kernel busy time is collectives with no compute beside them "

@@ -31,8 +31,8 @@ def diff_caveats(d) -> list[str]:
     b, a = d.before, d.after
     if d.only_one_side_has_steps:
         has = b if b.steps else a
-        out.append(f"only {has.name} has {PROFILER_STEP_RANGE} ranges ({integer(has.steps)}), so whole traces are compared; profile the "
-                   "same number of steps for a fair comparison")
+        out.append(f"only {has.name} has {PROFILER_STEP_RANGE} ranges ({integer(has.steps)}), so whole traces are "
+                   "compared; profile the same number of steps for a fair comparison")
     if d.different_devices:
         out.append(f"the traces come from different devices ({b.device_name or 'unnamed'} vs "
                    f"{a.device_name or 'unnamed'}): the change mixes the hardware with the code")
@@ -53,8 +53,8 @@ def diff_lines(d) -> list[str]:
     dev = b.device_name if b.device_name == a.device_name else f"{b.device_name} / {a.device_name}"
     scope = f" per profiled step ({integer(b.steps)} vs {integer(a.steps)} steps)" if d.per_step else ""
     change = "the after trace has no GPU activity" if s is None else a_or_an(speed(s))
-    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to {duration_us(span_a)}{scope}, "
-          f"{change}.")
+    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to "
+          f"{duration_us(span_a)}{scope}, {change}.")
 
     idle_b, idle_a = b.idle_us / db, a.idle_us / da
     causes = _idle_causes(d)
@@ -76,7 +76,8 @@ def diff_lines(d) -> list[str]:
         calls += f" ({_times(d, lr)})"
     calls += f" for {integer(b.kernels / db)} → {integer(a.kernels / da)} kernels"
     if a.graph_launches or b.graph_launches:
-        calls += f", {integer(b.graph_launches / db)} → {integer(a.graph_launches / da)} of the calls CUDA-graph launches"
+        calls += (f", {integer(b.graph_launches / db)} → {integer(a.graph_launches / da)} of the calls "
+                  f"CUDA-graph launches")
     if b.span_per_launch_us and a.span_per_launch_us:
         calls += f", {duration_us(b.span_per_launch_us)} → {duration_us(a.span_per_launch_us)} of span per launch call"
     if br is not None:
@@ -156,8 +157,8 @@ def _explanation_line(d) -> str:
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""
         if d.launch_cost_changed:
-            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, hence {times(s)} and not "
-                    f"{times(lr)}")
+            cost = (f"; each launch call costs {duration_us(pa)} of span instead of {duration_us(pb)}, "
+                    f"hence {times(s)} and not {times(lr)}")
         bytes_note = (f"; bytes are no lever here ({_times(d, br)} bytes, while kernels are busy only "
                       f"{share(b.kernel_busy_us / b.span_us)} → {share(a.kernel_busy_us / a.span_us)} "
                       "of the span)") if br is not None else ""

@@ -108,7 +108,10 @@ def cpu_only_measured(h: Health | None) -> str:
 # --- the profiler's own cost ---------------------------------------------------------------------------
 
 def profiler_caveats(p) -> list[str]:
-    """What the profiler's recording did to this trace (tracetriage.analyzers.triage.overhead decided what is worth saying)."""
+    """What the profiler's recording did to this trace.
+
+    tracetriage.analyzers.triage.overhead decided what is worth saying.
+    """
     if p is None:
         return []
     out = []

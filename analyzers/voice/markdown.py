@@ -16,6 +16,7 @@ from tracetriage.analyzers.model.units import (
     size,
 )
 from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase
 from tracetriage.analyzers.voice.diff import diff_lines
 from tracetriage.analyzers.voice.health import health_line
@@ -52,7 +53,7 @@ def _lines(lines: list[str]) -> list[str]:
     return [x + "  " for x in out[:-1]] + out[-1:] + [""]
 
 
-def report_markdown(a, gate_line: str | None = None) -> str:
+def report_markdown(a: Analysis, gate_line: str | None = None) -> str:
     name = Path(a.trace.path).name
     out = [f"### tracetriage report: {code(name)}", ""]
     if gate_line:
@@ -64,7 +65,8 @@ def report_markdown(a, gate_line: str | None = None) -> str:
     rows = []
     for h in hot[:ROWS]:
         what = fused_words(a.fused_kernels[h.name]) if h.name in a.fused_kernels else ""
-        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share), integer(h.calls)]
+        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share),
+               integer(h.calls)]
         if where:
             lines = src.hotspots.get(h.name, ())
             row.append(source_words(lines[0]) if lines else "")
@@ -109,11 +111,12 @@ def diff_markdown(d, gate_line: str | None = None) -> str:
              signed_us(a.kernel_busy_us / da - b.kernel_busy_us / db)],
             ["idle", f"{duration_us(b.idle_us / db)} ({share(b.idle_share)})",
              f"{duration_us(a.idle_us / da)} ({share(a.idle_share)})", signed_us(a.idle_us / da - b.idle_us / db)]]
-    rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db), duration_us(a.idle_by_cause_us[c] / da),
-              signed_us(x)] for c, x in d.idle_moved[:3]]
+    rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db),
+              duration_us(a.idle_by_cause_us[c] / da), signed_us(x)] for c, x in d.idle_moved[:3]]
     rows.append(["launch calls", integer(b.launch_calls / db), integer(a.launch_calls / da),
                  f"{a.launch_calls / da - b.launch_calls / db:+,.0f}"])
-    rows.append(["kernels", integer(b.kernels / db), integer(a.kernels / da), f"{a.kernels / da - b.kernels / db:+,.0f}"])
+    rows.append(["kernels", integer(b.kernels / db), integer(a.kernels / da),
+                 f"{a.kernels / da - b.kernels / db:+,.0f}"])
     if b.bytes is not None and a.bytes is not None:
         rows.append(["bytes", size(b.bytes / db), size(a.bytes / da),
                      ratio(d.byte_ratio, d.about_same(d.byte_ratio)) if d.byte_ratio else ""])

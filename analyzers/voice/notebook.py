@@ -9,6 +9,7 @@ import html
 
 from tracetriage.analyzers.model.units import a_or_an, duration_ns, saving_pct, share
 from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
 from tracetriage.analyzers.voice.diff import diff_lines
 from tracetriage.analyzers.voice.health import health_line
@@ -23,20 +24,21 @@ CAUSE_COLOURS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchron
                  "data_transfer": "#54a24b", "other": "#9d9d9d"}
 
 
-def _health(a) -> list[str]:
+def _health(a: Analysis) -> list[str]:
     line = health_line(getattr(a, "health", None))
     return [line] if line else []
 
 
-def analysis_text(a) -> str:
+def analysis_text(a: Analysis) -> str:
     return "\n".join(five_lines(a) + _health(a) + [f"Caveat: {c}." for c in analysis_caveats(a)])
 
 
-def analysis_markdown(a) -> str:
-    return "\n\n".join(five_lines(a) + [f"**{x}**" for x in _health(a)] + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
+def analysis_markdown(a: Analysis) -> str:
+    return "\n\n".join(five_lines(a) + [f"**{x}**" for x in _health(a)]
+                       + [f"*Caveat: {c}.*" for c in analysis_caveats(a)])
 
 
-def idle_bar_html(a) -> str:
+def idle_bar_html(a: Analysis) -> str:
     """The span as one bar: kernels busy, then each idle cause by its share; a legend under it."""
     if not a.span_ns:
         return ""
@@ -54,7 +56,7 @@ def lines_html(lines: list[str]) -> str:
     return "".join(f"<p style='margin:2px 0'>{html.escape(x)}</p>" for x in lines)
 
 
-def analysis_html(a) -> str:
+def analysis_html(a: Analysis) -> str:
     caveats = [f"Caveat: {c}." for c in analysis_caveats(a)]
     return (idle_bar_html(a) if a.devices else "") + lines_html(five_lines(a) + _health(a)) + \
         "".join(f"<p style='margin:2px 0;font-size:85%'><i>{html.escape(c)}</i></p>" for c in caveats)

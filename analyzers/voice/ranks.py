@@ -39,8 +39,8 @@ def straggler_reason(s) -> str:
     }.get(s.why)
     if why is None:
         why = (f"none: collective time per step is within {duration_ns(s.spread_ns)} across ranks (threshold "
-               f"{duration_ns(s.threshold_ns)}, {share(s.threshold_ns / s.step_ns)} of the {duration_ns(s.step_ns)} step) "
-               "and no rank's host is slower than the GPU step")
+               f"{duration_ns(s.threshold_ns)}, {share(s.threshold_ns / s.step_ns)} of the "
+               f"{duration_ns(s.step_ns)} step) and no rank's host is slower than the GPU step")
         if s.outliers:
             why += "; " + "; ".join(outlier_phrase(n) for n in s.outliers)
     return why

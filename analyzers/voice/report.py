@@ -23,6 +23,7 @@ from tracetriage.analyzers.model.units import (
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -40,7 +41,7 @@ from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, sou
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 
-def analysis_caveats(a) -> list[str]:
+def analysis_caveats(a: Caveated) -> list[str]:
     """The trace's caveats, then what the analysis found about the profile itself (an Analysis, or a diff's Side)."""
     found = a.trace_caveats if hasattr(a, "trace_caveats") else a.trace.caveats
     if getattr(a, "accelerator", None):   # not CPU-only: a device this tool does not read (a diff Side has none)
@@ -68,7 +69,7 @@ def analysis_caveats(a) -> list[str]:
                    "span; warm up before profiling")
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
-def _health_knows_why_no_gpu(a) -> bool:
+def _health_knows_why_no_gpu(a: Caveated) -> bool:
     return cpu_only_next(getattr(a, "health", None)) is not None
 
 
@@ -80,14 +81,14 @@ CPU_ONLY_NEXT = (
 )
 
 
-def baseline_words(a) -> str:
+def baseline_words(a: Analysis) -> str:
     """The span a what-if prediction is a share of: the traced span (host and GPU: the Measured line's GPU
     span leaves out host work before the first and after the last GPU activity), or, for `--range`, the
     range's own span, the one the Measured line gives."""
     return f"the range's {duration_ns(a.span_ns)} span" if a.range_filter else "the traced span (host and GPU)"
 
 
-def predicted(c, a=None) -> str:
+def predicted(c, a: Analysis | None = None) -> str:
     """A what-if lever's prediction on its own baseline, named: '−24% of the traced span (host and GPU),
     31.8 ms → 24.1 ms'."""
     on = baseline_words(a) if a is not None else "the traced span (host and GPU)"
@@ -95,7 +96,7 @@ def predicted(c, a=None) -> str:
             f"{duration_ns(c.predicted_ns)}")
 
 
-def next_experiment(a) -> dict[str, str]:
+def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
@@ -104,8 +105,8 @@ def next_experiment(a) -> dict[str, str]:
         return capture_next(a.graph_capture)
     if nx.kind is Experiment.WARM_UP:
         out = {"lever": "warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, "
-                        "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile "
-                        "and triage again",
+                        "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then "
+                        "profile and triage again",
                "why": _warmup_why(a),
                "waste": "optimising what this profile shows: its biggest gaps do not recur"}
     elif nx.kind in LEVER_ADVICE:
@@ -147,28 +148,30 @@ HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less o
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
 
-def _warmup_why(a) -> str:
+def _warmup_why(a: Analysis) -> str:
     if a.warmup:
         return (f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
                 f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
     lv = a.next_experiment.lever
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
-    return f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up ({where}), which the steady state never pays"
+    return (f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up ({where}), "
+            f"which the steady state never pays")
 
 
-def _lever_why(a) -> str:
+def _lever_why(a: Analysis) -> str:
     """Why a lever that is a construct's own fix (not an idle cause's) is the Next: what it acts on here."""
     nx = a.next_experiment
     assume = LEVERS[nx.lever.lever].says(nx.lever.assumption) if nx.lever and nx.lever.assumption else ""
     where = ""
     x = a.framework.share_of(nx.construct) if a.framework and nx.construct else None
     if x is not None and a.framework.idle_ns:
-        where = f"{share(x.idle_ns / a.framework.idle_ns)} of the idle is inside {construct_phrase(x, a.framework.optimizer)}; "
+        where = (f"{share(x.idle_ns / a.framework.idle_ns)} of the idle is inside "
+                 f"{construct_phrase(x, a.framework.optimizer)}; ")
     return where + assume
 
 
-def _fused_optimizer_advice(a) -> str:
+def _fused_optimizer_advice(a: Analysis) -> str:
     opt = a.framework.optimizer if a.framework else None
     name = f"torch.optim.{opt}" if opt else "the optimizer"
     return (f"use a multi-tensor optimizer step: {name}(..., fused=True) (or foreach=True), one kernel over every "
@@ -185,7 +188,7 @@ LEVER_ADVICE = {
 }
 
 
-def _regime_next(a) -> dict[str, str]:
+def _regime_next(a: Analysis) -> dict[str, str]:
     v, pk = a.verdict, a.roof.peaks
     if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
         return communication.next_words(a)
@@ -235,29 +238,30 @@ def find_the_bound(v) -> dict[str, str]:
                      "limits the kernels"}
 
 
-def _idle_why(a, cause: Cause, ev: Evidence, gain: float) -> str:
+def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
     idle_pct = share(a.idle_share)
     if cause is Cause.LAUNCH_OVERHEAD:
-        return (f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run {duration_us(ev.kernel_median_us)} "
-                "(median) while each launch costs the host more")
+        return (f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run "
+                f"{duration_us(ev.kernel_median_us)} (median) while each launch costs the host more")
     if cause is Cause.HOST_WORK:
         return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
                 f"(median gap {duration_us(ev.median_gap_us)})")
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
-            return (f"while the host waits in a sync it cannot run ahead, so its host work ({count(host.gaps, 'stretch', 'stretches')}, "
-                    f"a median of {duration_us(host.median_gap_us)}, {share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} "
-                    "of the span) leaves the GPU idle instead of overlapping its kernels")
-        return (f"{integer(ev.gaps)} times the device drained while the host waited, costing {duration_us(ev.total_us)} of "
-                f"idle ({share(gain)} of the span)")
+            return (f"while the host waits in a sync it cannot run ahead, so its host work "
+                    f"({count(host.gaps, 'stretch', 'stretches')}, a median of {duration_us(host.median_gap_us)}, "
+                    f"{share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} of the span) leaves the GPU idle instead "
+                    "of overlapping its kernels")
+        return (f"{integer(ev.gaps)} times the device drained while the host waited, costing "
+                f"{duration_us(ev.total_us)} of idle ({share(gain)} of the span)")
     if cause is Cause.DATA_TRANSFER:
         return f"compute idles {idle_pct} while copies run ({copy_phrase(ev)})"
     return (f"{share(gain)} of the span is idle before GPU work whose launch call is not in the trace, so its "
             "cause cannot be read from it")
 
 
-def five_lines(a) -> list[str]:
+def five_lines(a: Analysis) -> list[str]:
     if not a.devices:
         return _cpu_only_lines(a)
     tr = a.trace
@@ -266,11 +270,13 @@ def five_lines(a) -> list[str]:
         dev = "an " + dev
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
-    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, {a_or_an(duration_ns(a.span_ns))} "
-          f"GPU span, kernels busy {share(busy)} of it ({count(a.kernels, 'kernel')}, "
+    l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
+          f"{a_or_an(duration_ns(a.span_ns))} GPU span, kernels busy {share(busy)} of it "
+          f"({count(a.kernels, 'kernel')}, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
     l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
-    hot = ", ".join(f"{h.name} {share(h.share)} ({count(h.calls, 'call')}{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
+    hot = ", ".join(f"{h.name} {share(h.share)} ({count(h.calls, 'call')}{_hotspot_more(a, h.name)})"
+                    for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
@@ -292,28 +298,29 @@ def five_lines(a) -> list[str]:
     return [l1, l2, l3, _regime_line(a), l5]
 
 
-def _hotspot_more(a, name: str) -> str:
+def _hotspot_more(a: Analysis, name: str) -> str:
     """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
     fk = a.fused_kernels.get(name)
     src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
     return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
 
 
-def _idle_source(a) -> str:
+def _idle_source(a: Analysis) -> str:
     """With stacks: where in the user's code the dominant cause's gaps come from."""
     found = a.source_lines.idle.get(a.dominant, ()) if a.source_lines and a.dominant else ()
     return source_clause(found[0] if found else None)
 
 
-def _construct_clause(a) -> str:
+def _construct_clause(a: Analysis) -> str:
     """'; 82% of the idle is inside AdamW's step (Optimizer.step): 12,800 launches in 8 calls'."""
     x = a.construct_named
     if x is None:
         return ""
-    return f"; {share(x.idle_ns / a.framework.idle_ns)} of the idle is inside {construct_phrase(x, a.framework.optimizer)}"
+    return (f"; {share(x.idle_ns / a.framework.idle_ns)} of the idle is inside "
+            f"{construct_phrase(x, a.framework.optimizer)}")
 
 
-def _serialising_syncs(a) -> str:
+def _serialising_syncs(a: Analysis) -> str:
     """Syncs that serialise host work with GPU work, named with the overlap they prevent, whatever holds more
     of the idle: '; the syncs in aten::item serialise the host with the GPU: removing them overlaps ...'."""
     c = a.serialising_syncs
@@ -323,14 +330,15 @@ def _serialising_syncs(a) -> str:
             f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
 
 
-def _regime_line(a) -> str:
+def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
            f"memory-bound" + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
                                if v.latency_worth_naming else "")
            + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
-           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else "")) \
+           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)"
+              if v.comm_us else "")) \
         if tot else "no kernels ran"
     ridge = ""
     if v.intensity is not None and v.ridge:
@@ -340,8 +348,9 @@ def _regime_line(a) -> str:
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
-        known = [f"{share(x / tot)} {what}" for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
-                                                            (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]
+        known = [f"{share(x / tot)} {what}"
+                 for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
+                                 (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
                 f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
                                                      "to decide" if known else "nothing else to decide by")
@@ -353,14 +362,15 @@ def _regime_line(a) -> str:
                 f"grids, the library's algorithm choice){ridge}.")
     elif v.regime is Regime.COMPUTE:
         if v.achieved_tflops:
-            peak = (f" of the {tflops(pk.flops(v.dtype) / 1e12)} peak ({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})"
-                    if pk and v.dtype else "")
+            peak = (f" of the {tflops(pk.flops(v.dtype) / 1e12)} peak "
+                    f"({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})" if pk and v.dtype else "")
             line = f"Regime: compute-bound: {mix}; compute-bound ops reach {tflops(v.achieved_tflops)}{peak}{ridge}."
         else:
             line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
     else:
         if v.achieved_gbps:
-            peak = f" of the {gbps(pk.bytes_per_s / 1e9)} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})" if pk else ""
+            peak = (f" of the {gbps(pk.bytes_per_s / 1e9)} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})"
+                    if pk else "")
             line = f"Regime: memory-bound: {mix}; memory-bound ops move {gbps(v.achieved_gbps)}{peak}{ridge}."
         else:
             line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
@@ -374,28 +384,30 @@ def _regime_line(a) -> str:
     return line
 
 
-def _cpu_only_lines(a) -> list[str]:
+def _cpu_only_lines(a: Analysis) -> list[str]:
     """A trace with no GPU activity (a CPU capture, or CUDA activity not recorded)."""
     tr, h = a.trace, a.host_only
-    top = ", ".join(f"{x.name} {share(x.share)} ({count(x.calls, 'call')}{_hotspot_more(a, x.name)})" for x in h.hotspots)
+    top = ", ".join(f"{x.name} {share(x.share)} ({count(x.calls, 'call')}{_hotspot_more(a, x.name)})"
+                    for x in h.hotspots)
     acc = a.accelerator
     if acc is not None:   # not a CPU-only trace: a device this tool does not read
         return [
             f"Measured: {Path(tr.path).name} was recorded on an {acc} accelerator, not a GPU: "
-            f"{count(tr.events_in_file, 'event')}, {count(h.ops, 'CPU op')} over {a_or_an(duration_ns(h.span_ns))} host span.",
+            f"{count(tr.events_in_file, 'event')}, {count(h.ops, 'CPU op')} over "
+            f"{a_or_an(duration_ns(h.span_ns))} host span.",
             f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
             f"Idle: not attributed: tracetriage reads CUDA/ROCm kernel timelines, and the {acc}'s device events "
             "are not kernels it can place (0 gaps).",
             f"Regime: not decided: there is no peak table or cost model for {acc} devices.",
             f"Next: use the {acc} vendor's own profiler for the device timeline (HTA reads MTIA traces), because "
-            "the verdicts here need GPU kernels. Would waste the week: reading the missing device timeline as an idle device: "
-            "the device did run.",
+            "the verdicts here need GPU kernels. Would waste the week: reading the missing device timeline as an "
+            "idle device: the device did run.",
         ]
     nx = cpu_only_next(a.health) or CPU_ONLY_NEXT
     return [
-        f"Measured: {Path(tr.path).name} {cpu_only_measured(a.health)}: {count(tr.events_in_file, 'event')}, {count(h.ops, 'CPU op')} "
-        f"over {a_or_an(duration_ns(h.span_ns))} host span, ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} "
-        f"of it{step_words.steps_clause(a.steps)}.",
+        f"Measured: {Path(tr.path).name} {cpu_only_measured(a.health)}: {count(tr.events_in_file, 'event')}, "
+        f"{count(h.ops, 'CPU op')} over {a_or_an(duration_ns(h.span_ns))} host span, "
+        f"ops running {share(h.busy_ns / h.span_ns if h.span_ns else 0)} of it{step_words.steps_clause(a.steps)}.",
         f"Time: host time in top-level ops goes to {top or 'nothing (no CPU ops recorded)'}.",
         "Idle: there is no GPU timeline in this trace, so there are no idle gaps to attribute (0 gaps).",
         "Regime: not decidable from a CPU-only trace: compute, memory and overhead are judged on device "
@@ -407,7 +419,7 @@ def _cpu_only_lines(a) -> list[str]:
 # --- beside HTA (report --hta) -----------------------------------------------------------------------
 
 
-def hta_text(hta: dict, analysis) -> str:
+def hta_text(hta: dict, analysis: Analysis) -> str:
     """HTA's per-stream idle breakdown beside ours (`report --hta`)."""
     if "error" in hta:
         return f"HTA: unavailable: {hta['error']}"
@@ -418,7 +430,8 @@ def hta_text(hta: dict, analysis) -> str:
                      f"(HTA's own kernel-breakdown total: {duration_us(r['kernel_time_us_total'])}; it also counts "
                      "CPU events that carry a stream field)")
         for s, n in r.get("streams", {}).items():
-            lines.append(f"    stream {s}: idle {duration_us(n['idle_us'])} = host_wait {duration_us(n['host_wait_us'])} + "
+            lines.append(f"    stream {s}: idle {duration_us(n['idle_us'])} = "
+                         f"host_wait {duration_us(n['host_wait_us'])} + "
                          f"kernel_wait {duration_us(n['kernel_wait_us'])} + other {duration_us(n['other_us'])}")
         ls = r.get("launch", {})
         if ls:

@@ -46,7 +46,8 @@ from tracetriage.analyzers.model.trace import (
     Trace,
 )
 
-SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of the span
+SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of
+                                                           # the span
 DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one
 DEFAULT_MIN_GAP_NS = 1_000          # kernel-to-kernel gap when no back-to-back pair shows one
 QUEUE_GAP_NS = 20_000               # a queued activity starts at most this long after its predecessor

@@ -112,7 +112,8 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
             kept.append((pred, len(out) - 1, None if unchanged else p))
             kept = sorted(kept, key=lambda k: k[0])[:unprofiled_best]
     for _, i, p in kept:
-        out[i] = dataclasses.replace(out[i], unprofiled_ratio=1.0 if p is None else _bare_ratio(trace, g, p, run, False))
+        out[i] = dataclasses.replace(out[i],
+                                     unprofiled_ratio=1.0 if p is None else _bare_ratio(trace, g, p, run, False))
     out.sort(key=lambda x: (x.predicted_ns, NAMES.index(x.lever)))
     return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out),
                   unprofiled_ns=int(round(run.unprofiled_ns * baseline / replay_ns)) if run and replay_ns else None,

@@ -90,7 +90,8 @@ def _log() -> None:
     else:
         st.markdown(words.plain(v.calibration))
         tables.show(v.predictions, {"id": tables.count("id"), "quantity": tables.text("quantity"),
-                                    "predicted": tables.number("predicted", 3), "measured": tables.number("measured", 3),
+                                    "predicted": tables.number("predicted", 3),
+                                    "measured": tables.number("measured", 3),
                                     "unit": tables.text("unit"), "ratio": tables.number("measured/predicted"),
                                     "why": tables.text("why", width="large"), "trace": tables.text("trace")})
         pts = v.predictions.dropna(subset=["measured"])

@@ -73,7 +73,8 @@ def render() -> None:
         st.switch_page(page("timeline"), query_params={state.TRACE: _entry_key(run, file)})
     cols = st.columns(max(len(v.ranks), 1))
     for col, (r, s, file) in zip(cols, v.ranks[["rank", "straggler", "file"]].itertuples(index=False)):
-        col.page_link(page("timeline"), label=words.open_rank_timeline(int(r), bool(s)), icon=":material/view_timeline:",
+        col.page_link(page("timeline"), label=words.open_rank_timeline(int(r), bool(s)),
+                      icon=":material/view_timeline:",
                       query_params={state.TRACE: _entry_key(run, file)})
     if len(v.steps):
         strag = f"rank {v.straggler_rank}" if v.straggler_rank is not None else None

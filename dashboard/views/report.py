@@ -88,7 +88,8 @@ def render() -> None:
     st.subheader("Ranges")
     rng = data.ranges(a)
     if len(rng):
-        rng = rng.assign(regime=rng["regime"].map(words.regime_cell), idle_dominant=rng["idle_dominant"].map(words.cause))
+        rng = rng.assign(regime=rng["regime"].map(words.regime_cell),
+                         idle_dominant=rng["idle_dominant"].map(words.cause))
         tables.show(rng, {"name": tables.text("range", width="medium"), "count": tables.count("instances"),
                           "wall_ms": tables.ms("wall (ms)"), "median_wall_ms": tables.ms("median wall (ms)", 3),
                           "kernel_busy_ms": tables.ms("kernels busy (ms)"), "idle_ms": tables.ms("idle (ms)"),

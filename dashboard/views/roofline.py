@@ -29,7 +29,8 @@ def render() -> None:
     st.altair_chart(charts.roofline(shown, c), width="stretch")
     st.caption(words.plain(words.points_caption(len(shown), len(pts), dtype)))
     tables.show(pts, {"name": tables.text("op", width="medium"), "shapes": tables.text("input shapes", width="medium"),
-                      "kind": tables.text("kind"), "calls": tables.count("calls"), "device_ms": tables.ms("device (ms)", 3),
+                      "kind": tables.text("kind"), "calls": tables.count("calls"),
+                      "device_ms": tables.ms("device (ms)", 3),
                       "flops": st.column_config.NumberColumn("FLOPs", format="compact"),
                       "bytes": tables.nbytes("bytes"), "intensity": tables.number("FLOP/byte"),
                       "tflops": tables.number("TFLOP/s"), "gbps": tables.number("GB/s", 0),

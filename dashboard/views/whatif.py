@@ -41,7 +41,8 @@ def render() -> None:
     st.subheader("Predicted timeline")
     names = list(view.levers["lever"])
     want = st.query_params.get("lever")
-    lever = st.selectbox("Lever", names, index=names.index(want) if want in names else 0, key=f"whatif_lever:{entry.key}")
+    lever = st.selectbox("Lever", names, index=names.index(want) if want in names else 0,
+                         key=f"whatif_lever:{entry.key}")
     if st.query_params.get("lever") != lever:
         st.query_params["lever"] = lever
     try:

@@ -116,7 +116,8 @@ def pageable_h2d(m: Measured) -> int:
 
 
 SPEC = LeverSpec(
-    name="async_copies", effort=2, cause=Cause.DATA_TRANSFER, apply=apply, says=says, words="pinned memory and async copies",
+    name="async_copies", effort=2, cause=Cause.DATA_TRANSFER, apply=apply, says=says,
+    words="pinned memory and async copies",
     fix=("host buffers are pinned and copied non_blocking on a side stream, prefetched, the consumer waiting on "
          "an event"),
     recognise=Recognise(order=2, evidence="pageable_copies", because="its pageable copies went", amount=pageable_h2d,

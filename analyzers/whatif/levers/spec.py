@@ -22,12 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import KERNEL, Trace
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
+
+if TYPE_CHECKING:   # for the annotations only: the replay's graph and the analyses stay unimported here
+    from tracetriage.analyzers.analyses.framework import Framework
+    from tracetriage.analyzers.whatif.depgraph import Graph
 
 
 class WhatIfError(ValueError):
@@ -64,7 +69,7 @@ class Context:
     """The trace and its graph, as a lever's edit reads them; what the analyses found of the trace
     (set-up windows) when the caller has it, else found here when a lever first asks."""
     trace: Trace
-    g: object                   # tracetriage.analyzers.whatif.depgraph.Graph
+    g: Graph
     setup: tuple | None = None  # one-time set-up on the host: (starts, ends, thread keys)
     _windows: dict = field(default_factory=dict)
 
@@ -130,16 +135,30 @@ class Context:
         return name_flags(self.trace, self.g.g_row if rows is None else self.g.g_row[rows], test)
 
 
+class LeverOutcome(Protocol):
+    """What a lever's recogniser reads of its prediction (tracetriage.analyzers.whatif.predict.LeverPrediction)."""
+    @property
+    def assumption(self) -> Assumption: ...
+    @property
+    def detail(self) -> dict: ...
+
+
+class Predicted(Protocol):
+    """A trace's what-if as the recognisers read it: each lever's prediction by name. The what-if itself
+    (tracetriage.analyzers.whatif.predict.WhatIf) imports this module, so it is named by what it does."""
+    def lever(self, name: str) -> LeverOutcome: ...
+
+
 @dataclass(frozen=True)
 class Measured:
     """One trace as diff compares it: the trace, its what-if (tracetriage.analyzers.whatif.predict.WhatIf), its kernel
     busy time, its idle by cause and whose code made the idle (tracetriage.analyzers.analyses.framework)."""
     trace: Trace
-    whatif: object
+    whatif: Predicted
     kernel_busy_ns: int
     by_cause_ns: dict = field(default_factory=dict)
     kernels: int = 0
-    framework: object = None
+    framework: Framework | None = None
 
     def idle_in(self, construct) -> int:
         x = self.framework.share_of(construct) if self.framework is not None else None

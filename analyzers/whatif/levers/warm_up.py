@@ -77,8 +77,8 @@ def says(a: SetUpGone) -> str:
     if a.count == 0:
         return "no one-time set-up in this trace: nothing to warm up"
     if a.early_steps:
-        return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than a steady step's "
-                f"(the median of the later ones), does not recur; every later step stays as traced")
+        return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than "
+                f"a steady step's (the median of the later ones), does not recur; every later step stays as traced")
     return (f"the {integer(a.count)} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
 
