@@ -190,3 +190,20 @@ def test_dashboard_pages_read_the_analysis_through_data_and_speak_through_their_
         if m.startswith("tracetriage.dashboard.views"):
             outside = {d for d in deps if not d.startswith("tracetriage.dashboard.")}
             assert outside == set(), (m, outside)
+
+
+# --- one record per concept -------------------------------------------------------------------------
+
+def source_files() -> list[Path]:
+    """Every source file of ours (the installed folders, tools/ and tests/)."""
+    return sorted(p for pkg in (*PACKAGES, "tests") for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_a_host_threads_key_is_made_in_one_place():
+    """(pid << 32) ^ tid keys set-up windows, construct windows and a lever's calls alike: one helper
+    (tracetriage.analyzers.model.trace.thread_key), or two analyses' keys could stop comparing."""
+    home = ROOT / "analyzers" / "model" / "trace.py"
+    bad = [f"{p.relative_to(ROOT)}:{i}" for p in source_files() if p != home and p.name != "test_imports.py"
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+           if "<< 32" in line and "0xFFFFFFFF" in line.upper()]
+    assert bad == []

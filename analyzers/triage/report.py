@@ -43,7 +43,7 @@ from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEviden
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
@@ -367,7 +367,7 @@ def _setup_windows(devs) -> tuple:
         z = np.empty(0, np.int64)
         return z, z, z
     cat = np.concatenate
-    key = cat([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF) for u in ups])
+    key = cat([thread_key(u.pid, u.tid) for u in ups])
     return cat([u.start for u in ups]), cat([u.end for u in ups]), key
 
 

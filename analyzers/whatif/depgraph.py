@@ -44,6 +44,7 @@ from tracetriage.analyzers.model.trace import (
     RUNTIME,
     USER_ANNOTATION,
     Trace,
+    thread_key,
 )
 
 SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of the span
@@ -110,10 +111,9 @@ class Graph:
         return len(self.c_row)
 
 
-def _thread_key(ev, rows) -> np.ndarray:
-    """One small int per (pid, tid)."""
-    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
-    return np.unique(key, return_inverse=True)[1].ravel()
+def _thread_index(ev, rows) -> np.ndarray:
+    """One small int per host thread (0, 1, ...: an index into the thread_* arrays)."""
+    return np.unique(thread_key(ev.pid[rows], ev.tid[rows]), return_inverse=True)[1].ravel()
 
 
 def build(trace: Trace) -> Graph:
@@ -131,7 +131,7 @@ def build(trace: Trace) -> Graph:
     host_rows = span_rows[~np.isin(ev.cat[span_rows], GPU_CATS)]
     all_calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
     keys = np.concatenate([host_rows, all_calls])
-    tkey = _thread_key(ev, keys) if len(keys) else np.zeros(0, np.int64)
+    tkey = _thread_index(ev, keys) if len(keys) else np.zeros(0, np.int64)
     h_thread, c_thread_all = tkey[: len(host_rows)], tkey[len(host_rows):]
     # a call nested in another call of its thread (a runtime call wrapping a driver call) is
     # part of its parent: its GPU activity is credited to the parent
@@ -209,7 +209,7 @@ def build(trace: Trace) -> Graph:
     own = np.flatnonzero(ev.cat == OVERHEAD)
     if len(c_row):
         ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
-        okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
+        okey = _thread_index(ev, np.concatenate([op_rows, ann_rows, c_row]))
         o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
         cc_thr = okey[len(op_rows) + len(ann_rows):]
         for t in np.unique(cc_thr):

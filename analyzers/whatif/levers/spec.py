@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import KERNEL, Trace
+from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
 
@@ -76,8 +76,7 @@ class Context:
             ups = [d.setup for d in idle.analyze(self.trace) if d.setup is not None and len(d.setup.start)]
             z = np.empty(0, np.int64)
             self.setup = (np.concatenate([u.start for u in ups]), np.concatenate([u.end for u in ups]),
-                          np.concatenate([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF)
-                                          for u in ups])) if ups else (z, z, z)
+                          np.concatenate([thread_key(u.pid, u.tid) for u in ups])) if ups else (z, z, z)
         return self.setup
 
     @property
