@@ -207,3 +207,45 @@ def test_a_host_threads_key_is_made_in_one_place():
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
            if "<< 32" in line and "0xFFFFFFFF" in line.upper()]
     assert bad == []
+
+
+LOOKUPS = ("lever", "get", "spec_of")   # w.lever(NAME), by_name.get(NAME), spec_of(NAME)
+
+
+def lever_literals(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """Where a lever's name is written as a string to compare or look up: `x.lever == "cuda_graphs"`,
+    `x in ("fuse", ...)`, `w.lever("remove_syncs")`, `measured["ratio"]["fuse"]`."""
+    def lit(x) -> list[str]:
+        items = x.elts if isinstance(x, (ast.Tuple, ast.List, ast.Set)) else [x]
+        return [e.value for e in items if isinstance(e, ast.Constant) and e.value in names]
+    out = []
+    for n in ast.walk(tree):
+        found = []
+        if isinstance(n, ast.Compare):
+            found = [v for x in (n.left, *n.comparators) for v in lit(x)]
+        elif isinstance(n, ast.Subscript):
+            found = lit(n.slice)
+        elif isinstance(n, ast.Call):
+            f = n.func
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in LOOKUPS:
+                found = [v for a in n.args for v in lit(a)]
+        out += [(n.lineno, v) for v in found]
+    return out
+
+
+def test_no_lever_is_singled_out_by_a_literal_outside_its_spec():
+    """Code names a lever by its spec's fields (takes_only, experiment, idle_floor, headroom) or the registry's
+    constants (REMOVE_SYNCS ...): a renamed lever then moves everywhere at once (tests may name them)."""
+    from tracetriage.analyzers.whatif.levers import NAMES
+
+    levers = ROOT / "analyzers" / "whatif" / "levers"
+    bad = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p in source_files()
+           if levers not in p.parents and p.parts[len(ROOT.parts)] != "tests"
+           for line, name in lever_literals(ast.parse(p.read_text(encoding="utf-8")), set(NAMES))]
+    assert bad == []
+
+
+def test_the_literal_check_would_see_a_lever_compared_or_looked_up():
+    code = 'a = x.lever == "cuda_graphs"\nb = w.lever("fuse")\nc = m["ratio"]["warm_up"]\nd = v in ("kernels_2x",)'
+    assert [n for _, n in lever_literals(ast.parse(code), {"cuda_graphs", "fuse", "warm_up", "kernels_2x"})] == \
+        ["cuda_graphs", "fuse", "warm_up", "kernels_2x"]

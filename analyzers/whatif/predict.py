@@ -19,7 +19,7 @@ import numpy as np
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, MEMSET, Trace
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif import replay as rp
-from tracetriage.analyzers.whatif.levers import NAMES, spec_of
+from tracetriage.analyzers.whatif.levers import NAMES, REMOVE_SYNCS, spec_of
 from tracetriage.analyzers.whatif.levers.remove_syncs import focus_op
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
 from tracetriage.analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
@@ -153,7 +153,7 @@ class Levers:
         if self.unprofiled is None:
             return None
         if only is None or only == self.sync_op:
-            p = self.sync_op_prediction if lever == "remove_syncs" and only is not None else self.all.lever(lever)
+            p = self.sync_op_prediction if lever == REMOVE_SYNCS and only is not None else self.all.lever(lever)
             if p is not None and p.unprofiled_ratio is not None:
                 return p.unprofiled_ratio
         g = self.graph
@@ -168,8 +168,8 @@ def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
     g = dg.build(trace)
     w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST)
-    op = focus_op(w.lever("remove_syncs").detail)
-    focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
+    op = focus_op(w.lever(REMOVE_SYNCS).detail)
+    focus = predict(trace, [REMOVE_SYNCS], only=op, graph=g).levers[0] if op else None
     return Levers(w, op, focus, g)
 
 
