@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "model" / "aten_ops.txt"
+OUT = Path(__file__).resolve().parent.parent / "analyzers" / "model" / "aten_ops.txt"
 
 
 def main() -> int:

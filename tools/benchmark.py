@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tracetriage.analyzers.loading.atomic import write_text_atomic
 
-ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/benchmark.py)
+ROOT = Path(__file__).resolve().parents[1]   # the repo (this file is tools/benchmark.py)
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
 
 

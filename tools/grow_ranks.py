@@ -20,7 +20,7 @@ from tools.grow import grow
 from tracetriage.analyzers.loading.atomic import write_bytes_atomic
 from tracetriage.analyzers.loading.read import read_bytes
 
-ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/grow_ranks.py)
+ROOT = Path(__file__).resolve().parents[1]   # the repo (this file is tools/grow_ranks.py)
 DDP = ROOT / "traces" / "ddp"
 _RANK, _WORLD = 987654321, 876543210        # placeholders, replaced in the encoded bytes of each copy
 

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]   # the repo (this file is analyzers/tools/rank_benchmark.py)
+ROOT = Path(__file__).resolve().parents[1]   # the repo (this file is tools/rank_benchmark.py)
 
 
 def _hwm_mb(pid: int | str = "self") -> float | None:

@@ -16,7 +16,7 @@ from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.whatif.predict import predict
 
-DEFAULT = Path(__file__).resolve().parents[2] / "traces" / "realworld"
+DEFAULT = Path(__file__).resolve().parents[1] / "traces" / "realworld"
 
 
 def _spread(r: dict) -> str:
