@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tracetriage.analyzers.analyses.inference import PhasesFrom
+from tracetriage.analyzers.loading.formats import trace_stem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CLOCK_TOL_NS, CPU_OP, NONE, TraceError
 from tracetriage.analyzers.model.units import duration_ns, duration_us, saving_pct
@@ -54,6 +55,13 @@ def annotated_trace(path: str | Path, a: Analysis) -> bytes:
     from tracetriage.analyzers.output.annotate import annotated_bytes
 
     return annotated_bytes(path, a)
+
+
+def annotated_name(name: str) -> str:
+    """The annotated trace's file name: 'run.idle.json.gz' for 'dir/run.json.gz' (a gzipped trace named only .gz
+    loses that)."""
+    base = name.split("/")[-1]
+    return (trace_stem(base) or base.removesuffix(".gz")) + ".idle.json.gz"
 
 
 def five_lines(a: Analysis) -> list[str]:

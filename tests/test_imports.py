@@ -249,3 +249,39 @@ def test_the_literal_check_would_see_a_lever_compared_or_looked_up():
     code = 'a = x.lever == "cuda_graphs"\nb = w.lever("fuse")\nc = m["ratio"]["warm_up"]\nd = v in ("kernels_2x",)'
     assert [n for _, n in lever_literals(ast.parse(code), {"cuda_graphs", "fuse", "warm_up", "kernels_2x"})] == \
         ["cuda_graphs", "fuse", "warm_up", "kernels_2x"]
+
+
+SUFFIX_CALLS = ("endswith", "removesuffix", "split", "rsplit", "partition")
+
+
+def suffix_rules(tree: ast.AST, suffixes: set[str]) -> list[int]:
+    """Lines that test or strip a trace suffix by hand: name.endswith(".json"), .split(".json"),
+    for s in (".json.gz", ".json")."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in SUFFIX_CALLS:
+            args = [e for a in n.args for e in (a.elts if isinstance(a, ast.Tuple) else [a])]
+            out += [n.lineno for a in args if isinstance(a, ast.Constant) and a.value in suffixes]
+        elif isinstance(n, (ast.Tuple, ast.List)) and len(n.elts) > 1 and \
+                {getattr(e, "value", None) for e in n.elts} <= suffixes:
+            out.append(n.lineno)
+    return out
+
+
+def test_which_names_a_trace_goes_by_is_one_rule():
+    """A trace's suffixes, its stem and its sidecar's name are tracetriage.analyzers.loading.formats': listing,
+    side inputs, rank sources, the library, the drills and the downloads ask it (capture, which writes traces
+    under a name of its choosing, aside)."""
+    from tracetriage.analyzers.loading.formats import FORMATS
+
+    home = ROOT / "analyzers" / "loading" / "formats.py"
+    suffixes = {s for f in FORMATS for s in f.suffixes}
+    bad = [f"{p.relative_to(ROOT)}:{line}" for pkg in ("analyzers", "dashboard", "drills", "tracetriage")
+           for p in sorted((ROOT / pkg).rglob("*.py")) if p != home
+           for line in suffix_rules(ast.parse(p.read_text(encoding="utf-8")), suffixes)]
+    assert bad == []
+
+
+def test_the_suffix_check_would_see_a_name_tested_by_hand():
+    code = 'a = n.endswith(".json")\nb = n.split(".json")[0]\nfor s in (".json.gz", ".json"):\n    pass'
+    assert sorted(suffix_rules(ast.parse(code), {".json", ".json.gz"})) == [1, 2, 3]
