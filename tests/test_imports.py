@@ -192,6 +192,26 @@ def test_dashboard_pages_read_the_analysis_through_data_and_speak_through_their_
             assert outside == set(), (m, outside)
 
 
+def test_the_pages_frames_are_behind_one_door():
+    """tracetriage.dashboard.data is the door: the frames of each page (tracetriage.dashboard.frames) are
+    imported by it and by each other only, so a page, a chart or a tool reads one module."""
+    door, frames = "tracetriage.dashboard.data", "tracetriage.dashboard.frames"
+    bad = [f"{m} imports {d}" for m, deps in graph().items() for d in deps
+           if d.startswith(frames) and m != door and not m.startswith(frames)]
+    assert bad == []
+    assert {d for d in graph()[door] if d.startswith("tracetriage.dashboard.")} >= \
+        {f"{frames}.{p}" for p in ("report", "roofline", "timeline", "diff", "whatif", "ranks", "practice")}
+
+
+MAX_LINES = 900   # a source file past this is split (dashboard/data.py by page, behind one door)
+
+
+def test_no_source_file_is_over_900_lines():
+    long = {str(p.relative_to(ROOT)): n for p in source_files()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these (one concept per module): {long}"
+
+
 # --- one record per concept -------------------------------------------------------------------------
 
 def source_files() -> list[Path]:
