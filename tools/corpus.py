@@ -6,7 +6,7 @@
 
 Each trace is reported by `tracetriage report --json` in a fresh process with an empty
 cache (the time column is a cold report, import included, as a new user would see it).
-The readings file (analyzers/tools/corpus_readings.toml) holds what a person read on
+The readings file (tools/corpus_readings.toml) holds what a person read on
 each timeline: where the trace comes from, what the timeline shows, and the verdict it
 should get (dominant idle cause and regime). The table says whether the report agrees
 and, where it does not, why. The traces themselves are never committed: they belong to

@@ -407,7 +407,7 @@ def _drill_parsers(sub) -> None:
     ps.set_defaults(fn=cmd_predictions)
 
 
-# --- dashboard / annotate (dashboard/launch.py, analyzers/annotate.py) ----------------------
+# --- dashboard / annotate (dashboard/launch.py, analyzers/output/annotate.py) ---------------
 
 def cmd_dashboard(a) -> int:
     from tracetriage.dashboard.launch import LaunchError, run

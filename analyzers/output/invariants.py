@@ -16,7 +16,7 @@ corpus runner (tools.corpus) on every public trace:
   span (host and GPU) the what-if replays, or on the range's own span under --range, with the same
   kernel count as the Measured line.
 
-It reads only the JSON contract (DESIGN.md), never the analysis objects, so it checks what a user gets.
+It reads only the JSON contract (docs/json.md), never the analysis objects, so it checks what a user gets.
 """
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 the week (each a view of the cause's record, tracetriage.analyzers.voice.causes), the evidence phrases,
 the trace's own caveats, and why kernel time has no cost model.
 
-The audience modules beside this one (report, diff, ranks, whatif, drills, dashboard) compose
-their sentences from these; none of them decides a verdict or a threshold: they say what the
-analysis decided.
+The audience modules beside this one (report, diff, ranks, whatif ...) and the apps' words
+(tracetriage.dashboard.words, tracetriage.drills.words) compose their sentences from these; none of
+them decides a verdict or a threshold: they say what the analysis decided.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 A lever edits the dependency graph (tracetriage.analyzers.whatif.depgraph) the way the fix would change the
 program, and the replay (tracetriage.analyzers.whatif.replay) says how long the traced work would then take.
-The levers are specs in one registry (tracetriage.analyzers.whatif.levers): remove_syncs, no_host_work,
-cuda_graphs, async_copies, kernels_2x, overlap_comm, each with its edit, its typed assumption and its words.
+The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
+remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
+warm_up, overlap_comm), each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
@@ -50,11 +51,6 @@ class WhatIf:
     unprofiled_ns: int | None = None        # the traced work without the profiler's own cost, predicted
     profiler: ProfilerCost | None = None    # what the profiler's recording cost, by per-event constants
     unprofiled_run: UnprofiledRun | None = field(default=None, compare=False, repr=False)   # its replay
-
-    @property
-    def profiled_over_unprofiled(self) -> float | None:
-        """How much longer the traced work took under the profiler than it would without it (predicted)."""
-        return self.baseline_ns / self.unprofiled_ns if self.unprofiled_ns else None
 
     @property
     def best(self) -> LeverPrediction | None:

@@ -10,7 +10,7 @@ The edit: each host call's preceding stretch loses PER_OP_NS for every op record
 thread, since the previous call), each call PER_CALL_NS of its own time (a call blocked on the GPU:
 of its cost when the GPU work is already done), the thread's tail after its last call PER_OP_NS per
 op there; the replay then says how much of that was on the critical path. The constants are fitted
-on those H200 pairs (analyzers/tools/profiler_cost.py re-derives them) and stated as such, never as
+on those H200 pairs (tools/profiler_cost.py re-derives them) and stated as such, never as
 measured in the trace at hand; a capture's own unprofiled timing (the sidecar's honest timer), where
 there is one, is the measurement it is checked against.
 """
