@@ -32,11 +32,13 @@ class DiffView:
     per_step: bool
     measures: pd.DataFrame      # measure, before, after, change: each cell in its unit, as text
     idle: pd.DataFrame          # cause, before_us, after_us, change_us
-    ops: pd.DataFrame           # op, before_ms, after_ms, change_ms, calls/kernels/bytes before and after, largest change first
+    ops: pd.DataFrame           # op, before_ms, after_ms, change_ms, calls/kernels/bytes before and after, largest
+                                # change first
 
 
 def diff(before: Analysis, after: Analysis) -> DiffView:
-    """The diff of two analysed traces (tracetriage.analyzers.triage.diff), with the per-op table (tracetriage.analyzers.triage.opdiff)."""
+    """The diff of two analysed traces (tracetriage.analyzers.triage.diff), with the per-op table
+    (tracetriage.analyzers.triage.opdiff)."""
     from tracetriage.analyzers.triage.opdiff import op_diff
 
     d = diff_analyses(before, after)
@@ -66,10 +68,12 @@ def diff(before: Analysis, after: Analysis) -> DiffView:
                          "before_ms": r.before.device_us / 1e3 if r.before else 0.0,
                          "after_ms": r.after.device_us / 1e3 if r.after else 0.0,
                          "change_ms": r.change_us / 1e3,
-                         "calls": dashboard_words.before_after_count(r.before and r.before.calls, r.after and r.after.calls),
+                         "calls": dashboard_words.before_after_count(r.before and r.before.calls,
+                                                                     r.after and r.after.calls),
                          "kernels": dashboard_words.before_after_count(r.before and r.before.kernels,
                                                                        r.after and r.after.kernels),
-                         "bytes": dashboard_words.before_after_bytes(r.before and r.before.bytes, r.after and r.after.bytes)}
+                         "bytes": dashboard_words.before_after_bytes(r.before and r.before.bytes,
+                                                                     r.after and r.after.bytes)}
                         for r in op_diff(before, after, d.divisors)],
                        columns=["op", "before_ms", "after_ms", "change_ms", "calls", "kernels", "bytes"])
     return DiffView(lines=list(j["lines"]), before_name=b["name"], after_name=f["name"], speedup=j.get("speedup"),

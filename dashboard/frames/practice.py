@@ -100,7 +100,8 @@ def grade_drill(drill_id: str, answers: dict, db: str | None = None) -> GradeVie
                            "answer": "" if p.answer is None else str(p.answer), "expected": str(p.expected),
                            "feedback": p.feedback} for p in result.parts],
                          columns=["part", "score", "weight", "answer", "expected", "feedback"])
-    return GradeView(d.id, result.score, drill_words.summary(d.id, result.score), parts, list(result.notes), attempt, path)
+    return GradeView(d.id, result.score, drill_words.summary(d.id, result.score), parts, list(result.notes), attempt,
+                     path)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ def prediction_log(db: str | None = None) -> LogView:
         log.close()
     cal = pr.calibration(rows)
     preds = pd.DataFrame([{"id": r["id"], "quantity": r["quantity"], "predicted": r["predicted"],
-                           "measured": r["measured"], "unit": pr.QUANTITIES[r["quantity"]].unit if r["quantity"] in pr.QUANTITIES else "",
+                           "measured": r["measured"],
+                           "unit": pr.QUANTITIES[r["quantity"]].unit if r["quantity"] in pr.QUANTITIES else "",
                            "ratio": pr.ratio(r), "why": r["why"], "trace": r["trace"] or ""} for r in rows],
                          columns=["id", "quantity", "predicted", "measured", "unit", "ratio", "why", "trace"])
     att = pd.DataFrame(attempts, columns=["id", "created", "drill", "score"])

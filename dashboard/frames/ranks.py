@@ -16,7 +16,8 @@ class RanksView:
     lines: list[str]                # what `tracetriage report DIR` prints
     straggler_line: str
     straggler_rank: int | None
-    ranks: pd.DataFrame             # rank, file, rank_from, idle_share, idle_cause, kernel_busy_ms, span_ms, collectives, collective_ms, collective_step_ms, host_step_ms
+    ranks: pd.DataFrame             # rank, file, rank_from, idle_share, idle_cause, kernel_busy_ms, span_ms,
+                                    # collectives, collective_ms, collective_step_ms, host_step_ms
     steps: pd.DataFrame             # rank, step, collective_ms: each rank's collective time per step
     caveats: list[str]
 
@@ -37,7 +38,8 @@ def ranks(directory: Path, progress=None) -> RanksView:
         rows.append({"rank": r.rank, "file": r.path.name, "rank_from": r.how, "idle_share": r.r.idle_share,
                      "idle_cause": common_words.cause_words(r.r.dominant), "kernel_busy_ms": r.r.kernel_busy_us / 1e3,
                      "span_ms": r.r.span_us / 1e3, "collectives": c.calls, "collective_ms": c.total_ns / 1e6,
-                     "collective_step_ms": stat.per_step_med / 1e6 if stat and stat.per_step_med is not None else np.nan,
+                     "collective_step_ms": stat.per_step_med / 1e6 if stat and stat.per_step_med is not None
+                     else np.nan,
                      "host_step_ms": stat.host_step / 1e6 if stat and stat.host_step is not None else np.nan,
                      "straggler": found and r.rank == s.rank})
         steps += [{"rank": f"rank {r.rank}", "step": i + 1, "collective_ms": ns / 1e6}

@@ -24,7 +24,8 @@ def open_analysis(path: str | Path) -> Analysis:
 
 
 def annotated_trace(path: str | Path, a: Analysis) -> bytes:
-    """The trace with its idle gaps as a track named by cause, gzipped, for Perfetto (tracetriage.analyzers.output.annotate)."""
+    """The trace with its idle gaps as a track named by cause, gzipped, for Perfetto
+    (tracetriage.analyzers.output.annotate)."""
     from tracetriage.analyzers.output.annotate import annotated_bytes
 
     return annotated_bytes(path, a)
@@ -59,7 +60,8 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
     rows = []
     for c in CAUSES:
         e = ev.get(c)
-        rows.append({"cause": c.value, "idle_us": a.by_cause_ns.get(c, 0) / 1e3, "idle_ms": a.by_cause_ns.get(c, 0) / 1e6,
+        rows.append({"cause": c.value, "idle_us": a.by_cause_ns.get(c, 0) / 1e3,
+                     "idle_ms": a.by_cause_ns.get(c, 0) / 1e6,
                      "share_of_span": a.by_cause_ns.get(c, 0) / a.span_ns if a.span_ns else 0.0,
                      "gaps": e.gaps if e else 0, "median_gap_us": e.median_gap_us if e else 0.0,
                      "max_gap_us": e.max_gap_us if e else 0.0,
@@ -145,9 +147,9 @@ FRAMEWORK_COLUMNS = ["construct", "name", "idle_ms", "idle_share", "idle_dominan
 
 
 def framework(a: Analysis) -> pd.DataFrame:
-    """One row per framework construct the trace ran (tracetriage.analyzers.analyses.framework), most idle first: the idle
-    it made, its share of all idle and the cause holding most of it, the launches made inside it, how many
-    times it ran, the host time inside it, and the events that mark it. Empty when there was no framework
+    """One row per framework construct the trace ran (tracetriage.analyzers.analyses.framework), most idle first:
+    the idle it made, its share of all idle and the cause holding most of it, the launches made inside it, how
+    many times it ran, the host time inside it, and the events that mark it. Empty when there was no framework
     analysis (no GPU timeline)."""
     fw = a.framework
     if fw is None:
@@ -200,10 +202,10 @@ STEP_COLUMNS = ["step", "start_us", "end_us", "wall_us", "kernel_busy_us", "idle
 
 
 def steps(a: Analysis) -> pd.DataFrame:
-    """One row per step (tracetriage.analyzers.analyses.steps), in the timeline's µs from its origin, for a steps lane above
-    the timeline and a per-step chart: its window, wall, kernel busy and idle time, the cause holding most of
-    its idle, whether it is the loop's structure, set-up kept apart, the outlier, and its kind (prefill, decode,
-    mixed, other) where prefill and decode were found from shapes. Empty when no steps were found."""
+    """One row per step (tracetriage.analyzers.analyses.steps), in the timeline's µs from its origin, for a steps
+    lane above the timeline and a per-step chart: its window, wall, kernel busy and idle time, the cause holding
+    most of its idle, whether it is the loop's structure, set-up kept apart, the outlier, and its kind (prefill,
+    decode, mixed, other) where prefill and decode were found from shapes. Empty when no steps were found."""
     st = a.steps
     if st is None or not st.found:
         return pd.DataFrame(columns=STEP_COLUMNS)

@@ -34,7 +34,8 @@ def roofline(a: Analysis, dtype: str | None = None) -> RooflineView:
                         for p in a.roof.points],
                        columns=["name", "shapes", "dtype", "kind", "calls", "device_us", "device_ms", "flops", "bytes",
                                 "intensity", "tflops", "gbps", "bound", "frac_of_peak"])
-    by_time = pts.groupby("dtype")["device_us"].sum().sort_values(ascending=False) if len(pts) else pd.Series(dtype=float)
+    by_time = (pts.groupby("dtype")["device_us"].sum().sort_values(ascending=False) if len(pts)
+               else pd.Series(dtype=float))
     dtypes = tuple(str(d) for d in by_time.index)
     default = a.verdict.dtype if a.verdict.dtype in dtypes else (dtypes[0] if dtypes else None)
     dtype = dtype or default

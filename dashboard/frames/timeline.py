@@ -68,8 +68,9 @@ def _host_first(lanes) -> list[str]:
 class OverviewFrames:
     rows: tuple[Row, ...]
     busy: pd.DataFrame              # row, lane, start_ms, end_ms, busy (0..1)
-    idle: pd.DataFrame              # row, lane, start_ms, end_ms, idle (0..1), cause (the bin's largest), by-cause columns,
-                                    # construct (holding most of the bin's idle), construct_share (of it), held (its words)
+    idle: pd.DataFrame              # row, lane, start_ms, end_ms, idle (0..1), cause (the bin's largest), by-cause
+                                    # columns, construct (holding most of the bin's idle), construct_share (of
+                                    # it), held (its words)
     spans: pd.DataFrame             # row, lane, kind, start_ms, end_ms, name, dur: the extra lanes
     hits: pd.DataFrame              # start_ms, end_ms: search matches (drawn as ticks on their own row)
     events: int
@@ -87,7 +88,7 @@ def timeline_overview(a: Analysis, window_ms: tuple[float, float] | None = None,
     extras = extra_lanes(a)
     lanes = _host_first(ov.lanes)
     rows = [Row(x.lane, x.lane, "found" if x.found else "extra") for x in extras]
-    rows += [Row(l, l, "host" if l.startswith("host") else "gpu") for l in lanes]
+    rows += [Row(ln, ln, "host" if ln.startswith("host") else "gpu") for ln in lanes]
     rows += [Row(idle_lane(d), idle_lane(d), "idle") for d in ov.idle_devices]
     at = {r.lane: i for i, r in enumerate(rows)}
     s, e = ov.edges_us[:-1] / 1e3, ov.edges_us[1:] / 1e3

@@ -21,12 +21,15 @@ from tracetriage.dashboard.frames.timeline import RAW_LIMIT, BarFrames, Overview
 
 @dataclass(frozen=True)
 class LeversView:
-    baseline_us: float          # the replay's traced span: first traced event to last (tracetriage.analyzers.model.span)
+    baseline_us: float          # the replay's traced span: first traced event to last
+                                # (tracetriage.analyzers.model.span)
     replay_us: float
     report_span_us: float       # the report's GPU span (first to last GPU activity, per device)
     spans_agree: bool           # the two spans are one within the clock's tolerance
-    host_outside_us: float      # how much longer the traced span is: host work before the first GPU activity or after the last
-    levers: pd.DataFrame        # lever, predicted_us, predicted_ms, predicted_ratio, saving_us, saving, assumption, label
+    host_outside_us: float      # how much longer the traced span is: host work before the first GPU activity or
+                                # after the last
+    levers: pd.DataFrame        # lever, predicted_us, predicted_ms, predicted_ratio, saving_us, saving, assumption,
+                                # label
 
 
 def levers(a: Analysis) -> LeversView | None:
