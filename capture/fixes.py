@@ -34,7 +34,14 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from tracetriage.analyzers.model.span import span_of_events
-from tracetriage.analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.whatif.levers import (
+    ASYNC_COPIES,
+    CUDA_GRAPHS,
+    KERNELS_2X,
+    LEVERS,
+    NO_HOST_WORK,
+    REMOVE_SYNCS,
+)
 from tracetriage.capture.ranges import named_range
 from tracetriage.capture.smells import narrow_mlp
 from tracetriage.capture.workload import Workload
@@ -91,7 +98,7 @@ class FixWorkload(Workload):
         dt = dtype if self.gpu else torch.float32
         self.a = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
         self.b = torch.randn(d, d, device=self.device, dtype=dt) / d ** 0.5
-        self.k = d // 2 if self.fix == "kernels_2x" else d
+        self.k = d // 2 if self.fix == KERNELS_2X else d
 
     def matmul_chain(self, n: int):
         y = self.a
@@ -134,7 +141,7 @@ class ItemThenPython(FixWorkload):
     right after the thread wakes from the sync's wait.)
     """
     kind: ClassVar[str] = "item_python"
-    levers: ClassVar[tuple[str, ...]] = ("remove_syncs", "no_host_work", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS, NO_HOST_WORK, KERNELS_2X)
     about: ClassVar[str] = "compute-bound loop that reads .item() then does ~0.15 ms of Python"
     dim: int = 4096
     matmuls: int = 3
@@ -146,11 +153,11 @@ class ItemThenPython(FixWorkload):
     def step(self):
         y = self.matmul_chain(self.matmuls)
         loss = y.float().sum()
-        if self.fix == "remove_syncs":
+        if self.fix == REMOVE_SYNCS:
             self.stop = loss > 1e30                 # stays on the device
         elif loss.item() > 1e30:                    # device->host copy + sync, every iteration
             self.stop = True
-        if self.fix != "no_host_work":
+        if self.fix != NO_HOST_WORK:
             self.bookkeeping = python_work(self.python_steps)
         return y
 
@@ -167,7 +174,7 @@ class ItemThenShortPython(ItemThenPython):
 class MaskSelect(FixWorkload):
     """Boolean-mask selection after the matmuls: nonzero syncs to learn the result's size."""
     kind: ClassVar[str] = "mask_select"
-    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS,)
     about: ClassVar[str] = "y[y > t].sum() after two matmuls (nonzero sync) vs torch.where"
     dim: int = 4096
 
@@ -179,7 +186,7 @@ class MaskSelect(FixWorkload):
 
     def step(self):
         y = torch.tanh(torch.tanh(self.x @ self.w) @ self.w)
-        if self.fix == "remove_syncs":
+        if self.fix == REMOVE_SYNCS:
             self.total = torch.where(y > 0.01, y, 0).sum()   # same value, no size to learn
         else:
             self.total = y[y > 0.01].sum()                   # nonzero: the host waits for the size
@@ -190,7 +197,7 @@ class MaskSelect(FixWorkload):
 class TimedOps(FixWorkload):
     """Per-op timing with host clocks: torch.cuda.synchronize() after each of 6 matmuls."""
     kind: ClassVar[str] = "timed_ops"
-    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS,)
     about: ClassVar[str] = "torch.cuda.synchronize() after each 2048^3 matmul to time it with host clocks"
     dim: int = 2048
     ops: int = 6
@@ -207,7 +214,7 @@ class TimedOps(FixWorkload):
         for _ in range(self.ops):
             t0 = time.perf_counter()
             y = torch.relu(y @ self.b)
-            if self.fix != "remove_syncs" and self.gpu:
+            if self.fix != REMOVE_SYNCS and self.gpu:
                 torch.cuda.synchronize()
             self.times.append(time.perf_counter() - t0)
         return y
@@ -217,7 +224,7 @@ class TimedOps(FixWorkload):
 class SoftmaxTolist(FixWorkload):
     """Memory-bound softmax over 128 MB, then .tolist() of the first row's argmaxes for logging."""
     kind: ClassVar[str] = "softmax_tolist"
-    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS,)
     about: ClassVar[str] = "softmax of 4096x8192 fp32 then .tolist() of 16 argmaxes every iteration"
     rows: int = 4096
     cols: int = 8192
@@ -229,7 +236,7 @@ class SoftmaxTolist(FixWorkload):
     def step(self):
         p = torch.softmax(self.x * 0.5, dim=1)
         top = p.argmax(dim=1)[:16]
-        if self.fix == "remove_syncs":
+        if self.fix == REMOVE_SYNCS:
             self.top = top                 # read once, after the loop
         else:
             self.top = top.tolist()        # D2H + sync every iteration
@@ -242,7 +249,7 @@ class SoftmaxTolist(FixWorkload):
 class HostNumpyPrep(FixWorkload):
     """numpy preprocessing on the critical path before one bf16 matmul: the host is the bottleneck."""
     kind: ClassVar[str] = "host_numpy"
-    levers: ClassVar[tuple[str, ...]] = ("no_host_work", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (NO_HOST_WORK, KERNELS_2X)
     about: ClassVar[str] = "numpy sort of 100k floats before each 4096^3 matmul pair, no sync"
     host_elems: int = 100_000
     dim: int = 4096
@@ -253,7 +260,7 @@ class HostNumpyPrep(FixWorkload):
         self.square_operands(cpu_dim=128)
 
     def step(self):
-        if self.fix != "no_host_work":
+        if self.fix != NO_HOST_WORK:
             v = self.rng.standard_normal(self.host_elems if self.gpu else 1000)
             v.sort()
             self.stat = float(np.cumsum(v)[-1])
@@ -265,7 +272,7 @@ class HostNumpyPrep(FixWorkload):
 class SleepAhead(FixWorkload):
     """A 0.3 ms blocking wait per iteration, but no sync: the host runs ahead of 0.7 ms of matmuls."""
     kind: ClassVar[str] = "sleep_ahead"
-    levers: ClassVar[tuple[str, ...]] = ("no_host_work", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (NO_HOST_WORK, KERNELS_2X)
     about: ClassVar[str] = "time.sleep(0.3 ms) per iteration in front of 4 queued 4096^3 matmuls (GPU-bound)"
     sleep_ms: float = 0.3
     dim: int = 4096
@@ -275,7 +282,7 @@ class SleepAhead(FixWorkload):
         self.square_operands(cpu_dim=128)
 
     def step(self):
-        if self.fix != "no_host_work":
+        if self.fix != NO_HOST_WORK:
             time.sleep(self.sleep_ms / 1e3)
         y = self.matmul_chain(self.matmuls)
         return y
@@ -285,7 +292,7 @@ class SleepAhead(FixWorkload):
 class CpuAugment(FixWorkload):
     """CPU-tensor augmentation of an image batch in the main process, then a copy and two matmuls."""
     kind: ClassVar[str] = "cpu_augment"
-    levers: ClassVar[tuple[str, ...]] = ("no_host_work",)
+    levers: ClassVar[tuple[str, ...]] = (NO_HOST_WORK,)
     about: ClassVar[str] = "flip + normalise a 4x3x256x256 CPU batch each iteration before the GPU phase"
     images: int = 4
     side: int = 256
@@ -306,7 +313,7 @@ class CpuAugment(FixWorkload):
         return x.clamp_(-3, 3)
 
     def step(self):
-        x = self.ready if self.fix == "no_host_work" else self._augment(self.batch)
+        x = self.ready if self.fix == NO_HOST_WORK else self._augment(self.batch)
         xd = x.to(self.device)
         y = self.w @ self.w
         y = y @ self.w
@@ -322,7 +329,7 @@ class _Graphable(FixWorkload):
 
     def setup(self):
         self.make()
-        self.run = GraphedBody(self.body, self.gpu) if self.fix == "cuda_graphs" else self.body
+        self.run = GraphedBody(self.body, self.gpu) if self.fix == CUDA_GRAPHS else self.body
 
     def step(self):
         return self.run()
@@ -331,14 +338,14 @@ class _Graphable(FixWorkload):
 @dataclass
 class TinyOps(_Graphable):
     kind: ClassVar[str] = "tiny_ops"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS, KERNELS_2X)
     about: ClassVar[str] = "100 elementwise ops on 16 KB per iteration (kernels_2x: on 8 KB)"
     n: int = 4096
     ops: int = 100
     iters: int = 5
 
     def make(self):
-        n = self.n // 2 if self.fix == "kernels_2x" else self.n
+        n = self.n // 2 if self.fix == KERNELS_2X else self.n
         self.x = torch.randn(n, device=self.device)
 
     def body(self):
@@ -352,7 +359,7 @@ class TinyOps(_Graphable):
 @dataclass
 class SmallMLP(_Graphable):
     kind: ClassVar[str] = "small_mlp"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS,)
     about: ClassVar[str] = "16-layer width-256 MLP (Linear+LayerNorm+GELU) at batch 8, inference"
     depth: int = 16
     width: int = 256
@@ -368,7 +375,7 @@ class SmallMLP(_Graphable):
 
     def setup(self):
         self.make()
-        if self.fix == "cuda_graphs":
+        if self.fix == CUDA_GRAPHS:
             with torch.inference_mode():
                 self.run = GraphedBody(self.body, self.gpu)
         else:
@@ -378,7 +385,7 @@ class SmallMLP(_Graphable):
 @dataclass
 class PerParamSGD(_Graphable):
     kind: ClassVar[str] = "per_param_sgd"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS,)
     about: ClassVar[str] = "hand-written momentum SGD over 80 parameters of 16 KB, 3 launches each"
     n_params: int = 80
     numel: int = 4096
@@ -401,7 +408,7 @@ class PerParamSGD(_Graphable):
 class MidOps(_Graphable):
     """40 elementwise ops on 8M floats: ~20 µs kernels, longer than their launches (GPU-bound)."""
     kind: ClassVar[str] = "mid_ops"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS, KERNELS_2X)
     about: ClassVar[str] = "40 elementwise ops on 32 MB per iteration (kernels_2x: on 16 MB)"
     n: int = 1 << 23
     ops: int = 40
@@ -409,7 +416,7 @@ class MidOps(_Graphable):
 
     def make(self):
         n = self.n if self.gpu else 1 << 12
-        n = n // 2 if self.fix == "kernels_2x" else n
+        n = n // 2 if self.fix == KERNELS_2X else n
         self.x = torch.randn(n, device=self.device)
 
     def body(self):
@@ -423,7 +430,7 @@ class MidOps(_Graphable):
 @dataclass
 class MatmulLoop(_Graphable):
     kind: ClassVar[str] = "matmul_loop"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS, KERNELS_2X)
     about: ClassVar[str] = "6 bf16 4096^3 matmuls per iteration, no sync: GPU-bound"
     dim: int = 4096
     matmuls: int = 6
@@ -469,12 +476,12 @@ class _Batches(FixWorkload):
         elems = (self.mbytes << 20) // 2 if gpu else self.d * self.d   # bf16: 2 bytes
         self.rows = elems // self.d
         dt = torch.bfloat16 if gpu else torch.float32
-        pin = gpu and self.fix == "async_copies"
+        pin = gpu and self.fix == ASYNC_COPIES
         self.host = [torch.randn(elems, dtype=dt) for _ in range(self.batches)]
         if pin:
             self.host = [h.pin_memory() for h in self.host]
         self.w = torch.randn(self.d, self.d, device=self.device, dtype=dt) / self.d ** 0.5
-        self.k = self.d // 2 if self.fix == "kernels_2x" else self.d
+        self.k = self.d // 2 if self.fix == KERNELS_2X else self.d
         self.copy_stream = torch.cuda.Stream() if pin else None
         self.i = 0
         self.pending = None
@@ -511,14 +518,14 @@ class _Batches(FixWorkload):
 @dataclass
 class PageableBatches(_Batches):
     kind: ClassVar[str] = "pageable_batches"
-    levers: ClassVar[tuple[str, ...]] = ("async_copies", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (ASYNC_COPIES, KERNELS_2X)
     about: ClassVar[str] = "32 MB pageable batch per iteration, then 3 bf16 4096^3 matmuls"
 
 
 @dataclass
 class PageableBalanced(_Batches):
     kind: ClassVar[str] = "pageable_balanced"
-    levers: ClassVar[tuple[str, ...]] = ("async_copies",)
+    levers: ClassVar[tuple[str, ...]] = (ASYNC_COPIES,)
     about: ClassVar[str] = "8 MB pageable batch per iteration, then 12 bf16 1024x4096x4096 matmuls"
     mbytes: int = 8
     matmuls: int = 12
@@ -527,7 +534,7 @@ class PageableBalanced(_Batches):
 @dataclass
 class SmallBatchesMany(_Batches):
     kind: ClassVar[str] = "pageable_many"
-    levers: ClassVar[tuple[str, ...]] = ("async_copies",)
+    levers: ClassVar[tuple[str, ...]] = (ASYNC_COPIES,)
     about: ClassVar[str] = "4 pageable 32 MB batches per iteration, one bf16 4096^3 matmul on each"
     mbytes: int = 32
     matmuls: int = 1

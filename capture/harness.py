@@ -21,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from tracetriage.analyzers.loading.atomic import write_bytes_atomic, write_json_atomic
+from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, trace_stem
 from tracetriage.capture.preflight import settings_warnings, this_gpu, trace_warnings, warn
 from tracetriage.capture.stacks import choose, copy_generated, measure_cost
 from tracetriage.capture.timer import honest_time
@@ -28,11 +29,8 @@ from tracetriage.capture.workload import Workload
 
 
 def sidecar_path(trace_path: Path) -> Path:
-    name = trace_path.name
-    for suffix in (".json.gz", ".json"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return trace_path.with_name(name + ".meta.json")
+    """NAME.meta.json beside NAME.json.gz: where loading looks for it (tracetriage.analyzers.loading.side_inputs)."""
+    return trace_path.with_name((trace_stem(trace_path.name) or trace_path.name) + SIDECAR_SUFFIX)
 
 
 def experimental_config():

@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import torch
 
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, FUSED_OPTIMIZER, REMOVE_SYNCS
 from tracetriage.capture import fixes
 from tracetriage.capture.fixes import BEFORE, GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload, trace_facts
@@ -42,7 +43,7 @@ class _OptimizerLoop(RealWorkload):
     256x256 fp32 (256 KiB), the rest 256 floats (1 KiB): each of the per-parameter optimizer's 3-8 kernels
     per tensor is a few µs on the GPU and ~10 µs of host dispatch, so the step is launch-bound. One step a
     window: AdamW's 8 kernels x 512 tensors make ~4,100 launches, ~45k trace events (~0.9 MB gzipped)."""
-    levers: ClassVar[tuple[str, ...]] = ("fused_optimizer",)
+    levers: ClassVar[tuple[str, ...]] = (FUSED_OPTIMIZER,)
     blocks: int = 128
     width: int = 256
     batch: int = 32
@@ -62,7 +63,7 @@ class _OptimizerLoop(RealWorkload):
         self.record.update(param_tensors=len(params), param_floats=sum(p.numel() for p in params),
                            optimizer=type(self.opt).__name__, defaults=_plain(self.opt.defaults))
         self.run = self.one_step
-        if self.fix == "cuda_graphs":
+        if self.fix == CUDA_GRAPHS:
             # the whole step (forward, backward, optimizer) captured once and replayed, as torch.cuda.graph's
             # "whole network capture" does: grads set to None before the capture live in its memory pool
             self.opt.zero_grad(set_to_none=True)
@@ -94,28 +95,28 @@ class _OptimizerLoop(RealWorkload):
 @dataclass
 class AdamWForeachOff(_OptimizerLoop):
     kind: ClassVar[str] = "adamw_foreach_off"
-    levers: ClassVar[tuple[str, ...]] = ("fused_optimizer", "cuda_graphs")
+    levers: ClassVar[tuple[str, ...]] = (FUSED_OPTIMIZER, CUDA_GRAPHS)
     about: ClassVar[str] = ("fwd+bwd of 128 Linear(256)+LayerNorm blocks (512 param tensors) at batch 32, then "
                             "AdamW(foreach=False).step(); fused_optimizer: AdamW(fused=True)")
 
     def optimizer(self, params):
-        fused = self.fix == "fused_optimizer"
+        fused = self.fix == FUSED_OPTIMIZER
         # (a graphed step needs capturable=True: the step count stays on the device)
         return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False if not fused else None,
-                                 fused=fused or None, capturable=self.fix == "cuda_graphs" and self.gpu)
+                                 fused=fused or None, capturable=self.fix == CUDA_GRAPHS and self.gpu)
 
 
 @dataclass
 class SGDMomentumLoop(_OptimizerLoop):
     kind: ClassVar[str] = "sgd_momentum_loop"
-    levers: ClassVar[tuple[str, ...]] = ("fused_optimizer", "cuda_graphs")
+    levers: ClassVar[tuple[str, ...]] = (FUSED_OPTIMIZER, CUDA_GRAPHS)
     about: ClassVar[str] = ("fwd+bwd of 128 Linear(256)+LayerNorm blocks (512 param tensors) at batch 32, then "
                             "SGD(momentum=0.9, foreach=False).step(); fused_optimizer: SGD(foreach=True)")
 
     iters: int = 2                   # 3 kernels a tensor: two steps fit the same trace budget
 
     def optimizer(self, params):
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=self.fix == "fused_optimizer")
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=self.fix == FUSED_OPTIMIZER)
 
 
 @dataclass
@@ -126,7 +127,7 @@ class AdamStepOnly(_OptimizerLoop):
     train: ClassVar[bool] = False
 
     def optimizer(self, params):
-        fused = self.fix == "fused_optimizer"
+        fused = self.fix == FUSED_OPTIMIZER
         return torch.optim.Adam(params, lr=1e-4, foreach=False if not fused else None, fused=fused or None)
 
 
@@ -142,7 +143,7 @@ class EmptyCacheEveryStep(RealWorkload):
     (4 x 128 MiB) stay allocated. On the CPU empty_cache does nothing (and is not called).
     """
     kind: ClassVar[str] = "empty_cache"
-    levers: ClassVar[tuple[str, ...]] = ("remove_syncs",)
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS,)
     about: ClassVar[str] = ("fresh 2048x4096 bf16 batch through 2 MLP blocks (4096->16384->4096) then "
                             "torch.cuda.empty_cache() every step; remove_syncs: no empty_cache")
     tokens: int = 2048
@@ -169,7 +170,7 @@ class EmptyCacheEveryStep(RealWorkload):
         y = self.net(x)
         self.out = y.float().mean()         # stays on the device
         del x, y                            # the step's blocks are free before empty_cache returns them
-        if self.fix != "remove_syncs" and self.gpu:
+        if self.fix != REMOVE_SYNCS and self.gpu:
             torch.cuda.empty_cache()
         return self.out
 
@@ -260,7 +261,7 @@ def summary_line(kind: str, res: dict) -> str:
         parts.append("; ".join(highlights))
     line = " | ".join(parts)
     for v, f in facts.items():
-        if v == "cuda_graphs" and f["facts"].get("graph_launches", 0) == 0 and f["facts"].get("kernels", 0):
+        if v == CUDA_GRAPHS and f["facts"].get("graph_launches", 0) == 0 and f["facts"].get("kernels", 0):
             line += f" | WARNING {kind}--cuda_graphs has no cudaGraphLaunch: not a CUDA-graph pair"
     return line
 

@@ -125,7 +125,7 @@ def child(variant: str, device: str, trace: Path | None, steps: int, warmup: int
     res = {"variant": variant, "pid": os.getpid(), "setup_s": setup_s,
            "module_loading": os.environ.get("CUDA_MODULE_LOADING"),
            "steps": steps, "model": model_name, **shape}
-    if variant == "warm_up":
+    if variant != "before":         # warm_up (a literal: the cold child imports nothing of ours before torch)
         train(warmup)
         res["wall_ms"] = timed(steps)
     if trace is not None:
@@ -209,10 +209,11 @@ def _exec(variant, device, trace, steps, warmup, env, timeout, model_name) -> di
 def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: int = 5,
                  model_name: str = "resnet18") -> dict:
     """`reps` x (before profiled, warm_up timed then profiled, before unprofiled), each a fresh process."""
+    from tracetriage.analyzers.whatif.levers import WARM_UP
     from tracetriage.capture.fixes import ratio_spread  # the same summaries as every other measured.json
     from tracetriage.capture.realworld_common import runs_summary
 
-    runs: dict[str, list[dict]] = {"before": [], "warm_up": []}
+    runs: dict[str, list[dict]] = {"before": [], WARM_UP: []}
     unprofiled: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(reps):
@@ -223,16 +224,16 @@ def capture_cold(out: Path, *, device: str, reps: int, steps: int = 6, warmup: i
             med = sorted(range(reps), key=lambda i: rs[i]["span_us"])[reps // 2]
             shutil.copy(Path(tmp) / f"{v}-{med}.json.gz", out / f"{KINDS[model_name]}--{v}.json.gz")
     spans = {v: [r["span_us"] for r in rs] for v, rs in runs.items()}
-    walls = {"before": [r["wall_ms"] for r in unprofiled], "warm_up": [r["wall_ms"] for r in runs["warm_up"]]}
+    walls = {"before": [r["wall_ms"] for r in unprofiled], WARM_UP: [r["wall_ms"] for r in runs[WARM_UP]]}
     return {
         "about": (f"{ABOUT[model_name]}, {steps} steps profiled from the first "
                   f"step of a fresh process vs after {warmup} unprofiled warm-up steps; each run its own process"),
         "iters": steps,
         "span_us": {v: runs_summary(s) for v, s in spans.items()},
         "wall_ms": {v: runs_summary(s) for v, s in walls.items()},
-        "ratio": {"warm_up": ratio_spread(spans["warm_up"], spans["before"])},
-        "wall_ratio": {"warm_up": ratio_spread(walls["warm_up"], walls["before"])},
-        "wall_ratio_median": {"warm_up": ratio_spread(walls["warm_up"], walls["before"])["median"]},
+        "ratio": {WARM_UP: ratio_spread(spans[WARM_UP], spans["before"])},
+        "wall_ratio": {WARM_UP: ratio_spread(walls[WARM_UP], walls["before"])},
+        "wall_ratio_median": {WARM_UP: ratio_spread(walls[WARM_UP], walls["before"])["median"]},
         "runs": {"profiled": runs, "unprofiled_before": unprofiled},
     }
 
@@ -254,7 +255,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--no-eager-loading", action="store_true", help="skip resnet18's CUDA_MODULE_LOADING=EAGER run")
     ap.add_argument("--smoke", action="store_true", help="1 rep, 3 steps, no eager-loading run: a shake-out")
-    ap.add_argument("--child", choices=["before", "warm_up"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["before", "warm_up"], help=argparse.SUPPRESS)   # (literals: as in child())
     ap.add_argument("--trace", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -264,6 +265,7 @@ def main(argv=None) -> int:
     if args.out is None:
         ap.error("--out is required")
     args.out.mkdir(parents=True, exist_ok=True)
+    from tracetriage.analyzers.whatif.levers import WARM_UP
     from tracetriage.capture.harness import device_info, versions
     from tracetriage.capture.realworld_common import warm_gpu
 
@@ -283,7 +285,7 @@ def main(argv=None) -> int:
                                                              steps=args.steps, warmup=args.warmup,
                                                              model_name=model_name)
             path.write_text(json.dumps(measured, indent=1))
-            r, w = res["ratio"]["warm_up"], res["wall_ratio"]["warm_up"]
+            r, w = res["ratio"][WARM_UP], res["wall_ratio"][WARM_UP]
             print(f"[ok {time.perf_counter() - t0:5.1f}s] {kind}: "
                   f"before {res['span_us']['before']['median'] / 1e3:.1f} ms; "
                   f"warm_up profiled {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}] "

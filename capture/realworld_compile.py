@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, FUSE, KERNELS_2X, NO_RECOMPILES
 from tracetriage.capture.fixes import BEFORE, GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload
 
@@ -82,7 +83,7 @@ def chain6(x: torch.Tensor) -> torch.Tensor:
 @dataclass
 class _Fusion(RealWorkload):
     """fn eager (before) vs the same fn under torch.compile (fuse), compiled by the harness's warm-up windows."""
-    levers: ClassVar[tuple[str, ...]] = ("fuse",)
+    levers: ClassVar[tuple[str, ...]] = (FUSE,)
 
     def inputs_for(self, gpu: bool) -> tuple:
         raise NotImplementedError
@@ -91,11 +92,11 @@ class _Fusion(RealWorkload):
         torch.manual_seed(0)
         self.args = self.inputs_for(self.gpu)
         self.record["ledger"] = byte_ledger(self.fn, *self.args)
-        if self.fix == "cuda_graphs":      # the eager kernels, captured once and replayed
+        if self.fix == CUDA_GRAPHS:      # the eager kernels, captured once and replayed
             self.run_graph = GraphedBody(lambda: self.fn(*self.args), self.gpu)
             self.run = lambda *a: self.run_graph()
         else:
-            self.run = torch.compile(self.fn, dynamic=False) if self.fix == "fuse" else self.fn
+            self.run = torch.compile(self.fn, dynamic=False) if self.fix == FUSE else self.fn
 
     @torch.no_grad()
     def step(self):
@@ -125,7 +126,7 @@ class RMSNormSwiGLULarge(RMSNormSwiGLU):
 
 @dataclass
 class RMSNormSwiGLUMid(RMSNormSwiGLU):
-    levers: ClassVar[tuple[str, ...]] = ("fuse", "cuda_graphs")
+    levers: ClassVar[tuple[str, ...]] = (FUSE, CUDA_GRAPHS)
     kind: ClassVar[str] = "rmsnorm_swiglu_mid"
     about: ClassVar[str] = ("eager RMSNorm+SwiGLU on 2048x4096 bf16 (16 MiB in; each eager kernel ~5-15 µs, about "
                             "its launch) vs torch.compile")
@@ -135,7 +136,7 @@ class RMSNormSwiGLUMid(RMSNormSwiGLU):
 
 @dataclass
 class RMSNormSwiGLUSmall(RMSNormSwiGLU):
-    levers: ClassVar[tuple[str, ...]] = ("fuse", "cuda_graphs")
+    levers: ClassVar[tuple[str, ...]] = (FUSE, CUDA_GRAPHS)
     kind: ClassVar[str] = "rmsnorm_swiglu_small"
     about: ClassVar[str] = "eager RMSNorm+SwiGLU on 8x1024 bf16 (16 KiB: launch-bound) vs torch.compile"
     tokens: int = 8
@@ -146,7 +147,7 @@ class RMSNormSwiGLUSmall(RMSNormSwiGLU):
 @dataclass
 class Chain6Large(_Fusion):
     kind: ClassVar[str] = "chain6_large"
-    levers: ClassVar[tuple[str, ...]] = ("fuse", "kernels_2x")
+    levers: ClassVar[tuple[str, ...]] = (FUSE, KERNELS_2X)
     about: ClassVar[str] = ("six-op elementwise chain over 64M fp32 (256 MiB; eager 13 passes = 3.25 GiB per call) "
                             "vs torch.compile (2 passes); kernels_2x: the eager chain on 32M elements")
     n: int = 1 << 26
@@ -155,7 +156,7 @@ class Chain6Large(_Fusion):
 
     def inputs_for(self, gpu):
         n = self.n if gpu else 1 << 16
-        n = n // 2 if self.fix == "kernels_2x" else n   # half the elements: every kernel moves half the bytes
+        n = n // 2 if self.fix == KERNELS_2X else n   # half the elements: every kernel moves half the bytes
         return (torch.randn(n, device=self.device),)
 
 
@@ -186,7 +187,7 @@ class Recompile(RealWorkload):
     here is dynamo + AOT tracing + a cache hit (about a second), not a cold Inductor build.
     """
     kind: ClassVar[str] = "recompile"
-    levers: ClassVar[tuple[str, ...]] = ("no_recompiles",)
+    levers: ClassVar[tuple[str, ...]] = (NO_RECOMPILES,)
     about: ClassVar[str] = ("a torch.compile(dynamic=False) RMSNorm+SwiGLU MLP block (dim 1024, ffn 2816, batch 4, "
                             "bf16) called at 3 new sequence lengths per window, dynamo reset before each; "
                             "no_recompiles: dynamic=True, compiled before the window on another length")
@@ -203,7 +204,7 @@ class Recompile(RealWorkload):
         torch.manual_seed(0)
         self.block = self.build().to(self.device, self.dtype).eval()
         self.inputs = {t: self.input_for(t) for t in (*self.seq_lens, self.warm_len)}
-        self.compiled = torch.compile(self.block, dynamic=self.fix == "no_recompiles")
+        self.compiled = torch.compile(self.block, dynamic=self.fix == NO_RECOMPILES)
         self.i = 0
 
     def build(self) -> nn.Module:

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import torch
 
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, FUSE
 from tracetriage.capture.realworld_common import (
     RealWorkload,
     profile_bare,
@@ -157,7 +158,7 @@ class HFLlamaGenerate(RealWorkload):
     (facts.graph_launches and graph_captures again say whether graphs ran, and were recorded in the window).
     """
     kind: ClassVar[str] = "hf_llama_generate"
-    levers: ClassVar[tuple[str, ...]] = ("fuse", "cuda_graphs")
+    levers: ClassVar[tuple[str, ...]] = (FUSE, CUDA_GRAPHS)
     needs: ClassVar[tuple[str, ...]] = ("transformers",)
     about: ClassVar[str] = ("HF Llama (hidden 1024, 4 layers, 8 heads, vocab 32000, bf16, random weights) greedy "
                             "generate of 32 tokens after 128 at batch 1: eager dynamic cache; fuse: static cache "
@@ -177,7 +178,7 @@ class HFLlamaGenerate(RealWorkload):
         vocab = self.model.config.vocab_size
         g = torch.Generator().manual_seed(0)
         self.prompt = torch.randint(0, vocab, (self.batch, prompt_len), generator=g).to(self.device)
-        self.mode = {"before": "eager", "fuse": "static", "cuda_graphs": "graphs"}[self.fix]
+        self.mode = {"before": "eager", FUSE: "static", CUDA_GRAPHS: "graphs"}[self.fix]
         self.kwargs = generate_kwargs(self.mode, self.gpu, self.new_tokens)
         self.cache = None
         if self.mode == "graphs":

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, NO_HOST_WORK
 from tracetriage.capture.fixes import GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload
 
@@ -55,7 +56,7 @@ class DataLoaderCNN(RealWorkload):
     records how long the host waited in next() (`next_wait_ms`): about zero means the workers kept up.
     """
     kind: ClassVar[str] = "dataloader_cnn"
-    levers: ClassVar[tuple[str, ...]] = ("no_host_work",)
+    levers: ClassVar[tuple[str, ...]] = (NO_HOST_WORK,)
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)
     about: ClassVar[str] = ("resnet18 train step (batch 32, 224^2, channels_last) fed by a DataLoader over random "
                             "uint8 images + RandomResizedCrop/flip/ToDtype/Normalize, num_workers=0, pageable; "
@@ -79,7 +80,7 @@ class DataLoaderCNN(RealWorkload):
         torch.manual_seed(0)
         self.model = resnet18(num_classes=1000).to(self.device, memory_format=torch.channels_last).train()
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
-        self.fixed = self.fix == "no_host_work"
+        self.fixed = self.fix == NO_HOST_WORK
         self.loader = DataLoader(SyntheticImages(1 << 20, side, crop), batch_size=batch, drop_last=True,
                                  num_workers=workers if self.fixed else 0, pin_memory=self.fixed and gpu,
                                  persistent_workers=self.fixed,
@@ -119,7 +120,7 @@ class CNNBatch1(RealWorkload):
     cuda_graphs: the forward captured once with torch.cuda.graph (tracetriage.capture.fixes.GraphedBody) and
     replayed."""
     kind: ClassVar[str] = "cnn_b1"
-    levers: ClassVar[tuple[str, ...]] = ("cuda_graphs",)
+    levers: ClassVar[tuple[str, ...]] = (CUDA_GRAPHS,)
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)
     about: ClassVar[str] = "resnet18 eval forward at batch 1, 224^2 fp32, eager vs one CUDA graph replayed"
     side: int = 224
@@ -133,7 +134,7 @@ class CNNBatch1(RealWorkload):
         self.model = resnet18(num_classes=1000).to(self.device).eval()
         self.x = torch.randn(1, 3, side, side, device=self.device)
         with torch.inference_mode():
-            self.run = GraphedBody(self.body, self.gpu) if self.fix == "cuda_graphs" else self.body
+            self.run = GraphedBody(self.body, self.gpu) if self.fix == CUDA_GRAPHS else self.body
 
     @torch.inference_mode()
     def body(self):

@@ -180,26 +180,6 @@ def drag_across(page, start: float, end: float) -> None:
     page.mouse.up()
 
 
-def chart_fingerprint(page) -> str:
-    """A short hash of what the first chart shows now: it changes when the chart is redrawn."""
-    return page.evaluate(_FINGERPRINT_JS)
-
-
-def wait_redrawn(page, before: str, timeout_ms: int = 120_000) -> None:
-    """Wait until the first chart shows something else than it did at `before` (chart_fingerprint)."""
-    page.wait_for_function(f"{_FINGERPRINT_JS} !== {before!r}", timeout=timeout_ms)
-
-
-_FINGERPRINT_JS = """(() => {
-  const el = document.querySelector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg');
-  if (!el) return '';
-  const s = el.tagName === 'CANVAS' ? el.toDataURL() : el.outerHTML;
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-  return String(h);
-})()"""
-
-
 def screenshot(page, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)

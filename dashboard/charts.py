@@ -18,10 +18,10 @@ import math
 import altair as alt
 import pandas as pd
 
+from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.dashboard import words as words
 
-CAUSE_COLORS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchronization": "#b279a2",
-                "data_transfer": "#4c78a8", "other": "#9d9d9d"}
+CAUSE_COLORS = {c.value: s.colour for c, s in CAUSE_SPECS.items()}     # each cause's record's colour
 KIND_COLORS = {"kernel": "#54a24b", "memcpy": "#4c78a8", "memset": "#72b7b2", "cpu_op": "#bab0ac",
                "launch call": "#eeca3b", "sync call": CAUSE_COLORS["synchronization"], "runtime call": "#d6b48c",
                "range": "#9d755d", "step": "#79706e", "prefill": "#d67195", "decode": "#fcbfd2"}

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import trace_stem
 from tracetriage.analyzers.loading.sniff import Sniff, sniff
 
 SAMPLES = Path(__file__).resolve().parent.parent / "traces"
@@ -101,7 +102,7 @@ def trace_files(directory: Path) -> list[Path]:
     """The trace files directly inside a directory, by name: JSON (gzipped or not) whose content is a trace."""
     try:
         files = sorted(p for p in Path(directory).iterdir()
-                       if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz")))
+                       if p.is_file() and trace_stem(p.name) is not None)
     except OSError:
         return []
     return [p for p in files if content(p).is_trace]
@@ -201,7 +202,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def upload_name(filename: str) -> str:
     """A file name for an upload that cannot leave its directory: no separators, no leading dots."""
     base = _SAFE.sub("_", Path(filename.replace("\\", "/")).name).lstrip(".") or "upload"
-    if not (base.endswith(".json") or base.endswith(".json.gz")):
+    if trace_stem(base) is None:      # a name a trace goes by, whatever the upload was called
         base += ".json"
     return base
 

@@ -397,10 +397,6 @@ def no_runs() -> str:
             "(tracetriage dashboard traces/ddp), or open a sample run.")
 
 
-def run_label(key: str) -> str:
-    return key
-
-
 def analysing_ranks(done: int, total: int) -> str:
     return f"Analysing rank {done} of {integer(total)}…"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, trace_stem
 from tracetriage.drills.tomlread import tomllib
 
 BANK_DIR = Path(__file__).with_name("bank")
@@ -169,7 +170,7 @@ def shown_copy(src: Path, name: str) -> Path:
     the same trace: copies, made again when the sample or what lies beside it changes."""
     if not src.exists():
         return src            # the analyzers say "no such trace", naming the bank's path
-    folder = generated_dir() / "shown" / name.split(".json")[0]
+    folder = generated_dir() / "shown" / (trace_stem(name) or name)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
     if _stale(src, out):
@@ -177,8 +178,8 @@ def shown_copy(src: Path, name: str) -> Path:
     ceilings = src.parent / "ceilings.json"
     if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
         _place(lambda tmp: _copy(ceilings, tmp), folder / "ceilings.json")
-    meta = src.parent / (src.name.split(".json")[0] + ".meta.json")
-    shown_meta = folder / (name.split(".json")[0] + ".meta.json")
+    meta = src.parent / ((trace_stem(src.name) or src.name) + SIDECAR_SUFFIX)
+    shown_meta = folder / ((trace_stem(name) or name) + SIDECAR_SUFFIX)
     if meta.exists() and _stale(meta, shown_meta, same_size=False):
         doc = json.loads(meta.read_text())
         if isinstance(doc, dict) and doc.get("trace"):

@@ -284,6 +284,7 @@ def ledger(path: str | Path) -> Ledger:
     import statistics
 
     from tracetriage.analyzers.analyses.fusion import chains
+    from tracetriage.analyzers.whatif.levers import FUSE
 
     a = _load(path)
     cs = chains(a.trace)
@@ -292,7 +293,7 @@ def ledger(path: str | Path) -> Ledger:
     mid = sorted(cs, key=lambda c: c.eager_bytes)[len(cs) // 2]
     ratio = None
     if a.levers is not None:
-        ratio = round(float(a.levers.all.lever("fuse").predicted_ratio), 4)
+        ratio = round(float(a.levers.all.lever(FUSE).predicted_ratio), 4)
     return Ledger(chains=len(cs), ops=len(mid.ops), eager_bytes=float(statistics.median(c.eager_bytes for c in cs)),
                   fused_bytes=float(statistics.median(c.fused_bytes for c in cs)), passes=int(mid.passes),
                   fuse_ratio=ratio)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tracetriage.analyzers.whatif.levers import FUSE
 from tracetriage.drills import evidence
 from tracetriage.drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
 from tracetriage.drills.levers import lever_key
@@ -61,8 +62,8 @@ def ledger_key(drill: Drill) -> dict:
     if measured:
         counted = measured["variants"]["before"]["record"]["ledger"]
         key.update(fused_gb_counted=round(counted["fused_bytes"] / 1e9, 4),
-                   speedup=round(1 / measured["ratio"]["fuse"]["median"], 4),
-                   speedup_wall=round(1 / measured["wall_ratio"]["fuse"]["median"], 4))
+                   speedup=round(1 / measured["ratio"][FUSE]["median"], 4),
+                   speedup_wall=round(1 / measured["wall_ratio"][FUSE]["median"], 4))
     return key
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
 from tracetriage.analyzers.whatif.levers import LEVERS
 
-HEADROOM = "kernels_2x"   # faster kernels: the replay's headroom, a class of its own
-
 # The vocabulary's lever class for each kind of Next (most are the kind itself).
 CLASS_OF_EXPERIMENT = {e.value: e.value for e in Experiment} | {
     Experiment.BETTER_KERNELS.value: "faster_kernels",
@@ -28,15 +26,14 @@ PARTIAL = {
     Experiment.CHEAPER_ARITHMETIC.value: (),
 }
 # The idle cause whose name, after a removal verb ("avoid the syncs"), asserts the class.
-CAUSE_OF_CLASS = {"cut_launches": Cause.LAUNCH_OVERHEAD, "move_host_work": Cause.HOST_WORK,
-                  "remove_syncs": Cause.SYNCHRONIZATION, "overlap_copies": Cause.DATA_TRANSFER}
+CAUSE_OF_CLASS = {CLASS_OF_EXPERIMENT[e.value]: c for c, e in EXPERIMENT_FOR_CAUSE.items() if c is not Cause.OTHER}
 
 
 def class_of_lever(name: str | None) -> str | None:
     """A registry lever's answer class: its own experiment, else its idle cause's; kernels_2x: faster kernels."""
     if name is None:
         return None
-    if name == HEADROOM:
+    if LEVERS[name].headroom:     # faster kernels: the replay's headroom, a class of its own
         return "faster_kernels"
     spec = LEVERS[name]
     kind = spec.experiment or EXPERIMENT_FOR_CAUSE[spec.cause]
@@ -52,7 +49,7 @@ def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: b
         accept.append("pin_memory")          # pageable copies: pinning is the first half of the fix
     partial = [c for c in PARTIAL.get(kind, ()) if c not in accept]
     if kind == Experiment.CUT_LAUNCHES.value:
-        accept.append("fuse")                # the report's own words: "torch.compile to fuse, then CUDA graphs"
+        accept.append(Experiment.FUSE.value)   # the report's own words: "torch.compile to fuse, then CUDA graphs"
         partial = []
     waste_class = class_of_lever(waste)
     if waste_class in accept[1:]:            # a class accepted beside the fix is the week's waste here: not accepted

@@ -1,8 +1,9 @@
 """The timeline in a terminal: one row per host thread and stream, and an idle row marked by cause.
 
 Each column is a slice of the GPU span; a lane's cell is full when its bars cover most of the slice,
-a thin mark when they touch it. The idle row shows, per slice, the cause with the most idle time
-(L launch overhead, H host work, S synchronization, T data transfer, O other).
+a thin mark when they touch it. The idle row shows, per slice, the cause with the most idle time by its
+record's mark (tracetriage.analyzers.voice.causes: L launch overhead, H host work, S synchronization, T data
+transfer, O other).
 """
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import numpy as np
 from rich.text import Text
 
 from tracetriage.analyzers.model.units import duration_us
+from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.drills.evidence import Lanes
 from tracetriage.drills.words import timeline_legend
 
-CAUSE_MARK = {"launch_overhead": ("L", "yellow"), "host_work": ("H", "magenta"), "synchronization": ("S", "red"),
-              "data_transfer": ("T", "cyan"), "other": ("O", "grey50")}
+CAUSE_MARK = {c.value: (s.mark, s.mark_style) for c, s in CAUSE_SPECS.items()}   # each cause's record's mark
 COPY_KINDS = ("memcpy", "memset")
 KIND_STYLE = {"kernel": "green", "memcpy": "cyan", "memset": "cyan", "cpu_op": "blue", "launch call": "blue",
               "range": "white"}

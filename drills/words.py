@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_us, num, share
-from tracetriage.analyzers.model.verdicts import Cause
-from tracetriage.analyzers.voice.common import ADVICE, CAUSE_WORDS, REGIME, REGIME_ADVICE
+from tracetriage.analyzers.voice.common import CAUSE_WORDS, REGIME
 
 PATTERN = {
     "launch_overhead": "many short gaps between short kernels: each kernel ends before the next launch arrives",
@@ -13,14 +12,6 @@ PATTERN = {
     "synchronization": "a drain after each sync: the queue runs dry while the host waits, then refills",
     "data_transfer": "compute idles while copies occupy the device",
 }
-
-# The drills' expected first experiment: the causes' one advice text, and the regimes' levers.
-EXPERIMENT = {**{c.value: ADVICE[c] for c in Cause if c is not Cause.OTHER}, **REGIME_ADVICE,
-              "overhead": ADVICE[Cause.LAUNCH_OVERHEAD]}
-
-EXPLAIN = {"launches": "launches: both sides are overhead-bound, so time follows the launch count, not the bytes",
-           "bytes": "bytes: both sides are memory-bound, so time follows the bytes moved",
-           "mixed": "neither launches nor bytes alone"}
 
 
 # --- the trace's own evidence ------------------------------------------------------------------------
@@ -182,14 +173,6 @@ def pattern_wrong(cause: str, ev: str) -> str:
     return f"The GPU lane shows {PATTERN[cause]} ({ev})."
 
 
-def experiment_right(cls: str) -> str:
-    return f"Yes: {EXPERIMENT[cls]}."
-
-
-def experiment_wrong(cls: str) -> str:
-    return f"The first experiment here is to {EXPERIMENT[cls]}."
-
-
 def suspects_feedback(found: list[str], missed: list[str], table: str) -> str:
     if not missed:
         return f"Right: {', '.join(found)}. The table: {table}."
@@ -212,10 +195,6 @@ def bound_right(cls: str, why: str) -> str:
 def bound_wrong(said: set, cls: str, why: str) -> str:
     heard = " and ".join(label(c) for c in sorted(said)) if said else "nothing the course's vocabulary names"
     return f"You named {heard}; the answer is {label(cls)}: {why}."
-
-
-def explained_right(why: str) -> str:
-    return f"Right: {why}."
 
 
 def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float, tflops, gbps, intensity, ridge,
@@ -270,12 +249,6 @@ def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str])
 def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
     return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, "
             f"while prefill is {REGIME[prefill_regime]}")
-
-
-def explained_why(how: str, speedup, launch_ratio, byte_ratio, b_regime, a_regime) -> str:
-    return (f"the span fell {num(speedup)}× with {num(launch_ratio)}× fewer launch calls and {num(byte_ratio)}× fewer "
-            f"bytes, {REGIME.get(b_regime, b_regime)} before and {REGIME.get(a_regime, a_regime)} after: "
-            f"{EXPLAIN.get(how, how)}")
 
 
 def capped(part: str, cap: float) -> str:

@@ -26,7 +26,7 @@ import pytest
 
 import kineto_factory as kf
 from tracetriage.analyzers.loading import decode as decode_mod
-from tracetriage.analyzers.loading import load as load_mod
+from tracetriage.analyzers.loading import formats
 from tracetriage.analyzers.loading import memory as memory_mod
 from tracetriage.analyzers.loading import read as read_mod
 from tracetriage.analyzers.loading.load import load
@@ -473,7 +473,7 @@ def test_a_json_too_big_for_the_memory_budget_is_refused_before_it_is_read(tmp_p
     path = kf.write(tmp_path / "padded.json", doc[:-1] + " " * (40 << 20) + "}")   # 42 MB of JSON
     monkeypatch.setenv("TRACETRIAGE_MEMORY_BUDGET", "100M")
     read = []
-    monkeypatch.setattr(load_mod, "decode", lambda *a: read.append(a))   # the step load() calls
+    monkeypatch.setattr(formats, "decode", lambda *a: read.append(a))   # the step load() calls
     assert_user_error(capsys, path, "too big to analyse here: 42 MB of JSON needs at least 369 MB of memory and "
                                     "105 MB is TRACETRIAGE_MEMORY_BUDGET; if the machine has the memory, raise it "
                                     "(TRACETRIAGE_MEMORY_BUDGET=1G), run it on a machine with more memory, or capture "
@@ -507,7 +507,7 @@ def test_a_gzip_bomb_is_refused_without_inflating_it_all_even_if_its_trailer_lie
     kf.write(tmp_path / "liar.json.gz", body[:-4] + (1000).to_bytes(4, "little"))  # ISIZE says 1 kB
     monkeypatch.setenv("TRACETRIAGE_MEMORY_BUDGET", "400M")   # reads at most (400M - 300M) / 1.3 = 80 MB
     decoded = []
-    monkeypatch.setattr(load_mod, "decode", lambda *a: decoded.append(a))
+    monkeypatch.setattr(formats, "decode", lambda *a: decoded.append(a))
     for name in ("bomb.json.gz", "liar.json.gz"):
         assert_user_error(capsys, tmp_path / name,
                           "too big to analyse here: more than 81 MB of JSON needs more than 419 MB of memory and "

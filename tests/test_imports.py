@@ -192,3 +192,118 @@ def test_dashboard_pages_read_the_analysis_through_data_and_speak_through_their_
         if m.startswith("tracetriage.dashboard.views"):
             outside = {d for d in deps if not d.startswith("tracetriage.dashboard.")}
             assert outside == set(), (m, outside)
+
+
+def test_the_pages_frames_are_behind_one_door():
+    """tracetriage.dashboard.data is the door: the frames of each page (tracetriage.dashboard.frames) are
+    imported by it and by each other only, so a page, a chart or a tool reads one module."""
+    door, frames = "tracetriage.dashboard.data", "tracetriage.dashboard.frames"
+    bad = [f"{m} imports {d}" for m, deps in graph().items() for d in deps
+           if d.startswith(frames) and m != door and not m.startswith(frames)]
+    assert bad == []
+    assert {d for d in graph()[door] if d.startswith("tracetriage.dashboard.")} >= \
+        {f"{frames}.{p}" for p in ("report", "roofline", "timeline", "diff", "whatif", "ranks", "practice")}
+
+
+MAX_LINES = 900   # a source file past this is split (dashboard/data.py by page, behind one door)
+
+
+def test_no_source_file_is_over_900_lines():
+    long = {str(p.relative_to(ROOT)): n for p in source_files()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these (one concept per module): {long}"
+
+
+# --- one record per concept -------------------------------------------------------------------------
+
+def source_files() -> list[Path]:
+    """Every source file of ours (the installed folders, tools/ and tests/)."""
+    return sorted(p for pkg in (*PACKAGES, "tests") for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_a_host_threads_key_is_made_in_one_place():
+    """(pid << 32) ^ tid keys set-up windows, construct windows and a lever's calls alike: one helper
+    (tracetriage.analyzers.model.trace.thread_key), or two analyses' keys could stop comparing."""
+    home = ROOT / "analyzers" / "model" / "trace.py"
+    bad = [f"{p.relative_to(ROOT)}:{i}" for p in source_files() if p != home and p.name != "test_imports.py"
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+           if "<< 32" in line and "0xFFFFFFFF" in line.upper()]
+    assert bad == []
+
+
+LOOKUPS = ("lever", "get", "spec_of")   # w.lever(NAME), by_name.get(NAME), spec_of(NAME)
+
+
+def lever_literals(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """Where a lever's name is written as a string to compare or look up: `x.lever == "cuda_graphs"`,
+    `x in ("fuse", ...)`, `w.lever("remove_syncs")`, `measured["ratio"]["fuse"]`."""
+    def lit(x) -> list[str]:
+        items = x.elts if isinstance(x, (ast.Tuple, ast.List, ast.Set)) else [x]
+        return [e.value for e in items if isinstance(e, ast.Constant) and e.value in names]
+    out = []
+    for n in ast.walk(tree):
+        found = []
+        if isinstance(n, ast.Compare):
+            found = [v for x in (n.left, *n.comparators) for v in lit(x)]
+        elif isinstance(n, ast.Subscript):
+            found = lit(n.slice)
+        elif isinstance(n, ast.Call):
+            f = n.func
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in LOOKUPS:
+                found = [v for a in n.args for v in lit(a)]
+        out += [(n.lineno, v) for v in found]
+    return out
+
+
+def test_no_lever_is_singled_out_by_a_literal_outside_its_spec():
+    """Code names a lever by its spec's fields (takes_only, experiment, idle_floor, headroom) or the registry's
+    constants (REMOVE_SYNCS ...): a renamed lever then moves everywhere at once (tests may name them)."""
+    from tracetriage.analyzers.whatif.levers import NAMES
+
+    levers = ROOT / "analyzers" / "whatif" / "levers"
+    bad = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p in source_files()
+           if levers not in p.parents and p.parts[len(ROOT.parts)] != "tests"
+           for line, name in lever_literals(ast.parse(p.read_text(encoding="utf-8")), set(NAMES))]
+    assert bad == []
+
+
+def test_the_literal_check_would_see_a_lever_compared_or_looked_up():
+    code = 'a = x.lever == "cuda_graphs"\nb = w.lever("fuse")\nc = m["ratio"]["warm_up"]\nd = v in ("kernels_2x",)'
+    assert [n for _, n in lever_literals(ast.parse(code), {"cuda_graphs", "fuse", "warm_up", "kernels_2x"})] == \
+        ["cuda_graphs", "fuse", "warm_up", "kernels_2x"]
+
+
+SUFFIX_CALLS = ("endswith", "removesuffix", "split", "rsplit", "partition")
+
+
+def suffix_rules(tree: ast.AST, suffixes: set[str]) -> list[int]:
+    """Lines that test or strip a trace suffix by hand: name.endswith(".json"), .split(".json"),
+    for s in (".json.gz", ".json")."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in SUFFIX_CALLS:
+            args = [e for a in n.args for e in (a.elts if isinstance(a, ast.Tuple) else [a])]
+            out += [n.lineno for a in args if isinstance(a, ast.Constant) and a.value in suffixes]
+        elif isinstance(n, (ast.Tuple, ast.List)) and len(n.elts) > 1 and \
+                {getattr(e, "value", None) for e in n.elts} <= suffixes:
+            out.append(n.lineno)
+    return out
+
+
+def test_which_names_a_trace_goes_by_is_one_rule():
+    """A trace's suffixes, its stem and its sidecar's name are tracetriage.analyzers.loading.formats': listing,
+    side inputs, rank sources, the library, the drills and the downloads ask it (capture, which writes traces
+    under a name of its choosing, aside)."""
+    from tracetriage.analyzers.loading.formats import FORMATS
+
+    home = ROOT / "analyzers" / "loading" / "formats.py"
+    suffixes = {s for f in FORMATS for s in f.suffixes}
+    bad = [f"{p.relative_to(ROOT)}:{line}" for pkg in ("analyzers", "dashboard", "drills", "tracetriage")
+           for p in sorted((ROOT / pkg).rglob("*.py")) if p != home
+           for line in suffix_rules(ast.parse(p.read_text(encoding="utf-8")), suffixes)]
+    assert bad == []
+
+
+def test_the_suffix_check_would_see_a_name_tested_by_hand():
+    code = 'a = n.endswith(".json")\nb = n.split(".json")[0]\nfor s in (".json.gz", ".json"):\n    pass'
+    assert sorted(suffix_rules(ast.parse(code), {".json", ".json.gz"})) == [1, 2, 3]

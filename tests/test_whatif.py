@@ -222,3 +222,10 @@ def test_replay_gap_reference_is_the_median_between_graph_replays_in_the_graph_f
             gaps.append(gap)
     assert len(gaps) >= 6
     assert abs(np.median(gaps) - cuda_graphs.REPLAY_GAP_NS) <= 0.25 * cuda_graphs.REPLAY_GAP_NS, sorted(gaps)
+
+
+def test_the_whatif_modules_docstring_names_every_lever_of_the_registry():
+    from tracetriage.analyzers.whatif import predict as predict_mod
+    from tracetriage.analyzers.whatif.levers import NAMES
+
+    assert ", ".join(NAMES) in " ".join(predict_mod.__doc__.split())

@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import trace_stem
+
 EXIT_GATE_FAILED = 1     # --fail-if-slower / --fail-if-idle-above: the gate failed (CI)
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 3        # a bug, not the user's input nor a gate
@@ -75,7 +77,7 @@ def cmd_report(a) -> int:
     if a.scheduler and path.is_file():
         raise UserError("--scheduler applies to a directory of rank traces, not to one trace file")
     # a URL, or with a scheduler a directory only the cluster may see, is a run's directory: its workers list it
-    elsewhere = scheduler and not path.exists() and not a.trace.endswith((".json", ".json.gz"))
+    elsewhere = scheduler and not path.exists() and trace_stem(a.trace) is None
     if path.is_dir() or _is_url(a.trace) or elsewhere:
         if a.range or a.hta or a.graph_capture or limit is not None or fmt == "markdown":
             raise UserError("--range, --hta, --graph-capture, --fail-if-idle-above and --format markdown apply to "
@@ -407,7 +409,7 @@ def _drill_parsers(sub) -> None:
     ps.set_defaults(fn=cmd_predictions)
 
 
-# --- dashboard / annotate (dashboard/launch.py, analyzers/annotate.py) ----------------------
+# --- dashboard / annotate (dashboard/launch.py, analyzers/output/annotate.py) ---------------
 
 def cmd_dashboard(a) -> int:
     from tracetriage.dashboard.launch import LaunchError, run

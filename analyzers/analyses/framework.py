@@ -25,7 +25,7 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
 from tracetriage.analyzers.model.names import name_tests
 from tracetriage.analyzers.model.runtime_calls import is_launch
-from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
 _MARKING_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)
@@ -78,10 +78,6 @@ class _Painted:
     runs: np.ndarray             # per construct code: how many separate times it ran (its outermost ranges)
 
 
-def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    return (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
-
-
 def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Rows of host events that mark a construct, and each one's construct code."""
     ev = trace.ev
@@ -102,7 +98,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
     ev = trace.ev
     rows, codes = marking_rows(trace)
     rows = rows[codes == CONSTRUCTS.index(construct)]
-    keys = _thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_key(ev.pid[rows], ev.tid[rows])
     out_s, out_e, out_k = [], [], []
     for k in np.unique(keys).tolist():
         us, ue = iv.union(ev.start[rows[keys == k]], ev.end[rows[keys == k]])
@@ -119,7 +115,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
 def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.ndarray) -> _Painted:
     ev = trace.ev
     rows, codes = marking_rows(trace)
-    keys = _thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_key(ev.pid[rows], ev.tid[rows])
     starts, ends = ev.start[rows], ev.end[rows]
     setup = CONSTRUCTS.index(Construct.SETUP)
     if len(setup_s):
@@ -161,7 +157,7 @@ def _gap_threads(trace: Trace, gaps) -> np.ndarray:
     nxt = gaps.next_row
     launch = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
     row = np.where(row == NONE, launch, row)
-    key = np.where(row != NONE, _thread_key(ev.pid[np.maximum(row, 0)], ev.tid[np.maximum(row, 0)]), -1)
+    key = np.where(row != NONE, thread_key(ev.pid[np.maximum(row, 0)], ev.tid[np.maximum(row, 0)]), -1)
     return key
 
 
@@ -193,7 +189,7 @@ def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarr
     codes = np.full(len(calls), USER, np.int8)
     if not len(calls):
         return calls, codes
-    keys = _thread_key(ev.pid[calls], ev.tid[calls])
+    keys = thread_key(ev.pid[calls], ev.tid[calls])
     t = ev.start[calls]
     for k in np.unique(keys).tolist():
         m = np.flatnonzero(keys == k)

@@ -19,7 +19,8 @@ aten::layer_norm, aten::to, ...) and the ops they dispatch to (addmm, mm, the fl
 kernel, native_layer_norm, _to_copy, copy_) each get a cost; a caller summing over the
 op tree must count one level only (e.g. the op that launched the kernel).
 
-Pure Python, no torch import.
+The arguments are parsed by analyses.opargs (one Arg per argument); the cost models below are one
+section per op family. Pure Python, no torch import.
 """
 
 from __future__ import annotations
@@ -27,7 +28,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_TYPE_CODES, normalise_dtype
+from tracetriage.analyzers.analyses.opargs import (
+    Arg,
+    Malformed,
+    broadcast,
+    bytes_of,
+    concrete_bool,
+    concrete_dtype,
+    concrete_ints,
+    main_dtype,
+    need,
+    parse_args,
+    result_dtype,
+    tensor_at,
+)
+from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, FLOAT_DTYPES
 
 
 @dataclass(frozen=True)
@@ -51,153 +66,7 @@ def matmul_shapes_flops(M: int, N: int, K: int, batch: int = 1) -> float:
 
 def matmul_shapes_bytes(M: int, N: int, K: int, dtype: str = "bf16", batch: int = 1) -> float:
     """Minimum bytes of the same product: read A and B once, write C once."""
-    return float(batch * (M * K + K * N + M * N) * _bytes_of(dtype))
-
-
-# --------------------------------------------------------------------------------------
-# Argument parsing
-# --------------------------------------------------------------------------------------
-
-class _Malformed(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class _Arg:
-    kind: str  # 'tensor' | 'tensorlist' | 'other'
-    dims: tuple  # tensor: tuple of ints; tensorlist: tuple of tuples; other: ()
-    dtype: str | None  # tensor: canonical dtype; tensorlist/other: None
-    concrete: str  # value from "Concrete Inputs", "" when absent
-    type: str  # the raw "Input type" string ("Scalar", "ScalarList", "", ...)
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.dims) if self.kind == "tensor" else 0
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * _bytes_of(self.dtype) if self.kind == "tensor" else 0
-
-
-def _shape(x: object) -> tuple[int, ...]:
-    if not isinstance(x, list):
-        raise _Malformed
-    for d in x:
-        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
-            raise _Malformed
-    return tuple(x)
-
-
-def _parse(input_dims: object, input_types: object, concrete: object) -> list[_Arg]:
-    if not isinstance(input_dims, list) or not isinstance(input_types, list):
-        raise _Malformed
-    if len(input_dims) != len(input_types):
-        raise _Malformed
-    if not isinstance(concrete, list) or len(concrete) != len(input_types):
-        concrete = [""] * len(input_types)
-    args = []
-    for dims, typ, value in zip(input_dims, input_types, concrete):
-        if not isinstance(typ, str):
-            raise _Malformed
-        value = value if isinstance(value, str) else ""
-        dtype = normalise_dtype(typ)
-        if dtype is not None:
-            args.append(_Arg("tensor", _shape(dims), dtype, value, typ))
-        elif typ == "TensorList":
-            if not isinstance(dims, list):
-                raise _Malformed
-            args.append(_Arg("tensorlist", tuple(_shape(d) for d in dims), None, value,
-                             typ))
-        else:
-            # Scalars, None, lists, dtypes of unknown tensors: no shape to use.
-            if not isinstance(dims, list):
-                raise _Malformed
-            args.append(_Arg("other", (), None, value, typ))
-    return args
-
-
-def _bytes_of(dtype: str | None) -> int:
-    return DTYPE_BYTES.get(dtype or "", 4)
-
-
-def _tensor(args: list[_Arg], i: int) -> _Arg | None:
-    return args[i] if i < len(args) and args[i].kind == "tensor" else None
-
-
-def _need(args: list[_Arg], i: int, ndim: int | None = None) -> _Arg:
-    t = _tensor(args, i)
-    if t is None or (ndim is not None and len(t.dims) != ndim):
-        raise _Malformed
-    return t
-
-
-def _concrete(args: list[_Arg], i: int) -> str:
-    return args[i].concrete.strip() if i < len(args) else ""
-
-
-def _concrete_bool(args: list[_Arg], i: int) -> bool | None:
-    value = _concrete(args, i)
-    return {"True": True, "False": False}.get(value)
-
-
-def _concrete_ints(args: list[_Arg], i: int) -> list[int] | None:
-    """"[0, 2]" -> [0, 2]; "1" -> [1]; "" -> None (not recorded)."""
-    value = _concrete(args, i)
-    if not value:
-        return None
-    try:
-        if value.startswith("[") and value.endswith("]"):
-            inner = value[1:-1].strip()
-            return [int(v) for v in inner.split(",")] if inner else []
-        return [int(value)]
-    except ValueError:
-        return None
-
-
-def _concrete_dtype(args: list[_Arg], i: int) -> str | None:
-    codes = _concrete_ints(args, i)
-    if codes and len(codes) == 1 and not _concrete(args, i).startswith("["):
-        return SCALAR_TYPE_CODES.get(codes[0])
-    return None
-
-
-def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for axis in range(-ndim, 0):
-        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
-        if len(sizes) > 1:
-            raise _Malformed
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
-_PROMOTION = ["bool", "uint8", "int8", "int16", "int32", "int64",
-              "fp8", "bf16", "fp16", "fp32", "fp64"]
-
-
-def _result_dtype(tensors: list[_Arg]) -> str:
-    """Output dtype of an elementwise op, after torch's promotion, roughly.
-
-    Dimensioned tensors decide; 0-dim tensors (wrapped Python numbers) only decide when
-    nothing else does. fp16 with bf16 gives fp32. Unranked dtypes keep the first.
-    """
-    ranked = [t for t in tensors if t.dims] or tensors
-    dtypes = [t.dtype for t in ranked]
-    if not dtypes:
-        return "fp32"
-    if "fp16" in dtypes and "bf16" in dtypes and not {"fp32", "fp64"} & set(dtypes):
-        return "fp32"
-    known = [d for d in dtypes if d in _PROMOTION]
-    if not known:
-        return dtypes[0]
-    return max(known, key=_PROMOTION.index)
-
-
-def _main_dtype(tensors: list[_Arg]) -> str:
-    floats = [t for t in tensors if t.dtype in FLOAT_DTYPES and t.dims]
-    chosen = floats or [t for t in tensors if t.dims] or tensors
-    return chosen[0].dtype if chosen else "fp32"
+    return float(batch * (M * K + K * N + M * N) * bytes_of(dtype))
 
 
 # --------------------------------------------------------------------------------------
@@ -205,46 +74,46 @@ def _main_dtype(tensors: list[_Arg]) -> str:
 # --------------------------------------------------------------------------------------
 
 def _matmul_cost(M, N, K, batch, dtype, reads, out_dtype=None, extra_flops=0.0):
-    out_bytes = batch * M * N * _bytes_of(out_dtype or dtype)
+    out_bytes = batch * M * N * bytes_of(out_dtype or dtype)
     return OpCost(flops=matmul_shapes_flops(M, N, K, batch) + extra_flops,
                   bytes=float(reads + out_bytes), dtype=dtype, kind="matmul")
 
 
 def _mm(name, args):
-    a, b = _need(args, 0, 2), _need(args, 1, 2)
+    a, b = need(args, 0, 2), need(args, 1, 2)
     (M, K), (K2, N) = a.dims, b.dims
     if K != K2:
-        raise _Malformed
+        raise Malformed
     return _matmul_cost(M, N, K, 1, a.dtype, a.nbytes + b.nbytes)
 
 
 def _addmm(name, args):
     # addmm(bias, mat1, mat2): out = beta*bias + alpha*(mat1 @ mat2); one add per output.
-    bias, a, b = _need(args, 0), _need(args, 1, 2), _need(args, 2, 2)
+    bias, a, b = need(args, 0), need(args, 1, 2), need(args, 2, 2)
     (M, K), (K2, N) = a.dims, b.dims
     if K != K2:
-        raise _Malformed
+        raise Malformed
     extra = M * N * (2 if name == "_addmm_activation" else 1)
     return _matmul_cost(M, N, K, 1, a.dtype, bias.nbytes + a.nbytes + b.nbytes,
                         extra_flops=extra)
 
 
 def _bmm(name, args):
-    a, b = _need(args, 0, 3), _need(args, 1, 3)
+    a, b = need(args, 0, 3), need(args, 1, 3)
     (B, M, K), (B2, K2, N) = a.dims, b.dims
     if K != K2 or B != B2:
-        raise _Malformed
+        raise Malformed
     return _matmul_cost(M, N, K, B, a.dtype, a.nbytes + b.nbytes)
 
 
 def _baddbmm(name, args):
-    c, a, b = _need(args, 0), _need(args, 1, 3), _need(args, 2, 3)
+    c, a, b = need(args, 0), need(args, 1, 3), need(args, 2, 3)
     (B, M, K), (B2, K2, N) = a.dims, b.dims
     if K != K2 or B != B2:
-        raise _Malformed
+        raise Malformed
     if name == "addbmm":  # sums over the batch into one [M, N]
         flops = matmul_shapes_flops(M, N, K, B) + M * N
-        out = M * N * _bytes_of(a.dtype)
+        out = M * N * bytes_of(a.dtype)
         return OpCost(float(flops), float(c.nbytes + a.nbytes + b.nbytes + out),
                       a.dtype, "matmul")
     return _matmul_cost(M, N, K, B, a.dtype, c.nbytes + a.nbytes + b.nbytes,
@@ -253,14 +122,14 @@ def _baddbmm(name, args):
 
 def _linear(name, args):
     # linear(x[..., K], weight[N, K], bias[N]?): M = product of x's leading dims.
-    x, w = _need(args, 0), _need(args, 1, 2)
+    x, w = need(args, 0), need(args, 1, 2)
     if not x.dims:
-        raise _Malformed
+        raise Malformed
     K, (N, K2) = x.dims[-1], w.dims
     if K != K2:
-        raise _Malformed
+        raise Malformed
     M = math.prod(x.dims[:-1])
-    bias = _tensor(args, 2)
+    bias = tensor_at(args, 2)
     extra = M * N if bias is not None else 0
     reads = x.nbytes + w.nbytes + (bias.nbytes if bias is not None else 0)
     return _matmul_cost(M, N, K, 1, x.dtype, reads, extra_flops=extra)
@@ -268,33 +137,33 @@ def _linear(name, args):
 
 def _matmul(name, args):
     # torch.matmul semantics: 1-D operands gain a dim of 1; batch dims broadcast.
-    a, b = _need(args, 0), _need(args, 1)
+    a, b = need(args, 0), need(args, 1)
     if not a.dims or not b.dims:
-        raise _Malformed
+        raise Malformed
     ad = (1,) + a.dims if len(a.dims) == 1 else a.dims
     bd = b.dims + (1,) if len(b.dims) == 1 else b.dims
     M, K = ad[-2], ad[-1]
     K2, N = bd[-2], bd[-1]
     if K != K2:
-        raise _Malformed
-    batch = math.prod(_broadcast([ad[:-2], bd[:-2]]))
+        raise Malformed
+    batch = math.prod(broadcast([ad[:-2], bd[:-2]]))
     return _matmul_cost(M, N, K, batch, a.dtype, a.nbytes + b.nbytes)
 
 
 def _mv(name, args):
     offset = 1 if name == "addmv" else 0
-    a, v = _need(args, offset, 2), _need(args, offset + 1, 1)
+    a, v = need(args, offset, 2), need(args, offset + 1, 1)
     (M, K) = a.dims
     if v.dims[0] != K:
-        raise _Malformed
+        raise Malformed
     reads = a.nbytes + v.nbytes + (args[0].nbytes if offset else 0)
     return _matmul_cost(M, 1, K, 1, a.dtype, reads, extra_flops=M if offset else 0)
 
 
 def _dot(name, args):
-    a, b = _need(args, 0, 1), _need(args, 1, 1)
+    a, b = need(args, 0, 1), need(args, 1, 1)
     if a.dims != b.dims:
-        raise _Malformed
+        raise Malformed
     return _matmul_cost(1, 1, a.dims[0], 1, a.dtype, a.nbytes + b.nbytes)
 
 
@@ -302,13 +171,13 @@ def _scaled_mm(name, args):
     # _scaled_mm(a[M,K] fp8, b[K,N] fp8, scale_a, scale_b, bias?, scale_result?,
     #            out_dtype?, use_fast_accum): out_dtype from Concrete Inputs if recorded,
     #            else the input dtype (torch's default).
-    a, b = _need(args, 0, 2), _need(args, 1, 2)
+    a, b = need(args, 0, 2), need(args, 1, 2)
     (M, K), (K2, N) = a.dims, b.dims
     if K != K2:
-        raise _Malformed
+        raise Malformed
     reads = sum(t.nbytes for t in args[:6] if t.kind == "tensor")
-    out_dtype = _concrete_dtype(args, 6) or a.dtype
-    bias = _tensor(args, 4)
+    out_dtype = concrete_dtype(args, 6) or a.dtype
+    bias = tensor_at(args, 4)
     return _matmul_cost(M, N, K, 1, a.dtype, reads, out_dtype=out_dtype,
                         extra_flops=M * N if bias is not None else 0)
 
@@ -359,7 +228,7 @@ def _attention(name, args):
     query heads; bytes use the real (smaller) k and v.
     """
     layout, mask_at, causal_at = _ATTENTION[name]
-    q, k, v = _need(args, 0, 4), _need(args, 1, 4), _need(args, 2, 4)
+    q, k, v = need(args, 0, 4), need(args, 1, 4), need(args, 2, 4)
     if layout == "bhld":
         B, H, Lq, D = q.dims
         Lk, Dv = k.dims[2], v.dims[3]
@@ -367,20 +236,20 @@ def _attention(name, args):
         B, Lq, H, D = q.dims
         Lk, Dv = k.dims[1], v.dims[3]
     if k.dims[-1] != D:
-        raise _Malformed
+        raise Malformed
     pairs = Lq * Lk
     if name == "_efficient_attention_forward":
-        mask_type = _concrete_ints(args, 9)  # 0 none, 1 top-left, 2 bottom-right
+        mask_type = concrete_ints(args, 9)  # 0 none, 1 top-left, 2 bottom-right
         if mask_type == [1]:
             pairs = causal_pairs(Lq, Lk)
         elif mask_type == [2]:
             pairs = causal_pairs(Lq, Lk, Lk - Lq)
-    elif causal_at is not None and _concrete_bool(args, causal_at):
+    elif causal_at is not None and concrete_bool(args, causal_at):
         offset = Lk - Lq if name == "_flash_attention_forward" else 0
         pairs = causal_pairs(Lq, Lk, offset)
     flops = 2.0 * B * H * pairs * (D + Dv)
-    mask = _tensor(args, mask_at) if mask_at is not None else None
-    out = B * H * Lq * Dv * _bytes_of(q.dtype)
+    mask = tensor_at(args, mask_at) if mask_at is not None else None
+    out = B * H * Lq * Dv * bytes_of(q.dtype)
     nbytes = q.nbytes + k.nbytes + v.nbytes + out + (mask.nbytes if mask else 0)
     return OpCost(flops=flops, bytes=float(nbytes), dtype=q.dtype, kind="attention")
 
@@ -419,22 +288,22 @@ def _elementwise(name, args, base, inplace):
     plus the output written once (broadcast shape); an in-place op writes input 0."""
     tensors = [a for a in args if a.kind == "tensor"]
     if not tensors:
-        raise _Malformed
+        raise Malformed
     if base == "where":  # the condition is bool; the result takes the values' dtype
-        out_dtype = _result_dtype(tensors[1:] or tensors)
+        out_dtype = result_dtype(tensors[1:] or tensors)
     elif base in _BOOL_RESULT:
         out_dtype = "bool"
     else:
-        out_dtype = _result_dtype(tensors)
+        out_dtype = result_dtype(tensors)
     if inplace:
         out_shape, out_dtype = tensors[0].dims, tensors[0].dtype
     else:
-        out_shape = _broadcast([t.dims for t in tensors])
+        out_shape = broadcast([t.dims for t in tensors])
     out_numel = math.prod(out_shape)
     reads = sum(t.nbytes for t in tensors)
     flops = float(_ELEMENTWISE_FLOPS[base] * out_numel)
-    dtype = out_dtype if out_dtype in FLOAT_DTYPES else _main_dtype(tensors)
-    return OpCost(flops=flops, bytes=float(reads + out_numel * _bytes_of(out_dtype)),
+    dtype = out_dtype if out_dtype in FLOAT_DTYPES else main_dtype(tensors)
+    return OpCost(flops=flops, bytes=float(reads + out_numel * bytes_of(out_dtype)),
                   dtype=dtype, kind="elementwise")
 
 
@@ -459,8 +328,8 @@ def _reduction(name, args, base):
     reduced dims in "Concrete Inputs"; without those, a dim argument is assumed to
     reduce the last dim and no dim argument to reduce everything.
     """
-    x = _need(args, 0)
-    if base in ("max", "min") and _tensor(args, 1) is not None and _tensor(args, 1).dims:
+    x = need(args, 0)
+    if base in ("max", "min") and tensor_at(args, 1) is not None and tensor_at(args, 1).dims:
         return _elementwise(name, args, "maximum", inplace=False)  # max(a, b)
     out_numel = _reduced_numel(x, args, base)
     out_dtype = x.dtype
@@ -468,7 +337,7 @@ def _reduction(name, args, base):
         out_dtype = "int64"
     elif base in ("all", "any"):
         out_dtype = "bool"
-    out_bytes = out_numel * _bytes_of(out_dtype)
+    out_bytes = out_numel * bytes_of(out_dtype)
     if base in ("max", "min") and _is_dim_overload(args):  # values and indices
         out_bytes += out_numel * DTYPE_BYTES["int64"]
     if base in ("var_mean", "std_mean"):
@@ -483,7 +352,7 @@ def _is_dim_overload(args):
     return len(args) > 1 and args[1].type == "Scalar"
 
 
-def _reduced_numel(x: _Arg, args: list[_Arg], base: str) -> int:
+def _reduced_numel(x: Arg, args: list[Arg], base: str) -> int:
     if base in ("cumsum", "cumprod"):
         return x.numel
     out = next((a for a in args[1:] if a.kind == "tensor" and a.dims), None)
@@ -491,9 +360,9 @@ def _reduced_numel(x: _Arg, args: list[_Arg], base: str) -> int:
         return out.numel
     if len(args) == 1 or not x.dims:
         return 1
-    if args[1].type not in ("ScalarList", "Scalar") or _concrete_bool(args, 1) is not None:
+    if args[1].type not in ("ScalarList", "Scalar") or concrete_bool(args, 1) is not None:
         return 1  # no dim argument (sum(x, dtype=None), var(x, unbiased)): reduce all
-    dims = _concrete_ints(args, 1)
+    dims = concrete_ints(args, 1)
     if dims is None:  # a dim argument whose value was not recorded: assume the last
         return math.prod(x.dims[:-1])
     if not dims:  # dim=[] reduces everything
@@ -518,7 +387,7 @@ _NORMS = {
 def _norm(name, args):
     """Flops = per-element count x numel. Bytes = x read + y written + every other
     tensor argument (weight, bias, running stats) read; mean/rstd outputs ignored."""
-    x = _need(args, 0)
+    x = need(args, 0)
     params = sum(a.nbytes for a in args[1:] if a.kind == "tensor")
     return OpCost(flops=float(_NORMS[name] * x.numel),
                   bytes=float(2 * x.nbytes + params), dtype=x.dtype, kind="norm")
@@ -531,15 +400,15 @@ def _softmax(name, args):
     """~5 FLOPs per element (max, subtract, exp, sum, divide). Bytes = in + out.
     The output dtype follows softmax(x, dim, dtype) or _softmax(x, dim, half_to_float)
     when "Concrete Inputs" records it, else the input's."""
-    x = _need(args, 0)
+    x = need(args, 0)
     out_dtype = x.dtype
     if name.startswith("_") and name != "_safe_softmax":
-        if _concrete_bool(args, 2):
+        if concrete_bool(args, 2):
             out_dtype = "fp32"
     else:
-        out_dtype = _concrete_dtype(args, 2) or x.dtype
+        out_dtype = concrete_dtype(args, 2) or x.dtype
     return OpCost(flops=5.0 * x.numel,
-                  bytes=float(x.nbytes + x.numel * _bytes_of(out_dtype)),
+                  bytes=float(x.nbytes + x.numel * bytes_of(out_dtype)),
                   dtype=x.dtype, kind="softmax")
 
 
@@ -550,8 +419,8 @@ def _softmax(name, args):
 def _embedding(name, args):
     """embedding(weight[V, D], indices[...]) -> [..., D]. Bytes = the gathered rows
     (not the whole table) + the indices + the output. No FLOPs."""
-    w, idx = _need(args, 0, 2), _need(args, 1)
-    rows = idx.numel * w.dims[1] * _bytes_of(w.dtype)
+    w, idx = need(args, 0, 2), need(args, 1)
+    rows = idx.numel * w.dims[1] * bytes_of(w.dtype)
     return OpCost(flops=0.0, bytes=float(2 * rows + idx.nbytes), dtype=w.dtype,
                   kind="embedding")
 
@@ -559,12 +428,12 @@ def _embedding(name, args):
 def _index_select(name, args):
     """index_select(x, dim, index): gathered slices read + index read + output written.
     dim from "Concrete Inputs" when recorded, else 0."""
-    x, idx = _need(args, 0), _need(args, 2)
+    x, idx = need(args, 0), need(args, 2)
     if not x.dims:
-        raise _Malformed
-    dim = (_concrete_ints(args, 1) or [0])[0] % len(x.dims)
+        raise Malformed
+    dim = (concrete_ints(args, 1) or [0])[0] % len(x.dims)
     gathered = x.numel // x.dims[dim] * idx.numel if x.dims[dim] else 0
-    moved = gathered * _bytes_of(x.dtype)
+    moved = gathered * bytes_of(x.dtype)
     return OpCost(flops=0.0, bytes=float(2 * moved + idx.nbytes), dtype=x.dtype,
                   kind="copy")
 
@@ -580,29 +449,29 @@ def _copy(name, args):
     if name in ("cat", "stack", "concat", "concatenate", "hstack", "vstack"):
         tl = args[0] if args else None
         if tl is None or tl.kind != "tensorlist":
-            raise _Malformed
+            raise Malformed
         # A TensorList records shapes only, never its dtype ("Input type" is just
         # "TensorList"): assume fp32, which errs high by 2x for 16-bit tensors.
         dtype = "fp32"
-        moved = sum(math.prod(d) for d in tl.dims) * _bytes_of(dtype)
+        moved = sum(math.prod(d) for d in tl.dims) * bytes_of(dtype)
         return OpCost(0.0, float(2 * moved), dtype, "copy")
     if name in ("copy_", "_copy_from", "_copy_from_and_resize"):
-        dst, src = _need(args, 0), _need(args, 1)
+        dst, src = need(args, 0), need(args, 1)
         if name != "copy_":  # _copy_from(self=src, dst)
             dst, src = src, dst
         return OpCost(0.0, float(dst.nbytes + src.nbytes), dst.dtype, "copy")
-    x = _need(args, 0)
+    x = need(args, 0)
     if name in ("fill_", "zero_"):
         return OpCost(0.0, float(x.nbytes), x.dtype, "copy")
     out_dtype = x.dtype
     if name == "_to_copy":
-        out_dtype = _concrete_dtype(args, 1) or x.dtype
+        out_dtype = concrete_dtype(args, 1) or x.dtype
     elif name == "to":
         # to.dtype(x, dtype, ...) has 5 args; to.dtype_layout(x, dtype, layout, ...) 8;
         # to.device(x, device, dtype, ...) 6 with the device first.
         at = 2 if len(args) == 6 else 1
-        out_dtype = _concrete_dtype(args, at) or x.dtype
-    return OpCost(0.0, float(x.nbytes + x.numel * _bytes_of(out_dtype)), x.dtype, "copy")
+        out_dtype = concrete_dtype(args, at) or x.dtype
+    return OpCost(0.0, float(x.nbytes + x.numel * bytes_of(out_dtype)), x.dtype, "copy")
 
 
 _COPIES = {"copy_", "_copy_from", "_copy_from_and_resize", "to", "_to_copy",
@@ -690,29 +559,29 @@ _CONVS: dict[str, _ConvArgs] = {
 
 def _conv(name, args):
     lay = _CONVS[name]
-    w = _tensor(args, lay.weight)
+    w = tensor_at(args, lay.weight)
     if w is None or len(w.dims) < 3:
-        raise _Malformed
+        raise Malformed
     nsp = len(w.dims) - 2
     kernel = math.prod(w.dims[2:])
 
     def ints(i, default):
         if i is None:
             return [default] * nsp
-        v = _concrete_ints(args, i)
+        v = concrete_ints(args, i)
         if not v:
             return None
         return v * nsp if len(v) == 1 else v
 
-    transposed = lay.transposed if isinstance(lay.transposed, bool) else bool(_concrete_bool(args, lay.transposed))
-    groups = (_concrete_ints(args, lay.groups) or [None])[0] if lay.groups is not None else 1
+    transposed = lay.transposed if isinstance(lay.transposed, bool) else bool(concrete_bool(args, lay.transposed))
+    groups = (concrete_ints(args, lay.groups) or [None])[0] if lay.groups is not None else 1
     dtype = w.dtype
     if lay.grad_output is not None:
         return _conv_backward(name, args, lay, w, kernel, transposed)
 
-    x = _tensor(args, lay.input)
+    x = tensor_at(args, lay.input)
     if x is None or len(x.dims) != nsp + 2:
-        raise _Malformed
+        raise Malformed
     n, c_in, in_sp = x.dims[0], x.dims[1], x.dims[2:]
     stride, padding, dilation = ints(lay.stride, 1), ints(lay.padding, None), ints(lay.dilation, 1)
     out_pad = ints(lay.output_padding, 0) or [0] * nsp
@@ -735,25 +604,25 @@ def _conv(name, args):
             out_sp = list(in_sp)   # assumed: stride 1, "same" padding (see the module's docstring)
         flops = 2.0 * n * c_out * math.prod(out_sp) * w.dims[1] * kernel
     if any(o <= 0 for o in out_sp):
-        raise _Malformed
-    bias = _tensor(args, lay.bias) if lay.bias is not None else None
-    out_bytes = n * c_out * math.prod(out_sp) * _bytes_of(dtype)
+        raise Malformed
+    bias = tensor_at(args, lay.bias) if lay.bias is not None else None
+    out_bytes = n * c_out * math.prod(out_sp) * bytes_of(dtype)
     nbytes = x.nbytes + w.nbytes + (bias.nbytes if bias is not None else 0) + out_bytes
     return OpCost(flops=flops, bytes=float(nbytes), dtype=dtype, kind="convolution")
 
 
 def _conv_backward(name, args, lay, w, kernel, transposed):
-    go = _tensor(args, lay.grad_output)
+    go = tensor_at(args, lay.grad_output)
     if go is None or len(go.dims) != len(w.dims):
-        raise _Malformed
-    x = _tensor(args, lay.input) if lay.input >= 0 else None
+        raise Malformed
+    x = tensor_at(args, lay.input) if lay.input >= 0 else None
     n, go_sp = go.dims[0], go.dims[2:]
     # One pass = the forward's multiply-adds. Forward (not transposed): per output element
     # C_in/groups * kernel taps, i.e. w.dims[1]; transposed: the "output" of the equivalent
     # forward is the transposed conv's input, which has w.dims[0] channels.
     if transposed:
         if x is None:
-            raise _Malformed
+            raise Malformed
         one_pass = 2.0 * n * x.dims[1] * math.prod(x.dims[2:]) * w.dims[1] * kernel
     else:
         one_pass = 2.0 * n * go.dims[1] * math.prod(go_sp) * w.dims[1] * kernel
@@ -768,7 +637,7 @@ def _conv_backward(name, args, lay, w, kernel, transposed):
                 mask = (vals + [True, True])[:2]
     passes = int(mask[0]) + int(mask[1])
     if passes == 0:
-        raise _Malformed
+        raise Malformed
     # Bytes: grad_output and weight read; input read for the weight gradient; each gradient written.
     in_bytes = x.nbytes if x is not None else go.nbytes   # grad_input has the input's size
     nbytes = go.nbytes + w.nbytes + (in_bytes if mask[1] and x is not None else 0)
@@ -804,14 +673,14 @@ _INDEXING = ("embedding", "index", "gather", "scatter")
 def _triton_pass(name, args):
     tensors = [a for a in args if a.kind == "tensor" and a.dims]
     if not tensors:
-        raise _Malformed
+        raise Malformed
     sizes = sorted((t.numel for t in tensors), reverse=True)
     if any(word in name for word in _INDEXING) and len(sizes) > 1:
         cap = sizes[1]
-        nbytes = sum(min(t.numel, cap) * _bytes_of(t.dtype) for t in tensors)
+        nbytes = sum(min(t.numel, cap) * bytes_of(t.dtype) for t in tensors)
     else:
         nbytes = sum(t.nbytes for t in tensors)
-    return OpCost(flops=0.0, bytes=float(nbytes), dtype=_main_dtype(tensors), kind=TRITON_PASS)
+    return OpCost(flops=0.0, bytes=float(nbytes), dtype=main_dtype(tensors), kind=TRITON_PASS)
 
 
 # --------------------------------------------------------------------------------------
@@ -845,9 +714,9 @@ def op_cost(name: str, input_dims: list | None, input_types: list | None,
         kind = _classify(base)
         if kind is None:
             return None
-        args = _parse(input_dims, input_types, concrete_inputs)
+        args = parse_args(input_dims, input_types, concrete_inputs)
         return kind(base, args)
-    except (_Malformed, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
+    except (Malformed, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
             OverflowError, AttributeError):
         return None
 
@@ -857,8 +726,8 @@ def tensor_args(input_dims: list | None, input_types: list | None,
     """The tensor arguments of an op as (dims, canonical dtype, bytes); [] when the shapes are missing or
     malformed (the fusion ledger reads which tensors a chain of ops shares)."""
     try:
-        args = _parse(input_dims, input_types, concrete_inputs)
-    except (_Malformed, ValueError, TypeError):
+        args = parse_args(input_dims, input_types, concrete_inputs)
+    except (Malformed, ValueError, TypeError):
         return []
     return [(a.dims, a.dtype, a.nbytes) for a in args if a.kind == "tensor"]
 
@@ -871,8 +740,8 @@ def launch_op_cost(name: str, input_dims: list | None, input_types: list | None,
     try:
         if input_dims is None or input_types is None:
             return None
-        return _triton_pass(_base_name(str(name).strip()), _parse(input_dims, input_types, concrete_inputs))
-    except (_Malformed, ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError):
+        return _triton_pass(_base_name(str(name).strip()), parse_args(input_dims, input_types, concrete_inputs))
+    except (Malformed, ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError):
         return None
 
 

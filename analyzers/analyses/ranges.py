@@ -102,30 +102,3 @@ def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None
                               gpu_rows=g_rows, windows=(s, wend), idle_by_cause_us=idle_by,
                               idle_us=sum(idle_by.values()), instances=inst))
     return out
-
-
-@dataclass(frozen=True)
-class RangeScope:
-    """A range's own share of the timeline: the union of its instances' windows, the kernels
-    launched inside them, and the idle time that falls inside them. `report --range NAME` on a
-    range that repeats (one per layer, per step) speaks of these, not of everything between the
-    first instance's start and the last one's end."""
-    span_ns: int
-    kernel_busy_ns: int
-    copy_ns: int
-    idle_ns: int
-    by_cause_ns: dict
-    kernels: int
-
-
-def scope(trace: Trace, stats: RangeStats) -> RangeScope:
-    ev = trace.ev
-    ws, we = iv.union(*stats.windows)
-    rows = stats.gpu_rows
-    kr = rows[ev.cat[rows] == KERNEL]
-    cr = rows[ev.cat[rows] != KERNEL]
-    ks, ke = iv.intersect(*iv.union(ev.start[kr], ev.end[kr]), ws, we)
-    cs, ce = iv.intersect(*iv.union(ev.start[cr], ev.end[cr]), ws, we)
-    by_cause = {c: int(round(us * 1e3)) for c, us in stats.idle_by_cause_us.items()}
-    return RangeScope(span_ns=iv.total(ws, we), kernel_busy_ns=iv.total(ks, ke), copy_ns=iv.total(cs, ce),
-                      idle_ns=sum(by_cause.values()), by_cause_ns=by_cause, kernels=int(len(kr)))

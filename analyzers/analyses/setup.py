@@ -19,7 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, OVERHEAD, RUNTIME, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import (
+    CPU_OP,
+    DRIVER,
+    KERNEL,
+    NONE,
+    OVERHEAD,
+    RUNTIME,
+    USER_ANNOTATION,
+    Trace,
+    thread_key,
+)
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
 SETUP_FACTOR = 3.0         # ... when they run this many times the name's steady median
@@ -31,7 +41,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The rows not nested in another row of the same thread (rows sort by (start, -end))."""
     ev = trace.ev
     keep = np.zeros(len(rows), bool)
-    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
+    key = thread_key(ev.pid[rows], ev.tid[rows])
     for k in np.unique(key).tolist():
         m = np.flatnonzero(key == k)
         ends = ev.end[rows[m]]
@@ -41,7 +51,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
 
 
 def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Set-up windows on the host: (starts, ends, thread keys (pid << 32) ^ tid), merged per thread."""
+    """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread."""
     ev = trace.ev
     ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
     calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
@@ -74,7 +84,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.empty(0, np.int64)
         return z, z, z
     w = np.array(out, np.int64)
-    key = (w[:, 2] << 32) ^ (w[:, 3] & 0xFFFFFFFF)
+    key = thread_key(w[:, 2], w[:, 3])
     s_out, e_out, k_out = [], [], []
     for k in np.unique(key).tolist():
         us, ue = iv.union(w[key == k, 0], w[key == k, 1])
@@ -125,7 +135,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     host = np.flatnonzero(np.isin(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
-    key = (ev.pid[host].astype(np.int64) << 32) ^ (ev.tid[host].astype(np.int64) & 0xFFFFFFFF)
+    key = thread_key(ev.pid[host], ev.tid[host])
     keys, counts = np.unique(key, return_counts=True)
     rows = host[key == keys[np.argmax(counts)]]           # the thread that makes most calls
     pid, tid = int(ev.pid[rows[0]]), int(ev.tid[rows[0]])

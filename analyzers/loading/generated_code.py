@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import trace_stem
+
 MAX_FILES = 64              # a compiled model has a wrapper per graph; a few dozen at most
 MAX_BYTES = 16 << 20        # a wrapper of a large model runs to a few MB
 
@@ -18,12 +20,7 @@ MAX_BYTES = 16 << 20        # a wrapper of a large model runs to a few MB
 def beside(trace_path: str | os.PathLike) -> Path:
     """`NAME.inductor/` beside `NAME.json.gz` (or `NAME.json`)."""
     p = Path(trace_path)
-    stem = p.name
-    for suffix in (".json.gz", ".json"):
-        if stem.endswith(suffix):
-            stem = stem[:-len(suffix)]
-            break
-    return p.parent / f"{stem}.inductor"
+    return p.parent / f"{trace_stem(p.name) or p.name}.inductor"
 
 
 def read_wrappers(trace_path: str | os.PathLike, paths: list[str]) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
     trace = load("traces/smell-sync-item.json.gz")
 
-Each step is its own module and data flows one way through them; this module only runs
-them in order. A second load of an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
+Each step is its own module and data flows one way through them; this module only runs them in order.
+The decode step is the trace format's decoder (tracetriage.analyzers.loading.formats). A second load of
+an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
 """
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from tracetriage.analyzers.loading import cache, side_inputs
+from tracetriage.analyzers.loading import cache, formats, side_inputs
 from tracetriage.analyzers.loading.assemble import assemble
-from tracetriage.analyzers.loading.decode import decode
 from tracetriage.analyzers.loading.link import link
 from tracetriage.analyzers.loading.read import read_bytes
 from tracetriage.analyzers.model.trace import Trace, TraceError
@@ -57,7 +57,7 @@ def _parse(path: Path, progress) -> Trace:
     progress("read")
     data = read_bytes(path)
     progress("decode")
-    parts = decode(data, path)
+    parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)
     del data
     if not parts[0].has_trace_events:
         raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "
@@ -78,7 +78,5 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 
 
 def find_traces(directory: Path) -> list[Path]:
-    files = sorted(p for p in directory.iterdir()
-                   if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
-                   and not p.name.endswith(".meta.json") and p.name != "manifest.json")
-    return files
+    """The trace files directly inside a directory, by name (tracetriage.analyzers.loading.formats.is_trace_name)."""
+    return sorted(p for p in directory.iterdir() if p.is_file() and formats.is_trace_name(p.name))

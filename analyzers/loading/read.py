@@ -1,7 +1,8 @@
 """Read a trace file's JSON text: the first step of loading (read -> decode -> assemble -> link).
 
 The text is read as a stream of chunks (a .json.gz decompressed as it is read, gzip detected by its
-magic, not by the name) into one growing buffer, and each chunk is checked before the next is read:
+magic, not by the name: tracetriage.analyzers.loading.formats.GZIP_MAGIC) into one growing buffer, and
+each chunk is checked before the next is read:
 - against the memory budget (tracetriage.analyzers.loading.memory): a file whose JSON would need more memory than
   there is is refused before it is read when its size says so, else as soon as its text passes the
   limit (a small .gz can hold a huge JSON, and its trailer's size field cannot be trusted to say so);
@@ -15,10 +16,10 @@ import os
 import stat
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import GZIP_MAGIC
 from tracetriage.analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read, size_words
 from tracetriage.analyzers.model.trace import TraceError
 
-GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_BYTES = 16 << 20          # JSON text read (or decompressed) per step
 GZ_INPUT_BYTES = 8 << 20        # compressed bytes fed to the decompressor per step
 EVENT_KEY = b'"ph"'

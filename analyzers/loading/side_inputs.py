@@ -15,6 +15,7 @@ import math
 import os
 from pathlib import Path
 
+from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, trace_stem
 from tracetriage.analyzers.model.dtypes import normalise_dtype
 from tracetriage.analyzers.model.trace import SideInputs
 
@@ -26,14 +27,11 @@ def read(trace_path: str | os.PathLike, device_name: str | None) -> SideInputs:
 def read_sidecar(trace_path: str | os.PathLike) -> dict | None:
     """The capture's sidecar of this trace (NAME.meta.json naming NAME.json[.gz]), or None."""
     p = Path(trace_path)
-    for suffix in (".json.gz", ".json"):
-        if p.name.endswith(suffix):
-            stem = p.name[:-len(suffix)]
-            break
-    else:
+    stem = trace_stem(p.name)
+    if stem is None:
         return None
     try:
-        meta = json.loads((p.parent / f"{stem}.meta.json").read_text())
+        meta = json.loads((p.parent / f"{stem}{SIDECAR_SUFFIX}").read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict) or (meta.get("trace") not in (None, p.name)):

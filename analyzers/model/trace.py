@@ -104,6 +104,12 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
                  "graph_node", "group")
 
 
+def thread_key(pid, tid) -> np.ndarray:
+    """One int64 per host thread: (pid << 32) ^ the tid's low 32 bits. Every analysis that groups host events by
+    thread keys them so, and keys from two analyses (set-up windows against a lever's calls) compare."""
+    return (np.asarray(pid).astype(np.int64) << 32) ^ (np.asarray(tid).astype(np.int64) & 0xFFFFFFFF)
+
+
 @dataclass(frozen=True)
 class SideInputs:
     """What lies beside the trace file (tracetriage.analyzers.loading.side_inputs reads it once): the measured

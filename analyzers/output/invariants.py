@@ -16,21 +16,21 @@ corpus runner (tools.corpus) on every public trace:
   span (host and GPU) the what-if replays, or on the range's own span under --range, with the same
   kernel count as the Measured line.
 
-It reads only the JSON contract (DESIGN.md), never the analysis objects, so it checks what a user gets.
+It reads only the JSON contract (docs/json.md), never the analysis objects, so it checks what a user gets.
 """
 from __future__ import annotations
 
 import re
 
 from tracetriage.analyzers.model.units import a_or_an, duration_us, share
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
 
 ABOVE_PEAK = 1.05       # the roofline's own tolerance (tracetriage.analyzers.analyses.roofline.ABOVE_PEAK)
 _US_TOL = 0.01          # the JSON's µs carry 3 decimals: sums of rounded figures differ by a few ns
 _KIND_NEEDS = {         # the Next kind -> the regime_detail figure that must be > 0 for it to act on anything
     "cheaper_arithmetic": "compute_us", "fewer_bytes": "memory_us", "better_kernels": "latency_us",
 }
-_CAUSE_KINDS = {"cut_launches": "launch_overhead", "move_host_work": "host_work", "remove_syncs": "synchronization",
-                "overlap_copies": "data_transfer", "recapture": "other"}
+_CAUSE_KINDS = {e.value: c.value for c, e in EXPERIMENT_FOR_CAUSE.items()}   # the Next kind -> the cause it acts on
 _PREDICTED = re.compile(r"\(predicted ([−+]?\d+%) of (the traced span \(host and GPU\)|the range's (\S+ \S+) span), "
                         r"(\S+ \S+) → (\S+ \S+)")
 _KERNELS_MEASURED = re.compile(r"\(([\d,]+) kernels")

@@ -55,7 +55,7 @@ def evidence(ev: Evidence) -> dict:
 
 
 def report(a) -> dict:
-    """`tracetriage report --json` for one analysis (DESIGN.md's contract, and more)."""
+    """`tracetriage report --json` for one analysis (docs/json.md's contract, and more)."""
     tr = a.trace
     pk = a.roof.peaks
     return {

@@ -15,7 +15,7 @@ scheduler on another worker (the scheduler's `distributed.scheduler.allowed-fail
 3 by default, is how many deaths a rank may cause); a rank that still fails, or whose file is
 not a trace, comes back as a RankError, its own row in the report.
 
-This is the only module that imports dask, and only rank_run.report_object imports it, only
+This is the only module that imports dask, and only tracetriage.analyzers.runs.pool.report_object imports it, only
 when a scheduler is named.
 """
 from __future__ import annotations

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, is_trace_name, trace_stem
 from tracetriage.analyzers.loading.load import find_traces
 from tracetriage.analyzers.model.trace import TraceError
 
@@ -55,12 +56,6 @@ class RankSource:
 
 
 # --- listing a run ---------------------------------------------------------------------------------
-
-def is_trace_name(name: str) -> bool:
-    """The same rule as tracetriage.analyzers.loading.load.find_traces: .json or .json.gz, not a sidecar or manifest."""
-    return (name.endswith(".json") or name.endswith(".json.gz")) and not name.endswith(".meta.json") \
-        and name != "manifest.json"
-
 
 def list_sources(target: str, shown: str | None = None) -> list[RankSource]:
     """The rank sources of a run directory, in name order; TraceError with one line when there are none.
@@ -172,7 +167,5 @@ def _copy_with_side_files(fs, inner: str, tmp: str, shown: str) -> str:
 
 
 def _side_files(name: str) -> tuple[str, ...]:
-    stem = name[:-len(".json.gz")] if name.endswith(".json.gz") else name[:-len(".json")] if name.endswith(".json") \
-        else name
-    return (f"{stem}.meta.json", "ceilings.json")
+    return (f"{trace_stem(name) or name}{SIDECAR_SUFFIX}", "ceilings.json")
 

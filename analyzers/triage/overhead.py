@@ -54,10 +54,6 @@ class ProfilerOverhead:
     def buffer_worth_naming(self) -> bool:
         return self.buffer_ns >= BUFFER_NAMED_NS and self.buffer_ns >= BUFFER_NAMED_SHARE * self.profiled_ns
 
-    def scaled(self, ns: int) -> int:
-        """A traced duration on the unprofiled run's scale (the span, the idle)."""
-        return int(round(ns / self.slowdown)) if self.slowdown else ns
-
 
 def analyze(trace: Trace, levers, idle_share: float, regime: Regime, dominant: Cause | None,
             span: tuple[int, int] | None = None) -> ProfilerOverhead | None:

@@ -44,25 +44,22 @@ from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEviden
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.whatif import predict as whatif
-from tracetriage.analyzers.whatif.levers import LEVERS, NAMES
+from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
 from tracetriage.analyzers.whatif.levers.spec import Assumption
 from tracetriage.analyzers.whatif.windows import predict_windows
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
 LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
-CAUSE_FLOOR = 0.10        # an idle lever is the Next only when its cause holds a tenth of the idle (no "cut launches"
-                          # for a sliver of launch overhead)
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
                           # within it the smaller change to the user's code is the Next
-HEADROOM = "kernels_2x"   # the Amdahl check of faster kernels: headroom said beside a fix, never a fix itself
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
@@ -208,7 +205,7 @@ class Analysis:
     @property
     def serialising_syncs(self) -> LeverChoice | None:
         """remove_syncs, when the syncs serialise host work with GPU work worth naming beside another cause."""
-        c = next((x for x in self.lever_choices if x.lever == "remove_syncs"), None)
+        c = next((x for x in self.lever_choices if LEVERS[x.lever].cause is Cause.SYNCHRONIZATION), None)
         if c is None or self.dominant is Cause.SYNCHRONIZATION or c.saving_ns < SYNC_OVERLAP_FLOOR * c.baseline_ns:
             return None
         return c
@@ -372,7 +369,7 @@ def _setup_windows(devs) -> tuple:
         z = np.empty(0, np.int64)
         return z, z, z
     cat = np.concatenate
-    key = cat([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF) for u in ups])
+    key = cat([thread_key(u.pid, u.tid) for u in ups])
     return cat([u.start for u in ups]), cat([u.end for u in ups]), key
 
 
@@ -522,7 +519,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     warm = _warmup_share(devs, span_ns)
     by_name = {c.lever: c for c in choices}
     if warm >= WARMUP_IS_THE_LEVER:
-        lever = by_name.get("warm_up")   # its prediction, where its replay finds the set-up to take out
+        # its prediction, where its replay finds the set-up to take out
+        lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
         return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP,
                               lever=lever if lever is not None and lever.assumption.count > 0 else None)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
@@ -578,14 +576,15 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
 
 
 def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool:
-    """A fix the trace calls for: not the headroom check, acting on something here, and no cutting of
-    launches where launch overhead holds under a tenth of the idle, no warm-up for set-up under a quarter
-    of the span."""
-    if c.lever == HEADROOM or (c.assumption is not None and c.assumption.count == 0):
+    """A fix the trace calls for: not the headroom check, acting on something here, its cause holding the
+    share of the idle its spec asks for (no cutting of launches where launch overhead holds under a tenth of
+    the idle), no warm-up for set-up under a quarter of the span."""
+    spec = LEVERS[c.lever]
+    if spec.headroom or (c.assumption is not None and c.assumption.count == 0):
         return False
-    if LEVERS[c.lever].experiment is Experiment.WARM_UP:   # a little set-up is a caveat, not the experiment
+    if spec.experiment is Experiment.WARM_UP:   # a little set-up is a caveat, not the experiment
         return c.saving_ns >= WARMUP_IS_THE_LEVER * c.baseline_ns
-    return c.lever != "cuda_graphs" or by_cause.get(Cause.LAUNCH_OVERHEAD, 0) >= CAUSE_FLOOR * idle_ns
+    return not spec.idle_floor or by_cause.get(spec.cause, 0) >= spec.idle_floor * idle_ns
 
 
 def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice) -> LeverChoice | None:
@@ -615,7 +614,7 @@ def communication_next(v: RegimeVerdict, span_ns: int, choices: tuple[LeverChoic
     c = v.communication
     if v.regime is not Regime.COMMUNICATION or c is None:
         return None
-    overlap = next((x for x in choices if x.lever == "overlap_comm"), None)
+    overlap = next((x for x in choices if LEVERS[x.lever].experiment is Experiment.OVERLAP_COMM), None)
     if c.mostly_waiting:
         return NextExperiment(Experiment.FIND_STRAGGLER, None, c.wait_ns / span_ns if span_ns else 0.0, waste=overlap)
     waste = choices[-1] if choices and choices[-1] is not overlap else None
@@ -631,7 +630,7 @@ def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
         if LEVERS[p.lever].weighed_only_if_found and p.assumption.count == 0:
             continue   # (overlap_comm on a trace with no collective to move)
         q = levers.sync_op_prediction
-        only = levers.sync_op if p.lever == "remove_syncs" and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
+        only = levers.sync_op if LEVERS[p.lever].takes_only and q is not None and q.saving_ns >= 0.5 * p.saving_ns \
             else None
         out.append(LeverChoice(p.lever, only, levers.all.baseline_ns, p.predicted_ns, p.assumption))
     return out

@@ -1,9 +1,10 @@
 """The words every audience shares: cause names, the one advice text per cause, what would waste
-the week, the evidence phrases, the trace's own caveats, and why kernel time has no cost model.
+the week (each a view of the cause's record, tracetriage.analyzers.voice.causes), the evidence phrases,
+the trace's own caveats, and why kernel time has no cost model.
 
-The audience modules beside this one (report, diff, ranks, whatif, drills, dashboard) compose
-their sentences from these; none of them decides a verdict or a threshold: they say what the
-analysis decided.
+The audience modules beside this one (report, diff, ranks, whatif ...) and the apps' words
+(tracetriage.dashboard.words, tracetriage.drills.words) compose their sentences from these; none of
+them decides a verdict or a threshold: they say what the analysis decided.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -53,8 +55,11 @@ def caveat(c: Caveat) -> str:
 
 # --- causes and their advice -------------------------------------------------------------------------
 
-CAUSE_WORDS = {Cause.LAUNCH_OVERHEAD: "launch overhead", Cause.HOST_WORK: "host work",
-               Cause.SYNCHRONIZATION: "synchronization", Cause.DATA_TRANSFER: "data transfer", Cause.OTHER: "other"}
+# Views of each cause's record (tracetriage.analyzers.voice.causes): its name, its one advice text, what would waste
+# the week while it holds the idle.
+CAUSE_WORDS = {c: s.words for c, s in CAUSE_SPECS.items()}
+ADVICE = {c: s.advice for c, s in CAUSE_SPECS.items()}
+WASTE = {c: s.waste for c, s in CAUSE_SPECS.items()}
 
 
 def cause_words(cause: Cause | None) -> str:
@@ -125,29 +130,6 @@ def user_calls(names: list[str]) -> str:
         if w not in said:
             said.append(w)
     return "; ".join(said)
-
-ADVICE = {
-    Cause.LAUNCH_OVERHEAD: "cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), or more "
-                           "work per launch (bigger batch)",
-    Cause.HOST_WORK: "take the host work off the critical path: issue the GPU work before the Python that does not "
-                     "need its result, move the rest out of the loop or precompute it; profile the host (py-spy) to "
-                     "see what it is",
-    Cause.SYNCHRONIZATION: "remove or defer the syncs: keep values and decisions on the device, read them once every "
-                           "N steps",
-    Cause.DATA_TRANSFER: "pin host memory, copy with non_blocking=True on a side stream so copies overlap compute, or "
-                         "keep the data resident on the device",
-    Cause.OTHER: "capture again with both CPU and CUDA activity recorded (ProfilerActivity.CPU and "
-                 "ProfilerActivity.CUDA) so that every kernel links to the call that launched it",
-}
-
-WASTE = {
-    Cause.LAUNCH_OVERHEAD: "tuning kernels: they already finish before the next launch arrives",
-    Cause.HOST_WORK: ("torch.compile, CUDA graphs or faster kernels: the device is waiting for the host, "
-                      "not on launches"),
-    Cause.SYNCHRONIZATION: "faster kernels: they make the drain come sooner, not the host's next launch",
-    Cause.DATA_TRANSFER: "faster kernels or torch.compile: compute is not what the device waits on",
-    Cause.OTHER: "acting on this trace's idle time: what caused it was not recorded",
-}
 
 REGIME_ADVICE = {
     "compute": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), skip work "

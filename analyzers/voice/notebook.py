@@ -1,7 +1,8 @@
 """The notebook's words: an analysis, a diff and a what-if as a notebook cell shows them.
 
 Text for `repr()`, Markdown, and HTML with the idle split as one stacked bar (a <div> per cause,
-its width the cause's share of the span). Every string from the trace is escaped.
+its width the cause's share of the span, its colour the cause's, as the dashboard draws it:
+tracetriage.analyzers.voice.causes). Every string from the trace is escaped.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import html
 from tracetriage.analyzers.model.units import a_or_an, duration_ns, saving_pct, share
 from tracetriage.analyzers.model.verdicts import CAUSES
 from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
 from tracetriage.analyzers.voice.diff import diff_lines
 from tracetriage.analyzers.voice.health import health_line
@@ -19,9 +21,6 @@ from tracetriage.analyzers.voice.whatif import whatif_table
 __all__ = ["analysis_html", "analysis_markdown", "analysis_text", "diff_lines", "diff_text", "lines_html",
            "whatif_html", "whatif_text"]
 
-# One colour per cause, as the dashboard's timeline draws them.
-CAUSE_COLOURS = {"launch_overhead": "#e45756", "host_work": "#f58518", "synchronization": "#4c78a8",
-                 "data_transfer": "#54a24b", "other": "#9d9d9d"}
 
 
 def _health(a: Analysis) -> list[str]:
@@ -43,7 +42,7 @@ def idle_bar_html(a: Analysis) -> str:
     if not a.span_ns:
         return ""
     parts = [("busy", a.kernel_busy_ns / a.span_ns, "#d0d0d0")]
-    parts += [(CAUSE_WORDS[c], a.by_cause_ns.get(c, 0) / a.span_ns, CAUSE_COLOURS[c.value]) for c in CAUSES]
+    parts += [(CAUSE_WORDS[c], a.by_cause_ns.get(c, 0) / a.span_ns, CAUSE_SPECS[c].colour) for c in CAUSES]
     cells = "".join(f'<div title="{html.escape(n)} {share(x)}" style="width:{100 * x:.2f}%;background:{col}"></div>'
                     for n, x, col in parts if x > 0)
     legend = " · ".join(f'<span style="color:{col}">■</span> {html.escape(n)} {share(x)}'

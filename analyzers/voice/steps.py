@@ -5,10 +5,8 @@ the first step's set-up kept apart, and a trace's prefill against its decode (TT
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import a_or_an, count, duration_ns, duration_us, integer
+from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS
-
-STRETCH = {"host_work": "host stretch", "synchronization": "wait in a sync", "data_transfer": "copy",
-           "launch_overhead": "run of launch gaps", "other": "gap with no launch call in the trace"}
 
 
 def found_from(st) -> str:
@@ -33,7 +31,8 @@ def outlier(o, what: str = "step") -> str:
     if o.cause is None:
         return head + ": its kernels ran longer, not its gaps"
     where = CONSTRUCT_WORDS[o.construct] if o.construct is not None else o.host_op
-    return head + f": {a_or_an(duration_ns(o.gap_ns))} {STRETCH[o.cause.value]}" + (f" in {where}" if where else "")
+    stretch = CAUSE_SPECS[o.cause].stretch
+    return head + f": {a_or_an(duration_ns(o.gap_ns))} {stretch}" + (f" in {where}" if where else "")
 
 
 def steps_clause(st) -> str:

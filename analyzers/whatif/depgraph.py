@@ -44,6 +44,7 @@ from tracetriage.analyzers.model.trace import (
     RUNTIME,
     USER_ANNOTATION,
     Trace,
+    thread_key,
 )
 
 SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of
@@ -111,13 +112,44 @@ class Graph:
         return len(self.c_row)
 
 
-def _thread_key(ev, rows) -> np.ndarray:
-    """One small int per (pid, tid)."""
-    key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
-    return np.unique(key, return_inverse=True)[1].ravel()
+def _thread_index(ev, rows) -> np.ndarray:
+    """One small int per host thread (0, 1, ...: an index into the thread_* arrays)."""
+    return np.unique(thread_key(ev.pid[rows], ev.tid[rows]), return_inverse=True)[1].ravel()
 
 
 def build(trace: Trace) -> Graph:
+    """The trace's dependency graph. This only runs the steps below in order, each from what the ones before
+    it found: the span, the host threads' top-level calls, their kinds, the host work in their gaps, the GPU
+    activities and why each started when it did, the calls blocked on GPU work, the hand-offs between
+    threads."""
+    ev = trace.ev
+    span_rows, span_start, span_end = _span(trace)
+    calls = _host_calls(trace, span_rows)
+    kinds = _call_kinds(trace, calls)
+    host_long = host_long_ns(kinds.launch_cost_ns)
+    host = _host_work(trace, calls, host_long)
+    gpu = _gpu_activities(trace, calls)
+    blocked = _blocked_calls(trace, calls, kinds, gpu)
+    c_wake, c_wdelay = _handoffs(calls.start, calls.dur, calls.gap, calls.thread, calls.thread_start, host_long)
+    return Graph(
+        span_start=span_start, span_end=span_end, thread_start=calls.thread_start, thread_tail=calls.thread_tail,
+        c_row=calls.row, c_thread=calls.thread, c_start=calls.start, c_dur=calls.dur, c_gap=calls.gap,
+        c_host=host.host, c_kind=kinds.kind, c_blocked=blocked.blocked, c_awaited=blocked.awaited,
+        c_tail=blocked.tail, c_issues=blocked.issues, c_in_op=host.in_op, c_outer_op=host.outer_op,
+        c_wake=c_wake, c_wdelay=c_wdelay,
+        g_row=gpu.row, g_queue=gpu.queue, g_device=ev.device[gpu.row], g_cat=ev.cat[gpu.row], g_start=gpu.start,
+        g_dur=gpu.dur, g_call=gpu.call, g_linked=gpu.linked, g_lat=gpu.lat, g_gap=gpu.gap, g_dep=gpu.dep,
+        g_delay=gpu.delay, g_nbytes=ev.nbytes[gpu.row], queue_keys=gpu.queue_keys,
+        launch_cost_ns=kinds.launch_cost_ns, lat_typ_ns=gpu.lat_typ_ns, min_gap_ns=gpu.min_gap_ns,
+        min_gap_measured=gpu.min_gap_measured, host_long_ns=host_long,
+    )
+
+
+# --- 1. the span ---------------------------------------------------------------------------------------
+
+def _span(trace: Trace) -> tuple[np.ndarray, int, int]:
+    """The rows of the traced span (tracetriage.analyzers.model.span: never the profiler's own ProfilerStep#
+    ranges, which wrap the user's work with its step bookkeeping), and its first start and last end."""
     ev = trace.ev
     span_rows = np.flatnonzero(np.isin(ev.cat, SPAN_CATS))
     if len(span_rows):
@@ -127,12 +159,31 @@ def build(trace: Trace) -> Graph:
             span_rows = np.setdiff1d(span_rows, ann[step], assume_unique=True)
     span_start = int(ev.start[span_rows].min()) if len(span_rows) else 0
     span_end = int(ev.end[span_rows].max()) if len(span_rows) else 0
+    return span_rows, span_start, span_end
 
-    # --- host threads and their top-level calls ---------------------------------------
+
+# --- 2. the host threads and their top-level calls ---------------------------------------------------
+
+@dataclass(frozen=True)
+class _HostCalls:
+    row: np.ndarray              # the top-level calls' rows, in order of start (all threads)
+    thread: np.ndarray           # each call's thread index
+    start: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+    gap: np.ndarray              # from the thread's previous call end (or its start) to this call
+    index_of_row: np.ndarray     # for every row of the trace: the index of the top-level call it is (or is
+                                 # nested in), NONE where it is no call
+    thread_start: np.ndarray     # each thread's first traced moment (0: a thread that makes no call)
+    thread_tail: np.ndarray      # from each thread's last call's end to its last traced moment
+
+
+def _host_calls(trace: Trace, span_rows: np.ndarray) -> _HostCalls:
+    ev = trace.ev
     host_rows = span_rows[~np.isin(ev.cat[span_rows], GPU_CATS)]
     all_calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
     keys = np.concatenate([host_rows, all_calls])
-    tkey = _thread_key(ev, keys) if len(keys) else np.zeros(0, np.int64)
+    tkey = _thread_index(ev, keys) if len(keys) else np.zeros(0, np.int64)
     h_thread, c_thread_all = tkey[: len(host_rows)], tkey[len(host_rows):]
     # a call nested in another call of its thread (a runtime call wrapping a driver call) is
     # part of its parent: its GPU activity is credited to the parent
@@ -187,8 +238,23 @@ def build(trace: Trace) -> Graph:
     has_calls = last_call_end > np.iinfo(np.int64).min
     thread_tail = np.where(has_calls, thread_last - last_call_end, 0)
     thread_start = np.where(has_calls, thread_first, 0)
+    return _HostCalls(row=c_row, thread=c_thread, start=c_start, end=c_end, dur=c_dur, gap=c_gap,
+                      index_of_row=call_index_of_row, thread_start=thread_start, thread_tail=thread_tail)
 
-    # --- call kinds ----------------------------------------------------------------------
+
+# --- 3. call kinds, and what a launch costs --------------------------------------------------------
+
+@dataclass(frozen=True)
+class _CallKinds:
+    kind: np.ndarray             # OTHER_CALL, LAUNCH_CALL, COPY_CALL, SYNC_CALL
+    is_sync: np.ndarray
+    is_copy: np.ndarray
+    is_sync_api: np.ndarray      # a call whose API returns when its work is done (no "Async" in its name)
+    launch_cost_ns: int          # the median launch call, where the trace has one
+
+
+def _call_kinds(trace: Trace, calls: _HostCalls) -> _CallKinds:
+    c_row = calls.row
     is_sync = name_flags(trace, c_row, lambda n: n in SYNC_CALLS and not n.startswith(COPY_PREFIXES))
     is_copy = name_flags(trace, c_row, lambda n: n.startswith(COPY_PREFIXES))
     is_launch = name_flags(trace, c_row, lambda n: n.startswith(LAUNCH_PREFIXES))
@@ -197,12 +263,26 @@ def build(trace: Trace) -> Graph:
     c_kind[is_launch] = LAUNCH_CALL
     c_kind[is_copy] = COPY_CALL
     c_kind[is_sync] = SYNC_CALL
-    launch_durs = c_dur[is_launch]
+    launch_durs = calls.dur[is_launch]
     launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
+    return _CallKinds(kind=c_kind, is_sync=is_sync, is_copy=is_copy, is_sync_api=is_sync_api,
+                      launch_cost_ns=launch_cost)
 
-    # --- host work in each gap: long stretches with no call and no op that makes one -----------
-    # (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)
-    host_long = host_long_ns(launch_cost)
+
+# --- 4. host work in each gap: long stretches with no call and no op that makes one ---------------
+
+@dataclass(frozen=True)
+class _HostWork:
+    host: np.ndarray             # the part of each call's gap that is not dispatch of its op
+    in_op: np.ndarray            # bool: made inside a cpu_op
+    outer_op: np.ndarray         # row of the outermost cpu_op around the call, NONE if none
+
+
+def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
+    """The long stretches of each call's gap with no call and no op that makes one: the host work the call
+    waited for (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)."""
+    ev = trace.ev
+    c_row, c_thread, c_start, c_end = calls.row, calls.thread, calls.start, calls.end
     c_host = np.zeros(len(c_row), np.int64)
     c_in_op = np.zeros(len(c_row), bool)
     c_outer_op = np.full(len(c_row), NONE, np.int64)
@@ -210,7 +290,7 @@ def build(trace: Trace) -> Graph:
     own = np.flatnonzero(ev.cat == OVERHEAD)
     if len(c_row):
         ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
-        okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
+        okey = _thread_index(ev, np.concatenate([op_rows, ann_rows, c_row]))
         o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
         cc_thr = okey[len(op_rows) + len(ann_rows):]
         for t in np.unique(cc_thr):
@@ -233,15 +313,40 @@ def build(trace: Trace) -> Graph:
             # the program's: no lever moves it (a first launch waiting 3 ms for a trace buffer)
             cov_s, cov_e = iv.union(np.concatenate([top_s[issuing], c_start[m], cuts, ev.start[own]]),
                                     np.concatenate([top_e[issuing], c_end[m], cuts, ev.end[own]]))
-            lo = int(thread_start[c_thread[m[0]]])
+            lo = int(calls.thread_start[c_thread[m[0]]])
             gs, ge = iv.complement(cov_s, cov_e, lo, int(c_start[m[-1]]))
             long_ = ge - gs >= host_long
             w = np.searchsorted(c_start[m], ge[long_], side="left")
             ok = w < len(m)
             np.add.at(c_host, m[w[ok]], (ge - gs)[long_][ok])
-    c_host = np.minimum(c_host, np.maximum(c_gap, 0))
+    c_host = np.minimum(c_host, np.maximum(calls.gap, 0))
+    return _HostWork(host=c_host, in_op=c_in_op, outer_op=c_outer_op)
 
-    # --- GPU activities --------------------------------------------------------------------
+
+# --- 5. GPU activities, and why each started when it did -------------------------------------------
+
+@dataclass(frozen=True)
+class _GpuActivities:
+    row: np.ndarray              # in order of (queue, call, start)
+    queue: np.ndarray            # index of (device, stream)
+    call: np.ndarray             # index into the calls: its launch call, or the last call before it (unlinked)
+    linked: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+    lat: np.ndarray
+    gap: np.ndarray
+    dep: np.ndarray              # index into these activities or NONE
+    delay: np.ndarray
+    queue_keys: list             # (device, stream) per queue
+    lat_typ_ns: int
+    min_gap_ns: int
+    min_gap_measured: bool
+
+
+def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
+    ev = trace.ev
+    c_start = calls.start
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     qkey = np.stack([ev.device[gpu].astype(np.int64), ev.stream[gpu]])
     qk, g_queue0 = np.unique(qkey, axis=1, return_inverse=True) if len(gpu) else (np.zeros((2, 0), np.int64),
@@ -249,7 +354,7 @@ def build(trace: Trace) -> Graph:
     g_queue0 = g_queue0.ravel()
     lrow = trace.launch_of[gpu]
     linked = lrow != NONE
-    g_call0 = np.where(linked, call_index_of_row[np.maximum(lrow, 0)], NONE)
+    g_call0 = np.where(linked, calls.index_of_row[np.maximum(lrow, 0)], NONE)
     linked &= g_call0 != NONE
     # unlinked activity: anchored to the last call that started before it (so it moves with the host)
     anchor = np.searchsorted(c_start, ev.start[gpu], side="right") - 1
@@ -309,8 +414,27 @@ def build(trace: Trace) -> Graph:
     g_gap = np.where(rest & busy_at_issue, g_prev_gap, g_gap)
     g_lat = np.where(rest & ~busy_at_issue, lat_obs, g_lat)
     g_gap = np.where(first_in_q, 0, g_gap)
+    return _GpuActivities(row=g_row, queue=g_queue, call=g_call, linked=g_linked, start=g_start, end=g_end,
+                          dur=g_dur, lat=g_lat, gap=g_gap, dep=g_dep, delay=g_delay,
+                          queue_keys=[(int(a), int(b)) for a, b in qk.T], lat_typ_ns=lat_typ, min_gap_ns=min_gap,
+                          min_gap_measured=measured)
 
-    # --- blocked calls -------------------------------------------------------------------
+
+# --- 6. calls blocked on GPU work -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Blocked:
+    blocked: np.ndarray          # bool: returned when `awaited` ended
+    awaited: np.ndarray          # index into the GPU activities (NONE if not blocked)
+    tail: np.ndarray             # call end - awaited end
+    issues: np.ndarray           # bool: some GPU activity is linked to this call
+
+
+def _blocked_calls(trace: Trace, calls: _HostCalls, kinds: _CallKinds, gpu: _GpuActivities) -> _Blocked:
+    ev = trace.ev
+    c_row, c_start, c_end = calls.row, calls.start, calls.end
+    g_row, g_call, g_linked, g_end = gpu.row, gpu.call, gpu.linked, gpu.end
+    n_g = len(g_row)
     c_blocked = np.zeros(len(c_row), bool)
     c_awaited = np.full(len(c_row), NONE, np.int64)
     if n_g and len(c_row):
@@ -322,11 +446,11 @@ def build(trace: Trace) -> Graph:
             cp = pos_of_gpu_row[copy_rows]
             pageable = name_flags(trace, copy_rows, lambda n: "Pageable" in n)
             ci = g_call[cp]
-            blocks = (pageable | is_sync_api[ci]) & (is_copy[ci]) & (c_end[ci] + CLOCK_TOL_NS >= g_end[cp])
+            blocks = (pageable | kinds.is_sync_api[ci]) & (kinds.is_copy[ci]) & (c_end[ci] + CLOCK_TOL_NS >= g_end[cp])
             c_blocked[ci[blocks]] = True
             c_awaited[ci[blocks]] = cp[blocks]
         # a sync waits for the last GPU activity to end while it was in the call
-        si = np.flatnonzero(is_sync)
+        si = np.flatnonzero(kinds.is_sync)
         if len(si):
             eo = np.argsort(g_end, kind="stable")
             es = g_end[eo]
@@ -341,20 +465,10 @@ def build(trace: Trace) -> Graph:
     c_tail = np.where(c_blocked, c_end - g_end[np.maximum(c_awaited, 0)] if n_g else 0, 0)
     c_issues = np.zeros(len(c_row), bool)
     c_issues[g_call[g_linked]] = True
+    return _Blocked(blocked=c_blocked, awaited=c_awaited, tail=c_tail, issues=c_issues)
 
-    c_wake, c_wdelay = _handoffs(c_start, c_dur, c_gap, c_thread, thread_start, host_long)
-    return Graph(
-        span_start=span_start, span_end=span_end, thread_start=thread_start, thread_tail=thread_tail,
-        c_row=c_row, c_thread=c_thread, c_start=c_start, c_dur=c_dur, c_gap=c_gap, c_host=c_host, c_kind=c_kind,
-        c_blocked=c_blocked, c_awaited=c_awaited, c_tail=c_tail, c_issues=c_issues,
-        c_in_op=c_in_op, c_outer_op=c_outer_op, c_wake=c_wake, c_wdelay=c_wdelay,
-        g_row=g_row, g_queue=g_queue, g_device=ev.device[g_row], g_cat=ev.cat[g_row], g_start=g_start, g_dur=g_dur,
-        g_call=g_call, g_linked=g_linked, g_lat=g_lat, g_gap=g_gap, g_dep=g_dep, g_delay=g_delay,
-        g_nbytes=ev.nbytes[g_row], queue_keys=[(int(a), int(b)) for a, b in qk.T],
-        launch_cost_ns=launch_cost, lat_typ_ns=lat_typ, min_gap_ns=min_gap, min_gap_measured=measured,
-        host_long_ns=host_long,
-    )
 
+# --- 7. work handed from one host thread to another ---------------------------------------------------
 
 def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_thread: np.ndarray,
               thread_start: np.ndarray, long_ns: int) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,9 @@
 
 A lever edits the dependency graph (tracetriage.analyzers.whatif.depgraph) the way the fix would change the
 program, and the replay (tracetriage.analyzers.whatif.replay) says how long the traced work would then take.
-The levers are specs in one registry (tracetriage.analyzers.whatif.levers): remove_syncs, no_host_work,
-cuda_graphs, async_copies, kernels_2x, overlap_comm, each with its edit, its typed assumption and its words.
+The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
+remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
+warm_up, overlap_comm), each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
@@ -19,7 +20,7 @@ import numpy as np
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, MEMSET, Trace
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif import replay as rp
-from tracetriage.analyzers.whatif.levers import NAMES, spec_of
+from tracetriage.analyzers.whatif.levers import NAMES, REMOVE_SYNCS, spec_of
 from tracetriage.analyzers.whatif.levers.remove_syncs import focus_op
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
 from tracetriage.analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
@@ -50,11 +51,6 @@ class WhatIf:
     unprofiled_ns: int | None = None        # the traced work without the profiler's own cost, predicted
     profiler: ProfilerCost | None = None    # what the profiler's recording cost, by per-event constants
     unprofiled_run: UnprofiledRun | None = field(default=None, compare=False, repr=False)   # its replay
-
-    @property
-    def profiled_over_unprofiled(self) -> float | None:
-        """How much longer the traced work took under the profiler than it would without it (predicted)."""
-        return self.baseline_ns / self.unprofiled_ns if self.unprofiled_ns else None
 
     @property
     def best(self) -> LeverPrediction | None:
@@ -154,7 +150,7 @@ class Levers:
         if self.unprofiled is None:
             return None
         if only is None or only == self.sync_op:
-            p = self.sync_op_prediction if lever == "remove_syncs" and only is not None else self.all.lever(lever)
+            p = self.sync_op_prediction if lever == REMOVE_SYNCS and only is not None else self.all.lever(lever)
             if p is not None and p.unprofiled_ratio is not None:
                 return p.unprofiled_ratio
         g = self.graph
@@ -169,8 +165,8 @@ def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
     g = dg.build(trace)
     w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST)
-    op = focus_op(w.lever("remove_syncs").detail)
-    focus = predict(trace, ["remove_syncs"], only=op, graph=g).levers[0] if op else None
+    op = focus_op(w.lever(REMOVE_SYNCS).detail)
+    focus = predict(trace, [REMOVE_SYNCS], only=op, graph=g).levers[0] if op else None
     return Levers(w, op, focus, g)
 
 

@@ -15,8 +15,7 @@ def _perfetto(entry, a) -> None:
             st.session_state[key] = data.annotated_trace(state.path_of(entry), a)
     if key in st.session_state:
         st.download_button("Download the annotated trace", st.session_state[key],
-                           file_name=entry.name.split("/")[-1].removesuffix(".gz").removesuffix(".json")
-                           + ".idle.json.gz", mime="application/gzip", key="download_perfetto")
+                           file_name=data.annotated_name(entry.name), mime="application/gzip", key="download_perfetto")
         st.caption(words.annotated_caption(data.gap_count(a)))
 
 

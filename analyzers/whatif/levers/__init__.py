@@ -5,7 +5,8 @@
 
 The replay (tracetriage.analyzers.whatif.predict), the report's Next line, the words, diff's "the change
 applied ...", the capture's fix workloads, the drills' prediction log and the CLI's choices all
-read this; adding a lever is one new module here, its line below, and its test.
+read this; adding a lever is one new module here, its line below (and its name's constant, where code
+outside the folder must single it out), and its test.
 """
 from __future__ import annotations
 
@@ -29,6 +30,20 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC, overlap_comm.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
+
+# Each lever's name as code outside this folder singles it out (a fix workload's variant, the report's
+# sync focus): from its spec, never a literal that could drift from it.
+REMOVE_SYNCS = remove_syncs.SPEC.name
+NO_HOST_WORK = no_host_work.SPEC.name
+CUDA_GRAPHS = cuda_graphs.SPEC.name
+ASYNC_COPIES = async_copies.SPEC.name
+KERNELS_2X = kernels_2x.SPEC.name
+FUSED_OPTIMIZER = fused_optimizer.SPEC.name
+FUSE = fuse.SPEC.name
+NO_RECOMPILES = no_recompiles.SPEC.name
+WARM_UP = warm_up.SPEC.name
+OVERLAP_COMM = overlap_comm.SPEC.name
+HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 
 def spec_of(name: str) -> LeverSpec:

@@ -17,10 +17,9 @@ from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION, thread_key
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
-from tracetriage.analyzers.whatif.levers.host_windows import thread_keys
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Assumption,
@@ -181,7 +180,7 @@ def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
     starts, ends, keys = np.concatenate([s1, s2]), np.concatenate([e1, e2]), np.concatenate([k1, k2])
     if not len(starts):
         return gap_kept, call_kept
-    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
     for k in np.unique(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
@@ -231,4 +230,5 @@ SPEC = LeverSpec(
     fix="the iteration's GPU work is captured once with torch.cuda.graph and replayed",
     recognise=Recognise(order=1, evidence="graph_launches", because="CUDA-graph launches appeared",
                         amount=graph_launches, acted=lambda m: m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0),
-                        applied=lambda before, after: after > before))
+                        applied=lambda before, after: after > before),
+    idle_floor=0.10)    # a tenth of the idle: no "cut launches" for a sliver of launch overhead

@@ -1,20 +1,17 @@
 """The edit shared by the levers whose fix makes stretches of host time vanish: one-time set-up
 (warm_up) and compilation (no_recompiles). A window is a stretch of one host thread (start, end, its
-(pid << 32) ^ tid key); the part of every call's preceding stretch and of every call that lies in a
-window goes, a call keeping at least what a launch costs; GPU work launched from inside a window can go
-with it (Inductor's autotuning benchmarks run kernels while it compiles).
+thread key: tracetriage.analyzers.model.trace.thread_key); the part of every call's preceding stretch and
+of every call that lies in a window goes, a call keeping at least what a launch costs; GPU work launched
+from inside a window can go with it (Inductor's autotuning benchmarks run kernels while it compiles).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import thread_key
 
-__all__ = ["calls_inside", "remove_host_windows", "thread_keys"]
-
-
-def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    return (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+__all__ = ["calls_inside", "remove_host_windows"]
 
 
 def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -23,7 +20,7 @@ def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> n
     out = np.zeros(g.n_calls, bool)
     if not len(starts) or not g.n_calls:
         return out
-    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
     for k in np.unique(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
@@ -39,7 +36,7 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
     g, ev = c.g, c.trace.ev
     if not len(starts) or not g.n_calls:
         return 0, 0
-    c_key = thread_keys(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
     c_start = g.c_start
     c_end = g.c_start + g.c_dur
     touched, removed = np.zeros(g.n_calls, bool), 0

@@ -43,4 +43,4 @@ SPEC = LeverSpec(
                         applied=lambda before, after: after <= 0.8 * before,
                         as_measured=lambda before, after: Options(kernel_scale=after / before),
                         given=" with kernels that much faster"),
-    applied_words="faster kernels", prediction_words=" if every kernel took half as long")
+    applied_words="faster kernels", prediction_words=" if every kernel took half as long", headroom=True)

@@ -17,6 +17,12 @@ in one place (one module per lever in this folder, assembled by tracetriage.anal
     weighed_only_if_found   the report weighs it only where the trace has what it acts on (overlap_comm on a
                 trace without collectives is no experiment, not even one that would waste the week)
     ranks       how many GPUs its fix needs to be measured (overlap_comm: 2, the other ranks to meet)
+    idle_floor  the share of the idle its cause must hold before the report calls for it (cuda_graphs: no
+                "cut launches" for a sliver of launch overhead)
+    headroom    it is the Amdahl check, not a fix: the report says it beside a fix, never as one (kernels_2x)
+
+Code outside this folder names a lever by its spec (the registry's constants, `spec.takes_only`,
+`spec.experiment`, ...), never by a literal: tests/test_imports.py pins it.
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import KERNEL, Trace
+from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
 if TYPE_CHECKING:   # for the annotations only: the replay's graph and the analyses stay unimported here
@@ -81,8 +87,7 @@ class Context:
             ups = [d.setup for d in idle.analyze(self.trace) if d.setup is not None and len(d.setup.start)]
             z = np.empty(0, np.int64)
             self.setup = (np.concatenate([u.start for u in ups]), np.concatenate([u.end for u in ups]),
-                          np.concatenate([(u.pid.astype(np.int64) << 32) ^ (u.tid.astype(np.int64) & 0xFFFFFFFF)
-                                          for u in ups])) if ups else (z, z, z)
+                          np.concatenate([thread_key(u.pid, u.tid) for u in ups])) if ups else (z, z, z)
         return self.setup
 
     @property
@@ -209,6 +214,9 @@ class LeverSpec:
     weighed_only_if_found: bool = False     # the report skips it where its assumption counts nothing to act on
     ranks: int = 1                          # GPUs its fix needs to be measured: the one-GPU fix workloads
                                             # (capture/fixes.py) measure the levers with 1
+    idle_floor: float = 0.0                 # the report calls for it only where its cause holds this share of
+                                            # the idle
+    headroom: bool = False                  # the Amdahl check of faster kernels: headroom, never the fix
     meta: dict = field(default_factory=dict)
 
     @property
