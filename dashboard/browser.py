@@ -200,6 +200,25 @@ _FINGERPRINT_JS = """(() => {
 })()"""
 
 
+def wait_settled(page, polls: int = 3, interval_ms: int = 150, timeout_ms: int = 120_000) -> None:
+    """Wait until no script run is in flight and the first chart has shown the same picture `polls` polls in
+    a row. A rerun replaces the chart (a new window is a new chart): a click or drag on the one being replaced
+    is lost, so act on a chart only once it has settled (and check that the action took)."""
+    page.evaluate("window.__ttSettle = null")
+    page.wait_for_function(_SETTLED_JS, arg=polls, polling=interval_ms, timeout=timeout_ms)
+
+
+# Streamlit shows its status widget while the script runs and marks the last run's elements stale until
+# they are drawn again.
+_SETTLED_JS = """(polls) => {
+  const busy = document.querySelector('[data-testid="stStatusWidget"], [data-stale="true"]');
+  const fp = busy ? null : """ + _FINGERPRINT_JS + """;
+  const s = window.__ttSettle || (window.__ttSettle = {fp: null, same: 0});
+  if (fp && fp === s.fp) s.same++; else { s.fp = fp; s.same = 0; }
+  return s.same >= polls;
+}"""
+
+
 def screenshot(page, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
