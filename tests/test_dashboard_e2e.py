@@ -20,8 +20,9 @@ from tracetriage.dashboard.library import SAMPLES  # noqa: E402
 from tracetriage.drills import bank, grader  # noqa: E402
 from tracetriage.drills import words as words  # noqa: E402
 
-pytestmark = pytest.mark.skipif(browser.chromium_path() is None,
-                                reason="Debian's chromium is not installed (apt-get install -y chromium)")
+pytestmark = [pytest.mark.slow,        # a real browser on a real server: the slow step's
+              pytest.mark.skipif(browser.chromium_path() is None,
+                                 reason="Debian's chromium is not installed (apt-get install -y chromium)")]
 LONG = 300_000      # ms: a cold page on a loaded 2-core machine
 
 

@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from sweep import sweep  # noqa: E402
 from tracetriage.capture import fixes  # noqa: E402
 from tracetriage.capture.fixes import BEFORE, FixWorkload, profile_window, wall_ms  # noqa: E402
 from tracetriage.capture.realworld import REALWORLD, run, summary_line  # noqa: E402
@@ -54,7 +55,8 @@ def _trace(path: Path) -> dict:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
-@pytest.mark.parametrize("kind", sorted(REALWORLD))
+# the torch.compile scenarios compile C++ for the CPU: the slow step's
+@pytest.mark.parametrize("kind", sweep(sorted(REALWORLD), [k for k in sorted(REALWORLD) if k not in COMPILES]))
 def test_every_variant_of_every_real_world_scenario_profiles_a_window_on_the_cpu(kind, tmp_path):
     _skip_unless_runnable(kind)
     cls = REALWORLD[kind]
@@ -233,6 +235,7 @@ def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path)
     assert max(at_least, 0) <= min(at_most, doc["run"]["unix_read_ns"] / 1e3) + TOLERANCE_US, (at_least, at_most)
 
 
+@pytest.mark.slow      # four captures, two compiled; the training trace's test stands for them
 def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path):
     from tracetriage.capture.realworld_traces import HEALTH, capture_decode, capture_health, capture_norepeat
 
@@ -245,6 +248,7 @@ def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path
         assert (tmp_path / json.loads(truth.read_text())["trace"]).exists()
 
 
+@pytest.mark.slow      # three fresh processes, each importing torch
 @pytest.mark.parametrize("model", ["resnet18", "mlp", "gpt2"])
 def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path, model):
     pytest.importorskip({"resnet18": "torchvision", "gpt2": "transformers"}.get(model, "torch"))
