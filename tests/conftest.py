@@ -36,9 +36,11 @@ os.environ["TMPDIR"] = str(_TMP)
 tempfile.tempdir = str(_TMP)      # gettempdir() caches its answer: reset it for this process too
 
 # A cache and a drill log of the session's own: results never depend on what a developer's earlier runs
-# left in ~/.cache/tracetriage, and no test writes to the developer's own log.
+# left in ~/.cache/tracetriage, and no test writes to the developer's own log. The cache is shared (it is safe
+# across processes); the log is each process's (each xdist worker its own): a test may count what it wrote there.
 os.environ.setdefault("TRACETRIAGE_CACHE_DIR", str(SESSION_DIR / "cache"))
-os.environ.setdefault("TRACETRIAGE_DB", str(SESSION_DIR / "log.sqlite3"))
+if os.environ.get("TRACETRIAGE_DB", str(SESSION_DIR)).startswith(str(SESSION_DIR)):
+    os.environ["TRACETRIAGE_DB"] = str(SESSION_DIR / f"log-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.sqlite3")
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(SESSION_DIR / "hypothesis"))   # not .hypothesis/ in the repo
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
@@ -55,31 +57,22 @@ if not _has_cuda:
 
 
 # --- the fast suite reaches every module (tests/module_coverage.py) ---------------------------------------
-_reached: set[str] = set()
+module_coverage.install(SESSION_DIR)
 _unreached: list[str] = []
-
-
-def pytest_testnodedown(node, error):
-    """An xdist worker's modules (pytest-xdist calls this on the controller)."""
-    _reached.update(node.workeroutput.get("tracetriage_modules", ()))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
-    if not module_coverage.is_whole_fast_run(session.config):
+    if not _OWNS_SESSION_DIR or not module_coverage.is_whole_fast_run(session.config):
         return
-    if hasattr(session.config, "workerinput"):       # a worker: hand its modules to the controller
-        session.config.workeroutput["tracetriage_modules"] = sorted(module_coverage.imported())
-        return
-    _reached.update(module_coverage.imported())
-    _unreached[:] = module_coverage.unreached(_reached)
+    _unreached[:] = module_coverage.unreached(SESSION_DIR)     # (xdist's workers have finished by now)
     if _unreached and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter):
     if _unreached:
-        terminalreporter.write_line(f"error: no fast test imports {', '.join(_unreached)}: give each a fast test "
+        terminalreporter.write_line(f"error: no fast test runs {', '.join(_unreached)}: give each a fast test "
                                     "(tests/module_coverage.py)", red=True, bold=True)
 
 

@@ -164,7 +164,6 @@ for _ in range(3):
 '''
 
 
-@pytest.mark.slow      # a capture on the CPU
 def test_capture_script_records_stacks_and_the_report_names_the_scripts_lines(tmp_path):
     script = tmp_path / "mytrain.py"
     script.write_text(USER_SCRIPT)
