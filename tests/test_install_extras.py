@@ -48,28 +48,30 @@ def test_only_the_kernels_import_triton():
     assert importers == {"capture/chain.py", "capture/softmax.py", "capture/sweeps.py", "capture/harness.py"}
 
 
-def test_report_whatif_diff_annotate_and_a_drill_run_without_triton(tmp_path):
+def test_report_whatif_diff_and_annotate_run_without_triton(tmp_path):
+    """(That the drills and the dashboard cannot reach Triton either, test_only_the_kernels_import_triton pins for
+    every module.)"""
+    t = "traces/chain-triton-small.json.gz"
     code = NO_TRITON + (
         "from tracetriage.cli import main\n"
-        "for argv in (['report', 'traces/smell-sync-item.json.gz'], ['whatif', 'traces/smell-sync-item.json.gz'],\n"
-        "             ['diff', 'traces/chain-eager-small.json.gz', 'traces/chain-triton-small.json.gz'],\n"
-        f"             ['annotate', 'traces/smell-sync-item.json.gz', '--out', {str(tmp_path / 'a.json.gz')!r}],\n"
-        "             ['drill', 'show', 'M02.03-c']):\n"
-        "    assert main(argv) == 0, argv\n"
-        "import tracetriage.dashboard.data, tracetriage.dashboard.charts\n"
-        "assert 'triton' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
+        f"for argv in (['report', {t!r}], ['whatif', {t!r}], ['diff', 'traces/chain-eager-small.json.gz', {t!r}],\n"
+        f"             ['annotate', {t!r}, '--out', {str(tmp_path / 'a.json.gz')!r}]):\n"
+        "    assert main(argv) == 0, argv\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
 
 
-def test_a_triton_preset_without_triton_is_one_error_line_naming_the_extra(tmp_path):
-    code = NO_TRITON + ("from tracetriage.cli import main\n"
-                        f"sys.exit(main(['capture', 'chain-triton-small', '--device', 'cpu', '--out', "
-                        f"{str(tmp_path / 'c.json.gz')!r}]))\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert (p.returncode, p.stderr) == (2, "error: chain-triton-small needs Triton, which is not installed: "
-                                           "pip install 'tracetriage[kernels]'\n")
-    assert not (tmp_path / "c.json.gz").exists()
+def test_a_triton_preset_without_triton_is_one_error_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "triton", None)         # (this process imported it: the import now fails)
+    for name in [m for m in sys.modules if m.startswith(("tracetriage.kernels", "tracetriage.capture.chain"))]:
+        monkeypatch.delitem(sys.modules, name)               # imported again, without Triton
+    from tracetriage.cli import main
+
+    out = tmp_path / "c.json.gz"
+    assert main(["capture", "chain-triton-small", "--device", "cpu", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("error: chain-triton-small needs Triton, which is not installed: "
+                                       "pip install 'tracetriage[kernels]'\n")
+    assert not out.exists()
 
 
 def test_every_preset_names_its_workload_by_its_installed_module():

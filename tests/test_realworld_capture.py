@@ -88,6 +88,7 @@ def test_a_per_parameter_optimizer_step_is_recorded_as_torch_optim_records_it(tm
     assert wl.record["defaults"]["foreach"] is False and wl.record["param_tensors"] == 48
 
 
+@pytest.mark.slow      # torch.compile on the CPU
 def test_the_recompile_window_holds_its_compiles_and_the_dynamic_one_none(tmp_path):
     _skip_unless_runnable("recompile")
     facts = {}
