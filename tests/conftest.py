@@ -56,6 +56,14 @@ if not _has_cuda:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts) spreads a whole run over the cores; a run of named files or tests stays in one
+    process, where workers would each import everything for a file or two."""
+    from _pytest.config import Config
+
+    return None if config.args_source == Config.ArgsSource.TESTPATHS else 0
+
+
 # --- the fast suite reaches every module (tests/module_coverage.py) ---------------------------------------
 module_coverage.install(SESSION_DIR)
 _unreached: list[str] = []

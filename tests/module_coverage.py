@@ -99,5 +99,10 @@ def is_whole_fast_run(config) -> bool:
             and not getattr(o, "deselect", None) and not getattr(o, "lf", False))
 
 
+# Modules whose only tests are slow: each is a capture of tens of seconds on the CPU (tests/test_capture_scripts.py).
+SLOW_ONLY = {"tracetriage.capture.distributed", "tracetriage.capture.stack_cost",
+             "tracetriage.capture.examples.user_train"}
+
+
 def unreached(session_dir: Path) -> list[str]:
-    return sorted(source_modules() - reached(session_dir))
+    return sorted(source_modules() - reached(session_dir) - SLOW_ONLY)

@@ -3,6 +3,7 @@ cost, the multi-rank capture, the example scripts), each run on the CPU at its s
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import subprocess
@@ -76,9 +77,17 @@ def test_the_multi_rank_capture_writes_a_trace_and_a_sidecar_per_rank(tmp_path):
                                                           "rank1.meta.json"]
 
 
-@pytest.mark.slow      # a capture of a script
 def test_the_toy_training_script_captures_with_capture_script(tmp_path, capsys):
     out = tmp_path / "toy.json.gz"
     assert main(["capture", "--device", "cpu", "--out", str(out), "script",
                  str(ROOT / "capture" / "examples" / "toy_train.py"), "--steps", "2"]) == 0
     assert f"\nwrote {out}; " in capsys.readouterr().out and out.exists()      # after the script's own print
+
+
+@pytest.mark.slow      # torch.compile on the CPU
+def test_the_source_lines_sample_script_records_a_trace_with_stacks(tmp_path):
+    out = tmp_path / "user.json.gz"
+    subprocess.run([sys.executable, "-m", "tracetriage.capture.examples.user_train", "--out", str(out), "--steps", "1"],
+                   check=True, capture_output=True, cwd=tmp_path, timeout=600)
+    events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+    assert any("user_train.py" in str(e.get("name")) for e in events)      # its own frames: recorded with stacks
