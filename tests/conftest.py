@@ -46,6 +46,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_t
 
 import module_coverage  # noqa: E402
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a worker per core: one intra-op thread each (more would oversubscribe the cores with spinning threads)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 try:
     import torch
 

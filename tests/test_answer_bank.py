@@ -54,6 +54,7 @@ def test_the_grader_is_within_0_1_of_the_teacher_on_every_answer():
 TEXT_PARTS = [(d, p) for d in bank.all_drills() for p in d.rubric]
 
 
+@pytest.mark.slow      # 300 generated strings; the grader's own tests in test_drills stand for it
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(TEXT_PARTS), st.text(max_size=80))
 def test_no_string_crashes_the_grader(dp, text):

@@ -165,6 +165,7 @@ def load_or_error(path) -> Trace | None:
     return trace
 
 
+@pytest.mark.slow      # 150 traces against the oracle; the odd-value fuzzing builds the same traces here
 @budget(150)
 @given(traces_st)
 def test_valid_traces_load_cleanly_and_match_the_oracle(workdir, built):
