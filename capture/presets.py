@@ -37,7 +37,7 @@ class Preset:
         import importlib
 
         mod, cls = self.workload.split(":")
-        return getattr(importlib.import_module(f"capture.{mod}"), cls)
+        return getattr(importlib.import_module(f"tracetriage.capture.{mod}"), cls)
 
     def defaults(self, device: str) -> dict:
         """Every field the user may --set, with the value this preset runs with on `device`."""

@@ -87,7 +87,9 @@ def profile_bare(fn: Callable[[], Any], out_path: Path, *, device: str, record_s
     only what torch.profiler records by default (no ProfilerStep#, no user_annotation we opened).
 
     Returns the host clock around the call (time.perf_counter_ns, with time.time_ns at the start to place
-    it in the trace: see trace_us) and fn's return value under "result".
+    it in the trace: see trace_us) and fn's return value under "result". The time_ns reading comes at most
+    "unix_read_ns" after call_start_ns (perf_counter_ns read again after it), so trace_us's times are late by
+    at most that.
     """
     from tracetriage.capture.harness import experimental_config
 
@@ -96,15 +98,15 @@ def profile_bare(fn: Callable[[], Any], out_path: Path, *, device: str, record_s
     _sync(device)
     with profile(activities=activities or profiler_activities(device), record_shapes=record_shapes,
                  experimental_config=experimental_config() if gpu and sync_events else None) as prof:
-        t0, t0_unix = time.perf_counter_ns(), time.time_ns()
+        t0, t0_unix, t0_after = time.perf_counter_ns(), time.time_ns(), time.perf_counter_ns()
         result = fn()
         _sync(device)
         t1 = time.perf_counter_ns()
     prof.export_chrome_trace(str(raw))
     out_path.write_bytes(gzip.compress(raw.read_bytes(), compresslevel=6))
     raw.unlink()
-    return {"call_start_ns": t0, "call_end_ns": t1, "call_start_unix_ns": t0_unix, "clock": "time.perf_counter_ns",
-            "result": result}
+    return {"call_start_ns": t0, "call_end_ns": t1, "call_start_unix_ns": t0_unix, "unix_read_ns": t0_after - t0,
+            "clock": "time.perf_counter_ns", "result": result}
 
 
 def trace_us(trace_path: Path, perf_ns: list[int], run: dict) -> list[float]:

@@ -180,6 +180,45 @@ def drag_across(page, start: float, end: float) -> None:
     page.mouse.up()
 
 
+def chart_fingerprint(page) -> str:
+    """A short hash of what the first chart shows now: it changes when the chart is redrawn."""
+    return page.evaluate(_FINGERPRINT_JS)
+
+
+def wait_redrawn(page, before: str, timeout_ms: int = 120_000) -> None:
+    """Wait until the first chart shows something else than it did at `before` (chart_fingerprint)."""
+    page.wait_for_function(f"{_FINGERPRINT_JS} !== {before!r}", timeout=timeout_ms)
+
+
+_FINGERPRINT_JS = """(() => {
+  const el = document.querySelector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg');
+  if (!el) return '';
+  const s = el.tagName === 'CANVAS' ? el.toDataURL() : el.outerHTML;
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return String(h);
+})()"""
+
+
+def wait_settled(page, polls: int = 3, interval_ms: int = 150, timeout_ms: int = 120_000) -> None:
+    """Wait until no script run is in flight and the first chart has shown the same picture `polls` polls in
+    a row. A rerun replaces the chart (a new window is a new chart): a click or drag on the one being replaced
+    is lost, so act on a chart only once it has settled (and check that the action took)."""
+    page.evaluate("window.__ttSettle = null")
+    page.wait_for_function(_SETTLED_JS, arg=polls, polling=interval_ms, timeout=timeout_ms)
+
+
+# Streamlit shows its status widget while the script runs and marks the last run's elements stale until
+# they are drawn again.
+_SETTLED_JS = """(polls) => {
+  const busy = document.querySelector('[data-testid="stStatusWidget"], [data-stale="true"]');
+  const fp = busy ? null : """ + _FINGERPRINT_JS + """;
+  const s = window.__ttSettle || (window.__ttSettle = {fp: null, same: 0});
+  if (fp && fp === s.fp) s.same++; else { s.fp = fp; s.same = 0; }
+  return s.same >= polls;
+}"""
+
+
 def screenshot(page, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)

@@ -2,19 +2,53 @@
 
 Triton decides at kernel-definition time whether to interpret, so on a machine
 without CUDA the switch must be set before anything imports `kernels`.
+
+A test session leaves nothing behind: everything it writes outside the repository's tracked files
+goes under one folder in the system's temp directory (tracetriage-tests-*), removed when the session
+ends. The folder holds the session's analysis cache, drill log and Hypothesis database, and is the
+temp directory itself (TMPDIR) for the session and every process it starts: pytest's tmp_path
+folders, Dask's scratch space, Streamlit's uploads, the browser's profile, Inductor's cache. Pass
+`--basetemp DIR` to keep the tests' tmp_path folders for a look after the run.
+
+Slow tests (marked `slow`: real browsers, Dask clusters, captures, sweeps over every trace) are left
+out of a plain `pytest -q`; `pytest -q -m slow` runs them, as .ci/run's second step does.
 """
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
 
-# A cache of the test session's own: results never depend on what a developer's earlier runs left
-# in ~/.cache/tracetriage (subprocesses started by the tests inherit it).
-os.environ.setdefault("TRACETRIAGE_CACHE_DIR", tempfile.mkdtemp(prefix="tracetriage-test-cache-"))
+ROOT = Path(__file__).resolve().parent.parent
+SESSION_VAR = "TRACETRIAGE_TEST_SESSION_DIR"
+
+# The first process of the session makes the folder and owns it; pytest-xdist's workers and every
+# subprocess a test starts inherit it through the environment and leave its removal to that process.
+_OWNS_SESSION_DIR = not os.environ.get(SESSION_VAR)
+if _OWNS_SESSION_DIR:
+    os.environ[SESSION_VAR] = tempfile.mkdtemp(prefix="tracetriage-tests-")
+SESSION_DIR = Path(os.environ[SESSION_VAR])
+_TMP = SESSION_DIR / "tmp"
+_TMP.mkdir(exist_ok=True)
+os.environ["TMPDIR"] = str(_TMP)
+tempfile.tempdir = str(_TMP)      # gettempdir() caches its answer: reset it for this process too
+
+# A cache and a drill log of the session's own: results never depend on what a developer's earlier runs
+# left in ~/.cache/tracetriage, and no test writes to the developer's own log. The cache is shared (it is safe
+# across processes); the log is each process's (each xdist worker its own): a test may count what it wrote there.
+os.environ.setdefault("TRACETRIAGE_CACHE_DIR", str(SESSION_DIR / "cache"))
+if os.environ.get("TRACETRIAGE_DB", str(SESSION_DIR)).startswith(str(SESSION_DIR)):
+    os.environ["TRACETRIAGE_DB"] = str(SESSION_DIR / f"log-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.sqlite3")
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(SESSION_DIR / "hypothesis"))   # not .hypothesis/ in the repo
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
+import module_coverage  # noqa: E402
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a worker per core: one intra-op thread each (more would oversubscribe the cores with spinning threads)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 try:
     import torch
 
@@ -23,3 +57,36 @@ except ImportError:  # pragma: no cover
     _has_cuda = False
 if not _has_cuda:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts) spreads a whole run over the cores; a run of named files or tests stays in one
+    process, where workers would each import everything for a file or two."""
+    from _pytest.config import Config
+
+    return None if config.args_source == Config.ArgsSource.TESTPATHS else 0
+
+
+# --- the fast suite reaches every module (tests/module_coverage.py) ---------------------------------------
+module_coverage.install(SESSION_DIR)
+_unreached: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    if not _OWNS_SESSION_DIR or not module_coverage.is_whole_fast_run(session.config):
+        return
+    _unreached[:] = module_coverage.unreached(SESSION_DIR)     # (xdist's workers have finished by now)
+    if _unreached and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unreached:
+        terminalreporter.write_line(f"error: no fast test runs {', '.join(_unreached)}: give each a fast test "
+                                    "(tests/module_coverage.py)", red=True, bold=True)
+
+
+def pytest_unconfigure(config):
+    if _OWNS_SESSION_DIR:
+        shutil.rmtree(SESSION_DIR, ignore_errors=True)

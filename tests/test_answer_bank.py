@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,7 @@ def test_every_class_holds_at_least_200_graded_answers():
     assert all(n[c] >= PER_CLASS for c in CLASSES), n
 
 
+@pytest.mark.slow      # a sweep of every graded answer
 def test_the_grader_is_within_0_1_of_the_teacher_on_every_answer():
     drills = {d.id: d for d in bank.all_drills()}
     off = []
@@ -53,6 +55,7 @@ def test_the_grader_is_within_0_1_of_the_teacher_on_every_answer():
 TEXT_PARTS = [(d, p) for d in bank.all_drills() for p in d.rubric]
 
 
+@pytest.mark.slow      # 300 generated strings; the grader's own tests in test_drills stand for it
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(TEXT_PARTS), st.text(max_size=80))
 def test_no_string_crashes_the_grader(dp, text):

@@ -622,6 +622,7 @@ def _peak_memory_of(cmd: list[str], env: dict) -> tuple[int, float, float, str]:
     return proc.returncode, time.monotonic() - t, peak / 1e9, out[0].decode()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("TRACETRIAGE_BIG_TESTS"), reason="set TRACETRIAGE_BIG_TESTS=1 (2 GB on disk, "
                     "~8 GB of memory, ~2 minutes)")
 def test_a_2gb_trace_is_analysed_within_its_memory_estimate_or_refused(tmp_path):

@@ -133,6 +133,7 @@ def _die_in_fsync(cache_root: str, path: str, ready) -> None:
 
 # --- concurrency ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow      # processes racing on one entry
 def test_processes_loading_one_trace_at_once_get_one_answer_and_leave_one_valid_entry(src, cache_dir):
     want = fingerprint(load(src, use_cache=False))
     ctx = mp.get_context("spawn")
@@ -153,6 +154,7 @@ def test_processes_loading_one_trace_at_once_get_one_answer_and_leave_one_valid_
     assert fingerprint(load(src)) == want        # and the next load, from the cache, agrees
 
 
+@pytest.mark.slow      # processes racing on one entry
 def test_readers_racing_writers_never_see_half_an_entry(src, cache_dir):
     ref = load(src, use_cache=False)
     cache.put(src, ref)
@@ -322,6 +324,7 @@ def test_an_entry_for_a_file_changed_since_is_not_used(tmp_path, cache_dir, mtim
     assert fingerprint(after) == fingerprint(load(path, use_cache=False))
 
 
+@pytest.mark.slow      # a big file
 def test_a_big_file_changed_outside_its_sampled_digest_is_caught_by_its_mtime(tmp_path, cache_dir):
     # above 64 MiB the entry's name hashes 32 samples of the file, not all of it: the recorded size and
     # mtime catch an edit between the samples

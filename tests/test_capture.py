@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from sweep import sweep
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.capture.harness import capture_workload, sidecar_path
@@ -16,6 +17,7 @@ from tracetriage.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow      # a whole capture of the GPT on the CPU; the sidecar tests below stand for it
 def test_cpu_capture_yields_a_loadable_trace_with_the_named_ranges(tmp_path):
     preset = get("gpt-eager")
     wl = preset.build("cpu", steps=1, warmup=1)
@@ -58,6 +60,7 @@ def test_honest_timer_reports_median_and_spread_on_the_cpu():
     assert t.spread_pct >= 0
 
 
+@pytest.mark.slow      # loads every trace of the manifest
 def test_manifest_entries_point_at_traces_that_parse():
     manifest = json.loads((ROOT / "traces" / "manifest.json").read_text())
     entries = manifest["traces"]
@@ -79,9 +82,13 @@ def test_every_manifest_label_is_the_presets_label():
         assert e["label"] == PRESETS[e["preset"]].label(), e["name"]
 
 
-@pytest.mark.parametrize("name", [n for n, p in PRESETS.items()
-                                  if p.overrides.get("impl") != "compile"
-                                  and p.overrides.get("mode") not in ("compile", "graphs")])
+STEPPED = [n for n, p in PRESETS.items()
+           if p.overrides.get("impl") != "compile" and p.overrides.get("mode") not in ("compile", "graphs")]
+
+
+# (the two that take seconds: chain-triton-small stands for the interpreted Triton softmax)
+@pytest.mark.parametrize("name", sweep(STEPPED, [n for n in STEPPED
+                                                 if n not in ("probe-launch-lstm-cell", "softmax-triton")]))
 def test_every_preset_runs_a_step_on_the_cpu(name):
     p = PRESETS[name]
     wl = p.build("cpu")
@@ -89,6 +96,7 @@ def test_every_preset_runs_a_step_on_the_cpu(name):
     wl.step()
 
 
+@pytest.mark.slow      # Inductor compiles C++ for the CPU (two minutes on two loaded cores)
 def test_the_compiled_chain_runs_on_the_cpu_and_matches_eager():
     p = PRESETS["chain-compile-large"]
     wl = p.build("cpu")

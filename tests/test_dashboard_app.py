@@ -631,9 +631,9 @@ def test_whatif_of_a_cpu_only_trace_says_there_is_nothing_to_replay(tmp_path, mo
 
 @pytest.fixture
 def drill_env(tmp_path, monkeypatch):
+    """A drill log of the test's own; the drills' traces come from the session's cache (made once)."""
     db = tmp_path / "log.db"
     monkeypatch.setenv("TRACETRIAGE_DB", str(db))
-    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
     return db
 
 

@@ -20,8 +20,9 @@ from tracetriage.dashboard.library import SAMPLES  # noqa: E402
 from tracetriage.drills import bank, grader  # noqa: E402
 from tracetriage.drills import words as words  # noqa: E402
 
-pytestmark = pytest.mark.skipif(browser.chromium_path() is None,
-                                reason="Debian's chromium is not installed (apt-get install -y chromium)")
+pytestmark = [pytest.mark.slow,        # a real browser on a real server: the slow step's
+              pytest.mark.skipif(browser.chromium_path() is None,
+                                 reason="Debian's chromium is not installed (apt-get install -y chromium)")]
 LONG = 300_000      # ms: a cold page on a loaded 2-core machine
 
 
@@ -65,6 +66,26 @@ def _hover_until(page, pattern: str, at=None) -> str:
     raise AssertionError(f"no tooltip matching {pattern!r} over the chart")
 
 
+def _a_bar(page, color: str) -> tuple[float, float]:
+    at = browser.find_color(page, color)
+    assert at is not None, f"no bar of {color} on the chart"
+    return at
+
+
+def _until_it_takes(page, act, took, tries: int = 5) -> None:
+    """Act on the chart once it has settled, until `took(fingerprint before the act)` says the action took, at most
+    `tries` times. A click or drag on a chart that a rerun is replacing is lost, and nothing would ever answer it:
+    the count of tries bounds the retries, not a clock."""
+    for _ in range(tries):
+        browser.wait_settled(page, timeout_ms=LONG)
+        before = browser.chart_fingerprint(page)
+        act()
+        browser.wait_settled(page, timeout_ms=LONG)                      # the action's own redraw (and its rerun)
+        if took(before):
+            return
+    raise AssertionError(f"the action did not take in {tries} tries on a settled chart")
+
+
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))            # the server's drill attempts
@@ -97,7 +118,8 @@ def test_every_page_paints_and_the_trace_survives_reloads_deep_links_and_a_secon
         assert browser.wait_chart(page, at_least=2000) >= 2000          # 2,482 bars and the gaps (painted pixels)
         browser.screenshot(page, shots / "timeline.png")
         whole = page.get_by_text("each drawn", exact=False).first.inner_text()
-        browser.drag_across(page, 0.45, 0.55)                            # brush to zoom
+        _until_it_takes(page, lambda: browser.drag_across(page, 0.45, 0.55),      # brush to zoom
+                        lambda before: browser.chart_fingerprint(page) != before)  # the brush drawn, or the zoom
         page.wait_for_function(f"!document.body.innerText.includes({whole!r})", timeout=LONG)
         zoomed = page.get_by_text("each drawn", exact=False).first.inner_text()
         assert int(zoomed.split(" events")[0].replace(",", "")) < int(whole.split(" events")[0].replace(",", ""))
@@ -108,10 +130,10 @@ def test_every_page_paints_and_the_trace_survives_reloads_deep_links_and_a_secon
         page.get_by_role("button", name="Zoom out").click()
         page.get_by_text("2,482 events", exact=False).first.wait_for(timeout=LONG)
         browser.wait_chart(page, at_least=2000)
+        browser.wait_settled(page, timeout_ms=LONG)
         assert browser.count_color(page, charts.FLOW) == 0
-        at = browser.find_color(page, charts.KIND_COLORS["cpu_op"])
-        assert at is not None
-        page.mouse.click(*at)
+        _until_it_takes(page, lambda: page.mouse.click(*_a_bar(page, charts.KIND_COLORS["cpu_op"])),
+                        lambda before: browser.count_color(page, charts.FLOW) > 0)   # the browser lights the flow
         page.get_by_text("Selected:", exact=False).first.wait_for(timeout=LONG)
         page.wait_for_function(f"{browser.color_count_js(charts.FLOW)} > 50", timeout=LONG)
         assert "sel" in _query(page)

@@ -103,6 +103,7 @@ def _non_loopback_address() -> str | None:
     return None if addr.startswith("127.") else addr
 
 
+@pytest.mark.slow      # a real Streamlit server
 def test_the_dashboard_listens_on_loopback_only_and_prints_no_network_url(tmp_path):
     import os
     import socket

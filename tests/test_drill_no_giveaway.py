@@ -58,6 +58,7 @@ def test_the_grade_reveals_the_source():
     assert r.notes[-1] == "The trace, now that it is graded: toy timeline: synchronization, medium, seed 13."
 
 
+@pytest.mark.slow      # every drill's shown traces; the drill-show checks above stand for it
 def test_the_dashboards_drill_page_names_no_smell():
     from tracetriage.dashboard import data
 

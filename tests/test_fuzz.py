@@ -166,6 +166,7 @@ def load_or_error(path) -> Trace | None:
     return trace
 
 
+@pytest.mark.slow      # 150 traces against the oracle; the odd-value fuzzing builds the same traces here
 @budget(150)
 @given(traces_st)
 def test_valid_traces_load_cleanly_and_match_the_oracle(workdir, built):
@@ -176,6 +177,7 @@ def test_valid_traces_load_cleanly_and_match_the_oracle(workdir, built):
     assert {d.device: {"span": d.span_ns, "busy": d.kernel_busy_ns} for d in a.devices} == oracle
 
 
+@pytest.mark.slow      # the longest budgets; the oracle, odd-value, corruption and JSON fuzzing stand for them
 @budget(60)
 @given(traces_st, st.randoms(use_true_random=False))
 def test_event_order_and_exact_duplicates_do_not_change_the_answer(workdir, built, rnd):
@@ -263,6 +265,7 @@ def dumps(doc) -> str:
     return json.dumps(doc).replace('"1e999"', "1e999")
 
 
+@pytest.mark.slow      # the longest budgets; the oracle, odd-value, corruption and JSON fuzzing stand for them
 @budget(300)
 @given(traces_st, st.lists(mutation_st, min_size=1, max_size=12))
 def test_mutated_traces_load_or_fail_cleanly_and_analyse_without_raising(workdir, built, mutations):

@@ -40,6 +40,7 @@ mix_st = st.one_of(
 @budget(40)
 @given(smell=st.sampled_from(SMELLS + (CONTROL,)), level=st.sampled_from(LEVELS), seed=st.integers(0, 10_000),
        second=mix_st, flows=st.booleans(), sync_events=st.booleans())
+@pytest.mark.slow      # a sweep of generated traces; the same-spec test stands for the generator
 def test_analyzers_recover_the_generators_label(tmp_path, smell, level, seed, second, flows, sync_events):
     mix = ()
     if second and smell != CONTROL and second[0] != smell:

@@ -6,9 +6,23 @@ A failure here means a sentence or a verdict changed. If the change is deliberat
 import pytest
 
 from golden import GOLDEN, cases, run_cli
+from memo import analysed_once
+from sweep import sweep
+
+# The biggest samples' files are the slow step's (each takes seconds); every other trace's stands for them here.
+SLOW = ("gpt-eager", "smell-launch-per-param", "probe-transfer-many-small", "ddp", "ddp-skewed")
 
 
-@pytest.mark.parametrize("rel,argv", cases(), ids=[rel for rel, _ in cases()])
+@pytest.fixture(scope="module", autouse=True)
+def _text_and_json_of_one_analysis():
+    with analysed_once():
+        yield
+
+
+FAST = [(rel, argv) for rel, argv in cases() if rel.split("/")[1].split(".")[0].split("--")[0] not in SLOW]
+
+
+@pytest.mark.parametrize("rel,argv", sweep(cases(), FAST, ids=[rel for rel, _ in cases()]))
 def test_output_matches_its_golden_file(rel, argv):
     expected = (GOLDEN / rel).read_text(encoding="utf-8")
     assert run_cli(argv) == expected, f"{rel} changed; if deliberate: python tests/golden.py && git diff tests/golden"

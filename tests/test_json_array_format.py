@@ -64,6 +64,7 @@ def test_a_bare_list_gzipped_reads_too(tmp_path, capsys):
     assert numbers(bare) == numbers(obj)
 
 
+@pytest.mark.slow      # a big file, split across processes
 def test_a_big_bare_list_splits_across_processes_like_the_object_form(tmp_path):
     pad = "x" * ((decode_mod.PARALLEL_MIN_BYTES + (1 << 20)) // 6000)
     events = [{**e, "args": {**e.get("args", {}), "padding": pad}} for e in kf.events_for(kf.chain(2000))]

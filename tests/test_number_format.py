@@ -6,7 +6,6 @@ that reads the words is tests/number_scan.py.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import os
@@ -14,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memo import analysed_once
 from number_scan import json_words, number_slips
+from sweep import sweep
 from tracetriage.analyzers.model import units
 from tracetriage.cli import main
 from tracetriage.dashboard import words as dash
@@ -120,25 +121,8 @@ def test_the_scanner_leaves_names_shapes_dates_and_ids_alone(text):
 def once():
     """Each trace analysed (and replayed) once for its three formats: the formats are what is under test,
     and the analysis a command prints is the same frozen object whichever format prints it."""
-    from tracetriage.analyzers.triage import report
-    from tracetriage.analyzers.whatif import predict
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(report, "analyze_file", functools.lru_cache(maxsize=4)(report.analyze_file))
-        mp.setattr(predict, "predict_file", _cached_predict(predict.predict_file))
+    with analysed_once():
         yield
-
-
-def _cached_predict(fn):
-    seen = {}
-
-    def predict_file(path, levers=None, only=None):
-        key = (str(path), tuple(levers or ()), only)
-        if key not in seen:
-            seen.clear()   # one trace at a time
-            seen[key] = fn(path, levers=levers, only=only)
-        return seen[key]
-    return predict_file
 
 
 def cli(argv: list[str]) -> tuple[int, str]:
@@ -167,21 +151,29 @@ def slips_of(argv: list[str]) -> list[str]:
 REPORT_FORMATS = [[], ["--json"], ["--format", "markdown"]]
 
 
-@pytest.mark.parametrize("trace", TRACE_FILES)
+# The scan over every trace, pair and drill is the slow step's; these stand for them in the fast suite: a sync, a
+# launch-bound chain with its Triton sidecar, CUDA graphs, a fix pair and a health case.
+FAST_TRACES = ["traces/smell-sync-item.json.gz", "traces/chain-triton-small.json.gz", "traces/gpt-graphs.json.gz",
+               "traces/fixes/item_python--before.json.gz", "traces/health/health-accidental-cpu.json.gz"]
+
+
+@pytest.mark.parametrize("trace", sweep(TRACE_FILES, FAST_TRACES))
 def test_report_and_whatif_write_every_number_in_the_one_format(trace, once):
     slips = [s for fmt in REPORT_FORMATS for s in slips_of(["report", "--quiet", *fmt, trace])]
     slips += [s for fmt in REPORT_FORMATS for s in slips_of(["whatif", *fmt, trace])]
     assert not slips, "\n".join(slips)
 
 
-@pytest.mark.parametrize("trace,name", [("traces/gpt-eager.json.gz", "decode_step"),
-                                        ("traces/smell-sync-item.json.gz", "iteration"),
-                                        ("traces/smell-launch-per-param.json.gz", "optimizer_step")])
+@pytest.mark.parametrize("trace,name", sweep([("traces/gpt-eager.json.gz", "decode_step"),
+                                              ("traces/smell-sync-item.json.gz", "iteration"),
+                                              ("traces/smell-launch-per-param.json.gz", "optimizer_step")],
+                                             [("traces/smell-sync-item.json.gz", "iteration")]))
 def test_a_range_report_writes_every_number_in_the_one_format(trace, name):
     slips = [s for fmt in REPORT_FORMATS for s in slips_of(["report", "--quiet", *fmt, "--range", name, trace])]
     assert not slips, "\n".join(slips)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", RANK_DIRS)
 def test_report_of_a_directory_of_ranks_writes_every_number_in_the_one_format(run):
     slips = slips_of(["report", "--quiet", run]) + slips_of(["report", "--quiet", "--json", run])
@@ -200,8 +192,10 @@ def _diff_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-@pytest.mark.parametrize("before,after", _diff_pairs(),
-                         ids=[f"{Path(b).name}->{Path(a).name}" for b, a in _diff_pairs()])
+@pytest.mark.parametrize("before,after", sweep(_diff_pairs(), [
+    ("traces/chain-eager-small.json.gz", "traces/chain-triton-small.json.gz"),
+    ("traces/fixes/item_python--before.json.gz", "traces/fixes/item_python--remove_syncs.json.gz")],
+    ids=[f"{Path(b).name}->{Path(a).name}" for b, a in _diff_pairs()]))
 def test_diff_writes_every_number_in_the_one_format(before, after):
     slips = [s for fmt in REPORT_FORMATS for s in slips_of(["diff", *fmt, before, after])]
     assert not slips, "\n".join(slips)
@@ -212,7 +206,7 @@ HTA_TRACES = ["traces/smell-sync-item.json.gz", "traces/chain-eager-large.json.g
               "traces/probe-launch-row-softmax.json.gz"]
 
 
-@pytest.mark.parametrize("trace", HTA_TRACES)
+@pytest.mark.parametrize("trace", sweep(HTA_TRACES, ["traces/smell-transfer-d2h.json.gz"]))
 def test_report_beside_hta_writes_every_number_in_the_one_format(trace):
     pytest.importorskip("hta")
     code, out = cli(["report", "--quiet", "--hta", trace])
@@ -229,14 +223,15 @@ def _drill_ids() -> list[str]:
 DRILLS_VOICE_KNOWN = ("all instances",)
 
 
-@pytest.mark.parametrize("drill", _drill_ids())
+@pytest.mark.parametrize("drill", sweep(_drill_ids(), ["M01.05-a", "M02.01-d", "M02.03-c"]))
 def test_drill_show_writes_every_number_in_the_one_format(drill):
     slips = [s for s in slips_of(["drill", "show", drill]) + slips_of(["drill", "show", drill, "--json"])
              if not any(k in s for k in DRILLS_VOICE_KNOWN)]
     assert not slips, "\n".join(slips)
 
 
-@pytest.mark.parametrize("trace", [t for t in TRACE_FILES if "/" not in t[len("traces/"):]])
+@pytest.mark.parametrize("trace", sweep([t for t in TRACE_FILES if "/" not in t[len("traces/"):]],
+                                         ["traces/smell-sync-item.json.gz", "traces/chain-triton-small.json.gz"]))
 def test_notebook_reprs_write_every_number_in_the_one_format(trace, once):
     import tracetriage
 
@@ -270,6 +265,7 @@ def test_the_dashboards_words_write_every_number_in_the_one_format():
     assert "1.25× slowdown" in said[9]   # a speedup under 1 is a slowdown, not a '0.80× speedup'
 
 
+@pytest.mark.slow      # a capture on the CPU
 def test_the_clis_own_prints_write_every_number_in_the_one_format(tmp_path):
     code, captured = cli(["capture", "smell-sync-item", "--device", "cpu", "--out", str(tmp_path / "c.json.gz"),
                           "--steps", "1"])

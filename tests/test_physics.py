@@ -202,7 +202,8 @@ def test_innermost_enclosing_op_matches_a_brute_force_search_on_nested_ops():
         ops(0, 20_000, tid, 0)
     qs = [(int(s), int(s) + int(rng.integers(0, 20)), int(rng.integers(1, 3))) for s in rng.integers(0, 20_000, 3000)]
     every = sorted(rows + qs, key=lambda r: (r[0], -r[1]))
-    is_q = np.array([r in set(qs) and r not in set(rows) for r in every])
+    qset, opset = set(qs), set(rows)
+    is_q = np.array([r in qset and r not in opset for r in every])
     n = len(every)
     col = lambda i: np.array([r[i] for r in every], np.int64)  # noqa: E731
     ev = Events(cat=np.zeros(n, np.int8), name=np.zeros(n, np.int32), start=col(0), end=col(1),
@@ -211,8 +212,8 @@ def test_innermost_enclosing_op_matches_a_brute_force_search_on_nested_ops():
                 shape=np.zeros(n, np.int32), graph_node=np.full(n, -1, np.int64), group=np.full(n, -1, np.int64))
     op_rows, q_rows = np.flatnonzero(~is_q), np.flatnonzero(is_q)
     got = innermost_enclosing(ev, op_rows, q_rows)
-    for q, g in zip(q_rows, got):
-        around = [o for o in op_rows
-                  if ev.tid[o] == ev.tid[q] and ev.start[o] <= ev.start[q] and ev.end[o] >= ev.end[q]]
-        want = max(around, key=lambda o: (ev.start[o], o)) if around else NONE
+    for q, g in zip(q_rows, got):      # the brute force: every op on the query's thread that holds it
+        around = op_rows[(ev.tid[op_rows] == ev.tid[q]) & (ev.start[op_rows] <= ev.start[q])
+                         & (ev.end[op_rows] >= ev.end[q])]
+        want = max(around, key=lambda o: (ev.start[o], o)) if len(around) else NONE
         assert g == want

@@ -28,6 +28,7 @@ for i in range({rows}):
 """
 
 
+@pytest.mark.slow      # eight processes racing
 def test_eight_processes_writing_at_once_lose_nothing(tmp_path):
     db = tmp_path / "log.sqlite3"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(rows=ROWS_EACH), str(db), str(k)], cwd=ROOT,

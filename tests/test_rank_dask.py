@@ -72,6 +72,7 @@ def _stdout(capsys, *argv) -> str:
 
 # --- the same answer ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [DDP, DDP_SKEWED], ids=["ddp", "ddp-skewed"])
 def test_a_cluster_prints_the_local_pools_json_byte_for_byte(run, threads, cold, capsys):
     pooled = _stdout(capsys, run)
@@ -79,6 +80,7 @@ def test_a_cluster_prints_the_local_pools_json_byte_for_byte(run, threads, cold,
     assert json.loads(pooled)["straggler"]["rank"] == 1
 
 
+@pytest.mark.slow
 def test_64_grown_ranks_on_a_cluster_print_the_local_pools_json_and_name_the_planted_straggler(tmp_path, threads,
                                                                                                cold, capsys):
     write_ranks(tmp_path, 64, straggler=37)
@@ -89,6 +91,7 @@ def test_64_grown_ranks_on_a_cluster_print_the_local_pools_json_and_name_the_pla
     assert out["straggler"]["rank"] == 37 and out["straggler"]["basis"] == "collective_wait"
 
 
+@pytest.mark.slow
 def test_scheduler_local_starts_a_cluster_of_processes_and_gives_the_same_json(cold):
     def cli(*extra):
         return subprocess.run([sys.executable, "-m", "tracetriage.cli", "report", "--json", str(DDP), *extra],
@@ -99,6 +102,7 @@ def test_scheduler_local_starts_a_cluster_of_processes_and_gives_the_same_json(c
     assert clustered.stdout == pooled.stdout
 
 
+@pytest.mark.slow
 def test_the_scheduler_comes_from_TRACETRIAGE_SCHEDULER_and_only_then_is_dask_imported(threads):
     # which of dask, distributed and fsspec a `report DIR` and a `report FILE` imported
     probe = ("import sys, contextlib, io\nfrom tracetriage.cli import main\n"
@@ -132,6 +136,7 @@ def _without_paths(out: dict) -> dict:
 CEILINGS = {"device_name": "NVIDIA H200", "copy_gbps": {"d2d": 100.0}, "matmul_tflops": {"bf16": 5.0}}
 
 
+@pytest.mark.slow
 def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_disk(tmp_path, threads, cold):
     # measured ceilings beside the ranks change every rank's roofline: they must travel with a remote rank
     for p in DDP.iterdir():                       # the ranks and their capture sidecars (no ranks themselves)
@@ -148,6 +153,7 @@ def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_di
     assert on_disk["ranks"][0]["roofline"][0]["peak_tflops"] == 5.0
 
 
+@pytest.mark.slow
 def test_a_file_url_gives_the_answer_of_its_local_path_in_the_pool_and_on_a_cluster(threads, ddp_on_disk, cold):
     url = DDP.as_uri()
     for scheduler in (None, threads):
@@ -185,6 +191,7 @@ def _importable(mod: str) -> bool:
 
 # --- bad ranks and faults ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bad_files_are_rows_with_their_one_line_errors_on_a_cluster_as_in_the_pool(tmp_path, threads, cold, capsys):
     write_ranks(tmp_path, 4, straggler=3)
     (tmp_path / "rank1.json.gz").write_bytes((tmp_path / "rank1.json.gz").read_bytes()[:300])   # truncated
@@ -199,6 +206,7 @@ def test_bad_files_are_rows_with_their_one_line_errors_on_a_cluster_as_in_the_po
     assert all("\n" not in m and "Traceback" not in m for m in out["errors"].values())
 
 
+@pytest.mark.slow
 def test_a_merged_file_selector_is_its_own_row_never_the_whole_file(threads):
     whole = RankSource(str(DDP / "rank0.json.gz"), str(DDP / "rank0.json.gz"))
     member = RankSource(str(DDP / "rank1.json.gz"), str(DDP / "rank1.json.gz"), member="rank1")
@@ -249,6 +257,7 @@ def _report_in_background(run: Path, address: str, client):
     return t, box
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_has_its_rank_retried_and_reported(slow_run, processes, cold):
     address, client = processes
     t, box = _report_in_background(slow_run, address, client)
@@ -260,6 +269,7 @@ def test_a_worker_killed_mid_run_has_its_rank_retried_and_reported(slow_run, pro
     assert rr.rows[1].r.lines == alone.lines
 
 
+@pytest.mark.slow
 def test_a_rank_that_kills_every_worker_it_is_given_is_its_own_row_and_the_others_are_reported(slow_run, processes,
                                                                                              cold):
     address, client = processes
@@ -316,12 +326,14 @@ def test_scheduler_with_one_trace_file_is_a_user_error(capsys):
                                        "not to one trace file\n")
 
 
+@pytest.mark.slow
 def test_a_directory_the_workers_cannot_find_is_one_error_line(tmp_path, threads, capsys):
     assert main(["report", str(tmp_path / "gone"), "--scheduler", threads]) == 2
     out, err = capsys.readouterr()
     assert err == f"error: cannot read {tmp_path / 'gone'}: No such file or directory\n"
 
 
+@pytest.mark.slow
 def test_losing_the_scheduler_mid_run_is_one_error_line_without_dasks_tracebacks(slow_run, cold):
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
                                        host="127.0.0.1", dashboard_address="127.0.0.1:0")

@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from sweep import sweep  # noqa: E402
 from tracetriage.capture import fixes  # noqa: E402
 from tracetriage.capture.fixes import BEFORE, FixWorkload, profile_window, wall_ms  # noqa: E402
 from tracetriage.capture.realworld import REALWORLD, run, summary_line  # noqa: E402
@@ -24,6 +25,10 @@ from tracetriage.capture.realworld_common import trace_facts  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 COMPILES = {"recompile", "recompile_batch", "recompile_gpt2", "rmsnorm_swiglu_large", "rmsnorm_swiglu_mid",
             "rmsnorm_swiglu_small", "chain6_large", "hf_llama_generate"}
+# What the clocks themselves leave between a host reading and the trace: Kineto writes µs to the ns, and torch
+# stamps events with its own cycle counter mapped onto the wall clock by a fit over the window (on 2,000
+# record_function spans between two time.time_ns() readings, none came out of them).
+TOLERANCE_US = 1.0
 
 
 def _has_cxx() -> bool:
@@ -50,7 +55,8 @@ def _trace(path: Path) -> dict:
     return json.loads(gzip.decompress(path.read_bytes()))
 
 
-@pytest.mark.parametrize("kind", sorted(REALWORLD))
+# the torch.compile scenarios compile C++ for the CPU: the slow step's
+@pytest.mark.parametrize("kind", sweep(sorted(REALWORLD), [k for k in sorted(REALWORLD) if k not in COMPILES]))
 def test_every_variant_of_every_real_world_scenario_profiles_a_window_on_the_cpu(kind, tmp_path):
     _skip_unless_runnable(kind)
     cls = REALWORLD[kind]
@@ -82,6 +88,7 @@ def test_a_per_parameter_optimizer_step_is_recorded_as_torch_optim_records_it(tm
     assert wl.record["defaults"]["foreach"] is False and wl.record["param_tensors"] == 48
 
 
+@pytest.mark.slow      # torch.compile on the CPU
 def test_the_recompile_window_holds_its_compiles_and_the_dynamic_one_none(tmp_path):
     _skip_unless_runnable("recompile")
     facts = {}
@@ -219,9 +226,17 @@ def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path)
     assert doc["facts"]["profiler_steps"] == 0 and doc["facts"]["dataloader_nexts"] == 9
     nexts = sorted((e for e in _trace(tmp_path / "training-outlier.json.gz")["traceEvents"]
                     if str(e.get("name")).startswith("enumerate(DataLoader)")), key=lambda e: e["ts"])
-    assert nexts[7]["dur"] > 25e3 and abs(nexts[7]["ts"] - doc["steps_host"][7]["next_start_trace_us"]) < 1000
+    assert len(nexts) == 9 and nexts[7]["dur"] > 25e3
+    # Each step's __next__ in the trace ran inside the host's clock readings around that call (next_start ..
+    # batch_ready, put in trace time by trace_us), and trace_us puts every reading late by one and the same g,
+    # 0 <= g <= unix_read_ns (the anchor's two clock reads). So one g must fit every step, however long the
+    # machine took between a reading and the profiler's own; what is left is the clocks' (TOLERANCE_US).
+    at_least = max(s["next_start_trace_us"] - e["ts"] for s, e in zip(doc["steps_host"], nexts))
+    at_most = min(s["batch_ready_trace_us"] - e["ts"] - e["dur"] for s, e in zip(doc["steps_host"], nexts))
+    assert max(at_least, 0) <= min(at_most, doc["run"]["unix_read_ns"] / 1e3) + TOLERANCE_US, (at_least, at_most)
 
 
+@pytest.mark.slow      # four captures, two compiled; the training trace's test stands for them
 def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path):
     from tracetriage.capture.realworld_traces import HEALTH, capture_decode, capture_health, capture_norepeat
 
@@ -234,6 +249,7 @@ def test_the_single_traces_for_repetition_graphs_and_health_are_written(tmp_path
         assert (tmp_path / json.loads(truth.read_text())["trace"]).exists()
 
 
+@pytest.mark.slow      # three fresh processes, each importing torch
 @pytest.mark.parametrize("model", ["resnet18", "mlp", "gpt2"])
 def test_the_cold_start_pairs_run_each_in_a_fresh_process(tmp_path, model):
     pytest.importorskip({"resnet18": "torchvision", "gpt2": "transformers"}.get(model, "torch"))

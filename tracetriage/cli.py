@@ -297,6 +297,11 @@ def cmd_capture(a) -> int:
         wl = preset.build(a.device, **more)
     except FieldError as e:
         raise UserError(str(e)) from None
+    except ModuleNotFoundError as e:
+        if e.name != "triton":
+            raise
+        raise UserError(f"{preset.name} needs Triton, which is not installed: "
+                        "pip install 'tracetriage[kernels]'") from None
     out = Path(a.out or f"{a.workload}.json.gz")
     try:
         meta = capture_workload(wl, out, name=preset.name, label=preset.label_on(a.device), stacks=a.stacks or "auto")
