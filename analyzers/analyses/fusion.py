@@ -1,16 +1,17 @@
 """Eager elementwise chains and their fusion byte ledger (the course's M01.07).
 
 An eager chain is a run of ops on one host thread, one after another, each launching its own kernel
-and each elementwise, a reduction, a norm, a softmax or a dtype cast on the device (tracetriage.analyzers.analyses.
-opcost's kinds): `sigmoid(x * 1.5 + 0.5) * x` is four ops, four kernels, and moves 36 bytes per fp32
-element eagerly (every op reads its inputs and writes its output), 8 fused (x read once, the result
-written once). A matmul, a convolution, attention, a copy across devices, a sync or an op of no known
-cost ends a chain.
+and each elementwise, a reduction, a norm, a softmax or a dtype cast on the device
+(tracetriage.analyzers.analyses.opcost's kinds): `sigmoid(x * 1.5 + 0.5) * x` is four ops, four kernels,
+and moves 36 bytes per fp32 element eagerly (every op reads its inputs and writes its output), 8 fused
+(x read once, the result written once). A matmul, a convolution, attention, a copy across devices, a sync
+or an op of no known cost ends a chain.
 
 The fused ledger reads each input from outside the chain once and writes the chain's last output
 once, per pass: a reduction whose result the chain uses again (RMSNorm's mean of squares) needs the
-inputs read twice, as Inductor's reduction kernel and the pointwise kernel after it do (two kernels). Without tensor identities in the trace (record_shapes records shapes, not storages), an input is
-the chain's own when an earlier op of the chain produced a tensor of its dtype and rank that holds it
+inputs read twice, as Inductor's reduction kernel and the pointwise kernel after it do (two kernels).
+Without tensor identities in the trace (record_shapes records shapes, not storages), an input is the
+chain's own when an earlier op of the chain produced a tensor of its dtype and rank that holds it
 (the same shape, or a view such as `h.chunk(2, -1)`'s halves), two outside inputs of one shape and
 dtype are the same tensor (the `* x` of the chain above), and an op that reads nothing the chain made,
 or repeats the chain's first op on the same shapes, starts a new chain (the next call of the same

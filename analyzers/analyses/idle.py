@@ -250,7 +250,8 @@ def _host_context(trace: Trace) -> _HostContext:
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
     # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
-    setup_mask = ((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy & (~name_is_sync | name_is_free)
+    setup_mask = (((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy
+                  & (~name_is_sync | name_is_free))
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
     wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
@@ -392,7 +393,9 @@ class _Pieces:
     def add(self, mask, s, e, cause: int, host, waited: bool = False) -> None:
         m = mask & (e > s)
         n = int(m.sum())
-        self.s.append(s[m]); self.e.append(e[m]); self.c.append(np.full(n, cause, np.int8))
+        self.s.append(s[m])
+        self.e.append(e[m])
+        self.c.append(np.full(n, cause, np.int8))
         self.nxt.append(self.next_row[m])
         self.host.append(host[m] if isinstance(host, np.ndarray) else np.full(n, host, np.int64))
         self.waited.append(np.full(n, waited))
@@ -612,7 +615,8 @@ def _top_names(trace: Trace, rows: np.ndarray, k: int = 5) -> tuple[NameCount, .
 
 def _top_times(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int = 5) -> tuple[NameTime, ...]:
     """The k names that hold the most time (weights, ns) among rows."""
-    return tuple(NameTime(trace.names[n], int(c), round(float(t) / 1e3, 1)) for n, c, t in _ranked(trace, rows, weights, k))
+    return tuple(NameTime(trace.names[n], int(c), round(float(t) / 1e3, 1))
+                 for n, c, t in _ranked(trace, rows, weights, k))
 
 
 def _ranked(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int) -> list[tuple[int, int, float]]:

@@ -33,9 +33,9 @@ import numpy as np
 from tracetriage.analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
 FORMAT = 8   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
-             # where External ids name no enclosing op (tracetriage.analyzers.loading.containment), the ranks of a merged
-             # multi-rank file, device names with their properties where the name says nothing; 8: graph node
-             # ids, collectives' groups, the graph replays' captured ops
+             # where External ids name no enclosing op (tracetriage.analyzers.loading.containment), the ranks
+             # of a merged multi-rank file, device names with their properties where the name says nothing;
+             # 8: graph node ids, collectives' groups, the graph replays' captured ops
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
@@ -245,7 +245,8 @@ def _from_table(table, meta: dict, path: Path):
             raise ValueError(f"cache column {c} has dtype {a.dtype}")
     ev = Events(**{c: np.ascontiguousarray(arrays[c]) for c in _COLUMNS})
     tr = Trace(path=str(path), names=meta["names"], ev=ev,
-               device_names={int(k): v for k, v in meta["device_names"].items()}, rank=meta["rank"], world_size=meta["world_size"],
+               device_names={int(k): v for k, v in meta["device_names"].items()},
+               rank=meta["rank"], world_size=meta["world_size"],
                base_time_ns=meta["base_time_ns"], events_in_file=meta["events_in_file"],
                shapes_raw=[tuple(x.encode("utf-8") for x in s) for s in meta["shapes"]],
                launch_of=np.ascontiguousarray(arrays["launch_of"]), op_of=np.ascontiguousarray(arrays["op_of"]),

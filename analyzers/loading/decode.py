@@ -299,7 +299,8 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
         code = 0
         try:
             os.close(rfd)
-            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1, array), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1, array),
+                                   protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException:
             payload, code = b"", 1
         try:

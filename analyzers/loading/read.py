@@ -63,7 +63,8 @@ def _gather(source, path: Path, limit: int | None) -> bytearray:
             after_event = i + len(EVENT_KEY)
         elif len(out) - after_event > NO_EVENT_BYTES:
             where = (f"its first {size_words(len(out))} of JSON hold" if after_event == 0 else
-                     f"the {size_words(len(out) - after_event)} of JSON after its last event (at byte {after_event:,}) hold")
+                     f"the {size_words(len(out) - after_event)} of JSON after its last event "
+                     f"(at byte {after_event:,}) hold")
             raise TraceError(f"{path}: not a trace: {where} no trace event (every event has a \"ph\"): whitespace "
                              "or padding, or a gzip bomb; pass the .json or .json.gz that torch.profiler exports")
         start = len(out)
