@@ -23,7 +23,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
-from tracetriage.analyzers.model.names import name_tests
+from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
@@ -88,10 +88,10 @@ def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(np.isin(ev.cat, _MARKING_CATS))
     if not len(rows):
         return rows, np.zeros(0, np.int8)
-    ids, inv = np.unique(ev.name[rows], return_inverse=True)
-    code_of = np.array([CONSTRUCTS.index(c) if (c := construct_of(trace.names[i])) is not None else -1 for i in ids],
-                       np.int8)
-    codes = code_of[inv.ravel()]
+    ids = distinct_names(trace, rows)
+    code_of = np.array([CONSTRUCTS.index(c) if (c := construct_of(trace.names[i])) is not None else -1
+                        for i in ids.tolist()], np.int8)
+    codes = per_name(trace, rows, ids, code_of)
     keep = codes >= 0
     return rows[keep], codes[keep]
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import group_ids, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
@@ -46,7 +47,8 @@ from tracetriage.analyzers.model.trace import (
     Trace,
 )
 
-SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of the span
+SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of
+                                                           # the span
 DEFAULT_LAT_NS = 5_000              # launch-to-start latency when no activity shows one
 DEFAULT_MIN_GAP_NS = 1_000          # kernel-to-kernel gap when no back-to-back pair shows one
 QUEUE_GAP_NS = 20_000               # a queued activity starts at most this long after its predecessor
@@ -113,7 +115,7 @@ class Graph:
 def _thread_key(ev, rows) -> np.ndarray:
     """One small int per (pid, tid)."""
     key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
-    return np.unique(key, return_inverse=True)[1].ravel()
+    return group_ids(key)[1]
 
 
 def build(trace: Trace) -> Graph:
@@ -242,10 +244,7 @@ def build(trace: Trace) -> Graph:
 
     # --- GPU activities --------------------------------------------------------------------
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
-    qkey = np.stack([ev.device[gpu].astype(np.int64), ev.stream[gpu]])
-    qk, g_queue0 = np.unique(qkey, axis=1, return_inverse=True) if len(gpu) else (np.zeros((2, 0), np.int64),
-                                                                                   np.zeros(0, np.int64))
-    g_queue0 = g_queue0.ravel()
+    q_dev, q_stream, g_queue0 = pair_groups(ev.device[gpu].astype(np.int64), ev.stream[gpu])
     lrow = trace.launch_of[gpu]
     linked = lrow != NONE
     g_call0 = np.where(linked, call_index_of_row[np.maximum(lrow, 0)], NONE)
@@ -287,7 +286,7 @@ def build(trace: Trace) -> Graph:
     g_dep = np.full(n_g, NONE, np.int64)
     g_delay = np.zeros(n_g, np.int64)
     cand = np.flatnonzero(~queued & ~on_time)
-    if len(cand) and len(qk[0]) > 1:
+    if len(cand) and len(q_dev) > 1:
         explained = np.maximum(np.where(first_in_q, 0, prev_end_g), call_start + lat_typ)
         dev = ev.device[g_row]
         for q in np.unique(g_queue[cand]):
@@ -349,7 +348,7 @@ def build(trace: Trace) -> Graph:
         c_in_op=c_in_op, c_outer_op=c_outer_op, c_wake=c_wake, c_wdelay=c_wdelay,
         g_row=g_row, g_queue=g_queue, g_device=ev.device[g_row], g_cat=ev.cat[g_row], g_start=g_start, g_dur=g_dur,
         g_call=g_call, g_linked=g_linked, g_lat=g_lat, g_gap=g_gap, g_dep=g_dep, g_delay=g_delay,
-        g_nbytes=ev.nbytes[g_row], queue_keys=[(int(a), int(b)) for a, b in qk.T],
+        g_nbytes=ev.nbytes[g_row], queue_keys=list(zip(q_dev.tolist(), q_stream.tolist())),
         launch_cost_ns=launch_cost, lat_typ_ns=lat_typ, min_gap_ns=min_gap, min_gap_measured=measured,
         host_long_ns=host_long,
     )
