@@ -23,6 +23,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
@@ -104,7 +105,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
     rows = rows[codes == CONSTRUCTS.index(construct)]
     keys = _thread_key(ev.pid[rows], ev.tid[rows])
     out_s, out_e, out_k = [], [], []
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         us, ue = iv.union(ev.start[rows[keys == k]], ev.end[rows[keys == k]])
         out_s.append(us)
         out_e.append(ue)
@@ -129,7 +130,7 @@ def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.
         codes = np.concatenate([codes, np.full(len(setup_s), setup, np.int8)])
     out: dict[int, list] = {}
     runs = np.zeros(len(CONSTRUCTS), np.int64)
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = keys == k
         taken_s, taken_e = np.empty(0, np.int64), np.empty(0, np.int64)
         layers = []
@@ -173,7 +174,7 @@ def charge(trace: Trace, painted: _Painted, gaps) -> np.ndarray:
         return out
     keys = _gap_threads(trace, gaps)
     dur = (gaps.end - gaps.start).astype(np.int64)
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = np.flatnonzero(keys == k)
         layers = painted.by_thread.get(k)
         if layers is not None:
@@ -195,7 +196,7 @@ def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarr
         return calls, codes
     keys = _thread_key(ev.pid[calls], ev.tid[calls])
     t = ev.start[calls]
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = np.flatnonzero(keys == k)
         for code, (s, e) in enumerate(painted.by_thread.get(k, ())):
             if not len(s):

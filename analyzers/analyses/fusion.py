@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.opcost import op_cost, tensor_args
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
 FUSIBLE = ("elementwise", "reduction", "norm", "softmax", "copy")
@@ -234,7 +235,7 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
     found_calls: list[list[int]] = []
     found_books: list[_Ledger] = []
     tids = ev.tid[calls]
-    for tid in np.unique(tids).tolist():
+    for tid in distinct(tids).tolist():
         at = np.flatnonzero(tids == tid)
         run: list[int] = []          # positions in `calls` of the chain being built
         last_op, state = NONE, 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch, is_launch, is_stream_wait, is_sync
@@ -54,7 +55,10 @@ CUT_MIN_STEPS = 3          # steps found, at least: a trace of one or two passes
 
 
 def check(trace: Trace, steps=None) -> Health:
-    """Every check, in the order of the module's table. `steps`: tracetriage.analyzers.analyses.steps' Steps, when found."""
+    """Every check, in the order of the module's table.
+
+    `steps`: tracetriage.analyzers.analyses.steps' Steps, when found.
+    """
     ev = trace.ev
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
     calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
@@ -139,7 +143,8 @@ def _wraps_issuing(trace: Trace, calls: np.ndarray, issued: np.ndarray) -> np.nd
         b = np.searchsorted(s_start, ev.end[c], side="right")
         if b > a:
             rows = src[order][a:b]
-            out[i] = bool(np.any((ev.tid[rows] == ev.tid[c]) & (ev.pid[rows] == ev.pid[c]) & (ev.end[rows] <= ev.end[c])))
+            out[i] = bool(np.any((ev.tid[rows] == ev.tid[c]) & (ev.pid[rows] == ev.pid[c])
+                                 & (ev.end[rows] <= ev.end[c])))
     return out
 
 
@@ -187,7 +192,7 @@ def _recorded(trace: Trace, gpu: np.ndarray, calls: np.ndarray) -> list[Finding]
 
 
 def _any_shapes(trace: Trace, ops: np.ndarray) -> bool:
-    ids = np.unique(trace.ev.shape[ops])
+    ids = distinct(trace.ev.shape[ops])
     # (Input Dims, Input type, Concrete Inputs) as raw JSON; dims absent or an empty list: no shapes
     return any(len(trace.shapes_raw[i][0]) > 2 for i in ids.tolist() if i != NONE)
 

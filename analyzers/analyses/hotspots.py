@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
@@ -76,7 +77,7 @@ def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
 
     def calls_of(mask):
         runs = run[mask]
-        return len(np.unique(runs[runs != NONE])) or int(mask.sum())
+        return len(distinct(runs[runs != NONE])) or int(mask.sum())
 
     return group(trace, rows, keys, label, k, calls_of)
 

@@ -40,6 +40,7 @@ from tracetriage.analyzers.model.evidence import (
     SyncEvidence,
     TransferEvidence,
 )
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
@@ -261,7 +262,7 @@ def _host_context(trace: Trace) -> _HostContext:
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     py_rows = np.flatnonzero(ev.cat == PYTHON)   # with_stack=True: Python frames are traced host time too
-    for tid in np.unique(ev.tid[np.concatenate((op_rows, call_rows))]):
+    for tid in distinct(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
         every = call_rows[ev.tid[call_rows] == tid]
         calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]   # set-up calls issue nothing
@@ -473,7 +474,7 @@ def host_stretches(trace: Trace, free_s, free_e, f: WhatFollows, host_caused: np
     hs = np.where(synced, np.clip(f.sync_end, free_s, free_e), free_s)
     he = np.minimum(f.call_start, free_e)
     issuing = np.zeros(len(free_s), np.int64)
-    for tid in np.unique(f.call_tid[host_caused]):
+    for tid in distinct(f.call_tid[host_caused]):
         m = host_caused & (f.call_tid == tid)
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         issuing[m] = iv.covered(s_, e_, hs[m], he[m])

@@ -10,14 +10,16 @@ steady median (the median of the later occurrences) and at least SETUP_FLOOR_NS 
 the time past that median. Where the trace repeats a step (ProfilerStep#N, or Optimizer.step), an early
 step longer than the steady steps by more than its calls' windows explain paid set-up outside any op
 too (Python's own first-time paths, the autograd graph built the first time): its longest untraced host
-stretches are set-up windows until they explain it. The warm_up lever takes these windows out (tracetriage.analyzers.whatif.levers.warm_up); the idle evidence's first calls (tracetriage.analyzers.analyses.idle)
-are the largest of them, named in the report's caveat.
+stretches are set-up windows until they explain it. The warm_up lever takes these windows out
+(tracetriage.analyzers.whatif.levers.warm_up); the idle evidence's first calls
+(tracetriage.analyzers.analyses.idle) are the largest of them, named in the report's caveat.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, OVERHEAD, RUNTIME, USER_ANNOTATION, Trace
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
@@ -31,7 +33,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     ev = trace.ev
     keep = np.zeros(len(rows), bool)
     key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         m = np.flatnonzero(key == k)
         ends = ev.end[rows[m]]
         prev = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
@@ -75,7 +77,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     w = np.array(out, np.int64)
     key = (w[:, 2] << 32) ^ (w[:, 3] & 0xFFFFFFFF)
     s_out, e_out, k_out = [], [], []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         us, ue = iv.union(w[key == k, 0], w[key == k, 1])
         s_out.append(us)
         e_out.append(ue)

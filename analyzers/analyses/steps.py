@@ -36,6 +36,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import (
@@ -164,7 +165,8 @@ class Outlier:
     gap_ns: int                # the longest idle stretch of that cause inside the step
     host_op: str | None        # the outermost op the host was in during that stretch, where the trace has one
     why: OutlierWhy = OutlierWhy.IDLE
-    construct: Construct | None = None   # the framework construct around that stretch (tracetriage.analyzers.analyses.framework);
+    construct: Construct | None = None   # the framework construct around that stretch
+                                         # (tracetriage.analyzers.analyses.framework);
                                          # None: the user's own code, or no framework analysis
 
 
@@ -209,7 +211,7 @@ class Steps:
 def _outermost(ev, rows: np.ndarray) -> np.ndarray:
     """The rows not nested inside an earlier row of the same thread (rows sorted by start)."""
     out = []
-    for tid in np.unique(ev.tid[rows]):
+    for tid in distinct(ev.tid[rows]):
         r = rows[ev.tid[rows] == tid]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), dtype=bool)
@@ -275,7 +277,7 @@ class _Prefix:
         w0, w1 = w[0][tok], w[1][tok]
         with np.errstate(over="ignore"):
             return cls(tok, w, np.concatenate(([0], np.cumsum(w0))), np.concatenate(([0], np.cumsum(w1 * k))),
-                       np.concatenate(([0], np.cumsum(w1))), np.sort(w[0][np.unique(tok)]))
+                       np.concatenate(([0], np.cumsum(w1))), np.sort(w[0][distinct(tok)]))
 
     def order_hash(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """An order-sensitive hash of each unit tok[start:stop]."""
@@ -396,7 +398,7 @@ def _containing(trace: Trace, rows: np.ndarray, calls: np.ndarray) -> np.ndarray
     """Positions (into rows) of the tokens that hold each call, on the call's thread; -1 where none does."""
     ev = trace.ev
     out = np.full(len(calls), -1, np.int64)
-    for tid in np.unique(ev.tid[calls]):
+    for tid in distinct(ev.tid[calls]):
         mine = np.flatnonzero(ev.tid[rows] == tid)
         c = np.flatnonzero(ev.tid[calls] == tid)
         if not len(mine):
@@ -433,7 +435,10 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
 # --- the steps -------------------------------------------------------------------------------------
 
 def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), framework=None) -> Steps:
-    """The steps of a trace; `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier."""
+    """The steps of a trace.
+
+    `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier.
+    """
     ev = trace.ev
     ann = np.flatnonzero(np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):
@@ -652,7 +657,8 @@ def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: floa
     why = OutlierWhy.IDLE if cause is not None else (
         OutlierWhy.KERNELS if devices and busier >= OUTLIER_CAUSE_SHARE * extra else OutlierWhy.HOST)
     return Outlier(step=worst.index, ratio=round(worst.wall_ns / median, 2), wall_ns=worst.wall_ns,
-                   extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why, construct=construct)
+                   extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why,
+                   construct=construct)
 
 
 def _longest_gap(trace: Trace, devices, cause: Cause, lo: int, hi: int):

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
+
 # --- categories ---------------------------------------------------------------
 
 OTHER, CPU_OP, USER_ANNOTATION, GPU_USER_ANNOTATION, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, CUDA_SYNC, \
@@ -114,7 +116,10 @@ class SideInputs:
 
 @dataclass(frozen=True)
 class Tables:
-    """The events of a file and their tables, sorted, not yet linked (tracetriage.analyzers.loading.assemble builds them)."""
+    """The events of a file and their tables, sorted, not yet linked.
+
+    tracetriage.analyzers.loading.assemble builds them.
+    """
     path: str
     names: list[str]
     ev: Events
@@ -130,7 +135,10 @@ class Tables:
 
 @dataclass(frozen=True)
 class Trace(Tables):
-    """A loaded, linked trace. Built finished by tracetriage.analyzers.loading.link (or the cache); never changed after."""
+    """A loaded, linked trace.
+
+    Built finished by tracetriage.analyzers.loading.link (or the cache); never changed after.
+    """
     # Links: index arrays into ev, NONE where there is no partner.
     launch_of: np.ndarray       # for each row: the launch call of a GPU activity
     op_of: np.ndarray           # for each row: the cpu_op a launch call belongs to
@@ -169,7 +177,7 @@ class Trace(Tables):
     @property
     def devices(self) -> list[int]:
         gpu = np.isin(self.ev.cat, GPU_CATS)
-        return sorted(int(d) for d in np.unique(self.ev.device[gpu]) if d != NONE)
+        return sorted(int(d) for d in distinct(self.ev.device[gpu]) if d != NONE)
 
     def device_name(self, device: int | None = None) -> str | None:
         if device is None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.groups import group_ids, pair_groups
+from tracetriage.analyzers.model.groups import distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
@@ -115,7 +115,7 @@ class Graph:
 def _thread_key(ev, rows) -> np.ndarray:
     """One small int per (pid, tid)."""
     key = (ev.pid[rows].astype(np.int64) << 32) ^ (ev.tid[rows].astype(np.int64) & 0xFFFFFFFF)
-    return group_ids(key)[1]
+    return np.unique(key, return_inverse=True)[1].ravel()
 
 
 def build(trace: Trace) -> Graph:
@@ -141,7 +141,7 @@ def build(trace: Trace) -> Graph:
     calls_s, thr_s = all_calls[order], c_thread_all[order]
     top = np.ones(len(calls_s), bool)
     parent_of = np.arange(len(calls_s))
-    for t in np.unique(thr_s):
+    for t in distinct(thr_s):
         m = np.flatnonzero(thr_s == t)          # contiguous: sorted by thread first
         ends = ev.end[calls_s[m]]
         prev_run = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
@@ -214,7 +214,7 @@ def build(trace: Trace) -> Graph:
         okey = _thread_key(ev, np.concatenate([op_rows, ann_rows, c_row]))
         o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
         cc_thr = okey[len(op_rows) + len(ann_rows):]
-        for t in np.unique(cc_thr):
+        for t in distinct(cc_thr):
             m = np.flatnonzero(cc_thr == t)              # this thread's calls, in start order
             ops = op_rows[o_thr == t]
             s_, e_ = ev.start[ops], ev.end[ops]
@@ -364,7 +364,7 @@ def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_threa
     n = len(c_start)
     wake = np.full(n, NONE, np.int64)
     wdelay = np.zeros(n, np.int64)
-    if n == 0 or len(np.unique(c_thread)) < 2:
+    if n == 0 or len(distinct(c_thread)) < 2:
         return wake, wdelay
     c_end = c_start + c_dur
     by_end = np.argsort(c_end, kind="stable")
