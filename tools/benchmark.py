@@ -6,10 +6,11 @@
 1. Grows the real H200 prefill+decode trace (traces/gpt-eager.json.gz, 32 eager decode steps x 2) by
    repeating its events with shifted times and ids (tools.grow), at each size: x5 is 293 MB of JSON and
    942k events, gzipped.
-2. Measures, each in a fresh process: `tracetriage report --json` end to end, cold (no cache) at every
-   size (the slope) and from the cache at the main size; the floor (gunzip and a typed decode of the
-   event fields without args: what any Python tool must at least spend); HTA 0.5.0's parse
-   (TraceAnalysis construction); and where the report's time goes, stage by stage (tools.stage_times).
+2. Compiles the package's bytecode (an installed package has it), then measures, each in a fresh
+   process: `tracetriage report --json` end to end, cold (no cache) at every size (the slope) and from
+   the cache at the main size; the floor (gunzip and a typed decode of the event fields without args:
+   what any Python tool must at least spend); HTA 0.5.0's parse (TraceAnalysis construction); and where
+   the report's time goes, stage by stage (tools.stage_times).
 3. Fits time and memory against size: the cost of 100 MB more JSON, and each size's time per MB.
 
 Times: median of `--repeats` unsampled runs at the main size (one at the others); HTA runs once. Memory:
@@ -34,6 +35,7 @@ from tracetriage.analyzers.loading.atomic import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]   # the repository (this file is tools/benchmark.py)
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
+PACKAGE_DIRS = ("tracetriage", "analyzers", "tools")   # what a report imports (pyproject's package-dir)
 
 
 def say(text: str) -> None:
@@ -209,6 +211,10 @@ def main(argv=None) -> int:
                                  "load_average_at_start": _load_average()}, "sizes": []}
     say(f"machine: {os.cpu_count()} CPUs, Python {results['machine']['python']}, load average "
         f"{results['machine']['load_average_at_start']} (1, 5, 15 min)")
+    # An installed package has its bytecode; a working tree under PYTHONDONTWRITEBYTECODE (set on this
+    # project's machines) has none, and every run would compile ~200 modules from source (0.3 s)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / d) for d in PACKAGE_DIRS)],
+                   check=True, stdout=subprocess.DEVNULL)
     doc = read_source(SOURCE)
     sizes = sorted(set(a.sizes) - {a.copies}) + [a.copies]    # the main size last: its HTA run is the longest
     for copies in sizes:
