@@ -23,7 +23,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace
@@ -86,7 +86,7 @@ def _thread_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
 def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Rows of host events that mark a construct, and each one's construct code."""
     ev = trace.ev
-    rows = np.flatnonzero(np.isin(ev.cat, _MARKING_CATS))
+    rows = np.flatnonzero(any_of(ev.cat, _MARKING_CATS))
     if not len(rows):
         return rows, np.zeros(0, np.int8)
     ids = distinct_names(trace, rows)
@@ -188,7 +188,7 @@ def charge(trace: Trace, painted: _Painted, gaps) -> np.ndarray:
 def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarray]:
     """Every launch call, and the construct code at its start on its thread."""
     ev = trace.ev
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     if len(calls):
         calls = calls[name_tests(trace, calls, is_launch)[0]]
     codes = np.full(len(calls), USER, np.int8)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.opcost import op_cost, tensor_args
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
 FUSIBLE = ("elementwise", "reduction", "norm", "softmax", "copy")
@@ -208,7 +208,7 @@ class _Ledgers:
 def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
     """chains(), as flat arrays (ChainTable)."""
     ev = trace.ev
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     kern = np.flatnonzero(ev.cat == KERNEL)
     launch = trace.launch_of[kern]
     kern, launch = kern[launch != NONE], launch[launch != NONE]

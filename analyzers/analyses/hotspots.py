@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
@@ -30,7 +30,7 @@ def _short(name: str, width: int = 80) -> str:
 
 
 def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:
-    m = np.isin(trace.ev.cat, GPU_CATS)
+    m = any_of(trace.ev.cat, GPU_CATS)
     if device is not None:
         m &= trace.ev.device == device
     return np.flatnonzero(m)

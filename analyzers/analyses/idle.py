@@ -40,7 +40,7 @@ from tracetriage.analyzers.model.evidence import (
     SyncEvidence,
     TransferEvidence,
 )
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
@@ -188,7 +188,7 @@ class _HostContext:
 
 def _host_context(trace: Trace) -> _HostContext:
     ev, names = trace.ev, trace.names
-    is_call = np.isin(ev.cat, (RUNTIME, DRIVER))
+    is_call = any_of(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
     # every name test of the calls on one pass over their distinct names
     name_is_sync, name_is_launch, name_is_copy, name_is_free, name_is_wait, name_is_graph = name_tests(
@@ -533,7 +533,7 @@ def classify(trace: Trace, device: int, free: FreeIntervals, f: WhatFollows, ctx
 def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
                    window: tuple[int, int] | None = None) -> DeviceIdle:
     ev = trace.ev
-    acts = np.flatnonzero((ev.device == device) & np.isin(ev.cat, GPU_CATS))
+    acts = np.flatnonzero((ev.device == device) & any_of(ev.cat, GPU_CATS))
     ctx = ctx or _host_context(trace)
     if len(acts) == 0:
         gaps = _empty_gaps()
@@ -773,7 +773,7 @@ def _setup_calls(trace: Trace, s: np.ndarray, e: np.ndarray, rows: np.ndarray, h
     if len(rows) == 0:
         return []
     # every API call of each set-up call's name, once: the calls sorted by name, each name a slice
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     calls = calls[np.argsort(ev.name[calls], kind="stable")]
     call_names = ev.name[calls]
     names = ev.name[rows]
@@ -896,7 +896,7 @@ def within(trace: Trace, devs: list[DeviceIdle], starts: np.ndarray, ends: np.nd
     out = []
     for d in devs:
         ws, we = iv.intersect(starts, ends, np.array([d.span_start]), np.array([d.span_end]))
-        acts = np.flatnonzero((ev.device == d.device) & np.isin(ev.cat, GPU_CATS))
+        acts = np.flatnonzero((ev.device == d.device) & any_of(ev.cat, GPU_CATS))
         kern = acts[ev.cat[acts] == KERNEL]
         copies = acts[ev.cat[acts] != KERNEL]
         ks, ke = iv.intersect(*iv.union(ev.start[kern], ev.end[kern]), ws, we)

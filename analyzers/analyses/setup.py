@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, OVERHEAD, RUNTIME, USER_ANNOTATION, Trace
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
@@ -45,7 +45,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Set-up windows on the host: (starts, ends, thread keys (pid << 32) ^ tid), merged per thread."""
     ev = trace.ev
     ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     # a launch is named by the kernel it launched: lazy loading is paid per kernel, not per call name
     call_name = ev.name[calls].astype(np.int64)
     kern = np.flatnonzero(ev.cat == KERNEL)
@@ -123,7 +123,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     ev = trace.ev
     walls = np.diff(bounds)
     steady = float(np.median(walls[EARLY:]))
-    host = np.flatnonzero(np.isin(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
+    host = np.flatnonzero(any_of(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
     key = (ev.pid[host].astype(np.int64) << 32) ^ (ev.tid[host].astype(np.int64) & 0xFFFFFFFF)

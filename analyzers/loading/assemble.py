@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from tracetriage.analyzers.loading.decode import Part, ns_from_us, table_list
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import (
     CAT_CODES,
     EVENT_COLUMNS,
@@ -57,7 +58,7 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     start = ns_from_us(col["ts"])
     end = start + np.rint(col["dur"] * 1000.0).astype(np.int64)
     # GPU activities without args.device/stream (old traces): pid is the device, tid the stream.
-    gpu = np.isin(cat, GPU_CATS)
+    gpu = any_of(cat, GPU_CATS)
     fix = gpu & (device == NONE) & (pid >= 0)
     device[fix] = pid[fix]
     fix = gpu & (stream == NONE) & (tid >= 0)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.names import name_tests
 from tracetriage.analyzers.model.runtime_calls import (
     is_capture_begin,
@@ -58,14 +59,14 @@ def captures(trace: Trace) -> list[Capture]:
     ev = trace.ev
     if not any(map(is_capture_begin, trace.names)):
         return []
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     begin, end, launch, copy, graph = name_tests(trace, calls, is_capture_begin, is_capture_end, is_launch, is_copy,
                                                  is_graph_launch)
     if not begin.any():
         return []
     # a call that ran GPU work was not captured (another stream, or a relaxed capture mode)
     ran = np.zeros(len(ev), bool)
-    issued = trace.launch_of[np.isin(ev.cat, GPU_CATS)]
+    issued = trace.launch_of[any_of(ev.cat, GPU_CATS)]
     ran[issued[issued != NONE]] = True
     recording = calls[(launch & ~graph | copy) & ~ran[calls]]
     out = []
@@ -90,7 +91,7 @@ def capture_windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     empty = np.zeros(0, np.int64)
     if not any(map(is_capture_begin, trace.names)):    # (a few thousand names, not a million rows)
         return empty, empty, empty, empty
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     begin, end, inst = name_tests(trace, calls, is_capture_begin, is_capture_end, lambda n: "GraphInstantiate" in n)
     pid, tid, start, stop = [], [], [], []
     for b in calls[begin].tolist():
@@ -126,7 +127,7 @@ def replays(trace: Trace) -> list[Replay]:
     ev = trace.ev
     if not any(map(is_graph_launch, trace.names)):    # (a few thousand names, not a million rows)
         return []
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     call = trace.launch_of[gpu]
     linked = gpu[call != NONE]
     if not len(linked):

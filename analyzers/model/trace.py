@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 
 # --- categories ---------------------------------------------------------------
 
@@ -148,7 +148,7 @@ class Trace(Tables):
     graph_op_of: np.ndarray | None = None
 
     def idx(self, *cats: int) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.ev.cat, cats))
+        return np.flatnonzero(any_of(self.ev.cat, cats))
 
     def launching_op(self, rows: np.ndarray) -> np.ndarray:
         """The cpu_op each GPU activity is charged to: the op that launched it when its graph was captured
@@ -176,7 +176,7 @@ class Trace(Tables):
 
     @property
     def devices(self) -> list[int]:
-        gpu = np.isin(self.ev.cat, GPU_CATS)
+        gpu = any_of(self.ev.cat, GPU_CATS)
         return sorted(int(d) for d in distinct(self.ev.device[gpu]) if d != NONE)
 
     def device_name(self, device: int | None = None) -> str | None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.groups import distinct, pair_groups
+from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
@@ -120,7 +120,7 @@ def _thread_key(ev, rows) -> np.ndarray:
 
 def build(trace: Trace) -> Graph:
     ev = trace.ev
-    span_rows = np.flatnonzero(np.isin(ev.cat, SPAN_CATS))
+    span_rows = np.flatnonzero(any_of(ev.cat, SPAN_CATS))
     if len(span_rows):
         ann = span_rows[ev.cat[span_rows] == USER_ANNOTATION]
         if len(ann):
@@ -130,8 +130,8 @@ def build(trace: Trace) -> Graph:
     span_end = int(ev.end[span_rows].max()) if len(span_rows) else 0
 
     # --- host threads and their top-level calls ---------------------------------------
-    host_rows = span_rows[~np.isin(ev.cat[span_rows], GPU_CATS)]
-    all_calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    host_rows = span_rows[~any_of(ev.cat[span_rows], GPU_CATS)]
+    all_calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     keys = np.concatenate([host_rows, all_calls])
     tkey = _thread_key(ev, keys) if len(keys) else np.zeros(0, np.int64)
     h_thread, c_thread_all = tkey[: len(host_rows)], tkey[len(host_rows):]
@@ -243,7 +243,7 @@ def build(trace: Trace) -> Graph:
     c_host = np.minimum(c_host, np.maximum(c_gap, 0))
 
     # --- GPU activities --------------------------------------------------------------------
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     q_dev, q_stream, g_queue0 = pair_groups(ev.device[gpu].astype(np.int64), ev.stream[gpu])
     lrow = trace.launch_of[gpu]
     linked = lrow != NONE
