@@ -341,6 +341,7 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
     total = float(t_end.max() - t_start[0]) if n else 0.0
     order = np.argsort(tok, kind="stable")        # the positions of each name, grouped: one sort, not one scan a name
     names, first, counts = np.unique(tok[order], return_index=True, return_counts=True)
+    last_end_from = np.maximum.accumulate(t_end[::-1])[::-1] if n else t_end   # max(t_end[i:]), for every i
     out = []
     for name, f, c in zip(names, first, counts):
         if c < STEP_MIN_REPEATS or c > n // 2:
@@ -348,7 +349,7 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
         pos = order[f:f + c]
         regular, unit, _ = _regular(px, pos)
         # each unit's host time: from its first op to the next unit's (the last: to its last op's end)
-        t_next = np.append(t_start[pos[1:]], t_end[pos[-1]:].max())
+        t_next = np.append(t_start[pos[1:]], last_end_from[pos[-1]])
         cover = float((t_next - t_start[pos])[regular].sum()) / total if total else 0.0
         stops = np.append(pos[1:], n)
         held = (gpu_prefix[stops] - gpu_prefix[pos])[regular].sum()
