@@ -378,15 +378,18 @@ def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_threa
     first_of_thread[order[np.r_[True, ~same]]] = True
     begun = thread_start[c_thread]
     late_thread = first_of_thread & (begun > begun.min())       # a thread that began after the first one
-    for i in np.flatnonzero((c_gap >= long_ns) | late_thread).tolist():
-        k = int(np.searchsorted(ends_sorted, c_start[i], side="right")) - 1
-        # the latest call on another thread that ended before this one began, inside this call's wait
-        while k >= 0 and c_thread[by_end[k]] == c_thread[i]:
-            k -= 1
-        if k < 0:
-            continue
-        w = int(by_end[k])
-        if (first_of_thread[i] or c_end[w] > c_start[i] - c_gap[i]) and nxt[w] > c_start[i]:
-            wake[i] = w
-            wdelay[i] = int(c_start[i] - c_end[w])
+    cand = np.flatnonzero((c_gap >= long_ns) | late_thread)
+    k = np.searchsorted(ends_sorted, c_start[cand], side="right") - 1
+    # the latest call on another thread that ended before this one began, inside this call's wait: the last
+    # call ended by then, or, where that one is on the candidate's own thread, the call before its run of
+    # same-thread calls (in end order)
+    thr_by_end = c_thread[by_end]
+    run_start = np.maximum.accumulate(np.where(np.r_[True, thr_by_end[1:] != thr_by_end[:-1]], np.arange(n), 0))
+    kc = np.maximum(k, 0)
+    j = np.where(thr_by_end[kc] == c_thread[cand], run_start[kc] - 1, kc)
+    cand, j = cand[(k >= 0) & (j >= 0)], j[(k >= 0) & (j >= 0)]
+    w = by_end[j]
+    hand = (first_of_thread[cand] | (c_end[w] > c_start[cand] - c_gap[cand])) & (nxt[w] > c_start[cand])
+    wake[cand[hand]] = w[hand]
+    wdelay[cand[hand]] = c_start[cand[hand]] - c_end[w[hand]]
     return wake, wdelay
