@@ -222,10 +222,13 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
         if not len(r):
             continue
         dur = (ev.end[r] - ev.start[r]).astype(np.int64)
-        by_name: dict[int, int] = {}
-        for nid, d in zip(ev.name[r].tolist(), dur.tolist()):
-            by_name[nid] = by_name.get(nid, 0) + d
-        names[code] = [trace.names[i] for i, _ in sorted(by_name.items(), key=lambda kv: -kv[1])[:3]]
+        # each name's total, the names in the order first met, the three longest (ties: the first met)
+        ids, first, inv = np.unique(ev.name[r], return_index=True, return_inverse=True)
+        total = np.zeros(len(ids), np.int64)
+        np.add.at(total, inv.ravel(), dur)
+        met = np.argsort(first, kind="stable")
+        top = met[np.argsort(-total[met], kind="stable")[:3]]
+        names[code] = [trace.names[i] for i in ids[top].tolist()]
     return host, ranges, names
 
 
