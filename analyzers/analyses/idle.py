@@ -187,7 +187,7 @@ class _HostContext:
 
 
 def _host_context(trace: Trace) -> _HostContext:
-    ev, names = trace.ev, trace.names
+    ev = trace.ev
     is_call = any_of(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
     # every name test of the calls on one pass over their distinct names
@@ -199,34 +199,7 @@ def _host_context(trace: Trace) -> _HostContext:
     # memory (cudaMemcpyAsync stages pageable copies through the host), and it returned only after
     # its copy finished. A copy into pinned memory, or a memset, that merely finished quickly while
     # the call was still returning does not count.
-    gpu_rows = np.flatnonzero(ev.cat == MEMCPY)
-    copy_end_by_call, copy_kind_by_call = {}, {}
-    for g in gpu_rows:
-        c = trace.launch_of[g]
-        if c != NONE:
-            copy_end_by_call[int(c)] = max(copy_end_by_call.get(int(c), 0), int(ev.end[g]))
-            copy_kind_by_call[int(c)] = names[ev.name[g]]
-    blocking_copy = np.zeros(len(call_rows), dtype=bool)
-    h2d = np.zeros(len(call_rows), dtype=bool)
-    for k in np.flatnonzero(name_is_copy):
-        r = int(call_rows[k])
-        ce = copy_end_by_call.get(r)
-        if ce is None or ev.end[r] + CLOCK_TOL_NS < ce:
-            continue
-        kind = copy_kind_by_call[r]
-        synchronous_api = "Async" not in names[ev.name[r]]
-        if synchronous_api or "Pageable" in kind:
-            blocking_copy[k] = True
-            h2d[k] = "HtoD" in kind
-    # A stream sync that belongs to a host->device copy (`.to("cuda")` without non_blocking:
-    # cudaMemcpyAsync then cudaStreamSynchronize, one op, one External id) waits for the
-    # copy it just issued: the idle it causes is part of the transfer, not a drain.
-    h2d_ops = {int(ev.ext[call_rows[k]]) for k in np.flatnonzero(name_is_copy)
-               if "HtoD" in copy_kind_by_call.get(int(call_rows[k]), "") and ev.ext[call_rows[k]] != NONE}
-    if h2d_ops:
-        for k in np.flatnonzero(name_is_sync):
-            if int(ev.ext[call_rows[k]]) in h2d_ops:
-                h2d[k] = True
+    blocking_copy, h2d = _blocking_copies(trace, call_rows, name_is_copy, name_is_sync)
     sync_mask = name_is_sync | blocking_copy
     srows = call_rows[sync_mask]
     order = np.argsort(ev.start[srows], kind="stable")
@@ -300,6 +273,44 @@ def _host_context(trace: Trace) -> _HostContext:
                         launch_measured=bool(len(launch_durs)), setup_rows=call_rows[setup_mask],
                         copy_calls=(ev.start[bc], ev.end[bc], bc), wait_calls=wait_calls,
                         graph_launches=int(name_is_graph.sum()))
+
+
+def _blocking_copies(trace: Trace, call_rows: np.ndarray, name_is_copy: np.ndarray,
+                     name_is_sync: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per API call: a copy call that blocked the host until its copy finished, and whether it (or a stream sync
+    of a host->device copy's op) feeds the device. Each call's copies found by one sort, not a dict per copy."""
+    ev = trace.ev
+    blocking_copy = np.zeros(len(call_rows), dtype=bool)
+    h2d = np.zeros(len(call_rows), dtype=bool)
+    gpu_rows = np.flatnonzero(ev.cat == MEMCPY)
+    launch = trace.launch_of[gpu_rows]
+    linked, launch = gpu_rows[launch != NONE], launch[launch != NONE]
+    copies = np.flatnonzero(name_is_copy)
+    if not len(linked) or not len(copies):
+        return blocking_copy, h2d
+    # per launching call: the latest end of its copies, and its last copy (in row order) names the kind
+    order = np.argsort(launch, kind="stable")
+    launch, linked = launch[order], linked[order]
+    first = np.flatnonzero(np.r_[True, launch[1:] != launch[:-1]])
+    callers, copy_end = launch[first], np.maximum.reduceat(ev.end[linked], first)
+    kind_row = linked[np.r_[first[1:], len(linked)] - 1]
+    r = call_rows[copies]
+    at = np.minimum(np.searchsorted(callers, r), len(callers) - 1)
+    has = callers[at] == r
+    kind = kind_row[at]
+    htod = has & name_flags(trace, kind, lambda n: "HtoD" in n)
+    blocks = has & (ev.end[r] + CLOCK_TOL_NS >= copy_end[at]) & (
+        name_flags(trace, r, lambda n: "Async" not in n) | name_flags(trace, kind, lambda n: "Pageable" in n))
+    blocking_copy[copies[blocks]] = True
+    h2d[copies[blocks]] = htod[blocks]
+    # A stream sync that belongs to a host->device copy (`.to("cuda")` without non_blocking:
+    # cudaMemcpyAsync then cudaStreamSynchronize, one op, one External id) waits for the
+    # copy it just issued: the idle it causes is part of the transfer, not a drain.
+    h2d_ops = ev.ext[r[htod & (ev.ext[r] != NONE)]]
+    if len(h2d_ops):
+        syncs = np.flatnonzero(name_is_sync)
+        h2d[syncs[np.isin(ev.ext[call_rows[syncs]], h2d_ops)]] = True
+    return blocking_copy, h2d
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
