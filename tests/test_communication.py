@@ -225,3 +225,11 @@ def test_the_directory_report_measures_each_ranks_wait_against_the_fastest_rank(
     assert waits[1].wait_ns < 0.01 * waits[0].wait_ns          # rank 1 is the straggler: it waits for nobody
     assert waits[0].wait_ns > 600 * MS
     assert waits[0].transfer_ns == waits[1].transfer_ns
+
+
+def test_seconds_of_exposed_collectives_split_into_wait_and_transfer_without_overflow(tmp_path):
+    """The split of exposed time multiplies two ns totals: 10 s by 6 s is past int64 (a long run's profile)."""
+    s = 1000 * MS
+    spec = [("ar", 0, 1 * s), ("ar", 2 * s, 3 * s), ("ar", 4 * s, 7 * s), ("ar", 8 * s, 13 * s)]
+    c = analyze_file(trace_of(tmp_path, "long.json.gz", spec)).verdict.communication
+    assert (c.exposed_ns, c.transfer_ns, c.wait_ns) == (10 * s, 4 * s, 6 * s)

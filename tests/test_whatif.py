@@ -202,13 +202,13 @@ def test_levers_only_ever_shorten_except_the_graph_launch_they_add():
 
 def test_compiled_call_reference_is_what_the_chain_pair_measures():
     """COMPILED_CALL_OPS: the compiled chain's call (region + cache lookup) over the eager chain's per-op dispatch."""
-    from tracetriage.analyzers.analyses.fusion import chains
+    from tracetriage.analyzers.analyses.fusion import chain_table
     from tracetriage.analyzers.whatif.levers import fuse
 
     eager = load(TRACES / "chain-eager-large.json.gz")
     call_ns, source = fuse.compiled_call_ns(load(TRACES / "chain-compile-large.json.gz"))
     assert source == "trace"
-    ratio = call_ns / fuse.per_op_dispatch_ns(eager, chains(eager))
+    ratio = call_ns / fuse.per_op_dispatch_ns(eager, chain_table(eager))
     assert abs(ratio - fuse.COMPILED_CALL_OPS) <= 0.1 * fuse.COMPILED_CALL_OPS, ratio
 
 

@@ -1,20 +1,24 @@
-"""Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process.
+"""Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process, side by side.
 
-    python -m tools.benchmark                       # the full run (~2-3 minutes on 2 cores)
+    python -m tools.benchmark                       # the full run (about 3 minutes on 2 cores)
     python -m tools.benchmark --no-hta --sizes 1 2  # quick look
 
-1. Makes a large trace from the real H200 prefill+decode trace (traces/gpt-eager.json.gz,
-   32 eager decode steps x 2) by repeating its events with shifted times and ids
-   (tools.grow): >= 250 MB of JSON and >= 600k events, gzipped as torch writes it.
-2. Measures, each in a fresh process: HTA 0.5.0's parse (TraceAnalysis construction) and
-   `tracetriage report --json` end to end, cold (no cache) and warm (cache hit), plus a
-   bare cached `load()`.
-3. Repeats ours at smaller sizes and fits time and memory against size (the slope).
+1. Grows the real H200 prefill+decode trace (traces/gpt-eager.json.gz, 32 eager decode steps x 2) by
+   repeating its events with shifted times and ids (tools.grow), at each size: x5 is 293 MB of JSON and
+   942k events, gzipped.
+2. Compiles the package's bytecode (an installed package has it), then measures, each in a fresh
+   process: `tracetriage report --json` end to end, cold (no cache) at every size (the slope) and from
+   the cache at the main size; the floor (gunzip and a typed decode of the event fields without args:
+   what any Python tool must at least spend); HTA 0.5.0's parse (TraceAnalysis construction); and where
+   the report's time goes, stage by stage (tools.stage_times).
+3. Fits time and memory against size: the cost of 100 MB more JSON, and each size's time per MB.
 
-Time is the median of three runs (HTA: one), with nothing else sampling the machine.
-Memory is the peak of the summed proportional set size (PSS) of the process and its
-children, sampled every 20 ms in a separate run: tracetriage forks a decoder child and a
-cache writer, and PSS counts the pages they share once.
+Times: median of `--repeats` unsampled runs at the main size (one at the others); HTA runs once. Memory:
+the peak of the summed proportional set size (PSS) of the process and its children (tracetriage forks a
+decoder child, and PSS counts the pages they share once), sampled every 20 ms in a separate run of ours
+(sampling a 3 s run that often costs it CPU) and every 200 ms in HTA's one run (a 40 s process whose
+DataFrames plateau; that rate costs it well under 1%). Each result is printed when it is measured, so a
+run cut short still shows what it got; every command has a time-out (--timeout).
 """
 from __future__ import annotations
 
@@ -29,8 +33,13 @@ from pathlib import Path
 
 from tracetriage.analyzers.loading.atomic import write_text_atomic
 
-ROOT = Path(__file__).resolve().parents[1]   # the repo (this file is tools/benchmark.py)
+ROOT = Path(__file__).resolve().parents[1]   # the repository (this file is tools/benchmark.py)
 SOURCE = ROOT / "traces" / "gpt-eager.json.gz"
+PACKAGE_DIRS = ("tracetriage", "analyzers", "tools")   # what a report imports (pyproject's package-dir)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
 
 
 def _tree_pss_mb(proc) -> float:
@@ -49,62 +58,69 @@ def _tree_pss_mb(proc) -> float:
     return total / 2**20
 
 
-def measure(cmd: list[str], env: dict | None = None, *, sample: bool = False) -> dict:
-    """Wall time of one command in a fresh process; with sample=True also its peak tree PSS.
+def measure(cmd: list[str], env: dict | None = None, *, sample_every: float | None = None,
+            timeout: float = 600) -> dict:
+    """Wall time of one command in a fresh process; with sample_every (s) also its peak tree PSS.
 
-    Sampling reads /proc/PID/smaps_rollup every 20 ms, which costs the measured process CPU time
-    on a 2-core machine, so times are taken from runs that are not sampled.
+    The command writes to files, not pipes: a sampler that waits on the process while it fills a pipe
+    nobody reads (a report's JSON is over the pipe's 64 KB at 300 MB) would wait forever. Sampling reads
+    /proc/PID/smaps_rollup of every process of the tree, which costs the measured process CPU time on a
+    2-core machine: times that matter come from runs that are not sampled (or sampled rarely, HTA's).
     """
     import psutil
 
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-    peak = 0.0
-    if sample:
-        ps = psutil.Process(p.pid)
-        while p.poll() is None:
-            peak = max(peak, _tree_pss_mb(ps))
-            time.sleep(0.02)
-    out, err = p.communicate()
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
+        peak = 0.0
+        if sample_every:
+            ps = psutil.Process(p.pid)
+            while p.poll() is None and time.perf_counter() - t0 < timeout:
+                peak = max(peak, _tree_pss_mb(ps))
+                time.sleep(sample_every)
+        try:
+            p.wait(timeout=max(timeout - (time.perf_counter() - t0), 1))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise RuntimeError(f"{' '.join(cmd[:6])} ... ran past its {timeout:.0f} s time-out") from None
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {err.decode()[-400:]}")
-    return {"wall_s": round(wall, 3), "peak_pss_mb": round(peak, 1) if sample else None,
-            "stdout": out.decode()[-2000:]}
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {stderr[-400:]}")
+    return {"wall_s": round(wall, 3), "peak_pss_mb": round(peak, 1) if sample_every else None,
+            "stdout": stdout}
 
 
-def timed(cmd: list[str], env: dict | None = None, repeats: int = 3) -> dict:
-    """Median wall time of `repeats` unsampled runs, then the peak PSS of one sampled run."""
-    walls = sorted(measure(cmd, env)["wall_s"] for _ in range(repeats))
-    mem = measure(cmd, env, sample=True)
-    return {"wall_s": walls[len(walls) // 2], "walls": walls, "peak_pss_mb": mem["peak_pss_mb"],
-            "stdout": mem["stdout"]}
+def timed(cmd: list[str], env: dict | None, repeats: int, timeout: float) -> dict:
+    """Median wall time of `repeats` unsampled runs, then the peak PSS of one run sampled every 20 ms."""
+    walls = sorted(measure(cmd, env, timeout=timeout)["wall_s"] for _ in range(repeats))
+    mem = measure(cmd, env, sample_every=0.02, timeout=timeout)
+    return {"wall_s": walls[len(walls) // 2], "walls": walls, "peak_pss_mb": mem["peak_pss_mb"]}
 
 
-def make_trace(workdir: Path, copies: int) -> tuple[Path, dict]:
-    from tools.grow import grow_file
-
-    dst = workdir / f"gpt-eager-x{copies}.json.gz"
-    info = grow_file(SOURCE, dst, copies=copies)
-    return dst, info
+REPORT = [sys.executable, "-m", "tracetriage.cli", "report"]
 
 
-def ours(path: Path, cache_dir: Path) -> dict:
-    cmd = [sys.executable, "-m", "tracetriage.cli", "report", str(path), "--json", "--quiet"]
-    cold = timed(cmd, {"TRACETRIAGE_NO_CACHE": "1"})
-    # warm: fill the cache (synchronously, from a fresh process), then time cache hits
+def ours_cold(path: Path, repeats: int, timeout: float) -> dict:
+    return timed(REPORT + [str(path), "--json", "--quiet"], {"TRACETRIAGE_NO_CACHE": "1"}, repeats, timeout)
+
+
+def ours_cached(path: Path, cache_dir: Path, repeats: int, timeout: float) -> dict:
+    """The report from the cache (filled first, synchronously, from a fresh process), and a bare cached load()."""
+    env = {"TRACETRIAGE_CACHE_DIR": str(cache_dir)}
     fill = [sys.executable, "-c",
             "import sys; from pathlib import Path; from tracetriage.analyzers.loading.load import load; "
             "from tracetriage.analyzers.loading import cache; "
             "cache.put(Path(sys.argv[1]), load(sys.argv[1], use_cache=False))", str(path)]
-    subprocess.run(fill, check=True, env={**os.environ, "TRACETRIAGE_CACHE_DIR": str(cache_dir)})
-    warm = timed(cmd, {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
+    measure(fill, env, timeout=timeout)
+    warm = timed(REPORT + [str(path), "--json", "--quiet"], env, repeats, timeout)
     load_only = measure([sys.executable, "-c", "import sys, time; t = time.perf_counter(); "
                          "from tracetriage.analyzers.loading.load import load; load(sys.argv[1]); "
-                         "print(round(time.perf_counter() - t, 3))", str(path)],
-                        {"TRACETRIAGE_CACHE_DIR": str(cache_dir)})
-    return {"cold": cold, "warm": warm, "cached_load_in_process_s": float(load_only["stdout"].strip()),
-            "cached_load_process_s": load_only["wall_s"]}
+                         "print(round(time.perf_counter() - t, 3))", str(path)], env, timeout=timeout)
+    return {**warm, "cached_load_in_process_s": float(load_only["stdout"].strip())}
 
 
 FLOOR_CODE = """
@@ -131,20 +147,27 @@ print(round(t1 - t0, 3), round(t2 - t1, 3))
 """
 
 
-def floor(path: Path) -> dict:
-    """The issue's floor on this machine: gunzip (isal) plus a typed msgspec decode of the event
-    fields without args, in a fresh process: what any Python tool must at least spend."""
-    walls = sorted(measure([sys.executable, "-c", FLOOR_CODE, str(path)])["wall_s"] for _ in range(3))
-    r = measure([sys.executable, "-c", FLOOR_CODE, str(path)])
-    gunzip_s, decode_s = map(float, r["stdout"].split())
-    return {"wall_s": walls[1], "gunzip_s": gunzip_s, "decode_s": decode_s}
+def floor(path: Path, repeats: int, timeout: float) -> dict:
+    """The physical floor on this machine: gunzip (isal) plus a typed msgspec decode of the event fields
+    without args, in a fresh process: what any Python tool must at least spend on reading the trace."""
+    runs = [measure([sys.executable, "-c", FLOOR_CODE, str(path)], timeout=timeout) for _ in range(repeats)]
+    mid = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+    gunzip_s, decode_s = map(float, mid["stdout"].split())
+    return {"wall_s": mid["wall_s"], "walls": sorted(r["wall_s"] for r in runs), "gunzip_s": gunzip_s,
+            "decode_s": decode_s}
 
 
-def hta(path: Path) -> dict:
+def stages(path: Path, timeout: float) -> dict:
+    r = measure([sys.executable, "-m", "tools.stage_times", str(path), "--json"], timeout=timeout)
+    return json.loads(r["stdout"])
+
+
+def hta(path: Path, timeout: float) -> dict:
+    """HTA's parse in one fresh process, its tree's PSS sampled every 200 ms."""
     cmd = [sys.executable, "-m", "tracetriage.analyzers.output.hta", str(path), "--parse-only"]
-    r = timed(cmd, repeats=1)
+    r = measure(cmd, sample_every=0.2, timeout=timeout)
     inner = json.loads(r["stdout"])
-    return {**r, **{f"hta_{k}": v for k, v in inner.items()}}
+    return {"wall_s": r["wall_s"], "peak_pss_mb": r["peak_pss_mb"], **{f"hta_{k}": v for k, v in inner.items()}}
 
 
 def _slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -155,66 +178,111 @@ def _slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return b, my - b * mx
 
 
+def _load_average() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _stage_table(st: dict) -> list[str]:
+    lines = ["| stage | wall s | CPU s (this process) |", "|---|---:|---:|"]
+    for k, (w, c) in st.items():
+        lines.append(f"| {k} | {w:.3f} | {c:.3f} |")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.benchmark")
     ap.add_argument("--copies", type=int, default=5, help="size of the main trace, in copies of the source")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 3], help="extra sizes (copies) for the slope")
+    ap.add_argument("--repeats", type=int, default=3, help="unsampled runs at the main size (the median is kept)")
     ap.add_argument("--no-hta", action="store_true")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds any one command may run")
     ap.add_argument("--workdir")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)
+    from tools.grow import read_source, write_grown
+
+    t_start = time.perf_counter()
     work = Path(a.workdir or tempfile.mkdtemp(prefix="tt-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    results: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "sizes": []}
-    for copies in sorted(set(a.sizes + [a.copies])):
-        path, info = make_trace(work, copies)
-        print(f"trace x{copies}: {info['events']:,} events, {info['json_mb']} MB JSON, {info['file_mb']} MB gz",
-              file=sys.stderr, flush=True)
-        row = {"copies": copies, **info, "ours": ours(path, work / f"cache-{copies}")}
-        if copies == a.copies:
-            row["floor"] = floor(path)
-        if copies == a.copies and not a.no_hta:
-            row["hta"] = hta(path)
+    results: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                                 "load_average_at_start": _load_average()}, "sizes": []}
+    say(f"machine: {os.cpu_count()} CPUs, Python {results['machine']['python']}, load average "
+        f"{results['machine']['load_average_at_start']} (1, 5, 15 min)")
+    # An installed package has its bytecode; a working tree under PYTHONDONTWRITEBYTECODE (set on this
+    # project's machines) has none, and every run would compile ~200 modules from source (0.3 s)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / d) for d in PACKAGE_DIRS)],
+                   check=True, stdout=subprocess.DEVNULL)
+    doc = read_source(SOURCE)
+    sizes = sorted(set(a.sizes) - {a.copies}) + [a.copies]    # the main size last: its HTA run is the longest
+    for copies in sizes:
+        main_size = copies == a.copies
+        path = work / f"gpt-eager-x{copies}.json.gz"
+        info = write_grown(doc, SOURCE, path, copies)
+        say(f"\ntrace x{copies}: {info['events']:,} events, {info['json_mb']} MB of JSON, {info['file_mb']} MB gz")
+        row = {**info, "ours": ours_cold(path, a.repeats if main_size else 1, a.timeout)}
+        o = row["ours"]
+        say(f"  tracetriage report --json, cold: {o['wall_s']:.2f} s (runs {o['walls']}), "
+            f"peak {o['peak_pss_mb']:.0f} MB PSS")
+        if main_size:
+            row["cached"] = ours_cached(path, work / f"cache-{copies}", a.repeats, a.timeout)
+            c = row["cached"]
+            say(f"  ... from the cache: {c['wall_s']:.2f} s, peak {c['peak_pss_mb']:.0f} MB PSS; a cached load() "
+                f"in-process {c['cached_load_in_process_s']:.3f} s")
+            row["floor"] = floor(path, a.repeats, a.timeout)
+            f = row["floor"]
+            say(f"  floor (isal gunzip + typed msgspec decode without args): {f['wall_s']:.2f} s (gunzip "
+                f"{f['gunzip_s']:.2f} s, decode {f['decode_s']:.2f} s)")
+            row["stages"] = stages(path, a.timeout)
+            say("  where the report's time goes (one run, in-process, `python -m tools.stage_times`):")
+            for line in _stage_table(row["stages"]):
+                say("    " + line)
+            if not a.no_hta:
+                row["hta"] = hta(path, a.timeout)
+                h = row["hta"]
+                say(f"  HTA 0.5.0, parse only: {h['wall_s']:.2f} s (TraceAnalysis itself "
+                    f"{h['hta_parse_seconds']:.2f} s), peak {h['peak_pss_mb']:.0f} MB PSS")
         results["sizes"].append(row)
         path.unlink()
-    main_row = next(r for r in results["sizes"] if r["copies"] == a.copies)
+    main_row = results["sizes"][-1]
     xs = [r["json_mb"] for r in results["sizes"]]
-    t_slope, t0 = _slope(xs, [r["ours"]["cold"]["wall_s"] for r in results["sizes"]])
-    m_slope, m0 = _slope(xs, [r["ours"]["cold"]["peak_pss_mb"] for r in results["sizes"]])
+    t_slope, t0 = _slope(xs, [r["ours"]["wall_s"] for r in results["sizes"]])
+    m_slope, m0 = _slope(xs, [r["ours"]["peak_pss_mb"] for r in results["sizes"]])
     results["slope"] = {"s_per_100mb": round(100 * t_slope, 3), "s_intercept": round(t0, 3),
-                        "mb_per_100mb": round(100 * m_slope, 1), "mb_intercept": round(m0, 1)}
-    lines = ["| trace | events | JSON MB | tool | wall s | peak MB (PSS) | ratio |",
-             "|---|---:|---:|---|---:|---:|---:|"]
+                        "mb_per_100mb": round(100 * m_slope, 1), "mb_intercept": round(m0, 1),
+                        "s_per_100mb_at_each_size": [round(100 * r["ours"]["wall_s"] / r["json_mb"], 3)
+                                                     for r in results["sizes"]]}
+    o, f = main_row["ours"], main_row["floor"]
+    results["floor_ratio"] = round(o["wall_s"] / f["wall_s"], 2)
+    lines = ["| trace | events | JSON MB | tool | wall s | peak MB (PSS) |", "|---|---:|---:|---|---:|---:|"]
     for r in results["sizes"]:
-        o = r["ours"]
         lines.append(f"| x{r['copies']} | {r['events']:,} | {r['json_mb']} | tracetriage report, cold | "
-                     f"{o['cold']['wall_s']:.2f} | {o['cold']['peak_pss_mb']:.0f} | |")
-        lines.append(f"| x{r['copies']} | | | tracetriage report, cached | {o['warm']['wall_s']:.2f} | "
-                     f"{o['warm']['peak_pss_mb']:.0f} | |")
-        if "floor" in r:
-            f = r["floor"]
-            lines.append(f"| x{r['copies']} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | | |")
-            results["floor_ratio"] = round(o["cold"]["wall_s"] / f["wall_s"], 2)
-        if "hta" in r:
-            h = r["hta"]
-            lines.append(f"| x{r['copies']} | | | HTA 0.5.0 parse only | {h['wall_s']:.2f} | "
-                         f"{h['peak_pss_mb']:.0f} | |")
-            tr = h["wall_s"] / o["cold"]["wall_s"]
-            mr = o["cold"]["peak_pss_mb"] / h["peak_pss_mb"]
-            results["ratios"] = {"hta_time_over_ours": round(tr, 1), "our_memory_over_hta": round(mr, 2),
-                                 "cached_load_s": o["cached_load_in_process_s"]}
-            lines.append(f"| x{r['copies']} | | | **ratio** | **{tr:.1f}x faster** | **{mr:.2f}x the memory** | |")
-    print("\n".join(lines))
-    print(f"\nslope: {results['slope']['s_per_100mb']} s and {results['slope']['mb_per_100mb']} MB per 100 MB of JSON "
-          f"(intercepts {results['slope']['s_intercept']} s, {results['slope']['mb_intercept']} MB)")
-    print(f"cached load() of the x{a.copies} trace: {main_row['ours']['cached_load_in_process_s']:.3f} s in-process")
-    if "floor_ratio" in results:
-        print(f"tracetriage cold / floor: {results['floor_ratio']}x")
+                     f"{r['ours']['wall_s']:.2f} | {r['ours']['peak_pss_mb']:.0f} |")
+    x = f"x{main_row['copies']}"
+    c = main_row["cached"]
+    lines.append(f"| {x} | | | tracetriage report, from the cache | {c['wall_s']:.2f} | {c['peak_pss_mb']:.0f} |")
+    lines.append(f"| {x} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | |")
+    if "hta" in main_row:
+        h = main_row["hta"]
+        lines.append(f"| {x} | | | HTA 0.5.0, parse only | {h['wall_s']:.2f} | {h['peak_pss_mb']:.0f} |")
+        results["ratios"] = {"hta_time_over_ours": round(h["wall_s"] / o["wall_s"], 1),
+                             "our_memory_over_hta": round(o["peak_pss_mb"] / h["peak_pss_mb"], 2)}
+    say("\n" + "\n".join(lines))
+    if "ratios" in results:
+        r = results["ratios"]
+        say(f"\ntracetriage cold vs HTA's parse: {r['hta_time_over_ours']}x faster, at {r['our_memory_over_hta']}x "
+            "its memory")
+    say(f"tracetriage cold / floor: {results['floor_ratio']}x")
+    s = results["slope"]
+    say(f"slope: {s['s_per_100mb']} s and {s['mb_per_100mb']} MB per 100 MB of JSON (intercepts {s['s_intercept']} s, "
+        f"{s['mb_intercept']} MB); s per 100 MB at each size: {s['s_per_100mb_at_each_size']}")
+    results["machine"]["load_average_at_end"] = _load_average()
+    results["benchmark_s"] = round(time.perf_counter() - t_start, 1)
+    say(f"load average at the end {results['machine']['load_average_at_end']}; the benchmark took "
+        f"{results['benchmark_s']:.0f} s")
     if a.out:
-        for r in results["sizes"]:
-            for k in ("cold", "warm"):
-                r["ours"][k].pop("stdout", None)
-            r.get("hta", {}).pop("stdout", None)
         write_text_atomic(a.out, json.dumps(results, indent=2))
     return 0
 

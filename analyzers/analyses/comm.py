@@ -117,7 +117,10 @@ def analyze(trace: Trace, kernel_rows: np.ndarray) -> Communication | None:
         exposed[mine] = iv.covered(xs, xe, s, e)
         waited[mine] = iv.covered(xs, xe, s, np.maximum(e - transfer[mine], s))   # the wait comes first
     kinds = _by_kind(trace, rows, transfer, exposed, waited)
-    wait_total = int(round(exposed_total * waited.sum() / exposed.sum())) if exposed.sum() else 0
+    # the product of two ns totals passes int64 past ~3 s each: it is taken in Python ints (then divided as floats,
+    # as before)
+    product = int(exposed_total) * int(waited.sum())
+    wait_total = int(round(float(product) / float(exposed.sum()))) if exposed.sum() else 0
     return Communication(collective_ns=int((ev.end[rows] - ev.start[rows]).sum()), exposed_ns=exposed_total,
                          wait_ns=wait_total, transfer_ns=exposed_total - wait_total, busy_ns=busy,
                          kinds=kinds, ranks=_ranks(trace, rows))

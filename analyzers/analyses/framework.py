@@ -23,7 +23,8 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
-from tracetriage.analyzers.model.names import name_tests
+from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
@@ -81,13 +82,13 @@ class _Painted:
 def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Rows of host events that mark a construct, and each one's construct code."""
     ev = trace.ev
-    rows = np.flatnonzero(np.isin(ev.cat, _MARKING_CATS))
+    rows = np.flatnonzero(any_of(ev.cat, _MARKING_CATS))
     if not len(rows):
         return rows, np.zeros(0, np.int8)
-    ids, inv = np.unique(ev.name[rows], return_inverse=True)
-    code_of = np.array([CONSTRUCTS.index(c) if (c := construct_of(trace.names[i])) is not None else -1 for i in ids],
-                       np.int8)
-    codes = code_of[inv.ravel()]
+    ids = distinct_names(trace, rows)
+    code_of = np.array([CONSTRUCTS.index(c) if (c := construct_of(trace.names[i])) is not None else -1
+                        for i in ids.tolist()], np.int8)
+    codes = per_name(trace, rows, ids, code_of)
     keep = codes >= 0
     return rows[keep], codes[keep]
 
@@ -100,7 +101,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
     rows = rows[codes == CONSTRUCTS.index(construct)]
     keys = thread_key(ev.pid[rows], ev.tid[rows])
     out_s, out_e, out_k = [], [], []
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         us, ue = iv.union(ev.start[rows[keys == k]], ev.end[rows[keys == k]])
         out_s.append(us)
         out_e.append(ue)
@@ -125,7 +126,7 @@ def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.
         codes = np.concatenate([codes, np.full(len(setup_s), setup, np.int8)])
     out: dict[int, list] = {}
     runs = np.zeros(len(CONSTRUCTS), np.int64)
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = keys == k
         taken_s, taken_e = np.empty(0, np.int64), np.empty(0, np.int64)
         layers = []
@@ -169,7 +170,7 @@ def charge(trace: Trace, painted: _Painted, gaps) -> np.ndarray:
         return out
     keys = _gap_threads(trace, gaps)
     dur = (gaps.end - gaps.start).astype(np.int64)
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = np.flatnonzero(keys == k)
         layers = painted.by_thread.get(k)
         if layers is not None:
@@ -183,7 +184,7 @@ def charge(trace: Trace, painted: _Painted, gaps) -> np.ndarray:
 def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarray]:
     """Every launch call, and the construct code at its start on its thread."""
     ev = trace.ev
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     if len(calls):
         calls = calls[name_tests(trace, calls, is_launch)[0]]
     codes = np.full(len(calls), USER, np.int8)
@@ -191,7 +192,7 @@ def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarr
         return calls, codes
     keys = thread_key(ev.pid[calls], ev.tid[calls])
     t = ev.start[calls]
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         m = np.flatnonzero(keys == k)
         for code, (s, e) in enumerate(painted.by_thread.get(k, ())):
             if not len(s):
@@ -217,10 +218,13 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
         if not len(r):
             continue
         dur = (ev.end[r] - ev.start[r]).astype(np.int64)
-        by_name: dict[int, int] = {}
-        for nid, d in zip(ev.name[r].tolist(), dur.tolist()):
-            by_name[nid] = by_name.get(nid, 0) + d
-        names[code] = [trace.names[i] for i, _ in sorted(by_name.items(), key=lambda kv: -kv[1])[:3]]
+        # each name's total, the names in the order first met, the three longest (ties: the first met)
+        ids, first, inv = np.unique(ev.name[r], return_index=True, return_inverse=True)
+        total = np.zeros(len(ids), np.int64)
+        np.add.at(total, inv.ravel(), dur)
+        met = np.argsort(first, kind="stable")
+        top = met[np.argsort(-total[met], kind="stable")[:3]]
+        names[code] = [trace.names[i] for i in ids[top].tolist()]
     return host, ranges, names
 
 

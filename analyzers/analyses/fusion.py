@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.opcost import op_cost, tensor_args
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
 FUSIBLE = ("elementwise", "reduction", "norm", "softmax", "copy")
@@ -91,6 +92,12 @@ class _Ledger:
         self.outside: set[tuple] = set()
         self.eager = self.fused_reads = self.last_out = 0.0
 
+    def copy(self) -> "_Ledger":
+        twin = _Ledger.__new__(_Ledger)
+        twin.__dict__.update(self.__dict__)
+        twin.produced, twin.outside = set(self.produced), set(self.outside)
+        return twin
+
     def _made(self, key: tuple) -> bool:
         return key in self.produced or any(_holds(p, key) for p in self.produced)
 
@@ -136,11 +143,72 @@ def _out_key(args, out_bytes: float) -> tuple | None:
     return (big[0], big[1]) if big is not None and out_bytes else None
 
 
+@dataclass(frozen=True)
+class ChainTable:
+    """Every chain at once, as flat arrays: chain i's ops are op_rows[op_at[i]:op_at[i + 1]] (rows of trace.ev),
+    its launch calls and its kernels likewise; its bytes and passes by index. In the order its first op ran."""
+    op_rows: np.ndarray
+    op_at: np.ndarray
+    call_rows: np.ndarray
+    call_at: np.ndarray
+    kernel_rows: np.ndarray
+    kernel_at: np.ndarray
+    eager_bytes: np.ndarray      # float64
+    fused_bytes: np.ndarray      # float64
+    passes: np.ndarray           # int64
+
+    def __len__(self) -> int:
+        return len(self.eager_bytes)
+
+    def chains(self) -> list[Chain]:
+        ops, calls, kernels = self.op_rows.tolist(), self.call_rows.tolist(), self.kernel_rows.tolist()
+        oa, ca, ka = self.op_at.tolist(), self.call_at.tolist(), self.kernel_at.tolist()
+        return [Chain(tuple(ops[oa[i]:oa[i + 1]]), tuple(calls[ca[i]:ca[i + 1]]), tuple(kernels[ka[i]:ka[i + 1]]),
+                      e, f, p)
+                for i, (e, f, p) in enumerate(zip(self.eager_bytes.tolist(), self.fused_bytes.tolist(),
+                                                  self.passes.tolist()))]
+
+
 def chains(trace: Trace, breaks: np.ndarray | None = None) -> list[Chain]:
     """Every eager chain of the trace, in the order its first op ran. `breaks` (per event) marks launch
     calls no chain may hold: another lever's ground (the optimizer step's per-parameter kernels)."""
+    return chain_table(trace, breaks).chains()
+
+
+class _Ledgers:
+    """The ledger of every chain prefix met, each built once: a chain's ledger depends only on the signatures
+    it added, in order, and a loop repeats the same chains hundreds of times, so the ledger's set logic runs
+    once per distinct prefix (a state) and a repeat is a dict lookup per launch call."""
+
+    def __init__(self, ops_of: list[_Op | None]):
+        self.ops_of = ops_of
+        self.books = [_Ledger()]           # state 0: no chain
+        self._after: dict[tuple[int, int], int] = {}
+        self._goes_on: dict[tuple[int, int], bool] = {}
+
+    def continues(self, state: int, sig: int) -> bool:
+        key = (state, sig)
+        r = self._goes_on.get(key)
+        if r is None:
+            r = self._goes_on[key] = self.books[state].continues(self.ops_of[sig])
+        return r
+
+    def add(self, state: int, sig: int) -> int:
+        """The state after the chain in `state` adds the op of signature `sig`."""
+        key = (state, sig)
+        r = self._after.get(key)
+        if r is None:
+            book = self.books[state].copy()
+            book.add(self.ops_of[sig])
+            self.books.append(book)
+            r = self._after[key] = len(self.books) - 1
+        return r
+
+
+def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
+    """chains(), as flat arrays (ChainTable)."""
     ev = trace.ev
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     kern = np.flatnonzero(ev.cat == KERNEL)
     launch = trace.launch_of[kern]
     kern, launch = kern[launch != NONE], launch[launch != NONE]
@@ -159,30 +227,85 @@ def chains(trace: Trace, breaks: np.ndarray | None = None) -> list[Chain]:
     for i, (k, r) in enumerate(zip(uniq.tolist(), first_row.tolist())):
         costed = _costed(trace, r) if k >= 0 else None
         ops_of.append(_op(i, trace.names[ev.name[r]], *costed) if costed is not None else None)
-    order = np.argsort(launch, kind="stable")
-    k_of_call = {c: [] for c in np.unique(launch).tolist()}
-    for c, k in zip(launch[order].tolist(), kern[order].tolist()):
-        k_of_call[c].append(k)
-    out: list[Chain] = []
+    fusible = np.array([o is not None for o in ops_of], bool)[sig]
+    if breaks is not None:
+        fusible &= ~breaks[calls]
+    ledgers = _Ledgers(ops_of)
+    # the chains, as runs of positions in `calls` (each thread's calls in time order), with their ledgers
+    found_calls: list[list[int]] = []
+    found_books: list[_Ledger] = []
     tids = ev.tid[calls]
-    for tid in np.unique(tids).tolist():
-        m = tids == tid
-        run: list[tuple[int, int]] = []         # (op, call) of the chain being built
-        book = _Ledger()
-        for c, o, s in zip(calls[m].tolist(), op[m].tolist(), sig[m].tolist()):
-            if run and run[-1][0] == o:        # another launch of the op the chain already holds
-                run.append((o, c))
+    for tid in distinct(tids).tolist():
+        at = np.flatnonzero(tids == tid)
+        run: list[int] = []          # positions in `calls` of the chain being built
+        last_op, state = NONE, 0
+        for i, o, s, f in zip(at.tolist(), op[at].tolist(), sig[at].tolist(), fusible[at].tolist()):
+            if run and last_op == o:      # another launch of the op the chain already holds
+                run.append(i)
                 continue
-            this = None if breaks is not None and breaks[c] else ops_of[s]
-            if this is None or (run and not book.continues(this)):
-                _close(run, book, k_of_call, out)   # not fusible, or the next call of the chain's function
-                run, book = [], _Ledger()
-                if this is None:
+            if not f or (run and not ledgers.continues(state, s)):
+                if len(run) >= MIN_OPS:   # not fusible, or the next call of the chain's function
+                    found_calls.append(run)
+                    found_books.append(ledgers.books[state])
+                run, state = [], 0
+                if not f:
                     continue
-            run.append((o, c))
-            book.add(this)
-        _close(run, book, k_of_call, out)
-    out.sort(key=lambda ch: ev.start[ch.ops[0]])
+            run.append(i)
+            last_op = o
+            state = ledgers.add(state, s)
+        if len(run) >= MIN_OPS:
+            found_calls.append(run)
+            found_books.append(ledgers.books[state])
+    return _table(ev, calls, op, kern, launch, found_calls, found_books)
+
+
+def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.ndarray,
+           runs: list[list[int]], books: list[_Ledger]) -> ChainTable:
+    """The runs that are chains worth fusing (two ops or more, fewer bytes fused), with their ops (each once,
+    in the order first launched) and kernels (each call's, in its calls' order), sorted by their first op."""
+    lengths = np.array([len(r) for r in runs], np.int64)
+    pos = np.array([i for r in runs for i in r], np.int64)
+    run_of = np.repeat(np.arange(len(runs)), lengths)
+    # each run's distinct ops, in the order first launched: the first call of each (run, op)
+    _, first_at = np.unique(run_of * (int(op.max(initial=0)) + 1) + op[pos], return_index=True)
+    new_op = np.zeros(len(pos), bool)
+    new_op[first_at] = True
+    n_ops = np.bincount(run_of[new_op], minlength=len(runs))
+    eager = np.array([b.eager for b in books], np.float64)
+    fused = np.array([b.fused for b in books], np.float64)
+    passes = np.array([b.passes for b in books], np.int64)
+    keep = (n_ops >= MIN_OPS) & (eager > 0) & (fused < eager)
+    # in the order each chain's first op ran (stable: chains built thread by thread)
+    first_start = ev.start[op[pos[_offsets(lengths)[:-1]]]]
+    order = np.flatnonzero(keep)[np.argsort(first_start[keep], kind="stable")]
+    rank = np.full(len(runs), -1, np.int64)
+    rank[order] = np.arange(len(order))
+    # calls and ops of the kept chains, chain by chain in the new order, each in its own order
+    sel = rank[run_of] >= 0
+    by_chain = np.argsort(rank[run_of[sel]], kind="stable")
+    call_pos = pos[sel][by_chain]
+    call_chain = rank[run_of[sel]][by_chain]
+    op_sel = (new_op & sel)[sel][by_chain]
+    op_rows = op[call_pos[op_sel]]
+    op_at = _offsets(np.bincount(call_chain[op_sel], minlength=len(order)))
+    call_rows = calls[call_pos]
+    call_at = _offsets(np.bincount(call_chain, minlength=len(order)))
+    # each call's kernels, in the order of the kernels' rows
+    k_order = np.argsort(launch, kind="stable")
+    k_launch, k_rows = launch[k_order], kern[k_order]
+    lo = np.searchsorted(k_launch, call_rows, side="left")
+    hi = np.searchsorted(k_launch, call_rows, side="right")
+    counts = hi - lo
+    kernel_rows = k_rows[np.repeat(lo, counts) + np.arange(counts.sum()) - np.repeat(_offsets(counts)[:-1], counts)]
+    kernel_at = _offsets(np.bincount(np.repeat(call_chain, counts), minlength=len(order)))
+    return ChainTable(op_rows, op_at, call_rows, call_at, kernel_rows, kernel_at, eager[order], fused[order],
+                      passes[order])
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    """Where each of consecutive slices of these lengths starts, and the end: [0, c0, c0 + c1, ...]."""
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
     return out
 
 
@@ -193,14 +316,3 @@ def _costed(trace: Trace, op: int):
     if cost is None or cost.kind not in FUSIBLE or cost.bytes <= 0:
         return None
     return cost, tensor_args(dims, types, concrete)
-
-
-def _close(run: list[tuple[int, int]], book: _Ledger, k_of_call: dict, out: list[Chain]) -> None:
-    if len(run) < MIN_OPS:
-        return
-    ops = list(dict.fromkeys(o for o, _ in run))
-    if len(ops) < MIN_OPS or book.eager <= 0 or book.fused >= book.eager:
-        return
-    calls = tuple(c for _, c in run)
-    kernels = tuple(k for c in calls for k in k_of_call.get(c, ()))
-    out.append(Chain(tuple(ops), calls, kernels, book.eager, book.fused, book.passes))

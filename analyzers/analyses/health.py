@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch, is_launch, is_stream_wait, is_sync
@@ -59,8 +60,8 @@ def check(trace: Trace, steps=None) -> Health:
     `steps`: tracetriage.analyzers.analyses.steps' Steps, when found.
     """
     ev = trace.ev
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     launches = calls[name_flags(trace, calls, is_launch)] if len(calls) else calls
     gpu_named = next(iter(trace.device_names.values()), None)
     found: list[Finding] = []
@@ -83,7 +84,7 @@ def _no_gpu(trace: Trace, launches: np.ndarray, gpu_named: str | None) -> list[F
     if len(launches):
         return [Finding(Problem.GPU_ACTIVITY_NOT_RECORDED, len(launches))]
     # the profiler's CUDA side ran (CUPTI's own rows, or the cuda_sync events it records), yet nothing launched
-    cuda_side = bool(np.any(np.isin(ev.cat, (OVERHEAD, CUDA_SYNC))))
+    cuda_side = bool(np.any(any_of(ev.cat, (OVERHEAD, CUDA_SYNC))))
     if gpu_named is not None and cuda_side:
         return [Finding(Problem.WORKLOAD_ON_CPU, int(np.sum(ev.cat == CPU_OP)))]
     return []
@@ -191,7 +192,7 @@ def _recorded(trace: Trace, gpu: np.ndarray, calls: np.ndarray) -> list[Finding]
 
 
 def _any_shapes(trace: Trace, ops: np.ndarray) -> bool:
-    ids = np.unique(trace.ev.shape[ops])
+    ids = distinct(trace.ev.shape[ops])
     # (Input Dims, Input type, Concrete Inputs) as raw JSON; dims absent or an empty list: no shapes
     return any(len(trace.shapes_raw[i][0]) > 2 for i in ids.tolist() if i != NONE)
 
@@ -209,7 +210,7 @@ def _cut(trace: Trace, steps, launches: np.ndarray) -> list[Finding]:
     ev = trace.ev
     tail = launches[ev.start[launches] >= steps.steps[-1].start_ns]
     tail = tail[~in_capture(trace, tail)]
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     issued = np.zeros(len(ev), bool)
     linked = trace.launch_of[gpu]
     issued[linked[linked != NONE]] = True

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
@@ -29,7 +30,7 @@ def _short(name: str, width: int = 80) -> str:
 
 
 def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:
-    m = np.isin(trace.ev.cat, GPU_CATS)
+    m = any_of(trace.ev.cat, GPU_CATS)
     if device is not None:
         m &= trace.ev.device == device
     return np.flatnonzero(m)
@@ -76,7 +77,7 @@ def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
 
     def calls_of(mask):
         runs = run[mask]
-        return len(np.unique(runs[runs != NONE])) or int(mask.sum())
+        return len(distinct(runs[runs != NONE])) or int(mask.sum())
 
     return group(trace, rows, keys, label, k, calls_of)
 

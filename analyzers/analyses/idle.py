@@ -40,6 +40,7 @@ from tracetriage.analyzers.model.evidence import (
     SyncEvidence,
     TransferEvidence,
 )
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
@@ -186,8 +187,8 @@ class _HostContext:
 
 
 def _host_context(trace: Trace) -> _HostContext:
-    ev, names = trace.ev, trace.names
-    is_call = np.isin(ev.cat, (RUNTIME, DRIVER))
+    ev = trace.ev
+    is_call = any_of(ev.cat, (RUNTIME, DRIVER))
     call_rows = np.flatnonzero(is_call)
     # every name test of the calls on one pass over their distinct names
     name_is_sync, name_is_launch, name_is_copy, name_is_free, name_is_wait, name_is_graph = name_tests(
@@ -198,34 +199,7 @@ def _host_context(trace: Trace) -> _HostContext:
     # memory (cudaMemcpyAsync stages pageable copies through the host), and it returned only after
     # its copy finished. A copy into pinned memory, or a memset, that merely finished quickly while
     # the call was still returning does not count.
-    gpu_rows = np.flatnonzero(ev.cat == MEMCPY)
-    copy_end_by_call, copy_kind_by_call = {}, {}
-    for g in gpu_rows:
-        c = trace.launch_of[g]
-        if c != NONE:
-            copy_end_by_call[int(c)] = max(copy_end_by_call.get(int(c), 0), int(ev.end[g]))
-            copy_kind_by_call[int(c)] = names[ev.name[g]]
-    blocking_copy = np.zeros(len(call_rows), dtype=bool)
-    h2d = np.zeros(len(call_rows), dtype=bool)
-    for k in np.flatnonzero(name_is_copy):
-        r = int(call_rows[k])
-        ce = copy_end_by_call.get(r)
-        if ce is None or ev.end[r] + CLOCK_TOL_NS < ce:
-            continue
-        kind = copy_kind_by_call[r]
-        synchronous_api = "Async" not in names[ev.name[r]]
-        if synchronous_api or "Pageable" in kind:
-            blocking_copy[k] = True
-            h2d[k] = "HtoD" in kind
-    # A stream sync that belongs to a host->device copy (`.to("cuda")` without non_blocking:
-    # cudaMemcpyAsync then cudaStreamSynchronize, one op, one External id) waits for the
-    # copy it just issued: the idle it causes is part of the transfer, not a drain.
-    h2d_ops = {int(ev.ext[call_rows[k]]) for k in np.flatnonzero(name_is_copy)
-               if "HtoD" in copy_kind_by_call.get(int(call_rows[k]), "") and ev.ext[call_rows[k]] != NONE}
-    if h2d_ops:
-        for k in np.flatnonzero(name_is_sync):
-            if int(ev.ext[call_rows[k]]) in h2d_ops:
-                h2d[k] = True
+    blocking_copy, h2d = _blocking_copies(trace, call_rows, name_is_copy, name_is_sync)
     sync_mask = name_is_sync | blocking_copy
     srows = call_rows[sync_mask]
     order = np.argsort(ev.start[srows], kind="stable")
@@ -261,7 +235,7 @@ def _host_context(trace: Trace) -> _HostContext:
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     py_rows = np.flatnonzero(ev.cat == PYTHON)   # with_stack=True: Python frames are traced host time too
-    for tid in np.unique(ev.tid[np.concatenate((op_rows, call_rows))]):
+    for tid in distinct(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
         every = call_rows[ev.tid[call_rows] == tid]
         calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]   # set-up calls issue nothing
@@ -299,6 +273,44 @@ def _host_context(trace: Trace) -> _HostContext:
                         launch_measured=bool(len(launch_durs)), setup_rows=call_rows[setup_mask],
                         copy_calls=(ev.start[bc], ev.end[bc], bc), wait_calls=wait_calls,
                         graph_launches=int(name_is_graph.sum()))
+
+
+def _blocking_copies(trace: Trace, call_rows: np.ndarray, name_is_copy: np.ndarray,
+                     name_is_sync: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per API call: a copy call that blocked the host until its copy finished, and whether it (or a stream sync
+    of a host->device copy's op) feeds the device. Each call's copies found by one sort, not a dict per copy."""
+    ev = trace.ev
+    blocking_copy = np.zeros(len(call_rows), dtype=bool)
+    h2d = np.zeros(len(call_rows), dtype=bool)
+    gpu_rows = np.flatnonzero(ev.cat == MEMCPY)
+    launch = trace.launch_of[gpu_rows]
+    linked, launch = gpu_rows[launch != NONE], launch[launch != NONE]
+    copies = np.flatnonzero(name_is_copy)
+    if not len(linked) or not len(copies):
+        return blocking_copy, h2d
+    # per launching call: the latest end of its copies, and its last copy (in row order) names the kind
+    order = np.argsort(launch, kind="stable")
+    launch, linked = launch[order], linked[order]
+    first = np.flatnonzero(np.r_[True, launch[1:] != launch[:-1]])
+    callers, copy_end = launch[first], np.maximum.reduceat(ev.end[linked], first)
+    kind_row = linked[np.r_[first[1:], len(linked)] - 1]
+    r = call_rows[copies]
+    at = np.minimum(np.searchsorted(callers, r), len(callers) - 1)
+    has = callers[at] == r
+    kind = kind_row[at]
+    htod = has & name_flags(trace, kind, lambda n: "HtoD" in n)
+    blocks = has & (ev.end[r] + CLOCK_TOL_NS >= copy_end[at]) & (
+        name_flags(trace, r, lambda n: "Async" not in n) | name_flags(trace, kind, lambda n: "Pageable" in n))
+    blocking_copy[copies[blocks]] = True
+    h2d[copies[blocks]] = htod[blocks]
+    # A stream sync that belongs to a host->device copy (`.to("cuda")` without non_blocking:
+    # cudaMemcpyAsync then cudaStreamSynchronize, one op, one External id) waits for the
+    # copy it just issued: the idle it causes is part of the transfer, not a drain.
+    h2d_ops = ev.ext[r[htod & (ev.ext[r] != NONE)]]
+    if len(h2d_ops):
+        syncs = np.flatnonzero(name_is_sync)
+        h2d[syncs[np.isin(ev.ext[call_rows[syncs]], h2d_ops)]] = True
+    return blocking_copy, h2d
 
 
 def _sync_at(ctx: _HostContext, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -473,7 +485,7 @@ def host_stretches(trace: Trace, free_s, free_e, f: WhatFollows, host_caused: np
     hs = np.where(synced, np.clip(f.sync_end, free_s, free_e), free_s)
     he = np.minimum(f.call_start, free_e)
     issuing = np.zeros(len(free_s), np.int64)
-    for tid in np.unique(f.call_tid[host_caused]):
+    for tid in distinct(f.call_tid[host_caused]):
         m = host_caused & (f.call_tid == tid)
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         issuing[m] = iv.covered(s_, e_, hs[m], he[m])
@@ -532,7 +544,7 @@ def classify(trace: Trace, device: int, free: FreeIntervals, f: WhatFollows, ctx
 def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
                    window: tuple[int, int] | None = None) -> DeviceIdle:
     ev = trace.ev
-    acts = np.flatnonzero((ev.device == device) & np.isin(ev.cat, GPU_CATS))
+    acts = np.flatnonzero((ev.device == device) & any_of(ev.cat, GPU_CATS))
     ctx = ctx or _host_context(trace)
     if len(acts) == 0:
         gaps = _empty_gaps()
@@ -702,7 +714,10 @@ def _no_setup() -> SetUp:
 def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> SetUp:
     """One-time set-up caught in the profile: the first call of an op that held the host through
     a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
-    loading, allocator growth). The fix is a warm-up before profiling, not a code change."""
+    loading, allocator growth). The fix is a warm-up before profiling, not a code change.
+
+    Linear in the trace: each thread's outermost ops are grouped by name once (a sort), so a
+    candidate's first-call test and its later calls are a lookup, not a pass over the thread."""
     ev = trace.ev
     out, spans, win = [], [], []
     if len(s) == 0:
@@ -711,41 +726,82 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
         if len(rows) == 0:
             continue
         overlap = iv.covered(s, e, ts, te)   # over every host-work gap it spans (a set-up splits into several)
-        for i in np.flatnonzero(overlap >= host_long):
-            name = ev.name[rows[i]]
-            same = rows[ev.name[rows] == name]
-            later = same[same > rows[i]]
-            if same[0] != rows[i] or len(later) == 0:
-                continue
+        cand = np.flatnonzero(overlap >= host_long)
+        if len(cand) == 0:
+            continue
+        # the thread's ops by name, each name's in time order: a candidate is its name's first op, and the
+        # ops after it in its group are its later calls (rows are in time order: sorted by start)
+        by_name = np.argsort(ev.name[rows], kind="stable")
+        group_start, group_end = _groups(ev.name[rows][by_name])
+        position = np.empty(len(rows), np.int64)
+        position[by_name] = np.arange(len(rows))
+        group = np.searchsorted(group_start, position[cand], side="right") - 1
+        first = (by_name[group_start[group]] == cand) & (group_end[group] - group_start[group] > 1)
+        for i, gi in zip(cand[first].tolist(), group[first].tolist()):
+            later = rows[by_name[group_start[gi] + 1:group_end[gi]]]
             typical = float(np.median(ev.end[later] - ev.start[later]))
             if overlap[i] >= 10 * max(typical, 1.0):
-                out.append(FirstCall(trace.names[name], round(float(te[i] - ts[i]) / 1e3, 1), round(typical / 1e3, 1),
-                                     round(float(overlap[i]) / 1e3, 1)))
+                out.append(FirstCall(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
+                                     round(typical / 1e3, 1), round(float(overlap[i]) / 1e3, 1)))
                 spans.append((int(ts[i]), int(te[i])))
                 win.append((int(ts[i]), int(te[i]), int(ev.pid[rows[i]]), int(ev.tid[rows[i]])))
-    # Set-up held in an API call outside the ops listed above (a first launch loading its module with
-    # no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
-    # One entry per call name (a cudaMalloc storm is one finding), its set-up calls summed.
-    rows = ctx.setup_rows
-    if len(rows):
-        over = iv.covered(s, e, ev.start[rows], ev.end[rows])
-        by_name: dict[int, list] = {}
-        for r, o in zip(rows.tolist(), over.tolist()):
-            if o < host_long or any(a <= ev.start[r] and ev.end[r] <= b for a, b in spans):
-                continue
-            by_name.setdefault(int(ev.name[r]), []).append((r, o))
-        for name, hits in by_name.items():
-            setup = {r for r, _ in hits}
-            others = np.flatnonzero((ev.name == name) & np.isin(ev.cat, (RUNTIME, DRIVER)))
-            others = others[~np.isin(others, list(setup))]
-            typical = float(np.median(ev.end[others] - ev.start[others])) if len(others) else None
-            first = sum(int(ev.end[r] - ev.start[r]) for r, _ in hits)
-            win += [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r, _ in hits]
-            out.append(FirstCall(trace.names[name], round(first / 1e3, 1),
-                                 None if typical is None else round(typical / 1e3, 1),
-                                 round(sum(o for _, o in hits) / 1e3, 1)))
+    out += _setup_calls(trace, s, e, ctx.setup_rows, host_long, spans, win)
     w = np.array(win, np.int64).reshape(-1, 4)
     return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3])
+
+
+def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal values of a sorted array starts and ends (end exclusive)."""
+    if len(sorted_keys) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    return starts, np.r_[starts[1:], len(sorted_keys)]
+
+
+def _inside_any(spans: list[tuple[int, int]], s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """For each [s, e], whether some span (a, b) holds it: a <= s and e <= b."""
+    if not spans or len(s) == 0:
+        return np.zeros(len(s), bool)
+    sp = np.array(spans, np.int64).reshape(-1, 2)
+    sp = sp[np.argsort(sp[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(sp[:, 1])           # the furthest end among spans starting at or before
+    k = np.searchsorted(sp[:, 0], s, side="right") - 1
+    return (k >= 0) & (e <= reach[np.maximum(k, 0)])
+
+
+def _setup_calls(trace: Trace, s: np.ndarray, e: np.ndarray, rows: np.ndarray, host_long: int,
+                 spans: list[tuple[int, int]], win: list) -> list[FirstCall]:
+    """Set-up held in an API call outside the ops first_calls found (a first launch loading its module with
+    no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
+    One entry per call name (a cudaMalloc storm is one finding), its set-up calls summed; their windows
+    are appended to `win`."""
+    ev = trace.ev
+    if len(rows) == 0:
+        return []
+    over = iv.covered(s, e, ev.start[rows], ev.end[rows])
+    keep = (over >= host_long) & ~_inside_any(spans, ev.start[rows], ev.end[rows])
+    rows, over = rows[keep], over[keep]
+    if len(rows) == 0:
+        return []
+    # every API call of each set-up call's name, once: the calls sorted by name, each name a slice
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    calls = calls[np.argsort(ev.name[calls], kind="stable")]
+    call_names = ev.name[calls]
+    names = ev.name[rows]
+    out = []
+    for name in dict.fromkeys(names.tolist()):        # in the order of their first set-up call
+        mine = names == name
+        hits, hit_over = rows[mine], over[mine]
+        lo, hi = np.searchsorted(call_names, [name, name + 1])
+        others = calls[lo:hi]
+        others = others[~np.isin(others, hits)]
+        typical = float(np.median(ev.end[others] - ev.start[others])) if len(others) else None
+        first = int(np.sum(ev.end[hits] - ev.start[hits]))
+        win += [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r in hits.tolist()]
+        out.append(FirstCall(trace.names[name], round(first / 1e3, 1),
+                             None if typical is None else round(typical / 1e3, 1),
+                             round(int(hit_over.sum()) / 1e3, 1)))
+    return out
 
 
 # --- step 5: the evidence of each cause ------------------------------------------------------------
@@ -851,7 +907,7 @@ def within(trace: Trace, devs: list[DeviceIdle], starts: np.ndarray, ends: np.nd
     out = []
     for d in devs:
         ws, we = iv.intersect(starts, ends, np.array([d.span_start]), np.array([d.span_end]))
-        acts = np.flatnonzero((ev.device == d.device) & np.isin(ev.cat, GPU_CATS))
+        acts = np.flatnonzero((ev.device == d.device) & any_of(ev.cat, GPU_CATS))
         kern = acts[ev.cat[acts] == KERNEL]
         copies = acts[ev.cat[acts] != KERNEL]
         ks, ke = iv.intersect(*iv.union(ev.start[kern], ev.end[kern]), ws, we)

@@ -14,6 +14,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
@@ -60,8 +61,8 @@ def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None
     if len(ann) == 0:
         return []
     labels = np.array([range_name(trace.names[i]) for i in ev.name[ann]], dtype=object)
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
     gpu_call = trace.launch_of[gpu]
     out = []
     for name in (names or list(dict.fromkeys(labels.tolist()))):

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.kernels import is_collective
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, USER_ANNOTATION, Trace
 from tracetriage.analyzers.model.verdicts import Cause
@@ -194,7 +195,7 @@ def collective_timing(trace: Trace) -> Collectives:
     steps_from = "calls"
     # torch 2.x records ProfilerStep#N as an annotation, torch 1.x as a cpu_op
     step_ids = [i for i, n in enumerate(trace.names) if n.startswith("ProfilerStep#")]
-    steps = (np.flatnonzero(np.isin(ev.name, step_ids) & np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))
+    steps = (np.flatnonzero(np.isin(ev.name, step_ids) & any_of(ev.cat, (USER_ANNOTATION, CPU_OP)))
              if step_ids else np.zeros(0, np.int64))
     if len(steps) >= 2 and len(rows):
         s_start = ev.start[steps]

@@ -32,6 +32,7 @@ from tracetriage.analyzers.analyses import comm as comm_mod
 from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.kernels import is_collective, is_tf32
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
@@ -149,7 +150,7 @@ def _charge_to_callers(trace: Trace, op: np.ndarray) -> np.ndarray:
     has = op != NONE
     if not has.any():
         return op
-    names = np.unique(ev.name[op[has]])
+    names = distinct(ev.name[op[has]])
     by_caller = [i for i in names if trace.names[i].endswith(_COSTED_BY_CALLER)]
     if not by_caller:
         return op
@@ -247,7 +248,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         kflops[kern[known]] = sig_flops[k_sig[known]] * share[known]
         kbytes[kern[known]] = sig_bytes[k_sig[known]] * share[known]
         kbound[kern[known]] = sig_bound[k_sig[known]]
-    comm_names = {i for i in np.unique(ev.name[kern]) if is_collective(trace.names[i])}
+    comm_names = {i for i in distinct(ev.name[kern]) if is_collective(trace.names[i])}
     if comm_names:
         is_comm = np.isin(ev.name[kern], list(comm_names))
         known &= ~is_comm

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,
@@ -42,7 +43,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     ev = trace.ev
     keep = np.zeros(len(rows), bool)
     key = thread_key(ev.pid[rows], ev.tid[rows])
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         m = np.flatnonzero(key == k)
         ends = ev.end[rows[m]]
         prev = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
@@ -54,7 +55,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread."""
     ev = trace.ev
     ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     # a launch is named by the kernel it launched: lazy loading is paid per kernel, not per call name
     call_name = ev.name[calls].astype(np.int64)
     kern = np.flatnonzero(ev.cat == KERNEL)
@@ -86,7 +87,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     w = np.array(out, np.int64)
     key = thread_key(w[:, 2], w[:, 3])
     s_out, e_out, k_out = [], [], []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         us, ue = iv.union(w[key == k, 0], w[key == k, 1])
         s_out.append(us)
         e_out.append(ue)
@@ -132,7 +133,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     ev = trace.ev
     walls = np.diff(bounds)
     steady = float(np.median(walls[EARLY:]))
-    host = np.flatnonzero(np.isin(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
+    host = np.flatnonzero(any_of(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
     key = thread_key(ev.pid[host], ev.tid[host])

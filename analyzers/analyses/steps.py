@@ -36,6 +36,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import (
@@ -210,7 +211,7 @@ class Steps:
 def _outermost(ev, rows: np.ndarray) -> np.ndarray:
     """The rows not nested inside an earlier row of the same thread (rows sorted by start)."""
     out = []
-    for tid in np.unique(ev.tid[rows]):
+    for tid in distinct(ev.tid[rows]):
         r = rows[ev.tid[rows] == tid]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), dtype=bool)
@@ -232,7 +233,7 @@ def tokens(trace: Trace) -> tuple[np.ndarray, StepsFrom]:
         # a call made outside any op is a token of its own when it says something of the loop: a sync
         # (torch.cuda.synchronize(), Event.synchronize()) ends a step as `.item()` does, and a CUDA-graph replay
         # (graph.replay()) is a step's whole forward
-        calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+        calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
         loose = calls[name_flags(trace, calls, lambda n: (rc.is_sync(n) and n not in NOT_A_STEP_END)
                                  or rc.is_graph_launch(n))]
         ops[loose] = True
@@ -276,7 +277,7 @@ class _Prefix:
         w0, w1 = w[0][tok], w[1][tok]
         with np.errstate(over="ignore"):
             return cls(tok, w, np.concatenate(([0], np.cumsum(w0))), np.concatenate(([0], np.cumsum(w1 * k))),
-                       np.concatenate(([0], np.cumsum(w1))), np.sort(w[0][np.unique(tok)]))
+                       np.concatenate(([0], np.cumsum(w1))), np.sort(w[0][distinct(tok)]))
 
     def order_hash(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """An order-sensitive hash of each unit tok[start:stop]."""
@@ -340,6 +341,7 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
     total = float(t_end.max() - t_start[0]) if n else 0.0
     order = np.argsort(tok, kind="stable")        # the positions of each name, grouped: one sort, not one scan a name
     names, first, counts = np.unique(tok[order], return_index=True, return_counts=True)
+    last_end_from = np.maximum.accumulate(t_end[::-1])[::-1] if n else t_end   # max(t_end[i:]), for every i
     out = []
     for name, f, c in zip(names, first, counts):
         if c < STEP_MIN_REPEATS or c > n // 2:
@@ -347,7 +349,7 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
         pos = order[f:f + c]
         regular, unit, _ = _regular(px, pos)
         # each unit's host time: from its first op to the next unit's (the last: to its last op's end)
-        t_next = np.append(t_start[pos[1:]], t_end[pos[-1]:].max())
+        t_next = np.append(t_start[pos[1:]], last_end_from[pos[-1]])
         cover = float((t_next - t_start[pos])[regular].sum()) / total if total else 0.0
         stops = np.append(pos[1:], n)
         held = (gpu_prefix[stops] - gpu_prefix[pos])[regular].sum()
@@ -397,7 +399,7 @@ def _containing(trace: Trace, rows: np.ndarray, calls: np.ndarray) -> np.ndarray
     """Positions (into rows) of the tokens that hold each call, on the call's thread; -1 where none does."""
     ev = trace.ev
     out = np.full(len(calls), -1, np.int64)
-    for tid in np.unique(ev.tid[calls]):
+    for tid in distinct(ev.tid[calls]):
         mine = np.flatnonzero(ev.tid[rows] == tid)
         c = np.flatnonzero(ev.tid[calls] == tid)
         if not len(mine):
@@ -415,7 +417,7 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
     that uploads (`.to("cuda")` from pageable memory waits for its own copy) starts a step's work: not its end."""
     ev = trace.ev
     out = np.zeros(len(rows), dtype=bool)
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     if not len(calls) or not len(rows):
         return out
     sync = calls[name_flags(trace, calls, lambda n: rc.is_sync(n) and n not in NOT_A_STEP_END)]
@@ -439,7 +441,7 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier.
     """
     ev = trace.ev
-    ann = np.flatnonzero(np.isin(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
+    ann = np.flatnonzero(any_of(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):
         prof = ann[name_flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))]
         if len(prof):
@@ -525,7 +527,7 @@ def _prologue_launches(trace: Trace, rows: np.ndarray) -> bool:
         return False
     ev = trace.ev
     lo, hi = int(ev.start[rows[0]]), int(ev.end[rows].max())
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
     call_start = ev.start[trace.launch_of[gpu]]
     return bool(np.any((call_start >= lo) & (call_start < hi)))
 
@@ -535,7 +537,7 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
            prologue: set[int] | frozenset = frozenset(), framework=None) -> Steps:
     ev = trace.ev
     n = len(host_start)
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     call = trace.launch_of[gpu]
     # a GPU activity belongs to the step whose host window holds its launch call (else its own start)
     issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[gpu])
@@ -602,10 +604,10 @@ def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
 
 def _pays_setup(trace: Trace, lo: int, hi: int, later_from: int) -> bool:
     ev = trace.ev
-    calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)) & (ev.start >= lo) & (ev.start < hi))
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)) & (ev.start >= lo) & (ev.start < hi))
     if len(calls) and name_flags(trace, calls, lambda n: n.startswith(SETUP_CALL_PREFIXES)).any():
         return True
-    ops = np.flatnonzero(np.isin(ev.cat, (CPU_OP, PYTHON)))
+    ops = np.flatnonzero(any_of(ev.cat, (CPU_OP, PYTHON)))
     first = ops[(ev.start[ops] >= lo) & (ev.start[ops] < hi)]
     later = ops[ev.start[ops] >= later_from]
     long_first = first[ev.end[first] - ev.start[first] >= SETUP_FIRST_FLOOR_NS]
@@ -678,7 +680,7 @@ def _longest_gap(trace: Trace, devices, cause: Cause, lo: int, hi: int):
     if best_mid is None:
         return 0, None, None
     ev = trace.ev
-    ops = np.flatnonzero(np.isin(ev.cat, (CPU_OP, USER_ANNOTATION)) & (ev.start <= best_mid) & (ev.end > best_mid)
+    ops = np.flatnonzero(any_of(ev.cat, (CPU_OP, USER_ANNOTATION)) & (ev.start <= best_mid) & (ev.end > best_mid)
                          & (ev.start >= lo - CLOCK_TOL_NS))
     ops = ops[~name_flags(trace, ops, lambda n: n.startswith(PROFILER_STEP))] if len(ops) else ops
     if not len(ops):

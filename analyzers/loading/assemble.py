@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from tracetriage.analyzers.loading.decode import Part, ns_from_us, table_list
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import (
     CAT_CODES,
     EVENT_COLUMNS,
@@ -57,12 +58,12 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     start = ns_from_us(col["ts"])
     end = start + np.rint(col["dur"] * 1000.0).astype(np.int64)
     # GPU activities without args.device/stream (old traces): pid is the device, tid the stream.
-    gpu = np.isin(cat, GPU_CATS)
+    gpu = any_of(cat, GPU_CATS)
     fix = gpu & (device == NONE) & (pid >= 0)
     device[fix] = pid[fix]
     fix = gpu & (stream == NONE) & (tid >= 0)
     stream[fix] = tid[fix]
-    order = np.lexsort((-end, start))  # by start, longest first on ties (parents before children)
+    order = _by_start_longest_first(start, end)
     ev = Events(cat=cat[order], name=col["name"][order], start=start[order], end=end[order], pid=pid[order],
                 tid=tid[order], device=device[order], stream=stream[order], ext=col["ext"][order],
                 corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order],
@@ -89,6 +90,21 @@ def assemble(parts: list[Part], path: Path) -> Tables:
                   world_size=world_size,
                   base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
                   caveats=tuple(caveats), merged_ranks=merged)
+
+
+def _by_start_longest_first(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """np.lexsort((-end, start)): by start, longest first on ties (parents before children), then file order.
+
+    A stable sort by start alone is ~20x faster (the events come in long sorted runs, one per thread, which
+    timsort merges), and equal starts are rare (a dozen in 700k rows): only those runs are sorted again."""
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    tie = s[1:] == s[:-1]
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])    # every position in a run of equal starts
+        rows = order[at]
+        order[at] = rows[np.lexsort((rows, -end[rows], start[rows]))]
+    return order
 
 
 def _drop_duplicates(ev: Events) -> tuple[Events, int]:

@@ -18,6 +18,7 @@ import pickle
 import re
 import sys
 import zlib
+from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -412,16 +413,14 @@ def _sanitize(loose: list) -> tuple[list[_Event], int]:
     return out, 0
 
 
-def _ids(values: list, table: dict) -> np.ndarray:
-    """Small integer ids for hashable values (names, categories), numbered by first appearance.
-
-    dict.fromkeys finds the distinct values and map(dict.__getitem__) numbers them, both in C:
-    ~4x faster than a Python-level setdefault loop over 750k events.
-    """
-    for v in dict.fromkeys(values):
-        if v not in table:
-            table[v] = len(table)
-    return np.array(list(map(table.__getitem__, values)), dtype=np.int64) if values else np.zeros(0, np.int64)
+def _ids(values, n: int) -> tuple[np.ndarray, dict]:
+    """Small integer ids for n hashable values (names, categories, shapes), numbered by first appearance,
+    and the table {value: id}. One pass in C: a defaultdict whose default is its own length gives each
+    value it has not met the next id as it is met (~2x faster than finding the distinct values first)."""
+    table: defaultdict = defaultdict()
+    table.default_factory = table.__len__
+    ids = np.fromiter(map(table.__getitem__, values), np.int64, n)
+    return ids, dict(table)
 
 
 _STREAM_NAME = re.compile(r"\s*(?:stream\s*)?(-?\d+)\s*")
@@ -435,14 +434,14 @@ def table_list(table: dict) -> list:
     return out
 
 
-def _int_column(values: list) -> np.ndarray:
+def _int_column(xs: list, field: str) -> np.ndarray:
     """pid/tid: ints, except that old traces write them as strings: "1234" for a thread, "stream 7"
     for a GPU row. Those become the number; any other string a stable negative id (the same in
     every process and every part: a hash, not a running count)."""
     try:
-        return np.array(values, dtype=np.int64).reshape(-1)
+        return np.fromiter(map(attrgetter(field), xs), np.int64, len(xs))   # (a digit string reads as int() does)
     except (TypeError, ValueError, OverflowError):
-        return np.fromiter(map(_int_of, values), np.int64, len(values))
+        return np.fromiter(map(_int_of, map(attrgetter(field), xs)), np.int64, len(xs))
 
 
 def _int_of(v) -> int:
@@ -497,15 +496,15 @@ def _part_from_doc(doc, strict: bool) -> Part:
 def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
     n = len(xs)
     get = attrgetter
-    name_ids: dict[str, int] = {}
-    cat_ids: dict[str, int] = {}
+    names, name_ids = _ids(map(get("name"), xs), n)
+    cat_raw, cat_ids = _ids(map(get("cat"), xs), n)
     cols = {
-        "name": _ids(list(map(get("name"), xs)), name_ids).astype(np.int32),
-        "cat_raw": _ids(list(map(get("cat"), xs)), cat_ids),
+        "name": names.astype(np.int32),
+        "cat_raw": cat_raw,
         "ts": np.fromiter(map(get("ts"), xs), np.float64, n),
         "dur": np.fromiter(map(get("dur"), xs), np.float64, n),
-        "pid": _int_column(list(map(get("pid"), xs))),
-        "tid": _int_column(list(map(get("tid"), xs))),
+        "pid": _int_column(xs, "pid"),
+        "tid": _int_column(xs, "tid"),
     }
     no = _Args()
     args = [e.args or no for e in xs]
@@ -528,9 +527,10 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
     op_rows = np.flatnonzero(np.isin(cols["cat_raw"], op_codes)) if op_codes else np.zeros(0, np.int64)
     if len(op_rows):
         op_args = list(map(args.__getitem__, op_rows.tolist()))
-        keys = list(zip(map(bytes, map(get("dims"), op_args)), map(bytes, map(get("types"), op_args)),
-                        map(bytes, map(get("concrete"), op_args))))
-        shape_id[op_rows] = _ids(keys, shape_ids)
+        keys = zip(map(bytes, map(get("dims"), op_args)), map(bytes, map(get("types"), op_args)),
+                   map(bytes, map(get("concrete"), op_args)))
+        ids, shape_ids = _ids(keys, len(op_rows))
+        shape_id[op_rows] = ids
     cols["shape"] = shape_id
     _graph_and_collective_columns(cols, args, cat_ids, name_ids)
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.names import name_tests
 from tracetriage.analyzers.model.runtime_calls import (
     is_capture_begin,
@@ -58,29 +60,54 @@ def captures(trace: Trace) -> list[Capture]:
     ev = trace.ev
     if not any(map(is_capture_begin, trace.names)):
         return []
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     begin, end, launch, copy, graph = name_tests(trace, calls, is_capture_begin, is_capture_end, is_launch, is_copy,
                                                  is_graph_launch)
     if not begin.any():
         return []
     # a call that ran GPU work was not captured (another stream, or a relaxed capture mode)
     ran = np.zeros(len(ev), bool)
-    issued = trace.launch_of[np.isin(ev.cat, GPU_CATS)]
+    issued = trace.launch_of[any_of(ev.cat, GPU_CATS)]
     ran[issued[issued != NONE]] = True
-    recording = calls[(launch & ~graph | copy) & ~ran[calls]]
+    recording = _ByThread(ev, calls[(launch & ~graph | copy) & ~ran[calls]])
+    ends = _ByThread(ev, calls[end])
+    copy_row = np.zeros(len(ev), bool)
+    copy_row[calls[copy]] = True
     out = []
     for b in calls[begin].tolist():
-        same = (ev.pid[calls] == ev.pid[b]) & (ev.tid[calls] == ev.tid[b]) & (ev.start[calls] > ev.start[b])
-        ends = calls[end & same]
-        stop = int(ev.start[ends[0]]) if len(ends) else int(ev.end.max())
-        on = recording[(ev.pid[recording] == ev.pid[b]) & (ev.tid[recording] == ev.tid[b])
-                       & (ev.start[recording] > ev.start[b]) & (ev.start[recording] < stop)]
-        on = _outermost(ev, on)
+        pid, tid, t = int(ev.pid[b]), int(ev.tid[b]), int(ev.start[b])
+        after = ends.between(pid, tid, t, None)
+        stop = int(ev.start[after[0]]) if len(after) else int(ev.end.max())
+        on = _outermost(ev, recording.between(pid, tid, t, stop))
         if not len(on):
             continue
-        kinds = np.where(np.isin(on, calls[copy]), COPY_NODE, KERNEL_NODE).astype(np.int8)
+        kinds = np.where(copy_row[on], COPY_NODE, KERNEL_NODE).astype(np.int8)
         out.append(Capture(on, kinds, trace.op_of[on], stop))
     return out
+
+
+class _ByThread:
+    """Rows grouped by thread, each thread's in row order (rows sort by start): one thread's rows inside a time
+    window are two binary searches away, not a pass over every row per question."""
+
+    def __init__(self, ev: Events, rows: np.ndarray):
+        order = np.lexsort((rows, ev.tid[rows], ev.pid[rows]))
+        self.rows = rows[order]
+        self.pid, self.tid, self.start = ev.pid[self.rows], ev.tid[self.rows], ev.start[self.rows]
+
+    def between(self, pid: int, tid: int, after: int, before: int | None, at_or_after: int | None = None) -> np.ndarray:
+        """The thread's rows that start after `after` (and at or after `at_or_after`) and before `before` (None:
+        no bound), in row order."""
+        lo = np.searchsorted(self.pid, pid, side="left")
+        hi = np.searchsorted(self.pid, pid, side="right")
+        lo, hi = lo + np.searchsorted(self.tid[lo:hi], tid, side="left"), lo + np.searchsorted(self.tid[lo:hi], tid,
+                                                                                                side="right")
+        start = self.start[lo:hi]
+        a = np.searchsorted(start, after, side="right")
+        if at_or_after is not None:
+            a = max(a, np.searchsorted(start, at_or_after, side="left"))
+        b = np.searchsorted(start, before, side="left") if before is not None else len(start)
+        return self.rows[lo + a:lo + max(a, b)]
 
 
 def capture_windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -90,17 +117,18 @@ def capture_windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     empty = np.zeros(0, np.int64)
     if not any(map(is_capture_begin, trace.names)):    # (a few thousand names, not a million rows)
         return empty, empty, empty, empty
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     begin, end, inst = name_tests(trace, calls, is_capture_begin, is_capture_end, lambda n: "GraphInstantiate" in n)
+    begins, ends, insts = _ByThread(ev, calls[begin]), _ByThread(ev, calls[end]), _ByThread(ev, calls[inst])
     pid, tid, start, stop = [], [], [], []
     for b in calls[begin].tolist():
-        same = (ev.pid[calls] == ev.pid[b]) & (ev.tid[calls] == ev.tid[b]) & (ev.start[calls] > ev.start[b])
-        ends = calls[end & same]
-        e = int(ev.end[ends[0]]) if len(ends) else int(ev.end.max())
-        nxt = calls[inst & same & (ev.start[calls] >= e)]
-        if len(nxt) and (not len(ends) or len(calls[begin & same & (ev.start[calls] < ev.start[nxt[0]])]) == 0):
+        p, t, s = int(ev.pid[b]), int(ev.tid[b]), int(ev.start[b])
+        after = ends.between(p, t, s, None)
+        e = int(ev.end[after[0]]) if len(after) else int(ev.end.max())
+        nxt = insts.between(p, t, s, None, at_or_after=e)
+        if len(nxt) and (not len(after) or len(begins.between(p, t, s, int(ev.start[nxt[0]]))) == 0):
             e = int(ev.end[nxt[0]])      # the instantiation of this capture, before any next capture begins
-        pid.append(int(ev.pid[b])), tid.append(int(ev.tid[b])), start.append(int(ev.start[b])), stop.append(e)
+        pid.append(p), tid.append(t), start.append(s), stop.append(e)
     return (np.array(pid, np.int64), np.array(tid, np.int64), np.array(start, np.int64), np.array(stop, np.int64))
 
 
@@ -108,8 +136,13 @@ def in_capture(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """For host rows: whether each is made on a thread while it captures a graph (or instantiates it)."""
     ev = trace.ev
     out = np.zeros(len(rows), bool)
-    for pid, tid, s, e in zip(*capture_windows(trace)):
-        out |= (ev.pid[rows] == pid) & (ev.tid[rows] == tid) & (ev.start[rows] >= s) & (ev.start[rows] < e)
+    pid, tid, s, e = capture_windows(trace)
+    for p, t in set(zip(pid.tolist(), tid.tolist())):   # per capturing thread: its windows merged, then a search
+        mine = (pid == p) & (tid == t)
+        ws, we = iv.union(s[mine], e[mine])
+        on = np.flatnonzero((ev.pid[rows] == p) & (ev.tid[rows] == t))
+        k = np.searchsorted(ws, ev.start[rows[on]], side="right") - 1
+        out[on] = (k >= 0) & (ev.start[rows[on]] < we[np.maximum(k, 0)])
     return out
 
 
@@ -126,7 +159,7 @@ def replays(trace: Trace) -> list[Replay]:
     ev = trace.ev
     if not any(map(is_graph_launch, trace.names)):    # (a few thousand names, not a million rows)
         return []
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     call = trace.launch_of[gpu]
     linked = gpu[call != NONE]
     if not len(linked):

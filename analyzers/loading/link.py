@@ -17,6 +17,7 @@ import numpy as np
 
 from tracetriage.analyzers.loading.containment import innermost_enclosing
 from tracetriage.analyzers.loading.graphs import join as join_graph_replays
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     GPU_CATS,
@@ -50,10 +51,10 @@ def link(a: Tables) -> Trace:
     n = len(ev)
     launch_of = np.full(n, NONE, dtype=np.int64)
     op_of = np.full(n, NONE, dtype=np.int64)
-    calls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS) & (ev.corr != NONE))
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
+    calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS) & (ev.corr != NONE))
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     launch_of[gpu] = _match(ev.corr[gpu], ev.corr[calls], calls)
-    allcalls = np.flatnonzero(np.isin(ev.cat, HOST_CALL_CATS))
+    allcalls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     op_of[allcalls], by_time = _ops_of_calls(ev, allcalls)
     caveats = list(a.caveats) + _link_caveats(ev, gpu, allcalls, launch_of, op_of, by_time)
     trace = Trace(path=a.path, names=a.names, ev=ev, device_names=a.device_names, rank=a.rank,

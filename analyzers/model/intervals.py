@@ -8,8 +8,11 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Merge possibly overlapping [start, end) intervals into disjoint sorted ones."""
     if len(starts) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if (starts[1:] >= starts[:-1]).all():   # event rows come sorted by start: nothing to sort or gather
+        s, e = starts, ends
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
     run_end = np.maximum.accumulate(e)
     # a new merged interval begins where a start lies beyond everything seen so far
     new = np.empty(len(s), dtype=bool)

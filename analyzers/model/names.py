@@ -9,14 +9,27 @@ from __future__ import annotations
 import numpy as np
 
 
+def distinct_names(trace, rows: np.ndarray) -> np.ndarray:
+    """The name ids the rows hold, each once, ascending (np.unique's, in one pass: ids index trace.names)."""
+    present = np.zeros(len(trace.names), bool)
+    present[trace.ev.name[rows]] = True
+    return np.flatnonzero(present)
+
+
+def per_name(trace, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values[k] (one per name id ids[k]) broadcast to each row by its name, through a table over the names."""
+    table = np.zeros(len(trace.names), values.dtype)
+    table[ids] = values
+    return table[trace.ev.name[rows]]
+
+
 def name_tests(trace, rows: np.ndarray, *tests) -> list[np.ndarray]:
-    """test(name) for each row, for every test, on one np.unique of the rows' names."""
+    """test(name) for each row, for every test, asked once of each distinct name among the rows."""
     if not len(rows):
         return [np.zeros(0, dtype=bool) for _ in tests]
-    ids, inv = np.unique(trace.ev.name[rows], return_inverse=True)
-    names = [trace.names[i] for i in ids]
-    inv = inv.ravel()
-    return [np.array([bool(t(n)) for n in names], dtype=bool)[inv] for t in tests]
+    ids = distinct_names(trace, rows)
+    names = [trace.names[i] for i in ids.tolist()]
+    return [per_name(trace, rows, ids, np.array([bool(t(n)) for n in names], dtype=bool)) for t in tests]
 
 
 def name_flags(trace, rows: np.ndarray, test) -> np.ndarray:

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import any_of, distinct
+
 # --- categories ---------------------------------------------------------------
 
 OTHER, CPU_OP, USER_ANNOTATION, GPU_USER_ANNOTATION, RUNTIME, DRIVER, KERNEL, MEMCPY, MEMSET, CUDA_SYNC, \
@@ -152,7 +154,7 @@ class Trace(Tables):
     graph_op_of: np.ndarray | None = None
 
     def idx(self, *cats: int) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.ev.cat, cats))
+        return np.flatnonzero(any_of(self.ev.cat, cats))
 
     def launching_op(self, rows: np.ndarray) -> np.ndarray:
         """The cpu_op each GPU activity is charged to: the op that launched it when its graph was captured
@@ -180,8 +182,8 @@ class Trace(Tables):
 
     @property
     def devices(self) -> list[int]:
-        gpu = np.isin(self.ev.cat, GPU_CATS)
-        return sorted(int(d) for d in np.unique(self.ev.device[gpu]) if d != NONE)
+        gpu = any_of(self.ev.cat, GPU_CATS)
+        return sorted(int(d) for d in distinct(self.ev.device[gpu]) if d != NONE)
 
     def device_name(self, device: int | None = None) -> str | None:
         if device is None:

@@ -23,6 +23,7 @@ from tracetriage.analyzers.analyses.inductor import FusedKernel
 from tracetriage.analyzers.loading.generated_code import read_wrappers
 from tracetriage.analyzers.loading.source_files import read_sources
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Experiment
 
@@ -108,7 +109,7 @@ def fused_kernels(trace: Trace) -> dict[str, FusedKernel]:
     """Every Inductor kernel in the trace (by its GPU name, or the CPU op Inductor records under that name),
     with the ATen ops it fused."""
     ev = trace.ev
-    ids = np.flatnonzero(np.bincount(ev.name[np.isin(ev.cat, (KERNEL, CPU_OP))], minlength=len(trace.names)))
+    ids = np.flatnonzero(np.bincount(ev.name[any_of(ev.cat, (KERNEL, CPU_OP))], minlength=len(trace.names)))
     names = [trace.names[i] for i in ids.tolist() if inductor.is_inductor_kernel(trace.names[i])]
     if not names:
         return {}

@@ -28,6 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
@@ -151,7 +152,7 @@ def _span(trace: Trace) -> tuple[np.ndarray, int, int]:
     """The rows of the traced span (tracetriage.analyzers.model.span: never the profiler's own ProfilerStep#
     ranges, which wrap the user's work with its step bookkeeping), and its first start and last end."""
     ev = trace.ev
-    span_rows = np.flatnonzero(np.isin(ev.cat, SPAN_CATS))
+    span_rows = np.flatnonzero(any_of(ev.cat, SPAN_CATS))
     if len(span_rows):
         ann = span_rows[ev.cat[span_rows] == USER_ANNOTATION]
         if len(ann):
@@ -180,8 +181,8 @@ class _HostCalls:
 
 def _host_calls(trace: Trace, span_rows: np.ndarray) -> _HostCalls:
     ev = trace.ev
-    host_rows = span_rows[~np.isin(ev.cat[span_rows], GPU_CATS)]
-    all_calls = np.flatnonzero(np.isin(ev.cat, (RUNTIME, DRIVER)))
+    host_rows = span_rows[~any_of(ev.cat[span_rows], GPU_CATS)]
+    all_calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     keys = np.concatenate([host_rows, all_calls])
     tkey = _thread_index(ev, keys) if len(keys) else np.zeros(0, np.int64)
     h_thread, c_thread_all = tkey[: len(host_rows)], tkey[len(host_rows):]
@@ -191,7 +192,7 @@ def _host_calls(trace: Trace, span_rows: np.ndarray) -> _HostCalls:
     calls_s, thr_s = all_calls[order], c_thread_all[order]
     top = np.ones(len(calls_s), bool)
     parent_of = np.arange(len(calls_s))
-    for t in np.unique(thr_s):
+    for t in distinct(thr_s):
         m = np.flatnonzero(thr_s == t)          # contiguous: sorted by thread first
         ends = ev.end[calls_s[m]]
         prev_run = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
@@ -293,7 +294,7 @@ def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
         okey = _thread_index(ev, np.concatenate([op_rows, ann_rows, c_row]))
         o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
         cc_thr = okey[len(op_rows) + len(ann_rows):]
-        for t in np.unique(cc_thr):
+        for t in distinct(cc_thr):
             m = np.flatnonzero(cc_thr == t)              # this thread's calls, in start order
             ops = op_rows[o_thr == t]
             s_, e_ = ev.start[ops], ev.end[ops]
@@ -347,11 +348,8 @@ class _GpuActivities:
 def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     ev = trace.ev
     c_start = calls.start
-    gpu = np.flatnonzero(np.isin(ev.cat, GPU_CATS))
-    qkey = np.stack([ev.device[gpu].astype(np.int64), ev.stream[gpu]])
-    qk, g_queue0 = np.unique(qkey, axis=1, return_inverse=True) if len(gpu) else (np.zeros((2, 0), np.int64),
-                                                                                   np.zeros(0, np.int64))
-    g_queue0 = g_queue0.ravel()
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
+    q_dev, q_stream, g_queue0 = pair_groups(ev.device[gpu].astype(np.int64), ev.stream[gpu])
     lrow = trace.launch_of[gpu]
     linked = lrow != NONE
     g_call0 = np.where(linked, calls.index_of_row[np.maximum(lrow, 0)], NONE)
@@ -393,7 +391,7 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     g_dep = np.full(n_g, NONE, np.int64)
     g_delay = np.zeros(n_g, np.int64)
     cand = np.flatnonzero(~queued & ~on_time)
-    if len(cand) and len(qk[0]) > 1:
+    if len(cand) and len(q_dev) > 1:
         explained = np.maximum(np.where(first_in_q, 0, prev_end_g), call_start + lat_typ)
         dev = ev.device[g_row]
         for q in np.unique(g_queue[cand]):
@@ -416,8 +414,8 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     g_gap = np.where(first_in_q, 0, g_gap)
     return _GpuActivities(row=g_row, queue=g_queue, call=g_call, linked=g_linked, start=g_start, end=g_end,
                           dur=g_dur, lat=g_lat, gap=g_gap, dep=g_dep, delay=g_delay,
-                          queue_keys=[(int(a), int(b)) for a, b in qk.T], lat_typ_ns=lat_typ, min_gap_ns=min_gap,
-                          min_gap_measured=measured)
+                          queue_keys=list(zip(q_dev.tolist(), q_stream.tolist())), lat_typ_ns=lat_typ,
+                          min_gap_ns=min_gap, min_gap_measured=measured)
 
 
 # --- 6. calls blocked on GPU work -----------------------------------------------------------------
@@ -480,7 +478,7 @@ def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_threa
     n = len(c_start)
     wake = np.full(n, NONE, np.int64)
     wdelay = np.zeros(n, np.int64)
-    if n == 0 or len(np.unique(c_thread)) < 2:
+    if n == 0 or len(distinct(c_thread)) < 2:
         return wake, wdelay
     c_end = c_start + c_dur
     by_end = np.argsort(c_end, kind="stable")
@@ -494,15 +492,18 @@ def _handoffs(c_start: np.ndarray, c_dur: np.ndarray, c_gap: np.ndarray, c_threa
     first_of_thread[order[np.r_[True, ~same]]] = True
     begun = thread_start[c_thread]
     late_thread = first_of_thread & (begun > begun.min())       # a thread that began after the first one
-    for i in np.flatnonzero((c_gap >= long_ns) | late_thread).tolist():
-        k = int(np.searchsorted(ends_sorted, c_start[i], side="right")) - 1
-        # the latest call on another thread that ended before this one began, inside this call's wait
-        while k >= 0 and c_thread[by_end[k]] == c_thread[i]:
-            k -= 1
-        if k < 0:
-            continue
-        w = int(by_end[k])
-        if (first_of_thread[i] or c_end[w] > c_start[i] - c_gap[i]) and nxt[w] > c_start[i]:
-            wake[i] = w
-            wdelay[i] = int(c_start[i] - c_end[w])
+    cand = np.flatnonzero((c_gap >= long_ns) | late_thread)
+    k = np.searchsorted(ends_sorted, c_start[cand], side="right") - 1
+    # the latest call on another thread that ended before this one began, inside this call's wait: the last
+    # call ended by then, or, where that one is on the candidate's own thread, the call before its run of
+    # same-thread calls (in end order)
+    thr_by_end = c_thread[by_end]
+    run_start = np.maximum.accumulate(np.where(np.r_[True, thr_by_end[1:] != thr_by_end[:-1]], np.arange(n), 0))
+    kc = np.maximum(k, 0)
+    j = np.where(thr_by_end[kc] == c_thread[cand], run_start[kc] - 1, kc)
+    cand, j = cand[(k >= 0) & (j >= 0)], j[(k >= 0) & (j >= 0)]
+    w = by_end[j]
+    hand = (first_of_thread[cand] | (c_end[w] > c_start[cand] - c_gap[cand])) & (nxt[w] > c_start[cand])
+    wake[cand[hand]] = w[hand]
+    wdelay[cand[hand]] = c_start[cand[hand]] - c_end[w[hand]]
     return wake, wdelay

@@ -78,7 +78,8 @@ def replay(g: Graph, p: Plan) -> Replayed:
     order = np.lexsort((g.g_start, p.g_call, p.g_queue)) if n_g else np.zeros(0, np.int64)
     inv = np.empty(n_g, np.int64)
     inv[order] = np.arange(n_g)
-    q = np.unique(p.g_queue[order], return_inverse=True)[1].ravel() if n_g else np.zeros(0, np.int64)
+    sorted_queue = p.g_queue[order]    # ascending: the queue is the sort's first key
+    q = np.cumsum(np.r_[False, sorted_queue[1:] != sorted_queue[:-1]]) if n_g else np.zeros(0, np.int64)
     call = p.g_call[order]
     dur, lat, gap = p.g_dur[order], p.g_lat[order], p.g_gap[order]
     dep = np.where(p.g_dep[order] >= 0, inv[np.maximum(p.g_dep[order], 0)], NONE)
@@ -117,7 +118,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     if n_c:
         first_call[g.c_thread[::-1]] = np.arange(n_c - 1, -1, -1)
     q_end = np.full(len(qs), NEG, np.int64)
-    single_thread = len(np.unique(g.c_thread)) <= 1
+    single_thread = bool((g.c_thread == g.c_thread[0]).all())
     a = 0
     for s, b in enumerate(seg_end):
         if b <= a:
@@ -180,7 +181,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     ends = [g.span_start]
     if n_c:
         has_calls = np.zeros(len(cur), bool)
-        has_calls[np.unique(g.c_thread)] = True
+        has_calls[g.c_thread] = True
         ends.append(int((cur + p.thread_tail)[has_calls].max()))
     if n_g:
         ends.append(int(g_e.max()))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, Trace, thread_key
 from tracetriage.analyzers.whatif import replay as rp
 from tracetriage.analyzers.whatif.depgraph import Graph
@@ -107,7 +108,7 @@ def ops_per_gap(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray]:
         return before, tail
     key_c = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
     key_o = thread_key(ev.pid[ops], ev.tid[ops])
-    for t in np.unique(g.c_thread):
+    for t in distinct(g.c_thread):
         m = np.flatnonzero(g.c_thread == t)            # this thread's calls, in start order
         o_start = ev.start[ops[key_o == key_c[m[0]]]]
         if not len(o_start):

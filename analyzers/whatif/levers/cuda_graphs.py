@@ -15,6 +15,7 @@ import numpy as np
 
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION, thread_key
@@ -137,16 +138,22 @@ def replay_gap(c: Context) -> tuple[int, str]:
         gl = gl[np.lexsort((g.c_start[gl], g.c_thread[gl]))]
         a, b = gl[:-1], gl[1:]
         same = g.c_thread[a] == g.c_thread[b]
+        a, b = a[same], b[same]
+        lo, hi = g.c_start[a] + g.c_dur[a], g.c_start[b]
+        # other launches on the pair's thread strictly between the two: counted by a search among them, sorted
+        # by (thread, start), not a pass over every call per pair
         other = np.flatnonzero(g.c_issues & ~c.calls_named(is_graph_launch))
-        gaps = []
-        for x, y in zip(a[same].tolist(), b[same].tolist()):
-            lo, hi = g.c_start[x] + g.c_dur[x], g.c_start[y]
-            on = g.c_thread == g.c_thread[x]
-            if np.any(on[other] & (g.c_start[other] > lo) & (g.c_start[other] < hi)):
-                continue
-            gaps.append(int(hi - lo))
+        other = other[np.lexsort((g.c_start[other], g.c_thread[other]))]
+        o_thr, o_start = g.c_thread[other], g.c_start[other]
+        thr = g.c_thread[a]
+        n_between = np.zeros(len(a), np.int64)
+        for t in distinct(thr).tolist():      # per thread: a search among its own launches
+            m = thr == t
+            mine = o_start[np.searchsorted(o_thr, t, side="left"):np.searchsorted(o_thr, t, side="right")]
+            n_between[m] = np.searchsorted(mine, hi[m], side="left") - np.searchsorted(mine, lo[m], side="right")
+        gaps = (hi - lo)[n_between <= 0]      # (<= 0: a pair that overlaps has none between)
         if len(gaps) >= 2:
-            return int(np.median(gaps)), "trace"
+            return int(np.median(gaps.tolist())), "trace"
     return REPLAY_GAP_NS, "reference"
 
 

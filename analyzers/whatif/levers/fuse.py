@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.fusion import chains
+from tracetriage.analyzers.analyses.fusion import ChainTable, chain_table
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
@@ -54,10 +54,11 @@ def compiled_call_ns(trace, per_op_ns: float | None = None) -> tuple[int, str]:
     return int(COMPILED_CALL_OPS * (per_op_ns or 0)), "reference"
 
 
-def per_op_dispatch_ns(trace, found) -> float:
+def per_op_dispatch_ns(trace, found: ChainTable) -> float:
     """What one eager op of a chain costs the host here: the median chain's wall from first op to last, per op."""
     ev = trace.ev
-    return float(np.median([(ev.end[ch.ops[-1]] - ev.start[ch.ops[0]]) / len(ch.ops) for ch in found]))
+    first, last = found.op_rows[found.op_at[:-1]], found.op_rows[found.op_at[1:] - 1]
+    return float(np.median((ev.end[last] - ev.start[first]) / np.diff(found.op_at)))
 
 
 def _optimizer_calls(c: Context) -> np.ndarray:
@@ -71,48 +72,110 @@ def _optimizer_calls(c: Context) -> np.ndarray:
 def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
     g, ev = c.g, c.trace.ev
     # the optimizer step's per-parameter chains are fused_optimizer's ground: fuse acts on the model's own
-    found = chains(c.trace, _optimizer_calls(c))
-    if not found or not g.n_calls:
+    found = chain_table(c.trace, _optimizer_calls(c))
+    if not len(found) or not g.n_calls:
         return ChainsFused("fuse"), {"chains": 0}
     call_ns, source = compiled_call_ns(c.trace, per_op_dispatch_ns(c.trace, found))
-    call_index = {int(r): i for i, r in enumerate(g.c_row.tolist())}
-    gpu_index = {int(r): i for i, r in enumerate(g.g_row.tolist())}
-    n, n_kernels, eager_b, fused_b, wall_ns = 0, 0, 0.0, 0.0, 0
-    for ch in found:
-        ci = [call_index[r] for r in ch.calls if r in call_index]
-        gi = [gpu_index[r] for r in ch.kernels if r in gpu_index]
-        if len(ci) < 2 or not gi:
-            continue
-        first, rest = ci[0], np.array(ci[1:], np.int64)
-        gi = np.array(sorted(gi, key=lambda i: g.g_start[i]), np.int64)
-        dur = g.g_dur[gi]
-        passes = min(ch.passes, len(gi))
-        each = max(int(dur.min()), int(round(float(dur.sum()) * ch.byte_ratio / passes)))
-        # a chain whose compiled call costs the host more than its dispatch and its bytes save stays eager
-        # (a two-op tail on a slow-dispatch host: compile the module where it pays, not every chain)
-        host_saving = int(ev.end[ch.ops[-1]] - ev.start[ch.ops[0]]) - call_ns
-        if host_saving + int(dur.sum()) - passes * each <= 0:
-            continue
-        # host: the chain's dispatch, first op to last, becomes one compiled call; the Python before it stays
-        before = max(int(ev.start[ch.ops[0]]) - int(g.c_start[first] - g.c_gap[first]), 0)
-        p.c_dur[rest] = 0
-        p.c_gap[rest] = g.c_host[rest]
-        p.c_gap[first] = min(before, g.c_gap[first]) + max(call_ns - g.launch_cost_ns, 0)
-        p.c_dur[first] = min(g.c_dur[first], g.launch_cost_ns)
-        # device: a kernel per pass, together moving the fused bytes at the chain's own eager rate
-        p.g_dur[gi] = 0
-        p.g_gap[gi] = 0
-        p.g_dur[gi[:passes]] = each
-        p.g_call[gi[:passes]] = first
-        n += 1
-        n_kernels += len(gi)
-        # the chain's own wall time, first op to last kernel: what the fix acts on (its launches and its bytes)
-        wall_ns += int(max(ev.end[list(ch.kernels)].max(), ev.end[list(ch.ops)].max()) - ev.start[ch.ops[0]])
-        eager_b += ch.eager_bytes
-        fused_b += ch.fused_bytes
+    ch = _in_graph(g, len(ev), found)
+    # the chain's kernels in the order they ran; a kernel per pass, together moving the fused bytes at the chain's
+    # own eager rate
+    passes = np.minimum(found.passes, ch.n_kernels)
+    first_op, last_op = found.op_rows[found.op_at[:-1]], found.op_rows[found.op_at[1:] - 1]
+    dur_min, dur_sum = np.zeros(len(found), np.int64), np.zeros(len(found), np.int64)
+    has = ch.n_kernels > 0
+    if has.any():
+        dur = g.g_dur[ch.kernels]
+        dur_min[has] = np.minimum.reduceat(dur, ch.kernel_at[:-1][has])
+        dur_sum[has] = np.add.reduceat(dur, ch.kernel_at[:-1][has])
+    ratio = found.fused_bytes / found.eager_bytes
+    each = np.maximum(dur_min, np.rint(dur_sum.astype(np.float64) * ratio / np.maximum(passes, 1)).astype(np.int64))
+    # a chain whose compiled call costs the host more than its dispatch and its bytes save stays eager
+    # (a two-op tail on a slow-dispatch host: compile the module where it pays, not every chain)
+    host_saving = ev.end[last_op] - ev.start[first_op] - call_ns
+    fused = (ch.n_calls >= 2) & has & (host_saving + dur_sum - passes * each > 0)
+    # host: the chain's dispatch, first op to last, becomes one compiled call; the Python before it stays
+    call_fused = fused[ch.call_chain]
+    first = ch.calls[ch.call_at[:-1][fused]]
+    rest = ch.calls[call_fused & ~ch.first_call]
+    before = np.maximum(ev.start[first_op[fused]] - (g.c_start[first] - g.c_gap[first]), 0)
+    p.c_dur[rest] = 0
+    p.c_gap[rest] = g.c_host[rest]
+    p.c_gap[first] = np.minimum(before, g.c_gap[first]) + max(call_ns - g.launch_cost_ns, 0)
+    p.c_dur[first] = np.minimum(g.c_dur[first], g.launch_cost_ns)
+    # device: the chain's kernels vanish but one per pass
+    kernel_chain = ch.kernel_chain
+    gi = ch.kernels[fused[kernel_chain]]
+    p.g_dur[gi] = 0
+    p.g_gap[gi] = 0
+    kept = fused[kernel_chain] & (ch.kernel_index < passes[kernel_chain])
+    p.g_dur[ch.kernels[kept]] = each[kernel_chain[kept]]
+    first_of = np.full(len(found), -1, np.int64)
+    first_of[fused] = first
+    p.g_call[ch.kernels[kept]] = first_of[kernel_chain[kept]]
+    # the chain's own wall time, first op to last kernel: what the fix acts on (its launches and its bytes)
+    k_end = np.maximum.reduceat(ev.end[found.kernel_rows], found.kernel_at[:-1])
+    o_end = np.maximum.reduceat(ev.end[found.op_rows], found.op_at[:-1])
+    wall_ns = int(np.sum((np.maximum(k_end, o_end) - ev.start[first_op])[fused]))
+    eager_b = fused_b = 0.0
+    for e, f in zip(found.eager_bytes[fused].tolist(), found.fused_bytes[fused].tolist()):   # summed in chain order
+        eager_b += e
+        fused_b += f
+    n, n_kernels = int(fused.sum()), int(ch.n_kernels[fused].sum())
     return (ChainsFused("fuse", n, kernels=n_kernels, eager_bytes=eager_b, fused_bytes=fused_b, call_ns=call_ns,
                         call_source=source),
             {"chains": n, "kernels": n_kernels, "eager_bytes": eager_b, "fused_bytes": fused_b, "chain_ns": wall_ns})
+
+
+@dataclass(frozen=True)
+class _InGraph:
+    """Each chain's launch calls and kernels as indices into the graph (those the graph holds), chain by chain:
+    its calls in the order launched, its kernels in the order they ran."""
+    calls: np.ndarray
+    call_at: np.ndarray          # chain i's calls: calls[call_at[i]:call_at[i + 1]]
+    call_chain: np.ndarray
+    first_call: np.ndarray       # bool: the first of its chain
+    kernels: np.ndarray
+    kernel_at: np.ndarray
+    kernel_chain: np.ndarray
+    kernel_index: np.ndarray     # its place among its chain's kernels, by start
+
+    @property
+    def n_calls(self) -> np.ndarray:
+        return np.diff(self.call_at)
+
+    @property
+    def n_kernels(self) -> np.ndarray:
+        return np.diff(self.kernel_at)
+
+
+def _in_graph(g, n_events: int, found: ChainTable) -> _InGraph:
+    n = len(found)
+    call_pos = np.full(n_events, -1, np.int64)
+    call_pos[g.c_row] = np.arange(len(g.c_row))
+    gpu_pos = np.full(n_events, -1, np.int64)
+    gpu_pos[g.g_row] = np.arange(len(g.g_row))
+    ci = call_pos[found.call_rows]
+    call_chain = np.repeat(np.arange(n), np.diff(found.call_at))
+    held = ci >= 0
+    ci, call_chain = ci[held], call_chain[held]
+    call_at = _offsets(np.bincount(call_chain, minlength=n))
+    first_call = np.zeros(len(ci), bool)
+    first_call[call_at[:-1][np.diff(call_at) > 0]] = True
+    gi = gpu_pos[found.kernel_rows]
+    kernel_chain = np.repeat(np.arange(n), np.diff(found.kernel_at))
+    held = gi >= 0
+    gi, kernel_chain = gi[held], kernel_chain[held]
+    by_start = np.lexsort((g.g_start[gi], kernel_chain))     # stable: equal starts keep the chain's order
+    gi, kernel_chain = gi[by_start], kernel_chain[by_start]
+    kernel_at = _offsets(np.bincount(kernel_chain, minlength=n))
+    return _InGraph(ci, call_at, call_chain, first_call, gi, kernel_at, kernel_chain,
+                    np.arange(len(gi)) - kernel_at[kernel_chain])
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
 
 
 def says(a: ChainsFused) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
 from tracetriage.analyzers.model.units import count
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
@@ -47,9 +48,10 @@ def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
         inside = (j >= 0) & (g.c_start[m] < e[idx][np.maximum(j, 0)])
         win[m[inside]] = idx[j[inside]]
     op = tr.op_of[g.c_row]
-    op_name = np.array([tr.names[ev.name[r]] if r != NONE and ev.cat[r] == CPU_OP else "" for r in op.tolist()],
-                       dtype=object) if g.n_calls else np.zeros(0, object)
-    multi = np.array([n.startswith(MULTI_TENSOR) for n in op_name], bool) if g.n_calls else np.zeros(0, bool)
+    is_op = np.flatnonzero(op != NONE)
+    is_op = is_op[ev.cat[op[is_op]] == CPU_OP]
+    multi = np.zeros(g.n_calls, bool)      # the call's op walks many tensors per launch (asked once per op name)
+    multi[is_op] = name_flags(tr, op[is_op], lambda n: n.startswith(MULTI_TENSOR))
     calls = np.flatnonzero((win != NONE) & g.c_issues & (g.c_kind == dg.LAUNCH_CALL) & ~multi)
     return calls, win
 
@@ -57,23 +59,35 @@ def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
 def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
     g = c.g
     calls, win = per_param_calls(c)
-    windows = np.unique(win[calls])
-    per_step = [int(np.sum(win[calls] == w)) for w in windows.tolist()]
+    windows, per_step = np.unique(win[calls], return_counts=True)
     # a step that launches a handful of kernels is multi-tensor already: nothing to fuse
-    windows = np.array([w for w, n in zip(windows.tolist(), per_step) if n >= 4], np.int64)
+    windows = windows[per_step >= 4]
     if not len(windows):
         return StepFused("fused_optimizer", 0), {"steps": 0}
     kb = c.kernel_bytes
     bw = c.memory_rate
     source = "bytes" if kb is not None and bw else "latency"
+    # each window's calls (in call order) and kernels (in graph order), as slices of arrays sorted by window
+    kept = np.zeros(int(win.max()) + 1, bool)
+    kept[windows] = True
+    cw_all = calls[kept[win[calls]]]
+    cw_all = cw_all[np.argsort(win[cw_all], kind="stable")]
+    win_of_call = np.full(g.n_calls, NONE, np.int64)
+    win_of_call[cw_all] = win[cw_all]
+    act_win = np.where(g.g_call >= 0, win_of_call[np.maximum(g.g_call, 0)], NONE)
+    acts_all = np.flatnonzero((act_win != NONE) & g.g_linked & (g.g_cat == KERNEL))
+    acts_all = acts_all[np.argsort(act_win[acts_all], kind="stable")]
+    call_at = np.searchsorted(win[cw_all], windows, side="left"), np.searchsorted(win[cw_all], windows, side="right")
+    act_at = (np.searchsorted(act_win[acts_all], windows, side="left"),
+              np.searchsorted(act_win[acts_all], windows, side="right"))
     fused_kernels = 0
-    for w in windows.tolist():
-        cw = calls[win[calls] == w]
+    for i in range(len(windows)):
+        cw = cw_all[call_at[0][i]:call_at[1][i]]
         first, rest = cw[0], cw[1:]
         # host: the per-parameter ops' dispatch and launches go; the step's own Python stays
         p.c_dur[rest] = 0
         p.c_gap[rest] = g.c_host[rest]
-        acts = np.flatnonzero(np.isin(g.g_call, cw) & g.g_linked & (g.g_cat == KERNEL))
+        acts = acts_all[act_at[0][i]:act_at[1][i]]
         if not len(acts):
             continue
         dur = g.g_dur[acts]
@@ -87,7 +101,7 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
         p.g_call[head] = first
         fused_kernels += 1
     return (StepFused("fused_optimizer", len(calls), steps=len(windows),
-                      kernels_per_step=int(np.median(per_step)), rate_source=source),
+                      kernels_per_step=int(np.median(per_step.tolist())), rate_source=source),
             {"steps": len(windows), "per_param_launches": len(calls), "fused_kernels": fused_kernels})
 
 

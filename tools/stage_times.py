@@ -1,0 +1,150 @@
+"""Where `tracetriage report --json` spends its time, stage by stage, in one process.
+
+    python -m tools.stage_times TRACE [--json]
+
+Runs `tracetriage report TRACE --json --quiet` once in this process (the CLI's own main, its output
+discarded, the cache off), with a timer wrapped around each stage's function: the imports, read,
+decode, assemble, link, side inputs, each analysis, the dependency graph, each lever's edit and its
+replay, the words. A stage's time is its own (the time of the stages it calls is theirs), so the stages
+add up to the whole; what no named stage holds is "other". Stages are listed in the order they first
+ran. The wrapping costs microseconds per call. CPU is this process's: the decoder child's half of the
+decode is not in it (its wall time is: the parent waits for it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+_self: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])   # stage: [wall s, this process's CPU s]
+_stack: list[list] = []          # [label, wall at start, CPU at start, wall and CPU spent in wrapped callees]
+
+
+@contextmanager
+def _stage(label: str):
+    _self[label]   # (listed in the order first entered)
+    _stack.append([label, time.perf_counter(), time.process_time(), 0.0, 0.0])
+    try:
+        yield
+    finally:
+        lab, t0, c0, inner, inner_cpu = _stack.pop()
+        spent, cpu = time.perf_counter() - t0, time.process_time() - c0
+        _self[lab][0] += spent - inner
+        _self[lab][1] += cpu - inner_cpu
+        if _stack:
+            _stack[-1][3] += spent
+            _stack[-1][4] += cpu
+
+
+def _wrap(owner, attr: str, label: str, set_attr=setattr) -> None:
+    fn = getattr(owner, attr)
+
+    def timed(*a, **k):
+        with _stage(label(a) if callable(label) else label):
+            return fn(*a, **k)
+
+    set_attr(owner, attr, timed)
+
+
+def _install() -> None:
+    from tracetriage.analyzers.analyses import (
+        framework,
+        graph_capture,
+        health,
+        hotspots,
+        idle,
+        inference,
+        ranges,
+        roofline,
+        steps,
+    )
+    from tracetriage.analyzers.loading import load
+    from tracetriage.analyzers.output import serialize
+    from tracetriage.analyzers.triage import overhead, report, sources
+    from tracetriage.analyzers.voice import report as voice
+    from tracetriage.analyzers.whatif import depgraph, predict, replay
+    from tracetriage.analyzers.whatif.levers import LEVERS
+
+    for attr, label in (("read_bytes", "load: read (and gunzip)"), ("decode", "load: decode"),
+                        ("assemble", "load: assemble"), ("link", "load: link"),
+                        ("_with_side_inputs", "load: side inputs")):
+        _wrap(load, attr, label)
+    for owner, attr, label in (
+            (idle, "_host_context", "idle: host context"), (idle, "free_intervals", "idle: free intervals"),
+            (idle, "what_follows", "idle: what follows"), (idle, "classify", "idle: causes"),
+            (idle, "set_up", "idle: set-up (first calls)"), (idle, "evidence", "idle: evidence"),
+            (idle, "analyze", "idle: other"), (ranges, "analyze", "ranges"), (roofline, "analyze", "roofline"),
+            (roofline, "regime", "regime"), (framework, "analyze", "framework"), (steps, "find", "steps"),
+            (health, "check", "health"), (graph_capture, "analyze", "graph capture"),
+            (inference, "find", "inference"), (hotspots, "by_op", "hotspots"), (hotspots, "by_kernel", "hotspots"),
+            (report, "choose_next", "next experiment"), (report, "weigh_levers", "next experiment"),
+            (overhead, "analyze", "profiler overhead"), (sources, "source_lines", "source lines"),
+            (sources, "fused_kernels", "source lines"), (depgraph, "build", "what-if: dependency graph"),
+            (predict, "_bare_ratio", "what-if: unprofiled replays"),
+            (predict, "unprofiled_run", "what-if: unprofiled replays"),
+            (report, "_levers", "what-if: other"), (report, "_with_unprofiled", "what-if: unprofiled replays"),
+            (serialize, "report", "words: --json"), (voice, "five_lines", "words: five lines")):
+        _wrap(owner, attr, label)
+    last = ["unchanged graph"]
+    for name, spec in LEVERS.items():
+        def edit(a, name=name, fn=spec.apply):
+            last[0] = name
+            with _stage(f"lever {name}: edit"):
+                return fn(*a)
+        object.__setattr__(spec, "apply", lambda *a, edit=edit: edit(a))
+
+    def replay_label(_a) -> str:
+        if _stack and _stack[-1][0] == "what-if: unprofiled replays":
+            return _stack[-1][0]
+        return f"lever {last[0]}: replay" if last[0] != "unchanged graph" else "what-if: replay of the unchanged graph"
+    _wrap(replay, "replay", replay_label)
+    orig_predict = predict.predict
+
+    def fresh_predict(*a, **k):
+        last[0] = "unchanged graph"
+        return orig_predict(*a, **k)
+    predict.predict = fresh_predict
+
+
+def stage_times(path: str) -> dict:
+    """{stage: [wall s, CPU s]} of one `report PATH --json`, in the order the stages first ran, and the whole
+    under "total"."""
+    import io
+    import os
+    from contextlib import redirect_stdout
+
+    os.environ["TRACETRIAGE_NO_CACHE"] = "1"
+    t0 = time.perf_counter()
+    with _stage("imports"):
+        _install()
+        from tracetriage import cli
+    _wrap(cli, "_print_json", "words: --json")
+    with _stage("other"), redirect_stdout(io.StringIO()):
+        rc = cli.main(["report", str(path), "--json", "--quiet"])
+    if rc:
+        raise SystemExit(f"report {path} exited {rc}")
+    out = {k: [round(w, 3), round(c, 3)] for k, (w, c) in _self.items()}
+    out["total"] = [round(time.perf_counter() - t0, 3), round(sum(c for _, c in _self.values()), 3)]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.stage_times")
+    ap.add_argument("trace")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    t = stage_times(a.trace)
+    if a.json:
+        print(json.dumps(t))
+    else:
+        print(f"{'wall s':>8} {'CPU s':>7}  stage")
+        for k, (w, c) in t.items():
+            print(f"{w:8.3f} {c:7.3f}  {k}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
