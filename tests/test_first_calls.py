@@ -1,5 +1,5 @@
-"""One-time set-up in the profile (analyses/idle.first_calls): an op's first call that held the host
-against its later calls, and set-up held in an API call; found in one pass over the trace."""
+"""One-time set-up in the profile (analyses/first_calls, called from analyses/idle): an op's first call that held
+the host against its later calls, and set-up held in an API call; found in one pass over the trace."""
 import dataclasses
 from pathlib import Path
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.first_calls import SetUp, first_calls
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.evidence import (
     CopyKind,
     Evidence,
-    FirstCall,
     HostEvidence,
     LaunchEvidence,
     NameCount,
@@ -693,115 +693,6 @@ def _python_in(trace: Trace, s: np.ndarray, e: np.ndarray) -> tuple[NameTime, ..
     if not rows:
         return ()
     return _top_times(trace, np.array(rows, np.int64), np.array(held, np.int64), k=3)
-
-
-@dataclass(frozen=True)
-class SetUp:
-    """One-time set-up caught in the profile: the first calls that held the host (FirstCall, the five
-    that cost the device most) and every such stretch on the host, as windows (ns) with their thread."""
-    calls: tuple[FirstCall, ...]
-    start: np.ndarray
-    end: np.ndarray
-    pid: np.ndarray
-    tid: np.ndarray
-
-
-def _no_setup() -> SetUp:
-    z = np.empty(0, np.int64)
-    return SetUp((), z, z, z, z)
-
-
-def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int) -> SetUp:
-    """One-time set-up caught in the profile: the first call of an op that held the host through
-    a host-work gap for much longer than its later calls take (cuBLAS handles, lazy module
-    loading, allocator growth). The fix is a warm-up before profiling, not a code change.
-
-    Linear in the trace: each thread's outermost ops are grouped by name once (a sort), so a
-    candidate's first-call test and its later calls are a lookup, not a pass over the thread."""
-    ev = trace.ev
-    out, spans, win = [], [], []
-    if len(s) == 0:
-        return _no_setup()
-    for tid, (ts, te, rows) in ctx.top_by_tid.items():
-        if len(rows) == 0:
-            continue
-        overlap = iv.covered(s, e, ts, te)   # over every host-work gap it spans (a set-up splits into several)
-        cand = np.flatnonzero(overlap >= host_long)
-        if len(cand) == 0:
-            continue
-        # the thread's ops by name, each name's in time order: a candidate is its name's first op, and the
-        # ops after it in its group are its later calls (rows are in time order: sorted by start)
-        by_name = np.argsort(ev.name[rows], kind="stable")
-        group_start, group_end = _groups(ev.name[rows][by_name])
-        position = np.empty(len(rows), np.int64)
-        position[by_name] = np.arange(len(rows))
-        group = np.searchsorted(group_start, position[cand], side="right") - 1
-        first = (by_name[group_start[group]] == cand) & (group_end[group] - group_start[group] > 1)
-        for i, gi in zip(cand[first].tolist(), group[first].tolist()):
-            later = rows[by_name[group_start[gi] + 1:group_end[gi]]]
-            typical = float(np.median(ev.end[later] - ev.start[later]))
-            if overlap[i] >= 10 * max(typical, 1.0):
-                out.append(FirstCall(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
-                                     round(typical / 1e3, 1), round(float(overlap[i]) / 1e3, 1)))
-                spans.append((int(ts[i]), int(te[i])))
-                win.append((int(ts[i]), int(te[i]), int(ev.pid[rows[i]]), int(ev.tid[rows[i]])))
-    out += _setup_calls(trace, s, e, ctx.setup_rows, host_long, spans, win)
-    w = np.array(win, np.int64).reshape(-1, 4)
-    return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3])
-
-
-def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each run of equal values of a sorted array starts and ends (end exclusive)."""
-    if len(sorted_keys) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    return starts, np.r_[starts[1:], len(sorted_keys)]
-
-
-def _inside_any(spans: list[tuple[int, int]], s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """For each [s, e], whether some span (a, b) holds it: a <= s and e <= b."""
-    if not spans or len(s) == 0:
-        return np.zeros(len(s), bool)
-    sp = np.array(spans, np.int64).reshape(-1, 2)
-    sp = sp[np.argsort(sp[:, 0], kind="stable")]
-    reach = np.maximum.accumulate(sp[:, 1])           # the furthest end among spans starting at or before
-    k = np.searchsorted(sp[:, 0], s, side="right") - 1
-    return (k >= 0) & (e <= reach[np.maximum(k, 0)])
-
-
-def _setup_calls(trace: Trace, s: np.ndarray, e: np.ndarray, rows: np.ndarray, host_long: int,
-                 spans: list[tuple[int, int]], win: list) -> list[FirstCall]:
-    """Set-up held in an API call outside the ops first_calls found (a first launch loading its module with
-    no op recorded around it, cudaFree/cudaMalloc, stream creation): whatever the call, it is set-up.
-    One entry per call name (a cudaMalloc storm is one finding), its set-up calls summed; their windows
-    are appended to `win`."""
-    ev = trace.ev
-    if len(rows) == 0:
-        return []
-    over = iv.covered(s, e, ev.start[rows], ev.end[rows])
-    keep = (over >= host_long) & ~_inside_any(spans, ev.start[rows], ev.end[rows])
-    rows, over = rows[keep], over[keep]
-    if len(rows) == 0:
-        return []
-    # every API call of each set-up call's name, once: the calls sorted by name, each name a slice
-    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
-    calls = calls[np.argsort(ev.name[calls], kind="stable")]
-    call_names = ev.name[calls]
-    names = ev.name[rows]
-    out = []
-    for name in dict.fromkeys(names.tolist()):        # in the order of their first set-up call
-        mine = names == name
-        hits, hit_over = rows[mine], over[mine]
-        lo, hi = np.searchsorted(call_names, [name, name + 1])
-        others = calls[lo:hi]
-        others = others[~np.isin(others, hits)]
-        typical = float(np.median(ev.end[others] - ev.start[others])) if len(others) else None
-        first = int(np.sum(ev.end[hits] - ev.start[hits]))
-        win += [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r in hits.tolist()]
-        out.append(FirstCall(trace.names[name], round(first / 1e3, 1),
-                             None if typical is None else round(typical / 1e3, 1),
-                             round(int(hit_over.sum()) / 1e3, 1)))
-    return out
 
 
 # --- step 5: the evidence of each cause ------------------------------------------------------------
