@@ -1,6 +1,7 @@
 """The analyses of one trace, each a typed, frozen result.
 
-Idle gaps and their causes with evidence (idle), one-time set-up (setup; the first calls that held the host: first_calls), the steps of the loop (steps),
+Idle gaps and their causes with evidence (idle), one-time set-up (setup; the first calls that held the
+host: first_calls), the steps of the loop (steps),
 prefill and decode from shapes (inference), whose code made the idle (framework), the user's own frames
 (frames), device time by op and kernel (hotspots), named ranges (ranges), FLOPs and bytes from shapes
 (opcost), the peak table (peaks), roofline points and the regime (roofline), eager elementwise chains
