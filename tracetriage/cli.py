@@ -23,6 +23,15 @@ class UserError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the house's error convention: a bad option or value is one `error:` line that names the
+    command's --help, not several lines of usage first (argparse's own format)."""
+
+    def error(self, message: str):
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+
+
 def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
@@ -40,7 +49,8 @@ def _json_default(o):
 
 # --- report / diff -------------------------------------------------------------------
 
-def _gate_pct(text: str | None, flag: str) -> float | None:
+def _gate_pct(text: str | None, flag: str, at_most: float = float("inf")) -> float | None:
+    """A gate's percentage; `at_most` where a larger one could never fail (an idle share above 100%)."""
     if text is None:
         return None
     try:
@@ -49,6 +59,9 @@ def _gate_pct(text: str | None, flag: str) -> float | None:
         raise UserError(f"{flag} takes a percentage, e.g. {flag} 5; got {text!r}") from None
     if not 0 <= pct < float("inf"):
         raise UserError(f"{flag} takes a percentage of 0 or more, got {text}")
+    if pct >= at_most:
+        raise UserError(f"{flag} {text} can never fail (the GPU is idle at most 100% of the span): "
+                        f"give a percentage below {at_most:g}")
     return pct
 
 
@@ -71,7 +84,14 @@ def cmd_report(a) -> int:
 
     set_quiet(a.quiet)
     fmt = _format(a)
-    limit = _gate_pct(a.fail_if_idle_above, "--fail-if-idle-above")
+    limit = _gate_pct(a.fail_if_idle_above, "--fail-if-idle-above", at_most=100)
+    if a.range is not None and not a.range.strip():
+        raise UserError("--range needs the name of a range (record_function / named_range); "
+                        "`tracetriage report TRACE` lists the trace's ranges on its Time line")
+    if a.trace == "-":
+        raise UserError("report reads a trace file, not standard input (a trace is read twice: once to sniff its "
+                        "format, once to decode it): save it first, e.g. `... > trace.json.gz`, then "
+                        "`tracetriage report trace.json.gz`")
     path = Path(a.trace)
     scheduler = a.scheduler or os.environ.get("TRACETRIAGE_SCHEDULER") or None
     if a.scheduler and path.is_file():
@@ -79,18 +99,17 @@ def cmd_report(a) -> int:
     # a URL, or with a scheduler a directory only the cluster may see, is a run's directory: its workers list it
     elsewhere = scheduler and not path.exists() and trace_stem(a.trace) is None
     if path.is_dir() or _is_url(a.trace) or elsewhere:
-        if a.range or a.hta or a.graph_capture or limit is not None or fmt == "markdown":
-            raise UserError("--range, --hta, --graph-capture, --fail-if-idle-above and --format markdown apply to "
-                            "one trace file, not to a directory of ranks")
-        return _report_dir(a.trace if _is_url(a.trace) else path, fmt == "json", a.quiet, scheduler)
+        if a.range or a.hta or a.graph_capture or limit is not None:
+            raise UserError("--range, --hta, --graph-capture and --fail-if-idle-above apply to one trace file, not "
+                            "to a directory of ranks")
+        return _report_dir(a.trace if _is_url(a.trace) else path, fmt, a.quiet, scheduler)
     try:
         try:
             analysis = analyze_file(path, a.range, a.graph_capture)
         except MergedRanks as m:   # one file holding several ranks: report them like a directory of ranks
-            if a.range or a.hta or limit is not None or fmt == "markdown":
-                raise UserError(f"{m}; --range, --hta, --fail-if-idle-above and --format markdown apply to one "
-                                "rank's trace") from None
-            return _report_dir(path, fmt == "json", a.quiet, merged=m.trace)
+            if a.range or a.hta or limit is not None:
+                raise UserError(f"{m}; --range, --hta and --fail-if-idle-above apply to one rank's trace") from None
+            return _report_dir(path, fmt, a.quiet, merged=m.trace)
         gate = _idle_gate(analysis, limit)
     except TraceError as e:
         raise UserError(str(e)) from None
@@ -144,7 +163,7 @@ def _format(a) -> str:
     return a.format or "text"
 
 
-def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | None = None, merged=None) -> int:
+def _report_dir(path: Path | str, fmt: str, quiet: bool, scheduler: str | None = None, merged=None) -> int:
     """`tracetriage report DIR [--scheduler local|ADDRESS]` (or a merged multi-rank file, `merged` its loaded
     trace): the multi-rank report."""
     from tracetriage.analyzers.model.trace import TraceError
@@ -157,8 +176,12 @@ def _report_dir(path: Path | str, as_json: bool, quiet: bool, scheduler: str | N
                            scheduler=scheduler, trace=merged)
     except TraceError as e:
         raise UserError(str(e)) from None
-    if as_json:
+    if fmt == "json":
         _print_json(serialize.ranks(rr))
+    elif fmt == "markdown":
+        from tracetriage.analyzers.voice.markdown import ranks_markdown
+
+        sys.stdout.write(ranks_markdown(rr))
     else:
         print("\n".join(ranks_lines(rr)))
     return 0
@@ -176,11 +199,13 @@ def _rank_progress(done: int, total: int) -> None:
 
 
 def cmd_diff(a) -> int:
+    from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError
     from tracetriage.analyzers.output import serialize
     from tracetriage.analyzers.triage.diff import diff_files
     from tracetriage.analyzers.voice.diff import diff_lines
 
+    set_quiet(a.quiet)
     fmt = _format(a)
     limit = _gate_pct(a.fail_if_slower, "--fail-if-slower")
     try:
@@ -209,12 +234,14 @@ def cmd_diff(a) -> int:
 # --- whatif (analyzers/whatif/) ----------------------------------------------------------
 
 def cmd_whatif(a) -> int:
+    from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError
     from tracetriage.analyzers.output import serialize
     from tracetriage.analyzers.voice.whatif import whatif_table
     from tracetriage.analyzers.whatif import predict as whatif
     from tracetriage.analyzers.whatif.levers import LEVERS
 
+    set_quiet(a.quiet)
     narrowing = [name for name, spec in LEVERS.items() if spec.takes_only]
     if a.only and a.lever and not set(narrowing) & set(a.lever):
         raise UserError(f"--only limits {' and '.join(narrowing)}; add --lever {narrowing[0]} (or leave --lever out)")
@@ -387,10 +414,10 @@ def cmd_predictions(a) -> int:
 
 def _drill_parsers(sub) -> None:
     dr = sub.add_parser("drill", help="graded timeline drills: list, show ID, grade ID --answers FILE")
-    dr.add_argument("action", choices=["list", "show", "grade"])
-    dr.add_argument("id", nargs="?")
+    dr.add_argument("action", choices=["list", "show", "grade"], help="list the drills, show one, or grade an answer")
+    dr.add_argument("id", nargs="?", help="the drill's id, e.g. M01.04-a (see `drill list`)")
     dr.add_argument("--answers", help="the answer file (TOML) for grade")
-    dr.add_argument("--json", action="store_true")
+    dr.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     dr.add_argument("--reveal", action="store_true", help="show: mark the idle gaps by cause (gives the answer away)")
     dr.add_argument("--db", help="the prediction log that records attempts (default: the user data directory)")
     dr.set_defaults(fn=cmd_drill)
@@ -404,13 +431,13 @@ def _drill_parsers(sub) -> None:
     pr.add_argument("--why", required=True, help="one sentence of reasoning")
     pr.add_argument("--trace", help="the trace that will measure it (measured once it exists)")
     pr.add_argument("--baseline", help="for speedup: the trace before the change")
-    pr.add_argument("--db")
+    pr.add_argument("--db", help="the prediction log (default: $TRACETRIAGE_DB, else the user data directory)")
     pr.set_defaults(fn=cmd_predict)
     ps = sub.add_parser("predictions", help="predicted against measured, and the running calibration")
-    ps.add_argument("--json", action="store_true")
+    ps.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     ps.add_argument("--measure", nargs=2, metavar=("ID", "TRACE"), help="attach a measurement from TRACE")
     ps.add_argument("--baseline", help="with --measure, for a speedup: the trace before")
-    ps.add_argument("--db")
+    ps.add_argument("--db", help="the prediction log (default: $TRACETRIAGE_DB, else the user data directory)")
     ps.set_defaults(fn=cmd_predictions)
 
 
@@ -426,9 +453,11 @@ def cmd_dashboard(a) -> int:
 
 
 def cmd_annotate(a) -> int:
+    from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError
     from tracetriage.analyzers.output.annotate import annotate_file
 
+    set_quiet(a.quiet)
     try:
         out, gaps = annotate_file(a.trace, a.out)
     except TraceError as e:
@@ -460,26 +489,28 @@ def _dashboard_commands(sub) -> None:
                                   "every interface, and so your traces, to anyone who can reach it: no login)")
     d.set_defaults(fn=cmd_dashboard)
     n = sub.add_parser("annotate", help="write the trace with a track of idle gaps named by cause, for Perfetto UI")
-    n.add_argument("trace")
+    n.add_argument("trace", help="the trace to annotate (.json or .json.gz, as torch.profiler writes it)")
     n.add_argument("-o", "--out", required=True, help="the annotated trace (.json.gz or .json)")
+    _quiet_option(n)
     n.set_defaults(fn=cmd_annotate)
 
 
 # --- entry ----------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tracetriage",
-                                 description="Name the cause of every idle gap in a torch.profiler trace.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = _Parser(prog="tracetriage", description="Name the cause of every idle gap in a torch.profiler trace.")
+    ap.add_argument("--version", action="version", version=f"tracetriage {_version()}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
-    r.add_argument("trace")
+    r.add_argument("trace", help="a trace file (.json or .json.gz, as torch.profiler writes it), or a directory "
+                                 "(or URL) of one trace per rank")
     r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
     r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
     r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
                    "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _quiet_option(r)
     r.add_argument("--scheduler", metavar="local|ADDRESS",
                    help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
                         "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
@@ -491,17 +522,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
-    d.add_argument("before")
-    d.add_argument("after")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("before", help="the trace before the change")
+    d.add_argument("after", help="the trace after the change")
+    d.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     _output_options(d)
+    _quiet_option(d)
     d.add_argument("--fail-if-slower", metavar="PCT",
                    help="CI gate: exit 1 when AFTER's GPU span is more than PCT%% longer than BEFORE's")
     d.set_defaults(fn=cmd_diff)
 
     w = sub.add_parser("whatif",
                        help="predict what each fix would save (remove syncs, CUDA graphs, ...) from the trace")
-    w.add_argument("trace")
+    w.add_argument("trace", help="a trace file (.json or .json.gz)")
     w.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
     from tracetriage.analyzers.whatif.levers import LEVERS
 
@@ -510,10 +542,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--only", metavar="OP", help=" and ".join(n for n, s in LEVERS.items() if s.takes_only)
                    + ": only the syncs called from this op, e.g. aten::item")
     _output_options(w)
+    _quiet_option(w)
     w.set_defaults(fn=cmd_whatif)
 
     sc = sub.add_parser("schema", help="print the JSON Schema of report, diff or whatif --json")
-    sc.add_argument("kind", choices=["report", "diff", "whatif"])
+    sc.add_argument("kind", choices=["report", "diff", "whatif"], help="the command whose --json to describe")
     sc.set_defaults(fn=cmd_schema)
 
     c = sub.add_parser("capture", help="profile a workload preset, `script PATH.py`, `ceilings`, or `list`")
@@ -533,10 +566,35 @@ def _output_options(p: argparse.ArgumentParser) -> None:
                    help="text (default), json (as --json) or markdown (tables for a pull-request comment)")
 
 
+def _quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on loads over a second)")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tracetriage")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _steps(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 step, got {n}")
+    return n
+
+
 def _capture_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default=None, choices=["cuda", "cpu"])
-    p.add_argument("--out")
-    p.add_argument("--steps", type=int)
+    p.add_argument("--device", default=None, choices=["cuda", "cpu"],
+                   help="where the workload runs (default: cuda when a GPU is visible, else cpu)")
+    p.add_argument("--out", help="the trace to write (default: NAME.json.gz here; its sidecar NAME.meta.json "
+                                 "beside it)")
+    p.add_argument("--steps", type=_steps, help="profiled steps (default: the preset's own)")
     p.add_argument("--set", nargs="*", metavar="KEY=VALUE", help="override workload fields, e.g. --set n=4096")
     p.add_argument("--stacks", choices=["auto", "on", "off"],
                    help="Python stacks (source lines in the report): auto (default) keeps them on where they cost "
@@ -548,7 +606,7 @@ def _options_after_workload(a) -> None:
     for anything but `script` they are capture options (silently ignoring --out wrote the file elsewhere)."""
     if a.cmd != "capture" or a.workload == "script" or not a.args:
         return
-    p = argparse.ArgumentParser(prog=f"tracetriage capture {a.workload}", add_help=False)
+    p = _Parser(prog=f"tracetriage capture {a.workload}", add_help=False)
     _capture_options(p)
     p.add_argument("-h", "--help", action="store_true")
     extra, unknown = p.parse_known_args(a.args)
@@ -564,6 +622,9 @@ def _options_after_workload(a) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
+    if a.cmd is None:   # `tracetriage` alone: what it can do, as `git` and `pip` answer
+        ap.print_help()
+        return 0
     try:
         _options_after_workload(a)
     except UserError as e:

@@ -8,6 +8,7 @@ an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
 """
 from __future__ import annotations
 
+import errno
 import gc
 import os
 from dataclasses import replace
@@ -27,7 +28,7 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
     """
     path = Path(path)
     if not path.exists():
-        raise TraceError(f"no such file: {path}")
+        raise TraceError(_missing(path))
     if path.is_dir():
         raise TraceError(f"{path} is a directory; pass one trace file (`tracetriage report DIR` reads ranks)")
     if not path.is_file():  # a FIFO would block the read forever, a device never end it
@@ -46,6 +47,19 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
     if use_cache:
         cache.put_in_background(path, trace)
     return _with_side_inputs(trace)
+
+
+def _missing(path: Path) -> str:
+    """Why a path that does not exist cannot be read: a symbolic link that loops or leads nowhere is said as one
+    (its target is there to fix), anything else is "no such file"."""
+    if not path.is_symlink():
+        return f"no such file: {path}"
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return f"{path} is a loop of symbolic links (each one points on to the next); point it at the trace file"
+    return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist"
 
 
 def _with_side_inputs(trace: Trace) -> Trace:

@@ -134,3 +134,28 @@ def whatif_markdown(w) -> str:
                  [[code(p.lever), duration_ns(p.predicted_ns), f"{p.predicted_ratio:.2f}",
                    saving_pct(p.saving_ns, w.baseline_ns), assumption(p.assumption)] for p in w.levers], {1, 2, 3})
     return "\n".join(out).rstrip() + "\n"
+
+
+def ranks_markdown(rr) -> str:
+    """`report DIR --format markdown`: the ranks as one table (a pull request on a multi-GPU job wants to see
+    them side by side), the straggler, then the worst rank's own five lines, as `ranks_lines` says them."""
+    from tracetriage.analyzers.voice.common import cause_words
+    from tracetriage.analyzers.voice.ranks import ranks_caveats, ranks_lines, straggler_line
+
+    lines = ranks_lines(rr)
+    out = ["### tracetriage report: ranks", "", lines[0], ""]
+    waits = {w.rank: w.wait_ns for w in rr.peer_waits}
+    rows = []
+    for r in rr.rows:
+        c = r.r.collectives
+        rows.append([str(r.rank), share(r.r.idle_share), cause_words(r.r.dominant), duration_us(r.r.kernel_busy_us),
+                     integer(c.calls), duration_ns(c.total_ns) if c.calls else "",
+                     duration_ns(waits[r.rank]) if r.rank in waits else ""])
+    out += table(["rank", "idle", "mostly", "kernels busy", "collective kernels", "collectives", "waiting for a peer"],
+                 rows, {1, 3, 4, 5, 6})
+    out += _lines([straggler_line(rr.straggler)])
+    worst_at = next(i for i, s in enumerate(lines) if s.startswith("Rank ") and s.endswith(":"))
+    out += [f"**{lines[worst_at].rstrip(':')}**", ""]
+    out += _lines([s.strip() for s in lines[worst_at + 1:] if not s.startswith("Caveat: ")])
+    out += [f"- Caveat: {c}." for c in ranks_caveats(rr)] + [""]
+    return "\n".join(out).rstrip() + "\n"

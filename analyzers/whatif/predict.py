@@ -233,6 +233,12 @@ def predicted_timeline(trace: Trace, lever: str, only: str | None = None,
 
 def predict_file(path, levers=None, only=None) -> WhatIf:
     """`tracetriage whatif`: every lever, with its ratio without the profiler beside the profiled one."""
-    from tracetriage.analyzers.loading.load import load
+    from pathlib import Path
 
-    return predict(load(path), levers=levers, only=only, unprofiled=True)
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.loading.progress import bar
+
+    with bar(Path(path)) as advance:   # a progress bar on a slow load, as `report` shows (--quiet turns it off)
+        trace = load(path, progress=advance)
+        advance("analyse")
+        return predict(trace, levers=levers, only=only, unprofiled=True)
