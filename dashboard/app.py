@@ -18,6 +18,8 @@ from tracetriage.dashboard import library, views  # noqa: E402
 # Streamlit runs this file as __main__. The Ranks page analyses each rank in a worker process; a worker
 # started with spawn re-imports the parent's main file as __mp_main__, and must draw no page.
 if __name__ == "__main__":
-    st.set_page_config(page_title="tracetriage", layout="wide")
+    # Our own favicon, served from this machine: a page's :material/...: icon as the favicon is an SVG the browser
+    # fetches from fonts.gstatic.com, and the dashboard makes no request that leaves the machine.
+    st.set_page_config(page_title="tracetriage", page_icon=Path(__file__).with_name("icon.png"), layout="wide")
     first = "ranks" if library.directory_run(library.target_from_env()) is not None else "library"
     views.navigation(default_url=first).run()

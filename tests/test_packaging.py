@@ -44,6 +44,22 @@ def test_the_data_files_the_package_reads_are_declared():
     assert list((ROOT / "drills" / "bank").glob("*.toml")) and (ROOT / "analyzers" / "model" / "aten_ops.txt").exists()
 
 
+def test_every_file_beside_the_code_is_declared_data_so_a_wheel_carries_it():
+    """A wheel carries .py files and the package-data globs only: a file in a package folder that no glob names
+    (an icon, a table the code reads) works in the editable install and is missing from a wheel."""
+    data = SETUPTOOLS["package-data"]
+    undeclared = []
+    for package in sorted(_packages_on_disk()):
+        top, *rest = package.split(".", 2)[:2] if package.count(".") else (package,)
+        name = ".".join([top, *rest])
+        folder = ROOT / SETUPTOOLS["package-dir"][name] / Path(*package.split(".")[2:])
+        for f in folder.iterdir():
+            if f.is_file() and f.suffix not in (".py", ".pyc"):
+                if not any(f.relative_to(folder).match(glob) for glob in data.get(package, [])):
+                    undeclared.append(str(f.relative_to(ROOT)))
+    assert not undeclared, undeclared
+
+
 def test_from_outside_the_checkout_only_tracetriage_is_ours(tmp_path):
     """The bare names belong to other projects on the package index (a GPU kernel hub is called `kernels`)."""
     probe = ("import importlib.util, json, sys\n"
