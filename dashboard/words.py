@@ -81,6 +81,19 @@ def sample_about(about: str, cause_label: str | None, regime: str | None) -> str
     return f"{about} ({built})" if built else about
 
 
+def entry_option(e) -> str:
+    """A trace as the Library's pickers list it: its name and, for a sample with a label, what it shows."""
+    return f"{e.name} — {e.about}" if e.about else e.name
+
+
+def open_report() -> str:
+    return "Open its report"
+
+
+def open_timeline() -> str:
+    return "Open its timeline"
+
+
 def sample_in_folder(folder: str) -> str:
     return f"From traces/{folder}/ (traces/CAPTURED.md says what each is)."
 

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import kineto_factory as kf  # noqa: E402
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.voice.whatif import assumption
+from tracetriage.dashboard import library  # noqa: E402
 from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 from tracetriage.dashboard.words import (
     annotated_caption,
@@ -70,6 +71,11 @@ def page(name: str, trace: str | None = None, run: bool = True, **params) -> App
 
 def sample(name: str) -> str:
     return f"samples/{name}"
+
+
+def _sample_entry(name: str) -> Entry:
+    """The Library's own entry for a sample (with its manifest label, as the picker lists it)."""
+    return next(e for e in library.samples() if e.name == name)
 
 
 def specs(at: AppTest) -> list[dict]:
@@ -158,12 +164,27 @@ def test_library_opens_a_sample_says_once_what_it_loaded_and_puts_it_in_the_url(
     monkeypatch.delenv(PATH_ENV, raising=False)
     at = page("library")
     box = next(s for s in at.selectbox if s.label == "Sample trace")
-    box.set_value(Entry("samples", SAMPLES, "smell-sync-item.json.gz")).run()
+    box.set_value(_sample_entry("smell-sync-item.json.gz")).run()
     assert not at.exception
     assert [s.value for s in at.success] == [plain("Loaded smell-sync-item.json.gz: 4,312 events on NVIDIA H200.")]
     assert at.query_params["trace"] == "samples/smell-sync-item.json.gz"
     at.run()                                           # a rerun keeps one message
     assert len(at.success) == 1
+
+
+def test_library_lists_each_sample_with_its_label_filters_on_words_and_offers_the_way_on(monkeypatch):
+    monkeypatch.delenv(PATH_ENV, raising=False)
+    at = page("library")
+    box = next(s for s in at.selectbox if s.label == "Sample trace")
+    labelled = {e.name: e.about for e in library.samples() if e.about}
+    assert labelled and all(f"{name} — {about}" in box.options for name, about in labelled.items())
+    from streamlit.proto.SelectWidgetFilterMode_pb2 import SelectWidgetFilterMode
+
+    assert box.proto.filter_mode == SelectWidgetFilterMode.FILTER_MODE_CONTAINS  # "ddp": DDP, not d..d..p
+    box.set_value(_sample_entry("smell-sync-item.json.gz")).run()
+    links = {link.proto.page: (link.proto.label, link.proto.query_string) for link in at.get("page_link")}
+    assert links == {"report": ("Open its report", "trace=samples%2Fsmell-sync-item.json.gz"),
+                     "timeline": ("Open its timeline", "trace=samples%2Fsmell-sync-item.json.gz")}
 
 
 def test_library_lists_traces_by_content_and_defaults_to_the_command_line_file(tmp_path, monkeypatch):
@@ -744,3 +765,13 @@ def test_after_a_page_ran_main_is_no_longer_the_apptest_script():
 
     path = getattr(sys.modules["__main__"], "__file__", None)
     assert not (path and Path(path).is_file() and "tracetriage.dashboard.views" in Path(path).read_text())
+
+
+def test_zoom_out_takes_the_window_out_of_the_url_at_once():
+    at = page("timeline", sample("gpt-eager.json.gz"), **{"from": "1", "to": "1.3"})
+    at.button(key="tl_reset").click().run()
+    assert not at.exception
+    assert "from" not in at.query_params and "to" not in at.query_params     # the whole trace: no window
+    assert at.query_params["trace"]                                          # still this trace's view
+    lo, hi = _timeline_spec(at)["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    assert lo < 0 and hi > 1.3

@@ -20,11 +20,14 @@ def accept_upload(filename: str, payload: bytes, cap_mb: int) -> Entry | None:
 
 
 def _picker(label: str, options: list[Entry], cur: Entry | None, key: str, describe) -> Entry | None:
-    """A selectbox over entries, showing the trace in view when it is among them; a new pick opens it."""
+    """A selectbox over entries, each shown with what it is, showing the trace in view when it is among them; a
+    new pick opens it. Typing filters on the words as typed ("ddp" finds the DDP traces), not on letters
+    scattered through a name (the selectbox's default fuzzy match found 24 unrelated entries for "ddp")."""
     keys = [e.key for e in options]
     at = keys.index(cur.key) if cur is not None and cur.key in keys else None
-    pick = st.selectbox(label, options, index=at, format_func=lambda e: e.name, key=f"{key}:{cur.key if cur else ''}",
-                        placeholder=words.pick_placeholder())
+    pick = st.selectbox(label, options, index=at, format_func=words.entry_option,
+                        key=f"{key}:{cur.key if cur else ''}", placeholder=words.pick_placeholder(),
+                        filter_mode="contains")
     if pick is not None:
         st.caption(words.plain(describe(pick)))
     return pick
@@ -48,6 +51,12 @@ def _status(entry: Entry) -> None:
         state.show_error(str(e))
         return
     st.success(words.plain(words.loaded(entry.name, data.trace_events(a), data.device_name(a))))
+    # the way on from a picked trace: its report first, the timeline beside it
+    c1, c2, _ = st.columns([1, 1, 3])
+    c1.page_link(views.page("report"), label=words.open_report(), icon=":material/summarize:",
+                 query_params={state.TRACE: entry.key})
+    c2.page_link(views.page("timeline"), label=words.open_timeline(), icon=":material/view_timeline:",
+                 query_params={state.TRACE: entry.key})
 
 
 def render() -> None:

@@ -41,8 +41,11 @@ def _from_url(full: tuple[float, float]) -> tuple[float, float]:
     return (lo, hi) if hi > lo else full
 
 
-def _to_url(lo: float, hi: float, query: str, picked: int | None) -> None:
-    want = {"from": f"{lo:.6f}".rstrip("0").rstrip("."), "to": f"{hi:.6f}".rstrip("0").rstrip(".")}
+def _to_url(lo: float, hi: float, query: str, picked: int | None, full: tuple[float, float]) -> None:
+    """The URL is the view: the window (none when zoomed out: a link to the whole trace stays one when the trace's
+    extent is computed anew), the search and the selected event."""
+    want = {} if (lo, hi) == full else {"from": f"{lo:.6f}".rstrip("0").rstrip("."),
+                                        "to": f"{hi:.6f}".rstrip("0").rstrip(".")}
     if query:
         want["q"] = query
     if picked is not None:
@@ -51,6 +54,13 @@ def _to_url(lo: float, hi: float, query: str, picked: int | None) -> None:
         if k in want and st.query_params.get(k) != want[k]:
             st.query_params[k] = want[k]
         elif k not in want and k in st.query_params:
+            del st.query_params[k]
+
+
+def _zoom_out(full: tuple[float, float]) -> None:
+    st.session_state[WINDOW] = full
+    for k in ("from", "to"):
+        if k in st.query_params:
             del st.query_params[k]
 
 
@@ -142,13 +152,14 @@ def render() -> None:
                              format="%.4f", key=f"tl_lo_{lo}")
     new_hi = c2.number_input("to ms", value=float(hi), min_value=float(full[0]), max_value=float(full[1]),
                              format="%.4f", key=f"tl_hi_{hi}")
-    if c3.button("Zoom out", key="tl_reset", width="stretch"):
+    # in the button's callback, before the rerun draws anything: the URL changes as the click lands
+    if c3.button("Zoom out", key="tl_reset", width="stretch", on_click=_zoom_out, args=(full,)):
         new_lo, new_hi = full
     if (new_lo, new_hi) != (lo, hi) and new_hi > new_lo:
         st.session_state[WINDOW] = (new_lo, new_hi)
         lo, hi = new_lo, new_hi
     picked_id = st.session_state.get(PICKED)
-    _to_url(lo, hi, found.text if found else "", picked_id)
+    _to_url(lo, hi, found.text if found else "", picked_id, full)
     n = data.events_in(a, (lo, hi))
     # A key per window: the zoomed chart starts without the brush that made it (a kept selection would
     # grey the whole new view).
