@@ -264,27 +264,34 @@ def idle_by_cause(df: pd.DataFrame) -> alt.LayerChart:
     return alt.layer(bars, text).properties(height=220)
 
 
+INSIDE_SHARE = 0.45    # a bar this long (of the axis) has room for "34.6 ms (−38%)" inside its end
+
+
 def lever_bars(levers: pd.DataFrame, baseline_us: float, baseline_label: str) -> alt.LayerChart:
     """Each lever's predicted span as a bar, best first, its value written at its end, with the traced span as a
-    rule."""
-    d = levers
+    rule. The axis is the span the predictions are of (the traced span, host and GPU), tight to the longest bar or
+    the rule: a long bar carries its value inside its end, a short one just past it."""
+    d = levers.assign(inside=levers["predicted_ms"] >= INSIDE_SHARE * max([baseline_us / 1e3, *levers["predicted_ms"]]))
     y = alt.Y("lever:N", sort=list(d["lever"]), title=None)
-    x_max = max([baseline_us / 1e3, *d["predicted_ms"]]) * 1.3       # room for the values' column at the right
-    x = alt.X("predicted_ms:Q", title="predicted GPU span (ms)", scale=alt.Scale(domain=[0, x_max], nice=False))
+    x_max = max([baseline_us / 1e3, *d["predicted_ms"]])
+    scale = alt.Scale(domain=[0, x_max], nice=False)
+    x = alt.X("predicted_ms:Q", title="predicted span, host and GPU (ms)", scale=scale)
     bars = alt.Chart(d).mark_bar(color="#4c78a8").encode(
         x=x, y=y,
         tooltip=[alt.Tooltip("lever:N"), alt.Tooltip("predicted_ms:Q", title="predicted ms", format=",.3f"),
                  alt.Tooltip("predicted_ratio:Q", title="of the traced span", format=".2f"),
                  alt.Tooltip("saving:N"), alt.Tooltip("assumption:N")])
-    # the values in a column at the right edge, clear of the bars and of the traced span's rule
-    values = alt.Chart(d.assign(at=x_max)).mark_text(align="right", dx=-2, color="#1a1a1a", fontWeight="bold").encode(
-        x=alt.X("at:Q", scale=alt.Scale(domain=[0, x_max], nice=False)), y=y, text="label:N")
+    inside = alt.Chart(d).transform_filter("datum.inside").mark_text(
+        align="right", dx=-4, color="white", fontWeight="bold").encode(x=x, y=y, text="label:N")
+    outside = alt.Chart(d).transform_filter("!datum.inside").mark_text(
+        align="left", dx=4, color="#1a1a1a", fontWeight="bold").encode(x=x, y=y, text="label:N")
     rule_df = pd.DataFrame({"predicted_ms": [baseline_us / 1e3], "label": [baseline_label]})
-    rule = alt.Chart(rule_df).mark_rule(color="black", strokeDash=[4, 4], strokeWidth=2).encode(x="predicted_ms:Q")
-    text = alt.Chart(rule_df).mark_text(align="left", dx=4, dy=-6, baseline="bottom", color="black").encode(
-        x="predicted_ms:Q", y=alt.value(0), text="label:N")
-    return alt.layer(bars, values, rule, text).properties(height=40 * max(len(d), 1) + 40,
-                                                          title="predicted span per lever")
+    rule = alt.Chart(rule_df).mark_rule(color="black", strokeDash=[4, 4], strokeWidth=2).encode(
+        x=alt.X("predicted_ms:Q", scale=scale))
+    text = alt.Chart(rule_df).mark_text(align="right", dx=-4, dy=-6, baseline="bottom", color="black").encode(
+        x=alt.X("predicted_ms:Q", scale=scale), y=alt.value(0), text="label:N")
+    return alt.layer(bars, inside, outside, rule, text).properties(height=40 * max(len(d), 1) + 40,
+                                                                    title="predicted span per lever")
 
 
 def rank_steps(steps: pd.DataFrame, straggler: str | None) -> alt.LayerChart:

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 import kineto_factory as kf  # noqa: E402
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.voice.whatif import assumption
-from tracetriage.dashboard import library  # noqa: E402
+from tracetriage.dashboard import library, words  # noqa: E402
 from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
 from tracetriage.dashboard.words import (
     annotated_caption,
@@ -278,6 +278,9 @@ def test_report_shows_the_five_lines_idle_by_cause_hotspots_and_phases():
     assert chart["layer"][1]["mark"]["type"] == "text"               # each bar's time and share written on it
     idle, hot = (d.value for d in at.dataframe[:2])
     assert list(idle["cause"]) == ["launch overhead", "host work", "synchronization", "data transfer", "other"]
+    # advice only where the cause has gaps: no fix offered for idle that is not there
+    assert {r.cause for r in idle.itertuples() if r.first_experiment} == \
+        {words.cause(c.value) for c, e in a.evidence.items() if e.gaps}
     assert hot["name"].iloc[0] == a.hotspots[0].name
     ranges = next(d.value for d in at.dataframe if "instances" in headers(d))
     assert set(ranges["name"]) == {"prefill", "decode_step"}
@@ -530,6 +533,15 @@ def test_diff_of_the_pair_in_the_url_explains_the_change_per_op_and_draws_both_t
     assert domain[0] == domain[1]
 
 
+def test_coming_from_a_diff_the_trace_in_view_is_the_pairs_before():
+    # a session that had another trace in view opens a diff: What-if (and every page) then shows the pair's before
+    at = page("diff", sample("smell-sync-item.json.gz"), before=sample("chain-eager-large.json.gz"),
+              after=sample("chain-triton-large.json.gz"))
+    assert not at.exception
+    assert at.query_params["trace"] == "samples/chain-eager-large.json.gz"
+    assert at.session_state["trace_entry"].key == "samples/chain-eager-large.json.gz"   # (state.CURRENT)
+
+
 def test_diff_waits_for_both_traces():
     at = page("diff", sample("chain-eager-large.json.gz"))
     assert not at.exception
@@ -578,8 +590,16 @@ def test_whatif_draws_each_levers_predicted_span_as_a_bar_with_its_value_best_fi
     assert bars["title"] == "predicted span per lever"
     assert bars["layer"][0]["encoding"]["y"]["sort"] == [p.lever for p in w.levers]
     assert bars["layer"][0]["encoding"]["x"]["field"] == "predicted_ms"
-    assert bars["layer"][1]["mark"]["type"] == "text" and bars["layer"][1]["encoding"]["text"]["field"] == "label"
-    assert bars["layer"][2]["mark"]["type"] == "rule"                     # the traced span
+    # the values at the bars' ends: inside a long bar, just past a short one
+    inside, outside = bars["layer"][1], bars["layer"][2]
+    assert inside["mark"]["align"] == "right" and outside["mark"]["align"] == "left"
+    assert all(layer["mark"]["type"] == "text" and layer["encoding"]["text"]["field"] == "label"
+               and layer["encoding"]["x"]["field"] == "predicted_ms" for layer in (inside, outside))
+    assert bars["layer"][3]["mark"]["type"] == "rule"                     # the traced span
+    # the axis is the span the predictions are of, tight to the longest bar or the traced span's rule
+    x = bars["layer"][0]["encoding"]["x"]
+    assert x["title"] == "predicted span, host and GPU (ms)"
+    assert x["scale"]["domain"] == [0, max(w.baseline_ns, *(p.predicted_ns for p in w.levers)) / 1e6]
     # one baseline, named: the traced span (host and GPU) the levers are shares of, beside the report's GPU span
     assert at.caption[1].value == plain(whatif_caption(w.baseline_ns, w.replay_ns))
     assert "host and GPU" in at.caption[1].value and "GPU span" in at.caption[2].value

@@ -65,7 +65,8 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
                      "share_of_span": a.by_cause_ns.get(c, 0) / a.span_ns if a.span_ns else 0.0,
                      "gaps": e.gaps if e else 0, "median_gap_us": e.median_gap_us if e else 0.0,
                      "max_gap_us": e.max_gap_us if e else 0.0,
-                     "first_experiment": common_words.advice(c, e)})
+                     # no gap of this cause: nothing to advise (advice for idle that is not there misleads)
+                     "first_experiment": common_words.advice(c, e) if e and e.gaps else ""})
     return pd.DataFrame(rows)
 
 

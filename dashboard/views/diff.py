@@ -41,6 +41,8 @@ def render() -> None:
     for name, e in (("before", before), ("after", after)):
         if e is not None and st.query_params.get(name) != e.key:
             st.query_params[name] = e.key
+    if before is not None:
+        state.choose(before)   # the trace in view is the pair's before: What-if and the others pick up from it
     if before is None or after is None:
         st.caption(words.diff_pick_both())
         return
