@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,7 @@ def measure(cmd: list[str], env: dict | None = None, *, sample_every: float | No
     import psutil
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
         peak = 0.0
@@ -85,20 +87,26 @@ def measure(cmd: list[str], env: dict | None = None, *, sample_every: float | No
             p.wait()
             raise RuntimeError(f"{' '.join(cmd[:6])} ... ran past its {timeout:.0f} s time-out") from None
         wall = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {stderr[-400:]}")
-    return {"wall_s": round(wall, 3), "peak_pss_mb": round(peak, 1) if sample_every else None,
+    # CPU of the command and every process it waited for (the report's decoder child): one command runs at a
+    # time, so the growth of this process's children's usage is that command's. On a machine other work loads,
+    # CPU seconds stay what the work costs where wall seconds grow with the load
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_pss_mb": round(peak, 1) if sample_every else None,
             "stdout": stdout}
 
 
 def timed(cmd: list[str], env: dict | None, repeats: int, timeout: float) -> dict:
     """Median wall time of `repeats` unsampled runs, then the peak PSS of one run sampled every 20 ms."""
-    walls = sorted(measure(cmd, env, timeout=timeout)["wall_s"] for _ in range(repeats))
+    runs = sorted((measure(cmd, env, timeout=timeout) for _ in range(repeats)), key=lambda r: r["wall_s"])
     mem = measure(cmd, env, sample_every=0.02, timeout=timeout)
-    return {"wall_s": walls[len(walls) // 2], "walls": walls, "peak_pss_mb": mem["peak_pss_mb"]}
+    return {"wall_s": runs[len(runs) // 2]["wall_s"], "walls": [r["wall_s"] for r in runs],
+            "cpu_s": sorted(r["cpu_s"] for r in runs)[len(runs) // 2], "peak_pss_mb": mem["peak_pss_mb"]}
 
 
 REPORT = [sys.executable, "-m", "tracetriage.cli", "report"]
@@ -153,7 +161,8 @@ def floor(path: Path, repeats: int, timeout: float) -> dict:
     runs = [measure([sys.executable, "-c", FLOOR_CODE, str(path)], timeout=timeout) for _ in range(repeats)]
     mid = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
     gunzip_s, decode_s = map(float, mid["stdout"].split())
-    return {"wall_s": mid["wall_s"], "walls": sorted(r["wall_s"] for r in runs), "gunzip_s": gunzip_s,
+    return {"wall_s": mid["wall_s"], "walls": sorted(r["wall_s"] for r in runs),
+            "cpu_s": sorted(r["cpu_s"] for r in runs)[len(runs) // 2], "gunzip_s": gunzip_s,
             "decode_s": decode_s}
 
 
@@ -167,7 +176,8 @@ def hta(path: Path, timeout: float) -> dict:
     cmd = [sys.executable, "-m", "tracetriage.analyzers.output.hta", str(path), "--parse-only"]
     r = measure(cmd, sample_every=0.2, timeout=timeout)
     inner = json.loads(r["stdout"])
-    return {"wall_s": r["wall_s"], "peak_pss_mb": r["peak_pss_mb"], **{f"hta_{k}": v for k, v in inner.items()}}
+    return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_pss_mb": r["peak_pss_mb"],
+            **{f"hta_{k}": v for k, v in inner.items()}}
 
 
 def _slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -224,16 +234,18 @@ def main(argv=None) -> int:
         say(f"\ntrace x{copies}: {info['events']:,} events, {info['json_mb']} MB of JSON, {info['file_mb']} MB gz")
         row = {**info, "ours": ours_cold(path, a.repeats if main_size else 1, a.timeout)}
         o = row["ours"]
-        say(f"  tracetriage report --json, cold: {o['wall_s']:.2f} s (runs {o['walls']}), "
+        say(f"  tracetriage report --json, cold: {o['wall_s']:.2f} s (runs {o['walls']}), CPU {o['cpu_s']:.2f} s, "
             f"peak {o['peak_pss_mb']:.0f} MB PSS")
         if main_size:
             row["cached"] = ours_cached(path, work / f"cache-{copies}", a.repeats, a.timeout)
             c = row["cached"]
-            say(f"  ... from the cache: {c['wall_s']:.2f} s, peak {c['peak_pss_mb']:.0f} MB PSS; a cached load() "
+            say(f"  ... from the cache: {c['wall_s']:.2f} s, CPU {c['cpu_s']:.2f} s, "
+                f"peak {c['peak_pss_mb']:.0f} MB PSS; a cached load() "
                 f"in-process {c['cached_load_in_process_s']:.3f} s")
             row["floor"] = floor(path, a.repeats, a.timeout)
             f = row["floor"]
-            say(f"  floor (isal gunzip + typed msgspec decode without args): {f['wall_s']:.2f} s (gunzip "
+            say(f"  floor (isal gunzip + typed msgspec decode without args): {f['wall_s']:.2f} s, "
+                f"CPU {f['cpu_s']:.2f} s (gunzip "
                 f"{f['gunzip_s']:.2f} s, decode {f['decode_s']:.2f} s)")
             row["stages"] = stages(path, a.timeout)
             say("  where the report's time goes (one run, in-process, `python -m tools.stage_times`):")
@@ -242,41 +254,48 @@ def main(argv=None) -> int:
             if not a.no_hta:
                 row["hta"] = hta(path, a.timeout)
                 h = row["hta"]
-                say(f"  HTA 0.5.0, parse only: {h['wall_s']:.2f} s (TraceAnalysis itself "
+                say(f"  HTA 0.5.0, parse only: {h['wall_s']:.2f} s, CPU {h['cpu_s']:.2f} s (TraceAnalysis itself "
                     f"{h['hta_parse_seconds']:.2f} s), peak {h['peak_pss_mb']:.0f} MB PSS")
         results["sizes"].append(row)
         path.unlink()
     main_row = results["sizes"][-1]
     xs = [r["json_mb"] for r in results["sizes"]]
     t_slope, t0 = _slope(xs, [r["ours"]["wall_s"] for r in results["sizes"]])
+    c_slope, c0 = _slope(xs, [r["ours"]["cpu_s"] for r in results["sizes"]])
     m_slope, m0 = _slope(xs, [r["ours"]["peak_pss_mb"] for r in results["sizes"]])
     results["slope"] = {"s_per_100mb": round(100 * t_slope, 3), "s_intercept": round(t0, 3),
+                        "cpu_s_per_100mb": round(100 * c_slope, 3), "cpu_s_intercept": round(c0, 3),
                         "mb_per_100mb": round(100 * m_slope, 1), "mb_intercept": round(m0, 1),
                         "s_per_100mb_at_each_size": [round(100 * r["ours"]["wall_s"] / r["json_mb"], 3)
                                                      for r in results["sizes"]]}
     o, f = main_row["ours"], main_row["floor"]
     results["floor_ratio"] = round(o["wall_s"] / f["wall_s"], 2)
-    lines = ["| trace | events | JSON MB | tool | wall s | peak MB (PSS) |", "|---|---:|---:|---|---:|---:|"]
+    lines = ["| trace | events | JSON MB | tool | wall s | CPU s | peak MB (PSS) |",
+             "|---|---:|---:|---|---:|---:|---:|"]
     for r in results["sizes"]:
         lines.append(f"| x{r['copies']} | {r['events']:,} | {r['json_mb']} | tracetriage report, cold | "
-                     f"{r['ours']['wall_s']:.2f} | {r['ours']['peak_pss_mb']:.0f} |")
+                     f"{r['ours']['wall_s']:.2f} | {r['ours']['cpu_s']:.2f} | {r['ours']['peak_pss_mb']:.0f} |")
     x = f"x{main_row['copies']}"
     c = main_row["cached"]
-    lines.append(f"| {x} | | | tracetriage report, from the cache | {c['wall_s']:.2f} | {c['peak_pss_mb']:.0f} |")
-    lines.append(f"| {x} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | |")
+    lines.append(f"| {x} | | | tracetriage report, from the cache | {c['wall_s']:.2f} | {c['cpu_s']:.2f} | "
+                 f"{c['peak_pss_mb']:.0f} |")
+    lines.append(f"| {x} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | {f['cpu_s']:.2f} | |")
     if "hta" in main_row:
         h = main_row["hta"]
-        lines.append(f"| {x} | | | HTA 0.5.0, parse only | {h['wall_s']:.2f} | {h['peak_pss_mb']:.0f} |")
+        lines.append(f"| {x} | | | HTA 0.5.0, parse only | {h['wall_s']:.2f} | {h['cpu_s']:.2f} | "
+                     f"{h['peak_pss_mb']:.0f} |")
         results["ratios"] = {"hta_time_over_ours": round(h["wall_s"] / o["wall_s"], 1),
+                             "hta_cpu_over_ours": round(h["cpu_s"] / o["cpu_s"], 1),
                              "our_memory_over_hta": round(o["peak_pss_mb"] / h["peak_pss_mb"], 2)}
     say("\n" + "\n".join(lines))
     if "ratios" in results:
         r = results["ratios"]
-        say(f"\ntracetriage cold vs HTA's parse: {r['hta_time_over_ours']}x faster, at {r['our_memory_over_hta']}x "
-            "its memory")
+        say(f"\ntracetriage cold vs HTA's parse: {r['hta_time_over_ours']}x faster (in CPU seconds "
+            f"{r['hta_cpu_over_ours']}x), at {r['our_memory_over_hta']}x its memory")
     say(f"tracetriage cold / floor: {results['floor_ratio']}x")
     s = results["slope"]
-    say(f"slope: {s['s_per_100mb']} s and {s['mb_per_100mb']} MB per 100 MB of JSON (intercepts {s['s_intercept']} s, "
+    say(f"slope: {s['s_per_100mb']} s ({s['cpu_s_per_100mb']} s of CPU)"
+        f" and {s['mb_per_100mb']} MB per 100 MB of JSON (intercepts {s['s_intercept']} s, "
         f"{s['mb_intercept']} MB); s per 100 MB at each size: {s['s_per_100mb_at_each_size']}")
     results["machine"]["load_average_at_end"] = _load_average()
     results["benchmark_s"] = round(time.perf_counter() - t_start, 1)

@@ -49,44 +49,58 @@ def _wrap(owner, attr: str, label: str, set_attr=setattr) -> None:
     set_attr(owner, attr, timed)
 
 
+_A = "tracetriage.analyzers."
+# (module, function, stage): each function is looked up on its module at call time by its callers (loading.load
+# calls `formats.decode`, `read_bytes`, `assemble`, `link` through its own globals), so the wrapper sees every
+# call; tests/test_stage_times.py fails when one of these names no longer exists or no longer runs
+STAGES: tuple[tuple[str, str, str], ...] = (
+    (_A + "loading.load", "read_bytes", "load: read (and gunzip)"),
+    (_A + "loading.formats", "decode", "load: decode"),
+    (_A + "loading.load", "assemble", "load: assemble"),
+    (_A + "loading.load", "link", "load: link"),
+    (_A + "loading.load", "_with_side_inputs", "load: side inputs"),
+    (_A + "analyses.idle", "_host_context", "idle: host context"),
+    (_A + "analyses.idle", "free_intervals", "idle: free intervals"),
+    (_A + "analyses.idle", "what_follows", "idle: what follows"),
+    (_A + "analyses.idle", "classify", "idle: causes"),
+    (_A + "analyses.idle", "set_up", "idle: set-up (first calls)"),
+    (_A + "analyses.idle", "evidence", "idle: evidence"),
+    (_A + "analyses.idle", "analyze", "idle: other"),
+    (_A + "analyses.ranges", "analyze", "ranges"),
+    (_A + "analyses.roofline", "analyze", "roofline"),
+    (_A + "analyses.roofline", "regime", "regime"),
+    (_A + "analyses.framework", "analyze", "framework"),
+    (_A + "analyses.steps", "find", "steps"),
+    (_A + "analyses.health", "check", "health"),
+    (_A + "analyses.graph_capture", "analyze", "graph capture"),
+    (_A + "analyses.inference", "find", "inference"),
+    (_A + "analyses.hotspots", "by_op", "hotspots"),
+    (_A + "analyses.hotspots", "by_kernel", "hotspots"),
+    (_A + "triage.report", "choose_next", "next experiment"),
+    (_A + "triage.report", "weigh_levers", "next experiment"),
+    (_A + "triage.overhead", "analyze", "profiler overhead"),
+    (_A + "triage.sources", "source_lines", "source lines"),
+    (_A + "triage.sources", "fused_kernels", "source lines"),
+    (_A + "whatif.depgraph", "build", "what-if: dependency graph"),
+    (_A + "whatif.predict", "_bare_ratio", "what-if: unprofiled replays"),
+    (_A + "whatif.predict", "unprofiled_run", "what-if: unprofiled replays"),
+    (_A + "triage.report", "_levers", "what-if: other"),
+    (_A + "triage.report", "_with_unprofiled", "what-if: unprofiled replays"),
+    (_A + "output.serialize", "report", "words: --json"),
+    (_A + "voice.report", "five_lines", "words: five lines"),
+)
+
+
 def _install() -> None:
-    from tracetriage.analyzers.analyses import (
-        framework,
-        graph_capture,
-        health,
-        hotspots,
-        idle,
-        inference,
-        ranges,
-        roofline,
-        steps,
-    )
-    from tracetriage.analyzers.loading import load
-    from tracetriage.analyzers.output import serialize
-    from tracetriage.analyzers.triage import overhead, report, sources
-    from tracetriage.analyzers.voice import report as voice
-    from tracetriage.analyzers.whatif import depgraph, predict, replay
+    import importlib
+
+    from tracetriage.analyzers.whatif import predict, replay
     from tracetriage.analyzers.whatif.levers import LEVERS
 
-    for attr, label in (("read_bytes", "load: read (and gunzip)"), ("decode", "load: decode"),
-                        ("assemble", "load: assemble"), ("link", "load: link"),
-                        ("_with_side_inputs", "load: side inputs")):
-        _wrap(load, attr, label)
-    for owner, attr, label in (
-            (idle, "_host_context", "idle: host context"), (idle, "free_intervals", "idle: free intervals"),
-            (idle, "what_follows", "idle: what follows"), (idle, "classify", "idle: causes"),
-            (idle, "set_up", "idle: set-up (first calls)"), (idle, "evidence", "idle: evidence"),
-            (idle, "analyze", "idle: other"), (ranges, "analyze", "ranges"), (roofline, "analyze", "roofline"),
-            (roofline, "regime", "regime"), (framework, "analyze", "framework"), (steps, "find", "steps"),
-            (health, "check", "health"), (graph_capture, "analyze", "graph capture"),
-            (inference, "find", "inference"), (hotspots, "by_op", "hotspots"), (hotspots, "by_kernel", "hotspots"),
-            (report, "choose_next", "next experiment"), (report, "weigh_levers", "next experiment"),
-            (overhead, "analyze", "profiler overhead"), (sources, "source_lines", "source lines"),
-            (sources, "fused_kernels", "source lines"), (depgraph, "build", "what-if: dependency graph"),
-            (predict, "_bare_ratio", "what-if: unprofiled replays"),
-            (predict, "unprofiled_run", "what-if: unprofiled replays"),
-            (report, "_levers", "what-if: other"), (report, "_with_unprofiled", "what-if: unprofiled replays"),
-            (serialize, "report", "words: --json"), (voice, "five_lines", "words: five lines")):
+    for module, attr, label in STAGES:
+        owner = importlib.import_module(module)
+        if not hasattr(owner, attr):
+            raise SystemExit(f"tools.stage_times: {module} has no {attr} any more; name what it calls now in STAGES")
         _wrap(owner, attr, label)
     last = ["unchanged graph"]
     for name, spec in LEVERS.items():

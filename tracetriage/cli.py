@@ -74,6 +74,11 @@ def _gate_exit(g, line: str | None) -> int:
 
 
 def cmd_report(a) -> int:
+    if not a.scheduler:
+        # gunzip the trace on the other core while the analysis imports (read_bytes takes the text; see its module)
+        from tracetriage.analyzers.loading.read import read_ahead
+
+        read_ahead(Path(a.trace))
     from tracetriage.analyzers.loading.merged import MergedRanks
     from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError

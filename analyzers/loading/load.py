@@ -17,7 +17,7 @@ from pathlib import Path
 from tracetriage.analyzers.loading import cache, formats, side_inputs
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
-from tracetriage.analyzers.loading.read import read_bytes
+from tracetriage.analyzers.loading.read import forget_read_ahead, read_bytes
 from tracetriage.analyzers.model.trace import Trace, TraceError
 
 
@@ -36,6 +36,7 @@ def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> T
     if use_cache:
         hit = cache.get(path)
         if hit is not None:
+            forget_read_ahead()    # (a command that read ahead for the JSON does not need it)
             return _with_side_inputs(hit)
     gc_was_on = gc.isenabled()
     gc.disable()  # millions of fresh objects, none of them in cycles: the cyclic GC only costs time

@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from tracetriage.analyzers.model.trace import TraceError
+from tracetriage.analyzers.model.errors import TraceError
 
 MEM_PER_EVENT = 250
 MEM_BASE = 300 << 20            # the interpreter, numpy, pyarrow

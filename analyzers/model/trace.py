@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tracetriage.analyzers.model.errors import TraceError as TraceError  # (its home; imported from here too)
 from tracetriage.analyzers.model.groups import any_of, distinct
 
 # --- categories ---------------------------------------------------------------
@@ -51,10 +52,6 @@ MAX_TS_US = 4e15       # µs since the epoch ~ year 2096; int64 ns overflow at 9
 MAX_DUR_US = 1e12      # 11.6 days
 STREAM_OVERLAP_NS = 2_000  # kernels on one stream may overlap by < 1 µs (programmatic dependent launch)
 CLOCK_TOL_NS = 2_000       # CUPTI aligns CPU and GPU clocks to about a µs: closer than this is the same moment
-
-
-class TraceError(ValueError):
-    """Not a usable trace (or range, or directory of ranks); the message is one line for the user."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""loading.read's read-ahead: `report` gunzips its trace in a thread while the analysis imports; what the
+thread read (or raised) is exactly what a read in the main thread gives, and no thread of it outlives its use."""
+import gzip
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from kineto_factory import chain, document, events_for, write
+from tracetriage.analyzers.loading import read
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import TraceError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "tracetriage read-ahead"]
+
+
+@pytest.fixture
+def trace_gz(tmp_path) -> Path:
+    return write(tmp_path / "t.json.gz", document(events_for(chain(200))))
+
+
+def test_read_bytes_after_a_read_ahead_is_the_text_a_plain_read_gives(trace_gz):
+    plain = read.read_bytes(trace_gz)
+    read.read_ahead(trace_gz)
+    assert read._ahead is not None
+    ahead = read.read_bytes(trace_gz)
+    assert read._ahead is None          # the thread's text was taken, not read again
+    assert ahead == plain == bytearray(gzip.decompress(trace_gz.read_bytes()))
+    assert _threads() == []
+
+
+def test_what_the_thread_raised_is_raised_where_the_read_would_have_been(tmp_path):
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X"}]}')[:-12])   # the gzip trailer cut off
+    with pytest.raises(TraceError) as plain:
+        read.read_bytes(bad)
+    read.read_ahead(bad)
+    with pytest.raises(TraceError) as ahead:
+        read.read_bytes(bad)
+    assert str(ahead.value) == str(plain.value) and "ends early" in str(ahead.value)
+
+
+def test_a_file_changed_after_the_read_ahead_began_is_read_again(tmp_path, trace_gz):
+    read.read_ahead(trace_gz)
+    for t in _threads():
+        t.join()
+    write(trace_gz, document(events_for(chain(5))))
+    assert read.read_bytes(trace_gz) == bytearray(gzip.decompress(trace_gz.read_bytes()))
+
+
+def test_a_read_of_another_file_stops_the_read_ahead_before_it_reads(tmp_path, trace_gz):
+    other = write(tmp_path / "other.json.gz", document(events_for(chain(3))))
+    read.read_ahead(trace_gz)
+    assert read.read_bytes(other) == bytearray(gzip.decompress(other.read_bytes()))
+    assert _threads() == [] and read._ahead is None     # (decode forks next: no thread of ours may run on)
+
+
+def test_a_trace_from_the_cache_stops_the_read_ahead(tmp_path, trace_gz, monkeypatch):
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    from tracetriage.analyzers.loading import cache
+
+    cache.put(trace_gz, load(trace_gz, use_cache=False))
+    read.read_ahead(trace_gz)
+    assert len(load(trace_gz).ev) > 0
+    assert _threads() == [] and read._ahead is None
+
+
+def test_nothing_is_read_ahead_for_what_is_no_regular_file(tmp_path):
+    read.read_ahead(tmp_path)
+    read.read_ahead(tmp_path / "missing.json.gz")
+    assert read._ahead is None and _threads() == []
+
+
+def test_the_reading_module_imports_no_numpy_so_the_thread_starts_before_numpy_does():
+    code = "import sys, tracetriage.analyzers.loading.read; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
