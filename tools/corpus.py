@@ -3,6 +3,11 @@
     python -m tools.corpus /work/corpus/set                    # a text table
     python -m tools.corpus /work/corpus/set --markdown         # the table in docs/validation.md
     python -m tools.corpus /work/corpus/set --json out.json    # every row, machine-readable
+    python -m tools.corpus /work/corpus/set --half dev         # only the dev half (fit rules here)
+    python -m tools.corpus /work/corpus/set --half test        # only the test half (report it, never tune on it)
+
+The split: a file is in the dev half iff the first byte of sha256(its base name) is even, so a trace's half
+never depends on which other traces are in the folder.
 
 Each trace is reported by `tracetriage report --json` in a fresh process with an empty
 cache (the time column is a cold report, import included, as a new user would see it).
@@ -24,6 +29,7 @@ here re-derives a number the analyzers compute.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -157,8 +163,14 @@ def _ranks_row(path: Path, reading: dict, out: dict, seconds: float, torch: str)
                physics=physics)
 
 
-def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
-    files = sorted(p for p in directory.iterdir() if p.name.endswith(_TRACE_SUFFIXES))
+def half_of(name: str) -> str:
+    """'dev' iff the first byte of sha256(the file's base name) is even, else 'test'."""
+    return "dev" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def run(directory: Path, readings: dict[str, dict], half: str | None = None) -> list[Row]:
+    files = sorted(p for p in directory.iterdir() if p.name.endswith(_TRACE_SUFFIXES)
+                   and (half is None or half_of(p.name) == half))
     rows = []
     for path in files:
         reading = readings.get(path.name, {})
@@ -223,11 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readings", type=Path, default=READINGS)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
+    ap.add_argument("--half", choices=("dev", "test"), help="only the traces of one half of the split")
     a = ap.parse_args(argv)
     if not a.directory.is_dir():
         print(f"error: {a.directory} is not a directory", file=sys.stderr)
         return 2
-    rows = run(a.directory, load_readings(a.readings))
+    rows = run(a.directory, load_readings(a.readings), a.half)
     print(markdown(rows) if a.markdown else text_table(rows))
     if a.json:
         a.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
