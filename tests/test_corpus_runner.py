@@ -27,7 +27,8 @@ def test_runner_reports_each_trace_and_says_where_the_verdict_differs_from_the_r
     assert rows["uncosted.json"].matches == "no"
     assert rows["uncosted.json"].why_not == "regime unknown, read memory (read wrong on purpose)"
     table = corpus.markdown(list(rows.values()))
-    assert "1 of 2 verdicts match the reading (idle cause, regime and Next); the invariants hold on 2 of 2" in table
+    assert "1 of 2 verdicts match the reading (idle cause, regime and Next); the Next is right on 0 of 2; " \
+           "the invariants hold on 2 of 2 reports; the claim checker is clean on 2 of 2" in table
 
 
 def test_runner_judges_the_next_experiment_and_the_invariants_too(tmp_path):

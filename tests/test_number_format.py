@@ -57,7 +57,8 @@ def test_factors_and_speedups_keep_two_decimals_with_separators():
 
 
 @pytest.mark.parametrize("x,text", [(1365.3, "1,365"), (37.23, "37.2"), (4.5, "4.5"), (0.0523, "0.052"),
-                                    (0.123456, "0.123"), (-0.0001, "0"), (None, "none")])
+                                    (0.123456, "0.123"), (-0.0001, "0"), (0.0002, "under 0.001"),
+                                        (None, "none")])
 def test_a_measured_figure_has_three_significant_digits_and_at_most_three_decimals(x, text):
     assert units.num(x) == text
 

@@ -3,6 +3,11 @@
     python -m tools.corpus /work/corpus/set                    # a text table
     python -m tools.corpus /work/corpus/set --markdown         # the table in docs/validation.md
     python -m tools.corpus /work/corpus/set --json out.json    # every row, machine-readable
+    python -m tools.corpus /work/corpus/set --half dev         # only the dev half (fit rules here)
+    python -m tools.corpus /work/corpus/set --half test        # only the test half (report it, never tune on it)
+
+The split: a file is in the dev half iff the first byte of sha256(its base name) is even, so a trace's half
+never depends on which other traces are in the folder.
 
 Each trace is reported by `tracetriage report --json` in a fresh process with an empty
 cache (the time column is a cold report, import included, as a new user would see it).
@@ -24,6 +29,7 @@ here re-derives a number the analyzers compute.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -37,7 +43,7 @@ from pathlib import Path
 
 import tomllib
 
-from tracetriage.analyzers.output import invariants
+from tracetriage.analyzers.output import claims, invariants
 
 READINGS = Path(__file__).with_name("corpus_readings.toml")
 _TRACE_SUFFIXES = (".json", ".json.gz")
@@ -62,6 +68,7 @@ class Row:
     next_kind: str = ""           # the Next experiment's kind (next_experiment.kind)
     expected_next_kind: str = ""
     physics: tuple[str, ...] = ()   # the invariants the report breaks (tracetriage.analyzers.output.invariants)
+    broken_claims: tuple[str, ...] = ()   # the claims it breaks (tracetriage.analyzers.output.claims)
 
 
 def _header_facts(path: Path) -> dict:
@@ -154,11 +161,17 @@ def _ranks_row(path: Path, reading: dict, out: dict, seconds: float, torch: str)
                "/".join(v[0] for v in verdicts), "/".join(v[1] for v in verdicts), None,
                reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, "; ".join(misses),
                next_kind="/".join(v[2] for v in verdicts), expected_next_kind=reading.get("expected_next_kind", ""),
-               physics=physics)
+               physics=physics, broken_claims=tuple(claims.check(out)))
 
 
-def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
-    files = sorted(p for p in directory.iterdir() if p.name.endswith(_TRACE_SUFFIXES))
+def half_of(name: str) -> str:
+    """'dev' iff the first byte of sha256(the file's base name) is even, else 'test'."""
+    return "dev" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def run(directory: Path, readings: dict[str, dict], half: str | None = None) -> list[Row]:
+    files = sorted(p for p in directory.iterdir() if p.name.endswith(_TRACE_SUFFIXES)
+                   and (half is None or half_of(p.name) == half))
     rows = []
     for path in files:
         reading = readings.get(path.name, {})
@@ -182,16 +195,25 @@ def run(directory: Path, readings: dict[str, dict]) -> list[Row]:
                         int(out["trace"]["events"]), seconds, dom, regime, idle_share,
                         reading.get("expected_dominant", ""), reading.get("expected_regime", ""), ok, why,
                         next_kind=nxt, expected_next_kind=reading.get("expected_next_kind", ""),
-                        physics=tuple(invariants.check(out))))
+                        physics=tuple(invariants.check(out)), broken_claims=tuple(claims.check(out))))
     return rows
 
 
+def _next_right(r: Row) -> bool:
+    """The Next's kind is one the reading asks for (every rank's, for a ranks row)."""
+    want = r.expected_next_kind.split("|") if r.expected_next_kind else []
+    return bool(want) and not r.error and all(k in want for k in r.next_kind.split("/"))
+
+
 def _agreement(rows: list[Row]) -> str:
-    """'47 of 54 verdicts match the reading; the invariants hold on 54 of 54 reports.'"""
+    """'47 of 54 verdicts match the reading; ... Next right on 40; the invariants hold on 54 of 54 reports; ...'"""
     agree = sum(r.matches == "yes" for r in rows)
     sound = sum(not r.physics and r.matches != "error" and not r.error for r in rows)
+    clean = sum(not r.broken_claims and not r.error for r in rows)
     return (f"{agree} of {len(rows)} verdicts match the reading (idle cause, regime and Next); "
-            f"the invariants hold on {sound} of {len(rows)} reports.")
+            f"the Next is right on {sum(_next_right(r) for r in rows)} of {len(rows)}; "
+            f"the invariants hold on {sound} of {len(rows)} reports; the claim checker is clean on {clean} of "
+            f"{len(rows)}.")
 
 
 def markdown(rows: list[Row]) -> str:
@@ -212,7 +234,8 @@ def text_table(rows: list[Row]) -> str:
     for r in rows:
         out.append(f"{r.file[:44]:44} {r.device[:26]:26} {r.events:8d} {r.seconds:5.1f}s {r.dominant[:16]:16} "
                    f"{r.regime[:9]:9} {r.next_kind[:18]:18} {r.matches}{': ' + r.why_not if r.why_not else ''}"
-                   + (f" [invariants: {'; '.join(r.physics)}]" if r.physics else ""))
+                   + (f" [invariants: {'; '.join(r.physics)}]" if r.physics else "")
+                   + (f" [claims: {'; '.join(r.broken_claims)}]" if r.broken_claims else ""))
     out.append(_agreement(rows))
     return "\n".join(out)
 
@@ -223,11 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readings", type=Path, default=READINGS)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
+    ap.add_argument("--half", choices=("dev", "test"), help="only the traces of one half of the split")
     a = ap.parse_args(argv)
     if not a.directory.is_dir():
         print(f"error: {a.directory} is not a directory", file=sys.stderr)
         return 2
-    rows = run(a.directory, load_readings(a.readings))
+    rows = run(a.directory, load_readings(a.readings), a.half)
     print(markdown(rows) if a.markdown else text_table(rows))
     if a.json:
         a.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))

@@ -95,9 +95,12 @@ def saving_pct(saving_ns: float, baseline_ns: float) -> str:
 
 def num(x: float | None) -> str:
     """A measured figure: whole with separators from 100 ('1,365'), else three significant digits and at
-    most three decimals ('37.2', '4.5', '0.052')."""
+    most three decimals ('37.2', '4.5', '0.052'); a figure too small for three decimals is 'under 0.001', never a
+    '0' that states nothing was there."""
     if x is None:
         return "none"
+    if 0 < x < 0.0005:   # (a tiny negative is rounding noise: "0")
+        return "under 0.001"
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{round(x, 3) + 0.0:.3g}"   # (+ 0.0: no '-0')

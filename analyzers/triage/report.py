@@ -357,9 +357,20 @@ def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Tr
 def withhold_regime(v: RegimeVerdict, health: Health) -> RegimeVerdict:
     """No compute, memory or latency verdict on a roofline the trace cannot draw (no shapes recorded): unknown.
     (The overhead and communication verdicts rest on the timeline, not on shapes.)"""
-    if health.withheld(Verdict.REGIME) and v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
-        return dataclasses.replace(v, regime=Regime.UNKNOWN)
-    return v
+    if not health.withheld(Verdict.REGIME):
+        return v
+    # the roofline's split rests on the shapes the trace lacks: none of it is said (issue 33: a Health line that
+    # withholds the regime beside a Regime line giving "77% compute-bound"); its kernel time has no bound
+    costed = v.compute_us + v.memory_us + v.latency_us
+    why = {"no_shapes": round(costed + v.uncosted_why_us.get("no_shapes", 0.0), 3),
+           **{k: t for k, t in v.uncosted_why_us.items() if k != "no_shapes"}}
+    voting = costed + v.unknown_us
+    regime = Regime.UNKNOWN if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY) else v.regime
+    return dataclasses.replace(
+        v, regime=regime, compute_us=0.0, memory_us=0.0, latency_us=0.0, unknown_us=voting,
+        uncosted_share=1.0 if voting > 0 else v.uncosted_share, latency_peak_share=None,
+        uncosted_why_us=dict(sorted(why.items(), key=lambda x: -x[1])), achieved_tflops=None, achieved_gbps=None,
+        intensity=None, ridge=None)
 
 
 def _setup_windows(devs) -> tuple:

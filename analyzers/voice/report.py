@@ -24,6 +24,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
+from tracetriage.analyzers.voice.claims import only_predicts, waste_prediction
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -123,7 +124,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.dominant is not None:
         d = nx.dominant
         out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
-                       f"{LEVERS[d.lever].words} predicts only {saving_pct(d.saving_ns, d.baseline_ns)}")
+                       f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
     if nx.close_call is not None:
         c = nx.close_call
         out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much ({saving_pct(c.saving_ns, c.baseline_ns)}, "
@@ -138,7 +139,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         w = nx.waste
         spec = LEVERS[w.lever]
         why = f" ({spec.says(w.assumption)})" if w.nothing_to_act_on else ""
-        out["waste"] = f"{spec.words}, predicted {saving_pct(w.saving_ns, w.baseline_ns)}{why}"
+        out["waste"] = f"{spec.words}, {waste_prediction(w.saving_ns, w.baseline_ns)}{why}"
     return out
 
 
@@ -149,10 +150,14 @@ HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less o
 
 
 def _warmup_why(a: Analysis) -> str:
-    if a.warmup:
+    lv = a.next_experiment.lever
+    if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
         return (f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
                 f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
-    lv = a.next_experiment.lever
+    if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
+        return (f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up (first calls such as "
+                f"{', '.join(w.name for w in a.warmup[:2])}, and the early steps' host time above a steady step's), "
+                "which the steady state never pays")
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
     return (f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up ({where}), "
@@ -241,8 +246,13 @@ def find_the_bound(v) -> dict[str, str]:
 def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
     idle_pct = share(a.idle_share)
     if cause is Cause.LAUNCH_OVERHEAD:
-        return (f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run "
-                f"{duration_us(ev.kernel_median_us)} (median) while each launch costs the host more")
+        kernels = f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run " \
+                  f"{duration_us(ev.kernel_median_us)} (median)"
+        if ev.launch_call_median_us and ev.kernel_median_us < ev.launch_call_median_us:
+            return kernels + " while each launch costs the host more"
+        # kernels outlast a launch call: what the host spends per kernel is the dispatch around the call too
+        return (kernels + f", in {count(ev.gaps, 'gap')} (median {duration_us(ev.median_gap_us)}) where the queue "
+                "ran dry while the host dispatched and launched the next")
     if cause is Cause.HOST_WORK:
         return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
                 f"(median gap {duration_us(ev.median_gap_us)})")
@@ -253,6 +263,11 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
                     f"({count(host.gaps, 'stretch', 'stretches')}, a median of {duration_us(host.median_gap_us)}, "
                     f"{share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} of the span) leaves the GPU idle instead "
                     "of overlapping its kernels")
+        c = a.serialising_syncs or a.next_experiment.lever
+        if ev.gaps == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
+            return (f"each sync holds the host until the GPU catches up, so host work and kernels run one after "
+                    f"the other: removing them overlaps {duration_ns(c.saving_ns)} "
+                    f"({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
         return (f"{integer(ev.gaps)} times the device drained while the host waited, costing "
                 f"{duration_us(ev.total_us)} of idle ({share(gain)} of the span)")
     if cause is Cause.DATA_TRANSFER:
@@ -333,15 +348,16 @@ def _serialising_syncs(a: Analysis) -> str:
 def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
+    bounds_known = v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us
     mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
            f"memory-bound" + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
                                if v.latency_worth_naming else "")
            + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
            + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)"
               if v.comm_us else "")) \
-        if tot else "no kernels ran"
+        if tot and bounds_known else (f"no kernel time has a bound: {uncosted_phrase(v)}" if tot else "no kernels ran")
     ridge = ""
-    if v.intensity is not None and v.ridge:
+    if v.intensity and v.ridge:
         ridge = f"; its ops average {num(v.intensity)} FLOP/byte against a {v.dtype} ridge of {num(v.ridge)}"
     if v.regime is Regime.OVERHEAD:
         line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
@@ -356,7 +372,8 @@ def _regime_line(a: Analysis) -> str:
                                                      "to decide" if known else "nothing else to decide by")
                 + f"{ridge}.")
     elif v.regime is Regime.LATENCY:
-        reach = (f"; latency-bound ops move {gbps(v.achieved_gbps)} and reach {tflops(v.achieved_tflops or 0)}, "
+        rate = f" and reach {tflops(v.achieved_tflops)}" if v.achieved_tflops else ""   # no FLOPs: no '0 TFLOP/s'
+        reach = (f"; latency-bound ops move {gbps(v.achieved_gbps)}{rate}, "
                  f"{small_share(v.latency_peak_share)} of the nearer peak" if v.latency_peak_share is not None else "")
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){ridge}.")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.runtime_calls import SYNC_CALLS
+from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
@@ -41,7 +41,7 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     # a sync call, or a copy to the host that blocks (.item(), .cpu(), .tolist() of a result)
     aw = np.maximum(p.c_awaited, 0)
     to_host = c.gpu_named(lambda n: "DtoH" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
-    sync = g.c_kind == dg.SYNC_CALL
+    sync = (g.c_kind == dg.SYNC_CALL) & ~_context_creation(c)
     copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked
     if o.only:
         inside = _inside_op(c, o.only)
@@ -66,6 +66,17 @@ def focus_op(detail: dict) -> str | None:
     """The outermost op that waited longest in syncs (None: the syncs are called straight from Python)."""
     by_op = detail.get("waited_ns_by_op") or {}
     return next((name for name, ns in by_op.items() if ns > 0 and not name.startswith(_API_PREFIXES)), None)
+
+
+def _context_creation(c: Context) -> np.ndarray:
+    """The allocator's frees before the first launch: they create the CUDA context (set-up, the warm-up's to
+    remove), not a sync the code could defer. A later cudaFree is torch.cuda.empty_cache() and stays a sync."""
+    g = c.g
+    ids = [i for i, n in enumerate(c.trace.names) if n in ALLOCATOR_SYNC_CALLS]
+    launches = g.c_start[g.c_kind == dg.LAUNCH_CALL]
+    if not ids or not g.n_calls or not len(launches):
+        return np.zeros(g.n_calls, bool)
+    return np.isin(c.trace.ev.name[g.c_row], ids) & (g.c_start < launches.min())
 
 
 def _inside_op(c: Context, op: str) -> np.ndarray:

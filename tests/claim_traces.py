@@ -1,0 +1,24 @@
+"""Small synthetic traces, built in code, each showing one false sentence of issue 33 (the public traces that
+showed them may not be committed here). Times in ns from the trace start."""
+from __future__ import annotations
+
+from kineto_factory import call, document, events_for
+from other_peoples_traces import MS, US, steady
+
+
+def context_created_by_cudafree() -> dict:
+    """PARAM's linear benchmark on a 2080 Ti: two cudaFree calls create the CUDA context (500 ms) before the first
+    kernel, then steady launches and one 0.19 ms cudaDeviceSynchronize. The syncs' removal saves nothing of the
+    500 ms: it is set-up."""
+    ev = [call("cudaFree", 1 * MS, 400 * MS), call("cudaFree", 401 * MS, 500 * MS)]
+    launches = steady(60, 501 * MS)
+    ev += events_for(launches)
+    t = launches[-1].gpu_end
+    ev.append(call("cudaDeviceSynchronize", t + 5 * US, t + 195 * US))
+    return document(ev)
+
+
+def long_kernels_behind_slow_dispatch() -> dict:
+    """Kernels of 172 µs with a 7 µs launch call each, and 60 µs of host dispatch between them: the queue runs dry,
+    but no launch costs the host more than a kernel runs."""
+    return document(events_for(steady(40, 100 * US, kernel_ns=172 * US, call_ns=7 * US, gap=60 * US)))

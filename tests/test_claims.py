@@ -1,0 +1,113 @@
+"""True on every trace: the claims of tracetriage.analyzers.output.claims hold on every report of every trace in the
+repository (the sample library, the fix pairs, the rank runs), on its what-if and, in the slow step, on every
+public trace of the corpus (tools/corpus_readings.toml; fetched by tools/corpus_fetch into TRACETRIAGE_CORPUS,
+/work/corpus/set by default). A broken claim is a test failure, never a warning. The checker itself is shown to
+catch each kind of false sentence."""
+import copy
+import os
+from pathlib import Path
+
+import pytest
+
+from sweep import sweep
+from test_invariants import BIG, EVERY_TRACE, _id
+from tracetriage.analyzers.output import claims, serialize
+from tracetriage.analyzers.triage.report import analyze_file
+
+CORPUS = Path(os.environ.get("TRACETRIAGE_CORPUS", "/work/corpus/set"))
+CORPUS_TRACES = sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz"))) \
+    if CORPUS.is_dir() else []
+
+
+@pytest.mark.parametrize("path", sweep(EVERY_TRACE, [p for p in EVERY_TRACE if p not in BIG],
+                                        ids=[_id(p) for p in EVERY_TRACE]))
+def test_every_bundled_report_keeps_its_claims(path):
+    assert claims.check(serialize.report(analyze_file(path))) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CORPUS_TRACES, reason="no public corpus here: python -m tools.corpus_fetch /work/corpus/set")
+@pytest.mark.parametrize("path", CORPUS_TRACES, ids=[p.name for p in CORPUS_TRACES])
+def test_every_public_report_keeps_its_claims(path):
+    out = serialize.report(analyze_file(path))
+    assert claims.check(out) == []
+
+
+# --- the checker catches each false sentence the issue lists --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def good():
+    return serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/smell-sync-item.json.gz"))
+
+
+def _with_line(out, i, text):
+    bad = copy.deepcopy(out)
+    bad["lines"][i] = text
+    return bad
+
+
+def test_the_sample_report_breaks_no_claim(good):
+    assert claims.check(good) == []
+
+
+def test_a_because_resting_on_nothing_is_caught(good):
+    bad = _with_line(good, 4, "Next: remove the syncs (predicted −6% of the traced span (host and GPU), 1 ms → 0.9 ms),"
+                              " because 0 times the device drained while the host waited. Would waste the week: x.")
+    assert any("rests on nothing" in p for p in claims.check(bad))
+
+
+def test_a_warm_up_saving_more_than_its_set_up_is_caught(good):
+    bad = _with_line(good, 4, "Next: warm up first (predicted −50% of the traced span (host and GPU), 2 s → 1 s), "
+                              "because 12% of the span is one-time set-up in first calls. Would waste the week: x.")
+    assert any("the warm-up predicts −50% but says 12%" in p for p in claims.check(bad))
+
+
+def test_a_launch_bound_because_with_long_kernels_is_caught(good):
+    bad = _with_line(good, 4, "Next: cut launches, because the GPU idles 33% between 20 kernels that run 172.5 µs "
+                              "(median) while each launch costs the host more. Would waste the week: x.")
+    assert any("each launch costs more than a kernel's run" in p for p in claims.check(bad))
+
+
+def test_a_next_predicted_to_save_nothing_is_caught(good):
+    bad = _with_line(good, 4, "Next: fuse (predicted 0% of the traced span (host and GPU), 1 ms → 1 ms), because x. "
+                              "Would waste the week: y.")
+    assert any("save nothing" in p for p in claims.check(bad))
+
+
+def test_a_waste_lever_that_slows_or_saves_more_is_caught(good):
+    slows = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
+                       + "Would waste the week: CUDA graphs to cut launches, predicted +30%.")
+    assert any("phrased as a prediction of a saving" in p for p in claims.check(slows))
+    more = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
+                      + "Would waste the week: CUDA graphs to cut launches, predicted −40%.")
+    assert any("more than the Next's 15%" in p for p in claims.check(more))
+
+
+def test_a_regime_split_the_health_check_withholds_is_caught(good):
+    bad = copy.deepcopy(good)
+    bad["health"]["findings"].append({"problem": "shapes_not_recorded", "shown": True, "withholds": ["regime"]})
+    assert any("withholds the regime" in p for p in claims.check(bad))
+
+
+def test_fp8_advice_on_a_device_without_fp8_is_caught(good):
+    bad = copy.deepcopy(good)
+    bad["peaks"]["limit_flops_per_s"].pop("fp8")
+    assert any("fp8" in p for p in claims.check(bad))
+    assert claims.check(good) == []      # an H200 has fp8 tensor cores
+
+
+def test_phases_without_a_decode_and_a_ttft_beyond_the_gpu_span_are_caught(good):
+    bad = _with_line(good, 0, good["lines"][0][:-1] + "; prefill (TTFT) 372.0 ms, decode 1.2 ms per token.")
+    bad["phases"] = {"ttft_us": 372000.0, "decode": {"count": 1}}
+    found = claims.check(bad)
+    assert any("1 decode steps" in p for p in found) and any("host time before the first kernel" in p for p in found)
+
+
+def test_a_second_peak_for_one_trace_is_caught(good):
+    bad = _with_line(good, 3, good["lines"][3].replace("808 TFLOP/s peak", "808 TFLOP/s peak, 4,800 GB/s peak"))
+    assert claims.check(bad) == ["a line judges against 4,800 GB/s, the trace's peak is 4,246 GB/s"]
+
+
+def test_a_number_rounded_to_nothing_is_caught(good):
+    bad = _with_line(good, 3, good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte"))
+    assert any("rounded to nothing" in p for p in claims.check(bad))

@@ -1,0 +1,27 @@
+"""Each false sentence of issue 33, on a synthetic trace that shows it (tests/claim_traces.py): the report says
+what the trace holds, and the claim checker finds nothing."""
+from claim_traces import context_created_by_cudafree, long_kernels_behind_slow_dispatch
+from kineto_factory import write
+from tracetriage.analyzers.model.verdicts import Cause
+from tracetriage.analyzers.output import claims, serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.report import _idle_why, five_lines
+
+
+def test_context_creation_cudafree_is_no_sync_to_remove(tmp_path):
+    a = analyze_file(write(tmp_path / "ctx.json", context_created_by_cudafree()))
+    syncs = next((c for c in a.lever_choices if c.lever == "remove_syncs"), None)
+    # the 500 ms of cudaFree before the first kernel are set-up: removing the syncs saves at most the real one
+    assert syncs is None or syncs.saving_ns < 1 * 1_000_000
+    assert "the syncs serialise the host" not in five_lines(a)[2]
+    assert claims.check(serialize.report(a)) == []
+
+
+def test_a_launch_bound_because_never_says_a_launch_outlasts_a_longer_kernel(tmp_path):
+    a = analyze_file(write(tmp_path / "long.json", long_kernels_behind_slow_dispatch()))
+    ev = a.evidence[Cause.LAUNCH_OVERHEAD]
+    assert ev.kernel_median_us > ev.launch_call_median_us          # 172 µs kernels, 7 µs launch calls
+    why = _idle_why(a, Cause.LAUNCH_OVERHEAD, ev, 0.25)
+    assert "while each launch costs the host more" not in why
+    assert why.endswith("in 39 gaps (median 60.0 µs) where the queue ran dry while the host dispatched and launched "
+                        "the next")
