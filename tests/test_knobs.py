@@ -56,3 +56,33 @@ def test_a_knob_finds_nothing_to_do_on_its_own_after_trace(kind):
         after = w.lever(lever)
         assert after.assumption.count == 0 or after.saving_ns <= 0.02 * w.baseline_ns, \
             (kind, lever, after.assumption)
+
+
+# --- device- and dtype-aware words ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("device,dtype,said", [
+    ("NVIDIA A100-SXM4-80GB", "bf16", []),               # no fp8 below Hopper/Ada
+    ("NVIDIA A100-SXM4-80GB", "fp32", ["TF32", "bf16"]),
+    ("Tesla V100-SXM2-32GB", "fp32", ["fp16"]),           # no TF32 or bf16 below Ampere
+    ("Tesla T4", "fp32", ["fp16"]),
+    ("NVIDIA H200", "bf16", ["fp8"]),
+    ("NVIDIA L4", "bf16", ["fp8"]),                        # Ada has fp8
+])
+def test_cheaper_arithmetic_names_only_precisions_the_device_runs_faster(device, dtype, said):
+    from tracetriage.analyzers.analyses.peaks import datasheet
+    from tracetriage.analyzers.voice.common import cheaper_arithmetic, cheaper_precisions
+
+    pk = datasheet(device)
+    assert cheaper_precisions(pk, dtype) == said
+    words = cheaper_arithmetic(pk, dtype, headroom=True)
+    assert ("fp8" in words) == ("fp8" in said) and ("TF32" in words) == ("TF32" in said)
+
+
+def test_no_tf32_or_bf16_knob_on_a_device_without_those_tensor_cores():
+    from tracetriage.analyzers.analyses.peaks import datasheet
+    from tracetriage.analyzers.whatif.levers.knob import has_fast
+
+    assert not has_fast(datasheet("Tesla V100-SXM2-32GB"), "tf32")
+    assert not has_fast(datasheet("Tesla T4"), "bf16")
+    assert not has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "fp8")
+    assert has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "tf32") and has_fast(datasheet("NVIDIA H200"), "fp8")

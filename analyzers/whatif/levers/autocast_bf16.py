@@ -20,6 +20,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import NONE
+from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
@@ -130,7 +131,7 @@ SPEC = LeverSpec(
     fix="the forward and loss under torch.autocast('cuda', dtype=torch.bfloat16)",
     recognise=Recognise(order=0, evidence="fp32_matrix_kernels", because="its fp32 GEMM kernels became bf16 ones",
                         amount=fp32_kernels, acted=lambda m: m.kernel_busy_ns, applied=went, also=bf16_appeared),
-    applied_words="autocast to bf16", weighed_only_if_found=True,
+    applied_words="autocast to bf16", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="with torch.autocast(\"cuda\", dtype=torch.bfloat16): around the forward and the loss",
               evidence="fp32 or TF32 GEMM/convolution kernels (cuBLAS/cuDNN names with sgemm, f32f32_f32f32_f32 or "
                        "tf32), on a device with bf16 tensor cores",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import kernel_rows, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -87,7 +88,7 @@ SPEC = LeverSpec(
     fix="model and input .to(memory_format=torch.channels_last)",
     recognise=Recognise(order=1, evidence="layout_kernels", because="cuDNN's NCHW<->NHWC transposes went",
                         amount=layout_kernels, acted=lambda m: m.kernel_busy_ns, applied=went),
-    applied_words="channels_last", weighed_only_if_found=True,
+    applied_words="channels_last", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="model = model.to(memory_format=torch.channels_last) and "
                      "x = x.to(memory_format=torch.channels_last)",
               evidence="cuDNN layout kernels nchwToNhwcKernel / nhwcToNchwKernel around the convolutions; ATen's "

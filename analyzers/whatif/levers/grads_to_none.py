@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -74,7 +75,7 @@ SPEC = LeverSpec(
     fix="zero_grad(set_to_none=True) in place of set_to_none=False",
     recognise=Recognise(order=2, evidence="grad_fills", because="its gradient fills and accumulations went",
                         amount=fills, acted=lambda m: m.kernel_busy_ns, applied=went),
-    applied_words="zero_grad(set_to_none=True)", weighed_only_if_found=True,
+    applied_words="zero_grad(set_to_none=True)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="optimizer.zero_grad(set_to_none=True) (or model.zero_grad(set_to_none=True); the default "
                      "since torch 2.0)",
               evidence="fill kernels launched by aten::zero_ / aten::_foreach_zero_ (zero_grad keeping the grads) "

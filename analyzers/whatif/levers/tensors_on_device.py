@@ -17,6 +17,7 @@ import numpy as np
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import ops_named, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -125,7 +126,7 @@ SPEC = LeverSpec(
     fix="torch.randn(..., device=device) in place of torch.randn(...).to(device)",
     recognise=Recognise(order=2, evidence="factory_copies", because="its host-made tensors' copies went",
                         amount=copies, acted=lambda m: m.kernel_busy_ns, applied=went),
-    applied_words="tensors made on the device", weighed_only_if_found=True,
+    applied_words="tensors made on the device", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.randn(..., device=\"cuda\") (torch.zeros/ones/full/arange/tensor likewise) in place of "
                      "making the tensor on the host and calling .to(\"cuda\")",
               evidence="a host-to-device memcpy whose source a factory op (aten::randn/zeros/ones/full/arange/tril/"

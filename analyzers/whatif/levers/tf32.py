@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import (
     has_fast,
     kernel_rows,
@@ -87,7 +88,7 @@ SPEC = LeverSpec(
     fix="torch.backends.cuda.matmul.allow_tf32 = True for the variant's windows (fp32 matmuls on TF32 tensor cores)",
     recognise=Recognise(order=1, evidence="fp32_matrix_kernels", because="its fp32 GEMM kernels became TF32 ones",
                         amount=fp32_kernels, acted=lambda m: m.kernel_busy_ns, applied=went, also=tf32_appeared),
-    applied_words="TF32 matmuls (allow_tf32)", weighed_only_if_found=True,
+    applied_words="TF32 matmuls (allow_tf32)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))",
               evidence="fp32 GEMM/convolution kernels on CUDA cores: cuBLAS/cuDNN kernel names with sgemm or "
                        "f32f32_f32f32_f32 (no tf32), launched by aten::mm/addmm/bmm/linear/convolution on float inputs",
