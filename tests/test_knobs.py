@@ -86,3 +86,32 @@ def test_no_tf32_or_bf16_knob_on_a_device_without_those_tensor_cores():
     assert not has_fast(datasheet("Tesla T4"), "bf16")
     assert not has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "fp8")
     assert has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "tf32") and has_fast(datasheet("NVIDIA H200"), "fp8")
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------------
+
+def test_docs_knobs_md_is_the_catalogue():
+    from tools.knobs_table import table
+
+    assert (Path(__file__).resolve().parent.parent / "docs" / "knobs.md").read_text() == table()
+
+
+def test_every_catalogue_row_has_a_lever_or_says_why_not_and_every_knob_is_in_it():
+    from tracetriage.analyzers.whatif.levers.catalogue import CATALOGUE
+
+    for e in CATALOGUE:
+        assert (e.lever in LEVERS) if e.lever else e.unseen, e.knob
+    listed = {e.lever for e in CATALOGUE}
+    assert {name for name, spec in LEVERS.items() if spec.knob is not None} <= listed
+    assert {e.guide for e in CATALOGUE} >= {"Performance Tuning Guide", "CUDA semantics",
+                                             "torch.compile troubleshooting / performance",
+                                             "torch.utils.data (DataLoader)"}
+
+
+def test_every_knob_spec_says_its_line_evidence_devices_model_and_guide():
+    for name, spec in LEVERS.items():
+        k = spec.knob
+        if k is None:
+            continue
+        assert spec.effort == 1 and spec.experiment is not None, name
+        assert all(len(x) > 20 for x in (k.change, k.evidence, k.applies, k.model)) and k.guide, name

@@ -131,7 +131,7 @@ SPEC = LeverSpec(
                      "making the tensor on the host and calling .to(\"cuda\")",
               evidence="a host-to-device memcpy whose source a factory op (aten::randn/zeros/ones/full/arange/tril/"
                        "triu/...) with no GPU work made on the same thread just before the copy",
-              applies="every GPU and dtype",
+              applies="every GPU and dtype: any tensor made on the host only to be copied",
               model="the factory ops' host time goes but one dispatch each; the copy becomes a kernel writing its "
                     "bytes at this trace's memory-bound rate; the call and its stream sync stop waiting",
               guide="Performance Tuning Guide: create tensors directly on the target device"))
