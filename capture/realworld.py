@@ -31,6 +31,7 @@ from tracetriage.capture.fixes import BEFORE, GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload, trace_facts
 from tracetriage.capture.realworld_compile import COMPILE_SCENARIOS
 from tracetriage.capture.realworld_generate import GENERATE_SCENARIOS
+from tracetriage.capture.realworld_knobs import KNOB_SCENARIOS
 from tracetriage.capture.realworld_vision import VISION_SCENARIOS
 from tracetriage.capture.smells import narrow_mlp
 
@@ -177,7 +178,7 @@ class EmptyCacheEveryStep(RealWorkload):
 
 REALWORLD: dict[str, type[RealWorkload]] = {c.kind: c for c in [
     AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep,
-    *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS,
+    *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS,
 ]}
 
 

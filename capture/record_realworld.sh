@@ -5,6 +5,8 @@
 #                                                          training-outlier / no-repetition / health-check traces
 #   OUT=$OUT GROUP=c bash capture/record_realworld.sh      warm_up's and no_recompiles' second and third workloads:
 #                                                          cold MLP and GPT-2, recompiles by batch size, GPT-2
+#   OUT=$OUT GROUP=knobs bash capture/record_realworld.sh  the knobs (capture/realworld_knobs.py): TF32, autocast,
+#                                                          channels_last, set_to_none, tensors made on the device
 #   OUT=$OUT GROUP=smoke bash capture/record_realworld.sh  every part once, small, reps 1, the parts running side by
 #                                                          side (timings meaningless): a shake-out of GPU-only bugs
 # Run from the repo root. Groups a, b and c run their parts one after another; none starts once BUDGET seconds
@@ -15,13 +17,13 @@
 #   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
 # DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
 set -u
-GROUP=${GROUP:?set GROUP=a, b or smoke}
+GROUP=${GROUP:?set GROUP=a, b, c, knobs or smoke}
 OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
-  *) echo "GROUP must be a, b, c or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b|knobs|knobs2) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c, knobs, knobs2 or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
@@ -95,6 +97,17 @@ b)
   hf_pairs 220
   part generate 220 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate"
   hf_retry 150
+  ;;
+knobs)
+  part knobs-tf32 90 $(pairs pairs) --only tf32_gemm tf32_mlp_train
+  part knobs-autocast 120 $(pairs pairs) --only autocast_mlp_train autocast_resnet_train
+  part knobs-channels-last 120 $(pairs pairs) --only channels_last_resnet50 channels_last_r18_train
+  part knobs-grads 90 $(pairs pairs) --only set_to_none_wide set_to_none_small
+  part knobs-factory 90 $(pairs pairs) --only device_randn device_masks
+  ;;
+knobs2)     # each knob's third workload: HF GPT-2 from configs, torchvision's mobilenet_v2
+  part knobs-third 300 $(pairs pairs) --only tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet \
+    set_to_none_gpt2 device_labels
   ;;
 smoke)
   # side by side, each writing its own folder. Vision runs first in its process: its DataLoader workers fork

@@ -68,13 +68,15 @@ def test_the_lever_that_measured_best_is_ranked_first(kind):
 
 REALWORLD = TRACES / "realworld"
 REAL_MEASURED = json.loads((REALWORLD / "measured.json").read_text())["scenarios"]
+KNOBS = FIXES / "knobs"
+KNOB_MEASURED = json.loads((KNOBS / "measured.json").read_text())["scenarios"]
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
     """On one GPU: a lever whose fix needs more ranks (overlap_comm) is measured on two-GPU pairs, captured apart."""
     for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1):
         n = 0
-        for folder, measured in ((FIXES, MEASURED), (REALWORLD, REAL_MEASURED)):
+        for folder, measured in ((FIXES, MEASURED), (REALWORLD, REAL_MEASURED), (KNOBS, KNOB_MEASURED)):
             kinds = [k for k, sc in measured.items() if lever in sc["ratio"]]
             n += len(kinds)
             for k in kinds:

@@ -89,6 +89,7 @@ class Experiment(str, Enum):
     COMPILE_ONCE = "compile_once"              # torch.compile recompiles: dynamic shapes, bucketing
     OVERLAP_COMM = "overlap_comm"              # communication-bound, mostly moving bytes
     FIND_STRAGGLER = "find_straggler"          # communication-bound, mostly waiting for a peer
+    TURN_KNOB = "turn_knob"                    # a one-line change from PyTorch's tuning guides the trace shows applies
 
     def __str__(self) -> str:
         return self.value

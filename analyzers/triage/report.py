@@ -147,6 +147,7 @@ class NextExperiment:
     dominant: LeverChoice | None = None   # the dominant cause's own lever, when another beats it
     construct: Construct | None = None    # where the fix's idle sits (the DataLoader, Optimizer.step, ...)
     close_call: LeverChoice | None = None  # a fix predicted within CLOSE_CALL of it, for another cause
+    then: LeverChoice | None = None       # the bigger change that would save more, said after the knob in hand
 
 
 @dataclass(frozen=True)
@@ -555,6 +556,14 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             pick = min(close, key=lambda c: (LEVERS[c.lever].effort, -c.saving_ns))
             if pick.lever != best.lever:
                 best, runner_up = pick, best
+        then = None
+        if best is not None and LEVERS[best.lever].knob is None:
+            # a knob in hand (a one-line change the trace shows applies, with its prediction) goes first; the
+            # bigger change that would save more follows it as "then"
+            knob = next((c for c in fixes if LEVERS[c.lever].knob is not None
+                         and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
+            if knob is not None:
+                best, then, runner_up = knob, best, None
         if best is not None:
             spec = LEVERS[best.lever]
             cause = spec.cause
@@ -562,10 +571,11 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
             beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
-                if dom is not None and dom is not cause and runner_up is None else None
+                if dom is not None and dom is not cause and runner_up is None and then is None else None
             return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best),
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
-                                  dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up)
+                                  dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
+                                  then=then)
         head = by_name.get(HEADROOM)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
             kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else  # faster kernels, but how: unmeasured

@@ -131,6 +131,40 @@ def user_calls(names: list[str]) -> str:
             said.append(w)
     return "; ".join(said)
 
+# Cheaper precisions, in the order a user steps down to them, with the datasheet name the table keys them by.
+_STEP_DOWN = {"fp32": ("tf32", "bf16", "fp16"), "tf32": ("bf16", "fp16"), "bf16": ("fp8",), "fp16": ("fp8",),
+              "fp8": ()}
+_PRECISION_WORDS = {"tf32": "TF32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+
+
+def cheaper_precisions(peaks, dtype: str | None) -> list[str] | None:
+    """The precisions below `dtype` that this device runs faster on its tensor cores (no TF32 or bf16 below
+    Ampere, no fp8 below Hopper/Ada/MI300: the peaks table gives those the rate they fall back to); None when
+    the device is unknown."""
+    if peaks is None:
+        return None
+    d = dtype if dtype in _STEP_DOWN else "fp32"
+    fast = [x for x in _STEP_DOWN[d] if x in peaks.flops_per_s and peaks.flops(x) > 1.05 * peaks.flops(d)]
+    if "bf16" in fast and "fp16" in fast:    # one half precision is enough to name: bf16 keeps fp32's range
+        fast.remove("fp16")
+    return [_PRECISION_WORDS[x] for x in fast]
+
+
+def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False) -> str:
+    """What cheaper arithmetic means on this device for work in `dtype`."""
+    lower = cheaper_precisions(peaks, dtype)
+    if lower is None:
+        return REGIME_ADVICE["compute"] if not headroom else "cheaper arithmetic (lower precision) or less of it"
+    if not lower:
+        what = f"less arithmetic ({dtype or 'fp32'} is the cheapest precision this device runs faster)"
+        return what if headroom else (f"do less arithmetic: {what}: skip work (causal masks, smaller shapes)")
+    on = " or ".join(lower)
+    if headroom:
+        return f"cheaper arithmetic ({on} on tensor cores) or less of it"
+    return f"do less arithmetic or cheaper arithmetic: lower precision on tensor cores ({on}), skip work " \
+           "(causal masks, smaller shapes)"
+
+
 REGIME_ADVICE = {
     "compute": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), skip work "
                "(causal masks, smaller shapes)",

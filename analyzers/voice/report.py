@@ -31,6 +31,7 @@ from tracetriage.analyzers.voice.common import (
     WASTE,
     advice,
     caveat,
+    cheaper_arithmetic,
     construct_phrase,
     copy_phrase,
     mostly,
@@ -129,11 +130,15 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         c = nx.close_call
         out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much ({saving_pct(c.saving_ns, c.baseline_ns)}, "
                        "within the replay's error) but is a bigger change to the code")
+    if nx.then is not None:
+        t = nx.then
+        out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
+                       f"{saving_pct(t.saving_ns, t.baseline_ns)} from this trace")
     if nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
                        f"long the span would fall {share(h.saving_ns / h.baseline_ns)}, which needs "
-                       f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
+                       f"{_headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
@@ -144,7 +149,14 @@ def next_experiment(a: Analysis) -> dict[str, str]:
 
 
 # What kernels twice as fast would take, by the regime that bounds them.
-HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less of it",
+def _headroom_needs(a: Analysis) -> str:
+    """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
+    if a.verdict.regime is Regime.COMPUTE:
+        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True)
+    return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
+
+
+HEADROOM_NEEDS = {"compute": "cheaper arithmetic (lower precision on tensor cores) or less of it",
                   "memory": "fewer bytes: fusion, lower precision, no materialised copies",
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
@@ -183,7 +195,15 @@ def _fused_optimizer_advice(a: Analysis) -> str:
             "parameter instead of a few per parameter")
 
 
+def _knob_advice(a: Analysis) -> str:
+    """The knob as the user types it, for what this trace needs (TF32 for convolutions too, ...)."""
+    lv = a.next_experiment.lever
+    knob = LEVERS[lv.lever].knob if lv is not None else None
+    return f"turn one knob: {knob.change_for(lv.assumption)}" if knob is not None else ""
+
+
 LEVER_ADVICE = {
+    Experiment.TURN_KNOB: _knob_advice,
     Experiment.FUSE_OPTIMIZER: _fused_optimizer_advice,
     Experiment.COMPILE_ONCE: lambda a: ("stop the recompiles: torch.compile(dynamic=True), or "
                                         "torch._dynamo.mark_dynamic(x, dim) on the dimension that changes, or pad the "
@@ -206,7 +226,7 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         peak = f" of {a_or_an(tflops(pk.flops(v.dtype) / 1e12))} peak" if pk and v.dtype else ""
         why = (f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}" if v.achieved_tflops
                else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
-        return {"lever": REGIME_ADVICE["compute"], "why": why,
+        return {"lever": cheaper_arithmetic(pk, v.dtype), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     peak = f" of {gbps(pk.bytes_per_s / 1e9)}" if pk else ""
     why = (f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}" if v.achieved_gbps

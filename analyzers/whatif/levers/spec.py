@@ -20,6 +20,9 @@ in one place (one module per lever in this folder, assembled by tracetriage.anal
     idle_floor  the share of the idle its cause must hold before the report calls for it (cuda_graphs: no
                 "cut launches" for a sliver of launch overhead)
     headroom    it is the Amdahl check, not a fix: the report says it beside a fix, never as one (kernels_2x)
+    knob        it is one line of the user's code from PyTorch's tuning guides: the line, the evidence, where it
+                applies, its model and the guide (levers/knob.py; the catalogue of every guide's knob is
+                levers/catalogue.py)
 
 Code outside this folder names a lever by its spec (the registry's constants, `spec.takes_only`,
 `spec.experiment`, ...), never by a literal: tests/test_imports.py pins it.
@@ -197,6 +200,22 @@ def went(before: float, after: float) -> bool:
 
 
 @dataclass(frozen=True)
+class Knob:
+    """A lever that is one line of the user's code, as PyTorch's tuning guides name it (levers/knob.py says
+    more): the line, the trace's evidence, where it applies, how its saving is predicted, and the guide."""
+    change: str
+    evidence: str
+    applies: str
+    model: str
+    guide: str
+    needs: str = ""              # the precision the device must run fast ("tf32", "bf16"); "" for none
+    line: Callable[[Assumption], str] | None = None   # the change as this trace needs it (default: `change`)
+
+    def change_for(self, a: Assumption | None) -> str:
+        return self.line(a) if self.line is not None and a is not None else self.change
+
+
+@dataclass(frozen=True)
 class LeverSpec:
     name: str
     cause: Cause | None
@@ -217,6 +236,7 @@ class LeverSpec:
     idle_floor: float = 0.0                 # the report calls for it only where its cause holds this share of
                                             # the idle
     headroom: bool = False                  # the Amdahl check of faster kernels: headroom, never the fix
+    knob: Knob | None = None                # a one-line change from PyTorch's tuning guides (levers/knob.py)
     meta: dict = field(default_factory=dict)
 
     @property

@@ -1,0 +1,139 @@
+"""Every knob of PyTorch's tuning guides, as data: which lever of this registry recognises and predicts it, or
+why a trace cannot show it.
+
+The guides: the Performance Tuning Guide (tutorials/recipes/recipes/tuning_guide), the torch.compile
+troubleshooting and performance pages (docs/stable/torch.compiler_troubleshooting), the CUDA semantics page
+(docs/stable/notes/cuda: TF32, reduced-precision reductions, streams, pinned memory, the caching
+allocator, CUDA graphs, lazy loading) and the DataLoader's (docs/stable/data). docs/knobs.md is this table
+(tools/knobs_table.py writes it; tests/test_knobs.py checks the two agree and that each lever named exists).
+
+    lever    the registry's lever that recognises the knob in a trace and predicts its saving ("" for none)
+    seen     what in a trace shows the knob applies, when no lever predicts it ("" where the lever says it)
+    unseen   why a trace cannot show it (or cannot price it), when neither
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TUNING = "Performance Tuning Guide"
+COMPILE = "torch.compile troubleshooting / performance"
+CUDA = "CUDA semantics"
+DATA = "torch.utils.data (DataLoader)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    guide: str
+    knob: str            # as the guide names it
+    change: str          # the line in the user's code
+    lever: str = ""
+    seen: str = ""
+    unseen: str = ""
+
+
+CATALOGUE: tuple[Entry, ...] = (
+    # --- Performance Tuning Guide: general -----------------------------------------------------------------
+    Entry(TUNING, "asynchronous data loading and augmentation", "DataLoader(num_workers=N, pin_memory=True)",
+          lever="no_host_work"),
+    Entry(TUNING, "disable gradient calculation for validation or inference",
+          "with torch.no_grad(): / torch.inference_mode()",
+          unseen="autograd's graph building costs host time inside each op, not ops or kernels of its own; a "
+                 "forward-only trace shows no backward either way (a trace with backward ops has grads on purpose)"),
+    Entry(TUNING, "disable bias for convolutions directly followed by a batch norm", "nn.Conv2d(..., bias=False)",
+          seen="a bias add (aten::add_ / cudnn's bias epilogue) between a convolution and a batch norm",
+          unseen="no lever: the bias add is one small memory-bound kernel per layer, under the replay's error"),
+    Entry(TUNING, "use parameter.grad = None instead of zero_grad()", "optimizer.zero_grad(set_to_none=True)",
+          lever="grads_to_none"),
+    Entry(TUNING, "fuse operations (pointwise)", "torch.compile(fn)", lever="fuse"),
+    Entry(TUNING, "channels_last memory format for computer vision models",
+          "model.to(memory_format=torch.channels_last)", lever="channels_last"),
+    Entry(TUNING, "checkpoint intermediate buffers", "torch.utils.checkpoint.checkpoint(fn, x)",
+          unseen="it trades memory for recomputation: it makes a step slower, and the trace records no memory "
+                 "pressure it would relieve"),
+    Entry(TUNING, "disable debugging APIs", "torch.autograd.set_detect_anomaly(False)",
+          seen="anomaly mode's per-op checks show as host time; emit_nvtx ranges are not in a Kineto trace",
+          unseen="no lever: anomaly mode's cost is host time inside each op with no event of its own"),
+    # --- Performance Tuning Guide: GPU ---------------------------------------------------------------------
+    Entry(TUNING, "enable Tensor Cores: TF32 for fp32 matmuls",
+          "torch.backends.cuda.matmul.allow_tf32 = True", lever="tf32"),
+    Entry(TUNING, "use mixed precision and AMP", "with torch.autocast('cuda', dtype=torch.bfloat16):",
+          lever="autocast_bf16"),
+    Entry(TUNING, "use CUDA Graphs", "torch.cuda.graph(g) / torch.compile(mode='reduce-overhead')",
+          lever="cuda_graphs"),
+    Entry(TUNING, "enable the cuDNN auto-tuner", "torch.backends.cudnn.benchmark = True",
+          seen="cuDNN convolution kernels (the latency regime's advice names it)",
+          unseen="the algorithm cuDNN would pick with benchmarking is not in a trace made without it; its "
+                 "saving can only be measured (with it on, the first call of each shape shows the trials)"),
+    Entry(TUNING, "avoid unnecessary CPU-GPU synchronization", "drop .item()/.cpu()/print(t) from the loop",
+          lever="remove_syncs"),
+    Entry(TUNING, "create tensors directly on the target device", "torch.rand(size, device='cuda')",
+          lever="tensors_on_device"),
+    Entry(TUNING, "preallocate memory for variable input lengths", "run the largest shape first",
+          lever="remove_syncs",
+          seen="cudaMalloc/cudaFree inside steps (the allocator construct); recompiles per shape: no_recompiles"),
+    Entry(TUNING, "matmul sizes in multiples of 8 for Tensor Cores", "pad dims to multiples of 8",
+          seen="GEMM shapes in Input Dims not divisible by 8 (cuBLAS then picks slower kernels)",
+          unseen="no lever: the faster kernel's time for the padded shape is not in the trace"),
+    # --- Performance Tuning Guide: distributed -------------------------------------------------------------
+    Entry(TUNING, "efficient data-parallel backend (DDP, not DataParallel)", "DistributedDataParallel(model)",
+          seen="DataParallel's replicate/scatter/gather ops and one process driving every GPU",
+          unseen="no lever: a DataParallel trace has no per-rank timeline to replay the DDP run from"),
+    Entry(TUNING, "skip the all-reduce under gradient accumulation", "with ddp.no_sync(): for the early micro-batches",
+          seen="one all-reduce per backward where the optimizer steps once per several backwards",
+          unseen="no lever yet: it needs a multi-GPU capture to verify, and no machine of several GPUs was lent "
+                 "this session"),
+    Entry(TUNING, "match layer order under find_unused_parameters=True", "construct layers in execution order",
+          unseen="bucket order is not recorded in the trace"),
+    Entry(TUNING, "load-balance workload in a distributed setting", "even work per rank", lever="overlap_comm",
+          seen="the straggler: ranks that wait at collectives (report DIR names it)"),
+    # --- torch.compile troubleshooting / performance -------------------------------------------------------
+    Entry(COMPILE, "avoid recompilations", "torch.compile(dynamic=True) / torch._dynamo.mark_dynamic(x, 0)",
+          lever="no_recompiles"),
+    Entry(COMPILE, "reduce-overhead mode (CUDA graphs)", "torch.compile(fn, mode='reduce-overhead')",
+          lever="cuda_graphs"),
+    Entry(COMPILE, "graph breaks", "remove the break (TORCH_LOGS=graph_breaks), fullgraph=True",
+          seen="several Torch-Compiled Region ranges per step with eager ops between them",
+          unseen="no lever: what the code between the regions would compile to is not in the trace"),
+    Entry(COMPILE, "max-autotune", "torch.compile(fn, mode='max-autotune')",
+          unseen="the autotuned kernels' times are not in a trace made without them"),
+    Entry(COMPILE, "compile time / warm-up", "warm up before profiling; the FX graph cache", lever="warm_up"),
+    # --- CUDA semantics -------------------------------------------------------------------------------------
+    Entry(CUDA, "TF32 on Ampere and later (convolutions)", "torch.backends.cudnn.allow_tf32 = True",
+          lever="tf32"),
+    Entry(CUDA, "reduced-precision reductions in fp16/bf16 GEMMs",
+          "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True",
+          unseen="the kernels' names do not say how they accumulate, and the speedup is shape-dependent"),
+    Entry(CUDA, "pinned memory and non_blocking copies", "tensor.pin_memory(); .to(device, non_blocking=True)",
+          lever="async_copies"),
+    Entry(CUDA, "asynchronous execution: streams", "torch.cuda.Stream() for independent work",
+          lever="async_copies", seen="copies and compute serialised on one stream; overlap_comm for collectives"),
+    Entry(CUDA, "the caching allocator: no empty_cache in the loop", "drop torch.cuda.empty_cache()",
+          lever="remove_syncs"),
+    Entry(CUDA, "the caching allocator: expandable segments",
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+          seen="cudaMalloc/cudaFree calls after warm-up (allocator growth, kept apart as set-up)",
+          unseen="no lever: fragmentation is not in the trace, only the calls it causes"),
+    Entry(CUDA, "lazy loading of CUDA modules", "CUDA_MODULE_LOADING=EAGER for profiling", lever="warm_up"),
+    Entry(CUDA, "cuFFT plan cache", "torch.backends.cuda.cufft_plan_cache.max_size",
+          unseen="plan creation is host time inside the FFT op with no event of its own"),
+    # --- DataLoader ------------------------------------------------------------------------------------------
+    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work"),
+    Entry(DATA, "pin_memory", "DataLoader(pin_memory=True) and .to(device, non_blocking=True)",
+          lever="async_copies"),
+    Entry(DATA, "persistent_workers", "DataLoader(persistent_workers=True)", lever="warm_up",
+          seen="worker start-up at each epoch's first next() (enumerate(DataLoader) host stretches)"),
+    Entry(DATA, "prefetch_factor", "DataLoader(prefetch_factor=4)", lever="no_host_work",
+          seen="next() waits in enumerate(DataLoader) that recur although workers exist"),
+    # --- past the guides: faster paths PyTorch ships for what users write by hand ----------------------------
+    Entry("past the guides", "multi-tensor / fused optimizer", "torch.optim.AdamW(params, fused=True)",
+          lever="fused_optimizer"),
+    Entry("past the guides", "scaled_dot_product_attention for hand-written attention",
+          "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+          seen="aten::bmm/matmul -> softmax -> bmm/matmul on [B, H, S, S] shapes",
+          unseen="no lever yet: the flash kernel's time is not in the trace (its bytes are: a byte-ledger model "
+                 "is the next step)"),
+)
+
+
+def entries_for(lever: str) -> list[Entry]:
+    return [e for e in CATALOGUE if e.lever == lever]

@@ -1,0 +1,134 @@
+"""What a knob is, and the graph edits the knobs share.
+
+A knob is a lever that is one line of the user's code (a flag, an argument, a context manager) from
+PyTorch's own tuning guides. Its spec (spec.LeverSpec, `knob=`) says, beside the lever's replay:
+
+    change     the one line, in the user's terms (the API call and its argument)
+    evidence   what in the trace shows it applies (kernel and op names, dtypes, constructs, counts)
+    applies    the devices and dtypes where it applies (a device without the precision gets no advice)
+    model      how its saving is predicted (the graph edit and the figure it rests on)
+    guide      the page of PyTorch's documentation that names it
+
+The edits here read kernel names the way cuBLAS, cuDNN and ATen write them: the math a GEMM or a
+convolution kernel runs is in its name (`f32f32_f32f32_f32` or `sgemm`: fp32 on CUDA cores;
+`tf32`: TF32 tensor cores; `bf16`, `f16`, `h` tiles: half precision).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
+from tracetriage.analyzers.whatif.levers.spec import Context, Knob
+
+__all__ = ["Knob"]
+
+
+# --- what a kernel computes, from its name ------------------------------------------------------
+
+_MATRIX = ("gemm", "xmma", "cutlass", "nvjet", "fprop", "dgrad", "wgrad", "conv", "cublas", "sm90_", "sm80_")
+_FP32_MATH = ("f32f32_f32f32_f32", "sgemm", "simt_s", "_fp32_", "scudnn")
+_TF32_MATH = ("tf32", "s1688", "tensorop_s")
+
+
+def is_matrix_kernel(name: str) -> bool:
+    n = name.lower()
+    return any(k in n for k in _MATRIX) and "elementwise" not in n and "reduce_kernel" not in n
+
+
+def matrix_precision(name: str) -> str | None:
+    """The math a GEMM/convolution kernel runs, read from its name: "fp32", "tf32", or None (half precision,
+    or a kernel that is not a GEMM or a convolution)."""
+    if not is_matrix_kernel(name):
+        return None
+    n = name.lower()
+    if any(k in n for k in _TF32_MATH):
+        return "tf32"
+    if any(k in n for k in _FP32_MATH):
+        return "fp32"
+    return None
+
+
+def kernel_rows(c: Context, test) -> np.ndarray:
+    """Indices into the graph's GPU activities: the kernels whose name passes test."""
+    k = np.flatnonzero(c.g.g_cat == KERNEL)
+    return k[c.gpu_named(test, k)] if len(k) else k
+
+
+def peaks_of(c: Context):
+    """The device's peaks as the roofline reads them (measured ceilings beside the trace first); None unknown."""
+    from tracetriage.analyzers.analyses.peaks import lookup
+
+    return lookup(c.trace.device_name(), c.trace.side.ceilings)
+
+
+def has_fast(peaks, precision: str) -> bool:
+    """The device runs `precision` on tensor cores faster than fp32 on CUDA cores (no TF32 or bf16 before
+    Ampere, no fp8 before Hopper/Ada/MI300: the datasheet table gives those the rate they fall back to)."""
+    return peaks is not None and precision in peaks.flops_per_s and peaks.flops(precision) > peaks.flops("fp32")
+
+
+def peak_source(peaks) -> str:
+    return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "datasheet"
+
+
+def scale(p, rows: np.ndarray, factor: np.ndarray | float) -> None:
+    p.g_dur[rows] = np.round(p.g_dur[rows] * factor).astype(p.g_dur.dtype)
+
+
+def remove_gpu_work(c: Context, p, rows: np.ndarray, dispatch: str = "all") -> None:
+    """These GPU activities go, and with them their launch calls' time on the host and the dispatch before
+    the call: "all" of it (what the host did before the call that is not dispatch stays), or only "op"'s,
+    the op that launches (from its start to the call: the frameworks around it still run)."""
+    g = c.g
+    p.g_dur[rows] = 0
+    p.g_gap[rows] = 0
+    calls = g.g_call[rows]
+    calls = calls[(calls >= 0) & g.g_linked[rows]]
+    p.c_dur[calls] = 0
+    if dispatch == "all":
+        p.c_gap[calls] = g.c_host[calls]
+        return
+    ev = c.trace.ev
+    op = c.trace.op_of[g.c_row[calls]]
+    has = op != NONE
+    own = np.where(has, g.c_start[calls] - ev.start[np.maximum(op, 0)], 0)
+    p.c_gap[calls] = np.maximum(p.c_gap[calls] - np.clip(own, 0, None), g.c_host[calls])
+
+
+def ops_named(c: Context, test) -> np.ndarray:
+    """Rows of the cpu_ops whose name passes test."""
+    ops = np.flatnonzero(c.trace.ev.cat == CPU_OP)
+    return ops[name_flags(c.trace, ops, test)] if len(ops) else ops
+
+
+def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:
+    """The graph's host calls that start inside one of these cpu_op rows, on its thread."""
+    g, ev = c.g, c.trace.ev
+    inside = np.zeros(g.n_calls, bool)
+    if not len(windows) or not g.n_calls:
+        return np.flatnonzero(inside)
+    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    for key in np.unique(w_key).tolist():
+        w = windows[w_key == key]
+        w = w[np.argsort(ev.start[w])]
+        s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
+        m = np.flatnonzero(c_key == key)
+        j = np.searchsorted(s, g.c_start[m], side="right") - 1
+        inside[m] = (j >= 0) & (g.c_start[m] < e[np.maximum(j, 0)])
+    return np.flatnonzero(inside)
+
+
+def gpu_of_calls(c: Context, calls: np.ndarray) -> np.ndarray:
+    """The GPU activities these launch calls launched."""
+    g = c.g
+    mark = np.zeros(g.n_calls, bool)
+    mark[calls] = True
+    ok = (g.g_call >= 0) & g.g_linked
+    return np.flatnonzero(ok & mark[np.maximum(g.g_call, 0)])
+
+
+def launching_op_names(c: Context, rows: np.ndarray) -> list[str]:
+    ops = c.trace.op_of[c.g.c_row[c.g.g_call[rows]]]
+    return [c.trace.name_of(int(o)) if o != NONE else "" for o in ops]

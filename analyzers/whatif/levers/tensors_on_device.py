@@ -1,0 +1,137 @@
+"""tensors_on_device: tensors made where they are used (torch.randn(..., device="cuda")), not made on the host
+and copied (torch.randn(...).to("cuda")).
+
+The trace shows it as a host-to-device copy whose source a factory op made on the host just before:
+`aten::randn`/`zeros`/`ones`/`full`/`arange`/... with no GPU work of their own, in the host time before
+the copy's call. In the graph:
+  1. the factory ops' host time goes, but for one op dispatch each (the device factory still launches);
+  2. the copy becomes the factory's kernel: its bytes written at this trace's memory-bound rate (else
+     the datasheet bandwidth), and its call no longer waits for a pageable copy to drain.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.knob import ops_named, peaks_of
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+
+FACTORIES = ("aten::randn", "aten::rand", "aten::randint", "aten::randperm", "aten::normal", "aten::zeros",
+             "aten::ones", "aten::full", "aten::arange", "aten::eye", "aten::linspace", "aten::tril", "aten::triu",
+             "aten::empty", "aten::scalar_tensor", "aten::lift_fresh")
+
+
+def is_factory(name: str) -> bool:
+    return name.startswith(FACTORIES) and "_like" not in name
+
+
+@dataclass(frozen=True)
+class OnDevice(Assumption):
+    host_ns: int = 0                 # the factory ops' host time before the copies
+    nbytes: int = 0
+
+
+def _waiting_across(g, fs: int, fe: int, mine: np.ndarray, call: int) -> list[int]:
+    """The calls whose host gap holds the factory's time [fs, fe]: the next call of its own thread, and the next
+    call of any other thread idle across it (autograd's backward thread waits on the main thread's step)."""
+    first = mine[np.searchsorted(g.c_start[mine], fe)] if g.c_start[mine][-1] >= fe else call
+    later = np.flatnonzero((g.c_start >= fe) & (g.c_start - g.c_gap <= fs) & (g.c_wake == NONE))
+    if len(later):
+        thread = g.c_thread[later]
+        _, first_of = np.unique(thread, return_index=True)   # c_* run in start order: each thread's first
+        later = later[first_of]
+    return sorted({int(first), *later.tolist()})
+
+
+def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
+    g, ev = c.g, c.trace.ev
+    h2d = np.flatnonzero((g.g_cat == MEMCPY) & c.gpu_named(lambda n: "HtoD" in n) & g.g_linked)
+    fac = ops_named(c, is_factory)
+    if not len(h2d) or not len(fac):
+        return OnDevice("tensors_on_device", 0), {"copies": 0}
+    f_key = thread_key(ev.pid[fac], ev.tid[fac])
+    launches = np.flatnonzero((g.c_kind == dg.LAUNCH_CALL) & g.c_issues)
+    op_cost = int(np.median((g.c_gap - g.c_host + g.c_dur)[launches])) if len(launches) else g.launch_cost_ns
+    peaks = peaks_of(c)
+    rate = c.memory_rate or (peaks.bytes_per_s / 1e9 if peaks is not None else 1000.0)
+    issuing = np.flatnonzero(g.c_issues)
+    i_key = thread_key(ev.pid[g.c_row[issuing]], ev.tid[g.c_row[issuing]])
+    hit, host_ns, nbytes = 0, 0, 0
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    for row in h2d.tolist():
+        call = int(g.g_call[row])
+        key = c_key[call]
+        mine = np.flatnonzero(c_key == key)     # the thread's calls, in start order
+        hi = int(g.c_start[call])
+        # since the thread's last call that issued GPU work: the host time that made the copy's source
+        prev = issuing[(i_key == key) & (g.c_start[issuing] < hi)]
+        lo = int((g.c_start[prev] + g.c_dur[prev]).max()) if len(prev) else int(ev.start.min())
+        m = fac[(f_key == key) & (ev.start[fac] >= lo) & (ev.end[fac] <= hi)]
+        if not len(m):
+            continue
+        s, e = iv.union(ev.start[m], ev.end[m])
+        cut = 0
+        for fs, fe in zip(s.tolist(), e.tolist()):
+            # the factory's time is in the host gap before the thread's next call, whatever that call is
+            took = max(fe - fs - op_cost, 0)
+            for nxt in _waiting_across(g, fs, fe, mine, call):
+                p.c_gap[nxt] = max(int(p.c_gap[nxt]) - took, 0)
+                if g.c_wake[nxt] != NONE:     # a call woken by another thread's: its wait after the waker too
+                    p.c_wdelay[nxt] = max(int(p.c_wdelay[nxt]) - took, 0)
+            cut += took
+        p.c_blocked[call] = False
+        p.c_dur[call] = p.c_min[call]
+        p.g_dur[row] = max(int(np.ceil(max(int(g.g_nbytes[row]), 0) / rate)), 1_000)
+        hit += 1
+        host_ns += cut
+        nbytes += max(int(g.g_nbytes[row]), 0)
+    if hit:   # the stream syncs after the pageable copies return at once too
+        ext = c.trace.ev.ext[g.c_row]
+        calls = g.g_call[h2d]
+        s = (g.c_kind == dg.SYNC_CALL) & np.isin(ext, list(set(ext[calls].tolist())))
+        p.c_blocked[s] = False
+        p.c_dur[s] = p.c_min[s]
+    return OnDevice("tensors_on_device", hit, host_ns=host_ns, nbytes=nbytes), {"copies": hit}
+
+
+def says(a: OnDevice) -> str:
+    if a.count == 0:
+        return "no host-to-device copy of a tensor a factory op made on the host just before"
+    return (f"{units.integer(a.count)} tensors made on the host and copied ({units.size(a.nbytes)}) are made on the "
+            f"device: {units.duration_ns(a.host_ns)} of host factory work goes, each copy becomes a kernel writing "
+            "its bytes at this trace's memory rate")
+
+
+def copies(m: Measured) -> int:
+    return m.whatif.lever("tensors_on_device").detail.get("copies", 0)
+
+
+SPEC = LeverSpec(
+    name="tensors_on_device", effort=1, cause=None, apply=apply, says=says, words="making tensors on the device",
+    fix="torch.randn(..., device=device) in place of torch.randn(...).to(device)",
+    recognise=Recognise(order=2, evidence="factory_copies", because="its host-made tensors' copies went",
+                        amount=copies, acted=lambda m: m.kernel_busy_ns, applied=went),
+    applied_words="tensors made on the device", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
+    knob=Knob(change="torch.randn(..., device=\"cuda\") (torch.zeros/ones/full/arange/tensor likewise) in place of "
+                     "making the tensor on the host and calling .to(\"cuda\")",
+              evidence="a host-to-device memcpy whose source a factory op (aten::randn/zeros/ones/full/arange/tril/"
+                       "triu/...) with no GPU work made on the same thread just before the copy",
+              applies="every GPU and dtype: any tensor made on the host only to be copied",
+              model="the factory ops' host time goes but one dispatch each; the copy becomes a kernel writing its "
+                    "bytes at this trace's memory-bound rate; the call and its stream sync stop waiting",
+              guide="Performance Tuning Guide: create tensors directly on the target device"))

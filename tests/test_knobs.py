@@ -1,0 +1,117 @@
+"""The knobs: each one-line change's prediction from its before trace lands in the spread measured on the H200
+(traces/fixes/knobs: three workloads a knob, 5 profiled and 5 unprofiled runs each), on the dev half the models
+were fitted on and on the test half they were not (the first byte of sha256 of the before trace's name: even
+is dev)."""
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS
+
+KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
+MEASURED = json.loads((KNOBS / "measured.json").read_text())["scenarios"]
+WIDEN = 0.05      # the issue's tolerance around the measured spread
+# Test-half pairs the model misses, said in the closing note rather than fitted away.
+KNOWN_MISSES = {
+    ("autocast_resnet_train", "autocast_bf16"): "autocast on a host-bound resnet18 step adds more casts and dispatch "
+                                                "than one per weight (measured 1.23, predicted 1.03)",
+}
+
+
+def half(kind: str) -> str:
+    return "dev" if hashlib.sha256(f"{kind}--before.json.gz".encode()).digest()[0] % 2 == 0 else "test"
+
+
+PAIRS = [pytest.param(kind, lever, id=f"{half(kind)}-{kind}-{lever}",
+                      marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(kind, lever)])]
+                      if (kind, lever) in KNOWN_MISSES else [])
+         for kind, sc in MEASURED.items() for lever in sc["ratio"]]
+
+
+@pytest.mark.parametrize("kind,lever", PAIRS)
+def test_a_knobs_prediction_lands_in_the_measured_spread(kind, lever):
+    r = MEASURED[kind]["ratio"][lever]
+    pred = whatif.predict(load(KNOBS / f"{kind}--before.json.gz")).lever(lever).predicted_ratio
+    assert r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN, \
+        f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
+
+
+def test_every_knob_is_measured_on_both_halves():
+    knobs = [name for name, spec in LEVERS.items() if spec.knob is not None]
+    assert len(knobs) >= 5
+    for k in knobs:
+        halves = {half(kind) for kind, sc in MEASURED.items() if k in sc["ratio"]}
+        assert halves == {"dev", "test"}, k
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED))
+def test_a_knob_finds_nothing_to_do_on_its_own_after_trace(kind):
+    """The after trace has the knob turned: its evidence is gone, so the lever acts on nothing there."""
+    for lever in MEASURED[kind]["ratio"]:
+        w = whatif.predict(load(KNOBS / f"{kind}--{lever}.json.gz"))
+        after = w.lever(lever)
+        assert after.assumption.count == 0 or after.saving_ns <= 0.02 * w.baseline_ns, \
+            (kind, lever, after.assumption)
+
+
+# --- device- and dtype-aware words ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("device,dtype,said", [
+    ("NVIDIA A100-SXM4-80GB", "bf16", []),               # no fp8 below Hopper/Ada
+    ("NVIDIA A100-SXM4-80GB", "fp32", ["TF32", "bf16"]),
+    ("Tesla V100-SXM2-32GB", "fp32", ["fp16"]),           # no TF32 or bf16 below Ampere
+    ("Tesla T4", "fp32", ["fp16"]),
+    ("NVIDIA H200", "bf16", ["fp8"]),
+    ("NVIDIA L4", "bf16", ["fp8"]),                        # Ada has fp8
+])
+def test_cheaper_arithmetic_names_only_precisions_the_device_runs_faster(device, dtype, said):
+    from tracetriage.analyzers.analyses.peaks import datasheet
+    from tracetriage.analyzers.voice.common import cheaper_arithmetic, cheaper_precisions
+
+    pk = datasheet(device)
+    assert cheaper_precisions(pk, dtype) == said
+    words = cheaper_arithmetic(pk, dtype, headroom=True)
+    assert ("fp8" in words) == ("fp8" in said) and ("TF32" in words) == ("TF32" in said)
+
+
+def test_no_tf32_or_bf16_knob_on_a_device_without_those_tensor_cores():
+    from tracetriage.analyzers.analyses.peaks import datasheet
+    from tracetriage.analyzers.whatif.levers.knob import has_fast
+
+    assert not has_fast(datasheet("Tesla V100-SXM2-32GB"), "tf32")
+    assert not has_fast(datasheet("Tesla T4"), "bf16")
+    assert not has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "fp8")
+    assert has_fast(datasheet("NVIDIA A100-SXM4-80GB"), "tf32") and has_fast(datasheet("NVIDIA H200"), "fp8")
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------------
+
+def test_docs_knobs_md_is_the_catalogue():
+    from tools.knobs_table import table
+
+    assert (Path(__file__).resolve().parent.parent / "docs" / "knobs.md").read_text() == table()
+
+
+def test_every_catalogue_row_has_a_lever_or_says_why_not_and_every_knob_is_in_it():
+    from tracetriage.analyzers.whatif.levers.catalogue import CATALOGUE
+
+    for e in CATALOGUE:
+        assert (e.lever in LEVERS) if e.lever else e.unseen, e.knob
+    listed = {e.lever for e in CATALOGUE}
+    assert {name for name, spec in LEVERS.items() if spec.knob is not None} <= listed
+    assert {e.guide for e in CATALOGUE} >= {"Performance Tuning Guide", "CUDA semantics",
+                                             "torch.compile troubleshooting / performance",
+                                             "torch.utils.data (DataLoader)"}
+
+
+def test_every_knob_spec_says_its_line_evidence_devices_model_and_guide():
+    for name, spec in LEVERS.items():
+        k = spec.knob
+        if k is None:
+            continue
+        assert spec.effort == 1 and spec.experiment is not None, name
+        assert all(len(x) > 20 for x in (k.change, k.evidence, k.applies, k.model)) and k.guide, name

@@ -1,0 +1,50 @@
+"""Each knob's prediction from its before trace beside the ratio measured on the H200 (traces/fixes/knobs), with
+the dev/test half of each pair (the first byte of sha256 of the before trace's name: even is dev).
+
+    python -m tools.knob_check [--half dev|test]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.whatif import predict as whatif
+
+KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
+WIDEN = 0.05
+
+
+def half(name: str) -> str:
+    return "dev" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def rows(folder: Path = KNOBS):
+    measured = json.loads((folder / "measured.json").read_text())["scenarios"]
+    for kind, sc in measured.items():
+        before = f"{kind}--before.json.gz"
+        w = whatif.predict(load(folder / before))
+        for lever, r in sc["ratio"].items():
+            pred = w.lever(lever).predicted_ratio
+            ok = r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN
+            yield dict(kind=kind, lever=lever, half=half(before), predicted=pred, median=r["median"], p10=r["p10"],
+                       p90=r["p90"], wall=sc["wall_ratio"][lever]["median"], ok=ok)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--half", choices=("dev", "test"))
+    args = ap.parse_args(argv)
+    for r in rows():
+        if args.half and r["half"] != args.half:
+            continue
+        print(f"{r['half']:4s} {r['kind']:26s} {r['lever']:18s} predicted {r['predicted']:.3f}  measured "
+              f"{r['median']:.3f} [{r['p10']:.3f}-{r['p90']:.3f}] unprofiled {r['wall']:.3f}  "
+              f"{'ok' if r['ok'] else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
