@@ -42,7 +42,7 @@ from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
 UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
                                                                     Bound.COMMUNICATION, Bound.LATENCY))
 ABOVE_PEAK = 1.05      # achieved past this multiple of a peak: the cost was charged to the wrong kernels
-LATENCY_SHARE = 0.01   # under this share of both peaks: bound by latency (occupancy, tiny grids), not by a roof
+LATENCY_SHARE = 0.10   # under a tenth of both peaks: bound by latency (occupancy, tiny grids, launch), not by a roof
 _TF32_KINDS = ("matmul", "convolution")
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
