@@ -414,7 +414,12 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
-    win = known & (b == {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY}.get(verdict, MEMORY))
+    # the achieved rates are those of the winning bound's kernels; an overhead-bound span's, of the bound that holds
+    # most of its kernel time (all of a tiny chain's kernels may sit under neither roof)
+    held = {COMPUTE: comp, MEMORY: mem, LATENCY: lat}
+    win_bound = {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY, Regime.MEMORY: MEMORY}.get(
+        verdict, max(held, key=held.get) if lat > mem and lat > comp else MEMORY)
+    win = known & (b == win_bound)
     if verdict in (Regime.UNKNOWN, Regime.COMMUNICATION):
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
