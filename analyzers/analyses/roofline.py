@@ -42,7 +42,7 @@ from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
 UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
                                                                     Bound.COMMUNICATION, Bound.LATENCY))
 ABOVE_PEAK = 1.05      # achieved past this multiple of a peak: the cost was charged to the wrong kernels
-LATENCY_SHARE = 0.01   # under this share of both peaks: bound by latency (occupancy, tiny grids), not by a roof
+LATENCY_SHARE = 0.10   # under a tenth of both peaks: bound by latency (occupancy, tiny grids, launch), not by a roof
 _TF32_KINDS = ("matmul", "convolution")
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
@@ -414,7 +414,12 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     fl, by = roof.kernel_flops[kernel_rows], roof.kernel_bytes[kernel_rows]
     known = by > 0
     intensity = float(fl[known].sum() / by[known].sum()) if known.any() and by[known].sum() > 0 else None
-    win = known & (b == {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY}.get(verdict, MEMORY))
+    # the achieved rates are those of the winning bound's kernels; an overhead-bound span's, of the bound that holds
+    # most of its kernel time (all of a tiny chain's kernels may sit under neither roof)
+    held = {COMPUTE: comp, MEMORY: mem, LATENCY: lat}
+    win_bound = {Regime.COMPUTE: COMPUTE, Regime.LATENCY: LATENCY, Regime.MEMORY: MEMORY}.get(
+        verdict, max(held, key=held.get) if lat > mem and lat > comp else MEMORY)
+    win = known & (b == win_bound)
     if verdict in (Regime.UNKNOWN, Regime.COMMUNICATION):
         win = np.zeros(len(kernel_rows), bool)   # no bound won: no achieved rate to quote
     secs = float(dur[win].sum()) / 1e9
