@@ -24,6 +24,8 @@ def duration_us(us: float) -> str:
     """One format for every duration: '89.3 µs', '6.52 ms', '52.2 ms', '3.21 s', '1,204.50 s'. Each unit
     ends where its rounding would write the next unit's first value ('1000.0 µs' is '1.00 ms')."""
     us = abs(us)
+    if us == 0:
+        return "0 µs"          # nothing, not a measured 0.0
     if us < 999.95:
         return f"{us:.1f} µs"
     if us < 9_995:
@@ -51,8 +53,25 @@ def size(n: float) -> str:
 
 
 def share(x: float) -> str:
-    """A fraction as a whole percentage: '19%'."""
+    """A fraction as a whole percentage: '19%'; a share that is there but rounds to nothing is '<1%', never '0%'."""
+    if 0 < x < 0.005:
+        return "<1%"
     return f"{100 * x:,.0f}%"
+
+
+def shares_of_a_whole(total: float, parts: list[float]) -> tuple[str, list[str]]:
+    """The total's share and its parts', rounded so that the parts printed add up to the total printed (19% idle is
+    13 + 4 + 1 + 1, not 13 + 4 + 2 + 1): the total rounds as `share` does, and its whole percent go to the parts by
+    largest remainder (Hamilton's method). A part that is there but gets no whole percent is '<1%'."""
+    whole = round(100 * total)
+    raw = [100 * p for p in parts]
+    floors = [int(r) for r in raw]
+    left = whole - sum(floors)
+    order = sorted(range(len(raw)), key=lambda i: -(raw[i] - floors[i]))
+    for i in order[:max(left, 0)]:      # (parts that are the whole split never floor above it: left >= 0)
+        floors[i] += 1
+    texts = [("<1%" if p > 0 else "0%") if n == 0 else f"{n:,}%" for n, p in zip(floors, parts)]
+    return share(total), texts
 
 
 def small_share(x: float) -> str:

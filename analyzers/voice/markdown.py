@@ -12,6 +12,7 @@ from tracetriage.analyzers.model.units import (
     ratio,
     saving_pct,
     share,
+    shares_of_a_whole,
     signed_us,
     size,
 )
@@ -76,11 +77,12 @@ def report_markdown(a: Analysis, gate_line: str | None = None) -> str:
     if a.devices and a.idle_ns > 0:
         ev = a.evidence
         idle_rows = []
-        for c in sorted(CAUSES, key=lambda c: -a.by_cause_ns[c]):
-            if a.by_cause_ns[c] <= 0:
-                continue
+        present = [c for c in sorted(CAUSES, key=lambda c: -a.by_cause_ns[c]) if a.by_cause_ns[c] > 0]
+        # the same shares as the Idle line prints: they add up to its idle share
+        _, pcts = shares_of_a_whole(a.idle_share, [a.by_cause_ns[c] / a.span_ns for c in present])
+        for c, pct in zip(present, pcts):
             at = src.idle.get(c, ()) if src else ()
-            idle_rows.append([CAUSE_WORDS[c], duration_ns(a.by_cause_ns[c]), share(a.by_cause_ns[c] / a.span_ns),
+            idle_rows.append([CAUSE_WORDS[c], duration_ns(a.by_cause_ns[c]), pct,
                               integer(ev[c].gaps), evidence_phrase(ev[c]) + (f"; in your code: {source_words(at[0])}"
                                                                      if at else "")])
         out += table(["idle cause", "time", "of the span", "gaps", "evidence"], idle_rows[:ROWS], {1, 2, 3})

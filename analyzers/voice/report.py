@@ -17,6 +17,7 @@ from tracetriage.analyzers.model.units import (
     pct_of,
     saving_pct,
     share,
+    shares_of_a_whole,
     small_share,
     tflops,
 )
@@ -320,11 +321,13 @@ def five_lines(a: Analysis) -> list[str]:
             f"{r.name} {duration_us(r.kernel_busy_us)} busy over {integer(r.count)}×" for r in top) + "."
     if a.idle_ns > 0:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
-        split = ", ".join(f"{CAUSE_WORDS[c]} {share(ns / a.span_ns)}" for c, ns in parts[:4])
+        # the causes as printed add up to the idle share printed
+        idle_pct, cause_pcts = shares_of_a_whole(a.idle_share, [ns / a.span_ns for _, ns in parts])
+        split = ", ".join(f"{CAUSE_WORDS[c]} {pct}" for (c, _), pct in zip(parts[:4], cause_pcts))
         if a.copies_count_as_idle:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
-        l3 = (f"Idle: the GPU is idle {share(a.idle_share)} of the span ({duration_ns(a.idle_ns)}): {split}; "
+        l3 = (f"Idle: the GPU is idle {idle_pct} of the span ({duration_ns(a.idle_ns)}): {split}; "
               f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}.")
     else:
         l3 = "Idle: the GPU never idles inside its span."
