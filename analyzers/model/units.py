@@ -54,9 +54,8 @@ def size(n: float) -> str:
 
 def share(x: float) -> str:
     """A fraction as a whole percentage: '19%'; a share that is there but rounds to nothing is '<1%', never '0%'."""
-    if 0 < x < 0.005:
-        return "<1%"
-    return f"{100 * x:,.0f}%"
+    text = f"{100 * x:,.0f}%"
+    return "<1%" if x > 0 and text == "0%" else text
 
 
 def shares_of_a_whole(total: float, parts: list[float]) -> tuple[str, list[str]]:

@@ -1,0 +1,46 @@
+"""Shares add up as displayed: the causes the Idle line prints add up to the idle share it prints, and a share
+that is there is never printed as 0%."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tracetriage.analyzers.model.units import share, shares_of_a_whole
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "report"
+IDLE = re.compile(r"Idle: the GPU is idle (<1|\d+)% of the span \([^)]*\): (.*?); mostly")
+CAUSE = re.compile(r"(?:^|, )[a-z ]+ (<1|\d+)%")
+
+
+def _pct(text: str) -> int:
+    return 0 if text == "<1" else int(text)
+
+
+def test_every_golden_idle_line_adds_up_to_its_idle_share():
+    lines = [m for f in sorted(GOLDEN.glob("*.txt")) for m in IDLE.finditer(f.read_text(encoding="utf-8"))]
+    assert len(lines) > 20
+    for m in lines:
+        causes = [_pct(x) for x in CAUSE.findall(m.group(2).split(" (copies count")[0])]
+        assert causes and sum(causes) == _pct(m.group(1)), m.group(0)
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=5))
+def test_parts_printed_add_up_to_the_total_printed(weights):
+    total_weight = sum(weights)
+    if total_weight == 0:
+        return
+    idle = min(total_weight, 1.0) * 0.97
+    parts = [idle * w / total_weight for w in weights]
+    total_text, texts = shares_of_a_whole(idle, parts)
+    assert total_text == share(idle)
+    whole = [0 if t in ("<1%", "0%") else int(t.rstrip("%").replace(",", "")) for t in texts]
+    assert sum(whole) == round(100 * idle)
+    assert all(t != "0%" for t, p in zip(texts, parts) if p > 0)          # there is never printed as nothing
+
+
+def test_a_share_that_is_there_is_never_zero_percent():
+    assert [share(x) for x in (0, 0.004, 0.005, 0.0051, 0.19)] == ["0%", "<1%", "<1%", "1%", "19%"]
+    assert shares_of_a_whole(0.19, [0.134, 0.037, 0.016, 0.003]) == ("19%", ["13%", "4%", "2%", "<1%"])
