@@ -17,6 +17,7 @@ from tracetriage.analyzers.model.units import (
     ratio,
     saving_pct,
     share,
+    signed,
     size,
     small_share,
     speed,
@@ -351,8 +352,8 @@ def whatif_caption(baseline_ns: float, replay_ns: float, gpu_span_ns: float | No
     gpu = f" (the report's GPU span, first to last GPU activity, is {duration_ns(gpu_span_ns)})" \
         if gpu_span_ns else ""
     return (f"Traced span, host and GPU: {duration_ns(baseline_ns)}, the baseline of every prediction here{gpu}; "
-            f"replaying the unchanged dependency graph gives {duration_ns(replay_ns)} ({err:+.1f}%), which is how "
-            "far to trust the predictions.")
+            f"replaying the unchanged dependency graph gives {duration_ns(replay_ns)} ({signed(err, '.1f', '%')}), "
+            "which is how far to trust the predictions.")
 
 
 def lever_line(lever: str, predicted_ns: float, ratio: float, saving_ns: float, baseline_ns: float) -> str:

@@ -39,6 +39,15 @@ def duration_ns(ns: float) -> str:
     return duration_us(ns / 1e3)
 
 
+def signed(x: float, fmt: str = ",.0f", unit: str = "") -> str:
+    """A change with its sign, the minus the one minus sign every change is written with ('−600', '+1.2%'): Python's
+    own '+' format writes a hyphen."""
+    text = format(abs(x), fmt)
+    if float(text.replace(",", "")) == 0:
+        return f"0{unit}" if fmt.endswith(".0f") else f"{text}{unit}"
+    return ("−" if x < 0 else "+") + text + unit
+
+
 def signed_us(us: float) -> str:
     return ("−" if us < 0 else "+") + duration_us(us)
 

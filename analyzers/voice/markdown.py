@@ -13,6 +13,7 @@ from tracetriage.analyzers.model.units import (
     saving_pct,
     share,
     shares_of_a_whole,
+    signed,
     signed_us,
     size,
 )
@@ -116,9 +117,9 @@ def diff_markdown(d, gate_line: str | None = None) -> str:
     rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db),
               duration_us(a.idle_by_cause_us[c] / da), signed_us(x)] for c, x in d.idle_moved[:3]]
     rows.append(["launch calls", integer(b.launch_calls / db), integer(a.launch_calls / da),
-                 f"{a.launch_calls / da - b.launch_calls / db:+,.0f}"])
+                 signed(a.launch_calls / da - b.launch_calls / db)])
     rows.append(["kernels", integer(b.kernels / db), integer(a.kernels / da),
-                 f"{a.kernels / da - b.kernels / db:+,.0f}"])
+                 signed(a.kernels / da - b.kernels / db)])
     if b.bytes is not None and a.bytes is not None:
         rows.append(["bytes", size(b.bytes / db), size(a.bytes / da),
                      ratio(d.byte_ratio, d.about_same(d.byte_ratio)) if d.byte_ratio else ""])
@@ -131,7 +132,7 @@ def whatif_markdown(w) -> str:
     err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
     out = [f"### tracetriage whatif: {code(Path(w.path).name)}", "",
            f"Traced span {duration_ns(w.baseline_ns)}; the unchanged replay gives {duration_ns(w.replay_ns)} "
-           f"({err:+.1f}%). Each lever's predicted span, best first:", ""]
+           f"({signed(err, '.1f', '%')}). Each lever's predicted span, best first:", ""]
     out += table(["lever", "predicted span", "ratio", "saving", "assumes"],
                  [[code(p.lever), duration_ns(p.predicted_ns), f"{p.predicted_ratio:.2f}",
                    saving_pct(p.saving_ns, w.baseline_ns), assumption(p.assumption)] for p in w.levers], {1, 2, 3})

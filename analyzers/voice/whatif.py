@@ -1,7 +1,7 @@
 """The what-if's words: `tracetriage whatif`'s table and each lever's assumptions in one line."""
 from __future__ import annotations
 
-from tracetriage.analyzers.model.units import duration_ns, saving_pct
+from tracetriage.analyzers.model.units import duration_ns, saving_pct, signed
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 
@@ -16,7 +16,7 @@ def whatif_table(w) -> str:
     width = max([14] + [len(p.lever) + 2 for p in w.levers])
     unprof = w.unprofiled_ns is not None
     lines = [f"{w.path}: traced span {duration_ns(w.baseline_ns)} (the unchanged replay gives "
-             f"{duration_ns(w.replay_ns)}, {err:+.1f}%)"
+             f"{duration_ns(w.replay_ns)}, {signed(err, '.1f', '%')})"
              + (f"; without the profiler ~{duration_ns(w.unprofiled_ns)} (its per-event cost "
                 f"{w.profiler.source}, not measured in this trace)" if unprof else ""), "",
              f"  {'lever':<{width}}{'predicted':>11}{'ratio':>8}{'saving':>9}"
