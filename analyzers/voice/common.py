@@ -62,6 +62,16 @@ ADVICE = {c: s.advice for c, s in CAUSE_SPECS.items()}
 WASTE = {c: s.waste for c, s in CAUSE_SPECS.items()}
 
 
+def op_words(name: str, device: str | None = None) -> str:
+    """An op as a reader knows it: the profiler's name for the communication library's calls says what they are
+    (`record_param_comms` is c10d recording a collective's parameters; its GPU time is the NCCL, or on AMD RCCL,
+    kernels it launched)."""
+    if name == "record_param_comms":
+        lib = "RCCL" if device and ("AMD" in device or "Instinct" in device) else "NCCL"
+        return f"{lib} collectives ({name})"
+    return name
+
+
 def cause_words(cause: Cause | None) -> str:
     return CAUSE_WORDS[cause] if cause is not None else "none"
 

@@ -19,7 +19,7 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import CAUSES
 from tracetriage.analyzers.voice.analysis import Analysis
-from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase
+from tracetriage.analyzers.voice.common import CAUSE_WORDS, evidence_phrase, op_words
 from tracetriage.analyzers.voice.diff import diff_lines
 from tracetriage.analyzers.voice.health import health_line
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
@@ -67,7 +67,9 @@ def report_markdown(a: Analysis, gate_line: str | None = None) -> str:
     rows = []
     for h in hot[:ROWS]:
         what = fused_words(a.fused_kernels[h.name]) if h.name in a.fused_kernels else ""
-        row = [code(h.name) + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share),
+        said = op_words(h.name, a.trace.device_name())
+        shown = code(h.name) if said == h.name else f"{said.split(' (')[0]} ({code(h.name)})"
+        row = [shown + (f" ({what})" if what else ""), duration_us(h.device_us), share(h.share),
                integer(h.calls)]
         if where:
             lines = src.hotspots.get(h.name, ())

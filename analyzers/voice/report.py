@@ -36,6 +36,7 @@ from tracetriage.analyzers.voice.common import (
     construct_phrase,
     copy_phrase,
     mostly,
+    op_words,
     uncosted_phrase,
 )
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
@@ -311,8 +312,8 @@ def five_lines(a: Analysis) -> list[str]:
           f"({count(a.kernels, 'kernel')}, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
     l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
-    hot = ", ".join(f"{h.name} {share(h.share)} ({count(h.calls, 'call')}{_hotspot_more(a, h.name)})"
-                    for h in a.hotspots[:3])
+    hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
+                    f"{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
