@@ -69,16 +69,26 @@ def share(x: float) -> str:
 
 def shares_of_a_whole(total: float, parts: list[float]) -> tuple[str, list[str]]:
     """The total's share and its parts', rounded so that the parts printed add up to the total printed (19% idle is
-    13 + 4 + 1 + 1, not 13 + 4 + 2 + 1): the total rounds as `share` does, and its whole percent go to the parts by
-    largest remainder (Hamilton's method). A part that is there but gets no whole percent is '<1%'."""
+    13 + 3 + 2 + 1, not 13 + 4 + 2 + 1). Each part rounds as `share` does; where they then miss the total's whole
+    percent, the whole percent left over (or taken back) go to the parts after the largest, those that rounding
+    moved furthest the wrong way first: the largest part keeps the figure every other sentence gives it (the Next's
+    "13% of the span"). A part that is there but gets no whole percent is '<1%'."""
     whole = round(100 * total)
     raw = [100 * p for p in parts]
-    floors = [int(r) for r in raw]
-    left = whole - sum(floors)
-    order = sorted(range(len(raw)), key=lambda i: -(raw[i] - floors[i]))
-    for i in order[:max(left, 0)]:      # (parts that are the whole split never floor above it: left >= 0)
-        floors[i] += 1
-    texts = [("<1%" if p > 0 else "0%") if n == 0 else f"{n:,}%" for n, p in zip(floors, parts)]
+    shown = [round(r) for r in raw]
+    big = max(range(len(raw)), key=lambda i: raw[i]) if raw else None
+    rest = [i for i in range(len(raw)) if i != big]
+    for _ in range(abs(whole - sum(shown))):
+        up = whole > sum(shown)
+        # the part whose rounding went furthest against the correction (down when adding, up when taking back)
+        pick = [i for i in rest if up or shown[i] > 0]
+        if not pick:
+            pick = [big] if big is not None else []
+        if not pick:
+            break
+        i = max(pick, key=lambda k: (raw[k] - shown[k]) if up else (shown[k] - raw[k]))
+        shown[i] += 1 if up else -1
+    texts = [("<1%" if p > 0 else "0%") if n == 0 else f"{n:,}%" for n, p in zip(shown, parts)]
     return share(total), texts
 
 
