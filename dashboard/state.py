@@ -11,6 +11,8 @@ before anything heavy is loaded.
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -35,8 +37,12 @@ def _analysis(path: str, mtime_ns: int, size: int):
 
 @st.cache_resource(show_spinner=False)
 def upload_dir() -> Path:
-    """One folder per server process: an uploaded trace survives a reload (its URL names it)."""
-    return Path(tempfile.mkdtemp(prefix="tracetriage-upload-"))
+    """One folder per server process: an uploaded trace survives a reload (its URL names it), and goes with the
+    server (Streamlit stops on Ctrl-C and on SIGTERM by leaving its loop, so the interpreter's exit handlers run):
+    the user's copy is theirs, ours is not left in the temp directory."""
+    path = Path(tempfile.mkdtemp(prefix="tracetriage-upload-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def path_of(entry: Entry) -> Path:

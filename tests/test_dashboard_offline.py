@@ -50,3 +50,30 @@ def test_no_request_leaves_the_machine_on_any_page(tmp_path, monkeypatch):
             b.close()
     assert seen > len(PAGES)          # the pages did load (requests were seen at all)
     assert not elsewhere, sorted(set(elsewhere))
+
+
+def test_an_uploaded_trace_is_kept_for_the_session_and_its_folder_goes_with_the_server(tmp_path, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    temp = tmp_path / "t"
+    temp.mkdir()
+    monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=browser.chromium_path(), args=["--no-sandbox"])
+        monkeypatch.setenv("TMPDIR", str(temp))      # the server's temp directory (the browser keeps its own)
+        try:
+            with browser.server() as url:
+                _upload(b, url, temp)
+        finally:
+            b.close()
+    assert not list(temp.glob("tracetriage-upload-*"))                   # and gone with it
+
+
+def _upload(b, url: str, temp) -> None:
+    page = b.new_page()
+    page.goto(url + "/")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files("traces/smell-sync-item.json.gz")
+    page.get_by_text("Loaded smell-sync-item.json.gz", exact=False).first.wait_for(timeout=300_000)
+    uploads = list(temp.glob("tracetriage-upload-*"))
+    assert len(uploads) == 1 and list(uploads[0].rglob("*.json.gz"))     # kept while the server runs
