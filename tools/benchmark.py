@@ -1,6 +1,6 @@
 """Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process, side by side.
 
-    python -m tools.benchmark                       # the full run (about 3 minutes on 2 cores)
+    python -m tools.benchmark                       # the full run (about 5 minutes on 2 cores, HTA's parse most of it)
     python -m tools.benchmark --no-hta --sizes 1 2  # quick look
 
 1. Grows the real H200 prefill+decode trace (traces/gpt-eager.json.gz, 32 eager decode steps x 2) by
