@@ -1,6 +1,6 @@
 """Speed benchmark: tracetriage against HTA on a large trace, each in a fresh process, side by side.
 
-    python -m tools.benchmark                       # the full run (about 3 minutes on 2 cores)
+    python -m tools.benchmark                       # the full run (about 5 minutes on 2 cores, HTA's parse most of it)
     python -m tools.benchmark --no-hta --sizes 1 2  # quick look
 
 1. Grows the real H200 prefill+decode trace (traces/gpt-eager.json.gz, 32 eager decode steps x 2) by
@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -212,11 +213,20 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)
-    from tools.grow import read_source, write_grown
 
     t_start = time.perf_counter()
     work = Path(a.workdir or tempfile.mkdtemp(prefix="tt-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(a, work, t_start)
+    finally:
+        if not a.workdir:     # (the grown traces and the cache entry: ~100 MB left in the temp dir otherwise)
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
+    from tools.grow import read_source, write_grown
+
     results: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                  "load_average_at_start": _load_average()}, "sizes": []}
     say(f"machine: {os.cpu_count()} CPUs, Python {results['machine']['python']}, load average "

@@ -8,7 +8,9 @@ decode, assemble, link, side inputs, each analysis, the dependency graph, each l
 replay, the words. A stage's time is its own (the time of the stages it calls is theirs), so the stages
 add up to the whole; what no named stage holds is "other". Stages are listed in the order they first
 ran. The wrapping costs microseconds per call. CPU is this process's: the decoder child's half of the
-decode is not in it (its wall time is: the parent waits for it).
+decode is not in it (its wall time is: the parent waits for it). The imports come first here, so the read's
+time is the whole gunzip: in `tracetriage report` the read runs ahead in a thread while the analysis imports
+(tracetriage.analyzers.loading.read), and the end-to-end time is less than the stages' sum by that overlap.
 """
 from __future__ import annotations
 

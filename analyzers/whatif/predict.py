@@ -68,7 +68,7 @@ class WhatIf:
 
 def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, only: str | None = None,
             graph: dg.Graph | None = None, kernel_scale: float = 0.5, unprofiled: bool = False,
-            unprofiled_best: int = 0) -> WhatIf:
+            unprofiled_best: int = 0, context: Context | None = None) -> WhatIf:
     """Predict the span of the traced work under each lever (all of them by default).
 
     `only` limits remove_syncs to the syncs called from inside that op (e.g. "aten::item").
@@ -76,7 +76,8 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     the share of its time each kernel keeps under kernels_2x (a half; diff asks for a measured one).
     `unprofiled`: also replay the graph without the profiler's own cost, and each lever's fix on it (the ratio
     the user will see without the profiler: a second replay per lever); `unprofiled_best`: that only for the
-    best N levers (the report's Next is among them; the others' plans are not kept).
+    best N levers (the report's Next is among them; the others' plans are not kept). `context`: the levers' view of
+    this graph when the caller has one (what its levers found of the trace, the set-up windows, is found once).
     Raises WhatIfError for a question the trace cannot answer (no GPU activity, unknown lever or op).
     """
     specs = [spec_of(lv) for lv in (levers or NAMES)]
@@ -84,7 +85,7 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     if len(g.g_row) == 0:
         raise WhatIfError(f"{trace.path}: no GPU activity in the trace, so there is no GPU timeline to replay; "
                           "capture with ProfilerActivity.CUDA on a GPU machine")
-    ctx = Context(trace, g)
+    ctx = context if context is not None and context.g is g else Context(trace, g)
     opts = Options(only=only, kernel_scale=kernel_scale)
     base = rp.Plan.of(g)
     unchanged_replay = rp.replay(g, base)
@@ -138,6 +139,7 @@ class Levers:
     sync_op: str | None                    # the outermost op that waited longest in syncs (None: straight from Python)
     sync_op_prediction: LeverPrediction | None
     graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for a lever's unprofiled ratio
+    context: Context | None = field(default=None, compare=False, repr=False)  # ... and the levers' view of it
 
     @property
     def unprofiled(self) -> UnprofiledRun | None:
@@ -157,17 +159,19 @@ class Levers:
         if g is None:
             return None
         plan = rp.Plan.of(g)
-        spec_of(lever).apply(Context(trace, g), plan, Options(only=only))
+        ctx = self.context if self.context is not None and self.context.g is g else Context(trace, g)
+        spec_of(lever).apply(ctx, plan, Options(only=only))
         return _bare_ratio(trace, g, plan, self.unprofiled, False)
 
 
 def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
     g = dg.build(trace)
-    w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST)
+    ctx = Context(trace, g)     # one for every replay of this graph: what its levers find of the trace, found once
+    w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST, context=ctx)
     op = focus_op(w.lever(REMOVE_SYNCS).detail)
-    focus = predict(trace, [REMOVE_SYNCS], only=op, graph=g).levers[0] if op else None
-    return Levers(w, op, focus, g)
+    focus = predict(trace, [REMOVE_SYNCS], only=op, graph=g, context=ctx).levers[0] if op else None
+    return Levers(w, op, focus, g, ctx)
 
 
 # --- the predicted timeline ----------------------------------------------------------------------
