@@ -2,7 +2,7 @@
 showed them may not be committed here). Times in ns from the trace start."""
 from __future__ import annotations
 
-from kineto_factory import call, document, events_for
+from kineto_factory import annotation, call, document, events_for
 from other_peoples_traces import MS, US, steady
 
 
@@ -22,3 +22,15 @@ def long_kernels_behind_slow_dispatch() -> dict:
     """Kernels of 172 µs with a 7 µs launch call each, and 60 µs of host dispatch between them: the queue runs dry,
     but no launch costs the host more than a kernel runs."""
     return document(events_for(steady(40, 100 * US, kernel_ns=172 * US, call_ns=7 * US, gap=60 * US)))
+
+
+def dataloader_with_workers(iterator: str = "_MultiProcessingDataLoaderIter") -> dict:
+    """A training loop whose every step waits 5 ms in the DataLoader's __next__ (the host issues no GPU work), then
+    launches 10 kernels. With `_MultiProcessingDataLoaderIter` the workers are on already."""
+    ev, t = [], 100 * US
+    for step in range(8):
+        ev.append(annotation(f"enumerate(DataLoader)#{iterator}.__next__", t, t + 5 * MS))
+        launches = steady(10, t + 5 * MS, first_id=step * 10)
+        ev += events_for(launches, first_id=1 + step * 10)
+        t = launches[-1].gpu_end + 10 * US
+    return document(ev)

@@ -1,6 +1,6 @@
 """Each false sentence of issue 33, on a synthetic trace that shows it (tests/claim_traces.py): the report says
 what the trace holds, and the claim checker finds nothing."""
-from claim_traces import context_created_by_cudafree, long_kernels_behind_slow_dispatch
+from claim_traces import context_created_by_cudafree, dataloader_with_workers, long_kernels_behind_slow_dispatch
 from kineto_factory import write
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output import claims, serialize
@@ -25,3 +25,20 @@ def test_a_launch_bound_because_never_says_a_launch_outlasts_a_longer_kernel(tmp
     assert "while each launch costs the host more" not in why
     assert why.endswith("in 39 gaps (median 60.0 µs) where the queue ran dry while the host dispatched and launched "
                         "the next")
+
+
+def test_a_host_work_because_names_the_stretches_the_replay_removes_not_a_median_gap_of_nothing(tmp_path):
+    a = analyze_file(write(tmp_path / "long.json", long_kernels_behind_slow_dispatch()))
+    nxt = five_lines(a)[4]
+    assert "median gap 0.0 µs" not in nxt
+    assert "in 39 stretches between launches of 70.0 µs or more, and the GPU waits them out" in nxt
+    assert claims.check(serialize.report(a)) == []
+
+
+def test_dataloader_workers_are_not_advised_where_the_trace_shows_them_on(tmp_path):
+    on = analyze_file(write(tmp_path / "workers.json", dataloader_with_workers()))
+    nxt = five_lines(on)[4]
+    assert "num_workers=4" not in nxt and "they are on already (_MultiProcessingDataLoaderIter)" in nxt
+    assert claims.check(serialize.report(on)) == []
+    off = analyze_file(write(tmp_path / "single.json", dataloader_with_workers("_SingleProcessDataLoaderIter")))
+    assert "DataLoader(..., num_workers=4" in five_lines(off)[4]      # no workers in the trace: ask for them

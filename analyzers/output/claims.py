@@ -11,7 +11,8 @@
    the Next and is never phrased as a saving when the replay predicts it slows the run;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split);
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
-   rate above fp16's, TF32 and bf16 only where they beat fp32);
+   rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
+   already there (_MultiProcessingDataLoaderIter);
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one bandwidth peak per trace: every "GB/s peak" a line names is the peaks' own;
@@ -32,7 +33,7 @@ _WASTE = re.compile(r"Would waste the week: (.*)$")
 _WASTE_PREDICTED = re.compile(r"predicted ([−+]?)(\d+)%")
 _SETUP_SHARE = re.compile(r"because (\d+)% of the span is one-time set-up")
 _LAUNCH_BECAUSE = re.compile(r"kernels that run ([\d,.]+) (µs|ms|s) \(median\) while each launch costs the host more")
-_NOTHING_BECAUSE = re.compile(r"because (0 times|0% of|0\.0 µs)")
+_NOTHING_BECAUSE = re.compile(r"because (0 times|0% of|0\.0 µs)|median gap 0\.0 µs")
 _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
 _GBPS_PEAK = re.compile(r"([\d,]+(?:\.\d+)? GB/s) peak|GB/s of (?:the |an? )?([\d,]+(?:\.\d+)? GB/s)")
 _REGIME_SPLIT = re.compile(r"\d+% (?:is )?(?:compute|memory)-bound")
@@ -161,6 +162,9 @@ def _rates(out: dict) -> dict[str, float]:
 def _device_can_take_the_advice(out: dict, lines: list[str]) -> list[str]:
     rates, advice = _rates(out), lines[4]
     bad = []
+    iters = [n for f in out.get("framework") or [] for n in f.get("names") or []]
+    if "num_workers=4" in advice and any("_MultiProcessingDataLoaderIter" in n for n in iters):
+        bad.append("the Next asks for DataLoader workers, but the trace's DataLoader already runs them")
     if "fp8" in advice and not rates.get("fp8", 0) > rates.get("fp16", 0):
         bad.append(f"the Next names fp8 on {out['trace'].get('device_name') or 'a device'} without fp8 tensor cores")
     for dtype, said in (("tf32", "TF32"), ("bf16", "bf16")):
