@@ -111,3 +111,10 @@ def test_a_second_peak_for_one_trace_is_caught(good):
 def test_a_number_rounded_to_nothing_is_caught(good):
     bad = _with_line(good, 3, good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte"))
     assert any("rounded to nothing" in p for p in claims.check(bad))
+
+
+def test_cuda_graphs_as_the_waste_of_a_trace_that_replays_graphs_is_caught(good):
+    bad = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
+                     + "Would waste the week: CUDA graphs to cut launches, predicted to slow the run (+12%).")
+    bad["idle"]["evidence"]["launch_overhead"]["graph_launches"] = 16
+    assert any("replays CUDA graphs already" in p for p in claims.check(bad))

@@ -8,7 +8,8 @@
    drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it removes, a
    launch-bound because only where kernels are shorter than a launch;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
-   the Next and is never phrased as a saving when the replay predicts it slows the run;
+   the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
+   trace that replays graphs already;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split);
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
    rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
@@ -51,7 +52,7 @@ def check(out: dict) -> list[str]:
     nxt = lines[4]
     return (_because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
             + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
-            + _waste_saves_least(nxt) + _withheld_verdicts_not_given(out, lines)
+            + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _withheld_verdicts_not_given(out, lines)
             + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
             + _one_peak(out, lines) + _no_number_rounded_to_nothing(lines))
 
@@ -132,6 +133,15 @@ def _waste_saves_least(nxt: str) -> list[str]:
     if pred is not None and pred.group(1) == "−" and w.group(1) == "−" and int(w.group(2)) > int(pred.group(2)):
         bad.append(f"the waste lever saves {w.group(2)}%, more than the Next's {pred.group(2)}%")
     return bad
+
+
+def _no_graphs_for_graphs(nxt: str, out: dict) -> list[str]:
+    graphs = (out["idle"]["evidence"].get("launch_overhead") or {}).get("graph_launches", 0)
+    waste = _WASTE.search(nxt)
+    if graphs and waste is not None and waste.group(1).startswith("CUDA graphs"):
+        return [f"the trace replays CUDA graphs already ({graphs} graph launches), yet CUDA graphs would waste the "
+                "week"]
+    return []
 
 
 # --- 3. a withheld verdict is given nowhere --------------------------------------------------------------------
