@@ -34,3 +34,9 @@ def dataloader_with_workers(iterator: str = "_MultiProcessingDataLoaderIter") ->
         ev += events_for(launches, first_id=1 + step * 10)
         t = launches[-1].gpu_end + 10 * US
     return document(ev)
+
+
+def runtime_only() -> dict:
+    """TraceLens's MI210 GPU-only capture: kernels and their launch calls, no cpu_op at all."""
+    ev = [e for e in events_for(steady(40, 100 * US)) if e.get("cat") != "cpu_op"]
+    return document(ev)

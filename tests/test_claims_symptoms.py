@@ -1,6 +1,11 @@
 """Each false sentence of issue 33, on a synthetic trace that shows it (tests/claim_traces.py): the report says
 what the trace holds, and the claim checker finds nothing."""
-from claim_traces import context_created_by_cudafree, dataloader_with_workers, long_kernels_behind_slow_dispatch
+from claim_traces import (
+    context_created_by_cudafree,
+    dataloader_with_workers,
+    long_kernels_behind_slow_dispatch,
+    runtime_only,
+)
 from kineto_factory import write
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output import claims, serialize
@@ -42,3 +47,11 @@ def test_dataloader_workers_are_not_advised_where_the_trace_shows_them_on(tmp_pa
     assert claims.check(serialize.report(on)) == []
     off = analyze_file(write(tmp_path / "single.json", dataloader_with_workers("_SingleProcessDataLoaderIter")))
     assert "DataLoader(..., num_workers=4" in five_lines(off)[4]      # no workers in the trace: ask for them
+
+
+def test_a_runtime_only_trace_gets_a_health_finding(tmp_path):
+    a = analyze_file(write(tmp_path / "runtime.json", runtime_only()))
+    out = serialize.report(a)
+    assert [f["problem"] for f in out["health"]["findings"] if f["shown"]] == ["ops_not_recorded"]
+    assert out["health"]["line"].startswith("Health: 40 launch calls but no CPU op recorded (a runtime-only capture)")
+    assert claims.check(out) == []
