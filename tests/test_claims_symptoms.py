@@ -1,5 +1,8 @@
 """Each false sentence of issue 33, on a synthetic trace that shows it (tests/claim_traces.py): the report says
 what the trace holds, and the claim checker finds nothing."""
+import dataclasses
+from pathlib import Path
+
 from claim_traces import (
     context_created_by_cudafree,
     dataloader_with_workers,
@@ -10,7 +13,10 @@ from kineto_factory import write
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.report import _idle_why, five_lines
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
 def test_context_creation_cudafree_is_no_sync_to_remove(tmp_path):
@@ -55,3 +61,14 @@ def test_a_runtime_only_trace_gets_a_health_finding(tmp_path):
     assert [f["problem"] for f in out["health"]["findings"] if f["shown"]] == ["ops_not_recorded"]
     assert out["health"]["line"].startswith("Health: 40 launch calls but no CPU op recorded (a runtime-only capture)")
     assert claims.check(out) == []
+
+
+def test_a_ttft_longer_than_the_gpu_span_says_host_time_before_the_first_kernel_is_counted():
+    a = analyze_file(TRACES / "generate" / "generate-gpt2-b1-eager.json.gz")
+    assert a.phases is not None and a.phases.ttft_us < a.span_ns / 1e3
+    inside = step_words.phases_clause(a.phases, a.span_ns / 1e3)
+    assert "host time before the first kernel" not in inside
+    # the same prefill measured from a request that began 400 ms before its first kernel (HF generate's set-up)
+    longer = dataclasses.replace(a.phases, ttft_us=a.span_ns / 1e3 + 400_000)
+    assert "(from the request's first host call: host time before the first kernel counted)" in \
+        step_words.phases_clause(longer, a.span_ns / 1e3)

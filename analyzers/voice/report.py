@@ -306,7 +306,8 @@ def five_lines(a: Analysis) -> list[str]:
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, kernels busy {share(busy)} of it "
           f"({count(a.kernels, 'kernel')}, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
-    l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
+    l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
+                    else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{h.name} {share(h.share)} ({count(h.calls, 'call')}{_hotspot_more(a, h.name)})"
                     for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
