@@ -72,3 +72,10 @@ def test_a_ttft_longer_than_the_gpu_span_says_host_time_before_the_first_kernel_
     longer = dataclasses.replace(a.phases, ttft_us=a.span_ns / 1e3 + 400_000)
     assert "(from the request's first host call: host time before the first kernel counted)" in \
         step_words.phases_clause(longer, a.span_ns / 1e3)
+
+
+def test_report_dir_gives_each_ranks_exposed_communication():
+    from tracetriage.analyzers.runs.pool import report_object
+
+    lines = serialize.ranks(report_object(TRACES / "ddp"))["lines"]
+    assert "623.1 ms exposed (no compute beside it)" in lines[1] and "2.99 ms exposed" in lines[2]
