@@ -155,3 +155,11 @@ def test_the_whatif_checker_catches_a_saving_that_is_not_its_baseline_less_its_p
                                             {"lever": "warm_up", "predicted_us": 70.0, "saving_us": 30.0}]}
     assert claims.check_whatif(out) == ["lever fuse: saving 30.0 µs is not 100.0 − 80.0",
                                         "the levers are not in the order of their predicted span"]
+
+
+def test_a_figure_that_is_not_its_field_is_caught(good):
+    split = _with_line(good, 2, good["lines"][2].replace("synchronization 13%", "synchronization 31%"))
+    assert claims.check(split) == ["the Idle line says synchronization 31%, its field is 12.5%"]
+    pred = copy.deepcopy(good)
+    pred["next_experiment"]["predicted_ratio"] = 0.5
+    assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.5"]

@@ -4,6 +4,8 @@
 
 `output.invariants` checks that time adds up; this module checks what the sentences *claim* (issue 33):
 
+0. the numbers it reads are the analysis's fields: the Idle line's split is each cause's share of the span, the
+   Next's prediction its lever's ratio;
 1. a Next's because agrees with its prediction: no because that rests on nothing ("0 times the device
    drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it removes, a
    launch-bound because only where kernels are shorter than a launch;
@@ -50,7 +52,7 @@ def check(out: dict) -> list[str]:
     if len(lines) < 5:
         return []
     nxt = lines[4]
-    return (_because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
+    return (_numbers_are_the_fields(out, lines) + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
             + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
             + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _withheld_verdicts_not_given(out, lines)
             + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
@@ -79,6 +81,33 @@ def check_whatif(out: dict) -> list[str]:
 def check_diff(out: dict) -> list[str]:
     """A diff's sentences: no number rounded to nothing stated as a fact."""
     return _no_number_rounded_to_nothing(out.get("lines") or [])
+
+
+# --- 0. every number checked here is a field's -------------------------------------------------------------
+
+_CAUSE_SHARE = re.compile(r"(launch overhead|host work|synchronization|data transfer|other) (\d+)%")
+_CAUSE_KEYS = {"launch overhead": "launch_overhead", "host work": "host_work", "synchronization": "synchronization",
+               "data transfer": "data_transfer", "other": "other"}
+
+
+def _numbers_are_the_fields(out: dict, lines: list[str]) -> list[str]:
+    """The Idle line's split is each cause's idle over the span, and the Next's prediction is its lever's ratio
+    (within a point: the figures round separately)."""
+    bad = []
+    span = out.get("span_us") or 0
+    split = lines[2].split(":", 2)[-1].split(";")[0] if lines[2].startswith("Idle: the GPU is idle") else ""
+    for m in _CAUSE_SHARE.finditer(split):
+        field = out["idle"]["by_cause_us"].get(_CAUSE_KEYS[m.group(1)], 0.0)
+        if span and abs(100 * field / span - int(m.group(2))) > 1:
+            bad.append(f"the Idle line says {m.group(1)} {m.group(2)}%, its field is {100 * field / span:.1f}%")
+    nx = out.get("next_experiment") or {}
+    pred = _PREDICTED.search(lines[4].split("Would waste the week:")[0])
+    ratio = nx.get("predicted_ratio")
+    if pred is not None and ratio is not None:
+        said = int(pred.group(2)) * (-1 if pred.group(1) == "+" else 1)
+        if abs(100 * (1 - ratio) - said) > 1:
+            bad.append(f"the Next says {pred.group(1)}{pred.group(2)}%, its lever's ratio is {ratio}")
+    return bad
 
 
 # --- 1. the because agrees with the prediction ---------------------------------------------------------------
