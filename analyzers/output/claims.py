@@ -52,7 +52,8 @@ def check(out: dict) -> list[str]:
     if len(lines) < 5:
         return []
     nxt = lines[4]
-    return (_numbers_are_the_fields(out, lines) + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
+    return (_numbers_are_the_fields(out, lines)
+            + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
             + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
             + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _withheld_verdicts_not_given(out, lines)
             + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
