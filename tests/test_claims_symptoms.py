@@ -5,6 +5,7 @@ from pathlib import Path
 
 from claim_traces import (
     context_created_by_cudafree,
+    dataloader_ranges_as_ops,
     dataloader_with_workers,
     long_kernels_behind_slow_dispatch,
     runtime_only,
@@ -79,3 +80,12 @@ def test_report_dir_gives_each_ranks_exposed_communication():
 
     lines = serialize.ranks(report_object(TRACES / "ddp"))["lines"]
     assert "623.1 ms exposed (no compute beside it)" in lines[1] and "2.99 ms exposed" in lines[2]
+
+
+def test_ranges_recorded_as_ops_do_not_hide_the_host_work_inside_them(tmp_path):
+    from tracetriage.analyzers.whatif.predict import predict_file
+
+    w = predict_file(write(tmp_path / "torch19.json", dataloader_ranges_as_ops()))
+    host = next(p for p in w.levers if p.lever == "no_host_work")
+    # 8 steps x ~5 ms in the DataLoader's __next__: the lever takes most of it (was 0: ProfilerStep# covered it)
+    assert host.assumption.count == 8 and host.saving_ns > 30 * 1_000_000
