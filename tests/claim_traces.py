@@ -2,7 +2,7 @@
 showed them may not be committed here). Times in ns from the trace start."""
 from __future__ import annotations
 
-from kineto_factory import call, document, events_for
+from kineto_factory import annotation, call, document, events_for, op
 from other_peoples_traces import MS, US, steady
 
 
@@ -22,3 +22,36 @@ def long_kernels_behind_slow_dispatch() -> dict:
     """Kernels of 172 µs with a 7 µs launch call each, and 60 µs of host dispatch between them: the queue runs dry,
     but no launch costs the host more than a kernel runs."""
     return document(events_for(steady(40, 100 * US, kernel_ns=172 * US, call_ns=7 * US, gap=60 * US)))
+
+
+def dataloader_with_workers(iterator: str = "_MultiProcessingDataLoaderIter") -> dict:
+    """A training loop whose every step waits 5 ms in the DataLoader's __next__ (the host issues no GPU work), then
+    launches 10 kernels. With `_MultiProcessingDataLoaderIter` the workers are on already."""
+    ev, t = [], 100 * US
+    for step in range(8):
+        ev.append(annotation(f"enumerate(DataLoader)#{iterator}.__next__", t, t + 5 * MS))
+        launches = steady(10, t + 5 * MS, first_id=step * 10)
+        ev += events_for(launches, first_id=1 + step * 10)
+        t = launches[-1].gpu_end + 10 * US
+    return document(ev)
+
+
+def runtime_only() -> dict:
+    """TraceLens's MI210 GPU-only capture: kernels and their launch calls, no cpu_op at all."""
+    ev = [e for e in events_for(steady(40, 100 * US)) if e.get("cat") != "cpu_op"]
+    return document(ev)
+
+
+def dataloader_ranges_as_ops() -> dict:
+    """PyTorch's 2021 profiler-plugin ResNet-50 sample (torch 1.9): ProfilerStep#N and the DataLoader's __next__ are
+    recorded as cpu_ops ("Operator"), and each step waits 5 ms in __next__ before its 10 kernels."""
+    ev, t = [], 100 * US
+    for step in range(8):
+        launches = steady(10, t + 5 * MS, first_id=step * 10)
+        end = launches[-1].gpu_end + 10 * US
+        for name, s, e in ((f"ProfilerStep#{step}", t, end),
+                           ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 1 * US, t + 5 * MS)):
+            ev.append(op(name, s, e))
+        ev += events_for(launches, first_id=1 + step * 10)
+        t = end
+    return document(ev)

@@ -111,3 +111,55 @@ def test_a_second_peak_for_one_trace_is_caught(good):
 def test_a_number_rounded_to_nothing_is_caught(good):
     bad = _with_line(good, 3, good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte"))
     assert any("rounded to nothing" in p for p in claims.check(bad))
+
+
+def test_cuda_graphs_as_the_waste_of_a_trace_that_replays_graphs_is_caught(good):
+    bad = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
+                     + "Would waste the week: CUDA graphs to cut launches, predicted to slow the run (+12%).")
+    bad["idle"]["evidence"]["launch_overhead"]["graph_launches"] = 16
+    assert any("replays CUDA graphs already" in p for p in claims.check(bad))
+
+
+# --- the other outputs: what-if, diff, ranks ------------------------------------------------------------------
+
+TRACES_DIR = Path(__file__).resolve().parent.parent / "traces"
+PAIRS = sorted((p, a) for p in (TRACES_DIR / "fixes").glob("*--before.json.gz")
+               for a in sorted((TRACES_DIR / "fixes").glob(p.name.replace("--before.json.gz", "--*.json.gz")))
+               if a != p)
+
+
+@pytest.mark.parametrize("path", sweep([p for p, _ in dict(PAIRS).items()], [PAIRS[0][0]],
+                                        ids=[p.name for p in dict(PAIRS)]))
+def test_every_fix_pairs_whatif_keeps_its_claims(path):
+    from tracetriage.analyzers.whatif.predict import predict_file
+
+    assert claims.check_whatif(serialize.whatif(predict_file(path))) == []
+
+
+@pytest.mark.parametrize("before,after", sweep(PAIRS, [PAIRS[0]], ids=[f"{a.name}" for _, a in PAIRS]))
+def test_every_fix_pairs_diff_keeps_its_claims(before, after):
+    from tracetriage.analyzers.triage.diff import diff_files
+
+    assert claims.check_diff(serialize.diff(diff_files(before, after))) == []
+
+
+@pytest.mark.parametrize("run", ["ddp", "ddp-skewed"])
+def test_every_rank_run_keeps_its_claims(run):
+    from tracetriage.analyzers.runs.pool import report_object
+
+    assert claims.check_ranks(serialize.ranks(report_object(TRACES_DIR / run))) == []
+
+
+def test_the_whatif_checker_catches_a_saving_that_is_not_its_baseline_less_its_prediction():
+    out = {"baseline_us": 100.0, "levers": [{"lever": "fuse", "predicted_us": 80.0, "saving_us": 30.0},
+                                            {"lever": "warm_up", "predicted_us": 70.0, "saving_us": 30.0}]}
+    assert claims.check_whatif(out) == ["lever fuse: saving 30.0 µs is not 100.0 − 80.0",
+                                        "the levers are not in the order of their predicted span"]
+
+
+def test_a_figure_that_is_not_its_field_is_caught(good):
+    split = _with_line(good, 2, good["lines"][2].replace("synchronization 13%", "synchronization 31%"))
+    assert claims.check(split) == ["the Idle line says synchronization 31%, its field is 12.5%"]
+    pred = copy.deepcopy(good)
+    pred["next_experiment"]["predicted_ratio"] = 0.5
+    assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.5"]

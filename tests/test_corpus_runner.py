@@ -52,3 +52,11 @@ def test_runner_reports_a_merged_file_per_rank(tmp_path):
     assert row.matches == "yes" and row.physics == ()
     row = corpus.run(tmp_path, {"merged.json": {**readings["merged.json"], "expected_ranks": 4}})[0]
     assert row.matches == "no" and row.why_not.startswith("2 ranks, read 4")
+
+
+def test_a_reading_of_communication_accepts_either_communication_lever():
+    reading = {"expected_dominant": "host_work", "expected_regime": "communication",
+               "expected_next_kind": "communication"}
+    for kind in ("overlap_comm", "find_straggler"):
+        assert corpus._verdict_matches("host_work", "communication", 0.3, reading, kind) == ("yes", "")
+    assert corpus._verdict_matches("host_work", "communication", 0.3, reading, "cut_launches")[0] == "no"

@@ -15,6 +15,8 @@ A verdict is only as good as the trace under it. Each check reads what the trace
                                 clock is elsewhere
     clocks_out_of_order         GPU activity that starts before the call that launched it
     shapes_not_recorded         cpu_ops without Input Dims (record_shapes=False): no roofline
+    ops_not_recorded            kernels and plain launch calls (not graph launches) but no cpu_op at all: a
+                                runtime-only capture, where the ops' dispatch reads as host work nothing traced
     stacks_not_recorded         no Python frames (with_stack=False): no source lines (said in the JSON only:
                                 it is the profiler's default and costs no verdict)
     sync_events_not_recorded    syncs and stream waits without the cuda_sync events that show what waited
@@ -52,6 +54,8 @@ EDGE_NS = 1_000_000        # ... not counting those within 1 ms of the trace's f
 CLOCK_SHARE = 0.01         # GPU activity starting before its launch call in more than this share of links
 ZERO_TS_NS = 1_000_000_000  # a row at ts <= 0 in a trace whose median row is over a second from 0: bad clock
 CUT_MIN_STEPS = 3          # steps found, at least: a trace of one or two passes has no step to be cut inside
+OPS_MIN_LAUNCHES = 20      # plain launches, at least, before a trace without ops is a runtime-only capture (a
+                           # graph replay has no op of its own, and a handful of launches is a toy)
 
 
 def check(trace: Trace, steps=None) -> Health:
@@ -177,6 +181,10 @@ def _recorded(trace: Trace, gpu: np.ndarray, calls: np.ndarray) -> list[Finding]
     ev = trace.ev
     out = []
     ops = np.flatnonzero(ev.cat == CPU_OP)
+    if not len(ops) and len(gpu) and len(calls):
+        launches = calls[name_flags(trace, calls, is_launch) & ~name_flags(trace, calls, is_graph_launch)]
+        if len(launches) >= OPS_MIN_LAUNCHES:
+            out.append(Finding(Problem.OPS_NOT_RECORDED, len(launches), len(launches)))
     if len(ops) and not _any_shapes(trace, ops):
         out.append(Finding(Problem.SHAPES_NOT_RECORDED, len(ops), len(ops), shown=bool(len(gpu))))
     if len(ops) and not np.any(ev.cat == PYTHON):

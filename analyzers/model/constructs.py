@@ -49,3 +49,13 @@ def optimizer_class(name: str) -> str | None:
     """'Optimizer.step#AdamW.step' -> 'AdamW'."""
     m = OPTIMIZER_STEP.match(name)
     return m.group(1) if m else None
+
+
+# record_function ranges that torch 1.x recorded as cpu_ops ("Operator"): a range around work, never an op that
+# does any (the profiler's step, the DataLoader's __next__, the optimizer's step)
+_RANGE_AS_OP = re.compile(r"^ProfilerStep#|^enumerate\(DataLoader\)#|^Optimizer\.(step|zero_grad)#")
+
+
+def is_range_name(name: str) -> bool:
+    """A record_function range's name, whatever category the trace gives it."""
+    return bool(_RANGE_AS_OP.search(name))

@@ -14,6 +14,7 @@ class Problem(str, Enum):
     BAD_TIMESTAMPS = "bad_timestamps"
     CLOCKS_OUT_OF_ORDER = "clocks_out_of_order"
     SHAPES_NOT_RECORDED = "shapes_not_recorded"
+    OPS_NOT_RECORDED = "ops_not_recorded"
     STACKS_NOT_RECORDED = "stacks_not_recorded"
     SYNC_EVENTS_NOT_RECORDED = "sync_events_not_recorded"
     CUT_MID_STEP = "cut_mid_step"
@@ -43,6 +44,7 @@ WITHHOLDS: dict[Problem, tuple[Verdict, ...]] = {
     Problem.BAD_TIMESTAMPS: (Verdict.IDLE,),
     Problem.CLOCKS_OUT_OF_ORDER: (Verdict.IDLE, Verdict.WHATIF),
     Problem.SHAPES_NOT_RECORDED: (Verdict.REGIME,),
+    Problem.OPS_NOT_RECORDED: (),     # the timeline stands; what the host did between launches has no op to name
     Problem.STACKS_NOT_RECORDED: (Verdict.SOURCES,),
     Problem.SYNC_EVENTS_NOT_RECORDED: (Verdict.STREAMS,),
     Problem.CUT_MID_STEP: (),

@@ -4,14 +4,18 @@
 
 `output.invariants` checks that time adds up; this module checks what the sentences *claim* (issue 33):
 
+0. the numbers it reads are the analysis's fields: the Idle line's split is each cause's share of the span, the
+   Next's prediction its lever's ratio;
 1. a Next's because agrees with its prediction: no because that rests on nothing ("0 times the device
    drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it removes, a
    launch-bound because only where kernels are shorter than a launch;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
-   the Next and is never phrased as a saving when the replay predicts it slows the run;
+   the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
+   trace that replays graphs already;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split);
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
-   rate above fp16's, TF32 and bf16 only where they beat fp32);
+   rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
+   already there (_MultiProcessingDataLoaderIter);
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one bandwidth peak per trace: every "GB/s peak" a line names is the peaks' own;
@@ -32,7 +36,7 @@ _WASTE = re.compile(r"Would waste the week: (.*)$")
 _WASTE_PREDICTED = re.compile(r"predicted ([−+]?)(\d+)%")
 _SETUP_SHARE = re.compile(r"because (\d+)% of the span is one-time set-up")
 _LAUNCH_BECAUSE = re.compile(r"kernels that run ([\d,.]+) (µs|ms|s) \(median\) while each launch costs the host more")
-_NOTHING_BECAUSE = re.compile(r"because (0 times|0% of|0\.0 µs)")
+_NOTHING_BECAUSE = re.compile(r"because (0 times|0% of|0\.0 µs)|median gap 0\.0 µs")
 _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
 _GBPS_PEAK = re.compile(r"([\d,]+(?:\.\d+)? GB/s) peak|GB/s of (?:the |an? )?([\d,]+(?:\.\d+)? GB/s)")
 _REGIME_SPLIT = re.compile(r"\d+% (?:is )?(?:compute|memory)-bound")
@@ -48,9 +52,10 @@ def check(out: dict) -> list[str]:
     if len(lines) < 5:
         return []
     nxt = lines[4]
-    return (_because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
+    return (_numbers_are_the_fields(out, lines)
+            + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
             + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
-            + _waste_saves_least(nxt) + _withheld_verdicts_not_given(out, lines)
+            + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _withheld_verdicts_not_given(out, lines)
             + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
             + _one_peak(out, lines) + _no_number_rounded_to_nothing(lines))
 
@@ -77,6 +82,33 @@ def check_whatif(out: dict) -> list[str]:
 def check_diff(out: dict) -> list[str]:
     """A diff's sentences: no number rounded to nothing stated as a fact."""
     return _no_number_rounded_to_nothing(out.get("lines") or [])
+
+
+# --- 0. every number checked here is a field's -------------------------------------------------------------
+
+_CAUSE_SHARE = re.compile(r"(launch overhead|host work|synchronization|data transfer|other) (\d+)%")
+_CAUSE_KEYS = {"launch overhead": "launch_overhead", "host work": "host_work", "synchronization": "synchronization",
+               "data transfer": "data_transfer", "other": "other"}
+
+
+def _numbers_are_the_fields(out: dict, lines: list[str]) -> list[str]:
+    """The Idle line's split is each cause's idle over the span, and the Next's prediction is its lever's ratio
+    (within a point: the figures round separately)."""
+    bad = []
+    span = out.get("span_us") or 0
+    split = lines[2].split(":", 2)[-1].split(";")[0] if lines[2].startswith("Idle: the GPU is idle") else ""
+    for m in _CAUSE_SHARE.finditer(split):
+        field = out["idle"]["by_cause_us"].get(_CAUSE_KEYS[m.group(1)], 0.0)
+        if span and abs(100 * field / span - int(m.group(2))) > 1:
+            bad.append(f"the Idle line says {m.group(1)} {m.group(2)}%, its field is {100 * field / span:.1f}%")
+    nx = out.get("next_experiment") or {}
+    pred = _PREDICTED.search(lines[4].split("Would waste the week:")[0])
+    ratio = nx.get("predicted_ratio")
+    if pred is not None and ratio is not None:
+        said = int(pred.group(2)) * (-1 if pred.group(1) == "+" else 1)
+        if abs(100 * (1 - ratio) - said) > 1:
+            bad.append(f"the Next says {pred.group(1)}{pred.group(2)}%, its lever's ratio is {ratio}")
+    return bad
 
 
 # --- 1. the because agrees with the prediction ---------------------------------------------------------------
@@ -133,6 +165,15 @@ def _waste_saves_least(nxt: str) -> list[str]:
     return bad
 
 
+def _no_graphs_for_graphs(nxt: str, out: dict) -> list[str]:
+    graphs = (out["idle"]["evidence"].get("launch_overhead") or {}).get("graph_launches", 0)
+    waste = _WASTE.search(nxt)
+    if graphs and waste is not None and waste.group(1).startswith("CUDA graphs"):
+        return [f"the trace replays CUDA graphs already ({graphs} graph launches), yet CUDA graphs would waste the "
+                "week"]
+    return []
+
+
 # --- 3. a withheld verdict is given nowhere --------------------------------------------------------------------
 
 def _withheld(out: dict) -> set[str]:
@@ -161,6 +202,9 @@ def _rates(out: dict) -> dict[str, float]:
 def _device_can_take_the_advice(out: dict, lines: list[str]) -> list[str]:
     rates, advice = _rates(out), lines[4]
     bad = []
+    iters = [n for f in out.get("framework") or [] for n in f.get("names") or []]
+    if "num_workers=4" in advice and any("_MultiProcessingDataLoaderIter" in n for n in iters):
+        bad.append("the Next asks for DataLoader workers, but the trace's DataLoader already runs them")
     if "fp8" in advice and not rates.get("fp8", 0) > rates.get("fp16", 0):
         bad.append(f"the Next names fp8 on {out['trace'].get('device_name') or 'a device'} without fp8 tensor cores")
     for dtype, said in (("tf32", "TF32"), ("bf16", "bf16")):

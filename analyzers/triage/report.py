@@ -572,7 +572,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
                 if dom is not None and dom is not cause and runner_up is None and then is None else None
-            return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best),
+            return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best, _replays_graphs(devs)),
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
                                   then=then)
@@ -581,7 +581,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else  # faster kernels, but how: unmeasured
                     Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
-            return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head))
+            return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
@@ -608,12 +608,20 @@ def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool
     return not spec.idle_floor or by_cause.get(spec.cause, 0) >= spec.idle_floor * idle_ns
 
 
-def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice) -> LeverChoice | None:
+def _replays_graphs(devs) -> bool:
+    """The trace launches CUDA/HIP graphs already (graph launches among its launch-gap evidence)."""
+    ev = _evidence_of(devs).get(Cause.LAUNCH_OVERHEAD)
+    return bool(getattr(ev, "graph_launches", 0))
+
+
+def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice, graphed: bool = False) -> LeverChoice | None:
     """The lever that acts on something in this trace and predicts the least (a tempting week's work);
-    when no other acts on anything, the one that predicts least."""
+    when no other acts on anything, the one that predicts least. A trace that replays CUDA graphs already is
+    not told that CUDA graphs would waste the week (issue 33: a graph-replayed range told so at "+12%")."""
     # (warming up is no change to the program: never the week's waste)
     rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
-            and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
+            and LEVERS[c.lever].experiment is not Experiment.WARM_UP
+            and not (graphed and c.lever == "cuda_graphs")]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest
     return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None

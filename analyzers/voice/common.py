@@ -77,7 +77,7 @@ def cause_words(cause: Cause | None) -> str:
 
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
-           construct: Construct | None = None) -> str:
+           construct: Construct | None = None, workers_on: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -106,6 +106,11 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         rate = f" at {gbps(c.gbps)}" if c.gbps else ""
         return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
                 "non_blocking=True on a side stream and prefetch the next one, or keep the data resident on the device")
+    if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on:
+        # the trace shows _MultiProcessingDataLoaderIter: the workers are on, and the step still waits for them
+        return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "
+                "step still waits for batches, so lighten the per-sample transform (or move it to the GPU), raise "
+                "num_workers or prefetch_factor, and pin_memory=True with .to(device, non_blocking=True)")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
         return ("load the batches in worker processes: DataLoader(..., num_workers=4, pin_memory=True, "
                 "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "

@@ -36,6 +36,11 @@ WORDS: dict[Problem, tuple[str, str, str]] = {
         "no op carries its input shapes",
         "no roofline: whether kernels are compute- or memory-bound is unknown",
         "profile with record_shapes=True"),
+    Problem.OPS_NOT_RECORDED: (
+        "{n} launch calls but no CPU op recorded (a runtime-only capture)",
+        "the host time between launches has no op to name, so the ops' own dispatch reads as untraced host work, "
+        "and no kernel has the shapes of its op",
+        "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and record_shapes=True"),
     Problem.STACKS_NOT_RECORDED: (
         "no Python frames",
         "no source lines for the hotspots and gaps",

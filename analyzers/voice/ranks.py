@@ -124,9 +124,12 @@ def ranks_lines(rr) -> list[str]:
         med = float(np.median(c.per_step_ns)) if c.per_step_ns else 0.0
         coll = f"collectives {duration_ns(c.total_ns)} ({duration_ns(med)} per step, median)" if c.calls else \
             "no collectives"
+        exposed = ((r.r.report.get("regime_detail") or {}).get("communication") or {}).get("exposed_ns")
+        if c.calls and exposed is not None:   # the rank's own report: collective time with no compute beside it
+            coll += f", {duration_ns(exposed)} exposed (no compute beside it)"
         if r.rank in waits:
-            coll += (f", {duration_ns(waits[r.rank].wait_ns)} of it waiting for a peer (against the fastest rank's "
-                     "same call)")
+            coll += (f", {duration_ns(waits[r.rank].wait_ns)} of the collectives waiting for a peer (against the "
+                     "fastest rank's same call)")
         lines.append(f"  rank {r.rank}: idle {share(r.r.idle_share)} ({cause_words(r.r.dominant)}), kernels busy "
                      f"{duration_us(r.r.kernel_busy_us)}, {coll}.")
     lines.append(straggler_line(rr.straggler))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracetriage.analyzers.model.constructs import Construct
 from tracetriage.analyzers.model.evidence import Evidence
 from tracetriage.analyzers.model.units import (
     a_or_an,
@@ -117,7 +118,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
     elif nx.cause is not None:
         ev = a.evidence[nx.cause]
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct),
+        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct,
+                               workers_on=_dataloader_workers_on(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -161,6 +163,12 @@ def _headroom_needs(a: Analysis) -> str:
 HEADROOM_NEEDS = {"compute": "cheaper arithmetic (lower precision on tensor cores) or less of it",
                   "memory": "fewer bytes: fusion, lower precision, no materialised copies",
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
+
+
+def _dataloader_workers_on(a: Analysis) -> bool:
+    """The trace's DataLoader iterates in worker processes (_MultiProcessingDataLoaderIter.__next__)."""
+    x = a.framework.share_of(Construct.DATALOADER) if a.framework else None
+    return x is not None and any("_MultiProcessingDataLoaderIter" in n for n in x.names)
 
 
 def _warmup_why(a: Analysis) -> str:
@@ -276,6 +284,15 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
         return (kernels + f", in {count(ev.gaps, 'gap')} (median {duration_us(ev.median_gap_us)}) where the queue "
                 "ran dry while the host dispatched and launched the next")
     if cause is Cause.HOST_WORK:
+        lv = a.next_experiment.lever
+        if ev.gaps == 0 and lv is not None and lv.assumption is not None and lv.assumption.count:
+            # no idle gap is long enough to be host work, yet the replay finds host stretches between launches
+            # (each shorter than the host-work threshold of the idle split, longer than the lever's)
+            long_ns = getattr(lv.assumption, "long_ns", 0)
+            stretches = count(lv.assumption.count, 'stretch', 'stretches')
+            return (f"the host runs code that issues no GPU work in {stretches} between launches"
+                    f"{f' of {duration_ns(long_ns)} or more' if long_ns else ''}, and the GPU "
+                    "waits them out")
         return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
                 f"(median gap {duration_us(ev.median_gap_us)})")
     if cause is Cause.SYNCHRONIZATION:
@@ -311,7 +328,8 @@ def five_lines(a: Analysis) -> list[str]:
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, kernels busy {share(busy)} of it "
           f"({count(a.kernels, 'kernel')}, "
           + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
-    l1 = l1[:-1] + (step_words.phases_clause(a.phases) if a.phases else step_words.steps_clause(a.steps)) + "."
+    l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
+                    else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."

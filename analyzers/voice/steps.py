@@ -59,9 +59,12 @@ def steps_clause(st) -> str:
     return out
 
 
-def phases_clause(p) -> str:
-    """The Measured line's words for prefill against decode."""
+def phases_clause(p, span_us: float | None = None) -> str:
+    """The Measured line's words for prefill against decode. A TTFT longer than the GPU span (`span_us`) counts
+    host time before the first kernel: said, so the two figures of one sentence do not contradict each other."""
     ttft = f"prefill (TTFT) {duration_us(p.ttft_us)}"
+    if span_us is not None and p.ttft_us > span_us:
+        ttft += " (from the request's first host call: host time before the first kernel counted)"
     if p.requests > 1:
         ttft += f" median over {count(p.requests, 'request')} (p90 {duration_us(p.ttft_p90_us)})"
     out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over {count(p.decode.count, 'step')} "

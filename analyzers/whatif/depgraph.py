@@ -28,6 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.constructs import is_range_name
 from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
@@ -288,9 +289,13 @@ def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
     c_in_op = np.zeros(len(c_row), bool)
     c_outer_op = np.full(len(c_row), NONE, np.int64)
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
+    # torch 1.x records ProfilerStep#, the DataLoader's __next__ and the optimizer's step as cpu_ops: ranges, which
+    # cut untraced time like user ranges do, never an op whose extent covers (and hides) the host work inside it
+    ranged = name_flags(trace, op_rows, is_range_name) if len(op_rows) else np.zeros(0, bool)
+    op_rows, range_ops = op_rows[~ranged], op_rows[ranged]
     own = np.flatnonzero(ev.cat == OVERHEAD)
     if len(c_row):
-        ann_rows = np.flatnonzero(ev.cat == USER_ANNOTATION)
+        ann_rows = np.sort(np.concatenate([np.flatnonzero(ev.cat == USER_ANNOTATION), range_ops]))
         okey = _thread_index(ev, np.concatenate([op_rows, ann_rows, c_row]))
         o_thr, a_thr = okey[: len(op_rows)], okey[len(op_rows): len(op_rows) + len(ann_rows)]
         cc_thr = okey[len(op_rows) + len(ann_rows):]
