@@ -17,7 +17,7 @@ import numpy as np
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
-from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import ops_named, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -117,6 +117,11 @@ def says(a: OnDevice) -> str:
             "its bytes at this trace's memory rate")
 
 
+def _host_and_copies(m: Measured) -> float:
+    """What the knob acts on: the idle of host work (the factories) and of the copies."""
+    return float(m.by_cause_ns.get(Cause.HOST_WORK, 0) + m.by_cause_ns.get(Cause.DATA_TRANSFER, 0))
+
+
 def copies(m: Measured) -> int:
     return m.whatif.lever("tensors_on_device").detail.get("copies", 0)
 
@@ -125,7 +130,7 @@ SPEC = LeverSpec(
     name="tensors_on_device", effort=1, cause=None, apply=apply, says=says, words="making tensors on the device",
     fix="torch.randn(..., device=device) in place of torch.randn(...).to(device)",
     recognise=Recognise(order=2, evidence="factory_copies", because="its host-made tensors' copies went",
-                        amount=copies, acted=lambda m: m.kernel_busy_ns, applied=went),
+                        amount=copies, acted=_host_and_copies, applied=went),
     applied_words="tensors made on the device", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.randn(..., device=\"cuda\") (torch.zeros/ones/full/arange/tensor likewise) in place of "
                      "making the tensor on the host and calling .to(\"cuda\")",
