@@ -601,8 +601,9 @@ def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice) -> LeverChoice |
     """The lever that acts on something in this trace and predicts the least (a tempting week's work);
     when no other acts on anything, the one that predicts least."""
     # (warming up is no change to the program: never the week's waste)
+    # (nor is a knob, a one-line change: trying it costs a run, not a week)
     rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
-            and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
+            and LEVERS[c.lever].experiment is not Experiment.WARM_UP and LEVERS[c.lever].knob is None]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest
     return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None
