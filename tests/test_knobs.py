@@ -115,3 +115,16 @@ def test_every_knob_spec_says_its_line_evidence_devices_model_and_guide():
             continue
         assert spec.effort == 1 and spec.experiment is not None, name
         assert all(len(x) > 20 for x in (k.change, k.evidence, k.applies, k.model)) and k.guide, name
+
+
+# --- diff names the knob ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,lever", [(k, lv) for k, sc in MEASURED.items() for lv in sc["ratio"]])
+def test_diff_names_the_knob_the_change_turned(kind, lever, capsys):
+    from tracetriage.cli import main
+
+    assert main(["diff", str(KNOBS / f"{kind}--before.json.gz"), str(KNOBS / f"{kind}--{lever}.json.gz"),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prediction"]["lever"] == lever
+    assert LEVERS[lever].applied_as in " ".join(out["lines"])

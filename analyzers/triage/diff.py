@@ -336,7 +336,8 @@ def applied_lever(before: Analysis, after: Analysis) -> tuple[str, str] | None:
     # fell most is the change made (workers for a DataLoader also pin its copies, but the host work was it)
     # a lever named for a framework construct (a fused optimizer, compiling once) is the more specific
     # explanation of the time it removed: a general lever must have removed SPECIFIC_WEIGHT times as much
-    best = max(applied, key=lambda s: ((s.recognise.acted(mb) - s.recognise.acted(ma))
+    # a knob (one line of the user's code) is recognised by its own kernels or ops going: the most specific of all
+    best = max(applied, key=lambda s: (s.knob is not None, (s.recognise.acted(mb) - s.recognise.acted(ma))
                                        * (SPECIFIC_WEIGHT if s.experiment is not None else 1), -s.recognise.order))
     return best.name, best.recognise.evidence
 

@@ -619,8 +619,9 @@ def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice, graphed: bool = 
     when no other acts on anything, the one that predicts least. A trace that replays CUDA graphs already is
     not told that CUDA graphs would waste the week (issue 33: a graph-replayed range told so at "+12%")."""
     # (warming up is no change to the program: never the week's waste)
+    # (nor is a knob, a one-line change: trying it costs a run, not a week)
     rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
-            and LEVERS[c.lever].experiment is not Experiment.WARM_UP
+            and LEVERS[c.lever].experiment is not Experiment.WARM_UP and LEVERS[c.lever].knob is None
             and not (graphed and c.lever == "cuda_graphs")]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest

@@ -25,6 +25,7 @@ from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
     has_fast,
+    is_half_matrix_kernel,
     kernel_rows,
     matrix_precision,
     ops_named,
@@ -79,7 +80,7 @@ def _cast_elements(c: Context, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     g = c.g
     peaks = peaks_of(c)
-    bf16_now = len(kernel_rows(c, lambda n: "bf16" in n.lower() and matrix_precision(n) is None))
+    bf16_now = len(kernel_rows(c, is_half_matrix_kernel))
     rows = kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32"))
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
     if not len(rows) or not has_fast(peaks, "bf16"):

@@ -32,6 +32,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 ZEROING = ("aten::zero_", "aten::_foreach_zero_")
 MAKES_ZEROS = ("aten::zeros", "aten::new_zeros", "aten::zeros_like")   # a new tensor, not a kept grad
 ACCUMULATE = "torch::autograd::AccumulateGrad"
+BACKWARD = "autograd::engine::evaluate_function"
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,10 @@ class GradsToNone(Assumption):
 
 
 def _zero_fills(c: Context) -> np.ndarray:
+    """Fills of kept grads: zero_ outside a new tensor's making and outside the backward (embedding's and
+    the losses' backward zero their own buffers)."""
     zero = gpu_of_calls(c, calls_inside(c, ops_named(c, lambda n: n in ZEROING)))
-    new = gpu_of_calls(c, calls_inside(c, ops_named(c, lambda n: n.startswith(MAKES_ZEROS))))
+    new = gpu_of_calls(c, calls_inside(c, ops_named(c, lambda n: n.startswith(MAKES_ZEROS) or n.startswith(BACKWARD))))
     return np.setdiff1d(zero, new)
 
 
@@ -66,15 +69,15 @@ def says(a: GradsToNone) -> str:
             f"({units.duration_ns(a.gpu_ns)} of GPU time) go with their launches: backward hands each gradient over")
 
 
-def fills(m: Measured) -> int:
-    return m.whatif.lever("grads_to_none").detail.get("fills", 0)
+def accumulations(m: Measured) -> int:
+    return m.whatif.lever("grads_to_none").detail.get("adds", 0)
 
 
 SPEC = LeverSpec(
     name="grads_to_none", effort=1, cause=None, apply=apply, says=says, words="zero_grad(set_to_none=True)",
     fix="zero_grad(set_to_none=True) in place of set_to_none=False",
-    recognise=Recognise(order=2, evidence="grad_fills", because="its gradient fills and accumulations went",
-                        amount=fills, acted=lambda m: m.kernel_busy_ns, applied=went),
+    recognise=Recognise(order=2, evidence="grad_accumulations", because="its accumulations into zeroed grads went",
+                        amount=accumulations, acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="zero_grad(set_to_none=True)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="optimizer.zero_grad(set_to_none=True) (or model.zero_grad(set_to_none=True); the default "
                      "since torch 2.0)",

@@ -29,6 +29,7 @@ __all__ = ["Knob"]
 _MATRIX = ("gemm", "xmma", "cutlass", "nvjet", "fprop", "dgrad", "wgrad", "conv", "cublas", "sm90_", "sm80_")
 _FP32_MATH = ("f32f32_f32f32_f32", "sgemm", "simt_s", "_fp32_", "scudnn")
 _TF32_MATH = ("tf32", "s1688", "tensorop_s")
+_HALF = ("bf16", "bfloat16", "half", "f16", "fp16")
 
 
 def is_matrix_kernel(name: str) -> bool:
@@ -42,11 +43,18 @@ def matrix_precision(name: str) -> str | None:
     if not is_matrix_kernel(name):
         return None
     n = name.lower()
+    if any(k in n for k in _HALF):       # cuDNN's implicit_convolve_sgemm<__nv_bfloat16, ...> is bf16, not fp32
+        return None
     if any(k in n for k in _TF32_MATH):
         return "tf32"
     if any(k in n for k in _FP32_MATH):
         return "fp32"
     return None
+
+
+def is_half_matrix_kernel(name: str) -> bool:
+    """A GEMM/convolution kernel in half precision (bf16/fp16: cuBLAS's nvjet `_h_` tiles, `bf16`, `f16`)."""
+    return is_matrix_kernel(name) and matrix_precision(name) is None
 
 
 def kernel_rows(c: Context, test) -> np.ndarray:

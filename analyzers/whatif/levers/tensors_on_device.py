@@ -2,8 +2,8 @@
 and copied (torch.randn(...).to("cuda")).
 
 The trace shows it as a host-to-device copy whose source a factory op made on the host just before:
-`aten::randn`/`zeros`/`ones`/`full`/`arange`/... with no GPU work of their own, in the host time before
-the copy's call. In the graph:
+`aten::randn`/`zeros`/`ones`/`full`/`arange`/... among the outermost ops just before the copy's, with only
+views and other copies between them. In the graph:
   1. the factory ops' host time goes, but for one op dispatch each (the device factory still launches);
   2. the copy becomes the factory's kernel: its bytes written at this trace's memory-bound rate (else
      the datasheet bandwidth), and its call no longer waits for a pageable copy to drain.
@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
-from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import ops_named, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -31,9 +30,15 @@ from tracetriage.analyzers.whatif.levers.spec import (
     went,
 )
 
+# Ops that make a tensor's values from nothing but its shape (aten::empty is filled from data next; torch.tensor's
+# lift_fresh copies the user's data): the same call with device= makes them on the GPU.
 FACTORIES = ("aten::randn", "aten::rand", "aten::randint", "aten::randperm", "aten::normal", "aten::zeros",
-             "aten::ones", "aten::full", "aten::arange", "aten::eye", "aten::linspace", "aten::tril", "aten::triu",
-             "aten::empty", "aten::scalar_tensor", "aten::lift_fresh")
+             "aten::ones", "aten::full", "aten::arange", "aten::eye", "aten::linspace", "aten::tril", "aten::triu")
+# Between a factory and the copy of its tensor: views, and the other copies of a batch of such tensors.
+PASS_THROUGH = ("aten::unsqueeze", "aten::expand", "aten::view", "aten::reshape", "aten::t", "aten::transpose",
+                "aten::to", "aten::_to_copy", "aten::copy_", "aten::permute", "aten::squeeze", "aten::slice",
+                "aten::select", "aten::flatten", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::as_strided")
+LOOK_BACK = 8         # outermost ops to look back over from a copy for the factory that made its tensor
 
 
 def is_factory(name: str) -> bool:
@@ -58,47 +63,72 @@ def _waiting_across(g, fs: int, fe: int, mine: np.ndarray, call: int) -> list[in
     return sorted({int(first), *later.tolist()})
 
 
+def _top_level_ops(c: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The host's outermost cpu_ops (not inside another op of their thread), in start order, and their threads."""
+    ev = c.trace.ev
+    ops = np.flatnonzero(ev.cat == CPU_OP)
+    key = thread_key(ev.pid[ops], ev.tid[ops])
+    top = np.zeros(len(ops), bool)
+    for k in np.unique(key).tolist():
+        m = np.flatnonzero(key == k)                  # rows are sorted by (start, -end)
+        reach = np.maximum.accumulate(ev.end[ops[m]])
+        top[m] = np.concatenate(([True], ev.start[ops[m]][1:] >= reach[:-1]))
+    return ops[top], key[top]
+
+
+def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray) -> list[int]:
+    """The factory ops whose tensors the copy (and the copies beside it) move: walking back from the copy's
+    outermost op on its thread, past views and other copies, the factories met before any op that computes (a
+    tensor made long before, or from data, is no factory's)."""
+    ev, tr = c.trace.ev, c.trace
+    k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
+    mine = tops[keys == k]
+    j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
+    found = []
+    for row in mine[max(j - LOOK_BACK, 0):j][::-1].tolist():
+        name = tr.name_of(row)
+        if is_factory(name):
+            found.append(row)
+        elif not name.startswith(PASS_THROUGH):
+            break
+    return found
+
+
 def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
     g, ev = c.g, c.trace.ev
     h2d = np.flatnonzero((g.g_cat == MEMCPY) & c.gpu_named(lambda n: "HtoD" in n) & g.g_linked)
-    fac = ops_named(c, is_factory)
-    if not len(h2d) or not len(fac):
+    if not len(h2d) or not len(ops_named(c, is_factory)):
         return OnDevice("tensors_on_device", 0), {"copies": 0}
-    f_key = thread_key(ev.pid[fac], ev.tid[fac])
+    tops, keys = _top_level_ops(c)
     launches = np.flatnonzero((g.c_kind == dg.LAUNCH_CALL) & g.c_issues)
     op_cost = int(np.median((g.c_gap - g.c_host + g.c_dur)[launches])) if len(launches) else g.launch_cost_ns
     peaks = peaks_of(c)
     rate = c.memory_rate or (peaks.bytes_per_s / 1e9 if peaks is not None else 1000.0)
-    issuing = np.flatnonzero(g.c_issues)
-    i_key = thread_key(ev.pid[g.c_row[issuing]], ev.tid[g.c_row[issuing]])
-    hit, host_ns, nbytes = 0, 0, 0
     c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    used: set[int] = set()
+    hit, host_ns, nbytes = 0, 0, 0
     for row in h2d.tolist():
         call = int(g.g_call[row])
-        key = c_key[call]
-        mine = np.flatnonzero(c_key == key)     # the thread's calls, in start order
-        hi = int(g.c_start[call])
-        # since the thread's last call that issued GPU work: the host time that made the copy's source
-        prev = issuing[(i_key == key) & (g.c_start[issuing] < hi)]
-        lo = int((g.c_start[prev] + g.c_dur[prev]).max()) if len(prev) else int(ev.start.min())
-        m = fac[(f_key == key) & (ev.start[fac] >= lo) & (ev.end[fac] <= hi)]
-        if not len(m):
+        op = int(c.trace.op_of[g.c_row[call]])
+        if op == NONE:
             continue
-        s, e = iv.union(ev.start[m], ev.end[m])
-        cut = 0
-        for fs, fe in zip(s.tolist(), e.tolist()):
-            # the factory's time is in the host gap before the thread's next call, whatever that call is
+        made = _made_for(c, op, tops, keys)
+        if not made:
+            continue
+        mine = np.flatnonzero(c_key == c_key[call])     # the thread's calls, in start order
+        for f in (f for f in made if f not in used):     # a batch of copies shares its factories' time once
+            used.add(f)
+            fs, fe = int(ev.start[f]), int(ev.end[f])
             took = max(fe - fs - op_cost, 0)
             for nxt in _waiting_across(g, fs, fe, mine, call):
                 p.c_gap[nxt] = max(int(p.c_gap[nxt]) - took, 0)
                 if g.c_wake[nxt] != NONE:     # a call woken by another thread's: its wait after the waker too
                     p.c_wdelay[nxt] = max(int(p.c_wdelay[nxt]) - took, 0)
-            cut += took
+            host_ns += took
         p.c_blocked[call] = False
         p.c_dur[call] = p.c_min[call]
         p.g_dur[row] = max(int(np.ceil(max(int(g.g_nbytes[row]), 0) / rate)), 1_000)
         hit += 1
-        host_ns += cut
         nbytes += max(int(g.g_nbytes[row]), 0)
     if hit:   # the stream syncs after the pageable copies return at once too
         ext = c.trace.ev.ext[g.c_row]
@@ -117,6 +147,11 @@ def says(a: OnDevice) -> str:
             "its bytes at this trace's memory rate")
 
 
+def _host_and_copies(m: Measured) -> float:
+    """What the knob acts on: the idle of host work (the factories) and of the copies."""
+    return float(m.by_cause_ns.get(Cause.HOST_WORK, 0) + m.by_cause_ns.get(Cause.DATA_TRANSFER, 0))
+
+
 def copies(m: Measured) -> int:
     return m.whatif.lever("tensors_on_device").detail.get("copies", 0)
 
@@ -125,7 +160,7 @@ SPEC = LeverSpec(
     name="tensors_on_device", effort=1, cause=None, apply=apply, says=says, words="making tensors on the device",
     fix="torch.randn(..., device=device) in place of torch.randn(...).to(device)",
     recognise=Recognise(order=2, evidence="factory_copies", because="its host-made tensors' copies went",
-                        amount=copies, acted=lambda m: m.kernel_busy_ns, applied=went),
+                        amount=copies, acted=_host_and_copies, applied=went),
     applied_words="tensors made on the device", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.randn(..., device=\"cuda\") (torch.zeros/ones/full/arange/tensor likewise) in place of "
                      "making the tensor on the host and calling .to(\"cuda\")",
