@@ -125,7 +125,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     if case == "right":
         return f"Yes, the report's Next on this trace: {fix}.{waste}"
     if case == "waste" and score > 0:
-        return (f"Half credit: the fix is in your plan, but so is {lever_label(key['waste_class'])}, the lever that "
+        spent = lever_label(key.get("waste_class") or key["waste_classes"][0])
+        return (f"Half credit: the fix is in your plan, but so is {spent}, the lever that "
                 f"would waste the week here ({nw.get('waste', '')}). The fix: {fix}.")
     if case == "waste":
         return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
@@ -139,6 +140,28 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     if case == "pinned":
         return f"The copies are pinned already, so pinning buys nothing here: {fix}."
     return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
+
+
+def number_hedged(part: str, offered: tuple, key: float, unit: str) -> str:
+    said = " or ".join(f"{num(v)} {unit}" for v in offered)
+    return f"You offered {said}: a hedge earns what a wrong answer earns; {part} in the trace: {num(key)} {unit}."
+
+
+def number_confused(part: str, said: float, confused: tuple, key: float, unit: str) -> str:
+    what, value = confused
+    return (f"{num(said)} {unit} is {what} ({num(value)} {unit}), another quantity of this trace; {part} is "
+            f"{num(key)} {unit}.")
+
+
+def own_prediction(savings: dict) -> str:
+    """The replay's prediction for the levers the answer named ({lever: saving share of the span})."""
+    said = ", ".join(f"{lv} {_saving(sv)}" for lv, sv in sorted(savings.items(), key=lambda x: -x[1]))
+    return f" What the replay predicts for yours: {said}."
+
+
+def _saving(share_saved: float) -> str:
+    pct = round(100 * share_saved)
+    return "0%" if pct == 0 else f"−{pct}%" if pct > 0 else f"+{-pct}% (slower)"
 
 
 def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
@@ -278,6 +301,11 @@ def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = 
     return trace + (f" -> {after}" if after else "") + (" (named ranges removed)" if stripped else "")
 
 
+def shared_source(others: tuple[str, ...]) -> str:
+    shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+    return f"a sample trace that {shown} show too, so its name stays hidden"
+
+
 def revealed(source: str) -> str:
     return f"The trace, now that it is graded: {source}."
 
@@ -398,9 +426,12 @@ def ledger_why(ops: int, eager_gb: float, fused_gb: float, passes: int, chains: 
             f"once, {num(fused_gb)} GB ({num(eager_gb / fused_gb)}× fewer bytes)")
 
 
-def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None) -> str:
-    measured = (f"The pair measures {num(speedup)}× (profiled spans, median of the repeats) and {num(wall)}× unprofiled"
-                if wall else f"The measured pair gives {num(speedup)}×")
+def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None,
+                       repeats: float | None = None) -> str:
+    measured = f"The pair's spans as shown give {num(speedup)}×"
+    if repeats and wall:
+        measured += (f" (the median of its repeats, which the drill does not show: {num(repeats)}× profiled, "
+                     f"{num(wall)}× unprofiled; either is right)")
     pred = (f"; the fuse lever's replay predicted {num(1 / fuse_ratio)}× from the before trace alone"
             if fuse_ratio else "")
     return measured + pred
@@ -441,7 +472,7 @@ def kernel_row(k: dict) -> str:
     """One costed op: its shapes, calls, FLOPs and bytes (all calls), device time, and its rates when shown."""
     from tracetriage.analyzers.model.units import size
 
-    rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s ({k['bound']}-bound)" if "tflops" in k else "")
+    rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s" if "tflops" in k else "")
     shapes = f"[{k['shapes']}]"[:36]
     return (f"  {k['name'][:28]:28s} {shapes:36s} {k['dtype'] or '-':5s} ×{k['calls']:<6,d}"
             f"{k['flops'] / 1e9:12,.1f} GFLOP {size(k['bytes']):>10}  {duration_us(k['device_us']):>9}{rates}")

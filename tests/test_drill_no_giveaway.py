@@ -80,3 +80,50 @@ def test_a_shown_trace_is_a_copy_with_its_sidecar_renamed_and_made_again_when_th
     src.write_bytes(b"two, longer")
     os.utime(src, (out.stat().st_mtime + 10, out.stat().st_mtime + 10))
     assert bank.shown_copy(src, "Z.json.gz").read_bytes() == b"two, longer"
+
+
+def test_a_shown_sidecar_keeps_what_the_analyzers_read_and_nothing_that_names_the_answer(tmp_path):
+    src = tmp_path / "probe-host-dataloader.json.gz"
+    src.write_bytes(b"trace")
+    side = {"name": "probe-host-dataloader", "trace": src.name, "workload": "probe_host_dataloader",
+            "params": {"num_workers": 0}, "label": {"idle_cause": "host_work", "regime": "compute",
+                                                    "about": "DataLoader(num_workers=0) decodes every batch"},
+            "device": {"name": "NVIDIA H200"}, "timing_per_step": {"median_ms": 5.0},
+            "measurements": {"weight_bytes": 10, "bytes_per_call": 20, "per_shape": {"mm": 1.0}}}
+    (tmp_path / "probe-host-dataloader.meta.json").write_text(json.dumps(side))
+    out = bank.shown_copy(src, "Q.json.gz")
+    shown = json.loads((out.parent / "Q.meta.json").read_text())
+    assert shown == {"trace": "Q.json.gz", "device": {"name": "NVIDIA H200"}, "timing_per_step": {"median_ms": 5.0},
+                     "measurements": {"weight_bytes": 10, "bytes_per_call": 20}}
+    # a byte-ledger drill asks for a call's bytes: it is shown none
+    ledger = bank.shown_copy(src, "L.json.gz", asks_bytes=True)
+    assert json.loads((ledger.parent / "L.meta.json").read_text())["measurements"] == {"weight_bytes": 10}
+
+
+@pytest.mark.parametrize("d", [d for d in DRILLS if d.trace and d.generate is None][:60], ids=lambda d: d.id)
+def test_no_shown_sidecar_names_the_label_or_the_workload(d):
+    for p in (d.trace_path(), d.after_path()):
+        if p is None:
+            continue
+        side = p.parent / (p.name.split(".json")[0] + ".meta.json")
+        if side.exists():
+            text = side.read_text()
+            assert not {"label", "params", "workload", "name", "per_shape"} & set(json.loads(text)), text[:200]
+            assert not [s for s in _secrets(d) if s in text], text[:200]
+
+
+def test_a_toy_drills_trace_carries_no_trace_name_and_no_label_block():
+    import gzip
+
+    d = bank.get("M02.03-e")
+    doc = json.loads(gzip.decompress(d.trace_path().read_bytes()))
+    assert "traceName" not in doc and "tracetriage_generator" not in doc
+    text = json.dumps({k: v for k, v in doc.items() if k != "traceEvents"})
+    assert not [s for s in _secrets(d) if s in text]
+
+
+def test_a_graded_note_never_names_a_sample_trace_that_other_drills_show():
+    r = grader.grade(bank.get("M02.04-c"), {"cause": "synchronization"})
+    assert "smell-sync-item" not in r.notes[-1] and "M00.01-d" in r.notes[-1] and "M02.01-a" in r.notes[-1]
+    only = [d for d in DRILLS if d.generate is None and not bank.shared_with(d)][0]
+    assert Path(only.trace).name in grader.grade(only, {}).notes[-1]
