@@ -526,12 +526,19 @@ def worst_miss(pid: int, quantity: str, predicted: float, measured: float, why: 
 
 
 def unit_slip_warning(quantity: str, predicted: float, measured: float, unit: str, factor: float) -> str:
+    kept_out = " It is recorded as given and kept out of the calibration."
+    if factor == -100:      # tracetriage.drills.predictions.SAVING_SLIP
+        return (f"{quantity} {num(predicted)} looks like the percent saved ({num(predicted)}% less), not the ratio "
+                f"the trace measures ({num(measured)}): did you mean {num(1 - predicted / 100)}?{kept_out}")
+    if factor == 100 and quantity != "idle_share":
+        return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)} {unit}): a "
+                f"ratio, not a percent: did you mean {num(predicted / 100)}?{kept_out}")
     if factor == 100:
         return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)}): "
-                f"a share is a fraction of 1, did you mean {num(predicted / 100)}?")
+                f"a share is a fraction of 1, did you mean {num(predicted / 100)}?{kept_out}")
     times = f"{num(factor)}×" if factor >= 1 else f"1/{num(1 / factor)}"
     return (f"{quantity} {num(predicted)} {unit} is {times} what the trace measures ({num(measured)} {unit}): a unit "
-            f"slip? the prediction is recorded as given")
+            f"slip?{kept_out}")
 
 
 def large_gaps_header() -> str:
