@@ -129,6 +129,7 @@ class NumberGrade:
     half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
 
 
+ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
 NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
 
 
@@ -174,7 +175,7 @@ def _offered(text: str, usable: list, unit: str) -> list[float]:
         v = in_unit(nxt, unit) if unit else nxt.value
         if v is None or len(between) > 24 or not NUMBER_HEDGE.search(between) or re.search(r"[.;:]\s", between):
             break
-        if all(abs(v - x) > CLOSE * max(abs(x), 1e-12) for x in vals):
+        if all(abs(v - x) > ROUNDING * max(abs(x), 1e-12) for x in vals):
             vals.append(v)
     return vals
 

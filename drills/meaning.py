@@ -40,7 +40,9 @@ POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|we
                           r"the|a|its|it)){0,6}\s+(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
                           r"minor|negligible|tiny|a small part|not the problem|not the issue|"
-                          r"under (?:its |the )?target)\b")
+                          r"under (?:its |the )?target|within(?=\s*$))\b")
+# after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
+POST_MINOR = re.compile(r"^\s+(?:(?:is|are|was|were|s|takes|holds|at)\s+)?(?:only|just|merely|a mere|barely)\b")
 # before a class phrase, context that places the kernel under that roof, not on it: "far below both roofs",
 # "well under the memory roof"
 ROOF_CONTEXT = re.compile(r"^\s*(?:bound\s+)?(?:roof|roofs|ceiling|peak)\b")
@@ -55,6 +57,8 @@ DISJUNCTION = re.compile(r"\b(?:or|either|and or|maybe|perhaps|possibly|might be
 SLASH_HEDGE = re.compile(r"[a-z]{3,}\s*/\s*(?!s\b)[a-z]{3,}")   # "compute/memory"; not "GB/s"
 MINOR = ("some", "a bit of", "a little", "a few", "minor", "slight", "slightly", "partly", "partially", "a touch of",
          "secondary", "also some", "plus some", "with some", "less so", "somewhat", "a small amount of")
+PRIMARY = ("mostly", "mainly", "primarily", "chiefly", "largely", "dominated by", "dominantly", "predominantly",
+           "above all", "first and foremost", "overwhelmingly")
 NEGATION_REACH = 6   # tokens between a negator and the class phrase it denies
 REMOVAL_REACH = 5    # tokens between a removal verb and the cause it removes ("drop the per-step .item()")
 NEGATOR = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n) for n in NEGATORS) + r")(?![a-z])")
@@ -147,6 +151,11 @@ def _removal_verb(clause: str, start: int) -> int | None:
     return max(found) if found else None
 
 
+def _primary_before(clause: str, start: int) -> bool:
+    near = _tokens_before(clause, start, 4)
+    return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in PRIMARY)
+
+
 def _minor_before(clause: str, start: int) -> bool:
     near = _tokens_before(clause, start, 4)
     return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in MINOR)
@@ -181,6 +190,7 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
     asserted: list[str] = []
     denied: set[str] = set()
     positive_major: set[str] = set()
+    primary: set[str] = set()     # named as the main one ("mostly sync, but also launches"): the rest are minor
     hedged_pairs = False
     seen_before: list[str] = []
     for clause in clauses(text):
@@ -208,7 +218,10 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
             clause_pos.append((cls, s))
             if cls not in asserted:
                 asserted.append(cls)
-            if not _minor_before(clause, s) and not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
+            if _primary_before(clause, s):
+                primary.add(cls)
+            if not _minor_before(clause, s) and not POST_MINOR.match(clause[e:]) and \
+                    not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
                 positive_major.add(cls)
         # a disjunction inside one clause between two classes
         if len({c for c, _ in clause_pos}) > 1:
@@ -224,5 +237,5 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
         # across clauses: "maybe sync. or launches?"
         hedged_pairs = bool(re.search(r"\b(?:either|maybe|perhaps|possibly|not sure|unsure)\b|\?", text.lower())) \
             and len(set(asserted)) > 1
-    minor = frozenset(c for c in asserted if c not in positive_major)
+    minor = frozenset(c for c in asserted if c not in positive_major or (primary and c not in primary))
     return Reading(tuple(asserted), frozenset(denied - set(asserted)), hedged_pairs and len(set(asserted)) > 1, minor)
