@@ -302,8 +302,9 @@ def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = 
 
 
 def shared_source(others: tuple[str, ...]) -> str:
-    shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
-    return f"a sample trace that {shown} show too, so its name stays hidden"
+    """A sample other drills show too: neither its name nor theirs (either would carry this answer to them)."""
+    return f"a sample trace that {len(others)} other drill{'s' if len(others) != 1 else ''} show too, so its name " \
+           "stays hidden"
 
 
 def revealed(source: str) -> str:

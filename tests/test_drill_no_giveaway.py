@@ -124,6 +124,16 @@ def test_a_toy_drills_trace_carries_no_trace_name_and_no_label_block():
 
 def test_a_graded_note_never_names_a_sample_trace_that_other_drills_show():
     r = grader.grade(bank.get("M02.04-c"), {"cause": "synchronization"})
-    assert "smell-sync-item" not in r.notes[-1] and "M00.01-d" in r.notes[-1] and "M02.01-a" in r.notes[-1]
+    assert r.notes[-1] == "The trace, now that it is graded: a sample trace that 2 other drills show too, so its name " \
+                          "stays hidden."
     only = [d for d in DRILLS if d.generate is None and not bank.shared_with(d)][0]
     assert Path(only.trace).name in grader.grade(only, {}).notes[-1]
+
+
+def test_the_readmes_example_report_is_of_a_trace_no_drill_shows():
+    import re
+
+    readme = (bank.REPO_ROOT / "README.md").read_text()
+    shown = {t for d in DRILLS for t in (d.trace, d.after) if t}
+    quoted = set(re.findall(r"tracetriage report (traces/\S+\.json\.gz)", readme))
+    assert quoted and not quoted & shown, quoted & shown
