@@ -124,8 +124,8 @@ def test_a_toy_drills_trace_carries_no_trace_name_and_no_label_block():
 
 def test_a_graded_note_never_names_a_sample_trace_that_other_drills_show():
     r = grader.grade(bank.get("M02.04-c"), {"cause": "synchronization"})
-    assert r.notes[-1] == "The trace, now that it is graded: a sample trace that 2 other drills show too, so its name " \
-                          "stays hidden."
+    assert r.notes[-1] == ("The trace, now that it is graded: a sample trace that 2 other drills show too, so its "
+                           "name stays hidden.")
     only = [d for d in DRILLS if d.generate is None and not bank.shared_with(d)][0]
     assert Path(only.trace).name in grader.grade(only, {}).notes[-1]
 
