@@ -120,8 +120,10 @@ def _show_dict(d: bank.Drill) -> dict:
         f = evidence.facts(d.trace_path())
         out["declared"] = {k: f.declared[k] for k in ("weight_bytes", "decode_bytes_per_token_min") if k in f.declared}
         out["peak_gbps"] = f.peak_gbps
+        # the decode ranges the floor is measured against; not the prefill's wall, which is another drill's TTFT
+        prefill = f.phases.get("prefill_range") if f.phases else None
         out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
-                         for r in f.ranges]
+                         for r in f.ranges if r["name"] != prefill]
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
     out["predict_first"] = prediction_quantity(d)

@@ -137,3 +137,10 @@ def test_the_readmes_example_report_is_of_a_trace_no_drill_shows():
     shown = {t for d in DRILLS for t in (d.trace, d.after) if t}
     quoted = set(re.findall(r"tracetriage report (traces/\S+\.json\.gz)", readme))
     assert quoted and not quoted & shown, quoted & shown
+
+
+@pytest.mark.parametrize("drill_id", ["M00.03-a", "M00.03-b"])
+def test_the_floor_drill_shows_the_decode_ranges_but_not_the_prefill_wall_another_drill_asks_for(capsys, drill_id):
+    main(["drill", "show", drill_id, "--json"])
+    names = {r["name"] for r in json.loads(capsys.readouterr().out)["ranges"]}
+    assert "decode_step" in names and "prefill" not in names
