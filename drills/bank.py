@@ -89,6 +89,11 @@ PARTS = {
 }
 
 
+# Drills whose questions are not about the trace's named ranges: their shown copy renames the capture's ranges
+# (`host_phase` says host work, `tiny_ops` launch overhead); the ranges, shapes, floor and ledger drills keep them.
+NEUTRAL_RANGE_KINDS = ("idle_cause", "triage", "waste", "roofline", "collapse")
+
+
 class DrillError(Exception):
     """An unknown drill, or a broken bank file (one line for the user)."""
 
@@ -129,21 +134,27 @@ class Drill:
                 strip(REPO_ROOT / self.trace, out)
             return out
         if self.generate is None:
-            return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz")
+            return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz", self.kind == "ledger",
+                              self.kind in NEUTRAL_RANGE_KINDS)
         g = self.generate
         mix = tuple(sorted((g.get("mix") or {}).items()))
         out = generated_dir() / f"{self.id}.json.gz"
         return _toy(g["smell"], g.get("level", "easy"), int(g.get("seed", 0)), mix, str(out))
 
     def after_path(self) -> Path | None:
-        return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz") if self.after else None
+        return shown_copy(REPO_ROOT / self.after, f"{self.id}-after.json.gz", self.kind == "ledger",
+                          self.kind in NEUTRAL_RANGE_KINDS) if self.after else None
 
     def source(self, reveal: bool = False) -> str:
         """Where the trace comes from, without the answer (a toy's smell, a sample's file name) until `reveal`:
-        after grading."""
-        from tracetriage.drills.words import sample_source, toy_source
+        after grading. A sample that other drills show too keeps its name even then: its name (and the drills
+        it serves) would answer them."""
+        from tracetriage.drills.words import sample_source, shared_source, toy_source
 
         if self.generate is None:
+            others = shared_with(self)
+            if reveal and others:
+                return shared_source(others)
             return sample_source(self.trace, self.after, self.strip_ranges, reveal)
         g = self.generate
         return toy_source(g["smell"], g.get("level", "easy"), g.get("seed", 0), g.get("mix") or {}, reveal)
@@ -156,7 +167,7 @@ def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
         return path
     from tracetriage.drills.generator import Spec, write
 
-    write(Spec(smell, level, seed, mix), path)
+    write(Spec(smell, level, seed, mix), path, neutral=True)   # no trace name or label block naming the smell
     _WRITTEN.add((smell, level, seed, mix, out))
     return path
 
@@ -164,27 +175,59 @@ def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
 _WRITTEN: set = set()
 
 
-def shown_copy(src: Path, name: str) -> Path:
+SHOWN = "shown-v2"   # a new folder when what a shown copy strips changes: no older copy is ever shown again
+
+
+def shown_copy(src: Path, name: str, asks_bytes: bool = False, neutral_ranges: bool = False) -> Path:
     """The sample trace under a name that does not give the answer away (`smell-sync-item.json.gz` would), in a
     folder of its own with what lies beside it (its capture sidecar, the measured ceilings), so that it reads as
-    the same trace: copies, made again when the sample or what lies beside it changes."""
+    the same trace: copies, made again when the sample or what lies beside it changes. `neutral_ranges`: the
+    capture's own range names (`host_phase`, `tiny_ops`) renamed `range_1`, `range_2` ... (a drill that does not
+    ask about ranges: the name would say the answer)."""
     if not src.exists():
         return src            # the analyzers say "no such trace", naming the bank's path
-    folder = generated_dir() / "shown" / (trace_stem(name) or name)
+    folder = generated_dir() / SHOWN / (trace_stem(name) or name)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
-    if _stale(src, out):
+    if neutral_ranges:
+        if _stale(src, out, same_size=False):
+            from tracetriage.drills.ranges import rename_ranges
+
+            _place(lambda tmp: rename_ranges(src, tmp), out)
+    elif _stale(src, out):
         _place(lambda tmp: _copy(src, tmp), out)
     ceilings = src.parent / "ceilings.json"
     if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
         _place(lambda tmp: _copy(ceilings, tmp), folder / "ceilings.json")
     meta = src.parent / ((trace_stem(src.name) or src.name) + SIDECAR_SUFFIX)
     shown_meta = folder / ((trace_stem(name) or name) + SIDECAR_SUFFIX)
-    if meta.exists() and _stale(meta, shown_meta, same_size=False):
-        doc = json.loads(meta.read_text())
-        if isinstance(doc, dict) and doc.get("trace"):
-            doc["trace"] = name          # the sidecar names the trace it describes
-        _place(lambda tmp: tmp.write_text(json.dumps(doc)), shown_meta)
+    if meta.exists():
+        # written whenever its text would differ (a copy made by an older version may hold the label)
+        text = json.dumps(neutral_sidecar(json.loads(meta.read_text()), name, asks_bytes))
+        if not shown_meta.exists() or shown_meta.read_text() != text:
+            _place(lambda tmp: tmp.write_text(text), shown_meta)
+    return out
+
+
+# What a shown sidecar keeps: the device and versions the analyzers read, the capture's honest timer, and of the
+# measurements what `drill show` prints anyway (a floor drill's bytes per token) and what `diff` reads (a call's
+# declared bytes and kernels: the explanation of a speedup rests on them). The rest names the answer: the label
+# (idle cause, regime, "DataLoader(num_workers=0)..."), the workload and its params, the matmul sweep's rates per
+# shape. A byte-ledger drill, which asks for a call's bytes, is shown no declared bytes at all.
+SIDECAR_KEEPS = ("device", "versions", "timing_per_step")
+MEASUREMENTS_SHOWN = ("weight_bytes", "decode_bytes_per_token_min")
+MEASUREMENTS_READ = ("bytes_per_call", "kernels_per_call")     # tracetriage.analyzers.triage.diff
+
+
+def neutral_sidecar(doc, name: str, asks_bytes: bool = False) -> dict:
+    """The capture sidecar as a student may see it beside the shown trace: nothing in it names the answer."""
+    if not isinstance(doc, dict):
+        return {"trace": name}
+    out = {"trace": name, **{k: doc[k] for k in SIDECAR_KEEPS if k in doc}}
+    m = doc.get("measurements")
+    if isinstance(m, dict):
+        keep = MEASUREMENTS_SHOWN + (() if asks_bytes else MEASUREMENTS_READ)
+        out["measurements"] = {k: m[k] for k in keep if k in m}
     return out
 
 
@@ -246,6 +289,13 @@ def all_drills() -> tuple[Drill, ...]:
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")
     return tuple(sorted(out, key=lambda d: d.id))
+
+
+def shared_with(drill: Drill) -> tuple[str, ...]:
+    """The other drills that show one of this drill's sample traces (their answers may lie in it)."""
+    mine = {t for t in (drill.trace, drill.after) if t and drill.generate is None}
+    return tuple(d.id for d in all_drills() if d.id != drill.id and d.generate is None
+                 and mine & {t for t in (d.trace, d.after) if t})
 
 
 def get(drill_id: str) -> Drill:

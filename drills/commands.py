@@ -110,15 +110,20 @@ def _show_dict(d: bank.Drill) -> dict:
         out["span"] = {"span_ms": f.span_ms, "kernel_busy_ms": f.kernel_busy_ms, "idle_share": f.idle_share}
     if d.kind in KERNEL_TABLE_KINDS:
         f = evidence.facts(d.trace_path())
-        rates = d.kind not in ("shapes",)     # the shapes drill asks for the rates: it gets FLOPs, bytes and time
-        out["kernels"] = [k if rates else {x: v for x, v in k.items() if x not in ("tflops", "gbps")}
+        # the shapes drill asks for the rates: it gets FLOPs, bytes and time; so does a drill on a trace a shapes
+        # drill shows (M01.05-a's rates per shape would answer M01.04)
+        rates = d.kind != "shapes" and not any(bank.get(o).kind == "shapes" for o in bank.shared_with(d))
+        # each op's own bound is the regime question half answered: never printed before grading
+        out["kernels"] = [{x: v for x, v in k.items() if x != "bound" and (rates or x not in ("tflops", "gbps"))}
                           for k in (_shape_rows(f, d) if d.kind == "shapes" else f.kernels)]
     if d.kind == "floor":
         f = evidence.facts(d.trace_path())
         out["declared"] = {k: f.declared[k] for k in ("weight_bytes", "decode_bytes_per_token_min") if k in f.declared}
         out["peak_gbps"] = f.peak_gbps
+        # the decode ranges the floor is measured against; not the prefill's wall, which is another drill's TTFT
+        prefill = f.phases.get("prefill_range") if f.phases else None
         out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
-                         for r in f.ranges]
+                         for r in f.ranges if r["name"] != prefill]
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
     out["predict_first"] = prediction_quantity(d)

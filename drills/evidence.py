@@ -54,6 +54,8 @@ class Facts:
     next_kind: str | None = None   # the report's Next (tracetriage.analyzers.triage.report.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
     waste_lever: str | None = None  # ... and the lever that would waste the week
+    waste_levers: tuple = ()       # ... with every lever predicting within WASTE_BAND of it: {lever: saving share}
+    lever_savings: dict = field(default_factory=dict)   # every weighed lever's predicted saving, share of the span
     next_words: dict = field(default_factory=dict)   # the report's own words: {"lever", "why", "waste"}
     already_pinned: bool = False   # the top copy is from pinned memory already (pinning is no fix)
 
@@ -151,10 +153,36 @@ def _next_of(a) -> dict:
 
     n = a.next_experiment
     copies = getattr(a.evidence.get(verdicts.Cause.DATA_TRANSFER), "copies", None) or ()
+    choices = tuple(getattr(a, "lever_choices", ()) or ())
+    savings = {c.lever: round(1 - c.predicted_ratio, 4) for c in choices}
     return {"next_kind": n.kind.value, "next_lever": n.lever.lever if n.lever is not None else None,
             "waste_lever": n.waste.lever if n.waste is not None else None,
+            "waste_levers": _waste_band(n, choices), "lever_savings": savings,
             "next_words": dict(next_experiment(a)) if a.devices else {},
             "already_pinned": bool(copies) and "Pinned" in copies[0].name}
+
+
+WASTE_BAND = 0.02   # levers predicting within two points of the week's waste are as much a waste as it
+
+
+def _waste_band(n, choices: tuple) -> tuple:
+    """The report's waste lever and every other lever of the pool it was chosen from (levers acting on something
+    here, as the report's _waste has it) whose predicted saving is within WASTE_BAND of it: CUDA graphs predicting
+    0% beside a keyed lever at -1% wastes the week as surely. Never the Next's own lever."""
+    from tracetriage.analyzers.model.verdicts import Experiment
+    from tracetriage.analyzers.whatif.levers import LEVERS
+
+    if n.waste is None:
+        return ()
+    fix = n.lever.lever if n.lever is not None else None
+    best = n.lever.saving_ns if n.lever is not None else None
+    # (warming up is no change to the program: never the week's waste)
+    rest = [c for c in choices if c.lever != fix and (best is None or c.saving_ns < best)
+            and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
+    acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
+    floor = n.waste.saving_ns
+    band = [c.lever for c in (acting or rest) if c.saving_ns <= floor + WASTE_BAND * c.baseline_ns]
+    return tuple(sorted(set(band) | {n.waste.lever}, key=lambda lv: (lv != n.waste.lever, lv)))
 
 
 def _cause_evidence(cause: str, e) -> dict:

@@ -360,7 +360,7 @@ def _iteration(sim: _Sim, smell: str) -> None:
     sim.annotate(RANGE_NAMES[smell], start, sim.host, (spans[0][0], spans[-1][1]))
 
 
-def generate(spec: Spec) -> dict:
+def generate(spec: Spec, neutral: bool = False) -> dict:
     """The Kineto document for spec (a dict ready for json.dumps)."""
     lv = LEVEL[spec.level]
     rng = random.Random(f"{spec.smell}/{spec.level}/{spec.seed}/{spec.mix}")   # flows/sync events: same timeline
@@ -397,7 +397,7 @@ def generate(spec: Spec) -> dict:
           pid="Spans", tid="PyTorch Profiler")
     events = [e for e in sim.events if (spec.flows or e.get("cat") != "ac2g")
               and (spec.sync_events or e.get("cat") != "cuda_sync")]
-    return _document(events, spec, sim.idle_by_smell)
+    return _document(events, spec, sim.idle_by_smell, neutral)
 
 
 def _noise_thread(sim: _Sim, tid: int, t0: int, t1: int) -> None:
@@ -415,7 +415,7 @@ def _us(ns: int) -> float:
     return round((ORIGIN_NS + ns) / 1e3, 3)
 
 
-def _document(events: list[dict], spec: Spec, idle_by_smell: dict) -> dict:
+def _document(events: list[dict], spec: Spec, idle_by_smell: dict, neutral: bool = False) -> dict:
     meta = [{"name": "process_name", "ph": "M", "ts": _us(0), "pid": PID, "tid": 0, "args": {"name": "python3"}},
             {"name": "process_name", "ph": "M", "ts": _us(0), "pid": 0, "tid": 0, "args": {"name": "python3"}},
             {"name": "process_labels", "ph": "M", "ts": _us(0), "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
@@ -426,18 +426,25 @@ def _document(events: list[dict], spec: Spec, idle_by_smell: dict) -> dict:
                                   "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
                                   "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132}],
             "record_shapes": 1, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1790857026000000000,
-            "traceName": f"toy-{spec.label}-{spec.level}-{spec.seed}",
-            "tracetriage_generator": {"smell": spec.smell, "level": spec.level, "seed": spec.seed,
-                                      "mix": dict(spec.mix), "label": spec.label,
-                                      "intended_idle_us": {k: round(v / 1e3, 1)
-                                                           for k, v in sorted(idle_by_smell.items())}},
+            **({} if neutral else _label_block(spec, idle_by_smell)),
             "traceEvents": meta + sorted(events, key=lambda e: (e["ts"], -(e.get("dur") or 0)))}
 
 
-def write(spec: Spec, path: str | Path) -> Path:
-    """Write the trace as torch does, gzipped when the name ends with .gz; the same spec, the same bytes."""
+def _label_block(spec: Spec, idle_by_smell: dict) -> dict:
+    """The trace's name and the generator's label: for a toy written to test the analyzers, never for a drill's
+    (a student opening it in Perfetto would read the answer)."""
+    return {"traceName": f"toy-{spec.label}-{spec.level}-{spec.seed}",
+            "tracetriage_generator": {"smell": spec.smell, "level": spec.level, "seed": spec.seed,
+                                      "mix": dict(spec.mix), "label": spec.label,
+                                      "intended_idle_us": {k: round(v / 1e3, 1)
+                                                           for k, v in sorted(idle_by_smell.items())}}}
+
+
+def write(spec: Spec, path: str | Path, neutral: bool = False) -> Path:
+    """Write the trace as torch does, gzipped when the name ends with .gz; the same spec, the same bytes.
+    `neutral`: without the trace name and label block (a drill's toy: nothing in the file names its smell)."""
     path = Path(path)
-    data = json.dumps(generate(spec), separators=(",", ":")).encode()
+    data = json.dumps(generate(spec, neutral), separators=(",", ":")).encode()
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)

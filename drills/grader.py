@@ -20,7 +20,7 @@ from tracetriage.analyzers.model import verdicts
 from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
-from tracetriage.drills.bank import Drill, key_of
+from tracetriage.drills.bank import NUMBER, Drill, key_of
 from tracetriage.drills.levers import CAUSE_OF_CLASS
 from tracetriage.drills.textmatch import normalise, reading, tables
 
@@ -42,6 +42,7 @@ class Part:
     answer: object
     expected: object
     feedback: str
+    half: bool = False     # a number's half credit (within 2x, a unit slip): it does not lift the decisive cap
 
     def to_dict(self) -> dict:
         return {"part": self.part, "weight": self.weight, "score": round(self.score, 3), "answer": self.answer,
@@ -71,10 +72,12 @@ def grade(drill: Drill, answers: dict) -> Result:
             parts.append(Part(name, weight, 0.0, None, ctx.expected(name), words.blank(name)))
             continue
         score, fb = getattr(ctx, f"{drill.kind}_{name}")(ans)
-        parts.append(Part(name, weight, score, ans, ctx.expected(name), fb))
+        half = drill.parts[name][0] == NUMBER and 0 < score < 1
+        parts.append(Part(name, weight, score, ans, ctx.expected(name), fb, half=half))
     total = sum(p.weight * p.score for p in parts)
     decisive = next(p for p in parts if p.part == drill.decisive)
-    capped = decisive.score == 0 and total > drill.cap_if_wrong
+    # a wrong decisive part caps the score; so does a decisive number only half right (within 2x, a unit slip)
+    capped = (decisive.score == 0 or decisive.half) and total > drill.cap_if_wrong
     notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
     notes.append(words.revealed(drill.source(reveal=True)))
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
@@ -121,14 +124,26 @@ class NumberGrade:
     said: float | None        # in the key's unit
     slip: float | None        # the unit ladder's factor when the value slipped by it
     other_dim: str | None     # the dimension the answer's unit has, when it is not the key's
+    confused: tuple | None = None   # (what it is, its value): the answer is another quantity of the trace
+    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge earns what a wrong answer earns
+    half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
 
 
-def grade_number(ans, key: float, unit: str) -> NumberGrade:
-    """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`."""
+ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
+NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
+
+
+def grade_number(ans, key: float, unit: str, confusable: tuple = ()) -> NumberGrade:
+    """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`. `confusable`:
+    the trace's other quantities it could be mistaken for ((what it is, value in `unit`): TTFT for the per-token
+    time, the peak for the achieved rate): an answer that is one of them, clearly nearer it than the key, is that
+    quantity and scores 0, however close the two lie."""
     if isinstance(ans, (int, float)) and not isinstance(ans, bool):
         found = [Amount(float(ans), None, float(ans), "", 0, 0, "")]
+        text = ""
     else:
-        found = amounts(_text(ans))
+        text = _text(ans)
+        found = amounts(text)
     if not found:
         return NumberGrade(0.0, None, None, None)
     dim = dimension(unit) if unit else None
@@ -137,12 +152,32 @@ def grade_number(ans, key: float, unit: str) -> NumberGrade:
         return NumberGrade(0.0, None, None, found[0].dim)
     a = usable[0]
     said = in_unit(a, unit) if unit else a.value
+    offered = _offered(text, usable, unit)
+    if len(offered) > 1:
+        return NumberGrade(0.0, said, None, None, hedged=tuple(offered))
+    for what, value in confusable:
+        if value and score_number(said, value) == 1.0 and abs(said - value) < abs(said - key) / 2:
+            return NumberGrade(0.0, said, None, None, confused=(what, value))
     s = score_number(said, key)
     if s == 0:
         f = slip(said, key, dim)
         if f is not None:
-            return NumberGrade(SLIP_CREDIT, said, f, None)
-    return NumberGrade(s, said, None, None)
+            return NumberGrade(SLIP_CREDIT, said, f, None, half=True)
+    return NumberGrade(s, said, None, None, half=0 < s < 1)
+
+
+def _offered(text: str, usable: list, unit: str) -> list[float]:
+    """The values an answer offers as alternatives: two amounts of the key's dimension joined by "or", "/", "either"
+    ("0.79 or 7.9 ms"), that differ by more than rounding."""
+    vals = [in_unit(usable[0], unit) if unit else usable[0].value]
+    for prev, nxt in zip(usable, usable[1:]):
+        between = text[prev.end:nxt.start]
+        v = in_unit(nxt, unit) if unit else nxt.value
+        if v is None or len(between) > 24 or not NUMBER_HEDGE.search(between) or re.search(r"[.;:]\s", between):
+            break
+        if all(abs(v - x) > ROUNDING * max(abs(x), 1e-12) for x in vals):
+            vals.append(v)
+    return vals
 
 
 # --- names and levers ----------------------------------------------------------------------------------
@@ -158,11 +193,26 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
         return 0.0, r
     if r.hedged and not (allow_two and len(main) <= 2):
         return 0.0, r
+    if len(set(main)) >= LIST_IS_HEDGE and not allow_two:
+        return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
+    if len(set(r.asserted)) == 2 and not allow_two and BOTH_HEDGE.search(text.lower()):
+        return 0.0, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
         return 1.0, r
     return BOTH_CREDIT, r
+
+
+LIST_IS_HEDGE = 3     # three classes of one exclusive question, asserted alike, are the list of options
+BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bmixed\b|\bequally\b|\ba combination\b|\beach of\b|"
+                        r"\ball of\b")
+
+
+def _as_hedge(r):
+    from dataclasses import replace
+
+    return replace(r, hedged=True)
 
 
 def lever_tables() -> tuple[dict, dict]:
@@ -171,25 +221,32 @@ def lever_tables() -> tuple[dict, dict]:
     return tables("lever", "say"), {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
 
 
+def waste_set(key: dict) -> set:
+    """The week's waste: the report's lever's class and every class predicting within a point or two of it."""
+    return set(key.get("waste_classes") or ([key["waste_class"]] if key.get("waste_class") else []))
+
+
 def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     """A lever part against the report's Next: (score, the reading, which case: right, waste, partial, hedge,
     denied, pinned, wrong, none)."""
-    accept, partial, waste = set(key["accept"]), set(key.get("partial", ())), key.get("waste_class")
+    accept, partial, wastes = set(key["accept"]), set(key.get("partial", ())), waste_set(key)
     table, removal = lever_tables()
     # a word shared by the fix and the week's waste ("fuse" where fusion is the waste) is the waste's
-    r = reading(text, table, removal, frozenset(accept | partial), frozenset({waste} - accept - {None}))
+    # (the report's own waste lever only: the band's other levers count by words of their own)
+    own_waste = frozenset({key.get("waste_class")} - accept - {None})
+    r = reading(text, table, removal, frozenset(accept | partial), own_waste)
     pos = set(r.asserted)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
     if r.hedged and pos - accept - partial:
         return 0.0, r, "hedge"
     if pos & accept:
-        return (WASTE_CREDIT, r, "waste") if waste in pos else (1.0, r, "right")
+        return (WASTE_CREDIT, r, "waste") if pos & wastes else (1.0, r, "right")
     if pos & partial:
-        return (0.0, r, "waste") if waste in pos else (PARTIAL_CREDIT, r, "partial")
+        return (0.0, r, "waste") if pos & wastes else (PARTIAL_CREDIT, r, "partial")
     if "pin_memory" in pos and key["next"] == "overlap_copies":
         return 0.0, r, "pinned"
-    return 0.0, r, "waste" if waste in pos else "wrong"
+    return 0.0, r, "waste" if pos & wastes else "wrong"
 
 
 def bound_table() -> dict:
@@ -215,19 +272,20 @@ class _NewRungs:
 
     def waste_waste(self, ans):
         k, nw = self.key, self.facts.next_words
-        waste = k["waste_class"]
+        wastes = waste_set(k)
         table, removal = lever_tables()
-        r = reading(_text(ans), table, removal, frozenset({waste}))
+        r = reading(_text(ans), table, removal, frozenset(k["accept"]), frozenset({k.get("waste_class")} - {None}))
         pos = set(r.asserted)
-        if pos & set(k["accept"]) and waste not in pos:
-            return 0.0, words.waste_is_the_fix(nw)
-        if r.hedged and waste in pos:
-            return 0.0, words.hedged(waste, pos - {waste})
-        if pos == {waste}:
-            return 1.0, words.waste_right(nw)
-        if waste in pos:
-            return BOTH_CREDIT, words.both(waste, pos - {waste})
-        return 0.0, words.waste_wrong(set(r.main), nw)
+        own = self._own_prediction(pos)
+        if pos & set(k["accept"]) and not pos & wastes:
+            return 0.0, words.waste_is_the_fix(nw) + own
+        if r.hedged and pos & wastes and pos - wastes:
+            return 0.0, words.hedged(k.get("waste_class") or min(wastes), pos - wastes)
+        if pos and pos <= wastes:
+            return 1.0, words.waste_right(nw) + own
+        if pos & wastes:
+            return BOTH_CREDIT, words.both(k.get("waste_class") or min(wastes), pos - wastes)
+        return 0.0, words.waste_wrong(set(r.main), nw) + own
 
     # --- M01.07: the fusion byte ledger ---------------------------------------------------------------------
     def _ledger_why(self) -> str:
@@ -248,9 +306,12 @@ class _NewRungs:
 
     def ledger_speedup(self, ans):
         k = self.key
-        s, fb = max((self._number("speedup", ans, v, "×") for v in (k["speedup"], k.get("speedup_wall")) if v),
+        s, fb = max((self._number("speedup", ans, v, "×") for v in (k["speedup"], k.get("speedup_measured"),
+                                                                      k.get("speedup_wall")) if v),
                     key=lambda x: x[0])
-        return s, f"{fb} {words.ledger_speedup_why(k['speedup'], k.get('speedup_wall'), k.get('fuse_ratio'))}."
+        why = words.ledger_speedup_why(k["speedup"], k.get("speedup_wall"), k.get("fuse_ratio"),
+                                       k.get("speedup_measured"))
+        return s, f"{fb} {why}."
 
     # --- M01.04: a kernel has no single speed ------------------------------------------------------------------
     def shapes_tflops_small(self, ans):
@@ -272,7 +333,7 @@ class _NewRungs:
         return s, f"{fb} {words.floor_why(k['gb_per_token'], k['peak_gbps'], k['floor_ms'], k['per_token_ms'])}."
 
     def floor_per_token_ms(self, ans):
-        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+        return self._per_token(ans, "per_token_median_ms")
 
     def floor_lever(self, ans):
         return self._lever(ans)
@@ -348,9 +409,13 @@ class _Context(_NewRungs):
         return 0.0, words.bound_wrong(set(r.main), key, why)
 
     def _number(self, part: str, ans, key: float, unit: str):
-        g = grade_number(ans, key, unit)
+        g = grade_number(ans, key, unit, tuple(tuple(c) for c in self.key.get("confusable", {}).get(part, ())))
         if g.said is None:
             return 0.0, words.no_number(part, key, unit, g.other_dim)
+        if g.hedged:
+            return 0.0, words.number_hedged(part, g.hedged, key, unit)
+        if g.confused is not None:
+            return 0.0, words.number_confused(part, g.said, g.confused, key, unit)
         if g.slip is not None:
             return g.score, words.unit_slip(part, g.said, key, unit, g.slip)
         return g.score, words.number_feedback(part, g.said, key, unit, g.score)
@@ -358,7 +423,16 @@ class _Context(_NewRungs):
     def _lever(self, ans):
         s, r, case = score_lever(_text(ans), self.key)
         f = self.facts
-        return s, words.lever_feedback(case, s, self.key, f.next_words, set(r.asserted))
+        own = "" if case == "right" else self._own_prediction(set(r.asserted))
+        return s, words.lever_feedback(case, s, self.key, f.next_words, set(r.asserted)) + own
+
+    def _own_prediction(self, said: set) -> str:
+        """What the replay predicts for the lever(s) the student named, in the feedback: the why of the grade."""
+        from tracetriage.drills.levers import class_of_lever
+
+        savings = self.facts.lever_savings
+        mine = {lv: sv for lv, sv in savings.items() if class_of_lever(lv) in said}
+        return words.own_prediction(mine) if mine else ""
 
     # --- idle cause (M02.03, M02.04) -----------------------------------------------------------
     def idle_cause_cause(self, ans):
@@ -440,7 +514,7 @@ class _Context(_NewRungs):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
     def ranges_per_token_ms(self, ans):
-        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+        return self._per_token(ans, "per_token_median_ms")
 
     def ranges_decode_regime(self, ans):
         r = self.key["decode_regime"]
@@ -453,7 +527,14 @@ class _Context(_NewRungs):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
     def incident_per_token_ms(self, ans):
-        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
+        return self._per_token(ans, "per_token_mean_ms")
+
+    def _per_token(self, ans, other: str):
+        """The per-token time: the key's statistic, or the other one of the same steps (mean, median): both are
+        the per-token time `drill show` lets you read (a range's median wall; all instances over the count)."""
+        k = self.key
+        return max((self._number("per_token_ms", ans, v, "ms") for v in (k["per_token_ms"], k.get(other)) if v),
+                   key=lambda x: x[0])
 
     def _incident_why(self) -> str:
         k, slo = self.key, self.drill.slo

@@ -19,6 +19,11 @@ SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of th
 
 
 def derive(drill: Drill) -> dict:
+    """The drill's key as bank/keys.toml stores it."""
+    return _no_none(_derive(drill))
+
+
+def _derive(drill: Drill) -> dict:
     if drill.kind == "ledger":
         return ledger_key(drill)
     if drill.kind == "timer":
@@ -34,15 +39,19 @@ def derive(drill: Drill) -> dict:
     if drill.kind == "ranges":
         p = f.phases
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
-                "per_token_ms": p["per_token_ms"], "decode_regime": p["decode_regime"]}
+                "per_token_ms": p["per_token_ms"], "per_token_median_ms": p["per_token_median_ms"],
+                "decode_regime": p["decode_regime"], "confusable": phase_confusions(p)}
     if drill.kind == "incident":
         return incident(drill, f)
     if drill.kind == "roofline":
         compute = f.regime == "compute"
-        return {"regime": f.regime, "achieved": f.achieved_tflops if compute else f.achieved_gbps,
-                "achieved_unit": "TFLOP/s" if compute else "GB/s", **levers(f)}
+        achieved = f.achieved_tflops if compute else f.achieved_gbps
+        peak = (f.kernels[0]["peak_tflops"] if compute else f.peak_gbps) if f.kernels else None
+        return {"regime": answer_regime(f.regime), "achieved": achieved,
+                "achieved_unit": "TFLOP/s" if compute else "GB/s",
+                "confusable": {"achieved": distinct(achieved, [("the device's peak", peak)])}, **levers(f)}
     if drill.kind == "waste":
-        return {"regime": f.regime, **levers(f)}
+        return {"regime": answer_regime(f.regime), **levers(f)}
     if drill.kind == "shapes":
         return shapes_key(drill, f)
     if drill.kind == "floor":
@@ -56,13 +65,18 @@ def ledger_key(drill: Drill) -> dict:
     fusing bought: the median over repeats where measured, else the pair's traced spans."""
     led = evidence.ledger(drill.trace_path())
     d = evidence.diff_facts(drill.trace_path(), drill.after_path())
-    key = {"eager_gb": round(led.eager_bytes / 1e9, 4), "fused_gb": round(led.fused_bytes / 1e9, 4), "ops": led.ops,
-           "passes": led.passes, "chains": led.chains, "speedup": d.speedup, "fuse_ratio": led.fuse_ratio}
+    eager, fused = round(led.eager_bytes / 1e9, 4), round(led.fused_bytes / 1e9, 4)
+    key = {"eager_gb": eager, "fused_gb": fused, "ops": led.ops, "passes": led.passes, "chains": led.chains,
+           "speedup": d.speedup, "fuse_ratio": led.fuse_ratio,
+           "confusable": {"eager_bytes": distinct(eager, [("the fused call's bytes", fused)]),
+                          "fused_bytes": distinct(fused, [("the eager call's bytes", eager)])}}
     measured = measured_pair(drill)
     if measured:
+        # the key is what `drill show` prints (the pair's traced spans); the medians of the unprofiled repeats,
+        # which show never displays, are accepted beside it
         counted = measured["variants"]["before"]["record"]["ledger"]
         key.update(fused_gb_counted=round(counted["fused_bytes"] / 1e9, 4),
-                   speedup=round(1 / measured["ratio"][FUSE]["median"], 4),
+                   speedup_measured=round(1 / measured["ratio"][FUSE]["median"], 4),
                    speedup_wall=round(1 / measured["wall_ratio"][FUSE]["median"], 4))
     return key
 
@@ -81,8 +95,14 @@ def shapes_key(drill: Drill, f: evidence.Facts) -> dict:
     """A kernel has no single speed: the TFLOP/s of two shapes of one op, and what bounds the small one."""
     by = {r["name"]: r for r in f.ranges}
     small, large = (by[n] for n in drill.shapes)
-    return {"tflops_small": small["tflops"], "tflops_large": large["tflops"], "small_regime": small["regime"],
-            "large_regime": large["regime"], "speed_ratio": round(large["tflops"] / small["tflops"], 1)}
+    peak = f.kernels[0]["peak_tflops"] if f.kernels else None
+    return {"tflops_small": small["tflops"], "tflops_large": large["tflops"],
+            "small_regime": answer_regime(small["regime"]), "large_regime": answer_regime(large["regime"]),
+            "speed_ratio": round(large["tflops"] / small["tflops"], 1),
+            "confusable": {"tflops_small": distinct(small["tflops"], [("the large shape's rate", large["tflops"]),
+                                                                      ("the device's peak", peak)]),
+                           "tflops_large": distinct(large["tflops"], [("the small shape's rate", small["tflops"]),
+                                                                      ("the device's peak", peak)])}}
 
 
 def floor_key(drill: Drill, f: evidence.Facts) -> dict:
@@ -93,9 +113,14 @@ def floor_key(drill: Drill, f: evidence.Facts) -> dict:
         raise ValueError(f"{drill.id}: {drill.trace} declares no weight bytes, or its device has no HBM peak")
     floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
     p = f.phases
+    weights_ms = f.declared.get("weight_bytes", 0) / (f.peak_gbps * 1e9) * 1e3
+    confusable = {"floor_ms": distinct(floor_ms, [("the floor of the weights alone, without the KV cache", weights_ms),
+                                                  ("the measured per-token time", p["per_token_ms"])]),
+                  "per_token_ms": distinct(p["per_token_ms"], [("the floor", floor_ms), ("the TTFT", p["ttft_ms"])])}
     return {"gb_per_token": round(per_token / 1e9, 3), "weight_gb": round(f.declared.get("weight_bytes", 0) / 1e9, 3),
             "peak_gbps": f.peak_gbps, "floor_ms": round(floor_ms, 4), "per_token_ms": p["per_token_ms"],
-            "over_floor": round(p["per_token_ms"] / floor_ms, 1), "decode_regime": p["decode_regime"], **levers(f)}
+            "per_token_median_ms": p["per_token_median_ms"], "over_floor": round(p["per_token_ms"] / floor_ms, 1),
+            "decode_regime": answer_regime(p["decode_regime"]), "confusable": confusable, **levers(f)}
 
 
 def timer_key(drill: Drill) -> dict:
@@ -108,10 +133,14 @@ def timer_key(drill: Drill) -> dict:
     a, b = (sorted(runs[v]["runs"]) for v in drill.variants)
     med = runs[drill.variants[0]]["median"]
     real = a[-1] < b[0] or b[-1] < a[0]    # one variant's slowest repeat is under the other's fastest
-    return {"median_ms": round(med, 4), "spread_pct": round(100 * (a[-1] - a[0]) / med, 2),
-            "other_median_ms": round(runs[drill.variants[1]]["median"], 4),
-            "other_spread_pct": round(100 * (b[-1] - b[0]) / runs[drill.variants[1]]["median"], 2),
-            "verdict": "real" if real else "noise", "repeats": len(a)}
+    other_med = runs[drill.variants[1]]["median"]
+    spread, other_spread = 100 * (a[-1] - a[0]) / med, 100 * (b[-1] - b[0]) / other_med
+    confusable = {"median_ms": distinct(med, [("the mean of the repeats", sum(a) / len(a)),
+                                              ("the other variant's median", other_med)]),
+                  "spread_pct": distinct(spread, [("the other variant's spread", other_spread)])}
+    return {"median_ms": round(med, 4), "spread_pct": round(spread, 2), "other_median_ms": round(other_med, 4),
+            "other_spread_pct": round(other_spread, 2), "verdict": "real" if real else "noise", "repeats": len(a),
+            "confusable": confusable}
 
 
 def incident(drill: Drill, f: evidence.Facts) -> dict:
@@ -123,8 +152,32 @@ def incident(drill: Drill, f: evidence.Facts) -> dict:
     over = {"prefill": ttft / drill.slo["ttft_ms"], "decode": itl / drill.slo["per_token_ms"]}
     phase = max(over, key=over.get)
     other = "decode" if phase == "prefill" else "prefill"
-    return {"ttft_ms": ttft, "per_token_ms": itl, "phase": phase, "phase_regime": p[f"{phase}_regime"],
-            "over_target": round(over[phase], 2), "refuse": other, "found_from": p["found_from"]}
+    return {"ttft_ms": ttft, "per_token_ms": itl, "per_token_mean_ms": p["per_token_ms"], "phase": phase,
+            "phase_regime": answer_regime(p[f"{phase}_regime"]), "over_target": round(over[phase], 2),
+            "refuse": other, "found_from": p["found_from"], "confusable": phase_confusions(p, median=True)}
+
+
+def phase_confusions(p: dict, median: bool = False) -> dict:
+    """TTFT and the per-token time are each other's confusion (swapped, or the prefill's time given per token)."""
+    itl = p["per_token_median_ms"] if median else p["per_token_ms"]
+    return {"ttft_ms": distinct(p["ttft_ms"], [("the per-token time", itl)]),
+            "per_token_ms": distinct(itl, [("the TTFT", p["ttft_ms"])])}
+
+
+SAME_VALUE = 0.02   # a confusion within 2% of the key cannot be told from it by its value: not one
+
+
+def distinct(key: float | None, others: list) -> list:
+    """The quantities an answer could be mistaken for, [what, value] rounded, leaving out those the key's own value
+    cannot be told from."""
+    return [[what, round(float(v), 4)] for what, v in others
+            if v and key and abs(v / key - 1) > SAME_VALUE]
+
+
+def answer_regime(regime: str | None) -> str | None:
+    """The analyzers' regime as an answer class (compute | memory | overhead): a span or kernel far below both
+    roofs (latency-bound: a tiny grid, launch latency, the library's choice) is the course's overhead."""
+    return "overhead" if regime == "latency" else regime
 
 
 def suspects(f: evidence.Facts) -> list[str]:
@@ -140,12 +193,12 @@ def suspects(f: evidence.Facts) -> list[str]:
 def bound(f: evidence.Facts) -> str:
     if f.dominant and f.dominant != "other" and f.cause_share[f.dominant] >= TRIAGE_IDLE_FLOOR:
         return f.dominant
-    return f.regime
+    return answer_regime(f.regime)
 
 
 def levers(f: evidence.Facts) -> dict:
     """The lever part's key: the report's Next on the trace and the lever that would waste the week."""
-    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned)
+    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned, f.waste_levers)
 
 
 def triage_numbers(f: evidence.Facts) -> list[dict]:
@@ -185,6 +238,17 @@ CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead"], "host_work
 
 def derive_all() -> dict:
     return {d.id: derive(d) for d in all_drills()}
+
+
+def _no_none(key: dict) -> dict:
+    """A TOML key: None values (and empty confusion lists) left out."""
+    out = {}
+    for k, v in key.items():
+        if isinstance(v, dict):
+            v = {p: c for p, c in v.items() if c}
+        if v is not None and v != {}:
+            out[k] = v
+    return out
 
 
 def main() -> int:

@@ -40,7 +40,8 @@ def class_of_lever(name: str | None) -> str | None:
     return CLASS_OF_EXPERIMENT[kind.value]
 
 
-def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: bool) -> dict:
+def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: bool,
+              waste_band: tuple = ()) -> dict:
     """The key of a lever part from the report's Next on the drill's trace (its kind, the lever it rests on and
     the waste lever: tracetriage.drills.evidence.Facts); None values are left out (a TOML key)."""
     main = CLASS_OF_EXPERIMENT[kind]
@@ -56,6 +57,12 @@ def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: b
         accept.remove(waste_class)
     elif waste_class in accept:              # the same class as the fix (another of its levers): no waste to name
         waste_class = None
+    # the week's waste is a set: every lever predicting within a point or two of the report's waste
+    classes = [waste_class] if waste_class else []
+    for lv in waste_band:
+        c = class_of_lever(lv)
+        if c and c not in classes and c not in accept and c not in partial:
+            classes.append(c)
     out = {"next": kind, "lever": lever, "waste": waste, "waste_class": waste_class, "accept": accept,
-           "partial": partial}
+           "partial": partial, "waste_classes": classes or None}
     return {k: v for k, v in out.items() if v is not None}

@@ -28,11 +28,26 @@ CLAUSE_END = re.compile(r"[;:!?,()\[\]]|\.(?=\s|$)|\s[-–—]+\s|\b(?:but|howev
                         r"because|since|therefore|thus|which means|instead it|rather it|it is|it s|its)\b")
 NEGATORS = ("not", "no", "never", "nothing", "none", "neither", "nor", "rather than", "instead of",
             "other than", "except", "isn t", "aren t", "wasn t", "weren t", "don t", "doesn t", "didn t", "won t",
-            "wouldn t", "can t", "cannot", "shouldn t", "hardly", "nobody")
+            "wouldn t", "can t", "cannot", "shouldn t", "hardly", "nobody",
+            "already")   # "already compiled, so ...": done, not the answer
 # after a class phrase: "X is not (it)", "X is ruled out", "X isn't"
 POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|never|no|unlikely|irrelevant|ruled out|"
                            r"excluded)|isn t|aren t|wasn t|weren t|can be ruled out|(?:is|are) ruled out|"
                            r"doesn t matter|don t matter)\b")
+# after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
+# "launch overhead is small": a quantity judged, not an option offered
+POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
+                          r"the|a|its|it)){0,6}\s+(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|"
+                          r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
+                          r"minor|negligible|tiny|a small part|not the problem|not the issue|"
+                          r"under (?:its |the )?target|within(?=\s*$))\b")
+# after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
+POST_MINOR = re.compile(r"^\s+(?:(?:is|are|was|were|s|takes|holds|at)\s+)?(?:only|just|merely|a mere|barely)\b")
+# before a class phrase, context that places the kernel under that roof, not on it: "far below both roofs",
+# "well under the memory roof"
+ROOF_CONTEXT = re.compile(r"^\s*(?:bound\s+)?(?:roof|roofs|ceiling|peak)\b")
+ROOF_BEFORE = re.compile(r"(?:below|under|far from|short of|nowhere near|away from)\s+(?:the\s+|both\s+|either\s+)?"
+                         r"(?:\w+\s+(?:and|or)\s+)?$")
 REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling", "remove", "removing", "drop",
            "dropping", "avoid", "avoiding", "eliminate", "eliminating", "get rid of",
            "fewer", "less", "no more", "stop", "skip", "skipping", "cut", "cutting", "without", "hide", "hiding",
@@ -42,7 +57,10 @@ DISJUNCTION = re.compile(r"\b(?:or|either|and or|maybe|perhaps|possibly|might be
 SLASH_HEDGE = re.compile(r"[a-z]{3,}\s*/\s*(?!s\b)[a-z]{3,}")   # "compute/memory"; not "GB/s"
 MINOR = ("some", "a bit of", "a little", "a few", "minor", "slight", "slightly", "partly", "partially", "a touch of",
          "secondary", "also some", "plus some", "with some", "less so", "somewhat", "a small amount of")
+PRIMARY = ("mostly", "mainly", "primarily", "chiefly", "largely", "dominated by", "dominantly", "predominantly",
+           "above all", "first and foremost", "overwhelmingly")
 NEGATION_REACH = 6   # tokens between a negator and the class phrase it denies
+REMOVAL_REACH = 5    # tokens between a removal verb and the cause it removes ("drop the per-step .item()")
 NEGATOR = re.compile(r"(?<![a-z])(?:" + "|".join(re.escape(n) for n in NEGATORS) + r")(?![a-z])")
 JOIN = re.compile(r"\s*(?:,\s*)?(?:or|nor)\s+(?:a |an |the |any )?\s*|\s*")   # "X or Y", "X nor Y", "X Y"
 
@@ -120,9 +138,10 @@ def _negated_from_before(clause: str, start: int, hits_before: list[tuple[str, i
 
 
 def _removal_verb(clause: str, start: int) -> int | None:
-    """Where the removal verb before the phrase starts ("avoid the syncs"), within 4 tokens; None if there is none."""
+    """Where the removal verb before the phrase starts ("avoid the syncs"), within REMOVAL_REACH tokens; None if there
+    is none."""
     lo = start
-    for _ in range(4):
+    for _ in range(REMOVAL_REACH):
         m = re.search(r"\S+\s*$", clause[:lo])
         if not m:
             break
@@ -130,6 +149,11 @@ def _removal_verb(clause: str, start: int) -> int | None:
     found = [lo + m.start() for v in REMOVAL
              for m in re.finditer(rf"(?<![a-z]){re.escape(v)}(?![a-z])", clause[lo:start])]
     return max(found) if found else None
+
+
+def _primary_before(clause: str, start: int) -> bool:
+    near = _tokens_before(clause, start, 4)
+    return any(re.search(rf"(?<![a-z]){re.escape(v)}(?![a-z])", near) for v in PRIMARY)
 
 
 def _minor_before(clause: str, start: int) -> bool:
@@ -166,6 +190,7 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
     asserted: list[str] = []
     denied: set[str] = set()
     positive_major: set[str] = set()
+    primary: set[str] = set()     # named as the main one ("mostly sync, but also launches"): the rest are minor
     hedged_pairs = False
     seen_before: list[str] = []
     for clause in clauses(text):
@@ -185,14 +210,18 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
         for i, (cls, s, e) in enumerate(hits):
             at = removals.get((s, e), s)
             neg = _negated_from_before(clause, at, [h for h in hits[:i] if h[1] < at]) or \
-                bool(POST_NEGATION.match(clause[e:]))
+                bool(POST_NEGATION.match(clause[e:])) or bool(POST_CONTEXT.match(clause[e:])) or \
+                (bool(ROOF_CONTEXT.match(clause[e:])) and bool(ROOF_BEFORE.search(clause[:s])))
             if neg:
                 denied.add(cls)
                 continue
             clause_pos.append((cls, s))
             if cls not in asserted:
                 asserted.append(cls)
-            if not _minor_before(clause, s) and not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
+            if _primary_before(clause, s):
+                primary.add(cls)
+            if not _minor_before(clause, s) and not POST_MINOR.match(clause[e:]) and \
+                    not (weak and _is_weak(clause[s:e], weak.get(cls, ()))):
                 positive_major.add(cls)
         # a disjunction inside one clause between two classes
         if len({c for c, _ in clause_pos}) > 1:
@@ -208,5 +237,5 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
         # across clauses: "maybe sync. or launches?"
         hedged_pairs = bool(re.search(r"\b(?:either|maybe|perhaps|possibly|not sure|unsure)\b|\?", text.lower())) \
             and len(set(asserted)) > 1
-    minor = frozenset(c for c in asserted if c not in positive_major)
+    minor = frozenset(c for c in asserted if c not in positive_major or (primary and c not in primary))
     return Reading(tuple(asserted), frozenset(denied - set(asserted)), hedged_pairs and len(set(asserted)) > 1, minor)

@@ -207,8 +207,11 @@ class Calibration:
 
 
 def calibration(rows: list[dict]) -> Calibration:
+    """Over the measured predictions, less those warned about as a unit slip (a percent for a ratio, ms for µs):
+    a slip says nothing about the student's sense of the physics, and one 100× miss would swamp the median."""
     done = [r for r in rows
-            if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0]
+            if r["measured"] is not None and r["predicted"] and r["measured"] > 0 and r["predicted"] > 0
+            and slip_of(r) is None]
     ratios = [r["measured"] / r["predicted"] for r in done]
     if not ratios:
         return Calibration(0, None, None)
@@ -223,13 +226,28 @@ def calibration(rows: list[dict]) -> Calibration:
 
 def unit_slip(predicted: float, measured: float | None, unit: str) -> float | None:
     """The factor (1000, 100, 1/1000 ...) by which a prediction misses what the trace measures when it is a step
-    of the unit ladder: ms for µs, a percent for a share (idle_share 19 for 0.19)."""
-    from tracetriage.drills.amounts import slip
+    of the unit ladder: ms for µs, a percent for a share (idle_share 19 for 0.19), a percent for a ratio or a
+    speedup (speedup 392 for 3.92). A lever's ratio given as the percent it saves (fuse_ratio 78 for a ratio of
+    0.22: 78% less) is SAVING_SLIP."""
+    from tracetriage.drills.amounts import SLIP_TOLERANCE, slip
 
     if measured is None or measured <= 0:
         return None
-    dim = {"ms": "time", "GB/s": "bandwidth", "TFLOP/s": "flops", "": "share"}.get(unit)
-    return slip(predicted, measured, dim)
+    dim = {"ms": "time", "GB/s": "bandwidth", "TFLOP/s": "flops", "": "share", "×": "share"}.get(unit)
+    f = slip(predicted, measured, dim)
+    if f is None and unit == "" and 1 < predicted < 100 and measured < 1 and \
+            abs((1 - predicted / 100) / measured - 1) <= SLIP_TOLERANCE:
+        return SAVING_SLIP
+    return f
+
+
+SAVING_SLIP = -100.0   # a ratio given as the percent saved: 78 for 1 - 0.78 = 0.22
+
+
+def slip_of(row: dict) -> float | None:
+    """The unit slip a logged prediction was (or would be) warned about, measured now."""
+    q = QUANTITIES.get(row.get("quantity", ""))
+    return unit_slip(row["predicted"], row["measured"], q.unit) if q is not None else None
 
 
 def ratio(row: dict) -> float | None:

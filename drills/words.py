@@ -125,7 +125,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     if case == "right":
         return f"Yes, the report's Next on this trace: {fix}.{waste}"
     if case == "waste" and score > 0:
-        return (f"Half credit: the fix is in your plan, but so is {lever_label(key['waste_class'])}, the lever that "
+        spent = lever_label(key.get("waste_class") or key["waste_classes"][0])
+        return (f"Half credit: the fix is in your plan, but so is {spent}, the lever that "
                 f"would waste the week here ({nw.get('waste', '')}). The fix: {fix}.")
     if case == "waste":
         return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
@@ -139,6 +140,28 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     if case == "pinned":
         return f"The copies are pinned already, so pinning buys nothing here: {fix}."
     return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
+
+
+def number_hedged(part: str, offered: tuple, key: float, unit: str) -> str:
+    said = " or ".join(f"{num(v)} {unit}" for v in offered)
+    return f"You offered {said}: a hedge earns what a wrong answer earns; {part} in the trace: {num(key)} {unit}."
+
+
+def number_confused(part: str, said: float, confused: tuple, key: float, unit: str) -> str:
+    what, value = confused
+    return (f"{num(said)} {unit} is {what} ({num(value)} {unit}), another quantity of this trace; {part} is "
+            f"{num(key)} {unit}.")
+
+
+def own_prediction(savings: dict) -> str:
+    """The replay's prediction for the levers the answer named ({lever: saving share of the span})."""
+    said = ", ".join(f"{lv} {_saving(sv)}" for lv, sv in sorted(savings.items(), key=lambda x: -x[1]))
+    return f" What the replay predicts for yours: {said}."
+
+
+def _saving(share_saved: float) -> str:
+    pct = round(100 * share_saved)
+    return "0%" if pct == 0 else f"−{pct}%" if pct > 0 else f"+{-pct}% (slower)"
 
 
 def no_number(part: str, key: float, unit: str, other_dim: str | None) -> str:
@@ -278,6 +301,12 @@ def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = 
     return trace + (f" -> {after}" if after else "") + (" (named ranges removed)" if stripped else "")
 
 
+def shared_source(others: tuple[str, ...]) -> str:
+    """A sample other drills show too: neither its name nor theirs (either would carry this answer to them)."""
+    return f"a sample trace that {len(others)} other drill{'s' if len(others) != 1 else ''} show too, so its name " \
+           "stays hidden"
+
+
 def revealed(source: str) -> str:
     return f"The trace, now that it is graded: {source}."
 
@@ -292,9 +321,18 @@ def operator_row(h: dict) -> str:
     return f"  {h['name'][:60]:60s} {100 * h['share']:5.1f}%  {duration_us(h['device_us']):>9}  {h['calls']:7,d} calls"
 
 
+OVERLAPPING_WALLS = 1.5   # the instances' walls add up to this many times their union: they overlap
+
+
 def range_row(r: dict) -> str:
-    return (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
-            f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
+    row = (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
+           f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
+    if r["count"] > 1 and r["median_wall_us"] * r["count"] > OVERLAPPING_WALLS * r["wall_us"]:
+        # a range's wall runs to its last GPU work: when the host runs ahead (CUDA graphs, async launches) the
+        # instances overlap, and one instance's wall is not the time each takes
+        row += (f"\n    (the instances overlap: the host runs ahead of the GPU, so one wall is not the time per "
+                f"instance; all instances over the count: {duration_us(r['wall_us'] / r['count'])})")
+    return row
 
 
 def grade_row(part: str, score: float, weight: float) -> str:
@@ -398,9 +436,12 @@ def ledger_why(ops: int, eager_gb: float, fused_gb: float, passes: int, chains: 
             f"once, {num(fused_gb)} GB ({num(eager_gb / fused_gb)}× fewer bytes)")
 
 
-def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None) -> str:
-    measured = (f"The pair measures {num(speedup)}× (profiled spans, median of the repeats) and {num(wall)}× unprofiled"
-                if wall else f"The measured pair gives {num(speedup)}×")
+def ledger_speedup_why(speedup: float, wall: float | None, fuse_ratio: float | None,
+                       repeats: float | None = None) -> str:
+    measured = f"The pair's spans as shown give {num(speedup)}×"
+    if repeats and wall:
+        measured += (f" (the median of its repeats, which the drill does not show: {num(repeats)}× profiled, "
+                     f"{num(wall)}× unprofiled; either is right)")
     pred = (f"; the fuse lever's replay predicted {num(1 / fuse_ratio)}× from the before trace alone"
             if fuse_ratio else "")
     return measured + pred
@@ -441,7 +482,7 @@ def kernel_row(k: dict) -> str:
     """One costed op: its shapes, calls, FLOPs and bytes (all calls), device time, and its rates when shown."""
     from tracetriage.analyzers.model.units import size
 
-    rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s ({k['bound']}-bound)" if "tflops" in k else "")
+    rates = (f"  {num(k['tflops'])} TFLOP/s, {num(k['gbps'])} GB/s" if "tflops" in k else "")
     shapes = f"[{k['shapes']}]"[:36]
     return (f"  {k['name'][:28]:28s} {shapes:36s} {k['dtype'] or '-':5s} ×{k['calls']:<6,d}"
             f"{k['flops'] / 1e9:12,.1f} GFLOP {size(k['bytes']):>10}  {duration_us(k['device_us']):>9}{rates}")
@@ -495,12 +536,19 @@ def worst_miss(pid: int, quantity: str, predicted: float, measured: float, why: 
 
 
 def unit_slip_warning(quantity: str, predicted: float, measured: float, unit: str, factor: float) -> str:
+    kept_out = " It is recorded as given and kept out of the calibration."
+    if factor == -100:      # tracetriage.drills.predictions.SAVING_SLIP
+        return (f"{quantity} {num(predicted)} looks like the percent saved ({num(predicted)}% less), not the ratio "
+                f"the trace measures ({num(measured)}): did you mean {num(1 - predicted / 100)}?{kept_out}")
+    if factor == 100 and quantity != "idle_share":
+        return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)} {unit}): a "
+                f"ratio, not a percent: did you mean {num(predicted / 100)}?{kept_out}")
     if factor == 100:
         return (f"{quantity} {num(predicted)} is {num(factor)}× what the trace measures ({num(measured)}): "
-                f"a share is a fraction of 1, did you mean {num(predicted / 100)}?")
+                f"a share is a fraction of 1, did you mean {num(predicted / 100)}?{kept_out}")
     times = f"{num(factor)}×" if factor >= 1 else f"1/{num(1 / factor)}"
     return (f"{quantity} {num(predicted)} {unit} is {times} what the trace measures ({num(measured)} {unit}): a unit "
-            f"slip? the prediction is recorded as given")
+            f"slip?{kept_out}")
 
 
 def large_gaps_header() -> str:

@@ -80,3 +80,67 @@ def test_a_shown_trace_is_a_copy_with_its_sidecar_renamed_and_made_again_when_th
     src.write_bytes(b"two, longer")
     os.utime(src, (out.stat().st_mtime + 10, out.stat().st_mtime + 10))
     assert bank.shown_copy(src, "Z.json.gz").read_bytes() == b"two, longer"
+
+
+def test_a_shown_sidecar_keeps_what_the_analyzers_read_and_nothing_that_names_the_answer(tmp_path):
+    src = tmp_path / "probe-host-dataloader.json.gz"
+    src.write_bytes(b"trace")
+    side = {"name": "probe-host-dataloader", "trace": src.name, "workload": "probe_host_dataloader",
+            "params": {"num_workers": 0}, "label": {"idle_cause": "host_work", "regime": "compute",
+                                                    "about": "DataLoader(num_workers=0) decodes every batch"},
+            "device": {"name": "NVIDIA H200"}, "timing_per_step": {"median_ms": 5.0},
+            "measurements": {"weight_bytes": 10, "bytes_per_call": 20, "per_shape": {"mm": 1.0}}}
+    (tmp_path / "probe-host-dataloader.meta.json").write_text(json.dumps(side))
+    out = bank.shown_copy(src, "Q.json.gz")
+    shown = json.loads((out.parent / "Q.meta.json").read_text())
+    assert shown == {"trace": "Q.json.gz", "device": {"name": "NVIDIA H200"}, "timing_per_step": {"median_ms": 5.0},
+                     "measurements": {"weight_bytes": 10, "bytes_per_call": 20}}
+    # a byte-ledger drill asks for a call's bytes: it is shown none
+    ledger = bank.shown_copy(src, "L.json.gz", asks_bytes=True)
+    assert json.loads((ledger.parent / "L.meta.json").read_text())["measurements"] == {"weight_bytes": 10}
+
+
+@pytest.mark.parametrize("d", [d for d in DRILLS if d.trace and d.generate is None][:60], ids=lambda d: d.id)
+def test_no_shown_sidecar_names_the_label_or_the_workload(d):
+    for p in (d.trace_path(), d.after_path()):
+        if p is None:
+            continue
+        side = p.parent / (p.name.split(".json")[0] + ".meta.json")
+        if side.exists():
+            text = side.read_text()
+            assert not {"label", "params", "workload", "name", "per_shape"} & set(json.loads(text)), text[:200]
+            assert not [s for s in _secrets(d) if s in text], text[:200]
+
+
+def test_a_toy_drills_trace_carries_no_trace_name_and_no_label_block():
+    import gzip
+
+    d = bank.get("M02.03-e")
+    doc = json.loads(gzip.decompress(d.trace_path().read_bytes()))
+    assert "traceName" not in doc and "tracetriage_generator" not in doc
+    text = json.dumps({k: v for k, v in doc.items() if k != "traceEvents"})
+    assert not [s for s in _secrets(d) if s in text]
+
+
+def test_a_graded_note_never_names_a_sample_trace_that_other_drills_show():
+    r = grader.grade(bank.get("M02.04-c"), {"cause": "synchronization"})
+    assert r.notes[-1] == ("The trace, now that it is graded: a sample trace that 2 other drills show too, so its "
+                           "name stays hidden.")
+    only = [d for d in DRILLS if d.generate is None and not bank.shared_with(d)][0]
+    assert Path(only.trace).name in grader.grade(only, {}).notes[-1]
+
+
+def test_the_readmes_example_report_is_of_a_trace_no_drill_shows():
+    import re
+
+    readme = (bank.REPO_ROOT / "README.md").read_text()
+    shown = {t for d in DRILLS for t in (d.trace, d.after) if t}
+    quoted = set(re.findall(r"tracetriage report (traces/\S+\.json\.gz)", readme))
+    assert quoted and not quoted & shown, quoted & shown
+
+
+@pytest.mark.parametrize("drill_id", ["M00.03-a", "M00.03-b"])
+def test_the_floor_drill_shows_the_decode_ranges_but_not_the_prefill_wall_another_drill_asks_for(capsys, drill_id):
+    main(["drill", "show", drill_id, "--json"])
+    names = {r["name"] for r in json.loads(capsys.readouterr().out)["ranges"]}
+    assert "decode_step" in names and "prefill" not in names

@@ -14,14 +14,22 @@ def _show(capsys, drill_id: str, *extra) -> str:
     return capsys.readouterr().out
 
 
-def test_a_roofline_drill_shows_each_costed_ops_flops_bytes_rates_and_the_peaks(capsys):
-    out = _show(capsys, "M01.05-a")
+def test_a_roofline_drill_shows_each_costed_ops_flops_bytes_rates_and_the_peaks_but_not_its_bound(capsys):
+    out = _show(capsys, "M01.05-b")
     assert "the costed ops (roofline" in out
-    assert re.search(r"aten::mm\s+\[8192x8192, 8192x8192\]\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\s+\d+ "
-                     r"TFLOP/s, [\d.]+ GB/s \(compute-bound\)", out), out
+    assert re.search(r"\d+ TFLOP/s, [\d,.]+ GB/s\n", out) and "-bound)" not in out, out
+    assert "the device's peaks: " in out
+    info = json.loads(_show(capsys, "M01.05-b", "--json"))
+    assert {"flops", "bytes", "tflops", "gbps", "peak_tflops", "peak_gbps"} <= set(info["kernels"][0])
+    assert "bound" not in info["kernels"][0]
+
+
+def test_a_roofline_drill_on_the_matmul_sweep_hides_the_rates_per_shape_the_shapes_drill_asks_for(capsys):
+    out = _show(capsys, "M01.05-a")
+    assert re.search(r"aten::mm\s+\[8192x8192, 8192x8192\]\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\n", out)
     assert "the device's peaks: 808 TFLOP/s (bf16), 4,246 GB/s of HBM" in out
     info = json.loads(_show(capsys, "M01.05-a", "--json"))
-    assert {"flops", "bytes", "tflops", "gbps", "peak_tflops", "peak_gbps"} <= set(info["kernels"][0])
+    assert not {"tflops", "gbps", "bound"} & set(info["kernels"][0])
 
 
 def test_the_shapes_drill_gives_flops_and_time_but_not_the_rates_it_asks_for(capsys):

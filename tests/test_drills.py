@@ -168,11 +168,12 @@ def test_launch_feedback_quotes_gap_count_and_medians():
     r = grader.grade(bank.get("M02.04-a"), {"cause": "host work", "experiment": "py-spy"})
     fb = {p.part: p.feedback for p in r.parts}
     assert re.search(r"[\d,]+ gaps with a median of [\d.]+ µs between [\d,]+ kernels whose median run is", fb["cause"])
-    # the report's own Next line on the trace, and its waste
-    assert fb["experiment"].startswith("You named moving the host work off the critical path (workers, prefetch); "
-                                       "the report's Next on this trace: cut launches: torch.compile to fuse, then "
-                                       "CUDA graphs (mode='reduce-overhead')")
-    assert "Would waste the week: faster kernels" in fb["experiment"]
+    # the report's own Next line on the trace; moving host work predicts 0%, as the report's waste (faster kernels)
+    # does: it is in the week's waste too, and the feedback says what the replay predicts for it
+    assert fb["experiment"].startswith("That is the lever that would waste the week here: faster kernels, predicted "
+                                       "0%. The report's Next: cut launches: torch.compile to fuse, then CUDA graphs "
+                                       "(mode='reduce-overhead')")
+    assert fb["experiment"].endswith("What the replay predicts for yours: no_host_work 0%.")
 
 
 def test_a_right_experiment_with_a_wrong_cause_is_capped():

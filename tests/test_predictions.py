@@ -139,3 +139,20 @@ def test_a_prediction_off_by_the_unit_ladder_is_named_as_a_unit_slip():
     assert unit_slip(19, 0.19, "") == 100
     assert unit_slip(17600, 17.6, "ms") == 1000
     assert unit_slip(20, 17.6, "ms") is None
+
+
+def test_a_ratio_or_speedup_given_as_a_percent_is_a_slip_and_a_warned_slip_stays_out_of_the_calibration():
+    from tracetriage.drills.predictions import SAVING_SLIP, calibration, unit_slip
+    from tracetriage.drills.words import unit_slip_warning
+
+    assert unit_slip(392, 3.92, "×") == 100                   # speedup 392 for 3.92
+    assert unit_slip(78, 0.78, "") == 100                     # fuse_ratio 78 for 0.78
+    assert unit_slip(78, 0.216, "") == SAVING_SLIP            # ... or for 78% less: a ratio of 0.22
+    assert unit_slip(3, 3.92, "×") is None and unit_slip(0.3, 0.216, "") is None
+    assert "did you mean 3.92?" in unit_slip_warning("speedup", 392, 3.92, "×", 100)
+    assert "did you mean 0.22?" in unit_slip_warning("fuse_ratio", 78, 0.216, "", SAVING_SLIP)
+    rows = [{"id": 1, "quantity": "speedup", "predicted": 392, "measured": 3.92, "why": "a percent"},
+            {"id": 2, "quantity": "fuse_ratio", "predicted": 78, "measured": 0.216, "why": "the saving"},
+            {"id": 3, "quantity": "speedup", "predicted": 3, "measured": 3.92, "why": "close"}]
+    c = calibration(rows)
+    assert c.measured == 1 and c.median_ratio == pytest.approx(3.92 / 3, rel=1e-3) and not c.worst
