@@ -192,7 +192,9 @@ class Analysis:
     def next_source(self) -> SourceLine | None:
         """The user's frame the Next line names (a trace with stacks only)."""
         nx = self.next_experiment
-        return sources.next_line(nx.kind, nx.cause, self.source_lines, self.hotspots)
+        knob = LEVERS[nx.lever.lever].knob if nx.lever is not None else None
+        cause = knob.where if knob is not None else nx.cause   # a knob's line: where its evidence sits
+        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots)
 
     @property
     def idle_share(self) -> float:
