@@ -114,7 +114,10 @@ smoke)
   # before any compile worker pool exists there.
   part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn cnn_b1 adamw_foreach_off \
     sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
-    chain6_large recompile recompile_batch recompile_gpt2 &
+    chain6_large recompile recompile_batch recompile_gpt2 tf32_gemm tf32_mlp_train autocast_mlp_train \
+    autocast_resnet_train channels_last_resnet50 channels_last_r18_train set_to_none_wide set_to_none_small \
+    device_randn device_masks tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet set_to_none_gpt2 \
+    device_labels &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &

@@ -128,3 +128,49 @@ def test_diff_names_the_knob_the_change_turned(kind, lever, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["prediction"]["lever"] == lever
     assert LEVERS[lever].applied_as in " ".join(out["lines"])
+
+
+# --- the Next: ranked by what is in hand ------------------------------------------------------------------------
+
+def _report(kind: str):
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.voice.report import five_lines
+
+    a = analyze_file(KNOBS / f"{kind}--before.json.gz")
+    return a, five_lines(a)[4]
+
+
+def test_the_next_turns_the_knob_in_hand_with_its_line_and_prediction():
+    from tracetriage.analyzers.model.verdicts import Experiment
+
+    a, line = _report("tf32_gemm")
+    assert a.next_experiment.kind is Experiment.TURN_KNOB and a.next_experiment.lever.lever == "allow_tf32"
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in line and "predicted −86%" in line
+    assert "TF32" in line and "fp8" not in line
+
+
+def test_a_knob_goes_before_a_rewrite_and_the_rewrite_follows_as_then():
+    a, line = _report("device_randn")
+    assert a.next_experiment.lever.lever == "tensors_on_device"
+    nx = a.next_experiment
+    assert nx.then is None or LEVERS[nx.then.lever].effort == 3
+    assert 'device="cuda"' in line
+
+
+def test_beside_a_rewrite_that_saves_far_more_the_knob_is_the_line_to_turn_first():
+    a, line = _report("channels_last_resnet50")
+    nx = a.next_experiment
+    assert LEVERS[nx.lever.lever].effort == 3 and nx.knob_beside.lever == "channels_last"
+    assert "a one-line knob is in hand first: model = model.to(memory_format=torch.channels_last)" in line
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED))
+def test_a_knob_is_never_the_weeks_waste(kind):
+    a, _ = _report(kind)
+    w = a.next_experiment.waste
+    assert w is None or LEVERS[w.lever].knob is None
+
+
+def test_autocast_that_would_slow_a_host_bound_step_is_not_the_next():
+    a, _ = _report("autocast_resnet_train")
+    assert a.next_experiment.lever is None or a.next_experiment.lever.lever != "autocast_bf16"

@@ -194,11 +194,14 @@ def test_gpu_activity_with_no_launch_call_is_replayed_where_it_was(tmp_path):
     assert r.span_ns == g.span_ns and np.abs(r.g_start - g.g_start).max() == 0
 
 
-def test_levers_only_ever_shorten_except_the_graph_launch_they_add():
+def test_levers_only_ever_shorten_except_the_work_they_add():
+    """cuda_graphs adds its graph launch; autocast its casts (measured: autocast slowed a host-bound resnet18 step,
+    traces/fixes/knobs/autocast_resnet_train)."""
+    adds_work = {"cuda_graphs", "autocast_bf16"}
     for name in ["smell-sync-item", "healthy-overlap", "probe-transfer-unpinned-batches", "gpt-eager"]:
         w = whatif.predict(load(TRACES / f"{name}.json.gz"))
         for p in w.levers:
-            if p.lever != "cuda_graphs":
+            if p.lever not in adds_work:
                 assert p.predicted_ns <= w.baseline_ns, (name, p.lever)
 
 

@@ -57,6 +57,9 @@ from tracetriage.analyzers.whatif.windows import predict_windows
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
+REWRITE = 3               # a lever of this effort is a restructure of the user's code (CUDA graphs, moving host work)
+KNOB_BEFORE_REWRITE = 3   # a knob goes before a rewrite that saves up to 3x as much (a run beside a week's work)
+KNOB_BESIDE_IDLE = 5      # a knob saving under CLOSE_CALL gives way to an idle cause holding 5x its share of the span
 LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
                           # within it the smaller change to the user's code is the Next
@@ -148,6 +151,7 @@ class NextExperiment:
     construct: Construct | None = None    # where the fix's idle sits (the DataLoader, Optimizer.step, ...)
     close_call: LeverChoice | None = None  # a fix predicted within CLOSE_CALL of it, for another cause
     then: LeverChoice | None = None       # the bigger change that would save more, said after the knob in hand
+    knob_beside: LeverChoice | None = None  # the knob in hand, said beside a rewrite that saves far more
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,9 @@ class Analysis:
     def next_source(self) -> SourceLine | None:
         """The user's frame the Next line names (a trace with stacks only)."""
         nx = self.next_experiment
-        return sources.next_line(nx.kind, nx.cause, self.source_lines, self.hotspots)
+        knob = LEVERS[nx.lever.lever].knob if nx.lever is not None else None
+        cause = knob.where if knob is not None else nx.cause   # a knob's line: where its evidence sits
+        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots)
 
     @property
     def idle_share(self) -> float:
@@ -548,6 +554,10 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         if best is not None and head is not None and best.saving_ns < CLOSE_CALL * best.baseline_ns \
                 and head.saving_ns >= 2 * best.saving_ns:
             best = None      # a fix within the replay's error of nothing, beside kernel time that is the span
+        dom_share = by_cause.get(dom, 0) / span_ns if dom is not None and span_ns else 0.0
+        if best is not None and LEVERS[best.lever].knob is not None and best.saving_ns < CLOSE_CALL * best.baseline_ns \
+                and dom_share >= KNOB_BESIDE_IDLE * best.saving_ns / best.baseline_ns:
+            best = None      # a knob within the replay's error of nothing, beside an idle cause that holds the span
         runner_up = None
         if best is not None:
             # within the replay's error, the smaller change to the user's code (a call or a flag before a restructure)
@@ -556,14 +566,17 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             pick = min(close, key=lambda c: (LEVERS[c.lever].effort, -c.saving_ns))
             if pick.lever != best.lever:
                 best, runner_up = pick, best
-        then = None
-        if best is not None and LEVERS[best.lever].knob is None:
-            # a knob in hand (a one-line change the trace shows applies, with its prediction) goes first; the
-            # bigger change that would save more follows it as "then"
+        then = beside = None
+        if best is not None and LEVERS[best.lever].effort >= REWRITE:
+            # a knob in hand (a one-line change the trace shows applies, with its prediction) goes before a large
+            # rewrite that saves up to KNOB_BEFORE_REWRITE times as much, the rewrite following as "then"; beside one
+            # that saves more, the knob is said as the line to turn first
             knob = next((c for c in fixes if LEVERS[c.lever].knob is not None
                          and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
-            if knob is not None:
+            if knob is not None and KNOB_BEFORE_REWRITE * knob.saving_ns >= best.saving_ns:
                 best, then, runner_up = knob, best, None
+            elif knob is not None:
+                beside = knob
         if best is not None:
             spec = LEVERS[best.lever]
             cause = spec.cause
@@ -575,7 +588,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best, _replays_graphs(devs)),
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
-                                  then=then)
+                                  then=then, knob_beside=beside)
         head = by_name.get(HEADROOM)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
             kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else  # faster kernels, but how: unmeasured

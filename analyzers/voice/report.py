@@ -138,6 +138,11 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         t = nx.then
         out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
                        f"{saving_pct(t.saving_ns, t.baseline_ns)} from this trace")
+    if nx.knob_beside is not None:
+        k = nx.knob_beside
+        knob = LEVERS[k.lever].knob
+        out["why"] += (f"; a one-line knob is in hand first: {knob.change_for(k.assumption)}, predicted "
+                       f"{saving_pct(k.saving_ns, k.baseline_ns)}")
     if nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "

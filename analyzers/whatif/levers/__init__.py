@@ -11,6 +11,7 @@ outside the folder must single it out), and its test.
 from __future__ import annotations
 
 from tracetriage.analyzers.whatif.levers import (
+    allow_tf32,
     async_copies,
     autocast_bf16,
     channels_last,
@@ -24,7 +25,6 @@ from tracetriage.analyzers.whatif.levers import (
     overlap_comm,
     remove_syncs,
     tensors_on_device,
-    tf32,
     warm_up,
 )
 from tracetriage.analyzers.whatif.levers.spec import LeverSpec, WhatIfError
@@ -33,7 +33,7 @@ from tracetriage.analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
     fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC, overlap_comm.SPEC,
-    tf32.SPEC, autocast_bf16.SPEC, channels_last.SPEC, grads_to_none.SPEC, tensors_on_device.SPEC,
+    allow_tf32.SPEC, autocast_bf16.SPEC, channels_last.SPEC, grads_to_none.SPEC, tensors_on_device.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -49,7 +49,7 @@ FUSE = fuse.SPEC.name
 NO_RECOMPILES = no_recompiles.SPEC.name
 WARM_UP = warm_up.SPEC.name
 OVERLAP_COMM = overlap_comm.SPEC.name
-TF32 = tf32.SPEC.name
+TF32 = allow_tf32.SPEC.name
 AUTOCAST_BF16 = autocast_bf16.SPEC.name
 CHANNELS_LAST = channels_last.SPEC.name
 GRADS_TO_NONE = grads_to_none.SPEC.name

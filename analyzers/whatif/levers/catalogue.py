@@ -55,7 +55,7 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="no lever: anomaly mode's cost is host time inside each op with no event of its own"),
     # --- Performance Tuning Guide: GPU ---------------------------------------------------------------------
     Entry(TUNING, "enable Tensor Cores: TF32 for fp32 matmuls",
-          "torch.backends.cuda.matmul.allow_tf32 = True", lever="tf32"),
+          "torch.backends.cuda.matmul.allow_tf32 = True", lever="allow_tf32"),
     Entry(TUNING, "use mixed precision and AMP", "with torch.autocast('cuda', dtype=torch.bfloat16):",
           lever="autocast_bf16"),
     Entry(TUNING, "use CUDA Graphs", "torch.cuda.graph(g) / torch.compile(mode='reduce-overhead')",
@@ -80,8 +80,8 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="no lever: a DataParallel trace has no per-rank timeline to replay the DDP run from"),
     Entry(TUNING, "skip the all-reduce under gradient accumulation", "with ddp.no_sync(): for the early micro-batches",
           seen="one all-reduce per backward where the optimizer steps once per several backwards",
-          unseen="no lever yet: it needs a multi-GPU capture to verify, and no machine of several GPUs was lent "
-                 "this session"),
+          unseen="no lever yet: its prediction needs a capture on several GPUs to verify it, and none has been "
+                 "made"),
     Entry(TUNING, "match layer order under find_unused_parameters=True", "construct layers in execution order",
           unseen="bucket order is not recorded in the trace"),
     Entry(TUNING, "load-balance workload in a distributed setting", "even work per rank", lever="overlap_comm",
@@ -99,7 +99,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(COMPILE, "compile time / warm-up", "warm up before profiling; the FX graph cache", lever="warm_up"),
     # --- CUDA semantics -------------------------------------------------------------------------------------
     Entry(CUDA, "TF32 on Ampere and later (convolutions)", "torch.backends.cudnn.allow_tf32 = True",
-          lever="tf32"),
+          lever="allow_tf32"),
     Entry(CUDA, "reduced-precision reductions in fp16/bf16 GEMMs",
           "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True",
           unseen="the kernels' names do not say how they accumulate, and the speedup is shape-dependent"),

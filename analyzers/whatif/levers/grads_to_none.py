@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -84,6 +84,7 @@ SPEC = LeverSpec(
               evidence="fill kernels launched by aten::zero_ / aten::_foreach_zero_ (zero_grad keeping the grads) "
                        "and aten::add_ kernels inside torch::autograd::AccumulateGrad in the backward",
               applies="every device and dtype (training with autograd)",
-              model="the fills and the accumulations, and their launches' dispatch, go (one backward per zero_grad)",
+              model="the fills and the accumulations, and their ops' dispatch, go (one backward per zero_grad)",
+              where=Cause.LAUNCH_OVERHEAD,
               guide="Performance Tuning Guide: use parameter.grad = None instead of model.zero_grad() or "
                     "optimizer.zero_grad()"))

@@ -210,6 +210,8 @@ class Knob:
     guide: str
     needs: str = ""              # the precision the device must run fast ("tf32", "bf16"); "" for none
     line: Callable[[Assumption], str] | None = None   # the change as this trace needs it (default: `change`)
+    where: Cause | None = None   # the idle cause whose frames are the line to change (None: the top hotspot's, the
+                                 # GEMMs' and convolutions' own line)
 
     def change_for(self, a: Assumption | None) -> str:
         return self.line(a) if self.line is not None and a is not None else self.change

@@ -169,4 +169,5 @@ SPEC = LeverSpec(
               applies="every GPU and dtype: any tensor made on the host only to be copied",
               model="the factory ops' host time goes but one dispatch each; the copy becomes a kernel writing its "
                     "bytes at this trace's memory-bound rate; the call and its stream sync stop waiting",
-              guide="Performance Tuning Guide: create tensors directly on the target device"))
+              guide="Performance Tuning Guide: create tensors directly on the target device",
+              where=Cause.HOST_WORK))

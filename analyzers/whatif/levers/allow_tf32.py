@@ -1,4 +1,4 @@
-"""tf32: fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True).
+"""allow_tf32: fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True).
 
 PyTorch runs fp32 matmuls in full fp32 on CUDA cores by default (cuDNN's convolutions already take
 TF32 unless torch.backends.cudnn.allow_tf32 was turned off). The trace shows it in the kernels' names:
@@ -51,12 +51,12 @@ def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
     rows = kernel_rows(c, lambda n: matrix_precision(n) == "fp32")
     detail = {"fp32_kernels": len(rows), "tf32_kernels": tf32_now}
     if not len(rows) or not has_fast(peaks, "tf32"):
-        return TF32On("tf32", 0), detail
+        return TF32On("allow_tf32", 0), detail
     fp32, tf32 = peaks.flops("fp32"), peaks.flops("tf32")
     names = c.gpu_named(lambda n: any(k in n.lower() for k in _CONV), rows)
     kernel_ns = int(c.g.g_dur[rows].sum())
     scale(p, rows, fp32 / tf32)
-    return (TF32On("tf32", len(rows), kernel_ns=kernel_ns, convs=int(names.sum()), fp32_tflops=fp32 / 1e12,
+    return (TF32On("allow_tf32", len(rows), kernel_ns=kernel_ns, convs=int(names.sum()), fp32_tflops=fp32 / 1e12,
                    tf32_tflops=tf32 / 1e12, source=peak_source(peaks)), detail)
 
 
@@ -74,17 +74,17 @@ def change(a: TF32On) -> str:
 
 
 def fp32_kernels(m: Measured) -> int:
-    return m.whatif.lever("tf32").detail.get("fp32_kernels", 0)
+    return m.whatif.lever("allow_tf32").detail.get("fp32_kernels", 0)
 
 
 def tf32_appeared(before: Measured, after: Measured) -> bool:
-    return after.whatif.lever("tf32").detail.get("tf32_kernels", 0) > before.whatif.lever("tf32").detail.get(
-        "tf32_kernels", 0)
+    d = "tf32_kernels"
+    return after.whatif.lever("allow_tf32").detail.get(d, 0) > before.whatif.lever("allow_tf32").detail.get(d, 0)
 
 
 
 SPEC = LeverSpec(
-    name="tf32", effort=1, cause=None, apply=apply, says=says, words="TF32 for fp32 matmuls",
+    name="allow_tf32", effort=1, cause=None, apply=apply, says=says, words="TF32 for fp32 matmuls",
     fix="torch.backends.cuda.matmul.allow_tf32 = True for the variant's windows (fp32 matmuls on TF32 tensor cores)",
     recognise=Recognise(order=1, evidence="fp32_matrix_kernels", because="its fp32 GEMM kernels became TF32 ones",
                         amount=fp32_kernels, acted=lambda m: m.kernel_busy_ns, applied=went, also=tf32_appeared),
