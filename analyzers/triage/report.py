@@ -635,7 +635,7 @@ def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice, graphed: bool = 
     # (nor is a knob, a one-line change: trying it costs a run, not a week)
     rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP and LEVERS[c.lever].knob is None
-            and not (graphed and c.lever == "cuda_graphs")]
+            and not (graphed and LEVERS[c.lever].done_where_graphs_replay)]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest
     return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None

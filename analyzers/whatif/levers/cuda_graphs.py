@@ -238,4 +238,5 @@ SPEC = LeverSpec(
     recognise=Recognise(order=1, evidence="graph_launches", because="CUDA-graph launches appeared",
                         amount=graph_launches, acted=lambda m: m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0),
                         applied=lambda before, after: after > before),
-    idle_floor=0.10)    # a tenth of the idle: no "cut launches" for a sliver of launch overhead
+    idle_floor=0.10,    # a tenth of the idle: no "cut launches" for a sliver of launch overhead
+    done_where_graphs_replay=True)

@@ -238,6 +238,7 @@ class LeverSpec:
     idle_floor: float = 0.0                 # the report calls for it only where its cause holds this share of
                                             # the idle
     headroom: bool = False                  # the Amdahl check of faster kernels: headroom, never the fix
+    done_where_graphs_replay: bool = False  # a trace that replays CUDA graphs has made this change already
     knob: Knob | None = None                # a one-line change from PyTorch's tuning guides (levers/knob.py)
     meta: dict = field(default_factory=dict)
 
