@@ -88,5 +88,13 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_unconfigure(config):
-    if _OWNS_SESSION_DIR:
+    if not _OWNS_SESSION_DIR:
+        return
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is None:
         shutil.rmtree(SESSION_DIR, ignore_errors=True)
+        return
+    # multiprocessing keeps a pymp-* folder in the temp dir (the session's) and removes it at exit, in a finalizer
+    # of priority -100: removing the session dir now made that removal fail at exit, with a traceback. So the
+    # session dir goes in a finalizer of its own that runs after it.
+    mp_util.Finalize(None, shutil.rmtree, args=(str(SESSION_DIR),), kwargs={"ignore_errors": True}, exitpriority=-101)

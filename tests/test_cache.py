@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import kineto_factory as kf
-from tracetriage.analyzers.loading import cache
+from tracetriage.analyzers.loading import cache, cache_key
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import EVENT_COLUMNS
 
@@ -336,15 +336,15 @@ def test_a_big_file_changed_outside_its_sampled_digest_is_caught_by_its_mtime(tm
     cache.put(path, before)
     data = bytearray(path.read_bytes())
     size = len(data)
-    assert size > cache._FULL_HASH_LIMIT
-    step = (size - cache._SAMPLE) // (cache._SAMPLES - 1)
-    sampled = lambda i: any(k * step <= i < k * step + cache._SAMPLE for k in range(cache._SAMPLES))
+    assert size > cache_key.FULL_HASH_LIMIT
+    step = (size - cache_key.SAMPLE) // (cache_key.SAMPLES - 1)
+    sampled = lambda i: any(k * step <= i < k * step + cache_key.SAMPLE for k in range(cache_key.SAMPLES))
     at = next(i for i in range(size) if data.startswith(b'"dur": 10.0', i) and not sampled(i)
               and not sampled(i + 11))
     data[at:at + 11] = b'"dur": 20.0'
-    digest = cache._digest(path, size)
+    digest = cache_key.digest(path, size)
     path.write_bytes(bytes(data))
     os.utime(path, ns=(time.time_ns(), time.time_ns()))
-    assert cache._digest(path, size) == digest          # the same entry name...
+    assert cache_key.digest(path, size) == digest          # the same entry name...
     assert cache.get(path) is None                      # ...but stale
     assert _busy_us(load(path)) == pytest.approx(_busy_us(before) + 10)

@@ -61,13 +61,32 @@ def test_a_read_of_another_file_stops_the_read_ahead_before_it_reads(tmp_path, t
     assert _threads() == [] and read._ahead is None     # (decode forks next: no thread of ours may run on)
 
 
-def test_a_trace_from_the_cache_stops_the_read_ahead(tmp_path, trace_gz, monkeypatch):
+def test_a_trace_the_cache_holds_is_not_read_ahead(tmp_path, trace_gz, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TRACETRIAGE_NO_CACHE", raising=False)
     from tracetriage.analyzers.loading import cache
 
     cache.put(trace_gz, load(trace_gz, use_cache=False))
     read.read_ahead(trace_gz)
+    ahead = read._ahead
+    assert ahead is not None
+    ahead.thread.join()
+    assert ahead.text is None and ahead.error is None      # the JSON nobody needs, not read
     assert len(load(trace_gz).ev) > 0
+    assert _threads() == [] and read._ahead is None
+
+
+def test_a_cache_entry_that_proves_bad_reads_the_file_after_all(tmp_path, trace_gz, monkeypatch):
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TRACETRIAGE_NO_CACHE", raising=False)
+    from tracetriage.analyzers.loading import cache, cache_key
+
+    want = load(trace_gz, use_cache=False)
+    cache.put(trace_gz, want)
+    cache_key.entry_path(trace_gz).write_bytes(b"not parquet")
+    read.read_ahead(trace_gz)
+    got = load(trace_gz)
+    assert len(got.ev) == len(want.ev) and (got.ev.start == want.ev.start).all()
     assert _threads() == [] and read._ahead is None
 
 

@@ -21,7 +21,6 @@ Set TRACETRIAGE_NO_CACHE=1 to bypass it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tracetriage.analyzers.loading.cache_key import cache_dir, digest, enabled, entry_path  # (numpy-free)
 from tracetriage.analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
 FORMAT = 8   # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
@@ -39,37 +39,6 @@ FORMAT = 8   # 5: caveats are typed (kind, count, total); 6: distributedInfo's w
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS
-_FULL_HASH_LIMIT = 64 << 20
-_SAMPLES, _SAMPLE = 32, 256 << 10
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("TRACETRIAGE_CACHE_DIR")
-    return Path(base) / "traces" if base else Path.home() / ".cache" / "tracetriage" / "traces"
-
-
-def enabled() -> bool:
-    return not os.environ.get("TRACETRIAGE_NO_CACHE")
-
-
-def _digest(path: Path, size: int) -> str:
-    h = hashlib.blake2b(digest_size=20)
-    h.update(size.to_bytes(8, "little"))
-    with open(path, "rb") as f:
-        if size <= _FULL_HASH_LIMIT:
-            while chunk := f.read(8 << 20):
-                h.update(chunk)
-        else:
-            step = (size - _SAMPLE) // (_SAMPLES - 1)
-            for i in range(_SAMPLES):
-                f.seek(i * step)
-                h.update(f.read(_SAMPLE))
-    return h.hexdigest()
-
-
-def entry_path(path: Path) -> Path:
-    st = path.stat()
-    return cache_dir() / f"{_digest(path, st.st_size)}.parquet"
 
 
 def _crc32(data) -> int:
@@ -155,15 +124,15 @@ def put(path: Path, trace) -> None:
         from tracetriage.analyzers.loading.atomic import write_bytes_atomic
 
         st = path.stat()
-        digest = _digest(path, st.st_size)
-        entry = cache_dir() / f"{digest}.parquet"
+        key = digest(path, st.st_size)
+        entry = cache_dir() / f"{key}.parquet"
         cols = {c: getattr(trace.ev, c) for c in _COLUMNS}
         cols["launch_of"] = trace.launch_of
         cols["op_of"] = trace.op_of
         if trace.graph_op_of is not None:
             cols["graph_op_of"] = trace.graph_op_of
         meta = {
-            "format": FORMAT, "digest": digest, "source": str(path), "source_size": st.st_size,
+            "format": FORMAT, "digest": key, "source": str(path), "source_size": st.st_size,
             "source_mtime_ns": st.st_mtime_ns,
             "rows": len(trace.ev), "names": trace.names,
             "shapes": [[b.decode("utf-8", "replace") for b in s] for s in trace.shapes_raw],

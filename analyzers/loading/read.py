@@ -12,8 +12,9 @@ So a refusal costs bounded memory: the text read so far, never the whole of a hu
 
 A command that will load one file starts its read early, in a thread (read_ahead), so that gunzip (which
 releases the GIL: ~0.3 s for a 300 MB trace) runs on the second core while the analysis modules import (~0.2 s
-holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. This
-module imports no numpy, so the thread starts before numpy does.
+holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. A trace
+the cache holds is not read at all (the thread asks tracetriage.analyzers.loading.cache_key first). This module
+imports no numpy, so the thread starts before numpy does.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import stat
 import threading
 from pathlib import Path
 
+from tracetriage.analyzers.loading import cache_key
 from tracetriage.analyzers.loading.formats import GZIP_MAGIC
 from tracetriage.analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read, size_words
 from tracetriage.analyzers.model.errors import TraceError
@@ -46,6 +48,8 @@ class _ReadAhead:
 
     def _run(self) -> None:
         try:
+            if cache_key.enabled() and cache_key.entry_path(self.path).exists():
+                return       # the trace will come from the cache: no text to read (read_bytes reads, should it not)
             self.text = _read(self.path, self.stop)
         except BaseException as e:  # (handed to the main thread, which raises it where it would have read)
             self.error = e
@@ -101,8 +105,8 @@ def read_bytes(path: Path) -> bytearray:
             ahead.thread.join()
             if ahead.error is not None:
                 raise ahead.error
-            assert ahead.text is not None
-            return ahead.text
+            if ahead.text is not None:
+                return ahead.text
     return _read(path)
 
 

@@ -1,8 +1,10 @@
-"""decode's shape ids: one joined key per op row gives the ids and the table that three-bytes keys give."""
+"""decode's columns made in fewer passes give what one pass per field gives: the shape ids (one joined key per op
+row), and ts, dur, pid and tid (one record per event; strings and ids past int64 the way they always went)."""
 from operator import attrgetter
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from tracetriage.analyzers.loading import decode
 from tracetriage.analyzers.loading.read import read_bytes
@@ -37,3 +39,26 @@ def test_a_text_holding_a_nul_falls_back_to_three_bytes_keys():
     ids, table = decode._shape_ids(op_args)
     want_ids, want_table = _by_tuples(op_args)
     assert ids.tolist() == want_ids.tolist() == [0, 1, 1] and table == want_table
+
+
+def _per_field(xs):
+    get = attrgetter
+    return {"ts": np.fromiter(map(get("ts"), xs), np.float64, len(xs)),
+            "dur": np.fromiter(map(get("dur"), xs), np.float64, len(xs)),
+            "pid": decode._int_column(xs, "pid"), "tid": decode._int_column(xs, "tid")}
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) and a[k].flags.c_contiguous
+                                        for k in a)
+
+
+def test_times_and_threads_in_one_pass_are_the_columns_one_pass_each_gives():
+    E = decode._Event
+    ints = [E(ph="X", ts=1.5, dur=2.0, pid=7, tid=123), E(ph="X", ts=float("nan"), dur=0.0, pid=8, tid=-1)]
+    assert _same(decode._times_and_threads(ints), _per_field(ints))
+    digits = ints + [E(ph="X", ts=3.0, dur=1.0, pid=9, tid="42")]           # a digit string reads as int() does
+    assert decode._times_and_threads(digits)["tid"].tolist() == [123, -1, 42]
+    for odd in ("stream 7", 1 << 70):                                        # an old GPU row's tid; past int64
+        xs = ints + [E(ph="X", ts=3.0, dur=1.0, pid=9, tid=odd)]
+        assert _same(decode._times_and_threads(xs), _per_field(xs))
