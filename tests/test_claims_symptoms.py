@@ -89,3 +89,14 @@ def test_ranges_recorded_as_ops_do_not_hide_the_host_work_inside_them(tmp_path):
     host = next(p for p in w.levers if p.lever == "no_host_work")
     # 8 steps x ~5 ms in the DataLoader's __next__: the lever takes most of it (was 0: ProfilerStep# covered it)
     assert host.assumption.count == 8 and host.saving_ns > 30 * 1_000_000
+
+
+def test_compute_advice_names_only_the_precisions_the_device_runs_faster():
+    from tracetriage.analyzers.analyses.peaks import lookup
+    from tracetriage.analyzers.voice.claims import cheaper_arithmetic, compute_advice
+
+    h100, a100, v100 = (lookup(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB"))
+    assert "(bf16/fp8)" in compute_advice(h100, "fp32") and "(fp8)" in compute_advice(h100, "bf16")
+    assert "(bf16)" in compute_advice(a100, "fp32") and "fp8" not in compute_advice(a100, "fp32")
+    assert cheaper_arithmetic(a100, "bf16") == "less arithmetic"        # no fp8 on an A100, and bf16 already
+    assert "(fp16 on tensor cores)" in cheaper_arithmetic(v100, "fp32")  # Volta: fp16 tensor cores, no bf16

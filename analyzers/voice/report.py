@@ -25,7 +25,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
-from tracetriage.analyzers.voice.claims import only_predicts, waste_prediction
+from tracetriage.analyzers.voice.claims import cheaper_arithmetic, compute_advice, only_predicts, waste_prediction
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -135,7 +135,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
                        f"long the span would fall {share(h.saving_ns / h.baseline_ns)}, which needs "
-                       f"{HEADROOM_NEEDS.get(a.verdict.regime.value, 'a better kernel')}")
+                       f"{_headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
@@ -145,9 +145,14 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     return out
 
 
-# What kernels twice as fast would take, by the regime that bounds them.
-HEADROOM_NEEDS = {"compute": "cheaper arithmetic (fp8 on tensor cores) or less of it",
-                  "memory": "fewer bytes: fusion, lower precision, no materialised copies",
+def _headroom_needs(a: Analysis) -> str:
+    if a.verdict.regime is Regime.COMPUTE:   # the precisions this device's tensor cores run faster
+        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype)
+    return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
+
+
+# What kernels twice as fast would take, by the regime that bounds them (compute: _headroom_needs, by device).
+HEADROOM_NEEDS = {"memory": "fewer bytes: fusion, lower precision, no materialised copies",
                   "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
 
@@ -214,7 +219,7 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         peak = f" of {a_or_an(tflops(pk.flops(v.dtype) / 1e12))} peak" if pk and v.dtype else ""
         why = (f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}" if v.achieved_tflops
                else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
-        return {"lever": REGIME_ADVICE["compute"], "why": why,
+        return {"lever": compute_advice(pk, v.dtype), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     peak = f" of {gbps(pk.bytes_per_s / 1e9)}" if pk else ""
     why = (f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}" if v.achieved_gbps
