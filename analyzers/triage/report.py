@@ -51,7 +51,7 @@ from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.whatif import predict as whatif
-from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, HEADROOM, LEVERS, NAMES
 from tracetriage.analyzers.whatif.levers.spec import Assumption
 from tracetriage.analyzers.whatif.windows import predict_windows
 
@@ -611,7 +611,7 @@ def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice, graphed: bool = 
     # (warming up is no change to the program: never the week's waste)
     rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP
-            and not (graphed and c.lever == "cuda_graphs")]
+            and not (graphed and c.lever == CUDA_GRAPHS)]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest
     return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None
