@@ -163,3 +163,9 @@ def test_a_figure_that_is_not_its_field_is_caught(good):
     pred = copy.deepcopy(good)
     pred["next_experiment"]["predicted_ratio"] = 0.5
     assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.5"]
+
+
+def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
+    bad = _with_line(good, 4, "Next: cut launches, because the GPU idles 47% between 320 kernels that run 1.0 µs "
+                              "(median) while each launch costs the host more. Would waste the week: x.")
+    assert "the Next's because says the GPU idles 47%, the Idle line's share is 19.3%" in claims.check(bad)

@@ -89,3 +89,17 @@ def test_ranges_recorded_as_ops_do_not_hide_the_host_work_inside_them(tmp_path):
     host = next(p for p in w.levers if p.lever == "no_host_work")
     # 8 steps x ~5 ms in the DataLoader's __next__: the lever takes most of it (was 0: ProfilerStep# covered it)
     assert host.assumption.count == 8 and host.saving_ns > 30 * 1_000_000
+
+
+def test_compute_advice_names_only_the_precisions_the_device_runs_faster():
+    from tracetriage.analyzers.analyses.peaks import lookup
+    from tracetriage.analyzers.voice.claims import has_fp8
+    from tracetriage.analyzers.voice.common import cheaper_arithmetic
+
+    h100, a100, v100 = (lookup(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB"))
+    assert "(TF32 or bf16)" in cheaper_arithmetic(h100, "fp32") and "(fp8)" in cheaper_arithmetic(h100, "bf16")
+    assert "(TF32 or bf16)" in cheaper_arithmetic(a100, "fp32") and "fp8" not in cheaper_arithmetic(a100, "fp32")
+    assert cheaper_arithmetic(a100, "bf16", headroom=True) == \
+        "less arithmetic (bf16 is already the cheapest precision this device runs faster)"   # no fp8 on an A100
+    assert "(fp16 on tensor cores)" in cheaper_arithmetic(v100, "fp32", headroom=True)   # Volta: fp16, no bf16/TF32
+    assert has_fp8(h100) and not has_fp8(a100) and not has_fp8(v100)

@@ -5,7 +5,7 @@
 `output.invariants` checks that time adds up; this module checks what the sentences *claim* (issue 33):
 
 0. the numbers it reads are the analysis's fields: the Idle line's split is each cause's share of the span, the
-   Next's prediction its lever's ratio;
+   Next's prediction its lever's ratio, the idle share its because gives the Idle line's;
 1. a Next's because agrees with its prediction: no because that rests on nothing ("0 times the device
    drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it removes, a
    launch-bound because only where kernels are shorter than a launch;
@@ -87,6 +87,7 @@ def check_diff(out: dict) -> list[str]:
 # --- 0. every number checked here is a field's -------------------------------------------------------------
 
 _CAUSE_SHARE = re.compile(r"(launch overhead|host work|synchronization|data transfer|other) (\d+)%")
+_BECAUSE_IDLES = re.compile(r"because (?:the GPU|compute) idles (\d+)%")
 _CAUSE_KEYS = {"launch overhead": "launch_overhead", "host work": "host_work", "synchronization": "synchronization",
                "data transfer": "data_transfer", "other": "other"}
 
@@ -101,6 +102,10 @@ def _numbers_are_the_fields(out: dict, lines: list[str]) -> list[str]:
         field = out["idle"]["by_cause_us"].get(_CAUSE_KEYS[m.group(1)], 0.0)
         if span and abs(100 * field / span - int(m.group(2))) > 1:
             bad.append(f"the Idle line says {m.group(1)} {m.group(2)}%, its field is {100 * field / span:.1f}%")
+    said_idle = _BECAUSE_IDLES.search(lines[4])
+    if said_idle and span and abs(100 * out["idle_us"] / span - int(said_idle.group(1))) > 1:
+        bad.append(f"the Next's because says the GPU idles {said_idle.group(1)}%, the Idle line's share is "
+                   f"{100 * out['idle_us'] / span:.1f}%")
     nx = out.get("next_experiment") or {}
     pred = _PREDICTED.search(lines[4].split("Would waste the week:")[0])
     ratio = nx.get("predicted_ratio")

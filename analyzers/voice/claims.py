@@ -5,6 +5,7 @@ so that the sentence never claims more than the number does.
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import saving_pct
+from tracetriage.analyzers.voice.common import cheaper_precisions
 
 
 def waste_prediction(saving_ns: float, baseline_ns: float) -> str:
@@ -18,3 +19,9 @@ def only_predicts(saving_ns: float, baseline_ns: float) -> str:
     """A lever that holds more of the idle but predicts less: 'predicts only −4%', or 'predicts no saving (+3%)'."""
     pct = saving_pct(saving_ns, baseline_ns)
     return f"predicts no saving ({pct})" if pct.startswith("+") or pct == "0%" else f"predicts only {pct}"
+
+
+def has_fp8(pk) -> bool:
+    """Whether the device's tensor cores run fp8 faster than half precision (Hopper, Ada, MI300): advice names
+    fp8 only there (issue 33: "fp8 on tensor cores" was a fixed phrase, on GPUs with no fp8)."""
+    return "fp8" in (cheaper_precisions(pk, "bf16") or [])

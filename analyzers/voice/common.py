@@ -171,8 +171,9 @@ def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False) -> s
     if lower is None:
         return REGIME_ADVICE["compute"] if not headroom else "cheaper arithmetic (lower precision) or less of it"
     if not lower:
-        what = f"less arithmetic ({dtype or 'fp32'} is the cheapest precision this device runs faster)"
-        return what if headroom else (f"do less arithmetic: {what}: skip work (causal masks, smaller shapes)")
+        why = f"({dtype or 'fp32'} is already the cheapest precision this device runs faster)"
+        return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: skip work (causal masks, " \
+            "smaller shapes)"
     on = " or ".join(lower)
     if headroom:
         return f"cheaper arithmetic ({on} on tensor cores) or less of it"

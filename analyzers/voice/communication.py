@@ -6,6 +6,7 @@ from __future__ import annotations
 from tracetriage.analyzers.model.units import duration_ns, gbps, integer, share, size
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.voice.claims import has_fp8
 
 
 def bus_phrase(k) -> str:
@@ -51,8 +52,10 @@ def next_words(a: Analysis) -> dict[str, str]:
     link = ("; check the link: the topology (nvidia-smi topo -m) and NCCL's algorithm and protocol "
             "(NCCL_DEBUG=INFO)") if top.link_slow else ""
     if nx.lever is None:   # every collective already runs on a stream of its own, and nothing runs beside it
+        # fp8 gradients only where the device has fp8 (voice.claims: advice the device can take)
+        low = "bf16 or fp8" if has_fp8(a.roof.peaks) else "bf16"
         lever = ("give the collectives compute to hide behind and fewer bytes to move: start them earlier (DDP "
-                 "buckets during backward, bucket_cap_mb; FSDP forward/backward prefetch), send bf16 or fp8 "
+                 f"buckets during backward, bucket_cap_mb; FSDP forward/backward prefetch), send {low} "
                  "gradients (a DDP comm hook), fewer, larger all-gathers")
     else:
         lever = ("overlap the collectives with the compute they do not depend on: all-reduce each gradient bucket "
