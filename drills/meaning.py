@@ -39,10 +39,11 @@ POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|n
 POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
                           r"the|a|its|it)){0,6}\s+(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
-                          r"minor|negligible|tiny|a small part|not the problem|not the issue|"
+                          r"minor|negligible|a small part|not the problem|not the issue|"
                           r"under (?:its |the )?target|within(?=\s*$))\b")
 # after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
-POST_MINOR = re.compile(r"^\s+(?:(?:is|are|was|were|s|takes|holds|at)\s+)?(?:only|just|merely|a mere|barely)\b")
+POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|just|merely|a mere|barely)\b|"
+                        r"^\s+(?:only|just|barely)\s+n\b")   # not "synchronization only": that is all of it
 # before a class phrase, context that places the kernel under that roof, not on it: "far below both roofs",
 # "well under the memory roof"
 ROOF_CONTEXT = re.compile(r"^\s*(?:bound\s+)?(?:roof|roofs|ceiling|peak)\b")
