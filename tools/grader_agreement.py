@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         print(json.dumps(res, indent=2, ensure_ascii=False))
         return 0
-    print(f"{res['within']} of {res['answers']} within {WITHIN} of the teacher ({100 * (res['share_within'] or 0):.0f}%), "
+    share = 100 * (res["share_within"] or 0)
+    print(f"{res['within']} of {res['answers']} within {WITHIN} of the teacher ({share:.0f}%), "
           f"mean error {res['mean_abs_error']}; {res['too_harsh']} too harsh, {res['too_lenient']} too lenient")
     for m in res["misses"]:
         print(f"  {m['drill']}: teacher {m['teacher']}, grader {m['grader']}: {json.dumps(m['answers'])[:200]}")
