@@ -205,7 +205,7 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
 
 
 LIST_IS_HEDGE = 3     # three classes of one exclusive question, asserted alike, are the list of options
-BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bmixed\b|\bequally\b|\ba combination\b|\beach of\b|"
+BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bequally\b|\ba combination\b|\beach of\b|"
                         r"\ball of\b")
 
 

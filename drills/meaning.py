@@ -37,7 +37,9 @@ POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|n
 # after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
 # "launch overhead is small": a quantity judged, not an option offered
 POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
-                          r"the|a|its|it)){0,6}\s+(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|"
+                          r"the|a|its|it|per|token|tokens|step|steps|count|here)){0,7}\s+"
+                          r"(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|well under|well within|"
+                          r"comfortably|hardly matters|barely matters|matters little|is secondary|irrelevant|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
                           r"minor|negligible|a small part|not the problem|not the issue|"
                           r"under (?:its |the )?target|within(?=\s*$))\b")
