@@ -42,7 +42,8 @@ POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|we
                           r"comfortably|hardly matters|barely matters|matters little|is secondary|irrelevant|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
                           r"minor|negligible|a small part|not the problem|not the issue|"
-                          r"under (?:its |the )?target|within(?=\s*$))\b")
+                          r"(?:inside|within|under|below|meets|beats|hits|makes)\s+(?:(?:its|the|a|n|ms|us|per|token)\s+){0,4}"
+                          r"(?:target|budget|slo|goal)|within(?=\s*$))\b")
 # after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
 POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|just|merely|a mere|barely)\b|"
                         r"^\s+(?:only|just|barely)\s+n\b")   # not "synchronization only": that is all of it
