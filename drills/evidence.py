@@ -166,10 +166,9 @@ WASTE_BAND = 0.02   # levers predicting within two points of the week's waste ar
 
 
 def _waste_band(n, choices: tuple) -> tuple:
-    """The report's waste lever and every other lever of the pool it was chosen from (levers acting on something
-    here, as the report's _waste has it) whose predicted saving is within WASTE_BAND of it: CUDA graphs predicting
-    0% beside a keyed lever at -1% wastes the week as surely. Never the Next's own lever."""
-    from tracetriage.analyzers.model.verdicts import Experiment
+    """The report's waste lever and every other lever whose predicted saving is within WASTE_BAND of it: CUDA graphs
+    predicting 0% beside a keyed lever at -1% wastes the week as surely. Never the Next's own lever, nor warm-up."""
+    from tracetriage.analyzers.model.verdicts import Cause, Experiment
     from tracetriage.analyzers.whatif.levers import LEVERS
 
     if n.waste is None:
@@ -179,9 +178,13 @@ def _waste_band(n, choices: tuple) -> tuple:
     # (warming up is no change to the program: never the week's waste)
     rest = [c for c in choices if c.lever != fix and (best is None or c.saving_ns < best)
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
-    acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     floor = n.waste.saving_ns
-    band = [c.lever for c in (acting or rest) if c.saving_ns <= floor + WASTE_BAND * c.baseline_ns]
+    # a lever acting on nothing here counts when it can always be built (CUDA graphs, fusion, faster kernels: every
+    # trace launches kernels) and predicts as little (CUDA graphs at 0% beside no_host_work at -1% on the matmul
+    # sweep); one that removes an idle cause the trace lacks (copies, syncs) is not a week anyone could spend
+    always = (None, Cause.LAUNCH_OVERHEAD)
+    band = [c.lever for c in rest if c.saving_ns <= floor + WASTE_BAND * c.baseline_ns
+            and (c.assumption is None or c.assumption.count > 0 or LEVERS[c.lever].cause in always)]
     return tuple(sorted(set(band) | {n.waste.lever}, key=lambda lv: (lv != n.waste.lever, lv)))
 
 

@@ -129,15 +129,24 @@ class NumberGrade:
     half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
 
 
+# The words a sentence uses for a number part's own quantity (which of several numbers answers it).
+PART_WORDS = {"ttft_ms": ("ttft", "first token", "prefill", "time to first"),
+              "per_token_ms": ("per token", "per-token", "each token", "itl", "tpot", "inter-token", "decode",
+                               "/token"),
+              "floor_ms": ("floor",), "median_ms": ("median",), "spread_pct": ("spread",),
+              "eager_bytes": ("eager", "unfused"), "fused_bytes": ("fused",),
+              "tflops_small": ("small",), "tflops_large": ("large", "big")}
 ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
+WORD_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\?", re.I)
 NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
 
 
-def grade_number(ans, key: float, unit: str, confusable: tuple = ()) -> NumberGrade:
+def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: tuple = ()) -> NumberGrade:
     """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`. `confusable`:
     the trace's other quantities it could be mistaken for ((what it is, value in `unit`): TTFT for the per-token
     time, the peak for the achieved rate): an answer that is one of them, clearly nearer it than the key, is that
-    quantity and scores 0, however close the two lie."""
+    quantity and scores 0, however close the two lie. `own_words`: the words that name the part's quantity; of
+    several numbers, the one whose clause says them is the answer."""
     if isinstance(ans, (int, float)) and not isinstance(ans, bool):
         found = [Amount(float(ans), None, float(ans), "", 0, 0, "")]
         text = ""
@@ -150,6 +159,10 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = ()) -> NumberGr
     usable = [a for a in found if a.dim is None or a.dim == dim]
     if not usable:
         return NumberGrade(0.0, None, None, found[0].dim)
+    named = [x for x in usable if own_words and any(re.search(rf"(?<![a-z]){re.escape(w)}", _clause_around(text, x))
+                                                    for w in own_words)] if len(usable) > 1 else []
+    if len(named) == 1:
+        usable = named      # "TTFT 18.6 ms, then 17.6 ms per token": the per-token part reads the per-token number
     a = usable[0]
     said = in_unit(a, unit) if unit else a.value
     offered = _offered(text, usable, unit)
@@ -175,6 +188,8 @@ def _offered(text: str, usable: list, unit: str) -> list[float]:
         v = in_unit(nxt, unit) if unit else nxt.value
         if v is None or len(between) > 24 or not NUMBER_HEDGE.search(between) or re.search(r"[.;:]\s", between):
             break
+        if not WORD_HEDGE.search(between) and not (prev.unit and nxt.unit):
+            break      # "5.68/20 ms" is a time against its target; "0.79 ms / 0.70 ms" two answers
         if all(abs(v - x) > ROUNDING * max(abs(x), 1e-12) for x in vals):
             vals.append(v)
     return vals
@@ -205,7 +220,7 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
 
 
 LIST_IS_HEDGE = 3     # three classes of one exclusive question, asserted alike, are the list of options
-BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bmixed\b|\bequally\b|\ba combination\b|\beach of\b|"
+BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bequally\b|\ba combination\b|\beach of\b|"
                         r"\ball of\b")
 
 
@@ -409,7 +424,8 @@ class _Context(_NewRungs):
         return 0.0, words.bound_wrong(set(r.main), key, why)
 
     def _number(self, part: str, ans, key: float, unit: str):
-        g = grade_number(ans, key, unit, tuple(tuple(c) for c in self.key.get("confusable", {}).get(part, ())))
+        g = grade_number(ans, key, unit, tuple(tuple(c) for c in self.key.get("confusable", {}).get(part, ())),
+                         PART_WORDS.get(part, ()))
         if g.said is None:
             return 0.0, words.no_number(part, key, unit, g.other_dim)
         if g.hedged:
@@ -484,7 +500,15 @@ class _Context(_NewRungs):
                                 f.achieved_gbps, f.intensity, f.ridge, f.dtype)
 
     def triage_bound(self, ans):
-        return self._name(ans, self.key["bound"], bound_table(), self._bound_why())
+        b = self.key["bound"]
+        if b in CAUSES:
+            # an idle cause and the kernels' regime answer two questions, not one twice: "synchronization: the
+            # matmuls themselves are compute-bound" names the bound and describes the kernels truly
+            r = reading(_text(ans), bound_table())
+            regime = self.facts.regime
+            if not r.hedged and b not in r.denied and set(r.main) == {b, regime} and regime in REGIMES:
+                return 1.0, words.bound_right(b, self._bound_why())
+        return self._name(ans, b, bound_table(), self._bound_why())
 
     def triage_evidence(self, ans):
         text = _text(ans)

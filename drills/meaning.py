@@ -37,12 +37,16 @@ POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|n
 # after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
 # "launch overhead is small": a quantity judged, not an option offered
 POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
-                          r"the|a|its|it)){0,6}\s+(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|"
+                          r"the|a|its|it|per|token|tokens|step|steps|count|here)){0,7}\s+"
+                          r"(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|well under|well within|"
+                          r"comfortably|hardly matters|barely matters|matters little|is secondary|irrelevant|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
-                          r"minor|negligible|tiny|a small part|not the problem|not the issue|"
-                          r"under (?:its |the )?target|within(?=\s*$))\b")
+                          r"minor|negligible|a small part|not the problem|not the issue|"
+                          r"(?:inside|within|under|below|meets|beats|hits|makes)\s+(?:(?:its|the|a|n|ms|us|per|token)\s+){0,4}"
+                          r"(?:target|budget|slo|goal)|within(?=\s*$))\b")
 # after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
-POST_MINOR = re.compile(r"^\s+(?:(?:is|are|was|were|s|takes|holds|at)\s+)?(?:only|just|merely|a mere|barely)\b")
+POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|just|merely|a mere|barely)\b|"
+                        r"^\s+(?:only|just|barely)\s+n\b")   # not "synchronization only": that is all of it
 # before a class phrase, context that places the kernel under that roof, not on it: "far below both roofs",
 # "well under the memory roof"
 ROOF_CONTEXT = re.compile(r"^\s*(?:bound\s+)?(?:roof|roofs|ceiling|peak)\b")

@@ -1,0 +1,32 @@
+"""tools/grader_agreement: a held-out set graded once, each file's grade against the teacher's."""
+from __future__ import annotations
+
+from tools.grader_agreement import agreement, main
+
+
+def test_agreement_counts_within_a_quarter_and_the_mean_error():
+    a = agreement([(1.0, 0.8), (0.0, 0.5), (0.4, 0.0)])
+    assert (a["within"], a["too_lenient"], a["too_harsh"]) == (1, 1, 1)
+    assert a["mean_error"] == round((0.2 + 0.5 + 0.4) / 3, 4)
+
+
+def test_a_held_out_set_is_graded_once_per_file_and_per_part(tmp_path, capsys):
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "M02.04-c--1.toml").write_text(
+        'pattern = "a drain after each sync"\ncause = "synchronization"\nexperiment = "remove the .item()"\n')
+    (tmp_path / "answers" / "M02.04-c--2.toml").write_text('cause = "launch overhead or synchronization"\n')
+    (tmp_path / "answers" / "M02.04-c--3.toml").write_text('causes = "a typo, refused"\n')
+    (tmp_path / "teacher_overall.tsv").write_text("file\toverall\twhy\nM02.04-c--1.toml\t1.0\tright\n"
+                                                  "M02.04-c--2.toml\t1.0\tthe teacher took the hedge\n"
+                                                  "M02.04-c--3.toml\t0.0\tunreadable\n")
+    (tmp_path / "teacher.tsv").write_text("file\tpart\tscore\twhy\nM02.04-c--1.toml\tcause\t1\tright\n"
+                                          "M02.04-c--2.toml\tcause\t1\ttook the hedge\n")
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "files: 2 of 3 within 0.25 of the teacher (66.7%), mean error 0.3333; 1 too harsh, 0 too lenient"
+    assert out[1] == "parts: 1 of 2 within 0.25 of the teacher (50.0%), mean error 0.5; 1 too harsh, 0 too lenient"
+
+
+def test_a_missing_teacher_file_is_one_error_line(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
