@@ -60,6 +60,8 @@ def lever_key(kind: str, lever: str | None, waste: str | None, already_pinned: b
     # the week's waste is a set: every lever predicting within a point or two of the report's waste
     classes = [waste_class] if waste_class else []
     for lv in waste_band:
+        if LEVERS[lv].knob is not None:      # a one-line knob is never the week's waste (the report's own rule)
+            continue
         c = class_of_lever(lv)
         if c and c not in classes and c not in accept and c not in partial:
             classes.append(c)
