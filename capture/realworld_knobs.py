@@ -162,30 +162,39 @@ class AutocastResnetTrain(RealWorkload):
 # --- channels_last --------------------------------------------------------------------------------
 
 @dataclass
-class ChannelsLastResnet50(RealWorkload):
-    """resnet50 inference in bf16 at batch 32, 224^2: NCHW (the default) vs channels_last model and input."""
-    kind: ClassVar[str] = "channels_last_resnet50"
-    levers: ClassVar[tuple[str, ...]] = (CHANNELS_LAST,)
+class _ChannelsLastInference(RealWorkload):
+    """A torchvision net's eval forward at `batch` x `side`^2 (bf16 on a GPU), NCHW (the default) against
+    channels_last model and input; `net` names the torchvision.models constructor."""
+    net: ClassVar[str] = ""
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)
-    about: ClassVar[str] = ("resnet50 eval forward in bf16 at batch 32, 224^2, NCHW; channels_last: model and input "
-                            ".to(memory_format=torch.channels_last)")
-    batch: int = 32
+    levers: ClassVar[tuple[str, ...]] = (CHANNELS_LAST,)
     side: int = 224
     iters: int = 4
 
     def setup(self):
-        from torchvision.models import resnet50
+        import torchvision.models
 
         b, s = (self.batch, self.side) if self.gpu else (1, 32)
         dt = torch.bfloat16 if self.gpu else torch.float32
         fmt = torch.channels_last if self.fix == CHANNELS_LAST else torch.contiguous_format
         torch.manual_seed(0)
-        self.model = resnet50(num_classes=1000).to(self.device, dt, memory_format=fmt).eval()
+        self.model = getattr(torchvision.models, self.net)(num_classes=1000).to(self.device, dt,
+                                                                                memory_format=fmt).eval()
         self.x = torch.randn(b, 3, s, s, device=self.device, dtype=dt).to(memory_format=fmt)
 
     @torch.inference_mode()
     def step(self):
         return self.model(self.x)
+
+
+@dataclass
+class ChannelsLastResnet50(_ChannelsLastInference):
+    """resnet50 inference in bf16 at batch 32, 224^2: NCHW (the default) vs channels_last model and input."""
+    kind: ClassVar[str] = "channels_last_resnet50"
+    net: ClassVar[str] = "resnet50"
+    about: ClassVar[str] = ("resnet50 eval forward in bf16 at batch 32, 224^2, NCHW; channels_last: model and input "
+                            ".to(memory_format=torch.channels_last)")
+    batch: int = 32
 
 
 @dataclass
@@ -412,30 +421,13 @@ class AutocastGPT2Train(RealWorkload):
 
 
 @dataclass
-class ChannelsLastMobileNet(RealWorkload):
+class ChannelsLastMobileNet(_ChannelsLastInference):
     """torchvision mobilenet_v2 inference in bf16 at batch 64, 224^2: NCHW vs channels_last."""
     kind: ClassVar[str] = "channels_last_mobilenet"
-    levers: ClassVar[tuple[str, ...]] = (CHANNELS_LAST,)
-    needs: ClassVar[tuple[str, ...]] = ("torchvision",)
+    net: ClassVar[str] = "mobilenet_v2"
     about: ClassVar[str] = ("mobilenet_v2 eval forward in bf16 at batch 64, 224^2, NCHW; channels_last: model and "
                             "input .to(memory_format=torch.channels_last)")
     batch: int = 64
-    side: int = 224
-    iters: int = 4
-
-    def setup(self):
-        from torchvision.models import mobilenet_v2
-
-        b, s = (self.batch, self.side) if self.gpu else (1, 32)
-        dt = torch.bfloat16 if self.gpu else torch.float32
-        fmt = torch.channels_last if self.fix == CHANNELS_LAST else torch.contiguous_format
-        torch.manual_seed(0)
-        self.model = mobilenet_v2(num_classes=1000).to(self.device, dt, memory_format=fmt).eval()
-        self.x = torch.randn(b, 3, s, s, device=self.device, dtype=dt).to(memory_format=fmt)
-
-    @torch.inference_mode()
-    def step(self):
-        return self.model(self.x)
 
 
 @dataclass
