@@ -27,9 +27,10 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
+    replay_figure_grew,
     went,
 )
 
@@ -73,21 +74,13 @@ def change(a: TF32On) -> str:
     return line + (" and torch.backends.cudnn.allow_tf32 = True" if a.convs else "")
 
 
-def fp32_kernels(m: Measured) -> int:
-    return m.whatif.lever("allow_tf32").detail.get("fp32_kernels", 0)
-
-
-def tf32_appeared(before: Measured, after: Measured) -> bool:
-    d = "tf32_kernels"
-    return after.whatif.lever("allow_tf32").detail.get(d, 0) > before.whatif.lever("allow_tf32").detail.get(d, 0)
-
-
-
 SPEC = LeverSpec(
     name="allow_tf32", effort=1, cause=None, apply=apply, says=says, words="TF32 for fp32 matmuls",
     fix="torch.backends.cuda.matmul.allow_tf32 = True for the variant's windows (fp32 matmuls on TF32 tensor cores)",
     recognise=Recognise(order=1, evidence="fp32_matrix_kernels", because="its fp32 GEMM kernels became TF32 ones",
-                        amount=fp32_kernels, acted=lambda m: m.kernel_busy_ns, applied=went, also=tf32_appeared),
+                        amount=replay_figure("allow_tf32", "fp32_kernels"),
+                        acted=lambda m: m.kernel_busy_ns, applied=went,
+                        also=replay_figure_grew("allow_tf32", "tf32_kernels")),
     applied_words="TF32 matmuls (allow_tf32)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))",
               evidence="fp32 GEMM/convolution kernels on CUDA cores: cuBLAS/cuDNN kernel names with sgemm or "

@@ -38,9 +38,10 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
+    replay_figure_grew,
     went,
 )
 
@@ -118,20 +119,13 @@ def says(a: Autocast) -> str:
             f"of its precision's peak, after {units.integer(a.casts)} weight casts; other kernels keep their time")
 
 
-def fp32_kernels(m: Measured) -> int:
-    return m.whatif.lever("autocast_bf16").detail.get("fp32_kernels", 0)
-
-
-def bf16_appeared(before: Measured, after: Measured) -> bool:
-    d = "bf16_kernels"
-    return after.whatif.lever("autocast_bf16").detail.get(d, 0) > before.whatif.lever("autocast_bf16").detail.get(d, 0)
-
-
 SPEC = LeverSpec(
     name="autocast_bf16", effort=1, cause=None, apply=apply, says=says, words="autocast to bf16",
     fix="the forward and loss under torch.autocast('cuda', dtype=torch.bfloat16)",
     recognise=Recognise(order=0, evidence="fp32_matrix_kernels", because="its fp32 GEMM kernels became bf16 ones",
-                        amount=fp32_kernels, acted=lambda m: m.kernel_busy_ns, applied=went, also=bf16_appeared),
+                        amount=replay_figure("autocast_bf16", "fp32_kernels"),
+                        acted=lambda m: m.kernel_busy_ns, applied=went,
+                        also=replay_figure_grew("autocast_bf16", "bf16_kernels")),
     applied_words="autocast to bf16", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="with torch.autocast(\"cuda\", dtype=torch.bfloat16): around the forward and the loss",
               evidence="fp32 or TF32 GEMM/convolution kernels (cuBLAS/cuDNN names with sgemm, f32f32_f32f32_f32 or "

@@ -194,6 +194,16 @@ class Recognise:
     given: str = ""                         # how that replay is said: " with kernels that much faster"
 
 
+def replay_figure(lever: str, key: str) -> Callable[[Measured], float]:
+    """A Recognise amount: a figure the lever's own replay recorded on a trace (0 where it recorded none)."""
+    return lambda m: m.whatif.lever(lever).detail.get(key, 0)
+
+
+def replay_figure_grew(lever: str, key: str) -> Callable[[Measured, Measured], bool]:
+    """A Recognise `also`: that figure is larger after than before (the kernels the knob brings appeared)."""
+    return lambda before, after: replay_figure(lever, key)(after) > replay_figure(lever, key)(before)
+
+
 def went(before: float, after: float) -> bool:
     """The thing the lever removes was there and at least half of it is gone."""
     return before > 0 and after <= before // 2
