@@ -103,3 +103,22 @@ def test_compute_advice_names_only_the_precisions_the_device_runs_faster():
         "less arithmetic (bf16 is already the cheapest precision this device runs faster)"   # no fp8 on an A100
     assert "(fp16 on tensor cores)" in cheaper_arithmetic(v100, "fp32", headroom=True)   # Volta: fp16, no bf16/TF32
     assert has_fp8(h100) and not has_fp8(a100) and not has_fp8(v100)
+
+
+def test_code_compiled_already_is_not_told_to_torch_compile_and_the_checker_catches_it():
+    # hta-v100-rank1 (a public trace): the launch idle sits in autograd's evaluate_function: CompiledFunctionBackward,
+    # and the Next said "torch.compile to fuse" (issue 32: never torch.compile on code already compiled)
+    from tracetriage.analyzers.model.verdicts import Cause
+    from tracetriage.analyzers.output.claims import check, compiled_already
+    from tracetriage.analyzers.voice.common import advice
+
+    said = advice(Cause.LAUNCH_OVERHEAD, compiled=True)
+    assert "torch.compile to fuse" not in said and "mode='reduce-overhead'" in said
+    assert "torch.compile to fuse" in advice(Cause.LAUNCH_OVERHEAD)
+    framework = [{"construct": "backward", "names": ["autograd::engine::evaluate_function: CompiledFunctionBackward"]}]
+    assert compiled_already(framework) and not compiled_already([{"construct": "backward", "names": ["x"]}])
+    lines = ["Measured: x", "Time: x", "Idle: x", "Regime: x",
+             "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), because x."]
+    out = {"lines": lines, "framework": framework, "span_us": 0, "idle_us": 0,
+           "idle": {"by_cause_us": {}, "evidence": {}}, "next_experiment": {}}
+    assert "the trace runs torch.compile's code already, yet the Next says to torch.compile it" in check(out)

@@ -55,7 +55,8 @@ def check(out: dict) -> list[str]:
     return (_numbers_are_the_fields(out, lines)
             + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
             + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
-            + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _withheld_verdicts_not_given(out, lines)
+            + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _no_compile_for_compiled(nxt, out)
+            + _withheld_verdicts_not_given(out, lines)
             + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
             + _one_peak(out, lines) + _no_number_rounded_to_nothing(lines))
 
@@ -176,6 +177,19 @@ def _no_graphs_for_graphs(nxt: str, out: dict) -> list[str]:
     if graphs and waste is not None and waste.group(1).startswith("CUDA graphs"):
         return [f"the trace replays CUDA graphs already ({graphs} graph launches), yet CUDA graphs would waste the "
                 "week"]
+    return []
+
+
+def compiled_already(framework: list[dict]) -> bool:
+    """The trace runs torch.compile's code: a compiled region, or the backward of a compiled function."""
+    return any(x["construct"] == "compiled" or any("CompiledFunction" in n for n in x.get("names", ()))
+               for x in framework)
+
+
+def _no_compile_for_compiled(nxt: str, out: dict) -> list[str]:
+    lever = nxt.split(" because ")[0]
+    if compiled_already(out.get("framework") or []) and "torch.compile to fuse" in lever:
+        return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
     return []
 
 

@@ -77,7 +77,7 @@ def cause_words(cause: Cause | None) -> str:
 
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
-           construct: Construct | None = None, workers_on: bool = False) -> str:
+           construct: Construct | None = None, workers_on: bool = False, compiled: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -97,7 +97,9 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
                 "graph, fuse what stays outside (torch.compile), or more work per launch")
-    if cause is Cause.LAUNCH_OVERHEAD and construct is Construct.COMPILED:
+    # compiled already (the idle inside its region, or anywhere in a trace that runs compiled code): never
+    # "torch.compile to fuse" again (issue 32)
+    if cause is Cause.LAUNCH_OVERHEAD and (construct is Construct.COMPILED or compiled):
         return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
                 "one graph launch; or more work per launch (bigger batch)")
     if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies

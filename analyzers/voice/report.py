@@ -119,7 +119,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     elif nx.cause is not None:
         ev = a.evidence[nx.cause]
         out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct,
-                               workers_on=_dataloader_workers_on(a)),
+                               workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -174,6 +174,13 @@ def _dataloader_workers_on(a: Analysis) -> bool:
     """The trace's DataLoader iterates in worker processes (_MultiProcessingDataLoaderIter.__next__)."""
     x = a.framework.share_of(Construct.DATALOADER) if a.framework else None
     return x is not None and any("_MultiProcessingDataLoaderIter" in n for n in x.names)
+
+
+def _compiled_already(a: Analysis) -> bool:
+    """The trace runs torch.compile's code: a compiled region, or a compiled function's backward (output.claims
+    checks the same on the JSON)."""
+    return bool(a.framework) and any(x.construct is Construct.COMPILED or any("CompiledFunction" in n for n in x.names)
+                                     for x in a.framework.constructs)
 
 
 def _warmup_why(a: Analysis) -> str:
