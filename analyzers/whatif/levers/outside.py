@@ -37,6 +37,11 @@ class Outside:
     probe: tuple[str, ...] = ()
     priced: bool = True
 
+    def paths(self) -> list[str]:
+        """The library objects it touches: every run resolves all knobs' paths first, so that none is charged
+        the imports (seconds: torch.optim pulls in torch._dynamo) another run made before its profiler started."""
+        return [*self.attrs, *self.overrides, *self.noops]
+
     def to_json(self) -> dict:
         """What the child runner reads (it does not import the analyzers)."""
         d = asdict(self)
