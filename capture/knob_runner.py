@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gzip
 import importlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -114,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.profile:
             with _context(knob, device):
                 capture_script(str(script), args, Path(a.profile), device=device)
+            repair_names(Path(a.profile))
             result["trace"] = a.profile
         else:
             result["wall_ns"] = _timed(script, args, knob, device)
@@ -124,6 +127,33 @@ def main(argv: list[str] | None = None) -> int:
         result["failed"] = f"{type(e).__name__}: {e}".splitlines()[0]
     Path(a.result).write_text(json.dumps(result))
     return 3 if "failed" in result else 0
+
+
+# One field per line, as Kineto writes it: `    "name": "<text>",`
+_NAME_LINE = re.compile(rb'^(\s*"name": ")(.*)(",?)$', re.M)
+
+
+def repair_names(trace: Path) -> int:
+    """Escape the quotes Kineto left raw in an event's name; returns how many names it mended.
+
+    torch's Python tracer sometimes names a frame with stale text (`_cupti_monitor.py(0): <the first line of
+    another file>`, seen under torch 2.13 on the CPU); when that text holds a `"`, the exported JSON does not
+    parse, and the run's trace would be lost. Only a name line with an unescaped quote inside is touched."""
+    raw = gzip.decompress(trace.read_bytes())
+    mended = 0
+
+    def fix(m: re.Match) -> bytes:
+        nonlocal mended
+        inner = m.group(2)
+        if not re.search(rb'(?<!\\)"', inner):
+            return m.group(0)
+        mended += 1
+        return m.group(1) + re.sub(rb'(?<!\\)"', rb'\\"', inner) + m.group(3)
+
+    fixed = _NAME_LINE.sub(fix, raw)
+    if mended:
+        trace.write_bytes(gzip.compress(fixed, compresslevel=6))
+    return mended
 
 
 def _after_dashes(rest: list[str]) -> list[str]:

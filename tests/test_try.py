@@ -200,3 +200,19 @@ def test_try_prints_the_table_as_text_and_markdown(capsys, tmp_path):
     code, out, _ = run(capsys, "try", "--repeats", "1", "--device", "cpu", "--out", str(tmp_path / "o2"),
                        "--max-runs", "2", "--db", str(tmp_path / "log.sqlite3"), "--format", "markdown", str(script))
     assert code == 0 and "| knob | the change in your code |" in out
+
+
+def test_a_frame_name_with_raw_quotes_is_mended_so_the_runs_trace_parses(tmp_path):
+    import gzip
+
+    from tracetriage.capture.knob_runner import repair_names
+
+    # as torch 2.13's Python tracer wrote it on the CPU: a stale line of source as a frame's name
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(b'{"traceEvents": [\n  {\n    "ph": "X",\n    "name": "torch/profiler/_cupti_monitor'
+                                b'.py(0): """",\n    "pid": 1\n  },\n  {\n    "name": "ok \\"quoted\\"",\n'
+                                b'    "pid": 2\n  }\n]}\n'))
+    assert repair_names(p) == 1
+    names = [e["name"] for e in json.loads(gzip.decompress(p.read_bytes()))["traceEvents"]]
+    assert names == ['torch/profiler/_cupti_monitor.py(0): """', 'ok "quoted"']
+    assert repair_names(p) == 0
