@@ -3,8 +3,9 @@
 A knob is proposed when the catalogue says how to turn it from outside (levers/outside.py) and either
 1. its lever predicts a saving of at least the report's LEVER_FLOOR of the traced span (the report's own bar
    for an experiment worth naming), or
-2. no lever prices it on this trace (a CPU trace has no GPU timeline to replay; cuDNN's benchmark mode has no
-   lever) and the trace holds what it acts on (the spec's probe): measured only, predicted nothing.
+2. no lever can price it (a CPU trace has no GPU timeline to replay; cuDNN's benchmark mode has no lever) and the
+   trace holds what it acts on (the spec's probe): measured only, predicted nothing. A lever that replayed this
+   trace and found nothing to act on proposes nothing.
 A knob that only means something on a GPU is not run on a machine without one; it is listed apart.
 """
 from __future__ import annotations
@@ -63,7 +64,7 @@ def propose(a: Analysis, has_gpu: bool) -> tuple[list[Proposal], list[Outside]]:
             unprof = a.levers.unprofiled_ratio(a.trace, c.lever, c.only) if a.levers is not None else None
             out.append(Proposal(o, c.lever, _change(e, c.assumption), _source(a, e.lever), saving,
                                 1 - unprof if unprof is not None else None))
-        elif (c is None or not o.priced) and o.probe and probe_hits(o, names):
+        elif (a.levers is None or not e.lever or not o.priced) and o.probe and probe_hits(o, names):
             why = "no GPU timeline to replay" if a.levers is None else "no lever prices it"
             out.append(Proposal(o, None, _change(e, None), None, None, None, why_unpriced=why))
     return out, gpu_only
