@@ -216,3 +216,27 @@ def test_a_frame_name_with_raw_quotes_is_mended_so_the_runs_trace_parses(tmp_pat
     names = [e["name"] for e in json.loads(gzip.decompress(p.read_bytes()))["traceEvents"]]
     assert names == ['torch/profiler/_cupti_monitor.py(0): """', 'ok "quoted"']
     assert repair_names(p) == 0
+
+
+KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
+
+
+def test_on_an_h200_trace_of_fp32_matmuls_try_proposes_tf32_and_bf16_with_their_predictions_largest_first():
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.trial.plan import propose
+
+    proposals, gpu_only = propose(analyze_file(KNOBS / "tf32_mlp_train--before.json.gz"), has_gpu=True)
+    assert [p.key for p in proposals] == ["allow_tf32", "autocast_bf16"] and gpu_only == []
+    assert all(p.predicted is not None and p.predicted >= 0.03 for p in proposals)
+    assert proposals[0].predicted >= proposals[1].predicted
+    assert proposals[0].change.startswith("torch.backends.cuda.matmul.allow_tf32 = True")
+
+
+def test_a_knob_no_lever_prices_is_proposed_only_where_the_trace_holds_what_it_acts_on():
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.trial.plan import propose
+
+    convs, _ = propose(analyze_file(KNOBS / "autocast_resnet_train--before.json.gz"), has_gpu=True)
+    assert [(p.key, p.predicted, p.why_unpriced) for p in convs] == [("cudnn_benchmark", None, "no lever prices it")]
+    gemms, _ = propose(analyze_file(KNOBS / "tf32_mlp_train--before.json.gz"), has_gpu=True)
+    assert "cudnn_benchmark" not in [p.key for p in gemms] and "empty_cache_noop" not in [p.key for p in gemms]

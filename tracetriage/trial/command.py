@@ -89,6 +89,8 @@ def try_script(script: str, args: list[str], o: Options) -> Result:
     # 1. the first capture
     if o.trace is None:
         first = runs.run_one(NONE, script, args, out, True, 0, budget, device)
+        if first.cut:
+            raise TryError(f"the --timeout budget ran out during the first capture, before any knob ({out})")
         if first.failed or first.trace is None:
             raise TryError(f"your script fails as it is, before any knob: {first.failed}")
         before.append(first)
@@ -116,6 +118,8 @@ def try_script(script: str, args: list[str], o: Options) -> Result:
             done += 1
             _progress(o, done, total, knob.key, prof, i)
             r = runs.run_one(knob, script, args, out, prof, i, budget, device)
+            if r.cut:
+                raise runs.BudgetSpent()
             if row is None:
                 if r.failed:
                     raise TryError(f"your script failed without any knob on run {i + 1}: {r.failed}")

@@ -67,6 +67,8 @@ def propose(a: Analysis, has_gpu: bool) -> tuple[list[Proposal], list[Outside]]:
         elif (a.levers is None or not e.lever or not o.priced) and o.probe and probe_hits(o, names):
             why = "no GPU timeline to replay" if a.levers is None else "no lever prices it"
             out.append(Proposal(o, None, _change(e, None), None, None, None, why_unpriced=why))
+    # the budget goes first to the knobs with a prediction to check, the largest saving first
+    out.sort(key=lambda p: (p.predicted is None, -(p.predicted or 0.0)))
     return out, gpu_only
 
 

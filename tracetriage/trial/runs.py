@@ -27,6 +27,7 @@ class Run:
     wall_ns: int | None = None      # unprofiled: the script's run
     trace: str | None = None        # profiled: the trace written
     failed: str | None = None       # one line: what went wrong
+    cut: bool = False               # killed at the end of the --timeout budget: not the knob's failure
 
 
 class BudgetSpent(Exception):
@@ -79,7 +80,7 @@ def run_one(o: Outside, script: str, args: list[str], out: Path, profiled: bool,
             subprocess.run(command(o, script, args, result, trace, device), env=env, stdout=log, stderr=log,
                            timeout=limit, check=False)
         except subprocess.TimeoutExpired:      # (subprocess.run killed it)
-            return Run(o.key, profiled, index, failed=f"ran past the --timeout budget ({limit:.0f} s left)")
+            return Run(o.key, profiled, index, cut=True)
     if not result.exists():
         return Run(o.key, profiled, index, failed=f"the child died without a result (see {out / (stem + '.log')})")
     r = json.loads(result.read_text())

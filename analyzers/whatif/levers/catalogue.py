@@ -11,7 +11,10 @@ allocator, CUDA graphs, lazy loading) and the DataLoader's (docs/stable/data). d
     seen     what in a trace shows the knob applies, when no lever predicts it ("" where the lever says it)
     unseen   why a trace cannot show it (or cannot price it), when neither
     outside  how `tracetriage try` applies it without editing the user's code (levers/outside.py); None: it
-             needs an edit (the model converted, a sync taken out of the loop, a tensor made elsewhere)
+             needs an edit (the model converted, a sync taken out of the loop, a tensor made elsewhere).
+             CUDA_MODULE_LOADING=EAGER has none: a script is profiled from its first line, so eager loading
+             moves no set-up out of the window, and on the H200 it made whole scripts 1.5-4x slower (it loads
+             every kernel module torch ships at start)
 """
 from __future__ import annotations
 
@@ -81,7 +84,8 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="the algorithm cuDNN would pick with benchmarking is not in a trace made without it; its "
                  "saving can only be measured (with it on, the first call of each shape shows the trials)",
           outside=Outside("cudnn_benchmark", "torch.backends.cudnn.benchmark = True before the script runs",
-                          attrs={"torch.backends.cudnn.benchmark": True}, gpu_only=True, probe=("cudnn", "conv"))),
+                          attrs={"torch.backends.cudnn.benchmark": True}, gpu_only=True,
+                          probe=("aten::cudnn_convolution", "aten::convolution"))),
     Entry(TUNING, "avoid unnecessary CPU-GPU synchronization", "drop .item()/.cpu()/print(t) from the loop",
           lever="remove_syncs"),
     Entry(TUNING, "create tensors directly on the target device", "torch.rand(size, device='cuda')",
@@ -128,14 +132,12 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(CUDA, "the caching allocator: no empty_cache in the loop", "drop torch.cuda.empty_cache()",
           lever="remove_syncs",
           outside=Outside("empty_cache_noop", "torch.cuda.empty_cache made a no-op", noops=("torch.cuda.empty_cache",),
-                          gpu_only=True, probe=("cudaFree",), priced=False)),
+                          gpu_only=True, probe=("): empty_cache",), priced=False)),
     Entry(CUDA, "the caching allocator: expandable segments",
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
           seen="cudaMalloc/cudaFree calls after warm-up (allocator growth, kept apart as set-up)",
           unseen="no lever: fragmentation is not in the trace, only the calls it causes"),
-    Entry(CUDA, "lazy loading of CUDA modules", "CUDA_MODULE_LOADING=EAGER for profiling", lever="warm_up",
-          outside=Outside("eager_module_loading", "CUDA_MODULE_LOADING=EAGER in the child's environment",
-                          env={"CUDA_MODULE_LOADING": "EAGER"}, gpu_only=True)),
+    Entry(CUDA, "lazy loading of CUDA modules", "CUDA_MODULE_LOADING=EAGER for profiling", lever="warm_up"),
     Entry(CUDA, "cuFFT plan cache", "torch.backends.cuda.cufft_plan_cache.max_size",
           unseen="plan creation is host time inside the FFT op with no event of its own"),
     # --- DataLoader ------------------------------------------------------------------------------------------
