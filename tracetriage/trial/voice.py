@@ -24,6 +24,7 @@ VERDICT_WORDS = {
     Verdict.SLOWER: "made it slower",
     Verdict.MEASURED_ONLY: "measured only (nothing predicted): it saved time",
     Verdict.NOT_RUN: "not run",
+    Verdict.FAILED: "failed",
 }
 
 HEADER = ("knob", "the change in your code", "predicted (profiled / unprofiled)", "measured (profiled / unprofiled)",
@@ -55,6 +56,8 @@ def predicted_words(r: Row) -> str:
 def verdict_words(r: Row) -> str:
     if r.failed is not None:
         return f"failed with {r.failed}"
+    if r.verdict is Verdict.NOT_RUN and r.verdict_unprofiled is not Verdict.NOT_RUN:
+        return f"{VERDICT_WORDS[r.verdict_unprofiled]} (unprofiled runs only)"
     if r.stopped and r.verdict is Verdict.NOT_RUN:
         return f"not run: {r.stopped}"
     return VERDICT_WORDS[r.verdict]
