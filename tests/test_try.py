@@ -193,7 +193,7 @@ def test_try_prints_the_table_as_text_and_markdown(capsys, tmp_path):
                          "--max-runs", "3", "--db", str(tmp_path / "log.sqlite3"), str(script))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith(f"tracetriage try {script}: 2 knobs turned without editing your code, on the CPU")
+    assert lines[0].startswith(f"tracetriage try {script}: 2 knobs to turn without editing your code, on the CPU")
     assert lines[1].split()[:2] == ["knob", "the"]
     assert "Stopped early: the --max-runs/--timeout budget was spent" in out
     assert "Only mean something on a GPU, so not run here: allow_tf32" in out

@@ -96,7 +96,7 @@ def markdown(res: Result) -> str:
 
 def head_line(res: Result) -> str:
     n, k = len(res.rows), res.repeats
-    return (f"tracetriage try {res.script}: {n} knob{'s' if n != 1 else ''} turned without editing your code, on "
+    return (f"tracetriage try {res.script}: {n} knob{'s' if n != 1 else ''} to turn without editing your code, on "
             f"{res.device_words}, {k} profiled and {k} unprofiled run{'s' if k != 1 else ''} each (a saving is a "
             "minus; the spread is the runs' range)")
 
@@ -114,8 +114,9 @@ def foot_lines(res: Result) -> list[str]:
     out.append(f"Within the noise: the prediction inside the measured spread widened by {100 * NOISE_FLOOR:.0f}% "
                "of the span.")
     if res.logged:
-        out.append(f"{len(res.logged)} measured runs went into the prediction log as calibration rows "
-                   "(tracetriage predictions).")
+        n = len(res.logged)
+        out.append(f"{n} measured run{'s' if n != 1 else ''} went into the prediction log as calibration "
+                   f"row{'s' if n != 1 else ''} (tracetriage predictions).")
     out.append(f"Traces: before {res.before_trace}; after in {res.out}/ (tracetriage diff BEFORE AFTER on each pair).")
     if res.stopped:
         out.append(f"Stopped early: {res.stopped}; the runs done are kept above.")
