@@ -46,7 +46,7 @@ def capture_script(path: str, args: list[str], out_path: Path, device: str | Non
     try:
         def run_once():
             with torch.profiler.record_function(f"script:{script.name}"):
-                _run_as_main(script)
+                run_as_main(script)
         stack = choose(stacks)
         record(run_once, device=device, steps=1, out_path=out_path, with_stack=stack.on)
     finally:
@@ -55,7 +55,7 @@ def capture_script(path: str, args: list[str], out_path: Path, device: str | Non
     return stack
 
 
-def _run_as_main(script: Path) -> None:
+def run_as_main(script: Path) -> None:
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:

@@ -33,6 +33,7 @@ from tracetriage.drills.words import (
     prediction_first,
     prediction_note,
     prediction_recorded,
+    quantity_calibration,
     range_row,
     repeats_header,
     repeats_row,
@@ -353,6 +354,7 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
         _json({"db": str(log.path), "quantities": {q.name: {"unit": q.unit, "doc": q.doc, "range": q.range_words()}
                                                       for q in QUANTITIES.values()},
                "predictions": [{**r, "ratio": pr.ratio(r)} for r in rows], "calibration": cal.to_dict(),
+               "calibration_by_quantity": {q: c.to_dict() for q, c in pr.calibration_by_quantity(rows).items()},
                "attempts": attempts, "problems": problems})
         return 0
     from rich.table import Table
@@ -368,6 +370,10 @@ def predictions(as_json: bool, db: str | None, measure: list[str] | None, baseli
     con = _console()
     con.print(t)
     con.print(calibration(cal.measured, cal.median_ratio, cal.within_2x))
+    per = pr.calibration_by_quantity(rows)
+    if len(per) > 1:
+        for q, c in per.items():
+            con.print(quantity_calibration(q, c.measured, c.median_ratio, c.within_2x), markup=False)
     for w in cal.worst:
         con.print(worst_miss(w["id"], w["quantity"], w["predicted"], w["measured"], w["why"]), markup=False)
     con.print(attempts_line(len(attempts), mean))

@@ -224,6 +224,15 @@ def calibration(rows: list[dict]) -> Calibration:
     return Calibration(len(ratios), round(statistics.median(ratios), 4), round(within, 4), worst)
 
 
+def calibration_by_quantity(rows: list[dict]) -> dict[str, Calibration]:
+    """The calibration of each quantity on its own: per what-if lever (`<lever>_ratio`), how the replay's
+    predictions measured up (tracetriage try logs each measured run of a knob as one row)."""
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["quantity"], []).append(r)
+    return {q: c for q, rs in out.items() if (c := calibration(rs)).measured}
+
+
 def unit_slip(predicted: float, measured: float | None, unit: str) -> float | None:
     """The factor (1000, 100, 1/1000 ...) by which a prediction misses what the trace measures when it is a step
     of the unit ladder: ms for µs, a percent for a share (idle_share 19 for 0.19), a percent for a ratio or a

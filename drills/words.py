@@ -382,6 +382,11 @@ def calibration(n: int, median_ratio: float | None, within_2x: float | None) -> 
             f"{median_ratio:.2f}×, {share(within_2x)} within 2×.")
 
 
+def quantity_calibration(quantity: str, n: int, median_ratio: float | None, within_2x: float | None) -> str:
+    """One quantity's line under the calibration: per what-if lever, how its predictions measured up."""
+    return f"  {quantity}: {n} measured, median measured/predicted {median_ratio:.2f}×, {share(within_2x)} within 2×."
+
+
 def attempts_line(n: int, mean: float | None) -> str:
     return f"Drill attempts: {n}" + (f", mean score {100 * mean:.0f}/100." if n else ".")
 

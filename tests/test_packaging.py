@@ -52,7 +52,10 @@ def test_every_file_beside_the_code_is_declared_data_so_a_wheel_carries_it():
     for package in sorted(_packages_on_disk()):
         top, *rest = package.split(".", 2)[:2] if package.count(".") else (package,)
         name = ".".join([top, *rest])
-        folder = ROOT / SETUPTOOLS["package-dir"][name] / Path(*package.split(".")[2:])
+        if name in SETUPTOOLS["package-dir"]:
+            folder = ROOT / SETUPTOOLS["package-dir"][name] / Path(*package.split(".")[2:])
+        else:       # a package inside tracetriage/ itself (tracetriage.trial): under tracetriage's own folder
+            folder = ROOT / SETUPTOOLS["package-dir"][top] / Path(*package.split(".")[1:])
         for f in folder.iterdir():
             if f.is_file() and f.suffix not in (".py", ".pyc"):
                 if not any(f.relative_to(folder).match(glob) for glob in data.get(package, [])):

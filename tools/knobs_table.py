@@ -23,6 +23,8 @@ by hand). **Lever** is the what-if lever that recognises the knob in a trace and
 **predicted by** is the lever's model; **verified on** lists the before/after pairs captured on an H200
 (traces/fixes/knobs, traces/realworld, traces/fixes: 5 profiled and 5 unprofiled runs each; tests check each
 prediction lands in the measured spread ±0.05). A row without a lever says why a trace cannot show or price it.
+**try applies it by** is how `tracetriage try SCRIPT` turns the knob in a child process without editing your code
+(docs/try.md); "—": it needs an edit.
 
 The one-line knobs (a lever with a `knob`) are ranked first in the report's Next when the trace shows they
 apply and they predict at least 3% of the span; a bigger change that would save more follows as "then".
@@ -33,8 +35,8 @@ ceilings beside the trace first, else the datasheet).
 This file is written by `python -m tools.knobs_table > docs/knobs.md` from
 `analyzers/whatif/levers/catalogue.py`; a test checks they agree.
 
-| guide | knob | the change | lever | recognised by | predicted by | verified on |
-| --- | --- | --- | --- | --- | --- | --- |
+| guide | knob | the change | lever | recognised by | predicted by | verified on | try applies it by |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 """
 
 
@@ -54,6 +56,14 @@ def _cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def _outside(e) -> str:
+    o = e.outside
+    if o is None:
+        return "—"
+    marks = [m for m, on in (("changes numerics", o.numerics), ("GPU only", o.gpu_only)) if on]
+    return f"`{o.key}`: {o.how}" + (f" ({', '.join(marks)})" if marks else "")
+
+
 def table() -> str:
     caps = _captures()
     rows = []
@@ -69,7 +79,7 @@ def table() -> str:
         if not spec:
             model = "— " + e.unseen if e.unseen else "—"
         rows.append("| " + " | ".join(_cell(x) for x in (e.guide, e.knob, f"`{e.change}`", lever, seen or "—",
-                                                          model, verified or "—")) + " |")
+                                                          model, verified or "—", _outside(e))) + " |")
     return HEAD + "\n".join(rows) + "\n"
 
 

@@ -563,6 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _drill_parsers(sub)
     _dashboard_commands(sub)
+    from tracetriage.trial.cli import add_parser as add_try  # `try SCRIPT`: tracetriage/trial
+
+    add_try(sub)
     return ap
 
 

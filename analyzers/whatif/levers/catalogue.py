@@ -10,10 +10,17 @@ allocator, CUDA graphs, lazy loading) and the DataLoader's (docs/stable/data). d
     lever    the registry's lever that recognises the knob in a trace and predicts its saving ("" for none)
     seen     what in a trace shows the knob applies, when no lever predicts it ("" where the lever says it)
     unseen   why a trace cannot show it (or cannot price it), when neither
+    outside  how `tracetriage try` applies it without editing the user's code (levers/outside.py); None: it
+             needs an edit (the model converted, a sync taken out of the loop, a tensor made elsewhere).
+             CUDA_MODULE_LOADING=EAGER has none: a script is profiled from its first line, so eager loading
+             moves no set-up out of the window, and on the H200 it made whole scripts 1.5-4x slower (it loads
+             every kernel module torch ships at start)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tracetriage.analyzers.whatif.levers.outside import Outside
 
 TUNING = "Performance Tuning Guide"
 COMPILE = "torch.compile troubleshooting / performance"
@@ -29,6 +36,7 @@ class Entry:
     lever: str = ""
     seen: str = ""
     unseen: str = ""
+    outside: Outside | None = None
 
 
 CATALOGUE: tuple[Entry, ...] = (
@@ -43,7 +51,11 @@ CATALOGUE: tuple[Entry, ...] = (
           seen="a bias add (aten::add_ / cudnn's bias epilogue) between a convolution and a batch norm",
           unseen="no lever: the bias add is one small memory-bound kernel per layer, under the replay's error"),
     Entry(TUNING, "use parameter.grad = None instead of zero_grad()", "optimizer.zero_grad(set_to_none=True)",
-          lever="grads_to_none"),
+          lever="grads_to_none",
+          outside=Outside("zero_grad_to_none", "zero_grad(set_to_none=True) forced on every optimizer and module",
+                          overrides={"torch.optim.Optimizer.zero_grad": {"set_to_none": True},
+                                     "torch.nn.Module.zero_grad": {"set_to_none": True}},
+                          probe=("aten::zero_", "aten::_foreach_zero_"))),
     Entry(TUNING, "fuse operations (pointwise)", "torch.compile(fn)", lever="fuse"),
     Entry(TUNING, "channels_last memory format for computer vision models",
           "model.to(memory_format=torch.channels_last)", lever="channels_last"),
@@ -55,15 +67,25 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="no lever: anomaly mode's cost is host time inside each op with no event of its own"),
     # --- Performance Tuning Guide: GPU ---------------------------------------------------------------------
     Entry(TUNING, "enable Tensor Cores: TF32 for fp32 matmuls",
-          "torch.backends.cuda.matmul.allow_tf32 = True", lever="allow_tf32"),
+          "torch.backends.cuda.matmul.allow_tf32 = True", lever="allow_tf32",
+          outside=Outside("allow_tf32", "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn."
+                          "allow_tf32 = True before the script runs",
+                          attrs={"torch.backends.cuda.matmul.allow_tf32": True,
+                                 "torch.backends.cudnn.allow_tf32": True},
+                          numerics=True, gpu_only=True)),
     Entry(TUNING, "use mixed precision and AMP", "with torch.autocast('cuda', dtype=torch.bfloat16):",
-          lever="autocast_bf16"),
+          lever="autocast_bf16",
+          outside=Outside("autocast_bf16", "the whole script run under torch.autocast(device, dtype=torch.bfloat16)",
+                          autocast="bfloat16", numerics=True, gpu_only=True)),
     Entry(TUNING, "use CUDA Graphs", "torch.cuda.graph(g) / torch.compile(mode='reduce-overhead')",
           lever="cuda_graphs"),
     Entry(TUNING, "enable the cuDNN auto-tuner", "torch.backends.cudnn.benchmark = True",
           seen="cuDNN convolution kernels (the latency regime's advice names it)",
           unseen="the algorithm cuDNN would pick with benchmarking is not in a trace made without it; its "
-                 "saving can only be measured (with it on, the first call of each shape shows the trials)"),
+                 "saving can only be measured (with it on, the first call of each shape shows the trials)",
+          outside=Outside("cudnn_benchmark", "torch.backends.cudnn.benchmark = True before the script runs",
+                          attrs={"torch.backends.cudnn.benchmark": True}, gpu_only=True,
+                          probe=("aten::cudnn_convolution", "aten::convolution"))),
     Entry(TUNING, "avoid unnecessary CPU-GPU synchronization", "drop .item()/.cpu()/print(t) from the loop",
           lever="remove_syncs"),
     Entry(TUNING, "create tensors directly on the target device", "torch.rand(size, device='cuda')",
@@ -108,7 +130,9 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(CUDA, "asynchronous execution: streams", "torch.cuda.Stream() for independent work",
           lever="async_copies", seen="copies and compute serialised on one stream; overlap_comm for collectives"),
     Entry(CUDA, "the caching allocator: no empty_cache in the loop", "drop torch.cuda.empty_cache()",
-          lever="remove_syncs"),
+          lever="remove_syncs",
+          outside=Outside("empty_cache_noop", "torch.cuda.empty_cache made a no-op", noops=("torch.cuda.empty_cache",),
+                          gpu_only=True, probe=("): empty_cache",), priced=False)),
     Entry(CUDA, "the caching allocator: expandable segments",
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
           seen="cudaMalloc/cudaFree calls after warm-up (allocator growth, kept apart as set-up)",
@@ -117,16 +141,26 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(CUDA, "cuFFT plan cache", "torch.backends.cuda.cufft_plan_cache.max_size",
           unseen="plan creation is host time inside the FFT op with no event of its own"),
     # --- DataLoader ------------------------------------------------------------------------------------------
-    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work"),
+    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work",
+          outside=Outside("dataloader_workers", "DataLoader(..., num_workers=4) forced",
+                          overrides={"torch.utils.data.DataLoader": {"num_workers": 4}},
+                          probe=("enumerate(DataLoader)",))),
     Entry(DATA, "pin_memory", "DataLoader(pin_memory=True) and .to(device, non_blocking=True)",
-          lever="async_copies"),
+          lever="async_copies",
+          outside=Outside("pin_memory", "DataLoader(..., pin_memory=True) forced (the .to(non_blocking=True) stays "
+                          "yours to add)", overrides={"torch.utils.data.DataLoader": {"pin_memory": True}},
+                          gpu_only=True, probe=("enumerate(DataLoader)",))),
     Entry(DATA, "persistent_workers", "DataLoader(persistent_workers=True)", lever="warm_up",
           seen="worker start-up at each epoch's first next() (enumerate(DataLoader) host stretches)"),
     Entry(DATA, "prefetch_factor", "DataLoader(prefetch_factor=4)", lever="no_host_work",
           seen="next() waits in enumerate(DataLoader) that recur although workers exist"),
     # --- past the guides: faster paths PyTorch ships for what users write by hand ----------------------------
     Entry("past the guides", "multi-tensor / fused optimizer", "torch.optim.AdamW(params, fused=True)",
-          lever="fused_optimizer"),
+          lever="fused_optimizer",
+          outside=Outside("fused_adamw", "torch.optim.AdamW/Adam(..., fused=True, foreach=None) forced",
+                          overrides={"torch.optim.AdamW": {"fused": True, "foreach": None},
+                                     "torch.optim.Adam": {"fused": True, "foreach": None}},
+                          probe=("Optimizer.step#Adam",))),
     Entry("past the guides", "scaled_dot_product_attention for hand-written attention",
           "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
           seen="aten::bmm/matmul -> softmax -> bmm/matmul on [B, H, S, S] shapes",
@@ -137,3 +171,8 @@ CATALOGUE: tuple[Entry, ...] = (
 
 def entries_for(lever: str) -> list[Entry]:
     return [e for e in CATALOGUE if e.lever == lever]
+
+
+def from_outside() -> list[Entry]:
+    """The knobs `tracetriage try` can turn without editing code, in the catalogue's order."""
+    return [e for e in CATALOGUE if e.outside is not None]
