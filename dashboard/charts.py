@@ -252,7 +252,7 @@ def paired_timeline(frames, binned: bool, lo: float, hi: float, title: str) -> a
 def idle_by_cause(df: pd.DataFrame) -> alt.LayerChart:
     """Idle time per cause as bars, each with its time and share written at its end."""
     d = df.assign(label=df["cause"].map(words.cause), idle_ms=df["idle_us"] / 1e3,
-                  value=[words.idle_bar_label(u, s) for u, s in zip(df["idle_us"], df["share_of_span"])])
+                  value=[words.idle_bar_label(u, s) for u, s in zip(df["idle_us"], df["share_shown"])])
     y = alt.Y("label:N", sort="-x", title=None)
     bars = alt.Chart(d).mark_bar().encode(
         x=alt.X("idle_ms:Q", title="idle (ms)"), y=y,

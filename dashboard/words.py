@@ -126,8 +126,9 @@ def cause_evidence(c: str, gaps: int, median_gap_us: float, max_gap_us: float, n
     return s + (f"; {', '.join(names)}" if names else "")
 
 
-def idle_bar_label(idle_us: float, share_of_span: float) -> str:
-    return f"{duration_us(idle_us)} ({share(share_of_span)})" if idle_us else ""
+def idle_bar_label(idle_us: float, share_shown: str) -> str:
+    """'1.99 ms (3%)': the share as the Idle line prints it (frames.report.idle_by_cause's share_shown)."""
+    return f"{duration_us(idle_us)} ({share_shown})" if idle_us else ""
 
 
 def regime_cell(regime: str | None) -> str:

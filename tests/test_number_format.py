@@ -245,7 +245,7 @@ def test_the_dashboards_words_write_every_number_in_the_one_format():
     said = [
         dash.upload_too_large("big.json.gz", 1_234_567_890, 1000),
         dash.cause_evidence("launch_overhead", 21919, 38.6, 1551.13, []),
-        dash.idle_bar_label(1_047_700.0, 0.9),
+        dash.idle_bar_label(1_047_700.0, "90%"),
         dash.phase_summary(18_800.0, 17_600.0, 1024, 4096),
         dash.window_caption(22270, 0.0, 1122.7236, 5000, 400),
         dash.ceilings_caption("NVIDIA H200", "datasheet", "bf16", 989.4567, 4800.123, 206.1234),

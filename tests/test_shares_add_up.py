@@ -47,3 +47,18 @@ def test_a_share_that_is_there_is_never_zero_percent():
     # smell-sync-item: 12.5 + 3.8 + 2.2 + 0.85 = 19.35%: the largest keeps its own rounding (the Next says "13% of the
     # span" of the same drains); the launch overhead, rounded up furthest, gives the whole percent back
     assert shares_of_a_whole(0.1935, [0.1251, 0.0381, 0.0218, 0.0085]) == ("19%", ["13%", "3%", "2%", "1%"])
+
+
+def test_the_dashboards_idle_bars_give_each_cause_the_share_the_idle_line_prints():
+    from tracetriage.analyzers.model.verdicts import Cause
+    from tracetriage.analyzers.triage.report import analyze_file
+    from tracetriage.analyzers.voice.common import CAUSE_WORDS
+    from tracetriage.analyzers.voice.report import five_lines
+    from tracetriage.dashboard.frames.report import idle_by_cause
+
+    a = analyze_file(Path(__file__).resolve().parent.parent / "traces" / "smell-sync-item.json.gz")
+    idle_line = five_lines(a)[2]
+    shown = {r.cause: r.share_shown for r in idle_by_cause(a).itertuples() if r.idle_us > 0}
+    assert len(shown) >= 3
+    for cause, pct in shown.items():
+        assert f"{CAUSE_WORDS[Cause(cause)]} {pct}" in idle_line, (cause, pct, idle_line)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tracetriage.analyzers.loading.formats import trace_stem
+from tracetriage.analyzers.model.units import shares_of_a_whole
 from tracetriage.analyzers.model.verdicts import CAUSES, Construct
 from tracetriage.analyzers.triage import timeline
 from tracetriage.analyzers.triage.report import Analysis, analyze_file
@@ -67,7 +68,14 @@ def idle_by_cause(a: Analysis) -> pd.DataFrame:
                      "max_gap_us": e.max_gap_us if e else 0.0,
                      # no gap of this cause: nothing to advise (advice for idle that is not there misleads)
                      "first_experiment": common_words.advice(c, e) if e and e.gaps else ""})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    # the shares as the Idle line prints them (they add up to its idle share): one figure in the CLI and here
+    present = [i for i in sorted(range(len(rows)), key=lambda i: -rows[i]["idle_us"]) if rows[i]["idle_us"] > 0]
+    _, texts = shares_of_a_whole(a.idle_share if a.span_ns else 0.0, [rows[i]["share_of_span"] for i in present])
+    shown = ["0%"] * len(rows)
+    for i, t in zip(present, texts):
+        shown[i] = t
+    return out.assign(share_shown=shown)
 
 
 def gap_count(a: Analysis) -> int:
