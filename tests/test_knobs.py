@@ -174,3 +174,40 @@ def test_a_knob_is_never_the_weeks_waste(kind):
 def test_autocast_that_would_slow_a_host_bound_step_is_not_the_next():
     a, _ = _report("autocast_resnet_train")
     assert a.next_experiment.lever is None or a.next_experiment.lever.lever != "autocast_bf16"
+
+
+def _host_made_copies(tmp_path, size: int) -> Path:
+    """Four steps of `x = torch.zeros(size); x.to("cuda"); y = x @ w` in a synthetic trace, each copy moving 4 MB."""
+    import kineto_factory as kf
+
+    events, corr, t = [], 100, 0
+    for step in range(4):
+        events.append(kf.op("aten::zeros", t, t + 50_000, dims=[[], [], [], [], []],
+                            types=["ScalarList", "", "", "", "Scalar"],
+                            **{"Concrete Inputs": [f"[{size}]", "", "", "", "False"]}))
+        ext = 10 + step
+        events += [kf.op("aten::to", t + 60_000, t + 400_000, ext),
+                   kf.op("aten::copy_", t + 70_000, t + 390_000, ext),
+                   kf.call("cudaMemcpyAsync", t + 80_000, t + 380_000, corr, ext),
+                   kf.gpu("Memcpy HtoD (Pageable -> Device)", t + 100_000, t + 370_000, corr, cat="gpu_memcpy",
+                          bytes=4 * 1_048_576)]
+        events += [kf.op("aten::mm", t + 410_000, t + 430_000, ext + 100),
+                   kf.call("cudaLaunchKernel", t + 412_000, t + 420_000, corr + 1, ext + 100),
+                   kf.gpu("ampere_sgemm_128x64_nn", t + 425_000, t + 900_000, corr + 1)]
+        corr += 2
+        t += 1_000_000
+    return kf.write(tmp_path / f"zeros{size}.json", kf.document(events))
+
+
+def test_a_factory_counts_only_where_its_size_makes_the_copys_bytes(tmp_path):
+    # a torch.zeros made for something else beside a data batch's copy is not what the copy moves (kineto's public
+    # num_workers_4 ResNet trace was told to make its DataLoader batches with torch.randn on the device)
+    from tracetriage.analyzers.whatif.levers.tensors_on_device import factory_numel
+
+    made = whatif.predict(load(_host_made_copies(tmp_path, 1_048_576), use_cache=False), levers=["tensors_on_device"])
+    other = whatif.predict(load(_host_made_copies(tmp_path, 4), use_cache=False), levers=["tensors_on_device"])
+    assert made.lever("tensors_on_device").assumption.count == 4          # 1,048,576 fp32 zeros: the 4 MB copied
+    assert other.lever("tensors_on_device").assumption.count == 0         # 4 zeros: not what a 4 MB copy moves
+    t = load(KNOBS / "device_randn--before.json.gz")
+    randn = next(i for i in range(len(t.ev.name)) if t.name_of(i) == "aten::randn")
+    assert factory_numel(t, randn) == 2048 * 2048

@@ -76,22 +76,61 @@ def _top_level_ops(c: Context) -> tuple[np.ndarray, np.ndarray]:
     return ops[top], key[top]
 
 
-def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray) -> list[int]:
+def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbytes: int) -> list[int]:
     """The factory ops whose tensors the copy (and the copies beside it) move: walking back from the copy's
     outermost op on its thread, past views and other copies, the factories met before any op that computes (a
-    tensor made long before, or from data, is no factory's)."""
+    tensor made long before, or from data, is no factory's). A factory counts only where its recorded size
+    makes this copy's bytes exactly (numel x 1, 2, 4 or 8 bytes): a `torch.zeros` made for something else beside
+    a DataLoader batch's copy is not what the copy moves (kineto's num_workers_4 ResNet trace was told to make
+    its batches with torch.randn on the device)."""
     ev, tr = c.trace.ev, c.trace
     k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
     mine = tops[keys == k]
     j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
-    found = []
+    found, sized = [], False
     for row in mine[max(j - LOOK_BACK, 0):j][::-1].tolist():
         name = tr.name_of(row)
         if is_factory(name):
             found.append(row)
+            n = factory_numel(tr, row)
+            sized = sized or (n is not None and n > 0 and nbytes in (n, 2 * n, 4 * n, 8 * n))
         elif not name.startswith(PASS_THROUGH):
             break
-    return found
+    return found if sized else []
+
+
+def factory_numel(tr, row: int) -> int | None:
+    """How many elements a factory op made, from what the profiler recorded of its arguments (record_shapes, torch
+    2.1+ "Concrete Inputs"): the size list of randn/zeros/ones/full/randint, arange's (start, end, step), eye's n
+    (and m), randperm's n, tril/triu's input; None where the trace does not say."""
+    dims, types, concrete = tr.shapes(row)
+    name = tr.name_of(row)
+    if name.startswith(("aten::tril", "aten::triu")) and dims and dims[0]:
+        return int(np.prod(dims[0]))
+    if not concrete or not types:
+        return None
+    for t, v in zip(types, concrete):
+        if t == "ScalarList" and isinstance(v, str) and v.startswith("["):
+            try:
+                return int(np.prod([int(x) for x in v.strip("[]").split(",") if x.strip()]))
+            except ValueError:
+                return None
+    nums = []
+    for t, v in zip(types, concrete):
+        if t == "Scalar" and isinstance(v, str) and v not in ("", "False", "True"):
+            try:
+                nums.append(float(v))
+            except ValueError:
+                pass
+    if name.startswith("aten::arange") and nums:
+        start, end, step = (0.0, nums[0], 1.0) if len(nums) == 1 else (nums[0], nums[1], nums[2] if len(nums) > 2
+                                                                        else 1.0)
+        return max(int(np.ceil((end - start) / step)), 0) if step else None
+    if name.startswith("aten::eye") and nums:
+        return int(nums[0] * (nums[1] if len(nums) > 1 else nums[0]))
+    if name.startswith("aten::randperm") and nums:
+        return int(nums[0])
+    return None
 
 
 def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
@@ -112,7 +151,7 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
         op = int(c.trace.op_of[g.c_row[call]])
         if op == NONE:
             continue
-        made = _made_for(c, op, tops, keys)
+        made = _made_for(c, op, tops, keys, int(g.g_nbytes[row]))
         if not made:
             continue
         mine = np.flatnonzero(c_key == c_key[call])     # the thread's calls, in start order
