@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from tracetriage.analyzers.model.units import gbps
+from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
 
 _PREDICTED = re.compile(r"\(predicted ([−+]?)(\d+)%")
 _WASTE = re.compile(r"Would waste the week: (.*)$")
@@ -181,9 +182,11 @@ def _no_graphs_for_graphs(nxt: str, out: dict) -> list[str]:
 
 
 def compiled_already(framework: list[dict]) -> bool:
-    """The trace runs torch.compile's code: a compiled region, or the backward of a compiled function."""
-    return any(x["construct"] == "compiled" or any("CompiledFunction" in n for n in x.get("names", ()))
-               for x in framework)
+    """The idle sits in torch.compile's code: compiled regions and compiled functions' backward hold at least
+    COMPILED_IDLE_SHARE of it (the report's own rule, voice.report._compiled_already)."""
+    return sum(x.get("idle_share", 0.0) for x in framework
+               if x["construct"] == "compiled" or any("CompiledFunction" in n for n in x.get("names", ()))) \
+        >= COMPILED_IDLE_SHARE
 
 
 def _no_compile_for_compiled(nxt: str, out: dict) -> list[str]:

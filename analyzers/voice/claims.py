@@ -7,6 +7,10 @@ from __future__ import annotations
 from tracetriage.analyzers.model.units import saving_pct
 from tracetriage.analyzers.voice.common import cheaper_precisions
 
+# The share of the idle inside torch.compile's code (compiled regions, compiled functions' backward) from which a
+# trace is "compiled already": its launch-overhead Next is CUDA graphs, never "torch.compile to fuse" (issue 32).
+COMPILED_IDLE_SHARE = 0.25
+
 
 def waste_prediction(saving_ns: float, baseline_ns: float) -> str:
     """The "would waste the week" lever's prediction: 'predicted −7%' when it saves, 'predicted to slow the run

@@ -26,7 +26,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
-from tracetriage.analyzers.voice.claims import only_predicts, waste_prediction
+from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, waste_prediction
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -177,10 +177,15 @@ def _dataloader_workers_on(a: Analysis) -> bool:
 
 
 def _compiled_already(a: Analysis) -> bool:
-    """The trace runs torch.compile's code: a compiled region, or a compiled function's backward (output.claims
-    checks the same on the JSON)."""
-    return bool(a.framework) and any(x.construct is Construct.COMPILED or any("CompiledFunction" in n for n in x.names)
-                                     for x in a.framework.constructs)
+    """The idle sits in torch.compile's code: compiled regions and compiled functions' backward hold at least
+    COMPILED_IDLE_SHARE of it (output.claims checks the same on the JSON; a vLLM trace with one small compiled
+    region and 89% of its idle in eager module forwards is not "compiled already")."""
+    fw = a.framework
+    if not fw or not fw.idle_ns:
+        return False
+    held = sum(x.idle_ns for x in fw.constructs
+               if x.construct is Construct.COMPILED or any("CompiledFunction" in n for n in x.names))
+    return held >= COMPILED_IDLE_SHARE * fw.idle_ns
 
 
 def _warmup_why(a: Analysis) -> str:
