@@ -36,6 +36,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from tracetriage.analyzers.model.span import span_of_events
 from tracetriage.analyzers.whatif.levers import (
     ASYNC_COPIES,
+    AWAITING_PAIR,
     CUDA_GRAPHS,
     KERNELS_2X,
     LEVERS,
@@ -69,12 +70,15 @@ class FixWorkload(Workload):
     iters: int = 8
     levers: ClassVar[tuple[str, ...]] = ()
     about: ClassVar[str] = ""
+    # Each variant measured in a process of its own (capture/realworld.py): for a knob whose effect a process-wide
+    # cache would carry over to the other variants (cuDNN's plan cache is keyed without the benchmark flag).
+    own_process: ClassVar[bool] = False
 
     def __post_init__(self):
-        unknown = [lv for lv in self.levers if lv not in LEVERS]
+        unknown = [lv for lv in self.levers if lv not in LEVERS and lv not in AWAITING_PAIR]
         if unknown:
-            raise ValueError(f"{self.kind} lists {unknown[0]!r}, "
-                             f"which is no lever of tracetriage.analyzers.whatif.levers")
+            raise ValueError(f"{self.kind} lists {unknown[0]!r}, which is no lever of "
+                             f"tracetriage.analyzers.whatif.levers (nor a knob awaiting its pair)")
         if self.fix != BEFORE and self.fix not in self.levers:
             raise ValueError(f"{self.kind} has no {self.fix!r} variant; it has: {', '.join(self.levers)}")
 
@@ -609,11 +613,9 @@ def ratio_spread(after: list[float], before: list[float]) -> dict:
             "min": r[0], "max": r[-1]}
 
 
-def capture_scenario(kind: str, out: Path, *, device: str, reps: int,
-                     scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> dict:
-    """Every variant of one scenario, `reps` profiled windows each, interleaved."""
-    cls = scenarios[kind]
-    wls = {v: cls(device=device, fix=v) for v in [BEFORE, *cls.levers]}
+def measure(wls: dict[str, FixWorkload], out: Path, kind: str, *, reps: int) -> tuple[dict, dict]:
+    """Set up and warm every variant, then `reps` profiled and unprofiled windows each, interleaved; keeps each
+    variant's median-span trace as out/KIND--VARIANT.json.gz. Returns (spans µs, walls ms), lists per variant."""
     for wl in wls.values():
         wl.setup()
         for _ in range(2):
@@ -629,9 +631,14 @@ def capture_scenario(kind: str, out: Path, *, device: str, reps: int,
         for v in wls:  # keep the run whose span is the median one
             med = sorted(range(reps), key=lambda i: spans[v][i])[reps // 2]
             shutil.copy(Path(tmp) / f"{v}-{med}.json.gz", out / f"{kind}--{v}.json.gz")
+    return spans, walls
+
+
+def scenario_result(cls: type[FixWorkload], iters: int, spans: dict, walls: dict) -> dict:
+    """measured.json's entry for one scenario from every variant's spans and walls."""
     return {
         "about": cls.about,
-        "iters": wls[BEFORE].iters,
+        "iters": iters,
         "span_us": {v: _summary(s) for v, s in spans.items()},
         "wall_ms": {v: _summary(s) for v, s in walls.items()},
         "ratio": {v: ratio_spread(spans[v], spans[BEFORE]) for v in cls.levers},
@@ -639,6 +646,15 @@ def capture_scenario(kind: str, out: Path, *, device: str, reps: int,
         # wall_ratio was this plain median before it carried its spread (files from then have only a number)
         "wall_ratio_median": {v: statistics.median(walls[v]) / statistics.median(walls[BEFORE]) for v in cls.levers},
     }
+
+
+def capture_scenario(kind: str, out: Path, *, device: str, reps: int,
+                     scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> dict:
+    """Every variant of one scenario, `reps` profiled windows each, interleaved."""
+    cls = scenarios[kind]
+    wls = {v: cls(device=device, fix=v) for v in [BEFORE, *cls.levers]}
+    spans, walls = measure(wls, out, kind, reps=reps)
+    return scenario_result(cls, wls[BEFORE].iters, spans, walls)
 
 
 def main(argv=None, scenarios: dict[str, type[FixWorkload]] = SCENARIOS) -> int:

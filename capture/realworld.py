@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from tracetriage.capture.realworld_common import RealWorkload, trace_facts
 from tracetriage.capture.realworld_compile import COMPILE_SCENARIOS
 from tracetriage.capture.realworld_generate import GENERATE_SCENARIOS
 from tracetriage.capture.realworld_knobs import KNOB_SCENARIOS
+from tracetriage.capture.realworld_knobs3 import KNOB3_SCENARIOS
 from tracetriage.capture.realworld_vision import VISION_SCENARIOS
 from tracetriage.capture.smells import narrow_mlp
 
@@ -178,7 +180,7 @@ class EmptyCacheEveryStep(RealWorkload):
 
 REALWORLD: dict[str, type[RealWorkload]] = {c.kind: c for c in [
     AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep,
-    *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS,
+    *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS, *KNOB3_SCENARIOS,
 ]}
 
 
@@ -216,8 +218,12 @@ def run(out: Path, *, device: str, reps: int, only: list[str] | None, smoke: boo
             measured_path.write_text(json.dumps(old, indent=1, default=str))
         records: dict[str, dict] = {}
         cls = _keeping(REALWORLD[kind], records, REALWORLD[kind].smoke if smoke else {}, drop)
-        argv = ["--out", str(out), "--device", device, "--reps", str(reps), "--only", kind]
-        fixes.main(argv + ["--merge"] * bool(merge or n), scenarios={kind: cls})
+        if cls.own_process:
+            _in_own_processes(kind, cls, records, out, device=device, reps=reps, smoke=smoke,
+                              merge=bool(merge or n))
+        else:
+            argv = ["--out", str(out), "--device", device, "--reps", str(reps), "--only", kind]
+            fixes.main(argv + ["--merge"] * bool(merge or n), scenarios={kind: cls})
         measured = json.loads(measured_path.read_text())
         res = measured["scenarios"].get(kind)
         if res is None or kind in measured.get("errors", {}):
@@ -229,6 +235,55 @@ def run(out: Path, *, device: str, reps: int, only: list[str] | None, smoke: boo
         measured_path.write_text(json.dumps(measured, indent=1, default=str))
         print(summary_line(kind, res), flush=True)
     return 1 if failed else 0
+
+
+def _in_own_processes(kind: str, cls: type[RealWorkload], records: dict, out: Path, *, device: str, reps: int,
+                      smoke: bool, merge: bool) -> None:
+    """One scenario whose variants each run in a child process of their own (`--child`; its reps interleave
+    profiled and unprofiled windows as capture_scenario's do, but not with the other variants'), its entry
+    added to out/measured.json as fixes.main adds one: a process-wide cache one variant fills cannot serve
+    another."""
+    from tracetriage.capture.harness import device_info, versions
+
+    measured_path = out / "measured.json"
+    result = json.loads(measured_path.read_text()) if merge and measured_path.exists() else {
+        "device": device_info(device), "versions": versions(), "reps": reps, "scenarios": {}, "errors": {}}
+    result.setdefault("errors", {})
+    spans, walls, iters = {}, {}, 0
+    for v in [BEFORE, *cls.levers]:
+        child = [sys.executable, "-m", "tracetriage.capture.realworld", "--child", kind, v, "--out", str(out),
+                 "--device", device, "--reps", str(reps), *(["--smoke"] if smoke else [])]
+        done = subprocess.run(child, check=False)
+        got = out / f"{kind}--{v}.child.json"
+        if done.returncode != 0 or not got.exists():
+            result["errors"][kind] = f"variant {v}: its process exited {done.returncode}"
+            print(f"[FAIL] {kind}: variant {v}'s process exited {done.returncode}", flush=True)
+            break
+        doc = json.loads(got.read_text())
+        got.unlink()
+        spans[v], walls[v], iters, records[v] = doc["spans_us"], doc["walls_ms"], doc["iters"], doc["record"]
+    else:
+        result["scenarios"][kind] = res = fixes.scenario_result(cls, iters, spans, walls)
+        ratios = ", ".join(f"{v} {r['median']:.2f} [{r['p10']:.2f}-{r['p90']:.2f}]" for v, r in res["ratio"].items())
+        print(f"[ok] {kind} (a process a variant): before {res['span_us'][BEFORE]['median']:.0f} µs; {ratios}",
+              flush=True)
+    measured_path.write_text(json.dumps(result, indent=1, default=str))
+
+
+def child(kind: str, variant: str, out: Path, *, device: str, reps: int, smoke: bool) -> int:
+    """`--child KIND VARIANT`: one variant of one scenario measured in this process; its median trace and
+    out/KIND--VARIANT.child.json (spans, walls, iters, the workload's record) for the parent to combine."""
+    from tracetriage.capture.realworld_common import warm_gpu
+
+    out.mkdir(parents=True, exist_ok=True)
+    records: dict[str, dict] = {}
+    cls = _keeping(REALWORLD[kind], records, REALWORLD[kind].smoke if smoke else {}, set())
+    wl = cls(device=device, fix=variant)
+    warm_gpu(device)            # clocks up and cuBLAS loaded, as fixes.main does before its first scenario
+    spans, walls = fixes.measure({variant: wl}, out, kind, reps=reps)
+    doc = {"spans_us": spans[variant], "walls_ms": walls[variant], "iters": wl.iters, "record": records[variant]}
+    (out / f"{kind}--{variant}.child.json").write_text(json.dumps(doc, default=str))
+    return 0
 
 
 # --- reading the results back ------------------------------------------------------------------
@@ -314,7 +369,12 @@ def main(argv=None) -> int:
     ap.add_argument("--drop-lever", nargs="*", default=[], help="leave these variants out")
     ap.add_argument("--merge", action="store_true", help="add to the measured.json already in --out")
     ap.add_argument("--summary", nargs="*", type=Path, help="print the summary of measured.json files and exit")
+    ap.add_argument("--child", nargs=2, metavar=("KIND", "VARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        if args.out is None:
+            ap.error("--out is required")
+        return child(*args.child, args.out, device=args.device, reps=args.reps, smoke=args.smoke)
     if args.summary is not None:
         print_summary(args.summary)
         return 0

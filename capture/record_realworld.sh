@@ -7,6 +7,9 @@
 #                                                          cold MLP and GPT-2, recompiles by batch size, GPT-2
 #   OUT=$OUT GROUP=knobs bash capture/record_realworld.sh  the knobs (capture/realworld_knobs.py): TF32, autocast,
 #                                                          channels_last, set_to_none, tensors made on the device
+#   OUT=$OUT GROUP=knobs3 bash capture/record_realworld.sh the knobs of capture/realworld_knobs3.py: SDPA for
+#                                                          hand-written attention, cudnn.benchmark (a process a
+#                                                          variant), inference_mode for an eval with autograd on
 #   OUT=$OUT GROUP=smoke bash capture/record_realworld.sh  every part once, small, reps 1, the parts running side by
 #                                                          side (timings meaningless): a shake-out of GPU-only bugs
 # Run from the repo root. Groups a, b and c run their parts one after another; none starts once BUDGET seconds
@@ -17,13 +20,13 @@
 #   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
 # DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
 set -u
-GROUP=${GROUP:?set GROUP=a, b, c, knobs or smoke}
+GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3 or smoke}
 OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b|knobs|knobs2) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
-  *) echo "GROUP must be a, b, c, knobs, knobs2 or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b|knobs|knobs2|knobs3) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3 or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
@@ -109,6 +112,11 @@ knobs2)     # each knob's third workload: HF GPT-2 from configs, torchvision's m
   part knobs-third 300 $(pairs pairs) --only tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet \
     set_to_none_gpt2 device_labels
   ;;
+knobs3)    # sdpa, cudnn_benchmark, inference_mode: three workloads each
+  part knobs3-sdpa 150 $(pairs pairs) --only sdpa_gpt_train sdpa_vit_infer sdpa_hf_gpt2
+  part knobs3-inference-mode 120 $(pairs pairs) --only inference_mode_gpt2 inference_mode_resnet inference_mode_encoder
+  part knobs3-cudnn-benchmark 240 $(pairs pairs) --only cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext
+  ;;
 smoke)
   # side by side, each writing its own folder. Vision runs first in its process: its DataLoader workers fork
   # before any compile worker pool exists there.
@@ -117,7 +125,8 @@ smoke)
     chain6_large recompile recompile_batch recompile_gpt2 tf32_gemm tf32_mlp_train autocast_mlp_train \
     autocast_resnet_train channels_last_resnet50 channels_last_r18_train set_to_none_wide set_to_none_small \
     device_randn device_masks tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet set_to_none_gpt2 \
-    device_labels &
+    device_labels sdpa_gpt_train sdpa_vit_infer sdpa_hf_gpt2 inference_mode_gpt2 inference_mode_resnet \
+    inference_mode_encoder cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &

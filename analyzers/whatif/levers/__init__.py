@@ -54,6 +54,13 @@ AUTOCAST_BF16 = autocast_bf16.SPEC.name
 CHANNELS_LAST = channels_last.SPEC.name
 GRADS_TO_NONE = grads_to_none.SPEC.name
 TENSORS_ON_DEVICE = tensors_on_device.SPEC.name
+# Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
+# fitted to and checked on, so a fix workload (capture/realworld_knobs.py) may name them as variants. Nothing
+# else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
+SDPA = "sdpa"                          # hand-written softmax(q @ k^T) @ v -> F.scaled_dot_product_attention
+CUDNN_BENCHMARK = "cudnn_benchmark"    # torch.backends.cudnn.benchmark = True
+INFERENCE_MODE = "inference_mode"      # an eval forward with autograd on -> with torch.inference_mode():
+AWAITING_PAIR: tuple[str, ...] = (SDPA, CUDNN_BENCHMARK, INFERENCE_MODE)
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 
