@@ -388,7 +388,9 @@ def test_hf_generate_prefill_and_decode_match_the_tokens_the_host_received(path)
     assert p is not None and p.found_from.value == "shapes"
     assert p.requests == 1 and p.decode.count == truth["new_tokens"] - 1
     assert p.batch == truth["batch"] and p.prompt_tokens == truth["prompt_len"]
-    assert p.ttft_us / 1e3 == pytest.approx(prof["ttft_ms"], rel=0.10)
+    # the first token is home when its device-to-host copy ends: within 2% of the streamer's put (GPT-2 at batch 1
+    # read 8% short when the TTFT ended with the prefill step, cut at the LM head)
+    assert p.ttft_us / 1e3 == pytest.approx(prof["ttft_ms"], rel=0.02)
     assert p.per_token_median_us / 1e3 == pytest.approx(float(np.median(prof["per_token_ms"])), rel=0.05)
     assert p.per_token_p90_us >= p.per_token_median_us
     # static cache compiles decode (a CUDA-graph replay in the Llama runs): said as taken from the structure
