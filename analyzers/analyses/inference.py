@@ -21,8 +21,9 @@ first device-to-host copy issued after the prefill's last matmul (the logits), b
 Where no such copy is in the trace, the end of the prefill step (its first token is ready when its last GPU
 work ends). The step's own end is not the token's: where the repeated sequence is cut (at the LM head of one
 forward, say, when nothing marks a step's start once), a step can end before its token is computed, or after
-the next forward's inputs are prepared (GPT-2 at batch 1 read 8% short). Per-token latency: each decode step's wall, the time it added to
-the timeline (tracetriage.analyzers.analyses.steps: the windows partition it), median and p90 over the decode steps.
+the next forward's inputs are prepared (GPT-2 at batch 1 read 8% short). Per-token latency: each decode step's
+wall, the time it added to the timeline (tracetriage.analyzers.analyses.steps: the windows partition it), median
+and p90 over the decode steps.
 """
 from __future__ import annotations
 
