@@ -470,6 +470,7 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
     if boundary is Boundary.AT_OP:
         pos = _from_the_loops_start(tok, pos)
+        anchor = trace.names[int(tok[pos[0]])]   # the op each step now starts at
     if pos[0] > 0 and _prologue_launches(trace, rows[: pos[0]]):
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
     pos = _split_differing(px, pos)
