@@ -152,6 +152,8 @@ class NextExperiment:
     close_call: LeverChoice | None = None  # a fix predicted within CLOSE_CALL of it, for another cause
     then: LeverChoice | None = None       # the bigger change that would save more, said after the knob in hand
     knob_beside: LeverChoice | None = None  # the knob in hand, said beside a rewrite that saves far more
+    own_fix: "NextExperiment | None" = None   # FIND_STRAGGLER: what this rank's own timeline calls for (its peers
+                                              # set the pace, but the user gets a fix before the multi-rank run)
 
 
 @dataclass(frozen=True)
@@ -516,10 +518,18 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
     return busy * (1.0 - frac) if frac is not None else busy * 0.5
 
 
+# The Next kinds a rank waiting for its peers is given as its own fix beside the straggler: changes in its own code
+# with a replayed prediction (never faster kernels, which the straggler's waste rules out).
+OWN_FIX_KINDS = frozenset({Experiment.CUT_LAUNCHES, Experiment.MOVE_HOST_WORK, Experiment.REMOVE_SYNCS,
+                           Experiment.OVERLAP_COPIES, Experiment.FUSE_OPTIMIZER, Experiment.FUSE,
+                           Experiment.COMPILE_ONCE, Experiment.TURN_KNOB})
+
+
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
-                capture: GraphCapture | None = None, health: Health | None = None) -> NextExperiment:
+                capture: GraphCapture | None = None, health: Health | None = None,
+                collectives: bool = True) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -543,7 +553,12 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                               lever=lever if lever is not None and lever.assumption.count > 0 else None)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
         return NextExperiment(Experiment.PROFILE_REPLAYS, None, capture.share)
-    comm = communication_next(v, span_ns, choices)
+    comm = communication_next(v, span_ns, choices) if collectives else None
+    if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
+        # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
+        own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
+                          collectives=False)
+        return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
