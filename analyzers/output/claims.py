@@ -26,7 +26,8 @@ on the words:
 6. one peak per trace: every peak a line judges against is the peaks' own;
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
 
-A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own.
+A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
+multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
 `check_ranks`, `check_whatif` and `check_diff` do the same for the other outputs. It reads only the JSON
 contract (docs/json.md), like the invariants, so it checks what a user gets. The relations are each a
 function below, named after what they verify.
@@ -66,9 +67,27 @@ def check(out: dict) -> list[str]:
 
 
 def check_ranks(out: dict) -> list[str]:
-    """Each rank's report, and the ranks' own lines: no number rounded to nothing."""
+    """Each rank's report, its wait for a peer the run's, and the ranks' own lines: no number rounded to nothing."""
     bad = [f"rank {r.get('trace', {}).get('rank')}: {p}" for r in out["ranks"] for p in check(r)]
-    return bad + _no_number_rounded_to_nothing(out.get("lines") or [])
+    return bad + _waits_are_the_runs(out) + _no_number_rounded_to_nothing(out.get("lines") or [])
+
+
+def _waits_are_the_runs(out: dict) -> list[str]:
+    """Where every rank's calls are matched (a peer wait per rank), each rank's own report splits its collectives
+    against the fastest rank's same call, as the ranks' lines do: no rank is said to wait for a peer longer than the
+    run says it did (the rank that arrived last at a call waits for nobody in it)."""
+    bad = []
+    for r in out["ranks"]:
+        peer = (r.get("collectives") or {}).get("peer_wait_us")
+        comm = (r.get("regime_detail") or {}).get("communication")
+        if peer is None or not comm:
+            continue
+        if not comm.get("against_peers"):
+            bad.append(f"rank {r['rank']}: its report measures its wait against its own calls, not the run's")
+        elif comm["wait_ns"] / 1e3 > peer + max(1.0, 0.01 * peer):
+            bad.append(f"rank {r['rank']}: its report says {comm['wait_ns'] / 1e3:,.1f} µs waiting for a peer, the "
+                       f"run {peer:,.1f} µs")
+    return bad
 
 
 def check_whatif(out: dict) -> list[str]:

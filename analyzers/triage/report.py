@@ -297,7 +297,10 @@ def _window_for_range(trace: Trace, name: str) -> tuple[int, int]:
     return int(s.min()), int(e.max())
 
 
-def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
+def analyze_trace(trace: Trace, range_name: str | None = None,
+                  peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
+    """One trace's analysis; `peer_transfer_ns`: a rank's collectives measured against every rank of its run
+    (`report DIR`: what the fastest rank's same call took, per call), so its waiting for a peer is the run's."""
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
     window = _window_for_range(trace, range_name) if range_name else None
@@ -323,7 +326,8 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
         if window is not None:
             rows = rows[(ev.end[rows] > window[0]) & (ev.start[rows] < window[1])]
     roof = roof_mod.analyze(trace)
-    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0)
+    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0,
+                              None if range_name else peer_transfer_ns)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
@@ -422,7 +426,8 @@ def _levers_unreadable(trace: Trace) -> bool:
 
 
 def analyze_file(path: str | os.PathLike, range_name: str | None = None,
-                 graph_capture: str | os.PathLike | None = None) -> Analysis:
+                 graph_capture: str | os.PathLike | None = None,
+                 peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
     write one), whose ops the replayed kernels are charged to."""
     from tracetriage.analyzers.loading.graphs import with_capture
@@ -433,7 +438,7 @@ def analyze_file(path: str | os.PathLike, range_name: str | None = None,
         if graph_capture is not None:
             trace = with_capture(trace, load(graph_capture))
         advance("analyse")
-        return analyze_trace(trace, range_name)
+        return analyze_trace(trace, range_name, peer_transfer_ns)
 
 
 # --- prefill / decode ------------------------------------------------------------

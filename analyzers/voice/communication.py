@@ -20,12 +20,15 @@ def bus_phrase(k, line: str = "regime") -> str:
     return f" at {gbps(k.bus_gbps)} bus bandwidth{link}"
 
 
-def kind_phrase(k, first: bool) -> str:
+def kind_phrase(k, first: bool, against_peers: bool = False) -> str:
     """'AllReduce ×7: 623.1 ms exposed, 597.7 ms waiting for a peer and 25.4 ms moving 805.3 MB at 37 GB/s bus
-    bandwidth (8% of the 450 GB/s NVLink 4)'."""
+    bandwidth (8% of the 450 GB/s NVLink 4)'; the first kind says what the wait is measured against: the fastest
+    rank's same call (`report DIR`), or, from one rank's trace alone, its own fastest call of the kind (an estimate:
+    a call can be slow for a reason of its own)."""
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
-    waiting = " (at least: against its own fastest call)" if first else ""
+    basis = "against the fastest rank's same call" if against_peers else "against its own fastest call"
+    waiting = f" ({basis})" if first else ""
     return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, "
             f"{duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} {moving}")
 
@@ -33,7 +36,7 @@ def kind_phrase(k, first: bool) -> str:
 def regime_line(v) -> str:
     """The Regime line of a communication-bound span."""
     c = v.communication
-    kinds = "; ".join(kind_phrase(k, i == 0) for i, k in enumerate(c.kinds[:2]))
+    kinds = "; ".join(kind_phrase(k, i == 0, c.against_peers) for i, k in enumerate(c.kinds[:2]))
     return (f"Regime: communication-bound: collectives with no compute kernel beside them hold "
             f"{share(c.exposed_share)} of the kernel busy time ({duration_ns(c.exposed_ns)} exposed of "
             f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
