@@ -163,3 +163,21 @@ def test_a_rank_that_waits_for_its_peers_also_gets_its_own_fix(tmp_path):
     # the own fix is held to a Next's relations: a saving that is not its lever's ratio is caught
     out["next_experiment"]["own_fix"]["predicted_ratio"] = 0.5
     assert any("rank own fix says" in p for p in claims.check(out))
+
+
+def test_back_to_back_kernels_a_rounding_apart_are_no_idle(tmp_path):
+    """TraceLens's MI300X elementwise trace: 10 adds back to back, each start a ns after the previous end (Kineto
+    rounds a start and a duration to the ns). It read "idle <1% of the span (0.0 µs) ... 9 gaps with a median of
+    0 µs": a figure rounded to nothing, from gaps that are the timestamps' rounding."""
+    from kineto_factory import Launch, document, events_for
+
+    launches, t = [], 100 * 1000
+    for i in range(10):
+        g = t + 1 if i else t
+        launches.append(Launch(op_start=g - 30_000 + i, op_end=g - 20_000, call_start=g - 28_000, call_end=g - 22_000,
+                               gpu_start=g, gpu_end=g + 422_500))
+        t = g + 422_500
+    a = analyze_file(write(tmp_path / "adds.json", document(events_for(launches))))
+    assert a.idle_ns == 0
+    assert five_lines(a)[2] == "Idle: the GPU never idles inside its span."
+    assert claims.check(serialize.report(a)) == []

@@ -373,7 +373,8 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
                     "the other: removing them overlaps "
                     f"{because('overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
                     f"({because('overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
-        return (f"{because('drains', ev.gaps, integer(ev.gaps))} times the device drained while the host waited, "
+        times = "time" if ev.gaps == 1 else "times"
+        return (f"{because('drains', ev.gaps, integer(ev.gaps))} {times} the device drained while the host waited, "
                 f"costing {because('idle_us', ev.total_us, duration_us(ev.total_us))} of idle "
                 f"({because('cause_share', gain, share(gain))} of the span)")
     if cause is Cause.DATA_TRANSFER:
