@@ -103,7 +103,9 @@ def link_package(pkg: Path) -> Path:
 
 def environment(pkg: Path) -> dict:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TRACETRIAGE_NO_CACHE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pkg), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # the links only, never the repo root: its top-level folders (kernels/, capture/ ...) would shadow packages of
+    # those names (transformers imports the hub's `kernels` where it finds one, and found ours)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pkg), os.environ.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -162,7 +164,8 @@ def run_try(s: Script, share: float, args, env: dict, work: Path, log: Log) -> d
     elif rc != 0 and not saved.exists():
         err = (logs / f"{s.name}.stderr.log").read_text(errors="replace").strip().splitlines()
         said = next((x for x in reversed(err) if x.startswith("error:")), err[-1] if err else "")
-        status = f"failed (exit {rc}): {said}"
+        cut = "budget ran out" in said          # its first capture outlasted its share: the budget's cut
+        status = f"not run: cut by the budget ({said})" if cut else f"failed (exit {rc}): {said}"
     else:
         status = "ran"
     result = {"status": status, "seconds": round(took, 1), "knobs_asked": list(s.knobs)}
