@@ -386,3 +386,37 @@ def diff_idle(df: pd.DataFrame, before: str, after: str) -> alt.Chart:
                         legend=alt.Legend(labelExpr=_CAUSE_LABEL_EXPR)),
         tooltip=[alt.Tooltip("trace:N"), alt.Tooltip("label:N", title="cause"),
                  alt.Tooltip("idle_ms:Q", title="idle ms", format=",.2f")]).properties(height=120)
+
+
+TRY_COLORS = {"predicted": "#9ecae9", "measured": "#e45756"}     # light blue beside red: told apart in grey too
+
+
+def try_bars(bars: pd.DataFrame, run: str, title: str, axis_title: str) -> alt.LayerChart:
+    """One run's knobs: the predicted and the measured change of the span as two bars side by side per knob
+    (a row each, the knob named on the first), the measured bar with the runs' range as a black line across it."""
+    d = bars[bars["run"] == run]
+    knobs = list(dict.fromkeys(bars["knob"]))
+    order = [f"{k} · {kind}" for k in knobs for kind in TRY_COLORS]
+    # the bars' own columns only (no empty range on a predicted bar: the browser's data stays plain)
+    b = pd.DataFrame({"bar_of": d["knob"] + " · " + d["kind"], "knob": d["knob"], "kind": d["kind"],
+                      "change_pct": d["change_pct"].astype(float), "runs": d["runs"].astype(int),
+                      "verdict": d["verdict"]})
+    m = d[(d["kind"] == "measured")].dropna(subset=["low_pct", "high_pct"])
+    r = pd.DataFrame({"bar_of": m["knob"] + " · measured", "low_pct": m["low_pct"].astype(float),
+                      "high_pct": m["high_pct"].astype(float)})
+    y = alt.Y("bar_of:N", title=None, sort=order)
+    lo = min([0.0, *b["change_pct"], *r["low_pct"]])
+    hi = max([0.0, *b["change_pct"], *r["high_pct"]])
+    scale = alt.Scale(domain=[lo - 5, hi + 5], nice=False)
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=list(TRY_COLORS), range=list(TRY_COLORS.values())),
+                      legend=alt.Legend(orient="bottom"))
+    bar = alt.Chart(b).mark_bar().encode(
+        x=alt.X("change_pct:Q", title=axis_title, scale=scale), y=y, color=color,
+        tooltip=[alt.Tooltip("knob:N"), alt.Tooltip("kind:N"),
+                 alt.Tooltip("change_pct:Q", title="change %", format="+.1f"), alt.Tooltip("runs:Q"),
+                 alt.Tooltip("verdict:N")])
+    spread = alt.Chart(r).mark_rule(color="black", strokeWidth=2).encode(
+        x=alt.X("low_pct:Q", scale=scale), x2="high_pct:Q", y=y,
+        tooltip=[alt.Tooltip("low_pct:Q", title="runs' range from %", format="+.1f"),
+                 alt.Tooltip("high_pct:Q", title="to %", format="+.1f")])
+    return alt.layer(bar, spread).properties(height=28 * len(order) + 40, width=520, title=title)

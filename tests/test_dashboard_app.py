@@ -117,8 +117,9 @@ def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     from tracetriage.dashboard.views import PAGES
 
     assert [p.title for p in PAGES] == ["Library", "Report", "Timeline", "Ranks", "Roofline", "Diff", "What-if",
-                                        "Drills"]
-    assert [p.url for p in PAGES] == ["library", "report", "timeline", "ranks", "roofline", "diff", "whatif", "drills"]
+                                        "Try", "Drills"]
+    assert [p.url for p in PAGES] == ["library", "report", "timeline", "ranks", "roofline", "diff", "whatif", "try",
+                                      "drills"]
 
 
 def test_the_trace_in_the_url_is_the_trace_in_view_and_the_page_writes_it_back():

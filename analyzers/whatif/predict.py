@@ -164,6 +164,24 @@ class Levers:
         spec_of(lever).apply(ctx, plan, Options(only=only))
         return _bare_ratio(trace, g, plan, self.unprofiled, False)
 
+    def edit_ratios(self, trace: Trace, edit) -> tuple[float, float | None, Assumption, dict] | None:
+        """An edit that is no lever of the registry (a knob's own model: levers/knob_models.py), replayed as a
+        lever's is: its ratio, its ratio without the profiler (None where that was not replayed), what it assumed
+        and found. None without a graph."""
+        g = self.graph
+        if g is None or not len(g.g_row):
+            return None
+        ctx = self.context if self.context is not None and self.context.g is g else Context(trace, g)
+        base = rp.Plan.of(g)
+        replay_ns = self.all.replay_ns
+        p = base.copy()
+        assume, detail = edit(ctx, p, Options())
+        span = rp.replay(g, p).span_ns
+        ratio = span / replay_ns if replay_ns else 1.0
+        run = self.unprofiled
+        bare = _bare_ratio(trace, g, p, run, assume.count == 0) if run is not None else None
+        return ratio, bare, assume, detail
+
 
 def predict_levers(trace: Trace) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""

@@ -39,6 +39,7 @@ PAGES = (
     PageSpec("roofline", "Roofline", "roofline", ":material/show_chart:"),
     PageSpec("diff", "Diff", "diff", ":material/compare_arrows:"),
     PageSpec("whatif", "What-if", "whatif", ":material/model_training:"),
+    PageSpec("trytable", "Try", "try", ":material/science:"),
     PageSpec("practice", "Drills", "drills", ":material/school:"),
 )
 BY_URL = {p.url: p for p in PAGES}

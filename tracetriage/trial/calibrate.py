@@ -1,6 +1,7 @@
 """Each measured run of a priced knob as a row of the prediction log: Input the try rows; Output the rows' ids.
 
-The quantity is the lever's own (`<lever>_ratio`: the traced span with the fix over without it), predicted by
+The quantity is the lever's own (`<lever>_ratio`: the traced span with the fix over without it; a knob priced
+by a model of its own, levers/knob_models.py, logs `<model>_ratio`), predicted by
 the replay of the first capture and measured on each profiled run under the knob against the median of the
 profiled runs without it; `tracetriage predictions` then shows the what-if's calibration per lever.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
-from tracetriage.analyzers.whatif.levers import LEVERS
 from tracetriage.drills.predictions import Log
 
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ def record(rows: list[Row], before_spans: list[int], before_trace: str, script: 
     try:
         for r in rows:
             p = r.proposal
-            if p.lever is None or p.predicted is None:
+            quantity = p.quantity
+            if quantity is None or p.predicted is None:
                 continue
-            quantity = LEVERS[p.lever].quantity
             for trace, span in zip(r.after_traces, r.after_spans):
                 pid = log.predict(quantity, 1 - p.predicted, f"tracetriage try {script}: {p.key} ({p.outside.how})",
                                   trace=trace, baseline=before_trace)

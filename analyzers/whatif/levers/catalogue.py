@@ -144,7 +144,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work",
           outside=Outside("dataloader_workers", "DataLoader(..., num_workers=4) forced",
                           overrides={"torch.utils.data.DataLoader": {"num_workers": 4}},
-                          probe=("enumerate(DataLoader)",))),
+                          probe=("enumerate(DataLoader)",), model="dataloader_workers")),
     Entry(DATA, "pin_memory", "DataLoader(pin_memory=True) and .to(device, non_blocking=True)",
           lever="async_copies",
           outside=Outside("pin_memory", "DataLoader(..., pin_memory=True) forced (the .to(non_blocking=True) stays "

@@ -1,0 +1,119 @@
+"""dataloader_workers: a DataLoader's batches made by worker processes instead of the main one.
+
+The fix: `DataLoader(..., num_workers=4)` (the knob `tracetriage try` turns). It prices that knob, not a lever of
+the registry: the report's lever for slow host work is no_host_work, which takes every long host stretch away,
+the dataset's creation, the model's set-up and the loop's own Python with it. Workers take only the batches. On
+a whole script (try profiles from its first line) that difference is most of the trace: on the H200,
+tools/try_h200/loader.py was predicted -52% and measured +22%. What the knob changes, and only that:
+
+1. Each batch made in the main process (an `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` range:
+   the dataset's __getitem__, the transforms, the collate) is made by one of W workers, in parallel with the
+   main process and the other workers: a batch every W-th of a batch's work arrives, and the main process,
+   which spent the loop's own time (from the previous batch's end to this one's start: the step, its syncs)
+   meanwhile, waits only for what is left: max(0, work / W - loop). The host work taken is never more than
+   the long host stretch the trace shows before the next call.
+2. Each iterator's first batch is waited for whole (every worker starts on one at once), and each iterator pays
+   the workers' start and stop on the host: W x WORKER_START_NS.
+3. The iterators are counted from the Python frames of DataLoader.__iter__ (stacks recorded, as try's captures
+   are); without stacks none is counted: a steady-state window of a long loop holds no iterator's start.
+An iterator that already has workers (`_MultiProcessingDataLoaderIter`) is left as it is: nothing to act on.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import CPU_OP, PYTHON, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.units import count, duration_ns
+from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Options
+
+WORKERS = 4                  # the knob's num_workers (catalogue: dataloader_workers)
+# A worker's start and stop, per iterator: the fork of a process that holds torch, its first message, its join
+# when the iterator ends. Read on this repository's development host (2 cores, torch 2.13, 4 workers over a
+# TensorDataset: iter() + first batch + the end, 150 ms against 1 ms without workers: ~40 ms a worker); an
+# estimate for the H200 to be checked on the after traces of tools/try_h200/run_all.py, whose
+# `_MultiProcessingDataLoaderIter.__init__` frame shows it.
+WORKER_START_NS = 40_000_000
+SINGLE_PROCESS_BATCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+ITER_FRAME = re.compile(r"torch/utils/data/dataloader\.py\(\d+\): __iter__$")
+
+
+@dataclass(frozen=True)
+class WorkersMakeBatches(Assumption):
+    workers: int = WORKERS
+    iterators: int = 0               # iterators started inside the trace (each pays the workers' start)
+    stacks: bool = False             # the iterators could be counted (Python frames recorded)
+    batch_host_ns: int = 0           # host work inside the batches, before
+
+
+def batch_rows(c: Context) -> np.ndarray:
+    """The single-process batches' ranges, in order of start."""
+    ev = c.trace.ev
+    rows = np.flatnonzero((ev.cat == USER_ANNOTATION) | (ev.cat == CPU_OP))   # (torch 1.x: a cpu_op)
+    rows = rows[name_flags(c.trace, rows, lambda n: n == SINGLE_PROCESS_BATCH)] if len(rows) else rows
+    return rows[np.argsort(ev.start[rows], kind="stable")]
+
+
+def iterator_starts(c: Context) -> tuple[np.ndarray, bool]:
+    """Where DataLoader.__iter__ ran (its Python frames), and whether Python frames were recorded at all."""
+    ev = c.trace.ev
+    py = np.flatnonzero(ev.cat == PYTHON)
+    if not len(py):
+        return np.empty(0, np.int64), False
+    return np.sort(ev.start[py[name_flags(c.trace, py, lambda n: bool(ITER_FRAME.search(n)))]]), True
+
+
+def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
+    g, ev = c.g, c.trace.ev
+    rows = batch_rows(c)
+    if not len(rows) or not g.n_calls:
+        return WorkersMakeBatches("dataloader_workers", 0), {"batches": 0}
+    starts, stacks = iterator_starts(c)
+    # each iterator's first batch: the first range at or after its __iter__
+    first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist())
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    r_key = thread_key(ev.pid[rows], ev.tid[rows])
+    host_left = g.c_host.copy()
+    taken = batch_host = 0
+    calls_of = {k: np.flatnonzero(c_key == k) for k in np.unique(r_key).tolist()}   # each thread's, by start
+    prev_end: dict[int, int] = {}
+    for i, r in enumerate(rows.tolist()):
+        m = calls_of[int(r_key[i])]
+        loop = int(ev.start[r]) - prev_end.get(int(r_key[i]), int(ev.start[r]))   # the loop's time since the last
+        prev_end[int(r_key[i])] = int(ev.end[r])
+        if not len(m):
+            continue
+        lo = np.searchsorted(g.c_start[m], ev.start[r], side="left")
+        hi = np.searchsorted(g.c_start[m], ev.end[r], side="left")
+        if hi >= len(m):
+            continue                                       # no call after it: nothing waited for this batch
+        work = max(int(ev.end[r] - ev.start[r]) - int(g.c_dur[m[lo:hi]].sum()), 0)   # less calls made inside
+        batch_host += work
+        call = m[hi]                                       # the call whose stretch holds the batch's host work
+        if i in first:
+            p.c_gap[call] += WORKERS * WORKER_START_NS
+            continue
+        wait = max(work // WORKERS - loop, 0)             # what the workers have not made by the time it asks
+        cut = min(work - wait, int(host_left[call]))
+        host_left[call] -= cut
+        p.c_gap[call] -= cut
+        taken += cut
+    a = WorkersMakeBatches("dataloader_workers", len(rows), iterators=len(first), stacks=stacks,
+                           batch_host_ns=batch_host)
+    return a, {"batches": len(rows), "iterators": len(first), "host_taken_ns": taken,
+               "start_added_ns": len(first) * WORKERS * WORKER_START_NS}
+
+
+def says(a: WorkersMakeBatches) -> str:
+    if a.count == 0:
+        return "no batch made in the main process (no single-process DataLoader iterator in this trace)"
+    start = (f"; {count(a.iterators, 'iterator')} start{'s' if a.iterators == 1 else ''} its workers "
+             f"({duration_ns(a.workers * WORKER_START_NS)} each) and waits for its first batch whole"
+             if a.iterators else ("; no iterator starts in this trace" if a.stacks else
+                                  "; without Python frames the iterators' starts are not counted"))
+    return (f"{a.workers} workers make the {count(a.count, 'batch', 'batches')} ({duration_ns(a.batch_host_ns)} of "
+            f"host work) while the main process runs its loop: it waits only for what they have not made by then"
+            + start)

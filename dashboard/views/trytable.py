@@ -1,0 +1,38 @@
+"""Try: a `tracetriage try` table, predicted beside measured per knob, profiled and unprofiled
+(tracetriage.trial; the table as kept in its --out folder, through the adapter). The table shown lives in the URL
+(?try=PATH)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from tracetriage.dashboard import charts, data
+from tracetriage.dashboard import words as words
+
+
+def render() -> None:
+    path = st.text_input(words.try_path_label(), value=st.query_params.get("try", ""), key="try_path")
+    if not path:
+        st.info(words.try_pick())
+        return
+    if st.query_params.get("try") != path:
+        st.query_params["try"] = path
+    try:
+        view = data.try_table(path)
+    except data.TryTableError as e:
+        st.error(words.plain(str(e)))
+        return
+    st.caption(words.plain(words.try_caption(view.script, view.device, view.repeats)))
+    if view.bars.empty:
+        st.info(words.try_no_bars())
+    else:
+        for run in ("profiled", "unprofiled"):
+            st.altair_chart(charts.try_bars(view.bars, run, words.try_chart_title(run), words.try_axis_title()))
+    table = view.rows.assign(predicted=[words.try_cell(p["profiled"]) + " / " + words.try_cell(p["unprofiled"])
+                                        for p in view.rows["predicted"]],
+                             measured=[words.try_cell(m["profiled"]) + " / " + words.try_cell(m["unprofiled"])
+                                       for m in view.rows["measured"]]) if len(view.rows) else view.rows
+    st.dataframe(table, hide_index=True, width="stretch")
+    if view.gpu_only:
+        st.caption(words.plain(words.try_gpu_only(view.gpu_only)))
+    if view.stopped:
+        st.caption(words.plain(words.try_stopped(view.stopped)))
