@@ -1,8 +1,8 @@
 """autograd's sequence numbers: an op recorded while grad mode is on carries one ("Sequence number"), kept per op row
 through the strict and the lenient decoder and the cache; the evidence that a forward ran with autograd recording."""
 import pytest
-from kineto_factory import document, op, write
 
+from kineto_factory import document, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import NONE
 
