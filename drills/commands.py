@@ -112,7 +112,7 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind in KERNEL_TABLE_KINDS:
         f = evidence.facts(d.trace_path())
         # the shapes drill asks for the rates: it gets FLOPs, bytes and time; so does a drill on a trace a shapes
-        # drill shows (M01.05-a's rates per shape would answer M01.04)
+        # drill shows (its rates per shape would answer M01.04)
         rates = d.kind != "shapes" and not any(bank.get(o).kind == "shapes" for o in bank.shared_with(d))
         # each op's own bound is the regime question half answered: never printed before grading
         out["kernels"] = [{x: v for x, v in k.items() if x != "bound" and (rates or x not in ("tflops", "gbps"))}
