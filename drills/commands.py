@@ -133,7 +133,7 @@ def _show_dict(d: bank.Drill) -> dict:
 
 KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
 # What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
-PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "per_token_ms", "incident": "ttft_ms",
+PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "ttft_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
            "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
 

@@ -58,3 +58,8 @@ def test_each_large_gap_names_the_host_call_it_waited_in(capsys):
 def test_the_size_sweep_says_it_is_unprofiled_and_not_what_the_drill_asks(capsys):
     out = _show(capsys, "M01.08-a")
     assert "timed unprofiled with CUDA events" in out and "the drill asks about the traced spans above" in out
+
+
+def test_the_ranges_drill_asks_to_predict_the_ttft_it_asks_for_not_the_floor_drills_per_token_time(capsys):
+    out = _show(capsys, "M02.02-a")
+    assert "tracetriage predict ttft_ms VALUE" in out and "predict per_token_ms" not in out
