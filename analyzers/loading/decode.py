@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import re
 import sys
 import zlib
@@ -31,6 +30,7 @@ NONE = -1
 PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 
+from tracetriage.analyzers.loading import forked  # noqa: E402
 from tracetriage.analyzers.loading.memory import check_memory  # noqa: E402
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
 from tracetriage.analyzers.model.kernels import is_collective  # noqa: E402
@@ -307,34 +307,19 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
         return None
     n_pieces = len(cuts) + 1
     half = n_pieces // 2                    # the parent takes pieces 0..half-1, the child the rest
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: decode its pieces, send them back, exit without cleanup
-        code = 0
-        try:
-            os.close(rfd)
-            payload = pickle.dumps(_decode_pieces(data, cuts, half, n_pieces - 1, array),
-                                   protocol=pickle.HIGHEST_PROTOCOL)
-        except BaseException:
-            payload, code = b"", 1
-        try:
-            with os.fdopen(wfd, "wb") as w:
-                w.write(payload)
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    mine = None
+    child = forked.start(lambda: _decode_pieces(data, cuts, half, n_pieces - 1, array))
     try:
-        mine = _decode_pieces(data, cuts, 0, half - 1, array)
-    except Exception:
-        pass  # not strictly valid (or not a clean split): the single-process path decides
-    finally:
-        with os.fdopen(rfd, "rb") as r:
-            payload = r.read()
-        _, status = os.waitpid(pid, 0)
-    if mine is None or status != 0 or not payload:
+        mine = _decode_pieces(data, cuts, 0, (half if child is not None else n_pieces) - 1, array)
+    except BaseException as e:
+        if child is not None:
+            child.discard()
+        if isinstance(e, Exception):
+            return None  # not strictly valid (or not a clean split): the single-process path decides
+        raise
+    done, theirs = child.result() if child is not None else (True, [])
+    if not done:
         return None
-    parts = mine + pickle.loads(payload)
+    parts = mine + theirs
     # the head's totals cover the whole file; the other pieces' counts move into it
     head = parts[0]
     for p in parts[1:]:

@@ -37,6 +37,7 @@ from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
@@ -310,7 +311,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
 
 
 def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | None,
-             early: aside.Early | None) -> Analysis:
+             early: forked.Child | None) -> Analysis:
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
     span = sum(d.span_ns for d in devs)
@@ -414,10 +415,10 @@ def _levers(trace: Trace) -> whatif.Levers | None:
         return None
 
 
-def _levers_of(trace: Trace, early: aside.Early | None) -> whatif.Levers | None:
+def _levers_of(trace: Trace, early: forked.Child | None) -> whatif.Levers | None:
     """The levers the child replayed (tracetriage.analyzers.whatif.aside), else replayed here."""
     if early is not None:
-        done, levers = early.levers()
+        done, levers = early.result()
         if done:
             return levers
     return _levers(trace)
