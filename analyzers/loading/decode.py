@@ -239,6 +239,12 @@ _PIECE_EDGES = {False: (b'{"traceEvents":[', b"]}"), True: (b" " * 15 + b"[", b"
 
 
 CHUNK_BYTES = 32 << 20   # decode this much JSON at a time: structs for ~100k events, freed as columns
+# ... all but one in KEEP_EVERY of them, until the last piece is decoded. Python's allocator gives a memory block
+# (1 MB) back to the system once nothing in it lives, and each piece's structs would then be laid in fresh pages,
+# every one faulted in again: the one struct in 256 kept (with the strings and numbers it holds) keeps each
+# block, and the next piece's structs fill it. For a 300 MB trace: 92k page faults -> 38k and 7% less CPU, for
+# ~10 MB more at the peak.
+KEEP_EVERY = 256
 
 
 def _boundaries(data: bytearray, start: int, n_chunks: int) -> list[re.Match]:
@@ -263,6 +269,7 @@ def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int,
     """
     head, tail = _PIECE_EDGES[array]
     parts = []
+    kept = []      # a few of each piece's structs, held until the last piece is decoded (see KEEP_EVERY)
     for k in range(first, last + 1):
         lo, hi = 0, len(data)
         edits = []  # (offset, original bytes): every write is undone, so a fallback reads the true text
@@ -282,8 +289,10 @@ def _decode_pieces(data: bytearray, cuts: list[re.Match], first: int, last: int,
         finally:
             for off, orig in reversed(edits):
                 data[off:off + len(orig)] = orig
-        parts.append(_part_from_doc(_file_of(doc), strict=True))
-        del doc
+        whole = _file_of(doc)
+        parts.append(_part_from_doc(whole, strict=True))
+        kept.append(whole.traceEvents[::KEEP_EVERY] if whole.traceEvents else None)
+        del doc, whole
     return parts
 
 
