@@ -37,6 +37,7 @@ from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
@@ -50,6 +51,7 @@ from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
+from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
 from tracetriage.analyzers.whatif.levers.spec import Assumption
@@ -304,6 +306,17 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
     window = _window_for_range(trace, range_name) if range_name else None
+    # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
+    early = aside.start(trace, _levers) if range_name is None else None
+    try:
+        return _analyze(trace, range_name, window, early)
+    finally:
+        if early is not None:
+            early.discard()
+
+
+def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | None,
+             early: forked.Child | None) -> Analysis:
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
     span = sum(d.span_ns for d in devs)
@@ -334,7 +347,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
     verdict = withhold_regime(verdict, health)
-    levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) \
+    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     capture = capture_mod.analyze(trace, devs) if devs else None
@@ -406,6 +419,15 @@ def _levers(trace: Trace) -> whatif.Levers | None:
         return whatif.predict_levers(trace)
     except whatif.WhatIfError:
         return None
+
+
+def _levers_of(trace: Trace, early: forked.Child | None) -> whatif.Levers | None:
+    """The levers the child replayed (tracetriage.analyzers.whatif.aside), else replayed here."""
+    if early is not None:
+        done, levers = early.result()
+        if done:
+            return levers
+    return _levers(trace)
 
 
 def _range_levers(trace: Trace, sel: RangeStats, span_ns: int) -> whatif.Levers | None:
