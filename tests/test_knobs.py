@@ -19,7 +19,11 @@ FOLDER_OF = {kind: f for f in FOLDERS for kind in SCENARIOS[f]}
 MEASURED = {kind: sc for f in FOLDERS for kind, sc in SCENARIOS[f].items()}
 WIDEN = 0.05      # the tolerance around the measured spread
 # Test-half pairs the model misses, said in the closing note rather than fitted away.
-KNOWN_MISSES: dict[tuple[str, str], str] = {}
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    ("inference_mode_encoder", "inference_mode"):
+        "nn.TransformerEncoderLayer takes its fused fast path once grad is off (aten::_transformer_encoder_layer_fwd: "
+        "468 -> 324 kernels, 0.48 measured); the lever prices autograd's bookkeeping only (0.72, a floor)",
+}
 
 
 def half(kind: str) -> str:
@@ -36,6 +40,9 @@ PAIRS = [pytest.param(kind, lever, id=f"{half(kind)}-{kind}-{lever}",
 def test_a_knobs_prediction_lands_in_the_measured_spread(kind, lever):
     r = MEASURED[kind]["ratio"][lever]
     pred = whatif.predict(load(FOLDER_OF[kind] / f"{kind}--before.json.gz")).lever(lever).predicted_ratio
+    if not LEVERS[lever].knob.priced:       # a knob a trace cannot price says no saving, whatever it measured
+        assert pred == 1.0, f"{kind} {lever}: an unpriced knob predicted {pred:.3f}"
+        return
     assert r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN, \
         f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
 
