@@ -62,3 +62,15 @@ def test_grad_on_over_frozen_weights_makes_no_node(tmp_path):
     ev = [op(f"aten::op{i}", i * 1_000, i * 1_000 + 500, i + 1, **{"Sequence number": 7 + i}) for i in range(20)]
     c = Context(load(write(tmp_path / "nodes.json.gz", document(ev)), use_cache=False), None)
     assert len(inference_mode.node_ops(c)) == 19          # the last number's node is not made yet
+
+
+@pytest.mark.parametrize("backward", ["CudnnConvolutionBackward", "ReluBackward1", "torch::autograd::AccumulateGrad",
+                                      "aten::cudnn_convolution_backward_weight",
+                                      "autograd::engine::evaluate_function: AddmmBackward0"])
+def test_a_backward_recorded_the_torch_1_9_way_is_a_training_step(tmp_path, backward):
+    """torch 1.9 records backward nodes under their own names, with no evaluate_function around them (kineto's 2021
+    ResNet-50 samples): the forward's nodes are needed there, not bookkeeping to give back."""
+    ev = [op(f"aten::op{i}", i * 1_000, i * 1_000 + 500, i + 1, **{"Sequence number": 7 + i}) for i in range(20)]
+    ev.append(op(backward, 30_000, 31_000, 99))
+    c = Context(load(write(tmp_path / "train.json.gz", document(ev)), use_cache=False), None)
+    assert len(inference_mode.node_ops(c)) == 0

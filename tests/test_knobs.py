@@ -19,7 +19,11 @@ FOLDER_OF = {kind: f for f in FOLDERS for kind in SCENARIOS[f]}
 MEASURED = {kind: sc for f in FOLDERS for kind, sc in SCENARIOS[f].items()}
 WIDEN = 0.05      # the issue's tolerance around the measured spread
 # Test-half pairs the model misses, said in the closing note rather than fitted away.
-KNOWN_MISSES: dict[tuple[str, str], str] = {}
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    ("inference_mode_encoder", "inference_mode"):
+        "nn.TransformerEncoderLayer takes its fused fast path once grad is off (aten::_transformer_encoder_layer_fwd: "
+        "468 -> 324 kernels, 0.48 measured); the lever prices autograd's bookkeeping only (0.72, a floor)",
+}
 
 
 def half(kind: str) -> str:
@@ -36,6 +40,9 @@ PAIRS = [pytest.param(kind, lever, id=f"{half(kind)}-{kind}-{lever}",
 def test_a_knobs_prediction_lands_in_the_measured_spread(kind, lever):
     r = MEASURED[kind]["ratio"][lever]
     pred = whatif.predict(load(FOLDER_OF[kind] / f"{kind}--before.json.gz")).lever(lever).predicted_ratio
+    if not LEVERS[lever].knob.priced:       # a knob a trace cannot price says no saving, whatever it measured
+        assert pred == 1.0, f"{kind} {lever}: an unpriced knob predicted {pred:.3f}"
+        return
     assert r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN, \
         f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
 
@@ -133,6 +140,9 @@ def test_diff_names_the_knob_the_change_turned(kind, lever, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["prediction"]["lever"] == lever
     assert LEVERS[lever].applied_as in " ".join(out["lines"])
+    said = next(x for x in out["lines"] if x.startswith("Predicted: "))
+    # a knob a trace cannot price is never said to have had a prediction (no made-up 1.00 to compare with)
+    assert ("predicted" in said.split(")", 1)[-1]) == LEVERS[lever].knob.priced, said
 
 
 # --- the Next: ranked by what is in hand ------------------------------------------------------------------------
@@ -241,3 +251,11 @@ def test_a_knobs_evidence_op_is_the_line_the_next_names_before_the_top_hotspots(
     op = next(n for n in named if src.hotspots[n][0] == other)
     assert sources.next_line(Experiment.TURN_KNOB, None, src, hot, ops=("aten::not_here", op)) == other
     assert {"aten::_softmax", "aten::softmax"} <= sources.KNOB_OPS
+
+
+def test_the_set_to_none_line_claims_no_default_the_trace_contradicts():
+    """The knob is named only where zero_grad still fills the gradients: its words must not say set_to_none=True is
+    the default there (it is from torch 2.0 on, and this trace shows it off)."""
+    a, line = _report("set_to_none_wide")
+    change = LEVERS["grads_to_none"].knob.change
+    assert "default" not in change and "zero_grad(set_to_none=True)" in line

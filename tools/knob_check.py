@@ -1,6 +1,7 @@
 """Each knob's prediction from its before trace beside the ratio measured on the GPU (traces/fixes/knobs and
 traces/fixes/knobs3, each capture's device named in its CAPTURED.md section), with the dev/test half of each pair
-(the first byte of sha256 of the before trace's name: even is dev).
+(the first byte of sha256 of the before trace's name: even is dev). A knob a trace cannot price (cudnn_benchmark)
+predicts 1.00 by design: its rows say "unpriced" where the measurement moved, not MISS.
 
     python -m tools.knob_check [--half dev|test] [--folder traces/fixes/knobs3]
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
 KNOBS3 = KNOBS.parent / "knobs3"
@@ -35,8 +37,10 @@ def rows(folder: Path = KNOBS, only: str | None = None):
         for lever, r in sc["ratio"].items():
             pred = w.lever(lever).predicted_ratio
             ok = r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN
+            knob = LEVERS[lever].knob
             yield dict(kind=kind, lever=lever, half=half(before), predicted=pred, median=r["median"], p10=r["p10"],
-                       p90=r["p90"], wall=sc["wall_ratio"][lever]["median"], ok=ok)
+                       p90=r["p90"], wall=sc["wall_ratio"][lever]["median"], ok=ok,
+                       priced=knob is None or knob.priced)
 
 
 def main(argv=None) -> int:
@@ -49,7 +53,7 @@ def main(argv=None) -> int:
               for r in rows(folder, args.half)):
         print(f"{r['half']:4s} {r['kind']:26s} {r['lever']:18s} predicted {r['predicted']:.3f}  measured "
               f"{r['median']:.3f} [{r['p10']:.3f}-{r['p90']:.3f}] unprofiled {r['wall']:.3f}  "
-              f"{'ok' if r['ok'] else 'MISS'}")
+              f"{'ok' if r['ok'] else 'MISS' if r['priced'] else 'unpriced'}")
     return 0
 
 

@@ -67,9 +67,8 @@ INFERENCE_MODE = inference_mode.SPEC.name      # an eval forward with autograd o
 AWAITING_PAIR: tuple[str, ...] = ()
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
-# then). Their figures fitted on those pairs (sdpa's FLASH_SHARE, inference_mode's AUTOGRAD_OPS) are placeholders
-# until then.
-CAPTURE_PENDING: tuple[str, ...] = (SDPA, CUDNN_BENCHMARK, INFERENCE_MODE)
+# then). Empty since traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs.
+CAPTURE_PENDING: tuple[str, ...] = ()
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 

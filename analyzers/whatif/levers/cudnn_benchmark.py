@@ -8,11 +8,15 @@ the algorithm cuDNN picked, never the ones it did not try, nor the flag (with it
 calls, outside a warmed-up window). So the replay changes nothing (a prediction of 1.00, never a made-up saving)
 and says so; `tracetriage try SCRIPT` measures it (levers/outside.py: cudnn_benchmark).
 
-diff recognises it from what changed: the convolutions' kernels are other cuDNN kernels in the same precision and
-memory order, as many convolution ops as before (a layout, precision or model change has its own lever).
+diff recognises it from what changed: the same convolutions (as many convolution ops, with the same input shapes and
+dtypes) ran other cuDNN kernels. A model or batch change changes the shapes, autocast the dtypes; channels_last and
+TF32 keep both, but their own recognisers (the layout transposes went, the fp32 kernels became TF32 ones) come first
+(Recognise.order). Kernel names alone cannot tell the precision apart: cuDNN names some of its kernels only by a
+mangled CUTLASS template (deeplabv3's before trace), so the names' precision words are not compared.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,10 +57,21 @@ def conv_kernels(c: Context) -> tuple[np.ndarray, int]:
 def apply(c: Context, p, o: Options) -> tuple[CudnnBenchmark, dict]:
     rows, ops = conv_kernels(c)
     names = sorted({c.trace.name_of(int(r)) for r in c.g.g_row[rows].tolist()})
-    detail = {"conv_ops": ops, "conv_kernel_names": names}
+    detail = {"conv_ops": ops, "conv_kernel_names": names, "conv_inputs": _inputs_digest(c)}
     if not len(rows):
         return CudnnBenchmark("cudnn_benchmark", 0), detail
     return CudnnBenchmark("cudnn_benchmark", len(rows), kernel_ns=int(c.g.g_dur[rows].sum()), ops=ops), detail
+
+
+def _inputs_digest(c: Context) -> str:
+    """What the convolutions were asked to compute, as one short digest: their input shapes and dtypes, in time order
+    (two traces of the same model at the same sizes and precision give the same digest whatever kernels ran)."""
+    ops = ops_named(c, lambda n: n in CUDNN_CONV)
+    h = hashlib.sha256()
+    for o in ops[np.argsort(c.trace.ev.start[ops], kind="stable")].tolist():
+        dims, types, _ = c.trace.shapes(o)
+        h.update(f"{c.trace.name_of(o)}{dims}{types};".encode())
+    return h.hexdigest()[:16]
 
 
 def says(a: CudnnBenchmark) -> str:
@@ -77,13 +92,12 @@ def _conv_ops(m: Measured) -> int:
 
 
 def other_algorithms(before: Measured, after: Measured) -> bool:
-    """The same convolutions ran other cuDNN kernels: as many ops, and their kernels' names changed but not their
-    precision or layout (the words cuDNN writes for those stay)."""
+    """The same convolutions (as many ops, the same input shapes and dtypes) ran other cuDNN kernels."""
     b, a = _names(before), _names(after)
     if not b or not a or b == a or _conv_ops(before) != _conv_ops(after):
         return False
-    marks = ("bf16", "f16", "tf32", "f32f32", "nhwc", "nchw", "nchwToNhwc", "nhwcToNchw")
-    return all(any(k in n for n in b) == any(k in n for n in a) for k in marks)
+    digest = [m.whatif.lever("cudnn_benchmark").detail.get("conv_inputs") for m in (before, after)]
+    return digest[0] == digest[1]
 
 
 def changed_kernels(m: Measured) -> float:
@@ -94,8 +108,8 @@ SPEC = LeverSpec(
     name="cudnn_benchmark", effort=1, cause=None, apply=apply, says=says, words="cuDNN's auto-tuner",
     fix="torch.backends.cudnn.benchmark = True (each variant in its own process: cuDNN's plan cache does not key "
         "on the flag)",
-    recognise=Recognise(order=9, evidence="conv_kernel_names", because="its convolutions ran other cuDNN kernels "
-                        "(other algorithms for the same shapes, precision and layout)", amount=changed_kernels,
+    recognise=Recognise(order=9, evidence="conv_kernel_names", because="its convolutions ran other cuDNN kernels, "
+                        "other algorithms for the same shapes and dtypes", amount=changed_kernels,
                         acted=lambda m: m.kernel_busy_ns, applied=lambda before, after: True,
                         also=other_algorithms),
     applied_words="cudnn.benchmark (cuDNN's auto-tuner)", weighed_only_if_found=True,
@@ -107,4 +121,5 @@ SPEC = LeverSpec(
                       "shapes repeat",
               model="not priced: the algorithms cuDNN would try are not in a trace made without them; the "
                     "replay predicts no change (1.00), the knob is named where it applies",
-              guide="Performance Tuning Guide: enable cuDNN auto-tuner", ops=("aten::cudnn_convolution",)))
+              guide="Performance Tuning Guide: enable cuDNN auto-tuner", ops=("aten::cudnn_convolution",),
+              priced=False))

@@ -79,7 +79,8 @@ def has_fast(peaks, precision: str) -> bool:
 
 
 def peak_source(peaks) -> str:
-    return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "datasheet"
+    """Where a FLOP peak comes from, as SOURCE_WORDS says it ("datasheet" there is the PCIe link's)."""
+    return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
 
 
 def scale(p, rows: np.ndarray, factor: np.ndarray | float) -> None:

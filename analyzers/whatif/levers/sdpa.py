@@ -14,8 +14,10 @@ form as ops, in this order on one thread (found by `find`):
 In the graph every kernel launched from those windows goes with its launch's dispatch, and the window's first
 kernel runs the fused kernel instead: the attention's FLOPs (2 x B x H x T x S x (d + dv) forward, 2.5 times
 that backward: flash recomputes the scores, then five GEMMs where the forward has two; about half where
-causal) at the device's peak for the inputs' precision (measured ceilings first, else the datasheet) times
-the share of that peak PyTorch's flash kernels reach (FLASH_SHARE, to be measured on the dev pairs).
+causal) at the device's datasheet peak for the inputs' precision times the share of it PyTorch's fused attention
+kernels reach (FLASH_SHARE, measured on the dev pairs). The datasheet's, not measured ceilings: a ceiling is what a
+large GEMM reaches, not attention, and a user's trace seldom has one beside it; the price is then the same with
+ceilings or without.
 """
 from __future__ import annotations
 
@@ -56,11 +58,16 @@ SOFTMAX_BACKWARD = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
 PRODUCT_BACKWARD = ("BmmBackward0", "MmBackward0", "BaddbmmBackward0")
 MIN_KEYS = 16                    # a softmax over fewer keys is not attention worth a fused kernel (a decode step's
                                  # one query over a short cache still counts: S is the keys)
+NS_PER_S = 1e9
 BACKWARD_FLOPS = 2.5             # flash backward: scores recomputed, then dV, dP, dQ, dK (5 GEMMs to the forward's 2)
-# The share of the device's peak (measured ceilings) PyTorch's fused attention kernels reach, forward and backward:
-# to be measured on the dev pairs' after traces (traces/fixes/knobs3: sdpa_gpt_train, sdpa_vit_infer). Until they
-# are in (levers.CAPTURE_PENDING) a placeholder near FlashAttention-2's published share on Hopper at head dim 64.
-FLASH_SHARE = {"forward": 0.5, "backward": 0.4}
+# The share of the device's datasheet peak PyTorch's fused attention kernels reach, forward and backward, read from
+# the dev pairs' after traces (traces/fixes/knobs3, H200, torch 2.11: SDPA ran cuDNN's flash kernels,
+# aten::_scaled_dot_product_cudnn_attention, head dim 64, bf16 at 989.5 TFLOP/s): each attention's FLOPs over its
+# fused kernels' median time -- forward 0.279 (sdpa_gpt_train, B x H 96, T 1,024, causal: 46.7 us) and 0.297
+# (sdpa_vit_infer, B x H 384, T 577: 111.6 us), 0.29 their mean; backward 0.220 (sdpa_gpt_train, the one training
+# pair: cuDNN's dO.O, flash bprop and dQ-convert kernels, 148.4 us an attention, at BACKWARD_FLOPS x the forward's).
+# Another device, head dim or SDPA backend reaches another share: a figure of this device and torch, not a law.
+FLASH_SHARE = {"forward": 0.29, "backward": 0.22}
 _PRECISION = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32"}
 
 
@@ -181,16 +188,17 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
     if not found or peaks is None:
         return Sdpa("sdpa", 0), detail
     precision = max((a.precision for a in found), key=[a.precision for a in found].count)
-    if precision not in peaks.flops_per_s:
+    sheet = peaks.datasheet or peaks        # the datasheet's peak (measured only where no datasheet knows the device)
+    if precision not in sheet.flops_per_s:
         return Sdpa("sdpa", 0), detail
-    peak = peaks.flops(precision)
-    forward = [(a.start, a.end, a.thread, a.flops / (peak * FLASH_SHARE["forward"])) for a in found]
+    peak = sheet.flops(precision)
+    forward = [(a.start, a.end, a.thread, NS_PER_S * a.flops / (peak * FLASH_SHARE["forward"])) for a in found]
     by_shape = {(a.heads, a.queries, a.keys): a for a in found}
     backward = []
     for s, e, k, shape in backward_windows(c):
         a = by_shape.get((int(np.prod(shape[:-2])), shape[-2], shape[-1])) if len(shape) >= 3 else None
         a = a or found[0]
-        backward.append((s, e, k, BACKWARD_FLOPS * a.flops / (peak * FLASH_SHARE["backward"])))
+        backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * FLASH_SHARE["backward"])))
     kernel_ns = fused_ns = 0
     for windows in (forward, backward):
         if not windows:
@@ -203,7 +211,7 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
         fused_ns += int(times.sum())
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
                  kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
-                 source=peak_source(peaks)),
+                 source=peak_source(sheet)),
             detail)
 
 
@@ -234,12 +242,15 @@ def says(a: Sdpa) -> str:
     if a.count == 0:
         return ("no attention written by hand in this trace (softmax between two GEMMs over [..., T, S] scores), "
                 "or a device whose peaks are unknown")
-    causal = f", {units.integer(a.causal)} of them causal" if a.causal else ""
+    causal = " causal" if a.causal == a.count else ""
+    some = f" ({units.integer(a.causal)} of them causal)" if 0 < a.causal < a.count else ""
     back = f" and their {units.integer(a.backward)} backward passes" if a.backward else ""
-    return (f"the {units.integer(a.count)} hand-written attentions{causal}{back} "
+    shares = (f"{units.share(FLASH_SHARE['forward'])} (forward) and {units.share(FLASH_SHARE['backward'])} "
+              "(backward)" if a.backward else units.share(FLASH_SHARE["forward"]))
+    return (f"the {units.integer(a.count)} hand-written{causal} attentions{some}{back} "
             f"({units.duration_ns(a.kernel_ns)} of kernels) become fused kernels priced at their FLOPs at "
-            f"{units.share(FLASH_SHARE['forward'])} of the {units.tflops(a.tflops)} {a.precision} peak "
-            f"({SOURCE_WORDS[a.source]}): {units.duration_ns(a.fused_ns)}")
+            f"{shares} of the {units.tflops(a.tflops)} {a.precision} peak ({SOURCE_WORDS[a.source]}): "
+            f"{units.duration_ns(a.fused_ns)}")
 
 
 def hand_written(m: Measured) -> int:
@@ -273,6 +284,7 @@ SPEC = LeverSpec(
               applies="every device (flash kernels for fp16/bf16 on Ampere and later, memory-efficient kernels "
                       "elsewhere, fp32 included); PyTorch 2.0 and later",
               model="the windows' kernels go; one fused kernel each: the attention FLOPs (2.5x backward, about "
-                    "half where causal) at the inputs' precision peak x the share PyTorch's flash kernels reach",
+                    "half where causal) at the inputs' precision's datasheet peak x the share PyTorch's fused kernels "
+                    "reach (0.29 forward, 0.22 backward: measured on an H200)",
               guide="past the guides: torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0); the "
                     "Transformer tutorials' SDPA recipe", line=change, ops=("aten::_softmax", "aten::softmax")))

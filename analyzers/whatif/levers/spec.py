@@ -50,7 +50,8 @@ class WhatIfError(ValueError):
 
 # Where a lever's figure was measured: the `source` of an Assumption's figure.
 SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
-                "datasheet": "datasheet PCIe x16 link", "guess": "assumed (no measurement, unknown device)",
+                "datasheet": "datasheet PCIe x16 link", "sheet": "the device's datasheet",
+                "guess": "assumed (no measurement, unknown device)",
                 "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)"}
 
 
@@ -224,6 +225,8 @@ class Knob:
                                  # GEMMs' and convolutions' own line)
     ops: tuple[str, ...] = ()    # the ops whose user frames are the line to change, before the top hotspot's (sdpa:
                                  # the hand-written softmax, wherever its time ranks)
+    priced: bool = True          # False: the trace cannot show what it buys (cudnn_benchmark: the algorithms cuDNN
+                                 # would try are not in it); the replay changes nothing and nothing says a saving
 
     def change_for(self, a: Assumption | None) -> str:
         return self.line(a) if self.line is not None and a is not None else self.change
