@@ -112,7 +112,7 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind in KERNEL_TABLE_KINDS:
         f = evidence.facts(d.trace_path())
         # the shapes drill asks for the rates: it gets FLOPs, bytes and time; so does a drill on a trace a shapes
-        # drill shows (M01.05-a's rates per shape would answer M01.04)
+        # drill shows (its rates per shape would answer M01.04)
         rates = d.kind != "shapes" and not any(bank.get(o).kind == "shapes" for o in bank.shared_with(d))
         # each op's own bound is the regime question half answered: never printed before grading
         out["kernels"] = [{x: v for x, v in k.items() if x != "bound" and (rates or x not in ("tflops", "gbps"))}
@@ -133,7 +133,7 @@ def _show_dict(d: bank.Drill) -> dict:
 
 KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
 # What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
-PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "per_token_ms", "incident": "ttft_ms",
+PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "ttft_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
            "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
 

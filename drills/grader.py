@@ -241,14 +241,23 @@ def waste_set(key: dict) -> set:
     return set(key.get("waste_classes") or ([key["waste_class"]] if key.get("waste_class") else []))
 
 
+# A lever class whose vocabulary borrows another's words (drills/vocab.toml: cut_launches lists "fuse*", "triton",
+# "torch.compile" after the report's "torch.compile to fuse, then CUDA graphs").
+BORROWS = {"cut_launches": "fuse"}
+
+
 def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     """A lever part against the report's Next: (score, the reading, which case: right, waste, partial, hedge,
     denied, pinned, wrong, none)."""
     accept, partial, wastes = set(key["accept"]), set(key.get("partial", ())), waste_set(key)
     table, removal = lever_tables()
     # a word shared by the fix and the week's waste ("fuse" where fusion is the waste) is the waste's
-    # (the report's own waste lever only: the band's other levers count by words of their own)
+    # (the report's own waste lever only: the band's other levers count by words of their own), unless the waste
+    # only borrows the fix's words: cutting launches says "fuse" for the report's "torch.compile to fuse, then
+    # CUDA graphs", but where fusion is the fix and CUDA graphs the waste, "fuse" is the fix
     own_waste = frozenset({key.get("waste_class")} - accept - {None})
+    if own_waste & set(BORROWS) and accept & {BORROWS[c] for c in own_waste & set(BORROWS)}:
+        own_waste = frozenset()
     r = reading(text, table, removal, frozenset(accept | partial), own_waste)
     pos = set(r.asserted)
     if not pos:
@@ -394,7 +403,7 @@ class _Context(_NewRungs):
                 "evidence": [n["value"] for n in k.get("numbers", [])] or None,
                 "ranges": [k.get("prefill_range"), k.get("decode_range")] if "prefill_range" in k else None,
                 "ttft_ms": k.get("ttft_ms"), "per_token_ms": k.get("per_token_ms"),
-                "decode_regime": k.get("decode_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
+                "prefill_regime": k.get("prefill_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
                 "lever": words.lever_label(k["next"]) if "next" in k else None, "speedup": k.get("speedup"),
                 "explained_by": k.get("explained_by"), "phase": k.get("phase"),
                 "refuse": words.PHASE_FIXES.get(k.get("refuse")),
@@ -537,13 +546,10 @@ class _Context(_NewRungs):
     def ranges_ttft_ms(self, ans):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
-    def ranges_per_token_ms(self, ans):
-        return self._per_token(ans, "per_token_median_ms")
-
-    def ranges_decode_regime(self, ans):
-        r = self.key["decode_regime"]
-        p = self.facts.phases
-        why = words.decode_regime_why(r, p["per_token_ms"], p["decode_steps"], p["prefill_regime"])
+    def ranges_prefill_regime(self, ans):
+        r = self.key["prefill_regime"]
+        prefill = next((x for x in self.facts.ranges if x["name"] == self.key["prefill_range"]), {})
+        why = words.prefill_regime_why(r, prefill.get("tflops"), prefill.get("count"))
         return self._name(ans, r, tables("regime", "name"), why)
 
     # --- prefill or decode: the incident (M00.04) ---------------------------------------------------

@@ -30,7 +30,8 @@ def _derive(drill: Drill) -> dict:
         return timer_key(drill)
     if drill.kind == "collapse":
         d = evidence.diff_facts(drill.trace_path(), drill.after_path())
-        return {"speedup": d.speedup, "explained_by": d.explained_by, **levers(evidence.facts(drill.trace_path()))}
+        return {"speedup": d.speedup, "explained_by": collapse_class(drill, d.explained_by),
+                **levers(evidence.facts(drill.trace_path()))}
     f = evidence.facts(drill.trace_path())
     if drill.kind == "idle_cause":
         return {"cause": f.dominant, **levers(f)}
@@ -38,9 +39,11 @@ def _derive(drill: Drill) -> dict:
         return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f), **levers(f)}
     if drill.kind == "ranges":
         p = f.phases
+        # the prefill only: the floor drill (M00.03) shows the same traces and asks the per-token time and the
+        # lever, which answer the decode's regime
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
-                "per_token_ms": p["per_token_ms"], "per_token_median_ms": p["per_token_median_ms"],
-                "decode_regime": p["decode_regime"], "confusable": phase_confusions(p)}
+                "prefill_regime": answer_regime(p["prefill_regime"]),
+                "confusable": {"ttft_ms": phase_confusions(p)["ttft_ms"]}}
     if drill.kind == "incident":
         return incident(drill, f)
     if drill.kind == "roofline":
@@ -57,6 +60,19 @@ def _derive(drill: Drill) -> dict:
     if drill.kind == "floor":
         return floor_key(drill, f)
     raise ValueError(drill.kind)
+
+
+# The diff names what shrank; the collapse drill asks "launches or bytes": a launch-overhead idle that a CUDA graph
+# removed is the launches.
+COLLAPSE_CLASS = {"launches": "launches", "bytes": "bytes", "launch_overhead": "launches"}
+
+
+def collapse_class(drill: Drill, explained_by: str) -> str:
+    """The answer class of what explains a pair's speedup; a pair explained otherwise (faster kernels, host work,
+    mixed) cannot be a collapse drill's, whose question offers launches or bytes."""
+    if explained_by not in COLLAPSE_CLASS:
+        raise ValueError(f"{drill.id}: the pair's speedup is explained by {explained_by!r}, not launches or bytes")
+    return COLLAPSE_CLASS[explained_by]
 
 
 def ledger_key(drill: Drill) -> dict:

@@ -269,9 +269,11 @@ def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str])
     return f"Missing {' and '.join(missed)}: the trace separates {names[0]} (TTFT) from {names[1]} (per token)."
 
 
-def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
-    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, "
-            f"while prefill is {REGIME[prefill_regime]}")
+def prefill_regime_why(regime: str, tflops: float | None, count: int | None) -> str:
+    """Why the prefill is bound as it is: its rate, and nothing about the decode (another drill asks that)."""
+    rate = f" at {tflops:,.0f} TFLOP/s" if tflops else ""
+    times = f" over {count} prefills" if count else ""
+    return f"the prefill runs{rate}{times} and is {REGIME[regime]}"
 
 
 def capped(part: str, cap: float) -> str:
@@ -303,8 +305,8 @@ def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = 
 
 def shared_source(others: tuple[str, ...]) -> str:
     """A sample other drills show too: neither its name nor theirs (either would carry this answer to them)."""
-    return f"a sample trace that {len(others)} other drill{'s' if len(others) != 1 else ''} show too, so its name " \
-           "stays hidden"
+    n = len(others)
+    return f"a sample trace that {n} other drill{' shows' if n == 1 else 's show'} too, so its name stays hidden"
 
 
 def revealed(source: str) -> str:

@@ -24,12 +24,12 @@ def test_a_roofline_drill_shows_each_costed_ops_flops_bytes_rates_and_the_peaks_
     assert "bound" not in info["kernels"][0]
 
 
-def test_a_roofline_drill_on_the_matmul_sweep_hides_the_rates_per_shape_the_shapes_drill_asks_for(capsys):
-    out = _show(capsys, "M01.05-a")
-    assert re.search(r"aten::mm\s+\[8192x8192, 8192x8192\]\s+bf16\s+×10\s+10,995\.1 GFLOP\s+4\.03 GB\s+13\.9 ms\n", out)
-    assert "the device's peaks: 808 TFLOP/s (bf16), 4,246 GB/s of HBM" in out
+def test_a_roofline_drill_on_tf32_matmuls_shows_the_tf32_peak_and_no_bound(capsys):
+    out = _show(capsys, "M01.05-a")      # fp32 matmuls with TF32 on: the peak shown is the TF32 one
+    assert re.search(r"aten::mm\s+\[4096x4096, 4096x4096\]\s+tf32\s+×8\s+1,099\.5 GFLOP", out), out
+    assert re.search(r"the device's peaks: [\d,]+ TFLOP/s \(tf32\), 4,246 GB/s of HBM", out), out
     info = json.loads(_show(capsys, "M01.05-a", "--json"))
-    assert not {"tflops", "gbps", "bound"} & set(info["kernels"][0])
+    assert "bound" not in info["kernels"][0]
 
 
 def test_the_shapes_drill_gives_flops_and_time_but_not_the_rates_it_asks_for(capsys):
@@ -58,3 +58,8 @@ def test_each_large_gap_names_the_host_call_it_waited_in(capsys):
 def test_the_size_sweep_says_it_is_unprofiled_and_not_what_the_drill_asks(capsys):
     out = _show(capsys, "M01.08-a")
     assert "timed unprofiled with CUDA events" in out and "the drill asks about the traced spans above" in out
+
+
+def test_the_ranges_drill_asks_to_predict_the_ttft_it_asks_for_not_the_floor_drills_per_token_time(capsys):
+    out = _show(capsys, "M02.02-a")
+    assert "tracetriage predict ttft_ms VALUE" in out and "predict per_token_ms" not in out

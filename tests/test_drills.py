@@ -62,9 +62,9 @@ def answer_for(drill, key: dict, right: bool) -> dict:
                 "evidence": f"{key['numbers'][0]['value']}% of device time; {_say(group, b, 'name')}",
                 "experiment": _lever(key, right)}
     if k == "ranges":
-        r = key["decode_regime"] if right else next(x for x in REGIMES if x != key["decode_regime"])
+        r = key["prefill_regime"] if right else next(x for x in REGIMES if x != key["prefill_regime"])
         return {"ranges": [key["prefill_range"], key["decode_range"]], "ttft_ms": key["ttft_ms"],
-                "per_token_ms": key["per_token_ms"], "decode_regime": r}
+                "prefill_regime": r}
     if k == "incident":
         phase = key["phase"] if right else key["refuse"]
         other = key["refuse"] if right else key["phase"]
@@ -213,10 +213,31 @@ def test_refusing_the_fix_for_the_tickets_own_phase_scores_nothing_and_says_whic
 
 
 def test_naming_the_wrong_phase_is_capped_and_the_feedback_quotes_both_targets():
-    d = bank.get("M00.04-b")        # prefill misses: TTFT 19.6 ms against a 10 ms target
+    d = bank.get("M00.04-b")        # prefill misses: TTFT 11.5 ms against an 8 ms target
     k = bank.stored_keys()[d.id]
     r = grader.grade(d, {"ttft_ms": k["ttft_ms"], "per_token_ms": k["per_token_ms"], "phase": "decode",
                          "refuse": "CUDA graphs"})
     assert r.capped and r.score <= d.cap_if_wrong
     fb = next(p for p in r.parts if p.part == "phase").feedback
-    assert "against a 10 ms target" in fb and "prefill misses its target" in fb
+    assert "against a 8 ms target" in fb and "prefill misses its target" in fb
+
+
+def test_on_a_graphed_step_cuda_graphs_is_in_the_weeks_waste_and_its_prediction_is_quoted():
+    r = grader.grade(bank.get("M00.01-c"), {"waste": "CUDA graphs"})
+    p = next(p for p in r.parts if p.part == "waste")
+    assert p.score == 1.0, p.feedback
+    r = grader.grade(bank.get("M00.01-c"), {"fix": "wrap the step in a CUDA graph"})
+    p = next(p for p in r.parts if p.part == "fix")
+    assert p.score == 0.0 and re.search(r"What the replay predicts for yours: cuda_graphs −?\d+%\.$", p.feedback), \
+        p.feedback
+
+
+def test_fusion_as_the_fix_keeps_its_own_words_where_cuda_graphs_is_the_waste():
+    # cut_launches' vocabulary borrows "fuse" (torch.compile to fuse, then CUDA graphs); where fusion is the Next
+    # and CUDA graphs the waste (a six-op chain over 32M floats), "fuse" is the fix
+    key = bank.key_of(bank.get("M01.05-b"))
+    assert key["accept"] == ["fuse"] and key["waste_class"] == "cut_launches"
+    r = grader.grade(bank.get("M01.05-b"), {"lever": "fuse the chain into one kernel with torch.compile"})
+    assert next(p for p in r.parts if p.part == "lever").score == 1.0
+    r = grader.grade(bank.get("M01.05-b"), {"lever": "CUDA graphs"})
+    assert next(p for p in r.parts if p.part == "lever").score == 0.0

@@ -60,6 +60,8 @@ class _Args(msgspec.Struct, gc=False):
     msg_out: int = msgspec.field(name="Out msg nelems", default=NONE)
     msg_dtype: msgspec.Raw = msgspec.field(name="dtype", default=_RAW_EMPTY)
     group: int = msgspec.field(name="Group size", default=NONE)
+    # an op recorded while autograd records (grad mode on): its node's sequence number
+    seq: int = msgspec.field(name="Sequence number", default=NONE)
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -108,6 +110,7 @@ class _LooseArgs(msgspec.Struct):
     msg_out: msgspec.Raw = msgspec.field(name="Out msg nelems", default=_RAW_EMPTY)
     msg_dtype: msgspec.Raw = msgspec.field(name="dtype", default=_RAW_EMPTY)
     group: msgspec.Raw = msgspec.field(name="Group size", default=_RAW_EMPTY)
+    seq: msgspec.Raw = msgspec.field(name="Sequence number", default=_RAW_EMPTY)
 
 
 class _LooseEvent(msgspec.Struct):
@@ -401,7 +404,8 @@ def _sanitize(loose: list) -> tuple[list[_Event], int]:
                          stream=_int_or(_value(a.stream)), bytes=_int_or(_value(a.bytes)),
                          rank=_int_or(_value(a.rank)), dims=a.dims, types=a.types, concrete=a.concrete,
                          graph_node=_int_or(_value(a.graph_node)), msg_in=_int_or(_value(a.msg_in)),
-                         msg_out=_int_or(_value(a.msg_out)), msg_dtype=a.msg_dtype, group=_int_or(_value(a.group)))
+                         msg_out=_int_or(_value(a.msg_out)), msg_dtype=a.msg_dtype, group=_int_or(_value(a.group)),
+                         seq=_int_or(_value(a.seq)))
         else:
             args = None
         pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else 0
@@ -544,6 +548,10 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
         ids, shape_ids = _shape_ids(op_args)
         shape_id[op_rows] = ids
     cols["shape"] = shape_id
+    # autograd's sequence number: only cpu_ops carry one (those recorded while grad mode is on)
+    cols["seq"] = np.full(n, NONE, np.int64)
+    if len(op_rows):
+        cols["seq"][op_rows] = _int64s(lambda: map(get("seq"), op_args), len(op_rows))
     _graph_and_collective_columns(cols, args, cat_ids, name_ids)
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
     # A merged multi-rank file tags every event with the rank it came from, and gives each rank's

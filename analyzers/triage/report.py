@@ -196,7 +196,7 @@ class Analysis:
         nx = self.next_experiment
         knob = LEVERS[nx.lever.lever].knob if nx.lever is not None else None
         cause = knob.where if knob is not None else nx.cause   # a knob's line: where its evidence sits
-        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots)
+        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots, knob.ops if knob else ())
 
     @property
     def idle_share(self) -> float:

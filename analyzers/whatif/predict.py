@@ -4,8 +4,9 @@ A lever edits the dependency graph (tracetriage.analyzers.whatif.depgraph) the w
 program, and the replay (tracetriage.analyzers.whatif.replay) says how long the traced work would then take.
 The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
 remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
-warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device: the last five
-are knobs, one line of the user's code each), each with its edit, its typed assumption and its words.
+warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device, sdpa,
+cudnn_benchmark, inference_mode: the last eight are knobs, one line of the user's code each), each with its edit,
+its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the

@@ -222,6 +222,8 @@ class Knob:
     line: Callable[[Assumption], str] | None = None   # the change as this trace needs it (default: `change`)
     where: Cause | None = None   # the idle cause whose frames are the line to change (None: the top hotspot's, the
                                  # GEMMs' and convolutions' own line)
+    ops: tuple[str, ...] = ()    # the ops whose user frames are the line to change, before the top hotspot's (sdpa:
+                                 # the hand-written softmax, wherever its time ranks)
 
     def change_for(self, a: Assumption | None) -> str:
         return self.line(a) if self.line is not None and a is not None else self.change
