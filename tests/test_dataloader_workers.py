@@ -1,5 +1,6 @@
-"""The knob models `tracetriage try` prices with (levers/knob_models.py) and the measurement they are held to:
-DataLoader workers take the batches and start first; the unprofiled clock starts on a started device."""
+"""The dataloader_workers lever (levers/dataloader_workers.py), which prices the knob `tracetriage try` turns, and
+the measurement it is held to: DataLoader workers take the batches and start first; the report's Next, whatif and
+diff name it where a DataLoader makes its batches in the main process."""
 from __future__ import annotations
 
 import hashlib
@@ -10,9 +11,8 @@ import pytest
 
 import kineto_factory as kf
 from tracetriage.analyzers.triage.report import analyze_file
-from tracetriage.analyzers.whatif.levers import NO_HOST_WORK
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, NO_HOST_WORK
 from tracetriage.analyzers.whatif.levers import dataloader_workers as dw
-from tracetriage.analyzers.whatif.levers.knob_models import MODELS
 from tracetriage.trial.plan import propose
 
 REALWORLD = Path(__file__).resolve().parent.parent / "traces" / "realworld"
@@ -22,7 +22,10 @@ KNOB_CHECK_WIDEN = 0.05      # tools/knob_check.py's: a prediction within the me
 
 
 def workers(a):
-    return a.levers.edit_ratios(a.trace, MODELS["dataloader_workers"].apply)
+    """The lever's ratio, its ratio without the profiler, what it assumed and what it found, as the report weighed
+    it."""
+    p = a.levers.all.lever(DATALOADER_WORKERS)
+    return p.predicted_ratio, p.unprofiled_ratio, p.assumption, p.detail
 
 
 def a_script(tmp_path: Path, *, iterator: bool, dataset_ms: int = 200, batches: int = 8) -> Path:
@@ -67,6 +70,10 @@ def test_an_iterator_started_in_the_trace_waits_for_its_first_batch_and_pays_the
     r_steady, _, _, _ = workers(steady)
     r_started, _, assumed, found = workers(started)
     assert assumed.iterators == 1 and found["start_added_ns"] == dw.WORKERS * dw.WORKER_START_NS
+    # the start's figure was read on a CPU machine: every assumption that charges it says so
+    said = dw.SPEC.says(assumed)
+    assert "(4 × 40.0 ms, a worker's start and stop read on tracetriage's development host" in said
+    assert "a CPU machine without a GPU, not on a GPU host" in said
     # the first batch stays (20 ms) and the start is paid (160 ms): a short epoch is made slower, as on the H200
     span = started.levers.all.baseline_ns
     assert r_started - r_steady == pytest.approx((20 * MS + dw.WORKERS * dw.WORKER_START_NS) / span, abs=0.03)
@@ -84,12 +91,12 @@ def test_try_runs_a_knob_its_model_predicts_slower_only_when_named(tmp_path):
 
 def test_on_the_h200_dataloader_pair_the_workers_model_lands_nearer_the_measured_ratio_than_no_host_work():
     """traces/realworld/dataloader_cnn: a resnet18 step fed by a DataLoader with augmentation, before (no workers)
-    and after (4 persistent workers, pinned, non_blocking; measured.json: 0.26 [0.23-0.29]). A steady-state window:
-    no iterator starts in it, so this pair checks the batches' overlap, not the start."""
+    and after (the variant dataloader_workers: 4 persistent workers, pinned, non_blocking; 0.26 [0.23-0.29]). A
+    steady-state window: no iterator starts in it, so this pair checks the batches' overlap, not the start."""
     before = REALWORLD / "dataloader_cnn--before.json.gz"
     assert hashlib.sha256(before.name.encode()).digest()[0] % 2 == 1        # the test half
     measured = json.loads((REALWORLD / "measured.json").read_text())["scenarios"]["dataloader_cnn"]["ratio"]
-    spread = measured[NO_HOST_WORK]
+    spread = measured[DATALOADER_WORKERS]
     a = analyze_file(str(before))
     ratio, _, assumed, _ = workers(a)
     nhw = next(p for p in a.levers.all.levers if p.lever == NO_HOST_WORK).predicted_ratio
@@ -98,7 +105,57 @@ def test_on_the_h200_dataloader_pair_the_workers_model_lands_nearer_the_measured
     assert assumed.count == 8 and not assumed.stacks
 
 
-def test_the_unprofiled_clock_starts_no_device_on_a_cpu(tmp_path):
-    from tracetriage.capture.knob_runner import start_device
+def test_the_next_on_the_h200_dataloader_trace_turns_the_workers_knob_with_its_own_prediction():
+    """Where the Next was no_host_work's "load the batches in worker processes ... (−81%)", it is the knob that
+    fix makes, priced by its lever (−77%; measured −74%), no_host_work said beside it as the bigger change."""
+    from tracetriage.analyzers.model.verdicts import Experiment
+    from tracetriage.analyzers.voice.report import five_lines
 
-    assert start_device("cpu") == 0
+    a = analyze_file(str(REALWORLD / "dataloader_cnn--before.json.gz"))
+    nx = a.next_experiment
+    assert nx.kind is Experiment.TURN_KNOB and nx.lever.lever == DATALOADER_WORKERS
+    assert nx.close_call is not None and nx.close_call.lever == NO_HOST_WORK
+    line = five_lines(a)[4]
+    assert line.startswith("Next: turn one knob: DataLoader(..., num_workers=4) (predicted −77% of the traced span")
+    assert "taking host work off the critical path predicts about as much (−81%" in line
+    measured = json.loads((REALWORLD / "measured.json").read_text())["scenarios"]["dataloader_cnn"]["ratio"]
+    median = measured[DATALOADER_WORKERS]["median"]
+    assert abs(nx.lever.predicted_ratio - median) < abs(nx.close_call.predicted_ratio - median)
+
+
+def test_a_trace_whose_loader_has_workers_gives_the_lever_nothing_to_act_on():
+    after = analyze_file(str(REALWORLD / "dataloader_cnn--dataloader_workers.json.gz"))
+    p = after.levers.all.lever(DATALOADER_WORKERS)
+    assert p.assumption.count == 0 and p.predicted_ratio == pytest.approx(1.0)
+    assert DATALOADER_WORKERS not in [c.lever for c in after.lever_choices]      # weighed only where it acts
+    assert "no single-process DataLoader iterator" in dw.SPEC.says(p.assumption)
+
+
+def test_whatif_prices_the_lever_by_name_and_its_json_says_what_it_assumed(capsys):
+    from tracetriage import cli
+
+    trace = str(REALWORLD / "dataloader_cnn--before.json.gz")
+    assert cli.main(["whatif", trace, "--lever", DATALOADER_WORKERS, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    [row] = out["levers"]
+    assert row["lever"] == DATALOADER_WORKERS and row["predicted_ratio"] == pytest.approx(0.23, abs=0.005)
+    assert row["assumptions"].startswith("4 workers make the 8 batches (732.3 ms of host work)")
+
+
+def test_diff_names_the_workers_the_change_turned_on_and_how_close_the_prediction_came():
+    from tracetriage.analyzers.triage.diff import check_prediction
+
+    before = analyze_file(str(REALWORLD / "dataloader_cnn--before.json.gz"))
+    after = analyze_file(str(REALWORLD / "dataloader_cnn--dataloader_workers.json.gz"))
+    check = check_prediction(before, after)
+    assert check is not None and check.lever == DATALOADER_WORKERS
+    assert check.predicted_ratio == pytest.approx(0.23, abs=0.005)
+
+
+def test_host_work_without_a_dataloader_is_left_to_no_host_work():
+    """The hand-made host-work loops of traces/fixes make no batch: the lever acts on nothing, their Next stays."""
+    fixes = REALWORLD.parent / "fixes"
+    for kind in ("cpu_augment", "host_numpy", "sleep_ahead"):
+        a = analyze_file(str(fixes / f"{kind}--before.json.gz"))
+        assert a.levers.all.lever(DATALOADER_WORKERS).assumption.count == 0, kind
+        assert a.next_experiment.lever.lever == NO_HOST_WORK, kind
