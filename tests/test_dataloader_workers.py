@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import kineto_factory as kf
+from tracetriage.analyzers.model.constructs import Construct
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, NO_HOST_WORK
 from tracetriage.analyzers.whatif.levers import dataloader_workers as dw
@@ -28,10 +29,11 @@ def workers(a):
     return p.predicted_ratio, p.unprofiled_ratio, p.assumption, p.detail
 
 
-def a_script(tmp_path: Path, *, iterator: bool, dataset_ms: int = 200, batches: int = 8) -> Path:
+def a_script(tmp_path: Path, *, iterator: bool, dataset_ms: int = 200, batches: int = 8, loop_ms: int = 0) -> Path:
     """A whole script as try profiles it: the dataset made on the host (a CPU op, no GPU work), then an epoch of
-    `batches` batches of 20 ms each made in the main process, each followed by a 2 ms step of five kernels;
-    with `iterator`, the Python frame of DataLoader.__iter__ before the first batch (stacks recorded)."""
+    `batches` batches of 20 ms each made in the main process, each followed by a 2 ms step of five kernels and
+    `loop_ms` of the loop's own Python (untraced); with `iterator`, the Python frame of DataLoader.__iter__ before
+    the first batch (stacks recorded)."""
     ev = [kf.op("aten::randn", 1 * MS, (1 + dataset_ms) * MS)]
     t = (2 + dataset_ms) * MS
     frame = "torch/utils/data/dataloader.py(492): __iter__" if iterator else "train.py(12): <module>"
@@ -48,7 +50,7 @@ def a_script(tmp_path: Path, *, iterator: bool, dataset_ms: int = 200, batches: 
                    kf.gpu("sm90_xmma_gemm_f32f32_f32f32_f32", t + 30_000, t + 430_000, corr)]
             corr += 1
             t += 40_000
-        t += 2 * MS
+        t += 2 * MS + loop_ms * MS
     return kf.write(tmp_path / "script.json.gz", kf.document(ev))
 
 
@@ -105,22 +107,37 @@ def test_on_the_h200_dataloader_pair_the_workers_model_lands_nearer_the_measured
     assert assumed.count == 8 and not assumed.stacks
 
 
-def test_the_next_on_the_h200_dataloader_trace_turns_the_workers_knob_with_its_own_prediction():
-    """Where the Next was no_host_work's "load the batches in worker processes ... (−81%)", it is the knob that
-    fix makes, priced by its lever (−77%; measured −74%), no_host_work said beside it as the bigger change."""
+def test_the_next_on_the_h200_dataloader_trace_is_the_workers_with_their_own_prediction():
+    """The advice stays the DataLoader's ("load the batches in worker processes"), as the drills' keys grade it
+    (move_host_work); its number is now the workers' lever's (−77%; measured −74%) where it was no_host_work's
+    (−81%), said beside it as the bigger change."""
     from tracetriage.analyzers.model.verdicts import Experiment
     from tracetriage.analyzers.voice.report import five_lines
 
     a = analyze_file(str(REALWORLD / "dataloader_cnn--before.json.gz"))
     nx = a.next_experiment
-    assert nx.kind is Experiment.TURN_KNOB and nx.lever.lever == DATALOADER_WORKERS
+    assert nx.kind is Experiment.MOVE_HOST_WORK and nx.lever.lever == DATALOADER_WORKERS
     assert nx.close_call is not None and nx.close_call.lever == NO_HOST_WORK
     line = five_lines(a)[4]
-    assert line.startswith("Next: turn one knob: DataLoader(..., num_workers=4) (predicted −77% of the traced span")
+    assert line.startswith("Next: load the batches in worker processes: DataLoader(..., num_workers=4")
+    assert "(predicted −77% of the traced span" in line
     assert "taking host work off the critical path predicts about as much (−81%" in line
     measured = json.loads((REALWORLD / "measured.json").read_text())["scenarios"]["dataloader_cnn"]["ratio"]
     median = measured[DATALOADER_WORKERS]["median"]
     assert abs(nx.lever.predicted_ratio - median) < abs(nx.close_call.predicted_ratio - median)
+
+
+def test_where_the_loops_own_python_holds_most_host_work_the_workers_are_still_the_dataloaders_advice(tmp_path):
+    """The loop's own Python (30 ms a step) outweighs the batches (20 ms each), so the DataLoader holds under half
+    the host work; the Next the workers' knob wins (it takes the batches: −38%, within 3x of no_host_work's −96%)
+    is still the DataLoader's advice, not the generic host-work one its number would not fit."""
+    from tracetriage.analyzers.voice.report import five_lines
+
+    a = analyze_file(str(a_script(tmp_path, iterator=False, dataset_ms=1, loop_ms=30)))
+    assert a.next_experiment.lever.lever == DATALOADER_WORKERS
+    assert a.next_experiment.construct is not Construct.DATALOADER
+    line = five_lines(a)[4]
+    assert line.startswith("Next: load the batches in worker processes: DataLoader(..., num_workers=4")
 
 
 def test_a_trace_whose_loader_has_workers_gives_the_lever_nothing_to_act_on():

@@ -153,8 +153,10 @@ SPEC = LeverSpec(
                         because="its batches are no longer made in the main process",
                         amount=replay_figure("dataloader_workers", "batches"),
                         acted=lambda m: m.by_cause_ns.get(Cause.HOST_WORK, 0), applied=went),
+    # a knob on an idle cause: its Next is that cause's experiment, moving the host work, said as the DataLoader's
+    # advice (voice/common.advice), not "turn one knob" (the knobs without a cause: TF32, bf16, ...)
+    experiment=Experiment.MOVE_HOST_WORK,
     applied_words=f"DataLoader workers (num_workers={WORKERS})", weighed_only_if_found=True,
-    experiment=Experiment.TURN_KNOB,
     knob=Knob(change=f"DataLoader(..., num_workers={WORKERS})",
               evidence="batches made in the main process: enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ "
                        "ranges (the dataset's __getitem__, the transforms, the collate, on the loop's critical path); "
