@@ -653,3 +653,8 @@ def try_cell(x: dict | None) -> str:
         return med + (f" ({-100 * x['high']:+.0f}% to {-100 * x['low']:+.0f}%)".replace("-", "−")
                       if x.get("runs", 1) > 1 else "")
     return f"{-100 * x:+.0f}%".replace("-", "−")
+
+
+def try_bar_label(pct: float) -> str:
+    """A bar's value on the Try page's chart, as the table writes it: '−62%'."""
+    return f"{pct:+.0f}%".replace("-", "−")

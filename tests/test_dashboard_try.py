@@ -10,10 +10,15 @@ from pathlib import Path
 import pytest
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
-# per Vega chart on the page, how many of its SVG bars have this fill
-BARS_OF_COLOR = """(color) => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(ch =>
-  [...ch.querySelectorAll('g.mark-rect.role-mark path')]
-  .filter(p => (p.getAttribute('fill') || '').toLowerCase() === color).length)"""
+# per Vega chart on the page, each SVG bar's fill and box; and the texts written on it
+BARS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(ch =>
+  [...ch.querySelectorAll('g.mark-rect.role-mark path')].map(p => {
+    const b = p.getBoundingClientRect();
+    return {fill: (p.getAttribute('fill') || '').toLowerCase(), top: b.top, bottom: b.bottom, right: b.right,
+            width: b.width, height: b.height};
+  }))"""
+LABELS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(ch =>
+  [...ch.querySelectorAll('g.mark-text.role-mark text')].map(t => t.textContent))"""
 
 
 def h200_try_table(folder: Path) -> Path:
@@ -73,35 +78,49 @@ def test_a_path_with_no_try_table_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open: the bars are drawn collapsed into one row (the screenshot shows the "
-                   "y axis at zero height), so the bars' own rectangles are not found; the legend's are")
 def test_the_try_page_draws_predicted_and_measured_bars_side_by_side_in_chromium(tmp_path, monkeypatch):
+    """A real server and headless Chromium at 1280x800: per chart (profiled, unprofiled), each knob's row holds its
+    predicted bar over its measured one, every bar a visible height, each as long as its number."""
     pytest.importorskip("playwright")
-    from tracetriage.dashboard import browser, charts
+    from tracetriage.dashboard import browser, charts, words
 
     if browser.chromium_path() is None:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))
     monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
     saved = h200_try_table(tmp_path / "tf32.try")
+    kept = {k["knob"]: k for k in json.loads(saved.read_text())["knobs"]}
+    assert list(kept) == ["allow_tf32", "autocast_bf16"] and kept["autocast_bf16"]["measured"]["profiled"] is None
     errors: list[str] = []
-    with browser.server(log=tmp_path / "server.log") as url, browser.browser() as page:
+    with browser.server(log=tmp_path / "server.log") as url, browser.browser(1280, 800) as page:
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{url}/try?try={saved.parent}")
         page.get_by_text("tracetriage try tf32_mlp_train.py, on the GPU", exact=False).first.wait_for(timeout=300_000)
         assert browser.wait_chart(page, at_least=2) >= 2
         browser.wait_settled(page, timeout_ms=300_000)
         browser.screenshot(page, tmp_path / "try.png")
-        # both kinds of bar are drawn, on each of the two charts (profiled, unprofiled): the SVG bars' fills
-        bars = {kind: page.evaluate(BARS_OF_COLOR, color) for kind, color in charts.TRY_COLORS.items()}
-        assert len(bars["predicted"]) == 2 and all(n >= 1 for n in bars["predicted"]), bars
-        heights = page.evaluate("""() => [...document.querySelectorAll(
-          '[data-testid="stVegaLiteChart"] g.mark-rect.role-mark path')].map(p => p.getBoundingClientRect().height)""")
-        assert heights and min(heights) >= 8, heights              # each bar a visible row
-        assert len(bars["measured"]) == 2 and all(n >= 1 for n in bars["measured"]), bars
-        verdict = next(k for k in json.loads(saved.read_text())["knobs"] if k["knob"] == "allow_tf32")["verdict_words"]
+        charts_drawn = page.evaluate(BARS)
+        labels = page.evaluate(LABELS)
         # the verdict, in the table (a canvas grid: its cells are in the page, not visible as text)
-        page.get_by_text(verdict, exact=True).first.wait_for(state="attached", timeout=60_000)
+        page.get_by_text(kept["allow_tf32"]["verdict_words"], exact=True).first.wait_for(state="attached",
+                                                                                         timeout=60_000)
         assert page.locator('[data-testid="stException"]').count() == 0
     assert not errors, errors
     assert (tmp_path / "try.png").stat().st_size > 10_000
+    assert len(charts_drawn) == 2, charts_drawn
+    for run, rects, texts in zip(("profiled", "unprofiled"), charts_drawn, labels):
+        fills = {kind: sorted((r for r in rects if r["fill"] == color), key=lambda r: r["top"])
+                 for kind, color in charts.TRY_COLORS.items()}
+        pred, meas = fills["predicted"], fills["measured"]
+        assert len(pred) == 2 and len(meas) == 1, (run, rects)          # autocast_bf16 was not run: no measured bar
+        assert min(r["height"] for r in rects) >= 10, (run, rects)      # each bar a row of its own, visible
+        tf32, bf16 = pred
+        # the knob's measured bar just under its predicted one, and above the next knob's
+        assert tf32["bottom"] - 1 <= meas[0]["top"] <= tf32["bottom"] + 0.5 * tf32["height"], (run, rects)
+        assert meas[0]["bottom"] < bf16["top"], (run, rects)
+        # each bar as long as its number (a saving: drawn left from zero, on one axis)
+        p, m = kept["allow_tf32"]["predicted"][run], kept["allow_tf32"]["measured"][run]["median"]
+        assert meas[0]["width"] / tf32["width"] == pytest.approx(m / p, rel=0.03), (run, rects)
+        assert bf16["width"] / tf32["width"] == pytest.approx(kept["autocast_bf16"]["predicted"][run] / p, rel=0.03)
+        assert abs(tf32["right"] - meas[0]["right"]) < 1                 # both from zero
+        assert words.try_bar_label(-100 * p) in texts and words.try_bar_label(-100 * m) in texts, (run, texts)

@@ -261,3 +261,9 @@ def test_a_knob_no_lever_prices_is_proposed_only_where_the_trace_holds_what_it_a
     assert [(p.key, p.predicted, p.why_unpriced) for p in convs] == [("cudnn_benchmark", None, "no lever prices it")]
     gemms, _ = propose(analyze_file(KNOBS / "tf32_mlp_train--before.json.gz"), has_gpu=True)
     assert "cudnn_benchmark" not in [p.key for p in gemms] and "empty_cache_noop" not in [p.key for p in gemms]
+
+
+def test_the_unprofiled_clock_starts_no_device_on_a_cpu(tmp_path):
+    from tracetriage.capture.knob_runner import start_device
+
+    assert start_device("cpu") == 0

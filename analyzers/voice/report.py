@@ -44,7 +44,7 @@ from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from tracetriage.analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, LEVERS
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -120,7 +120,10 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
     elif nx.cause is not None:
         ev = a.evidence[nx.cause]
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct,
+        # the workers' knob is the DataLoader's advice wherever the rest of the host work sits (a whole script's
+        # set-up may hold more of it than the batches)
+        construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
+        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:

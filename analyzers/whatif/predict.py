@@ -5,8 +5,8 @@ program, and the replay (tracetriage.analyzers.whatif.replay) says how long the 
 The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
 remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
 warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device, sdpa,
-cudnn_benchmark, inference_mode: the last eight are knobs, one line of the user's code each), each with its edit,
-its typed assumption and its words.
+cudnn_benchmark, inference_mode, dataloader_workers: the last nine are knobs, one line of the user's code each),
+each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
@@ -184,24 +184,6 @@ class Levers:
         spec_of(lever).apply(ctx, plan, Options(only=only))
         ratio = self._answers[lever, only] = _bare_ratio(trace, g, plan, self.unprofiled, False)
         return ratio
-
-    def edit_ratios(self, trace: Trace, edit) -> tuple[float, float | None, Assumption, dict] | None:
-        """An edit that is no lever of the registry (a knob's own model: levers/knob_models.py), replayed as a
-        lever's is: its ratio, its ratio without the profiler (None where that was not replayed), what it assumed
-        and found. None without a graph."""
-        g = self.graph
-        if g is None or not len(g.g_row):
-            return None
-        ctx = self.context if self.context is not None and self.context.g is g else Context(trace, g)
-        base = rp.Plan.of(g)
-        replay_ns = self.all.replay_ns
-        p = base.copy()
-        assume, detail = edit(ctx, p, Options())
-        span = rp.replay(g, p).span_ns
-        ratio = span / replay_ns if replay_ns else 1.0
-        run = self.unprofiled
-        bare = _bare_ratio(trace, g, p, run, assume.count == 0) if run is not None else None
-        return ratio, bare, assume, detail
 
 
 def predict_levers(trace: Trace) -> Levers:

@@ -8,6 +8,9 @@ import streamlit as st
 from tracetriage.dashboard import charts, data
 from tracetriage.dashboard import words as words
 
+TABLE_COLUMNS = ("knob", "predicted", "measured", "verdict", "change")   # the figures before the line to change:
+                                                                      # a long line pushed them off the page
+
 
 def render() -> None:
     path = st.text_input(words.try_path_label(), value=st.query_params.get("try", ""), key="try_path")
@@ -26,13 +29,19 @@ def render() -> None:
         st.info(words.try_no_bars())
     else:
         for run in ("profiled", "unprofiled"):
-            st.altair_chart(charts.try_bars(view.bars, run, words.try_chart_title(run), words.try_axis_title()))
-    table = view.rows.assign(predicted=[words.try_cell(p["profiled"]) + " / " + words.try_cell(p["unprofiled"])
-                                        for p in view.rows["predicted"]],
-                             measured=[words.try_cell(m["profiled"]) + " / " + words.try_cell(m["unprofiled"])
-                                       for m in view.rows["measured"]]) if len(view.rows) else view.rows
+            st.altair_chart(charts.try_bars(view.bars, run, words.try_chart_title(run), words.try_axis_title()),
+                            width="stretch")
+    table = view.rows
+    if len(table):
+        table = table.assign(predicted=[_both(p) for p in table["predicted"]],
+                             measured=[_both(m) for m in table["measured"]])[list(TABLE_COLUMNS)]
     st.dataframe(table, hide_index=True, width="stretch")
     if view.gpu_only:
         st.caption(words.plain(words.try_gpu_only(view.gpu_only)))
     if view.stopped:
         st.caption(words.plain(words.try_stopped(view.stopped)))
+
+
+def _both(x: dict) -> str:
+    """Profiled / unprofiled, as the try table prints them."""
+    return words.try_cell(x["profiled"]) + " / " + words.try_cell(x["unprofiled"])

@@ -5,7 +5,8 @@
 
 The repository is not pip-installed on the device machine. This driver makes it importable the way pyproject's
 package-dir maps it (tracetriage.analyzers = analyzers/, tracetriage.capture = capture/, ...): a folder of links,
-WORK-pkg/tracetriage, first on PYTHONPATH, so that `try` and every child it starts import the working tree.
+WORK-pkg/tracetriage (tools/pkglink.py, as capture/record_realworld.sh makes it too), first on PYTHONPATH, so that
+`try` and every child it starts (each with -P) import the working tree.
 The parent's analysis needs msgspec and isal, which the device's Python lacks: carry them as wheels (the
 device notes say how) and put them on PYTHONPATH before this runs; the driver checks every import it needs
 first and says in one line what is missing. The trace cache stays off (TRACETRIAGE_NO_CACHE: no pyarrow).
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +41,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:       # this parent only, for tools.pkglink: its children get the links alone
+    sys.path.insert(0, str(ROOT))
+
+from tools.pkglink import link_package  # noqa: E402
+
 MIN_SCRIPT_S = 45          # a share under this cannot hold a first capture and one knob's runs on the H200
 ANALYSIS_MARGIN_S = 20     # try's own work after its last run: the trace of that run measured, the tables
 TAR_RESERVE_S = 20         # the tarballs and the prediction log's table at the end
@@ -79,32 +84,9 @@ class Log:
         self.f.flush()
 
 
-def package_dir() -> dict[str, str]:
-    import tomllib
-
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-
-
-def link_package(pkg: Path) -> Path:
-    """WORK-pkg/tracetriage as pyproject installs it: tracetriage/* and each mapped folder, as links."""
-    top = pkg / "tracetriage"
-    shutil.rmtree(pkg, ignore_errors=True)
-    top.mkdir(parents=True)
-    mapping = package_dir()
-    for entry in (ROOT / mapping["tracetriage"]).iterdir():
-        if entry.name != "__pycache__":
-            (top / entry.name).symlink_to(entry)
-    for name, folder in mapping.items():
-        parts = name.split(".")
-        if len(parts) == 2:             # tracetriage.analyzers -> analyzers/ (deeper ones live inside)
-            (top / parts[1]).symlink_to(ROOT / folder)
-    return pkg
-
-
 def environment(pkg: Path) -> dict:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TRACETRIAGE_NO_CACHE": "1"}
-    # the links only, never the repo root: its top-level folders (kernels/, capture/ ...) would shadow packages of
-    # those names (transformers imports the hub's `kernels` where it finds one, and found ours)
+    # the links only, never the repo root (tools/pkglink.py says why); the children run with -P
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pkg), os.environ.get("PYTHONPATH", "")) if p)
     return env
 

@@ -1,7 +1,6 @@
 """Each measured run of a priced knob as a row of the prediction log: Input the try rows; Output the rows' ids.
 
-The quantity is the lever's own (`<lever>_ratio`: the traced span with the fix over without it; a knob priced
-by a model of its own, levers/knob_models.py, logs `<model>_ratio`), predicted by
+The quantity is the lever's own (`<lever>_ratio`: the traced span with the fix over without it), predicted by
 the replay of the first capture and measured on each profiled run under the knob against the median of the
 profiled runs without it; `tracetriage predictions` then shows the what-if's calibration per lever.
 """

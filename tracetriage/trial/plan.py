@@ -6,10 +6,8 @@ A knob is proposed when the catalogue says how to turn it from outside (levers/o
 2. no lever can price it (a CPU trace has no GPU timeline to replay; cuDNN's benchmark mode has no lever) and the
    trace holds what it acts on (the spec's probe): measured only, predicted nothing. A lever that replayed this
    trace and found nothing to act on proposes nothing.
-A knob whose catalogue entry names a model of its own (Outside.model, levers/knob_models.py) is priced by that
-model's replay instead of the entry's lever: the lever prices a broader fix than the knob makes.
 A knob named by --knob is run whether or not the report proposes it (its row says which), with whatever its
-lever or model predicts, a slowdown included: the experiment then checks the prediction not to turn it.
+lever predicts, a slowdown included: the experiment then checks the prediction not to turn it.
 A knob that only means something on a GPU is not run on a machine without one; it is listed apart.
 """
 from __future__ import annotations
@@ -22,7 +20,6 @@ from tracetriage.analyzers.triage.report import LEVER_FLOOR, Analysis
 from tracetriage.analyzers.voice.sources import source_words
 from tracetriage.analyzers.whatif.levers import LEVERS
 from tracetriage.analyzers.whatif.levers.catalogue import Entry, from_outside
-from tracetriage.analyzers.whatif.levers.knob_models import MODELS
 from tracetriage.analyzers.whatif.levers.outside import Outside
 
 
@@ -43,10 +40,10 @@ class Proposal:
 
     @property
     def quantity(self) -> str | None:
-        """What the prediction log calls its ratio: the model's, else the lever's (None: nothing predicted)."""
+        """What the prediction log calls its ratio: the lever's (None: nothing predicted)."""
         if self.predicted is None or self.lever is None:
             return None
-        return f"{self.outside.model}_ratio" if self.outside.model else LEVERS[self.lever].quantity
+        return LEVERS[self.lever].quantity
 
 
 def names_in(a: Analysis) -> set[str]:
@@ -92,17 +89,12 @@ def propose(a: Analysis, has_gpu: bool, force: tuple[str, ...] = ()) -> tuple[li
 
 
 def _priced(a: Analysis, e: Entry, choices: dict) -> tuple[float, float | None, str] | None:
-    """The knob's predicted saving (profiled, unprofiled) and what predicted it: its own model's replay, else
-    its lever's choice in the report; None where nothing prices it on this trace."""
+    """The knob's predicted saving (profiled, unprofiled) and the lever that predicted it: its lever's choice in
+    the report; None where nothing prices it on this trace."""
     o = e.outside
     assert o is not None
     if not o.priced or a.levers is None:
         return None
-    if o.model:
-        r = a.levers.edit_ratios(a.trace, MODELS[o.model].apply)
-        if r is None or r[2].count == 0:
-            return None
-        return 1 - r[0], (1 - r[1] if r[1] is not None else None), e.lever
     c = choices.get(e.lever)
     if c is None:
         return None

@@ -17,6 +17,7 @@ from tracetriage.analyzers.whatif.levers import (
     channels_last,
     cuda_graphs,
     cudnn_benchmark,
+    dataloader_workers,
     fuse,
     fused_optimizer,
     grads_to_none,
@@ -37,7 +38,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     remove_syncs.SPEC, no_host_work.SPEC, cuda_graphs.SPEC, async_copies.SPEC, kernels_2x.SPEC,
     fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC, overlap_comm.SPEC,
     allow_tf32.SPEC, autocast_bf16.SPEC, channels_last.SPEC, grads_to_none.SPEC, tensors_on_device.SPEC,
-    sdpa.SPEC, cudnn_benchmark.SPEC, inference_mode.SPEC,
+    sdpa.SPEC, cudnn_benchmark.SPEC, inference_mode.SPEC, dataloader_workers.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -45,6 +46,7 @@ NAMES: tuple[str, ...] = tuple(LEVERS)
 # sync focus): from its spec, never a literal that could drift from it.
 REMOVE_SYNCS = remove_syncs.SPEC.name
 NO_HOST_WORK = no_host_work.SPEC.name
+DATALOADER_WORKERS = dataloader_workers.SPEC.name
 CUDA_GRAPHS = cuda_graphs.SPEC.name
 ASYNC_COPIES = async_copies.SPEC.name
 KERNELS_2X = kernels_2x.SPEC.name
@@ -67,8 +69,9 @@ INFERENCE_MODE = inference_mode.SPEC.name      # an eval forward with autograd o
 AWAITING_PAIR: tuple[str, ...] = ()
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
-# then). Empty since traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs.
-CAPTURE_PENDING: tuple[str, ...] = ()
+# then). Empty of sdpa's, cudnn_benchmark's and inference_mode's since traces/fixes/knobs3 holds their pairs;
+# dataloader_workers waits for GROUP=loader's pairs (capture/realworld_loader.py).
+CAPTURE_PENDING: tuple[str, ...] = (DATALOADER_WORKERS,)
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 

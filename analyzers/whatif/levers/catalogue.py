@@ -42,7 +42,7 @@ class Entry:
 CATALOGUE: tuple[Entry, ...] = (
     # --- Performance Tuning Guide: general -----------------------------------------------------------------
     Entry(TUNING, "asynchronous data loading and augmentation", "DataLoader(num_workers=N, pin_memory=True)",
-          lever="no_host_work"),
+          lever="dataloader_workers"),
     Entry(TUNING, "disable gradient calculation for validation or inference",
           "with torch.no_grad(): / torch.inference_mode()", lever="inference_mode"),
     Entry(TUNING, "disable bias for convolutions directly followed by a batch norm", "nn.Conv2d(..., bias=False)",
@@ -136,10 +136,10 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(CUDA, "cuFFT plan cache", "torch.backends.cuda.cufft_plan_cache.max_size",
           unseen="plan creation is host time inside the FFT op with no event of its own"),
     # --- DataLoader ------------------------------------------------------------------------------------------
-    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work",
+    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="dataloader_workers",
           outside=Outside("dataloader_workers", "DataLoader(..., num_workers=4) forced",
                           overrides={"torch.utils.data.DataLoader": {"num_workers": 4}},
-                          probe=("enumerate(DataLoader)",), model="dataloader_workers")),
+                          probe=("enumerate(DataLoader)",))),
     Entry(DATA, "pin_memory", "DataLoader(pin_memory=True) and .to(device, non_blocking=True)",
           lever="async_copies",
           outside=Outside("pin_memory", "DataLoader(..., pin_memory=True) forced (the .to(non_blocking=True) stays "

@@ -17,8 +17,6 @@ user's script as __main__; nothing here imports torch, and nothing edits a file.
                GPU timeline to replay): a substring of any event name; () for none
     priced     the lever of its catalogue entry predicts this knob's saving (empty_cache: remove_syncs prices
                every sync, not the allocator's, so its row is measured only)
-    model      a model of its own prices it instead (levers/knob_models.py): the entry's lever prices a broader
-               fix than the knob makes (num_workers moves the batches, not every host stretch)
 """
 from __future__ import annotations
 
@@ -38,7 +36,6 @@ class Outside:
     gpu_only: bool = False
     probe: tuple[str, ...] = ()
     priced: bool = True
-    model: str = ""
 
     def paths(self) -> list[str]:
         """The library objects it touches: every run resolves all knobs' paths first, so that none is charged

@@ -52,7 +52,8 @@ class WhatIfError(ValueError):
 SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
                 "datasheet": "datasheet PCIe x16 link", "sheet": "the device's datasheet",
                 "guess": "assumed (no measurement, unknown device)",
-                "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)"}
+                "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)",
+                "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
 @dataclass(frozen=True)
