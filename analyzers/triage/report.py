@@ -309,14 +309,14 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
     early = aside.start(trace, _levers) if range_name is None else None
     try:
-        return _analyze(trace, range_name, window, early)
+        return _analyze(trace, range_name, window, early, peer_transfer_ns)
     finally:
         if early is not None:
             early.discard()
 
 
 def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | None,
-             early: forked.Child | None) -> Analysis:
+             early: forked.Child | None, peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
     span = sum(d.span_ns for d in devs)
