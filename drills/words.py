@@ -263,6 +263,18 @@ def number_feedback(part: str, said: float, key: float, unit: str, score: float)
     return f"{s} is off: the trace says {k}."
 
 
+def number_range(span: tuple, key: float, unit: str, score: float) -> str:
+    lo, hi = (_with_unit(v, unit) for v in span)
+    k = _with_unit(key, unit)
+    if score >= 1.0:
+        return f"Right: {lo} to {hi}, both ends within 15% (the trace: {k})."
+    if score > 0:
+        return f"Half credit: {lo} to {hi} holds the trace's {k}, but a range is not a measurement: commit to one."
+    if span[0] <= key <= span[1]:
+        return f"{lo} to {hi} is too wide to pin it down: the trace says {k}."
+    return f"{lo} to {hi} is off: the trace says {k}."
+
+
 def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
     if not missed:
         return f"Right: the trace's ranges are {names[0]} and {names[1]}."

@@ -1,0 +1,105 @@
+"""How the grader reads answers it was not fitted on (issue 34, phase 2): each test is one mechanism the held-out
+dev answers showed wrong, checked on short answers worded here (not copied from any answer set)."""
+from __future__ import annotations
+
+import pytest
+
+from tracetriage.drills import bank, grader
+
+
+def part(drill_id: str, name: str, answer) -> grader.Part:
+    return grader.grade_part(bank.get(drill_id), name, answer)
+
+
+# --- a range of numbers ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", ["0.75 to 0.85 ms", "roughly 0.76-0.82 ms", "between 0.75 and 0.85 ms"])
+def test_a_range_whose_both_ends_are_right_is_right(answer):
+    assert part("M00.03-b", "floor_ms", answer).score == 1.0
+
+
+@pytest.mark.parametrize("answer", ["0.6 to 0.9 ms", "from 0.65 to 1.1 ms",
+                                    # its low end is the floor of the weights alone (another quantity)
+                                    "0.69–0.8 ms"])
+def test_a_range_that_holds_the_key_without_committing_earns_half(answer):
+    p = part("M00.03-b", "floor_ms", answer)
+    assert p.score == grader.RANGE_CREDIT and "commit" in p.feedback
+
+
+@pytest.mark.parametrize("answer", ["0.2 to 2 ms", "3-4 ms"])
+def test_a_range_too_wide_to_pin_the_number_or_beside_it_earns_nothing(answer):
+    assert part("M00.03-b", "floor_ms", answer).score == 0.0
+
+
+def test_a_ranges_bare_low_end_takes_the_unit_of_its_high_end():
+    # not "150 GB" (a unit slip) to 180 MB: both ends are megabytes
+    assert part("M01.07-c", "fused_bytes", "between 150 and 180 MB").score == 1.0
+
+
+def test_a_range_over_the_two_right_statistics_is_right():
+    k = bank.key_of(bank.get("M00.03-c"))
+    lo, hi = sorted((k["per_token_ms"], k["per_token_median_ms"]))
+    assert part("M00.03-c", "per_token_ms", f"{lo:.2f} to {hi:.2f} ms").score == 1.0
+
+
+def test_a_range_that_holds_the_decisive_key_does_not_cap_the_score():
+    d = bank.get("M00.03-b")
+    k = bank.key_of(d)
+    r = grader.grade(d, {"floor_ms": "0.6 to 0.9 ms", "per_token_ms": f"{k['per_token_ms']} ms",
+                         "lever": "capture the compiled step in CUDA graphs"})
+    assert not r.capped and r.score == pytest.approx(0.35 * grader.RANGE_CREDIT + 0.25 + 0.4)
+
+
+def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
+    assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == 0.0
+
+
+# --- a number is the quantity it is -------------------------------------------------------------------------
+
+def test_of_two_ratios_the_one_said_of_the_span_answers_the_spans_speedup():
+    k = bank.key_of(bank.get("M01.07-c"))
+    said = f"{k['speedup']:.2f}x on the span, or 9x on the kernels"
+    assert part("M01.07-c", "speedup", said).score == 1.0
+    # said of nothing, the two are a hedge
+    assert part("M01.07-c", "speedup", f"{k['speedup']:.2f}x or 9x").score == 0.0
+
+
+def test_a_spread_left_in_ms_is_not_the_spread_as_a_share_of_the_median():
+    d = bank.get("M01.03-b")
+    k = bank.key_of(d)
+    ms = dict(k["confusable"]["spread_pct"])["the spread in ms, not as a share of the median"]
+    assert 1.2 < k["spread_pct"] / ms < 2.0        # within 2x of the key: without the confusion, half credit
+    p = part("M01.03-b", "spread_pct", f"{ms:.0f}%")
+    assert p.score == 0.0 and "in ms" in p.feedback
+    assert part("M01.03-b", "spread_pct", f"{k['spread_pct']:.0f}%").score == 1.0
+
+
+# --- context clauses are not options ---------------------------------------------------------------------------
+
+def test_a_phase_said_to_be_inside_its_allowance_is_context_not_a_second_answer():
+    said = "decode: the first token in 20 ms is inside the 40 ms allowance, but each token takes 13 ms"
+    assert part("M00.04-d", "phase", said).score == 1.0
+
+
+def test_a_cause_said_to_be_tiny_is_context():
+    assert part("M02.04-c", "cause", "synchronization; the host-to-device transfer is tiny").score == 1.0
+
+
+def test_a_share_of_a_roof_measures_against_it_and_names_no_regime():
+    said = "overhead: about 2% of the tensor-core peak, nowhere near either roof"
+    assert part("M01.04-a", "small_regime", said).score == 1.0
+    # bound by the roof, in words of its own, is still a second answer
+    assert part("M01.04-a", "small_regime", "overhead, and compute-bound too").score == grader.BOTH_CREDIT
+
+
+def test_of_two_answers_the_key_or_both_names_both():
+    p = part("M00.04-e", "phase", "prefill, or perhaps both")
+    assert p.score == grader.BOTH_CREDIT and "decode" in p.feedback
+
+
+def test_the_fix_to_make_instead_is_context_in_a_refusal():
+    said = "chunked prefill: the prompt already fits its budget. The decode fix is CUDA graphs."
+    assert part("M00.04-d", "refuse", said).score == 1.0
+    assert part("M00.04-d", "refuse", "refuse prefix caching; instead, capture the decode step in a graph").score == 1.0
+    # refusing both is not a refusal of one
+    assert part("M00.04-d", "refuse", "chunked prefill and CUDA graphs").score == grader.BOTH_CREDIT
