@@ -103,6 +103,8 @@ def clauses(text: str) -> list[str]:
     """The text's clauses, each read as words. The split is on the raw text: punctuation first."""
     raw = text.lower().replace("’", "'")
     raw = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", raw)
+    # a call's arguments are its words, not an aside: torch.compile(mode='max-autotune') is one clause
+    raw = re.sub(r"(?<=[a-z0-9_.])\(([^();]*)\)", r" \1 ", raw)
     return [c for c in (words_of(p) for p in CLAUSE_END.split(raw)) if c.strip()]
 
 

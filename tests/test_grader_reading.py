@@ -103,3 +103,35 @@ def test_the_fix_to_make_instead_is_context_in_a_refusal():
     assert part("M00.04-d", "refuse", "refuse prefix caching; instead, capture the decode step in a graph").score == 1.0
     # refusing both is not a refusal of one
     assert part("M00.04-d", "refuse", "chunked prefill and CUDA graphs").score == grader.BOTH_CREDIT
+
+
+# --- the vocabulary: what a gap's size says, the show's host calls, the levers' idioms ---------------------
+
+def test_a_gaps_size_alone_is_the_detail_beside_what_sits_around_it():
+    assert part("M02.04-d", "pattern", "long gaps while the copy lane is full").score == 1.0
+    assert part("M02.04-c", "pattern", "short 90 µs gaps, one per step").score == 1.0
+    # alone, a size still names its cause
+    assert part("M02.04-h", "pattern", "long gaps").score == 1.0
+
+
+def test_the_host_in_no_traced_call_is_host_work():
+    assert part("M02.03-f", "pattern", "holes of a few ms, the host in no traced call during them").score == 1.0
+
+
+def test_a_device_to_host_memcpy_is_the_syncs_detail_and_alone_a_transfer():
+    said = "a drain once per step while the host sits in cudaMemcpyAsync for a device-to-host .tolist()"
+    assert part("M02.04-f", "pattern", said).score == 1.0
+    assert part("M02.04-g", "cause", "cudaMemcpyAsync blocks the host, so it is a sync").score == 0.0
+    assert part("M02.04-g", "pattern", "ten-millisecond holes, the host inside cudaMemcpyAsync").score > 0
+
+
+@pytest.mark.parametrize("drill_id,name,said,score", [
+    ("M02.01-d", "experiment", "keep the data on the GPU between steps", 1.0),
+    ("M02.04-f", "experiment", "keep the results on the device and read them back async into pinned memory with an "
+                               "event", 1.0),
+    ("M00.03-c", "lever", "capture the rest of the step in the graph", 1.0),
+    # compile's max-autotune mode tunes kernels: on a trace where faster kernels waste the week, no fix
+    ("M00.03-b", "lever", "torch.compile(mode='max-autotune') for faster kernels", 0.0),
+])
+def test_lever_idioms(drill_id, name, said, score):
+    assert part(drill_id, name, said).score == score
