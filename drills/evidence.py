@@ -180,9 +180,10 @@ def _waste_band(n, choices: tuple) -> tuple:
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
     floor = n.waste.saving_ns
     # a lever acting on nothing here counts when it can always be built (CUDA graphs, fusion, faster kernels: every
-    # trace launches kernels) and predicts as little (CUDA graphs at 0% beside no_host_work at -1% on the matmul
-    # sweep); one that removes an idle cause the trace lacks (copies, syncs) is not a week anyone could spend
-    always = (None, Cause.LAUNCH_OVERHEAD)
+    # trace launches kernels; a faster host loop: every trace has one) and predicts as little (CUDA graphs at 0%
+    # beside no_host_work at -1% on the matmul sweep); one that removes an idle cause the trace lacks (copies, syncs)
+    # is not a week anyone could spend
+    always = (None, Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK)
     band = [c.lever for c in rest if c.saving_ns <= floor + WASTE_BAND * c.baseline_ns
             and (c.assumption is None or c.assumption.count > 0 or LEVERS[c.lever].cause in always)]
     return tuple(sorted(set(band) | {n.waste.lever}, key=lambda lv: (lv != n.waste.lever, lv)))

@@ -377,7 +377,12 @@ class _NewRungs:
         k, nw = self.key, self.facts.next_words
         wastes = waste_set(k)
         table, removal = lever_tables()
-        r = reading(_text(ans), table, removal, frozenset(k["accept"]), frozenset({k.get("waste_class")} - {None}))
+        first = frozenset({k.get("waste_class")} - {None})
+        r = reading(_text(ans), table, removal, frozenset(k["accept"]), first)
+        if not r.asserted and not r.denied:
+            # no lever named: the effort that would waste the week may be named by what it works on ("host-side work")
+            efforts = {c: tuple(table[c]) + tuple(removal.get(c, ())) for c in table}
+            r = reading(_text(ans), efforts, removal, frozenset(k["accept"]), first)
         pos = set(r.asserted)
         own = self._own_prediction(pos)
         if pos & set(k["accept"]) and not pos & wastes:
@@ -633,7 +638,7 @@ class _Context(_NewRungs):
         r = self.key["prefill_regime"]
         prefill = next((x for x in self.facts.ranges if x["name"] == self.key["prefill_range"]), {})
         why = words.prefill_regime_why(r, prefill.get("tflops"), prefill.get("count"))
-        return self._name(ans, r, tables("regime", "name"), why)
+        return self._name(_about_phase(_text(ans), "prefill"), r, tables("regime", "name"), why)
 
     # --- prefill or decode: the incident (M00.04) ---------------------------------------------------
     def incident_ttft_ms(self, ans):
@@ -698,6 +703,17 @@ class _Context(_NewRungs):
 KEEP_INSTEAD = re.compile(r"\binstead\b(?!\s+of)|\bthe (?:[\w-]+ )?fix (?:is|would be|there is)\b|"
                           r"\bwhat (?:helps|works|would help)\b|\b(?:i|we) (?:would|d|'d) (?:do|use|reach for)\b")
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\s[-–—]+\s")
+
+
+def _about_phase(text: str, phase: str) -> str:
+    """The sentences of an answer about one phase that are not about the other one alone ("compute. The overhead is
+    in decode, not here": the decode's regime is context to the prefill's)."""
+    names = tables("phase", "name")
+    other = next(c for c in names if c != phase)
+    kept = [x for x in SENTENCE.split(text)
+            if not (other in reading(x, {other: names[other]}).asserted and
+                    phase not in reading(x, {phase: names[phase]}).asserted)]
+    return " ".join(kept) if kept else text
 
 
 def _refused(text: str) -> str:

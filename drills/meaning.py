@@ -33,7 +33,10 @@ NEGATORS = ("not", "no", "never", "nothing", "none", "neither", "nor", "rather t
 # after a class phrase: "X is not (it)", "X is ruled out", "X isn't"
 POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|never|no|unlikely|irrelevant|ruled out|"
                            r"excluded)|isn t|aren t|wasn t|weren t|can be ruled out|(?:is|are) ruled out|"
-                           r"doesn t matter|don t matter)\b")
+                           r"doesn t matter|don t matter|"
+                           # "the bytes don't change", "the kernels stay the same": not what moved
+                           r"(?:don t|doesn t|didn t|do not|does not|did not) change|"
+                           r"(?:stay|stays|stayed|are|is|were|was|remain|remains|remained) (?:the same|unchanged))\b")
 # after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
 # "launch overhead is small": a quantity judged, not an option offered
 # ("the DtoH copy itself is tiny", "the first token in n ms is inside the n ms allowance")

@@ -135,3 +135,43 @@ def test_a_device_to_host_memcpy_is_the_syncs_detail_and_alone_a_transfer():
 ])
 def test_lever_idioms(drill_id, name, said, score):
     assert part(drill_id, name, said).score == score
+
+
+def test_what_did_not_change_is_not_what_explains_the_speedup():
+    assert part("M01.08-c", "explained_by", "launches; the bytes don't change between the two").score == 1.0
+
+
+def test_a_sentence_about_the_other_phase_is_context_to_this_ones_regime():
+    said = "compute-bound. The decode steps are the overhead-bound part, not the prefill."
+    assert part("M02.02-a", "prefill_regime", said).score == 1.0
+
+
+def test_a_share_of_the_span_left_idle_does_not_outweigh_the_named_regime():
+    # "compute" alone is a generic word; "idle" beside it is as generic: both named, neither chosen over the other
+    assert part("M00.01-d", "regime", "compute, but a quarter of the span is idle").score == grader.BOTH_CREDIT
+    assert part("M00.01-a", "regime", "the GPU sits idle most of the time").score == 1.0
+
+
+def test_the_waste_named_by_what_it_works_on():
+    assert part("M00.01-b", "waste", "the host-side work").score == 1.0
+    # a lever named beside a cause: the lever is the answer, the cause its reason
+    said = "CUDA graphs: the idle is the host stuck in a sync, which a graph cannot remove"
+    assert part("M00.01-d", "waste", said).score == 1.0
+
+
+def test_a_faster_host_loop_is_a_waste_wherever_it_buys_nothing():
+    d = bank.get("M00.01-d")
+    assert evidence_saving(d, "no_host_work") < 0.01
+    assert part("M00.01-d", "waste", "speeding up the Python loop").score == 1.0
+
+
+def test_prefetching_the_next_batch_is_the_copy_fix_on_a_copy_bound_trace():
+    said = "pin the batches, prefetching the next one while the current one computes"
+    assert part("M02.04-d", "experiment", said).score == 1.0
+    assert part("M02.04-h", "experiment", "more DataLoader workers that prefetch batches").score == 1.0
+
+
+def evidence_saving(d, lever: str) -> float:
+    from tracetriage.drills import evidence
+
+    return evidence.facts(d.trace_path()).lever_savings[lever]
