@@ -175,8 +175,10 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
     a = usable[0]
     said = in_unit(a, unit) if unit else a.value
     offered = _offered(text, usable, unit)
-    if len(offered) > 1:
-        return NumberGrade(0.0, said, None, None, hedged=tuple(offered))
+    right = [k for k in (key, *also) if k]
+    if len(offered) > 1 and not all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
+                                        for k in right) for v in offered):
+        return NumberGrade(0.0, said, None, None, hedged=tuple(offered))   # "10 or 11%" of a 10.8% key is no hedge
     if a.start in high_end:
         b = high_end[a.start]
         return _range_grade(sorted((said, in_unit(b, unit) if unit else b.value)), (key, *also), confusable)
@@ -377,12 +379,14 @@ class _NewRungs:
         k, nw = self.key, self.facts.next_words
         wastes = waste_set(k)
         table, removal = lever_tables()
-        first = frozenset({k.get("waste_class")} - {None})
-        r = reading(_text(ans), table, removal, frozenset(k["accept"]), first)
+        # a word shared by the fix (or a partial fix) and a lever of the waste band is the fix's ('fusion' where
+        # fusion helps and cutting launches, which borrows the word, buys nothing), as score_lever reads it
+        first, prefer = frozenset({k.get("waste_class")} - {None}), frozenset(k["accept"]) | frozenset(k["partial"])
+        r = reading(_text(ans), table, removal, prefer, first)
         if not r.asserted and not r.denied:
             # no lever named: the effort that would waste the week may be named by what it works on ("host-side work")
             efforts = {c: tuple(table[c]) + tuple(removal.get(c, ())) for c in table}
-            r = reading(_text(ans), efforts, removal, frozenset(k["accept"]), first)
+            r = reading(_text(ans), efforts, removal, prefer, first)
         pos = set(r.asserted)
         own = self._own_prediction(pos)
         if pos & set(k["accept"]) and not pos & wastes:

@@ -36,19 +36,24 @@ POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|n
                            r"doesn t matter|don t matter|"
                            # "the bytes don't change", "the kernels stay the same": not what moved
                            r"(?:don t|doesn t|didn t|do not|does not|did not) change|"
-                           r"(?:stay|stays|stayed|are|is|were|was|remain|remains|remained) (?:the same|unchanged))\b")
+                           r"(?:stay|stays|stayed|are|is|were|was|remain|remains|remained) (?:the same|unchanged)|"
+                           # "faster kernels would buy nothing": the waste named as such, not offered
+                           r"(?:would |will |could )?(?:buy|buys|save|saves|gain|gains) (?:nothing|little)|"
+                           r"(?:won t|wouldn t|would not|will not|doesn t|does not|don t|do not|can t|cannot) "
+                           r"(?:help|buy anything|matter|change anything)|(?:is|are|would be) (?:pointless|wasted))\b")
 # after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
 # "launch overhead is small": a quantity judged, not an option offered
 # ("the DtoH copy itself is tiny", "the first token in n ms is inside the n ms allowance")
 POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|in|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
-                          r"the|a|its|it|per|token|tokens|step|steps|count|here|copy|copies|transfer|kernel|kernels)"
+                          r"the|a|its|it|per|token|tokens|step|steps|count|here|copy|copies|transfer|kernel|kernels|"
+                          r"comes|arrives|which|that|well|comfortably|safely)"
                           r"){0,7}\s+"
                           r"(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|well under|well within|"
                           r"comfortably|hardly matters|barely matters|matters little|is secondary|irrelevant|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
                           r"tiny|minor|negligible|a small part|not the problem|not the issue|"
                           r"(?:inside|within|under|below|meets|beats|hits|makes)\s+(?:(?:its|the|a|n|ms|us|per|token)\s+){0,4}"
-                          r"(?:target|budget|slo|goal|allowance|limit|deadline|requirement)|within(?=\s*$))\b")
+                          r"(?:target|budget|slo|goal|allowance|limit|deadline|requirement)|(?:within|inside)(?=\s*$))\b")
 # after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
 POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|just|merely|a mere|barely)\b|"
                         r"^\s+(?:only|just|barely)\s+n\b")   # not "synchronization only": that is all of it
@@ -107,7 +112,7 @@ def clauses(text: str) -> list[str]:
     raw = text.lower().replace("’", "'")
     raw = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", raw)
     # a call's arguments are its words, not an aside: torch.compile(mode='max-autotune') is one clause
-    raw = re.sub(r"(?<=[a-z0-9_.])\(([^();]*)\)", r" \1 ", raw)
+    raw = re.sub(r"(?<=[a-z0-9_.])\(([^();]*)\)|\(([^();]*)\)(?=\.[a-z_])", r" \1\2 ", raw)   # (x < 0).any()
     return [c for c in (words_of(p) for p in CLAUSE_END.split(raw)) if c.strip()]
 
 

@@ -175,3 +175,37 @@ def evidence_saving(d, lever: str) -> float:
     from tracetriage.drills import evidence
 
     return evidence.facts(d.trace_path()).lever_savings[lever]
+
+
+def test_a_word_the_partial_fix_shares_with_a_waste_lever_is_the_fixs_in_the_waste_part():
+    # fusion moves fewer bytes here (a partial fix); cutting launches, which borrows "fusion", is in the waste set
+    k = bank.key_of(bank.get("M00.01-c"))
+    assert "fuse" in k["partial"] and "cut_launches" in k["waste_classes"]
+    assert part("M00.01-c", "waste", "fuse the RMSNorm and SwiGLU").score == 0.0
+
+
+@pytest.mark.parametrize("said,score", [
+    ("prefill: 11 ms against 8 ms; decode at 5.7 ms/token is well inside its 20 ms budget", 1.0),
+    ("decode: the first token comes in 6 ms which meets its target", 0.0),
+])
+def test_a_phase_said_to_meet_its_target_is_context(said, score):
+    assert part("M00.04-b", "phase", said).score == score
+
+
+def test_a_lever_said_to_buy_nothing_is_not_offered():
+    assert part("M01.05-c", "lever", "CUDA-graph the loop; faster kernels would buy nothing").score == 1.0
+
+
+def test_a_data_dependent_check_in_code_is_a_sync_to_remove():
+    assert part("M02.01-a", "experiment", "remove the (t > 0).any() guard from the loop").score == 1.0
+
+
+def test_the_prefill_attention_is_a_prefill_fix_to_refuse():
+    assert part("M00.04-a", "refuse", "speed up the prefill's attention").score == 1.0
+
+
+def test_two_values_that_are_both_right_are_no_hedge():
+    k = bank.key_of(bank.get("M01.03-c"))
+    lo, hi = k["spread_pct"] * 0.93, k["spread_pct"] * 1.05
+    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {hi:.0f}%").score == 1.0
+    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {2 * hi:.0f}%").score == 0.0
