@@ -338,6 +338,33 @@ def operator_row(h: dict) -> str:
 OVERLAPPING_WALLS = 1.5   # the instances' walls add up to this many times their union: they overlap
 
 
+def passes_header() -> str:
+    return ("the forward passes the trace repeats, found from the ops' shapes (new tokens per sequence: the "
+            "embedding's indices, the attention's query or the matmuls' rows; wall: the time a pass adds to the "
+            "timeline):")
+
+
+def pass_row(r: dict) -> str:
+    n = r["last"] - r["first"] + 1
+    which = f"pass {r['first']}" if n == 1 else f"passes {r['first']}–{r['last']} ({n})"
+    if r["tokens"] is None and r["by_structure"] == n and r["forward"]:
+        what = "no shapes recorded (CUDA-graph replays of one structure, repeated after the prompt's pass)"
+    elif not r["forward"]:
+        what = "no forward of its own (set-up, or the end of the loop)"
+    else:
+        batch = f"batch {r['batch']} × " if r["batch"] else ""
+        tok = f"{batch}{r['tokens']:,} new token{'s' if r['tokens'] != 1 else ''}" + (" each" if n > 1 else "")
+        what = tok + (f" ({r['by_structure']} of them by their structure: CUDA-graph replays record no shapes)"
+                      if r["by_structure"] else "")
+    ms = lambda x: duration_us(1e3 * x)   # noqa: E731
+    wall = (f"wall {ms(r['wall_median_ms'])}" if n == 1 else
+            f"walls: median {ms(r['wall_median_ms'])}, mean {ms(r['wall_mean_ms'])}, "
+            f"{ms(r['wall_min_ms'])} to {ms(r['wall_max_ms'])}")
+    first = (f"; the request's first token reaches the host {ms(r['ttft_ms'])} after its first pass began"
+             if r.get("ttft_ms") is not None else "")
+    return f"  {which:22s} from {ms(r['start_ms']):>9}   {what}; {wall}{first}"
+
+
 def range_row(r: dict) -> str:
     row = (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
            f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
@@ -576,3 +603,11 @@ def large_gaps_header() -> str:
 
 def gap_row(start_us: float, length_us: float, call: str) -> str:
     return f"  at {duration_us(start_us):>9}: {duration_us(length_us):>9} idle, the host in {call or 'no traced call'}"
+
+
+def idle_by_call_header() -> str:
+    return "the GPU's compute idle time, all gaps summed, by what the host was in (or a copy on the device):"
+
+
+def idle_by_call_row(call: str, idle_us: float, of_span: float) -> str:
+    return f"  {call or 'no traced call':40s} {duration_us(idle_us):>9} idle, {share(of_span)} of the span"
