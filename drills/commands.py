@@ -162,7 +162,7 @@ def _shape_rows(f, d: bank.Drill) -> list[dict]:
 def _repeats(d: bank.Drill) -> dict:
     m = json.loads((bank.REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
     sc = m["scenarios"][d.scenario]
-    return {"scenario": d.scenario, "about": sc["about"],
+    return {"scenario": d.scenario, "about": sc["about"], "calls": int(sc["iters"]) if sc.get("iters") else None,
             "wall_ms": {v: [round(x, 4) for x in sc["wall_ms"][v]["runs"]] for v in d.variants}}
 
 
@@ -230,7 +230,7 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(range_row(r), markup=False)
     if d.kind == "timer":
         rep = info["repeats"]
-        con.print(repeats_header(rep["scenario"], rep["about"]), markup=False)
+        con.print(repeats_header(rep["scenario"], rep["about"], rep["calls"]), markup=False)
         for v, runs in rep["wall_ms"].items():
             con.print(repeats_row(v, runs), markup=False)
     if d.kind == "collapse":

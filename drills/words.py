@@ -551,8 +551,10 @@ def declared_line(declared: dict, peak_gbps: float | None) -> str:
     return "the capture declares: " + ("; ".join(parts) or "nothing about the model's bytes") + peak
 
 
-def repeats_header(scenario: str, about: str) -> str:
-    return f"unprofiled repeats of {scenario} ({about}), wall ms per call:"
+def repeats_header(scenario: str, about: str, calls: int | None = None) -> str:
+    # a repeat runs the workload `calls` times: its wall is theirs together, not one call's
+    each = f"wall ms of each repeat ({calls:,} calls one after another)" if calls else "wall ms of each repeat"
+    return f"unprofiled repeats of {scenario} ({about}), {each}:"
 
 
 def repeats_row(variant: str, runs: list[float]) -> str:

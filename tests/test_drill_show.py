@@ -96,3 +96,9 @@ def test_a_triage_drill_sums_the_idle_by_what_the_host_was_in_so_the_10_percent_
     assert bank.key_of(bank.get("M02.01-b"))["bound"] in ("compute", "memory") and all(r[2] < 0.10 for r in b_rows)
     out = _show(capsys, "M02.01-a")
     assert re.search(r"cudaStreamSynchronize\s+[\d.]+ ms idle, 16% of the span", out), out
+
+
+def test_a_timers_repeats_say_how_many_calls_each_repeat_holds(capsys):
+    # the small RMSNorm+SwiGLU's repeats are 47-75 ms: 200 calls each, not one call's time
+    out = _show(capsys, "M01.03-b")
+    assert "wall ms of each repeat (200 calls one after another):" in out and "per call" not in out, out
