@@ -4,11 +4,12 @@
     result.score     # 0..1: the weighted parts, capped when the decisive part is wrong
 
 Each part is read on meaning (tracetriage.drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
-answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it, names
-another, or hedges ("A or B" earns what a wrong answer earns). A lever part scores 1 for the report's Next
-(a plan of two fixes is fine, unless one is the lever that would waste the week: 0.5), 0.5 for a fix that
-helps less. A number is read with its unit (tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip
-by the unit ladder (ms for µs) 0.5 with the unit named. A blank part scores 0. Feedback quotes the evidence
+answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it or names
+another; a hedge between the key and one other ("A or B") earns HEDGE_CREDIT and caps as a wrong answer, a list
+of three or more nothing. A lever part scores 1 for the report's Next (a plan of two fixes is fine, unless one is
+the lever that would waste the week: 0.5), 0.5 for a fix that helps less. A number is read with its unit
+(tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip by the unit ladder (ms for µs) 0.5 with
+the unit named, a range by its ends. A blank part scores 0. Feedback quotes the evidence
 the analyzers found in the trace (tracetriage.drills.evidence; its sentences are tracetriage.analyzers.voice).
 """
 from __future__ import annotations
@@ -28,6 +29,11 @@ CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x 0.5
 RANGE_CREDIT = 0.5        # a range that holds the key ("0.7 to 0.8 ms"): not wrong, not committed; no cap
 SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not
 BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
+# A hedge between the right answer and one other ("sync or launch overhead", "0.79 or 7.9 ms") is not the answer
+# alone: it earns HEDGE_CREDIT, and below WRONG_BELOW it counts as a wrong answer for the decisive cap; a list of
+# three or more options earns nothing. (Two teachers scoring held-out answers gave such a hedge 0.4 and 0.5.)
+HEDGE_CREDIT = 0.4
+WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score as a wrong one does
 WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
 PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
 EVIDENCE_NUMBER, EVIDENCE_NAMED = 0.6, 0.4
@@ -78,8 +84,9 @@ def grade(drill: Drill, answers: dict) -> Result:
         parts.append(Part(name, weight, score, ans, ctx.expected(name), fb, half=half))
     total = sum(p.weight * p.score for p in parts)
     decisive = next(p for p in parts if p.part == drill.decisive)
-    # a wrong decisive part caps the score; so does a decisive number only half right (within 2x, a unit slip)
-    capped = (decisive.score == 0 or decisive.half) and total > drill.cap_if_wrong
+    # a wrong decisive part caps the score; so does a hedge (under WRONG_BELOW) and a decisive number only half right
+    # (within 2x, a unit slip, a hedge)
+    capped = (decisive.score < WRONG_BELOW or decisive.half) and total > drill.cap_if_wrong
     notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
     notes.append(words.revealed(drill.source(reveal=True)))
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
@@ -127,7 +134,7 @@ class NumberGrade:
     slip: float | None        # the unit ladder's factor when the value slipped by it
     other_dim: str | None     # the dimension the answer's unit has, when it is not the key's
     confused: tuple | None = None   # (what it is, its value): the answer is another quantity of the trace
-    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge earns what a wrong answer earns
+    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge, HEDGE_CREDIT when one is right
     half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
     span: tuple | None = None   # (low, high) of a range the answer gives ("0.7 to 0.8 ms"), in the key's unit
 
@@ -178,7 +185,10 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
     right = [k for k in (key, *also) if k]
     if len(offered) > 1 and not all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
                                         for k in right) for v in offered):
-        return NumberGrade(0.0, said, None, None, hedged=tuple(offered))   # "10 or 11%" of a 10.8% key is no hedge
+        # ("10 or 11%" of a 10.8% key is no hedge); two values, one of them right: a hedge
+        one_right = len(offered) == 2 and any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
+                                              for v in offered for k in right)
+        return NumberGrade(HEDGE_CREDIT if one_right else 0.0, said, None, None, hedged=tuple(offered), half=True)
     if a.start in high_end:
         b = high_end[a.start]
         return _range_grade(sorted((said, in_unit(b, unit) if unit else b.value)), (key, *also), confusable)
@@ -273,7 +283,8 @@ def _offered(text: str, usable: list, unit: str) -> list[float]:
 # --- names and levers ----------------------------------------------------------------------------------
 
 def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tuple[float, object]:
-    """A name part: the key's class alone 1, beside another 0.5, a hedge or a denial or another class 0."""
+    """A name part: the key's class alone 1, beside another 0.5, hedged with one other HEDGE_CREDIT, a list of the
+    options or a denial or another class 0."""
     r = reading(text, table)
     main = r.main
     others = set(table) - {key}
@@ -287,11 +298,11 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
     if key in r.denied or key not in r.asserted:
         return 0.0, r
     if r.hedged and not (allow_two and len(main) <= 2):
-        return 0.0, r
+        return (HEDGE_CREDIT if len(set(r.asserted)) == 2 else 0.0), r
     if len(set(main)) >= LIST_IS_HEDGE and not allow_two:
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
     if len(set(r.asserted)) == 2 and not allow_two and BOTH_HEDGE.search(text.lower()):
-        return 0.0, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
+        return HEDGE_CREDIT, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
@@ -344,7 +355,7 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
     if r.hedged and pos - accept - partial:
-        return 0.0, r, "hedge"
+        return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
     if pos & accept:
         return (WASTE_CREDIT, r, "waste") if pos & wastes else (1.0, r, "right")
     if pos & partial:
@@ -392,7 +403,8 @@ class _NewRungs:
         if pos & set(k["accept"]) and not pos & wastes:
             return 0.0, words.waste_is_the_fix(nw) + own
         if r.hedged and pos & wastes and pos - wastes:
-            return 0.0, words.hedged(k.get("waste_class") or min(wastes), pos - wastes)
+            credit = HEDGE_CREDIT if len(pos) == 2 else 0.0
+            return credit, words.hedged(k.get("waste_class") or min(wastes), pos - wastes, credit)
         if pos and pos <= wastes:
             return 1.0, words.waste_right(nw) + own
         if pos & wastes:
@@ -515,7 +527,7 @@ class _Context(_NewRungs):
         if key in r.denied:
             return 0.0, words.denied(key, why)
         if r.hedged and key in r.asserted:
-            return 0.0, words.hedged(key, set(r.asserted) - {key})
+            return s, words.hedged(key, set(r.asserted) - {key}, s)
         if s > 0:
             return s, words.both(key, set(r.main) - {key})
         return 0.0, words.bound_wrong(set(r.main), key, why)
@@ -528,7 +540,7 @@ class _Context(_NewRungs):
         if g.said is None:
             return 0.0, words.no_number(part, key, unit, g.other_dim)
         if g.hedged:
-            return 0.0, words.number_hedged(part, g.hedged, key, unit)
+            return g.score, words.number_hedged(part, g.hedged, key, unit, g.score)
         if g.span is not None:
             return g.score, words.number_range(g.span, key, unit, g.score)
         if g.confused is not None:
@@ -561,7 +573,7 @@ class _Context(_NewRungs):
         if cause in r.denied:
             return 0.0, words.denied(cause, ev)
         if r.hedged and cause in r.asserted:
-            return 0.0, words.hedged(cause, set(r.asserted) - {cause})
+            return s, words.hedged(cause, set(r.asserted) - {cause}, s)
         if s > 0:
             return s, words.both(cause, set(r.main) - {cause})
         regimes = set(reading(_text(ans), tables("regime", "name", ("compute", "memory"))).asserted)
@@ -572,6 +584,8 @@ class _Context(_NewRungs):
         s, r = score_name(_text(ans), cause, pattern_table())
         if s == 1.0:
             return s, words.pattern_right(cause)
+        if r.hedged and s > 0:
+            return s, words.hedged("the right pattern", set(r.asserted) - {cause}, s)
         if s > 0:
             return s, words.both("the right pattern", set(r.main) - {cause})
         return 0.0, words.pattern_wrong(cause, words.evidence_short(cause, self.facts.cause_evidence[cause]))
@@ -671,6 +685,8 @@ class _Context(_NewRungs):
         s, r = score_name(_refused(_text(ans)), other, tables("phase", "fix"), allow_two=False)
         if s == 1.0:
             return s, words.refuse_right(other, self.key["phase"])
+        if r.hedged and s > 0:
+            return s, words.hedged(f"a {other} fix", {f"a {c} fix" for c in set(r.asserted) - {other}}, s)
         if s > 0:
             return s, words.both(f"a {other} fix", set(r.main) - {other})
         return 0.0, words.refuse_wrong(set(r.main), other, self.key["phase"])

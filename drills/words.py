@@ -84,10 +84,11 @@ def both(what: str, said: set) -> str:
     return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
-def hedged(what: str, said: set) -> str:
+def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
-    return (f"You offered {label(what)} or {others}: a hedge between answers earns what a wrong answer earns; "
-            f"the trace decides between them, so commit to one.")
+    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+             else "a list of the options earns what a wrong answer earns")
+    return f"You offered {label(what)} or {others}: {earns}; the trace decides between them, so commit to one."
 
 
 def denied(what: str, why: str) -> str:
@@ -134,7 +135,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
     if case == "hedge":
         offered = " or ".join(lever_label(c) for c in sorted(said))
-        return f"You offered {offered}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
+        earns = f"a hedge earns {num(score)}" if score else "a hedge with no right option in it earns nothing"
+        return f"You offered {offered}: {earns}; commit to one. The report's Next: {fix}."
     if case == "denied":
         return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
     if case == "pinned":
@@ -142,9 +144,11 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
 
 
-def number_hedged(part: str, offered: tuple, key: float, unit: str) -> str:
+def number_hedged(part: str, offered: tuple, key: float, unit: str, credit: float = 0.0) -> str:
     said = " or ".join(f"{num(v)} {unit}" for v in offered)
-    return f"You offered {said}: a hedge earns what a wrong answer earns; {part} in the trace: {num(key)} {unit}."
+    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+             else "a hedge earns what a wrong answer earns")
+    return f"You offered {said}: {earns}; {part} in the trace: {num(key)} {unit}."
 
 
 def number_confused(part: str, said: float, confused: tuple, key: float, unit: str) -> str:

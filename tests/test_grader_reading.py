@@ -51,7 +51,7 @@ def test_a_range_that_holds_the_decisive_key_does_not_cap_the_score():
 
 
 def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
-    assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == 0.0
+    assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == grader.HEDGE_CREDIT
 
 
 # --- a number is the quantity it is -------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def test_of_two_ratios_the_one_said_of_the_span_answers_the_spans_speedup():
     said = f"{k['speedup']:.2f}x on the span, or 9x on the kernels"
     assert part("M01.07-c", "speedup", said).score == 1.0
     # said of nothing, the two are a hedge
-    assert part("M01.07-c", "speedup", f"{k['speedup']:.2f}x or 9x").score == 0.0
+    assert part("M01.07-c", "speedup", f"{k['speedup']:.2f}x or 9x").score == grader.HEDGE_CREDIT
 
 
 def test_a_spread_left_in_ms_is_not_the_spread_as_a_share_of_the_median():
@@ -208,4 +208,33 @@ def test_two_values_that_are_both_right_are_no_hedge():
     k = bank.key_of(bank.get("M01.03-c"))
     lo, hi = k["spread_pct"] * 0.93, k["spread_pct"] * 1.05
     assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {hi:.0f}%").score == 1.0
-    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {2 * hi:.0f}%").score == 0.0
+    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {2 * hi:.0f}%").score == grader.HEDGE_CREDIT
+
+
+# --- a hedge: partial credit, and wrong for the cap ------------------------------------------------------------
+
+def test_a_hedge_holding_the_key_earns_hedge_credit_and_caps_as_a_wrong_answer():
+    d = bank.get("M02.04-c")
+    r = grader.grade(d, {"pattern": "a drain after every .item()", "cause": "a sync, or else the launches",
+                         "experiment": "move the .item() out of the loop"})
+    cause = next(p for p in r.parts if p.part == "cause")
+    assert cause.score == grader.HEDGE_CREDIT and "commit to one" in cause.feedback
+    assert r.capped and r.score == d.cap_if_wrong
+    # the key outside the hedge: nothing
+    assert part("M02.04-c", "cause", "host work or the copies").score == 0.0
+
+
+def test_a_hedged_number_caps_a_decisive_part():
+    d = bank.get("M00.03-b")
+    k = bank.key_of(d)
+    r = grader.grade(d, {"floor_ms": f"{k['floor_ms']:.2f} or 7 ms", "per_token_ms": f"{k['per_token_ms']} ms",
+                         "lever": "capture the compiled step in CUDA graphs"})
+    assert r.parts[0].score == grader.HEDGE_CREDIT and r.capped
+
+
+@pytest.mark.parametrize("drill_id,name,said,score", [
+    ("M02.04-c", "experiment", "remove the .item() or use CUDA graphs", grader.HEDGE_CREDIT),
+    ("M02.04-c", "experiment", "CUDA graphs or more DataLoader workers", 0.0),
+])
+def test_a_hedged_lever_earns_hedge_credit_only_with_the_fix_in_it(drill_id, name, said, score):
+    assert part(drill_id, name, said).score == score
