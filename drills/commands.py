@@ -25,11 +25,15 @@ from tracetriage.drills.words import (
     device_peaks,
     gap_row,
     grade_row,
+    idle_by_call_header,
+    idle_by_call_row,
     kernel_row,
     kernel_table_header,
     large_gaps_header,
     no_prediction,
     operator_row,
+    pass_row,
+    passes_header,
     prediction_first,
     prediction_note,
     prediction_recorded,
@@ -105,6 +109,11 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind == "incident":
         out["ticket"] = d.ticket
         out["slo"] = d.slo
+        # a trace without named ranges: the passes the report reads its phases from, so TTFT and the per-token time
+        # are read from what show prints, as the ranges drill reads its ranges
+        # (not which phase each is: that is the student's to name)
+        out["passes"] = [{**{k: v for k, v in p.items() if k != "kind"}, "forward": p["kind"] != "other"}
+                         for p in evidence.facts(d.trace_path()).passes]
     if d.kind in ("waste",):
         f = evidence.facts(d.trace_path())
         out["operator_table"] = f.hotspots
@@ -153,7 +162,7 @@ def _shape_rows(f, d: bank.Drill) -> list[dict]:
 def _repeats(d: bank.Drill) -> dict:
     m = json.loads((bank.REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
     sc = m["scenarios"][d.scenario]
-    return {"scenario": d.scenario, "about": sc["about"],
+    return {"scenario": d.scenario, "about": sc["about"], "calls": int(sc["iters"]) if sc.get("iters") else None,
             "wall_ms": {v: [round(x, 4) for x in sc["wall_ms"][v]["runs"]] for v in d.variants}}
 
 
@@ -187,6 +196,10 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
                 con.print(gap_row(start, length, call), markup=False)
     if d.kind == "triage":
         con.print(span_line(**info["span"]), markup=False)
+        # the bound rule asks whether one cause holds 10% of the span: the gaps' host calls, summed, let you say
+        con.print(idle_by_call_header(), markup=False)
+        for call, us, of_span in render.idle_by_call(evidence.lanes(d.trace_path())):
+            con.print(idle_by_call_row(call, us, of_span), markup=False)
         con.print("operator table (device time):")
         for h in info["operator_table"]:
             con.print(operator_row(h), markup=False)
@@ -195,6 +208,9 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         for r in info["ranges"]:
             con.print(range_row(r), markup=False)
     if d.kind == "incident":
+        con.print(passes_header(), markup=False)
+        for r in info["passes"]:
+            con.print(pass_row(r), markup=False)
         con.print(f"ticket: {d.ticket}", markup=False)
     if d.kind == "waste":
         con.print(span_line(**info["span"]), markup=False)
@@ -214,7 +230,7 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(range_row(r), markup=False)
     if d.kind == "timer":
         rep = info["repeats"]
-        con.print(repeats_header(rep["scenario"], rep["about"]), markup=False)
+        con.print(repeats_header(rep["scenario"], rep["about"], rep["calls"]), markup=False)
         for v, runs in rep["wall_ms"].items():
             con.print(repeats_row(v, runs), markup=False)
     if d.kind == "collapse":

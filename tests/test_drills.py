@@ -133,8 +133,11 @@ def test_transfer_levers_in_the_courses_words(text):
     assert _lever_classes(text) == {"overlap_copies"}
 
 
-def test_a_hedge_between_two_causes_earns_what_a_wrong_answer_earns():
-    assert grader.score_name("either launch overhead or a sync", "synchronization", tables("cause", "name"))[0] == 0.0
+def test_a_hedge_between_two_causes_earns_hedge_credit_and_a_list_of_them_nothing():
+    t = tables("cause", "name")
+    assert grader.score_name("either launch overhead or a sync", "synchronization", t)[0] == grader.HEDGE_CREDIT
+    assert grader.score_name("either launch overhead or host work", "synchronization", t)[0] == 0.0
+    assert grader.score_name("launch overhead, host work or a sync", "synchronization", t)[0] == 0.0
 
 
 def test_a_word_inside_another_word_does_not_count():
