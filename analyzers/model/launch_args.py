@@ -65,29 +65,30 @@ class MemoryEvents:
 
 @dataclass(frozen=True)
 class OpStrides:
-    """Each cpu_op with recorded Input Strides: its name, interval, and its inputs' dims, strides and types, kept
-    as JSON text until an analysis asks for one op (`args`)."""
+    """Each cpu_op: its name, interval, and its args kept as JSON text until an analysis asks for one op's Input
+    Dims, Input Strides and Input type (`args`)."""
     name: list                  # str
     start: np.ndarray           # int64 ns
     end: np.ndarray             # int64 ns
     tid: np.ndarray             # int64
-    raw: list                   # per row: (Input Dims, Input Strides, Input type) JSON texts
+    raw: list                   # per row: the event's "args" JSON text (b"" when it has none)
 
     def __len__(self) -> int:
         return len(self.name)
 
     def args(self, row: int) -> tuple[list, list, list]:
-        """(dims, strides, types) of one op, one entry per argument; [] where the trace holds something else."""
+        """(dims, strides, types) of one op, one entry per argument; [] where the trace holds none (an op recorded
+        without shapes, or a torch too old to record strides)."""
         import msgspec
 
-        out = []
-        for text in self.raw[row]:
-            try:
-                v = msgspec.json.decode(text) if text else []
-            except msgspec.DecodeError:
-                v = []
-            out.append(v if isinstance(v, list) else [])
-        return out[0], out[1], out[2]
+        try:
+            doc = msgspec.json.decode(self.raw[row]) if self.raw[row] else {}
+        except msgspec.DecodeError:
+            doc = {}
+        if not isinstance(doc, dict):
+            doc = {}
+        out = [doc.get(k) for k in ("Input Dims", "Input Strides", "Input type")]
+        return tuple(v if isinstance(v, list) else [] for v in out)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
