@@ -47,3 +47,9 @@ PARTS = {
 PREDICT = {"ridge": "intensity", "bytes_ledger": "span_ms", "view_copy": "span_ms", "intensity": "intensity",
            "occupancy": "kernel_busy_ms", "transpose": "kernel_busy_ms"}
 KINDS = tuple(PARTS)
+
+# What each kind's key gives away about the trace it shows, once graded (issue 34: no other drill may show the same
+# trace and ask an answer of the same kind); the bank's own table takes these beside its kinds'.
+TRACE_ANSWERS = {"ridge": ("intensity", "ridge_side"), "bytes_ledger": ("storage", "slowest_line"),
+                 "view_copy": ("storage", "view_or_copy"), "intensity": ("intensity", "ridge_side"),
+                 "occupancy": ("occupancy", "rate", "occupancy_verdict"), "transpose": ("strided", "copy_pays")}
