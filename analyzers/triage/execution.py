@@ -122,6 +122,7 @@ def _rates(trace: Trace, roof: Roofline, kernels: np.ndarray) -> tuple[float, fl
 def _peaks(roof: Roofline, dtype: str | None) -> tuple[float, float | None]:
     """The peaks the Regime line names (measured ceilings where the trace has them, else the datasheet's)."""
     pk = roof.peaks
+    assert pk is not None      # notes() returns early on a roofline without peaks
     return pk.bytes_per_s / 1e9, (pk.flops(dtype) / 1e12 if dtype else None)
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from tracetriage.drills.bank import Drill
 from tracetriage.drills.ladder import facts
 from tracetriage.drills.ladder import words as lw
 from tracetriage.drills.textmatch import tables
 
 if TYPE_CHECKING:
-    from tracetriage.drills.bank import Drill
     from tracetriage.drills.meaning import Reading
 
 NONE_WORDS = re.compile(r"\b(?:none|nothing|neither|nobody|no (?:operand|kernel|card|line|op|one)s?|empty|zero)\b"

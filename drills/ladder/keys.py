@@ -8,12 +8,9 @@ keys what the trace shows.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from tracetriage.drills.bank import Drill
 from tracetriage.drills.ladder import facts
-
-if TYPE_CHECKING:
-    from tracetriage.drills.bank import Drill
 
 SAME_VALUE = 0.02        # a confusion within 2% of the key cannot be told from it by its value (drills.keys)
 CLOSE_LINES = 0.15       # a line within 15% of the slowest line's wall hurts as much: either is the answer
@@ -109,7 +106,8 @@ def operands(code: str) -> list[str]:
     'a @ b.t().contiguous()' -> ['a', 'b']."""
     line = code.strip().splitlines()[-1]
     rhs = line.split("=", 1)[1] if re.match(r"\s*\w+\s*=[^=]", line) else line
-    return [OPERAND.match(t.strip()).group(0) for t in re.split(r"\s[+@*-]\s", rhs) if OPERAND.match(t.strip())]
+    found = (OPERAND.match(t.strip()) for t in re.split(r"\s[+@*-]\s", rhs))
+    return [m.group(0) for m in found if m]
 
 
 def transpose_key(drill: Drill) -> dict:

@@ -6,13 +6,9 @@ Drills page print.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tracetriage.drills.bank import Drill
 from tracetriage.drills.ladder import facts
 from tracetriage.drills.ladder import words as lw
-
-if TYPE_CHECKING:
-    from tracetriage.drills.bank import Drill
 
 READS = {
     "view_copy": "each op_NN range's [memory] events in the trace (profile_memory=True): an op whose range leaves "
