@@ -153,6 +153,7 @@ class CopyCosting:
     copy_bytes: float          # what the copy moves: its source read (in sectors, at worst) and its output written
     consumer_bytes: float
     strided_consumer_bytes: float   # the consumer's bytes had it read the source through the view (sectors, at worst)
+    consumers: int = 1         # the ops that read the copy coalesced before the next copy (one copy serves them all)
 
     @property
     def with_copy_us(self) -> float:
@@ -163,6 +164,25 @@ class CopyCosting:
         """The consumer's time had it read the view: its measured time scaled by its sectors at worst (an upper
         bound: the L2 keeps part of the sectors, and the copy itself read them strided in the same way)."""
         return self.consumer_us * self.strided_consumer_bytes / self.consumer_bytes if self.consumer_bytes else 0.0
+
+    @property
+    def break_even_consumers(self) -> int | None:
+        """How many consumers one copy must serve to pay for itself, with each strided read at its worst: the
+        copy's time over what one coalesced read saves (None when the view's read would cost nothing more)."""
+        import math
+
+        saved = self.through_view_us - self.consumer_us
+        return max(1, math.ceil(self.copy_us / saved)) if saved > 0 else None
+
+
+def _readers(after: tuple[OpLayout, ...], src: OperandRead) -> int:
+    """The elementwise ops that read a tensor of the copy's shape coalesced, up to the next copy."""
+    n = 0
+    for o in after:
+        if o.kind == "copy":
+            break
+        n += o.kind == "elementwise" and any(r.dims == src.dims and not r.strided for r in o.reads)
+    return max(n, 1)
 
 
 LOOKAHEAD = 4   # ops after a copy in which its consumer is looked for (`xt = x.t().contiguous(); out = xt + y`)
@@ -187,6 +207,6 @@ def copy_costings(found: tuple[OpLayout, ...]) -> tuple[CopyCosting, ...]:
             extra = src.sector_bytes - r.useful_bytes
             out.append(CopyCosting(copy=c, consumer=u, copy_us=c.kernel_us, consumer_us=u.kernel_us,
                                    copy_bytes=c.sector_bytes, consumer_bytes=u.bytes,
-                                   strided_consumer_bytes=u.bytes + extra))
+                                   strided_consumer_bytes=u.bytes + extra, consumers=_readers(found[i + 1:], src)))
             break
     return tuple(out)

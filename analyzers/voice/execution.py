@@ -16,7 +16,8 @@ def _resident(s) -> str:
     """'1 block of 12 warps per SM, capped by its shared memory' or '0.97 blocks of 2 warps per SM: the grid's 128'."""
     warps = f"{s.warps_per_block} warp{'s' if s.warps_per_block != 1 else ''}"
     if s.grid_limited:
-        return f"{num(s.blocks_per_sm)} blocks of {warps} per SM: the grid's {s.blocks:,} over the SMs"
+        return (f"{num(s.blocks_per_sm)} block{'' if s.blocks_per_sm == 1 else 's'} of {warps} per SM: the grid's "
+                f"{s.blocks:,} over the SMs")
     blocks = f"{s.resident_blocks} block{'s' if s.resident_blocks != 1 else ''}"
     return f"{blocks} of {warps} per SM, capped by {LIMITER.get(s.limiter, s.limiter)}"
 
@@ -34,6 +35,14 @@ def occupancy_clause(o) -> str:
     return f"{head} reaches {share(v.roof_share)} of the {v.roof} roof at {occ}: occupancy is not its lever{why}"
 
 
+def _break_even(n: int | None, here: int) -> str:
+    read = f"{here} consumer{'s' if here != 1 else ''} read{'s' if here == 1 else ''} it here"
+    if n is None:
+        return f": the view's read would cost nothing more, so the copy never pays ({read})"
+    verdict = "it pays" if here >= n else "it does not pay"
+    return f": the copy pays from {n} consumer{'s' if n != 1 else ''} on, and {read}: {verdict}"
+
+
 def transpose_clause(t) -> str:
     c = t.costing
     if c is not None:
@@ -41,7 +50,8 @@ def transpose_clause(t) -> str:
         return (f"; {c.copy.op} copies a transposed source so that {c.consumer.op} reads it coalesced: "
                 f"{duration_us(c.copy_us)} for the copy and {duration_us(c.consumer_us)} for the consumer, against up "
                 f"to {duration_us(c.through_view_us)} for the consumer reading through the view (its "
-                f"{size(src.useful_bytes)} operand would ask for up to {size(src.sector_bytes)} of 32-byte sectors)")
+                f"{size(src.useful_bytes)} operand would ask for up to {size(src.sector_bytes)} of 32-byte sectors)"
+                + _break_even(c.break_even_consumers, c.consumers))
     o = t.strided
     useful = sum(r.useful_bytes for r in o.strided_reads)
     sectors = sum(r.sector_bytes for r in o.strided_reads)

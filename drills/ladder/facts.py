@@ -191,7 +191,8 @@ def layout_facts(path: str | Path) -> dict:
                        "sector_bytes": r.sector_bytes} for r in o.reads]} for o in found]
     costed = [{"copy_us": round(c.copy_us, 1), "consumer_us": round(c.consumer_us, 1), "copy_bytes": c.copy_bytes,
                "consumer_bytes": c.consumer_bytes, "strided_consumer_bytes": c.strided_consumer_bytes,
-               "with_copy_us": round(c.with_copy_us, 1), "through_view_us": round(c.through_view_us, 1)}
+               "with_copy_us": round(c.with_copy_us, 1), "through_view_us": round(c.through_view_us, 1),
+               "consumers": c.consumers}
               for c in copy_costings(found)]
     return {"ops": ops, "copies_costed": costed, "kernel_busy_us": round(a.kernel_busy_ns / 1e3, 1),
             "span_us": round(a.span_ns / 1e3, 1)}

@@ -185,8 +185,12 @@ class LadderParts:
 
     def transpose_verdict(self, ans):
         k = self.key
+        import statistics
+
         costed = facts.layout_facts(self.drill.after_path())["copies_costed"]
-        return self._verdict(ans, k["verdict"], "copy", lw.copy_verdict_why(k, costed))
+        views = [o["kernel_us"] for o in facts.layout_facts(self.drill.trace_path())["ops"] if o["op"] == k["consumer"]]
+        view_us = statistics.median(views) if views else None
+        return self._verdict(ans, k["verdict"], "copy", lw.copy_verdict_why(k, view_us, costed))
 
     # --- M00.02 the ridge-point workbook ------------------------------------------------------------------------
     def ridge_ridge(self, ans):

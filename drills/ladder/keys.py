@@ -86,7 +86,7 @@ def occupancy_key(drill: Drill) -> dict:
         raise ValueError(f"{drill.id}: the kernel's bytes and FLOPs are neither in the trace nor in the capture")
     peak = k["peak_tflops"] if compute else k["peak_gbps"]
     occ_others = [("the theoretical occupancy (the limits alone, whatever the grid)", k["theoretical_pct"])]
-    if k["kineto_pct"] is not None:
+    if k["kineto_pct"] is not None and abs(k["kineto_pct"] - k["occupancy_pct"]) > 1.0:   # (Kineto rounds to 1%)
         occ_others.append(("Kineto's estimate, whose calculator gives 0 to a block over 48 KiB of shared memory",
                            k["kineto_pct"]))
     return {"occupancy_pct": k["occupancy_pct"], "theoretical_pct": k["theoretical_pct"], "limiter": k["limiter"],
@@ -169,6 +169,6 @@ def intensity_key(drill: Drill) -> dict:
     return {"intensity": round(intensity, 3), "whole_step_intensity": round(whole, 3), "dtype": m["dtype"],
             "batch": m["batch"], "params_per_step": round(m["params_per_step"]), "cards": [c["name"] for c in cards],
             "compute_bound_on": above, "ridge": round(own_ridge, 2), "batch_at_ridge": round(batch, 1),
-            "confusable": {"intensity": distinct(intensity, [("the whole step's intensity, activations and the KV "
-                                                              "cache counted", whole)]),
+            "confusable": {"intensity": distinct(intensity, [("the matmuls' intensity with their activations "
+                                                              "counted", whole)]),
                            "batch_at_ridge": distinct(batch, [("the ridge itself", own_ridge)])}}

@@ -36,6 +36,7 @@ def info(d: Drill) -> dict:
         out["sources"] = {name: {x: s[x] for x in ("shape", "dtype", "contiguous")}
                           for name, s in captured.get("sources", {}).items()}
     elif k == "bytes_ledger":
+        out["inputs"] = (d.params or {}).get("inputs")
         out["lines"] = [{"range": f"line_{i}", "code": ln["code"], "shape": ln.get("shape")}
                         for i, ln in enumerate(captured.get("lines", []), 1)]
         out["params"] = captured.get("params", {})
@@ -47,6 +48,7 @@ def info(d: Drill) -> dict:
     elif k == "transpose":
         after = facts.capture_facts(d.after or "")
         out["code"] = {"first": captured.get("code"), "second": after.get("code")}
+        out["consumers"] = {"first": captured.get("consumers", 1), "second": after.get("consumers", 1)}
         out["ops"] = {"first": _reads(d.trace_path()), "second": _reads(d.after_path())}
     elif k == "ridge":
         ops = facts.costed_ops(d.trace_path())[:6]
@@ -62,11 +64,19 @@ def info(d: Drill) -> dict:
 
 
 def _reads(path) -> list[dict]:
+    """Each distinct op (name and operands) that reads tensors, with how many times it ran."""
     if path is None:
         return []
-    return [{"op": o["op"], "kind": o["kind"], "reads": [{f: r[f] for f in ("arg", "dims", "strides", "dtype")}
-                                                        for r in o["reads"]]}
-            for o in facts.layout_facts(path)["ops"]]
+    out: list[dict] = []
+    for o in facts.layout_facts(path)["ops"]:
+        row = {"op": o["op"], "kind": o["kind"], "reads": [{f: r[f] for f in ("arg", "dims", "strides", "dtype")}
+                                                           for r in o["reads"]]}
+        same = next((x for x in out if {k: x[k] for k in row} == row), None)
+        if same is not None:
+            same["calls"] += 1
+        else:
+            out.append({**row, "calls": 1})
+    return out
 
 
 def lines(d: Drill, shown: dict | None = None) -> list[str]:
@@ -78,6 +88,8 @@ def lines(d: Drill, shown: dict | None = None) -> list[str]:
         out.append(lw.show_code_header("op_NN range"))
         out += [lw.show_code_row(o["range"], o["code"]) for o in x["ops"]]
     elif k == "bytes_ledger":
+        if x.get("inputs"):
+            out.append(f"its inputs: {x['inputs']}")
         if x["params"]:
             out.append(lw.show_params(x["params"]))
         out.append(lw.show_code_header("line_N range"))
@@ -87,7 +99,9 @@ def lines(d: Drill, shown: dict | None = None) -> list[str]:
         out += lw.show_launch(x["kernel"])
     elif k == "transpose":
         for which in ("first", "second"):
-            out.append(f"the {which} trace runs: {x['code'][which]}")
+            code = (x["code"][which] or "").replace("\n", "; ")
+            n = x.get("consumers", {}).get(which, 1)
+            out.append(f"the {which} trace runs: {code}" + (f"   (the add {n} times, on one x)" if n > 1 else ""))
             out += [lw.show_op_reads(o) for o in x["ops"][which]]
     elif k == "ridge":
         out.append("the six kernels (FLOPs and bytes a call, from their shapes):")

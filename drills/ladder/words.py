@@ -79,7 +79,7 @@ def rule_wrong(said: str) -> str:
 
 def ledger_table(rows: list[dict]) -> str:
     return "; ".join(f"{r['name']} {'view' if r['view'] else size(r['kept_bytes'])}"
-                     + (f" (+{size(r['temp_bytes'])} temporary)" if r["temp_bytes"] else "")
+                     + (f" (+{size(r['temp_bytes'])} temporary)" if r["temp_bytes"] >= 1000 else "")
                      + (f", {size(r['copy_bytes'])} copied" if r["copy_bytes"] else "")
                      + f", {duration_us(r['wall_us'])}" for r in rows)
 
@@ -102,10 +102,12 @@ def hurts_why(rows: list[dict], slowest: str) -> str:
 def occupancy_why(k: dict, facts: dict) -> str:
     d = facts.get("device") or {}
     warps = d.get("max_threads_per_sm", 2048) // d.get("warp_size", 32)
-    grid = (f"the grid gives each SM {num(facts['blocks_per_sm'])} blocks" if facts["blocks_per_sm"] <
-            facts["resident_blocks"] else f"the {facts['limiter']} cap each SM at {facts['resident_blocks']} blocks")
+    per_sm, cap = facts["blocks_per_sm"], facts["resident_blocks"]
+    grid = (f"the grid gives each SM {num(per_sm)} block{'' if per_sm == 1 else 's'}" if per_sm < cap else
+            f"the {facts['limiter']} cap each SM at {cap} block{'' if cap == 1 else 's'}")
+    smem = f"{size(facts['shared'])} of shared memory a block" if facts["shared"] else "no shared memory"
     return (f"{facts['threads_per_block']} threads ({facts['warps_per_block']} warps) a block, {facts['regs']} "
-            f"registers a thread, {size(facts['shared'])} of shared memory a block: {grid}, so "
+            f"registers a thread, {smem}: {grid}, so "
             f"{num(min(facts['blocks_per_sm'], facts['resident_blocks']) * facts['warps_per_block'])} of {warps} warps "
             f"are resident: {num(k['occupancy_pct'])}%.")
 
@@ -174,14 +176,20 @@ def sectors_why(k: dict) -> str:
             "part of them, so the kernel time lands between the two.")
 
 
-def copy_verdict_why(k: dict, costed: list[dict]) -> str:
-    head = (f"the two traces' kernels run {duration_us(k['before_kernel_us'])} through the view and "
-            f"{duration_us(k['after_kernel_us'])} with the copy first")
-    if costed:
-        c = costed[0]
-        head += (f" (the copy {duration_us(c['copy_us'])} for {size(c['copy_bytes'])} of sectors read and written, "
-                 f"then the coalesced consumer {duration_us(c['consumer_us'])})")
-    return head
+def copy_verdict_why(k: dict, view_us: float | None, costed: list[dict]) -> str:
+    """The pair in time: the consumer through the view against the copy and the coalesced consumer, per call."""
+    total = (f"in all, {duration_us(k['before_kernel_us'])} of kernels through the view against "
+             f"{duration_us(k['after_kernel_us'])} with the copy first")
+    if not costed:
+        return f"{k['consumer']} reads the transposed operand as a flag, so the copy only adds its own time: {total}"
+    c = costed[0]
+    lost = (view_us or 0.0) - c["consumer_us"]
+    pays = (f"it pays from {max(1, -(-c['copy_us'] // lost)):.0f} consumers on, and {c['consumers']} read it here"
+            if lost > 0 else "the strided read costs nothing more, so it never pays")
+    return (f"through the view each {k['consumer']} took {duration_us(view_us or 0)}, coalesced after the copy "
+            f"{duration_us(c['consumer_us'])}: the strided read loses {duration_us(max(lost, 0))} a call, and the "
+            f"copy costs {duration_us(c['copy_us'])} ({size(c['copy_bytes'])} at worst: its source read in sectors, "
+            f"its output written): {pays}; {total}")
 
 
 # --- M00.02 and M01.06 rooflines -----------------------------------------------------------------------------------
@@ -195,7 +203,7 @@ def ridge_why(k: dict) -> str:
 def intensity_why(k: dict) -> str:
     return (f"each weight is read once per step and used in 2 FLOPs per row of the batch: 2 x {k['batch']} FLOPs over "
             f"{num(2 * k['batch'] / k['intensity'])} bytes per {k['dtype']} parameter = {num(k['intensity'])} "
-            f"FLOP/byte; the whole step, activations and KV cache counted, reaches {num(k['whole_step_intensity'])}")
+            f"FLOP/byte; with their activations counted too the matmuls reach {num(k['whole_step_intensity'])}")
 
 
 def placement_why(k: dict) -> str:
@@ -236,15 +244,15 @@ def show_launch(k: dict) -> list[str]:
     d = k.get("device") or {}
     lines = [f"the kernel: {k['kernel'][:90]}",
              f"  launched {k['launches']}x, median {duration_us(k['median_us'])}: grid {tuple(k['grid'])}, block "
-             f"{tuple(k['block'])}, {k['regs']} registers a thread, {size(k['shared'])} of shared memory a block"]
+             f"{tuple(k['block'])}, {k['regs']} registers a thread, "
+             + (f"{size(k['shared'])} of shared memory a block" if k["shared"] else "no shared memory")]
     if d:
         lines.append(f"  the device: {d['name']} (compute {d['capability']}), {d['sms']} SMs, each holding at most "
                      f"{d['max_threads_per_sm']} threads, {d['regs_per_sm']:,} registers, "
                      f"{size(d['shared_per_sm'])} of shared memory and 32 blocks")
-    what = "FLOPs and bytes" if k["flops"] else "bytes"
-    src = "from its op's shapes" if k["cost_source"] == "shapes" else "as the capture counted them (no op records " \
-                                                                        "this kernel's shapes)"
-    lines.append(f"  per launch: {num((k['flops'] or 0) / 1e9)} GFLOP and {size(k['bytes'] or 0)} ({what} {src})")
+    src = "from its op's shapes" if k["cost_source"] == "shapes" else \
+        "as the capture counted them: no op records this kernel's shapes"
+    lines.append(f"  per launch: {num((k['flops'] or 0) / 1e9)} GFLOP and {size(k['bytes'] or 0)} ({src})")
     lines.append(f"  the device's peaks: {num(k['peak_gbps'])} GB/s" + (f", {num(k['peak_tflops'])} TFLOP/s "
                                                                        f"({k['dtype']})" if k['peak_tflops'] else "")
                  + f" ({k['peaks_source']})")
@@ -254,7 +262,8 @@ def show_launch(k: dict) -> list[str]:
 def show_op_reads(o: dict) -> str:
     reads = "; ".join(f"arg {r['arg']} {'x'.join(map(str, r['dims']))} {r['dtype']} strides "
                       f"({', '.join(map(str, r['strides']))})" for r in o["reads"])
-    return f"  {o['op']:22s} {reads}"
+    calls = o.get("calls", 1)
+    return f"  {o['op']:14s} x{calls:<3d} {reads}"
 
 
 def show_card(c: dict) -> str:
