@@ -212,9 +212,8 @@ def test_a_ladder_drill_shows_what_drill_show_prints_and_grades_in_the_browser(e
     errors: list[str] = []
     with browser.server(log=env / "server.log") as url, browser.browser() as page:
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url + "/")
-        browser.wait_loaded(page, timeout_ms=LONG)
-        browser.go(page, "Drills")
+        browser.open_trace(page, url, "samples/smell-sync-item.json.gz", timeout_ms=LONG)
+        browser.go(page, "Drills", timeout_ms=LONG)
         key = bank.key_of(d)
         answers = {"occupancy_pct": f"{key['occupancy_pct']}%", "achieved": f"{key['achieved']} {key['achieved_unit']}",
                    "verdict": {"lever": "the lever", "sideshow": "a sideshow", "harm": "active harm"}[key["verdict"]]}

@@ -36,8 +36,19 @@ def _text(ans) -> str:
 
 
 def read_set(ans, universe: list[str], style: str) -> set[str] | None:
-    """The names of `universe` an answer holds; set() for "none"; None when it holds none and does not say none."""
+    """The names of `universe` an answer holds; set() for "none"; None when it holds none and does not say none.
+    An answer with a head before a colon ("y: the output follows x.t()'s layout", "none: a flag to cuBLAS") is its
+    head; what follows is its reason, whose names are context."""
     text = _text(ans)
+    head = text.split(":", 1)[0]
+    if ":" in text and head.strip():
+        said = _read_set(head, universe, style)
+        if said is not None:
+            return said
+    return _read_set(text, universe, style)
+
+
+def _read_set(text: str, universe: list[str], style: str) -> set[str] | None:
     found: set[str] = set()
     if style in ("op", "line", "k"):
         prefix = {"op": r"op", "line": r"line", "k": r"k(?:ernel)?"}[style]
@@ -72,6 +83,18 @@ def overlap(said: set[str], key: list[str]) -> float:
     if not said and not k:
         return 1.0
     return len(said & k) / len(said | k)
+
+
+def own_unit(ans, unit: str):
+    """Of several numbers, the one written in the part's own dimension ("4 of 64 warps, 6.25 %": the %), when exactly
+    one is; the answer as given otherwise."""
+    from tracetriage.drills.amounts import amounts, dimension
+
+    if not isinstance(ans, str) or not unit:
+        return ans
+    found = amounts(ans)
+    mine = [a for a in found if a.dim is not None and a.dim == dimension(unit)]
+    return ans[mine[0].start:mine[0].end] if len(found) > 1 and len(mine) == 1 else ans
 
 
 class LadderParts:
@@ -120,7 +143,7 @@ class LadderParts:
 
     def view_copy_copy_bytes(self, ans):
         k = self.key
-        s, fb = self._number("copy_bytes", ans, k["copy_mb"], "MB")
+        s, fb = self._number("copy_bytes", own_unit(ans, "MB"), k["copy_mb"], "MB")
         return s, f"{fb} {lw.copy_bytes_why(k['copy_mb'], len(k['copies']))}"
 
     def view_copy_rule(self, ans):
@@ -131,7 +154,7 @@ class LadderParts:
 
     # --- M01.01 the byte ledger -----------------------------------------------------------------------------
     def bytes_ledger_new_bytes(self, ans):
-        s, fb = self._number("new_bytes", ans, self.key["new_mb"], "MB")
+        s, fb = self._number("new_bytes", own_unit(ans, "MB"), self.key["new_mb"], "MB")
         return s, f"{fb} {lw.new_bytes_why(self._ledger_rows())}"
 
     def bytes_ledger_views(self, ans):
@@ -155,12 +178,12 @@ class LadderParts:
         return facts.kernel_launch(self.drill.trace_path(), self.drill.trace)
 
     def occupancy_occupancy_pct(self, ans):
-        s, fb = self._number("occupancy_pct", ans, self.key["occupancy_pct"], "%")
+        s, fb = self._number("occupancy_pct", own_unit(ans, "%"), self.key["occupancy_pct"], "%")
         return s, f"{fb} {lw.occupancy_why(self.key, self._launch())}"
 
     def occupancy_achieved(self, ans):
         k = self.key
-        s, fb = self._number("achieved", ans, k["achieved"], k["achieved_unit"])
+        s, fb = self._number("achieved", own_unit(ans, k["achieved_unit"]), k["achieved"], k["achieved_unit"])
         return s, f"{fb} {lw.roof_why(k, self._launch())}."
 
     def occupancy_verdict(self, ans):
@@ -180,7 +203,7 @@ class LadderParts:
 
             zero = said == set() or any(a.value == 0 for a in amounts(_text(ans)))
             return (1.0 if zero else 0.0), lw.sectors_why(k)
-        s, fb = self._number("sector_bytes", ans, k["sector_mb"], "MB")
+        s, fb = self._number("sector_bytes", own_unit(ans, "MB"), k["sector_mb"], "MB")
         return s, f"{fb} {lw.sectors_why(k)}"
 
     def transpose_verdict(self, ans):
@@ -194,7 +217,7 @@ class LadderParts:
 
     # --- M00.02 the ridge-point workbook ------------------------------------------------------------------------
     def ridge_ridge(self, ans):
-        s, fb = self._number("ridge", ans, self.key["ridge"], "FLOP/byte")
+        s, fb = self._number("ridge", own_unit(ans, "FLOP/byte"), self.key["ridge"], "FLOP/byte")
         return s, f"{fb} {lw.ridge_why(self.key)}."
 
     def ridge_below(self, ans):
@@ -208,7 +231,7 @@ class LadderParts:
 
     # --- M01.06 decode intensity ---------------------------------------------------------------------------------
     def intensity_intensity(self, ans):
-        s, fb = self._number("intensity", ans, self.key["intensity"], "FLOP/byte")
+        s, fb = self._number("intensity", own_unit(ans, "FLOP/byte"), self.key["intensity"], "FLOP/byte")
         return s, f"{fb} {lw.intensity_why(self.key)}."
 
     def intensity_compute_bound_on(self, ans):
