@@ -38,7 +38,12 @@ def test_the_occupancy_agrees_with_kinetos_estimate_on_every_bundled_trace():
                 zero += s.shared > 48 * 1024 or s.achieved_pct < 1.0
                 continue
             checked += 1
-            assert abs(s.achieved_pct - s.kineto_pct) <= 1.0, (p.name, s)
+            # Kineto counts a block's threads, CUDA's occupancy its warps: they differ where a block is not whole
+            # warps (cuFFT's 100-thread blocks hold 4 warps' slots: 75% of the warps, 59% of the threads)
+            kineto_way = 100 * min(s.resident_blocks, s.blocks_per_sm) * s.threads_per_block / 2048
+            assert abs(kineto_way - s.kineto_pct) <= 1.0, (p.name, s)
+            if s.threads_per_block % 32 == 0:
+                assert abs(s.achieved_pct - s.kineto_pct) <= 1.0, (p.name, s)
     assert checked > 1000 and zero > 100
 
 

@@ -7,7 +7,8 @@ occupancy %". Its estimate comes from CUDA's occupancy calculator, called with n
 kernel with more than 48 KiB of shared memory (cuBLAS's and cuDNN's big-tile kernels, FlashAttention) gets 0%.
 So the occupancy here is computed again from the device's limits per SM (deviceProperties), as the calculator
 does (resident blocks per SM = the smallest of the thread, block, register and shared-memory limits), and
-Kineto's figure kept beside it as a check: where Kineto's calculator succeeds the two agree to its rounding.
+Kineto's figure kept beside it as a check: where Kineto's calculator succeeds the two agree to its rounding, except
+for a block that is not whole warps, whose threads Kineto counts where occupancy counts its warps' slots.
 
     shapes = launch_shapes(read_launch_args(path))
     shapes[0].theoretical_pct, shapes[0].limiter, shapes[0].achieved_pct
