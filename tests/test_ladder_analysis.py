@@ -163,3 +163,24 @@ def test_a_cpu_capture_of_the_storage_rungs_gives_the_same_verdicts_as_torchs_st
             assert len(rows) == len(truth)
             for r, t in zip(rows, truth):
                 assert (r.view, r.kept_bytes) == (t["view"], t["new_storage_bytes"]), (variant, t["code"])
+
+
+@pytest.mark.parametrize("card", sorted(__import__("tracetriage.analyzers.analyses.peaks", fromlist=["table"]).table()))
+def test_the_ridge_and_intensity_drills_place_their_kernels_on_any_card_of_the_peak_table(card):
+    """A ridge or intensity drill re-pointed at any card of the table keys without error, each peak naming its
+    sheet, and every kernel lands on one side of that card's ridge for its own dtype."""
+    import dataclasses
+
+    from tracetriage.drills import bank
+    from tracetriage.drills.ladder import keys as ladder_keys
+    from tracetriage.drills.ladder import show
+
+    for drill_id in ("M00.02-b", "M01.06-c"):
+        d = dataclasses.replace(bank.get(drill_id), params={"cards": [card]})
+        k = ladder_keys.derive(d)
+        cards = show.info(d)["cards"]
+        assert all(c["sheet"] for c in cards) and cards[-1]["name"] == k["cards"][-1]
+        if d.kind == "ridge":
+            assert set(k["below"]) <= set(k["kernels"]) and set(k["flips"]) <= set(k["kernels"])
+        else:
+            assert k["intensity"] == 64.0 and set(k["compute_bound_on"]) <= set(k["cards"])
