@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, trace_stem
+from tracetriage.drills.ladder.parts import PARTS as LADDER_PARTS
+from tracetriage.drills.ladder.parts import TRACE_ANSWERS as LADDER_TRACE_ANSWERS
 from tracetriage.drills.tomlread import tomllib
 
 BANK_DIR = Path(__file__).with_name("bank")
@@ -85,6 +87,7 @@ PARTS = {
         "explained_by": (TEXT, "launches | bytes, or free text"),
         "lever": (TEXT, "free text: what to reach for at this size"),
     },
+    **LADDER_PARTS,   # the execution-model and byte rungs (tracetriage.drills.ladder)
 }
 
 
@@ -117,6 +120,7 @@ class Drill:
     shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
     scenario: str | None = None  # a timer drill's scenario in traces/realworld/measured.json
     variants: tuple[str, ...] = ()  # ... and its two variants
+    params: dict | None = None   # a ladder drill's own settings (tracetriage.drills.ladder): the cards it places on
 
     @property
     def parts(self) -> dict:
@@ -290,7 +294,8 @@ def all_drills() -> tuple[Drill, ...]:
                              after=merged.get("after"), generate=merged.get("generate"),
                              strip_ranges=bool(merged.get("strip_ranges", False)), ticket=merged.get("ticket"),
                              slo=merged.get("slo"), shapes=tuple(merged.get("shapes", ())),
-                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ()))))
+                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ())),
+                             params=merged.get("params")))
     ids = [d.id for d in out]
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")
@@ -320,6 +325,7 @@ TRACE_ANSWERS = {
     "collapse": ("fusion_bytes", "lever"),
     "shapes": (),
     "timer": (),
+    **LADDER_TRACE_ANSWERS,   # the ladder's kinds (tracetriage.drills.ladder.parts)
 }
 
 

@@ -15,6 +15,9 @@ from tracetriage.drills import bank
 from tracetriage.drills.answers import AnswerError
 from tracetriage.drills.bank import DrillError
 from tracetriage.drills.evidence import EvidenceError
+from tracetriage.drills.ladder import show as ladder_show
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
+from tracetriage.drills.ladder.parts import PREDICT as LADDER_PREDICT
 from tracetriage.drills.predictions import LogError
 from tracetriage.drills.quantities import QUANTITIES, QuantityError, checked
 from tracetriage.drills.words import (
@@ -136,6 +139,8 @@ def _show_dict(d: bank.Drill) -> dict:
                          for r in f.ranges if r["name"] != prefill]
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
+    if d.kind in LADDER_KINDS:
+        out["ladder"] = ladder_show.info(d)
     out["predict_first"] = prediction_quantity(d)
     return out
 
@@ -144,7 +149,7 @@ KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
 # What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
 PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "ttft_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
-           "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
+           "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms", **LADDER_PREDICT}
 
 
 def prediction_quantity(d: bank.Drill) -> str:
@@ -233,6 +238,9 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         con.print(repeats_header(rep["scenario"], rep["about"], rep["calls"]), markup=False)
         for v, runs in rep["wall_ms"].items():
             con.print(repeats_row(v, runs), markup=False)
+    if d.kind in LADDER_KINDS:
+        for line in ladder_show.lines(d, info["ladder"]):
+            con.print(line, markup=False)
     if d.kind == "collapse":
         sweep = _fusion_sweep()
         if sweep:

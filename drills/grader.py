@@ -22,6 +22,9 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
 from tracetriage.drills.bank import NUMBER, Drill, key_of
+from tracetriage.drills.ladder.grading import LadderParts
+from tracetriage.drills.ladder.grading import expected as ladder_expected
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.levers import CAUSE_OF_CLASS
 from tracetriage.drills.textmatch import normalise, reading, tables
 
@@ -475,8 +478,10 @@ class _NewRungs:
         return self._name(ans, k["verdict"], tables("verdict", "name"), why)
 
 
-class _Context(_NewRungs):
+class _Context(_NewRungs, LadderParts):
     """The drill, its stored key, and the trace's facts (read once, when feedback needs them)."""
+
+    _score_name = staticmethod(score_name)     # the ladder's parts read their verdicts as every name part is read
 
     def __init__(self, drill: Drill, key: dict):
         self.drill, self.key = drill, key
@@ -497,6 +502,8 @@ class _Context(_NewRungs):
 
     def expected(self, part: str):
         k = self.key
+        if self.drill.kind in LADDER_KINDS:
+            return ladder_expected(self.drill.kind, k, part)
         return {"pattern": words.PATTERN.get(k.get("cause"), None), "cause": k.get("cause"),
                 "experiment": words.lever_label(k["next"]) if "next" in k else None,
                 "suspects": k.get("suspects"), "bound": k.get("bound"),

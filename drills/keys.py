@@ -12,6 +12,8 @@ from pathlib import Path
 from tracetriage.analyzers.whatif.levers import FUSE
 from tracetriage.drills import evidence
 from tracetriage.drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
+from tracetriage.drills.ladder import keys as ladder_keys
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
@@ -24,6 +26,8 @@ def derive(drill: Drill) -> dict:
 
 
 def _derive(drill: Drill) -> dict:
+    if drill.kind in LADDER_KINDS:
+        return ladder_keys.derive(drill)
     if drill.kind == "ledger":
         return ledger_key(drill)
     if drill.kind == "timer":

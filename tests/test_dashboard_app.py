@@ -772,6 +772,18 @@ def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_c
     assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here
 
 
+def test_a_ladder_drill_shows_the_lines_drill_show_prints_and_no_answer(drill_env):
+    from tracetriage.drills import bank
+    from tracetriage.drills.ladder import show
+
+    at = _pick(page("practice"), "M03.02-a")
+    assert not at.exception
+    code = "\n".join(c.value for c in at.code)
+    d = bank.get("M03.02-a")
+    assert code == "\n".join(show.lines(d))
+    assert "worth" not in code and [t.label for t in at.text_input] == ["strided", "sector_bytes", "verdict"]
+
+
 def test_a_page_run_installs_its_script_as_main_which_the_fixture_undoes():
     # (test_golden's multi-rank report once spawned workers that re-ran an AppTest script as __main__ and died)
     import sys

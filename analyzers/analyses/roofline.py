@@ -134,6 +134,11 @@ class Roofline:
     above_peak: tuple[AbovePeak, ...] = ()   # ops kept out of the points and the vote, largest time first
 
 
+def shape_str(dims) -> str:
+    """An op's Input Dims as a point's `shapes` ("8192x8192, 8192x8192"): how a caller finds an op's point."""
+    return _shape_str(dims)
+
+
 def _shape_str(dims) -> str:
     if not isinstance(dims, list):
         return ""

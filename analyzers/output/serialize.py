@@ -96,6 +96,8 @@ def report(a) -> dict:
         "claims": [plain(c) for c in said],
         "health": health_json(a.health),      # is the trace whole: every finding, and the Health line when said
         "profiler": _profiler(a.profiler),    # the profiler's own cost and the run without it (null: no replay)
+        # the top kernel's occupancy and a transposed copy costed both ways: only where the Regime line speaks of them
+        **({"execution": plain(a.execution)} if a.execution is not None else {}),
         "next_experiment": {**next_experiment(a), "kind": a.next_experiment.kind.value,
                             "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
                             if a.next_experiment.lever else None,

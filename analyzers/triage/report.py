@@ -47,8 +47,10 @@ from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
+from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.whatif import aside
@@ -191,6 +193,8 @@ class Analysis:
     fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
     health: Health | None = None        # is the trace whole (tracetriage.analyzers.analyses.health); None: not checked
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
+    execution: ExecutionNotes | None = None    # the top kernel's occupancy, a transposed copy costed both ways
+                                               # (tracetriage.analyzers.triage.execution), where they matter
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -359,6 +363,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
+    execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
+                                                            nx.kind)
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
@@ -369,7 +375,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern,
                                                       devs, host_only is not None),
-                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof)
+                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof, execution=execution)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

@@ -24,6 +24,7 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
+from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, saving, waste_prediction
@@ -508,6 +509,8 @@ def _regime_line(a: Analysis) -> str:
             line = f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}{_ridge(v)}."
         else:
             line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){_ridge(v)}."
+    if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
+        line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and pk.source != "datasheet":
