@@ -165,10 +165,13 @@ def _captured_dtype(c: dict) -> str | None:
 def _peaks_source(pk) -> str:
     if pk is None:
         return ""
+    from tracetriage.analyzers.voice.peaks import passed
+
+    said = passed(pk)
     if pk.source == "datasheet":
-        return pk.sheet
+        return pk.sheet + (f"; {said}" if said else "")
     return "measured on the capture's machine (tracetriage capture ceilings)" + (
-        f"; the rest from the {pk.sheet}" if pk.sheet else "")
+        f"; the rest from the {pk.sheet}" if pk.sheet else "") + (f"; {said}" if said else "")
 
 
 def _r(x, nd):
