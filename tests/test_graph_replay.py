@@ -278,3 +278,15 @@ def test_cuda_graphs_moves_only_the_launches_left_outside_the_graphs():
     assert graphed > 6000
     assert 0 < lv.assumption.count <= len(calls) - graphed
     assert lv.saving_ns > 0
+
+
+def test_a_trace_whose_every_kernel_is_replayed_from_graphs_is_not_told_to_cut_launches_left_outside():
+    """rmsnorm_swiglu_small--cuda_graphs: 2,000 of 2,000 kernels come from 200 cudaGraphLaunch calls. main said
+    'cut the launches left outside the CUDA graphs' where none is left outside: the device waits between replays."""
+    a = analyze_file(TRACES / "realworld/rmsnorm_swiglu_small--cuda_graphs.json.gz")
+    line = five_lines(a)[4]
+    assert "left outside" not in line
+    assert line.startswith("Next: put more work in each graph replay: every kernel here runs inside the CUDA graphs "
+                           "the trace replays (200 graph launches)")
+    # gpt-graphs runs prefill and sampling eagerly beside its replays: those launches are left outside
+    assert "cut the launches left outside" in five_lines(analyze_file(TRACES / "gpt-graphs.json.gz"))[4]

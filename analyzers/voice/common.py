@@ -94,6 +94,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                     "cudaFree and the next step pays cudaMalloc again); let the caching allocator keep its blocks")
         names = [only] if only else [x.name for x in (ev.called_from or ev.sync_calls)[:3]]
         return ADVICE[cause].replace("the syncs:", f"the syncs ({user_calls(names)}):", 1)
+    if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches \
+            and ev.graphed_kernels >= ev.kernels:
+        # every kernel is replayed from a graph: no launch is left outside it, the device waits between replays
+        return (f"put more work in each graph replay: every kernel here runs inside the CUDA graphs the trace "
+                f"replays ({count(ev.graph_launches, 'graph launch', 'graph launches')}), so the device waits between "
+                "replays on the host's loop and the graph launch call: capture several steps in one graph, or more "
+                "work per step (a bigger batch)")
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
