@@ -288,5 +288,7 @@ def test_a_trace_whose_every_kernel_is_replayed_from_graphs_is_not_told_to_cut_l
     assert "left outside" not in line
     assert line.startswith("Next: put more work in each graph replay: every kernel here runs inside the CUDA graphs "
                            "the trace replays (200 graph launches)")
+    # its launch calls are graph launches of 10 kernels each: the Idle line says what one costs
+    assert "a launch call (each a CUDA graph launch of 10 kernels on average) takes 21.2 µs" in five_lines(a)[2]
     # gpt-graphs runs prefill and sampling eagerly beside its replays: those launches are left outside
     assert "cut the launches left outside" in five_lines(analyze_file(TRACES / "gpt-graphs.json.gz"))[4]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
-from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
+from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
@@ -221,6 +221,11 @@ def evidence_phrase(ev: Evidence) -> str:
         ops = ", ".join(o.name for o in ev.launching_ops[:3])
         cost = (f"a launch call takes {duration_us(ev.launch_call_median_us)}" if ev.launch_call_median_us is not None
                 else "the trace has no launch call to measure what launching costs")
+        if ev.launch_call_median_us is not None and ev.graph_launches and ev.graphed_kernels >= ev.kernels:
+            # every launch call is a graph launch: its cost is one replay's, of many kernels, not one kernel's
+            each = ev.kernels / ev.graph_launches
+            cost = (f"a launch call (each a CUDA graph launch of {num(each)} kernels on average) takes "
+                    f"{duration_us(ev.launch_call_median_us)}")
         return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose "
                 f"median run is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else ""))
     if isinstance(ev, HostEvidence):
