@@ -243,10 +243,11 @@ def gap_evidence(c: str, dur_us: float, host_call: str, called_from: str, next_n
 # --- roofline ----------------------------------------------------------------------------------------
 
 
-def ceilings_caption(device: str, source: str, dtype: str, tflops: float, gbps: float, ridge: float) -> str:
+def ceilings_caption(device: str, source: str, dtype: str, tflops: float, gbps: float, ridge: float,
+                     passed: str = "") -> str:
     where = "measured on this machine (tracetriage capture ceilings)" if source != "datasheet" else "from the datasheet"
     return (f"{device}, {dtype}: {units.tflops(tflops)} and {units.gbps(gbps)}, ridge at {units.num(ridge)} FLOP/byte; "
-            f"ceilings {where}.")
+            f"ceilings {where}" + (f"; {passed}" if passed else "") + ".")
 
 
 def ridge_label(ridge: float) -> str:

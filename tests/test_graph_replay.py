@@ -251,3 +251,44 @@ def test_a_profile_mostly_of_the_capture_says_profile_the_replays():
     a = analyze_file(GRAPHS / "decode-cudagraph.json.gz")
     assert a.graph_capture.graphs == 1 and a.graph_capture.recorded == 227
     assert a.next_experiment.kind is Experiment.PROFILE_REPLAYS
+
+
+def test_cuda_graphs_proposes_nothing_for_work_the_trace_already_replays_in_graphs():
+    """M01.08-c's after trace replays its multiply and add in CUDA graphs (100 cudaGraphLaunch, 2 kernels each):
+    main priced CUDA graphs there at +26% (each graph launch re-graphed at the reference cost). A graph replayed
+    stays as it is: the lever finds nothing to graph and predicts the replay unchanged."""
+    w = whatif.predict(load(TRACES / "fixes/mid_ops--cuda_graphs.json.gz"))
+    lv = w.lever("cuda_graphs")
+    assert lv.assumption.count == 0
+    assert lv.predicted_ns == w.baseline_ns
+    report = serialize.report(analyze_file(TRACES / "fixes/mid_ops--cuda_graphs.json.gz"))["lines"][4]
+    assert "CUDA graphs" not in report
+
+
+def test_cuda_graphs_moves_only_the_launches_left_outside_the_graphs():
+    """gpt-graphs replays each decode step in one graph launch and runs prefill and the sampling eagerly: the lever
+    graphs the eager kernels only, and its saving is the Next's 'cut the launches left outside'."""
+    from tracetriage.analyzers.model.runtime_calls import is_graph_launch
+    from tracetriage.analyzers.model.trace import KERNEL
+
+    t = load(TRACES / "gpt-graphs.json.gz")
+    lv = whatif.predict(t).lever("cuda_graphs")
+    calls = t.launch_of[np.flatnonzero(t.ev.cat == KERNEL)]
+    graphed = sum(1 for c in calls.tolist() if c != NONE and is_graph_launch(t.names[t.ev.name[c]]))
+    assert graphed > 6000
+    assert 0 < lv.assumption.count <= len(calls) - graphed
+    assert lv.saving_ns > 0
+
+
+def test_a_trace_whose_every_kernel_is_replayed_from_graphs_is_not_told_to_cut_launches_left_outside():
+    """rmsnorm_swiglu_small--cuda_graphs: 2,000 of 2,000 kernels come from 200 cudaGraphLaunch calls. main said
+    'cut the launches left outside the CUDA graphs' where none is left outside: the device waits between replays."""
+    a = analyze_file(TRACES / "realworld/rmsnorm_swiglu_small--cuda_graphs.json.gz")
+    line = five_lines(a)[4]
+    assert "left outside" not in line
+    assert line.startswith("Next: put more work in each graph replay: every kernel here runs inside the CUDA graphs "
+                           "the trace replays (200 graph launches)")
+    # its launch calls are graph launches of 10 kernels each: the Idle line says what one costs
+    assert "a launch call (each a CUDA graph launch of 10 kernels on average) takes 21.2 µs" in five_lines(a)[2]
+    # gpt-graphs runs prefill and sampling eagerly beside its replays: those launches are left outside
+    assert "cut the launches left outside" in five_lines(analyze_file(TRACES / "gpt-graphs.json.gz"))[4]

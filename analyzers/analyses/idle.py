@@ -780,7 +780,19 @@ def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _Ho
                           launch_call_median_us=round(ctx.launch_cost_ns / 1e3, 2) if ctx.launch_measured else None,
                           queued_gaps=queued,
                           launching_ops=_top_names(trace, ops), kernels=int(len(kern)),
-                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]), graph_launches=ctx.graph_launches)
+                          kernel_median_us=_median_us(ev.end[kern] - ev.start[kern]), graph_launches=ctx.graph_launches,
+                          graphed_kernels=_graphed(trace, kern))
+
+
+def _graphed(trace: Trace, kern: np.ndarray) -> int:
+    """Kernels a CUDA/HIP graph launch issued (a replay), of these."""
+    calls = trace.launch_of[kern]
+    calls = calls[calls != NONE]
+    if not len(calls):
+        return 0
+    names, inv = np.unique(trace.ev.name[calls], return_inverse=True)
+    graph = np.array([rc.is_graph_launch(trace.names[i]) for i in names.tolist()], bool)
+    return int(graph[inv.ravel()].sum())
 
 
 def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:

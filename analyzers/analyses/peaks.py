@@ -44,6 +44,34 @@ class DevicePeaks:
     sheet: str = ""   # the document the datasheet figures come from ("" when every figure was measured)
     datasheet: "DevicePeaks | None" = field(default=None, compare=False, hash=False)  # when measured ceilings
                                                                                        # replaced its figures
+    passed: tuple["Passed", ...] = ()   # ceilings this trace's kernels passed, raised (DevicePeaks.judged_by)
+
+    def judged_by(self, best_bytes_per_s: float, best_flops: dict[str, float]) -> "DevicePeaks":
+        """The peaks one trace is judged against, given the best rates its kernels reach (per dtype for FLOP/s).
+
+        A ceiling is a ceiling: where a kernel passes one, the ceiling was measured under what the device does
+        (a copy loop or one GEMM size measured on the day), and the roof the trace is judged against is the best
+        rate the device is known to sustain: the rate that kernel reached. Not the datasheet's: a measured
+        ceiling is the practical roof (H200 SGEMM tops out near 51 TFLOP/s against the sheet's 67), and the sheet
+        would move the roof 30% for a kernel 1% past it (traces/fixes/knobs/tf32_gemm: allow_tf32 predicted −83%
+        against the sheet, −86% against the rate reached, −86% measured). Every line of the trace (report,
+        whatif, roofline page, drills) reads these peaks, so one trace states one peak for each quantity, never an
+        achieved rate above it; `passed` says which ceilings were raised, from what, to what."""
+        passed = []
+        bw = self.bytes_per_s
+        if best_bytes_per_s > bw > 0:
+            bw = best_bytes_per_s
+            passed.append(Passed("bandwidth", self.bytes_per_s, best_bytes_per_s))
+        flops = dict(self.flops_per_s)
+        for dtype, best in sorted(best_flops.items()):
+            own = flops.get(dtype, 0.0)
+            if best > own > 0:
+                flops[dtype] = best
+                passed.append(Passed(dtype, own, best))
+        if not passed:
+            return self
+        return DevicePeaks(name=self.name, bytes_per_s=bw, flops_per_s=flops, source=self.source, sheet=self.sheet,
+                           datasheet=self.datasheet, passed=tuple(passed))
 
     def limit_bytes_per_s(self) -> float:
         """The bandwidth no kernel can pass: a measured copy ceiling sits a little under what kernels reach,
@@ -72,6 +100,16 @@ class DevicePeaks:
         if self.bytes_per_s <= 0:
             return math.inf
         return self.flops(dtype) / self.bytes_per_s
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A ceiling a trace's kernels passed: `what` ("bandwidth" or a dtype), the figure it had (measured, or the
+    datasheet's where a kernel passed even that), and the best rate a kernel reached: the figure the trace is
+    judged against instead."""
+    what: str
+    was: float        # bytes/s or FLOP/s
+    reached: float
 
 
 # When a card has no figure for a dtype, use the rate the op would really run at.

@@ -67,6 +67,7 @@ class LaunchEvidence(Evidence):
     kernels: int                      # kernels on the device
     kernel_median_us: float
     graph_launches: int = 0           # CUDA/HIP graph launch calls in the trace: graphs are already in use
+    graphed_kernels: int = 0          # of `kernels`, those a graph launch issued (a replay)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ on the words:
    already there (_MultiProcessingDataLoaderIter);
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
-6. one peak per trace: every peak a line judges against is the peaks' own;
+6. one peak per trace: every peak a line judges against is the peaks' own, and no line states an achieved rate
+   above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by);
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
@@ -321,6 +322,12 @@ def _one_peak(said: _Said, out: dict) -> list[str]:
         elif c["key"].endswith("peak_tflops") and not any(tflops(r / 1e12) == tflops(c["value"])
                                                           for r in (pk.get("flops_per_s") or {}).values()):
             bad.append(f"a line judges against {c['said']}, which is none of the trace's peaks")
+    for line in ("regime", *_NEXTS):
+        for unit, say in (("gbps", gbps), ("tflops", tflops)):
+            reached, peak = said.get(f"{line}.achieved_{unit}"), said.get(f"{line}.peak_{unit}")
+            if reached is not None and peak is not None and say(reached["value"]) != say(peak["value"]) \
+                    and reached["value"] > peak["value"]:
+                bad.append(f"the {line} line says {reached['said']} reached, above the {peak['said']} peak it states")
     return bad
 
 

@@ -90,7 +90,8 @@ def report(a) -> dict:
         "above_peak": [{**plain(x), "times_peak": round(x.times_peak, 4)} for x in a.above_peak],
         "peaks": ({"name": pk.name, "source": pk.source, "bytes_per_s": pk.bytes_per_s, "flops_per_s": pk.flops_per_s,
                    "sheet": pk.sheet, "limit_bytes_per_s": pk.limit_bytes_per_s(),
-                   "limit_flops_per_s": {d: pk.limit_flops(d) for d in pk.flops_per_s}}
+                   "limit_flops_per_s": {d: pk.limit_flops(d) for d in pk.flops_per_s},
+                   "passed": [plain(x) for x in pk.passed]}
                   if pk else None),
         "lines": lines,
         "claims": [plain(c) for c in said],

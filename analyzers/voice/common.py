@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
-from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, plural, share, size
+from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
@@ -94,6 +94,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                     "cudaFree and the next step pays cudaMalloc again); let the caching allocator keep its blocks")
         names = [only] if only else [x.name for x in (ev.called_from or ev.sync_calls)[:3]]
         return ADVICE[cause].replace("the syncs:", f"the syncs ({user_calls(names)}):", 1)
+    if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches \
+            and ev.graphed_kernels >= ev.kernels:
+        # every kernel is replayed from a graph: no launch is left outside it, the device waits between replays
+        return (f"put more work in each graph replay: every kernel here runs inside the CUDA graphs the trace "
+                f"replays ({count(ev.graph_launches, 'graph launch', 'graph launches')}), so the device waits between "
+                "replays on the host's loop and the graph launch call: capture several steps in one graph, or more "
+                "work per step (a bigger batch)")
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
@@ -214,6 +221,11 @@ def evidence_phrase(ev: Evidence) -> str:
         ops = ", ".join(o.name for o in ev.launching_ops[:3])
         cost = (f"a launch call takes {duration_us(ev.launch_call_median_us)}" if ev.launch_call_median_us is not None
                 else "the trace has no launch call to measure what launching costs")
+        if ev.launch_call_median_us is not None and ev.graph_launches and ev.graphed_kernels >= ev.kernels:
+            # every launch call is a graph launch: its cost is one replay's, of many kernels, not one kernel's
+            each = ev.kernels / ev.graph_launches
+            cost = (f"a launch call (each a CUDA graph launch of {num(each)} kernels on average) takes "
+                    f"{duration_us(ev.launch_call_median_us)}")
         return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose "
                 f"median run is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else ""))
     if isinstance(ev, HostEvidence):

@@ -25,6 +25,7 @@ from tracetriage.analyzers.model.units import (
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
 from tracetriage.analyzers.voice import execution as execution_words
+from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, saving, waste_prediction
@@ -276,14 +277,16 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
         if v.achieved_tflops:
             peak = f" of {a_or_an(claim('next.peak_tflops', top, tflops(top)))} peak" if top else ""
-            why = f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}"
+            why = (f"kernel time is compute-bound at "
+                   f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}{peak}")
         else:
             why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
         return {"lever": cheaper_arithmetic(pk, v.dtype), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     if v.achieved_gbps:
         peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
-        why = f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}"
+        moved = claim("next.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
+        why = f"kernel time is memory-bound at {moved}{peak}"
     else:
         why = f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
     return {"lever": REGIME_ADVICE["memory"], "why": why,
@@ -513,8 +516,8 @@ def _regime_line(a: Analysis) -> str:
         line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
-    if pk is not None and pk.source != "datasheet":
-        line = line[:-1] + " (peaks measured on this machine by tracetriage capture ceilings)."
+    if pk is not None and peak_words.source(pk):
+        line = line[:-1] + f" ({peak_words.source(pk)})."
     if pk is None:
         line = line[:-1] + (f" (no peak table entry for {a.trace.device_name() or 'this device'}: run tracetriage "
                             "capture ceilings).")

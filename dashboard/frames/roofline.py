@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tracetriage.analyzers.triage.report import Analysis
+from tracetriage.analyzers.voice import peaks as peak_words
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,7 @@ class Ceilings:
     flops_per_s: float          # for the dtype asked
     ridge: float                # FLOP/byte
     dtype: str
+    passed: str = ""            # the measured ceilings a kernel of the trace passed, in words ('' none)
 
 
 @dataclass(frozen=True)
@@ -43,5 +45,5 @@ def roofline(a: Analysis, dtype: str | None = None) -> RooflineView:
     ceil = None
     if pk is not None and dtype:
         ceil = Ceilings(device=pk.name, source=pk.source, bytes_per_s=pk.bytes_per_s, flops_per_s=pk.flops(dtype),
-                        ridge=pk.ridge(dtype), dtype=dtype)
+                        ridge=pk.ridge(dtype), dtype=dtype, passed=peak_words.passed(pk))
     return RooflineView(points=pts, ceilings=ceil, dtypes=dtypes, default_dtype=default)

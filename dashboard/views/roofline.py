@@ -23,7 +23,7 @@ def render() -> None:
     c = view.ceilings
     if c is not None:
         st.caption(words.plain(words.ceilings_caption(c.device, c.source, c.dtype, c.flops_per_s / 1e12,
-                                                      c.bytes_per_s / 1e9, c.ridge)))
+                                                      c.bytes_per_s / 1e9, c.ridge, c.passed)))
     else:
         st.caption(words.plain(words.no_ceilings(data.device_name(a))))
     st.altair_chart(charts.roofline(shown, c), width="stretch")

@@ -76,7 +76,8 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     staged[g.g_call[pageable]] = True
     op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
     staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
-    staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay
+    staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay,
+    staged |= c.calls_named(is_graph_launch)  # ... and so does a graph replayed: its launch and its kernels
     # stretches: a blocked call ends one, host work that stays starts one
     order = np.lexsort((np.arange(g.n_calls), g.c_thread))
     thr = g.c_thread[order]
@@ -216,6 +217,8 @@ def _step_starts(c: Context) -> np.ndarray:
 
 
 def says(a: Graphed) -> str:
+    if a.count == 0:
+        return "no kernel launched outside a CUDA graph in enough of a stretch to capture: nothing to graph"
     gap = "the minimum gap between queued kernels in this trace" if a.gap_measured else \
         "assumed; no queued kernels here"
     return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "

@@ -66,10 +66,9 @@ def kernel_rows(c: Context, test) -> np.ndarray:
 
 
 def peaks_of(c: Context):
-    """The device's peaks as the roofline reads them (measured ceilings beside the trace first); None unknown."""
-    from tracetriage.analyzers.analyses.peaks import lookup
-
-    return lookup(c.trace.device_name(), c.trace.side.ceilings)
+    """The device's peaks as the report judges the trace against them (measured ceilings beside the trace first,
+    raised where a kernel passes one): one trace, one peak, in the what-if as in the report; None unknown."""
+    return c.roof.peaks
 
 
 def has_fast(peaks, precision: str) -> bool:

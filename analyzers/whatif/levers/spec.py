@@ -113,12 +113,19 @@ class Context:
         return self._windows[construct]
 
     @property
+    def roof(self):
+        """The trace's roofline (its peaks as the report judges the trace: DevicePeaks.judged_by), computed once."""
+        if "roof" not in self._windows:
+            from tracetriage.analyzers.analyses import roofline
+
+            self._windows["roof"] = roofline.analyze(self.trace)
+        return self._windows["roof"]
+
+    @property
     def kernel_bytes(self) -> np.ndarray | None:
         """Bytes the roofline charged to each kernel row (None: no op of the trace is costed)."""
         if "bytes" not in self._windows:
-            from tracetriage.analyzers.analyses import roofline
-
-            kb = roofline.analyze(self.trace).kernel_bytes
+            kb = self.roof.kernel_bytes
             self._windows["bytes"] = kb if kb is not None and kb.sum() > 0 else None
         return self._windows["bytes"]
 
