@@ -78,11 +78,13 @@ def cause_words(cause: Cause | None) -> str:
 
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
-           construct: Construct | None = None, workers_on: bool = False, compiled: bool = False) -> str:
+           construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
+           pinned: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
-    the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then."""
+    the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then; pinned
+    memory only where the batches' copies are not pinned already (`pinned`)."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
@@ -113,10 +115,12 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         # the trace shows _MultiProcessingDataLoaderIter: the workers are on, and the step still waits for them
         return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "
                 "step still waits for batches, so lighten the per-sample transform (or move it to the GPU), raise "
-                "num_workers or prefetch_factor, and pin_memory=True with .to(device, non_blocking=True)")
+                "num_workers or prefetch_factor" + (" (the batches' copies are pinned already)" if pinned else
+                                                    ", and pin_memory=True with .to(device, non_blocking=True)"))
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
         return ("load the batches in worker processes: DataLoader(..., "
-                f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, pin_memory=True, "
+                f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, "
+                + ("" if pinned else "pin_memory=True, ") +
                 "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "
                 "step ends")
     said = ADVICE[cause]

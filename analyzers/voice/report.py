@@ -125,7 +125,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
-                               workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a)),
+                               workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
+                               pinned=_copies_pinned(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -188,6 +189,14 @@ def _dataloader_workers_on(a: Analysis) -> bool:
     """The trace's DataLoader iterates in worker processes (_MultiProcessingDataLoaderIter.__next__)."""
     x = a.framework.share_of(Construct.DATALOADER) if a.framework else None
     return x is not None and any("_MultiProcessingDataLoaderIter" in n for n in x.names)
+
+
+def _copies_pinned(a: Analysis) -> bool:
+    """Every host-to-device copy the trace shows is from pinned memory (`Memcpy HtoD (Pinned -> Device)`): a
+    DataLoader with pin_memory=True, or tensors pinned by hand. Said so, pin_memory=True is not advised again."""
+    ev = a.evidence.get(Cause.DATA_TRANSFER)
+    h2d = [c.name for c in getattr(ev, "copies", ()) if "HtoD" in c.name]
+    return bool(h2d) and all("Pinned" in n for n in h2d)
 
 
 def _compiled_already(a: Analysis) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.trace import thread_key
 
-__all__ = ["calls_inside", "remove_host_windows"]
+__all__ = ["calls_inside", "remove_host_windows", "shorten_wakes"]
 
 
 def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -58,3 +58,31 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
         p.g_dur[gone] = 0
         p.g_gap[gone] = 0
     return int(touched.sum()), removed
+
+
+def shorten_wakes(c, p, starts: np.ndarray, ends: np.ndarray) -> int:
+    """Edit plan `p` so a call handed its work by another thread (depgraph's wake: it starts when its waker's
+    call ended, plus the delay the trace shows) no longer waits through the windows: the part of its delay that
+    lies in a window goes. A DataLoader's pin-memory thread waits for a worker's batch, which no traced call
+    hands it: the trace shows that wait as a delay after the main thread's last call, and taking the main
+    thread's wait for the batch away without it leaves the pin thread's (and the step's) as it was. A thread
+    whose first traced moment lies after a window (the pin thread's first batch) begins earlier by as much.
+    Returns the delay removed (ns)."""
+    g = c.g
+    if not len(starts):
+        return 0
+    ws, we = iv.union(starts, ends)
+    began = g.thread_start > 0
+    moved = np.zeros(len(g.thread_start), np.int64)
+    moved[began] = iv.covered(ws, we, np.full(int(began.sum()), g.span_start, np.int64), g.thread_start[began])
+    p.thread_start -= moved
+    woken = np.flatnonzero(p.c_wake >= 0)
+    if not len(woken):
+        return int(moved.sum())
+    waker = p.c_wake[woken]
+    lo = g.c_start[waker] + g.c_dur[waker]
+    hi = g.c_start[woken]
+    cut = np.minimum(iv.covered(ws, we, lo, np.maximum(hi, lo)), p.c_wdelay[woken])
+    cut = np.maximum(cut, 0)
+    p.c_wdelay[woken] -= cut
+    return int(cut.sum() + moved.sum())
