@@ -78,6 +78,24 @@ def has_fast(peaks, precision: str) -> bool:
     return peaks is not None and precision in peaks.flops_per_s and peaks.flops(precision) > peaks.flops("fp32")
 
 
+def unpriced(peaks, precision: str) -> str:
+    """Why a precision knob that found its kernels prices nothing: "unknown_device" (no peak table entry and no
+    measured ceilings: the rate it would switch to is unknown), "no_tensor_cores" (the device runs `precision`
+    no faster than fp32), or "" (it can be priced)."""
+    if peaks is None:
+        return "unknown_device"
+    return "" if has_fast(peaks, precision) else "no_tensor_cores"
+
+
+def unpriced_words(found: int, what: str, device: str, reason: str, cores: str) -> str:
+    """The true reason a precision knob priced nothing, for its says(): the kernels it found and why."""
+    on = device or "this device"
+    if reason == "unknown_device":
+        return (f"{found} {what} in this trace, but no peak table entry for {on}: what {cores} would buy is unknown "
+                "(tracetriage capture ceilings measures the device's rates)")
+    return f"{found} {what} in this trace, but {on} has no {cores} tensor cores: nothing to switch to"
+
+
 def peak_source(peaks) -> str:
     """Where a FLOP peak comes from, as SOURCE_WORDS says it ("datasheet" there is the PCIe link's)."""
     return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
