@@ -311,8 +311,7 @@ def _fp32_gemms(tmp_path, device_name: str):
 ])
 def test_the_tf32_lever_says_why_it_prices_no_fp32_gemm_it_found(tmp_path, device_name, said):
     from tracetriage.analyzers.loading.load import load
-    from tracetriage.analyzers.whatif.levers import TF32
-    from tracetriage.analyzers.whatif.levers import allow_tf32
+    from tracetriage.analyzers.whatif.levers import TF32, allow_tf32
     from tracetriage.analyzers.whatif.predict import predict
 
     p = predict(load(str(_fp32_gemms(tmp_path, device_name))), [TF32]).levers[0]
