@@ -82,8 +82,9 @@ def says(a: SetUpGone) -> str:
         return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than "
                 f"a steady step's (the median of the later ones), does not recur; every later step stays as traced")
     if a.cold_pass:
-        return (f"one pass, no step repeated: the {integer(a.count)} set-up stretches (every op and call past its name's warm cost, "
-                f"the lower quartile of its calls: first calls per shape, first launches loading their modules, "
+        return (f"one pass, no step repeated: the {integer(a.count)} set-up stretches (every op and call past its "
+                "name's warm cost, the lower quartile of its calls: first calls per shape, first launches loading "
+                "their modules, "
                 f"allocator growth: {duration_ns(a.removed_ns)} of host time) do not recur; the warm costs stay")
     return (f"the {integer(a.count)} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
