@@ -35,10 +35,14 @@ def caveat(c: Caveat) -> str:
                 "counts as other")
     if c.kind == "dangling_external_id":
         verb = "carries" if c.count == 1 else "carry"
-        return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
-                "time is listed under the kernel's name, not the op's")
+        return (f"{count(c.count, 'runtime call')} {verb} an External id that no cpu_op in the trace has: the GPU "
+                f"time of what {'it launches' if c.count == 1 else 'they launch'} is listed under the kernel's name, "
+                "not the op's")
     if c.kind == "external_id_by_time":
-        return (f"{integer(c.count)} of {count(c.total, 'launch call')} carry an External id that names no op "
+        # every runtime call the trace records (cudaFuncGetAttributes, cudaMalloc ...), not only its launches: said
+        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false)
+        verb = "carries" if c.count == 1 else "carry"
+        return (f"{integer(c.count)} of {count(c.total, 'runtime call')} {verb} an External id that names no op "
                 "around them (torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): "
                 "each is charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
