@@ -75,3 +75,11 @@ def test_a_cold_single_pass_warms_up_every_first_call_and_says_one_set_up_share_
         re.findall(r"one-time set-up: first calls of .*?, (\d+)% of the span", text)
     assert len(shares) == 2 and shares[0] == shares[1]
     assert "early steps" not in five_lines(a)[4]
+
+
+def test_a_knob_that_drops_kernels_does_not_count_their_first_launches_module_loading_py4ai():
+    """Was: channels_last −8% (218.4 -> 200.7 ms) for 42 transposes of 230 µs on the GPU: 15 ms of it the lazy
+    module loading in two first launches, which warming up removes, not channels_last."""
+    a = _analysis("rtx3090_py4ai.json")
+    p = a.levers.all.lever("channels_last")
+    assert p.assumption.count == 42 and p.saving_ns < 5_000_000
