@@ -83,3 +83,11 @@ def test_a_knob_that_drops_kernels_does_not_count_their_first_launches_module_lo
     a = _analysis("rtx3090_py4ai.json")
     p = a.levers.all.lever("channels_last")
     assert p.assumption.count == 42 and p.saving_ns < 5_000_000
+
+
+def test_a_kernel_launched_outside_any_op_is_said_to_be_so_t4_small():
+    """Was: "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)" for a hand-written
+    matmul kernel launched under a pybind11 builtin, with CPU activity and its launch calls recorded."""
+    a = _analysis("t4_small.json")
+    line = five_lines(a)[3]
+    assert "launched outside any recorded op" in line and "CPU activity not captured" not in line

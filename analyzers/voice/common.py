@@ -296,6 +296,8 @@ def construct_phrase(x, optimizer: str | None = None) -> str:
 UNCOSTED_WORDS = {
     "no_shapes": "their ops recorded no shapes (record_shapes was off)",
     "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
+    "launched_outside_ops": "they were launched outside any recorded op (a C++/CUDA extension's kernel, or a library "
+                            "called straight from Python): no op's shapes say what they compute",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
     "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
     "above_peak": "their ops' shapes would put them above the device's peak (an attribution error)",

@@ -334,6 +334,9 @@ def find_the_bound(v) -> dict[str, str]:
         "no_shapes": "capture again with record_shapes=True so each kernel's op carries its shapes, then triage again",
         "no_launching_op": "capture one eager step (no CUDA graphs) with ProfilerActivity.CPU and record_shapes=True "
                            "so each kernel links to the op that launched it",
+        "launched_outside_ops": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline), "
+                                "or count the work the extension does by hand (a matmul of n^3 multiply-adds): no op "
+                                "in the trace carries their sizes",
         "graph_replay": "capture one eager step (no CUDA graphs) with record_shapes=True: its kernels carry the ops "
                         "and shapes the replays hide",
         "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
