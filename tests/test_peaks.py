@@ -307,7 +307,11 @@ def _fp32_gemms(tmp_path, device_name: str):
      "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but no peak table entry for NVIDIA RTX 6000 Ada "
      "Generation"),
     ("Tesla V100-SXM2-16GB",                                                  # no TF32 tensor cores
-     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but Tesla V100-SXM2-16GB has no TF32 tensor cores"),
+     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but Tesla V100-SXM2-16GB runs TF32 no faster "
+     "than fp32 (15.7 TFLOP/s both"),
+    ("NVIDIA GeForce RTX 3090",                                               # TF32 tensor cores at the fp32 rate
+     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but NVIDIA GeForce RTX 3090 runs TF32 no faster "
+     "than fp32 (35.6 TFLOP/s both"),
 ])
 def test_the_tf32_lever_says_why_it_prices_no_fp32_gemm_it_found(tmp_path, device_name, said):
     from tracetriage.analyzers.loading.load import load

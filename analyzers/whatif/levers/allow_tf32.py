@@ -58,7 +58,8 @@ def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
     detail = {"fp32_kernels": len(rows), "tf32_kernels": tf32_now}
     if not len(rows) or not has_fast(peaks, "tf32"):
         return (TF32On("allow_tf32", 0, found=len(rows), device=c.trace.device_name() or "",
-                       unpriced=unpriced(peaks, "tf32") if len(rows) else ""), detail)
+                       unpriced=unpriced(peaks, "tf32") if len(rows) else "",
+                       fp32_tflops=peaks.flops("fp32") / 1e12 if peaks is not None else 0.0), detail)
     fp32, tf32 = peaks.flops("fp32"), peaks.flops("tf32")
     names = c.gpu_named(lambda n: any(k in n.lower() for k in _CONV), rows)
     kernel_ns = int(c.g.g_dur[rows].sum())
@@ -69,7 +70,8 @@ def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
 
 def says(a: TF32On) -> str:
     if a.count == 0 and a.found and a.unpriced:
-        return unpriced_words(a.found, "fp32 GEMM/convolution kernels on CUDA cores", a.device, a.unpriced, "TF32")
+        return unpriced_words(a.found, "fp32 GEMM/convolution kernels on CUDA cores", a.device, a.unpriced, "TF32",
+                              a.fp32_tflops)
     if a.count == 0:
         return "no fp32 GEMM or convolution on CUDA cores in this trace"
     return (f"the {units.integer(a.count)} fp32 GEMM/convolution kernels ({units.duration_ns(a.kernel_ns)}) run on "

@@ -162,7 +162,8 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
     if not len(rows) or not has_fast(peaks, "bf16"):
         return (Autocast("autocast_bf16", 0, found=len(rows), device=c.trace.device_name() or "",
-                         unpriced=unpriced(peaks, "bf16") if len(rows) else ""), detail)
+                         unpriced=unpriced(peaks, "bf16") if len(rows) else "",
+                         bf16_tflops=peaks.flops("bf16") / 1e12 if peaks is not None else 0.0), detail)
     bf16 = peaks.flops("bf16")
     tf32 = c.gpu_named(lambda n: matrix_precision(n) == "tf32", rows)
     ratio = np.where(tf32, peaks.flops("tf32"), peaks.flops("fp32")) / bf16
@@ -213,7 +214,8 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
 
 def says(a: Autocast) -> str:
     if a.count == 0 and a.found and a.unpriced:
-        return unpriced_words(a.found, "fp32/TF32 GEMM/convolution kernels", a.device, a.unpriced, "bf16")
+        return unpriced_words(a.found, "fp32/TF32 GEMM/convolution kernels", a.device, a.unpriced, "bf16",
+                              a.bf16_tflops)
     if a.count == 0:
         return "no fp32 GEMM or convolution in this trace"
     back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""

@@ -87,13 +87,16 @@ def unpriced(peaks, precision: str) -> str:
     return "" if has_fast(peaks, precision) else "no_tensor_cores"
 
 
-def unpriced_words(found: int, what: str, device: str, reason: str, cores: str) -> str:
-    """The true reason a precision knob priced nothing, for its says(): the kernels it found and why."""
+def unpriced_words(found: int, what: str, device: str, reason: str, cores: str, rate: float = 0.0) -> str:
+    """The true reason a precision knob priced nothing, for its says(): the kernels it found and why. A device
+    whose `cores` rate is no faster than fp32 either has no such tensor cores (a T4: the table gives it the fp32
+    rate) or runs them at the fp32 rate (GeForce Ampere/Ada TF32): said as the rates, true of both."""
     on = device or "this device"
     if reason == "unknown_device":
         return (f"{found} {what} in this trace, but no peak table entry for {on}: what {cores} would buy is unknown "
                 "(tracetriage capture ceilings measures the device's rates)")
-    return f"{found} {what} in this trace, but {on} has no {cores} tensor cores: nothing to switch to"
+    at = f" ({rate:,.1f} TFLOP/s both, the device's datasheet)" if rate else ""
+    return f"{found} {what} in this trace, but {on} runs {cores} no faster than fp32{at}: nothing to gain"
 
 
 def peak_source(peaks) -> str:
