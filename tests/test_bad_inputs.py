@@ -296,7 +296,7 @@ def test_an_external_id_that_no_op_has_gets_a_caveat(tmp_path, capsys):
     code, out, _ = report(capsys, kf.write(tmp_path / "ops-noext.json", doc))
     assert code == 0
     # each launch still sits inside its op: time places it, and the caveat says so
-    assert any(c.startswith("Caveat: 20 of 20 launch calls carry an External id that names no op around them")
+    assert any(c.startswith("Caveat: 20 of 20 runtime calls carry an External id that names no op around them")
                for c in caveats(out))
 
 
@@ -305,7 +305,7 @@ def test_an_external_id_with_no_op_and_no_op_around_the_launch_gets_a_caveat(tmp
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cpu_op"]
     code, out, _ = report(capsys, kf.write(tmp_path / "no-ops.json", doc))
     assert code == 0
-    assert any("20 launch calls carry an External id that no cpu_op" in c for c in caveats(out))
+    assert any("20 runtime calls carry an External id that no cpu_op" in c for c in caveats(out))
 
 
 def test_unknown_categories_and_phases_are_ignored(tmp_path, capsys):

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
+from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup, table
 from tracetriage.analyzers.loading.side_inputs import default_ceilings_path, load_ceilings
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 
@@ -42,6 +42,16 @@ def test_h200_bf16_ridge_is_about_206_flop_per_byte():
         ("NVIDIA GeForce RTX 3090", "GeForce RTX 3090", 0.936, 71),
         ("NVIDIA H800", "H800 SXM", 3.35, 989.5),
         ("NVIDIA B200", "B200", 7.7, 2250),
+        # devices users have that the table lacked: a GH200 trace (marcalph/kernelforge) had its TF32 and bf16
+        # levers say "no fp32 GEMM" over 15 fp32 GEMMs holding 86% of its GPU time
+        ("NVIDIA GH200 480GB", "GH200 (96 GB HBM3)", 4.0, 989.5),
+        ("NVIDIA GH200 144G HBM3e", "GH200 (144 GB HBM3e)", 4.9, 989.5),
+        ("NVIDIA H20", "H20", 4.0, 148),
+        ("NVIDIA L40", "L40", 0.864, 181.05),
+        ("NVIDIA L40S", "L40S", 0.864, 362.05),
+        ("NVIDIA A40", "A40", 0.696, 149.7),
+        ("NVIDIA A30", "A30", 0.933, 165),
+        ("NVIDIA H100 NVL", "H100 NVL", 3.9, 835.5),
         ("AMD Instinct MI300X", "MI300X", 5.3, 1307.4),
         ("AMD Instinct MI300X VF", "MI300X", 5.3, 1307.4),   # as a virtual function (cloud VM) reports it
         ("AMD Instinct MI325X", "MI325X", 6.0, 1307.4),
@@ -68,7 +78,7 @@ def test_device_names_as_torch_reports_them_match_their_family(
 
 
 @pytest.mark.parametrize("device_name", [
-    None, "", "cpu", "NVIDIA L40", "NVIDIA GeForce RTX 3090 Ti",
+    None, "", "cpu", "NVIDIA RTX 6000 Ada Generation", "NVIDIA GB200", "NVIDIA GeForce RTX 3090 Ti",
     "NVIDIA GeForce RTX 4090 Laptop GPU", "AMD Radeon Graphics", "ARTEMIS",
 ])
 def test_unknown_device_has_no_peaks(device_name):
@@ -84,6 +94,8 @@ def test_an_unnamed_nvidia_hopper_is_not_taken_for_an_amd_part():
     ("NVIDIA H200", "NVIDIA H200 Tensor Core GPU datasheet"),
     ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA Turing GPU architecture whitepaper"),
     ("AMD Instinct MI300X", "AMD Instinct MI300X datasheet"),
+    ("NVIDIA GH200 480GB", "NVIDIA GH200 Grace Hopper Superchip datasheet"),
+    ("NVIDIA H20", "NVIDIA HGX H20 specification, as published in the press (no public datasheet)"),
 ])
 def test_datasheet_peaks_name_their_source_document(device_name, sheet):
     assert lookup(device_name).sheet == sheet
@@ -96,12 +108,18 @@ def test_measured_ceilings_keep_the_datasheet_as_the_physical_limit():
     assert pk.limit_flops("bf16") == pytest.approx(989.5e12)
 
 
+def test_every_row_of_the_table_names_its_source_document():
+    assert all(row.sheet for row in table().values())
+
+
 def test_similar_names_do_not_collide():
     # "A10" is a prefix of "A100"; "L4" of "L40S".
     assert lookup("NVIDIA A10").name == "A10"
     assert lookup("NVIDIA A100-SXM4-40GB").name == "A100 SXM 40GB"
     assert lookup("NVIDIA L40S").name == "L40S"
     assert lookup("NVIDIA H200 NVL").name == "H200 NVL"
+    assert lookup("NVIDIA GH200 480GB").name.startswith("GH200")      # not an H200
+    assert lookup("NVIDIA H20").name == "H20" and lookup("NVIDIA L40").name == "L40"
 
 
 def test_fp32_is_the_cuda_core_rate_and_tf32_only_when_asked():
@@ -265,3 +283,41 @@ def test_non_gpu_accelerators_are_named_for_what_they_are(device_names, event_na
     from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 
     assert non_gpu_accelerator(device_names, event_names) == family
+
+
+def _fp32_gemms(tmp_path, device_name: str):
+    """Three fp32 GEMMs on CUDA cores (the kernel name cuBLAS gives them on Hopper), on a named device."""
+    import kineto_factory as kf
+
+    ev, t = [], 1_000_000
+    for corr in (1, 2, 3):
+        ev += [kf.op("aten::mm", t, t + 30_000, corr),
+               kf.call("cudaLaunchKernel", t + 5_000, t + 25_000, corr, corr),
+               kf.gpu("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4",
+                      t + 30_000, t + 1_030_000, corr)]
+        t += 1_100_000
+    doc = kf.document(ev)
+    doc["deviceProperties"][0]["name"] = device_name
+    return kf.write(tmp_path / "gemms.json.gz", doc)
+
+
+@pytest.mark.parametrize("device_name, said", [
+    ("NVIDIA GH200 480GB", "the 3 fp32 GEMM/convolution kernels"),          # in the table now: priced
+    ("NVIDIA RTX 6000 Ada Generation",                                        # not in the table: the true reason
+     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but no peak table entry for NVIDIA RTX 6000 Ada "
+     "Generation"),
+    ("Tesla V100-SXM2-16GB",                                                  # no TF32 tensor cores
+     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but Tesla V100-SXM2-16GB runs TF32 no faster "
+     "than fp32 (15.7 TFLOP/s both"),
+    ("NVIDIA GeForce RTX 3090",                                               # TF32 tensor cores at the fp32 rate
+     "3 fp32 GEMM/convolution kernels on CUDA cores in this trace, but NVIDIA GeForce RTX 3090 runs TF32 no faster "
+     "than fp32 (35.6 TFLOP/s both"),
+])
+def test_the_tf32_lever_says_why_it_prices_no_fp32_gemm_it_found(tmp_path, device_name, said):
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.whatif.levers import TF32, allow_tf32
+    from tracetriage.analyzers.whatif.predict import predict
+
+    p = predict(load(str(_fp32_gemms(tmp_path, device_name))), [TF32]).levers[0]
+    words = allow_tf32.SPEC.says(p.assumption)
+    assert words.startswith(said) and "no fp32 GEMM" not in words

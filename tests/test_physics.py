@@ -36,7 +36,7 @@ def test_launch_whose_external_id_is_its_correlation_is_charged_to_the_op_around
     assert [p.name for p in a.roof.points] == ["aten::addmm"]      # clamp_min gets no rate: it ran no kernel
     assert a.roof.points[0].achieved_tflops == pytest.approx(17.2, abs=0.1)
     assert any(c.kind == "external_id_by_time" and c.count == 1 for c in tr.caveats)
-    assert any(s.startswith("1 of 1 launch call carry an External id that names no op around them")
+    assert any(s.startswith("1 of 1 runtime call carries an External id that names no op around them")
                for s in analysis_caveats(a))
 
 

@@ -158,6 +158,28 @@ def test_profiler_steps_are_the_steps_when_the_trace_has_them(tmp_path):
     assert "4 steps (ProfilerStep ranges)" in five_lines(analyze_trace(tr))[0]
 
 
+def test_a_slow_profiler_step_is_said_by_its_name_in_the_trace_not_a_0_based_index(tmp_path):
+    """A schedule(wait=1, warmup=1, active=3) records ProfilerStep#2..#4; the slow one is #4. The report said "step 2"
+    (its index among the three), which in the trace is the fast one (t4_fp32_train.json, a T4: the engineer opened
+    ProfilerStep#2 and found nothing)."""
+    tl = Timeline()
+    for i in (2, 3, 4):
+        t0 = tl.t
+        if i == 4:
+            tl.host(40 * MS)
+        for name in ("aten::mm", "aten::add"):
+            tl.op(name, 2 * MS)
+        tl.sync()
+        tl.extra.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": kf.PID,
+                         "tid": kf.TID, "ts": round((kf.ORIGIN_NS + t0 - 1 * US) / 1000, 3),
+                         "dur": round((tl.t - t0) / 1000, 3), "args": {}})
+    a = analyze_trace(tl.write(tmp_path / "named.json"))
+    o = a.steps.summary.outlier
+    assert o is not None and o.step == 2 and o.name == "ProfilerStep#4"
+    line = five_lines(a)[0]
+    assert "ProfilerStep#4 took" in line and "step 2 took" not in line
+
+
 def test_torch_1x_profiler_steps_recorded_as_ops_are_the_steps(tmp_path):
     """torch 1.x writes ProfilerStep#N as an Operator (cpu_op), not as a user_annotation."""
     tl = Timeline()

@@ -153,6 +153,18 @@ _TABLE: dict[str, tuple[str, float, dict[str, float]]] = {
     # BF16/FP16 1671/2, FP8/INT8 3341/2; 3.9 TB/s.
     "h100-nvl": _row("H100 NVL", 3900, "NVIDIA H100 Tensor Core GPU datasheet",
                      fp64=60, fp32=60, tf32=417.5, bf16=835.5, fp16=835.5, fp8=1670.5, int8=1670.5),
+    # NVIDIA GH200 Grace Hopper Superchip datasheet (its Hopper GPU): FP64 34, FP64 TC 67, FP32 67, TF32 TC
+    # 989/2, BF16/FP16 1979/2, FP8/INT8 3958/2; 96 GB HBM3 at 4 TB/s ("NVIDIA GH200 480GB": 480 GB is the Grace
+    # CPU's LPDDR5X beside it), or 144 GB HBM3e at 4.9 TB/s.
+    "gh200": _row("GH200 (96 GB HBM3)", 4000, "NVIDIA GH200 Grace Hopper Superchip datasheet",
+                  fp64=67, fp32=67, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979, int8=1979),
+    "gh200-hbm3e": _row("GH200 (144 GB HBM3e)", 4900, "NVIDIA GH200 Grace Hopper Superchip datasheet",
+                        fp64=67, fp32=67, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979, int8=1979),
+    # NVIDIA H20 (the Hopper built for export with fewer SMs; no public NVIDIA datasheet): NVIDIA's HGX H20
+    # specification as published in the press (e.g. SemiAnalysis, "Nvidia's New China AI Chips", Nov 2023):
+    # FP64 1, FP32 44, TF32 74, BF16/FP16 148, FP8/INT8 296 (dense); 96 GB HBM3 at 4.0 TB/s.
+    "h20": _row("H20", 4000, "NVIDIA HGX H20 specification, as published in the press (no public datasheet)",
+                fp64=1, fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
     # NVIDIA A100 datasheet: FP64 TC 19.5, FP32 19.5, TF32 312/2, BF16/FP16 624/2,
     # INT8 1248/2; no FP8. Bandwidth per SKU: 40GB 1,555 GB/s; 80GB PCIe 1,935 GB/s;
     # 80GB SXM 2,039 GB/s.
@@ -168,6 +180,18 @@ _TABLE: dict[str, tuple[str, float, dict[str, float]]] = {
     # FP8/INT8 1466/2; 864 GB/s. FP64 is not listed: Ada runs it at 1/64 of FP32.
     "l40s": _row("L40S", 864, "NVIDIA L40S datasheet", fp64=91.6 / 64, fp32=91.6, tf32=183, bf16=362.05,
                  fp16=362.05, fp8=733, int8=733),
+    # NVIDIA L40 datasheet: FP32 90.5, TF32 181/2, BF16/FP16 362.1/2, FP8/INT8 724/2; 864 GB/s GDDR6. FP64 not
+    # listed: Ada 1/64 of FP32.
+    "l40": _row("L40", 864, "NVIDIA L40 datasheet", fp64=90.5 / 64, fp32=90.5, tf32=90.5, bf16=181.05,
+                fp16=181.05, fp8=362, int8=362),
+    # NVIDIA A40 datasheet: FP32 37.4, TF32 149.6/2, BF16/FP16 299.4/2, INT8 598.6/2; 696 GB/s GDDR6. No FP8;
+    # FP64 not listed: GA102 1/64 of FP32.
+    "a40": _row("A40", 696, "NVIDIA A40 datasheet", fp64=37.4 / 64, fp32=37.4, tf32=74.8, bf16=149.7, fp16=149.7,
+                int8=299.3),
+    # NVIDIA A30 datasheet: FP64 5.2, FP64 TC 10.3, FP32 10.3, TF32 165/2, BF16/FP16 330/2, INT8 661/2; 933 GB/s
+    # HBM2. No FP8.
+    "a30": _row("A30", 933, "NVIDIA A30 Tensor Core GPU datasheet", fp64=10.3, fp32=10.3, tf32=82, bf16=165,
+                fp16=165, int8=330),
     # NVIDIA L4 datasheet: FP32 30.3, TF32 120/2, BF16/FP16 242/2, FP8/INT8 485/2;
     # 300 GB/s. FP64 not listed: Ada 1/64 of FP32.
     "l4": _row("L4", 300, "NVIDIA L4 Tensor Core GPU datasheet",
@@ -277,6 +301,10 @@ _MATCHERS: list[tuple[re.Pattern, str]] = [
         (r"\bh100\b.*\bpcie\b", "h100-pcie"),
         (r"\bh100\b", "h100-sxm"),
         (r"\bh800\b", "h800"),
+        # "NVIDIA GH200 480GB" (96 GB HBM3), "NVIDIA GH200 144G HBM3e"
+        (r"\bgh200\b.*\b(?:hbm3e|144g|144gb)\b", "gh200-hbm3e"),
+        (r"\bgh200\b", "gh200"),
+        (r"\bh20\b", "h20"),
         (r"\bb200\b", "b200"),
         (r"\bmi325x\b", "mi325x"),
         (r"\bmi300x\b", "mi300x"),
@@ -290,6 +318,9 @@ _MATCHERS: list[tuple[re.Pattern, str]] = [
         (r"\ba100\b.*\b80gb\b", "a100-sxm-80gb"),
         (r"\ba100\b", "a100-sxm-40gb"),
         (r"\bl40s\b", "l40s"),
+        (r"\bl40\b", "l40"),
+        (r"\ba40\b", "a40"),
+        (r"\ba30\b", "a30"),
         (r"\bl4\b", "l4"),
         (r"\bt4\b", "t4"),
         (r"\ba10g\b", "a10g"),

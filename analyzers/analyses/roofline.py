@@ -61,7 +61,8 @@ _COSTED_BY_CALLER = ("convolution_backward_input", "convolution_backward_weight"
 # Why a kernel has no bound: it was launched by no recorded CPU op (a CUDA-graph replay, a kernel
 # launched outside the profiler's op tracking); its op recorded no shapes (record_shapes off); or
 # its op is one the cost model does not know (custom ops, fused library calls).
-UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "graph_replay", 5: "above_peak"}
+UNCOSTED_WHY = {1: "no_launching_op", 2: "no_shapes", 3: "no_cost_model", 4: "graph_replay", 5: "above_peak",
+                6: "launched_outside_ops"}
 ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's peak (an attribution error)
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
@@ -291,6 +292,10 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
             if trace.graph_op_of is not None:     # ... unless its capture named the op (then the op has no cost)
                 graph &= trace.graph_op_of[rows_u] == NONE
+            # a launch call the trace records, with no op around it: a C++/CUDA extension's kernel or a library
+            # called straight from Python (t4_small.json: a hand-written matmul under a pybind11 builtin), not a
+            # capture without CPU activity
+            kwhy[rows_u[(op_u == NONE) & (call_u != NONE) & ~graph]] = 6
             kwhy[rows_u[graph]] = 4
             # an op whose cost would put it above the peak: its kernels are uncosted, and say why
             in_rejected = np.zeros(len(rows_u), bool)

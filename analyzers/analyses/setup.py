@@ -13,12 +13,22 @@ too (Python's own first-time paths, the autograd graph built the first time): it
 stretches are set-up windows until they explain it. The warm_up lever takes these windows out
 (tracetriage.analyzers.whatif.levers.warm_up); the idle evidence's first calls
 (tracetriage.analyzers.analyses.idle) are the largest of them, named in the report's caveat.
+
+A cold single pass (a trace whose repeated units are layers of one pass: steps.NoSteps.ONE_PASS) runs most ops
+and kernels once or twice, so the first-EARLY rule finds little: each new convolution shape pays cuDNN's
+heuristics, each kernel's first launch loads its module, and none of them has a later call of its own. There,
+an op is grouped by its name alone and a runtime call by its call name alone, the group's lower quartile is its
+warm cost (a warm ResNet conv2d takes 70-250 µs of host time where its first calls per shape took 2-14 ms:
+rtx3090_py4ai.json, a cold RTX 3090 inference), and every occurrence SETUP_FACTOR times that and SETUP_FLOOR_NS
+longer is set-up past the quartile. Syncs, blocking copies and the ops that hold them wait for the device, which
+is no set-up, and are left out.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
@@ -36,6 +46,7 @@ EARLY = 2                  # the first occurrences of a name that may pay set-up
 SETUP_FACTOR = 3.0         # ... when they run this many times the name's steady median
 SETUP_FLOOR_NS = 500_000   # ... and at least this much longer (a slow call is not yet set-up)
 MIN_STEPS = 4              # a trace repeats a step this often before its early steps are told from the rest
+COLD_MIN_GROUP = 3         # a cold pass's group needs this many occurrences for its lower quartile to be a warm one
 
 
 def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -88,6 +99,8 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 if dur[i] >= SETUP_FACTOR * steady and dur[i] - steady >= SETUP_FLOOR_NS:
                     r = rows[i]
                     out.append((int(ev.start[r] + steady), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])))
+    if one_pass(trace):
+        out += _cold_pass(trace, ops, calls)
     out += _untraced_step_setup(trace, out)
     out = _without_profiler_overhead(trace, out)
     if not out:
@@ -102,6 +115,47 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         e_out.append(ue)
         k_out.append(np.full(len(us), k, np.int64))
     return np.concatenate(s_out), np.concatenate(e_out), np.concatenate(k_out)
+
+
+def one_pass(trace: Trace) -> bool:
+    """The trace is one pass whose repeated units are layers, not steps (a cold single inference)."""
+    from tracetriage.analyzers.analyses import steps
+
+    return steps.find(trace).why_none is steps.NoSteps.ONE_PASS
+
+
+def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:
+    """A cold pass's set-up (the module docstring): every op and call past its name's warm (lower-quartile) cost
+    by SETUP_FACTOR and SETUP_FLOOR_NS; syncs, blocking copies and the ops around them are waits, not set-up."""
+    ev = trace.ev
+    waits = calls[np.array([rc.is_sync(trace.names[int(n)]) or (rc.is_copy(trace.names[int(n)])
+                                                                 and "Async" not in trace.names[int(n)])
+                            for n in ev.name[calls].tolist()], bool)] if len(calls) else calls
+    if len(waits) and len(ops):
+        key_o, key_w = thread_key(ev.pid[ops], ev.tid[ops]), thread_key(ev.pid[waits], ev.tid[waits])
+        holds = np.zeros(len(ops), bool)
+        for k in distinct(key_w).tolist():
+            mo, t = np.flatnonzero(key_o == k), np.sort(ev.start[waits[key_w == k]])
+            if len(mo):
+                holds[mo] = np.searchsorted(t, ev.start[ops[mo]], side="left") < np.searchsorted(
+                    t, ev.end[ops[mo]], side="left")
+        ops = ops[~holds]
+    calls = np.setdiff1d(calls, waits)
+    out = []
+    for rows in (ops, calls):
+        if not len(rows):
+            continue
+        names = ev.name[rows]
+        dur = ev.end[rows] - ev.start[rows]
+        for n in distinct(names).tolist():
+            m = np.flatnonzero(names == n)
+            if len(m) < COLD_MIN_GROUP:
+                continue
+            warm = float(np.percentile(dur[m], 25))
+            paid = m[(dur[m] >= SETUP_FACTOR * warm) & (dur[m] - warm >= SETUP_FLOOR_NS)]
+            out += [(int(ev.start[rows[i]] + warm), int(ev.end[rows[i]]), int(ev.pid[rows[i]]), int(ev.tid[rows[i]]))
+                    for i in paid.tolist()]
+    return out
 
 
 def _without_profiler_overhead(trace: Trace, found: list) -> list:

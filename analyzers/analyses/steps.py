@@ -131,6 +131,7 @@ class Step:
     idle_by_cause_ns: dict[Cause, int]
     regular: bool              # it has the repeated structure (False: the prologue, or a step that differs)
     setup: bool = False        # the first step, kept apart: it pays set-up (first calls, compilation)
+    name: str = ""             # the trace's own name for it (ProfilerStep#4), where the profiler named it
 
     @property
     def wall_ns(self) -> int:
@@ -168,6 +169,7 @@ class Outlier:
     construct: Construct | None = None   # the framework construct around that stretch
                                          # (tracetriage.analyzers.analyses.framework);
                                          # None: the user's own code, or no framework analysis
+    name: str = ""             # the trace's own name for the step (ProfilerStep#4): what a user looks for
 
 
 @dataclass(frozen=True)
@@ -447,7 +449,8 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
         if len(prof):
             prof = prof[np.argsort(ev.start[prof], kind="stable")]
             return _build(trace, devices, StepsFrom.PROFILER_STEP, Boundary.PROFILER_STEP, None,
-                          ev.start[prof], int(ev.end[prof].max()), np.ones(len(prof), bool), 0, framework=framework)
+                          ev.start[prof], int(ev.end[prof].max()), np.ones(len(prof), bool), 0, framework=framework,
+                          names=[trace.name_of(int(r)) for r in prof.tolist()])
     rows, found_from = tokens(trace)
     if len(rows) < 2 * STEP_MIN_REPEATS:
         return Steps(None, why_none=NoSteps.NO_OPS if not len(rows) else NoSteps.NO_REPETITION)
@@ -551,7 +554,7 @@ def _prologue_launches(trace: Trace, rows: np.ndarray) -> bool:
 
 def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anchor: str | None,
            host_start: np.ndarray, host_last: int, regular: np.ndarray, unit_ops: int,
-           prologue: set[int] | frozenset = frozenset(), framework=None) -> Steps:
+           prologue: set[int] | frozenset = frozenset(), framework=None, names: list[str] | None = None) -> Steps:
     ev = trace.ev
     n = len(host_start)
     gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
@@ -584,7 +587,8 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
                 idle[cause] += iv.covered(g.start[m], g.end[m], starts, ends)
     steps = [Step(index=i, start_ns=int(starts[i]), end_ns=int(ends[i]), host_start_ns=int(host_start[i]),
                   gpu_end_ns=int(gpu_end[i]), kernels=int(kern_count[i]), kernel_busy_ns=int(busy[i]),
-                  idle_by_cause_ns={c: int(idle[c][i]) for c in CAUSES}, regular=bool(regular[i]))
+                  idle_by_cause_ns={c: int(idle[c][i]) for c in CAUSES}, regular=bool(regular[i]),
+                  name=names[i] if names else "")
              for i in range(n)]
     steps = _mark_setup(trace, steps, prologue)
     summary = summarize(trace, devices, steady(steps), framework)
@@ -676,7 +680,7 @@ def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: floa
         OutlierWhy.KERNELS if devices and busier >= OUTLIER_CAUSE_SHARE * extra else OutlierWhy.HOST)
     return Outlier(step=worst.index, ratio=round(worst.wall_ns / median, 2), wall_ns=worst.wall_ns,
                    extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why,
-                   construct=construct)
+                   construct=construct, name=worst.name)
 
 
 def _longest_gap(trace: Trace, devices, cause: Cause, lo: int, hi: int):

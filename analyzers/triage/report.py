@@ -647,7 +647,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if dom is not None and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
-        return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom))
+        return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
+                              waste=_waste_beside_words(dom, choices, _replays_graphs(devs)))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(Experiment.FIND_THE_BOUND, None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
@@ -675,18 +676,38 @@ def _replays_graphs(devs) -> bool:
     return bool(getattr(ev, "graph_launches", 0))
 
 
-def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice, graphed: bool = False) -> LeverChoice | None:
+def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice | None, graphed: bool = False) -> LeverChoice | None:
     """The lever that acts on something in this trace and predicts the least (a tempting week's work);
     when no other acts on anything, the one that predicts least. A trace that replays CUDA graphs already is
     not told that CUDA graphs would waste the week (issue 33: a graph-replayed range told so at "+12%")."""
     # (warming up is no change to the program: never the week's waste)
     # (nor is a knob, a one-line change: trying it costs a run, not a week)
-    rest = [c for c in choices if c.lever != best.lever and c.saving_ns < best.saving_ns
+    rest = [c for c in choices if (best is None or c.lever != best.lever and c.saving_ns < best.saving_ns)
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP and LEVERS[c.lever].knob is None
             and not (graphed and LEVERS[c.lever].done_where_graphs_replay)]
     acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
     pool = acting or rest
     return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None
+
+
+# The levers each cause's fixed "would waste the week" words name (voice/causes.py: CauseSpec.waste).
+WASTE_WORDS_NAME: dict[Cause, tuple[str, ...]] = {
+    Cause.LAUNCH_OVERHEAD: (HEADROOM,),                       # "tuning kernels"
+    Cause.HOST_WORK: ("fuse", "cuda_graphs", HEADROOM),       # "torch.compile, CUDA graphs or faster kernels"
+    Cause.SYNCHRONIZATION: (HEADROOM,),                       # "faster kernels"
+    Cause.DATA_TRANSFER: (HEADROOM, "fuse"),                  # "faster kernels or torch.compile"
+}
+
+
+def _waste_beside_words(cause: Cause, choices: tuple[LeverChoice, ...], graphed: bool) -> LeverChoice | None:
+    """Where no lever is the Next, the cause's fixed words say what would waste the week, unless the what-if
+    prices a lever they name as a fix (saving LEVER_FLOOR of the span or more): then the lever that saves least is
+    said instead. t4_amp_train.json (a T4) was told "torch.compile, CUDA graphs or faster kernels" would
+    waste the week while whatif ranked cuda_graphs first at −13% (issue 33: a "would waste" lever saves least)."""
+    named = [c for c in choices if c.lever in WASTE_WORDS_NAME.get(cause, ())]
+    if not any(c.saving_ns >= LEVER_FLOOR * c.baseline_ns for c in named):
+        return None
+    return _waste(choices, None, graphed)
 
 
 def _construct_of(fw: framework_mod.Framework | None, cause: Cause | None) -> Construct | None:

@@ -35,10 +35,14 @@ def caveat(c: Caveat) -> str:
                 "counts as other")
     if c.kind == "dangling_external_id":
         verb = "carries" if c.count == 1 else "carry"
-        return (f"{count(c.count, 'launch call')} {verb} an External id that no cpu_op in the trace has: their GPU "
-                "time is listed under the kernel's name, not the op's")
+        return (f"{count(c.count, 'runtime call')} {verb} an External id that no cpu_op in the trace has: the GPU "
+                f"time of what {'it launches' if c.count == 1 else 'they launch'} is listed under the kernel's name, "
+                "not the op's")
     if c.kind == "external_id_by_time":
-        return (f"{integer(c.count)} of {count(c.total, 'launch call')} carry an External id that names no op "
+        # every runtime call the trace records (cudaFuncGetAttributes, cudaMalloc ...), not only its launches: said
+        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false)
+        verb = "carries" if c.count == 1 else "carry"
+        return (f"{integer(c.count)} of {count(c.total, 'runtime call')} {verb} an External id that names no op "
                 "around them (torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): "
                 "each is charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
@@ -78,11 +82,13 @@ def cause_words(cause: Cause | None) -> str:
 
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
-           construct: Construct | None = None, workers_on: bool = False, compiled: bool = False) -> str:
+           construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
+           pinned: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
-    the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then."""
+    the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then; pinned
+    memory only where the batches' copies are not pinned already (`pinned`)."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
@@ -120,10 +126,12 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         # the trace shows _MultiProcessingDataLoaderIter: the workers are on, and the step still waits for them
         return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "
                 "step still waits for batches, so lighten the per-sample transform (or move it to the GPU), raise "
-                "num_workers or prefetch_factor, and pin_memory=True with .to(device, non_blocking=True)")
+                "num_workers or prefetch_factor" + (" (the batches' copies are pinned already)" if pinned else
+                                                    ", and pin_memory=True with .to(device, non_blocking=True)"))
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
         return ("load the batches in worker processes: DataLoader(..., "
-                f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, pin_memory=True, "
+                f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, "
+                + ("" if pinned else "pin_memory=True, ") +
                 "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "
                 "step ends")
     said = ADVICE[cause]
@@ -300,6 +308,8 @@ def construct_phrase(x, optimizer: str | None = None) -> str:
 UNCOSTED_WORDS = {
     "no_shapes": "their ops recorded no shapes (record_shapes was off)",
     "no_launching_op": "no recorded CPU op launched them (CUDA-graph replays, or CPU activity not captured)",
+    "launched_outside_ops": "they were launched outside any recorded op (a C++/CUDA extension's kernel, or a library "
+                            "called straight from Python): no op's shapes say what they compute",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
     "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
     "above_peak": "their ops' shapes would put them above the device's peak (an attribution error)",

@@ -25,8 +25,9 @@ def found_from(st) -> str:
 
 
 def outlier(o, what: str = "step") -> str:
-    """'step 7 took 3.1× the median: a 41.0 ms host stretch in aten::item'."""
-    head = f"{what} {o.step} took {o.ratio:.1f}× the median ({duration_ns(o.wall_ns)})"
+    """'step 7 took 3.1× the median: a 41.0 ms host stretch in aten::item'; a step the profiler named is said by
+    its name in the trace ('ProfilerStep#4 took ...'), never by a 0-based index a user would look for in vain."""
+    head = f"{o.name or f'{what} {o.step}'} took {o.ratio:.1f}× the median ({duration_ns(o.wall_ns)})"
     if o.why.value == "host":
         return head + ": its host took the time, not its kernels or an idle gap of the GPU"
     if o.cause is None:
@@ -53,7 +54,7 @@ def steps_clause(st) -> str:
                 f"max {duration_ns(s.max_ns)})")
     setup = st.setup_steps
     if setup:
-        said = [f"step {x.index} ({duration_ns(x.wall_ns)})" for x in setup]
+        said = [f"{x.name or f'step {x.index}'} ({duration_ns(x.wall_ns)})" for x in setup]
         out += f", {', '.join(said[:-1]) + ' and ' if len(said) > 1 else ''}{said[-1]} paying set-up, kept apart"
     if s is not None and s.outlier is not None:
         out += "; " + outlier(s.outlier)

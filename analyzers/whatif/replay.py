@@ -42,6 +42,7 @@ class Plan:
     thread_tail: np.ndarray
     c_wake: np.ndarray           # a call handed its thread's work by a call on another thread (NONE: none)
     c_wdelay: np.ndarray
+    thread_start: np.ndarray     # each thread's first moment (a lever may move a thread that began waiting earlier)
 
     @classmethod
     def of(cls, g: Graph) -> "Plan":
@@ -51,7 +52,7 @@ class Plan:
                    g_call=g.g_call.copy(),
                    g_dur=g.g_dur.copy(), g_lat=g.g_lat.copy(), g_gap=g.g_gap.copy(), g_dep=g.g_dep.copy(),
                    g_delay=g.g_delay.copy(), thread_tail=g.thread_tail.copy(), c_wake=g.c_wake.copy(),
-                   c_wdelay=g.c_wdelay.copy())
+                   c_wdelay=g.c_wdelay.copy(), thread_start=g.thread_start.copy())
 
     def copy(self) -> "Plan":
         return replace(self, **{k: v.copy() for k, v in self.__dict__.items()})
@@ -113,7 +114,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     c_e = np.zeros(n_c, np.int64)
     g_s = np.zeros(n_g, np.int64)
     g_e = np.full(n_g, NEG, np.int64)
-    cur = g.thread_start.copy()
+    cur = p.thread_start.copy()
     first_call = np.full(len(cur), -1, np.int64)
     if n_c:
         first_call[g.c_thread[::-1]] = np.arange(n_c - 1, -1, -1)

@@ -20,6 +20,8 @@ from tracetriage.analyzers.whatif.levers.knob import (
     peak_source,
     peaks_of,
     scale,
+    unpriced,
+    unpriced_words,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -44,6 +46,9 @@ class TF32On(Assumption):
     fp32_tflops: float = 0.0
     tf32_tflops: float = 0.0
     source: str = ""                 # where the peaks come from (SOURCE_WORDS)
+    found: int = 0                   # fp32 GEMM/convolution kernels seen, priced or not
+    device: str = ""
+    unpriced: str = ""               # why the found kernels are not priced (knob.unpriced)
 
 
 def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
@@ -52,7 +57,9 @@ def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
     rows = kernel_rows(c, lambda n: matrix_precision(n) == "fp32")
     detail = {"fp32_kernels": len(rows), "tf32_kernels": tf32_now}
     if not len(rows) or not has_fast(peaks, "tf32"):
-        return TF32On("allow_tf32", 0), detail
+        return (TF32On("allow_tf32", 0, found=len(rows), device=c.trace.device_name() or "",
+                       unpriced=unpriced(peaks, "tf32") if len(rows) else "",
+                       fp32_tflops=peaks.flops("fp32") / 1e12 if peaks is not None else 0.0), detail)
     fp32, tf32 = peaks.flops("fp32"), peaks.flops("tf32")
     names = c.gpu_named(lambda n: any(k in n.lower() for k in _CONV), rows)
     kernel_ns = int(c.g.g_dur[rows].sum())
@@ -62,8 +69,11 @@ def apply(c: Context, p, o: Options) -> tuple[TF32On, dict]:
 
 
 def says(a: TF32On) -> str:
+    if a.count == 0 and a.found and a.unpriced:
+        return unpriced_words(a.found, "fp32 GEMM/convolution kernels on CUDA cores", a.device, a.unpriced, "TF32",
+                              a.fp32_tflops)
     if a.count == 0:
-        return "no fp32 GEMM or convolution on CUDA cores in this trace (or a device without TF32 tensor cores)"
+        return "no fp32 GEMM or convolution on CUDA cores in this trace"
     return (f"the {units.integer(a.count)} fp32 GEMM/convolution kernels ({units.duration_ns(a.kernel_ns)}) run on "
             f"TF32 tensor cores, each keeping its share of the peak: {units.tflops(a.fp32_tflops)} fp32 → "
             f"{units.tflops(a.tf32_tflops)} TF32 ({SOURCE_WORDS[a.source]})")

@@ -43,6 +43,8 @@ from tracetriage.analyzers.whatif.levers.knob import (
     peak_source,
     peaks_of,
     rows_inside,
+    unpriced,
+    unpriced_words,
     window_of_calls,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -91,6 +93,9 @@ class Autocast(Assumption):
     host_ns: int = 0                 # the host time the casts and autocast's dispatch add
     bf16_tflops: float = 0.0
     source: str = ""
+    found: int = 0                   # fp32/TF32 GEMM/convolution kernels seen, priced or not
+    device: str = ""
+    unpriced: str = ""               # why the found kernels are not priced (knob.unpriced)
 
 
 def _tensors(c: Context, op: int) -> list[list]:
@@ -156,7 +161,9 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     rows = kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32"))
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
     if not len(rows) or not has_fast(peaks, "bf16"):
-        return Autocast("autocast_bf16", 0), detail
+        return (Autocast("autocast_bf16", 0, found=len(rows), device=c.trace.device_name() or "",
+                         unpriced=unpriced(peaks, "bf16") if len(rows) else "",
+                         bf16_tflops=peaks.flops("bf16") / 1e12 if peaks is not None else 0.0), detail)
     bf16 = peaks.flops("bf16")
     tf32 = c.gpu_named(lambda n: matrix_precision(n) == "tf32", rows)
     ratio = np.where(tf32, peaks.flops("tf32"), peaks.flops("fp32")) / bf16
@@ -206,8 +213,11 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
 
 
 def says(a: Autocast) -> str:
+    if a.count == 0 and a.found and a.unpriced:
+        return unpriced_words(a.found, "fp32/TF32 GEMM/convolution kernels", a.device, a.unpriced, "bf16",
+                              a.bf16_tflops)
     if a.count == 0:
-        return "no fp32 GEMM or convolution in this trace (or a device without bf16 tensor cores)"
+        return "no fp32 GEMM or convolution in this trace"
     back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""
     return (f"the {units.integer(a.count)} fp32/TF32 GEMM/convolution kernels ({units.duration_ns(a.kernel_ns)}) run "
             f"in bf16 at the {units.tflops(a.bf16_tflops)} peak ({SOURCE_WORDS[a.source]}), each keeping its share "

@@ -16,7 +16,18 @@ no_host_work and measured +22%. What the knob changes, and only that:
    the workers' start and stop on the host: W x WORKER_START_NS.
 3. The iterators are counted from the Python frames of DataLoader.__iter__ (stacks recorded, as try's captures
    are); without stacks none is counted: a steady-state window of a long loop holds no iterator's start.
-An iterator that already has workers (`_MultiProcessingDataLoaderIter`) is left as it is: nothing to act on.
+
+An iterator that already has workers (`_MultiProcessingDataLoaderIter`) and still makes the loop wait has workers
+that do not keep up: the knob then is more of them (or a lighter per-sample transform, or a deeper prefetch), and
+what it buys at most is the wait itself. For each of its `__next__` ranges that lasts a long host stretch
+(depgraph's host_long_ns: 10 launch calls) or more:
+4. the batch is ready when the loop asks: the main thread's time inside the range goes (a call keeping what a
+   launch costs), and so does the part of any other thread's wait for its work that lies in the range (the
+   pin-memory thread waits there for the worker's batch, which no traced call hands it: host_windows.shorten_wakes);
+   an iterator started in the trace still waits for its first batch whole. The batches' copies stay.
+A multi-process iterator whose `__next__` never lasts that long keeps up already: nothing to act on. This is
+the bound of the knob (workers that keep up), not a count of workers: the trace does not record how many there
+are, nor how long a batch takes them (their processes are not traced).
 
 Checked on the H200 pair traces/realworld/dataloader_cnn (4 workers, pinned: 0.23 predicted, 0.26 [0.23-0.29]
 measured). Its three pairs of the knob alone are capture/realworld_loader.py's (GROUP=loader in
@@ -33,6 +44,7 @@ from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, PYTHON, USER_ANNOTATION, thread_key
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows, shorten_wakes
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Assumption,
@@ -56,6 +68,7 @@ WORKERS = 4                  # the knob's num_workers (catalogue: dataloader_wor
 WORKER_START_NS = 40_000_000
 WORKER_START = "devhost"    # where WORKER_START_NS was read (SOURCE_WORDS)
 SINGLE_PROCESS_BATCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+MULTI_PROCESS_BATCH = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 ITER_FRAME = re.compile(r"torch/utils/data/dataloader\.py\(\d+\): __iter__$")
 
 
@@ -67,13 +80,16 @@ class WorkersMakeBatches(Assumption):
     batch_host_ns: int = 0           # host work inside the batches, before
     start_ns: int = WORKER_START_NS  # a worker's start and stop, and where that figure was read (SOURCE_WORDS)
     start_source: str = WORKER_START
+    workers_on: bool = False         # the iterators have workers already (_MultiProcessingDataLoaderIter) that the
+                                     # loop waits for: count is the batches waited for, waited_ns the wait taken
+    waited_ns: int = 0
 
 
-def batch_rows(c: Context) -> np.ndarray:
-    """The single-process batches' ranges, in order of start."""
+def batch_rows(c: Context, name: str = SINGLE_PROCESS_BATCH) -> np.ndarray:
+    """The batches' ranges (single-process ones unless `name` says), in order of start."""
     ev = c.trace.ev
     rows = np.flatnonzero((ev.cat == USER_ANNOTATION) | (ev.cat == CPU_OP))   # (torch 1.x: a cpu_op)
-    rows = rows[name_flags(c.trace, rows, lambda n: n == SINGLE_PROCESS_BATCH)] if len(rows) else rows
+    rows = rows[name_flags(c.trace, rows, lambda n: n == name)] if len(rows) else rows
     return rows[np.argsort(ev.start[rows], kind="stable")]
 
 
@@ -89,6 +105,8 @@ def iterator_starts(c: Context) -> tuple[np.ndarray, bool]:
 def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
     g, ev = c.g, c.trace.ev
     rows = batch_rows(c)
+    if not len(rows) and g.n_calls:
+        return _keep_up(c, p)
     if not len(rows) or not g.n_calls:
         return WorkersMakeBatches("dataloader_workers", 0), {"batches": 0}
     starts, stacks = iterator_starts(c)
@@ -127,9 +145,37 @@ def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
                "start_added_ns": len(first) * WORKERS * WORKER_START_NS}
 
 
+def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
+    """Workers on already, the loop waiting for them: each batch ready when asked (4. of the module's model)."""
+    g, ev = c.g, c.trace.ev
+    rows = batch_rows(c, MULTI_PROCESS_BATCH)
+    long_ = rows[(ev.end[rows] - ev.start[rows]) >= g.host_long_ns] if len(rows) else rows
+    starts, stacks = iterator_starts(c)
+    first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist()) if len(rows) else set()
+    waited = [r for r in long_.tolist() if int(np.searchsorted(ev.start[rows], ev.start[r])) not in first]
+    if not waited:
+        return (WorkersMakeBatches("dataloader_workers", 0, workers_on=bool(len(rows)), stacks=stacks),
+                {"batches": 0, "multi_process_batches": len(rows)})
+    w = np.array(waited, np.int64)
+    keys = thread_key(ev.pid[w], ev.tid[w])
+    _, host = remove_host_windows(c, p, ev.start[w], ev.end[w], keys)
+    handed = shorten_wakes(c, p, ev.start[w], ev.end[w])
+    a = WorkersMakeBatches("dataloader_workers", len(w), iterators=0, stacks=stacks, workers_on=True,
+                           waited_ns=int((ev.end[w] - ev.start[w]).sum()))
+    return a, {"batches": len(w), "multi_process_batches": len(rows), "host_taken_ns": host,
+               "handed_taken_ns": handed, "start_added_ns": 0}
+
+
 def says(a: WorkersMakeBatches) -> str:
+    if a.count == 0 and a.workers_on:
+        return "the DataLoader's workers keep up already: the loop never waits long inside their __next__"
     if a.count == 0:
         return "no batch made in the main process (no single-process DataLoader iterator in this trace)"
+    if a.workers_on:
+        return (f"workers that keep up (more of them, a lighter per-sample transform, a deeper prefetch): each of "
+                f"the {count(a.count, 'batch', 'batches')} the loop waited for ({duration_ns(a.waited_ns)} inside "
+                "_MultiProcessingDataLoaderIter.__next__) is ready when it asks, and the pin-memory thread's wait for "
+                "it goes with it; the batches' copies stay")
     start = (f"; {count(a.iterators, 'iterator')} start{'s' if a.iterators == 1 else ''} its workers "
              f"({a.workers} × {duration_ns(a.start_ns)}, a worker's start and stop {SOURCE_WORDS[a.start_source]}) "
              "and waits for its first batch whole"
@@ -141,6 +187,8 @@ def says(a: WorkersMakeBatches) -> str:
 
 
 def _change(a: WorkersMakeBatches) -> str:
+    if a.workers_on:
+        return "DataLoader(..., num_workers=<more than now>, prefetch_factor=4), or a lighter per-sample transform"
     return f"DataLoader(..., num_workers={a.workers})" + (
         ", and persistent_workers=True where the loop makes a new iterator each epoch" if a.iterators > 1 else "")
 

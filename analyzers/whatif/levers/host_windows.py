@@ -11,7 +11,7 @@ import numpy as np
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.trace import thread_key
 
-__all__ = ["calls_inside", "remove_host_windows"]
+__all__ = ["calls_inside", "remove_host_windows", "shorten_wakes"]
 
 
 def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -49,7 +49,17 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
         in_call = iv.covered(ws, we, c_start[m], c_end[m])
         p.c_gap[m] = np.maximum(p.c_gap[m] - in_gap, 0)
         keep = np.minimum(g.c_dur[m], g.launch_cost_ns)
+        before = p.c_dur[m].copy()
         p.c_dur[m] = np.maximum(p.c_dur[m] - in_call, keep)
+        cut = np.zeros(g.n_calls, np.int64)
+        cut[m] = before - p.c_dur[m]
+        # a kernel whose launch loaded its module started only once the call returned: its latency from the
+        # call's start shrinks with the call (else a cold pass's first launches keep 4-29 ms each on the device)
+        late = np.flatnonzero((g.g_call >= 0) & g.g_linked)
+        late = late[cut[g.g_call[late]] > 0]
+        if len(late):
+            p.g_lat[late] = np.maximum(p.g_lat[late] - cut[g.g_call[late]],
+                                       np.minimum(p.g_lat[late], g.launch_cost_ns))
         p.c_tail[m] = np.maximum(p.c_tail[m] - in_call, 0)
         touched[m] |= (in_gap > 0) | (in_call > 0)
         removed += int(in_gap.sum() + np.minimum(in_call, g.c_dur[m] - keep).sum())
@@ -58,3 +68,31 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
         p.g_dur[gone] = 0
         p.g_gap[gone] = 0
     return int(touched.sum()), removed
+
+
+def shorten_wakes(c, p, starts: np.ndarray, ends: np.ndarray) -> int:
+    """Edit plan `p` so a call handed its work by another thread (depgraph's wake: it starts when its waker's
+    call ended, plus the delay the trace shows) no longer waits through the windows: the part of its delay that
+    lies in a window goes. A DataLoader's pin-memory thread waits for a worker's batch, which no traced call
+    hands it: the trace shows that wait as a delay after the main thread's last call, and taking the main
+    thread's wait for the batch away without it leaves the pin thread's (and the step's) as it was. A thread
+    whose first traced moment lies after a window (the pin thread's first batch) begins earlier by as much.
+    Returns the delay removed (ns)."""
+    g = c.g
+    if not len(starts):
+        return 0
+    ws, we = iv.union(starts, ends)
+    began = g.thread_start > 0
+    moved = np.zeros(len(g.thread_start), np.int64)
+    moved[began] = iv.covered(ws, we, np.full(int(began.sum()), g.span_start, np.int64), g.thread_start[began])
+    p.thread_start -= moved
+    woken = np.flatnonzero(p.c_wake >= 0)
+    if not len(woken):
+        return int(moved.sum())
+    waker = p.c_wake[woken]
+    lo = g.c_start[waker] + g.c_dur[waker]
+    hi = g.c_start[woken]
+    cut = np.minimum(iv.covered(ws, we, lo, np.maximum(hi, lo)), p.c_wdelay[woken])
+    cut = np.maximum(cut, 0)
+    p.c_wdelay[woken] -= cut
+    return int(cut.sum() + moved.sum())

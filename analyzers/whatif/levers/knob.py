@@ -77,6 +77,27 @@ def has_fast(peaks, precision: str) -> bool:
     return peaks is not None and precision in peaks.flops_per_s and peaks.flops(precision) > peaks.flops("fp32")
 
 
+def unpriced(peaks, precision: str) -> str:
+    """Why a precision knob that found its kernels prices nothing: "unknown_device" (no peak table entry and no
+    measured ceilings: the rate it would switch to is unknown), "no_tensor_cores" (the device runs `precision`
+    no faster than fp32), or "" (it can be priced)."""
+    if peaks is None:
+        return "unknown_device"
+    return "" if has_fast(peaks, precision) else "no_tensor_cores"
+
+
+def unpriced_words(found: int, what: str, device: str, reason: str, cores: str, rate: float = 0.0) -> str:
+    """The true reason a precision knob priced nothing, for its says(): the kernels it found and why. A device
+    whose `cores` rate is no faster than fp32 either has no such tensor cores (a T4: the table gives it the fp32
+    rate) or runs them at the fp32 rate (GeForce Ampere/Ada TF32): said as the rates, true of both."""
+    on = device or "this device"
+    if reason == "unknown_device":
+        return (f"{found} {what} in this trace, but no peak table entry for {on}: what {cores} would buy is unknown "
+                "(tracetriage capture ceilings measures the device's rates)")
+    at = f" ({rate:,.1f} TFLOP/s both, the device's datasheet)" if rate else ""
+    return f"{found} {what} in this trace, but {on} runs {cores} no faster than fp32{at}: nothing to gain"
+
+
 def peak_source(peaks) -> str:
     """Where a FLOP peak comes from, as SOURCE_WORDS says it ("datasheet" there is the PCIe link's)."""
     return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
@@ -95,7 +116,7 @@ def remove_gpu_work(c: Context, p, rows: np.ndarray, dispatch: str = "all") -> N
     p.g_gap[rows] = 0
     calls = g.g_call[rows]
     calls = calls[(calls >= 0) & g.g_linked[rows]]
-    p.c_dur[calls] = 0
+    p.c_dur[calls] = _setup_kept(c, calls)
     if dispatch == "all":
         p.c_gap[calls] = g.c_host[calls]
         return
@@ -104,6 +125,23 @@ def remove_gpu_work(c: Context, p, rows: np.ndarray, dispatch: str = "all") -> N
     has = op != NONE
     own = np.where(has, g.c_start[calls] - ev.start[np.maximum(op, 0)], 0)
     p.c_gap[calls] = np.maximum(p.c_gap[calls] - np.clip(own, 0, None), g.c_host[calls])
+
+
+def _setup_kept(c: Context, calls: np.ndarray) -> np.ndarray:
+    """What each of these calls keeps when its GPU work goes: the one-time set-up inside it (a first launch that
+    loads its kernel's module: analyses.setup's windows), which a warm run never pays and a fix of the steady state
+    does not buy; else nothing. channels_last on a cold ResNet pass (rtx3090_py4ai.json) counted 15 ms of lazy
+    module loading in two transposes' first launches as its saving."""
+    from tracetriage.analyzers.whatif.levers.host_windows import calls_inside as in_windows
+
+    g = c.g
+    kept = np.zeros(len(calls), g.c_dur.dtype)
+    s, e, k = c.setup_excess
+    if not len(s) or not len(calls):
+        return kept
+    inside = in_windows(c, s, e, k)[calls]
+    kept[inside] = np.maximum(g.c_dur[calls[inside]] - g.launch_cost_ns, 0)
+    return kept
 
 
 def ops_named(c: Context, test) -> np.ndarray:

@@ -177,6 +177,8 @@ class Sdpa(Assumption):
     tflops: float = 0.0              # the peak they are priced at
     precision: str = ""
     source: str = ""
+    found: int = 0                   # hand-written attentions seen, priced or not
+    device: str = ""                 # where found but not priced: a device the peak table does not know
 
 
 def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
@@ -186,11 +188,12 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
     detail = {"hand_written": len(found), "fused_attention_ops": fused_now}
     peaks = peaks_of(c)
     if not found or peaks is None:
-        return Sdpa("sdpa", 0), detail
+        return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device"), detail
     precision = max((a.precision for a in found), key=[a.precision for a in found].count)
     sheet = peaks.datasheet or peaks        # the datasheet's peak (measured only where no datasheet knows the device)
     if precision not in sheet.flops_per_s:
-        return Sdpa("sdpa", 0), detail
+        return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device",
+                    precision=precision), detail
     peak = sheet.flops(precision)
     forward = [(a.start, a.end, a.thread, NS_PER_S * a.flops / (peak * FLASH_SHARE["forward"])) for a in found]
     by_shape = {(a.heads, a.queries, a.keys): a for a in found}
@@ -239,9 +242,15 @@ def _window_kernels(c: Context, windows: list) -> tuple[np.ndarray, np.ndarray, 
 
 
 def says(a: Sdpa) -> str:
+    if a.count == 0 and a.found and a.precision:
+        return (f"{a.found} attentions written by hand in this trace, in {a.precision}, a precision whose peak the "
+                f"table does not give for {a.device}: what a fused kernel would take is unknown")
+    if a.count == 0 and a.found:
+        return (f"{a.found} attentions written by hand in this trace, but no peak table entry for {a.device}: what "
+                "a fused kernel would take is unknown (tracetriage capture ceilings measures the device's rates)")
     if a.count == 0:
-        return ("no attention written by hand in this trace (softmax between two GEMMs over [..., T, S] scores), "
-                "or a device whose peaks are unknown")
+        return ("no attention written by hand in this trace (softmax between two GEMMs over [..., T, S] scores) "
+                "that a fused kernel could replace")
     causal = " causal" if a.causal == a.count else ""
     some = f" ({units.integer(a.causal)} of them causal)" if 0 < a.causal < a.count else ""
     back = f" and their {units.integer(a.backward)} backward passes" if a.backward else ""

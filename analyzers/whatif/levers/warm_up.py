@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.setup import EARLY, step_bounds
+from tracetriage.analyzers.analyses.setup import EARLY, one_pass, step_bounds
 from tracetriage.analyzers.model.units import duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -26,6 +26,7 @@ from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverS
 class SetUpGone(Assumption):
     removed_ns: int = 0              # host time of set-up taken out
     early_steps: int = 0             # early steps scaled to the steady step's host time (0: windows removed)
+    cold_pass: bool = False          # one cold pass: every call past its name's warm cost (analyses.setup)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
@@ -39,8 +40,9 @@ def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
                                                                                    "steps": len(bounds) - 1,
                                                                   "host_ns": removed}
     n, removed = remove_host_windows(c, p, s, e, k)
-    return SetUpGone("warm_up", len(s), removed_ns=removed), {"windows": len(s), "calls": n,
-                                                              "host_ns": removed}
+    return SetUpGone("warm_up", len(s), removed_ns=removed, cold_pass=one_pass(c.trace)), {"windows": len(s),
+                                                                                          "calls": n,
+                                                                                          "host_ns": removed}
 
 
 def _steady_early_steps(c: Context, p, bounds: np.ndarray) -> int:
@@ -79,6 +81,11 @@ def says(a: SetUpGone) -> str:
     if a.early_steps:
         return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than "
                 f"a steady step's (the median of the later ones), does not recur; every later step stays as traced")
+    if a.cold_pass:
+        return (f"one pass, no step repeated: the {integer(a.count)} set-up stretches (every op and call past its "
+                "name's warm cost, the lower quartile of its calls: first calls per shape, first launches loading "
+                "their modules, "
+                f"allocator growth: {duration_ns(a.removed_ns)} of host time) do not recur; the warm costs stay")
     return (f"the {integer(a.count)} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
 
