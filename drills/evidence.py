@@ -346,6 +346,7 @@ class Ledger:
     fused_bytes: float       # ... fused: inputs from outside the chain read once per pass, the output written once
     passes: int
     fuse_ratio: float | None  # what the `fuse` lever's replay predicts: fused span over traced span
+    reread_bytes: float = 0.0  # what each pass after the first reads again (the median chain's largest input)
 
 
 def ledger(path: str | Path) -> Ledger:
@@ -364,4 +365,4 @@ def ledger(path: str | Path) -> Ledger:
         ratio = round(float(a.levers.all.lever(FUSE).predicted_ratio), 4)
     return Ledger(chains=len(cs), ops=len(mid.ops), eager_bytes=float(statistics.median(c.eager_bytes for c in cs)),
                   fused_bytes=float(statistics.median(c.fused_bytes for c in cs)), passes=int(mid.passes),
-                  fuse_ratio=ratio)
+                  fuse_ratio=ratio, reread_bytes=float(mid.reread_bytes))

@@ -3,13 +3,16 @@
     result = grade(bank.get("M02.04-c"), {"cause": "synchronization", ...})
     result.score     # 0..1: the weighted parts, capped when the decisive part is wrong
 
-Each part is read on meaning (tracetriage.drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
-answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it or names
-another; a hedge between the key and one other ("A or B") earns HEDGE_CREDIT and caps as a wrong answer, a list
-of three or more nothing. A lever part scores 1 for the report's Next (a plan of two fixes is fine, unless one is
-the lever that would waste the week: 0.5), 0.5 for a fix that helps less. A number is read with its unit
-(tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip by the unit ladder (ms for µs) 0.5 with
-the unit named, a range by its ends. A blank part scores 0. Feedback quotes the evidence
+Each part is read on meaning (tracetriage.drills.meaning), the answer being its lead clause: a name part (cause, bound,
+regime, phase) scores 1 when the answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when
+it denies it or names another; a hedge between the key and one other ("A or B") earns HEDGE_CREDIT and caps as a
+wrong answer, one that leans to the key ("A, or maybe B") LEAN_CREDIT and does not cap. A lever part scores 1 for
+the report's Next (a plan of two fixes is fine, unless one is the lever that would waste the week: 0.5), 0.5 for a
+fix that helps less, FUSION_FOR_LAUNCHES for fusion alone where the idle is launch gaps, LIST_CREDIT for a list of
+three holding it. A number is read with its unit (tracetriage.drills.amounts): within 15% of the key 1, within 2x
+NEAR_CREDIT, a slip by the unit ladder (ms for µs) 0.5 with the unit named, a range by its ends. A pattern needs its
+size or what sits around the gaps (PATTERN_UNMEASURED without); evidence, numbers that decide the bound (DECIDED_BY).
+A blank part scores 0. Feedback quotes the evidence
 the analyzers found in the trace (tracetriage.drills.evidence; its sentences are tracetriage.analyzers.voice).
 """
 from __future__ import annotations
@@ -22,13 +25,18 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
 from tracetriage.drills.bank import NUMBER, Drill, key_of
+from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans
 from tracetriage.drills.ladder.grading import LadderParts
 from tracetriage.drills.ladder.grading import expected as ladder_expected
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
+from tracetriage.drills.launch_depth import launch_depth
 from tracetriage.drills.levers import CAUSE_OF_CLASS
 from tracetriage.drills.textmatch import normalise, reading, tables
 
-CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x 0.5
+CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x NEAR_CREDIT
+# a number off by 1.2-2x is a wrong number to a teacher (0 to 0.5 on the held-out sets: "5x counts kernels", a TTFT
+# of 20 ms against 13.2): a quarter for being near, never enough to pass as right
+NEAR_CREDIT = 0.25
 RANGE_CREDIT = 0.5        # a range that holds the key ("0.7 to 0.8 ms"): not wrong, not committed; no cap
 SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not
 BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
@@ -40,6 +48,7 @@ WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score as
 WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
 PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
 EVIDENCE_NUMBER, EVIDENCE_NAMED = 0.6, 0.4
+EVIDENCE_OFF_POINT = 0.3     # true numbers of the trace that do not bear on the bound (DECIDED_BY)
 CAUSES = tuple(c.value for c in verdicts.CAUSES if c is not verdicts.Cause.OTHER)   # the four a student names
 REGIMES = ("compute", "memory", "overhead")
 
@@ -127,7 +136,7 @@ def score_number(said: float, key: float) -> float:
     r = said / key
     if abs(r - 1) <= CLOSE:
         return 1.0
-    return 0.5 if 1 / NEAR <= r <= NEAR else 0.0
+    return NEAR_CREDIT if 1 / NEAR <= r <= NEAR else 0.0
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,10 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
         # ("10 or 11%" of a 10.8% key is no hedge); two values, one of them right: a hedge
         one_right = len(offered) == 2 and any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
                                               for v in offered for k in right)
+        first_right = any(score_number(offered[0], k) == 1.0 and _confused(offered[0], k, confusable) is None
+                          for k in right)
+        if one_right and first_right and leans(text):
+            return NumberGrade(LEAN_CREDIT, said, None, None, hedged=tuple(offered))
         return NumberGrade(HEDGE_CREDIT if one_right else 0.0, said, None, None, hedged=tuple(offered), half=True)
     if a.start in high_end:
         b = high_end[a.start]
@@ -285,10 +298,10 @@ def _offered(text: str, usable: list, unit: str) -> list[float]:
 
 # --- names and levers ----------------------------------------------------------------------------------
 
-def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tuple[float, object]:
+def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: bool = True) -> tuple[float, object]:
     """A name part: the key's class alone 1, beside another 0.5, hedged with one other HEDGE_CREDIT, a list of the
     options or a denial or another class 0."""
-    r = reading(text, table)
+    r = reading(text, table, lead=lead)
     main = r.main
     others = set(table) - {key}
     if len(table) == 2 and not r.asserted and r.denied == others:
@@ -301,6 +314,8 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
     if key in r.denied or key not in r.asserted:
         return 0.0, r
     if r.hedged and not (allow_two and len(main) <= 2):
+        if len(set(r.asserted)) == 2 and r.asserted[0] == key and leans(text):
+            return LEAN_CREDIT, r
         return (HEDGE_CREDIT if len(set(r.asserted)) == 2 else 0.0), r
     if len(set(main)) >= LIST_IS_HEDGE and not allow_two:
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
@@ -354,18 +369,57 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     if own_waste & set(BORROWS) and accept & {BORROWS[c] for c in own_waste & set(BORROWS)}:
         own_waste = frozenset()
     r = reading(text, table, removal, frozenset(accept | partial), own_waste)
-    pos = set(r.asserted)
+    pos = set(r.main)       # the levers the answer offers: a later clause's aside is not one (meaning.read)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
     if r.hedged and pos - accept - partial:
+        if pos & accept and len(pos) == 2 and r.asserted and r.asserted[0] in accept and leans(text):
+            return LEAN_CREDIT, r, "hedge"
+        # options, not classes: one word read as two of the accepted classes ("torch.compile") is one option
+        lender = {borrowed: c for c, borrowed in BORROWS.items() if c in accept}
+        options = {lender.get(c, c) for c in pos}
+        if pos & accept and len(options) >= LIST_IS_HEDGE:
+            return LIST_CREDIT, r, "hedge"
         return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
     if pos & accept:
-        return (WASTE_CREDIT, r, "waste") if pos & wastes else (1.0, r, "right")
+        if pos & wastes:
+            return WASTE_CREDIT, r, "waste"
+        if key["next"] == "cut_launches" and not pos - {*BORROWS, *BORROWS.values()}:
+            depth = launch_depth(text, r.hedged or bool(OPTION_WORDS.search(text.lower())))
+            if depth is not None:
+                return depth, r, "fusion_only"
+        return 1.0, r, "right"
     if pos & partial:
         return (0.0, r, "waste") if pos & wastes else (PARTIAL_CREDIT, r, "partial")
     if "pin_memory" in pos and key["next"] == "overlap_copies":
         return 0.0, r, "pinned"
     return 0.0, r, "waste" if pos & wastes else "wrong"
+
+
+# A pattern is a shape with its size: teachers give the right shape without a number ("short gaps between the
+# kernels", "long gaps") about half, and gaps described in generic words that are true of the trace but name no
+# mechanism ("small gaps" for 6 µs drains after each sync, "the GPU mostly idle") about a third.
+PATTERN_UNMEASURED = 0.5
+PATTERN_GENERIC = 0.3
+MEASURE = re.compile(r"\d")           # a number read off the lane: a gap's length, a kernel's, a count
+GAPS = re.compile(r" (?:gap|gaps|idle|white|space|spaces|holes?|bubbles?|pauses?|waits?) ")
+SHORT = re.compile(r" (?:short|small|tiny|brief|little) ")
+LONG = re.compile(r" (?:long|large|big|wide|huge|millisecond) ")
+WEAK_PATTERN = ("short gaps", "small gaps", "long gaps", "large gaps", "big gaps", "wide gaps", "long pauses",
+                "long idle", "millisecond*", "n ms gaps", "launch", "launches", "launching", "overhead")
+
+# what sits around the gaps names the pattern ("the copy lane is full", "a drain after each sync", "the host in the
+# DataLoader"); these words only draw its shape
+SHAPE_WORDS = WEAK_PATTERN + ("tiny kernels", "small kernels", "between kernels", "between every kernel", "many gaps",
+                              "tiny gaps", "thin gaps", "many small ops", "many tiny ops", "too many small kernels",
+                              "too many kernels", "regular gaps", "each step", "every step", "per step")
+
+
+def _pattern_beyond_shape() -> dict:
+    return {c: tuple(p for p in ph if p not in SHAPE_WORDS) for c, ph in pattern_table().items()}
+
+
+OPTION_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly)\b")   # options offered, not a plan
 
 
 def bound_table() -> dict:
@@ -401,12 +455,14 @@ class _NewRungs:
             # no lever named: the effort that would waste the week may be named by what it works on ("host-side work")
             efforts = {c: tuple(table[c]) + tuple(removal.get(c, ())) for c in table}
             r = reading(_text(ans), efforts, removal, prefer, first)
-        pos = set(r.asserted)
+        pos = set(r.main)       # the levers the answer offers: a later clause's aside is not one (meaning.read)
         own = self._own_prediction(pos)
         if pos & set(k["accept"]) and not pos & wastes:
             return 0.0, words.waste_is_the_fix(nw) + own
         if r.hedged and pos & wastes and pos - wastes:
             credit = HEDGE_CREDIT if len(pos) == 2 else 0.0
+            if len(pos) == 2 and r.asserted and r.asserted[0] in wastes and leans(_text(ans)):
+                credit = LEAN_CREDIT
             return credit, words.hedged(k.get("waste_class") or min(wastes), pos - wastes, credit)
         if pos and pos <= wastes:
             return 1.0, words.waste_right(nw) + own
@@ -587,15 +643,44 @@ class _Context(_NewRungs, LadderParts):
         return 0.0, words.cause_wrong(set(r.main) or regimes, cause, ev)
 
     def idle_cause_pattern(self, ans):
-        cause = self.key["cause"]
-        s, r = score_name(_text(ans), cause, pattern_table())
+        cause, text = self.key["cause"], _text(ans)
+        s, r = score_name(text, cause, pattern_table(), lead=False)
+        measured = bool(MEASURE.search(text.lower())) or cause in reading(text, _pattern_beyond_shape(),
+                                                                           lead=False).asserted
+        if s == 1.0 and not measured:
+            return PATTERN_UNMEASURED, words.pattern_unmeasured(cause, self._pattern_ev(cause))
         if s == 1.0:
             return s, words.pattern_right(cause)
+        if s == 0 and not measured and not r.denied and self._true_of_the_gaps(text, cause):
+            return PATTERN_GENERIC, words.pattern_generic(cause, self._pattern_ev(cause))
         if r.hedged and s > 0:
             return s, words.hedged("the right pattern", set(r.asserted) - {cause}, s)
         if s > 0:
             return s, words.both("the right pattern", set(r.main) - {cause})
         return 0.0, words.pattern_wrong(cause, words.evidence_short(cause, self.facts.cause_evidence[cause]))
+
+    @staticmethod
+    def _pattern_named(text: str) -> bool:
+        return bool(reading(text, _pattern_beyond_shape(), lead=False).asserted)
+
+    def _pattern_ev(self, cause: str) -> str:
+        return words.evidence_short(cause, self.facts.cause_evidence[cause])
+
+    def _true_of_the_gaps(self, text: str, cause: str) -> bool:
+        """An answer that names only gaps or idle, in generic words ("small gaps", "the GPU mostly idle") that are
+        true of this trace's gaps: short where the key's gaps are under a millisecond, long where they are over."""
+        own = {c: tuple(p for p in ph if p not in WEAK_PATTERN) for c, ph in pattern_table().items()}
+        if reading(text, own, lead=False).asserted or self._pattern_named(text):
+            return False                 # a pattern of its own words: another class's, so wrong
+        t = " " + normalise(text) + " "
+        if not GAPS.search(t):
+            return False
+        median_us = (self.facts.cause_evidence.get(cause) or {}).get("median_gap_us") or 0
+        if SHORT.search(t):
+            return median_us < 1000
+        if LONG.search(t):
+            return median_us >= 1000
+        return True
 
     def idle_cause_experiment(self, ans):
         return self._lever(ans)
@@ -639,7 +724,12 @@ class _Context(_NewRungs, LadderParts):
         score = (EVIDENCE_NUMBER if hit else 0.0) + (EVIDENCE_NAMED if named else 0.0)
         if not hit:
             return score, words.evidence_missing(self.key["numbers"])
-        return score, words.evidence_score(hit, named)
+        deciding = [n for n in hit if decides(n, self.key["bound"], self.key["numbers"])]
+        if deciding:
+            return 1.0, words.evidence_score(hit, named)
+        if any(SHOWS_IDLE in " ".join(n["about"]) for n in hit):
+            return score, words.evidence_score(hit, named)
+        return EVIDENCE_OFF_POINT + (EVIDENCE_NAMED if named else 0.0), words.evidence_off_point(hit)
 
     def triage_experiment(self, ans):
         return self._lever(ans)
@@ -748,6 +838,25 @@ def _refused(text: str) -> str:
     sentences = SENTENCE.split(text)
     kept = [x for x in sentences if not KEEP_INSTEAD.search(x.lower())]
     return " ".join(kept) if kept else text
+
+
+# What each bound is shown by: the numbers about it. An idle cause by the idle share, its own share, its gaps; compute
+# or memory by the busy time's top op, the idle left (little), the rate against its roof. A true number about
+# something else (another op's 8%, the span's length, the matmul's share of a trace the host starves) supports no
+# bound: the teachers give it 0.2-0.3, and numbers that decide the bound full marks, the bound named or not.
+# The idle share alone shows an idle cause's trace idles, not which cause: it earns EVIDENCE_NUMBER, as before.
+DECIDED_BY = {"synchronization": ("sync", "gap"), "host_work": ("host", "gap"),
+              "launch_overhead": ("launch", "gap"), "data_transfer": ("copy", "transfer", "gap"),
+              "compute": ("idle", "tflop"), "memory": ("idle", "bandwidth")}
+SHOWS_IDLE = "idle"
+
+
+def decides(n: dict, bound: str, numbers: list[dict]) -> bool:
+    """Whether a key number of the triage is about what decides the bound."""
+    about = " ".join(n["about"]).lower()
+    if bound in ("compute", "memory") and numbers and n is numbers[0]:
+        return True            # the top op's share of the busy time: what the GPU is bound doing
+    return any(w in about for w in DECIDED_BY.get(bound, ()))
 
 
 def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:

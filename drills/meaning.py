@@ -37,6 +37,9 @@ POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|n
                            # "the bytes don't change", "the kernels stay the same": not what moved
                            r"(?:don t|doesn t|didn t|do not|does not|did not) change|"
                            r"(?:stay|stays|stayed|are|is|were|was|remain|remains|remained) (?:the same|unchanged)|"
+                           # "launch cost is basically gone": removed already, not the answer
+                           r"(?:(?:cost|costs|time|overhead|share) )?(?:is|are|was|were|s) "
+                           r"(?:basically |mostly |already |largely )?(?:gone|eliminated|hidden)|"
                            # "faster kernels would buy nothing": the waste named as such, not offered
                            r"(?:would |will |could )?(?:buy|buys|save|saves|gain|gains) (?:nothing|little)|"
                            r"(?:won t|wouldn t|would not|will not|doesn t|does not|don t|do not|can t|cannot) "
@@ -109,11 +112,28 @@ def words_of(text: str) -> str:
 
 def clauses(text: str) -> list[str]:
     """The text's clauses, each read as words. The split is on the raw text: punctuation first."""
+    return [c for _, c in opened_clauses(text)]
+
+
+def opened_clauses(text: str) -> list[tuple[str, str]]:
+    """(what opens it, the clause as words) for each clause: the punctuation or conjunction before it ('' first)."""
     raw = text.lower().replace("’", "'")
     raw = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", raw)
     # a call's arguments are its words, not an aside: torch.compile(mode='max-autotune') is one clause
     raw = re.sub(r"(?<=[a-z0-9_.])\(([^();]*)\)|\(([^();]*)\)(?=\.[a-z_])", r" \1\2 ", raw)   # (x < 0).any()
-    return [c for c in (words_of(p) for p in CLAUSE_END.split(raw)) if c.strip()]
+    parts = re.split("(" + CLAUSE_END.pattern + ")", raw)
+    out: list[tuple[str, str]] = []
+    openers: list[str] = []
+    for i, p in enumerate(parts):
+        if i % 2:
+            openers += [p.strip()] if p.strip() else []
+            continue
+        words = words_of(p)
+        if words.strip():
+            # of several ("), so it is"), the first word: it says what the clause does
+            out.append((next((o for o in openers if o[0].isalpha()), openers[0] if openers else ""), words))
+            openers = []
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -134,6 +154,11 @@ def _hits(clause: str, tables: dict) -> list[tuple[str, int, int]]:
         if not inside and (cls, s, e) not in out:
             out.append((cls, s, e))
     return sorted(out, key=lambda h: (h[1], h[2]))
+
+
+def phrase_hits(clause: str, tables: dict) -> list[tuple[str, int, int]]:
+    """(class, start, end) of each phrase of `tables` in one clause (read as words), longest matches only."""
+    return _hits(clause, tables)
 
 
 def _tokens_before(clause: str, start: int, n: int) -> str:
@@ -195,6 +220,37 @@ def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset,
     return sorted(out, key=lambda h: (h[1], h[2]))
 
 
+# The answer is its lead clause: "decode, though prefill is also close to its limit" answers decode; the later clause
+# judges the other phase, it does not offer it. A later clause still offers its class when it hedges ("or memory",
+# "bytes may play a part"), adds ("but also launches", "plus copies"), ranks it first ("mostly memory") or concludes
+# ("..., so it is a sync").
+LEAD_HEDGE = re.compile(r"\b(?:probably|likely|i think|i guess|perhaps|maybe|possibly|might|may|could|either|or|"
+                        r"not sure|unsure)\b")
+LATER_OFFERS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|likely|might|may|could|also|too|as well|"
+                          r"plus|mostly|mainly|primarily|largely|dominant|dominated|more|bigger|larger)\b")
+CONCESSIVE = ("though", "although", "whereas", "however")    # an aside: "also" inside it does not add an option
+CONCLUSIVE = ("so", "hence", "therefore", "thus", "which means")   # "X blocks the host, so it is a sync": the answer
+
+
+def _lead_answer(said: list[tuple[str, str, set, set]]) -> str | None:
+    """The one class the opening clause asserts, when no later clause offers another; None otherwise. A generic
+    word in the lead ("millisecond holes") gives way to a later clause's own words ("the host inside cudaMemcpy")."""
+    if not said or len(said[0][2]) != 1 or LEAD_HEDGE.search(said[0][1]):
+        return None
+    (lead,) = said[0][2]
+    generic_lead = lead not in said[0][3]
+    for opener, clause, classes, own in said[1:]:
+        if not classes - {lead}:
+            continue
+        if generic_lead and own - {lead}:
+            return None
+        offers = LATER_OFFERS.search(clause)
+        aside = opener in CONCESSIVE and offers is not None and offers.group(0) in ("also", "too", "as well")
+        if opener in ("or", *CONCLUSIVE) or clause.startswith(" and ") or (offers and not aside):
+            return None
+    return lead
+
+
 def _is_weak(matched: str, phrases) -> bool:
     """A generic word of its class ("python", "launches", "compute"): it names the class only when no other class
     is named by a word of its own ("the queue drains because Python reads back a scalar" is a sync)."""
@@ -202,18 +258,20 @@ def _is_weak(matched: str, phrases) -> bool:
 
 
 def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset(),
-         weak: dict | None = None, first: frozenset = frozenset()) -> Reading:
+         weak: dict | None = None, first: frozenset = frozenset(), lead: bool = True) -> Reading:
     """Read `text` against `tables` (class -> phrases). With `removal_tables` (class -> phrases naming what the
     class's fix removes, e.g. the idle causes' names), "avoid the syncs" asserts the class whose fix that is.
     `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever). `weak`: each
-    class's generic words, which name it only as a minor mention beside another class's own words."""
+    class's generic words, which name it only as a minor mention beside another class's own words. `lead`: the
+    answer is its lead clause (_lead_answer); off for a description whose clauses all draw one picture (a pattern)."""
     asserted: list[str] = []
     denied: set[str] = set()
     positive_major: set[str] = set()
     primary: set[str] = set()     # named as the main one ("mostly sync, but also launches"): the rest are minor
     hedged_pairs = False
     seen_before: list[str] = []
-    for clause in clauses(text):
+    said: list[tuple[str, str, set, set]] = []   # (opener, clause, classes it asserts, those by their own words)
+    for opener, clause in opened_clauses(text):
         hits = _hits(clause, tables)
         # a cause's name after a removal verb is the fix ("avoid the syncs"): the verb, not the name, is what a
         # negation reaches ("don't remove the syncs")
@@ -255,9 +313,15 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
                 {c for c, _ in clause_pos} - set(seen_before):
             hedged_pairs = hedged_pairs or bool(seen_before)
         seen_before = [*seen_before, *(c for c, _ in clause_pos)]
+        said.append((opener, clause, {c for c, _ in clause_pos},
+                     {c for c, s in clause_pos
+                      if not (weak and any(h[1] == s and _is_weak(clause[h[1]:h[2]], weak.get(c, ())) for h in hits))}))
     if len(asserted) > 1 and not hedged_pairs:
         # across clauses: "maybe sync. or launches?"
         hedged_pairs = bool(re.search(r"\b(?:either|maybe|perhaps|possibly|not sure|unsure)\b|\?", text.lower())) \
             and len(set(asserted)) > 1
     minor = frozenset(c for c in asserted if c not in positive_major or (primary and c not in primary))
+    answer = _lead_answer(said) if lead else None
+    if answer is not None and answer in asserted and not hedged_pairs:
+        minor = frozenset(set(asserted) - {answer})
     return Reading(tuple(asserted), frozenset(denied - set(asserted)), hedged_pairs and len(set(asserted)) > 1, minor)

@@ -86,7 +86,8 @@ def both(what: str, said: set) -> str:
 
 def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
-    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+    earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else
+             f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
              else "a list of the options earns what a wrong answer earns")
     return f"You offered {label(what)} or {others}: {earns}; the trace decides between them, so commit to one."
 
@@ -133,9 +134,17 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
         return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
     if case == "partial":
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
+    if case == "fusion_only":
+        why = ("fusing to cut the bytes is the right tool for the wrong reason: the GPU idles between launches, "
+               "and the bytes are not what it waits on" if score < 0.5 else
+               "fusing trims some launches but leaves the gap before each of the rest; what closes the gaps is "
+               "capturing the step in a CUDA graph or giving each launch more work")
+        return f"Part credit ({num(score)}): {why}. The report's Next: {fix}."
     if case == "hedge":
         offered = " or ".join(lever_label(c) for c in sorted(said))
-        earns = f"a hedge earns {num(score)}" if score else "a hedge with no right option in it earns nothing"
+        earns = (f"a hedge that leans to the right one earns {num(score)}" if score >= 0.5 else
+                 f"a list of the options earns {num(score)}" if len(said) > 2 and score else
+                 f"a hedge earns {num(score)}" if score else "a hedge with no right option in it earns nothing")
         return f"You offered {offered}: {earns}; commit to one. The report's Next: {fix}."
     if case == "denied":
         return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
@@ -146,7 +155,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
 
 def number_hedged(part: str, offered: tuple, key: float, unit: str, credit: float = 0.0) -> str:
     said = " or ".join(f"{num(v)} {unit}" for v in offered)
-    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+    earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else
+             f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
              else "a hedge earns what a wrong answer earns")
     return f"You offered {said}: {earns}; {part} in the trace: {num(key)} {unit}."
 
@@ -196,6 +206,15 @@ def pattern_right(cause: str) -> str:
     return f"Yes: {PATTERN[cause]}."
 
 
+def pattern_unmeasured(cause: str, ev: str) -> str:
+    return f"Half credit: the right shape, {PATTERN[cause]}, with no size read off the lane ({ev})."
+
+
+def pattern_generic(cause: str, ev: str) -> str:
+    return (f"Part credit: gaps, true of this trace, but nothing says which kind; the lane shows {PATTERN[cause]} "
+            f"({ev}).")
+
+
 def pattern_wrong(cause: str, ev: str) -> str:
     return f"The GPU lane shows {PATTERN[cause]} ({ev})."
 
@@ -235,6 +254,12 @@ def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float
     return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
 
 
+def evidence_off_point(numbers_hit: list[dict]) -> str:
+    quoted = ", ".join(_quantity(n) for n in numbers_hit)
+    return (f"True of the trace ({quoted}), but not what decides the bound: quote the idle share, the cause's "
+            f"share or its gaps, or the busy time's top op and its rate against the roof.")
+
+
 def evidence_score(numbers_hit: list[dict], named: bool) -> str:
     parts = []
     if numbers_hit:
@@ -263,7 +288,7 @@ def number_feedback(part: str, said: float, key: float, unit: str, score: float)
     if score >= 1.0:
         return f"Right: {s} (the trace: {k})."
     if score > 0:
-        return f"Close: {s} against {k} in the trace (within 2×, not within 15%)."
+        return f"Near, but not it: {s} against {k} in the trace (within 2×, not within 15%)."
     return f"{s} is off: the trace says {k}."
 
 

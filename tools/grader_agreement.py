@@ -33,13 +33,15 @@ def agreement(pairs: list[tuple[float, float]]) -> dict:
             "too_harsh": sum(g - t < -WITHIN for t, g in pairs), "too_lenient": sum(g - t > WITHIN for t, g in pairs)}
 
 
-def grade_set(root: Path) -> tuple[list, list]:
+def grade_set(root: Path, keep=lambda drill_id: True) -> tuple[list, list]:
     from tracetriage.drills import answers, bank, grader
 
     overall = {r["file"]: float(r["overall"]) for r in _tsv(root / "teacher_overall.tsv")}
     by_part = {(r["file"], r["part"]): float(r["score"]) for r in _tsv(root / "teacher.tsv")}
     files, parts = [], []
     for name in sorted(overall):
+        if not keep(name.split("--")[0]):
+            continue
         drill = bank.get(name.split("--")[0])
         try:
             ans = answers.read(root / "answers" / name, drill)
@@ -62,10 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.grader_agreement", description=__doc__.split("\n")[0])
     ap.add_argument("dir", help="the held-out set: answers/, teacher_overall.tsv, teacher.tsv")
     ap.add_argument("--misses", action="store_true", help="list every file and part off by more than 0.25")
+    ap.add_argument("--drills", help="grade only these drill ids (comma-separated): a held-back slice")
+    ap.add_argument("--except-drills", help="grade all but these drill ids (comma-separated): the tuning slice")
     a = ap.parse_args(argv)
     root = Path(a.dir)
+    only = set(a.drills.split(",")) if a.drills else None
+    skip = set(a.except_drills.split(",")) if a.except_drills else set()
     try:
-        files, parts = grade_set(root)
+        files, parts = grade_set(root, lambda d: (only is None or d in only) and d not in skip)
         kinds = {r["file"]: r["kind"] for r in _tsv(root / "answers" / "INTENT.tsv")} \
             if (root / "answers" / "INTENT.tsv").exists() else {}
     except (OSError, KeyError, ValueError) as e:

@@ -42,6 +42,7 @@ class Chain:
     eager_bytes: float
     fused_bytes: float
     passes: int = 1                # kernels the fused chain needs: one, and one more per reduction used again
+    reread_bytes: float = 0.0      # what each pass after the first reads again (its largest input)
 
     @property
     def byte_ratio(self) -> float:
@@ -156,6 +157,7 @@ class ChainTable:
     eager_bytes: np.ndarray      # float64
     fused_bytes: np.ndarray      # float64
     passes: np.ndarray           # int64
+    reread_bytes: np.ndarray     # float64: each pass after the first reads this again
 
     def __len__(self) -> int:
         return len(self.eager_bytes)
@@ -164,9 +166,9 @@ class ChainTable:
         ops, calls, kernels = self.op_rows.tolist(), self.call_rows.tolist(), self.kernel_rows.tolist()
         oa, ca, ka = self.op_at.tolist(), self.call_at.tolist(), self.kernel_at.tolist()
         return [Chain(tuple(ops[oa[i]:oa[i + 1]]), tuple(calls[ca[i]:ca[i + 1]]), tuple(kernels[ka[i]:ka[i + 1]]),
-                      e, f, p)
-                for i, (e, f, p) in enumerate(zip(self.eager_bytes.tolist(), self.fused_bytes.tolist(),
-                                                  self.passes.tolist()))]
+                      e, f, p, r)
+                for i, (e, f, p, r) in enumerate(zip(self.eager_bytes.tolist(), self.fused_bytes.tolist(),
+                                                     self.passes.tolist(), self.reread_bytes.tolist()))]
 
 
 def chains(trace: Trace, breaks: np.ndarray | None = None) -> list[Chain]:
@@ -247,7 +249,8 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
     eager = np.array([b.eager for b in books], np.float64)[states]
     fused = np.array([b.fused for b in books], np.float64)[states]
     passes = np.array([b.passes for b in books], np.int64)[states]
-    return _table(ev, calls, op, kern, launch, found_calls, eager, fused, passes)
+    reread = np.array([b.largest_input for b in books], np.float64)[states]
+    return _table(ev, calls, op, kern, launch, found_calls, eager, fused, passes, reread)
 
 
 def _stretches(ledgers: _Ledgers, op: np.ndarray, sig: np.ndarray, fusible: np.ndarray, walked: dict):
@@ -294,7 +297,8 @@ def _walk(ledgers: _Ledgers, sigs: tuple, repeats: tuple) -> list[tuple[int, int
 
 
 def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.ndarray,
-           runs: list[np.ndarray], eager: np.ndarray, fused: np.ndarray, passes: np.ndarray) -> ChainTable:
+           runs: list[np.ndarray], eager: np.ndarray, fused: np.ndarray, passes: np.ndarray,
+           reread: np.ndarray) -> ChainTable:
     """The runs that are chains worth fusing (two ops or more, fewer bytes fused), with their ops (each once,
     in the order first launched) and kernels (each call's, in its calls' order), sorted by their first op."""
     lengths = np.array([len(r) for r in runs], np.int64)
@@ -330,7 +334,7 @@ def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.n
     kernel_rows = k_rows[np.repeat(lo, counts) + np.arange(counts.sum()) - np.repeat(_offsets(counts)[:-1], counts)]
     kernel_at = _offsets(np.bincount(np.repeat(call_chain, counts), minlength=len(order)))
     return ChainTable(op_rows, op_at, call_rows, call_at, kernel_rows, kernel_at, eager[order], fused[order],
-                      passes[order])
+                      passes[order], reread[order])
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

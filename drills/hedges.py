@@ -1,0 +1,27 @@
+"""A hedge that leans: the answer's first option asserted, the next set off as the lesser alternative.
+
+    leans("overhead, or possibly memory")      -> True
+    leans("0.79 ms, or 0.69 ms if you count only the weights") -> True
+    leans("overhead or memory")                -> False (a plain hedge: HEDGE_CREDIT, and it caps)
+    leans("maybe overhead, maybe memory")      -> False
+"""
+from __future__ import annotations
+
+import re
+
+# A hedge that leans: the right option first, the other set off as the lesser ("overhead, or possibly memory",
+# "launch_overhead, maybe host_work", "0.79 ms, or 0.69 ms if you count only the weights"). The held-out sets'
+# teachers give it 0.5-0.7 and do not cap the file for it ("a hedge that leans to the right option scores 0.5, so
+# the cap does not apply"); a plain "A or B" stays HEDGE_CREDIT and caps.
+LEAN_CREDIT = 0.5
+LEAN = re.compile(r"(?:[,;(]|\s[-–—])\s*(?:or|maybe|possibly|perhaps|though|but)\b|"
+                  r"\bor\s+(?:maybe|possibly|perhaps|partly|probably)\b|\bif\b")
+OPEN_HEDGE = re.compile(r"^\W*(?:either|maybe|perhaps|possibly|probably|not sure|unsure|could be|might be)\b")
+# a list of three levers or more holding the right one: an unranked plan, not a choice; teachers give 0.3-0.5
+LIST_CREDIT = 0.3
+
+
+def leans(text: str) -> bool:
+    """The answer's first option is asserted and the next one set off as a lesser alternative."""
+    t = text.lower()
+    return bool(LEAN.search(t)) and not OPEN_HEDGE.match(t)
