@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data, library, state, tables
+from tracetriage.dashboard import charts, data, library, state, tables, url
 from tracetriage.dashboard import words as words
 from tracetriage.dashboard.views import page
 
@@ -48,8 +48,7 @@ def render() -> None:
     want = st.query_params.get("run")
     run = st.selectbox("Run", runs, index=keys.index(want) if want in keys else 0, format_func=lambda r: r.label,
                        key="ranks_run")
-    if st.query_params.get("run") != run.key:
-        st.query_params["run"] = run.key
+    url.remember("ranks", {"run": run.key})
     try:
         v = _ranks(run.key, _stamp(run))
     except (data.TraceError, library.PathRefused) as e:
