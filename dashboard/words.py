@@ -434,7 +434,7 @@ def host_step_help() -> str:
 
 
 def rank_cell(rank: int, straggler: bool) -> str:
-    return f"rank {rank}" + (" (straggler)" if straggler else "")
+    return f"{rank}" + (" (straggler)" if straggler else "")
 
 
 def ranks_report_title() -> str:

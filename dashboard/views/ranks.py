@@ -58,13 +58,13 @@ def render() -> None:
     st.markdown(words.plain(v.straggler_line))
     st.caption(words.plain(words.ranks_table_caption()))
     table = v.ranks.assign(rank_label=[words.rank_cell(r, s) for r, s in zip(v.ranks["rank"], v.ranks["straggler"])])
-    event = tables.show(table, {"rank_label": tables.text("rank"), "file": tables.text("file"),
+    # (eight columns and the row picker fill the page at 1280x800: each rank's file is its link's, below)
+    event = tables.show(table, {"rank_label": tables.text("rank"),
                                 "idle_share": tables.share("idle share"), "idle_cause": tables.text("mostly idle for"),
                                 "kernel_busy_ms": tables.ms("kernels busy (ms)"),
-                                "collective_ms": tables.ms("collectives (ms)", 3),
-                                "collective_step_ms": tables.ms("collectives per step (ms)", 3,
-                                                                help=words.median_per_step_help()),
-                                "host_step_ms": tables.ms("host per step (ms)", 3, help=words.host_step_help())},
+                                "collective_ms": tables.ms("collectives (ms)"),
+                                "collective_step_ms": tables.ms("per step (ms)", help=words.median_per_step_help()),
+                                "host_step_ms": tables.ms("host per step (ms)", help=words.host_step_help())},
                         on_select="rerun", selection_mode="single-row", key=f"ranks_table:{run.key}")
     picked = (event.selection.rows if event is not None else []) or []
     if picked:
