@@ -34,6 +34,7 @@ from tracetriage.capture.realworld_compile import COMPILE_SCENARIOS
 from tracetriage.capture.realworld_generate import GENERATE_SCENARIOS
 from tracetriage.capture.realworld_knobs import KNOB_SCENARIOS
 from tracetriage.capture.realworld_knobs3 import KNOB3_SCENARIOS
+from tracetriage.capture.realworld_loader import LOADER_SCENARIOS
 from tracetriage.capture.realworld_vision import VISION_SCENARIOS
 from tracetriage.capture.smells import narrow_mlp
 
@@ -181,6 +182,7 @@ class EmptyCacheEveryStep(RealWorkload):
 REALWORLD: dict[str, type[RealWorkload]] = {c.kind: c for c in [
     AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep,
     *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS, *KNOB3_SCENARIOS,
+    *LOADER_SCENARIOS,
 ]}
 
 

@@ -196,10 +196,9 @@ def _exec(variant, device, trace, steps, warmup, env, timeout, model_name) -> di
     cmd = ([sys.executable, "-m", "tracetriage.capture.realworld_cold", "--child", variant, "--device", device,
             "--model", model_name, "--steps", str(steps), "--warmup", str(warmup)]
            + (["--trace", str(trace)] if trace else []))
-    root = str(Path(__file__).resolve().parent.parent)   # the child imports capture from this checkout
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, "PYTHONPATH": path, **env})
+    # the child imports this checkout as the parent did: by the install, or by the links record_realworld.sh puts on
+    # PYTHONPATH (tools/pkglink.py); never the repo root, whose folders shadow packages (transformers' `kernels`)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **env})
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith(RESULT)]
     if p.returncode != 0 or not lines:
         raise RuntimeError(f"child {variant} exited {p.returncode}: {p.stderr[-2000:]}")

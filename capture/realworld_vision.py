@@ -1,4 +1,4 @@
-"""torchvision ground truth: a ResNet-18 training loop fed by a real DataLoader (no_host_work), and
+"""torchvision ground truth: a ResNet-18 training loop fed by a real DataLoader (dataloader_workers), and
 ResNet-18 inference at batch 1 (cuda_graphs). Random weights; torchvision is imported in setup() only,
 so this module imports without it.
 """
@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, NO_HOST_WORK
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, DATALOADER_WORKERS
 from tracetriage.capture.fixes import GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload
 
@@ -45,8 +45,9 @@ class DataLoaderCNN(RealWorkload):
     """ResNet-18 fwd + bwd + SGD at batch 32 (224x224, channels_last, fp32) fed by a DataLoader.
 
     before: num_workers=0, pageable batches, .to(device): the main process builds every batch (32 crops,
-    ~1-2 ms each) between training steps. no_host_work: 4 persistent workers, pin_memory=True,
-    .to(device, non_blocking=True).
+    ~1-2 ms each) between training steps. dataloader_workers: 4 persistent workers, pin_memory=True,
+    .to(device, non_blocking=True) (the pinned copy rides along: 19 MiB a step, under a ms either way; recorded
+    as no_host_work until that lever's knob, num_workers, had a lever of its own).
 
     Steady state: workers prefetch while the profiler exports (CAPTURE-NOTES), so a window that followed
     a pause would start with workers x prefetch_factor = 8 batches ready; when the workers are slower than
@@ -56,11 +57,11 @@ class DataLoaderCNN(RealWorkload):
     records how long the host waited in next() (`next_wait_ms`): about zero means the workers kept up.
     """
     kind: ClassVar[str] = "dataloader_cnn"
-    levers: ClassVar[tuple[str, ...]] = (NO_HOST_WORK,)
+    levers: ClassVar[tuple[str, ...]] = (DATALOADER_WORKERS,)
     needs: ClassVar[tuple[str, ...]] = ("torchvision",)
     about: ClassVar[str] = ("resnet18 train step (batch 32, 224^2, channels_last) fed by a DataLoader over random "
                             "uint8 images + RandomResizedCrop/flip/ToDtype/Normalize, num_workers=0, pageable; "
-                            "no_host_work: 4 persistent workers, pin_memory, non_blocking, the pipeline run 24 "
+                            "dataloader_workers: 4 persistent workers, pin_memory, non_blocking, the pipeline run 24 "
                             "steps to its steady state before each window")
     batch: int = 32
     side: int = 256
@@ -80,7 +81,7 @@ class DataLoaderCNN(RealWorkload):
         torch.manual_seed(0)
         self.model = resnet18(num_classes=1000).to(self.device, memory_format=torch.channels_last).train()
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
-        self.fixed = self.fix == NO_HOST_WORK
+        self.fixed = self.fix == DATALOADER_WORKERS
         self.loader = DataLoader(SyntheticImages(1 << 20, side, crop), batch_size=batch, drop_last=True,
                                  num_workers=workers if self.fixed else 0, pin_memory=self.fixed and gpu,
                                  persistent_workers=self.fixed,

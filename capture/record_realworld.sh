@@ -10,6 +10,9 @@
 #   OUT=$OUT GROUP=knobs3 bash capture/record_realworld.sh the knobs of capture/realworld_knobs3.py: SDPA for
 #                                                          hand-written attention, cudnn.benchmark (a process a
 #                                                          variant), inference_mode for an eval with autograd on
+#   OUT=$OUT GROUP=loader bash capture/record_realworld.sh the DataLoader workers knob (capture/realworld_loader.py):
+#                                                          num_workers=0 against 4 on a Python tokenizer, numpy
+#                                                          features and torch.stft spectrograms
 #   OUT=$OUT GROUP=smoke bash capture/record_realworld.sh  every part once, small, reps 1, the parts running side by
 #                                                          side (timings meaningless): a shake-out of GPU-only bugs
 # Run from the repo root. Groups a, b and c run their parts one after another; none starts once BUDGET seconds
@@ -20,20 +23,26 @@
 #   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
 # DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
 set -u
-GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3 or smoke}
+GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3, loader or smoke}
 OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b|knobs|knobs2|knobs3) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
-  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3 or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b|knobs|knobs2|knobs3|loader) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3, loader or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
 mkdir -p "$WORK/logs"
 LOG=$OUT/realworld-$GROUP.log
 : > "$LOG"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# The working tree as pyproject installs it (tools/pkglink.py: a folder of links), and only that: the repo root on
+# PYTHONPATH, or first on sys.path as the current directory of `python -m`, would shadow packages named like our
+# top-level folders (transformers imports the hub's optional `kernels` package where it finds one, and found ours)
+# and, without an install, leaves tracetriage.capture unimportable. PYTHONSAFEPATH=1: no python here, nor the
+# children they start, puts its current directory or its script's folder first.
+PKG=$("$PY" tools/pkglink.py "$ROOT/pkg") || { echo "error: could not link the package (tools/pkglink.py)" >&2; exit 2; }
+export PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1 PYTHONPATH="$PKG${PYTHONPATH:+:$PYTHONPATH}"
 START=$(date +%s)
 
 say() { echo "$*" | tee -a "$LOG"; }
@@ -77,6 +86,8 @@ hf_retry() {
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used --format=csv
   "$PY" -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.cuda.is_available() and torch.cuda.get_device_name())'
   "$PY" -c 'import transformers, torchvision; print("transformers", transformers.__version__, "torchvision", torchvision.__version__)'
+  # where the names our folders carry resolve (a package of theirs, or none: never this checkout's folders)
+  "$PY" -c 'import importlib.util as u; print("imports:", *(m + "=" + str(getattr(u.find_spec(m), "origin", None)) for m in ("kernels", "capture", "tracetriage.capture")))'
   git rev-parse HEAD 2>/dev/null; } >> "$LOG" 2>&1
 say "== realworld group $GROUP on $DEVICE, budget ${BUDGET}s, work in $WORK"
 
@@ -117,10 +128,14 @@ knobs3)    # sdpa, cudnn_benchmark, inference_mode: three workloads each
   part knobs3-inference-mode 120 $(pairs pairs) --only inference_mode_gpt2 inference_mode_resnet inference_mode_encoder
   part knobs3-cudnn-benchmark 240 $(pairs pairs) --only cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext
   ;;
+loader)    # dataloader_workers: three workloads, the knob alone (no pin_memory), 4 workers forked per variant
+  part loader-workers 300 $(pairs pairs) --only loader_tokenize_lm loader_numpy_features loader_stft_audio
+  ;;
 smoke)
-  # side by side, each writing its own folder. Vision runs first in its process: its DataLoader workers fork
-  # before any compile worker pool exists there.
-  part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn cnn_b1 adamw_foreach_off \
+  # side by side, each writing its own folder. Vision and the loaders run first in its process: their DataLoader
+  # workers fork before any compile worker pool exists there.
+  part smoke-pairs 150 $(pairs pairs) --smoke --reps 1 --only dataloader_cnn loader_tokenize_lm \
+    loader_numpy_features loader_stft_audio cnn_b1 adamw_foreach_off \
     sgd_momentum_loop adam_step_only empty_cache rmsnorm_swiglu_large rmsnorm_swiglu_mid rmsnorm_swiglu_small \
     chain6_large recompile recompile_batch recompile_gpt2 tf32_gemm tf32_mlp_train autocast_mlp_train \
     autocast_resnet_train channels_last_resnet50 channels_last_r18_train set_to_none_wide set_to_none_small \

@@ -386,3 +386,53 @@ def diff_idle(df: pd.DataFrame, before: str, after: str) -> alt.Chart:
                         legend=alt.Legend(labelExpr=_CAUSE_LABEL_EXPR)),
         tooltip=[alt.Tooltip("trace:N"), alt.Tooltip("label:N", title="cause"),
                  alt.Tooltip("idle_ms:Q", title="idle ms", format=",.2f")]).properties(height=120)
+
+
+TRY_COLORS = {"predicted": "#9ecae9", "measured": "#e45756"}     # light blue beside red: told apart in grey too
+TRY_BAR_PX = 22          # one bar (a knob's row holds two: predicted above measured)
+TRY_CHROME_PX = 120      # the title, the x axis and its title and the legend below: Streamlit fits the chart, these
+                         # included, in its height (a height of the bars alone left them none: drawn collapsed)
+TRY_PAD_PCT = 12         # room past the longest bar for its value written at its end
+
+
+def try_bars(bars: pd.DataFrame, run: str, title: str, axis_title: str) -> alt.LayerChart:
+    """One run's knobs: the predicted and the measured change of the span as two bars side by side in each knob's
+    row (grouped: the knob on y, the kind as its offset, predicted above measured whether or not both were made),
+    each bar's value at its end, the measured bar with the runs' range as a black line across it."""
+    d = bars[bars["run"] == run]
+    knobs = list(dict.fromkeys(bars["knob"]))
+    kinds = list(TRY_COLORS)
+    # the bars' own columns only (no empty range on a predicted bar: the browser's data stays plain)
+    change = d["change_pct"].astype(float)
+    low, high = d["low_pct"].astype(float), d["high_pct"].astype(float)
+    # the value goes past the bar's far end, past its range where it has one
+    tip = change.where(change >= 0, pd.concat([change, low], axis=1).min(axis=1))
+    tip = tip.where(change < 0, pd.concat([change, high], axis=1).max(axis=1))
+    b = pd.DataFrame({"knob": d["knob"], "kind": d["kind"], "change_pct": change, "runs": d["runs"].astype(int),
+                      "verdict": d["verdict"], "tip_pct": tip, "value": [words.try_bar_label(x) for x in change]})
+    m = d[(d["kind"] == "measured")].dropna(subset=["low_pct", "high_pct"])
+    r = pd.DataFrame({"knob": m["knob"], "kind": m["kind"], "low_pct": m["low_pct"].astype(float),
+                      "high_pct": m["high_pct"].astype(float)})
+    y = alt.Y("knob:N", title=None, sort=knobs, axis=alt.Axis(labelLimit=LABEL_PX, labelFontSize=12))
+    offset = alt.YOffset("kind:N", sort=kinds, scale=alt.Scale(domain=kinds, paddingInner=0.1))
+    lo = min([0.0, *b["tip_pct"]])
+    hi = max([0.0, *b["tip_pct"]])
+    scale = alt.Scale(domain=[lo - TRY_PAD_PCT if lo < 0 else lo, hi + TRY_PAD_PCT if hi > 0 else hi + 2], nice=False)
+    x = alt.X("change_pct:Q", title=axis_title, scale=scale)
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=list(TRY_COLORS.values())),
+                      legend=alt.Legend(orient="bottom"))
+    bar = alt.Chart(b).mark_bar().encode(
+        x=x, y=y, yOffset=offset, color=color,
+        tooltip=[alt.Tooltip("knob:N"), alt.Tooltip("kind:N"),
+                 alt.Tooltip("change_pct:Q", title="change %", format="+.1f"), alt.Tooltip("runs:Q"),
+                 alt.Tooltip("verdict:N")])
+    spread = alt.Chart(r).mark_rule(color="black", strokeWidth=2).encode(
+        x=alt.X("low_pct:Q", scale=scale), x2="high_pct:Q", y=y, yOffset=offset,
+        tooltip=[alt.Tooltip("low_pct:Q", title="runs' range from %", format="+.1f"),
+                 alt.Tooltip("high_pct:Q", title="to %", format="+.1f")])
+    tip_x = alt.X("tip_pct:Q", scale=scale)
+    left = alt.Chart(b).transform_filter("datum.change_pct < 0").mark_text(
+        align="right", dx=-4, color="#1a1a1a").encode(x=tip_x, y=y, yOffset=offset, text="value:N")
+    right = alt.Chart(b).transform_filter("datum.change_pct >= 0").mark_text(
+        align="left", dx=4, color="#1a1a1a").encode(x=tip_x, y=y, yOffset=offset, text="value:N")
+    return alt.layer(bar, spread, left, right).properties(height={"step": TRY_BAR_PX, "for": "offset"}, title=title)

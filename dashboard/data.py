@@ -85,10 +85,13 @@ from tracetriage.dashboard.frames.timeline import (
     timeline_overview,
     without_causes,
 )
+from tracetriage.dashboard.frames.trytable import TryTableError, TryView, try_table
 from tracetriage.dashboard.frames.whatif import LeversView, WhatIfTimelines, levers, whatif_timelines
 
 __all__ = [
     "Analysis", "TraceError", "CAUSES", "WhatIfError",
+    # try
+    "TryTableError", "TryView", "try_table",
     # report
     "open_analysis", "annotated_trace", "annotated_name", "five_lines", "caveats", "device_name", "trace_events",
     "idle_by_cause", "gap_count", "dominant_cause", "evidence_names", "hotspots", "ranges", "Phase", "Phases",

@@ -604,3 +604,57 @@ def framework_caption() -> str:
     return ("Whose code made the idle and the launches: each idle gap is charged to the framework construct around "
             "the host call that explains it, each launch to the construct around its call; what no construct covers "
             "is your own code. Hover the Timeline's idle lane for the construct of each bin and gap.")
+
+
+# --- the Try page ------------------------------------------------------------------------------------------------
+
+def try_path_label() -> str:
+    return "A try table: the --out folder of `tracetriage try`, or its try.json"
+
+
+def try_pick() -> str:
+    return ("Run `tracetriage try SCRIPT` (it keeps its table as try.json in its --out folder, SCRIPT_STEM.try/ by "
+            "default), then give that folder or file here, or open this page as /try?try=PATH.")
+
+
+def try_caption(script: str, device: str, repeats: int) -> str:
+    where = "the GPU" if device == "cuda" else "the CPU"
+    return (f"tracetriage try {script}, on {where}, {repeats} profiled and {repeats} unprofiled "
+            f"run{'s' if repeats != 1 else ''} a knob. Each bar is the change of the span the knob makes (a saving "
+            "is a minus): the prediction beside the median measured, the line across a measured bar the runs' range.")
+
+
+def try_chart_title(run: str) -> str:
+    return {"profiled": "profiled: the traced span", "unprofiled": "unprofiled: the script's wall time"}[run]
+
+
+def try_axis_title() -> str:
+    return "change of the span (%; a saving is a minus)"
+
+
+def try_no_bars() -> str:
+    return "Nothing to draw: no knob of this table has a prediction or a measurement yet."
+
+
+def try_gpu_only(keys: tuple[str, ...]) -> str:
+    return "Only mean something on a GPU, so not run there: " + ", ".join(keys) + "."
+
+
+def try_stopped(why: str) -> str:
+    return f"Stopped early: {why}; the runs done are drawn."
+
+
+def try_cell(x: dict | None) -> str:
+    """A predicted or measured saving as the try table prints it: '−12%', with the measured range."""
+    if x is None:
+        return "—"
+    if isinstance(x, dict):
+        med = f"{-100 * x['median']:+.0f}%".replace("-", "−")
+        return med + (f" ({-100 * x['high']:+.0f}% to {-100 * x['low']:+.0f}%)".replace("-", "−")
+                      if x.get("runs", 1) > 1 else "")
+    return f"{-100 * x:+.0f}%".replace("-", "−")
+
+
+def try_bar_label(pct: float) -> str:
+    """A bar's value on the Try page's chart, as the table writes it: '−62%'."""
+    return f"{pct:+.0f}%".replace("-", "−")

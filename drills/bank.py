@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from tracetriage.analyzers.loading.formats import SIDECAR_SUFFIX, trace_stem
+from tracetriage.drills.ladder.parts import PARTS as LADDER_PARTS
+from tracetriage.drills.ladder.parts import TRACE_ANSWERS as LADDER_TRACE_ANSWERS
 from tracetriage.drills.tomlread import tomllib
 
 BANK_DIR = Path(__file__).with_name("bank")
@@ -41,8 +43,7 @@ PARTS = {
     "ranges": {
         "ranges": (NAMES, "a list of range names, or a sentence"),
         "ttft_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
-        "per_token_ms": (NUMBER, "a number of ms, or with its unit (\"17.6 ms\", \"17,600 µs\")"),
-        "decode_regime": (TEXT, "compute | memory | overhead, or free text"),
+        "prefill_regime": (TEXT, "compute | memory | overhead, or free text"),
     },
     "incident": {
         "ttft_ms": (NUMBER, "ms: time to first token (median request); a number, or with its unit"),
@@ -86,6 +87,7 @@ PARTS = {
         "explained_by": (TEXT, "launches | bytes, or free text"),
         "lever": (TEXT, "free text: what to reach for at this size"),
     },
+    **LADDER_PARTS,   # the execution-model and byte rungs (tracetriage.drills.ladder)
 }
 
 
@@ -118,6 +120,7 @@ class Drill:
     shapes: tuple[str, ...] = ()  # a shapes drill's two named ranges: the small shape's, the large shape's
     scenario: str | None = None  # a timer drill's scenario in traces/realworld/measured.json
     variants: tuple[str, ...] = ()  # ... and its two variants
+    params: dict | None = None   # a ladder drill's own settings (tracetriage.drills.ladder): the cards it places on
 
     @property
     def parts(self) -> dict:
@@ -130,8 +133,11 @@ class Drill:
 
             out = generated_dir() / f"{self.id}.json.gz"
             if not out.exists():
+                from tracetriage.drills.ranges import unnamed
+
                 out.parent.mkdir(parents=True, exist_ok=True)
                 strip(REPO_ROOT / self.trace, out)
+                unnamed(out, out)
             return out
         if self.generate is None:
             return shown_copy(REPO_ROOT / self.trace, f"{self.id}.json.gz", self.kind == "ledger",
@@ -175,7 +181,7 @@ def _toy(smell: str, level: str, seed: int, mix: tuple, out: str) -> Path:
 _WRITTEN: set = set()
 
 
-SHOWN = "shown-v2"   # a new folder when what a shown copy strips changes: no older copy is ever shown again
+SHOWN = "shown-v3"   # a new folder when what a shown copy strips changes: no older copy is ever shown again
 
 
 def shown_copy(src: Path, name: str, asks_bytes: bool = False, neutral_ranges: bool = False) -> Path:
@@ -189,13 +195,17 @@ def shown_copy(src: Path, name: str, asks_bytes: bool = False, neutral_ranges: b
     folder = generated_dir() / SHOWN / (trace_stem(name) or name)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
-    if neutral_ranges:
-        if _stale(src, out, same_size=False):
-            from tracetriage.drills.ranges import rename_ranges
+    # the copy is of this source: a drill re-pointed to another sample (older than the copy) is copied again
+    made_from = folder / ".source"
+    source = f"{src.resolve()} {src.stat().st_size} {src.stat().st_mtime_ns}"
+    if not made_from.exists() or made_from.read_text() != source:
+        out.unlink(missing_ok=True)
+    if _stale(src, out, same_size=False):
+        from tracetriage.drills.ranges import rename_ranges, unnamed
 
-            _place(lambda tmp: rename_ranges(src, tmp), out)
-    elif _stale(src, out):
-        _place(lambda tmp: _copy(src, tmp), out)
+        # never the file as captured: its traceName is the path it was exported to, which may name the answer
+        _place(lambda tmp: (rename_ranges if neutral_ranges else unnamed)(src, tmp), out)
+        _place(lambda tmp: tmp.write_text(source), made_from)
     ceilings = src.parent / "ceilings.json"
     if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
         _place(lambda tmp: _copy(ceilings, tmp), folder / "ceilings.json")
@@ -284,7 +294,8 @@ def all_drills() -> tuple[Drill, ...]:
                              after=merged.get("after"), generate=merged.get("generate"),
                              strip_ranges=bool(merged.get("strip_ranges", False)), ticket=merged.get("ticket"),
                              slo=merged.get("slo"), shapes=tuple(merged.get("shapes", ())),
-                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ()))))
+                             scenario=merged.get("scenario"), variants=tuple(merged.get("variants", ())),
+                             params=merged.get("params")))
     ids = [d.id for d in out]
     if len(set(ids)) != len(ids):
         raise DrillError("drill ids repeat in drills/bank")
@@ -296,6 +307,50 @@ def shared_with(drill: Drill) -> tuple[str, ...]:
     mine = {t for t in (drill.trace, drill.after) if t and drill.generate is None}
     return tuple(d.id for d in all_drills() if d.id != drill.id and d.generate is None
                  and mine & {t for t in (d.trace, d.after) if t})
+
+
+# What a drill's key says about the traces it shows, by the kind of answer: once a drill is graded its key is
+# known, so no other drill may show the same trace and ask an answer of the same kind (issue 34). A regime, an
+# idle cause and a lever are about the whole trace; a fusion's bytes (the ledger's, or "bytes or launches") about
+# the pair's before; a speedup about the pair; a shape's rate and regime about its range only.
+TRACE_ANSWERS = {
+    "idle_cause": ("cause", "lever"),
+    "triage": ("hot_ops", "cause", "regime", "lever"),   # bound: an idle cause, else the regime
+    "ranges": ("ttft", "prefill_regime"),
+    "incident": ("ttft", "per_token", "phase"),
+    "roofline": ("regime", "rate", "lever"),
+    "waste": ("regime", "lever"),
+    "floor": ("floor", "per_token", "decode_regime", "lever"),
+    "ledger": ("fusion_bytes",),
+    "collapse": ("fusion_bytes", "lever"),
+    "shapes": (),
+    "timer": (),
+    **LADDER_TRACE_ANSWERS,   # the ladder's kinds (tracetriage.drills.ladder.parts)
+}
+
+
+def answers_about(drill: Drill) -> set[tuple]:
+    """(what, the trace or traces it is about) for every answer the drill's key gives away once graded."""
+    out = {(what, drill.trace) for what in TRACE_ANSWERS[drill.kind]} if drill.trace and not drill.generate else set()
+    if drill.after:
+        out.add(("speedup", frozenset((drill.trace, drill.after))))
+    if drill.kind == "shapes":
+        out |= {(f"{what} of {shape}", drill.trace) for shape in drill.shapes for what in ("rate", "regime")}
+    if drill.kind == "timer":
+        pair = [f"traces/realworld/{drill.scenario}--{v}.json.gz" for v in drill.variants]
+        out |= {("speedup", frozenset(pair)), ("wall", pair[0])}
+    return out
+
+
+def answered_elsewhere(drill: Drill) -> dict[str, set]:
+    """The other drills whose key answers a question of this one about a trace they share: {drill id: answers}."""
+    mine = answers_about(drill)
+    out = {}
+    for other in all_drills():
+        common = mine & answers_about(other) if other.id != drill.id else set()
+        if common:
+            out[other.id] = common
+    return out
 
 
 def get(drill_id: str) -> Drill:

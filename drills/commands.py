@@ -15,6 +15,9 @@ from tracetriage.drills import bank
 from tracetriage.drills.answers import AnswerError
 from tracetriage.drills.bank import DrillError
 from tracetriage.drills.evidence import EvidenceError
+from tracetriage.drills.ladder import show as ladder_show
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
+from tracetriage.drills.ladder.parts import PREDICT as LADDER_PREDICT
 from tracetriage.drills.predictions import LogError
 from tracetriage.drills.quantities import QUANTITIES, QuantityError, checked
 from tracetriage.drills.words import (
@@ -25,11 +28,15 @@ from tracetriage.drills.words import (
     device_peaks,
     gap_row,
     grade_row,
+    idle_by_call_header,
+    idle_by_call_row,
     kernel_row,
     kernel_table_header,
     large_gaps_header,
     no_prediction,
     operator_row,
+    pass_row,
+    passes_header,
     prediction_first,
     prediction_note,
     prediction_recorded,
@@ -105,6 +112,11 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind == "incident":
         out["ticket"] = d.ticket
         out["slo"] = d.slo
+        # a trace without named ranges: the passes the report reads its phases from, so TTFT and the per-token time
+        # are read from what show prints, as the ranges drill reads its ranges
+        # (not which phase each is: that is the student's to name)
+        out["passes"] = [{**{k: v for k, v in p.items() if k != "kind"}, "forward": p["kind"] != "other"}
+                         for p in evidence.facts(d.trace_path()).passes]
     if d.kind in ("waste",):
         f = evidence.facts(d.trace_path())
         out["operator_table"] = f.hotspots
@@ -112,7 +124,7 @@ def _show_dict(d: bank.Drill) -> dict:
     if d.kind in KERNEL_TABLE_KINDS:
         f = evidence.facts(d.trace_path())
         # the shapes drill asks for the rates: it gets FLOPs, bytes and time; so does a drill on a trace a shapes
-        # drill shows (M01.05-a's rates per shape would answer M01.04)
+        # drill shows (its rates per shape would answer M01.04)
         rates = d.kind != "shapes" and not any(bank.get(o).kind == "shapes" for o in bank.shared_with(d))
         # each op's own bound is the regime question half answered: never printed before grading
         out["kernels"] = [{x: v for x, v in k.items() if x != "bound" and (rates or x not in ("tflops", "gbps"))}
@@ -127,15 +139,17 @@ def _show_dict(d: bank.Drill) -> dict:
                          for r in f.ranges if r["name"] != prefill]
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
+    if d.kind in LADDER_KINDS:
+        out["ladder"] = ladder_show.info(d)
     out["predict_first"] = prediction_quantity(d)
     return out
 
 
 KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
 # What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
-PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "per_token_ms", "incident": "ttft_ms",
+PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "ttft_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
-           "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms"}
+           "shapes": "tflops", "floor": "per_token_ms", "timer": "span_ms", **LADDER_PREDICT}
 
 
 def prediction_quantity(d: bank.Drill) -> str:
@@ -153,7 +167,7 @@ def _shape_rows(f, d: bank.Drill) -> list[dict]:
 def _repeats(d: bank.Drill) -> dict:
     m = json.loads((bank.REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
     sc = m["scenarios"][d.scenario]
-    return {"scenario": d.scenario, "about": sc["about"],
+    return {"scenario": d.scenario, "about": sc["about"], "calls": int(sc["iters"]) if sc.get("iters") else None,
             "wall_ms": {v: [round(x, 4) for x in sc["wall_ms"][v]["runs"]] for v in d.variants}}
 
 
@@ -187,6 +201,10 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
                 con.print(gap_row(start, length, call), markup=False)
     if d.kind == "triage":
         con.print(span_line(**info["span"]), markup=False)
+        # the bound rule asks whether one cause holds 10% of the span: the gaps' host calls, summed, let you say
+        con.print(idle_by_call_header(), markup=False)
+        for call, us, of_span in render.idle_by_call(evidence.lanes(d.trace_path())):
+            con.print(idle_by_call_row(call, us, of_span), markup=False)
         con.print("operator table (device time):")
         for h in info["operator_table"]:
             con.print(operator_row(h), markup=False)
@@ -195,6 +213,9 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         for r in info["ranges"]:
             con.print(range_row(r), markup=False)
     if d.kind == "incident":
+        con.print(passes_header(), markup=False)
+        for r in info["passes"]:
+            con.print(pass_row(r), markup=False)
         con.print(f"ticket: {d.ticket}", markup=False)
     if d.kind == "waste":
         con.print(span_line(**info["span"]), markup=False)
@@ -214,9 +235,12 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(range_row(r), markup=False)
     if d.kind == "timer":
         rep = info["repeats"]
-        con.print(repeats_header(rep["scenario"], rep["about"]), markup=False)
+        con.print(repeats_header(rep["scenario"], rep["about"], rep["calls"]), markup=False)
         for v, runs in rep["wall_ms"].items():
             con.print(repeats_row(v, runs), markup=False)
+    if d.kind in LADDER_KINDS:
+        for line in ladder_show.lines(d, info["ladder"]):
+            con.print(line, markup=False)
     if d.kind == "collapse":
         sweep = _fusion_sweep()
         if sweep:

@@ -58,6 +58,10 @@ class Facts:
     lever_savings: dict = field(default_factory=dict)   # every weighed lever's predicted saving, share of the span
     next_words: dict = field(default_factory=dict)   # the report's own words: {"lever", "why", "waste"}
     already_pinned: bool = False   # the top copy is from pinned memory already (pinning is no fix)
+    passes: list = field(default_factory=list)   # the forward passes found from the ops' shapes, runs of one kind:
+                                                 # [{"first", "last", "kind", "batch", "tokens", "by_structure",
+                                                 #   "start_ms", "wall_median_ms", "wall_mean_ms", "wall_min_ms",
+                                                 #   "wall_max_ms", "ttft_ms"}] (a trace without named ranges)
 
 
 def _load(path: str | Path):
@@ -125,7 +129,39 @@ def facts_of(a) -> Facts:
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
         ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
-        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a), **_next_of(a))
+        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a),
+        passes=_passes(a) if phases.get("found_from") == "shapes" else [], **_next_of(a))
+
+
+def _passes(a) -> list[dict]:
+    """The steps the inference read from the ops' shapes, as runs of one kind (a prompt's pass, then the one-token
+    passes), each with its walls; the prefill's run carries its request's time to first token (the analyzers' TTFT:
+    from the request's first pass until its first token reaches the host)."""
+    import numpy as np
+
+    inf, steps = a.inference, a.steps.steps
+    t0 = min(s.start_ns for s in steps)
+    runs: list[list] = []
+    for tk in inf.steps:
+        if runs and runs[-1][-1].kind is tk.kind:
+            runs[-1].append(tk)
+        else:
+            runs.append([tk])
+    ttfts = iter(inf.ttft_ns)
+    out = []
+    for run in runs:
+        walls = np.array([steps[t.step].wall_ns for t in run], np.float64) / 1e6
+        shaped = [t for t in run if t.tokens is not None and t.source is not None and t.source.value != "structure"]
+        kind = run[0].kind.value
+        out.append({"first": run[0].step + 1, "last": run[-1].step + 1, "kind": kind,
+                    "batch": shaped[0].batch if shaped else None, "tokens": shaped[0].tokens if shaped else None,
+                    "by_structure": len(run) - len(shaped),
+                    "start_ms": round((steps[run[0].step].start_ns - t0) / 1e6, 3),
+                    "wall_median_ms": round(float(np.median(walls)), 4), "wall_mean_ms": round(float(walls.mean()), 4),
+                    "wall_min_ms": round(float(walls.min()), 4), "wall_max_ms": round(float(walls.max()), 4),
+                    # as Facts.phases rounds it: µs to 0.1, then ms to 0.001
+                    "ttft_ms": round(round(next(ttfts) / 1e3, 1) / 1e3, 3) if kind == "prefill" else None})
+    return out
 
 
 def _declared(a) -> dict:
@@ -180,9 +216,10 @@ def _waste_band(n, choices: tuple) -> tuple:
             and LEVERS[c.lever].experiment is not Experiment.WARM_UP]
     floor = n.waste.saving_ns
     # a lever acting on nothing here counts when it can always be built (CUDA graphs, fusion, faster kernels: every
-    # trace launches kernels) and predicts as little (CUDA graphs at 0% beside no_host_work at -1% on the matmul
-    # sweep); one that removes an idle cause the trace lacks (copies, syncs) is not a week anyone could spend
-    always = (None, Cause.LAUNCH_OVERHEAD)
+    # trace launches kernels; a faster host loop: every trace has one) and predicts as little (CUDA graphs at 0%
+    # beside no_host_work at -1% on the matmul sweep); one that removes an idle cause the trace lacks (copies, syncs)
+    # is not a week anyone could spend
+    always = (None, Cause.LAUNCH_OVERHEAD, Cause.HOST_WORK)
     band = [c.lever for c in rest if c.saving_ns <= floor + WASTE_BAND * c.baseline_ns
             and (c.assumption is None or c.assumption.count > 0 or LEVERS[c.lever].cause in always)]
     return tuple(sorted(set(band) | {n.waste.lever}, key=lambda lv: (lv != n.waste.lever, lv)))

@@ -4,11 +4,12 @@
     result.score     # 0..1: the weighted parts, capped when the decisive part is wrong
 
 Each part is read on meaning (tracetriage.drills.meaning): a name part (cause, bound, regime, phase) scores 1 when the
-answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it, names
-another, or hedges ("A or B" earns what a wrong answer earns). A lever part scores 1 for the report's Next
-(a plan of two fixes is fine, unless one is the lever that would waste the week: 0.5), 0.5 for a fix that
-helps less. A number is read with its unit (tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip
-by the unit ladder (ms for µs) 0.5 with the unit named. A blank part scores 0. Feedback quotes the evidence
+answer asserts the key's class alone, 0.5 when it asserts it beside another, 0 when it denies it or names
+another; a hedge between the key and one other ("A or B") earns HEDGE_CREDIT and caps as a wrong answer, a list
+of three or more nothing. A lever part scores 1 for the report's Next (a plan of two fixes is fine, unless one is
+the lever that would waste the week: 0.5), 0.5 for a fix that helps less. A number is read with its unit
+(tracetriage.drills.amounts): within 15% of the key 1, within 2x 0.5, a slip by the unit ladder (ms for µs) 0.5 with
+the unit named, a range by its ends. A blank part scores 0. Feedback quotes the evidence
 the analyzers found in the trace (tracetriage.drills.evidence; its sentences are tracetriage.analyzers.voice).
 """
 from __future__ import annotations
@@ -21,12 +22,21 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
 from tracetriage.drills.bank import NUMBER, Drill, key_of
+from tracetriage.drills.ladder.grading import LadderParts
+from tracetriage.drills.ladder.grading import expected as ladder_expected
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.levers import CAUSE_OF_CLASS
 from tracetriage.drills.textmatch import normalise, reading, tables
 
 CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x 0.5
+RANGE_CREDIT = 0.5        # a range that holds the key ("0.7 to 0.8 ms"): not wrong, not committed; no cap
 SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not
 BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
+# A hedge between the right answer and one other ("sync or launch overhead", "0.79 or 7.9 ms") is not the answer
+# alone: it earns HEDGE_CREDIT, and below WRONG_BELOW it counts as a wrong answer for the decisive cap; a list of
+# three or more options earns nothing. (Two teachers scoring held-out answers gave such a hedge 0.4 and 0.5.)
+HEDGE_CREDIT = 0.4
+WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score as a wrong one does
 WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
 PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
 EVIDENCE_NUMBER, EVIDENCE_NAMED = 0.6, 0.4
@@ -72,12 +82,14 @@ def grade(drill: Drill, answers: dict) -> Result:
             parts.append(Part(name, weight, 0.0, None, ctx.expected(name), words.blank(name)))
             continue
         score, fb = getattr(ctx, f"{drill.kind}_{name}")(ans)
-        half = drill.parts[name][0] == NUMBER and 0 < score < 1
+        g = ctx.numbers.get(name)
+        half = g.half if g is not None else drill.parts[name][0] == NUMBER and 0 < score < 1
         parts.append(Part(name, weight, score, ans, ctx.expected(name), fb, half=half))
     total = sum(p.weight * p.score for p in parts)
     decisive = next(p for p in parts if p.part == drill.decisive)
-    # a wrong decisive part caps the score; so does a decisive number only half right (within 2x, a unit slip)
-    capped = (decisive.score == 0 or decisive.half) and total > drill.cap_if_wrong
+    # a wrong decisive part caps the score; so does a hedge (under WRONG_BELOW) and a decisive number only half right
+    # (within 2x, a unit slip, a hedge)
+    capped = (decisive.score < WRONG_BELOW or decisive.half) and total > drill.cap_if_wrong
     notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
     notes.append(words.revealed(drill.source(reveal=True)))
     return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
@@ -125,8 +137,9 @@ class NumberGrade:
     slip: float | None        # the unit ladder's factor when the value slipped by it
     other_dim: str | None     # the dimension the answer's unit has, when it is not the key's
     confused: tuple | None = None   # (what it is, its value): the answer is another quantity of the trace
-    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge earns what a wrong answer earns
+    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge, HEDGE_CREDIT when one is right
     half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
+    span: tuple | None = None   # (low, high) of a range the answer gives ("0.7 to 0.8 ms"), in the key's unit
 
 
 # The words a sentence uses for a number part's own quantity (which of several numbers answers it).
@@ -135,18 +148,23 @@ PART_WORDS = {"ttft_ms": ("ttft", "first token", "prefill", "time to first"),
                                "/token"),
               "floor_ms": ("floor",), "median_ms": ("median",), "spread_pct": ("spread",),
               "eager_bytes": ("eager", "unfused"), "fused_bytes": ("fused",),
-              "tflops_small": ("small",), "tflops_large": ("large", "big")}
+              "tflops_small": ("small",), "tflops_large": ("large", "big"),
+              # the drills ask the spans' ratio; a ratio said of kernel time or bytes is another quantity
+              "speedup": ("span", "wall", "end to end", "end-to-end", "overall")}
 ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
 WORD_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\?", re.I)
 NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
 
 
-def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: tuple = ()) -> NumberGrade:
+def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: tuple = (),
+                 also: tuple = ()) -> NumberGrade:
     """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`. `confusable`:
     the trace's other quantities it could be mistaken for ((what it is, value in `unit`): TTFT for the per-token
     time, the peak for the achieved rate): an answer that is one of them, clearly nearer it than the key, is that
     quantity and scores 0, however close the two lie. `own_words`: the words that name the part's quantity; of
-    several numbers, the one whose clause says them is the answer."""
+    several numbers, the one whose clause says them is the answer. `also`: other values that are right too (the
+    mean beside the median): a range ("17-18 ms", "between 100 and 170 MB") whose ends are both right is right; one
+    that only holds a right value, within 2x end to end, earns RANGE_CREDIT; a wider one is no answer."""
     if isinstance(ans, (int, float)) and not isinstance(ans, bool):
         found = [Amount(float(ans), None, float(ans), "", 0, 0, "")]
         text = ""
@@ -155,6 +173,7 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
         found = amounts(text)
     if not found:
         return NumberGrade(0.0, None, None, None)
+    found, high_end = _ranges(text, found)
     dim = dimension(unit) if unit else None
     usable = [a for a in found if a.dim is None or a.dim == dim]
     if not usable:
@@ -166,17 +185,86 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
     a = usable[0]
     said = in_unit(a, unit) if unit else a.value
     offered = _offered(text, usable, unit)
-    if len(offered) > 1:
-        return NumberGrade(0.0, said, None, None, hedged=tuple(offered))
-    for what, value in confusable:
-        if value and score_number(said, value) == 1.0 and abs(said - value) < abs(said - key) / 2:
-            return NumberGrade(0.0, said, None, None, confused=(what, value))
+    right = [k for k in (key, *also) if k]
+    if len(offered) > 1 and not all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
+                                        for k in right) for v in offered):
+        # ("10 or 11%" of a 10.8% key is no hedge); two values, one of them right: a hedge
+        one_right = len(offered) == 2 and any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
+                                              for v in offered for k in right)
+        return NumberGrade(HEDGE_CREDIT if one_right else 0.0, said, None, None, hedged=tuple(offered), half=True)
+    if a.start in high_end:
+        b = high_end[a.start]
+        return _range_grade(sorted((said, in_unit(b, unit) if unit else b.value)), (key, *also), confusable)
+    mistaken = _confused(said, key, confusable)
+    if mistaken is not None:
+        return NumberGrade(0.0, said, None, None, confused=mistaken)
     s = score_number(said, key)
     if s == 0:
         f = slip(said, key, dim)
         if f is not None:
             return NumberGrade(SLIP_CREDIT, said, f, None, half=True)
     return NumberGrade(s, said, None, None, half=0 < s < 1)
+
+
+RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|until)\s*(?:~|about|around|roughly)?\s*", re.I)
+RANGE_AND = re.compile(r"\s*and\s*(?:~|about|around|roughly)?\s*", re.I)
+RANGE_OPEN = re.compile(r"\b(?:between|from)\s*(?:~|about|around|roughly)?\s*$", re.I)
+
+
+def _ranges(text: str, found: list[Amount]) -> tuple[list[Amount], dict[int, Amount]]:
+    """The amounts with each range's high end taken out ("0.7 to 0.8 ms", "17-18 ms", "between 100 and 170 MB"), and
+    each range's high end by where its low end starts. A bare end takes the other end's unit ("100 and 170 MB")."""
+    out: list[Amount] = []
+    high: dict[int, Amount] = {}
+    i = 0
+    while i < len(found):
+        a = found[i]
+        b = found[i + 1] if i + 1 < len(found) else None
+        between = text[a.end:b.start] if b is not None else ""
+        joined = b is not None and (RANGE_JOIN.fullmatch(between) is not None or
+                                    (RANGE_AND.fullmatch(between) is not None and
+                                     RANGE_OPEN.search(text[max(0, a.start - 24):a.start]) is not None))
+        if b is not None and joined and (a.dim is None or b.dim is None or a.dim == b.dim):
+            a, b = _unit_of(a, b), _unit_of(b, a)
+            high[a.start] = b
+            out.append(a)
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out, high
+
+
+def _unit_of(a: Amount, other: Amount) -> Amount:
+    """A bare end of a range in the other end's unit."""
+    from dataclasses import replace
+
+    from tracetriage.drills.amounts import UNITS
+
+    if a.dim is not None or other.dim is None:
+        return a
+    return replace(a, dim=other.dim, base=a.value * UNITS[other.unit.lower()][1], unit=other.unit)
+
+
+def _confused(said: float, key: float, confusable: tuple) -> tuple | None:
+    """The trace's other quantity (what, value) the number is: within 15% of it and clearly nearer it than the key."""
+    for what, value in confusable:
+        if value and score_number(said, value) == 1.0 and abs(said - value) < abs(said - key) / 2:
+            return what, value
+    return None
+
+
+def _range_grade(ends: list, accepted: tuple, confusable: tuple) -> NumberGrade:
+    lo, hi = ends
+    if lo is None or hi is None:
+        return NumberGrade(0.0, None, None, None)
+    right = [k for k in accepted if k]
+    if all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None for k in right) for v in (lo, hi)):
+        return NumberGrade(1.0, (lo + hi) / 2, None, None, span=(lo, hi))
+    holds = any(lo <= k * (1 + CLOSE) and hi >= k * (1 - CLOSE) for k in right)
+    if holds and lo > 0 and hi <= NEAR * lo:
+        return NumberGrade(RANGE_CREDIT, (lo + hi) / 2, None, None, span=(lo, hi))
+    return NumberGrade(0.0, (lo + hi) / 2, None, None, span=(lo, hi))
 
 
 def _offered(text: str, usable: list, unit: str) -> list[float]:
@@ -198,20 +286,26 @@ def _offered(text: str, usable: list, unit: str) -> list[float]:
 # --- names and levers ----------------------------------------------------------------------------------
 
 def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tuple[float, object]:
-    """A name part: the key's class alone 1, beside another 0.5, a hedge or a denial or another class 0."""
+    """A name part: the key's class alone 1, beside another 0.5, hedged with one other HEDGE_CREDIT, a list of the
+    options or a denial or another class 0."""
     r = reading(text, table)
     main = r.main
     others = set(table) - {key}
     if len(table) == 2 and not r.asserted and r.denied == others:
         return 1.0, r      # of two answers, denying the other one says this one ("not prefill" is decode)
+    if len(table) == 2 and r.asserted == (key,) and not r.hedged and OR_BOTH.search(text.lower()):
+        # "prefill, or both": of two answers, the second is offered beside the key, as naming both does
+        from dataclasses import replace
+
+        return BOTH_CREDIT, replace(r, asserted=(key, *others))
     if key in r.denied or key not in r.asserted:
         return 0.0, r
     if r.hedged and not (allow_two and len(main) <= 2):
-        return 0.0, r
+        return (HEDGE_CREDIT if len(set(r.asserted)) == 2 else 0.0), r
     if len(set(main)) >= LIST_IS_HEDGE and not allow_two:
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
     if len(set(r.asserted)) == 2 and not allow_two and BOTH_HEDGE.search(text.lower()):
-        return 0.0, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
+        return HEDGE_CREDIT, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
@@ -219,6 +313,7 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False) -> tup
     return BOTH_CREDIT, r
 
 
+OR_BOTH = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably)\s+(?:\w+\s+)?both\b")
 LIST_IS_HEDGE = 3     # three classes of one exclusive question, asserted alike, are the list of options
 BOTH_HEDGE = re.compile(r"\bboth\b(?!\s+roofs?\b)|\ba mix\b|\bequally\b|\ba combination\b|\beach of\b|"
                         r"\ball of\b")
@@ -241,20 +336,29 @@ def waste_set(key: dict) -> set:
     return set(key.get("waste_classes") or ([key["waste_class"]] if key.get("waste_class") else []))
 
 
+# A lever class whose vocabulary borrows another's words (drills/vocab.toml: cut_launches lists "fuse*", "triton",
+# "torch.compile" after the report's "torch.compile to fuse, then CUDA graphs").
+BORROWS = {"cut_launches": "fuse"}
+
+
 def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     """A lever part against the report's Next: (score, the reading, which case: right, waste, partial, hedge,
     denied, pinned, wrong, none)."""
     accept, partial, wastes = set(key["accept"]), set(key.get("partial", ())), waste_set(key)
     table, removal = lever_tables()
     # a word shared by the fix and the week's waste ("fuse" where fusion is the waste) is the waste's
-    # (the report's own waste lever only: the band's other levers count by words of their own)
+    # (the report's own waste lever only: the band's other levers count by words of their own), unless the waste
+    # only borrows the fix's words: cutting launches says "fuse" for the report's "torch.compile to fuse, then
+    # CUDA graphs", but where fusion is the fix and CUDA graphs the waste, "fuse" is the fix
     own_waste = frozenset({key.get("waste_class")} - accept - {None})
+    if own_waste & set(BORROWS) and accept & {BORROWS[c] for c in own_waste & set(BORROWS)}:
+        own_waste = frozenset()
     r = reading(text, table, removal, frozenset(accept | partial), own_waste)
     pos = set(r.asserted)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
     if r.hedged and pos - accept - partial:
-        return 0.0, r, "hedge"
+        return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
     if pos & accept:
         return (WASTE_CREDIT, r, "waste") if pos & wastes else (1.0, r, "right")
     if pos & partial:
@@ -289,13 +393,21 @@ class _NewRungs:
         k, nw = self.key, self.facts.next_words
         wastes = waste_set(k)
         table, removal = lever_tables()
-        r = reading(_text(ans), table, removal, frozenset(k["accept"]), frozenset({k.get("waste_class")} - {None}))
+        # a word shared by the fix (or a partial fix) and a lever of the waste band is the fix's ('fusion' where
+        # fusion helps and cutting launches, which borrows the word, buys nothing), as score_lever reads it
+        first, prefer = frozenset({k.get("waste_class")} - {None}), frozenset(k["accept"]) | frozenset(k["partial"])
+        r = reading(_text(ans), table, removal, prefer, first)
+        if not r.asserted and not r.denied:
+            # no lever named: the effort that would waste the week may be named by what it works on ("host-side work")
+            efforts = {c: tuple(table[c]) + tuple(removal.get(c, ())) for c in table}
+            r = reading(_text(ans), efforts, removal, prefer, first)
         pos = set(r.asserted)
         own = self._own_prediction(pos)
         if pos & set(k["accept"]) and not pos & wastes:
             return 0.0, words.waste_is_the_fix(nw) + own
         if r.hedged and pos & wastes and pos - wastes:
-            return 0.0, words.hedged(k.get("waste_class") or min(wastes), pos - wastes)
+            credit = HEDGE_CREDIT if len(pos) == 2 else 0.0
+            return credit, words.hedged(k.get("waste_class") or min(wastes), pos - wastes, credit)
         if pos and pos <= wastes:
             return 1.0, words.waste_right(nw) + own
         if pos & wastes:
@@ -314,16 +426,15 @@ class _NewRungs:
     def ledger_fused_bytes(self, ans):
         k = self.key
         # what the lever counts (inputs read once per pass), or the capture's minimum (one pass): both are right
-        s, fb = max((self._number("fused_bytes", ans, v, "GB") for v in (k["fused_gb"], k.get("fused_gb_counted"))
-                     if v), key=lambda x: x[0])
+        right = (k["fused_gb"], k.get("fused_gb_counted"))
+        s, fb = max((self._number("fused_bytes", ans, v, "GB", right) for v in right if v), key=lambda x: x[0])
         counted = words.ledger_counted(k["fused_gb_counted"]) if k.get("fused_gb_counted") else ""
         return s, f"{fb} {self._ledger_why()}{counted}."
 
     def ledger_speedup(self, ans):
         k = self.key
-        s, fb = max((self._number("speedup", ans, v, "×") for v in (k["speedup"], k.get("speedup_measured"),
-                                                                      k.get("speedup_wall")) if v),
-                    key=lambda x: x[0])
+        right = (k["speedup"], k.get("speedup_measured"), k.get("speedup_wall"))
+        s, fb = max((self._number("speedup", ans, v, "×", right) for v in right if v), key=lambda x: x[0])
         why = words.ledger_speedup_why(k["speedup"], k.get("speedup_wall"), k.get("fuse_ratio"),
                                        k.get("speedup_measured"))
         return s, f"{fb} {why}."
@@ -367,12 +478,15 @@ class _NewRungs:
         return self._name(ans, k["verdict"], tables("verdict", "name"), why)
 
 
-class _Context(_NewRungs):
+class _Context(_NewRungs, LadderParts):
     """The drill, its stored key, and the trace's facts (read once, when feedback needs them)."""
+
+    _score_name = staticmethod(score_name)     # the ladder's parts read their verdicts as every name part is read
 
     def __init__(self, drill: Drill, key: dict):
         self.drill, self.key = drill, key
         self._facts = self._diff = None
+        self.numbers: dict[str, NumberGrade] = {}   # each number part's best reading: is its credit only half?
 
     @property
     def facts(self) -> evidence.Facts:
@@ -388,13 +502,15 @@ class _Context(_NewRungs):
 
     def expected(self, part: str):
         k = self.key
+        if self.drill.kind in LADDER_KINDS:
+            return ladder_expected(self.drill.kind, k, part)
         return {"pattern": words.PATTERN.get(k.get("cause"), None), "cause": k.get("cause"),
                 "experiment": words.lever_label(k["next"]) if "next" in k else None,
                 "suspects": k.get("suspects"), "bound": k.get("bound"),
                 "evidence": [n["value"] for n in k.get("numbers", [])] or None,
                 "ranges": [k.get("prefill_range"), k.get("decode_range")] if "prefill_range" in k else None,
                 "ttft_ms": k.get("ttft_ms"), "per_token_ms": k.get("per_token_ms"),
-                "decode_regime": k.get("decode_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
+                "prefill_regime": k.get("prefill_regime"), "regime": k.get("regime"), "achieved": k.get("achieved"),
                 "lever": words.lever_label(k["next"]) if "next" in k else None, "speedup": k.get("speedup"),
                 "explained_by": k.get("explained_by"), "phase": k.get("phase"),
                 "refuse": words.PHASE_FIXES.get(k.get("refuse")),
@@ -418,18 +534,22 @@ class _Context(_NewRungs):
         if key in r.denied:
             return 0.0, words.denied(key, why)
         if r.hedged and key in r.asserted:
-            return 0.0, words.hedged(key, set(r.asserted) - {key})
+            return s, words.hedged(key, set(r.asserted) - {key}, s)
         if s > 0:
             return s, words.both(key, set(r.main) - {key})
         return 0.0, words.bound_wrong(set(r.main), key, why)
 
-    def _number(self, part: str, ans, key: float, unit: str):
+    def _number(self, part: str, ans, key: float, unit: str, also: tuple = ()):
         g = grade_number(ans, key, unit, tuple(tuple(c) for c in self.key.get("confusable", {}).get(part, ())),
-                         PART_WORDS.get(part, ()))
+                         PART_WORDS.get(part, ()), tuple(v for v in also if v and v != key))
+        if part not in self.numbers or g.score > self.numbers[part].score:
+            self.numbers[part] = g
         if g.said is None:
             return 0.0, words.no_number(part, key, unit, g.other_dim)
         if g.hedged:
-            return 0.0, words.number_hedged(part, g.hedged, key, unit)
+            return g.score, words.number_hedged(part, g.hedged, key, unit, g.score)
+        if g.span is not None:
+            return g.score, words.number_range(g.span, key, unit, g.score)
         if g.confused is not None:
             return 0.0, words.number_confused(part, g.said, g.confused, key, unit)
         if g.slip is not None:
@@ -460,7 +580,7 @@ class _Context(_NewRungs):
         if cause in r.denied:
             return 0.0, words.denied(cause, ev)
         if r.hedged and cause in r.asserted:
-            return 0.0, words.hedged(cause, set(r.asserted) - {cause})
+            return s, words.hedged(cause, set(r.asserted) - {cause}, s)
         if s > 0:
             return s, words.both(cause, set(r.main) - {cause})
         regimes = set(reading(_text(ans), tables("regime", "name", ("compute", "memory"))).asserted)
@@ -471,6 +591,8 @@ class _Context(_NewRungs):
         s, r = score_name(_text(ans), cause, pattern_table())
         if s == 1.0:
             return s, words.pattern_right(cause)
+        if r.hedged and s > 0:
+            return s, words.hedged("the right pattern", set(r.asserted) - {cause}, s)
         if s > 0:
             return s, words.both("the right pattern", set(r.main) - {cause})
         return 0.0, words.pattern_wrong(cause, words.evidence_short(cause, self.facts.cause_evidence[cause]))
@@ -537,14 +659,11 @@ class _Context(_NewRungs):
     def ranges_ttft_ms(self, ans):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
-    def ranges_per_token_ms(self, ans):
-        return self._per_token(ans, "per_token_median_ms")
-
-    def ranges_decode_regime(self, ans):
-        r = self.key["decode_regime"]
-        p = self.facts.phases
-        why = words.decode_regime_why(r, p["per_token_ms"], p["decode_steps"], p["prefill_regime"])
-        return self._name(ans, r, tables("regime", "name"), why)
+    def ranges_prefill_regime(self, ans):
+        r = self.key["prefill_regime"]
+        prefill = next((x for x in self.facts.ranges if x["name"] == self.key["prefill_range"]), {})
+        why = words.prefill_regime_why(r, prefill.get("tflops"), prefill.get("count"))
+        return self._name(_about_phase(_text(ans), "prefill"), r, tables("regime", "name"), why)
 
     # --- prefill or decode: the incident (M00.04) ---------------------------------------------------
     def incident_ttft_ms(self, ans):
@@ -557,8 +676,8 @@ class _Context(_NewRungs):
         """The per-token time: the key's statistic, or the other one of the same steps (mean, median): both are
         the per-token time `drill show` lets you read (a range's median wall; all instances over the count)."""
         k = self.key
-        return max((self._number("per_token_ms", ans, v, "ms") for v in (k["per_token_ms"], k.get(other)) if v),
-                   key=lambda x: x[0])
+        right = (k["per_token_ms"], k.get(other))
+        return max((self._number("per_token_ms", ans, v, "ms", right) for v in right if v), key=lambda x: x[0])
 
     def _incident_why(self) -> str:
         k, slo = self.key, self.drill.slo
@@ -570,9 +689,11 @@ class _Context(_NewRungs):
 
     def incident_refuse(self, ans):
         other = self.key["refuse"]
-        s, r = score_name(_text(ans), other, tables("phase", "fix"), allow_two=False)
+        s, r = score_name(_refused(_text(ans)), other, tables("phase", "fix"), allow_two=False)
         if s == 1.0:
             return s, words.refuse_right(other, self.key["phase"])
+        if r.hedged and s > 0:
+            return s, words.hedged(f"a {other} fix", {f"a {c} fix" for c in set(r.asserted) - {other}}, s)
         if s > 0:
             return s, words.both(f"a {other} fix", set(r.main) - {other})
         return 0.0, words.refuse_wrong(set(r.main), other, self.key["phase"])
@@ -602,6 +723,31 @@ class _Context(_NewRungs):
 
     def collapse_lever(self, ans):
         return self._lever(ans)
+
+
+# A sentence of a refusal that says which fix to make instead ("the decode fix is CUDA graphs", "instead, speculative
+# decoding"): context, not a second fix refused.
+KEEP_INSTEAD = re.compile(r"\binstead\b(?!\s+of)|\bthe (?:[\w-]+ )?fix (?:is|would be|there is)\b|"
+                          r"\bwhat (?:helps|works|would help)\b|\b(?:i|we) (?:would|d|'d) (?:do|use|reach for)\b")
+SENTENCE = re.compile(r"(?<=[.;!?])\s+|\s[-–—]+\s")
+
+
+def _about_phase(text: str, phase: str) -> str:
+    """The sentences of an answer about one phase that are not about the other one alone ("compute. The overhead is
+    in decode, not here": the decode's regime is context to the prefill's)."""
+    names = tables("phase", "name")
+    other = next(c for c in names if c != phase)
+    kept = [x for x in SENTENCE.split(text)
+            if not (other in reading(x, {other: names[other]}).asserted and
+                    phase not in reading(x, {phase: names[phase]}).asserted)]
+    return " ".join(kept) if kept else text
+
+
+def _refused(text: str) -> str:
+    """The sentences of a refusal that name what is refused (all of them, when every one says what to do instead)."""
+    sentences = SENTENCE.split(text)
+    kept = [x for x in sentences if not KEEP_INSTEAD.search(x.lower())]
+    return " ".join(kept) if kept else text
 
 
 def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:

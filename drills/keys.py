@@ -12,6 +12,8 @@ from pathlib import Path
 from tracetriage.analyzers.whatif.levers import FUSE
 from tracetriage.drills import evidence
 from tracetriage.drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
+from tracetriage.drills.ladder import keys as ladder_keys
+from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.levers import lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
@@ -24,13 +26,16 @@ def derive(drill: Drill) -> dict:
 
 
 def _derive(drill: Drill) -> dict:
+    if drill.kind in LADDER_KINDS:
+        return ladder_keys.derive(drill)
     if drill.kind == "ledger":
         return ledger_key(drill)
     if drill.kind == "timer":
         return timer_key(drill)
     if drill.kind == "collapse":
         d = evidence.diff_facts(drill.trace_path(), drill.after_path())
-        return {"speedup": d.speedup, "explained_by": d.explained_by, **levers(evidence.facts(drill.trace_path()))}
+        return {"speedup": d.speedup, "explained_by": collapse_class(drill, d.explained_by),
+                **levers(evidence.facts(drill.trace_path()))}
     f = evidence.facts(drill.trace_path())
     if drill.kind == "idle_cause":
         return {"cause": f.dominant, **levers(f)}
@@ -38,9 +43,11 @@ def _derive(drill: Drill) -> dict:
         return {"suspects": suspects(f), "bound": bound(f), "numbers": triage_numbers(f), **levers(f)}
     if drill.kind == "ranges":
         p = f.phases
+        # the prefill only: the floor drill (M00.03) shows the same traces and asks the per-token time and the
+        # lever, which answer the decode's regime
         return {"prefill_range": p["prefill_range"], "decode_range": p["decode_range"], "ttft_ms": p["ttft_ms"],
-                "per_token_ms": p["per_token_ms"], "per_token_median_ms": p["per_token_median_ms"],
-                "decode_regime": p["decode_regime"], "confusable": phase_confusions(p)}
+                "prefill_regime": answer_regime(p["prefill_regime"]),
+                "confusable": {"ttft_ms": phase_confusions(p)["ttft_ms"]}}
     if drill.kind == "incident":
         return incident(drill, f)
     if drill.kind == "roofline":
@@ -57,6 +64,19 @@ def _derive(drill: Drill) -> dict:
     if drill.kind == "floor":
         return floor_key(drill, f)
     raise ValueError(drill.kind)
+
+
+# The diff names what shrank; the collapse drill asks "launches or bytes": a launch-overhead idle that a CUDA graph
+# removed is the launches.
+COLLAPSE_CLASS = {"launches": "launches", "bytes": "bytes", "launch_overhead": "launches"}
+
+
+def collapse_class(drill: Drill, explained_by: str) -> str:
+    """The answer class of what explains a pair's speedup; a pair explained otherwise (faster kernels, host work,
+    mixed) cannot be a collapse drill's, whose question offers launches or bytes."""
+    if explained_by not in COLLAPSE_CLASS:
+        raise ValueError(f"{drill.id}: the pair's speedup is explained by {explained_by!r}, not launches or bytes")
+    return COLLAPSE_CLASS[explained_by]
 
 
 def ledger_key(drill: Drill) -> dict:
@@ -137,7 +157,10 @@ def timer_key(drill: Drill) -> dict:
     spread, other_spread = 100 * (a[-1] - a[0]) / med, 100 * (b[-1] - b[0]) / other_med
     confusable = {"median_ms": distinct(med, [("the mean of the repeats", sum(a) / len(a)),
                                               ("the other variant's median", other_med)]),
-                  "spread_pct": distinct(spread, [("the other variant's spread", other_spread)])}
+                  "spread_pct": distinct(spread, [("the other variant's spread", other_spread),
+                                                  # max − min left in ms, not divided by the median
+                                                  ("the spread in ms, not as a share of the median",
+                                                   a[-1] - a[0])])}
     return {"median_ms": round(med, 4), "spread_pct": round(spread, 2), "other_median_ms": round(other_med, 4),
             "other_spread_pct": round(other_spread, 2), "verdict": "real" if real else "noise", "repeats": len(a),
             "confusable": confusable}

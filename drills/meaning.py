@@ -33,17 +33,27 @@ NEGATORS = ("not", "no", "never", "nothing", "none", "neither", "nor", "rather t
 # after a class phrase: "X is not (it)", "X is ruled out", "X isn't"
 POST_NEGATION = re.compile(r"^\s*(?:(?:is|are|was|were|seems|looks|s)\s+(?:not|never|no|unlikely|irrelevant|ruled out|"
                            r"excluded)|isn t|aren t|wasn t|weren t|can be ruled out|(?:is|are) ruled out|"
-                           r"doesn t matter|don t matter)\b")
+                           r"doesn t matter|don t matter|"
+                           # "the bytes don't change", "the kernels stay the same": not what moved
+                           r"(?:don t|doesn t|didn t|do not|does not|did not) change|"
+                           r"(?:stay|stays|stayed|are|is|were|was|remain|remains|remained) (?:the same|unchanged)|"
+                           # "faster kernels would buy nothing": the waste named as such, not offered
+                           r"(?:would |will |could )?(?:buy|buys|save|saves|gain|gains) (?:nothing|little)|"
+                           r"(?:won t|wouldn t|would not|will not|doesn t|does not|don t|do not|can t|cannot) "
+                           r"(?:help|buy anything|matter|change anything)|(?:is|are|would be) (?:pointless|wasted))\b")
 # after a class phrase, context that says it is not the answer: "TTFT of n ms is fine", "prefill meets its target",
 # "launch overhead is small": a quantity judged, not an option offered
-POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
-                          r"the|a|its|it|per|token|tokens|step|steps|count|here)){0,7}\s+"
+# ("the DtoH copy itself is tiny", "the first token in n ms is inside the n ms allowance")
+POST_CONTEXT = re.compile(r"^(?:\s+(?:of|at|in|time|latency|n|ms|us|s|is|are|was|were|stays|stay|itself|alone|share|"
+                          r"the|a|its|it|per|token|tokens|step|steps|count|here|copy|copies|transfer|kernel|kernels|"
+                          r"comes|arrives|which|that|well|comfortably|safely)"
+                          r"){0,7}\s+"
                           r"(?:(?:is|are|was|were|stays|stay|looks|seems|s)\s+)?(?:fine|ok|okay|well under|well within|"
                           r"comfortably|hardly matters|barely matters|matters little|is secondary|irrelevant|"
                           r"acceptable|healthy|on target|within (?:its |the )?(?:target|budget|slo)|meets|met|small|"
-                          r"minor|negligible|a small part|not the problem|not the issue|"
+                          r"tiny|minor|negligible|a small part|not the problem|not the issue|"
                           r"(?:inside|within|under|below|meets|beats|hits|makes)\s+(?:(?:its|the|a|n|ms|us|per|token)\s+){0,4}"
-                          r"(?:target|budget|slo|goal)|within(?=\s*$))\b")
+                          r"(?:target|budget|slo|goal|allowance|limit|deadline|requirement)|(?:within|inside)(?=\s*$))\b")
 # after a class phrase, a share that makes it secondary: "launch overhead is only 4%", "copies just n"
 POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|just|merely|a mere|barely)\b|"
                         r"^\s+(?:only|just|barely)\s+n\b")   # not "synchronization only": that is all of it
@@ -52,6 +62,10 @@ POST_MINOR = re.compile(r"^\s+(?:is|are|was|were|s|takes|holds|at)\s+(?:only|jus
 ROOF_CONTEXT = re.compile(r"^\s*(?:bound\s+)?(?:roof|roofs|ceiling|peak)\b")
 ROOF_BEFORE = re.compile(r"(?:below|under|far from|short of|nowhere near|away from)\s+(?:the\s+|both\s+|either\s+)?"
                          r"(?:\w+\s+(?:and|or)\s+)?$")
+# before a class phrase naming a roof, a share of it: "1% of the tensor-core peak" measures against the roof, it does
+# not say the kernel is bound by it (nor that it is not)
+ROOF_SHARE_BEFORE = re.compile(r"(?:\bn|\ba (?:small |tiny )?fraction)\s+(?:percent\s+|pct\s+)?of\s+"
+                               r"(?:the\s+|its\s+)?$")
 REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling", "remove", "removing", "drop",
            "dropping", "avoid", "avoiding", "eliminate", "eliminating", "get rid of",
            "fewer", "less", "no more", "stop", "skip", "skipping", "cut", "cutting", "without", "hide", "hiding",
@@ -97,6 +111,8 @@ def clauses(text: str) -> list[str]:
     """The text's clauses, each read as words. The split is on the raw text: punctuation first."""
     raw = text.lower().replace("’", "'")
     raw = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", raw)
+    # a call's arguments are its words, not an aside: torch.compile(mode='max-autotune') is one clause
+    raw = re.sub(r"(?<=[a-z0-9_.])\(([^();]*)\)|\(([^();]*)\)(?=\.[a-z_])", r" \1\2 ", raw)   # (x < 0).any()
     return [c for c in (words_of(p) for p in CLAUSE_END.split(raw)) if c.strip()]
 
 
@@ -213,6 +229,8 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
         clause_pos: list[tuple[str, int]] = []
         for i, (cls, s, e) in enumerate(hits):
             at = removals.get((s, e), s)
+            if ROOF_CONTEXT.match(clause[e:]) and ROOF_SHARE_BEFORE.search(clause[:s]):
+                continue
             neg = _negated_from_before(clause, at, [h for h in hits[:i] if h[1] < at]) or \
                 bool(POST_NEGATION.match(clause[e:])) or bool(POST_CONTEXT.match(clause[e:])) or \
                 (bool(ROOF_CONTEXT.match(clause[e:])) and bool(ROOF_BEFORE.search(clause[:s])))

@@ -104,3 +104,22 @@ def large_gaps(t: Lanes, n: int = 5) -> list[tuple[float, float, str]]:
     calls = t.gap_calls or [""] * len(t.gaps)
     big = sorted(zip(t.gaps, calls), key=lambda gc: -(gc[0][1] - gc[0][0]))[:n]
     return sorted(((s, e - s, c) for (s, e, _), c in big), key=lambda g: g[0])
+
+
+def idle_by_call(t: Lanes, n: int = 6) -> list[tuple[str, float, float]]:
+    """The GPU's idle time summed by the host call the host was in during each gap, most first: (call, idle µs,
+    share of the span). A cause's share is for the reader to find: the call says what the host was doing."""
+    calls = t.gap_calls or [""] * len(t.gaps)
+    cs = np.array([s for _, s, _, k in t.bars if k in COPY_KINDS], np.float64)
+    ce = np.array([e for _, _, e, k in t.bars if k in COPY_KINDS], np.float64)
+    by: dict[str, float] = {}
+    for (s, e, _), c in zip(t.gaps, calls):
+        # a gap mostly covered by a copy on the device: the copy is what sits around it, whatever the host does
+        covered = float(np.clip(np.minimum(e, ce) - np.maximum(s, cs), 0, None).sum()) if len(cs) else 0.0
+        key = COPY_RUNNING if e > s and covered >= 0.5 * (e - s) else c
+        by[key] = by.get(key, 0.0) + e - s
+    rows = sorted(by.items(), key=lambda kv: -kv[1])[:n]
+    return [(c, us, us / t.span_us if t.span_us else 0.0) for c, us in rows]
+
+
+COPY_RUNNING = "(a copy running on the device)"

@@ -15,12 +15,17 @@ from tracetriage.drills.meaning import Reading, read, words_of
 from tracetriage.drills.tomlread import tomllib
 
 VOCAB_PATH = Path(__file__).with_name("vocab.toml")
+VOCAB_EXTRA = (Path(__file__).with_name("vocab_ladder.toml"),)   # the ladder's rungs (tracetriage.drills.ladder)
 
 
 @lru_cache(maxsize=1)
 def vocab() -> dict:
     with open(VOCAB_PATH, "rb") as f:
-        return tomllib.load(f)
+        out = tomllib.load(f)
+    for extra in VOCAB_EXTRA:
+        with open(extra, "rb") as f:
+            out.update(tomllib.load(f))       # groups of their own: none of vocab.toml's is redefined
+    return out
 
 
 def normalise(text: str) -> str:

@@ -84,10 +84,11 @@ def both(what: str, said: set) -> str:
     return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
-def hedged(what: str, said: set) -> str:
+def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
-    return (f"You offered {label(what)} or {others}: a hedge between answers earns what a wrong answer earns; "
-            f"the trace decides between them, so commit to one.")
+    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+             else "a list of the options earns what a wrong answer earns")
+    return f"You offered {label(what)} or {others}: {earns}; the trace decides between them, so commit to one."
 
 
 def denied(what: str, why: str) -> str:
@@ -134,7 +135,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
     if case == "hedge":
         offered = " or ".join(lever_label(c) for c in sorted(said))
-        return f"You offered {offered}: a hedge earns what a wrong answer earns. The report's Next: {fix}."
+        earns = f"a hedge earns {num(score)}" if score else "a hedge with no right option in it earns nothing"
+        return f"You offered {offered}: {earns}; commit to one. The report's Next: {fix}."
     if case == "denied":
         return f"You ruled out {lever_label(key['next'])}, and that is the report's Next here: {fix}."
     if case == "pinned":
@@ -142,9 +144,11 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
     return f"You named {heard}; the report's Next on this trace: {fix}.{waste}"
 
 
-def number_hedged(part: str, offered: tuple, key: float, unit: str) -> str:
+def number_hedged(part: str, offered: tuple, key: float, unit: str, credit: float = 0.0) -> str:
     said = " or ".join(f"{num(v)} {unit}" for v in offered)
-    return f"You offered {said}: a hedge earns what a wrong answer earns; {part} in the trace: {num(key)} {unit}."
+    earns = (f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+             else "a hedge earns what a wrong answer earns")
+    return f"You offered {said}: {earns}; {part} in the trace: {num(key)} {unit}."
 
 
 def number_confused(part: str, said: float, confused: tuple, key: float, unit: str) -> str:
@@ -263,15 +267,29 @@ def number_feedback(part: str, said: float, key: float, unit: str, score: float)
     return f"{s} is off: the trace says {k}."
 
 
+def number_range(span: tuple, key: float, unit: str, score: float) -> str:
+    lo, hi = (_with_unit(v, unit) for v in span)
+    k = _with_unit(key, unit)
+    if score >= 1.0:
+        return f"Right: {lo} to {hi}, both ends within 15% (the trace: {k})."
+    if score > 0:
+        return f"Half credit: {lo} to {hi} holds the trace's {k}, but a range is not a measurement: commit to one."
+    if span[0] <= key <= span[1]:
+        return f"{lo} to {hi} is too wide to pin it down: the trace says {k}."
+    return f"{lo} to {hi} is off: the trace says {k}."
+
+
 def ranges_feedback(found: list[str], missed: list[str], names: tuple[str, str]) -> str:
     if not missed:
         return f"Right: the trace's ranges are {names[0]} and {names[1]}."
     return f"Missing {' and '.join(missed)}: the trace separates {names[0]} (TTFT) from {names[1]} (per token)."
 
 
-def decode_regime_why(regime: str, per_token_ms: float, steps: int, prefill_regime: str) -> str:
-    return (f"decode takes {duration_us(1e3 * per_token_ms)} per token over {steps} steps and is {REGIME[regime]}, "
-            f"while prefill is {REGIME[prefill_regime]}")
+def prefill_regime_why(regime: str, tflops: float | None, count: int | None) -> str:
+    """Why the prefill is bound as it is: its rate, and nothing about the decode (another drill asks that)."""
+    rate = f" at {tflops:,.0f} TFLOP/s" if tflops else ""
+    times = f" over {count} prefills" if count else ""
+    return f"the prefill runs{rate}{times} and is {REGIME[regime]}"
 
 
 def capped(part: str, cap: float) -> str:
@@ -303,8 +321,8 @@ def sample_source(trace: str, after: str | None, stripped: bool, reveal: bool = 
 
 def shared_source(others: tuple[str, ...]) -> str:
     """A sample other drills show too: neither its name nor theirs (either would carry this answer to them)."""
-    return f"a sample trace that {len(others)} other drill{'s' if len(others) != 1 else ''} show too, so its name " \
-           "stays hidden"
+    n = len(others)
+    return f"a sample trace that {n} other drill{' shows' if n == 1 else 's show'} too, so its name stays hidden"
 
 
 def revealed(source: str) -> str:
@@ -322,6 +340,33 @@ def operator_row(h: dict) -> str:
 
 
 OVERLAPPING_WALLS = 1.5   # the instances' walls add up to this many times their union: they overlap
+
+
+def passes_header() -> str:
+    return ("the forward passes the trace repeats, found from the ops' shapes (new tokens per sequence: the "
+            "embedding's indices, the attention's query or the matmuls' rows; wall: the time a pass adds to the "
+            "timeline):")
+
+
+def pass_row(r: dict) -> str:
+    n = r["last"] - r["first"] + 1
+    which = f"pass {r['first']}" if n == 1 else f"passes {r['first']}–{r['last']} ({n})"
+    if r["tokens"] is None and r["by_structure"] == n and r["forward"]:
+        what = "no shapes recorded (CUDA-graph replays of one structure, repeated after the prompt's pass)"
+    elif not r["forward"]:
+        what = "no forward of its own (set-up, or the end of the loop)"
+    else:
+        batch = f"batch {r['batch']} × " if r["batch"] else ""
+        tok = f"{batch}{r['tokens']:,} new token{'s' if r['tokens'] != 1 else ''}" + (" each" if n > 1 else "")
+        what = tok + (f" ({r['by_structure']} of them by their structure: CUDA-graph replays record no shapes)"
+                      if r["by_structure"] else "")
+    ms = lambda x: duration_us(1e3 * x)   # noqa: E731
+    wall = (f"wall {ms(r['wall_median_ms'])}" if n == 1 else
+            f"walls: median {ms(r['wall_median_ms'])}, mean {ms(r['wall_mean_ms'])}, "
+            f"{ms(r['wall_min_ms'])} to {ms(r['wall_max_ms'])}")
+    first = (f"; the request's first token reaches the host {ms(r['ttft_ms'])} after its first pass began"
+             if r.get("ttft_ms") is not None else "")
+    return f"  {which:22s} from {ms(r['start_ms']):>9}   {what}; {wall}{first}"
 
 
 def range_row(r: dict) -> str:
@@ -510,8 +555,10 @@ def declared_line(declared: dict, peak_gbps: float | None) -> str:
     return "the capture declares: " + ("; ".join(parts) or "nothing about the model's bytes") + peak
 
 
-def repeats_header(scenario: str, about: str) -> str:
-    return f"unprofiled repeats of {scenario} ({about}), wall ms per call:"
+def repeats_header(scenario: str, about: str, calls: int | None = None) -> str:
+    # a repeat runs the workload `calls` times: its wall is theirs together, not one call's
+    each = f"wall ms of each repeat ({calls:,} calls one after another)" if calls else "wall ms of each repeat"
+    return f"unprofiled repeats of {scenario} ({about}), {each}:"
 
 
 def repeats_row(variant: str, runs: list[float]) -> str:
@@ -562,3 +609,11 @@ def large_gaps_header() -> str:
 
 def gap_row(start_us: float, length_us: float, call: str) -> str:
     return f"  at {duration_us(start_us):>9}: {duration_us(length_us):>9} idle, the host in {call or 'no traced call'}"
+
+
+def idle_by_call_header() -> str:
+    return "the GPU's compute idle time, all gaps summed, by what the host was in (or a copy on the device):"
+
+
+def idle_by_call_row(call: str, idle_us: float, of_span: float) -> str:
+    return f"  {call or 'no traced call':40s} {duration_us(idle_us):>9} idle, {share(of_span)} of the span"

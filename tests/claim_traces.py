@@ -55,3 +55,33 @@ def dataloader_ranges_as_ops() -> dict:
         ev += events_for(launches, first_id=1 + step * 10)
         t = end
     return document(ev)
+
+
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def waiting_rank_launch_bound() -> dict:
+    """PARAM's DLRM rank 1 (torchrec, 8 V100s): most of its kernel time is collectives waiting for slower peers, and
+    between them its own timeline is launch-bound (hundreds of 3 µs kernels, a 20 µs gap before each). Here: 6
+    steps of 60 tiny kernels, then an all-reduce of 128 MiB that takes 0.4 ms on the first step and 4 ms on the
+    others (3.6 ms each waiting for a peer)."""
+    from kineto_factory import call as launch_call
+    from kineto_factory import gpu
+    from kineto_factory import op as k_op
+
+    ev, t, ext = [], 100 * US, 1
+    for step in range(6):
+        launches = steady(60, t, kernel_ns=3 * US, gap=20 * US, first_id=step * 100)
+        ev += events_for(launches, first_id=ext)
+        ext += len(launches)
+        t = launches[-1].gpu_end + 5 * US
+        end = t + (400 * US if step == 0 else 4 * MS)
+        corr = 500_000 + step
+        ev.append(k_op("record_param_comms", t - 4 * US, t + 4 * US, ext, dims=[[[64 << 20]]], types=["TensorList"]))
+        ev.append(launch_call("cuLaunchKernelEx", t - 3 * US, t + 2 * US, corr, ext))
+        ev.append(gpu(AR, t + 3 * US, end, corr, **{"Collective name": "allreduce", "In msg nelems": 64 << 20,
+                                                     "Out msg nelems": 64 << 20, "Group size": 2,
+                                                     "dtype": "BFloat16"}))
+        ext += 1
+        t = end + 5 * US
+    return document(ev, rank=1)

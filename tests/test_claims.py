@@ -46,78 +46,113 @@ def _with_line(out, i, text):
     return bad
 
 
+def _with_claims(out, line, text, *said):
+    """`out` with line `line` replaced by `text` and these claims (key, value, said) in place of those with their
+    keys: a sentence built from other fields."""
+    bad = _with_line(out, line, text)
+    keys = {k for k, _, _ in said}
+    bad["claims"] = [c for c in bad["claims"] if c["key"] not in keys] + \
+        [{"key": k, "value": v, "said": t} for k, v, t in said]
+    return bad
+
+
 def test_the_sample_report_breaks_no_claim(good):
     assert claims.check(good) == []
+    keys = {c["key"] for c in good["claims"]}
+    # the relations' figures are recorded as the sentences are built, each with the text it is said as
+    assert {"idle.share", "idle.cause.synchronization", "next.saving", "next.because.drains", "waste.saving",
+            "regime.compute_share", "regime.peak_tflops"} <= keys
 
 
 def test_a_because_resting_on_nothing_is_caught(good):
-    bad = _with_line(good, 4, "Next: remove the syncs (predicted −6% of the traced span (host and GPU), 1 ms → 0.9 ms),"
-                              " because 0 times the device drained while the host waited. Would waste the week: x.")
-    assert any("rests on nothing" in p for p in claims.check(bad))
+    bad = _with_claims(good, 4, "Next: remove the syncs (predicted −6% of the traced span (host and GPU), 1 ms → "
+                                "0.9 ms), because 0 times the device drained while the host waited. Would waste the "
+                                "week: x.", ("next.saving", 0.06, "−6%"), ("next.because.drains", 0, "0"),
+                       ("next.because.idle_us", 0, "0"), ("next.because.cause_share", 0, "0"),
+                       ("next.baseline_us", 1000, "1 ms"), ("next.predicted_us", 900, "0.9 ms"),
+                       ("next.headroom.saving", 0, ""), ("waste.saving", 0.01, ""))
+    bad["claims"] = [c for c in bad["claims"] if not c["key"].startswith(("next.precision", "waste.lever"))]
+    bad["next_experiment"]["predicted_ratio"] = 0.94
+    assert any("rests on nothing (next.because.drains said '0')" in p for p in claims.check(bad))
 
 
 def test_a_warm_up_saving_more_than_its_set_up_is_caught(good):
-    bad = _with_line(good, 4, "Next: warm up first (predicted −50% of the traced span (host and GPU), 2 s → 1 s), "
-                              "because 12% of the span is one-time set-up in first calls. Would waste the week: x.")
-    assert any("the warm-up predicts −50% but says 12%" in p for p in claims.check(bad))
+    text = ("Next: warm up first (predicted −50% of the traced span (host and GPU), 2 s → 1 s), because 12% of the "
+            "span is one-time set-up in first calls. Would waste the week: x.")
+    bad = _with_claims(good, 4, text, ("next.saving", 0.5, "−50%"), ("next.because.setup_share", 0.12, "12%"))
+    assert any("the warm-up predicts −50% but says 12% of the span is set-up" in p for p in claims.check(bad))
 
 
 def test_a_launch_bound_because_with_long_kernels_is_caught(good):
-    bad = _with_line(good, 4, "Next: cut launches, because the GPU idles 33% between 20 kernels that run 172.5 µs "
-                              "(median) while each launch costs the host more. Would waste the week: x.")
-    assert any("each launch costs more than a kernel's run" in p for p in claims.check(bad))
+    text = ("Next: cut launches, because the GPU idles 19% between 20 kernels that run 172.5 µs (median) while each "
+            "launch costs the host more. Would waste the week: x.")
+    bad = _with_claims(good, 4, text, ("next.because.kernel_median_us", 172.5, "172.5 µs"),
+                       ("next.because.launch_outlasts_kernel_us", 7.0, " while each launch costs the host more"))
+    assert any("each launch costs more than a kernel's run, but kernels run 172.5 µs against a 7.0 µs" in p
+               for p in claims.check(bad))
 
 
 def test_a_next_predicted_to_save_nothing_is_caught(good):
-    bad = _with_line(good, 4, "Next: fuse (predicted 0% of the traced span (host and GPU), 1 ms → 1 ms), because x. "
-                              "Would waste the week: y.")
-    assert any("save nothing" in p for p in claims.check(bad))
+    text = good["lines"][4].replace("predicted −15%", "predicted 0%")
+    bad = _with_claims(good, 4, text, ("next.saving", 0.002, "0%"))
+    assert any("save nothing (0%)" in p for p in claims.check(bad))
 
 
 def test_a_waste_lever_that_slows_or_saves_more_is_caught(good):
-    slows = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
-                       + "Would waste the week: CUDA graphs to cut launches, predicted +30%.")
+    head = good["lines"][4].split("Would waste")[0]
+    slows = _with_claims(good, 4, head + "Would waste the week: CUDA graphs to cut launches, predicted +30%.",
+                         ("waste.saving", -0.3, "+30%"))
     assert any("phrased as a prediction of a saving" in p for p in claims.check(slows))
-    more = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
-                      + "Would waste the week: CUDA graphs to cut launches, predicted −40%.")
-    assert any("more than the Next's 15%" in p for p in claims.check(more))
+    more = _with_claims(good, 4, head + "Would waste the week: CUDA graphs to cut launches, predicted −40%.",
+                        ("waste.saving", 0.4, "−40%"))
+    assert any("the waste lever saves −40%, more than the Next's −15%" in p for p in claims.check(more))
 
 
 def test_a_regime_split_the_health_check_withholds_is_caught(good):
     bad = copy.deepcopy(good)
     bad["health"]["findings"].append({"problem": "shapes_not_recorded", "shown": True, "withholds": ["regime"]})
-    assert any("withholds the regime" in p for p in claims.check(bad))
+    assert any("withholds the regime, yet a line says 98% compute-bound" in p for p in claims.check(bad))
 
 
 def test_fp8_advice_on_a_device_without_fp8_is_caught(good):
     bad = copy.deepcopy(good)
     bad["peaks"]["limit_flops_per_s"].pop("fp8")
-    assert any("fp8" in p for p in claims.check(bad))
+    assert any("names fp8 on NVIDIA H200, where it is no faster than fp16" in p for p in claims.check(bad))
     assert claims.check(good) == []      # an H200 has fp8 tensor cores
 
 
 def test_phases_without_a_decode_and_a_ttft_beyond_the_gpu_span_are_caught(good):
-    bad = _with_line(good, 0, good["lines"][0][:-1] + "; prefill (TTFT) 372.0 ms, decode 1.2 ms per token.")
+    text = good["lines"][0][:-1] + "; prefill (TTFT) 372.0 ms, decode 1.2 ms per token over 1 step."
+    bad = _with_claims(good, 0, text, ("measured.ttft_us", 372000.0, "372.0 ms"),
+                       ("measured.decode_steps", 1, "1 step"))
     bad["phases"] = {"ttft_us": 372000.0, "decode": {"count": 1}}
     found = claims.check(bad)
     assert any("1 decode steps" in p for p in found) and any("host time before the first kernel" in p for p in found)
 
 
 def test_a_second_peak_for_one_trace_is_caught(good):
-    bad = _with_line(good, 3, good["lines"][3].replace("808 TFLOP/s peak", "808 TFLOP/s peak, 4,800 GB/s peak"))
+    text = good["lines"][3].replace("808 TFLOP/s peak", "808 TFLOP/s peak, 4,800 GB/s peak")
+    bad = _with_claims(good, 3, text, ("regime.peak_gbps", 4800.0, "4,800 GB/s"))
     assert claims.check(bad) == ["a line judges against 4,800 GB/s, the trace's peak is 4,246 GB/s"]
 
 
 def test_a_number_rounded_to_nothing_is_caught(good):
-    bad = _with_line(good, 3, good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte"))
-    assert any("rounded to nothing" in p for p in claims.check(bad))
+    text = good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte")
+    bad = _with_claims(good, 3, text, ("regime.intensity", 0.0004, "0"))
+    found = claims.check(bad)
+    assert any("regime.intensity is 0.0004, said '0'" in p for p in found)
+    assert any("rounded to nothing: '0 FLOP/byte'" in p for p in found)     # the words too, where nothing claims
 
 
 def test_cuda_graphs_as_the_waste_of_a_trace_that_replays_graphs_is_caught(good):
-    bad = _with_line(good, 4, good["lines"][4].split("Would waste")[0]
-                     + "Would waste the week: CUDA graphs to cut launches, predicted to slow the run (+12%).")
+    bad = copy.deepcopy(good)
     bad["idle"]["evidence"]["launch_overhead"]["graph_launches"] = 16
     assert any("replays CUDA graphs already" in p for p in claims.check(bad))
+
+
+def test_a_percentage_on_the_next_line_that_is_no_claim_is_caught(good):
+    bad = _with_line(good, 4, good["lines"][4].replace("(13% of the span)", "(13% of the span, 40% of it avoidable)"))
+    assert claims.check(bad) == ["40% on the Next line is no claim of a field"]
 
 
 # --- the other outputs: what-if, diff, ranks ------------------------------------------------------------------
@@ -159,13 +194,18 @@ def test_the_whatif_checker_catches_a_saving_that_is_not_its_baseline_less_its_p
 
 def test_a_figure_that_is_not_its_field_is_caught(good):
     split = _with_line(good, 2, good["lines"][2].replace("synchronization 13%", "synchronization 31%"))
-    assert claims.check(split) == ["the Idle line says synchronization 31%, its field is 12.5%"]
+    assert claims.check(split) == ["the idle.cause.synchronization claim says '13%', which its line does not",
+                                   "31% on the Idle line is no claim of a field"]
+    field = copy.deepcopy(good)
+    next(c for c in field["claims"] if c["key"] == "idle.cause.synchronization")["value"] = 0.31
+    assert claims.check(field) == ["the Idle line says synchronization 13%, its field is 12.5%"]
     pred = copy.deepcopy(good)
     pred["next_experiment"]["predicted_ratio"] = 0.5
     assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.5"]
 
 
 def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
-    bad = _with_line(good, 4, "Next: cut launches, because the GPU idles 47% between 320 kernels that run 1.0 µs "
-                              "(median) while each launch costs the host more. Would waste the week: x.")
+    text = ("Next: cut launches, because the GPU idles 47% between 320 kernels that run 1.0 µs (median) while each "
+            "launch costs the host more. Would waste the week: x.")
+    bad = _with_claims(good, 4, text, ("next.because.idle_share", 0.47, "47%"))
     assert "the Next's because says the GPU idles 47%, the Idle line's share is 19.3%" in claims.check(bad)

@@ -3,12 +3,15 @@ what the trace holds, and the claim checker finds nothing."""
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from claim_traces import (
     context_created_by_cudafree,
     dataloader_ranges_as_ops,
     dataloader_with_workers,
     long_kernels_behind_slow_dispatch,
     runtime_only,
+    waiting_rank_launch_bound,
 )
 from kineto_factory import write
 from tracetriage.analyzers.model.verdicts import Cause
@@ -124,6 +127,57 @@ def test_code_compiled_already_is_not_told_to_torch_compile_and_the_checker_catc
                                  {"construct": "compiled", "idle_share": 0.008, "names": ["Torch-Compiled Region"]}])
     lines = ["Measured: x", "Time: x", "Idle: x", "Regime: x",
              "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), because x."]
-    out = {"lines": lines, "framework": framework, "span_us": 0, "idle_us": 0,
-           "idle": {"by_cause_us": {}, "evidence": {}}, "next_experiment": {}}
+    out = {"lines": lines, "framework": framework, "span_us": 0, "idle_us": 0, "trace": {},
+           "idle": {"by_cause_us": {}, "evidence": {}}, "next_experiment": {},
+           "claims": [{"key": "next.asks.torch_compile", "value": 1, "said": "torch.compile to fuse"}]}
     assert "the trace runs torch.compile's code already, yet the Next says to torch.compile it" in check(out)
+    # the advice records what it asks for as it is built
+    from tracetriage.analyzers.voice.said import recorded
+    with recorded() as said:
+        advice(Cause.LAUNCH_OVERHEAD)
+    assert [c.key for c in said] == ["next.asks.torch_compile"]
+
+
+def test_a_rank_that_waits_for_its_peers_also_gets_its_own_fix(tmp_path):
+    """PARAM's DLRM rank 1: its only Next was "find the rank the others wait for ... report every rank's trace
+    together", though its own timeline is launch-bound: the user got no fix until they re-ran. The straggler stays
+    the Next's kind (it needs every rank), and the rank's own fix is said beside it with its own prediction."""
+    from tracetriage.analyzers.model.verdicts import Experiment
+
+    a = analyze_file(write(tmp_path / "rank1.json", waiting_rank_launch_bound()))
+    nx = a.next_experiment
+    assert nx.kind is Experiment.FIND_STRAGGLER and nx.own_fix is not None
+    own = nx.own_fix.lever
+    assert nx.own_fix.kind is Experiment.CUT_LAUNCHES and own.saving_ns > 0.1 * own.baseline_ns
+    line = five_lines(a)[4]
+    assert line.startswith("Next: find the rank the others wait for: report every rank's trace together")
+    assert "; meanwhile this rank's own fix, with its collectives as they ran: cut launches" in line
+    assert "; on its own timeline, the GPU idles 25% between 366 kernels that run 3.0 µs (median)" in line
+    out = serialize.report(a)
+    assert out["next_experiment"]["kind"] == "find_straggler"
+    assert out["next_experiment"]["own_fix"]["whatif_lever"] == "cuda_graphs"
+    own = {c["key"]: c for c in out["claims"] if c["key"].startswith("next.own.")}
+    assert own["next.own.saving"]["value"] == pytest.approx(1 - out["next_experiment"]["own_fix"]["predicted_ratio"],
+                                                            abs=1e-4)
+    assert claims.check(out) == []
+    # the own fix is held to a Next's relations: a saving that is not its lever's ratio is caught
+    out["next_experiment"]["own_fix"]["predicted_ratio"] = 0.5
+    assert any("rank own fix says" in p for p in claims.check(out))
+
+
+def test_back_to_back_kernels_a_rounding_apart_are_no_idle(tmp_path):
+    """TraceLens's MI300X elementwise trace: 10 adds back to back, each start a ns after the previous end (Kineto
+    rounds a start and a duration to the ns). It read "idle <1% of the span (0.0 µs) ... 9 gaps with a median of
+    0 µs": a figure rounded to nothing, from gaps that are the timestamps' rounding."""
+    from kineto_factory import Launch, document, events_for
+
+    launches, t = [], 100 * 1000
+    for i in range(10):
+        g = t + 1 if i else t
+        launches.append(Launch(op_start=g - 30_000 + i, op_end=g - 20_000, call_start=g - 28_000, call_end=g - 22_000,
+                               gpu_start=g, gpu_end=g + 422_500))
+        t = g + 422_500
+    a = analyze_file(write(tmp_path / "adds.json", document(events_for(launches))))
+    assert a.idle_ns == 0
+    assert five_lines(a)[2] == "Idle: the GPU never idles inside its span."
+    assert claims.check(serialize.report(a)) == []

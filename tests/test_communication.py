@@ -233,3 +233,37 @@ def test_seconds_of_exposed_collectives_split_into_wait_and_transfer_without_ove
     spec = [("ar", 0, 1 * s), ("ar", 2 * s, 3 * s), ("ar", 4 * s, 7 * s), ("ar", 8 * s, 13 * s)]
     c = analyze_file(trace_of(tmp_path, "long.json.gz", spec)).verdict.communication
     assert (c.exposed_ns, c.transfer_ns, c.wait_ns) == (10 * s, 4 * s, 6 * s)
+
+
+def test_the_rank_that_arrived_last_at_a_call_is_not_said_to_wait_for_a_peer_in_it(tmp_path):
+    """ddp-skewed's pattern: rank 1 reaches the first all-reduce 400 ms before rank 0 (whose loop started late) and
+    waits there; rank 0's own first call takes 0.64 ms against 0.46 ms later (a first call's set-up, not a peer).
+    Alone, rank 0's trace read that as 180 µs "waiting for a peer (at least: against its own fastest call)", beside
+    the run's 0 µs: both ranks said to wait in one call. Against every rank, only rank 1 (which arrived first)
+    waits, and each rank's own report says the run's figure."""
+    from tracetriage.analyzers.output import claims
+    from tracetriage.analyzers.runs.pool import report_object
+
+    run = tmp_path / "run"
+    run.mkdir()
+    t0 = 400 * MS
+    firsts = {0: (t0, t0 + 640 * US), 1: (0, t0 + 640 * US)}
+    for r in (0, 1):
+        spec = [("ar", *firsts[r])] + [("ar", t0 + (1 + i) * MS, t0 + (1 + i) * MS + 460 * US) for i in range(4)]
+        doc = document(kernels(spec, queued=False), rank=r)
+        write(run / f"rank{r}.json.gz", doc)
+    alone = analyze_file(run / "rank0.json.gz").verdict.communication
+    assert alone.wait_ns == pytest.approx(180 * US, abs=5 * US) and not alone.against_peers
+    rr = report_object(run)
+    waits = {w.rank: w.wait_ns for w in rr.peer_waits}
+    assert waits[0] == 0 and waits[1] == pytest.approx(t0, abs=1 * MS)
+    out = serialize.ranks(rr)
+    by_rank = {r["rank"]: r for r in out["ranks"]}
+    comm0 = by_rank[0]["regime_detail"]["communication"]
+    assert comm0["against_peers"] and comm0["wait_ns"] == 0
+    assert "0 µs waiting for a peer (against the fastest rank's same call)" in by_rank[0]["lines"][3]
+    assert "at least" not in " ".join(by_rank[0]["lines"] + by_rank[1]["lines"])
+    assert claims.check_ranks(out) == []
+    # a rank's report that keeps its own estimate beside the run's figures is caught
+    by_rank[0]["regime_detail"]["communication"].update(against_peers=False, wait_ns=180_000)
+    assert claims.check_ranks(out) == ["rank 0: its report measures its wait against its own calls, not the run's"]

@@ -117,8 +117,9 @@ def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     from tracetriage.dashboard.views import PAGES
 
     assert [p.title for p in PAGES] == ["Library", "Report", "Timeline", "Ranks", "Roofline", "Diff", "What-if",
-                                        "Drills"]
-    assert [p.url for p in PAGES] == ["library", "report", "timeline", "ranks", "roofline", "diff", "whatif", "drills"]
+                                        "Try", "Drills"]
+    assert [p.url for p in PAGES] == ["library", "report", "timeline", "ranks", "roofline", "diff", "whatif", "try",
+                                      "drills"]
 
 
 def test_the_trace_in_the_url_is_the_trace_in_view_and_the_page_writes_it_back():
@@ -779,6 +780,18 @@ def test_a_triage_drill_shows_the_operator_table_drill_show_prints_and_not_the_c
     assert list(ops["name"]) == [h["name"] for h in f.hotspots]
     assert plain(span_line(f.span_ms, f.kernel_busy_ms, f.idle_share)) in markdown_text(at)
     assert "cause" not in json.dumps(specs(at)[0])                      # the key's bound is a cause here
+
+
+def test_a_ladder_drill_shows_the_lines_drill_show_prints_and_no_answer(drill_env):
+    from tracetriage.drills import bank
+    from tracetriage.drills.ladder import show
+
+    at = _pick(page("practice"), "M03.02-a")
+    assert not at.exception
+    code = "\n".join(c.value for c in at.code)
+    d = bank.get("M03.02-a")
+    assert code == "\n".join(show.lines(d))
+    assert "worth" not in code and [t.label for t in at.text_input] == ["strided", "sector_bytes", "verdict"]
 
 
 def test_a_page_run_installs_its_script_as_main_which_the_fixture_undoes():

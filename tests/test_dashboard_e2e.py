@@ -202,6 +202,34 @@ def test_every_page_paints_and_the_trace_survives_reloads_deep_links_and_a_secon
         assert (shots / f"{name}.png").stat().st_size > 10_000
 
 
+def test_a_ladder_drill_shows_what_drill_show_prints_and_grades_in_the_browser(env):
+    """The Drills page of an occupancy drill (issue 37): the lines `drill show` prints beside its timeline (the kernel's
+    launch arguments, the device's limits, what the key reads), then a graded answer."""
+    from tracetriage.drills.ladder import show
+
+    d = bank.get("M03.01-b")
+    want = show.lines(d)
+    errors: list[str] = []
+    with browser.server(log=env / "server.log") as url, browser.browser() as page:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        browser.open_trace(page, url, "samples/smell-sync-item.json.gz", timeout_ms=LONG)
+        browser.go(page, "Drills", timeout_ms=LONG)
+        key = bank.key_of(d)
+        answers = {"occupancy_pct": f"{key['occupancy_pct']}%", "achieved": f"{key['achieved']} {key['achieved_unit']}",
+                   "verdict": {"lever": "the lever", "sideshow": "a sideshow", "harm": "active harm"}[key["verdict"]]}
+        score = browser.grade_drill(page, d.id, answers, timeout_ms=LONG)
+        assert score == words.summary(d.id, grader.grade(d, answers).score)
+        code = page.locator('[data-testid="stCode"]').first
+        code.wait_for(timeout=LONG)
+        shown = code.inner_text()
+        assert [ln for ln in want if ln.strip() and ln.strip() not in shown] == []
+        assert "est. achieved" not in shown and key["verdict"] not in shown.lower().split()
+        page.get_by_text("verdict: 1.00", exact=False).first.wait_for(timeout=LONG)
+        browser.screenshot(page, env / "ladder-drill.png")
+        assert page.locator('[data-testid="stException"]').count() == 0
+    assert not errors, errors
+
+
 def test_the_idle_lane_names_the_construct_that_held_the_host_and_the_steps_lane_highlights_the_outlier(env):
     errors: list[str] = []
     with browser.server(log=env / "server.log") as url, browser.browser() as page:

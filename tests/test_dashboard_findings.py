@@ -197,7 +197,7 @@ def test_a_trace_without_ranges_gets_a_phase_lane_from_its_shapes_each_step_with
     _, spans = _spans(at)
     ph = spans[spans["lane"] == "prefill / decode"]
     assert ph["kind"].tolist() == ["prefill"] + ["decode"] * 31
-    assert ph["detail"].iloc[0] == ("prefill step 0, 9.52 ms; time to first token 9.52 ms; prefill is "
+    assert ph["detail"].iloc[0] == ("prefill step 0, 9.52 ms; time to first token 10.3 ms; prefill is "
                                     "overhead-bound")
     assert ph["detail"].iloc[1] == ("decode step 1, 5.63 ms; per token: median 4.32 ms, p90 4.79 ms over 31 steps; "
                                     "decode is overhead-bound")
@@ -218,7 +218,7 @@ def test_the_report_shows_the_phase_table_for_a_trace_without_ranges():
     captions = [c.value.replace("\\", "") for c in at.caption]
     assert any(c.startswith("Found from the ops' input shapes (a 128-token prompt, batch 1; no named ranges)")
                for c in captions)
-    assert "Time to first token 9.52 ms" in markdown_text(at).replace("\\", "")
+    assert "Time to first token 10.3 ms" in markdown_text(at).replace("\\", "")
 
 
 def test_phases_from_named_ranges_keep_their_lane_and_table_and_say_their_ranges():

@@ -1,5 +1,6 @@
 """decode's columns made in fewer passes give what one pass per field gives: the shape ids (one joined key per op
-row), and ts, dur, pid and tid (one record per event; strings and ids past int64 the way they always went)."""
+row), and ts, dur, pid and tid (strings and ids past int64 the way they always went)."""
+import zlib
 from operator import attrgetter
 from pathlib import Path
 
@@ -21,7 +22,8 @@ def _by_tuples(op_args):
 
 def _op_args(path: Path) -> list:
     doc = msgspec.json.decode(read_bytes(path), type=decode._STRICT)
-    return [e.args for e in doc.traceEvents if e.ph == "X" and e.cat == "cpu_op" and e.args is not None]
+    return [e.args for e in doc.traceEvents
+            if e.__class__ is decode._Event and e.cat == "cpu_op" and e.args is not None]
 
 
 def test_joined_keys_number_every_op_row_as_three_bytes_keys_do_on_a_real_trace():
@@ -53,12 +55,14 @@ def _same(a: dict, b: dict) -> bool:
                                         for k in a)
 
 
-def test_times_and_threads_in_one_pass_are_the_columns_one_pass_each_gives():
+def test_times_and_threads_read_digit_strings_stream_names_and_huge_ids_as_one_pass_per_field_does():
     E = decode._Event
-    ints = [E(ph="X", ts=1.5, dur=2.0, pid=7, tid=123), E(ph="X", ts=float("nan"), dur=0.0, pid=8, tid=-1)]
+    ints = [E(ts=1.5, dur=2.0, pid=7, tid=123), E(ts=float("nan"), dur=0.0, pid=8, tid=-1)]
     assert _same(decode._times_and_threads(ints), _per_field(ints))
-    digits = ints + [E(ph="X", ts=3.0, dur=1.0, pid=9, tid="42")]           # a digit string reads as int() does
+    digits = ints + [E(ts=3.0, dur=1.0, pid=9, tid="42")]           # a digit string reads as int() does
     assert decode._times_and_threads(digits)["tid"].tolist() == [123, -1, 42]
-    for odd in ("stream 7", 1 << 70):                                        # an old GPU row's tid; past int64
-        xs = ints + [E(ph="X", ts=3.0, dur=1.0, pid=9, tid=odd)]
+    huge = 1 << 70
+    for odd, want in (("stream 7", 7), (huge, -1 - zlib.crc32(str(huge).encode()))):   # an old GPU row; past int64
+        xs = ints + [E(ts=3.0, dur=1.0, pid=9, tid=odd)]
         assert _same(decode._times_and_threads(xs), _per_field(xs))
+        assert decode._times_and_threads(xs)["tid"].tolist() == [123, -1, want]

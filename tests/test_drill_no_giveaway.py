@@ -68,23 +68,64 @@ def test_the_dashboards_drill_page_names_no_smell():
         assert not [s for s in _secrets(d) if s in shown], (v.id, shown)
 
 
+def _gz(doc: dict) -> bytes:
+    import gzip
+
+    return gzip.compress(json.dumps(doc).encode())
+
+
+def _read_gz(path) -> dict:
+    import gzip
+
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
 def test_a_shown_trace_is_a_copy_with_its_sidecar_renamed_and_made_again_when_the_sample_changes(tmp_path):
     import os
 
     src = tmp_path / "smell-x.json.gz"
-    src.write_bytes(b"one")
+    one = {"schemaVersion": 1, "traceEvents": [{"name": "one", "ph": "X"}]}
+    src.write_bytes(_gz(one))
     (tmp_path / "smell-x.meta.json").write_text(json.dumps({"trace": "smell-x.json.gz", "measurements": {}}))
     out = bank.shown_copy(src, "Z.json.gz")
-    assert out.name == "Z.json.gz" and out.read_bytes() == b"one" and not os.path.samefile(src, out)
+    assert out.name == "Z.json.gz" and _read_gz(out) == one and not os.path.samefile(src, out)
     assert json.loads((out.parent / "Z.meta.json").read_text())["trace"] == "Z.json.gz"
-    src.write_bytes(b"two, longer")
+    two = {"schemaVersion": 1, "traceEvents": [{"name": "two, longer", "ph": "X"}]}
+    src.write_bytes(_gz(two))
     os.utime(src, (out.stat().st_mtime + 10, out.stat().st_mtime + 10))
-    assert bank.shown_copy(src, "Z.json.gz").read_bytes() == b"two, longer"
+    assert _read_gz(bank.shown_copy(src, "Z.json.gz")) == two
+
+
+@pytest.mark.parametrize("neutral", [False, True])
+def test_a_shown_trace_carries_no_trace_name_even_where_it_keeps_its_ranges(tmp_path, neutral):
+    """torch.profiler writes the path it exported to as traceName: `/tmp/.../generate-llama-b1-eager.json` says
+    eager and batch 1 to a drill that asks which phase misses its target."""
+    src = tmp_path / "generate-llama-b1-eager.json.gz"
+    events = [{"name": "decode_step", "cat": "user_annotation", "ph": "X"}]
+    src.write_bytes(_gz({"traceName": "/tmp/x/generate-llama-b1-eager.json", "traceEvents": events}))
+    shown = _read_gz(bank.shown_copy(src, "Q.json.gz", neutral_ranges=neutral))
+    assert "traceName" not in shown
+    assert shown["traceEvents"][0]["name"] == ("range_1" if neutral else "decode_step")
+
+
+@pytest.mark.slow      # every bundled sample, copied as shown (a few seconds each on the loaded machine)
+def test_no_sample_a_drill_shows_names_its_file_in_the_trace(tmp_path, monkeypatch):
+    """Every bundled sample shown, as the drill shows it: nothing outside the events names the capture's file."""
+    import gzip
+
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path))
+    for d in [d for d in DRILLS if d.generate is None]:
+        for p in (d.trace_path(), d.after_path()):
+            if p is None:
+                continue
+            doc = json.loads(gzip.decompress(p.read_bytes()))
+            head = json.dumps({k: v for k, v in doc.items() if k != "traceEvents"})
+            assert "traceName" not in doc and not [s for s in _secrets(d) if s in head], (d.id, head[:300])
 
 
 def test_a_shown_sidecar_keeps_what_the_analyzers_read_and_nothing_that_names_the_answer(tmp_path):
     src = tmp_path / "probe-host-dataloader.json.gz"
-    src.write_bytes(b"trace")
+    src.write_bytes(_gz({"traceEvents": []}))
     side = {"name": "probe-host-dataloader", "trace": src.name, "workload": "probe_host_dataloader",
             "params": {"num_workers": 0}, "label": {"idle_cause": "host_work", "regime": "compute",
                                                     "about": "DataLoader(num_workers=0) decodes every batch"},
@@ -123,9 +164,11 @@ def test_a_toy_drills_trace_carries_no_trace_name_and_no_label_block():
 
 
 def test_a_graded_note_never_names_a_sample_trace_that_other_drills_show():
-    r = grader.grade(bank.get("M02.04-c"), {"cause": "synchronization"})
-    assert r.notes[-1] == ("The trace, now that it is graded: a sample trace that 2 other drills show too, so its "
-                           "name stays hidden.")
+    r = grader.grade(bank.get("M00.03-a"), {"per_token_ms": "17.6 ms"})
+    assert r.notes[-1] == ("The trace, now that it is graded: a sample trace that 1 other drill shows too, so its "
+                           "name stays hidden.")       # M02.02-a: the same trace, the prefill's questions
+    r = grader.grade(bank.get("M01.04-a"), {"small_regime": "overhead"})
+    assert r.notes[-1].endswith("a sample trace that 2 other drills show too, so its name stays hidden.")
     only = [d for d in DRILLS if d.generate is None and not bank.shared_with(d)][0]
     assert Path(only.trace).name in grader.grade(only, {}).notes[-1]
 
@@ -144,3 +187,46 @@ def test_the_floor_drill_shows_the_decode_ranges_but_not_the_prefill_wall_anothe
     main(["drill", "show", drill_id, "--json"])
     names = {r["name"] for r in json.loads(capsys.readouterr().out)["ranges"]}
     assert "decode_step" in names and "prefill" not in names
+
+
+def test_no_drill_shows_a_trace_whose_answer_another_drills_key_gives_away():
+    """Issue 34: a graded drill's key is known; no other drill may show the same trace and ask an answer of the
+    same kind (its regime, idle cause, lever, per-token time, TTFT, a fusion's bytes, a pair's speedup)."""
+    leaks = {d.id: bank.answered_elsewhere(d) for d in DRILLS if bank.answered_elsewhere(d)}
+    assert not leaks, leaks
+
+
+@pytest.mark.parametrize(("drill_id", "trace", "after", "other"), [
+    # the bank before issue 34's re-pointing: one trace served up to six drills
+    ("M00.01-a", "traces/gpt-eager.json.gz", None, "M00.03-a"),             # the lever
+    ("M01.05-a", "traces/matmul-sweep-bf16.json.gz", None, None),           # no shape asked: free of M01.04
+    ("M02.01-b", "traces/fixes/knobs/tf32_gemm--allow_tf32.json.gz", None, "M01.05-a"),   # regime, lever
+    ("M01.08-c", "traces/softmax-naive.json.gz", "traces/chain-compile-large.json.gz", "M01.07-a"),  # the bytes
+    ("M01.03-c", "traces/realworld/rmsnorm_swiglu_mid--before.json.gz", None, None),
+])
+def test_a_drill_pointed_at_another_drills_trace_is_caught_when_their_answers_meet(drill_id, trace, after, other):
+    import dataclasses
+
+    d = dataclasses.replace(bank.get(drill_id), trace=trace, after=after or bank.get(drill_id).after)
+    found = {o.id for o in bank.all_drills() if o.id != d.id and bank.answers_about(d) & bank.answers_about(o)}
+    assert found == ({other} if other else set()), found
+
+
+def test_a_timer_drill_and_a_ledger_of_the_same_pair_answer_each_other():
+    import dataclasses
+
+    ledger = bank.get("M01.07-d")     # rmsnorm_swiglu_mid: before -> fuse
+    timer = dataclasses.replace(bank.get("M01.03-a"), variants=("before", "fuse"))
+    assert bank.answers_about(ledger) & bank.answers_about(timer)
+    assert not bank.answers_about(ledger) & bank.answers_about(bank.get("M01.03-a"))   # fuse vs graphs: its own
+
+
+def test_a_drill_re_pointed_to_an_older_sample_is_shown_the_new_one(tmp_path):
+    import os
+
+    old, new = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    new.write_bytes(_gz({"traceEvents": [{"name": "new"}]}))
+    os.utime(new, (1_000_000, 1_000_000))         # the sample the drill now shows is older than the copy
+    old.write_bytes(_gz({"traceEvents": [{"name": "old"}]}))
+    bank.shown_copy(old, "R.json.gz")
+    assert _read_gz(bank.shown_copy(new, "R.json.gz"))["traceEvents"][0]["name"] == "new"

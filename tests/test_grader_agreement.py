@@ -23,8 +23,9 @@ def test_a_held_out_set_is_graded_once_per_file_and_per_part(tmp_path, capsys):
                                           "M02.04-c--2.toml\tcause\t1\ttook the hedge\n")
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "files: 2 of 3 within 0.25 of the teacher (66.7%), mean error 0.3333; 1 too harsh, 0 too lenient"
-    assert out[1] == "parts: 1 of 2 within 0.25 of the teacher (50.0%), mean error 0.5; 1 too harsh, 0 too lenient"
+    # the hedge earns 0.4 of its part (0.4 of the file): off the teacher's 1.0 by 0.84 and 0.6
+    assert out[0] == "files: 2 of 3 within 0.25 of the teacher (66.7%), mean error 0.28; 1 too harsh, 0 too lenient"
+    assert out[1] == "parts: 1 of 2 within 0.25 of the teacher (50.0%), mean error 0.3; 1 too harsh, 0 too lenient"
 
 
 def test_a_missing_teacher_file_is_one_error_line(tmp_path, capsys):

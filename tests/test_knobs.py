@@ -1,6 +1,6 @@
-"""The knobs: each one-line change's prediction from its before trace lands in the spread measured on the H200
-(traces/fixes/knobs: three workloads a knob, 5 profiled and 5 unprofiled runs each), on the dev half the models
-were fitted on and on the test half they were not (the first byte of sha256 of the before trace's name: even
+"""The knobs: each one-line change's prediction from its before trace lands in the spread measured on the GPU
+(traces/fixes/knobs and knobs3: three workloads a knob, 5 profiled and 5 unprofiled runs each), on the dev half the
+models were fitted on and on the test half they were not (the first byte of sha256 of the before trace's name: even
 is dev)."""
 import hashlib
 import json
@@ -13,12 +13,16 @@ from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
-MEASURED = json.loads((KNOBS / "measured.json").read_text())["scenarios"]
+FOLDERS = tuple(f for f in (KNOBS, KNOBS.parent / "knobs3") if (f / "measured.json").exists())
+SCENARIOS = {f: json.loads((f / "measured.json").read_text())["scenarios"] for f in FOLDERS}
+FOLDER_OF = {kind: f for f in FOLDERS for kind in SCENARIOS[f]}
+MEASURED = {kind: sc for f in FOLDERS for kind, sc in SCENARIOS[f].items()}
 WIDEN = 0.05      # the issue's tolerance around the measured spread
 # Test-half pairs the model misses, said in the closing note rather than fitted away.
-KNOWN_MISSES = {
-    ("autocast_resnet_train", "autocast_bf16"): "autocast on a host-bound resnet18 step adds more casts and dispatch "
-                                                "than one per weight (measured 1.23, predicted 1.03)",
+KNOWN_MISSES: dict[tuple[str, str], str] = {
+    ("inference_mode_encoder", "inference_mode"):
+        "nn.TransformerEncoderLayer takes its fused fast path once grad is off (aten::_transformer_encoder_layer_fwd: "
+        "468 -> 324 kernels, 0.48 measured); the lever prices autograd's bookkeeping only (0.72, a floor)",
 }
 
 
@@ -35,15 +39,23 @@ PAIRS = [pytest.param(kind, lever, id=f"{half(kind)}-{kind}-{lever}",
 @pytest.mark.parametrize("kind,lever", PAIRS)
 def test_a_knobs_prediction_lands_in_the_measured_spread(kind, lever):
     r = MEASURED[kind]["ratio"][lever]
-    pred = whatif.predict(load(KNOBS / f"{kind}--before.json.gz")).lever(lever).predicted_ratio
+    pred = whatif.predict(load(FOLDER_OF[kind] / f"{kind}--before.json.gz")).lever(lever).predicted_ratio
+    if not LEVERS[lever].knob.priced:       # a knob a trace cannot price says no saving, whatever it measured
+        assert pred == 1.0, f"{kind} {lever}: an unpriced knob predicted {pred:.3f}"
+        return
     assert r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN, \
         f"{kind} {lever}: predicted {pred:.3f}, measured {r['median']:.3f} [{r['p10']:.3f}, {r['p90']:.3f}]"
 
 
 def test_every_knob_is_measured_on_both_halves():
+    from tracetriage.analyzers.whatif.levers import CAPTURE_PENDING
+
     knobs = [name for name, spec in LEVERS.items() if spec.knob is not None]
     assert len(knobs) >= 5
     for k in knobs:
+        if k in CAPTURE_PENDING:
+            assert not any(k in sc["ratio"] for sc in MEASURED.values()), f"{k}'s pairs are in: leave CAPTURE_PENDING"
+            continue
         halves = {half(kind) for kind, sc in MEASURED.items() if k in sc["ratio"]}
         assert halves == {"dev", "test"}, k
 
@@ -52,7 +64,7 @@ def test_every_knob_is_measured_on_both_halves():
 def test_a_knob_finds_nothing_to_do_on_its_own_after_trace(kind):
     """The after trace has the knob turned: its evidence is gone, so the lever acts on nothing there."""
     for lever in MEASURED[kind]["ratio"]:
-        w = whatif.predict(load(KNOBS / f"{kind}--{lever}.json.gz"))
+        w = whatif.predict(load(FOLDER_OF[kind] / f"{kind}--{lever}.json.gz"))
         after = w.lever(lever)
         assert after.assumption.count == 0 or after.saving_ns <= 0.02 * w.baseline_ns, \
             (kind, lever, after.assumption)
@@ -123,11 +135,14 @@ def test_every_knob_spec_says_its_line_evidence_devices_model_and_guide():
 def test_diff_names_the_knob_the_change_turned(kind, lever, capsys):
     from tracetriage.cli import main
 
-    assert main(["diff", str(KNOBS / f"{kind}--before.json.gz"), str(KNOBS / f"{kind}--{lever}.json.gz"),
-                 "--json"]) == 0
+    assert main(["diff", str(FOLDER_OF[kind] / f"{kind}--before.json.gz"),
+                 str(FOLDER_OF[kind] / f"{kind}--{lever}.json.gz"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["prediction"]["lever"] == lever
     assert LEVERS[lever].applied_as in " ".join(out["lines"])
+    said = next(x for x in out["lines"] if x.startswith("Predicted: "))
+    # a knob a trace cannot price is never said to have had a prediction (no made-up 1.00 to compare with)
+    assert ("predicted" in said.split(")", 1)[-1]) == LEVERS[lever].knob.priced, said
 
 
 # --- the Next: ranked by what is in hand ------------------------------------------------------------------------
@@ -136,7 +151,7 @@ def _report(kind: str):
     from tracetriage.analyzers.triage.report import analyze_file
     from tracetriage.analyzers.voice.report import five_lines
 
-    a = analyze_file(KNOBS / f"{kind}--before.json.gz")
+    a = analyze_file(FOLDER_OF[kind] / f"{kind}--before.json.gz")
     return a, five_lines(a)[4]
 
 
@@ -211,3 +226,36 @@ def test_a_factory_counts_only_where_its_size_makes_the_copys_bytes(tmp_path):
     t = load(KNOBS / "device_randn--before.json.gz")
     randn = next(i for i in range(len(t.ev.name)) if t.name_of(i) == "aten::randn")
     assert factory_numel(t, randn) == 2048 * 2048
+
+
+def test_a_knobs_evidence_op_is_the_line_the_next_names_before_the_top_hotspots():
+    """sdpa's line is the hand-written softmax's, wherever its time ranks (Knob.ops), on a trace with stacks."""
+    import os
+
+    from tracetriage.analyzers.model.verdicts import Experiment
+    from tracetriage.analyzers.triage import sources
+    from tracetriage.analyzers.triage.report import analyze_file
+
+    root = Path(__file__).resolve().parent.parent
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        a = analyze_file(root / "traces" / "script-user-train-stacks.json.gz")
+    finally:
+        os.chdir(cwd)
+    src, hot = a.source_lines, a.hotspots
+    named = [h.name for h in hot if src.hotspots.get(h.name)]
+    top, other = src.hotspots[named[0]][0], next(src.hotspots[n][0] for n in named[1:]
+                                                if src.hotspots[n][0] != src.hotspots[named[0]][0])
+    assert sources.next_line(Experiment.TURN_KNOB, None, src, hot) == top
+    op = next(n for n in named if src.hotspots[n][0] == other)
+    assert sources.next_line(Experiment.TURN_KNOB, None, src, hot, ops=("aten::not_here", op)) == other
+    assert {"aten::_softmax", "aten::softmax"} <= sources.KNOB_OPS
+
+
+def test_the_set_to_none_line_claims_no_default_the_trace_contradicts():
+    """The knob is named only where zero_grad still fills the gradients: its words must not say set_to_none=True is
+    the default there (it is from torch 2.0 on, and this trace shows it off)."""
+    a, line = _report("set_to_none_wide")
+    change = LEVERS["grads_to_none"].knob.change
+    assert "default" not in change and "zero_grad(set_to_none=True)" in line

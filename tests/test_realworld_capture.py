@@ -272,12 +272,13 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
     hf_pairs = script.split("\nhf_pairs() {")[1].split("\n}")[0]
     assert "--drop-lever cuda_graphs" in script.split("\nhf_retry() {")[1].split("\n}")[0]
     groups = "\n" + script.split("\ncase $GROUP in\n")[1]
-    a, b, c, knobs, knobs2, knobs3, smoke = (groups.split(f"\n{g})")[1].split(";;")[0]
-                                             for g in ("a", "b", "c", "knobs", "knobs2", "knobs3", "smoke"))
+    a, b, c, knobs, knobs2, knobs3, loader, smoke = (groups.split(f"\n{g})")[1].split(";;")[0]
+                                                     for g in ("a", "b", "c", "knobs", "knobs2", "knobs3", "loader",
+                                                               "smoke"))
     a, b, c, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, c, smoke))
     for kind in REALWORLD:
         # each kind in one data group
-        assert sum(f"{kind} " in g or f"{kind}\n" in g for g in (a, b, c, knobs, knobs2, knobs3)) == 1, kind
+        assert sum(f"{kind} " in g or f"{kind}\n" in g for g in (a, b, c, knobs, knobs2, knobs3, loader)) == 1, kind
         assert kind in smoke, kind
     from tracetriage.capture.realworld_cold import KINDS
     for model in KINDS:
@@ -291,14 +292,18 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
 def test_the_device_script_refuses_an_unknown_group(tmp_path):
     p = subprocess.run(["bash", str(ROOT / "capture" / "record_realworld.sh")], capture_output=True, text=True,
                        env={**os.environ, "GROUP": "z", "OUT": str(tmp_path)})
-    assert p.returncode == 2 and "GROUP must be a, b, c, knobs, knobs2, knobs3 or smoke" in p.stderr
+    assert p.returncode == 2 and "GROUP must be a, b, c, knobs, knobs2, knobs3, loader or smoke" in p.stderr
 
 
-def test_capture_modules_import_nothing_the_device_lacks():
+def test_capture_modules_import_nothing_the_device_lacks(tmp_path):
+    """As record_realworld.sh imports them there: from the links of tools/pkglink.py, with -P, no msgspec."""
+    from tools.pkglink import link_package
+
     code = ("import sys; sys.modules['msgspec'] = None\n"
             "import tracetriage.capture.realworld, tracetriage.capture.realworld_traces, "
             "tracetriage.capture.realworld_cold, tracetriage.capture.harness")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run([sys.executable, "-P", "-c", code], check=True, cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(link_package(tmp_path / "pkg"))})
 
 
 def test_the_hand_compiled_decode_forward_gets_the_same_arguments_as_the_eager_one():

@@ -101,7 +101,7 @@ def test_json_contract_keys_are_present():
     assert set(out["roofline"][0]) >= {"name", "flops", "bytes", "intensity", "achieved_tflops", "achieved_gbps",
                                        "bound"}
     assert set(out["next_experiment"]) == {"lever", "why", "waste", "kind", "predicted_ratio", "whatif_lever", "only",
-                                          "acts_on", "baseline_us", "unprofiled_ratio"}
+                                          "acts_on", "baseline_us", "unprofiled_ratio", "own_fix"}
     assert 0 < out["next_experiment"]["predicted_ratio"] < 1
     assert len(out["lines"]) == 5
 

@@ -35,3 +35,16 @@ def test_every_stage_and_every_lever_runs_on_a_report_of_a_real_trace():
     assert sorted(expected - set(ran)) == []
     # the stages hold the whole: what no named stage holds ("other") is a small part of it
     assert ran["other"][0] < 0.25 * ran["total"][0]
+
+
+def test_the_levers_are_timed_in_this_process_even_where_the_report_would_replay_them_aside():
+    # the report forks a large trace's levers into a child (whatif.aside): forced on here, on a small trace,
+    # every lever's stage must still show
+    from tracetriage.analyzers.whatif.levers import LEVERS
+
+    code = ("import sys; from tracetriage.analyzers.whatif import aside; aside.MIN_EVENTS = 0; "
+            "from tools import stage_times; sys.exit(stage_times.main(sys.argv[1:]))")
+    out = subprocess.run([sys.executable, "-c", code, "traces/smell-sync-item.json.gz", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout
+    ran = json.loads(out)
+    assert {f"lever {name}: edit" for name in LEVERS} | {"what-if: dependency graph"} <= set(ran)

@@ -119,6 +119,29 @@ def test_the_outlier_step_is_named_with_its_cause_and_the_construct_that_held_th
     assert f"step 7 took {o.ratio:.1f}× the median" in line and "host stretch in the DataLoader's __next__" in line
 
 
+def test_a_host_stall_inside_one_step_of_a_loop_cut_at_its_second_op_names_that_step(tmp_path):
+    """20 iterations of linear, gelu, linear, loss, backward, optimizer, no sync and no DataLoader: the loop's first
+    op (aten::linear) occurs twice per iteration, so the sequence is cut at gelu. Iteration 11 stalls 40 ms between
+    its forward and backward. The steps are the 20 iterations, and the outlier is step 11 (it read 21 steps, a
+    one-op prologue, and named step 12)."""
+    tl = Timeline()
+    for i in range(20):
+        for name in ("aten::linear", "aten::gelu", "aten::linear", "aten::mse_loss"):
+            tl.op(name, 200 * US)
+        if i == 11:
+            tl.host(40 * MS)
+        for name in ("autograd::engine::evaluate_function: AddmmBackward0", "aten::gelu_backward",
+                     "autograd::engine::evaluate_function: AddmmBackward0"):
+            tl.op(name, 300 * US)
+        tl.op("aten::_foreach_add_", 100 * US)
+    a = analyze_trace(tl.write(tmp_path / "stall.json"))
+    st = a.steps
+    assert st.boundary is Boundary.AT_OP and len(st.steps) == 20 and all(s.kernels == 8 for s in st.steps)
+    assert st.summary.outlier is not None and st.summary.outlier.step == 11
+    line = five_lines(a)[0]
+    assert "20 steps (the repeated op sequence" in line and "step 11 took" in line
+
+
 def test_profiler_steps_are_the_steps_when_the_trace_has_them(tmp_path):
     tl = Timeline()
     for i in range(4):
@@ -388,7 +411,9 @@ def test_hf_generate_prefill_and_decode_match_the_tokens_the_host_received(path)
     assert p is not None and p.found_from.value == "shapes"
     assert p.requests == 1 and p.decode.count == truth["new_tokens"] - 1
     assert p.batch == truth["batch"] and p.prompt_tokens == truth["prompt_len"]
-    assert p.ttft_us / 1e3 == pytest.approx(prof["ttft_ms"], rel=0.10)
+    # the first token is home when its device-to-host copy ends: within 2% of the streamer's put (GPT-2 at batch 1
+    # read 8% short when the TTFT ended with the prefill step, cut at the LM head)
+    assert p.ttft_us / 1e3 == pytest.approx(prof["ttft_ms"], rel=0.02)
     assert p.per_token_median_us / 1e3 == pytest.approx(float(np.median(prof["per_token_ms"])), rel=0.05)
     assert p.per_token_p90_us >= p.per_token_median_us
     # static cache compiles decode (a CUDA-graph replay in the Llama runs): said as taken from the structure

@@ -69,6 +69,22 @@ def test_dry_run_lists_the_runs_and_runs_and_writes_nothing(capsys, tmp_path):
     assert digest(tmp_path) == before and not (tmp_path / "o").exists()
 
 
+def test_an_unknown_knob_is_one_error_line_naming_the_knobs(capsys, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    code, out, err = run(capsys, "try", "--knob", "warp_drive", str(script))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("error: no knob named warp_drive; choose from: ") and "dataloader_workers" in err
+
+
+def test_dry_run_with_knob_lists_only_the_knobs_named(capsys, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    code, out, _ = run(capsys, "try", "--dry-run", "--json", "--device", "cpu", "--knob", "fused_adamw", str(script))
+    keys = [json.loads(r["command"][r["command"].index("--outside") + 1])["key"] for r in json.loads(out)["runs"]]
+    assert code == 0 and keys == ["baseline", "baseline", "fused_adamw"]
+
+
 def test_dry_run_json_is_one_object_of_commands(capsys, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
@@ -116,7 +132,8 @@ def test_a_script_that_fails_under_the_knob_is_a_failed_result_not_a_crash(tmp_p
                         json.dumps(knob.to_json()), "--result", str(result), "--", str(script)],
                        capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 3
-    assert json.loads(result.read_text()) == {"failed": "AssertionError: this script refuses the fused optimizer"}
+    assert json.loads(result.read_text()) == {"failed": "AssertionError: this script refuses the fused optimizer",
+                                              "device_start_ns": 0}
 
 
 @pytest.mark.parametrize(("predicted", "runs", "verdict"), [
@@ -179,6 +196,10 @@ def test_try_on_a_cpu_script_prints_one_table_and_a_failing_knobs_row(capsys, tm
     assert z["predicted"]["profiled"] is None          # a CPU trace has no GPU timeline to replay
     assert "allow_tf32" in res["gpu_only"] and len(res["before"]["profiled_span_ns"]) == 1
     assert hashlib.sha256(script.read_bytes()).hexdigest() == before
+    kept = tmp_path / "o" / "try.json"      # the table is kept beside the traces, for the dashboard's try page
+    assert json.loads(kept.read_text()) == res
+    assert kept.with_suffix(".txt").read_text().startswith("tracetriage try ")
+    assert "| knob | the change in your code |" in kept.with_suffix(".md").read_text()
     for t in z["after_traces"]:            # the after traces are kept, a pair for tracetriage diff
         assert Path(t).is_file()
     code, out, _ = run(capsys, "diff", res["before_trace"], z["after_traces"][0])
@@ -240,3 +261,9 @@ def test_a_knob_no_lever_prices_is_proposed_only_where_the_trace_holds_what_it_a
     assert [(p.key, p.predicted, p.why_unpriced) for p in convs] == [("cudnn_benchmark", None, "no lever prices it")]
     gemms, _ = propose(analyze_file(KNOBS / "tf32_mlp_train--before.json.gz"), has_gpu=True)
     assert "cudnn_benchmark" not in [p.key for p in gemms] and "empty_cache_noop" not in [p.key for p in gemms]
+
+
+def test_the_unprofiled_clock_starts_no_device_on_a_cpu(tmp_path):
+    from tracetriage.capture.knob_runner import start_device
+
+    assert start_device("cpu") == 0

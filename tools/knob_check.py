@@ -1,7 +1,9 @@
-"""Each knob's prediction from its before trace beside the ratio measured on the H200 (traces/fixes/knobs), with
-the dev/test half of each pair (the first byte of sha256 of the before trace's name: even is dev).
+"""Each knob's prediction from its before trace beside the ratio measured on the GPU (traces/fixes/knobs and
+traces/fixes/knobs3, each capture's device named in its CAPTURED.md section), with the dev/test half of each pair
+(the first byte of sha256 of the before trace's name: even is dev). A knob a trace cannot price (cudnn_benchmark)
+predicts 1.00 by design: its rows say "unpriced" where the measurement moved, not MISS.
 
-    python -m tools.knob_check [--half dev|test]
+    python -m tools.knob_check [--half dev|test] [--folder traces/fixes/knobs3]
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from pathlib import Path
 
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.whatif import predict as whatif
+from tracetriage.analyzers.whatif.levers import LEVERS
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
+KNOBS3 = KNOBS.parent / "knobs3"
+FOLDERS = (KNOBS, KNOBS3)
 WIDEN = 0.05
 
 
@@ -21,28 +26,34 @@ def half(name: str) -> str:
     return "dev" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def rows(folder: Path = KNOBS):
+def rows(folder: Path = KNOBS, only: str | None = None):
+    """Each pair's prediction and measurement; `only` a half: the other half's traces are not even replayed."""
     measured = json.loads((folder / "measured.json").read_text())["scenarios"]
     for kind, sc in measured.items():
         before = f"{kind}--before.json.gz"
+        if only and half(before) != only:
+            continue
         w = whatif.predict(load(folder / before))
         for lever, r in sc["ratio"].items():
             pred = w.lever(lever).predicted_ratio
             ok = r["p10"] - WIDEN <= pred <= r["p90"] + WIDEN
+            knob = LEVERS[lever].knob
             yield dict(kind=kind, lever=lever, half=half(before), predicted=pred, median=r["median"], p10=r["p10"],
-                       p90=r["p90"], wall=sc["wall_ratio"][lever]["median"], ok=ok)
+                       p90=r["p90"], wall=sc["wall_ratio"][lever]["median"], ok=ok,
+                       priced=knob is None or knob.priced)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--half", choices=("dev", "test"))
+    ap.add_argument("--folder", type=Path, action="append", help="a folder of pairs with its measured.json "
+                    "(default: traces/fixes/knobs and traces/fixes/knobs3)")
     args = ap.parse_args(argv)
-    for r in rows():
-        if args.half and r["half"] != args.half:
-            continue
+    for r in (r for folder in (args.folder or FOLDERS) if (folder / "measured.json").exists()
+              for r in rows(folder, args.half)):
         print(f"{r['half']:4s} {r['kind']:26s} {r['lever']:18s} predicted {r['predicted']:.3f}  measured "
               f"{r['median']:.3f} [{r['p10']:.3f}-{r['p90']:.3f}] unprofiled {r['wall']:.3f}  "
-              f"{'ok' if r['ok'] else 'MISS'}")
+              f"{'ok' if r['ok'] else 'MISS' if r['priced'] else 'unpriced'}")
     return 0
 
 

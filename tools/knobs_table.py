@@ -12,7 +12,8 @@ from tracetriage.analyzers.whatif.levers import LEVERS
 from tracetriage.analyzers.whatif.levers.catalogue import CATALOGUE
 
 ROOT = Path(__file__).resolve().parent.parent
-MEASURED = [ROOT / "traces" / "fixes" / "knobs", ROOT / "traces" / "realworld", ROOT / "traces" / "fixes"]
+MEASURED = [ROOT / "traces" / "fixes" / "knobs", ROOT / "traces" / "fixes" / "knobs3", ROOT / "traces" / "realworld",
+            ROOT / "traces" / "fixes"]
 
 HEAD = """# The knobs: every one of PyTorch's tuning guides, and what the trace can say of it
 
@@ -21,8 +22,9 @@ the CUDA semantics page and the DataLoader docs (and, last, faster paths PyTorch
 by hand). **Lever** is the what-if lever that recognises the knob in a trace and predicts its saving
 (`tracetriage whatif TRACE --lever NAME`); **recognised by** is what in the trace shows it applies;
 **predicted by** is the lever's model; **verified on** lists the before/after pairs captured on an H200
-(traces/fixes/knobs, traces/realworld, traces/fixes: 5 profiled and 5 unprofiled runs each; tests check each
-prediction lands in the measured spread ±0.05). A row without a lever says why a trace cannot show or price it.
+(traces/fixes/knobs and knobs3, traces/realworld, traces/fixes: 5 profiled and 5 unprofiled runs each; tests check each
+prediction lands in the measured spread ±0.05; an unpriced knob's, that it predicts no saving). A row without a
+lever says why a trace cannot show or price it.
 **try applies it by** is how `tracetriage try SCRIPT` turns the knob in a child process without editing your code
 (docs/try.md); "—": it needs an edit.
 
@@ -30,7 +32,8 @@ The one-line knobs (a lever with a `knob`) are ranked first in the report's Next
 apply and they predict at least 3% of the span; a bigger change that would save more follows as "then".
 Device-aware: TF32 and bf16 only on devices whose tensor cores run them (Ampere and later, MI200/MI300), fp8
 only on Hopper, Ada and MI300; each prediction uses the peak of the precision the knob switches to (measured
-ceilings beside the trace first, else the datasheet).
+ceilings beside the trace first, else the datasheet;
+sdpa's the datasheet's: the share its fused kernels reach was measured against it).
 
 This file is written by `python -m tools.knobs_table > docs/knobs.md` from
 `analyzers/whatif/levers/catalogue.py`; a test checks they agree.

@@ -504,7 +504,7 @@ def _dashboard_commands(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="tracetriage", description="Name the cause of every idle gap in a torch.profiler trace.")
-    ap.add_argument("--version", action="version", version=f"tracetriage {_version()}")
+    ap.add_argument("--version", action=_Version, help="show the installed version and exit")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
@@ -576,6 +576,17 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 def _quiet_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on loads over a second)")
+
+
+class _Version(argparse.Action):
+    """--version, with the version looked up only when asked: importlib.metadata costs every command ~15 ms."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"tracetriage {_version()}")
+        parser.exit()
 
 
 def _version() -> str:

@@ -11,8 +11,10 @@ exposed part split in two. Each call's transfer takes what the fastest call of i
 that moved at least as many bytes took (the one that waited least; where the trace records no message
 size, the fastest call of the same kernel); the call's first (its time − that) is waiting for a peer,
 its last stretch moving bytes. Within one rank's trace this
-is a lower bound on the waiting: every call may have waited some. With every rank's trace
-(`tracetriage report DIR`) the fastest rank's same call is the transfer (tracetriage.analyzers.analyses.ranks).
+is an estimate: every call may have waited some, and a call may take longer for reasons of its own (a first call's
+set-up). With every rank's trace (`tracetriage report DIR`) the fastest rank's same call is the transfer
+(`peer_transfer_ns`, from tracetriage.analyzers.analyses.ranks): the rank that arrived last at a call waits
+nothing in it, and only the ranks that came before it wait.
 The transfer's bus bandwidth (message bytes x bus factor / time, tracetriage.analyzers.model.kernels) is held
 against the GPU-to-GPU link (tracetriage.analyzers.analyses.peer_links) where the trace records the message.
 
@@ -68,6 +70,8 @@ class Communication:
     busy_ns: int              # kernel busy time of the span (any kernel, union per device)
     kinds: tuple[CollectiveKind, ...]    # largest exposed first
     ranks: int | None         # the process group's size where recorded, else the run's world size
+    against_peers: bool = False   # the wait is against the fastest rank's same call (every rank's trace), not
+                                  # against this rank's own fastest call
 
     @property
     def exposed_share(self) -> float:
@@ -90,8 +94,11 @@ class Communication:
         return self.exposed_ns > 0 and self.wait_ns >= WAIT_MOSTLY * self.exposed_ns
 
 
-def analyze(trace: Trace, kernel_rows: np.ndarray) -> Communication | None:
-    """The collectives among `kernel_rows` (kernel rows of the trace); None when there is none."""
+def analyze(trace: Trace, kernel_rows: np.ndarray, peer_transfer_ns: tuple[int, ...] | None = None) \
+        -> Communication | None:
+    """The collectives among `kernel_rows` (kernel rows of the trace); None when there is none. `peer_transfer_ns`:
+    per collective call, in time order, what the fastest rank's same call took (used when this rank ran as many
+    calls)."""
     ev = trace.ev
     if not len(kernel_rows) or not any(map(is_collective, trace.names)):   # (names, not rows: most traces have none)
         return None
@@ -100,6 +107,11 @@ def analyze(trace: Trace, kernel_rows: np.ndarray) -> Communication | None:
         return None
     rows = kernel_rows[coll]
     transfer = _transfer_ns(trace, rows)
+    against_peers = peer_transfer_ns is not None and len(peer_transfer_ns) == len(rows)
+    if against_peers:
+        order = np.argsort(ev.start[rows], kind="stable")
+        dur = ev.end[rows] - ev.start[rows]
+        transfer[order] = np.minimum(dur[order], np.asarray(peer_transfer_ns, np.int64))
     exposed = np.zeros(len(rows), np.int64)
     waited = np.zeros(len(rows), np.int64)
     busy = exposed_total = 0
@@ -116,14 +128,14 @@ def analyze(trace: Trace, kernel_rows: np.ndarray) -> Communication | None:
         s, e = ev.start[rows[mine]], ev.end[rows[mine]]
         exposed[mine] = iv.covered(xs, xe, s, e)
         waited[mine] = iv.covered(xs, xe, s, np.maximum(e - transfer[mine], s))   # the wait comes first
-    kinds = _by_kind(trace, rows, transfer, exposed, waited)
+    kinds = _by_kind(trace, rows, transfer, exposed, waited, against_peers)
     # the product of two ns totals passes int64 past ~3 s each: it is taken in Python ints (then divided as floats,
     # as before)
     product = int(exposed_total) * int(waited.sum())
     wait_total = int(round(float(product) / float(exposed.sum()))) if exposed.sum() else 0
     return Communication(collective_ns=int((ev.end[rows] - ev.start[rows]).sum()), exposed_ns=exposed_total,
                          wait_ns=wait_total, transfer_ns=exposed_total - wait_total, busy_ns=busy,
-                         kinds=kinds, ranks=_ranks(trace, rows))
+                         kinds=kinds, ranks=_ranks(trace, rows), against_peers=against_peers)
 
 
 def _transfer_ns(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -160,7 +172,8 @@ def _ranks(trace: Trace, rows: np.ndarray) -> int | None:
     return int(np.bincount(g).argmax()) if len(g) else trace.world_size
 
 
-def _by_kind(trace: Trace, rows, transfer, exposed, waited) -> tuple[CollectiveKind, ...]:
+def _by_kind(trace: Trace, rows, transfer, exposed, waited, against_peers: bool = False) \
+        -> tuple[CollectiveKind, ...]:
     ev = trace.ev
     kind = np.array([collective_kind(trace.names[i]) for i in ev.name[rows].tolist()], dtype=object)
     link = peer_link(trace.device_name())
@@ -171,9 +184,11 @@ def _by_kind(trace: Trace, rows, transfer, exposed, waited) -> tuple[CollectiveK
         sized = nbytes != NONE
         bus = None
         if sized.any():
-            # the fastest calls (the ones that waited least) measure the link: bytes on it over their time
+            # the fastest calls (the ones that waited least) measure the link: bytes on it over their time; against
+            # every rank, each call's transfer is the fastest rank's, so every call measures it
             f = bus_factor(k, _ranks(trace, rows[m]))
-            fast = sized & (nbytes > 0) & (transfer[m] == ev.end[rows[m]] - ev.start[rows[m]]) & (transfer[m] > 0)
+            fastest = against_peers | (transfer[m] == ev.end[rows[m]] - ev.start[rows[m]])
+            fast = sized & (nbytes > 0) & fastest & (transfer[m] > 0)
             if f is not None and fast.any():
                 bus = float(np.median(nbytes[fast] * f / transfer[m][fast]))    # bytes/ns == GB/s
         ex, wt = int(exposed[m].sum()), int(waited[m].sum())

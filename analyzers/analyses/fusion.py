@@ -232,48 +232,79 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
         fusible &= ~breaks[calls]
     ledgers = _Ledgers(ops_of)
     # the chains, as runs of positions in `calls` (each thread's calls in time order), with their ledgers
-    found_calls: list[list[int]] = []
-    found_books: list[_Ledger] = []
+    found_calls: list[np.ndarray] = []
+    found_states: list[int] = []
     tids = ev.tid[calls]
+    walked: dict[tuple, list[tuple[int, int, int]]] = {}
     for tid in distinct(tids).tolist():
         at = np.flatnonzero(tids == tid)
-        run: list[int] = []          # positions in `calls` of the chain being built
-        last_op, state = NONE, 0
-        for i, o, s, f in zip(at.tolist(), op[at].tolist(), sig[at].tolist(), fusible[at].tolist()):
-            if run and last_op == o:      # another launch of the op the chain already holds
-                run.append(i)
-                continue
-            if not f or (run and not ledgers.continues(state, s)):
-                if len(run) >= MIN_OPS:   # not fusible, or the next call of the chain's function
-                    found_calls.append(run)
-                    found_books.append(ledgers.books[state])
-                run, state = [], 0
-                if not f:
-                    continue
-            run.append(i)
-            last_op = o
-            state = ledgers.add(state, s)
-        if len(run) >= MIN_OPS:
-            found_calls.append(run)
-            found_books.append(ledgers.books[state])
-    return _table(ev, calls, op, kern, launch, found_calls, found_books)
+        for lo, hi, runs in _stretches(ledgers, op[at], sig[at], fusible[at], walked):
+            for a, b, state in runs:
+                found_calls.append(at[lo + a:lo + b])
+                found_states.append(state)
+    books = ledgers.books      # (each state's figures read once, then taken by each chain that ends in it)
+    states = np.array(found_states, np.int64)
+    eager = np.array([b.eager for b in books], np.float64)[states]
+    fused = np.array([b.fused for b in books], np.float64)[states]
+    passes = np.array([b.passes for b in books], np.int64)[states]
+    return _table(ev, calls, op, kern, launch, found_calls, eager, fused, passes)
+
+
+def _stretches(ledgers: _Ledgers, op: np.ndarray, sig: np.ndarray, fusible: np.ndarray, walked: dict):
+    """One thread's chains, stretch by stretch: (lo, hi, [(start, end, ledger state) of each chain in it, as
+    positions from lo]) for each stretch of calls lo..hi-1 that a chain may hold.
+
+    A chain grows call by call: another launch of the op it holds joins it; a fusible call joins it if its
+    ledger says the op continues the chain (reads what it made), else ends it and starts the next; any other
+    call ends it. So a stretch between two calls that end every chain is walked from an empty chain, and its
+    chains depend only on its calls' signatures and which repeat the op before them: a loop repeats the same
+    stretches thousands of times, walked once each (`walked`), the repeats a dict lookup."""
+    n = len(op)
+    same = np.zeros(n, bool)
+    same[1:] = op[1:] == op[:-1]
+    joins = fusible.copy()
+    # a call no chain may hold joins the chain anyway when it launches the op the chain already holds
+    for k in np.flatnonzero(same & ~fusible).tolist():
+        joins[k] = joins[k - 1]
+    edge = np.diff(np.r_[0, joins.view(np.int8), 0])
+    sigs, repeats = sig.tolist(), same.tolist()
+    for lo, hi in zip(np.flatnonzero(edge == 1).tolist(), np.flatnonzero(edge == -1).tolist()):
+        key = (tuple(sigs[lo:hi]), tuple(repeats[lo:hi]))
+        runs = walked.get(key)
+        if runs is None:
+            runs = walked[key] = _walk(ledgers, *key)
+        yield lo, hi, runs
+
+
+def _walk(ledgers: _Ledgers, sigs: tuple, repeats: tuple) -> list[tuple[int, int, int]]:
+    """The chains of one stretch (see _stretches): (start, end, ledger state) of each of MIN_OPS calls or more."""
+    out = []
+    start, state = 0, 0
+    for k, (s, again) in enumerate(zip(sigs, repeats)):
+        if k > start and again:           # another launch of the op the chain already holds
+            continue
+        if k > start and not ledgers.continues(state, s):     # the next call of the chain's function
+            if k - start >= MIN_OPS:
+                out.append((start, k, state))
+            start, state = k, 0
+        state = ledgers.add(state, s)
+    if len(sigs) - start >= MIN_OPS:
+        out.append((start, len(sigs), state))
+    return out
 
 
 def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.ndarray,
-           runs: list[list[int]], books: list[_Ledger]) -> ChainTable:
+           runs: list[np.ndarray], eager: np.ndarray, fused: np.ndarray, passes: np.ndarray) -> ChainTable:
     """The runs that are chains worth fusing (two ops or more, fewer bytes fused), with their ops (each once,
     in the order first launched) and kernels (each call's, in its calls' order), sorted by their first op."""
     lengths = np.array([len(r) for r in runs], np.int64)
-    pos = np.array([i for r in runs for i in r], np.int64)
+    pos = np.concatenate(runs) if runs else np.zeros(0, np.int64)
     run_of = np.repeat(np.arange(len(runs)), lengths)
     # each run's distinct ops, in the order first launched: the first call of each (run, op)
     _, first_at = np.unique(run_of * (int(op.max(initial=0)) + 1) + op[pos], return_index=True)
     new_op = np.zeros(len(pos), bool)
     new_op[first_at] = True
     n_ops = np.bincount(run_of[new_op], minlength=len(runs))
-    eager = np.array([b.eager for b in books], np.float64)
-    fused = np.array([b.fused for b in books], np.float64)
-    passes = np.array([b.passes for b in books], np.int64)
     keep = (n_ops >= MIN_OPS) & (eager > 0) & (fused < eager)
     # in the order each chain's first op ran (stable: chains built thread by thread)
     first_start = ev.start[op[pos[_offsets(lengths)[:-1]]]]

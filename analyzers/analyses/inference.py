@@ -15,9 +15,15 @@ BatchPrefill* and BatchDecode*) is mixed whatever its shapes say. Steps whose sh
 trace (CUDA-graph replays record none) take the kind of the recorded steps of their structure, or, when
 none of them is recorded, decode if they repeat after a prefill (one replay per token): said as such.
 
-TTFT of a request: from its prefill step's host start to the end of that step (its first token is
-ready when its last GPU work ends). Per-token latency: each decode step's wall, the time it added to
-the timeline (tracetriage.analyzers.analyses.steps: the windows partition it), median and p90 over the decode steps.
+TTFT of a request: from its prefill step's host start until its first token reaches the host: the end of the
+first device-to-host copy issued after the prefill's last matmul (the logits), before the step after it ends
+(HF generate copies each token back for its streamer and its stopping check; an engine copies the sampled ids).
+Where no such copy is in the trace, the end of the prefill step (its first token is ready when its last GPU
+work ends). The step's own end is not the token's: where the repeated sequence is cut (at the LM head of one
+forward, say, when nothing marks a step's start once), a step can end before its token is computed, or after
+the next forward's inputs are prepared (GPT-2 at batch 1 read 8% short). Per-token latency: each decode step's
+wall, the time it added to the timeline (tracetriage.analyzers.analyses.steps: the windows partition it), median
+and p90 over the decode steps.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ from tracetriage.analyzers.analyses.idle import dominant_cause
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline, regime
 from tracetriage.analyzers.analyses.steps import Step, Steps, StepSummary, summarize
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 EMBEDDING_OPS = frozenset({"aten::embedding"})
@@ -256,8 +262,8 @@ def find(trace: Trace, steps: Steps, roof: Roofline, devices=(), framework=None)
     decode_summary = summarize(trace, devices, dec, framework)
     return Inference(steps=kinds, prefill=_phase(trace, roof, StepKind.PREFILL, pre),
                      decode=_phase(trace, roof, StepKind.DECODE, dec),
-                     ttft_ns=tuple(last.end_ns - _request_start(steps.steps, kinds, first)
-                                   for first, last in _requests(pre)),
+                     ttft_ns=tuple(_first_token_home(trace, steps.steps, last)
+                                   - _request_start(steps.steps, kinds, first) for first, last in _requests(pre)),
                      mixed=tuple(s.index for s in by_kind[StepKind.MIXED]),
                      batch=batch[0][0] if batch else first_pre.batch, prompt_tokens=first_pre.tokens,
                      decode_summary=decode_summary,
@@ -284,6 +290,29 @@ def _request_start(steps: tuple[Step, ...], kinds: tuple[StepTokens, ...], prefi
     while i > 0 and kinds[i - 1].kind is StepKind.OTHER and not steps[i - 1].regular:
         i -= 1
     return steps[i].host_start_ns
+
+
+def _first_token_home(trace: Trace, steps: tuple[Step, ...], prefill: Step) -> int:
+    """When a request's first token reaches the host: the end of the first device-to-host copy whose call follows
+    the prefill's last matmul op (the logits) and comes before the step after the prefill ends; else the prefill
+    step's end."""
+    ev = trace.ev
+    after = steps[prefill.index + 1].end_ns if prefill.index + 1 < len(steps) else prefill.end_ns
+    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.start >= prefill.host_start_ns) & (ev.start < prefill.end_ns))
+    mm = ops[name_flags(trace, ops, lambda n: n in MATMUL_OPS)] if len(ops) else ops
+    copies = np.flatnonzero(ev.cat == MEMCPY)
+    if not len(mm) or not len(copies):
+        return prefill.end_ns
+    copies = copies[name_flags(trace, copies, _to_host)]
+    call = trace.launch_of[copies]
+    issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[copies])
+    home = copies[(issued >= ev.start[mm].max()) & (issued < after)]
+    return int(ev.end[home[np.argmin(ev.start[home])]]) if len(home) else prefill.end_ns
+
+
+def _to_host(name: str) -> bool:
+    """A device-to-host copy: CUDA's 'Memcpy DtoH (Device -> Pageable)', ROCm's 'CopyDeviceToHost'."""
+    return "DtoH" in name or "DeviceToHost" in name
 
 
 def _phase(trace: Trace, roof: Roofline, kind: StepKind, steps: list[Step]) -> PhaseStats:

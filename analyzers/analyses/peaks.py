@@ -299,6 +299,12 @@ def datasheet(device_name: str | None) -> DevicePeaks | None:
                        source="datasheet", sheet=sheet)
 
 
+def table() -> dict[str, DevicePeaks]:
+    """Every row of the datasheet table by its key ("h200", "a100-sxm-80gb", "t4", ...), each naming its sheet."""
+    return {key: DevicePeaks(name=name, bytes_per_s=bps, flops_per_s=dict(flops), source="datasheet", sheet=sheet)
+            for key, (name, bps, flops, sheet) in _TABLE.items()}
+
+
 def _same_device(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 

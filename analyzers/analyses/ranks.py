@@ -171,6 +171,8 @@ class RanksReport:
     world_size: int | None = None    # the run's, when its traces say it
     cpu_only: tuple[int, ...] = ()   # ranks with no GPU activity: listed, never compared
     peer_waits: tuple[PeerWait, ...] = ()   # per rank, where every rank ran the same collective calls
+    peer_transfer_ns: tuple[int, ...] = ()  # ... and per call, what the fastest rank's same call took: each rank's
+                                            # own report splits its waiting from its transfer by it
 
 
 # --- per rank (runs in a worker process) ------------------------------------------------
@@ -337,15 +339,24 @@ def straggler(rows: list[RankRow]) -> Straggler | NoStraggler:
 
 
 
-def peer_waits(rows: list[RankRow]) -> tuple[PeerWait, ...]:
-    """Each rank's collective time split into waiting for a peer and moving bytes, call by call against the
-    fastest rank; () unless at least two ranks ran collectives and all of them the same number of calls
-    (NCCL makes every rank of a group call the same collectives in the same order)."""
+def peer_transfers(rows: list[RankRow]) -> tuple[int, ...]:
+    """Per collective call, what the fastest rank's same call took: the transfer, the rest of each rank's call waiting
+    for a peer (the rank that arrived last waits for nobody); () unless at least two ranks ran collectives and all of
+    them the same number of calls (NCCL makes every rank of a group call the same collectives in the same order)."""
     with_c = [r for r in rows if r.r.collectives.calls > 0]
     if len(with_c) < 2 or len({r.r.collectives.calls for r in with_c}) != 1:
         return ()
+    return tuple(np.array([r.r.collectives.call_ns for r in with_c], np.int64).min(axis=0).tolist())
+
+
+def peer_waits(rows: list[RankRow]) -> tuple[PeerWait, ...]:
+    """Each rank's collective time split into waiting for a peer and moving bytes, call by call against the
+    fastest rank (peer_transfers); () where the ranks' calls cannot be matched."""
+    transfer = np.array(peer_transfers(rows), np.int64)
+    if not len(transfer):
+        return ()
+    with_c = [r for r in rows if r.r.collectives.calls > 0]
     calls = np.array([r.r.collectives.call_ns for r in with_c], np.int64)   # ranks x calls
-    transfer = calls.min(axis=0)
     return tuple(PeerWait(r.rank, int((calls[i] - transfer).sum()), int(transfer.sum())) for i, r in enumerate(with_c))
 
 
@@ -382,7 +393,8 @@ def merge(results: dict[Path, RankReport | RankError], workers: int = 1) -> Rank
         strag = NoStraggler("one_usable")
     return RanksReport(rows=tuple(rows), files=len(results), workers=workers, errors=errors,
                        duplicates={k: tuple(v) for k, v in seen.items() if len(v) > 1}, missing=missing,
-                       straggler=strag, world_size=world, cpu_only=cpu_only, peer_waits=peer_waits(gpu_rows))
+                       straggler=strag, world_size=world, cpu_only=cpu_only, peer_waits=peer_waits(gpu_rows),
+                       peer_transfer_ns=peer_transfers(gpu_rows))
 
 
 def mixed_runs(good: list[tuple[Path, RankReport]]) -> tuple[str, dict] | None:

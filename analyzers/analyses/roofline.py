@@ -134,6 +134,11 @@ class Roofline:
     above_peak: tuple[AbovePeak, ...] = ()   # ops kept out of the points and the vote, largest time first
 
 
+def shape_str(dims) -> str:
+    """An op's Input Dims as a point's `shapes` ("8192x8192, 8192x8192"): how a caller finds an op's point."""
+    return _shape_str(dims)
+
+
 def _shape_str(dims) -> str:
     if not isinstance(dims, list):
         return ""
@@ -385,7 +390,10 @@ class RegimeVerdict:
         return self.latency_us >= LATENCY_NAMED * self.kernel_us
 
 
-def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float) -> RegimeVerdict:
+def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float,
+           peer_transfer_ns: tuple[int, ...] | None = None) -> RegimeVerdict:
+    """The span's regime and the figures it rests on; `peer_transfer_ns`: its collectives' transfers measured
+    against every rank (tracetriage.analyzers.analyses.comm)."""
     ev = trace.ev
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
@@ -400,7 +408,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
             if t > 0:
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
-    communication = comm_mod.analyze(trace, kernel_rows)
+    communication = comm_mod.analyze(trace, kernel_rows, peer_transfer_ns)
     if idle_share > OVERHEAD_IDLE_SHARE:
         verdict = Regime.OVERHEAD
     elif communication is not None and communication.bound:

@@ -67,13 +67,22 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     out = []
     op_name = (ev.name[ops].astype(np.int64) << 24) | (ev.shape[ops].astype(np.int64) + 1)
     for rows, names in ((ops, op_name), (calls, call_name)):
-        order = np.lexsort((ev.start[rows], names))
+        if not len(rows):
+            continue
+        order = np.argsort(names, kind="stable")   # by name, then start (rows ascend, and the events sort by start)
         rows, names = rows[order], names[order]
         cut = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
         dur = ev.end[rows] - ev.start[rows]
-        for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
-            if b - a <= EARLY:
-                continue
+        # an early occurrence shorter than SETUP_FLOOR_NS cannot be that much longer than any median: only the
+        # names with a longer one among their first EARLY (few: a loop repeats its calls at their steady cost) need
+        # their median
+        a_s, b_s = cut[:-1], cut[1:]
+        longest_early = np.zeros(len(a_s), np.int64)
+        for k in range(EARLY):
+            at = np.minimum(a_s + k, b_s - 1)
+            longest_early = np.maximum(longest_early, dur[at])
+        may = (b_s - a_s > EARLY) & (longest_early >= SETUP_FLOOR_NS)
+        for a, b in zip(a_s[may].tolist(), b_s[may].tolist()):
             steady = float(np.median(dur[a + EARLY:b]))
             for i in range(a, a + EARLY):
                 if dur[i] >= SETUP_FACTOR * steady and dur[i] - steady >= SETUP_FLOOR_NS:

@@ -468,6 +468,9 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
         c = _choose(cuts)[0]
         return Steps(None, why_none=NoSteps.ONE_PASS, repeats=len(c.positions), repeat_op=trace.names[c.name])
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
+    if boundary is Boundary.AT_OP:
+        pos = _from_the_loops_start(tok, pos)
+        anchor = trace.names[int(tok[pos[0]])]   # the op each step now starts at
     if pos[0] > 0 and _prologue_launches(trace, rows[: pos[0]]):
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
     pos = _split_differing(px, pos)
@@ -484,6 +487,20 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     prologue = {i for i in range(lead) if not np.isin(common, tok[pos[i]:stops[i]]).all()}
     last = int(t_end[:n_end].max())
     return _build(trace, devices, found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue, framework)
+
+
+def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Units cut at an op inside the iteration (the loop's first op occurs twice per iteration, so the cut is its
+    second op) leave the first iteration's head before the first unit: when what comes before the first unit is
+    exactly what comes before every other unit, the units start there (a 20-iteration loop is 20 steps, numbered
+    as its iterations, not a one-op prologue and 20 steps from the second op on)."""
+    j = int(pos[0])
+    if j == 0 or len(pos) < 2 or np.any(np.diff(pos) <= j):
+        return pos
+    head = tok[:j]
+    if all(np.array_equal(tok[p - j:p], head) for p in pos[1:].tolist()):
+        return pos - j
+    return pos
 
 
 def _marked_share(c: _Cut, marks: np.ndarray) -> float:

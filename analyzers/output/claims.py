@@ -2,25 +2,32 @@
 
     problems = claims.check(serialize.report(analysis))    # [] when every claim holds
 
-`output.invariants` checks that time adds up; this module checks what the sentences *claim* (issue 33):
+`output.invariants` checks that time adds up; this module checks what the sentences *claim* (issue 33). The
+sentence builders record each figure they state as a claim (tracetriage.analyzers.voice.said: `report --json`'s
+"claims", each a key, the field's value and the text said), and the relations are verified on those values, not
+on the words:
 
-0. the numbers it reads are the analysis's fields: the Idle line's split is each cause's share of the span, the
-   Next's prediction its lever's ratio, the idle share its because gives the Idle line's;
-1. a Next's because agrees with its prediction: no because that rests on nothing ("0 times the device
-   drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it removes, a
-   launch-bound because only where kernels are shorter than a launch;
+0. each claim is said on its line, each percentage of the Idle line's split and of the Next line is a claim, and a
+   claim is its field: the Idle line's split is each cause's share of the span, the Next's saving its lever's
+   ratio, the idle share its because gives the Idle line's;
+1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
+   0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it
+   removes, a launch-bound because only where kernels are shorter than a launch;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
-   trace that replays graphs already;
-3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split);
+   trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
+3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split; no what-if: no
+   prediction);
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
    rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
    already there (_MultiProcessingDataLoaderIter);
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
-6. one bandwidth peak per trace: every "GB/s peak" a line names is the peaks' own;
+6. one peak per trace: every peak a line judges against is the peaks' own;
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
 
+A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
+multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
 `check_ranks`, `check_whatif` and `check_diff` do the same for the other outputs. It reads only the JSON
 contract (docs/json.md), like the invariants, so it checks what a user gets. The relations are each a
 function below, named after what they verify.
@@ -29,20 +36,16 @@ from __future__ import annotations
 
 import re
 
-from tracetriage.analyzers.model.units import gbps
+from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
 
-_PREDICTED = re.compile(r"\(predicted ([−+]?)(\d+)%")
-_WASTE = re.compile(r"Would waste the week: (.*)$")
-_WASTE_PREDICTED = re.compile(r"predicted ([−+]?)(\d+)%")
-_SETUP_SHARE = re.compile(r"because (\d+)% of the span is one-time set-up")
-_LAUNCH_BECAUSE = re.compile(r"kernels that run ([\d,.]+) (µs|ms|s) \(median\) while each launch costs the host more")
-_NOTHING_BECAUSE = re.compile(r"because (0 times|0% of|0\.0 µs)|median gap 0\.0 µs")
+_LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
+_PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
+_SAID_ZERO = re.compile(r"^[−+]?0(?:\.0+)?(?: |%|$)")
 _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
-_GBPS_PEAK = re.compile(r"([\d,]+(?:\.\d+)? GB/s) peak|GB/s of (?:the |an? )?([\d,]+(?:\.\d+)? GB/s)")
-_REGIME_SPLIT = re.compile(r"\d+% (?:is )?(?:compute|memory)-bound")
-_UNIT_US = {"µs": 1.0, "ms": 1e3, "s": 1e6}
-_SETUP_TOLERANCE = 5      # percentage points: the two shares round separately and sit on different spans
+_SETUP_TOLERANCE = 0.05   # the warm-up's saving and its set-up share sit on different spans (traced vs GPU)
+_SHARE_TOLERANCE = 0.01   # a share said in whole percents: within a point of its field
+_NEXTS = ("next", "next.own")   # the Next, and a rank's own fix beside the straggler
 
 
 def check(out: dict) -> list[str]:
@@ -52,20 +55,39 @@ def check(out: dict) -> list[str]:
     lines = out.get("lines") or []
     if len(lines) < 5:
         return []
-    nxt = lines[4]
-    return (_numbers_are_the_fields(out, lines)
-            + _because_rests_on_something(nxt) + _warm_up_saves_at_most_its_set_up(nxt)
-            + _launch_because_has_short_kernels(nxt, out) + _next_saves_something(nxt)
-            + _waste_saves_least(nxt) + _no_graphs_for_graphs(nxt, out) + _no_compile_for_compiled(nxt, out)
-            + _withheld_verdicts_not_given(out, lines)
-            + _device_can_take_the_advice(out, lines) + _phases_only_where_they_change(out, lines)
-            + _one_peak(out, lines) + _no_number_rounded_to_nothing(lines))
+    said = _claims(out)
+    return (_said_on_their_lines(said, lines) + _numbers_are_claims(said, lines) + _claims_are_fields(said, out)
+            + [p for nx in _NEXTS for p in _because_rests_on_something(said, nx)
+               + _warm_up_saves_at_most_its_set_up(said, nx) + _launch_because_has_short_kernels(said, nx)
+               + _next_saves_something(said, nx)]
+            + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
+            + _withheld_verdicts_not_given(said, out)
+            + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
+            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said))
 
 
 def check_ranks(out: dict) -> list[str]:
-    """Each rank's report, and the ranks' own lines: no number rounded to nothing."""
+    """Each rank's report, its wait for a peer the run's, and the ranks' own lines: no number rounded to nothing."""
     bad = [f"rank {r.get('trace', {}).get('rank')}: {p}" for r in out["ranks"] for p in check(r)]
-    return bad + _no_number_rounded_to_nothing(out.get("lines") or [])
+    return bad + _waits_are_the_runs(out) + _no_number_rounded_to_nothing(out.get("lines") or [])
+
+
+def _waits_are_the_runs(out: dict) -> list[str]:
+    """Where every rank's calls are matched (a peer wait per rank), each rank's own report splits its collectives
+    against the fastest rank's same call, as the ranks' lines do: no rank is said to wait for a peer longer than the
+    run says it did (the rank that arrived last at a call waits for nobody in it)."""
+    bad = []
+    for r in out["ranks"]:
+        peer = (r.get("collectives") or {}).get("peer_wait_us")
+        comm = (r.get("regime_detail") or {}).get("communication")
+        if peer is None or not comm:
+            continue
+        if not comm.get("against_peers"):
+            bad.append(f"rank {r['rank']}: its report measures its wait against its own calls, not the run's")
+        elif comm["wait_ns"] / 1e3 > peer + max(1.0, 0.01 * peer):
+            bad.append(f"rank {r['rank']}: its report says {comm['wait_ns'] / 1e3:,.1f} µs waiting for a peer, the "
+                       f"run {peer:,.1f} µs")
+    return bad
 
 
 def check_whatif(out: dict) -> list[str]:
@@ -86,96 +108,129 @@ def check_diff(out: dict) -> list[str]:
     return _no_number_rounded_to_nothing(out.get("lines") or [])
 
 
-# --- 0. every number checked here is a field's -------------------------------------------------------------
+class _Said:
+    """A report's claims by key (the first where a key is said twice: a because gives one figure once)."""
 
-_CAUSE_SHARE = re.compile(r"(launch overhead|host work|synchronization|data transfer|other) (\d+)%")
-_BECAUSE_IDLES = re.compile(r"because (?:the GPU|compute) idles (\d+)%")
-_CAUSE_KEYS = {"launch overhead": "launch_overhead", "host work": "host_work", "synchronization": "synchronization",
-               "data transfer": "data_transfer", "other": "other"}
+    def __init__(self, claims: list[dict]):
+        self.all = claims
+        self.by_key: dict[str, dict] = {}
+        for c in claims:
+            self.by_key.setdefault(c["key"], c)
+
+    def get(self, key: str) -> dict | None:
+        return self.by_key.get(key)
+
+    def value(self, key: str) -> float | None:
+        c = self.by_key.get(key)
+        return None if c is None else c["value"]
+
+    def under(self, prefix: str) -> list[dict]:
+        return [c for c in self.all if c["key"].startswith(prefix)]
 
 
-def _numbers_are_the_fields(out: dict, lines: list[str]) -> list[str]:
-    """The Idle line's split is each cause's idle over the span, and the Next's prediction is its lever's ratio
-    (within a point: the figures round separately)."""
+def _claims(out: dict) -> _Said:
+    return _Said(out.get("claims") or [])
+
+
+def _line_of(key: str) -> int:
+    return _LINE_OF[key.split(".", 1)[0]]
+
+
+# --- 0. every claim is said, every figure of the relations is a claim, and a claim is its field ---------------
+
+def _said_on_their_lines(said: _Said, lines: list[str]) -> list[str]:
+    return [f"the {c['key']} claim says {c['said']!r}, which its line does not" for c in said.all
+            if c["said"] and c["said"] not in lines[_line_of(c["key"])]]
+
+
+def _numbers_are_claims(said: _Said, lines: list[str]) -> list[str]:
+    """Every percentage of the Idle line's split and of the Next line is a claim of that line: no figure there
+    comes from anywhere but a field."""
+    bad = []
+    split = lines[2].split(":", 2)[-1].split(";")[0] if lines[2].startswith("Idle: the GPU is idle") else ""
+    for line, text in ((2, split), (4, lines[4])):
+        mine = {c["said"] for c in said.all if c["said"] and _line_of(c["key"]) == line}
+        for m in _PERCENT.finditer(text):
+            if not any(m.group(0) in s for s in mine):
+                bad.append(f"{m.group(0)} on the {'Idle' if line == 2 else 'Next'} line is no claim of a field")
+    return bad
+
+
+def _claims_are_fields(said: _Said, out: dict) -> list[str]:
+    """The Idle line's split is each cause's idle over the span, the idle share the report's, the Next's saving its
+    lever's ratio, and the idle share its because gives the Idle line's (within a point: they round separately)."""
     bad = []
     span = out.get("span_us") or 0
-    split = lines[2].split(":", 2)[-1].split(";")[0] if lines[2].startswith("Idle: the GPU is idle") else ""
-    for m in _CAUSE_SHARE.finditer(split):
-        field = out["idle"]["by_cause_us"].get(_CAUSE_KEYS[m.group(1)], 0.0)
-        if span and abs(100 * field / span - int(m.group(2))) > 1:
-            bad.append(f"the Idle line says {m.group(1)} {m.group(2)}%, its field is {100 * field / span:.1f}%")
-    said_idle = _BECAUSE_IDLES.search(lines[4])
-    if said_idle and span and abs(100 * out["idle_us"] / span - int(said_idle.group(1))) > 1:
-        bad.append(f"the Next's because says the GPU idles {said_idle.group(1)}%, the Idle line's share is "
-                   f"{100 * out['idle_us'] / span:.1f}%")
+    for c in said.under("idle.cause."):
+        field = out["idle"]["by_cause_us"].get(c["key"].rsplit(".", 1)[1], 0.0) / span if span else 0.0
+        if abs(field - c["value"]) > _SHARE_TOLERANCE:
+            bad.append(f"the Idle line says {c['key'].rsplit('.', 1)[1]} {c['said']}, its field is {100 * field:.1f}%")
+    idle = said.value("idle.share")
+    if idle is not None and abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE:
+        bad.append(f"the Idle line's share {100 * idle:.1f}% is not the report's {100 * out['idle_share']:.1f}%")
+    for nx in _NEXTS:
+        because = said.value(f"{nx}.because.idle_share")
+        if because is not None and span and abs(because - out["idle_us"] / span) > _SHARE_TOLERANCE:
+            bad.append(f"the Next's because says the GPU idles {said.get(f'{nx}.because.idle_share')['said']}, the "
+                       f"Idle line's share is {100 * out['idle_us'] / span:.1f}%")
     nx = out.get("next_experiment") or {}
-    pred = _PREDICTED.search(lines[4].split("Would waste the week:")[0])
-    ratio = nx.get("predicted_ratio")
-    if pred is not None and ratio is not None:
-        said = int(pred.group(2)) * (-1 if pred.group(1) == "+" else 1)
-        if abs(100 * (1 - ratio) - said) > 1:
-            bad.append(f"the Next says {pred.group(1)}{pred.group(2)}%, its lever's ratio is {ratio}")
+    for key, ratio in (("next.saving", nx.get("predicted_ratio")),
+                       ("next.own.saving", (nx.get("own_fix") or {}).get("predicted_ratio"))):
+        saving = said.value(key)
+        if saving is not None and ratio is not None and abs((1 - ratio) - saving) > _SHARE_TOLERANCE:
+            bad.append(f"the {'Next' if key == 'next.saving' else 'rank own fix'} says {said.get(key)['said']}, its "
+                       f"lever's ratio is {ratio}")
     return bad
 
 
 # --- 1. the because agrees with the prediction ---------------------------------------------------------------
 
-def _because_rests_on_something(nxt: str) -> list[str]:
-    m = _NOTHING_BECAUSE.search(nxt)
-    return [f"the Next's because rests on nothing ({m.group(0)!r}): {nxt}"] if m else []
+def _because_rests_on_something(said: _Said, nx: str) -> list[str]:
+    return [f"the Next's because rests on nothing ({c['key']} said {c['said']!r})"
+            for c in said.under(f"{nx}.because.") if c["value"] <= 0 or _SAID_ZERO.match(c["said"])]
 
 
-def _warm_up_saves_at_most_its_set_up(nxt: str) -> list[str]:
-    setup, pred = _SETUP_SHARE.search(nxt), _PREDICTED.search(nxt)
-    if setup is None or pred is None or pred.group(1) != "−":
+def _warm_up_saves_at_most_its_set_up(said: _Said, nx: str) -> list[str]:
+    setup, saving = said.get(f"{nx}.because.setup_share"), said.get(f"{nx}.saving")
+    if setup is None or saving is None or saving["value"] <= 0:
         return []
-    if int(pred.group(2)) > int(setup.group(1)) + _SETUP_TOLERANCE:
-        return [f"the warm-up predicts −{pred.group(2)}% but says {setup.group(1)}% of the span is set-up"]
+    if saving["value"] > setup["value"] + _SETUP_TOLERANCE:
+        return [f"the warm-up predicts {saving['said']} but says {setup['said']} of the span is set-up"]
     return []
 
 
-def _launch_because_has_short_kernels(nxt: str, out: dict) -> list[str]:
-    m = _LAUNCH_BECAUSE.search(nxt)
-    launch = (out["idle"]["evidence"].get("launch_overhead") or {}).get("launch_call_median_us")
-    if m is None or not launch:
+def _launch_because_has_short_kernels(said: _Said, nx: str) -> list[str]:
+    launch, kernel = said.get(f"{nx}.because.launch_outlasts_kernel_us"), said.get(f"{nx}.because.kernel_median_us")
+    if launch is None or kernel is None or kernel["value"] < launch["value"]:
         return []
-    kernel_us = float(m.group(1).replace(",", "")) * _UNIT_US[m.group(2)]
-    if kernel_us >= launch:
-        return [f"the Next says each launch costs more than a kernel's run, but kernels run {m.group(1)} "
-                f"{m.group(2)} against a {launch} µs launch call"]
-    return []
+    return [f"the Next says each launch costs more than a kernel's run, but kernels run {kernel['said']} against a "
+            f"{launch['value']} µs launch call"]
 
 
 # --- 2. the Next saves something, the waste saves least -------------------------------------------------------
 
-def _next_saves_something(nxt: str) -> list[str]:
-    m = _PREDICTED.search(nxt.split("Would waste the week:")[0])
-    if m is None:
+def _next_saves_something(said: _Said, nx: str) -> list[str]:
+    c = said.get(f"{nx}.saving")
+    if c is None or (c["value"] > 0 and not _SAID_ZERO.match(c["said"])):
         return []
-    if m.group(1) != "−" or int(m.group(2)) == 0:
-        return [f"the Next is predicted to save nothing ({m.group(1)}{m.group(2)}%)"]
-    return []
+    return [f"the Next is predicted to save nothing ({c['said']})"]
 
 
-def _waste_saves_least(nxt: str) -> list[str]:
-    waste, pred = _WASTE.search(nxt), _PREDICTED.search(nxt.split("Would waste the week:")[0])
+def _waste_saves_least(said: _Said, lines: list[str]) -> list[str]:
+    waste, nxt = said.get("waste.saving"), said.get("next.saving")
     if waste is None:
         return []
-    w = _WASTE_PREDICTED.search(waste.group(1))
-    if w is None:
-        return []
     bad = []
-    if w.group(1) == "+":
-        bad.append(f"the waste lever slows the run but is phrased as a prediction of a saving: {waste.group(1)}")
-    if pred is not None and pred.group(1) == "−" and w.group(1) == "−" and int(w.group(2)) > int(pred.group(2)):
-        bad.append(f"the waste lever saves {w.group(2)}%, more than the Next's {pred.group(2)}%")
+    if waste["said"].startswith("+") and f"predicted to slow the run ({waste['said']})" not in lines[4]:
+        bad.append(f"the waste lever slows the run but is phrased as a prediction of a saving: {waste['said']}")
+    if nxt is not None and nxt["value"] > 0 and waste["value"] > nxt["value"]:
+        bad.append(f"the waste lever saves {waste['said']}, more than the Next's {nxt['said']}")
     return bad
 
 
-def _no_graphs_for_graphs(nxt: str, out: dict) -> list[str]:
+def _no_graphs_for_graphs(said: _Said, out: dict) -> list[str]:
     graphs = (out["idle"]["evidence"].get("launch_overhead") or {}).get("graph_launches", 0)
-    waste = _WASTE.search(nxt)
-    if graphs and waste is not None and waste.group(1).startswith("CUDA graphs"):
+    if graphs and said.get("waste.lever.cuda_graphs") is not None:
         return [f"the trace replays CUDA graphs already ({graphs} graph launches), yet CUDA graphs would waste the "
                 "week"]
     return []
@@ -189,9 +244,8 @@ def compiled_already(framework: list[dict]) -> bool:
         >= COMPILED_IDLE_SHARE
 
 
-def _no_compile_for_compiled(nxt: str, out: dict) -> list[str]:
-    lever = nxt.split(" because ")[0]
-    if compiled_already(out.get("framework") or []) and "torch.compile to fuse" in lever:
+def _no_compile_for_compiled(said: _Said, out: dict) -> list[str]:
+    if compiled_already(out.get("framework") or []) and said.get("next.asks.torch_compile") is not None:
         return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
     return []
 
@@ -203,51 +257,51 @@ def _withheld(out: dict) -> set[str]:
     return {v for f in health.get("findings", []) if f.get("shown") for v in f.get("withholds", [])}
 
 
-def _withheld_verdicts_not_given(out: dict, lines: list[str]) -> list[str]:
+def _withheld_verdicts_not_given(said: _Said, out: dict) -> list[str]:
     withheld = _withheld(out)
     bad = []
-    if "regime" in withheld:
-        said = [m.group(0) for line in lines for m in _REGIME_SPLIT.finditer(line)]
-        if said:
-            bad.append(f"the health check withholds the regime, yet a line says {said[0]!r}")
-    if "whatif" in withheld and any("(predicted " in line for line in lines):
+    split = said.under("regime.compute_share") + said.under("regime.memory_share")
+    if "regime" in withheld and split:
+        bad.append(f"the health check withholds the regime, yet a line says {split[0]['said']} "
+                   f"{split[0]['key'].split('.')[1].replace('_share', '')}-bound")
+    if "whatif" in withheld and any(c["key"].endswith("saving") for c in said.all):
         bad.append("the health check withholds the what-if, yet a line gives a prediction")
     return bad
 
 
 # --- 4. the device can take the advice ------------------------------------------------------------------------
 
-def _rates(out: dict) -> dict[str, float]:
-    return ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
+_FASTER_THAN = {"fp8": "fp16", "tf32": "fp32", "bf16": "fp32", "fp16": "fp32"}
 
 
-def _device_can_take_the_advice(out: dict, lines: list[str]) -> list[str]:
-    rates, advice = _rates(out), lines[4]
+def _device_can_take_the_advice(said: _Said, out: dict) -> list[str]:
+    rates = ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
+    device = out["trace"].get("device_name") or "a device"
     bad = []
     iters = [n for f in out.get("framework") or [] for n in f.get("names") or []]
-    if "num_workers=4" in advice and any("_MultiProcessingDataLoaderIter" in n for n in iters):
+    if said.get("next.asks.dataloader_workers") is not None and \
+            any("_MultiProcessingDataLoaderIter" in n for n in iters):
         bad.append("the Next asks for DataLoader workers, but the trace's DataLoader already runs them")
-    if "fp8" in advice and not rates.get("fp8", 0) > rates.get("fp16", 0):
-        bad.append(f"the Next names fp8 on {out['trace'].get('device_name') or 'a device'} without fp8 tensor cores")
-    for dtype, said in (("tf32", "TF32"), ("bf16", "bf16")):
-        if (said in advice or dtype in advice.split("ridge")[0]) and rates and \
-                not rates.get(dtype, 0) > rates.get("fp32", 0):
-            bad.append(f"the Next names {said} on {out['trace'].get('device_name')}, where it is no faster than fp32")
+    for c in said.under("next.precision.") + said.under("next.own.precision."):
+        p = c["key"].rsplit(".", 1)[1]
+        if not rates.get(p, 0) > rates.get(_FASTER_THAN[p], 0):
+            bad.append(f"the Next names {c['said']} on {device}, where it is no faster than {_FASTER_THAN[p]}")
     return bad
 
 
 # --- 5. phases only where they are there -------------------------------------------------------------------
 
-def _phases_only_where_they_change(out: dict, lines: list[str]) -> list[str]:
-    text = " ".join(lines)
-    if "TTFT" not in text:
+def _phases_only_where_they_change(said: _Said, out: dict) -> list[str]:
+    ttft = said.get("measured.ttft_us")
+    if ttft is None:
         return []
-    ph = out.get("phases") or {}
-    decode = (ph.get("decode") or {}).get("count", 0)
+    decode = said.value("measured.decode_steps") or 0
+    field = ((out.get("phases") or {}).get("decode") or {}).get("count", 0)
     bad = []
-    if not ph or decode < 2:
-        bad.append(f"a line speaks of prefill and decode (TTFT) but the trace has {decode} decode steps")
-    if ph.get("ttft_us", 0) > out.get("span_us", 0) and "before the first kernel" not in text:
+    if decode < 2 or field < 2:
+        bad.append(f"a line speaks of prefill and decode (TTFT) but the trace has {int(min(decode, field))} "
+                   "decode steps")
+    if ttft["value"] > out.get("span_us", 0) and said.get("measured.ttft_counts_host") is None:
         bad.append("the TTFT is longer than the GPU span, and no word says host time before the first kernel "
                    "is counted")
     return bad
@@ -255,13 +309,19 @@ def _phases_only_where_they_change(out: dict, lines: list[str]) -> list[str]:
 
 # --- 6. one peak per trace -----------------------------------------------------------------------------------
 
-def _one_peak(out: dict, lines: list[str]) -> list[str]:
+def _one_peak(said: _Said, out: dict) -> list[str]:
     pk = out.get("peaks")
     if not pk:
         return []
+    bad = []
     own = gbps(pk["bytes_per_s"] / 1e9)
-    said = {m.group(1) or m.group(2) for line in lines for m in _GBPS_PEAK.finditer(line)}
-    return [f"a line judges against {s}, the trace's peak is {own}" for s in sorted(said - {own})]
+    for c in said.all:
+        if c["key"].endswith("peak_gbps") and gbps(c["value"]) != own:
+            bad.append(f"a line judges against {c['said']}, the trace's peak is {own}")
+        elif c["key"].endswith("peak_tflops") and not any(tflops(r / 1e12) == tflops(c["value"])
+                                                          for r in (pk.get("flops_per_s") or {}).values()):
+            bad.append(f"a line judges against {c['said']}, which is none of the trace's peaks")
+    return bad
 
 
 # --- 7. no number rounded to nothing --------------------------------------------------------------------------
@@ -269,3 +329,9 @@ def _one_peak(out: dict, lines: list[str]) -> list[str]:
 def _no_number_rounded_to_nothing(lines: list[str]) -> list[str]:
     return [f"a number rounded to nothing: {m.group(0)!r} in {line[:60]!r}"
             for line in lines for m in _ROUNDED_TO_NOTHING.finditer(line)]
+
+
+def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
+    return [f"a number rounded to nothing: {c['key']} is {c['value']:g}, said {c['said']!r}" for c in said.all
+            if c["value"] > 0 and _SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
+            and ".because." not in c["key"]]

@@ -106,8 +106,11 @@ REPORT = obj({
                          "achieved_gbps": NUM, "bound": BOUND})),
     "peaks": opt(obj({"name": STR, "source": STR, "bytes_per_s": NUM, "flops_per_s": by_key(NUM)})),
     "lines": {**arr(STR), "minItems": 5, "maxItems": 5},
+    # each figure the lines state, with its field's value (issue 33: claims as data, checked)
+    "claims": arr(obj({"key": STR, "value": NUM, "said": STR})),
     "next_experiment": obj({"lever": STR, "why": STR, "waste": STR, "kind": STR, "predicted_ratio": opt(NUM),
-                            "whatif_lever": opt(STR), "only": opt(STR), "unprofiled_ratio": opt(NUM)}),
+                            "whatif_lever": opt(STR), "only": opt(STR), "unprofiled_ratio": opt(NUM)},
+                           {"own_fix": opt(obj({"kind": STR, "whatif_lever": STR, "predicted_ratio": NUM}))}),
     # 1.1: is the trace whole (issue 24), and the profiler's own cost
     "health": obj({"ok": BOOL, "line": opt(STR),
                    "findings": arr(obj({"problem": STR, "count": INT, "total": INT, "shown": BOOL,

@@ -19,6 +19,7 @@ from tracetriage.analyzers.voice.diff import diff_caveats, diff_lines
 from tracetriage.analyzers.voice.health import health_json
 from tracetriage.analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, next_experiment
+from tracetriage.analyzers.voice.said import recorded
 from tracetriage.analyzers.voice.whatif import assumption
 
 # Their floats are printed to 4 decimals (ratios, shares, TFLOP/s): the rest are rounded where computed.
@@ -58,6 +59,8 @@ def report(a) -> dict:
     """`tracetriage report --json` for one analysis (docs/json.md's contract, and more)."""
     tr = a.trace
     pk = a.roof.peaks
+    with recorded() as said:     # each figure the lines state, with its field (tracetriage.analyzers.voice.said)
+        lines = five_lines(a)
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": {"path": tr.path, "events": tr.events_in_file, "device_name": tr.device_name(),
@@ -89,9 +92,12 @@ def report(a) -> dict:
                    "sheet": pk.sheet, "limit_bytes_per_s": pk.limit_bytes_per_s(),
                    "limit_flops_per_s": {d: pk.limit_flops(d) for d in pk.flops_per_s}}
                   if pk else None),
-        "lines": five_lines(a),
+        "lines": lines,
+        "claims": [plain(c) for c in said],
         "health": health_json(a.health),      # is the trace whole: every finding, and the Health line when said
         "profiler": _profiler(a.profiler),    # the profiler's own cost and the run without it (null: no replay)
+        # the top kernel's occupancy and a transposed copy costed both ways: only where the Regime line speaks of them
+        **({"execution": plain(a.execution)} if a.execution is not None else {}),
         "next_experiment": {**next_experiment(a), "kind": a.next_experiment.kind.value,
                             "predicted_ratio": _r(a.next_experiment.lever.predicted_ratio, 4)
                             if a.next_experiment.lever else None,
@@ -105,9 +111,17 @@ def report(a) -> dict:
                             # the ratio the user will see without the profiler (tracetriage.analyzers.whatif.unprofiled)
                             "unprofiled_ratio": _r(a.next_experiment.lever.unprofiled_ratio, 4)
                             if a.next_experiment.lever and a.next_experiment.lever.unprofiled_ratio is not None
-                            else None},
+                            else None,
+                            # beside the straggler: this rank's own fix (null: none, or not a straggler's Next)
+                            "own_fix": _own_fix(a.next_experiment.own_fix)},
         **source_lines(a),
     }
+
+
+def _own_fix(nx) -> dict | None:
+    if nx is None:
+        return None
+    return {"kind": nx.kind.value, "whatif_lever": nx.lever.lever, "predicted_ratio": _r(nx.lever.predicted_ratio, 4)}
 
 
 def _profiler(p) -> dict | None:

@@ -6,8 +6,11 @@
 
 The rules (collectives, the straggler) are tracetriage.analyzers.analyses.ranks; this module runs the
 per-rank analyses, one process per rank, in parallel, and gives each back as a
-RankReport (its report, its five lines, its collectives). The unit of work is a rank source
-(tracetriage.analyzers.runs.sources); with a scheduler the same analyze_source runs on Dask workers
+RankReport (its report, its five lines, its collectives). Where the ranks ran the same collective calls, the
+ranks with collectives are analysed once more with what the fastest rank's same call took (the second pass
+reads each trace from the cache): a rank's own report then splits its collectives into waiting and moving bytes
+as the run does, so the rank that arrived last at a call is never said to wait for a peer in it. The unit of work
+is a rank source (tracetriage.analyzers.runs.sources); with a scheduler the same analyze_source runs on Dask workers
 (tracetriage.analyzers.runs.dask) and only the merge runs here.
 """
 from __future__ import annotations
@@ -17,6 +20,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from tracetriage.analyzers.analyses.ranks import (
@@ -40,10 +44,13 @@ from tracetriage.analyzers.voice import report as report_words
 from tracetriage.analyzers.voice.common import mostly
 
 
-def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError:
-    """One rank: its report and its collective timing. Runs in a worker process, so it never raises."""
+def analyze_rank(path: str, *, use_cache: bool = True,
+                 peers: tuple[int, ...] | None = None) -> RankReport | RankError:
+    """One rank: its report and its collective timing (`peers`: its calls' transfers against every rank). Runs in a
+    worker process, so it never raises."""
     try:
-        return _rank_report(analyze_file(path) if use_cache else analyze_trace(load(path, use_cache=False)))
+        return _rank_report(analyze_file(path, peer_transfer_ns=peers) if use_cache
+                            else analyze_trace(load(path, use_cache=False), peer_transfer_ns=peers))
     except TraceError as e:
         return RankError(str(e))
     except MemoryError:
@@ -52,7 +59,8 @@ def analyze_rank(path: str, *, use_cache: bool = True) -> RankReport | RankError
         return RankError(f"{path}: internal failure ({type(e).__name__}: {e})")
 
 
-def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None) -> RankReport | RankError:
+def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None,
+                        peers: tuple[int, ...] | None = None) -> RankReport | RankError:
     """One rank of a merged multi-rank file (tracetriage.analyzers.loading.merged), like analyze_rank; `trace`: the
     file already loaded. Never raises."""
     label = merged.member_label(path, rank)
@@ -60,7 +68,8 @@ def analyze_merged_rank(path: str, rank: int, trace: Trace | None = None) -> Ran
         trace = trace if trace is not None else load(path)
         if not merged.ranks_of(trace):
             raise TraceError(f"{label}: {path} is the trace of one rank, not a merged multi-rank file")
-        return _rank_report(analyze_trace(merged.rank_trace(trace, rank)), rank_from="merged file (args.rank)")
+        return _rank_report(analyze_trace(merged.rank_trace(trace, rank), peer_transfer_ns=peers),
+                            rank_from="merged file (args.rank)")
     except TraceError as e:
         return RankError(str(e))
     except MemoryError:
@@ -78,7 +87,7 @@ def _rank_report(a: Analysis, rank_from: str | None = None) -> RankReport:
                       has_gpu=bool(a.devices), rank_from=rank_from)
 
 
-def analyze_source(source: RankSource) -> RankReport | RankError:
+def analyze_source(source: RankSource, peers: tuple[int, ...] | None = None) -> RankReport | RankError:
     """One rank source, read where this process runs (a pool worker, a Dask worker); never raises.
 
     What comes back names the source as the user did: a remote trace was analysed from a
@@ -86,8 +95,8 @@ def analyze_source(source: RankSource) -> RankReport | RankError:
     try:
         with local_copy(source) as (path, copied):
             # a temporary copy's cache entry could never be hit again: its mtime is new each time
-            result = analyze_rank(path, use_cache=not copied) if source.member is None else \
-                analyze_merged_rank(path, _member_rank(source))
+            result = analyze_rank(path, use_cache=not copied, peers=peers) if source.member is None else \
+                analyze_merged_rank(path, _member_rank(source), peers=peers)
     except TraceError as e:
         return RankError(str(e))
     except Exception as e:  # a storage backend's own failure must not sink the other ranks
@@ -120,16 +129,17 @@ def pool_workers(n: int) -> int:
     return min(n, usable_cpus())
 
 
-def analyze_sources(sources: list[RankSource], progress=None) -> dict[RankSource, RankReport | RankError]:
+def analyze_sources(sources: list[RankSource], progress=None,
+                    peers: tuple[int, ...] | None = None) -> dict[RankSource, RankReport | RankError]:
     """Each source's analyze_source result, in the order of `sources`; in parallel processes when there are several."""
     if len(sources) == 1:
-        res = {sources[0]: analyze_source(sources[0])}
+        res = {sources[0]: analyze_source(sources[0], peers)}
         if progress:
             progress(1, 1)
         return res
     out: dict[RankSource, RankReport | RankError] = {}
     with ProcessPoolExecutor(max_workers=pool_workers(len(sources)), mp_context=_pool_context()) as pool:
-        futs = {pool.submit(analyze_source, s): s for s in sources}
+        futs = {pool.submit(analyze_source, s, peers): s for s in sources}
         for done, f in enumerate(as_completed(futs), 1):
             s = futs[f]
             try:
@@ -162,16 +172,36 @@ def report_object(path: Path | str, progress=None, scheduler: str | None = None,
         if not ranks:
             raise TraceError(f"{target} is the trace of one rank, not a merged multi-rank file: report it alone")
         name = Path(target).name
-        return merge({Path(merged.member_label(name, r)): analyze_merged_rank(target, r, trace) for r in ranks})
+        found = {r: analyze_merged_rank(target, r, trace) for r in ranks}
+        rr = merge({Path(merged.member_label(name, r)): x for r, x in found.items()})
+        if rr.peer_transfer_ns:   # again, each rank against every rank's same calls
+            found = {r: analyze_merged_rank(target, r, trace, rr.peer_transfer_ns) if _has_collectives(x) else x
+                     for r, x in found.items()}
+            rr = merge({Path(merged.member_label(name, r)): x for r, x in found.items()})
+        return rr
     if scheduler:
         from tracetriage.analyzers.runs.dask import analyze_on_cluster  # dask is imported only when asked for
 
         results, workers = analyze_on_cluster(target, scheduler, analyze_source, progress)
-    else:
-        sources = list_sources(target)
-        results = analyze_sources(sources, progress)
-        workers = 1 if len(sources) == 1 else pool_workers(len(sources))
-    return merged_report(target, results, workers)
+        rr = merged_report(target, results, workers)
+        if rr.peer_transfer_ns:
+            again, _ = analyze_on_cluster(target, scheduler, partial(analyze_source, peers=rr.peer_transfer_ns))
+            results = {s: again.get(s, r) if _has_collectives(r) else r for s, r in results.items()}
+            rr = merged_report(target, results, workers)
+        return rr
+    sources = list_sources(target)
+    results = analyze_sources(sources, progress)
+    workers = 1 if len(sources) == 1 else pool_workers(len(sources))
+    rr = merged_report(target, results, workers)
+    if rr.peer_transfer_ns:
+        again = [s for s, r in results.items() if _has_collectives(r)]
+        results = {**results, **analyze_sources(again, None, rr.peer_transfer_ns)}
+        rr = merged_report(target, results, workers)
+    return rr
+
+
+def _has_collectives(r: RankReport | RankError) -> bool:
+    return isinstance(r, RankReport) and r.collectives.calls > 0
 
 
 def merged_report(target: str, results: dict[RankSource, RankReport | RankError], workers: int) -> RanksReport:

@@ -37,6 +37,7 @@ from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
@@ -46,10 +47,13 @@ from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
+from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
+from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
 from tracetriage.analyzers.whatif.levers.spec import Assumption
@@ -152,6 +156,8 @@ class NextExperiment:
     close_call: LeverChoice | None = None  # a fix predicted within CLOSE_CALL of it, for another cause
     then: LeverChoice | None = None       # the bigger change that would save more, said after the knob in hand
     knob_beside: LeverChoice | None = None  # the knob in hand, said beside a rewrite that saves far more
+    own_fix: "NextExperiment | None" = None   # FIND_STRAGGLER: what this rank's own timeline calls for (its peers
+                                              # set the pace, but the user gets a fix before the multi-rank run)
 
 
 @dataclass(frozen=True)
@@ -187,6 +193,8 @@ class Analysis:
     fused_kernels: dict[str, FusedKernel] = field(default_factory=dict)   # Inductor kernels -> the ATen ops fused
     health: Health | None = None        # is the trace whole (tracetriage.analyzers.analyses.health); None: not checked
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
+    execution: ExecutionNotes | None = None    # the top kernel's occupancy, a transposed copy costed both ways
+                                               # (tracetriage.analyzers.triage.execution), where they matter
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -194,7 +202,7 @@ class Analysis:
         nx = self.next_experiment
         knob = LEVERS[nx.lever.lever].knob if nx.lever is not None else None
         cause = knob.where if knob is not None else nx.cause   # a knob's line: where its evidence sits
-        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots)
+        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots, knob.ops if knob else ())
 
     @property
     def idle_share(self) -> float:
@@ -295,10 +303,24 @@ def _window_for_range(trace: Trace, name: str) -> tuple[int, int]:
     return int(s.min()), int(e.max())
 
 
-def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
+def analyze_trace(trace: Trace, range_name: str | None = None,
+                  peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
+    """One trace's analysis; `peer_transfer_ns`: a rank's collectives measured against every rank of its run
+    (`report DIR`: what the fastest rank's same call took, per call), so its waiting for a peer is the run's."""
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
     window = _window_for_range(trace, range_name) if range_name else None
+    # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
+    early = aside.start(trace, _levers) if range_name is None else None
+    try:
+        return _analyze(trace, range_name, window, early, peer_transfer_ns)
+    finally:
+        if early is not None:
+            early.discard()
+
+
+def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | None,
+             early: forked.Child | None, peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
     span = sum(d.span_ns for d in devs)
@@ -321,14 +343,15 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
         if window is not None:
             rows = rows[(ev.end[rows] > window[0]) & (ev.start[rows] < window[1])]
     roof = roof_mod.analyze(trace)
-    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0)
+    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0,
+                              None if range_name else peer_transfer_ns)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
     verdict = withhold_regime(verdict, health)
-    levers = (_range_levers(trace, sel, span) if range_name else _levers(trace)) \
+    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     capture = capture_mod.analyze(trace, devs) if devs else None
@@ -340,6 +363,8 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
+    execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
+                                                            nx.kind)
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
@@ -350,7 +375,7 @@ def analyze_trace(trace: Trace, range_name: str | None = None) -> Analysis:
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern,
                                                       devs, host_only is not None),
-                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof)
+                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof, execution=execution)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -402,6 +427,15 @@ def _levers(trace: Trace) -> whatif.Levers | None:
         return None
 
 
+def _levers_of(trace: Trace, early: forked.Child | None) -> whatif.Levers | None:
+    """The levers the child replayed (tracetriage.analyzers.whatif.aside), else replayed here."""
+    if early is not None:
+        done, levers = early.result()
+        if done:
+            return levers
+    return _levers(trace)
+
+
 def _range_levers(trace: Trace, sel: RangeStats, span_ns: int) -> whatif.Levers | None:
     """Every lever replayed on the whole trace, its saving read inside the range's instances and stated on
     the range's own span (tracetriage.analyzers.whatif.windows)."""
@@ -420,7 +454,8 @@ def _levers_unreadable(trace: Trace) -> bool:
 
 
 def analyze_file(path: str | os.PathLike, range_name: str | None = None,
-                 graph_capture: str | os.PathLike | None = None) -> Analysis:
+                 graph_capture: str | os.PathLike | None = None,
+                 peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     """`graph_capture`: a separate trace of the CUDA-graph captures that `path` replays (vLLM and SGLang
     write one), whose ops the replayed kernels are charged to."""
     from tracetriage.analyzers.loading.graphs import with_capture
@@ -431,7 +466,7 @@ def analyze_file(path: str | os.PathLike, range_name: str | None = None,
         if graph_capture is not None:
             trace = with_capture(trace, load(graph_capture))
         advance("analyse")
-        return analyze_trace(trace, range_name)
+        return analyze_trace(trace, range_name, peer_transfer_ns)
 
 
 # --- prefill / decode ------------------------------------------------------------
@@ -516,10 +551,18 @@ def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: in
     return busy * (1.0 - frac) if frac is not None else busy * 0.5
 
 
+# The Next kinds a rank waiting for its peers is given as its own fix beside the straggler: changes in its own code
+# with a replayed prediction (never faster kernels, which the straggler's waste rules out).
+OWN_FIX_KINDS = frozenset({Experiment.CUT_LAUNCHES, Experiment.MOVE_HOST_WORK, Experiment.REMOVE_SYNCS,
+                           Experiment.OVERLAP_COPIES, Experiment.FUSE_OPTIMIZER, Experiment.FUSE,
+                           Experiment.COMPILE_ONCE, Experiment.TURN_KNOB})
+
+
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
-                capture: GraphCapture | None = None, health: Health | None = None) -> NextExperiment:
+                capture: GraphCapture | None = None, health: Health | None = None,
+                collectives: bool = True) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -543,7 +586,12 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                               lever=lever if lever is not None and lever.assumption.count > 0 else None)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
         return NextExperiment(Experiment.PROFILE_REPLAYS, None, capture.share)
-    comm = communication_next(v, span_ns, choices)
+    comm = communication_next(v, span_ns, choices) if collectives else None
+    if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
+        # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
+        own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
+                          collectives=False)
+        return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)

@@ -26,6 +26,10 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Experiment
+from tracetriage.analyzers.whatif.levers import LEVERS
+
+# The ops whose user frames a knob's Next names (levers/spec.py Knob.ops): their frames are kept beside the hotspots'.
+KNOB_OPS = frozenset(op for spec in LEVERS.values() if spec.knob is not None for op in spec.knob.ops)
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ def source_lines(trace: Trace, gpu_rows: np.ndarray, hot: tuple[Hotspot, ...], k
     launch = trace.launch_of[gpu_rows]
     dur = ev.dur[gpu_rows]
     keys, _ = hs.op_keys(trace, gpu_rows)
-    by_hot = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k), {h.name for h in hot})
+    by_hot = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k),
+                        {h.name for h in hot} | KNOB_OPS)
     by_kernel = fr.grouped(trace, st, launch, ev.name[gpu_rows].astype(np.int64), dur,
                            lambda k: hs.op_label(trace, -1 - k), {k.name for k in kernels})
     idle = _idle_lines(trace, st, max(devices, key=lambda d: d.idle_ns)) if devices else {}
@@ -118,12 +123,17 @@ def fused_kernels(trace: Trace) -> dict[str, FusedKernel]:
 
 
 def next_line(kind: Experiment, cause: Cause | None, src: SourceLines | None,
-              hot: tuple[Hotspot, ...]) -> SourceLine | None:
-    """The frame the Next line names: the chosen idle cause's frame; for faster kernels, the top
-    hotspot's; none for a warm-up or a recapture, whose change is not a line of code."""
+              hot: tuple[Hotspot, ...], ops: tuple[str, ...] = ()) -> SourceLine | None:
+    """The frame the Next line names: a knob's evidence op's frame (`ops`: the hand-written softmax SDPA
+    replaces), else the chosen idle cause's frame; for faster kernels, the top hotspot's; none for a warm-up or a
+    recapture, whose change is not a line of code."""
     if src is None or kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU, Experiment.WARM_UP,
                                   Experiment.RECAPTURE):
         return None
+    for op in ops:
+        found = src.hotspots.get(op, ())
+        if found:
+            return found[0]
     if cause is not None:
         found = src.idle.get(cause, ())
         return found[0] if found else None

@@ -100,3 +100,5 @@ class Analysis(Caveated, Protocol):
     def sync_cost_is_lost_overlap(self) -> bool: ...
     @property
     def profiler(self) -> Any: ...                       # triage.overhead.ProfilerOverhead | None
+    @property
+    def execution(self) -> Any: ...                      # triage.execution.ExecutionNotes | None

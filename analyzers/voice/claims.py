@@ -1,27 +1,34 @@
-"""Phrases that state a claim the claim checker verifies (tracetriage.analyzers.output.claims): each figure
-comes from one field of the analysis, and the phrase says what the figure is (a saving, a slow-down, nothing)
-so that the sentence never claims more than the number does.
+"""Phrases whose wording is itself a claim the claim checker verifies (tracetriage.analyzers.output.claims): each
+figure comes from one field of the analysis, is recorded as a claim (tracetriage.analyzers.voice.said), and the
+phrase says what the figure is (a saving, a slow-down, nothing) so that the sentence never claims more than the
+number does.
 """
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import saving_pct
 from tracetriage.analyzers.voice.common import cheaper_precisions
+from tracetriage.analyzers.voice.said import claim
 
 # The share of the idle inside torch.compile's code (compiled regions, compiled functions' backward) from which a
 # trace is "compiled already": its launch-overhead Next is CUDA graphs, never "torch.compile to fuse" (issue 32).
 COMPILED_IDLE_SHARE = 0.25
 
 
+def saving(key: str, saving_ns: float, baseline_ns: float) -> str:
+    """A predicted change of the span ('−24%'), recorded as the share it saves (negative: it slows the run)."""
+    return claim(key, saving_ns / baseline_ns if baseline_ns else 0.0, saving_pct(saving_ns, baseline_ns))
+
+
 def waste_prediction(saving_ns: float, baseline_ns: float) -> str:
     """The "would waste the week" lever's prediction: 'predicted −7%' when it saves, 'predicted to slow the run
     (+3%)' when the replay says it costs time, never a '+3%' that reads as one more saving."""
-    pct = saving_pct(saving_ns, baseline_ns)
+    pct = saving("waste.saving", saving_ns, baseline_ns)
     return f"predicted to slow the run ({pct})" if pct.startswith("+") else f"predicted {pct}"
 
 
 def only_predicts(saving_ns: float, baseline_ns: float) -> str:
     """A lever that holds more of the idle but predicts less: 'predicts only −4%', or 'predicts no saving (+3%)'."""
-    pct = saving_pct(saving_ns, baseline_ns)
+    pct = saving("next.dominant.saving", saving_ns, baseline_ns)
     return f"predicts no saving ({pct})" if pct.startswith("+") or pct == "0%" else f"predicts only {pct}"
 
 

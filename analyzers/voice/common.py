@@ -14,6 +14,7 @@ from tracetriage.analyzers.model.units import count, duration_us, gbps, integer,
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
+from tracetriage.analyzers.voice.said import claim
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -114,10 +115,14 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                 "step still waits for batches, so lighten the per-sample transform (or move it to the GPU), raise "
                 "num_workers or prefetch_factor, and pin_memory=True with .to(device, non_blocking=True)")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
-        return ("load the batches in worker processes: DataLoader(..., num_workers=4, pin_memory=True, "
+        return ("load the batches in worker processes: DataLoader(..., "
+                f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, pin_memory=True, "
                 "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "
                 "step ends")
-    return ADVICE[cause]
+    said = ADVICE[cause]
+    if "torch.compile to fuse" in said:   # the generic launch advice: never for code compiled already
+        claim("next.asks.torch_compile", 1, "torch.compile to fuse")
+    return said
 
 
 # The calls a user writes that sync, by the op (or runtime call, when Python made it straight) the trace records.
@@ -152,6 +157,7 @@ def user_calls(names: list[str]) -> str:
 _STEP_DOWN = {"fp32": ("tf32", "bf16", "fp16"), "tf32": ("bf16", "fp16"), "bf16": ("fp8",), "fp16": ("fp8",),
               "fp8": ()}
 _PRECISION_WORDS = {"tf32": "TF32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+_PRECISION_KEYS = {w: k for k, w in _PRECISION_WORDS.items()}
 
 
 def cheaper_precisions(peaks, dtype: str | None) -> list[str] | None:
@@ -176,7 +182,7 @@ def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False) -> s
         why = f"({dtype or 'fp32'} is already the cheapest precision this device runs faster)"
         return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: skip work (causal masks, " \
             "smaller shapes)"
-    on = " or ".join(lower)
+    on = " or ".join(claim(f"next.precision.{_PRECISION_KEYS[x]}", 1, x) for x in lower)
     if headroom:
         return f"cheaper arithmetic ({on} on tensor cores) or less of it"
     return f"do less arithmetic or cheaper arithmetic: lower precision on tensor cores ({on}), skip work " \

@@ -7,22 +7,28 @@ from tracetriage.analyzers.model.units import duration_ns, gbps, integer, share,
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import has_fp8
+from tracetriage.analyzers.voice.said import claim
 
 
-def bus_phrase(k) -> str:
-    """' at 291 GB/s bus bandwidth (65% of the 450 GB/s NVLink 4)', or '' where the trace records no message."""
+def bus_phrase(k, line: str = "regime") -> str:
+    """' at 291 GB/s bus bandwidth (65% of the 450 GB/s NVLink 4)', or '' where the trace records no message; the
+    link's share claimed on `line` ("regime", or "next.because")."""
     if k.bus_gbps is None:
         return ""
-    link = f" ({share(k.link_share)} of the {gbps(k.link.gbps)} {k.link.name})" if k.link is not None else ""
+    link = (f" ({claim(f'{line}.link_share', k.link_share, share(k.link_share))} of the {gbps(k.link.gbps)} "
+            f"{k.link.name})" if k.link is not None else "")
     return f" at {gbps(k.bus_gbps)} bus bandwidth{link}"
 
 
-def kind_phrase(k, first: bool) -> str:
+def kind_phrase(k, first: bool, against_peers: bool = False) -> str:
     """'AllReduce ×7: 623.1 ms exposed, 597.7 ms waiting for a peer and 25.4 ms moving 805.3 MB at 37 GB/s bus
-    bandwidth (8% of the 450 GB/s NVLink 4)'."""
+    bandwidth (8% of the 450 GB/s NVLink 4)'; the first kind says what the wait is measured against: the fastest
+    rank's same call (`report DIR`), or, from one rank's trace alone, its own fastest call of the kind (an estimate:
+    a call can be slow for a reason of its own)."""
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
-    waiting = " (at least: against its own fastest call)" if first else ""
+    basis = "against the fastest rank's same call" if against_peers else "against its own fastest call"
+    waiting = f" ({basis})" if first else ""
     return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, "
             f"{duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} {moving}")
 
@@ -30,7 +36,7 @@ def kind_phrase(k, first: bool) -> str:
 def regime_line(v) -> str:
     """The Regime line of a communication-bound span."""
     c = v.communication
-    kinds = "; ".join(kind_phrase(k, i == 0) for i, k in enumerate(c.kinds[:2]))
+    kinds = "; ".join(kind_phrase(k, i == 0, c.against_peers) for i, k in enumerate(c.kinds[:2]))
     return (f"Regime: communication-bound: collectives with no compute kernel beside them hold "
             f"{share(c.exposed_share)} of the kernel busy time ({duration_ns(c.exposed_ns)} exposed of "
             f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
@@ -39,7 +45,8 @@ def regime_line(v) -> str:
 def next_words(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} of a communication-bound trace's next experiment."""
     c, nx = a.verdict.communication, a.next_experiment
-    exposed = (f"{share(c.exposed_share)} of the kernel busy time is collectives with no compute beside them "
+    exposed = (f"{claim('next.because.exposed_share', c.exposed_share, share(c.exposed_share))} of the kernel busy "
+               "time is collectives with no compute beside them "
                f"({duration_ns(c.exposed_ns)})")
     if nx.kind is Experiment.FIND_STRAGGLER:
         return {"lever": "find the rank the others wait for: report every rank's trace together (tracetriage report "
@@ -53,7 +60,7 @@ def next_words(a: Analysis) -> dict[str, str]:
             "(NCCL_DEBUG=INFO)") if top.link_slow else ""
     if nx.lever is None:   # every collective already runs on a stream of its own, and nothing runs beside it
         # fp8 gradients only where the device has fp8 (voice.claims: advice the device can take)
-        low = "bf16 or fp8" if has_fp8(a.roof.peaks) else "bf16"
+        low = f"bf16 or {claim('next.precision.fp8', 1, 'fp8')}" if has_fp8(a.roof.peaks) else "bf16"
         lever = ("give the collectives compute to hide behind and fewer bytes to move: start them earlier (DDP "
                  f"buckets during backward, bucket_cap_mb; FSDP forward/backward prefetch), send {low} "
                  "gradients (a DDP comm hook), fewer, larger all-gathers")
@@ -62,5 +69,5 @@ def next_words(a: Analysis) -> dict[str, str]:
                  "during backward (DDP, bucket_cap_mb), prefetch FSDP's all-gathers, or launch your own on a side "
                  "stream and wait on its event only where the result is read")
     return {"lever": lever, "why": f"{exposed}, mostly moving bytes: {duration_ns(top.transfer_ns)} of {top.kind}"
-                                   f"{bus_phrase(top)}{link}",
+                                   f"{bus_phrase(top, 'next.because')}{link}",
             "waste": "faster kernels: the step waits on the collectives, not on arithmetic or memory"}

@@ -116,6 +116,10 @@ def prediction_line(p) -> str:
     rec = spec.recognise
     # a lever replayed as measured (kernels as much faster as they were) says by how much
     how = f"{rec.because} {times(1 / p.kernel_scale)}" if rec.as_measured else rec.because
+    if spec.knob is not None and not spec.knob.priced:      # no replay figure to hold it to: only what it measured
+        return (f"Predicted: the change applied {spec.applied_as} ({how}); a trace cannot show what it buys, so "
+                f"tracetriage whatif does not price it, and the after trace measures {p.measured_ratio:.2f} of the "
+                f"traced span ({duration_ns(p.before_ns)} → {duration_ns(p.after_ns)}).")
     return (f"Predicted: the change applied {spec.applied_as} ({how}); from the before trace "
             f"alone{rec.given} tracetriage whatif predicted {p.predicted_ratio:.2f} of the traced span "
             f"({duration_ns(p.before_ns)} → "

@@ -4,6 +4,7 @@ when the profile is mostly a capture (profile the replays).
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import count, duration_ns, share
+from tracetriage.analyzers.voice.said import claim
 
 
 def capture_caveat(c) -> str:
@@ -18,6 +19,7 @@ def capture_next(c) -> dict[str, str]:
                      "and SGLang capture at start-up; torch.compile's reduce-overhead on the first calls), then "
                      "triage again, passing this capture's trace with --graph-capture to charge the replayed "
                      "kernels to their ops",
-            "why": f"{share(c.share)} of the span is the device idling while the host captures "
+            "why": f"{claim('next.because.capture_share', c.share, share(c.share))} of the span is the device idling "
+                   "while the host captures "
                    f"{count(c.graphs, 'CUDA graph')} ({count(c.recorded, 'launch', 'launches')} recorded, not run)",
             "waste": "cutting launches or adding CUDA graphs: these launches are the graph capture itself"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
 from tracetriage.analyzers.model.units import count, duration_ns, saving_pct, share
+from tracetriage.analyzers.voice.said import claim
 
 # Per problem: (what the trace shows, what it means for the verdicts, the capture setting that fixes it).
 WORDS: dict[Problem, tuple[str, str, str]] = {
@@ -140,4 +141,5 @@ def unprofiled_words(lever) -> str:
     """'; without the profiler −48%' after a lever's profiled prediction, when the two differ."""
     if lever is None or not lever.unprofiled_differs:
         return ""
-    return f"; without the profiler {saving_pct(1 - lever.unprofiled_ratio, 1)}"
+    saved = 1 - lever.unprofiled_ratio
+    return f"; without the profiler {claim('next.unprofiled_saving', saved, saving_pct(saved, 1))}"

@@ -3,6 +3,7 @@ and HTA's breakdown beside ours (`report --hta`).
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tracetriage.analyzers.model.constructs import Construct
@@ -16,7 +17,6 @@ from tracetriage.analyzers.model.units import (
     integer,
     num,
     pct_of,
-    saving_pct,
     share,
     shares_of_a_whole,
     small_share,
@@ -24,9 +24,10 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication
+from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, waste_prediction
+from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, saving, waste_prediction
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -42,8 +43,9 @@ from tracetriage.analyzers.voice.common import (
 )
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
+from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from tracetriage.analyzers.whatif.levers import LEVERS
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, LEVERS
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -95,10 +97,11 @@ def baseline_words(a: Analysis) -> str:
 
 def predicted(c, a: Analysis | None = None) -> str:
     """A what-if lever's prediction on its own baseline, named: '−24% of the traced span (host and GPU),
-    31.8 ms → 24.1 ms'."""
+    31.8 ms → 24.1 ms' (claims next.saving, next.baseline_us, next.predicted_us)."""
     on = baseline_words(a) if a is not None else "the traced span (host and GPU)"
-    return (f"{saving_pct(c.saving_ns, c.baseline_ns)} of {on}, {duration_ns(c.baseline_ns)} → "
-            f"{duration_ns(c.predicted_ns)}")
+    return (f"{saving('next.saving', c.saving_ns, c.baseline_ns)} of {on}, "
+            f"{claim('next.baseline_us', c.baseline_ns / 1e3, duration_ns(c.baseline_ns))} → "
+            f"{claim('next.predicted_us', c.predicted_ns / 1e3, duration_ns(c.predicted_ns))}")
 
 
 def next_experiment(a: Analysis) -> dict[str, str]:
@@ -118,7 +121,10 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
     elif nx.cause is not None:
         ev = a.evidence[nx.cause]
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, nx.construct,
+        # the workers' knob is the DataLoader's advice wherever the rest of the host work sits (a whole script's
+        # set-up may hold more of it than the batches)
+        construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
+        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
@@ -132,28 +138,36 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
     if nx.close_call is not None:
         c = nx.close_call
-        out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much ({saving_pct(c.saving_ns, c.baseline_ns)}, "
+        out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much "
+                       f"({saving('next.close_call.saving', c.saving_ns, c.baseline_ns)}, "
                        "within the replay's error) but is a bigger change to the code")
     if nx.then is not None:
         t = nx.then
         out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
-                       f"{saving_pct(t.saving_ns, t.baseline_ns)} from this trace")
+                       f"{saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace")
     if nx.knob_beside is not None:
         k = nx.knob_beside
         knob = LEVERS[k.lever].knob
         out["why"] += (f"; a one-line knob is in hand first: {knob.change_for(k.assumption)}, predicted "
-                       f"{saving_pct(k.saving_ns, k.baseline_ns)}")
+                       f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
     if nx.headroom is not None:
         h = nx.headroom
+        fall = h.saving_ns / h.baseline_ns
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long the span would fall {share(h.saving_ns / h.baseline_ns)}, which needs "
+                       f"long the span would fall {claim('next.headroom.saving', fall, share(fall))}, which needs "
                        f"{_headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
         spec = LEVERS[w.lever]
         why = f" ({spec.says(w.assumption)})" if w.nothing_to_act_on else ""
-        out["waste"] = f"{spec.words}, {waste_prediction(w.saving_ns, w.baseline_ns)}{why}"
+        out["waste"] = (f"{claim(f'waste.lever.{w.lever}', 1, spec.words)}, "
+                        f"{waste_prediction(w.saving_ns, w.baseline_ns)}{why}")
+    if nx.own_fix is not None:   # the straggler is found from every rank; this rank's own fix needs no other trace
+        with kept_as("next.own", drop=("waste.",)):   # its waste is not said: the straggler's is
+            own = next_experiment(dataclasses.replace(a, next_experiment=nx.own_fix))
+        out["lever"] += f"; meanwhile this rank's own fix, with its collectives as they ran: {own['lever']}"
+        out["why"] += f"; on its own timeline, {own['why']}"
     return out
 
 
@@ -191,26 +205,35 @@ def _compiled_already(a: Analysis) -> bool:
 def _warmup_why(a: Analysis) -> str:
     lv = a.next_experiment.lever
     if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
-        return (f"{share(a.warmup_share)} of the span is one-time set-up in first calls "
+        return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
+                "one-time set-up in first calls "
                 f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
     if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
-        return (f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up (first calls such as "
+        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as "
                 f"{', '.join(w.name for w in a.warmup[:2])}, and the early steps' host time above a steady step's), "
                 "which the steady state never pays")
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
-    return (f"{share(lv.saving_ns / lv.baseline_ns)} of the span is one-time set-up ({where}), "
+    return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
             f"which the steady state never pays")
+
+
+def _setup_share(lv) -> str:
+    """The set-up a warm-up's replay takes out, as a share of the span (its because)."""
+    return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))
 
 
 def _lever_why(a: Analysis) -> str:
     """Why a lever that is a construct's own fix (not an idle cause's) is the Next: what it acts on here."""
     nx = a.next_experiment
-    assume = LEVERS[nx.lever.lever].says(nx.lever.assumption) if nx.lever and nx.lever.assumption else ""
+    # the lever's own statement of what its replay assumed, its figures the assumption's fields
+    assume = claim("next.assumption", nx.lever.assumption.count, LEVERS[nx.lever.lever].says(nx.lever.assumption)) \
+        if nx.lever and nx.lever.assumption else ""
     where = ""
     x = a.framework.share_of(nx.construct) if a.framework and nx.construct else None
     if x is not None and a.framework.idle_ns:
-        where = (f"{share(x.idle_ns / a.framework.idle_ns)} of the idle is inside "
+        held = x.idle_ns / a.framework.idle_ns
+        where = (f"{because('construct_idle_share', held, share(held))} of the idle is inside "
                  f"{construct_phrase(x, a.framework.optimizer)}; ")
     return where + assume
 
@@ -250,22 +273,34 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
                 "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
     if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC:
-        peak = f" of {a_or_an(tflops(pk.flops(v.dtype) / 1e12))} peak" if pk and v.dtype else ""
-        why = (f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}" if v.achieved_tflops
-               else f"{100 * v.compute_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in compute-bound kernels")
+        top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
+        if v.achieved_tflops:
+            peak = f" of {a_or_an(claim('next.peak_tflops', top, tflops(top)))} peak" if top else ""
+            why = f"kernel time is compute-bound at {tflops(v.achieved_tflops)}{peak}"
+        else:
+            why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
         return {"lever": cheaper_arithmetic(pk, v.dtype), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
-    peak = f" of {gbps(pk.bytes_per_s / 1e9)}" if pk else ""
-    why = (f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}" if v.achieved_gbps
-           else f"{100 * v.memory_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in memory-bound kernels")
+    if v.achieved_gbps:
+        peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
+        why = f"kernel time is memory-bound at {gbps(v.achieved_gbps)}{peak}"
+    else:
+        why = f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
     return {"lever": REGIME_ADVICE["memory"], "why": why,
             "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
 
 
+def _bound_because(x: float) -> str:
+    """The share of kernel time under the Next's bound, claimed (a bound the health check withholds is given
+    nowhere)."""
+    return because("bound_share", x, f"{100 * x:.0f}%")
+
+
 def _latency_why(v, pk) -> str:
-    what = f"{100 * v.latency_us / max(v.kernel_us, 1e-9):.0f}% of kernel time is in kernels far below both roofs"
+    what = f"{_bound_because(v.latency_us / max(v.kernel_us, 1e-9))} of kernel time is in kernels far below both roofs"
     if v.latency_peak_share is not None:
-        what += f" (they reach {small_share(v.latency_peak_share)} of the nearer peak)"
+        reach = small_share(v.latency_peak_share)
+        what += f" (they reach {because('peak_share', v.latency_peak_share, reach)} of the nearer peak)"
     return what + ": occupancy, tiny grids or the library's algorithm choice limit them, not bytes or arithmetic"
 
 
@@ -285,51 +320,71 @@ def find_the_bound(v) -> dict[str, str]:
                       "ops' shapes would put them above the device's peak, so the trace cannot say what they cost",
     }[top]
     return {"lever": lever,
-            "why": f"{share(v.uncosted_share)} of the kernel time has no cost model: {uncosted_phrase(v)}",
+            "why": f"{because('uncosted_share', v.uncosted_share, share(v.uncosted_share))} of the kernel time has no "
+                   f"cost model: {uncosted_phrase(v)}",
             "waste": "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which "
                      "limits the kernels"}
 
 
+def because(what: str, value: float, said: str) -> str:
+    """A figure of the Next's because, claimed as next.because.<what> (the claim checker holds it against the
+    prediction and the Idle line)."""
+    return claim(f"next.because.{what}", value, said)
+
+
 def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
-    idle_pct = share(a.idle_share)
+    """Why an idle cause's fix is the Next, each figure claimed (`because`)."""
+    def idle_pct() -> str:
+        return because("idle_share", a.idle_share, share(a.idle_share))
+
     if cause is Cause.LAUNCH_OVERHEAD:
-        kernels = f"the GPU idles {idle_pct} between {count(ev.kernels, 'kernel')} that run " \
-                  f"{duration_us(ev.kernel_median_us)} (median)"
+        kernels = (f"the GPU idles {idle_pct()} between {because('kernels', ev.kernels, count(ev.kernels, 'kernel'))}"
+                   f" that run {because('kernel_median_us', ev.kernel_median_us, duration_us(ev.kernel_median_us))}"
+                   " (median)")
         if ev.launch_call_median_us and ev.kernel_median_us < ev.launch_call_median_us:
-            return kernels + " while each launch costs the host more"
+            # the launch call's median is said on the Idle line; this phrase claims it outlasts the kernel
+            return kernels + because("launch_outlasts_kernel_us", ev.launch_call_median_us,
+                                     " while each launch costs the host more")
         # kernels outlast a launch call: what the host spends per kernel is the dispatch around the call too
-        return (kernels + f", in {count(ev.gaps, 'gap')} (median {duration_us(ev.median_gap_us)}) where the queue "
-                "ran dry while the host dispatched and launched the next")
+        return (kernels + f", in {because('gaps', ev.gaps, count(ev.gaps, 'gap'))} (median "
+                f"{because('median_gap_us', ev.median_gap_us, duration_us(ev.median_gap_us))}) where the queue ran "
+                "dry while the host dispatched and launched the next")
     if cause is Cause.HOST_WORK:
         lv = a.next_experiment.lever
         if ev.gaps == 0 and lv is not None and lv.assumption is not None and lv.assumption.count:
             # no idle gap is long enough to be host work, yet the replay finds host stretches between launches
             # (each shorter than the host-work threshold of the idle split, longer than the lever's)
             long_ns = getattr(lv.assumption, "long_ns", 0)
-            stretches = count(lv.assumption.count, 'stretch', 'stretches')
-            return (f"the host runs code that issues no GPU work in {stretches} between launches"
-                    f"{f' of {duration_ns(long_ns)} or more' if long_ns else ''}, and the GPU "
-                    "waits them out")
-        return (f"the GPU idles {idle_pct} while the host runs code that issues no GPU work "
-                f"(median gap {duration_us(ev.median_gap_us)})")
+            stretches = because("stretches", lv.assumption.count, count(lv.assumption.count, 'stretch', 'stretches'))
+            longer = f" of {because('stretch_us', long_ns / 1e3, duration_ns(long_ns))} or more" if long_ns else ""
+            return f"the host runs code that issues no GPU work in {stretches} between launches{longer}, and the " \
+                   "GPU waits them out"
+        return (f"the GPU idles {idle_pct()} while the host runs code that issues no GPU work "
+                f"(median gap {because('median_gap_us', ev.median_gap_us, duration_us(ev.median_gap_us))})")
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
+            held = a.by_cause_ns[Cause.HOST_WORK] / a.span_ns
             return (f"while the host waits in a sync it cannot run ahead, so its host work "
-                    f"({count(host.gaps, 'stretch', 'stretches')}, a median of {duration_us(host.median_gap_us)}, "
-                    f"{share(a.by_cause_ns[Cause.HOST_WORK] / a.span_ns)} of the span) leaves the GPU idle instead "
-                    "of overlapping its kernels")
+                    f"({because('stretches', host.gaps, count(host.gaps, 'stretch', 'stretches'))}, a median of "
+                    f"{because('median_gap_us', host.median_gap_us, duration_us(host.median_gap_us))}, "
+                    f"{because('host_share', held, share(held))} of the span) leaves the GPU idle instead of "
+                    "overlapping its kernels")
         c = a.serialising_syncs or a.next_experiment.lever
         if ev.gaps == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
+            overlap = c.saving_ns / c.baseline_ns
             return (f"each sync holds the host until the GPU catches up, so host work and kernels run one after "
-                    f"the other: removing them overlaps {duration_ns(c.saving_ns)} "
-                    f"({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
-        return (f"{integer(ev.gaps)} times the device drained while the host waited, costing "
-                f"{duration_us(ev.total_us)} of idle ({share(gain)} of the span)")
+                    "the other: removing them overlaps "
+                    f"{because('overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
+                    f"({because('overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
+        times = "time" if ev.gaps == 1 else "times"
+        return (f"{because('drains', ev.gaps, integer(ev.gaps))} {times} the device drained while the host waited, "
+                f"costing {because('idle_us', ev.total_us, duration_us(ev.total_us))} of idle "
+                f"({because('cause_share', gain, share(gain))} of the span)")
     if cause is Cause.DATA_TRANSFER:
-        return f"compute idles {idle_pct} while copies run ({copy_phrase(ev)})"
-    return (f"{share(gain)} of the span is idle before GPU work whose launch call is not in the trace, so its "
-            "cause cannot be read from it")
+        return f"compute idles {idle_pct()} while copies run ({copy_phrase(ev)})"
+    return (f"{because('cause_share', gain, share(gain))} of the span is idle before GPU work whose launch call is not "
+            "in the trace, so its cause cannot be read from it")
 
 
 def five_lines(a: Analysis) -> list[str]:
@@ -359,10 +414,12 @@ def five_lines(a: Analysis) -> list[str]:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
         # the causes as printed add up to the idle share printed
         idle_pct, cause_pcts = shares_of_a_whole(a.idle_share, [ns / a.span_ns for _, ns in parts])
-        split = ", ".join(f"{CAUSE_WORDS[c]} {pct}" for (c, _), pct in zip(parts[:4], cause_pcts))
+        split = ", ".join(f"{CAUSE_WORDS[c]} {claim(f'idle.cause.{c.value}', ns / a.span_ns, pct)}"
+                          for (c, ns), pct in zip(parts[:4], cause_pcts))
         if a.copies_count_as_idle:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
             split += " (copies count as compute idle: no kernel runs while they do)"
+        idle_pct = claim("idle.share", a.idle_share, idle_pct)
         l3 = (f"Idle: the GPU is idle {idle_pct} of the span ({duration_ns(a.idle_ns)}): {split}; "
               f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}.")
     else:
@@ -390,7 +447,8 @@ def _construct_clause(a: Analysis) -> str:
     x = a.construct_named
     if x is None:
         return ""
-    return (f"; {share(x.idle_ns / a.framework.idle_ns)} of the idle is inside "
+    held = x.idle_ns / a.framework.idle_ns
+    return (f"; {claim('idle.construct_share', held, share(held))} of the idle is inside "
             f"{construct_phrase(x, a.framework.optimizer)}")
 
 
@@ -400,56 +458,59 @@ def _serialising_syncs(a: Analysis) -> str:
     c = a.serialising_syncs
     if c is None:
         return ""
+    overlap = c.saving_ns / c.baseline_ns
     return (f"; the syncs{f' ({c.only})' if c.only else ''} serialise the host with the GPU: removing them "
-            f"overlaps {duration_ns(c.saving_ns)} ({share(c.saving_ns / c.baseline_ns)} of {baseline_words(a)})")
+            f"overlaps {claim('idle.syncs.overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
+            f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
 
 def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
-    bounds_known = v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us
-    mix = (f"of kernel time, {100 * v.compute_us / tot:.0f}% is compute-bound and {100 * v.memory_us / tot:.0f}% "
-           f"memory-bound" + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
-                               if v.latency_worth_naming else "")
-           + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
-           + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)"
-              if v.comm_us else "")) \
-        if tot and bounds_known else (f"no kernel time has a bound: {uncosted_phrase(v)}" if tot else "no kernels ran")
-    ridge = ""
-    if v.intensity and v.ridge:
-        ridge = f"; its ops average {num(v.intensity)} FLOP/byte against a {v.dtype} ridge of {num(v.ridge)}"
     if v.regime is Regime.OVERHEAD:
-        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {mix}{ridge}."
+        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {_mix(v)}{_ridge(v)}."
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
-        known = [f"{share(x / tot)} {what}"
-                 for x, what in ((v.compute_us, "compute-bound"), (v.memory_us, "memory-bound"),
-                                 (v.comm_us, "in collectives")) if tot and x > 0.005 * tot]
+        known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
+                 for x, key, what in ((v.compute_us, "compute", "compute-bound"),
+                                      (v.memory_us, "memory", "memory-bound"), (v.comm_us, None, "in collectives"))
+                 if tot and x > 0.005 * tot]
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
                 f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
                                                      "to decide" if known else "nothing else to decide by")
-                + f"{ridge}.")
+                + f"{_ridge(v)}.")
     elif v.regime is Regime.LATENCY:
-        rate = f" and reach {tflops(v.achieved_tflops)}" if v.achieved_tflops else ""   # no FLOPs: no '0 TFLOP/s'
-        reach = (f"; latency-bound ops move {gbps(v.achieved_gbps)}{rate}, "
-                 f"{small_share(v.latency_peak_share)} of the nearer peak" if v.latency_peak_share is not None else "")
+        rate = (f" and reach {claim('regime.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}"
+                if v.achieved_tflops else "")   # no FLOPs: no '0 TFLOP/s'
+        reach = (f"; latency-bound ops move {claim('regime.achieved_gbps', v.achieved_gbps, gbps(v.achieved_gbps))}"
+                 f"{rate}, {small_share(v.latency_peak_share)} of the nearer peak"
+                 if v.latency_peak_share is not None else "")
+        mix = _mix(v)
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
-                f"grids, the library's algorithm choice){ridge}.")
+                f"grids, the library's algorithm choice){_ridge(v)}.")
     elif v.regime is Regime.COMPUTE:
+        mix = _mix(v)
         if v.achieved_tflops:
-            peak = (f" of the {tflops(pk.flops(v.dtype) / 1e12)} peak "
-                    f"({pct_of(v.achieved_tflops, pk.flops(v.dtype) / 1e12)})" if pk and v.dtype else "")
-            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {tflops(v.achieved_tflops)}{peak}{ridge}."
+            top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
+            reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
+            peak = (f" of the {claim('regime.peak_tflops', top, tflops(top))} peak "
+                    f"({pct_of(v.achieved_tflops, top)})" if top else "")
+            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {reach}{peak}{_ridge(v)}."
         else:
-            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){ridge}."
+            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){_ridge(v)}."
     else:
+        mix = _mix(v)
         if v.achieved_gbps:
-            peak = (f" of the {gbps(pk.bytes_per_s / 1e9)} peak ({pct_of(v.achieved_gbps, pk.bytes_per_s / 1e9)})"
-                    if pk else "")
-            line = f"Regime: memory-bound: {mix}; memory-bound ops move {gbps(v.achieved_gbps)}{peak}{ridge}."
+            top = pk.bytes_per_s / 1e9 if pk else None
+            moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
+            peak = (f" of the {claim('regime.peak_gbps', top, gbps(top))} peak ({pct_of(v.achieved_gbps, top)})"
+                    if top else "")
+            line = f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}{_ridge(v)}."
         else:
-            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){ridge}."
+            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded){_ridge(v)}."
+    if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
+        line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and pk.source != "datasheet":
@@ -458,6 +519,35 @@ def _regime_line(a: Analysis) -> str:
         line = line[:-1] + (f" (no peak table entry for {a.trace.device_name() or 'this device'}: run tracetriage "
                             "capture ceilings).")
     return line
+
+
+def _mix(v) -> str:
+    """'of kernel time, 54% is compute-bound and 5% memory-bound, ...', its split claimed (regime.*_share)."""
+    tot = v.kernel_us
+    if not tot:
+        return "no kernels ran"
+    if not (v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us):
+        return f"no kernel time has a bound: {uncosted_phrase(v)}"
+    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is compute-bound and "
+            f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
+            + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
+               if v.latency_worth_naming else "")
+            + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
+            + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else ""))
+
+
+def _ridge(v) -> str:
+    """'; its ops average 69.7 FLOP/byte against a fp32 ridge of 14' (the intensity claimed), or ''."""
+    if not (v.intensity and v.ridge):
+        return ""
+    return (f"; its ops average {claim('regime.intensity', v.intensity, num(v.intensity))} FLOP/byte against a "
+            f"{v.dtype} ridge of {num(v.ridge)}")
+
+
+def _bound_share(bound: str, x: float) -> str:
+    """A bound's share of kernel time on the Regime line ('77%'), claimed as regime.<bound>_share: a split the health
+    check withholds (no shapes) is given nowhere."""
+    return claim(f"regime.{bound}_share", x, f"{100 * x:.0f}%")
 
 
 def _cpu_only_lines(a: Analysis) -> list[str]:

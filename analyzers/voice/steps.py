@@ -7,6 +7,7 @@ from __future__ import annotations
 from tracetriage.analyzers.model.units import a_or_an, count, duration_ns, duration_us, integer
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS
+from tracetriage.analyzers.voice.said import claim
 
 
 def found_from(st) -> str:
@@ -62,12 +63,14 @@ def steps_clause(st) -> str:
 def phases_clause(p, span_us: float | None = None) -> str:
     """The Measured line's words for prefill against decode. A TTFT longer than the GPU span (`span_us`) counts
     host time before the first kernel: said, so the two figures of one sentence do not contradict each other."""
-    ttft = f"prefill (TTFT) {duration_us(p.ttft_us)}"
+    ttft = f"prefill (TTFT) {claim('measured.ttft_us', p.ttft_us, duration_us(p.ttft_us))}"
     if span_us is not None and p.ttft_us > span_us:
-        ttft += " (from the request's first host call: host time before the first kernel counted)"
+        ttft += claim("measured.ttft_counts_host", 1,
+                      " (from the request's first host call: host time before the first kernel counted)")
     if p.requests > 1:
         ttft += f" median over {count(p.requests, 'request')} (p90 {duration_us(p.ttft_p90_us)})"
-    out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over {count(p.decode.count, 'step')} "
+    out = (f"; {ttft}, decode {duration_us(p.per_token_us)} per token over "
+           f"{claim('measured.decode_steps', p.decode.count, count(p.decode.count, 'step'))} "
            f"(median {duration_us(p.per_token_median_us)}, p90 {duration_us(p.per_token_p90_us)})")
     if p.found_from.value == "shapes":
         seq = a_or_an(f"{integer(p.prompt_tokens)}-token prompt") if p.prompt_tokens else "a prompt"

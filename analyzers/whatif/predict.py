@@ -4,8 +4,9 @@ A lever edits the dependency graph (tracetriage.analyzers.whatif.depgraph) the w
 program, and the replay (tracetriage.analyzers.whatif.replay) says how long the traced work would then take.
 The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
 remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
-warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device: the last five
-are knobs, one line of the user's code each), each with its edit, its typed assumption and its words.
+warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device, sdpa,
+cudnn_benchmark, inference_mode, dataloader_workers: the last nine are knobs, one line of the user's code each),
+each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the
@@ -141,6 +142,19 @@ class Levers:
     sync_op_prediction: LeverPrediction | None
     graph: dg.Graph | None = field(default=None, compare=False, repr=False)   # for a lever's unprofiled ratio
     context: Context | None = field(default=None, compare=False, repr=False)  # ... and the levers' view of it
+    # replayed in another process (tracetriage.analyzers.whatif.aside), which kept its graph: built again here,
+    # once, should a lever's unprofiled ratio need it
+    graph_elsewhere: bool = field(default=False, compare=False, repr=False)
+    _answers: dict = field(default_factory=dict, compare=False, repr=False)   # (lever, only): unprofiled ratio
+    _rebuilt: list = field(default_factory=list, compare=False, repr=False)
+
+    def without_graph(self, trace: Trace) -> "Levers":
+        """These predictions without the graph and its context (they hold the trace), to send to another process,
+        with the one unprofiled ratio the report may ask for that was not replayed yet (the top sync op's own
+        remove_syncs: a Next that names it) answered first, while the graph is here."""
+        if self.sync_op is not None and self.graph is not None:
+            self.unprofiled_ratio(trace, REMOVE_SYNCS, self.sync_op)
+        return dataclasses.replace(self, graph=None, context=None, graph_elsewhere=True, _rebuilt=[])
 
     @property
     def unprofiled(self) -> UnprofiledRun | None:
@@ -156,13 +170,20 @@ class Levers:
             p = self.sync_op_prediction if lever == REMOVE_SYNCS and only is not None else self.all.lever(lever)
             if p is not None and p.unprofiled_ratio is not None:
                 return p.unprofiled_ratio
+        if (lever, only) in self._answers:
+            return self._answers[lever, only]
         g = self.graph
+        if g is None and self.graph_elsewhere:
+            if not self._rebuilt:
+                self._rebuilt.append(dg.build(trace))
+            g = self._rebuilt[0]
         if g is None:
             return None
         plan = rp.Plan.of(g)
         ctx = self.context if self.context is not None and self.context.g is g else Context(trace, g)
         spec_of(lever).apply(ctx, plan, Options(only=only))
-        return _bare_ratio(trace, g, plan, self.unprofiled, False)
+        ratio = self._answers[lever, only] = _bare_ratio(trace, g, plan, self.unprofiled, False)
+        return ratio
 
 
 def predict_levers(trace: Trace) -> Levers:

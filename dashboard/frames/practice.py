@@ -153,12 +153,17 @@ class DrillTables:
     span_line: str | None           # triage: the GPU span, busy and idle shares
     operators: pd.DataFrame | None  # triage: name, share, device_us, calls
     ranges: pd.DataFrame | None     # ranges: name, count, median_wall_us, wall_us, kernel_busy_us
+    lines: tuple[str, ...] = ()     # the ladder's kinds: the lines `drill show` prints (tracetriage.drills.ladder.show)
 
 
 def drill_tables(drill_id: str) -> DrillTables:
     from tracetriage.drills import bank, evidence
+    from tracetriage.drills.ladder import show as ladder_show
+    from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 
     d = bank.get(drill_id)
+    if d.kind in LADDER_KINDS:
+        return DrillTables(None, None, None, tuple(ladder_show.lines(d)))
     if d.kind not in ("triage", "ranges"):
         return DrillTables(None, None, None)
     f = evidence.facts(d.trace_path())

@@ -46,6 +46,7 @@ PAGES = (
     PageSpec("roofline", "Roofline", "roofline", ":material/show_chart:"),
     PageSpec("diff", "Diff", "diff", ":material/compare_arrows:", ("trace", "before", "after")),
     PageSpec("whatif", "What-if", "whatif", ":material/model_training:", ("trace", "lever")),
+    PageSpec("trytable", "Try", "try", ":material/science:", ("try",)),
     PageSpec("practice", "Drills", "drills", ":material/school:", ()),
 )
 BY_URL = {p.url: p for p in PAGES}

@@ -54,6 +54,8 @@ def _drill() -> None:
                                           "median_wall_us": tables.us("median wall (µs)"),
                                           "wall_us": tables.us("wall (µs)"),
                                           "kernel_busy_us": tables.us("kernels busy (µs)")})
+    if drill_tables.lines:
+        st.code("\n".join(drill_tables.lines), language=None)
     for q in d.questions:
         st.markdown(words.plain(f"• {q}"))
     with st.form(key=f"drill_form_{d.id}"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
-from tracetriage.analyzers.whatif.levers import LEVERS
 from tracetriage.drills.predictions import Log
 
 if TYPE_CHECKING:
@@ -25,9 +24,9 @@ def record(rows: list[Row], before_spans: list[int], before_trace: str, script: 
     try:
         for r in rows:
             p = r.proposal
-            if p.lever is None or p.predicted is None:
+            quantity = p.quantity
+            if quantity is None or p.predicted is None:
                 continue
-            quantity = LEVERS[p.lever].quantity
             for trace, span in zip(r.after_traces, r.after_spans):
                 pid = log.predict(quantity, 1 - p.predicted, f"tracetriage try {script}: {p.key} ({p.outside.how})",
                                   trace=trace, baseline=before_trace)

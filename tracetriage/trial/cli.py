@@ -50,6 +50,8 @@ def add_parser(sub) -> None:
                    help="where the script runs (default: cuda if any)")
     t.add_argument("--db", help="the prediction log (default: $TRACETRIAGE_DB, else the user data directory)")
     t.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    t.add_argument("--knob", action="append", default=[], metavar="KEY",
+                   help="turn only this knob, of those the report proposes (repeat for several; default: all)")
     t.set_defaults(fn=cmd_try)
 
 
@@ -59,9 +61,11 @@ def cmd_try(a) -> int:
 
     fmt = "json" if a.json else (a.format or "text")
     o = command.Options(repeats=a.repeats, out=Path(a.out) if a.out else None, max_runs=a.max_runs,
-                        timeout_s=a.timeout, device=a.device, trace=a.trace, db=a.db, quiet=a.quiet)
+                        timeout_s=a.timeout, device=a.device, trace=a.trace, db=a.db, quiet=a.quiet,
+                        knobs=tuple(a.knob))
     try:
         command.check_script(a.script)
+        command.check_knobs(o.knobs)
         if a.trace is not None and not Path(a.trace).is_file():
             raise command.TryError(f"no such trace: {a.trace}")
         if a.dry_run:
@@ -77,8 +81,11 @@ def cmd_try(a) -> int:
     except (command.TryError, LogError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR
+    saved = voice.save(res)
     if fmt == "json":
         print(json.dumps(voice.to_json(res), indent=2))
     else:
         print(voice.markdown(res) if fmt == "markdown" else voice.text(res))
+    if saved is not None and not a.quiet:
+        print(f"try: the table is kept in {saved} (and .txt, .md beside it)", file=sys.stderr)
     return 130 if res.stopped and "interrupted" in res.stopped else 0

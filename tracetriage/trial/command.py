@@ -34,12 +34,20 @@ class Options:
     trace: str | None = None
     db: str | None = None
     quiet: bool = False
+    knobs: tuple[str, ...] = ()        # --knob: turn only these (of those proposed); () for every one proposed
 
 
 def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_knobs(keys: tuple[str, ...]) -> None:
+    known = [e.outside.key for e in from_outside() if e.outside is not None]
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise TryError(f"no knob named {', '.join(unknown)}; choose from: {', '.join(known)}")
 
 
 def check_script(script: str) -> None:
@@ -65,7 +73,9 @@ def dry_run(script: str, args: list[str], o: Options) -> list[tuple[str, list[st
     knobs = [e.outside for e in from_outside()
              if e.outside is not None and (device == "cuda" or not e.outside.gpu_only)]
     if o.trace is not None:
-        knobs = [p.outside for p in _proposals(o.trace, device)[0]]
+        knobs = [p.outside for p in _proposals(o.trace, device, o.knobs)[0]]
+    if o.knobs:
+        knobs = [k for k in knobs if k.key in o.knobs]
     for k in [NONE, *knobs]:
         what = "without any knob" if k is NONE else f"{k.key} ({k.how})"
         plan.append((f"{what}, {o.repeats}x profiled and {o.repeats}x unprofiled",
@@ -73,10 +83,10 @@ def dry_run(script: str, args: list[str], o: Options) -> list[tuple[str, list[st
     return plan
 
 
-def _proposals(trace: str, device: str) -> tuple[list[Proposal], list[Outside]]:
+def _proposals(trace: str, device: str, force: tuple[str, ...] = ()) -> tuple[list[Proposal], list[Outside]]:
     from tracetriage.analyzers.triage.report import analyze_file
 
-    return propose(analyze_file(trace), has_gpu=device == "cuda")
+    return propose(analyze_file(trace), has_gpu=device == "cuda", force=force)
 
 
 def try_script(script: str, args: list[str], o: Options) -> Result:
@@ -98,9 +108,10 @@ def try_script(script: str, args: list[str], o: Options) -> Result:
     else:
         before_trace = o.trace
     # 2. the knobs
-    proposals, gpu_only = _proposals(before_trace, device)
-    rows = [Row(p) for p in proposals]
-    res = Result(script, args, device, o.repeats, before_trace, out, rows, gpu_only)
+    proposals, gpu_only = _proposals(before_trace, device, o.knobs)
+    left_out = [p.key for p in proposals if o.knobs and p.key not in o.knobs]
+    rows = [Row(p) for p in proposals if p.key not in left_out]
+    res = Result(script, args, device, o.repeats, before_trace, out, rows, gpu_only, left_out=left_out)
     # 3. the runs, interleaved
     todo: list[tuple[Row | None, bool, int]] = []
     for i in range(o.repeats):

@@ -37,6 +37,7 @@ class Result:
     before_walls: list[int] = field(default_factory=list)
     logged: list[int] = field(default_factory=list)
     stopped: str | None = None
+    left_out: list[str] = field(default_factory=list)     # proposed, but not among --knob
 
     @property
     def device_words(self) -> str:

@@ -7,6 +7,7 @@ plain words, and "changes numerics" for a precision knob.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracetriage.trial.measure import NOISE_FLOOR, Saving, Verdict
@@ -64,7 +65,8 @@ def verdict_words(r: Row) -> str:
 
 
 def knob_words(r: Row) -> str:
-    return r.proposal.key + (" (changes numerics)" if r.proposal.outside.numerics else "")
+    return (r.proposal.key + (" (changes numerics)" if r.proposal.outside.numerics else "")
+            + ("" if r.proposal.proposed else " (not proposed; run as --knob named it)"))
 
 
 def change_words(r: Row) -> str:
@@ -106,6 +108,8 @@ def foot_lines(res: Result) -> list[str]:
     if not res.rows:
         out.append("No knob the report proposes can be turned from outside: the report's Next needs an edit "
                    f"(tracetriage report {res.before_trace}).")
+    if res.left_out:
+        out.append("Proposed but not turned (not among --knob): " + ", ".join(res.left_out) + ".")
     if res.gpu_only:
         out.append("Only mean something on a GPU, so not run here: "
                    + ", ".join(o.key for o in res.gpu_only) + ".")
@@ -132,13 +136,14 @@ def to_json(res: Result) -> dict:
             "before": {"profiled_span_ns": res.before_spans, "unprofiled_wall_ns": res.before_walls},
             "knobs": [{"knob": r.proposal.key, "lever": r.proposal.lever, "change": r.proposal.change,
                        "source": r.proposal.source, "how": r.proposal.outside.how,
-                       "changes_numerics": r.proposal.outside.numerics,
+                       "changes_numerics": r.proposal.outside.numerics, "proposed": r.proposal.proposed,
                        "predicted": {"profiled": r.proposal.predicted, "unprofiled": r.proposal.predicted_unprofiled},
                        "measured": {"profiled": saving(r.profiled), "unprofiled": saving(r.unprofiled)},
                        "verdict": r.verdict.value, "verdict_unprofiled": r.verdict_unprofiled.value,
                        "verdict_words": verdict_words(r), "failed": r.failed,
                        "after_traces": r.after_traces} for r in res.rows],
-            "gpu_only": [o.key for o in res.gpu_only], "logged": res.logged, "stopped": res.stopped}
+            "gpu_only": [o.key for o in res.gpu_only], "left_out": res.left_out, "logged": res.logged,
+            "stopped": res.stopped}
 
 
 def dry_run_lines(script: str, plan: list[tuple[str, list[str]]], note: str) -> list[str]:
@@ -147,3 +152,21 @@ def dry_run_lines(script: str, plan: list[tuple[str, list[str]]], note: str) -> 
     if note:
         out.append(note)
     return out
+
+
+SAVED = "try.json"      # beside the traces in --out: what the dashboard's try page reads
+
+
+def save(res: Result) -> Path | None:
+    """The table kept beside the after traces, as JSON (try.json), text and markdown: a later look (the
+    dashboard's try page, a pull request) needs no second run. None where the folder cannot be written."""
+    import json
+
+    base = Path(res.out) / SAVED
+    try:
+        base.write_text(json.dumps(to_json(res), indent=2) + "\n", encoding="utf-8")
+        base.with_suffix(".txt").write_text(text(res) + "\n", encoding="utf-8")
+        base.with_suffix(".md").write_text(markdown(res) + "\n", encoding="utf-8")
+    except OSError:
+        return None
+    return base

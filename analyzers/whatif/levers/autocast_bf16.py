@@ -2,15 +2,24 @@
 
 The trace shows fp32 work on a device with bf16 tensor cores: GEMM and convolution kernels whose names
 say fp32 or TF32 math (`f32f32_f32f32_f32`, `sgemm`, `tf32`). Under autocast each of them runs in
-bf16 instead, after a cast of its weight. In the graph:
+bf16 instead, and autocast casts what each op needs in its precision. In the graph:
   1. each fp32/TF32 GEMM/convolution kernel takes its time x the peak of the precision it ran in over
      the device's bf16 peak (measured ceilings beside the trace, else the datasheet);
-  2. each forward one (its launch outside autograd's backward) pays a cast of each input but its
-     activation (the weight and the bias: 4 bytes read, 2 written an element, at this trace's
-     memory-bound rate), and in a training trace one more each for the gradient; each cast is also one
-     more op for the host to dispatch, at this trace's median cost of an op that launches;
-  3. everything else (elementwise kernels, copies, the optimizer) keeps its time: fewer bytes in
-     bf16 activations are not counted, so the kernel saving is a floor.
+  2. the casts, found as autocast makes them in the forward (ops outside autograd's backward):
+     - an op of autocast's lower-precision list (linear, addmm, conv2d, bmm, ...) casts its weight and bias,
+       and its activation where that arrives in fp32: where the op before it of either list, in the same
+       forward, is of the fp32 list (layer_norm, softmax, pow, the losses, ...) or there is none (the
+       step's input);
+     - an op of the fp32 list casts its input up where it arrives in bf16 (the op before it is of the
+       lower-precision list);
+     each cast is one more kernel (4 bytes read, 2 written an element, at this trace's memory-bound rate) and
+     4 more ops for the host (aten::to, _to_copy, empty_strided, copy_), and in training its backward
+     (ToCopyBackward0: 6 ops and a kernel) for every cast but the step's input's; each op of either list
+     is recorded once more (autocast's own dispatch). The host prices an op at this trace's host time per
+     recorded op;
+  3. everything else keeps its time: fewer bytes in bf16 activations are not counted, nor the casts of
+     gradients where fp32 and bf16 meet in backward, nor ops that take another implementation in bf16
+     (batch norm leaves cuDNN for ATen's kernels), so the kernel saving is a floor and the host cost too.
 """
 from __future__ import annotations
 
@@ -19,18 +28,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import NONE
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.analyzers.model.verdicts import Experiment
-from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
     has_fast,
     is_half_matrix_kernel,
     kernel_rows,
     matrix_precision,
+    op_cost,
     ops_named,
+    outermost,
     peak_source,
     peaks_of,
+    rows_inside,
+    window_of_calls,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -48,34 +61,92 @@ from tracetriage.analyzers.whatif.levers.spec import (
 CAST_BYTES_PER_ELEMENT = 6       # an fp32 element read, a bf16 one written
 KERNEL_FLOOR_NS = 2_000          # the shortest a cast kernel runs on a GPU, launch to finish
 BACKWARD = "autograd::engine::evaluate_function"
+STEP_RANGE = "ProfilerStep#"
+# The ops a cast records: aten::to, _to_copy and empty_strided launch nothing, copy_ launches the kernel; its
+# backward adds autograd's two records (evaluate_function, ToCopyBackward0); autocast's dispatch records each
+# listed op once more. Each is priced at this trace's median op of its kind (knob.op_cost): on the H200 knob
+# traces a cast measured 22-38 µs and its backward 24-47 µs where this predicts 24-37 µs and 26-48 µs.
+CAST_PLAIN_OPS, CAST_BACKWARD_PLAIN_OPS, AUTOCAST_PLAIN_OPS = 3, 5, 1
+
+# autocast's op lists for CUDA (aten/src/ATen/autocast_mode.cpp), as the ops a user's code calls show in a trace
+LOWER_PRECISION = frozenset(f"aten::{n}" for n in (
+    "linear", "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "einsum", "addmv", "mv", "addr", "prelu",
+    "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "convolution", "_convolution", "chain_matmul", "linalg_multi_dot", "lstm_cell", "gru_cell", "rnn_tanh_cell",
+    "rnn_relu_cell", "scaled_dot_product_attention"))
+FP32 = frozenset(f"aten::{n}" for n in (
+    "layer_norm", "native_layer_norm", "group_norm", "pow", "exp", "expm1", "log", "log10", "log2", "log1p", "rsqrt",
+    "reciprocal", "acos", "asin", "cosh", "sinh", "tan", "erfinv", "softplus", "softmax", "log_softmax", "sum", "prod",
+    "cumsum", "cumprod", "norm", "linalg_vector_norm", "frobenius_norm", "nll_loss", "nll_loss2d", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity",
+    "logsumexp", "cdist", "dist", "renorm", "upsample_bilinear2d", "upsample_nearest2d"))
+_BATCHED = frozenset(f"aten::{n}" for n in ("bmm", "baddbmm", "matmul", "einsum", "scaled_dot_product_attention"))
 
 
 @dataclass(frozen=True)
 class Autocast(Assumption):
     kernel_ns: int = 0               # the fp32/TF32 GEMM/convolution kernels' time
-    casts: int = 0                   # casts added (forward weights, and their gradients in training)
+    casts: int = 0                   # casts added in the forward (weights, biases, activations)
+    backward_casts: int = 0          # their backward in training
+    host_ns: int = 0                 # the host time the casts and autocast's dispatch add
     bf16_tflops: float = 0.0
     source: str = ""
 
 
-def _cast_elements(c: Context, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each kernel's op: how many of its inputs autocast casts (every tensor input but the activation, the
-    first input of two dimensions or more: a weight, a bias) and their elements together."""
-    tr, g = c.trace, c.g
-    ops = tr.op_of[g.c_row[g.g_call[rows]]]
-    n, elems = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
-    memo: dict[int, tuple[int, int]] = {}
+def _tensors(c: Context, op: int) -> list[list]:
+    return [d for d in (c.trace.shapes(op)[0] or []) if isinstance(d, list) and len(d) >= 1]
+
+
+def _activation(c: Context, op: int, tensors: list[list]) -> tuple[list[list], list[list]]:
+    """An op's inputs as (activations, parameters): a batched product's inputs are all activations; else the
+    first input of two dimensions or more is the activation, the others (a weight, a bias) parameters."""
+    if c.trace.name_of(op) in _BATCHED and all(len(d) >= 3 for d in tensors):
+        return tensors, []
+    act = next((j for j, d in enumerate(tensors) if len(d) >= 2), None)
+    return ([tensors[act]] if act is not None else []), [d for j, d in enumerate(tensors) if j != act]
+
+
+def _numel(dims: list) -> int:
+    return int(np.prod(dims)) if dims else 1
+
+
+def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The forward ops of autocast's two lists (outermost, outside the backward) and for each: the casts it
+    makes, their elements, the casts that have a backward, and their elements."""
+    ev = c.trace.ev
+    listed = ops_named(c, lambda n: n in LOWER_PRECISION or n in FP32)
+    bwd_ops = ops_named(c, lambda n: n.startswith(BACKWARD))
+    ops = outermost(c, listed[~rows_inside(c, listed, bwd_ops)])
+    # what separates one forward from the next: a backward, a profiler step
+    ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    steps = ranges[name_flags(c.trace, ranges, lambda n: n.startswith(STEP_RANGE))] if len(ranges) else ranges
+    barriers = np.sort(np.concatenate([ev.start[bwd_ops], ev.start[steps]]))
+    n = len(ops)
+    casts, elems = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    bcasts, belems = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    prev_lower: dict[int, bool | None] = {}      # per thread: the op before was of the lower-precision list
+    prev_end: dict[int, int] = {}
     for i, o in enumerate(ops.tolist()):
-        if o == NONE:
-            continue
-        sid = int(tr.ev.shape[o])
-        if sid not in memo:
-            tensors = [d for d in (tr.shapes(o)[0] or []) if isinstance(d, list) and len(d) >= 1]
-            act = next((j for j, d in enumerate(tensors) if len(d) >= 2), None)
-            cast = [d for j, d in enumerate(tensors) if j != act]
-            memo[sid] = (len(cast), sum(int(np.prod(d)) for d in cast))
-        n[i], elems[i] = memo[sid]
-    return n, elems
+        tid = int(ev.tid[o])
+        lower_before = prev_lower.get(tid)
+        if lower_before is not None:
+            k = np.searchsorted(barriers, prev_end[tid], side="left")
+            if k < len(barriers) and barriers[k] < ev.start[o]:
+                lower_before = None                  # a backward or a new step since: this is a new forward
+        tensors = _tensors(c, o)
+        lower = c.trace.name_of(o) in LOWER_PRECISION
+        if lower:
+            acts, params = _activation(c, o, tensors)
+            cast_acts = acts if not lower_before else []      # fp32 before it, or the step's input
+            casts[i] = len(params) + len(cast_acts)
+            elems[i] = sum(_numel(d) for d in params + cast_acts)
+            with_grad = params + (cast_acts if lower_before is not None else [])   # the input has no grad
+            bcasts[i], belems[i] = len(with_grad), sum(_numel(d) for d in with_grad)
+        elif lower_before and tensors:                     # an fp32 op fed by a bf16 one: cast up
+            casts[i] = bcasts[i] = 1
+            elems[i] = belems[i] = _numel(tensors[0])
+        prev_lower[tid], prev_end[tid] = lower, int(ev.end[o])
+    return ops, casts, elems, bcasts, belems
 
 
 def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
@@ -91,32 +162,57 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     ratio = np.where(tf32, peaks.flops("tf32"), peaks.flops("fp32")) / bf16
     kernel_ns = int(g.g_dur[rows].sum())
     p.g_dur[rows] = np.round(p.g_dur[rows] * ratio).astype(p.g_dur.dtype)
-    # 2. the casts: the forward kernels' weights (their launch outside autograd's backward)
+    # 2. the casts, each on the first kernel its op launches (the GPU time) and that kernel's call (the host's)
     in_backward = np.zeros(g.n_calls, bool)
     in_backward[calls_inside(c, ops_named(c, lambda n: n.startswith(BACKWARD)))] = True
     training = bool(in_backward.any())
-    fwd = rows[~in_backward[g.g_call[rows]] & g.g_linked[rows]]
+    ops, casts, elems, bcasts, belems = _forward_casts(c)
+    if not training:
+        bcasts, belems = np.zeros_like(bcasts), np.zeros_like(belems)
+    win = window_of_calls(c, ops)
+    issued = np.flatnonzero((g.g_call >= 0) & g.g_linked)
+    issued = issued[win[g.g_call[issued]] >= 0]
+    op_i, at = np.unique(win[g.g_call[issued]], return_index=True)     # the first kernel of each op, in g's order
+    first = dict(zip(op_i.tolist(), issued[at].tolist()))
     rate = c.memory_rate or (peaks.bytes_per_s / 1e9)
-    n_cast, elems = _cast_elements(c, fwd)
-    per_op = np.maximum(elems * CAST_BYTES_PER_ELEMENT / rate, n_cast * KERNEL_FLOOR_NS)
-    casts = 2 if training else 1         # in training each cast has its backward: the gradient cast back
-    p.g_dur[fwd] += (casts * per_op).astype(p.g_dur.dtype)
-    launches = np.flatnonzero((g.c_kind == dg.LAUNCH_CALL) & g.c_issues)
-    op_cost = int(np.median((g.c_gap - g.c_host + g.c_dur)[launches])) if len(launches) else g.launch_cost_ns
-    calls = g.g_call[fwd]
-    p.c_gap[calls] += casts * n_cast * op_cost
-    added = casts * int(n_cast.sum())
-    return (Autocast("autocast_bf16", len(rows), kernel_ns=kernel_ns, casts=added,
-                     bf16_tflops=bf16 / 1e12, source=peak_source(peaks)),
-            {**detail, "casts": added, "cast_op_ns": op_cost})
+    cost = op_cost(c)
+    cast_host = cost.launching_ns + CAST_PLAIN_OPS * cost.plain_ns
+    cast_back_host = cost.launching_ns + CAST_BACKWARD_PLAIN_OPS * cost.plain_ns
+
+    def cast_ns(n: int, e: int) -> float:             # n casts of e elements together, on the GPU
+        return max(e * CAST_BYTES_PER_ELEMENT / rate, KERNEL_FLOOR_NS) + max(n - 1, 0) * KERNEL_FLOOR_NS if n else 0.0
+
+    added_host = 0
+    back_gpu = back_host = 0.0
+    for i, r in first.items():                        # the forward's casts: on the op's first kernel and its call
+        host = int(casts[i] * cast_host + AUTOCAST_PLAIN_OPS * cost.plain_ns)
+        p.g_dur[r] += int(cast_ns(casts[i], elems[i]))
+        p.c_gap[g.g_call[r]] += host
+        added_host += host
+        back_gpu += cast_ns(bcasts[i], belems[i])
+        back_host += bcasts[i] * cast_back_host
+    # their backward (ToCopyBackward0 after each gradient's GEMM): spread over the backward's GEMM kernels
+    bwd = rows[in_backward[g.g_call[rows]] & g.g_linked[rows]]
+    if len(bwd) and back_gpu:
+        p.g_dur[bwd] += int(back_gpu / len(bwd))
+        p.c_gap[g.g_call[bwd]] += int(back_host / len(bwd))
+        added_host += int(back_host)
+    counted = np.array(sorted(first), np.int64)
+    n_fwd = int(casts[counted].sum()) if len(counted) else 0
+    n_bwd = int(bcasts[counted].sum()) if len(counted) else 0
+    return (Autocast("autocast_bf16", len(rows), kernel_ns=kernel_ns, casts=n_fwd, backward_casts=n_bwd,
+                     host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks)),
+            {**detail, "casts": n_fwd, "backward_casts": n_bwd, "cast_host_ns": int(cast_host)})
 
 
 def says(a: Autocast) -> str:
     if a.count == 0:
         return "no fp32 GEMM or convolution in this trace (or a device without bf16 tensor cores)"
+    back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""
     return (f"the {units.integer(a.count)} fp32/TF32 GEMM/convolution kernels ({units.duration_ns(a.kernel_ns)}) run "
             f"in bf16 at the {units.tflops(a.bf16_tflops)} peak ({SOURCE_WORDS[a.source]}), each keeping its share "
-            f"of its precision's peak, after {units.integer(a.casts)} weight casts; other kernels keep their time")
+            f"of its precision's peak, after {units.integer(a.casts)} casts{back} that add "
+            f"{units.duration_ns(a.host_ns)} of host time; other kernels keep their time")
 
 
 SPEC = LeverSpec(
@@ -132,7 +228,8 @@ SPEC = LeverSpec(
                        "tf32), on a device with bf16 tensor cores",
               applies="fp32 models on NVIDIA Ampere and later, MI200/MI300 (bf16 tensor cores); never below Ampere "
                       "(V100 and T4 compute bf16 in fp32)",
-              model="each fp32/TF32 GEMM/convolution kernel x its precision's peak / the bf16 peak, plus one weight "
-                    "and bias cast per forward GEMM (6 bytes an element at this trace's memory rate, one op's dispatch "
-                    "each), twice in training; other kernels unchanged",
+              model="each fp32/TF32 GEMM/convolution kernel x its precision's peak / the bf16 peak; autocast's casts "
+                    "as its op lists make them (weights, biases, fp32 activations into a GEMM, bf16 ones into an "
+                    "fp32-list op), each a kernel at this trace's memory rate and four ops of host time (six for its "
+                    "backward in training) at this trace's median op cost; other kernels unchanged",
               guide="Performance Tuning Guide: use mixed precision and AMP; torch.amp", needs="bf16"))

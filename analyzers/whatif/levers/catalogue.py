@@ -42,11 +42,9 @@ class Entry:
 CATALOGUE: tuple[Entry, ...] = (
     # --- Performance Tuning Guide: general -----------------------------------------------------------------
     Entry(TUNING, "asynchronous data loading and augmentation", "DataLoader(num_workers=N, pin_memory=True)",
-          lever="no_host_work"),
+          lever="dataloader_workers"),
     Entry(TUNING, "disable gradient calculation for validation or inference",
-          "with torch.no_grad(): / torch.inference_mode()",
-          unseen="autograd's graph building costs host time inside each op, not ops or kernels of its own; a "
-                 "forward-only trace shows no backward either way (a trace with backward ops has grads on purpose)"),
+          "with torch.no_grad(): / torch.inference_mode()", lever="inference_mode"),
     Entry(TUNING, "disable bias for convolutions directly followed by a batch norm", "nn.Conv2d(..., bias=False)",
           seen="a bias add (aten::add_ / cudnn's bias epilogue) between a convolution and a batch norm",
           unseen="no lever: the bias add is one small memory-bound kernel per layer, under the replay's error"),
@@ -79,13 +77,10 @@ CATALOGUE: tuple[Entry, ...] = (
                           autocast="bfloat16", numerics=True, gpu_only=True)),
     Entry(TUNING, "use CUDA Graphs", "torch.cuda.graph(g) / torch.compile(mode='reduce-overhead')",
           lever="cuda_graphs"),
-    Entry(TUNING, "enable the cuDNN auto-tuner", "torch.backends.cudnn.benchmark = True",
-          seen="cuDNN convolution kernels (the latency regime's advice names it)",
-          unseen="the algorithm cuDNN would pick with benchmarking is not in a trace made without it; its "
-                 "saving can only be measured (with it on, the first call of each shape shows the trials)",
+    Entry(TUNING, "enable the cuDNN auto-tuner", "torch.backends.cudnn.benchmark = True", lever="cudnn_benchmark",
           outside=Outside("cudnn_benchmark", "torch.backends.cudnn.benchmark = True before the script runs",
                           attrs={"torch.backends.cudnn.benchmark": True}, gpu_only=True,
-                          probe=("aten::cudnn_convolution", "aten::convolution"))),
+                          probe=("aten::cudnn_convolution", "aten::convolution"), priced=False)),
     Entry(TUNING, "avoid unnecessary CPU-GPU synchronization", "drop .item()/.cpu()/print(t) from the loop",
           lever="remove_syncs"),
     Entry(TUNING, "create tensors directly on the target device", "torch.rand(size, device='cuda')",
@@ -102,8 +97,8 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="no lever: a DataParallel trace has no per-rank timeline to replay the DDP run from"),
     Entry(TUNING, "skip the all-reduce under gradient accumulation", "with ddp.no_sync(): for the early micro-batches",
           seen="one all-reduce per backward where the optimizer steps once per several backwards",
-          unseen="no lever yet: its prediction needs a capture on several GPUs to verify it, and none has been "
-                 "made"),
+          unseen="no lever yet: its prediction needs a capture on two GPUs or more to verify it, and no such "
+                 "machine has been lent to make one"),
     Entry(TUNING, "match layer order under find_unused_parameters=True", "construct layers in execution order",
           unseen="bucket order is not recorded in the trace"),
     Entry(TUNING, "load-balance workload in a distributed setting", "even work per rank", lever="overlap_comm",
@@ -141,7 +136,7 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(CUDA, "cuFFT plan cache", "torch.backends.cuda.cufft_plan_cache.max_size",
           unseen="plan creation is host time inside the FFT op with no event of its own"),
     # --- DataLoader ------------------------------------------------------------------------------------------
-    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="no_host_work",
+    Entry(DATA, "num_workers", "DataLoader(num_workers=4)", lever="dataloader_workers",
           outside=Outside("dataloader_workers", "DataLoader(..., num_workers=4) forced",
                           overrides={"torch.utils.data.DataLoader": {"num_workers": 4}},
                           probe=("enumerate(DataLoader)",))),
@@ -162,10 +157,37 @@ CATALOGUE: tuple[Entry, ...] = (
                                      "torch.optim.Adam": {"fused": True, "foreach": None}},
                           probe=("Optimizer.step#Adam",))),
     Entry("past the guides", "scaled_dot_product_attention for hand-written attention",
-          "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
-          seen="aten::bmm/matmul -> softmax -> bmm/matmul on [B, H, S, S] shapes",
-          unseen="no lever yet: the flash kernel's time is not in the trace (its bytes are: a byte-ledger model "
-                 "is the next step)"),
+          "F.scaled_dot_product_attention(q, k, v, is_causal=True)", lever="sdpa"),
+    Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
+          "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
+          seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "
+               "NewGELUActivation: traces/fixes/knobs/*gpt2*, realworld/warm_up_cold_gpt2)",
+          unseen="no lever: the fuse replay prices the one kernel such a chain becomes (docs/whatif.md), but no "
+                 "pair of F.gelu against the chain has been captured to check it"),
+    Entry("past the guides", "F.rms_norm / nn.RMSNorm for an RMSNorm written out",
+          "torch.nn.functional.rms_norm(x, (dim,), weight, eps) or nn.RMSNorm(dim)",
+          seen="aten::pow(x, 2), mean(-1, keepdim), add(eps), rsqrt, mul, mul(weight) over one shape, per layer "
+               "(Hugging Face's LlamaRMSNorm: realworld/hf_llama_generate; gpt-eager; realworld/rmsnorm_swiglu_*)",
+          unseen="no lever: no pair of F.rms_norm against the written-out chain has been captured (the "
+                 "rmsnorm_swiglu pairs check torch.compile of it: the fuse lever)"),
+    Entry("past the guides", "F.softmax for exp / sum / div written out", "torch.softmax(x, dim=-1)",
+          seen="aten::exp, sum(dim, keepdim), div (after an amax/sub) over one shape (probe-launch-row-softmax, "
+               "softmax-naive)",
+          unseen="no lever: no pair of F.softmax against the written-out chain has been captured (softmax-naive "
+                 "against softmax-triton checks a Triton kernel, the fuse lever's kind of change)"),
+    Entry("past the guides", "torch._foreach_* for a per-parameter loop",
+          "torch._foreach_add_(params, grads, alpha=-lr) (an optimizer: foreach=True or fused=True)",
+          lever="fused_optimizer",
+          seen="the same in-place op (aten::add_/mul_/addcmul_) once per parameter each step, over as many shapes "
+               "as parameters, inside Optimizer.step (the optimizer's foreach=False); a loop of the user's own "
+               "outside an optimizer: smell-launch-per-param, fixes/per_param_sgd, priced by cuda_graphs"),
+    Entry("past the guides", "one torch.cat (or a preallocated buffer) for torch.cat in a loop",
+          "collect in a list and torch.cat once; a static KV cache: generate(..., cache_implementation=\"static\")",
+          seen="aten::cat once per iteration on a tensor that grows by the same rows each call (Hugging Face's "
+               "DynamicCache in eager generate: realworld/hf_llama_generate, 640 cats)",
+          unseen="no lever: each cat's bytes are in the trace (it copies everything so far), but no pair of the "
+                 "loop against one cat or a preallocated buffer has been captured (the static-cache pair, "
+                 "realworld/hf_llama_generate, checks CUDA graphs)"),
 )
 
 

@@ -79,8 +79,10 @@ SPEC = LeverSpec(
     recognise=Recognise(order=2, evidence="grad_accumulations", because="its accumulations into zeroed grads went",
                         amount=accumulations, acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="zero_grad(set_to_none=True)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
-    knob=Knob(change="optimizer.zero_grad(set_to_none=True) (or model.zero_grad(set_to_none=True); the default "
-                     "since torch 2.0)",
+    # (not "the default since torch 2.0": the knob is only named where zero_grad still fills, which that default
+    # would not do; the words say what the trace shows instead)
+    knob=Knob(change="optimizer.zero_grad(set_to_none=True) (or model.zero_grad(set_to_none=True)): here zero_grad "
+                     "still fills the gradients (set_to_none=False passed, or a torch before 2.0)",
               evidence="fill kernels launched by aten::zero_ / aten::_foreach_zero_ (zero_grad keeping the grads) "
                        "and aten::add_ kernels inside torch::autograd::AccumulateGrad in the backward",
               applies="every device and dtype (training with autograd)",

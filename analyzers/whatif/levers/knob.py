@@ -15,6 +15,8 @@ convolution kernel runs is in its name (`f32f32_f32f32_f32` or `sgemm`: fp32 on 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_flags
@@ -77,7 +79,8 @@ def has_fast(peaks, precision: str) -> bool:
 
 
 def peak_source(peaks) -> str:
-    return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "datasheet"
+    """Where a FLOP peak comes from, as SOURCE_WORDS says it ("datasheet" there is the PCIe link's)."""
+    return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
 
 
 def scale(p, rows: np.ndarray, factor: np.ndarray | float) -> None:
@@ -140,3 +143,90 @@ def gpu_of_calls(c: Context, calls: np.ndarray) -> np.ndarray:
 def launching_op_names(c: Context, rows: np.ndarray) -> list[str]:
     ops = c.trace.op_of[c.g.c_row[c.g.g_call[rows]]]
     return [c.trace.name_of(int(o)) if o != NONE else "" for o in ops]
+
+
+def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
+    """Of these cpu_op rows, the ones not nested inside another of them on the same thread (in time order)."""
+    ev = c.trace.ev
+    rows = rows[np.argsort(ev.start[rows], kind="stable")]
+    key = thread_key(ev.pid[rows], ev.tid[rows])
+    out = []
+    for k in np.unique(key).tolist():
+        r = rows[key == k]
+        ends = np.maximum.accumulate(ev.end[r])
+        top = np.ones(len(r), bool)
+        top[1:] = ev.start[r][1:] >= ends[:-1]
+        out.append(r[top])
+    t = np.concatenate(out) if out else rows[:0]
+    return t[np.argsort(ev.start[t], kind="stable")]
+
+
+def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
+    """For each of the graph's host calls: the index into `windows` (cpu_op rows that do not nest one another
+    on a thread) of the one it starts inside, on its thread; -1 for none."""
+    g, ev = c.g, c.trace.ev
+    out = np.full(g.n_calls, -1, np.int64)
+    if not len(windows) or not g.n_calls:
+        return out
+    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    for key in np.unique(w_key).tolist():
+        wi = np.flatnonzero(w_key == key)
+        wi = wi[np.argsort(ev.start[windows[wi]], kind="stable")]
+        s, e = ev.start[windows[wi]], ev.end[windows[wi]]
+        m = np.flatnonzero(c_key == key)
+        j = np.searchsorted(s, g.c_start[m], side="right") - 1
+        ok = (j >= 0) & (g.c_start[m] < e[np.maximum(j, 0)])
+        out[m[ok]] = wi[j[ok]]
+    return out
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """What an op costs the host in this trace, the profiler's share included: the median innermost op that
+    launches nothing (aten::empty, aten::to of a no-op, autograd's node records) and the median innermost op that
+    launches one kernel (its dispatch and the launch call)."""
+    plain_ns: float
+    launching_ns: float
+
+
+def op_cost(c: Context) -> OpCost:
+    ev, g = c.trace.ev, c.g
+    ops = ops_named(c, lambda n: True)
+    if not len(ops):
+        return OpCost(0.0, float(g.launch_cost_ns))
+    ops = ops[np.argsort(ev.start[ops], kind="stable")]
+    key = thread_key(ev.pid[ops], ev.tid[ops])
+    issued = np.flatnonzero(g.c_issues)
+    c_key = thread_key(ev.pid[g.c_row[issued]], ev.tid[g.c_row[issued]])
+    plain, launching = [], []
+    for k in np.unique(key).tolist():
+        r = ops[key == k]
+        s, e = ev.start[r], ev.end[r]
+        inner = np.ones(len(r), bool)
+        inner[:-1] = s[1:] >= e[:-1]               # no op starts inside it
+        starts = np.sort(g.c_start[issued[c_key == k]])
+        n = np.searchsorted(starts, e) - np.searchsorted(starts, s)
+        plain.append((e - s)[inner & (n == 0)])
+        launching.append((e - s)[inner & (n == 1)])
+    pl, la = np.concatenate(plain), np.concatenate(launching)
+    return OpCost(float(np.median(pl)) if len(pl) else 0.0,
+                  float(np.median(la)) if len(la) else float(g.launch_cost_ns))
+
+
+def rows_inside(c: Context, rows: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """For each of these event rows: does it start inside one of the `windows` (cpu_op rows), on its thread."""
+    ev = c.trace.ev
+    inside = np.zeros(len(rows), bool)
+    if not len(rows) or not len(windows):
+        return inside
+    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    r_key = thread_key(ev.pid[rows], ev.tid[rows])
+    for key in np.unique(w_key).tolist():
+        w = windows[w_key == key]
+        w = w[np.argsort(ev.start[w])]
+        s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
+        m = np.flatnonzero(r_key == key)
+        j = np.searchsorted(s, ev.start[rows[m]], side="right") - 1
+        inside[m] = (j >= 0) & (ev.start[rows[m]] < e[np.maximum(j, 0)])
+    return inside

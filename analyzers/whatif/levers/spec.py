@@ -50,8 +50,10 @@ class WhatIfError(ValueError):
 
 # Where a lever's figure was measured: the `source` of an Assumption's figure.
 SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
-                "datasheet": "datasheet PCIe x16 link", "guess": "assumed (no measurement, unknown device)",
-                "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)"}
+                "datasheet": "datasheet PCIe x16 link", "sheet": "the device's datasheet",
+                "guess": "assumed (no measurement, unknown device)",
+                "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)",
+                "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,10 @@ class Knob:
     line: Callable[[Assumption], str] | None = None   # the change as this trace needs it (default: `change`)
     where: Cause | None = None   # the idle cause whose frames are the line to change (None: the top hotspot's, the
                                  # GEMMs' and convolutions' own line)
+    ops: tuple[str, ...] = ()    # the ops whose user frames are the line to change, before the top hotspot's (sdpa:
+                                 # the hand-written softmax, wherever its time ranks)
+    priced: bool = True          # False: the trace cannot show what it buys (cudnn_benchmark: the algorithms cuDNN
+                                 # would try are not in it); the replay changes nothing and nothing says a saving
 
     def change_for(self, a: Assumption | None) -> str:
         return self.line(a) if self.line is not None and a is not None else self.change

@@ -1,0 +1,36 @@
+"""The report's what-if levers replayed in a forked child while the parent runs the other analyses.
+
+    early = aside.start(trace, replay)    # None where a fork would not pay: a small trace, one core, not Linux
+    ...                                   # idle, ranges, roofline, steps, health ... in the parent
+    done, levers = early.result()         # (False, None): the child failed; replay here instead
+    early.discard()                       # (always, in a finally: a child whose levers are not asked for is ended)
+
+On a large trace the levers (the dependency graph, every lever's edit and replay, the best ones again without the
+profiler) take about as long as all the other analyses together, and neither reads the other, so on two cores the
+replays cost no wall time of their own. The child shares the trace copy-on-write and sends back its Levers without
+the graph (pickled: ~1 MB for a 300 MB trace; the graph and its context hold the trace), and
+Levers.unprofiled_ratio builds the graph again should the parent need one more lever's ratio. A child that fails
+for any reason sends nothing and the parent replays itself: the same figures either way (the fork and the pipe:
+tracetriage.analyzers.loading.forked).
+"""
+from __future__ import annotations
+
+import threading
+
+from tracetriage.analyzers.loading import forked
+from tracetriage.analyzers.model.trace import Trace
+
+MIN_EVENTS = 100_000   # below this the levers take a few tens of ms: a fork and a pickle would cost a share of it
+
+
+def start(trace: Trace, replay) -> forked.Child | None:
+    """`replay(trace)` (the report's own call: Levers or None) in a forked child, where that pays. The child's
+    result() is (True, Levers without their graph, or None as the report's own call gives) or (False, None)."""
+    if len(trace.ev) < MIN_EVENTS or threading.current_thread() is not threading.main_thread():
+        return None
+
+    def work():
+        lv = replay(trace)
+        return lv.without_graph(trace) if lv is not None else None
+
+    return forked.start(work)

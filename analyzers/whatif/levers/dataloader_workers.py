@@ -1,0 +1,172 @@
+"""dataloader_workers: a DataLoader's batches made by worker processes instead of the main one.
+
+The fix: `DataLoader(..., num_workers=4)`, the knob `tracetriage try` turns. no_host_work, the lever for slow host
+work, takes every long host stretch away: the dataset's creation, the model's set-up and the loop's own Python
+with the batches. Workers take only the batches, and start first. On a whole script (try profiles from its first
+line) that difference is most of the trace: on the H200, tools/try_h200/loader.py was predicted -52% by
+no_host_work and measured +22%. What the knob changes, and only that:
+
+1. Each batch made in the main process (an `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` range:
+   the dataset's __getitem__, the transforms, the collate) is made by one of W workers, in parallel with the
+   main process and the other workers: a batch every W-th of a batch's work arrives, and the main process,
+   which spent the loop's own time (from the previous batch's end to this one's start: the step, its syncs)
+   meanwhile, waits only for what is left: max(0, work / W - loop). The host work taken is never more than
+   the long host stretch the trace shows before the next call.
+2. Each iterator's first batch is waited for whole (every worker starts on one at once), and each iterator pays
+   the workers' start and stop on the host: W x WORKER_START_NS.
+3. The iterators are counted from the Python frames of DataLoader.__iter__ (stacks recorded, as try's captures
+   are); without stacks none is counted: a steady-state window of a long loop holds no iterator's start.
+An iterator that already has workers (`_MultiProcessingDataLoaderIter`) is left as it is: nothing to act on.
+
+Checked on the H200 pair traces/realworld/dataloader_cnn (4 workers, pinned: 0.23 predicted, 0.26 [0.23-0.29]
+measured). Its three pairs of the knob alone are capture/realworld_loader.py's (GROUP=loader in
+capture/record_realworld.sh), not captured yet: the lever is in levers.CAPTURE_PENDING until they are.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.trace import CPU_OP, PYTHON, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.units import count, duration_ns
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.whatif.levers.spec import (
+    SOURCE_WORDS,
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Options,
+    Recognise,
+    replay_figure,
+    went,
+)
+
+WORKERS = 4                  # the knob's num_workers (catalogue: dataloader_workers)
+# A worker's start and stop, per iterator: the fork of a process that holds torch, its first message, its join
+# when the iterator ends. NOT measured on a GPU host: read on this repository's development host, a 2-core CPU
+# machine without a GPU (torch 2.13, 4 workers over a TensorDataset: iter() + first batch + the end took 150 ms
+# against 1 ms without workers, ~40 ms a worker), because no GPU capture had timed it yet. A GPU host forks a
+# process that also holds a CUDA context's libraries, on more and faster cores: the figure may be off either way.
+# The after traces of tools/try_h200/run_all.py show it (their `_MultiProcessingDataLoaderIter.__init__` frame);
+# until they are read, says() names this figure and its source in every assumption that charges it (WORKER_START).
+WORKER_START_NS = 40_000_000
+WORKER_START = "devhost"    # where WORKER_START_NS was read (SOURCE_WORDS)
+SINGLE_PROCESS_BATCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+ITER_FRAME = re.compile(r"torch/utils/data/dataloader\.py\(\d+\): __iter__$")
+
+
+@dataclass(frozen=True)
+class WorkersMakeBatches(Assumption):
+    workers: int = WORKERS
+    iterators: int = 0               # iterators started inside the trace (each pays the workers' start)
+    stacks: bool = False             # the iterators could be counted (Python frames recorded)
+    batch_host_ns: int = 0           # host work inside the batches, before
+    start_ns: int = WORKER_START_NS  # a worker's start and stop, and where that figure was read (SOURCE_WORDS)
+    start_source: str = WORKER_START
+
+
+def batch_rows(c: Context) -> np.ndarray:
+    """The single-process batches' ranges, in order of start."""
+    ev = c.trace.ev
+    rows = np.flatnonzero((ev.cat == USER_ANNOTATION) | (ev.cat == CPU_OP))   # (torch 1.x: a cpu_op)
+    rows = rows[name_flags(c.trace, rows, lambda n: n == SINGLE_PROCESS_BATCH)] if len(rows) else rows
+    return rows[np.argsort(ev.start[rows], kind="stable")]
+
+
+def iterator_starts(c: Context) -> tuple[np.ndarray, bool]:
+    """Where DataLoader.__iter__ ran (its Python frames), and whether Python frames were recorded at all."""
+    ev = c.trace.ev
+    py = np.flatnonzero(ev.cat == PYTHON)
+    if not len(py):
+        return np.empty(0, np.int64), False
+    return np.sort(ev.start[py[name_flags(c.trace, py, lambda n: bool(ITER_FRAME.search(n)))]]), True
+
+
+def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
+    g, ev = c.g, c.trace.ev
+    rows = batch_rows(c)
+    if not len(rows) or not g.n_calls:
+        return WorkersMakeBatches("dataloader_workers", 0), {"batches": 0}
+    starts, stacks = iterator_starts(c)
+    # each iterator's first batch: the first range at or after its __iter__
+    first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist())
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    r_key = thread_key(ev.pid[rows], ev.tid[rows])
+    host_left = g.c_host.copy()
+    taken = batch_host = 0
+    calls_of = {k: np.flatnonzero(c_key == k) for k in np.unique(r_key).tolist()}   # each thread's, by start
+    prev_end: dict[int, int] = {}
+    for i, r in enumerate(rows.tolist()):
+        m = calls_of[int(r_key[i])]
+        loop = int(ev.start[r]) - prev_end.get(int(r_key[i]), int(ev.start[r]))   # the loop's time since the last
+        prev_end[int(r_key[i])] = int(ev.end[r])
+        if not len(m):
+            continue
+        lo = np.searchsorted(g.c_start[m], ev.start[r], side="left")
+        hi = np.searchsorted(g.c_start[m], ev.end[r], side="left")
+        if hi >= len(m):
+            continue                                       # no call after it: nothing waited for this batch
+        work = max(int(ev.end[r] - ev.start[r]) - int(g.c_dur[m[lo:hi]].sum()), 0)   # less calls made inside
+        batch_host += work
+        call = m[hi]                                       # the call whose stretch holds the batch's host work
+        if i in first:
+            p.c_gap[call] += WORKERS * WORKER_START_NS
+            continue
+        wait = max(work // WORKERS - loop, 0)             # what the workers have not made by the time it asks
+        cut = min(work - wait, int(host_left[call]))
+        host_left[call] -= cut
+        p.c_gap[call] -= cut
+        taken += cut
+    a = WorkersMakeBatches("dataloader_workers", len(rows), iterators=len(first), stacks=stacks,
+                           batch_host_ns=batch_host)
+    return a, {"batches": len(rows), "iterators": len(first), "host_taken_ns": taken,
+               "start_added_ns": len(first) * WORKERS * WORKER_START_NS}
+
+
+def says(a: WorkersMakeBatches) -> str:
+    if a.count == 0:
+        return "no batch made in the main process (no single-process DataLoader iterator in this trace)"
+    start = (f"; {count(a.iterators, 'iterator')} start{'s' if a.iterators == 1 else ''} its workers "
+             f"({a.workers} × {duration_ns(a.start_ns)}, a worker's start and stop {SOURCE_WORDS[a.start_source]}) "
+             "and waits for its first batch whole"
+             if a.iterators else ("; no iterator starts in this trace" if a.stacks else
+                                  "; without Python frames the iterators' starts are not counted"))
+    return (f"{a.workers} workers make the {count(a.count, 'batch', 'batches')} ({duration_ns(a.batch_host_ns)} of "
+            f"host work) while the main process runs its loop: it waits only for what they have not made by then"
+            + start)
+
+
+def _change(a: WorkersMakeBatches) -> str:
+    return f"DataLoader(..., num_workers={a.workers})" + (
+        ", and persistent_workers=True where the loop makes a new iterator each epoch" if a.iterators > 1 else "")
+
+
+SPEC = LeverSpec(
+    name="dataloader_workers", effort=1, cause=Cause.HOST_WORK, apply=apply, says=says,
+    words="making the batches in DataLoader workers", fix=f"the DataLoader's batches made by {WORKERS} worker "
+    f"processes (num_workers={WORKERS})",
+    recognise=Recognise(order=4, evidence="single_process_batches",
+                        because="its batches are no longer made in the main process",
+                        amount=replay_figure("dataloader_workers", "batches"),
+                        acted=lambda m: m.by_cause_ns.get(Cause.HOST_WORK, 0), applied=went),
+    # a knob on an idle cause: its Next is that cause's experiment, moving the host work, said as the DataLoader's
+    # advice (voice/common.advice), not "turn one knob" (the knobs without a cause: TF32, bf16, ...)
+    experiment=Experiment.MOVE_HOST_WORK,
+    applied_words=f"DataLoader workers (num_workers={WORKERS})", weighed_only_if_found=True,
+    knob=Knob(change=f"DataLoader(..., num_workers={WORKERS})",
+              evidence="batches made in the main process: enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ "
+                       "ranges (the dataset's __getitem__, the transforms, the collate, on the loop's critical path); "
+                       "DataLoader.__iter__ frames for the iterators started (stacks on)",
+              applies="every device (a DataLoader iterated without workers)",
+              model=f"each batch made by one of {WORKERS} workers while the loop runs: the main process waits only "
+                    f"for max(0, work/{WORKERS} - the loop's own time since the previous batch); an iterator started "
+                    f"in the trace waits for its first batch whole and pays {WORKERS} x 40 ms of workers' start (read "
+                    "on the development host, a CPU machine without a GPU)",
+              guide="Performance Tuning Guide: enable async data loading and augmentation (num_workers > 0); "
+                    "torch.utils.data: single- and multi-process data loading",
+              line=_change, where=Cause.HOST_WORK))
+

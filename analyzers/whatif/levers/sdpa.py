@@ -1,0 +1,290 @@
+"""sdpa: F.scaled_dot_product_attention in place of attention written by hand (softmax(q @ k^T * scale) @ v).
+
+Attention written out (nanoGPT without its `flash` switch, Hugging Face's attn_implementation="eager", most
+research code) materialises the score matrix: a GEMM writes B x H x T x S scores, the scale, the mask and the
+softmax each read and write them again, and a second GEMM reads them back; in training their backward does it
+all again. SDPA's flash or memory-efficient kernel keeps the scores on chip. The trace shows the hand-written
+form as ops, in this order on one thread (found by `find`):
+  1. a softmax (aten::softmax/_softmax/_safe_softmax) over a tensor of three dimensions or more, [..., T, S];
+  2. before it, the GEMM that made its scores: aten::matmul/bmm/baddbmm of [..., T, d] by [..., d, S];
+  3. after it, the GEMM that reads them: [..., T, S] by [..., S, dv];
+  4. in between, a mask op (masked_fill, where, add) with a [T, S] input broadcast over the batch and heads:
+     square (T = S) it is causal, and the flash kernel skips the masked half;
+  and in the backward, autograd's SoftmaxBackward0 between the two GEMMs' BmmBackward0.
+In the graph every kernel launched from those windows goes with its launch's dispatch, and the window's first
+kernel runs the fused kernel instead: the attention's FLOPs (2 x B x H x T x S x (d + dv) forward, 2.5 times
+that backward: flash recomputes the scores, then five GEMMs where the forward has two; about half where
+causal) at the device's datasheet peak for the inputs' precision times the share of it PyTorch's fused attention
+kernels reach (FLASH_SHARE, measured on the dev pairs). The datasheet's, not measured ceilings: a ceiling is what a
+large GEMM reaches, not attention, and a user's trace seldom has one beside it; the price is then the same with
+ceilings or without.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.knob import (
+    gpu_of_calls,
+    ops_named,
+    outermost,
+    peak_source,
+    peaks_of,
+    remove_gpu_work,
+)
+from tracetriage.analyzers.whatif.levers.spec import (
+    SOURCE_WORDS,
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+
+SOFTMAX = frozenset(("aten::softmax", "aten::_softmax", "aten::_safe_softmax"))
+PRODUCT = frozenset(("aten::matmul", "aten::bmm", "aten::baddbmm"))
+MASK = ("aten::masked_fill", "aten::where", "aten::add", "aten::add_")
+FUSED = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product", "aten::_flash_attention",
+         "aten::_efficient_attention")
+BACKWARD = "autograd::engine::evaluate_function: "
+SOFTMAX_BACKWARD = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
+PRODUCT_BACKWARD = ("BmmBackward0", "MmBackward0", "BaddbmmBackward0")
+MIN_KEYS = 16                    # a softmax over fewer keys is not attention worth a fused kernel (a decode step's
+                                 # one query over a short cache still counts: S is the keys)
+NS_PER_S = 1e9
+BACKWARD_FLOPS = 2.5             # flash backward: scores recomputed, then dV, dP, dQ, dK (5 GEMMs to the forward's 2)
+# The share of the device's datasheet peak PyTorch's fused attention kernels reach, forward and backward, read from
+# the dev pairs' after traces (traces/fixes/knobs3, H200, torch 2.11: SDPA ran cuDNN's flash kernels,
+# aten::_scaled_dot_product_cudnn_attention, head dim 64, bf16 at 989.5 TFLOP/s): each attention's FLOPs over its
+# fused kernels' median time -- forward 0.279 (sdpa_gpt_train, B x H 96, T 1,024, causal: 46.7 us) and 0.297
+# (sdpa_vit_infer, B x H 384, T 577: 111.6 us), 0.29 their mean; backward 0.220 (sdpa_gpt_train, the one training
+# pair: cuDNN's dO.O, flash bprop and dQ-convert kernels, 148.4 us an attention, at BACKWARD_FLOPS x the forward's).
+# Another device, head dim or SDPA backend reaches another share: a figure of this device and torch, not a law.
+FLASH_SHARE = {"forward": 0.29, "backward": 0.22}
+_PRECISION = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32"}
+
+
+@dataclass(frozen=True)
+class Attention:
+    """One attention written by hand, as the trace shows it."""
+    start: int                       # the window from the scores' GEMM to the values' GEMM, on one thread
+    end: int
+    thread: int                      # thread_key
+    heads: int                       # B x H (the product of the scores' leading dimensions)
+    queries: int                     # T
+    keys: int                        # S
+    dim: int                         # d
+    value_dim: int                   # dv
+    causal: bool
+    precision: str                   # the inputs': bf16, fp16, fp32
+
+    @property
+    def flops(self) -> float:
+        """The forward's FLOPs as a fused kernel computes them (causal: the kept triangle only)."""
+        full = 2.0 * self.heads * self.queries * self.keys * (self.dim + self.value_dim)
+        return full * (self.queries + 1) / (2 * self.queries) if self.causal else full
+
+
+def _dims(c: Context, op: int) -> list[list]:
+    """The op's tensor inputs' shapes (scalars and None left out)."""
+    return [d for d in (c.trace.shapes(op)[0] or []) if isinstance(d, list) and d]
+
+
+def _types(c: Context, op: int) -> list:
+    return list(c.trace.shapes(op)[1] or [])
+
+
+def find(c: Context) -> list[Attention]:
+    """The attentions written by hand in the trace's forward (steps 1-4 of the module's docstring)."""
+    ev = c.trace.ev
+    soft = outermost(c, ops_named(c, lambda n: n in SOFTMAX))
+    products = outermost(c, ops_named(c, lambda n: n in PRODUCT))
+    masks = ops_named(c, lambda n: n in MASK)
+    out: list[Attention] = []
+    if not len(soft) or len(products) < 2:
+        return out
+    p_key = thread_key(ev.pid[products], ev.tid[products])
+    m_key = thread_key(ev.pid[masks], ev.tid[masks])
+    for s in soft.tolist():
+        scores = next(iter(_dims(c, s)), [])
+        if len(scores) < 3 or scores[-1] < MIN_KEYS:
+            continue
+        t, k = scores[-2], scores[-1]
+        key = int(thread_key(ev.pid[s], ev.tid[s]))
+        mine = products[p_key == key]
+        before = mine[ev.end[mine] <= ev.start[s]]
+        after = mine[ev.start[mine] >= ev.end[s]]
+        if not len(before) or not len(after):
+            continue
+        qk, pv = int(before[-1]), int(after[0])
+        a = _dims(c, qk)
+        b = _dims(c, pv)
+        if len(a) < 2 or len(b) < 2 or min(len(x) for x in a[:2] + b[:2]) < 3:
+            continue
+        (q, kt), (p, v) = a[-2:], b[-2:]          # baddbmm's input comes first: its products are the last two
+        if q[-2] != t or kt[-1] != k or q[-1] != kt[-2] or p[-2:] != [t, k] or v[-2] != k:
+            continue
+        inside = masks[(m_key == key) & (ev.start[masks] > ev.end[qk]) & (ev.end[masks] < ev.start[pv])]
+        causal = t == k and any(_masks_scores(d, t, k, scores) for m in inside.tolist() for d in _dims(c, m))
+        out.append(Attention(start=int(ev.start[qk]), end=int(ev.end[pv]), thread=key,
+                             heads=int(np.prod(scores[:-2])), queries=t, keys=k, dim=q[-1], value_dim=v[-1],
+                             causal=causal, precision=_PRECISION.get(next(iter(_types(c, qk)), ""), "fp32")))
+    return out
+
+
+def _masks_scores(d: list, t: int, k: int, scores: list) -> bool:
+    """An input of a mask op that is a [T, S] mask broadcast over the batch and heads (not the scores)."""
+    return len(d) >= 2 and d[-2:] == [t, k] and int(np.prod(d)) < int(np.prod(scores))
+
+
+def backward_windows(c: Context) -> list[tuple[int, int, int, list]]:
+    """autograd's backward of each attention: (start, end, thread, the scores' shape), from the product's backward
+    before SoftmaxBackward0 to the end of the first one after it, on the backward's thread."""
+    ev = c.trace.ev
+    nodes = outermost(c, ops_named(c, lambda n: n.startswith(BACKWARD)))
+    if not len(nodes):
+        return []
+    names = [c.trace.name_of(int(r))[len(BACKWARD):] for r in nodes.tolist()]
+    key = thread_key(ev.pid[nodes], ev.tid[nodes])
+    inner = ops_named(c, lambda x: x in SOFTMAX_BACKWARD)
+    out = []
+    for i, n in enumerate(names):
+        if n not in SOFTMAX_BACKWARD:
+            continue
+        prev = next((j for j in range(i - 1, -1, -1) if key[j] == key[i] and names[j] in PRODUCT_BACKWARD), None)
+        nxt = next((j for j in range(i + 1, len(names)) if key[j] == key[i] and names[j] in PRODUCT_BACKWARD), None)
+        if prev is None or nxt is None:
+            continue
+        shape = next((_dims(c, int(r))[0] for r in inner.tolist()
+                      if ev.start[nodes[i]] <= ev.start[r] < ev.end[nodes[i]] and _dims(c, int(r))), [])
+        out.append((int(ev.start[nodes[prev]]), int(ev.end[nodes[nxt]]), int(key[i]), shape))
+    return out
+
+
+@dataclass(frozen=True)
+class Sdpa(Assumption):
+    causal: int = 0                  # of them causal
+    backward: int = 0                # their backward found in the trace (training)
+    kernel_ns: int = 0               # the kernels the hand-written windows launched
+    fused_ns: int = 0                # the fused kernels' predicted time
+    tflops: float = 0.0              # the peak they are priced at
+    precision: str = ""
+    source: str = ""
+
+
+def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
+    g = c.g
+    found = find(c)
+    fused_now = len(ops_named(c, lambda n: n.startswith(FUSED)))
+    detail = {"hand_written": len(found), "fused_attention_ops": fused_now}
+    peaks = peaks_of(c)
+    if not found or peaks is None:
+        return Sdpa("sdpa", 0), detail
+    precision = max((a.precision for a in found), key=[a.precision for a in found].count)
+    sheet = peaks.datasheet or peaks        # the datasheet's peak (measured only where no datasheet knows the device)
+    if precision not in sheet.flops_per_s:
+        return Sdpa("sdpa", 0), detail
+    peak = sheet.flops(precision)
+    forward = [(a.start, a.end, a.thread, NS_PER_S * a.flops / (peak * FLASH_SHARE["forward"])) for a in found]
+    by_shape = {(a.heads, a.queries, a.keys): a for a in found}
+    backward = []
+    for s, e, k, shape in backward_windows(c):
+        a = by_shape.get((int(np.prod(shape[:-2])), shape[-2], shape[-1])) if len(shape) >= 3 else None
+        a = a or found[0]
+        backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * FLASH_SHARE["backward"])))
+    kernel_ns = fused_ns = 0
+    for windows in (forward, backward):
+        if not windows:
+            continue
+        rows, first, times = _window_kernels(c, windows)
+        kernel_ns += int(g.g_dur[rows].sum())
+        keep = np.isin(rows, first)
+        remove_gpu_work(c, p, rows[~keep])
+        p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
+        fused_ns += int(times.sum())
+    return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
+                 kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
+                 source=peak_source(sheet)),
+            detail)
+
+
+def _window_kernels(c: Context, windows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The GPU activities launched inside these host windows, the first of each window's, and each first's
+    fused-kernel time."""
+    g = c.g
+    s = np.array([w[0] for w in windows], np.int64)
+    e = np.array([w[1] for w in windows], np.int64)
+    k = np.array([w[2] for w in windows], np.int64)
+    ns = np.array([w[3] for w in windows], np.float64)
+    c_key = thread_key(c.trace.ev.pid[g.c_row], c.trace.ev.tid[g.c_row])
+    win = np.full(g.n_calls, -1, np.int64)
+    for key in np.unique(k).tolist():
+        wi = np.flatnonzero(k == key)
+        wi = wi[np.argsort(s[wi])]
+        m = np.flatnonzero(c_key == key)
+        j = np.searchsorted(s[wi], g.c_start[m], side="right") - 1
+        ok = (j >= 0) & (g.c_start[m] < e[wi][np.maximum(j, 0)])
+        win[m[ok]] = wi[j[ok]]
+    rows = gpu_of_calls(c, np.flatnonzero(win >= 0))
+    w_of = win[g.g_call[rows]]
+    first_w, at = np.unique(w_of, return_index=True)
+    return rows, rows[at], ns[first_w]
+
+
+def says(a: Sdpa) -> str:
+    if a.count == 0:
+        return ("no attention written by hand in this trace (softmax between two GEMMs over [..., T, S] scores), "
+                "or a device whose peaks are unknown")
+    causal = " causal" if a.causal == a.count else ""
+    some = f" ({units.integer(a.causal)} of them causal)" if 0 < a.causal < a.count else ""
+    back = f" and their {units.integer(a.backward)} backward passes" if a.backward else ""
+    shares = (f"{units.share(FLASH_SHARE['forward'])} (forward) and {units.share(FLASH_SHARE['backward'])} "
+              "(backward)" if a.backward else units.share(FLASH_SHARE["forward"]))
+    return (f"the {units.integer(a.count)} hand-written{causal} attentions{some}{back} "
+            f"({units.duration_ns(a.kernel_ns)} of kernels) become fused kernels priced at their FLOPs at "
+            f"{shares} of the {units.tflops(a.tflops)} {a.precision} peak ({SOURCE_WORDS[a.source]}): "
+            f"{units.duration_ns(a.fused_ns)}")
+
+
+def hand_written(m: Measured) -> int:
+    return m.whatif.lever("sdpa").detail.get("hand_written", 0)
+
+
+def fused_grew(before: Measured, after: Measured) -> bool:
+    return after.whatif.lever("sdpa").detail.get("fused_attention_ops", 0) > \
+        before.whatif.lever("sdpa").detail.get("fused_attention_ops", 0)
+
+
+def change(a: Sdpa) -> str:
+    causal = ", is_causal=True" if a.causal else ""
+    return (f"y = torch.nn.functional.scaled_dot_product_attention(q, k, v{causal}) in place of "
+            "softmax(q @ k.transpose(-2, -1) * scale) @ v (Hugging Face: attn_implementation=\"sdpa\")")
+
+
+SPEC = LeverSpec(
+    name="sdpa", effort=1, cause=None, apply=apply, says=says, words="fused attention (SDPA)",
+    fix="F.scaled_dot_product_attention in place of softmax(q @ k^T * scale) @ v written by hand",
+    recognise=Recognise(order=1, evidence="hand_written_attention", because="its hand-written softmax(q @ k^T) @ v "
+                        "became aten::scaled_dot_product_attention", amount=hand_written,
+                        acted=lambda m: m.kernel_busy_ns, applied=went, also=fused_grew),
+    applied_words="scaled_dot_product_attention (sdpa)", weighed_only_if_found=True,
+    experiment=Experiment.TURN_KNOB,
+    knob=Knob(change="y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) in place of "
+                     "softmax(q @ k.transpose(-2, -1) * scale) @ v (Hugging Face: attn_implementation=\"sdpa\")",
+              evidence="a softmax over [..., T, S] scores between the GEMM that makes them (aten::matmul/bmm of "
+                       "[..., T, d] by [..., d, S]) and the GEMM that reads them ([..., T, S] by [..., S, dv]), a "
+                       "square [T, S] mask in between for causal; SoftmaxBackward0 between BmmBackward0s in training",
+              applies="every device (flash kernels for fp16/bf16 on Ampere and later, memory-efficient kernels "
+                      "elsewhere, fp32 included); PyTorch 2.0 and later",
+              model="the windows' kernels go; one fused kernel each: the attention FLOPs (2.5x backward, about "
+                    "half where causal) at the inputs' precision's datasheet peak x the share PyTorch's fused kernels "
+                    "reach (0.29 forward, 0.22 backward: measured on an H200)",
+              guide="past the guides: torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0); the "
+                    "Transformer tutorials' SDPA recipe", line=change, ops=("aten::_softmax", "aten::softmax")))

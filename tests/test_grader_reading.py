@@ -1,0 +1,240 @@
+"""How the grader reads answers it was not fitted on (issue 34, phase 2): each test is one mechanism the held-out
+dev answers showed wrong, checked on short answers worded here (not copied from any answer set)."""
+from __future__ import annotations
+
+import pytest
+
+from tracetriage.drills import bank, grader
+
+
+def part(drill_id: str, name: str, answer) -> grader.Part:
+    return grader.grade_part(bank.get(drill_id), name, answer)
+
+
+# --- a range of numbers ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer", ["0.75 to 0.85 ms", "roughly 0.76-0.82 ms", "between 0.75 and 0.85 ms"])
+def test_a_range_whose_both_ends_are_right_is_right(answer):
+    assert part("M00.03-b", "floor_ms", answer).score == 1.0
+
+
+@pytest.mark.parametrize("answer", ["0.6 to 0.9 ms", "from 0.65 to 1.1 ms",
+                                    # its low end is the floor of the weights alone (another quantity)
+                                    "0.69–0.8 ms"])
+def test_a_range_that_holds_the_key_without_committing_earns_half(answer):
+    p = part("M00.03-b", "floor_ms", answer)
+    assert p.score == grader.RANGE_CREDIT and "commit" in p.feedback
+
+
+@pytest.mark.parametrize("answer", ["0.2 to 2 ms", "3-4 ms"])
+def test_a_range_too_wide_to_pin_the_number_or_beside_it_earns_nothing(answer):
+    assert part("M00.03-b", "floor_ms", answer).score == 0.0
+
+
+def test_a_ranges_bare_low_end_takes_the_unit_of_its_high_end():
+    # not "150 GB" (a unit slip) to 180 MB: both ends are megabytes
+    assert part("M01.07-c", "fused_bytes", "between 150 and 180 MB").score == 1.0
+
+
+def test_a_range_over_the_two_right_statistics_is_right():
+    k = bank.key_of(bank.get("M00.03-c"))
+    lo, hi = sorted((k["per_token_ms"], k["per_token_median_ms"]))
+    assert part("M00.03-c", "per_token_ms", f"{lo:.2f} to {hi:.2f} ms").score == 1.0
+
+
+def test_a_range_that_holds_the_decisive_key_does_not_cap_the_score():
+    d = bank.get("M00.03-b")
+    k = bank.key_of(d)
+    r = grader.grade(d, {"floor_ms": "0.6 to 0.9 ms", "per_token_ms": f"{k['per_token_ms']} ms",
+                         "lever": "capture the compiled step in CUDA graphs"})
+    assert not r.capped and r.score == pytest.approx(0.35 * grader.RANGE_CREDIT + 0.25 + 0.4)
+
+
+def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
+    assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == grader.HEDGE_CREDIT
+
+
+# --- a number is the quantity it is -------------------------------------------------------------------------
+
+def test_of_two_ratios_the_one_said_of_the_span_answers_the_spans_speedup():
+    k = bank.key_of(bank.get("M01.07-c"))
+    said = f"{k['speedup']:.2f}x on the span, or 9x on the kernels"
+    assert part("M01.07-c", "speedup", said).score == 1.0
+    # said of nothing, the two are a hedge
+    assert part("M01.07-c", "speedup", f"{k['speedup']:.2f}x or 9x").score == grader.HEDGE_CREDIT
+
+
+def test_a_spread_left_in_ms_is_not_the_spread_as_a_share_of_the_median():
+    d = bank.get("M01.03-b")
+    k = bank.key_of(d)
+    ms = dict(k["confusable"]["spread_pct"])["the spread in ms, not as a share of the median"]
+    assert 1.2 < k["spread_pct"] / ms < 2.0        # within 2x of the key: without the confusion, half credit
+    p = part("M01.03-b", "spread_pct", f"{ms:.0f}%")
+    assert p.score == 0.0 and "in ms" in p.feedback
+    assert part("M01.03-b", "spread_pct", f"{k['spread_pct']:.0f}%").score == 1.0
+
+
+# --- context clauses are not options ---------------------------------------------------------------------------
+
+def test_a_phase_said_to_be_inside_its_allowance_is_context_not_a_second_answer():
+    said = "decode: the first token in 20 ms is inside the 40 ms allowance, but each token takes 13 ms"
+    assert part("M00.04-d", "phase", said).score == 1.0
+
+
+def test_a_cause_said_to_be_tiny_is_context():
+    assert part("M02.04-c", "cause", "synchronization; the host-to-device transfer is tiny").score == 1.0
+
+
+def test_a_share_of_a_roof_measures_against_it_and_names_no_regime():
+    said = "overhead: about 2% of the tensor-core peak, nowhere near either roof"
+    assert part("M01.04-a", "small_regime", said).score == 1.0
+    # bound by the roof, in words of its own, is still a second answer
+    assert part("M01.04-a", "small_regime", "overhead, and compute-bound too").score == grader.BOTH_CREDIT
+
+
+def test_of_two_answers_the_key_or_both_names_both():
+    p = part("M00.04-e", "phase", "prefill, or perhaps both")
+    assert p.score == grader.BOTH_CREDIT and "decode" in p.feedback
+
+
+def test_the_fix_to_make_instead_is_context_in_a_refusal():
+    said = "chunked prefill: the prompt already fits its budget. The decode fix is CUDA graphs."
+    assert part("M00.04-d", "refuse", said).score == 1.0
+    assert part("M00.04-d", "refuse", "refuse prefix caching; instead, capture the decode step in a graph").score == 1.0
+    # refusing both is not a refusal of one
+    assert part("M00.04-d", "refuse", "chunked prefill and CUDA graphs").score == grader.BOTH_CREDIT
+
+
+# --- the vocabulary: what a gap's size says, the show's host calls, the levers' idioms ---------------------
+
+def test_a_gaps_size_alone_is_the_detail_beside_what_sits_around_it():
+    assert part("M02.04-d", "pattern", "long gaps while the copy lane is full").score == 1.0
+    assert part("M02.04-c", "pattern", "short 90 µs gaps, one per step").score == 1.0
+    # alone, a size still names its cause
+    assert part("M02.04-h", "pattern", "long gaps").score == 1.0
+
+
+def test_the_host_in_no_traced_call_is_host_work():
+    assert part("M02.03-f", "pattern", "holes of a few ms, the host in no traced call during them").score == 1.0
+
+
+def test_a_device_to_host_memcpy_is_the_syncs_detail_and_alone_a_transfer():
+    said = "a drain once per step while the host sits in cudaMemcpyAsync for a device-to-host .tolist()"
+    assert part("M02.04-f", "pattern", said).score == 1.0
+    assert part("M02.04-g", "cause", "cudaMemcpyAsync blocks the host, so it is a sync").score == 0.0
+    assert part("M02.04-g", "pattern", "ten-millisecond holes, the host inside cudaMemcpyAsync").score > 0
+
+
+@pytest.mark.parametrize("drill_id,name,said,score", [
+    ("M02.01-d", "experiment", "keep the data on the GPU between steps", 1.0),
+    ("M02.04-f", "experiment", "keep the results on the device and read them back async into pinned memory with an "
+                               "event", 1.0),
+    ("M00.03-c", "lever", "capture the rest of the step in the graph", 1.0),
+    # compile's max-autotune mode tunes kernels: on a trace where faster kernels waste the week, no fix
+    ("M00.03-b", "lever", "torch.compile(mode='max-autotune') for faster kernels", 0.0),
+])
+def test_lever_idioms(drill_id, name, said, score):
+    assert part(drill_id, name, said).score == score
+
+
+def test_what_did_not_change_is_not_what_explains_the_speedup():
+    assert part("M01.08-c", "explained_by", "launches; the bytes don't change between the two").score == 1.0
+
+
+def test_a_sentence_about_the_other_phase_is_context_to_this_ones_regime():
+    said = "compute-bound. The decode steps are the overhead-bound part, not the prefill."
+    assert part("M02.02-a", "prefill_regime", said).score == 1.0
+
+
+def test_a_share_of_the_span_left_idle_does_not_outweigh_the_named_regime():
+    # "compute" alone is a generic word; "idle" beside it is as generic: both named, neither chosen over the other
+    assert part("M00.01-d", "regime", "compute, but a quarter of the span is idle").score == grader.BOTH_CREDIT
+    assert part("M00.01-a", "regime", "the GPU sits idle most of the time").score == 1.0
+
+
+def test_the_waste_named_by_what_it_works_on():
+    assert part("M00.01-b", "waste", "the host-side work").score == 1.0
+    # a lever named beside a cause: the lever is the answer, the cause its reason
+    said = "CUDA graphs: the idle is the host stuck in a sync, which a graph cannot remove"
+    assert part("M00.01-d", "waste", said).score == 1.0
+
+
+def test_a_faster_host_loop_is_a_waste_wherever_it_buys_nothing():
+    d = bank.get("M00.01-d")
+    assert evidence_saving(d, "no_host_work") < 0.01
+    assert part("M00.01-d", "waste", "speeding up the Python loop").score == 1.0
+
+
+def test_prefetching_the_next_batch_is_the_copy_fix_on_a_copy_bound_trace():
+    said = "pin the batches, prefetching the next one while the current one computes"
+    assert part("M02.04-d", "experiment", said).score == 1.0
+    assert part("M02.04-h", "experiment", "more DataLoader workers that prefetch batches").score == 1.0
+
+
+def evidence_saving(d, lever: str) -> float:
+    from tracetriage.drills import evidence
+
+    return evidence.facts(d.trace_path()).lever_savings[lever]
+
+
+def test_a_word_the_partial_fix_shares_with_a_waste_lever_is_the_fixs_in_the_waste_part():
+    # fusion moves fewer bytes here (a partial fix); cutting launches, which borrows "fusion", is in the waste set
+    k = bank.key_of(bank.get("M00.01-c"))
+    assert "fuse" in k["partial"] and "cut_launches" in k["waste_classes"]
+    assert part("M00.01-c", "waste", "fuse the RMSNorm and SwiGLU").score == 0.0
+
+
+@pytest.mark.parametrize("said,score", [
+    ("prefill: 11 ms against 8 ms; decode at 5.7 ms/token is well inside its 20 ms budget", 1.0),
+    ("decode: the first token comes in 6 ms which meets its target", 0.0),
+])
+def test_a_phase_said_to_meet_its_target_is_context(said, score):
+    assert part("M00.04-b", "phase", said).score == score
+
+
+def test_a_lever_said_to_buy_nothing_is_not_offered():
+    assert part("M01.05-c", "lever", "CUDA-graph the loop; faster kernels would buy nothing").score == 1.0
+
+
+def test_a_data_dependent_check_in_code_is_a_sync_to_remove():
+    assert part("M02.01-a", "experiment", "remove the (t > 0).any() guard from the loop").score == 1.0
+
+
+def test_the_prefill_attention_is_a_prefill_fix_to_refuse():
+    assert part("M00.04-a", "refuse", "speed up the prefill's attention").score == 1.0
+
+
+def test_two_values_that_are_both_right_are_no_hedge():
+    k = bank.key_of(bank.get("M01.03-c"))
+    lo, hi = k["spread_pct"] * 0.93, k["spread_pct"] * 1.05
+    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {hi:.0f}%").score == 1.0
+    assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {2 * hi:.0f}%").score == grader.HEDGE_CREDIT
+
+
+# --- a hedge: partial credit, and wrong for the cap ------------------------------------------------------------
+
+def test_a_hedge_holding_the_key_earns_hedge_credit_and_caps_as_a_wrong_answer():
+    d = bank.get("M02.04-c")
+    r = grader.grade(d, {"pattern": "a drain after every .item()", "cause": "a sync, or else the launches",
+                         "experiment": "move the .item() out of the loop"})
+    cause = next(p for p in r.parts if p.part == "cause")
+    assert cause.score == grader.HEDGE_CREDIT and "commit to one" in cause.feedback
+    assert r.capped and r.score == d.cap_if_wrong
+    # the key outside the hedge: nothing
+    assert part("M02.04-c", "cause", "host work or the copies").score == 0.0
+
+
+def test_a_hedged_number_caps_a_decisive_part():
+    d = bank.get("M00.03-b")
+    k = bank.key_of(d)
+    r = grader.grade(d, {"floor_ms": f"{k['floor_ms']:.2f} or 7 ms", "per_token_ms": f"{k['per_token_ms']} ms",
+                         "lever": "capture the compiled step in CUDA graphs"})
+    assert r.parts[0].score == grader.HEDGE_CREDIT and r.capped
+
+
+@pytest.mark.parametrize("drill_id,name,said,score", [
+    ("M02.04-c", "experiment", "remove the .item() or use CUDA graphs", grader.HEDGE_CREDIT),
+    ("M02.04-c", "experiment", "CUDA graphs or more DataLoader workers", 0.0),
+])
+def test_a_hedged_lever_earns_hedge_credit_only_with_the_fix_in_it(drill_id, name, said, score):
+    assert part(drill_id, name, said).score == score

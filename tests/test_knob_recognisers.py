@@ -1,0 +1,76 @@
+"""What the sdpa and inference_mode levers recognise, on CPU traces of the knobs3 workloads (traces/knobs3-cpu:
+capture/realworld_knobs3.py at its CPU sizes, one rep): the hand-written attention and its backward, the backward
+nodes an eval forward with grad on makes; and none of either once the knob is turned."""
+from pathlib import Path
+
+import pytest
+
+from kineto_factory import document, op, write
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.whatif.levers import inference_mode, sdpa
+from tracetriage.analyzers.whatif.levers.spec import Context
+
+CPU = Path(__file__).resolve().parent.parent / "traces" / "knobs3-cpu"
+
+
+def _context(name: str) -> Context:
+    return Context(load(CPU / f"{name}.json.gz"), None)      # the recognisers read ops only: no graph needed
+
+
+def test_the_nanogpt_attention_by_hand_is_found_causal_with_its_backward():
+    c = _context("sdpa_gpt_train--before")
+    found = sdpa.find(c)
+    assert len(found) == 6                     # 2 blocks x 3 steps (CPU sizes: batch 2, 4 heads, 32 tokens, 64 wide)
+    assert {(a.heads, a.queries, a.keys, a.dim, a.value_dim, a.causal) for a in found} == {(8, 32, 32, 16, 16, True)}
+    assert len(sdpa.backward_windows(c)) == 6 and all(s < e for s, e, _, _ in sdpa.backward_windows(c))
+
+
+def test_the_vit_attention_by_hand_is_found_not_causal_and_without_backward():
+    c = _context("sdpa_vit_infer--before")
+    found = sdpa.find(c)
+    assert len(found) == 8 and not any(a.causal for a in found) and {a.keys for a in found} == {17}
+    assert sdpa.backward_windows(c) == []
+
+
+@pytest.mark.parametrize("name", ["sdpa_gpt_train--sdpa", "sdpa_vit_infer--sdpa", "inference_mode_encoder--before"])
+def test_attention_already_fused_is_not_found(name):
+    assert sdpa.find(_context(name)) == []
+
+
+def test_a_causal_flops_count_keeps_the_triangle():
+    a = sdpa.Attention(0, 1, 0, heads=96, queries=1024, keys=1024, dim=64, value_dim=64, causal=False,
+                       precision="bf16")
+    assert a.flops == 2 * 96 * 1024 * 1024 * 128
+    half = sdpa.Attention(**{**a.__dict__, "causal": True}).flops / a.flops
+    assert half == pytest.approx(0.5, abs=0.001)
+
+
+def test_an_eval_forward_with_grad_on_makes_backward_nodes_and_none_under_inference_mode():
+    assert len(inference_mode.node_ops(_context("inference_mode_encoder--before"))) > 100
+    assert len(inference_mode.node_ops(_context("inference_mode_encoder--inference_mode"))) == 0
+
+
+def test_a_training_step_needs_its_nodes():
+    assert len(inference_mode.node_ops(_context("sdpa_gpt_train--before"))) == 0
+
+
+def test_grad_on_over_frozen_weights_makes_no_node(tmp_path):
+    """The sequence number stays put where no input requires grad: nothing for inference_mode to give back."""
+    ev = [op(f"aten::op{i}", i * 1_000, i * 1_000 + 500, i + 1, **{"Sequence number": 7}) for i in range(20)]
+    c = Context(load(write(tmp_path / "frozen.json.gz", document(ev)), use_cache=False), None)
+    assert len(inference_mode.node_ops(c)) == 0
+    ev = [op(f"aten::op{i}", i * 1_000, i * 1_000 + 500, i + 1, **{"Sequence number": 7 + i}) for i in range(20)]
+    c = Context(load(write(tmp_path / "nodes.json.gz", document(ev)), use_cache=False), None)
+    assert len(inference_mode.node_ops(c)) == 19          # the last number's node is not made yet
+
+
+@pytest.mark.parametrize("backward", ["CudnnConvolutionBackward", "ReluBackward1", "torch::autograd::AccumulateGrad",
+                                      "aten::cudnn_convolution_backward_weight",
+                                      "autograd::engine::evaluate_function: AddmmBackward0"])
+def test_a_backward_recorded_the_torch_1_9_way_is_a_training_step(tmp_path, backward):
+    """torch 1.9 records backward nodes under their own names, with no evaluate_function around them (kineto's 2021
+    ResNet-50 samples): the forward's nodes are needed there, not bookkeeping to give back."""
+    ev = [op(f"aten::op{i}", i * 1_000, i * 1_000 + 500, i + 1, **{"Sequence number": 7 + i}) for i in range(20)]
+    ev.append(op(backward, 30_000, 31_000, 99))
+    c = Context(load(write(tmp_path / "train.json.gz", document(ev)), use_cache=False), None)
+    assert len(inference_mode.node_ops(c)) == 0
