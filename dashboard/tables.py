@@ -5,8 +5,10 @@ the same way.
 
 Decimals: a column of durations has one number of decimals (Streamlit's `localized` format with a step fixes
 them; without one it trims zeros, '625.32' beside '623.096'), and so has every duration column of one table.
-Shares and bytes are the CLI's own text (units.share: '13%', '<1%'; units.size), right-aligned: Streamlit's
-`percent` format trims zeros too ('3.8%' beside '2.18%') and writes '0.19%' where the CLI says '<1%'.
+Each number column's values are rounded here, as the CLI's f-strings round them: Streamlit cuts a value to its
+step's decimals instead ('1.98' for 1.986, where the CLI says 1.99 ms). Shares and bytes are the CLI's own text
+(units.share: '13%', '<1%'; units.size), right-aligned: Streamlit's `percent` format trims zeros too ('3.8%' beside
+'2.18%') and writes '0.19%' where the CLI says '<1%'.
 """
 from __future__ import annotations
 
@@ -79,10 +81,27 @@ def text(label: str, width: str | None = None, help: str | None = None):
     return st.column_config.TextColumn(label, width=width, help=help)
 
 
+def _decimals(config: dict) -> int | None:
+    """The decimals a number column shows (its step's), None for any other column."""
+    step = config.get("type_config", {}).get("step")
+    return max(0, -int(math.floor(math.log10(step)))) if step else None
+
+
+def _rounded(frame, configs: dict):
+    """Each number column's values rounded to the decimals it shows, as Python writes them (the CLI's f-strings):
+    Streamlit cuts a value to its step's decimals rather than rounding it, so 1.986 ms read '1.98' in the table
+    beside the CLI's and the idle bar's '1.99 ms'."""
+    out = {}
+    for n, config in configs.items():
+        d = _decimals(config)
+        if d is not None and getattr(frame[n], "dtype", None) is not None and frame[n].dtype.kind == "f":
+            out[n] = [v if math.isnan(v) else float(f"{v:.{d}f}") for v in frame[n]]
+    return frame.assign(**out) if out else frame
+
+
 def _cells(frame, name: str, config: dict) -> list[str]:
     """The column's cells as the browser writes them (near enough to measure them)."""
-    step = config.get("type_config", {}).get("step")
-    decimals = max(0, -int(math.floor(math.log10(step)))) if step else None
+    decimals = _decimals(config)
     out = []
     for v in frame[name]:
         if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -128,6 +147,7 @@ def show(frame, columns: dict, wrap: bool = False, **kw):
                                 for v in frame[n]]
                             for n, c in columns.items() if isinstance(c, Formatted)})
     configs = {n: dict(c.config if isinstance(c, Formatted) else c) for n, c in columns.items()}
+    frame = _rounded(frame, configs)
     widths, row_px = _fit(frame, configs, selects=kw.get("on_select", "ignore") != "ignore")
     for n, w in widths.items():
         configs[n]["width"] = w

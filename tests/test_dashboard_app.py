@@ -864,3 +864,18 @@ def test_every_table_has_one_number_of_decimals_a_column_the_clis_shares_and_fit
 def _name_of(table, header: str) -> str:
     config = json.loads(table.proto.columns)
     return next(n for n in table.proto.column_order if config[n].get("label", n) == header)
+
+
+def test_a_tables_figure_is_rounded_as_the_cli_writes_it_not_cut_at_its_decimals():
+    """Streamlit cuts a number to its column's step (1.986 ms read '1.98'); the table hands it the figure the CLI
+    and the idle bar write ('1.99 ms'), so that the three agree."""
+    from tracetriage.analyzers.model import units
+    from tracetriage.analyzers.model.verdicts import Cause
+    from tracetriage.analyzers.triage.report import analyze_file
+
+    a = analyze_file(SAMPLES / "smell-sync-item.json.gz")
+    launch_ms = a.by_cause_ns[Cause.LAUNCH_OVERHEAD] / 1e6
+    assert f"{launch_ms:.2f}" != f"{int(launch_ms * 100) / 100:.2f}"      # this trace's figure is one a cut changes
+    idle = page("report", sample("smell-sync-item.json.gz")).dataframe[0].value.set_index("cause")
+    assert idle.loc["launch overhead", "idle_ms"] == float(f"{launch_ms:.2f}") == 1.99
+    assert "1.99 ms" in units.duration_ns(a.by_cause_ns[Cause.LAUNCH_OVERHEAD])

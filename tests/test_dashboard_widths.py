@@ -1,6 +1,7 @@
 """No table is cut at a normal width: every page's tables, in headless Chromium at 1280x800 and 1440x900, are as
 wide as the page (nothing scrolls sideways). The widths are tracetriage.dashboard.tables' (test_dashboard_app pins
-their sum); this reads what the browser draws. Screenshots of each page land in the test's tmp dir.
+their sum); this reads what the browser draws. Screenshots of each page land in the test's tmp dir. And a figure
+in a table reads as the CLI rounds it, in the browser too.
 """
 from __future__ import annotations
 
@@ -50,3 +51,20 @@ def test_no_table_on_any_page_is_cut_at_a_normal_width(width, height, tmp_path, 
                 cut[name] = reach
             browser.screenshot(page, tmp_path / f"{name}-{width}.png")
     assert not cut, f"tables scrolling sideways at {width}x{height} (px past the edge): {cut}"
+
+
+_CELLS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(t =>
+  [...t.querySelectorAll('td')].map(c => c.textContent))"""
+
+
+def test_the_browser_writes_a_tables_figure_as_the_cli_rounds_it(tmp_path, monkeypatch):
+    """smell-sync-item's launch overhead is 1.986 ms: the CLI and the idle bar say 1.99 ms, and so does the table's
+    cell in the browser (Streamlit cuts a number to its column's decimals: it drew '1.98')."""
+    monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    with browser.server(log=tmp_path / "server.log") as url, browser.browser(1280, 800) as page:
+        page.goto(url + "/report?trace=samples/smell-sync-item.json.gz")
+        page.get_by_text("Open in Perfetto", exact=False).first.wait_for(timeout=LONG)
+        page.locator('[data-testid="stDataFrame"] td').first.wait_for(state="attached", timeout=LONG)
+        idle = page.evaluate(_CELLS)[0]
+    row = idle[idle.index("launch overhead"):][:3]
+    assert row[:2] == ["launch overhead", "1.99"], idle
