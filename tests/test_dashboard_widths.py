@@ -38,9 +38,12 @@ _CUT_PX = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
 @pytest.mark.parametrize("width,height", [(1280, 800), (1440, 900)])
 def test_no_table_on_any_page_is_cut_at_a_normal_width(width, height, tmp_path, monkeypatch):
     monkeypatch.setenv("TRACETRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    from test_dashboard_try import h200_try_table
+
+    tried = h200_try_table(tmp_path / "tf32.try").parent           # a try table whose line to change is long
     cut = {}
     with browser.server(log=tmp_path / "server.log") as url, browser.browser(width, height) as page:
-        for name, path, ready in PAGES:
+        for name, path, ready in [*PAGES, ("try", f"/try?try={tried}", "tracetriage try")]:
             page.goto(url + path)
             page.get_by_text(ready, exact=False).first.wait_for(timeout=LONG)
             page.locator('[data-testid="stDataFrame"] .dvn-scroller').first.wait_for(timeout=LONG)
