@@ -12,7 +12,7 @@ starts it; the browser is up before the server starts, so its own start is not c
   3. a click on Timeline -> the overview has painted;
   4. a zoom to a 1 ms window -> its raw bars have painted;
   5. a reload of that URL -> the same window has painted again (the state lives in the URL).
-No assertion: it prints the figures for the README.
+No assertion: it prints the figures docs/dashboard.md quotes (with the load average at its start and end).
 """
 from __future__ import annotations
 
