@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-browser", action="store_true")
     a = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tracetriage-dash-bench-"))
+    try:
+        return _run(a, work)
+    finally:        # the grown trace is 234 MB: it was left in /tmp after every run
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(a: argparse.Namespace, work: Path) -> int:
     path = a.trace
     if path is None:
         path = work / "big.json"
