@@ -270,3 +270,55 @@ def color_count_js(color: str, tolerance: int = 8, nth: int = 0) -> str:
     """A JS expression counting the pixels of this colour in the nth canvas chart (for page.wait_for_function)."""
     r, g, b = _hex_rgb(color)
     return f"({_COLOR_JS})([{r}, {g}, {b}, {int(tolerance)}, {int(nth)}, 'count'])"
+
+
+class HeldMessages:
+    """The server's messages to the page held back while `held`, then delivered in order: what a loaded machine
+    or a slow link does to the browser, made certain. The page's own messages to the server go through at once,
+    so a click made while held reaches the server before the page has seen the answer to the click before it.
+    Install before the page opens (page.route_web_socket on Streamlit's stream)."""
+
+    def __init__(self, page):
+        self.held = False
+        self._waiting: list = []
+        page.route_web_socket("**/_stcore/stream", self._route)
+
+    def _route(self, ws) -> None:
+        server = ws.connect_to_server()
+
+        def to_page(message) -> None:
+            if self.held:
+                self._waiting.append((ws, message))
+            else:
+                ws.send(message)
+
+        server.on_message(to_page)
+
+    def runs_finished(self) -> int:
+        """How many script runs the held messages say have finished on the server."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        n = 0
+        for _, m in self._waiting:
+            msg = ForwardMsg()
+            if isinstance(m, bytes):
+                msg.ParseFromString(m)
+                n += msg.WhichOneof("type") == "script_finished"
+        return n
+
+    def wait_runs(self, page, n: int, timeout_ms: int = 120_000) -> None:
+        """Wait (dispatching Playwright's events, which is what fills the hold) until n runs have finished."""
+        waited = 0
+        while self.runs_finished() < n:
+            if waited > timeout_ms:
+                raise AssertionError(f"{self.runs_finished()} of {n} script runs finished while held")
+            page.wait_for_timeout(50)
+            waited += 50
+
+    def release(self) -> int:
+        """Deliver what was held, in order; how many messages that was."""
+        self.held = False
+        waiting, self._waiting = self._waiting, []
+        for ws, m in waiting:
+            ws.send(m)
+        return len(waiting)

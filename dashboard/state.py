@@ -4,7 +4,8 @@ The trace in view lives in the URL (?trace=samples/gpt-eager.json.gz), so a relo
 link (/timeline?trace=...) and a second tab on another trace all keep theirs. Its order of precedence:
 the URL, then what this session opened last (a click in the sidebar drops the query string), then the
 trace the command line named (or the first trace of its directory), the default of every new session.
-Every page that shows a trace writes it back to the URL.
+Every page that shows a trace writes it back to the URL (tracetriage.dashboard.url: the whole query string,
+every run).
 
 The analysis module (pandas, the analyzers) is imported on first use, not here: the Library paints
 before anything heavy is loaded.
@@ -21,9 +22,7 @@ import streamlit as st
 from tracetriage.dashboard import library
 from tracetriage.dashboard import words as words
 from tracetriage.dashboard.library import Entry, PathRefused
-
-CURRENT = "trace_entry"
-TRACE = "trace"          # the query parameter that names the trace in view
+from tracetriage.dashboard.url import CURRENT, TRACE
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)

@@ -435,7 +435,7 @@ def host_step_help() -> str:
 
 
 def rank_cell(rank: int, straggler: bool) -> str:
-    return f"rank {rank}" + (" (straggler)" if straggler else "")
+    return f"{rank}" + (" (straggler)" if straggler else "")
 
 
 def ranks_report_title() -> str:
@@ -629,8 +629,10 @@ def try_chart_title(run: str) -> str:
     return {"profiled": "profiled: the traced span", "unprofiled": "unprofiled: the script's wall time"}[run]
 
 
-def try_axis_title() -> str:
-    return "change of the span (%; a saving is a minus)"
+def try_axis_title(run: str) -> str:
+    """The quantity the run's chart plots: the unprofiled chart is the script's wall time, not a span."""
+    what = {"profiled": "the traced span", "unprofiled": "the wall time"}[run]
+    return f"change of {what} (%; a saving is a minus)"
 
 
 def try_no_bars() -> str:

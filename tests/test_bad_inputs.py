@@ -640,7 +640,10 @@ def test_a_2gb_trace_is_analysed_within_its_memory_estimate_or_refused(tmp_path)
               f"peak {peak:.2f} GB (estimate {need / 1e9:.2f} GB)")
         assert code == 0, out
         assert out.startswith("Measured: big.json on NVIDIA H200: 6,")
-        assert "Caveat" not in out and "Traceback" not in out
+        # nothing odd in the reading; the one caveat a grown trace earns is the profiler's own cost (its many events)
+        odd = [x for x in out.splitlines() if x.startswith("Caveat") and
+               not x.startswith("Caveat: under the profiler the traced work takes")]
+        assert odd == [] and "Traceback" not in out, odd
         assert peak < need / 1e9                 # the estimate the refusal rests on is an upper bound
     # With less memory than that: a clear refusal, within seconds, instead of the OOM killer. Under
     # 2.9 GB it is refused before reading; under the 3.9 GB estimate, after counting the events.

@@ -294,8 +294,16 @@ def test_report_tables_have_human_headers_units_and_wrapped_evidence():
     assert headers(idle) == ["cause", "idle (ms)", "share of span", "evidence", "first experiment"]
     cols = dict(shown_columns(idle))
     assert cols["idle (ms)"]["type_config"] == {"type": "number", "format": "localized", "step": 0.01}
-    assert cols["share of span"]["type_config"]["format"] == "percent"
-    assert cols["first experiment"]["width"] == "large" and idle.proto.row_height >= 65   # a row tall enough to wrap
+    # the Idle line's own shares, as its text: they add up to its idle share, and a cause that is there is never 0%
+    from tracetriage.analyzers.triage.report import analyze_file
+
+    idle_line = next(s for s in five_lines(analyze_file(SAMPLES / "smell-sync-item.json.gz")) if s.startswith("Idle:"))
+    shares = dict(zip(idle.value["cause"], idle.value["share_shown"]))
+    assert all(f"{cause} {shares[cause]}" in idle_line for cause in ("synchronization", "launch overhead",
+                                                                    "host work", "data transfer")), (shares, idle_line)
+    assert cols["share of span"]["alignment"] == "right"
+    assert isinstance(cols["first experiment"]["width"], int) and idle.proto.row_height >= 65   # rows tall enough
+    #                                                                                             to wrap
     assert headers(hot) == ["op", "device (ms)", "share", "calls", "kernels"]
     assert headers(ranges) == ["range", "instances", "wall (ms)", "median wall (ms)", "kernels busy (ms)", "idle (ms)",
                                "idle share", "regime", "mostly idle for"]
@@ -471,8 +479,9 @@ def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_an
     assert plain(rank_words.straggler_line(rr.straggler)) in markdown_text(at)
     table = at.dataframe[0]
     assert list(table.value["rank"]) == [0, 1] and list(table.value["file"]) == ["rank0.json.gz", "rank1.json.gz"]
-    assert headers(table)[:4] == ["rank", "file", "idle share", "mostly idle for"]
-    assert list(table.value["rank_label"]) == ["rank 0", "rank 1 (straggler)"]
+    assert headers(table) == ["rank", "idle share", "mostly idle for", "kernels busy (ms)", "collectives (ms)",
+                              "per step (ms)", "host per step (ms)"]
+    assert list(table.value["rank_label"]) == ["0", "1 (straggler)"]
     chart = specs(at)[0]
     assert "collective time per step, by rank" in [h.value for h in at.subheader]
     assert chart["layer"][0]["mark"]["type"] == "line" and chart["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
@@ -505,7 +514,8 @@ def test_roofline_is_log_log_with_the_measured_ridge_a_dtype_switch_and_a_format
     assert dots["encoding"]["x"]["scale"]["type"] == "log" and dots["encoding"]["y"]["scale"]["type"] == "log"
     assert dots["encoding"]["size"]["field"] == "device_us" and dots["encoding"]["color"]["field"] == "bound"
     assert any(layer["mark"]["type"] == "rule" for layer in spec["layer"])   # the ridge
-    assert headers(at.dataframe[0])[:5] == ["op", "input shapes", "kind", "calls", "device (ms)"]
+    assert headers(at.dataframe[0]) == ["op", "input shapes", "device (ms)", "FLOPs", "bytes", "FLOP/byte", "TFLOP/s",
+                                        "GB/s", "bound", "of its peak"]
     at.selectbox(key="roof_dtype").set_value("fp32").run()
     assert "fp32: 50.9 TFLOP/s" in at.caption[0].value.replace("\\", "")
 
@@ -808,3 +818,64 @@ def test_zoom_out_takes_the_window_out_of_the_url_at_once():
     assert at.query_params["trace"]                                          # still this trace's view
     lo, hi = _timeline_spec(at)["layer"][0]["encoding"]["x"]["scale"]["domain"]
     assert lo < 0 and hi > 1.3
+
+
+# --- every table: one number of decimals a column, the CLI's shares, the page's width ---------------------------
+
+def _every_table() -> list[tuple[str, object]]:
+    """(where, table) for each table the pages show on traces that fill them (the timeline's flow table too)."""
+    out = []
+    for where, at in [("report sync", page("report", sample("smell-sync-item.json.gz"))),
+                      ("report gpt", page("report", sample("gpt-eager.json.gz"))),
+                      ("report dataloader", page("report", sample("realworld/dataloader_cnn--before.json.gz"))),
+                      ("roofline", page("roofline", sample("gpt-eager.json.gz"))),
+                      ("ranks", page("ranks", run="samples/ddp")),
+                      ("diff", page("diff", before=sample("chain-eager-large.json.gz"),
+                                    after=sample("chain-triton-large.json.gz"))),
+                      ("timeline", page("timeline", sample("smell-sync-item.json.gz"), **{"from": "2.6", "to": "4.4",
+                                                                                          "sel": "29"}))]:
+        assert not at.exception, where
+        out += [(where, t) for t in at.dataframe]
+    return out
+
+
+def test_every_table_has_one_number_of_decimals_a_column_the_clis_shares_and_fits_the_page_at_1280():
+    from tracetriage.dashboard.tables import FIT_PX, SELECT_PX
+
+    tables = _every_table()
+    assert {w for w, _ in tables} >= {"report sync", "report gpt", "report dataloader", "roofline", "ranks", "diff",
+                                      "timeline"}
+    for where, t in tables:
+        cols = shown_columns(t)
+        numbers = [(h, c["type_config"]) for h, c in cols if c.get("type_config", {}).get("type") == "number"]
+        # Streamlit trims zeros where a number column has no step, and its percent, bytes and compact formats too
+        assert all(tc.get("format") == "localized" and tc.get("step") for _, tc in numbers), (where, numbers)
+        durations = {tc["step"] for h, tc in numbers if h.endswith("(ms)")}
+        assert len(durations) <= 1, (where, "durations with different decimals in one table", durations)
+        for h, c in cols:         # a share column is the CLI's text: '13%', '<1%', never '0.19%'
+            if "share" in h:
+                assert all(re.fullmatch(r"<1%|\d[\d,]*%|", v) for v in t.value[_name_of(t, h)]), (where, h)
+        widths = [c["width"] for _, c in cols]
+        assert all(isinstance(w, int) for w in widths), (where, widths)
+        picker = SELECT_PX if t.proto.selection_mode else 0
+        assert sum(widths) + picker <= FIT_PX, (where, headers(t), widths)
+
+
+def _name_of(table, header: str) -> str:
+    config = json.loads(table.proto.columns)
+    return next(n for n in table.proto.column_order if config[n].get("label", n) == header)
+
+
+def test_a_tables_figure_is_rounded_as_the_cli_writes_it_not_cut_at_its_decimals():
+    """Streamlit cuts a number to its column's step (1.986 ms read '1.98'); the table hands it the figure the CLI
+    and the idle bar write ('1.99 ms'), so that the three agree."""
+    from tracetriage.analyzers.model import units
+    from tracetriage.analyzers.model.verdicts import Cause
+    from tracetriage.analyzers.triage.report import analyze_file
+
+    a = analyze_file(SAMPLES / "smell-sync-item.json.gz")
+    launch_ms = a.by_cause_ns[Cause.LAUNCH_OVERHEAD] / 1e6
+    assert f"{launch_ms:.2f}" != f"{int(launch_ms * 100) / 100:.2f}"      # this trace's figure is one a cut changes
+    idle = page("report", sample("smell-sync-item.json.gz")).dataframe[0].value.set_index("cause")
+    assert idle.loc["launch overhead", "idle_ms"] == float(f"{launch_ms:.2f}") == 1.99
+    assert "1.99 ms" in units.duration_ns(a.by_cause_ns[Cause.LAUNCH_OVERHEAD])

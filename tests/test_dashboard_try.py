@@ -124,3 +124,19 @@ def test_the_try_page_draws_predicted_and_measured_bars_side_by_side_in_chromium
         assert bf16["width"] / tf32["width"] == pytest.approx(kept["autocast_bf16"]["predicted"][run] / p, rel=0.03)
         assert abs(tf32["right"] - meas[0]["right"]) < 1                 # both from zero
         assert words.try_bar_label(-100 * p) in texts and words.try_bar_label(-100 * m) in texts, (run, texts)
+
+
+def test_the_try_page_titles_each_charts_axis_by_what_it_plots_and_keeps_its_table_in_the_url(tmp_path, monkeypatch):
+    """The profiled chart plots the traced span, the unprofiled one the script's wall time; the table is the URL's."""
+    pytest.importorskip("streamlit")
+    from test_dashboard_app import headers, page, specs
+
+    monkeypatch.setenv("TRACETRIAGE_DB", str(tmp_path / "log.db"))
+    folder = h200_try_table(tmp_path / "tf32.try").parent
+    at = page("trytable", **{"try": str(folder)})
+    assert not at.exception
+    axes = [s["layer"][0]["encoding"]["x"]["title"] for s in specs(at)]
+    assert axes == ["change of the traced span (%; a saving is a minus)",
+                    "change of the wall time (%; a saving is a minus)"], axes
+    assert headers(at.dataframe[0]) == ["knob", "predicted", "measured", "verdict", "change"]
+    assert at.query_params["try"] == str(folder)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from golden import run_cli
+from tracetriage.analyzers.model.units import duration_us
 from tracetriage.analyzers.voice.markdown import cell
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,14 @@ def test_whatif_markdown_is_a_table_of_levers_best_first():
     rows = [x for x in out.splitlines() if x.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == [x["lever"] for x in w["levers"]]
     assert "| lever | predicted span | ratio | saving | assumes |" in out
+    # the baseline says it holds host time too (the report's Measured line gives the shorter GPU span)
+    assert f"Traced span, host and GPU: {duration_us(w['baseline_us'])};" in out
+
+
+def test_whatifs_first_line_says_its_span_holds_host_time_too():
+    first = md("whatif", "traces/smell-sync-item.json.gz").splitlines()[0]
+    assert first.startswith("traces/smell-sync-item.json.gz: traced span, host and GPU, 55.5 ms ("), first
+    assert "52.2 ms GPU span" in md("report", "traces/smell-sync-item.json.gz")      # the report's, shorter
 
 
 def test_format_json_is_the_same_object_as_json():

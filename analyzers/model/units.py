@@ -61,6 +61,14 @@ def size(n: float) -> str:
     return f"{n / 1e3:.1f} kB"
 
 
+def flop_count(n: float) -> str:
+    """An amount of arithmetic as `size` writes bytes: '1.07 TFLOP', '4.2 GFLOP', '16.0 MFLOP', '512.0 FLOP'."""
+    for scale, unit in ((1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if n >= 999.95 * scale / 1e3:
+            return f"{n / scale:,.2f} {unit}" if unit == "TFLOP" else f"{n / scale:.1f} {unit}"
+    return f"{n:.1f} FLOP" if n else "0 FLOP"
+
+
 def share(x: float) -> str:
     """A fraction as a whole percentage: '19%'; a share that is there but rounds to nothing is '<1%', never '0%'."""
     text = f"{100 * x:,.0f}%"

@@ -133,8 +133,8 @@ def diff_markdown(d, gate_line: str | None = None) -> str:
 def whatif_markdown(w) -> str:
     err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
     out = [f"### tracetriage whatif: {code(Path(w.path).name)}", "",
-           f"Traced span {duration_ns(w.baseline_ns)}; the unchanged replay gives {duration_ns(w.replay_ns)} "
-           f"({signed(err, '.1f', '%')}). Each lever's predicted span, best first:", ""]
+           f"Traced span, host and GPU: {duration_ns(w.baseline_ns)}; the unchanged replay gives "
+           f"{duration_ns(w.replay_ns)} ({signed(err, '.1f', '%')}). Each lever's predicted span, best first:", ""]
     out += table(["lever", "predicted span", "ratio", "saving", "assumes"],
                  [[code(p.lever), duration_ns(p.predicted_ns), f"{p.predicted_ratio:.2f}",
                    saving_pct(p.saving_ns, w.baseline_ns), assumption(p.assumption)] for p in w.levers], {1, 2, 3})

@@ -15,7 +15,9 @@ def whatif_table(w) -> str:
     err = (w.replay_ns - w.baseline_ns) / w.baseline_ns * 100 if w.baseline_ns else 0.0
     width = max([14] + [len(p.lever) + 2 for p in w.levers])
     unprof = w.unprofiled_ns is not None
-    lines = [f"{w.path}: traced span {duration_ns(w.baseline_ns)} (the unchanged replay gives "
+    # the span says what it holds: host work before the first kernel and after the last too (the report's Measured
+    # line gives the GPU span, which is shorter)
+    lines = [f"{w.path}: traced span, host and GPU, {duration_ns(w.baseline_ns)} (the unchanged replay gives "
              f"{duration_ns(w.replay_ns)}, {signed(err, '.1f', '%')})"
              + (f"; without the profiler ~{duration_ns(w.unprofiled_ns)} (its per-event cost "
                 f"{w.profiler.source}, not measured in this trace)" if unprof else ""), "",

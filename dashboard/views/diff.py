@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard import charts, data, state, tables, url
 from tracetriage.dashboard import words as words
 from tracetriage.dashboard.library import PathRefused
 
@@ -38,11 +38,10 @@ def render() -> None:
     c1, c2 = st.columns(2)
     before = _pick(c1, "Before", options, st.query_params.get("before") or (cur.key if cur else None), "diff_before")
     after = _pick(c2, "After", options, st.query_params.get("after"), "diff_after")
-    for name, e in (("before", before), ("after", after)):
-        if e is not None and st.query_params.get(name) != e.key:
-            st.query_params[name] = e.key
     if before is not None:
         state.choose(before)   # the trace in view is the pair's before: What-if and the others pick up from it
+    url.remember("diff", {url.TRACE: before.key if before else (cur.key if cur else None),
+                          "before": before.key if before else None, "after": after.key if after else None})
     if before is None or after is None:
         st.caption(words.diff_pick_both())
         return

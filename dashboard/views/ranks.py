@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data, library, state, tables
+from tracetriage.dashboard import charts, data, library, state, tables, url
 from tracetriage.dashboard import words as words
 from tracetriage.dashboard.views import page
 
@@ -48,8 +48,7 @@ def render() -> None:
     want = st.query_params.get("run")
     run = st.selectbox("Run", runs, index=keys.index(want) if want in keys else 0, format_func=lambda r: r.label,
                        key="ranks_run")
-    if st.query_params.get("run") != run.key:
-        st.query_params["run"] = run.key
+    url.remember("ranks", {"run": run.key})
     try:
         v = _ranks(run.key, _stamp(run))
     except (data.TraceError, library.PathRefused) as e:
@@ -59,13 +58,13 @@ def render() -> None:
     st.markdown(words.plain(v.straggler_line))
     st.caption(words.plain(words.ranks_table_caption()))
     table = v.ranks.assign(rank_label=[words.rank_cell(r, s) for r, s in zip(v.ranks["rank"], v.ranks["straggler"])])
-    event = tables.show(table, {"rank_label": tables.text("rank"), "file": tables.text("file"),
+    # (eight columns and the row picker fill the page at 1280x800: each rank's file is its link's, below)
+    event = tables.show(table, {"rank_label": tables.text("rank"),
                                 "idle_share": tables.share("idle share"), "idle_cause": tables.text("mostly idle for"),
                                 "kernel_busy_ms": tables.ms("kernels busy (ms)"),
-                                "collective_ms": tables.ms("collectives (ms)", 3),
-                                "collective_step_ms": tables.ms("collectives per step (ms)", 3,
-                                                                help=words.median_per_step_help()),
-                                "host_step_ms": tables.ms("host per step (ms)", 3, help=words.host_step_help())},
+                                "collective_ms": tables.ms("collectives (ms)"),
+                                "collective_step_ms": tables.ms("per step (ms)", help=words.median_per_step_help()),
+                                "host_step_ms": tables.ms("host per step (ms)", help=words.host_step_help())},
                         on_select="rerun", selection_mode="single-row", key=f"ranks_table:{run.key}")
     picked = (event.selection.rows if event is not None else []) or []
     if picked:

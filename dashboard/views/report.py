@@ -47,7 +47,7 @@ def _phases(a) -> None:
     rows = table.rows
     tables.show(rows.assign(idle_dominant=rows["idle_dominant"].map(words.cause)),
                 {"phase": tables.text("phase"), "steps": tables.count("steps"), "latency": tables.text("latency"),
-                 "median_ms": tables.ms("median (ms)", 3), "p90_ms": tables.ms("p90 (ms)", 3),
+                 "median_ms": tables.ms("median (ms)"), "p90_ms": tables.ms("p90 (ms)"),
                  "kernel_busy_ms": tables.ms("kernels busy (ms)"), "idle_share": tables.share("idle share"),
                  "idle_dominant": tables.text("mostly idle for"), "regime": tables.text("regime")})
     st.caption(words.plain(words.phases_found(table.found_from, table.ranges, table.prompt_tokens, table.batch,
@@ -72,7 +72,7 @@ def render() -> None:
         words.cause_evidence(r.cause, r.gaps, r.median_gap_us, r.max_gap_us, data.evidence_names(a, r.cause))
         for r in idle.itertuples()])
     tables.show(idle_table, {"cause": tables.text("cause"), "idle_ms": tables.ms("idle (ms)"),
-                             "share_of_span": tables.share("share of span"),
+                             "share_shown": tables.shown("share of span"),
                              "evidence": tables.text("evidence", width="medium"),
                              "first_experiment": tables.text("first experiment", width="large")}, wrap=True)
 
@@ -90,7 +90,7 @@ def render() -> None:
         rng = rng.assign(regime=rng["regime"].map(words.regime_cell),
                          idle_dominant=rng["idle_dominant"].map(words.cause))
         tables.show(rng, {"name": tables.text("range", width="medium"), "count": tables.count("instances"),
-                          "wall_ms": tables.ms("wall (ms)"), "median_wall_ms": tables.ms("median wall (ms)", 3),
+                          "wall_ms": tables.ms("wall (ms)"), "median_wall_ms": tables.ms("median wall (ms)"),
                           "kernel_busy_ms": tables.ms("kernels busy (ms)"), "idle_ms": tables.ms("idle (ms)"),
                           "idle_share": tables.share("idle share"), "regime": tables.text("regime"),
                           "idle_dominant": tables.text("mostly idle for")})

@@ -28,10 +28,10 @@ def render() -> None:
         st.caption(words.plain(words.no_ceilings(data.device_name(a))))
     st.altair_chart(charts.roofline(shown, c), width="stretch")
     st.caption(words.plain(words.points_caption(len(shown), len(pts), dtype)))
+    # (the op's kind and calls are the Report's: twelve columns would not fit the page at 1280x800)
     tables.show(pts, {"name": tables.text("op", width="medium"), "shapes": tables.text("input shapes", width="medium"),
-                      "kind": tables.text("kind"), "calls": tables.count("calls"),
                       "device_ms": tables.ms("device (ms)", 3),
-                      "flops": st.column_config.NumberColumn("FLOPs", format="compact"),
+                      "flops": tables.flops("FLOPs"),
                       "bytes": tables.nbytes("bytes"), "intensity": tables.number("FLOP/byte"),
                       "tflops": tables.number("TFLOP/s"), "gbps": tables.number("GB/s", 0),
                       "bound": tables.text("bound"), "frac_of_peak": tables.share("of its peak")})

@@ -11,9 +11,10 @@ import math
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data, state, tables
+from tracetriage.dashboard import charts, data, state, tables, url
 from tracetriage.dashboard import words as words
 
+PAGE = "timeline"         # its URL path, and its views' key in tracetriage.dashboard.url
 WINDOW = "tl_window"      # (lo, hi) ms of the view
 PICKED = "tl_pick"        # the trace row of the selected event, or None
 MATCH = "tl_match"        # (search text, index of the match jumped to)
@@ -41,40 +42,42 @@ def _from_url(full: tuple[float, float]) -> tuple[float, float]:
     return (lo, hi) if hi > lo else full
 
 
-def _to_url(lo: float, hi: float, query: str, picked: int | None, full: tuple[float, float]) -> None:
+def _ms_param(x: float) -> str:
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def _to_url(trace: str, lo: float, hi: float, query: str, picked: int | None, full: tuple[float, float]) -> None:
     """The URL is the view: the window (none when zoomed out: a link to the whole trace stays one when the trace's
-    extent is computed anew), the search and the selected event."""
-    want = {} if (lo, hi) == full else {"from": f"{lo:.6f}".rstrip("0").rstrip("."),
-                                        "to": f"{hi:.6f}".rstrip("0").rstrip(".")}
-    if query:
-        want["q"] = query
-    if picked is not None:
-        want["sel"] = str(picked)
-    for k in ("from", "to", "q", "sel"):
-        if k in want and st.query_params.get(k) != want[k]:
-            st.query_params[k] = want[k]
-        elif k not in want and k in st.query_params:
-            del st.query_params[k]
+    extent is computed anew), the search and the selected event; the whole query string, every run."""
+    zoomed = (lo, hi) != full
+    url.remember(PAGE, {url.TRACE: trace, "from": _ms_param(lo) if zoomed else None,
+                        "to": _ms_param(hi) if zoomed else None, "q": query or None,
+                        "sel": str(picked) if picked is not None else None})
 
 
 def _zoom_out(full: tuple[float, float]) -> None:
+    # in the button's callback, before the run: the run's first step writes the URL without the window
     st.session_state[WINDOW] = full
-    for k in ("from", "to"):
-        if k in st.query_params:
-            del st.query_params[k]
+    url.forget(PAGE, st.session_state.get("tl_trace"), ("from", "to"))
 
 
 def _on_select(key: str) -> None:
     """A brushed x range becomes the window; a clicked event becomes the selected one (its flow and details)."""
     sel = (st.session_state.get(key) or {}).get("selection") or {}
     rng = (sel.get(charts.BRUSH) or {}).get("start_ms")
+    trace = st.session_state.get("tl_trace")
     if rng and len(rng) == 2 and rng[1] > rng[0]:
         st.session_state[WINDOW] = (float(rng[0]), float(rng[1]))
+        url.update(PAGE, trace, **{"from": _ms_param(float(rng[0])), "to": _ms_param(float(rng[1]))})
         return
     if charts.PICK in sel:
         pts = sel.get(charts.PICK) or []
         ids = [p.get("id") for p in pts if isinstance(p, dict) and isinstance(p.get("id"), (int, float))]
         st.session_state[PICKED] = int(ids[0]) if ids else None
+        if ids:
+            url.update(PAGE, trace, sel=str(int(ids[0])))
+        else:
+            url.forget(PAGE, trace, ("sel",))
 
 
 def _jump(start: float, end: float, window: tuple[float, float], full: tuple[float, float]) -> tuple[float, float]:
@@ -152,14 +155,13 @@ def render() -> None:
                              format="%.4f", key=f"tl_lo_{lo}")
     new_hi = c2.number_input("to ms", value=float(hi), min_value=float(full[0]), max_value=float(full[1]),
                              format="%.4f", key=f"tl_hi_{hi}")
-    # in the button's callback, before the rerun draws anything: the URL changes as the click lands
     if c3.button("Zoom out", key="tl_reset", width="stretch", on_click=_zoom_out, args=(full,)):
         new_lo, new_hi = full
     if (new_lo, new_hi) != (lo, hi) and new_hi > new_lo:
         st.session_state[WINDOW] = (new_lo, new_hi)
         lo, hi = new_lo, new_hi
     picked_id = st.session_state.get(PICKED)
-    _to_url(lo, hi, found.text if found else "", picked_id, full)
+    _to_url(entry.key, lo, hi, found.text if found else "", picked_id, full)
     n = data.events_in(a, (lo, hi))
     # A key per window: the zoomed chart starts without the brush that made it (a kept selection would
     # grey the whole new view).

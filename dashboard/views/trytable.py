@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data
+from tracetriage.dashboard import charts, data, tables, url
 from tracetriage.dashboard import words as words
 
 TABLE_COLUMNS = ("knob", "predicted", "measured", "verdict", "change")   # the figures before the line to change:
@@ -14,11 +14,10 @@ TABLE_COLUMNS = ("knob", "predicted", "measured", "verdict", "change")   # the f
 
 def render() -> None:
     path = st.text_input(words.try_path_label(), value=st.query_params.get("try", ""), key="try_path")
+    url.remember("try", {"try": path or None})     # an emptied box leaves the URL too
     if not path:
         st.info(words.try_pick())
         return
-    if st.query_params.get("try") != path:
-        st.query_params["try"] = path
     try:
         view = data.try_table(path)
     except data.TryTableError as e:
@@ -29,13 +28,18 @@ def render() -> None:
         st.info(words.try_no_bars())
     else:
         for run in ("profiled", "unprofiled"):
-            st.altair_chart(charts.try_bars(view.bars, run, words.try_chart_title(run), words.try_axis_title()),
+            st.altair_chart(charts.try_bars(view.bars, run, words.try_chart_title(run), words.try_axis_title(run)),
                             width="stretch")
     table = view.rows
     if len(table):
         table = table.assign(predicted=[_both(p) for p in table["predicted"]],
-                             measured=[_both(m) for m in table["measured"]])[list(TABLE_COLUMNS)]
-    st.dataframe(table, hide_index=True, width="stretch")
+                             measured=[_both(m) for m in table["measured"]])
+        # the line to change wraps in what the figures leave it: the table fits the page at 1280x800
+        tables.show(table, {"knob": tables.text("knob"), "predicted": tables.text("predicted"),
+                            "measured": tables.text("measured"), "verdict": tables.text("verdict"),
+                            "change": tables.text("change", width="large")})
+    else:
+        st.dataframe(table[list(TABLE_COLUMNS)], hide_index=True, width="stretch")
     if view.gpu_only:
         st.caption(words.plain(words.try_gpu_only(view.gpu_only)))
     if view.stopped:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracetriage.dashboard import charts, data, state
+from tracetriage.dashboard import charts, data, state, url
 from tracetriage.dashboard import words as words
 
 BINS = 400
@@ -43,8 +43,7 @@ def render() -> None:
     want = st.query_params.get("lever")
     lever = st.selectbox("Lever", names, index=names.index(want) if want in names else 0,
                          key=f"whatif_lever:{entry.key}")
-    if st.query_params.get("lever") != lever:
-        st.query_params["lever"] = lever
+    url.remember("whatif", {url.TRACE: entry.key, "lever": lever})
     try:
         p = state.path_of(entry)
         t = _timelines(entry.key, (p.stat().st_mtime_ns, p.stat().st_size), lever, a)
