@@ -93,8 +93,9 @@ def number_slips(text: str) -> list[Slip]:
     return out
 
 
-# JSON string fields that hold names, paths and ids, not sentences (their digits are the name's)
-NAME_KEYS = frozenset({"name", "names", "path", "file", "files", "trace", "kernel", "op", "id", "shapes",
+# JSON string fields that hold names, paths and ids, not sentences (their digits are the name's); `code`: a line of
+# the user's code as written (the text output quotes it in backticks)
+NAME_KEYS = frozenset({"name", "names", "path", "file", "files", "trace", "kernel", "op", "id", "shapes", "code",
                        "device", "device_name", "hta_version", "version", "schema", "url", "source"})
 
 

@@ -223,17 +223,17 @@ def show_code_header(what: str) -> str:
 
 
 def show_code_row(name: str, code: str) -> str:
-    return f"  {name:7s} {code}"
+    return f"  {name:7s} `{code}`"      # code as written, quoted: its digits are the code's, not a count to format
 
 
 def show_sources(sources: dict) -> str:
-    return "its inputs: " + "; ".join(f"{k} {'x'.join(map(str, v['shape']))} {v['dtype']}" +
+    return "its inputs: " + "; ".join(f"{k} [{'x'.join(map(str, v['shape']))}] {v['dtype']}" +
                                       ("" if v.get("contiguous", True) else " (not contiguous)")
                                       for k, v in sources.items())
 
 
 def show_params(params: dict) -> str:
-    return "its sizes: " + ", ".join(f"{k} = {v}" for k, v in params.items())
+    return "its sizes: " + ", ".join(f"`{k} = {v}`" for k, v in params.items())
 
 
 def show_reads_key(what: str) -> str:
@@ -243,12 +243,12 @@ def show_reads_key(what: str) -> str:
 def show_launch(k: dict) -> list[str]:
     d = k.get("device") or {}
     lines = [f"the kernel: {k['kernel'][:90]}",
-             f"  launched {k['launches']}x, median {duration_us(k['median_us'])}: grid {tuple(k['grid'])}, block "
-             f"{tuple(k['block'])}, {k['regs']} registers a thread, "
+             f"  launched {k['launches']}x, median {duration_us(k['median_us'])}: grid `{tuple(k['grid'])}`, block "
+             f"`{tuple(k['block'])}`, {k['regs']} registers a thread, "
              + (f"{size(k['shared'])} of shared memory a block" if k["shared"] else "no shared memory")]
     if d:
         lines.append(f"  the device: {d['name']} (compute {d['capability']}), {d['sms']} SMs, each holding at most "
-                     f"{d['max_threads_per_sm']} threads, {d['regs_per_sm']:,} registers, "
+                     f"{d['max_threads_per_sm']:,} threads, {d['regs_per_sm']:,} registers, "
                      f"{size(d['shared_per_sm'])} of shared memory and 32 blocks")
     src = "from its op's shapes" if k["cost_source"] == "shapes" else \
         "as the capture counted them: no op records this kernel's shapes"
@@ -261,7 +261,7 @@ def show_launch(k: dict) -> list[str]:
 
 def show_op_reads(o: dict) -> str:
     reads = "; ".join(f"arg {r['arg']} {'x'.join(map(str, r['dims']))} {r['dtype']} strides "
-                      f"({', '.join(map(str, r['strides']))})" for r in o["reads"])
+                      f"`({', '.join(map(str, r['strides']))})`" for r in o["reads"])
     calls = o.get("calls", 1)
     return f"  {o['op']:14s} x{calls:<3d} {reads}"
 
@@ -274,7 +274,7 @@ def show_card(c: dict) -> str:
 
 def show_kernel(i: int, o: dict, code: str | None) -> str:
     return (f"  k{i}  {o['name'][:34]:34s} [{o['shapes'][:34]}] {o['dtype']:5s} {num(o['flops'] / 1e9)} GFLOP, "
-            f"{size(o['bytes'])} a call" + (f"   # {code}" if code else ""))
+            f"{size(o['bytes'])} a call" + (f"   `{code}`" if code else ""))
 
 
 def show_decode(m: dict) -> str:
