@@ -45,8 +45,8 @@ def test_bad_input_still_ends_with_one_error_line_and_exit_2():
 
 def test_a_thread_still_at_work_is_waited_for_as_python_does():
     r = _run("report", TRACE, "--quiet", mode="thread")
-    assert r.returncode == 0 and r.stdout.startswith("Measured:")
-    assert "thread finished" in r.stderr.splitlines()
+    assert r.returncode == 0 and r.stdout.startswith("Measured:"), (r.returncode, r.stdout[:200], r.stderr)
+    assert "thread finished" in r.stderr.splitlines(), r.stderr
 
 
 def test_a_reader_that_goes_away_costs_no_traceback():
