@@ -3,7 +3,8 @@
     trace = load("traces/smell-sync-item.json.gz")
 
 Each step is its own module and data flows one way through them; this module only runs them in order.
-The decode step is the trace format's decoder (tracetriage.analyzers.loading.formats). A second load of
+The decode step is the trace format's decoder (tracetriage.analyzers.loading.formats); where a read-ahead is
+still gunzipping the file, the decoder may begin on the text read so far (formats.decode_head). A second load of
 an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
 """
 from __future__ import annotations
