@@ -22,6 +22,7 @@ import pickle
 import signal
 import struct
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -79,7 +80,11 @@ def start(work: Callable[[], Any]) -> Child | None:
         return None
     rfd, wfd = os.pipe()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of a fork beside a running thread: the read-ahead's gunzip, in C without the GIL
+            # (tracetriage.analyzers.loading.decode: decode_head), which holds nothing the child uses
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except OSError:
         os.close(rfd)
         os.close(wfd)
