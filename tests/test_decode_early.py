@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import time
 from pathlib import Path
 
 import msgspec
@@ -160,3 +161,37 @@ def test_a_gz_that_ends_early_while_the_child_decodes_is_one_error_and_leaves_no
     assert started and started[0] is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(started[0].child.pid, os.WNOHANG)
+
+
+def test_the_child_forked_beside_the_live_read_ahead_gives_the_same_trace(monkeypatch):
+    """End to end with real concurrency: the read-ahead's thread still gunzipping (slowed here, so that the fork
+    lands mid-read) into the buffer the child was forked from; the trace equals the one read without a child."""
+    path = ROOT / "traces" / REAL[1]
+    want = load(path, use_cache=False)
+    monkeypatch.setattr(read, "CHUNK_BYTES", 256 << 10)          # the thread checks in every 256 KB of text ...
+    slow = read._gunzip
+
+    def gunzip_slowly(f, p):
+        fill = slow(f, p)
+
+        def paced(out):
+            for step in fill(out):
+                time.sleep(0.01)                                 # ... and takes its time (0.8 s in all)
+                yield step
+        return paced
+    monkeypatch.setattr(read, "_gunzip", gunzip_slowly)
+    started = []
+    real_head = formats.decode_head
+    monkeypatch.setattr(formats, "decode_head", lambda *a: started.append(real_head(*a)) or started[-1])
+    total = len(_text(REAL[1]))
+    read.read_ahead(path)
+    while len(read._ahead.partial) < 0.7 * total and read._ahead.thread.is_alive():
+        time.sleep(0.002)
+    got = load(path, use_cache=False)
+    assert started and started[0] is not None, "the read ended before the fork: no child was started"
+    assert _same(_tables_of(got), _tables_of(want))
+
+
+def _tables_of(t):
+    return ({k: getattr(t.ev, k) for k in t.ev.__dataclass_fields__}, t.names, t.shapes_raw, t.events_in_file,
+            t.device_names, t.rank, t.world_size, t.base_time_ns, t.caveats)
