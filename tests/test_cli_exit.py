@@ -17,10 +17,13 @@ SCRIPT = """
 import atexit, sys, threading, time
 from tracetriage.cli import main
 atexit.register(lambda: print("exit handler ran", file=sys.stderr))
-if sys.argv[1] == "thread":   # work not done: a thread that is no daemon, which the process waits for
+mode = sys.argv[1]
+if mode == "thread":   # work not done: a thread that is no daemon, which the process waits for
     threading.Thread(target=lambda: (time.sleep(0.3), print("thread finished", file=sys.stderr))).start()
 sys.argv = ["tracetriage", *sys.argv[2:]]
-main()
+code = main()
+if mode == "thread":   # (main() returns where the thread still works: the interpreter's own exit waits for it)
+    sys.exit(code)
 raise AssertionError("main() of the command line returned instead of ending the process")
 """
 

@@ -15,6 +15,7 @@ report (the what-if levers).
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
 import gc
 import os
@@ -79,6 +80,18 @@ class Child:
 
 
 _exiting: list[int] = []      # children whose whole result was read, not yet reaped
+
+
+@atexit.register
+def _reap_all() -> None:
+    """Wait for every child not reaped yet before the process ends (they exited long before: no wait), so that
+    their CPU counts in what the process's parent measures (resource.RUSAGE_CHILDREN counts reaped children only)."""
+    for pid in _exiting:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    _exiting.clear()
 
 
 def _reap_exited() -> None:
