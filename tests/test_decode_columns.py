@@ -66,3 +66,22 @@ def test_times_and_threads_read_digit_strings_stream_names_and_huge_ids_as_one_p
         xs = ints + [E(ts=3.0, dur=1.0, pid=9, tid=odd)]
         assert _same(decode._times_and_threads(xs), _per_field(xs))
         assert decode._times_and_threads(xs)["tid"].tolist() == [123, -1, want]
+
+
+def _columns_of(text: bytes) -> dict:
+    (part,) = decode.decode(text, Path("t.json"))
+    return {k: v for k, v in part.cols.items() if isinstance(v, np.ndarray) and v.dtype != object}
+
+
+def test_an_event_with_args_null_or_without_args_reads_as_the_shared_empty_args():
+    """Events without "args" share one default instance (made in C); a `"args": null` (which the strict decode
+    refuses) reads through the lenient decoder as the same defaults, never as a crash or a lost event."""
+    ev = b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 10, "dur": 2%s}'
+    with_ids = ev % b', "args": {"External id": 5, "device": 0, "stream": 7, "correlation": 9}'
+    absent = b'{"traceEvents": [' + ev % b"" + b", " + with_ids + b"]}"
+    null = b'{"traceEvents": [' + ev % b', "args": null' + b", " + with_ids + b"]}"
+    a, b = _columns_of(absent), _columns_of(null)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+    assert a["ext"].tolist() == [decode.NONE, 5] and a["stream"].tolist() == [decode.NONE, 7]
+    doc = msgspec.json.decode(absent, type=decode._STRICT)
+    assert doc.traceEvents[0].args is decode.NO_ARGS

@@ -39,3 +39,43 @@ def test_a_child_not_asked_is_ended_at_once():
     assert time.monotonic() - t0 < 5
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "reaped"    # (it had exited by the time its result was read, and was reaped then)
+
+
+def test_a_child_whose_whole_result_came_is_not_waited_for_and_is_reaped_at_the_next_fork():
+    child = forked.start(lambda: 7)
+    assert child is not None and child.result() == (True, 7)
+    deadline = time.monotonic() + 30
+    while _state(child.pid) not in ("Z", "reaped"):   # exited, not yet reaped: a zombie until the next fork
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    after = forked.start(lambda: 0)
+    assert after is not None and after.result() == (True, 0)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)         # reaped by that fork
+
+
+def test_children_not_reaped_yet_are_waited_for_at_exit_so_their_cpu_counts_for_the_caller():
+    """The benchmark reads a command's CPU from resource.RUSAGE_CHILDREN, which counts reaped children only."""
+    import subprocess
+    import sys
+    code = ("from tracetriage.analyzers.loading import forked\n"
+            "import time\n"
+            "def spin():\n"
+            "    t = time.process_time()\n"
+            "    while time.process_time() - t < 0.5: pass\n"
+            "    return 1\n"
+            "assert forked.start(spin).result() == (True, 1)\n"
+            "import os, sys; sys.stdout.flush(); import atexit; atexit._run_exitfuncs(); os._exit(0)\n")
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) >= 0.45   # the grandchild's 0.5 s

@@ -639,6 +639,32 @@ def _options_after_workload(a) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None:   # the command line's own process (a caller in Python passes argv, and goes on)
+        _leave(code)
+    return code
+
+
+def _leave(code: int) -> None:
+    """End the process at once with `code`, without the interpreter's teardown, which frees every object one by one
+    (a report on a 300 MB trace: 0.04-0.1 s, on 2 cores), where the kernel frees the whole address space in one go.
+    The exit handlers still run (atexit, weakref.finalize: temporary directories) and the standard streams are
+    flushed. A process with a thread that is no daemon (its work is not done) exits the usual way, after it."""
+    import atexit
+    import threading
+
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # (a reader that went away: `tracetriage report x | head`; a closed stream)
+            pass
+    os._exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
     if a.cmd is None:   # `tracetriage` alone: what it can do, as `git` and `pip` answer

@@ -27,9 +27,17 @@ def name_tests(trace, rows: np.ndarray, *tests) -> list[np.ndarray]:
     """test(name) for each row, for every test, asked once of each distinct name among the rows."""
     if not len(rows):
         return [np.zeros(0, dtype=bool) for _ in tests]
-    ids = distinct_names(trace, rows)
+    row_names = trace.ev.name[rows]         # (gathered once: distinct_names and per_name would each gather it)
+    present = np.zeros(len(trace.names), bool)
+    present[row_names] = True
+    ids = np.flatnonzero(present)
     names = [trace.names[i] for i in ids.tolist()]
-    return [per_name(trace, rows, ids, np.array([bool(t(n)) for n in names], dtype=bool)) for t in tests]
+    out = []
+    for t in tests:
+        table = np.zeros(len(trace.names), bool)
+        table[ids] = [bool(t(n)) for n in names]
+        out.append(table[row_names])
+    return out
 
 
 def name_flags(trace, rows: np.ndarray, test) -> np.ndarray:

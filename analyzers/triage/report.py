@@ -351,13 +351,17 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
     verdict = withhold_regime(verdict, health)
-    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
-        if devs and not health.withheld(Verdict.WHATIF) else None
-    choices = tuple(weigh_levers(levers)) if levers else ()
+    # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
     hot, kern = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows)
     host_only = None if devs else _host_only(trace)
+    source_lines = sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern, devs,
+                                        host_only is not None)
+    fused_kernels = sources.fused_kernels(trace)
+    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
+        if devs and not health.withheld(Verdict.WHATIF) else None
+    choices = tuple(weigh_levers(levers)) if levers else ()
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
                      health=health)
     nx = _with_unprofiled(nx, levers, trace)
@@ -373,9 +377,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     host_only=host_only, levers=levers, lever_choices=choices,
                     next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
-                    source_lines=sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern,
-                                                      devs, host_only is not None),
-                    fused_kernels=sources.fused_kernels(trace), health=health, profiler=prof, execution=execution)
+                    source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
+                    execution=execution)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

@@ -115,8 +115,10 @@ class Graph:
 
 
 def _thread_index(ev, rows) -> np.ndarray:
-    """One small int per host thread (0, 1, ...: an index into the thread_* arrays)."""
-    return np.unique(thread_key(ev.pid[rows], ev.tid[rows]), return_inverse=True)[1].ravel()
+    """One small int per host thread (0, 1, ...: an index into the thread_* arrays, which go by thread key).
+    np.unique's inverse, found by a search among the few threads (half the time of its argsort over the rows)."""
+    keys = thread_key(ev.pid[rows], ev.tid[rows])
+    return np.searchsorted(distinct(keys), keys)
 
 
 def build(trace: Trace) -> Graph:
