@@ -242,6 +242,9 @@ def _quiet_dask() -> Iterator[None]:
         return
     for n in ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]:
         logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    # ... and every logging call of the process, whatever a later import or dictConfig sets a logger's level to: a
+    # lost scheduler's "Couldn't gather 1 keys, rescheduling" (distributed.client) once got past the levels alone
+    logging.disable(logging.CRITICAL)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
