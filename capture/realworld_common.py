@@ -176,3 +176,31 @@ def timed_windows(windows: list[dict]) -> tuple[list[dict], list[dict]]:
     prof = [w for w in windows if w["profiled"]]
     wall = [w for prev, w in zip(windows, windows[1:]) if prev["profiled"] and not w["profiled"]]
     return prof, wall
+
+
+class LoaderFed:
+    """A RealWorkload mixin for a loop fed by next() on one DataLoader iterator (`self.it` over `self.loader`):
+    before each window, with workers, `settle` more steps so the window sees the steady queue, not the one workers
+    filled while the window's set-up ran; each window notes how long its next() calls waited (`next_batch`)."""
+    settle: int
+    loader: Any
+    it: Any
+    waited_ns: int = 0
+
+    def before_window(self):
+        if self.loader.num_workers:        # no workers, no queue to settle
+            for _ in range(self.settle):
+                self.step()
+            self.sync()
+
+    def window(self):
+        self.waited_ns = 0
+        super().window()
+        self.note_window(next_wait_ms=self.waited_ns / 1e6)
+
+    def next_batch(self):
+        """The iterator's next batch, its wait counted in the window's next_wait_ms."""
+        t0 = time.perf_counter_ns()
+        batch = next(self.it)
+        self.waited_ns += time.perf_counter_ns() - t0
+        return batch

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import time
 import zlib
 from dataclasses import dataclass
 from typing import ClassVar
@@ -34,13 +33,13 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS
-from tracetriage.capture.realworld_common import RealWorkload
+from tracetriage.capture.realworld_common import LoaderFed, RealWorkload
 
 LENGTH = 1 << 20        # samples: no window reaches an epoch's end
 
 
 @dataclass
-class _LoaderTrain(RealWorkload):
+class _LoaderTrain(LoaderFed, RealWorkload):
     """A training loop fed by next() on one DataLoader iterator; subclasses give the dataset, the model and how a
     batch goes to the device."""
     levers: ClassVar[tuple[str, ...]] = (DATALOADER_WORKERS,)
@@ -71,21 +70,8 @@ class _LoaderTrain(RealWorkload):
         self.waited_ns = 0
         self.record.update(batch=self.loader.batch_size, num_workers=self.loader.num_workers)
 
-    def before_window(self):
-        if self.loader.num_workers:        # no workers, no queue to settle
-            for _ in range(self.settle):
-                self.step()
-            self.sync()
-
-    def window(self):
-        self.waited_ns = 0
-        super().window()
-        self.note_window(next_wait_ms=self.waited_ns / 1e6)
-
     def step(self):
-        t0 = time.perf_counter_ns()
-        batch = next(self.it)
-        self.waited_ns += time.perf_counter_ns() - t0
+        batch = self.next_batch()
         loss = self.loss([t.to(self.device) for t in batch])
         loss.backward()
         self.opt.step()

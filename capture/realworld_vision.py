@@ -4,7 +4,6 @@ so this module imports without it.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,7 +13,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, DATALOADER_WORKERS
 from tracetriage.capture.fixes import GraphedBody
-from tracetriage.capture.realworld_common import RealWorkload
+from tracetriage.capture.realworld_common import LoaderFed, RealWorkload
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -41,7 +40,7 @@ class SyntheticImages(Dataset):
 
 
 @dataclass
-class DataLoaderCNN(RealWorkload):
+class DataLoaderCNN(LoaderFed, RealWorkload):
     """ResNet-18 fwd + bwd + SGD at batch 32 (224x224, channels_last, fp32) fed by a DataLoader.
 
     before: num_workers=0, pageable batches, .to(device): the main process builds every batch (32 crops,
@@ -91,21 +90,8 @@ class DataLoaderCNN(RealWorkload):
         self.record.update(batch=batch, image=[3, side, side], crop=crop, num_workers=self.loader.num_workers,
                            batch_bytes=batch * 3 * crop * crop * 4)
 
-    def before_window(self):
-        if self.loader.num_workers:        # no workers, no pipeline to settle
-            for _ in range(self.settle):
-                self.step()
-            self.sync()
-
-    def window(self):
-        self.waited_ns = 0
-        super().window()
-        self.note_window(next_wait_ms=self.waited_ns / 1e6)
-
     def step(self):
-        t0 = time.perf_counter_ns()
-        x, y = next(self.it)
-        self.waited_ns += time.perf_counter_ns() - t0
+        x, y = self.next_batch()
         x = x.to(self.device, non_blocking=self.fixed, memory_format=torch.channels_last)  # 19 MiB fp32
         y = y.to(self.device, non_blocking=self.fixed)
         loss = F.cross_entropy(self.model(x), y)
