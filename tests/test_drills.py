@@ -37,6 +37,25 @@ def test_stored_key_agrees_with_the_analyzers(drill):
          f"and review the change")
 
 
+LADDER_DRILLS = [d for d in DRILLS if d.kind in LADDER_KINDS]
+
+
+@pytest.mark.parametrize("drill", LADDER_DRILLS, ids=[d.id for d in LADDER_DRILLS])
+def test_a_ladder_drill_shows_its_code_and_keeps_its_key_when_run_outside_the_checkout(drill, tmp_path,
+                                                                                        monkeypatch):
+    """A student runs `drill show` and `drill grade` from their own folder: the capture's facts (the code each
+    range runs, the bytes a kernel moves) are read from the repository, not from the current directory."""
+    from tracetriage.drills.ladder import show
+
+    monkeypatch.chdir(tmp_path)
+    assert keys.derive(drill) == bank.stored_keys()[drill.id], f"{drill.id}: another key outside the checkout"
+    shown = "\n".join(show.lines(drill))
+    if drill.kind in ("view_copy", "bytes_ledger"):
+        assert "`" in shown.split("the code each", 1)[1], f"{drill.id}: no code under its heading:\n{shown}"
+    if drill.kind == "occupancy":
+        assert " 0 GFLOP and 0.0 kB" not in shown, shown
+
+
 # --- answers built from a class of the vocabulary ----------------------------------------------
 
 def _say(group: str, cls: str, field: str) -> str:

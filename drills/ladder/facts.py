@@ -58,13 +58,22 @@ def capture_facts(repo_trace: str | Path) -> dict:
     the sizes, the bytes and FLOPs it counted. {} for a trace with no measured.json."""
     from tracetriage.analyzers.loading.formats import trace_stem
 
-    p = Path(repo_trace)
+    p = _in_repo(repo_trace)
     m = _measured(str(p.parent / "measured.json"))
     return m.get("variants", {}).get(trace_stem(p.name) or p.name, {}).get("facts", {})
 
 
 def capture_device(repo_trace: str | Path) -> dict:
-    return _measured(str(Path(repo_trace).parent / "measured.json")).get("device", {})
+    return _measured(str(_in_repo(repo_trace).parent / "measured.json")).get("device", {})
+
+
+def _in_repo(repo_trace: str | Path) -> Path:
+    """A bank trace is named from the repository's root (Drill.trace), not from wherever `drill show` or `drill
+    grade` runs: read its measured.json there, or a student outside the checkout sees no code and gets other keys."""
+    from tracetriage.drills.bank import REPO_ROOT
+
+    p = Path(repo_trace)
+    return p if p.is_absolute() else REPO_ROOT / p
 
 
 @lru_cache(maxsize=16)
