@@ -237,3 +237,27 @@ def test_host_work_without_a_dataloader_is_left_to_no_host_work():
         a = analyze_file(str(fixes / f"{kind}--before.json.gz"))
         assert a.levers.all.lever(DATALOADER_WORKERS).assumption.count == 0, kind
         assert a.next_experiment.lever.lever == NO_HOST_WORK, kind
+
+
+LOADER = REALWORLD.parent / "fixes" / "loader"      # the knob alone, on an H100 (traces/CAPTURED.md)
+LOADER_KINDS = ("loader_numpy_features", "loader_stft_audio", "loader_tokenize_lm")
+
+
+@pytest.mark.parametrize("kind", LOADER_KINDS)
+def test_a_loader_pairs_report_names_the_dataloader_before_and_never_asks_for_the_workers_it_has_after(kind):
+    """Before: the step waits on next() while the main process makes each batch (the idle sits in
+    _SingleProcessDataLoaderIter.__next__), so the Idle line names the DataLoader and the Next num_workers=4. After:
+    the workers are on, so nothing asks for num_workers=4 again, and diff names the knob the change turned."""
+    from tracetriage.analyzers.triage.diff import check_prediction
+    from tracetriage.analyzers.voice.report import five_lines
+
+    before = analyze_file(str(LOADER / f"{kind}--before.json.gz"))
+    lines = five_lines(before)
+    assert "of the idle is inside the DataLoader's __next__" in lines[2]
+    assert lines[4].startswith("Next: load the batches in worker processes: DataLoader(..., num_workers=4")
+    after = analyze_file(str(LOADER / f"{kind}--dataloader_workers.json.gz"))
+    assert after.levers.all.lever(DATALOADER_WORKERS).assumption.workers_on
+    assert not any("num_workers=4" in line or "load the batches in worker processes" in line
+                   for line in five_lines(after))
+    check = check_prediction(before, after)
+    assert check is not None and check.lever == DATALOADER_WORKERS

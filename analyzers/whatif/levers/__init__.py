@@ -69,9 +69,9 @@ INFERENCE_MODE = inference_mode.SPEC.name      # an eval forward with autograd o
 AWAITING_PAIR: tuple[str, ...] = ()
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
-# then). Empty of sdpa's, cudnn_benchmark's and inference_mode's since traces/fixes/knobs3 holds their pairs;
-# dataloader_workers waits for GROUP=loader's pairs (capture/realworld_loader.py).
-CAPTURE_PENDING: tuple[str, ...] = (DATALOADER_WORKERS,)
+# then). Empty since traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs and
+# traces/fixes/loader dataloader_workers' (capture/realworld_loader.py, GROUP=loader, on an H100).
+CAPTURE_PENDING: tuple[str, ...] = ()
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 
