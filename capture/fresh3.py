@@ -839,6 +839,7 @@ def main():
                           f"(spread {r['spread_pct']:.1f}%, profiled x{r['profiler_slowdown']:.2f})", flush=True)
                 b, a = entry["before"], entry["after"]
                 entry["speedup"] = round(b["median_ms"] / a["median_ms"], 3)
+                entry["speedup_profiled"] = round(b["profiled_ms_per_step"] / a["profiled_ms_per_step"], 3)
                 entry["speedup_range"] = [round(b["min_ms"] / a["max_ms"], 3), round(b["max_ms"] / a["min_ms"], 3)]
                 entry["within_noise"] = bool(a["median_ms"] >= b["min_ms"] or entry["speedup"] < 1.05)
                 entry["status"] = "ok"
