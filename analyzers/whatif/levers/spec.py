@@ -101,8 +101,18 @@ class Context:
         if "setup_excess" not in self._windows:
             from tracetriage.analyzers.analyses.setup import windows
 
-            self._windows["setup_excess"] = windows(self.trace)
+            self._windows["setup_excess"] = windows(self.trace, cold_pass=self.one_pass)
         return self._windows["setup_excess"]
+
+    @property
+    def one_pass(self) -> bool:
+        """The trace is one cold pass (tracetriage.analyzers.analyses.setup.one_pass: a search for its steps, asked
+        by the set-up windows and by warm_up), found once."""
+        if "one_pass" not in self._windows:
+            from tracetriage.analyzers.analyses.setup import one_pass
+
+            self._windows["one_pass"] = one_pass(self.trace)
+        return self._windows["one_pass"]
 
     def construct_windows(self, construct) -> tuple:
         """Where a framework construct ran on the host: (starts, ends, thread keys, how many runs)."""
