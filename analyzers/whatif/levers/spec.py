@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.names import NameIndex
 from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
@@ -155,11 +155,19 @@ class Context:
             self._windows["rate"] = rate
         return self._windows["rate"]
 
+    def name_index(self, key: str, rows) -> NameIndex:
+        """The names of the rows `rows()` gives, gathered once per key: every lever asks its own tests of the
+        graph's calls, its GPU activities and the trace's cpu_ops (tracetriage.analyzers.model.names)."""
+        if ("names", key) not in self._windows:
+            self._windows["names", key] = NameIndex(self.trace, rows())
+        return self._windows["names", key]
+
     def calls_named(self, test) -> np.ndarray:
-        return name_flags(self.trace, self.g.c_row, test)
+        return self.name_index("calls", lambda: self.g.c_row).flags(test)
 
     def gpu_named(self, test, rows=None) -> np.ndarray:
-        return name_flags(self.trace, self.g.g_row if rows is None else self.g.g_row[rows], test)
+        flags = self.name_index("gpu", lambda: self.g.g_row).flags(test)
+        return flags if rows is None else flags[rows]
 
 
 class LeverOutcome(Protocol):
