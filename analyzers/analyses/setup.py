@@ -62,8 +62,9 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
-def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread."""
+def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread.
+    `cold_pass`: one_pass(trace) where the caller found it already (it searches the trace for its steps)."""
     ev = trace.ev
     ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
     calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
@@ -99,7 +100,7 @@ def windows(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 if dur[i] >= SETUP_FACTOR * steady and dur[i] - steady >= SETUP_FLOOR_NS:
                     r = rows[i]
                     out.append((int(ev.start[r] + steady), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])))
-    if one_pass(trace):
+    if one_pass(trace) if cold_pass is None else cold_pass:
         out += _cold_pass(trace, ops, calls)
     out += _untraced_step_setup(trace, out)
     out = _without_profiler_overhead(trace, out)

@@ -4,9 +4,6 @@ msgspec decodes the events into small typed structs (only the fields we use; the
 rest of each event is skipped in C), then the fields become numpy columns. That
 per-event Python work is the cost, so a large file is split at an event boundary
 and the second half is decoded in a forked child while the parent does the first.
-A large .gz still being read when the analysis is ready to decode (a read-ahead,
-tracetriage.analyzers.loading.read) has its first pieces decoded by the child
-meanwhile (decode_head), and the parent decodes the rest once the read ends.
 A split that is not a clean event boundary fails to decode and we fall back to
 one process; a malformed file goes to a lenient decoder that salvages what it can.
 
@@ -192,16 +189,11 @@ _WHAT_TO_PASS = ("pass the .json or .json.gz that torch.profiler exports (export
                  "tensorboard_trace_handler)")
 
 
-def decode(data: bytes | bytearray, path: Path, early: Early | None = None) -> list[Part]:
-    """All events of a trace as one Part or several (several when the file is split across cores). `early`: the
-    child decode_head started on this text's first part while it was being read, which takes its share."""
+def decode(data: bytes | bytearray, path: Path) -> list[Part]:
+    """All events of a trace as one Part or several (several when the file is split across cores)."""
     if not _NONBLANK.match(data):
         raise TraceError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
     check_memory(data, path)
-    if early is not None:
-        parts = _decode_rest(data, early)
-        if parts is not None:
-            return parts
     if len(data) >= PARALLEL_MIN_BYTES and sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1:
         parts = _decode_split(data, path)
         if parts is not None:
@@ -346,99 +338,14 @@ def _decode_split(data: bytes | bytearray, path: Path) -> list[Part] | None:
     done, theirs = child.result() if child is not None else (True, [])
     if not done:
         return None
-    return _totals_in_first(mine + theirs)
-
-
-def _totals_in_first(parts: list[Part]) -> list[Part]:
-    """The pieces in file order, the first one's totals covering the whole file: the other pieces' counts move
-    into it."""
+    parts = mine + theirs
+    # the head's totals cover the whole file; the other pieces' counts move into it
     head = parts[0]
     for p in parts[1:]:
         head.events_in_file += p.events_in_file
         head.dropped += p.dropped
         p.dropped = 0
     return parts
-
-
-# --- decoding a text's first part while the rest of it is still being read ---------------------------------------
-
-# A byte's gunzip takes about this share of its decode's time (isal ~700 MB/s, one core's decode ~245 MB/s, on the
-# benchmark's 293 MB trace on 2 cores): the parent, who waits for the text still to be read when the child starts,
-# loses the time it would take to decode this share of that text
-DECODE_PER_GUNZIP = 0.35
-
-
-@dataclass
-class Early:
-    """A forked child decoding the pieces of a text that lie before cuts[-1] (piece k ends at cuts[k]) while the
-    rest of the text is being read. discard() ends it (a no-op once its result was read): always, in a finally."""
-    child: forked.Child
-    cuts: list[re.Match]
-    array: bool
-
-    def discard(self) -> None:
-        self.child.discard()
-
-
-def decode_head(head: bytearray, total: int, path: Path) -> Early | None:
-    """Begin decoding the text read so far (`head`, still growing: see tracetriage.analyzers.loading.read's
-    text_so_far) in a forked child, where that pays; `total`: the whole text's size, as the gzip trailer says.
-
-    The child takes the share of the text that ends it when the parent, which waits for the rest of the read and
-    then decodes the rest of the text, ends: s = (total + (total - read so far) x DECODE_PER_GUNZIP) / 2, no more
-    than has been read. That beats splitting the whole text in two halves after the read only where s is more than
-    half the text, so the child starts only then. It never raises: on anything odd it starts nothing, and decode()
-    decides as it would have."""
-    try:
-        n = len(head)
-        share = min(n, int((total + (total - n) * DECODE_PER_GUNZIP) / 2))
-        # (a share past the half by less than a quarter piece would save less than the fork costs)
-        if total < PARALLEL_MIN_BYTES or n >= total or share <= total // 2 + CHUNK_BYTES // 4 or not forked.can_fork():
-            return None
-        check_memory(head, path)       # (refused: the whole text will be, after the read)
-        first = _NONBLANK.match(head)
-        array = first is not None and first.group(0)[-1:] == b"["
-        start = first.end() if array else head.find(b'"traceEvents"', 0, n)
-        if first is None or start < 0:
-            return None
-        cuts = _cuts(head, start, min(share, n - (64 << 10)), n)    # (a boundary lies within 64 KB of any point)
-        if not cuts:
-            return None
-    except Exception:
-        return None
-    child = forked.start(lambda: _decode_pieces(head, cuts, 0, len(cuts) - 1, array))
-    return Early(child, cuts, array) if child is not None else None
-
-
-def _cuts(data: bytearray, start: int, end: int, endpos: int) -> list[re.Match]:
-    """Event boundaries that cut data[start:end] into pieces of about CHUNK_BYTES, the last at or just past `end`;
-    every boundary lies whole before endpos (the text read so far)."""
-    n_pieces = max(1, round((end - start) / CHUNK_BYTES))
-    cuts: list[re.Match] = []
-    pos = start
-    for k in range(1, n_pieces + 1):
-        m = _BOUNDARY.search(data, max(pos, start + (end - start) * k // n_pieces), endpos)
-        if m is None:
-            break
-        cuts.append(m)
-        pos = m.end()
-    return cuts
-
-
-def _decode_rest(data: bytes | bytearray, early: Early) -> list[Part] | None:
-    """The pieces after the early child's, decoded here now that the text is whole, then the child's; None where
-    either fails (the text is not strictly valid, or a cut was no clean boundary: the other paths decide)."""
-    if not isinstance(data, bytearray) or early.cuts[-1].string is not data:
-        return None    # (not the text the child was started on)
-    last = early.cuts[-1].end()
-    cuts = early.cuts + _cuts(data, last, len(data), len(data))   # (none at the text's end: the last piece ends it)
-    try:
-        mine = _decode_pieces(data, cuts, len(early.cuts), len(cuts), early.array)
-    except Exception:
-        early.discard()
-        return None
-    done, theirs = early.child.result()
-    return _totals_in_first(theirs + mine) if done else None
 
 
 # --- structs -> columns ---------------------------------------------------------------

@@ -117,8 +117,8 @@ def start(work: Callable[[], Any]) -> Child | None:
     rfd, wfd = os.pipe()
     try:
         with warnings.catch_warnings():
-            # Python 3.12+ warns of a fork beside a running thread: the read-ahead's gunzip, in C without the GIL
-            # (tracetriage.analyzers.loading.decode: decode_head), which holds nothing the child uses
+            # Python 3.12+ warns of a fork beside a running thread: a caller's own (a notebook's, the dashboard's),
+            # which holds nothing the child uses (the read-ahead's thread has ended before a decode forks)
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:

@@ -5,8 +5,6 @@ first bytes, and its decoder, each behind one function.
     trace_stem("rank0.json.gz")        # "rank0": NAME.meta.json and NAME.inductor/ sit beside NAME.json.gz
     sniff(first_bytes)                 # Sniff(is_trace=True, has_rank=False), for listings
     decode(text, path)                 # the Parts its format's decoder makes (tracetriage.analyzers.loading.decode)
-    early = decode_head(head, total, path)   # a child decoding a text's first part while the rest is read
-    decode(text, path, early)          # ... which takes the child's share
 
 One spec per format (as each what-if lever has one, tracetriage.analyzers.whatif.levers.spec):
 
@@ -15,9 +13,7 @@ One spec per format (as each what-if lever has one, tracetriage.analyzers.whatif
                by the name: tracetriage.analyzers.loading.read)
     sniff      its first bytes of text -> Sniff: is it one (a look for listings, never a verdict)
     decode     its whole text -> Parts, imported on first use: a listing (the dashboard's library) sniffs
-               without numpy or msgspec; with what its decode_head started, if anything
-    decode_head  (optional) the text read so far and the whole text's size -> a forked child decoding the
-               first part (an object decode takes), or None
+               without numpy or msgspec
 
 The first format of FORMATS decodes whatever no other format's sniff claims, and says in one line why a text
 is no trace. Adding a format is its decoder (a module beside decode), its spec and line here, and its test.
@@ -28,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracetriage.analyzers.loading.decode import Part
@@ -51,8 +47,7 @@ class TraceFormat:
     name: str
     suffixes: tuple[str, ...]
     sniff: Callable[[bytes], Sniff]
-    decode: Callable[[bytes | bytearray, Path, Any], list[Part]]
-    decode_head: Callable[[bytearray, int, Path], Any] | None = None
+    decode: Callable[[bytes | bytearray, Path], list[Part]]
 
 
 def _sniff_chrome_trace(text: bytes) -> Sniff:
@@ -67,20 +62,14 @@ def _sniff_chrome_trace(text: bytes) -> Sniff:
     return Sniff(False)
 
 
-def _decode_chrome_trace(text: bytes | bytearray, path: Path, early: Any = None) -> list[Part]:
+def _decode_chrome_trace(text: bytes | bytearray, path: Path) -> list[Part]:
     from tracetriage.analyzers.loading.decode import decode as decode_json
 
-    return decode_json(text, path, early)
-
-
-def _decode_chrome_trace_head(head: bytearray, total: int, path: Path) -> Any:
-    from tracetriage.analyzers.loading.decode import decode_head
-
-    return decode_head(head, total, path)
+    return decode_json(text, path)
 
 
 CHROME_TRACE = TraceFormat("torch.profiler's Chrome-trace JSON (object or array form)", (".json.gz", ".json"),
-                           _sniff_chrome_trace, _decode_chrome_trace, _decode_chrome_trace_head)
+                           _sniff_chrome_trace, _decode_chrome_trace)
 
 FORMATS: tuple[TraceFormat, ...] = (CHROME_TRACE,)
 
@@ -114,15 +103,6 @@ def format_of(text: bytes | bytearray) -> TraceFormat:
     return next((f for f in FORMATS[1:] if f.sniff(head).is_trace), FORMATS[0])
 
 
-def decode(text: bytes | bytearray, path: Path, early: Any = None) -> list[Part]:
-    """The text's Parts, from its format's decoder (raises TraceError with one line); `early`: what decode_head
-    started on this text."""
-    return format_of(text).decode(text, path, early)
-
-
-def decode_head(head: bytearray, total: int, path: Path) -> Any:
-    """A forked child decoding the first part of a text still being read (`head`: the text so far, `total`: the
-    whole text's size, a hint), where the format's decoder does that and it pays; else None. Whatever it returns
-    goes to decode() with the whole text, and its discard() is called in any case once decode() is done."""
-    fmt = format_of(head[:HEAD_BYTES])
-    return fmt.decode_head(head, total, path) if fmt.decode_head is not None else None
+def decode(text: bytes | bytearray, path: Path) -> list[Part]:
+    """The text's Parts, from its format's decoder (raises TraceError with one line)."""
+    return format_of(text).decode(text, path)

@@ -3,9 +3,8 @@
     trace = load("traces/smell-sync-item.json.gz")
 
 Each step is its own module and data flows one way through them; this module only runs them in order.
-The decode step is the trace format's decoder (tracetriage.analyzers.loading.formats); where a read-ahead is
-still gunzipping the file, the decoder may begin on the text read so far (formats.decode_head). A second load of
-an unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
+The decode step is the trace format's decoder (tracetriage.analyzers.loading.formats). A second load of an
+unchanged file comes from the cache (tracetriage.analyzers.loading.cache).
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from pathlib import Path
 from tracetriage.analyzers.loading import cache, formats, side_inputs
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
-from tracetriage.analyzers.loading.read import forget_read_ahead, read_bytes, text_so_far
+from tracetriage.analyzers.loading.read import forget_read_ahead, read_bytes
 from tracetriage.analyzers.model.trace import Trace, TraceError
 
 
@@ -71,14 +70,9 @@ def _with_side_inputs(trace: Trace) -> Trace:
 
 def _parse(path: Path, progress) -> Trace:
     progress("read")
-    early = _decode_while_reading(path)
-    try:
-        data = read_bytes(path)
-        progress("decode")
-        parts = formats.decode(data, path, early)    # its format's decoder (tracetriage.analyzers.loading.decode)
-    finally:
-        if early is not None:
-            early.discard()
+    data = read_bytes(path)
+    progress("decode")
+    parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)
     del data
     if not parts[0].has_trace_events:
         raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "
@@ -92,13 +86,6 @@ def _parse(path: Path, progress) -> Trace:
         raise TraceError(f"{path}: none of its {_n(assembled.events_in_file, 'event')} is a complete event "
                          "(\"ph\": \"X\") with a usable ts and dur: nothing to analyse; capture the trace again")
     return link(assembled)
-
-
-def _decode_while_reading(path: Path):
-    """A forked child decoding the first part of the text while a read-ahead still gunzips the rest, where that pays
-    (tracetriage.analyzers.loading.decode: decode_head); else None."""
-    so_far = text_so_far(path)
-    return formats.decode_head(*so_far, path) if so_far is not None else None
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:

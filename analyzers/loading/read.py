@@ -14,9 +14,7 @@ A command that will load one file starts its read early, in a thread (read_ahead
 releases the GIL: ~0.3 s for a 300 MB trace) runs on the second core while the analysis modules import (~0.2 s
 holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. A trace
 the cache holds is not read at all (the thread asks tracetriage.analyzers.loading.cache_key first). This module
-imports no numpy, so the thread starts before numpy does. While a .gz is still being read, text_so_far gives the
-text read so far, whose events a forked child can begin to decode meanwhile (tracetriage.analyzers.loading.decode:
-decode_head).
+imports no numpy, so the thread starts before numpy does.
 """
 from __future__ import annotations
 
@@ -48,7 +46,6 @@ class _ReadAhead:
         self.path, self.stat = path, os.stat(path)
         self.stop = threading.Event()
         self.text: bytearray | None = None
-        self.partial = bytearray()       # the text as it grows (self.text, once whole)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="tracetriage read-ahead", daemon=True)
 
@@ -56,7 +53,7 @@ class _ReadAhead:
         try:
             if cache_key.enabled() and cache_key.entry_path(self.path).exists():
                 return       # the trace will come from the cache: no text to read (read_bytes reads, should it not)
-            self.text = _read(self.path, self.stop, self.partial)
+            self.text = _read(self.path, self.stop)
         except BaseException as e:  # (handed to the main thread, which raises it where it would have read)
             self.error = e
 
@@ -99,27 +96,6 @@ def forget_read_ahead() -> None:
         ahead.thread.join()
 
 
-def text_so_far(path: Path) -> tuple[bytearray, int] | None:
-    """While the read-ahead of `path`, a gzipped file, is still going: the text it holds so far and the size of the
-    whole text as the gzip trailer says (a hint: a multi-member file's says its last member's; modulo 4 GiB). None
-    when no such read is under way (none was started, it ended, or the file is not gzipped).
-
-    The text is the very buffer the thread goes on filling (read_bytes gives it, whole, later): read it only under
-    the GIL (a search, a slice) and keep no view of it, which would stop the thread from growing it."""
-    ahead = _ahead
-    if ahead is None or not ahead.thread.is_alive() or not ahead.same_file(path):
-        return None
-    try:
-        with open(path, "rb") as f:
-            if f.read(2) != GZIP_MAGIC or f.seek(0, os.SEEK_END) < 20:
-                return None
-            f.seek(-4, os.SEEK_END)
-            size = int.from_bytes(f.read(4), "little")
-    except OSError:
-        return None
-    return ahead.partial, size
-
-
 def read_bytes(path: Path) -> bytearray:
     """The JSON text of a .json or .json.gz file, in a bytearray (decode() splits it in place)."""
     global _ahead
@@ -137,7 +113,7 @@ def read_bytes(path: Path) -> bytearray:
     return _read(path)
 
 
-def _read(path: Path, stop: threading.Event | None = None, out: bytearray | None = None) -> bytearray:
+def _read(path: Path, stop: threading.Event | None = None) -> bytearray:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # (before open: opening a FIFO would block)
             raise TraceError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
@@ -150,19 +126,17 @@ def _read(path: Path, stop: threading.Event | None = None, out: bytearray | None
                 limit = read_limit()
                 if not gz and size > limit:
                     raise refuse_to_read(path, size)
-            return _gather(_gunzip(f, path) if gz else _plain(f, size), path, limit, stop, out)
+            return _gather(_gunzip(f, path) if gz else _plain(f, size), path, limit, stop)
     except IsADirectoryError:
         raise TraceError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
         raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None,
-            out: bytearray | None = None) -> bytearray:
-    """The text in one buffer (`out`, empty, where given), grown by `source` a piece at a time (glibc grows a big
-    buffer with mremap, without copying it); each piece is checked against the limit and for an event before the
-    next."""
-    out = bytearray() if out is None else out
+def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None) -> bytearray:
+    """The text in one buffer, grown by `source` a piece at a time (glibc grows a big buffer with mremap,
+    without copying it); each piece is checked against the limit and for an event before the next."""
+    out = bytearray()
     after_event = 0                    # where the text after the last "ph" seen so far begins
     start = 0
     for _ in source(out):

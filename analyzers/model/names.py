@@ -23,21 +23,30 @@ def per_name(trace, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np
     return table[trace.ev.name[rows]]
 
 
+class NameIndex:
+    """The names of a set of rows, gathered once, for asking many tests of them (each of a distinct name once)."""
+
+    def __init__(self, trace, rows: np.ndarray):
+        self.trace, self.rows = trace, rows
+        self.row_names = trace.ev.name[rows]   # (gathered once: distinct_names and per_name would each gather it)
+        present = np.zeros(len(trace.names), bool)
+        present[self.row_names] = True
+        self.ids = np.flatnonzero(present)
+        self.names = [trace.names[i] for i in self.ids.tolist()]
+
+    def flags(self, test) -> np.ndarray:
+        """test(name) for each row."""
+        table = np.zeros(len(self.trace.names), bool)
+        table[self.ids] = [bool(test(n)) for n in self.names]
+        return table[self.row_names]
+
+
 def name_tests(trace, rows: np.ndarray, *tests) -> list[np.ndarray]:
     """test(name) for each row, for every test, asked once of each distinct name among the rows."""
     if not len(rows):
         return [np.zeros(0, dtype=bool) for _ in tests]
-    row_names = trace.ev.name[rows]         # (gathered once: distinct_names and per_name would each gather it)
-    present = np.zeros(len(trace.names), bool)
-    present[row_names] = True
-    ids = np.flatnonzero(present)
-    names = [trace.names[i] for i in ids.tolist()]
-    out = []
-    for t in tests:
-        table = np.zeros(len(trace.names), bool)
-        table[ids] = [bool(t(n)) for n in names]
-        out.append(table[row_names])
-    return out
+    index = NameIndex(trace, rows)
+    return [index.flags(t) for t in tests]
 
 
 def name_flags(trace, rows: np.ndarray, test) -> np.ndarray:

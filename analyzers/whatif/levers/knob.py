@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
 from tracetriage.analyzers.whatif.levers.spec import Context, Knob
 
@@ -146,8 +145,8 @@ def _setup_kept(c: Context, calls: np.ndarray) -> np.ndarray:
 
 def ops_named(c: Context, test) -> np.ndarray:
     """Rows of the cpu_ops whose name passes test."""
-    ops = np.flatnonzero(c.trace.ev.cat == CPU_OP)
-    return ops[name_flags(c.trace, ops, test)] if len(ops) else ops
+    ops = c.name_index("cpu_ops", lambda: np.flatnonzero(c.trace.ev.cat == CPU_OP))
+    return ops.rows[ops.flags(test)]
 
 
 def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.names import NameIndex
 from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
@@ -101,8 +101,18 @@ class Context:
         if "setup_excess" not in self._windows:
             from tracetriage.analyzers.analyses.setup import windows
 
-            self._windows["setup_excess"] = windows(self.trace)
+            self._windows["setup_excess"] = windows(self.trace, cold_pass=self.one_pass)
         return self._windows["setup_excess"]
+
+    @property
+    def one_pass(self) -> bool:
+        """The trace is one cold pass (tracetriage.analyzers.analyses.setup.one_pass: a search for its steps, asked
+        by the set-up windows and by warm_up), found once."""
+        if "one_pass" not in self._windows:
+            from tracetriage.analyzers.analyses.setup import one_pass
+
+            self._windows["one_pass"] = one_pass(self.trace)
+        return self._windows["one_pass"]
 
     def construct_windows(self, construct) -> tuple:
         """Where a framework construct ran on the host: (starts, ends, thread keys, how many runs)."""
@@ -145,11 +155,19 @@ class Context:
             self._windows["rate"] = rate
         return self._windows["rate"]
 
+    def name_index(self, key: str, rows) -> NameIndex:
+        """The names of the rows `rows()` gives, gathered once per key: every lever asks its own tests of the
+        graph's calls, its GPU activities and the trace's cpu_ops (tracetriage.analyzers.model.names)."""
+        if ("names", key) not in self._windows:
+            self._windows["names", key] = NameIndex(self.trace, rows())
+        return self._windows["names", key]
+
     def calls_named(self, test) -> np.ndarray:
-        return name_flags(self.trace, self.g.c_row, test)
+        return self.name_index("calls", lambda: self.g.c_row).flags(test)
 
     def gpu_named(self, test, rows=None) -> np.ndarray:
-        return name_flags(self.trace, self.g.g_row if rows is None else self.g.g_row[rows], test)
+        flags = self.name_index("gpu", lambda: self.g.g_row).flags(test)
+        return flags if rows is None else flags[rows]
 
 
 class LeverOutcome(Protocol):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.setup import EARLY, one_pass, step_bounds
+from tracetriage.analyzers.analyses.setup import EARLY, step_bounds
 from tracetriage.analyzers.model.units import duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -40,7 +40,7 @@ def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
                                                                                    "steps": len(bounds) - 1,
                                                                   "host_ns": removed}
     n, removed = remove_host_windows(c, p, s, e, k)
-    return SetUpGone("warm_up", len(s), removed_ns=removed, cold_pass=one_pass(c.trace)), {"windows": len(s),
+    return SetUpGone("warm_up", len(s), removed_ns=removed, cold_pass=c.one_pass), {"windows": len(s),
                                                                                           "calls": n,
                                                                                           "host_ns": removed}
 
