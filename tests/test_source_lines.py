@@ -231,3 +231,16 @@ def test_the_time_line_says_what_a_compiled_kernel_fused():
 def test_the_aten_vocabulary_holds_the_ops_inductor_names():
     vocab = inductor.aten_vocabulary()
     assert {"add", "mul", "sigmoid_backward", "native_layer_norm", "_unsafe_view", "_to_copy", "mm"} <= vocab
+
+
+def test_a_source_folder_named_by_the_caller_is_searched_after_the_working_directory(tmp_path, monkeypatch):
+    from tracetriage.analyzers.loading.source_files import also_under, read_sources
+
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    trace = tmp_path / "out" / "t.json.gz"
+    assert read_sources(trace, ["train.py"]) == {}
+    with also_under(tmp_path / "code"):
+        assert read_sources(trace, ["train.py"]) == {"train.py": "x = 1\n"}
+    assert read_sources(trace, ["train.py"]) == {}

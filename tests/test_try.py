@@ -267,3 +267,19 @@ def test_the_unprofiled_clock_starts_no_device_on_a_cpu(tmp_path):
     from tracetriage.capture.knob_runner import start_device
 
     assert start_device("cpu") == 0
+
+
+TF32_H100 = Path(__file__).resolve().parent.parent / "traces" / "try-h100" / "tf32_mlp--baseline.json.gz"
+
+
+def test_the_change_names_the_scripts_own_line_though_the_profiler_named_the_module_frame_line_0():
+    """torch 2.11 on the H100 names the script's frame `tf32_mlp.py(0): <module>` and try's trace lies in its out
+    folder: the line comes from the script's own file (line 7 builds the Sequential), and no `:0` is printed."""
+    from tracetriage.trial.command import _proposals
+
+    script = str(Path(__file__).resolve().parent.parent / "tools" / "try_h200" / "tf32_mlp.py")
+    line = 1 + next(i for i, t in enumerate(Path(script).read_text().splitlines()) if "Sequential(" in t)
+    with_script = {p.key: p.source for p in _proposals(str(TF32_H100), "cuda", (), script)[0]}
+    assert with_script["allow_tf32"] == f"the `Sequential(...)` at tf32_mlp.py:{line} in `<module>`", with_script
+    without = {p.key: p.source for p in _proposals(str(TF32_H100), "cuda", ())[0]}
+    assert all(":0" not in (s or "") for s in without.values()), without

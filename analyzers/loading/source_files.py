@@ -9,7 +9,14 @@ trace. A missing file is no error: the report then names the function's first li
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+
+# Folders a caller knows the sources are in: `tracetriage try` runs the user's script from its own folder, and the
+# profiler names the script by its base name (`train.py`), which is found neither under the working directory
+# (the user's, above the script) nor beside the trace (the try's out folder).
+_ALSO_UNDER: ContextVar[tuple[Path, ...]] = ContextVar("source_folders", default=())
 
 MAX_FILES = 32
 MAX_BYTES = 2 << 20      # a source file, not a data file
@@ -18,7 +25,7 @@ MAX_BYTES = 2 << 20      # a source file, not a data file
 def read_sources(trace_path: str | os.PathLike, files: list[str]) -> dict[str, str]:
     """file as the trace names it -> its text, for the Python files found."""
     out = {}
-    roots = [Path.cwd(), Path(trace_path).resolve().parent]
+    roots = [Path.cwd(), *_ALSO_UNDER.get(), Path(trace_path).resolve().parent]
     for name in files[:MAX_FILES]:
         if not name.endswith(".py"):
             continue
@@ -31,3 +38,13 @@ def read_sources(trace_path: str | os.PathLike, files: list[str]) -> dict[str, s
             except OSError:
                 continue
     return out
+
+
+@contextmanager
+def also_under(*folders: str | os.PathLike):
+    """Look for the sources in these folders too (after the working directory), inside the `with`."""
+    token = _ALSO_UNDER.set(tuple(Path(f).resolve() for f in folders))
+    try:
+        yield
+    finally:
+        _ALSO_UNDER.reset(token)

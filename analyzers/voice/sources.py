@@ -18,8 +18,9 @@ def call_words(line) -> str:
 
 
 def where(line) -> str:
-    """'`log_loss` (train.py:14)': the function and where it starts."""
-    return f"`{line.function}` ({line.file}:{line.line})"
+    """'`log_loss` (train.py:14)': the function and where it starts; '`<module>` (train.py)' where the profiler
+    recorded no line (a script's module frame, named `train.py(0): <module>` by some torch versions)."""
+    return f"`{line.function}` ({line.file}:{line.line})" if line.line > 0 else f"`{line.function}` ({line.file})"
 
 
 def source_words(line) -> str:

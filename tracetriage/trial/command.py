@@ -73,7 +73,7 @@ def dry_run(script: str, args: list[str], o: Options) -> list[tuple[str, list[st
     knobs = [e.outside for e in from_outside()
              if e.outside is not None and (device == "cuda" or not e.outside.gpu_only)]
     if o.trace is not None:
-        knobs = [p.outside for p in _proposals(o.trace, device, o.knobs)[0]]
+        knobs = [p.outside for p in _proposals(o.trace, device, o.knobs, script)[0]]
     if o.knobs:
         knobs = [k for k in knobs if k.key in o.knobs]
     for k in [NONE, *knobs]:
@@ -83,10 +83,13 @@ def dry_run(script: str, args: list[str], o: Options) -> list[tuple[str, list[st
     return plan
 
 
-def _proposals(trace: str, device: str, force: tuple[str, ...] = ()) -> tuple[list[Proposal], list[Outside]]:
+def _proposals(trace: str, device: str, force: tuple[str, ...] = (), script: str | None = None
+               ) -> tuple[list[Proposal], list[Outside]]:
+    from tracetriage.analyzers.loading.source_files import also_under
     from tracetriage.analyzers.triage.report import analyze_file
 
-    return propose(analyze_file(trace), has_gpu=device == "cuda", force=force)
+    with also_under(*([Path(script).parent] if script else [])):     # the change's line: the script's own file
+        return propose(analyze_file(trace), has_gpu=device == "cuda", force=force)
 
 
 def try_script(script: str, args: list[str], o: Options) -> Result:
@@ -108,7 +111,7 @@ def try_script(script: str, args: list[str], o: Options) -> Result:
     else:
         before_trace = o.trace
     # 2. the knobs
-    proposals, gpu_only = _proposals(before_trace, device, o.knobs)
+    proposals, gpu_only = _proposals(before_trace, device, o.knobs, script)
     left_out = [p.key for p in proposals if o.knobs and p.key not in o.knobs]
     rows = [Row(p) for p in proposals if p.key not in left_out]
     res = Result(script, args, device, o.repeats, before_trace, out, rows, gpu_only, left_out=left_out)
