@@ -275,12 +275,23 @@ def _knob_advice(a: Analysis) -> str:
     return f"turn one knob: {knob.change_for(lv.assumption)}" if knob is not None else ""
 
 
+def _compile_advice(a: Analysis) -> str:
+    """Recompiles are stopped; a function's first compilation is warmed up (and cached), not made dynamic."""
+    lv = a.next_experiment.lever
+    if lv is not None and getattr(lv.assumption, "recompiles", None) == 0:
+        return ("warm up the compiled code first: call it a few times before the profiler starts "
+                "(torch.profiler.schedule(wait=1, warmup=2, active=3)), then profile and triage again; the "
+                "compilation itself shortens with Inductor's on-disk caches on a second run of the same code "
+                "(TORCHINDUCTOR_FX_GRAPH_CACHE=1, or torch.compiler.save_cache_artifacts() to carry them to another "
+                "machine)")
+    return ("stop the recompiles: torch.compile(dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on the dimension "
+            "that changes, or pad the shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each")
+
+
 LEVER_ADVICE = {
     Experiment.TURN_KNOB: _knob_advice,
     Experiment.FUSE_OPTIMIZER: _fused_optimizer_advice,
-    Experiment.COMPILE_ONCE: lambda a: ("stop the recompiles: torch.compile(dynamic=True), or "
-                                        "torch._dynamo.mark_dynamic(x, dim) on the dimension that changes, or pad the "
-                                        "shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each"),
+    Experiment.COMPILE_ONCE: lambda a: _compile_advice(a),
     Experiment.FUSE: lambda a: ("fuse the eager elementwise chains into one kernel each: torch.compile the function "
                                 "that holds them (or a Triton kernel), so each element is read and written once"),
 }
