@@ -181,3 +181,13 @@ def test_back_to_back_kernels_a_rounding_apart_are_no_idle(tmp_path):
     assert a.idle_ns == 0
     assert five_lines(a)[2] == "Idle: the GPU never idles inside its span."
     assert claims.check(serialize.report(a)) == []
+
+
+def test_one_forward_cut_by_its_router_syncs_is_one_pass_with_no_prefill_or_decode(tmp_path):
+    from claim_traces import one_moe_forward
+
+    a = analyze_file(write(tmp_path / "moe.json", one_moe_forward()))
+    measured = five_lines(a)[0]
+    assert a.inference is None and "prefill" not in measured and "decode" not in measured
+    assert "no repeated steps: one pass (its 20 repeats of one op sequence" in measured
+    assert claims.check(serialize.report(a)) == []
