@@ -191,3 +191,16 @@ def test_one_forward_cut_by_its_router_syncs_is_one_pass_with_no_prefill_or_deco
     assert a.inference is None and "prefill" not in measured and "decode" not in measured
     assert "no repeated steps: one pass (its 20 repeats of one op sequence" in measured
     assert claims.check(serialize.report(a)) == []
+
+
+def test_a_warm_up_predicting_far_less_than_its_set_up_says_how_much_of_it_is_on_the_critical_path():
+    # (graphbreak_mlp_4090: "predicted −7% ..., because 49% of the span is one-time set-up", the replay having taken
+    # 4.3 ms of lazy module loading for the profiler's own work)
+    a = analyze_file(TRACES / "script-toy-train.json.gz")
+    nx = a.next_experiment
+    lv = dataclasses.replace(nx.lever, predicted_ns=int(0.9 * nx.lever.baseline_ns))       # a −10% replay
+    small = dataclasses.replace(a, next_experiment=dataclasses.replace(nx, lever=lv))
+    line = five_lines(small)[4]
+    assert "(predicted −10% of the traced span" in line
+    assert "; of it, 10% of the traced span lies on the critical path" in line
+    assert claims.check(serialize.report(small)) == []

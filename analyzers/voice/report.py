@@ -224,12 +224,22 @@ def setup_share(a) -> float:
     return a.warmup_share
 
 
+WARMUP_SAYS_CRITICAL = 0.04   # a set-up share this far above the warm-up's saving says how much of it counts
+                              # (under the claim checker's 5-point tolerance between the two spans)
+
+
 def _warmup_why(a: Analysis) -> str:
     lv = a.next_experiment.lever
     if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
-        return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
-                "one-time set-up in first calls "
-                f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
+        why = (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
+               "one-time set-up in first calls "
+               f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
+        critical = lv.saving_ns / lv.baseline_ns if lv is not None and lv.baseline_ns else None
+        if critical is not None and critical < a.warmup_share - WARMUP_SAYS_CRITICAL:
+            # the prediction is what its because names: a set-up share far above it says how much of it counts
+            why += (f"; of it, {claim('next.because.setup_critical_share', critical, share(critical))} of the traced "
+                    "span lies on the critical path (the rest the replay finds overlapped or waited out anyway)")
+        return why
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
         more = (", and the early steps' host time above a steady step's" if steps else
