@@ -12,7 +12,8 @@ on the words:
    ratio, the idle share its because gives the Idle line's;
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
    0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving the set-up it removes (no
-   larger, and no smaller unless the because says how much of the set-up is on the critical path), a launch-bound because only where kernels are shorter than a launch;
+   larger, and no smaller unless the because says how much of the set-up is on the critical path), a
+   launch-bound because only where kernels are shorter than a launch;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
    trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
