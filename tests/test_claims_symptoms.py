@@ -204,3 +204,16 @@ def test_a_warm_up_predicting_far_less_than_its_set_up_says_how_much_of_it_is_on
     assert "(predicted −10% of the traced span" in line
     assert "; of it, 10% of the traced span lies on the critical path" in line
     assert claims.check(serialize.report(small)) == []
+
+
+def test_an_idle_line_names_the_host_inside_first_calls_set_up_not_host_work_that_issues_nothing(tmp_path):
+    # (moe_fp32_bs8_a100: "12 gaps ... in which the host issued no GPU work" while the host sat in one 15.3 ms
+    # cudaLaunchKernel of a first call, the Caveat and the Next calling the same stretch set-up)
+    from other_peoples_traces import setup_in_a_launch_call
+
+    a = analyze_file(write(tmp_path / "first-launch.json", setup_in_a_launch_call()))
+    idle = five_lines(a)[2]
+    assert "mostly host work, most of it one-time set-up: 1 gap with a median of 51.0 ms, 50.0 ms of it the host in " \
+           "one-time set-up (first calls of cudaLaunchKernel, cudaFree), which the steady state never pays" in idle
+    assert "issued no GPU work" not in idle
+    assert claims.check(serialize.report(a)) == []
