@@ -85,3 +85,37 @@ def waiting_rank_launch_bound() -> dict:
         ext += 1
         t = end + 5 * US
     return document(ev, rank=1)
+
+
+def one_moe_forward(batch: int = 8, tokens: int = 1024) -> dict:
+    """SwitchTransformers' example (one eager forward of a MoE model, A100): an embedding lookup of [8, 1024] token
+    ids, then 20 segments (10 layers x 2 routers), each of matmuls over all 8 x 1024 = 8,192 tokens and one
+    `.item()` sync (the router's `is_nonzero`). Every segment sees the prompt's full token count: one pass, no
+    decode step."""
+    from kineto_factory import Launch
+
+    rows = batch * tokens
+    ev, t, ext = [], 100 * US, 1
+    emb = steady(1, t, kernel="void indexSelectLargeIndex<float>(float*)")
+    emb = [Launch(**{**emb[0].__dict__, "op": "aten::embedding"})]
+    ev += events_for(emb, first_id=ext)
+    ev[-5]["args"].update({"Input Dims": [[32000, 1024], [batch, tokens]], "Input type": ["float", "long int"]})
+    ext += 1
+    t = emb[-1].gpu_end
+    for seg in range(20):
+        mm = [Launch(**{**x.__dict__, "op": "aten::addmm"})
+              for x in steady(4, t, kernel="ampere_sgemm_128x64_tn", kernel_ns=900 * US)]
+        evs = events_for(mm, first_id=ext)
+        for e in evs:
+            if e.get("cat") == "cpu_op":
+                e["args"].update({"Input Dims": [[4096], [rows, 1024], [1024, 4096]],
+                                  "Input type": ["float", "float", "float"]})
+        ev += evs
+        ext += len(mm)
+        t = mm[-1].gpu_end
+        ev.append(op("aten::is_nonzero", t + 2 * US, t + 30 * US, ext))
+        ev.append(call("cudaMemcpyAsync", t + 5 * US, t + 25 * US, 900_000 + seg, ext))
+        ev.append(call("cudaStreamSynchronize", t + 25 * US, t + 28 * US))
+        ext += 1
+        t += 40 * US
+    return document(ev)

@@ -336,6 +336,23 @@ def test_duplicated_events_are_counted_once_with_a_caveat(tmp_path, capsys):
     assert numbers(path) == numbers(kf.write(tmp_path / "good.json", good_doc(20)))
 
 
+def test_python_calls_in_one_microsecond_with_their_own_python_ids_are_not_duplicates(tmp_path, capsys):
+    # (moe_fp32_bs8_a100, SwitchTransformers: 99 zero-length calls such as list.append, each with its own
+    # "Python id", fell in the same integer microsecond as the one before and were dropped as "exact repeats")
+    doc = good_doc(20)
+    t0 = doc["traceEvents"][0]["ts"]
+    calls = [{"ph": "X", "cat": "python_function", "name": "<built-in method append of list object at 0x7f6b>",
+              "pid": kf.PID, "tid": kf.TID, "ts": t0 + 1, "dur": 0, "args": {"Python parent id": 1, "Python id": i}}
+             for i in (10, 11, 12)]
+    doc["traceEvents"] += calls
+    code, out, _ = report(capsys, kf.write(tmp_path / "same-us.json", doc))
+    assert code == 0 and caveats(out) == []
+    doc["traceEvents"] += copy.deepcopy(calls[:1])     # the same call (same Python id) written twice is one
+    code, out, _ = report(capsys, kf.write(tmp_path / "twice.json", doc))
+    assert caveats(out) == ["Caveat: 1 event repeated an earlier one exactly (same category, name, times, thread "
+                            "and ids) and counted once."]
+
+
 def test_a_whole_trace_written_twice_gives_the_same_report(tmp_path):
     doc = good_doc(20)
     doc["traceEvents"] = doc["traceEvents"] * 2

@@ -209,3 +209,15 @@ def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
             "launch costs the host more. Would waste the week: x.")
     bad = _with_claims(good, 4, text, ("next.because.idle_share", 0.47, "47%"))
     assert "the Next's because says the GPU idles 47%, the Idle line's share is 19.3%" in claims.check(bad)
+
+
+def test_a_warm_up_saving_far_less_than_its_set_up_is_caught_unless_the_because_says_why(good):
+    # (graphbreak_mlp_4090: "predicted −7% ..., because 49% of the span is one-time set-up")
+    text = ("Next: warm up first (predicted −7% of the traced span (host and GPU), 10.2 ms → 9.45 ms), because 49% "
+            "of the span is one-time set-up in first calls. Would waste the week: x.")
+    bad = _with_claims(good, 4, text, ("next.saving", 0.07, "−7%"), ("next.because.setup_share", 0.49, "49%"))
+    assert any("the warm-up predicts only −7% but says 49% of the span is set-up" in p for p in claims.check(bad))
+    text = text.replace("first calls.", "first calls; of it, 7% of the traced span lies on the critical path.")
+    said = _with_claims(good, 4, text, ("next.saving", 0.07, "−7%"), ("next.because.setup_share", 0.49, "49%"),
+                        ("next.because.setup_critical_share", 0.07, "7%"))
+    assert not any("warm-up" in p for p in claims.check(said))

@@ -181,3 +181,39 @@ def test_back_to_back_kernels_a_rounding_apart_are_no_idle(tmp_path):
     assert a.idle_ns == 0
     assert five_lines(a)[2] == "Idle: the GPU never idles inside its span."
     assert claims.check(serialize.report(a)) == []
+
+
+def test_one_forward_cut_by_its_router_syncs_is_one_pass_with_no_prefill_or_decode(tmp_path):
+    from claim_traces import one_moe_forward
+
+    a = analyze_file(write(tmp_path / "moe.json", one_moe_forward()))
+    measured = five_lines(a)[0]
+    assert a.inference is None and "prefill" not in measured and "decode" not in measured
+    assert "no repeated steps: one pass (its 20 repeats of one op sequence" in measured
+    assert claims.check(serialize.report(a)) == []
+
+
+def test_a_warm_up_predicting_far_less_than_its_set_up_says_how_much_of_it_is_on_the_critical_path():
+    # (graphbreak_mlp_4090: "predicted −7% ..., because 49% of the span is one-time set-up", the replay having taken
+    # 4.3 ms of lazy module loading for the profiler's own work)
+    a = analyze_file(TRACES / "script-toy-train.json.gz")
+    nx = a.next_experiment
+    lv = dataclasses.replace(nx.lever, predicted_ns=int(0.9 * nx.lever.baseline_ns))       # a −10% replay
+    small = dataclasses.replace(a, next_experiment=dataclasses.replace(nx, lever=lv))
+    line = five_lines(small)[4]
+    assert "(predicted −10% of the traced span" in line
+    assert "; of it, 10% of the traced span lies on the critical path" in line
+    assert claims.check(serialize.report(small)) == []
+
+
+def test_an_idle_line_names_the_host_inside_first_calls_set_up_not_host_work_that_issues_nothing(tmp_path):
+    # (moe_fp32_bs8_a100: "12 gaps ... in which the host issued no GPU work" while the host sat in one 15.3 ms
+    # cudaLaunchKernel of a first call, the Caveat and the Next calling the same stretch set-up)
+    from other_peoples_traces import setup_in_a_launch_call
+
+    a = analyze_file(write(tmp_path / "first-launch.json", setup_in_a_launch_call()))
+    idle = five_lines(a)[2]
+    assert "mostly host work, most of it one-time set-up: 1 gap with a median of 51.0 ms, 50.0 ms of it the host in " \
+           "one-time set-up (first calls of cudaLaunchKernel, cudaFree), which the steady state never pays" in idle
+    assert "issued no GPU work" not in idle
+    assert claims.check(serialize.report(a)) == []

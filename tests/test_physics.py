@@ -210,7 +210,7 @@ def test_innermost_enclosing_op_matches_a_brute_force_search_on_nested_ops():
                 pid=np.zeros(n, np.int64), tid=col(2), device=np.zeros(n, np.int32), stream=np.zeros(n, np.int64),
                 ext=np.zeros(n, np.int64), corr=np.zeros(n, np.int64), nbytes=np.zeros(n, np.int64),
                 shape=np.zeros(n, np.int32), graph_node=np.full(n, -1, np.int64), group=np.full(n, -1, np.int64),
-                seq=np.full(n, -1, np.int64))
+                seq=np.full(n, -1, np.int64), pyid=np.full(n, -1, np.int64))
     op_rows, q_rows = np.flatnonzero(~is_q), np.flatnonzero(is_q)
     got = innermost_enclosing(ev, op_rows, q_rows)
     for q, g in zip(q_rows, got):      # the brute force: every op on the query's thread that holds it

@@ -745,7 +745,8 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
             out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced,
                                       threshold_us=round(host_long / 1e3, 1),
                                       warmup=setup.calls,
-                                      python_functions=_python_in(trace, g.start[m], g.end[m]))
+                                      python_functions=_python_in(trace, g.start[m], g.end[m]),
+                                      setup_us=round(_in_setup_ns(g.start[m], g.end[m], setup) / 1e3, 1))
         elif cause is Cause.SYNCHRONIZATION:
             rows = host[host != NONE]
             ops = trace.op_of[rows]
@@ -763,6 +764,15 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
             out[cause] = OtherEvidence(**base, unlinked_gaps=int(np.sum((host == NONE) & ~waited)),
                                        waited_on=waited_on)
     return out
+
+
+def _in_setup_ns(s: np.ndarray, e: np.ndarray, setup: SetUp) -> int:
+    """How much of these gaps the host spent in one-time set-up (its windows on any thread)."""
+    if not len(s) or not len(setup.start):
+        return 0
+    gs, ge = iv.union(s, e)
+    ws, we = iv.union(setup.start, setup.end)
+    return iv.total(*iv.intersect(gs, ge, ws, we))
 
 
 def _launch_evidence(trace: Trace, device: int, g: Gaps, m: np.ndarray, ctx: _HostContext, base: dict,

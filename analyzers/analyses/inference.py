@@ -8,7 +8,8 @@ Each step (tracetriage.analyzers.analyses.steps) is read for how many new tokens
 
 A step of T == 1 is a decode step (one new token per sequence), T > 1 a prefill (the forward whose
 sequence dimension is the prompt). With a flattened count N only, the smallest N the steps repeat is
-decode's; a step above it is a prefill when no decode step ran before it, else mixed: a
+decode's, where it is below every prompt's B x T (a count as large is the prompt's own tokens: one forward
+cut into pieces by a sync inside it); a step above it is a prefill when no decode step ran before it, else mixed: a
 continuous-batching engine's prefill chunk batched with the running decodes, said as mixed, never
 forced into one phase. A step with both a prefill and a decode attention kernel (FlashInfer's
 BatchPrefill* and BatchDecode*) is mixed whatever its shapes say. Steps whose shapes are not in the
@@ -210,6 +211,11 @@ def classify(trace: Trace, steps: Steps) -> tuple[StepTokens, ...]:
     # steps repeat
     batches = [b for b, t, _ in read.values() if b is not None and t == 1]
     decode_level = min(batches) if batches else min(flat) if flat else None
+    # a flattened count as large as a prompt's B x T is that prompt's tokens, not a decode step's: the pieces of
+    # one forward cut by a sync inside it (issue 33: one MoE forward of [8, 1024] tokens, its 20 router syncs read
+    # as 20 decode steps of 8,192 "tokens" each)
+    prompts = [b * t for b, t, _ in read.values() if b is not None and t > 1]
+    prompt_level = min(prompts) if prompts else None
     # the loop's own forwards read from their most telling source; a step read only from a less telling one
     # (a stray matmul after the loop) has no forward of its own
     typical = Counter(read[s.index][2] for s in steps.steps if s.regular and s.index in read).most_common(1)
@@ -224,7 +230,8 @@ def classify(trace: Trace, steps: Steps) -> tuple[StepTokens, ...]:
             kind = StepKind.MIXED
         elif b is not None:
             kind = StepKind.DECODE if t == 1 else StepKind.PREFILL
-        elif t <= decode_level and (batches or sum(1 for x in flat if x == t) > 1):
+        elif t <= decode_level and (prompt_level is None or t < prompt_level) \
+                and (batches or sum(1 for x in flat if x == t) > 1):
             kind = StepKind.DECODE
         else:
             kind = StepKind.MIXED if decode_seen else StepKind.PREFILL

@@ -29,13 +29,13 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,
     KERNEL,
     NONE,
-    OVERHEAD,
     RUNTIME,
     USER_ANNOTATION,
     Trace,
@@ -164,7 +164,7 @@ def _without_profiler_overhead(trace: Trace, found: list) -> list:
     recorded on a row of its own, pid -1): a first launch that waits 2 ms for a trace buffer paid the
     profiler, not set-up the program pays. A window left shorter than SETUP_FLOOR_NS goes."""
     ev = trace.ev
-    own = np.flatnonzero(ev.cat == OVERHEAD)
+    own = profiler_own_rows(trace)
     if not len(own) or not found:
         return found
     os_, oe = iv.union(ev.start[own], ev.end[own])

@@ -461,7 +461,12 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     if not cuts:
         return Steps(None, why_none=NoSteps.NO_REPETITION)
     sync_tok = _sync_tokens(trace, rows) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
-    marks = _marks(trace, rows, sync_tok) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
+    forwards = int(name_flags(trace, rows, FORWARD_START_OPS.__contains__).sum())
+    # a trace of one or two forwards (embedding lookups) holds one or two passes, whatever syncs cut them into:
+    # those syncs mark pieces of a forward (a MoE router's `.item()` per layer), not steps (issue 33: one MoE
+    # forward read as 20 steps, then as a prefill and 19 decode steps)
+    step_syncs = sync_tok if not 0 < forwards < STEP_MIN_REPEATS else np.zeros(len(rows), bool)
+    marks = _marks(trace, rows, step_syncs) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
     cut = None
     for c in _choose(cuts):
         if not marks.any() or _marked_share(c, marks) >= MARKED_UNITS:

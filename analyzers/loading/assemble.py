@@ -41,7 +41,8 @@ def assemble(parts: list[Part], path: Path) -> Tables:
         local = {"name": name_map[c["name"]] if len(c["name"]) else c["name"],
                  "cat": cat_lut[c["cat_raw"]] if len(c["cat_raw"]) else c["cat_raw"].astype(np.int8),
                  "shape": np.where(sid >= 0, shape_map[np.maximum(sid, 0)], NONE).astype(np.int32)}
-        for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes", "graph_node", "group", "seq"):
+        for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes", "graph_node", "group", "seq",
+                  "pyid"):
             local[k] = c[k]
         for k, v in local.items():
             cols.setdefault(k, []).append(v)
@@ -68,7 +69,7 @@ def assemble(parts: list[Part], path: Path) -> Tables:
                 tid=tid[order], device=device[order], stream=stream[order], ext=col["ext"][order],
                 corr=col["corr"][order], nbytes=col["nbytes"][order], shape=col["shape"][order],
                 graph_node=col["graph_node"][order], group=col["group"][order],
-                seq=col["seq"][order])
+                seq=col["seq"][order], pyid=col["pyid"][order])
     caveats = []
     dropped = sum(p.dropped for p in parts) + n_bad
     if dropped:

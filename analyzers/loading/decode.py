@@ -64,6 +64,8 @@ class _Args(msgspec.Struct, gc=False, frozen=True):
     group: int = msgspec.field(name="Group size", default=NONE)
     # an op recorded while autograd records (grad mode on): its node's sequence number
     seq: int = msgspec.field(name="Sequence number", default=NONE)
+    # a python_function call's own id: what tells apart two calls of one function in the same microsecond
+    pyid: int = msgspec.field(name="Python id", default=NONE)
 
 
 # An event without "args" gets this one shared instance, made in C as the event is decoded: the columns then read
@@ -131,6 +133,7 @@ class _LooseArgs(msgspec.Struct):
     msg_dtype: msgspec.Raw = msgspec.field(name="dtype", default=_RAW_EMPTY)
     group: msgspec.Raw = msgspec.field(name="Group size", default=_RAW_EMPTY)
     seq: msgspec.Raw = msgspec.field(name="Sequence number", default=_RAW_EMPTY)
+    pyid: msgspec.Raw = msgspec.field(name="Python id", default=_RAW_EMPTY)
 
 
 class _LooseEvent(msgspec.Struct):
@@ -419,7 +422,7 @@ def _sanitize(loose: list) -> tuple[list[_Event], int]:
                          rank=_int_or(_value(a.rank)), dims=a.dims, types=a.types, concrete=a.concrete,
                          graph_node=_int_or(_value(a.graph_node)), msg_in=_int_or(_value(a.msg_in)),
                          msg_out=_int_or(_value(a.msg_out)), msg_dtype=a.msg_dtype, group=_int_or(_value(a.group)),
-                         seq=_int_or(_value(a.seq)))
+                         seq=_int_or(_value(a.seq)), pyid=_int_or(_value(a.pyid)))
         else:
             args = NO_ARGS
         pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else 0
@@ -559,6 +562,12 @@ def _columns(xs: list[_Event]) -> tuple[dict, list[str], list[tuple]]:
     cols["seq"] = np.full(n, NONE, np.int64)
     if len(op_rows):
         cols["seq"][op_rows] = _int64s(lambda: map(get("seq"), op_args), len(op_rows))
+    py_codes = [i for c, i in cat_ids.items() if c.lower() == "python_function"]
+    py_rows = np.flatnonzero(np.isin(cols["cat_raw"], py_codes)) if py_codes else np.zeros(0, np.int64)
+    cols["pyid"] = np.full(n, NONE, np.int64)
+    if len(py_rows):
+        cols["pyid"][py_rows] = _int64s(lambda: map(get("pyid"), map(args.__getitem__, py_rows.tolist())),
+                                        len(py_rows))
     _graph_and_collective_columns(cols, args, cat_ids, name_ids)
     cols["cat_names"] = np.array(cats, dtype=object)  # the table behind cat_raw
     # A merged multi-rank file tags every event with the rank it came from, and gives each rank's

@@ -42,6 +42,21 @@ def construct_of(name: str) -> Construct | None:
     return None
 
 
+# dynamo's compile id "frame/attempt": "Torch-Compiled Region: 0/1" runs frame 0's second compilation (a recompile
+# for new shapes or failed guards); torch writes it on the compiled region and on entire_frame_compile's data
+_COMPILE_ID = re.compile(r"(?:^Torch-Compiled Region: |compile_id=)(\d+)/(\d+)")
+
+
+def compile_ids(names) -> set[tuple[int, int]]:
+    """The (frame, attempt) compile ids the names carry; empty where the trace names none (torch before 2.1)."""
+    out = set()
+    for n in names:
+        m = _COMPILE_ID.search(n)
+        if m:
+            out.add((int(m.group(1)), int(m.group(2))))
+    return out
+
+
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(\w+)\.step")
 
 

@@ -77,6 +77,8 @@ class HostEvidence(Evidence):
     threshold_us: float                # "much longer than a launch", in this trace
     warmup: tuple[FirstCall, ...]
     python_functions: tuple[NameTime, ...] = ()   # recorded with stacks: the Python frames that held the host
+    setup_us: float = 0.0              # of the gaps, the time the host spent in one-time set-up (first calls: a
+                                       # launch loading its module, allocator growth, first library calls)
 
 
 @dataclass(frozen=True)

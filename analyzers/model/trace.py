@@ -88,6 +88,8 @@ class Events:
     graph_node: np.ndarray  # int64 CUPTI's "graph node id" of a GPU activity replayed from a graph, NONE otherwise
     group: np.ndarray    # int64 ranks in a collective's process group ("Group size"), NONE otherwise
     seq: np.ndarray      # int64 autograd's "Sequence number" of a cpu_op recorded with grad mode on, NONE otherwise
+    pyid: np.ndarray     # int64 the profiler's "Python id" of a python_function call, NONE otherwise: two calls of
+                         # one function in the same microsecond differ only here
 
     def __len__(self) -> int:
         return len(self.start)
@@ -101,7 +103,7 @@ class Events:
 
 
 EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape",
-                 "graph_node", "group", "seq")
+                 "graph_node", "group", "seq", "pyid")
 
 
 def thread_key(pid, tid) -> np.ndarray:

@@ -11,8 +11,9 @@ on the words:
    claim is its field: the Idle line's split is each cause's share of the span, the Next's saving its lever's
    ratio, the idle share its because gives the Idle line's;
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
-   0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it
-   removes, a launch-bound because only where kernels are shorter than a launch;
+   0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving the set-up it removes (no
+   larger, and no smaller unless the because says how much of the set-up is on the critical path), a
+   launch-bound because only where kernels are shorter than a launch;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
    trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
@@ -192,11 +193,19 @@ def _because_rests_on_something(said: _Said, nx: str) -> list[str]:
 
 
 def _warm_up_saves_at_most_its_set_up(said: _Said, nx: str) -> list[str]:
+    """A warm-up's saving is the set-up its because names, both ways: no more than it, and no less unless the
+    because says how much of it the replay finds on the critical path (issue 33: "−7% ..., because 49% of the span
+    is one-time set-up")."""
     setup, saving = said.get(f"{nx}.because.setup_share"), said.get(f"{nx}.saving")
     if setup is None or saving is None or saving["value"] <= 0:
         return []
     if saving["value"] > setup["value"] + _SETUP_TOLERANCE:
         return [f"the warm-up predicts {saving['said']} but says {setup['said']} of the span is set-up"]
+    critical = said.get(f"{nx}.because.setup_critical_share")
+    if saving["value"] < setup["value"] - _SETUP_TOLERANCE and (
+            critical is None or abs(critical["value"] - saving["value"]) > _SHARE_TOLERANCE):
+        return [f"the warm-up predicts only {saving['said']} but says {setup['said']} of the span is set-up, and not "
+                "how much of it the replay finds on the critical path"]
     return []
 
 

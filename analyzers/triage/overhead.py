@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
-from tracetriage.analyzers.model.trace import OVERHEAD, Trace
+from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
+from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Cause, Regime
 
 PROFILER_NAMED = 1.2        # the profiled run predicted this much slower than the unprofiled one, or more: said,
@@ -32,7 +33,7 @@ class ProfilerOverhead:
     calls: int
     idle_share: float                # the GPU's idle share the report gives (under the profiler)
     unprofiled_idle_share: float     # ... predicted without the profiler
-    buffer_ns: int                   # CUPTI's own buffer requests (the `overhead` rows), inside the span
+    buffer_ns: int                   # CUPTI's own work (its `overhead` rows but lazy loading's), inside the span
     source: str                      # where the per-event constants come from
     launch_bound_only_under_profiler: bool
 
@@ -74,7 +75,7 @@ def analyze(trace: Trace, levers, idle_share: float, regime: Regime, dominant: C
 
 def _buffer_ns(trace: Trace, span: tuple[int, int] | None) -> int:
     ev = trace.ev
-    rows = np.flatnonzero(ev.cat == OVERHEAD)
+    rows = profiler_own_rows(trace)
     if span is not None:
         rows = rows[(ev.end[rows] > span[0]) & (ev.start[rows] < span[1])]
     return int(np.sum(ev.end[rows] - ev.start[rows]))

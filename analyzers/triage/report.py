@@ -221,7 +221,8 @@ class Analysis:
     def serialising_syncs(self) -> LeverChoice | None:
         """remove_syncs, when the syncs serialise host work with GPU work worth naming beside another cause."""
         c = next((x for x in self.lever_choices if LEVERS[x.lever].cause is Cause.SYNCHRONIZATION), None)
-        if c is None or self.dominant is Cause.SYNCHRONIZATION or c.saving_ns < SYNC_OVERLAP_FLOOR * c.baseline_ns:
+        if c is None or self.dominant is Cause.SYNCHRONIZATION or c.nothing_to_act_on \
+                or c.saving_ns < SYNC_OVERLAP_FLOOR * c.baseline_ns:
             return None
         return c
 

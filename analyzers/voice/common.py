@@ -223,6 +223,14 @@ def copy_phrase(ev: TransferEvidence) -> str:
     return f"{integer(c.count)}× {c.name}, {size(c.bytes)}{rate}"
 
 
+SETUP_HOLDS_HOST_WORK = 0.5   # one-time set-up holds this share of the host-work gaps: they are said as set-up
+
+
+def setup_holds_host_work(ev: Evidence) -> bool:
+    """Most of the host-work idle is the host in one-time set-up (first calls), not host work that recurs."""
+    return isinstance(ev, HostEvidence) and ev.total_us > 0 and ev.setup_us >= SETUP_HOLDS_HOST_WORK * ev.total_us
+
+
 def evidence_phrase(ev: Evidence) -> str:
     """What a cause's verdict rests on, in one clause: the Idle line's 'mostly ...'."""
     if isinstance(ev, LaunchEvidence):
@@ -246,6 +254,14 @@ def evidence_phrase(ev: Evidence) -> str:
             what.append(f"{share(ev.untraced_share)} untraced: Python, numpy, sleeping")
         if traced:
             what.append(f"traced CPU ops: {traced}")
+        if setup_holds_host_work(ev):
+            # the host sat in first calls (inside a launch loading its module, in cudaMalloc, a first cuDNN call):
+            # set-up, as the Caveat and a warm-up Next call it, not code that issues no GPU work every step
+            firsts = ", ".join(w.name for w in ev.warmup[:2])
+            return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)}, "
+                    f"{duration_us(ev.setup_us)} of {'it' if ev.gaps == 1 else 'them'} the host in one-time set-up"
+                    + (f" (first calls of {firsts})" if firsts else "") + ", which the steady state never pays"
+                    + (f" (traced CPU ops in the gaps: {traced})" if traced else ""))
         return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} in which the host issued "
                 f"no GPU work" + (f" ({'; '.join(what)})" if what else ""))
     if isinstance(ev, SyncEvidence):
@@ -276,7 +292,9 @@ def mostly(a: Analysis) -> str:
     dom = a.dominant
     if dom is None:
         return "none"
-    return f"{CAUSE_WORDS[dom]}: {evidence_phrase(a.evidence[dom])}"
+    ev = a.evidence[dom]
+    most = ", most of it one-time set-up" if setup_holds_host_work(ev) else ""
+    return f"{CAUSE_WORDS[dom]}{most}: {evidence_phrase(ev)}"
 
 
 # --- framework constructs ---------------------------------------------------------------------------

@@ -224,12 +224,22 @@ def setup_share(a) -> float:
     return a.warmup_share
 
 
+WARMUP_SAYS_CRITICAL = 0.04   # a set-up share this far above the warm-up's saving says how much of it counts
+                              # (under the claim checker's 5-point tolerance between the two spans)
+
+
 def _warmup_why(a: Analysis) -> str:
     lv = a.next_experiment.lever
     if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
-        return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
-                "one-time set-up in first calls "
-                f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
+        why = (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
+               "one-time set-up in first calls "
+               f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
+        critical = lv.saving_ns / lv.baseline_ns if lv is not None and lv.baseline_ns else None
+        if critical is not None and critical < a.warmup_share - WARMUP_SAYS_CRITICAL:
+            # the prediction is what its because names: a set-up share far above it says how much of it counts
+            why += (f"; of it, {claim('next.because.setup_critical_share', critical, share(critical))} of the traced "
+                    "span lies on the critical path (the rest the replay finds overlapped or waited out anyway)")
+        return why
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
         more = (", and the early steps' host time above a steady step's" if steps else
@@ -275,12 +285,23 @@ def _knob_advice(a: Analysis) -> str:
     return f"turn one knob: {knob.change_for(lv.assumption)}" if knob is not None else ""
 
 
+def _compile_advice(a: Analysis) -> str:
+    """Recompiles are stopped; a function's first compilation is warmed up (and cached), not made dynamic."""
+    lv = a.next_experiment.lever
+    if lv is not None and getattr(lv.assumption, "recompiles", None) == 0:
+        return ("warm up the compiled code first: call it a few times before the profiler starts "
+                "(torch.profiler.schedule(wait=1, warmup=2, active=3)), then profile and triage again; the "
+                "compilation itself shortens with Inductor's on-disk caches on a second run of the same code "
+                "(TORCHINDUCTOR_FX_GRAPH_CACHE=1, or torch.compiler.save_cache_artifacts() to carry them to another "
+                "machine)")
+    return ("stop the recompiles: torch.compile(dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on the dimension "
+            "that changes, or pad the shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each")
+
+
 LEVER_ADVICE = {
     Experiment.TURN_KNOB: _knob_advice,
     Experiment.FUSE_OPTIMIZER: _fused_optimizer_advice,
-    Experiment.COMPILE_ONCE: lambda a: ("stop the recompiles: torch.compile(dynamic=True), or "
-                                        "torch._dynamo.mark_dynamic(x, dim) on the dimension that changes, or pad the "
-                                        "shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each"),
+    Experiment.COMPILE_ONCE: lambda a: _compile_advice(a),
     Experiment.FUSE: lambda a: ("fuse the eager elementwise chains into one kernel each: torch.compile the function "
                                 "that holds them (or a Triton kernel), so each element is read and written once"),
 }

@@ -29,6 +29,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import host_long_ns
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import is_range_name
+from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
@@ -42,7 +43,6 @@ from tracetriage.analyzers.model.trace import (
     KERNEL,
     MEMCPY,
     NONE,
-    OVERHEAD,
     RUNTIME,
     USER_ANNOTATION,
     Trace,
@@ -295,7 +295,7 @@ def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
     # cut untraced time like user ranges do, never an op whose extent covers (and hides) the host work inside it
     ranged = name_flags(trace, op_rows, is_range_name) if len(op_rows) else np.zeros(0, bool)
     op_rows, range_ops = op_rows[~ranged], op_rows[ranged]
-    own = np.flatnonzero(ev.cat == OVERHEAD)
+    own = profiler_own_rows(trace)
     if len(c_row):
         ann_rows = np.sort(np.concatenate([np.flatnonzero(ev.cat == USER_ANNOTATION), range_ops]))
         okey = _thread_index(ev, np.concatenate([op_rows, ann_rows, c_row]))

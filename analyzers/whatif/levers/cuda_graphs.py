@@ -15,10 +15,11 @@ import numpy as np
 
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, OVERHEAD, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_key
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -178,7 +179,7 @@ def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
         return gap_kept, call_kept
     # the profiler's own work (CUPTI's Activity Buffer Request, on a row of its own) holds whichever call
     # it lands in: no graph replays it away
-    own = np.flatnonzero(ev.cat == OVERHEAD)
+    own = profiler_own_rows(c.trace)
     if len(own):
         os_, oe = iv.union(ev.start[own], ev.end[own])
         gap_kept = iv.covered(os_, oe, g.c_start - g.c_gap, g.c_start)

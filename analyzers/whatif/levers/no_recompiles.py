@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracetriage.analyzers.model.constructs import compile_ids
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -21,6 +22,8 @@ from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverS
 class CompilesGone(Assumption):
     removed_ns: int = 0              # host time inside compile spans taken out
     gpu_ops_gone: int = 0            # GPU work launched from inside them (autotuning's benchmark runs)
+    recompiles: int | None = None    # compilations of a frame compiled before (compile id N/1, N/2 ...); 0: every
+                                     # compilation is a function's first; None: the trace names no compile ids
 
 
 def apply(c: Context, p, o: Options) -> tuple[CompilesGone, dict]:
@@ -28,7 +31,9 @@ def apply(c: Context, p, o: Options) -> tuple[CompilesGone, dict]:
     live = int((p.g_dur > 0).sum())
     n, removed = remove_host_windows(c, p, s, e, k, drop_gpu=True)
     gone = live - int((p.g_dur > 0).sum())
-    return (CompilesGone("no_recompiles", n_runs, removed_ns=removed, gpu_ops_gone=gone),
+    ids = compile_ids(c.trace.names)
+    again = sum(1 for _, attempt in ids if attempt > 0) if ids else None
+    return (CompilesGone("no_recompiles", n_runs, removed_ns=removed, gpu_ops_gone=gone, recompiles=again),
             {"compiles": n_runs, "calls": n, "host_ns": removed, "gpu_ops_gone": gone})
 
 
@@ -38,6 +43,12 @@ def says(a: CompilesGone) -> str:
     # GPU work launched inside a compile span: autotuning's benchmarks, a CUDA-graph tree's warm-up runs
     launched = f", and {count(a.gpu_ops_gone, 'GPU op')} launched while compiling" if a.gpu_ops_gone else ""
     happen = "happens" if a.count == 1 else "happen"
+    if a.recompiles == 0:
+        # a compile-warm-up trace: each function compiled once, for its first call (issue 33: "stop the recompiles"
+        # where no compile id ever went past N/0)
+        return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
+                f"dynamo and Inductor{launched}) are first compilations (no function compiles again): one-time "
+                "set-up, which the steady state never pays; the compiled code's launches stay")
     return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
             f"dynamo and Inductor{launched}) {happen} once, before it; the compiled code's launches stay")
 

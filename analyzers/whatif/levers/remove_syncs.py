@@ -52,7 +52,13 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     waited = sum(by_op.values())
     n_blocking = int((sync & p.c_blocked).sum() + copy.sum())
     # the sync call goes, and so does the Python that led to it when it was called straight from Python
-    # (torch.cuda.synchronize()); the copy stays, returning at once
+    # (torch.cuda.synchronize(); measured: traces/fixes item_python); the copy stays, returning at once. Where no
+    # sync blocked at all there is nothing to remove, and the replay stays as traced: the Python before a sync
+    # that never waited is other work (issue 33: 900 ms of torch.compile compiling before 105 syncs that never
+    # blocked "vanished" with them, -52%, in a row that said "nothing to remove")
+    if n_blocking == 0:
+        sync[:] = False
+        copy[:] = False
     p.c_blocked[sync | copy] = False
     p.c_dur[sync] = 0
     p.c_gap[sync & ~g.c_in_op] = 0
