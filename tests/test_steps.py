@@ -485,3 +485,15 @@ def test_the_dashboard_gets_one_row_per_step_with_the_outlier_flagged(tmp_path):
     assert f.loc[f.outlier, "step"].tolist() == [7]
     assert (f.end_us > f.start_us).all() and (f.start_us.diff().dropna() > 0).all()
     assert f.loc[7, "idle_dominant"] == "host_work"
+
+
+def test_a_scripts_closing_synchronizes_are_no_steps_where_other_ops_launch_every_kernel():
+    """tools/try_h200/tf32_mlp.py on an H100 (try's baseline): ten forward-backward iterations launch all 381
+    kernels, then one 847 ms cudaDeviceSynchronize drains them and two empty ones follow. The three syncs repeat
+    and hold most of the host's time, but launch nothing: they were read as 3 steps of 185 µs on a 1.19 s span."""
+    from tracetriage.analyzers.analyses import steps as steps_mod
+    from tracetriage.analyzers.loading.load import load
+
+    st = steps_mod.find(load(Path(__file__).resolve().parent.parent / "traces/try-h100/tf32_mlp--baseline.json.gz"))
+    assert st.anchor != "cudaDeviceSynchronize", st.summary
+    assert not any(s.regular and s.kernels == 0 for s in st.steps), st.steps
