@@ -210,6 +210,16 @@ def pattern_unmeasured(cause: str, ev: str) -> str:
     return f"Half credit: the right shape, {PATTERN[cause]}, with no size read off the lane ({ev})."
 
 
+def pattern_sized(cause: str, ev: str) -> str:
+    return (f"Most of it: the size you read off the lane is the right gaps' ({ev}); say what they are: "
+            f"{PATTERN[cause]}.")
+
+
+def pattern_with_other(cause: str, others: set) -> str:
+    return (f"Most of it: the lane holds both, and the gaps the answer is about are {PATTERN[cause]}; keep them apart "
+            f"from the {', '.join(label(c) for c in sorted(others))}.")
+
+
 def pattern_generic(cause: str, ev: str) -> str:
     return (f"Part credit: gaps, true of this trace, but nothing says which kind; the lane shows {PATTERN[cause]} "
             f"({ev}).")

@@ -116,6 +116,26 @@ def test_a_gaps_size_alone_is_the_detail_beside_what_sits_around_it():
     assert part("M02.04-h", "pattern", "9 ms gaps between steps").score == 1.0
 
 
+def test_a_gap_size_read_off_the_lane_names_the_gaps_it_measures():
+    # M02.03-b's host-work gaps have a median of 1.48 ms: a size near it in generic (or another class's shape) words
+    # has read the right gaps; a size near none of the lane's causes, or near another cause's, has not
+    assert part("M02.03-b", "pattern", "regular gaps of about 1.5 ms between kernels").score == grader.PATTERN_SIZED
+    assert part("M02.03-b", "pattern", "regular gaps of about 20 µs between kernels").score == 0.0
+    # M02.03-c's syncs drain for 47 µs: the small copy before each is the .item()'s read, a detail of the drain
+    assert part("M02.03-c", "pattern", "holes of ~50 µs now and then, a small copy just before each").score >= 0.75
+    # M02.04-d's copies hold the lane ~10 ms at a time: the host in cudaMemcpyAsync is the copy's, not host work
+    said = "20 ms of white while a host-to-device copy runs (the host in cudaMemcpyAsync)"
+    assert part("M02.04-d", "pattern", said).score == 1.0
+
+
+def test_the_lanes_second_cause_beside_the_key_is_a_description_not_a_hedge():
+    # M02.03-f mixes host work (47% of the span) with copies (26%): naming both is what the lane shows
+    said = "long gaps, some with a host-to-device copy running, some with nothing on the GPU"
+    assert part("M02.03-f", "pattern", said).score == grader.PATTERN_SIZED
+    # a cause the lane barely holds is still a second option beside the key
+    assert part("M02.04-a", "pattern", "short gaps between tiny kernels, or the host busy in python").score < 0.75
+
+
 def test_the_host_in_no_traced_call_is_host_work():
     assert part("M02.03-f", "pattern", "holes of a few ms, the host in no traced call during them").score == 1.0
 
