@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracetriage.drills import bank, grader
+from tracetriage.drills.ladder.grading import WRONG_MEMBER_CREDIT
 
 
 def part(drill_id: str, name: str, answer) -> grader.Part:
@@ -276,3 +277,20 @@ def test_a_hedged_number_caps_a_decisive_part():
 ])
 def test_a_hedged_lever_earns_hedge_credit_only_with_the_fix_in_it(drill_id, name, said, score):
     assert part(drill_id, name, said).score == score
+
+
+# --- the ladder: the report's own ridge, and a set with a member that is not one ----------------------------------
+
+def test_the_reports_measured_ridge_is_another_quantity_than_the_datasheets():
+    # M00.02 asks the datasheet ridge (206 on the H200); the report prints 189 from the peaks measured on the machine
+    assert part("M00.02-a", "ridge", "206 FLOP/byte").score == 1.0
+    p = part("M00.02-a", "ridge", "189 FLOP/byte")
+    assert p.score == 0.0 and "measured" in p.feedback
+
+
+def test_a_set_with_a_member_that_is_not_one_is_a_prediction_made_backwards():
+    # M00.02-a: k3..k6 lie below the H200's ridge; k2 (241 FLOP/byte) does not
+    assert part("M00.02-a", "below", ["k3", "k4", "k5", "k6"]).score == 1.0
+    assert part("M00.02-a", "below", ["k2", "k3", "k4", "k5", "k6"]).score == WRONG_MEMBER_CREDIT
+    # a member overlooked is not a rule misread: the share found
+    assert part("M00.02-a", "below", ["k3", "k4", "k5"]).score == 0.75
