@@ -14,7 +14,7 @@ from tracetriage.drills import evidence
 from tracetriage.drills.bank import KEYS_PATH, REPO_ROOT, Drill, all_drills
 from tracetriage.drills.ladder import keys as ladder_keys
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
-from tracetriage.drills.levers import lever_key
+from tracetriage.drills.levers import AT_ROOF, lever_key
 
 TRIAGE_IDLE_FLOOR = 0.10    # an idle cause is "what the time waits on" when it takes 10% of the span
 SUSPECT_COVER = 0.6         # suspects: the top ops that together hold 60% of the device time (at most 2)
@@ -227,7 +227,9 @@ def bound(f: evidence.Facts) -> str:
 
 def levers(f: evidence.Facts) -> dict:
     """The lever part's key: the report's Next on the trace and the lever that would waste the week."""
-    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned, f.waste_levers)
+    peak = f.kernels[0].get("peak_tflops") if f.kernels else None
+    at_roof = f.regime == "compute" and bool(f.achieved_tflops and peak and f.achieved_tflops >= AT_ROOF * peak)
+    return lever_key(f.next_kind, f.next_lever, f.waste_lever, f.already_pinned, f.waste_levers, at_roof)
 
 
 def triage_numbers(f: evidence.Facts) -> list[dict]:

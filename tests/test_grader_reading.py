@@ -294,3 +294,26 @@ def test_a_set_with_a_member_that_is_not_one_is_a_prediction_made_backwards():
     assert part("M00.02-a", "below", ["k2", "k3", "k4", "k5", "k6"]).score == WRONG_MEMBER_CREDIT
     # a member overlooked is not a rule misread: the share found
     assert part("M00.02-a", "below", ["k3", "k4", "k5"]).score == 0.75
+
+
+# --- the week's waste: kernels already at their roof ------------------------------------------------------------
+
+def test_tuning_kernels_already_at_their_compute_roof_is_the_weeks_waste():
+    # M00.01-b's matmuls reach ~97% of the bf16 peak: the Next is cheaper arithmetic; tuning the same arithmetic
+    # buys nothing, so it wastes the week, and a plan that spends the week on it is half the fix
+    assert part("M00.01-b", "waste", "autotuning the matmul kernels: they already run at the peak").score == 1.0
+    assert part("M00.01-b", "fix", "move the matmuls to fp8 on the tensor cores").score == 1.0
+    assert part("M00.01-b", "fix", "fp8 for the matmuls, and tune the kernels").score == grader.WASTE_CREDIT
+
+
+@pytest.mark.parametrize("said", ["cuDNN tuning for the convolutions", "tune the conv kernels with cudnn.benchmark",
+                                  "make the convolutions faster with custom conv kernels"])
+def test_tuning_the_convolutions_is_faster_kernels(said):
+    # M00.01-a idles 88% of its span between launches: faster kernels (predicted 0%) waste the week
+    assert part("M00.01-a", "waste", said).score == 1.0
+
+
+def test_somewhere_between_two_classes_is_a_hedge_and_gaps_between_two_things_are_not():
+    said = "somewhere between overhead and memory bound: the intensity sits just under the ridge"
+    assert part("M01.04-b", "small_regime", said).score == grader.HEDGE_CREDIT
+    assert part("M02.04-c", "pattern", "short 90 µs gaps between kernels and the syncs").score == 1.0
