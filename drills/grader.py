@@ -160,6 +160,10 @@ PART_WORDS = {"ttft_ms": ("ttft", "first token", "prefill", "time to first"),
               "tflops_small": ("small",), "tflops_large": ("large", "big"),
               # the drills ask the spans' ratio; a ratio said of kernel time or bytes is another quantity
               "speedup": ("span", "wall", "end to end", "end-to-end", "overall")}
+# The mean given for the median (or the median for the mean) of the same samples: the right samples read with the
+# wrong statistic, which teachers scored 0 to 0.4 ("close, wrong quantity"): near, never passing as right
+OTHER_STATISTIC = re.compile(r"the (?:mean|median)\b")
+OTHER_STATISTIC_CREDIT = NEAR_CREDIT
 ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
 WORD_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\?", re.I)
 NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
@@ -210,7 +214,8 @@ def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: 
         return _range_grade(sorted((said, in_unit(b, unit) if unit else b.value)), (key, *also), confusable)
     mistaken = _confused(said, key, confusable)
     if mistaken is not None:
-        return NumberGrade(0.0, said, None, None, confused=mistaken)
+        near = OTHER_STATISTIC_CREDIT if OTHER_STATISTIC.match(mistaken[0]) else 0.0
+        return NumberGrade(near, said, None, None, confused=mistaken, half=near > 0)
     s = score_number(said, key)
     if s == 0:
         f = slip(said, key, dim)
@@ -617,7 +622,7 @@ class _Context(_NewRungs, LadderParts):
         if g.span is not None:
             return g.score, words.number_range(g.span, key, unit, g.score)
         if g.confused is not None:
-            return 0.0, words.number_confused(part, g.said, g.confused, key, unit)
+            return g.score, words.number_confused(part, g.said, g.confused, key, unit)
         if g.slip is not None:
             return g.score, words.unit_slip(part, g.said, key, unit, g.slip)
         return g.score, words.number_feedback(part, g.said, key, unit, g.score)
@@ -799,7 +804,9 @@ class _Context(_NewRungs, LadderParts):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
     def incident_per_token_ms(self, ans):
-        return self._per_token(ans, "per_token_mean_ms")
+        # the question asks the median inter-token time, and `drill show` prints the mean beside it: the mean is
+        # the same steps' other statistic (a confusable of the key), not a second right answer
+        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
 
     def _per_token(self, ans, other: str):
         """The per-token time: the key's statistic, or the other one of the same steps (mean, median): both are

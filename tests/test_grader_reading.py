@@ -317,3 +317,12 @@ def test_somewhere_between_two_classes_is_a_hedge_and_gaps_between_two_things_ar
     said = "somewhere between overhead and memory bound: the intensity sits just under the ridge"
     assert part("M01.04-b", "small_regime", said).score == grader.HEDGE_CREDIT
     assert part("M02.04-c", "pattern", "short 90 µs gaps between kernels and the syncs").score == 1.0
+
+
+def test_the_mean_given_for_the_median_is_the_right_steps_read_with_the_wrong_statistic():
+    # M00.04-c asks the median inter-token time (1.90 ms); show prints the mean (2.36 ms, a set-up step in it) beside it
+    assert part("M00.04-c", "per_token_ms", "1.9 ms").score == 1.0
+    p = part("M00.04-c", "per_token_ms", "2.36 ms")
+    assert p.score == grader.OTHER_STATISTIC_CREDIT and "mean" in p.feedback
+    # the TTFT given for the per-token time is another quantity altogether
+    assert part("M00.04-c", "per_token_ms", "13.2 ms").score == 0.0
