@@ -346,9 +346,16 @@ def _as_hedge(r):
 
 
 def lever_tables() -> tuple[dict, dict]:
-    """The lever classes' phrases, and the idle causes' names that a removal verb makes a lever ("avoid syncs")."""
+    """The lever classes' phrases (their tools and, `vague`, their direction alone), and the idle causes' names that
+    a removal verb makes a lever ("avoid syncs")."""
     names = tables("cause", "name")
-    return tables("lever", "say"), {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
+    say, vague = tables("lever", "say"), tables("lever", "vague")
+    return {c: say[c] + vague.get(c, ()) for c in say}, {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
+
+
+# A fix named by its direction alone ("make each launch do more work", "look at what the CPU does") and not by a tool
+# (CUDA graphs, py-spy): right, but a teacher marks it vague (0.6 to 0.7 on the held-out sets)
+VAGUE_LEVER_CREDIT = 0.6
 
 
 def waste_set(key: dict) -> set:
@@ -393,6 +400,9 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
             depth = launch_depth(text, r.hedged or bool(OPTION_WORDS.search(text.lower())))
             if depth is not None:
                 return depth, r, "fusion_only"
+        tools = reading(text, tables("lever", "say"), removal, frozenset(accept | partial), own_waste)
+        if not set(tools.main) & accept:
+            return VAGUE_LEVER_CREDIT, r, "vague"
         return 1.0, r, "right"
     if pos & partial:
         return (0.0, r, "waste") if pos & wastes else (PARTIAL_CREDIT, r, "partial")

@@ -134,6 +134,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
         return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
     if case == "partial":
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
+    if case == "vague":
+        return f"The right direction ({heard}), but name the tool that does it: {fix}.{waste}"
     if case == "fusion_only":
         why = ("fusing to cut the bytes is the right tool for the wrong reason: the GPU idles between launches, "
                "and the bytes are not what it waits on" if score < 0.5 else

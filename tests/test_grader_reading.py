@@ -326,3 +326,15 @@ def test_the_mean_given_for_the_median_is_the_right_steps_read_with_the_wrong_st
     assert p.score == grader.OTHER_STATISTIC_CREDIT and "mean" in p.feedback
     # the TTFT given for the per-token time is another quantity altogether
     assert part("M00.04-c", "per_token_ms", "13.2 ms").score == 0.0
+
+
+@pytest.mark.parametrize("drill_id,said", [("M02.04-a", "give each launch more work: make the kernels bigger"),
+                                           ("M02.01-c", "look at what the CPU does between the steps")])
+def test_a_fix_named_by_its_direction_without_its_tool_is_right_but_vague(drill_id, said):
+    p = part(drill_id, "experiment", said)
+    assert p.score == grader.VAGUE_LEVER_CREDIT and "tool" in p.feedback
+
+
+def test_the_tool_beside_its_direction_is_the_fix():
+    assert part("M02.04-a", "experiment", "capture the loop in a CUDA graph so each launch does more work").score == 1.0
+    assert part("M02.01-c", "experiment", "py-spy the host to see what the CPU does").score == 1.0
