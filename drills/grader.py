@@ -416,7 +416,8 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
 # mechanism ("small gaps" for 6 µs drains after each sync, "the GPU mostly idle") about a third.
 PATTERN_UNMEASURED = 0.5
 PATTERN_GENERIC = 0.3
-MEASURE = re.compile(r"\d")           # a number read off the lane: a gap's length, a kernel's, a count
+# a number read off the lane: a gap's length, a kernel's, a count; or a size in words ("sub-µs kernels")
+MEASURE = re.compile(r"\d|\bsub[- ]?(?:µs|μs|us|microsecond)")
 GAPS = re.compile(r" (?:gap|gaps|idle|white|space|spaces|holes?|bubbles?|pauses?|waits?) ")
 SHORT = re.compile(r" (?:short|small|tiny|brief|little) ")
 LONG = re.compile(r" (?:long|large|big|wide|huge|millisecond) ")

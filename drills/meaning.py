@@ -105,7 +105,7 @@ class Reading:
 
 def words_of(text: str) -> str:
     """Lower case, code read as words (`num_workers=4` -> 'num workers n'), standalone numbers as n."""
-    t = text.lower().replace("’", "'")
+    t = text.lower().replace("’", "'").replace("µ", "u").replace("μ", "u")   # µs, as typed, is "us"
     t = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", t)                       # isn't -> isn t
     t = re.sub(r"[^a-z0-9.]+", " ", t)
     t = re.sub(r"(?<![a-z0-9.])\d[\d.]*(?![a-z0-9])", " n ", t)       # 50, 0.5 -> n; fp8, bf16 stay

@@ -338,3 +338,9 @@ def test_a_fix_named_by_its_direction_without_its_tool_is_right_but_vague(drill_
 def test_the_tool_beside_its_direction_is_the_fix():
     assert part("M02.04-a", "experiment", "capture the loop in a CUDA graph so each launch does more work").score == 1.0
     assert part("M02.01-c", "experiment", "py-spy the host to see what the CPU does").score == 1.0
+
+
+def test_the_micro_sign_reads_as_us_and_sub_microsecond_kernels_are_a_size():
+    # "µs" as typed was dropped before the vocabulary saw it, so "5 µs gaps" never met its "n us gaps"
+    assert part("M02.04-a", "pattern", "5 µs gaps between kernels").score == 1.0
+    assert part("M02.04-a", "pattern", "thousands of sub-µs kernels with white between them").score == 1.0
