@@ -25,7 +25,7 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
 from tracetriage.drills.bank import NUMBER, Drill, key_of
-from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans
+from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans, offers_later
 from tracetriage.drills.ladder.grading import LadderParts
 from tracetriage.drills.ladder.grading import expected as ladder_expected
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
@@ -326,6 +326,9 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
     if len(set(r.asserted)) == 2 and not allow_two and BOTH_HEDGE.search(text.lower()):
         return HEDGE_CREDIT, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
+    if len(set(r.asserted)) == 2 and not allow_two and offers_later(text):
+        # the lead's class, the other offered as a possibility in a later clause: a hedge that leans to the lead
+        return (LEAN_CREDIT if r.asserted[0] == key else HEDGE_CREDIT), _as_hedge(r)
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):

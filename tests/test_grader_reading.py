@@ -344,3 +344,13 @@ def test_the_micro_sign_reads_as_us_and_sub_microsecond_kernels_are_a_size():
     # "µs" as typed was dropped before the vocabulary saw it, so "5 µs gaps" never met its "n us gaps"
     assert part("M02.04-a", "pattern", "5 µs gaps between kernels").score == 1.0
     assert part("M02.04-a", "pattern", "thousands of sub-µs kernels with white between them").score == 1.0
+
+
+@pytest.mark.parametrize("said,score", [
+    ("compute, though the idle could also make it overhead", grader.LEAN_CREDIT),
+    # the key offered as the lesser possibility: a hedge against the key, and it caps
+    ("overhead, though compute could also be argued", grader.HEDGE_CREDIT),
+    ("compute: the matmuls run at the peak", 1.0)])
+def test_a_later_clause_offering_another_class_as_a_possibility_is_a_lean(said, score):
+    # M00.01-d's kernels are compute-bound at 94% of kernel time
+    assert part("M00.01-d", "regime", said).score == score
