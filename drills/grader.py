@@ -930,7 +930,10 @@ def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:
         if a.dim is None:
             pool = [n for n in named if _bare_fits(a, n)]
         else:
-            pool = [n for n in (named or numbers) if n["unit"] and dimension(n["unit"]) == a.dim]
+            # the quantities its clause names, of its dimension; else any of its dimension ("16% of span": the span
+            # is named, but a share is not a span)
+            pool = [n for n in named if n["unit"] and dimension(n["unit"]) == a.dim] or \
+                [n for n in numbers if n["unit"] and dimension(n["unit"]) == a.dim]
         for n in pool:
             said = in_unit(a, n["unit"]) if n["unit"] else a.value
             if score_number(said, n["value"]) == 1.0 and n not in hit:

@@ -246,6 +246,8 @@ def triage_numbers(f: evidence.Facts) -> list[dict]:
         e = f.cause_evidence[f.dominant]
         words = CAUSE_WORDS[f.dominant]
         nums.append({"value": 100 * f.cause_share[f.dominant], "unit": "%", "about": words})
+        # the same idle as time ("9.4 ms in cudaStreamSynchronize"): its share of the span, in ms
+        nums.append({"value": f.cause_share[f.dominant] * f.span_ms, "unit": "ms", "about": words})
         if e.get("median_gap_us"):
             nums.append({"value": e["median_gap_us"], "unit": "µs",
                          "about": ["gap", "gaps", "drain", "drains", "median", "each", "idle"]})
@@ -266,7 +268,7 @@ def triage_numbers(f: evidence.Facts) -> list[dict]:
 # The words a sentence uses for a cause's share (the vocabulary's names would do too; these suffice to tell
 # which quantity a number is).
 CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead"], "host_work": ["host", "python", "cpu"],
-               "synchronization": ["sync", "syncs", "synchronization", "item", "drain"],
+               "synchronization": ["sync", "syncs", "synchronization", "item", "drain", "synchronize"],
                "data_transfer": ["copy", "copies", "transfer", "memcpy"], "other": ["other"]}
 
 

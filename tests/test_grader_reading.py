@@ -354,3 +354,10 @@ def test_the_micro_sign_reads_as_us_and_sub_microsecond_kernels_are_a_size():
 def test_a_later_clause_offering_another_class_as_a_possibility_is_a_lean(said, score):
     # M00.01-d's kernels are compute-bound at 94% of kernel time
     assert part("M00.01-d", "regime", said).score == score
+
+
+def test_the_idle_causes_time_and_a_share_beside_a_named_span_are_quoted_evidence():
+    # M02.01-a: the syncs hold 16.1% of a 58.2 ms span, 9.4 ms; "of span" names the span, but 16% is no span
+    p = part("M02.01-a", "evidence", "9.4 ms in cudaStreamSynchronize, 16% of span")
+    assert p.score == 1.0 and "9.4 ms" in p.feedback
+    assert part("M02.01-a", "evidence", "the span is 30 ms").score < 0.5
