@@ -186,12 +186,17 @@ def incident(drill: Drill, f: evidence.Facts) -> dict:
             "refuse": other, "found_from": p["found_from"], "confusable": phase_confusions(p, median=True)}
 
 
+MEAN_APART = 0.15   # the grader's tolerance for a right number (grader.CLOSE)
+
+
 def phase_confusions(p: dict, median: bool = False) -> dict:
     """TTFT and the per-token time are each other's confusion (swapped, or the prefill's time given per token)."""
     itl = p["per_token_median_ms"] if median else p["per_token_ms"]
     # where the question asks the median step, the mean `drill show` prints beside it is the same steps' other
-    # statistic (pulled up by a set-up step): another quantity, near the key
-    mean = [("the mean of the same decode steps", p["per_token_ms"])] if median else []
+    # statistic (pulled up by a set-up step): another quantity, near the key, where the two differ by more than a
+    # reading's tolerance (15%); closer, a number between them is a reading of either
+    mean = [("the mean of the same decode steps", p["per_token_ms"])] \
+        if median and abs(p["per_token_ms"] / itl - 1) > MEAN_APART else []
     return {"ttft_ms": distinct(p["ttft_ms"], [("the per-token time", itl)]),
             "per_token_ms": distinct(itl, [("the TTFT", p["ttft_ms"]), *mean])}
 
