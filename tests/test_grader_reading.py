@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracetriage.drills import bank, grader
+from tracetriage.drills import bank, grader, numbers
 from tracetriage.drills.ladder.grading import WRONG_MEMBER_CREDIT
 
 
@@ -24,7 +24,7 @@ def test_a_range_whose_both_ends_are_right_is_right(answer):
                                     "0.69–0.8 ms"])
 def test_a_range_that_holds_the_key_without_committing_earns_half(answer):
     p = part("M00.03-b", "floor_ms", answer)
-    assert p.score == grader.RANGE_CREDIT and "commit" in p.feedback
+    assert p.score == numbers.RANGE_CREDIT and "commit" in p.feedback
 
 
 @pytest.mark.parametrize("answer", ["0.2 to 2 ms", "3-4 ms"])
@@ -48,7 +48,7 @@ def test_a_range_that_holds_the_decisive_key_does_not_cap_the_score():
     k = bank.key_of(d)
     r = grader.grade(d, {"floor_ms": "0.6 to 0.9 ms", "per_token_ms": f"{k['per_token_ms']} ms",
                          "lever": "capture the compiled step in CUDA graphs"})
-    assert not r.capped and r.score == pytest.approx(0.35 * grader.RANGE_CREDIT + 0.25 + 0.4)
+    assert not r.capped and r.score == pytest.approx(0.35 * numbers.RANGE_CREDIT + 0.25 + 0.4)
 
 
 def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
@@ -323,7 +323,7 @@ def test_the_mean_given_for_the_median_is_the_right_steps_read_with_the_wrong_st
     # M00.04-c asks the median inter-token time (1.90 ms); show prints the mean (2.36 ms, a set-up step in it) beside it
     assert part("M00.04-c", "per_token_ms", "1.9 ms").score == 1.0
     p = part("M00.04-c", "per_token_ms", "2.36 ms")
-    assert p.score == grader.OTHER_STATISTIC_CREDIT and "mean" in p.feedback
+    assert p.score == numbers.OTHER_STATISTIC_CREDIT and "mean" in p.feedback
     # the TTFT given for the per-token time is another quantity altogether
     assert part("M00.04-c", "per_token_ms", "13.2 ms").score == 0.0
     # M00.04-a's mean (4.42 ms) lies within a reading of its median (4.32 ms): either reads the steps right
