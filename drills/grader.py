@@ -23,27 +23,27 @@ from dataclasses import dataclass, field
 from tracetriage.analyzers.model import verdicts
 from tracetriage.drills import evidence
 from tracetriage.drills import words as words
-from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit, slip
+from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit
 from tracetriage.drills.bank import NUMBER, Drill, key_of
-from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans
+from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans, offers_later
 from tracetriage.drills.ladder.grading import LadderParts
 from tracetriage.drills.ladder.grading import expected as ladder_expected
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.launch_depth import launch_depth
 from tracetriage.drills.levers import CAUSE_OF_CLASS
+from tracetriage.drills.numbers import (
+    HEDGE_CREDIT,
+    PART_WORDS,
+    NumberGrade,
+    clause_around,
+    grade_number,
+    range_ends,
+    score_number,
+)
+from tracetriage.drills.numbers import answer_text as _text
 from tracetriage.drills.textmatch import normalise, reading, tables
 
-CLOSE, NEAR = 0.15, 2.0   # a number within 15% scores 1, within 2x NEAR_CREDIT
-# a number off by 1.2-2x is a wrong number to a teacher (0 to 0.5 on the held-out sets: "5x counts kernels", a TTFT
-# of 20 ms against 13.2): a quarter for being near, never enough to pass as right
-NEAR_CREDIT = 0.25
-RANGE_CREDIT = 0.5        # a range that holds the key ("0.7 to 0.8 ms"): not wrong, not committed; no cap
-SLIP_CREDIT = 0.5         # the right value in the wrong unit (a ×1000 slip): the physics is right, the unit not
 BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
-# A hedge between the right answer and one other ("sync or launch overhead", "0.79 or 7.9 ms") is not the answer
-# alone: it earns HEDGE_CREDIT, and below WRONG_BELOW it counts as a wrong answer for the decisive cap; a list of
-# three or more options earns nothing. (Two teachers scoring held-out answers gave such a hedge 0.4 and 0.5.)
-HEDGE_CREDIT = 0.4
 WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score as a wrong one does
 WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
 PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
@@ -124,178 +124,6 @@ def _blank(ans) -> bool:
     return False
 
 
-def _text(ans) -> str:
-    return " ".join(str(a) for a in ans) if isinstance(ans, list) else str(ans)
-
-
-# --- numbers ----------------------------------------------------------------------------------------
-
-def score_number(said: float, key: float) -> float:
-    if key in (None, 0) or said is None or said <= 0:
-        return 0.0
-    r = said / key
-    if abs(r - 1) <= CLOSE:
-        return 1.0
-    return NEAR_CREDIT if 1 / NEAR <= r <= NEAR else 0.0
-
-
-@dataclass(frozen=True)
-class NumberGrade:
-    score: float
-    said: float | None        # in the key's unit
-    slip: float | None        # the unit ladder's factor when the value slipped by it
-    other_dim: str | None     # the dimension the answer's unit has, when it is not the key's
-    confused: tuple | None = None   # (what it is, its value): the answer is another quantity of the trace
-    hedged: tuple = ()        # the values offered ("0.79 or 7.9 ms"): a hedge, HEDGE_CREDIT when one is right
-    half: bool = False        # half credit (within 2x, a unit slip): never right enough to lift a cap
-    span: tuple | None = None   # (low, high) of a range the answer gives ("0.7 to 0.8 ms"), in the key's unit
-
-
-# The words a sentence uses for a number part's own quantity (which of several numbers answers it).
-PART_WORDS = {"ttft_ms": ("ttft", "first token", "prefill", "time to first"),
-              "per_token_ms": ("per token", "per-token", "each token", "itl", "tpot", "inter-token", "decode",
-                               "/token"),
-              "floor_ms": ("floor",), "median_ms": ("median",), "spread_pct": ("spread",),
-              "eager_bytes": ("eager", "unfused"), "fused_bytes": ("fused",),
-              "tflops_small": ("small",), "tflops_large": ("large", "big"),
-              # the drills ask the spans' ratio; a ratio said of kernel time or bytes is another quantity
-              "speedup": ("span", "wall", "end to end", "end-to-end", "overall")}
-ROUNDING = 0.02     # two values an answer offers that differ by more than this are two answers, not one rounded
-WORD_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|\?", re.I)
-NUMBER_HEDGE = re.compile(r"\bor\b|\beither\b|\bmaybe\b|\bperhaps\b|/|\?", re.I)
-
-
-def grade_number(ans, key: float, unit: str, confusable: tuple = (), own_words: tuple = (),
-                 also: tuple = ()) -> NumberGrade:
-    """A number, or a string with a number and its unit ("0.79 PFLOP/s"), against a key in `unit`. `confusable`:
-    the trace's other quantities it could be mistaken for ((what it is, value in `unit`): TTFT for the per-token
-    time, the peak for the achieved rate): an answer that is one of them, clearly nearer it than the key, is that
-    quantity and scores 0, however close the two lie. `own_words`: the words that name the part's quantity; of
-    several numbers, the one whose clause says them is the answer. `also`: other values that are right too (the
-    mean beside the median): a range ("17-18 ms", "between 100 and 170 MB") whose ends are both right is right; one
-    that only holds a right value, within 2x end to end, earns RANGE_CREDIT; a wider one is no answer."""
-    if isinstance(ans, (int, float)) and not isinstance(ans, bool):
-        found = [Amount(float(ans), None, float(ans), "", 0, 0, "")]
-        text = ""
-    else:
-        text = _text(ans)
-        found = amounts(text)
-    if not found:
-        return NumberGrade(0.0, None, None, None)
-    found, high_end = _ranges(text, found)
-    dim = dimension(unit) if unit else None
-    usable = [a for a in found if a.dim is None or a.dim == dim]
-    if not usable:
-        return NumberGrade(0.0, None, None, found[0].dim)
-    named = [x for x in usable if own_words and any(re.search(rf"(?<![a-z]){re.escape(w)}", _clause_around(text, x))
-                                                    for w in own_words)] if len(usable) > 1 else []
-    if len(named) == 1:
-        usable = named      # "TTFT 18.6 ms, then 17.6 ms per token": the per-token part reads the per-token number
-    a = usable[0]
-    said = in_unit(a, unit) if unit else a.value
-    offered = _offered(text, usable, unit)
-    right = [k for k in (key, *also) if k]
-    if len(offered) > 1 and not all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
-                                        for k in right) for v in offered):
-        # ("10 or 11%" of a 10.8% key is no hedge); two values, one of them right: a hedge
-        one_right = len(offered) == 2 and any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None
-                                              for v in offered for k in right)
-        first_right = any(score_number(offered[0], k) == 1.0 and _confused(offered[0], k, confusable) is None
-                          for k in right)
-        if one_right and first_right and leans(text):
-            return NumberGrade(LEAN_CREDIT, said, None, None, hedged=tuple(offered))
-        return NumberGrade(HEDGE_CREDIT if one_right else 0.0, said, None, None, hedged=tuple(offered), half=True)
-    if a.start in high_end:
-        b = high_end[a.start]
-        return _range_grade(sorted((said, in_unit(b, unit) if unit else b.value)), (key, *also), confusable)
-    mistaken = _confused(said, key, confusable)
-    if mistaken is not None:
-        return NumberGrade(0.0, said, None, None, confused=mistaken)
-    s = score_number(said, key)
-    if s == 0:
-        f = slip(said, key, dim)
-        if f is not None:
-            return NumberGrade(SLIP_CREDIT, said, f, None, half=True)
-    return NumberGrade(s, said, None, None, half=0 < s < 1)
-
-
-RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|until)\s*(?:~|about|around|roughly)?\s*", re.I)
-RANGE_AND = re.compile(r"\s*and\s*(?:~|about|around|roughly)?\s*", re.I)
-RANGE_OPEN = re.compile(r"\b(?:between|from)\s*(?:~|about|around|roughly)?\s*$", re.I)
-
-
-def _ranges(text: str, found: list[Amount]) -> tuple[list[Amount], dict[int, Amount]]:
-    """The amounts with each range's high end taken out ("0.7 to 0.8 ms", "17-18 ms", "between 100 and 170 MB"), and
-    each range's high end by where its low end starts. A bare end takes the other end's unit ("100 and 170 MB")."""
-    out: list[Amount] = []
-    high: dict[int, Amount] = {}
-    i = 0
-    while i < len(found):
-        a = found[i]
-        b = found[i + 1] if i + 1 < len(found) else None
-        between = text[a.end:b.start] if b is not None else ""
-        joined = b is not None and (RANGE_JOIN.fullmatch(between) is not None or
-                                    (RANGE_AND.fullmatch(between) is not None and
-                                     RANGE_OPEN.search(text[max(0, a.start - 24):a.start]) is not None))
-        if b is not None and joined and (a.dim is None or b.dim is None or a.dim == b.dim):
-            a, b = _unit_of(a, b), _unit_of(b, a)
-            high[a.start] = b
-            out.append(a)
-            i += 2
-            continue
-        out.append(a)
-        i += 1
-    return out, high
-
-
-def _unit_of(a: Amount, other: Amount) -> Amount:
-    """A bare end of a range in the other end's unit."""
-    from dataclasses import replace
-
-    from tracetriage.drills.amounts import UNITS
-
-    if a.dim is not None or other.dim is None:
-        return a
-    return replace(a, dim=other.dim, base=a.value * UNITS[other.unit.lower()][1], unit=other.unit)
-
-
-def _confused(said: float, key: float, confusable: tuple) -> tuple | None:
-    """The trace's other quantity (what, value) the number is: within 15% of it and clearly nearer it than the key."""
-    for what, value in confusable:
-        if value and score_number(said, value) == 1.0 and abs(said - value) < abs(said - key) / 2:
-            return what, value
-    return None
-
-
-def _range_grade(ends: list, accepted: tuple, confusable: tuple) -> NumberGrade:
-    lo, hi = ends
-    if lo is None or hi is None:
-        return NumberGrade(0.0, None, None, None)
-    right = [k for k in accepted if k]
-    if all(any(score_number(v, k) == 1.0 and _confused(v, k, confusable) is None for k in right) for v in (lo, hi)):
-        return NumberGrade(1.0, (lo + hi) / 2, None, None, span=(lo, hi))
-    holds = any(lo <= k * (1 + CLOSE) and hi >= k * (1 - CLOSE) for k in right)
-    if holds and lo > 0 and hi <= NEAR * lo:
-        return NumberGrade(RANGE_CREDIT, (lo + hi) / 2, None, None, span=(lo, hi))
-    return NumberGrade(0.0, (lo + hi) / 2, None, None, span=(lo, hi))
-
-
-def _offered(text: str, usable: list, unit: str) -> list[float]:
-    """The values an answer offers as alternatives: two amounts of the key's dimension joined by "or", "/", "either"
-    ("0.79 or 7.9 ms"), that differ by more than rounding."""
-    vals = [in_unit(usable[0], unit) if unit else usable[0].value]
-    for prev, nxt in zip(usable, usable[1:]):
-        between = text[prev.end:nxt.start]
-        v = in_unit(nxt, unit) if unit else nxt.value
-        if v is None or len(between) > 24 or not NUMBER_HEDGE.search(between) or re.search(r"[.;:]\s", between):
-            break
-        if not WORD_HEDGE.search(between) and not (prev.unit and nxt.unit):
-            break      # "5.68/20 ms" is a time against its target; "0.79 ms / 0.70 ms" two answers
-        if all(abs(v - x) > ROUNDING * max(abs(x), 1e-12) for x in vals):
-            vals.append(v)
-    return vals
-
-
 # --- names and levers ----------------------------------------------------------------------------------
 
 def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: bool = True) -> tuple[float, object]:
@@ -321,6 +149,9 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
     if len(set(r.asserted)) == 2 and not allow_two and BOTH_HEDGE.search(text.lower()):
         return HEDGE_CREDIT, _as_hedge(r)     # "launches and bytes both", "a mix of the two": no choice made
+    if len(set(r.asserted)) == 2 and not allow_two and offers_later(text):
+        # the lead's class, the other offered as a possibility in a later clause: a hedge that leans to the lead
+        return (LEAN_CREDIT if r.asserted[0] == key else HEDGE_CREDIT), _as_hedge(r)
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
@@ -341,9 +172,16 @@ def _as_hedge(r):
 
 
 def lever_tables() -> tuple[dict, dict]:
-    """The lever classes' phrases, and the idle causes' names that a removal verb makes a lever ("avoid syncs")."""
+    """The lever classes' phrases (their tools and, `vague`, their direction alone), and the idle causes' names that
+    a removal verb makes a lever ("avoid syncs")."""
     names = tables("cause", "name")
-    return tables("lever", "say"), {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
+    say, vague = tables("lever", "say"), tables("lever", "vague")
+    return {c: say[c] + vague.get(c, ()) for c in say}, {cls: names[c.value] for cls, c in CAUSE_OF_CLASS.items()}
+
+
+# A fix named by its direction alone ("make each launch do more work", "look at what the CPU does") and not by a tool
+# (CUDA graphs, py-spy): right, but a teacher marks it vague (0.6 to 0.7 on the held-out sets)
+VAGUE_LEVER_CREDIT = 0.6
 
 
 def waste_set(key: dict) -> set:
@@ -388,6 +226,9 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
             depth = launch_depth(text, r.hedged or bool(OPTION_WORDS.search(text.lower())))
             if depth is not None:
                 return depth, r, "fusion_only"
+        tools = reading(text, tables("lever", "say"), removal, frozenset(accept | partial), own_waste)
+        if not set(tools.main) & accept:
+            return VAGUE_LEVER_CREDIT, r, "vague"
         return 1.0, r, "right"
     if pos & partial:
         return (0.0, r, "waste") if pos & wastes else (PARTIAL_CREDIT, r, "partial")
@@ -401,7 +242,8 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
 # mechanism ("small gaps" for 6 µs drains after each sync, "the GPU mostly idle") about a third.
 PATTERN_UNMEASURED = 0.5
 PATTERN_GENERIC = 0.3
-MEASURE = re.compile(r"\d")           # a number read off the lane: a gap's length, a kernel's, a count
+# a number read off the lane: a gap's length, a kernel's, a count; or a size in words ("sub-µs kernels")
+MEASURE = re.compile(r"\d|\bsub[- ]?(?:µs|μs|us|microsecond)")
 GAPS = re.compile(r" (?:gap|gaps|idle|white|space|spaces|holes?|bubbles?|pauses?|waits?) ")
 SHORT = re.compile(r" (?:short|small|tiny|brief|little) ")
 LONG = re.compile(r" (?:long|large|big|wide|huge|millisecond) ")
@@ -413,6 +255,16 @@ WEAK_PATTERN = ("short gaps", "small gaps", "long gaps", "large gaps", "big gaps
 SHAPE_WORDS = WEAK_PATTERN + ("tiny kernels", "small kernels", "between kernels", "between every kernel", "many gaps",
                               "tiny gaps", "thin gaps", "many small ops", "many tiny ops", "too many small kernels",
                               "too many kernels", "regular gaps", "each step", "every step", "per step")
+
+
+# The gap's size read off the lane decides which gaps an answer describes: an answer whose stated gap is the key
+# cause's (nearest it of the causes that hold a tenth of the span, within GAP_SIZE_NEAR) has read the right gaps even
+# where its words are generic or borrow another class's ("~1.6 ms gaps between kernels" on host-work gaps of 1.48 ms,
+# "~55 µs holes, a small copy before each" on 47 µs sync drains): teachers gave such answers 0.5 to 1 on the held-out
+# sets, the mechanism left unnamed.
+PATTERN_SIZED = 0.75
+GAP_SIZE_NEAR = 3.0      # a gap read off the lane by eye, against the median: gaps vary within a cause, not by 10x
+RIVAL_SHARE = 0.10       # a cause from a tenth of the span is one the lane shows (the triage's bound rule)
 
 
 def _pattern_beyond_shape() -> dict:
@@ -607,7 +459,7 @@ class _Context(_NewRungs, LadderParts):
         if g.span is not None:
             return g.score, words.number_range(g.span, key, unit, g.score)
         if g.confused is not None:
-            return 0.0, words.number_confused(part, g.said, g.confused, key, unit)
+            return g.score, words.number_confused(part, g.said, g.confused, key, unit)
         if g.slip is not None:
             return g.score, words.unit_slip(part, g.said, key, unit, g.slip)
         return g.score, words.number_feedback(part, g.said, key, unit, g.score)
@@ -651,6 +503,15 @@ class _Context(_NewRungs, LadderParts):
             return PATTERN_UNMEASURED, words.pattern_unmeasured(cause, self._pattern_ev(cause))
         if s == 1.0:
             return s, words.pattern_right(cause)
+        others = set(r.main) - {cause}
+        if 0 < s < 1 and not r.hedged and self._sized_as(text, cause):
+            return 1.0, words.pattern_right(cause)      # the other class's words are a detail of the right gaps
+        if 0 < s < 1 and not r.hedged and others <= self._lane_causes():
+            # the lane's other cause beside the key's ("some gaps with copies, some with nothing"): a description of
+            # a lane that holds both, not a hedge; teachers gave 0.5 to 1 as it kept the two apart
+            return PATTERN_SIZED, words.pattern_with_other(cause, others)
+        if s == 0 and not r.denied and self._sized_as(text, cause):
+            return PATTERN_SIZED, words.pattern_sized(cause, self._pattern_ev(cause))
         if s == 0 and not measured and not r.denied and self._true_of_the_gaps(text, cause):
             return PATTERN_GENERIC, words.pattern_generic(cause, self._pattern_ev(cause))
         if r.hedged and s > 0:
@@ -665,6 +526,26 @@ class _Context(_NewRungs, LadderParts):
 
     def _pattern_ev(self, cause: str) -> str:
         return words.evidence_short(cause, self.facts.cause_evidence[cause])
+
+    def _lane_causes(self) -> set:
+        """The causes that hold a tenth of the span or more: naming one beside the key describes the lane."""
+        return {c for c, share in self.facts.cause_share.items() if share >= RIVAL_SHARE}
+
+    def _sized_as(self, text: str, cause: str) -> bool:
+        """Whether a gap size the answer states (any time it gives, a range's ends included) is the key cause's
+        gaps: within GAP_SIZE_NEAR of their median, and nearer it than the median of any other cause on the lane."""
+        ev = self.facts.cause_evidence
+        medians = {c: (ev.get(c) or {}).get("median_gap_us") or 0 for c in self._lane_causes() | {cause}}
+        if not medians.get(cause):
+            return False
+        found, high = range_ends(text, amounts(text))
+        said = [a.base for a in found if a.dim == "time"] + [b.base for b in high.values() if b.dim == "time"]
+
+        def off(v: float, m: float) -> float:
+            return max(v / m, m / v)
+        return any(v > 0 and off(v, medians[cause]) <= GAP_SIZE_NEAR and
+                   all(off(v, medians[cause]) <= off(v, m) for c, m in medians.items() if m and c != cause)
+                   for v in said)
 
     def _true_of_the_gaps(self, text: str, cause: str) -> bool:
         """An answer that names only gaps or idle, in generic words ("small gaps", "the GPU mostly idle") that are
@@ -760,7 +641,9 @@ class _Context(_NewRungs, LadderParts):
         return self._number("ttft_ms", ans, self.key["ttft_ms"], "ms")
 
     def incident_per_token_ms(self, ans):
-        return self._per_token(ans, "per_token_mean_ms")
+        # the question asks the median inter-token time, and `drill show` prints the mean beside it: the mean is
+        # the same steps' other statistic (a confusable of the key), not a second right answer
+        return self._number("per_token_ms", ans, self.key["per_token_ms"], "ms")
 
     def _per_token(self, ans, other: str):
         """The per-token time: the key's statistic, or the other one of the same steps (mean, median): both are
@@ -865,12 +748,15 @@ def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:
     counts only where its clause names the quantity ("I drank 100 coffees" quotes nothing)."""
     hit = []
     for a in amounts(text):
-        clause = _clause_around(text, a)
+        clause = clause_around(text, a)
         named = [n for n in numbers if any(re.search(rf"(?<![a-z]){re.escape(w.lower())}", clause) for w in n["about"])]
         if a.dim is None:
             pool = [n for n in named if _bare_fits(a, n)]
         else:
-            pool = [n for n in (named or numbers) if n["unit"] and dimension(n["unit"]) == a.dim]
+            # the quantities its clause names, of its dimension; else any of its dimension ("16% of span": the span
+            # is named, but a share is not a span)
+            pool = [n for n in named if n["unit"] and dimension(n["unit"]) == a.dim] or \
+                [n for n in numbers if n["unit"] and dimension(n["unit"]) == a.dim]
         for n in pool:
             said = in_unit(a, n["unit"]) if n["unit"] else a.value
             if score_number(said, n["value"]) == 1.0 and n not in hit:
@@ -882,10 +768,3 @@ def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:
 def _bare_fits(a: Amount, n: dict) -> bool:
     """A bare number is a count where the key's is, or a share/rate whose quantity its clause names."""
     return not n["unit"] or bool(a.followed_by in ("percent", "of") or not a.followed_by)
-
-
-def _clause_around(text: str, a: Amount) -> str:
-    lo = max([m.end() for m in re.finditer(r"[;,:]|\.\s|\bbut\b|\band\b", text[:a.start])] + [0])
-    nxt = re.search(r"[;,:]|\.\s|\bbut\b|\band\b", text[a.end:])
-    hi = a.end + nxt.start() if nxt else len(text)
-    return text[lo:hi].lower()

@@ -25,3 +25,14 @@ def leans(text: str) -> bool:
     """The answer's first option is asserted and the next one set off as a lesser alternative."""
     t = text.lower()
     return bool(LEAN.search(t)) and not OPEN_HEDGE.match(t)
+
+
+# A later clause that offers a second class as a possibility ("compute, though the idle could also make it overhead",
+# "launches mostly, though some could be bytes"): the lead is the answer, the rest a lean, not a plain mention
+LATER_MAYBE = re.compile(r"(?:[,;(]|\s[-–—]|\bthough\b|\bbut\b)[^,;(]*?\b(?:could|might|may|maybe|possibly|perhaps)\b")
+
+
+def offers_later(text: str) -> bool:
+    """A clause after the first offers something as a possibility (a modal), not as a fact."""
+    return bool(LATER_MAYBE.search(text.lower())) and not OPEN_HEDGE.match(text.lower())
+

@@ -75,6 +75,9 @@ REMOVAL = ("don t call", "do not call", "never call", "not call", "stop calling"
            "reduce", "reducing", "defer", "deferring", "batch", "amortize", "amortise", "overlap", "overlapping")
 DISJUNCTION = re.compile(r"\b(?:or|either|and or|maybe|perhaps|possibly|might be|could be|not sure|unsure|"
                          r"one of)\b|\?")
+# "somewhere between overhead and memory": a place between two classes asserts neither, a hedge as "or" is ("gaps
+# between kernels and copies" places nothing: no hedge)
+PLACED_BETWEEN = re.compile(r"\b(?:somewhere|anywhere|halfway|in) between\s[^,.;]*\band\s")
 SLASH_HEDGE = re.compile(r"[a-z]{3,}\s*/\s*(?!s\b)[a-z]{3,}")   # "compute/memory"; not "GB/s"
 MINOR = ("some", "a bit of", "a little", "a few", "minor", "slight", "slightly", "partly", "partially", "a touch of",
          "secondary", "also some", "plus some", "with some", "less so", "somewhat", "a small amount of")
@@ -102,7 +105,7 @@ class Reading:
 
 def words_of(text: str) -> str:
     """Lower case, code read as words (`num_workers=4` -> 'num workers n'), standalone numbers as n."""
-    t = text.lower().replace("’", "'")
+    t = text.lower().replace("’", "'").replace("µ", "u").replace("μ", "u")   # µs, as typed, is "us"
     t = re.sub(r"(?<=[a-z])'(?=[a-z])", " ", t)                       # isn't -> isn t
     t = re.sub(r"[^a-z0-9.]+", " ", t)
     t = re.sub(r"(?<![a-z0-9.])\d[\d.]*(?![a-z0-9])", " n ", t)       # 50, 0.5 -> n; fp8, bf16 stay
@@ -306,7 +309,8 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
         # a disjunction inside one clause between two classes
         if len({c for c, _ in clause_pos}) > 1:
             lo, hi = clause_pos[0][1], clause_pos[-1][1]
-            if DISJUNCTION.search(clause[max(0, lo - 12):hi]) or SLASH_HEDGE.search(text.lower()):
+            if DISJUNCTION.search(clause[max(0, lo - 12):hi]) or SLASH_HEDGE.search(text.lower()) or \
+                    PLACED_BETWEEN.search(clause[max(0, lo - 24):hi]):
                 hedged_pairs = True
         # "sync, or launch overhead": a clause that opens with a disjunction, against the classes before it
         if clause_pos and re.match(r"\s(?:or|either|maybe|perhaps|possibly)\s", clause) and \

@@ -134,6 +134,8 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
         return f"That is the lever that would waste the week here: {nw.get('waste', '')}. The report's Next: {fix}."
     if case == "partial":
         return f"Half credit: {heard} helps, less than the report's Next: {fix}."
+    if case == "vague":
+        return f"The right direction ({heard}), but name the tool that does it: {fix}.{waste}"
     if case == "fusion_only":
         why = ("fusing to cut the bytes is the right tool for the wrong reason: the GPU idles between launches, "
                "and the bytes are not what it waits on" if score < 0.5 else
@@ -208,6 +210,16 @@ def pattern_right(cause: str) -> str:
 
 def pattern_unmeasured(cause: str, ev: str) -> str:
     return f"Half credit: the right shape, {PATTERN[cause]}, with no size read off the lane ({ev})."
+
+
+def pattern_sized(cause: str, ev: str) -> str:
+    return (f"Most of it: the size you read off the lane is the right gaps' ({ev}); say what they are: "
+            f"{PATTERN[cause]}.")
+
+
+def pattern_with_other(cause: str, others: set) -> str:
+    return (f"Most of it: the lane holds both, and the gaps the answer is about are {PATTERN[cause]}; keep them apart "
+            f"from the {', '.join(label(c) for c in sorted(others))}.")
 
 
 def pattern_generic(cause: str, ev: str) -> str:

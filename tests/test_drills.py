@@ -7,7 +7,7 @@ import re
 import pytest
 
 from ladder_answers import answer_for as ladder_answer_for
-from tracetriage.drills import bank, grader, keys
+from tracetriage.drills import bank, grader, keys, numbers
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
 from tracetriage.drills.textmatch import phrases, reading, tables
 
@@ -171,7 +171,7 @@ def test_a_word_inside_another_word_does_not_count():
 
 def test_partial_credit_for_a_number_within_2x():
     assert grader.score_number(1.0, 1.1) == 1.0
-    assert grader.score_number(1.6, 1.0) == grader.NEAR_CREDIT < grader.WRONG_BELOW
+    assert grader.score_number(1.6, 1.0) == numbers.NEAR_CREDIT < grader.WRONG_BELOW
     assert grader.score_number(3.0, 1.0) == 0.0
 
 

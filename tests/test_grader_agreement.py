@@ -31,3 +31,31 @@ def test_a_held_out_set_is_graded_once_per_file_and_per_part(tmp_path, capsys):
 def test_a_missing_teacher_file_is_one_error_line(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def _one_answer_set(root, teacher_overall: str) -> None:
+    (root / "answers").mkdir()
+    (root / "answers" / "M02.04-c--1.toml").write_text('cause = "synchronization"\n')
+    (root / "teacher_overall.tsv").write_text(f"file\toverall\nM02.04-c--1.toml\t{teacher_overall}\n")
+    (root / "teacher.tsv").write_text("file\tpart\tscore\nM02.04-c--1.toml\tcause\t0\n")
+
+
+def test_a_teacher_score_corrected_by_hand_replaces_the_teachers_and_is_said(tmp_path, capsys):
+    _one_answer_set(tmp_path, "0.0")
+    (tmp_path / "CORRECTIONS.tsv").write_text("file\tpart\tteacher\tcorrected\twhy\n"
+                                              "M02.04-c--1.toml\tcause\t0\t1\tthe trace's idle is the syncs'\n")
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1 teacher scores corrected")
+    assert out[2].startswith("parts: 1 of 1 within")          # the part now agrees with the corrected score
+    assert main([str(tmp_path), "--raw"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("parts: 0 of 1 within")
+
+
+def test_the_held_back_slice_is_chosen_by_the_files_name_alone(tmp_path, capsys):
+    from tools.grader_agreement import held_back
+
+    _one_answer_set(tmp_path, "0.3")
+    held = held_back("M02.04-c--1.toml")
+    assert main([str(tmp_path), "--slice", "held"]) == 0
+    assert capsys.readouterr().out.startswith(f"files: {int(held)} of {int(held)} " if held else "files: 0 of 0")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracetriage.drills import bank, grader
+from tracetriage.drills import bank, grader, numbers
+from tracetriage.drills.ladder.grading import WRONG_MEMBER_CREDIT
 
 
 def part(drill_id: str, name: str, answer) -> grader.Part:
@@ -23,7 +24,7 @@ def test_a_range_whose_both_ends_are_right_is_right(answer):
                                     "0.69–0.8 ms"])
 def test_a_range_that_holds_the_key_without_committing_earns_half(answer):
     p = part("M00.03-b", "floor_ms", answer)
-    assert p.score == grader.RANGE_CREDIT and "commit" in p.feedback
+    assert p.score == numbers.RANGE_CREDIT and "commit" in p.feedback
 
 
 @pytest.mark.parametrize("answer", ["0.2 to 2 ms", "3-4 ms"])
@@ -47,7 +48,7 @@ def test_a_range_that_holds_the_decisive_key_does_not_cap_the_score():
     k = bank.key_of(d)
     r = grader.grade(d, {"floor_ms": "0.6 to 0.9 ms", "per_token_ms": f"{k['per_token_ms']} ms",
                          "lever": "capture the compiled step in CUDA graphs"})
-    assert not r.capped and r.score == pytest.approx(0.35 * grader.RANGE_CREDIT + 0.25 + 0.4)
+    assert not r.capped and r.score == pytest.approx(0.35 * numbers.RANGE_CREDIT + 0.25 + 0.4)
 
 
 def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
@@ -114,6 +115,26 @@ def test_a_gaps_size_alone_is_the_detail_beside_what_sits_around_it():
     # (heldout-test M02.04-h--2 "long gaps": 0.3, "vague"; heldout-dev M02.04-h--1 "~9 ms gaps between steps": 0.7)
     assert part("M02.04-h", "pattern", "long gaps").score == grader.PATTERN_UNMEASURED
     assert part("M02.04-h", "pattern", "9 ms gaps between steps").score == 1.0
+
+
+def test_a_gap_size_read_off_the_lane_names_the_gaps_it_measures():
+    # M02.03-b's host-work gaps have a median of 1.48 ms: a size near it in generic (or another class's shape) words
+    # has read the right gaps; a size near none of the lane's causes, or near another cause's, has not
+    assert part("M02.03-b", "pattern", "regular gaps of about 1.5 ms between kernels").score == grader.PATTERN_SIZED
+    assert part("M02.03-b", "pattern", "regular gaps of about 20 µs between kernels").score == 0.0
+    # M02.03-c's syncs drain for 47 µs: the small copy before each is the .item()'s read, a detail of the drain
+    assert part("M02.03-c", "pattern", "holes of ~50 µs now and then, a small copy just before each").score >= 0.75
+    # M02.04-d's copies hold the lane ~10 ms at a time: the host in cudaMemcpyAsync is the copy's, not host work
+    said = "20 ms of white while a host-to-device copy runs (the host in cudaMemcpyAsync)"
+    assert part("M02.04-d", "pattern", said).score == 1.0
+
+
+def test_the_lanes_second_cause_beside_the_key_is_a_description_not_a_hedge():
+    # M02.03-f mixes host work (47% of the span) with copies (26%): naming both is what the lane shows
+    said = "long gaps, some with a host-to-device copy running, some with nothing on the GPU"
+    assert part("M02.03-f", "pattern", said).score == grader.PATTERN_SIZED
+    # a cause the lane barely holds is still a second option beside the key
+    assert part("M02.04-a", "pattern", "short gaps between tiny kernels, or the host busy in python").score < 0.75
 
 
 def test_the_host_in_no_traced_call_is_host_work():
@@ -256,3 +277,89 @@ def test_a_hedged_number_caps_a_decisive_part():
 ])
 def test_a_hedged_lever_earns_hedge_credit_only_with_the_fix_in_it(drill_id, name, said, score):
     assert part(drill_id, name, said).score == score
+
+
+# --- the ladder: the report's own ridge, and a set with a member that is not one ----------------------------------
+
+def test_the_reports_measured_ridge_is_another_quantity_than_the_datasheets():
+    # M00.02 asks the datasheet ridge (206 on the H200); the report prints 189 from the peaks measured on the machine
+    assert part("M00.02-a", "ridge", "206 FLOP/byte").score == 1.0
+    p = part("M00.02-a", "ridge", "189 FLOP/byte")
+    assert p.score == 0.0 and "measured" in p.feedback
+
+
+def test_a_set_with_a_member_that_is_not_one_is_a_prediction_made_backwards():
+    # M00.02-a: k3..k6 lie below the H200's ridge; k2 (241 FLOP/byte) does not
+    assert part("M00.02-a", "below", ["k3", "k4", "k5", "k6"]).score == 1.0
+    assert part("M00.02-a", "below", ["k2", "k3", "k4", "k5", "k6"]).score == WRONG_MEMBER_CREDIT
+    # a member overlooked is not a rule misread: the share found
+    assert part("M00.02-a", "below", ["k3", "k4", "k5"]).score == 0.75
+
+
+# --- the week's waste: kernels already at their roof ------------------------------------------------------------
+
+def test_tuning_kernels_already_at_their_compute_roof_is_the_weeks_waste():
+    # M00.01-b's matmuls reach ~97% of the bf16 peak: the Next is cheaper arithmetic; tuning the same arithmetic
+    # buys nothing, so it wastes the week, and a plan that spends the week on it is half the fix
+    assert part("M00.01-b", "waste", "autotuning the matmul kernels: they already run at the peak").score == 1.0
+    assert part("M00.01-b", "fix", "move the matmuls to fp8 on the tensor cores").score == 1.0
+    assert part("M00.01-b", "fix", "fp8 for the matmuls, and tune the kernels").score == grader.WASTE_CREDIT
+
+
+@pytest.mark.parametrize("said", ["cuDNN tuning for the convolutions", "tune the conv kernels with cudnn.benchmark",
+                                  "make the convolutions faster with custom conv kernels"])
+def test_tuning_the_convolutions_is_faster_kernels(said):
+    # M00.01-a idles 88% of its span between launches: faster kernels (predicted 0%) waste the week
+    assert part("M00.01-a", "waste", said).score == 1.0
+
+
+def test_somewhere_between_two_classes_is_a_hedge_and_gaps_between_two_things_are_not():
+    said = "somewhere between overhead and memory bound: the intensity sits just under the ridge"
+    assert part("M01.04-b", "small_regime", said).score == grader.HEDGE_CREDIT
+    assert part("M02.04-c", "pattern", "short 90 µs gaps between kernels and the syncs").score == 1.0
+
+
+def test_the_mean_given_for_the_median_is_the_right_steps_read_with_the_wrong_statistic():
+    # M00.04-c asks the median inter-token time (1.90 ms); show prints the mean (2.36 ms, a set-up step in it) beside it
+    assert part("M00.04-c", "per_token_ms", "1.9 ms").score == 1.0
+    p = part("M00.04-c", "per_token_ms", "2.36 ms")
+    assert p.score == numbers.OTHER_STATISTIC_CREDIT and "mean" in p.feedback
+    # the TTFT given for the per-token time is another quantity altogether
+    assert part("M00.04-c", "per_token_ms", "13.2 ms").score == 0.0
+    # M00.04-a's mean (4.42 ms) lies within a reading of its median (4.32 ms): either reads the steps right
+    assert part("M00.04-a", "per_token_ms", "4.42 ms").score == 1.0
+
+
+@pytest.mark.parametrize("drill_id,said", [("M02.04-a", "give each launch more work: make the kernels bigger"),
+                                           ("M02.01-c", "look at what the CPU does between the steps")])
+def test_a_fix_named_by_its_direction_without_its_tool_is_right_but_vague(drill_id, said):
+    p = part(drill_id, "experiment", said)
+    assert p.score == grader.VAGUE_LEVER_CREDIT and "tool" in p.feedback
+
+
+def test_the_tool_beside_its_direction_is_the_fix():
+    assert part("M02.04-a", "experiment", "capture the loop in a CUDA graph so each launch does more work").score == 1.0
+    assert part("M02.01-c", "experiment", "py-spy the host to see what the CPU does").score == 1.0
+
+
+def test_the_micro_sign_reads_as_us_and_sub_microsecond_kernels_are_a_size():
+    # "µs" as typed was dropped before the vocabulary saw it, so "5 µs gaps" never met its "n us gaps"
+    assert part("M02.04-a", "pattern", "5 µs gaps between kernels").score == 1.0
+    assert part("M02.04-a", "pattern", "thousands of sub-µs kernels with white between them").score == 1.0
+
+
+@pytest.mark.parametrize("said,score", [
+    ("compute, though the idle could also make it overhead", grader.LEAN_CREDIT),
+    # the key offered as the lesser possibility: a hedge against the key, and it caps
+    ("overhead, though compute could also be argued", grader.HEDGE_CREDIT),
+    ("compute: the matmuls run at the peak", 1.0)])
+def test_a_later_clause_offering_another_class_as_a_possibility_is_a_lean(said, score):
+    # M00.01-d's kernels are compute-bound at 94% of kernel time
+    assert part("M00.01-d", "regime", said).score == score
+
+
+def test_the_idle_causes_time_and_a_share_beside_a_named_span_are_quoted_evidence():
+    # M02.01-a: the syncs hold 16.1% of a 58.2 ms span, 9.4 ms; "of span" names the span, but 16% is no span
+    p = part("M02.01-a", "evidence", "9.4 ms in cudaStreamSynchronize, 16% of span")
+    assert p.score == 1.0 and "9.4 ms" in p.feedback
+    assert part("M02.01-a", "evidence", "the span is 30 ms").score < 0.5

@@ -263,6 +263,13 @@ def ridge(card: dict, dtype: str) -> float:
     return pk.ridge(dtype)
 
 
+def report_ridge(path: str | Path, dtype: str) -> float | None:
+    """The ridge the report prints for the trace ("against a bf16 ridge of 189"): from the peaks measured on the
+    machine where it has them, so not the datasheet's; None when its dtype is not `dtype`."""
+    v = _analysis(path).verdict
+    return v.ridge if v.ridge and v.dtype == dtype else None
+
+
 def device_name(path: str | Path) -> str | None:
     return _analysis(path).trace.device_name()
 

@@ -78,11 +78,19 @@ def _read_set(text: str, universe: list[str], style: str) -> set[str] | None:
     return set() if NONE_WORDS.search(text) else None
 
 
+# A member named that is not one is a prediction made backwards (k2 "below the ridge" at 241 FLOP/byte, a reshape
+# that stays a view called a copy): the rule the drill teaches misread, not a member overlooked. Teachers gave such sets
+# 0.3 to 0.4 however many members were right (heldout-ladder), what a hedge earns, so it counts as wrong for a cap.
+WRONG_MEMBER_CREDIT = 0.4
+
+
 def overlap(said: set[str], key: list[str]) -> float:
+    """The share of the two sets in common; a set with a member that is not one earns WRONG_MEMBER_CREDIT at most."""
     k = set(key)
     if not said and not k:
         return 1.0
-    return len(said & k) / len(said | k)
+    share = len(said & k) / len(said | k)
+    return min(share, WRONG_MEMBER_CREDIT) if said - k else share
 
 
 def own_unit(ans, unit: str):
