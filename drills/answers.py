@@ -71,6 +71,10 @@ def read(path: str | Path, drill: Drill) -> dict:
 
 
 def _typed(path: Path, text: str, key: str, value, kind: str):
+    # a line or op named by its number, as the templates allow ("their numbers or line_N names"): `views = [2, 4]`,
+    # `hurts = 3` are the names "2", "4", "3" (a free-text part stays text: `pattern = 3` is an error)
+    if kind == NAMES:
+        value = [_named(v) for v in value] if isinstance(value, list) else _named(value)
     bad = None
     if kind == TEXT and not isinstance(value, str):
         bad = "a string"
@@ -89,6 +93,10 @@ def _typed(path: Path, text: str, key: str, value, kind: str):
     if bad:
         raise AnswerError(f"{_where(path, text, key)}: {key!r} must be {bad}, not {_type_name(value)}")
     return float(value) if kind == NUMBER and not isinstance(value, str) else value
+
+
+def _named(v):
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 def _type_name(v) -> str:

@@ -293,3 +293,13 @@ def test_a_drill_asks_for_a_prediction_first_and_the_grade_reads_it_from_the_log
     p = json.loads(out)["prediction"]
     assert p["predicted"] == 0.2 and p["measured"] == pytest.approx(0.19, abs=0.01)
     assert json.loads(out)["notes"][-1].startswith("Your prediction first: idle_share = 0.2; the trace measures 0.19")
+
+
+def test_lines_and_ops_named_by_their_numbers_are_read_as_the_template_allows(tmp_path, capsys):
+    """M01.01's template asks for "their numbers or line_N names": `views = [4]` and `hurts = 3` are answers, not
+    a bad file (a blind student's file was refused with "'views' must be a string or a list of strings")."""
+    a = tmp_path / "a.toml"
+    a.write_text('new_bytes = "193 MB"\nviews = [4]\nhurts = 3\n')
+    assert main(["drill", "grade", "M01.01-a", "--answers", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "views          1.00" in out and "hurts          1.00" in out, out
