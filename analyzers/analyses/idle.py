@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import SetUp, first_calls
+from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.evidence import (
@@ -231,6 +232,11 @@ def _host_context(trace: Trace) -> _HostContext:
     wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
                   for w in [call_rows[name_is_wait & (ev.tid[call_rows] == tid)]]}
 
+    # A launch made while its stream is captured into a CUDA/HIP graph records a node and runs nothing: the host
+    # recording a graph issues no GPU work (one-time set-up the replays never pay, not launch overhead; the
+    # vLLM capture in the public corpus idled 56 ms behind ~430 such calls, read as launch overhead).
+    recorded = in_capture(trace, call_rows)
+
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
@@ -238,7 +244,8 @@ def _host_context(trace: Trace) -> _HostContext:
     for tid in distinct(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
         every = call_rows[ev.tid[call_rows] == tid]
-        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]   # set-up calls issue nothing
+        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask & ~recorded]   # set-up and recorded calls issue
+                                                                                     # nothing
         top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
         # rows are sorted by (start, -end): the first op at each extent's start is the outermost
         top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)
