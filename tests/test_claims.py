@@ -209,3 +209,16 @@ def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
             "launch costs the host more. Would waste the week: x.")
     bad = _with_claims(good, 4, text, ("next.because.idle_share", 0.47, "47%"))
     assert "the Next's because says the GPU idles 47%, the Idle line's share is 19.3%" in claims.check(bad)
+
+
+def test_a_because_that_gives_its_cause_more_of_the_span_than_the_idle_line_is_caught(good):
+    """hta-sampled-rank0 said 'the GPU idles 55% while the host runs code that issues no GPU work' where host work
+    held 22% of the span: a because's share of its own cause is that cause's field."""
+    field = good["idle"]["by_cause_us"]["synchronization"] / good["span_us"]
+    said = next(c for c in good["claims"] if c["key"] == "next.because.cause_share")
+    assert abs(said["value"] - field) < 0.01 and claims.check(good) == []
+    bad = copy.deepcopy(good)
+    for c in bad["claims"]:
+        if c["key"] == "next.because.cause_share":
+            c["value"] = field + 0.2
+    assert any("the Next's because gives synchronization" in p for p in claims.check(bad))

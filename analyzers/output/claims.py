@@ -9,7 +9,8 @@ on the words:
 
 0. each claim is said on its line, each percentage of the Idle line's split and of the Next line is a claim, and a
    claim is its field: the Idle line's split is each cause's share of the span, the Next's saving its lever's
-   ratio, the idle share its because gives the Idle line's;
+   ratio, the idle share its because gives the Idle line's, the share of its own cause the cause's (a host-work
+   because gives the host work's share, not the whole idle's);
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
    0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it
    removes, a launch-bound because only where kernels are shorter than a launch;
@@ -38,6 +39,7 @@ from __future__ import annotations
 import re
 
 from tracetriage.analyzers.model.units import gbps, tflops
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
@@ -47,6 +49,7 @@ _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
 _SETUP_TOLERANCE = 0.05   # the warm-up's saving and its set-up share sit on different spans (traced vs GPU)
 _SHARE_TOLERANCE = 0.01   # a share said in whole percents: within a point of its field
 _NEXTS = ("next", "next.own")   # the Next, and a rank's own fix beside the straggler
+_CAUSE_OF_KIND = {e.value: c.value for c, e in EXPERIMENT_FOR_CAUSE.items()}   # an idle fix's kind -> its cause
 
 
 def check(out: dict) -> list[str]:
@@ -175,6 +178,12 @@ def _claims_are_fields(said: _Said, out: dict) -> list[str]:
             bad.append(f"the Next's because says the GPU idles {said.get(f'{nx}.because.idle_share')['said']}, the "
                        f"Idle line's share is {100 * out['idle_us'] / span:.1f}%")
     nx = out.get("next_experiment") or {}
+    for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
+        c, cause = said.get(f"{key}.because.cause_share"), _CAUSE_OF_KIND.get(kind or "")
+        field = out["idle"]["by_cause_us"].get(cause, 0.0) / span if span and cause else None
+        if c is not None and field is not None and abs(field - c["value"]) > _SHARE_TOLERANCE:
+            bad.append(f"the Next's because gives {cause} {c['said']} of the span, the Idle line's field is "
+                       f"{100 * field:.1f}%")
     for key, ratio in (("next.saving", nx.get("predicted_ratio")),
                        ("next.own.saving", (nx.get("own_fix") or {}).get("predicted_ratio"))):
         saving = said.value(key)
