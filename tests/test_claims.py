@@ -222,3 +222,39 @@ def test_a_because_that_gives_its_cause_more_of_the_span_than_the_idle_line_is_c
         if c["key"] == "next.because.cause_share":
             c["value"] = field + 0.2
     assert any("the Next's because gives synchronization" in p for p in claims.check(bad))
+
+
+@pytest.fixture(scope="module")
+def starved():
+    """A device waiting for a single-process DataLoader's batches (97% of its idle inside it)."""
+    path = Path(__file__).resolve().parent.parent / "traces/probe-host-dataloader.json.gz"
+    return serialize.report(analyze_file(path))
+
+
+def test_a_device_waiting_for_batches_is_input_bound_not_overhead_bound(starved):
+    """t4_fp32_train (heldout-user) read 'overhead-bound' with 72% of its idle in DataLoader.__next__: to a PyTorch
+    engineer that says CUDA graphs or torch.compile, where the fix is the loader."""
+    assert starved["regime"] == "overhead"     # the JSON contract's regime: the device idles most of the span
+    assert starved["lines"][3].startswith("Regime: input-bound, not launch overhead: the device idles ")
+    assert claims.check(starved) == []
+    old = _with_line(starved, 3, "Regime: overhead-bound: the device idles 96% of the span; of kernel time, x.")
+    assert any("overhead-bound where 97% of the idle is inside the DataLoader" in p for p in claims.check(old))
+    wrong = copy.deepcopy(starved)
+    for c in wrong["claims"]:
+        if c["key"] == "regime.input_share":
+            c["value"] -= 0.3
+    assert any("of the idle is inside the DataLoader, its field is" in p for p in claims.check(wrong))
+
+
+def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
+    assert out["next_experiment"]["kind"] == "warm_up"
+    assert out["lines"][3].startswith("Regime: set-up-bound (a cold start), not launch overhead:")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 97% of the span; of kernel time, x.")
+    assert any("overhead-bound of a cold start" in p for p in claims.check(old))
+    other = copy.deepcopy(out)
+    for c in other["claims"]:
+        if c["key"] == "regime.setup_share":
+            c["value"] -= 0.3
+    assert any("the Regime line says set-up holds" in p for p in claims.check(other))

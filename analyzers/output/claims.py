@@ -26,7 +26,10 @@ on the words:
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one peak per trace: every peak a line judges against is the peaks' own, and no line states an achieved rate
    above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by);
-7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
+7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
+8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
+   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
+   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -40,7 +43,7 @@ import re
 
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
+from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -67,7 +70,8 @@ def check(out: dict) -> list[str]:
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
             + _withheld_verdicts_not_given(said, out)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
-            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said))
+            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
+            + _idle_bound_says_what_it_waits_on(said, out, lines))
 
 
 def check_ranks(out: dict) -> list[str]:
@@ -351,3 +355,35 @@ def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
     return [f"a number rounded to nothing: {c['key']} is {c['value']:g}, said {c['said']!r}" for c in said.all
             if c["value"] > 0 and _SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
             and ".because." not in c["key"]]
+
+
+# --- 8. an idle-bound span names what it waits on --------------------------------------------------------------
+
+_SET_UP_KINDS = ("warm_up", "profile_replays")
+
+
+def _dataloader_idle_share(out: dict) -> float:
+    return next((x.get("idle_share", 0.0) for x in out.get("framework") or [] if x["construct"] == "dataloader"), 0.0)
+
+
+def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) -> list[str]:
+    bad = []
+    kind = (out.get("next_experiment") or {}).get("kind")
+    loader = _dataloader_idle_share(out)
+    if lines[3].startswith("Regime: overhead-bound"):
+        if kind in _SET_UP_KINDS:
+            bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
+        elif loader >= INPUT_BOUND_IDLE_SHARE:
+            bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "
+                       "DataLoader (input-bound)")
+    inp = said.get("regime.input_share")
+    if inp is not None and (abs(inp["value"] - loader) > _SHARE_TOLERANCE or loader < INPUT_BOUND_IDLE_SHARE):
+        bad.append(f"the Regime line says {inp['said']} of the idle is inside the DataLoader, its field is "
+                   f"{100 * loader:.1f}%")
+    setup, because = said.get("regime.setup_share"), said.get("next.because.setup_share")
+    if setup is not None and kind not in _SET_UP_KINDS:
+        bad.append("the Regime line says set-up-bound, but the Next is no warm-up")
+    if setup is not None and because is not None and abs(setup["value"] - because["value"]) > _SHARE_TOLERANCE:
+        bad.append(f"the Regime line says set-up holds {setup['said']} of the span, the Next's because "
+                   f"{because['said']}")
+    return bad

@@ -28,7 +28,13 @@ from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, saving, waste_prediction
+from tracetriage.analyzers.voice.claims import (
+    COMPILED_IDLE_SHARE,
+    INPUT_BOUND_IDLE_SHARE,
+    only_predicts,
+    saving,
+    waste_prediction,
+)
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -239,6 +245,15 @@ def _warmup_why(a: Analysis) -> str:
     where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
     return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
             f"which the steady state never pays")
+
+
+def setup_held(a: Analysis) -> float:
+    """The share of the span a warm-up Next's because says is one-time set-up (the first calls' set-up, or what the
+    warm-up's replay takes out where that is more): one figure for the Regime line and the because."""
+    lv = a.next_experiment.lever
+    if lv is None or (a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns):
+        return a.warmup_share
+    return lv.saving_ns / lv.baseline_ns
 
 
 def _setup_share(lv) -> str:
@@ -508,11 +523,31 @@ def _serialising_syncs(a: Analysis) -> str:
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
 
+def _idle_bound(a: Analysis) -> tuple[str, str]:
+    """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
+    "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start (the Next warms up or
+    profiles the replays) is set-up-bound and a device waiting for the DataLoader's batches input-bound (each share
+    claimed)."""
+    nx = a.next_experiment
+    if nx.kind in (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS):
+        setup = nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
+        return ("set-up-bound (a cold start), not launch overhead",
+                f", and one-time set-up holds {claim('regime.setup_share', setup, share(setup))} of it, which the "
+                "steady state never pays")
+    loader = a.framework.idle_share(Construct.DATALOADER) if a.framework else 0.0
+    if loader >= INPUT_BOUND_IDLE_SHARE:
+        return ("input-bound, not launch overhead",
+                f", {claim('regime.input_share', loader, share(loader))} of the idle inside the DataLoader waiting "
+                "for batches")
+    return "overhead-bound", ""
+
+
 def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     if v.regime is Regime.OVERHEAD:
-        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {_mix(v)}{_ridge(v)}."
+        bound, why = _idle_bound(a)
+        line = f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; {_mix(v)}{_ridge(v)}."
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
