@@ -25,7 +25,8 @@ on the words:
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one peak per trace: every peak a line judges against is the peaks' own, and no line states an achieved rate
-   above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by);
+   above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by), nor a datasheet
+   peak passed as a fact (a rate above the sheet is the cache or the timer, said with its margin);
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
    Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
@@ -323,6 +324,11 @@ def _phases_only_where_they_change(said: _Said, out: dict) -> list[str]:
 
 # --- 6. one peak per trace -----------------------------------------------------------------------------------
 
+def lines_of(out: dict) -> list[str]:
+    """The report's five lines and its caveats."""
+    return list(out.get("lines") or []) + list((out.get("trace") or {}).get("caveats") or [])
+
+
 def _one_peak(said: _Said, out: dict) -> list[str]:
     pk = out.get("peaks")
     if not pk:
@@ -335,6 +341,9 @@ def _one_peak(said: _Said, out: dict) -> list[str]:
         elif c["key"].endswith("peak_tflops") and not any(tflops(r / 1e12) == tflops(c["value"])
                                                           for r in (pk.get("flops_per_s") or {}).values()):
             bad.append(f"a line judges against {c['said']}, which is none of the trace's peaks")
+    for line in lines_of(out):
+        if "past the datasheet's" in line:   # a datasheet figure is not passed by a faster device (voice.peaks)
+            bad.append(f"a line says a kernel passed the datasheet's peak as a fact: {line[:60]!r}")
     for line in ("regime", *_NEXTS):
         for unit, say in (("gbps", gbps), ("tflops", tflops)):
             reached, peak = said.get(f"{line}.achieved_{unit}"), said.get(f"{line}.peak_{unit}")
