@@ -258,3 +258,18 @@ def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
         if c["key"] == "regime.setup_share":
             c["value"] -= 0.3
     assert any("the Regime line says set-up holds" in p for p in claims.check(other))
+
+
+def test_a_launch_because_counts_only_the_kernels_launched_outside_the_graphs_a_trace_replays():
+    """generate-gpt2-b1-static replays its decode steps from CUDA graphs (1,581 kernels from 31 graph launches): the
+    cut-launches because counted all 2,650 kernels as launches to cut."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/generate/generate-gpt2-b1-static.json.gz"))
+    ev = out["idle"]["evidence"]["launch_overhead"]
+    eager = ev["kernels"] - ev["graphed_kernels"]
+    assert ev["graphed_kernels"] > 0 and eager > 0
+    assert f"{eager:,} of them launched one by one outside the {ev['graph_launches']} graph replays" in out["lines"][4]
+    assert claims.check(out) == []
+    before = copy.deepcopy(out)
+    before["claims"] = [c for c in before["claims"] if c["key"] != "next.because.eager_kernels"]
+    assert any("replayed from CUDA graphs" in p for p in claims.check(before))

@@ -220,7 +220,8 @@ def _host_context(trace: Trace) -> _HostContext:
         sync_h2d = np.empty(0, bool)
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
+    measured = rc.median_launch_ns(launch_durs, name_is_graph[name_is_launch])
+    launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not

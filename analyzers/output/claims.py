@@ -13,7 +13,8 @@ on the words:
    because gives the host work's share, not the whole idle's);
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
    0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving no larger than the set-up it
-   removes, a launch-bound because only where kernels are shorter than a launch;
+   removes, a launch-bound because only where kernels are shorter than a launch, and counting as launches to cut
+   only the kernels launched outside the CUDA graphs a trace replays;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
    trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
@@ -72,7 +73,8 @@ def check(out: dict) -> list[str]:
             + _withheld_verdicts_not_given(said, out)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
-            + _idle_bound_says_what_it_waits_on(said, out, lines))
+            + _idle_bound_says_what_it_waits_on(said, out, lines)
+            + _launch_because_counts_only_eager_launches(said, out))
 
 
 def check_ranks(out: dict) -> list[str]:
@@ -211,6 +213,20 @@ def _warm_up_saves_at_most_its_set_up(said: _Said, nx: str) -> list[str]:
         return []
     if saving["value"] > setup["value"] + _SETUP_TOLERANCE:
         return [f"the warm-up predicts {saving['said']} but says {setup['said']} of the span is set-up"]
+    return []
+
+
+def _launch_because_counts_only_eager_launches(said: _Said, out: dict) -> list[str]:
+    """A launch-bound because on a trace that replays CUDA graphs says how many kernels are launched one by one
+    outside them: the replayed ones are no launches to cut."""
+    ev = out["idle"]["evidence"].get("launch_overhead") or {}
+    graphed, kernels = ev.get("graphed_kernels", 0), ev.get("kernels", 0)
+    if not (graphed and said.get("next.because.kernels") is not None and graphed < kernels):
+        return []
+    eager = said.value("next.because.eager_kernels")
+    if eager != kernels - graphed:
+        return [f"the Next's because counts {kernels} kernels as launches to cut, {graphed} of them replayed from "
+                "CUDA graphs" + ("" if eager is None else f" (it says {eager:g} outside them)")]
     return []
 
 

@@ -397,6 +397,12 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
         kernels = (f"the GPU idles {idle_pct()} between {because('kernels', ev.kernels, count(ev.kernels, 'kernel'))}"
                    f" that run {because('kernel_median_us', ev.kernel_median_us, duration_us(ev.kernel_median_us))}"
                    " (median)")
+        if ev.graph_launches and 0 < ev.graphed_kernels < ev.kernels:
+            # the launches to cut are those outside the graphs: a replayed kernel costs no launch of its own
+            # (generate-gpt2-b1-static counted its 1,581 replayed kernels among the launches to cut)
+            eager = ev.kernels - ev.graphed_kernels
+            kernels += (f", {because('eager_kernels', eager, integer(eager))} of them launched one by one outside "
+                        f"the {count(ev.graph_launches, 'graph replay', 'graph replays')}")
         if ev.launch_call_median_us and ev.kernel_median_us < ev.launch_call_median_us:
             # the launch call's median is said on the Idle line; this phrase claims it outlasts the kernel
             return kernels + because("launch_outlasts_kernel_us", ev.launch_call_median_us,
