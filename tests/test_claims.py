@@ -273,3 +273,14 @@ def test_a_launch_because_counts_only_the_kernels_launched_outside_the_graphs_a_
     before = copy.deepcopy(out)
     before["claims"] = [c for c in before["claims"] if c["key"] != "next.because.eager_kernels"]
     assert any("replayed from CUDA graphs" in p for p in claims.check(before))
+
+
+def test_a_device_waiting_on_torch_compile_compiling_is_compile_bound_not_overhead_bound():
+    """recompile_gpt2 (H200): 99% of the idle in dynamo and Inductor read 'overhead-bound'."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/realworld/recompile_gpt2--before.json.gz"))
+    assert out["lines"][3].startswith("Regime: compile-bound, not launch overhead: the device idles 100% of the "
+                                      "span, 99% of the idle inside torch.compile compiling")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 100% of the span; of kernel time, x.")
+    assert any("torch.compile compiling (compile-bound)" in p for p in claims.check(old))

@@ -31,7 +31,8 @@ on the words:
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
    Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
-   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle.
+   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, and one
+   whose idle is mostly torch.compile compiling compile-bound, with that share.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -387,24 +388,28 @@ def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
 _SET_UP_KINDS = ("warm_up", "profile_replays")
 
 
-def _dataloader_idle_share(out: dict) -> float:
-    return next((x.get("idle_share", 0.0) for x in out.get("framework") or [] if x["construct"] == "dataloader"), 0.0)
+def _construct_idle_share(out: dict, construct: str) -> float:
+    return next((x.get("idle_share", 0.0) for x in out.get("framework") or [] if x["construct"] == construct), 0.0)
 
 
 def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) -> list[str]:
     bad = []
     kind = (out.get("next_experiment") or {}).get("kind")
-    loader = _dataloader_idle_share(out)
+    loader, compiling = _construct_idle_share(out, "dataloader"), _construct_idle_share(out, "compile")
     if lines[3].startswith("Regime: overhead-bound"):
         if kind in _SET_UP_KINDS:
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
         elif loader >= INPUT_BOUND_IDLE_SHARE:
             bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "
                        "DataLoader (input-bound)")
-    inp = said.get("regime.input_share")
-    if inp is not None and (abs(inp["value"] - loader) > _SHARE_TOLERANCE or loader < INPUT_BOUND_IDLE_SHARE):
-        bad.append(f"the Regime line says {inp['said']} of the idle is inside the DataLoader, its field is "
-                   f"{100 * loader:.1f}%")
+        elif compiling >= INPUT_BOUND_IDLE_SHARE:
+            bad.append(f"the Regime line says overhead-bound where {100 * compiling:.0f}% of the idle is "
+                       "torch.compile compiling (compile-bound)")
+    for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
+                              ("regime.compile_share", compiling, "torch.compile compiling")):
+        c = said.get(key)
+        if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
+            bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")
     setup, because = said.get("regime.setup_share"), said.get("next.because.setup_share")
     if setup is not None and kind not in _SET_UP_KINDS:
         bad.append("the Regime line says set-up-bound, but the Next is no warm-up")

@@ -533,7 +533,7 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
     """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
     "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start (the Next warms up or
     profiles the replays) is set-up-bound and a device waiting for the DataLoader's batches input-bound (each share
-    claimed)."""
+    claimed), and one whose idle is mostly torch.compile compiling compile-bound."""
     nx = a.next_experiment
     if nx.kind in (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS):
         setup = nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
@@ -545,6 +545,11 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
         return ("input-bound, not launch overhead",
                 f", {claim('regime.input_share', loader, share(loader))} of the idle inside the DataLoader waiting "
                 "for batches")
+    compiling = a.framework.idle_share(Construct.COMPILE) if a.framework else 0.0
+    if compiling >= INPUT_BOUND_IDLE_SHARE:   # (recompile_gpt2: 99% of its idle in dynamo and Inductor)
+        return ("compile-bound, not launch overhead",
+                f", {claim('regime.compile_share', compiling, share(compiling))} of the idle inside torch.compile "
+                "compiling")
     return "overhead-bound", ""
 
 
