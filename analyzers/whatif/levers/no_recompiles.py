@@ -37,9 +37,11 @@ def says(a: CompilesGone) -> str:
         return "no torch.compile compilation in this trace: nothing recompiles"
     # GPU work launched inside a compile span: autotuning's benchmarks, a CUDA-graph tree's warm-up runs
     launched = f", and {count(a.gpu_ops_gone, 'GPU op')} launched while compiling" if a.gpu_ops_gone else ""
-    happen = "happens" if a.count == 1 else "happen"
+    # (the replay's assumption, said as one: "happen once, before it" read as a fact about a trace whose
+    # compilations are inside it, realworld recompile_gpt2)
     return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
-            f"dynamo and Inductor{launched}) {happen} once, before it; the compiled code's launches stay")
+            f"dynamo and Inductor{launched}) would run a single time, before the profiled steps, with "
+            "shapes that no longer change; the compiled code's launches stay")
 
 
 def compiles(m: Measured) -> int:
