@@ -221,3 +221,78 @@ def test_a_warm_up_saving_far_less_than_its_set_up_is_caught_unless_the_because_
     said = _with_claims(good, 4, text, ("next.saving", 0.07, "−7%"), ("next.because.setup_share", 0.49, "49%"),
                         ("next.because.setup_critical_share", 0.07, "7%"))
     assert not any("warm-up" in p for p in claims.check(said))
+
+
+def test_a_because_that_gives_its_cause_more_of_the_span_than_the_idle_line_is_caught(good):
+    """hta-sampled-rank0 said 'the GPU idles 55% while the host runs code that issues no GPU work' where host work
+    held 22% of the span: a because's share of its own cause is that cause's field."""
+    field = good["idle"]["by_cause_us"]["synchronization"] / good["span_us"]
+    said = next(c for c in good["claims"] if c["key"] == "next.because.cause_share")
+    assert abs(said["value"] - field) < 0.01 and claims.check(good) == []
+    bad = copy.deepcopy(good)
+    for c in bad["claims"]:
+        if c["key"] == "next.because.cause_share":
+            c["value"] = field + 0.2
+    assert any("the Next's because gives synchronization" in p for p in claims.check(bad))
+
+
+@pytest.fixture(scope="module")
+def starved():
+    """A device waiting for a single-process DataLoader's batches (97% of its idle inside it)."""
+    path = Path(__file__).resolve().parent.parent / "traces/probe-host-dataloader.json.gz"
+    return serialize.report(analyze_file(path))
+
+
+def test_a_device_waiting_for_batches_is_input_bound_not_overhead_bound(starved):
+    """t4_fp32_train (heldout-user) read 'overhead-bound' with 72% of its idle in DataLoader.__next__: to a PyTorch
+    engineer that says CUDA graphs or torch.compile, where the fix is the loader."""
+    assert starved["regime"] == "overhead"     # the JSON contract's regime: the device idles most of the span
+    assert starved["lines"][3].startswith("Regime: input-bound, not launch overhead: the device idles ")
+    assert claims.check(starved) == []
+    old = _with_line(starved, 3, "Regime: overhead-bound: the device idles 96% of the span; of kernel time, x.")
+    assert any("overhead-bound where 97% of the idle is inside the DataLoader" in p for p in claims.check(old))
+    wrong = copy.deepcopy(starved)
+    for c in wrong["claims"]:
+        if c["key"] == "regime.input_share":
+            c["value"] -= 0.3
+    assert any("of the idle is inside the DataLoader, its field is" in p for p in claims.check(wrong))
+
+
+def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
+    assert out["next_experiment"]["kind"] == "warm_up"
+    assert out["lines"][3].startswith("Regime: set-up-bound (a cold start), not launch overhead:")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 97% of the span; of kernel time, x.")
+    assert any("overhead-bound of a cold start" in p for p in claims.check(old))
+    other = copy.deepcopy(out)
+    for c in other["claims"]:
+        if c["key"] == "regime.setup_share":
+            c["value"] -= 0.3
+    assert any("the Regime line says set-up holds" in p for p in claims.check(other))
+
+
+def test_a_launch_because_counts_only_the_kernels_launched_outside_the_graphs_a_trace_replays():
+    """generate-gpt2-b1-static replays its decode steps from CUDA graphs (1,581 kernels from 31 graph launches): the
+    cut-launches because counted all 2,650 kernels as launches to cut."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/generate/generate-gpt2-b1-static.json.gz"))
+    ev = out["idle"]["evidence"]["launch_overhead"]
+    eager = ev["kernels"] - ev["graphed_kernels"]
+    assert ev["graphed_kernels"] > 0 and eager > 0
+    assert f"{eager:,} of them launched one by one outside the {ev['graph_launches']} graph replays" in out["lines"][4]
+    assert claims.check(out) == []
+    before = copy.deepcopy(out)
+    before["claims"] = [c for c in before["claims"] if c["key"] != "next.because.eager_kernels"]
+    assert any("replayed from CUDA graphs" in p for p in claims.check(before))
+
+
+def test_a_device_waiting_on_torch_compile_compiling_is_compile_bound_not_overhead_bound():
+    """recompile_gpt2 (H200): 99% of the idle in dynamo and Inductor read 'overhead-bound'."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/realworld/recompile_gpt2--before.json.gz"))
+    assert out["lines"][3].startswith("Regime: compile-bound, not launch overhead: the device idles 100% of the "
+                                      "span, 99% of the idle inside torch.compile compiling")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 100% of the span; of kernel time, x.")
+    assert any("torch.compile compiling (compile-bound)" in p for p in claims.check(old))

@@ -60,3 +60,14 @@ def test_a_reading_of_communication_accepts_either_communication_lever():
     for kind in ("overlap_comm", "find_straggler"):
         assert corpus._verdict_matches("host_work", "communication", 0.3, reading, kind) == ("yes", "")
     assert corpus._verdict_matches("host_work", "communication", 0.3, reading, "cut_launches")[0] == "no"
+
+
+def test_a_reading_of_warm_up_or_fewer_bytes_accepts_the_kind_that_is_its_member_and_nothing_else():
+    """profile_replays is a graph capture's warm-up, fuse the fewer-bytes experiment of an eager chain: the
+    readings' vocabulary predates both (the vLLM capture and the Qwen forward were judged wrong for them)."""
+    warm = {"expected_dominant": "host_work", "expected_regime": "overhead", "expected_next_kind": "warm_up"}
+    assert corpus._verdict_matches("host_work", "overhead", 0.9, warm, "profile_replays") == ("yes", "")
+    assert corpus._verdict_matches("host_work", "overhead", 0.9, warm, "fuse")[0] == "no"
+    mem = {"expected_dominant": "launch_overhead", "expected_regime": "memory", "expected_next_kind": "fewer_bytes"}
+    assert corpus._verdict_matches("launch_overhead", "memory", 0.1, mem, "fuse") == ("yes", "")
+    assert corpus._verdict_matches("launch_overhead", "memory", 0.1, mem, "profile_replays")[0] == "no"

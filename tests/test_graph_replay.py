@@ -8,7 +8,7 @@ import pytest
 from tests.kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.trace import NONE
-from tracetriage.analyzers.model.verdicts import Experiment, Regime
+from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
@@ -292,3 +292,30 @@ def test_a_trace_whose_every_kernel_is_replayed_from_graphs_is_not_told_to_cut_l
     assert "a launch call (each a CUDA graph launch of 10 kernels on average) takes 21.2 µs" in five_lines(a)[2]
     # gpt-graphs runs prefill and sampling eagerly beside its replays: those launches are left outside
     assert "cut the launches left outside" in five_lines(analyze_file(TRACES / "gpt-graphs.json.gz"))[4]
+
+
+def dense_capture_profile(tmp_path: Path) -> Path:
+    """A capture whose host records back to back (vLLM's capture_32_FULL: ~430 launch calls recorded in 56 ms):
+    400 ops of 10 µs, each with a launch call that records a node and runs nothing, between two eager kernels."""
+    ev = [op("aten::fill_", 0, 8 * US, 1), call("cudaLaunchKernel", 2 * US, 6 * US, 900, 1),
+          gpu("fill_kernel", 10 * US, 12 * US, 900), call("cudaStreamBeginCapture", 20 * US, 22 * US)]
+    for i in range(400):
+        t = 30 * US + i * 10 * US
+        ev.append(op("aten::add", t, t + 9 * US, 10 + i, dims=ADD_DIMS, types=ADD_TYPES))
+        ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 1000 + i, 10 + i))
+    end = 30 * US + 400 * 10 * US
+    ev += [call("cudaStreamEndCapture", end, end + 2 * US), call("cudaGraphInstantiate", end + 5 * US, end + 800 * US)]
+    t = end + 900 * US
+    ev += [op("aten::fill_", t, t + 8 * US, 999), call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 990, 999),
+           gpu("fill_kernel", t + 10 * US, t + 12 * US, 990)]
+    return write(tmp_path / "dense-capture.json.gz", document(ev))
+
+
+def test_the_idle_behind_a_host_recording_a_graph_is_host_work_not_launch_overhead(tmp_path):
+    """Launch calls under stream capture run nothing: the host recording issues no GPU work, so the device's idle
+    meanwhile is set-up on the host (before: 'launch overhead 100%' on the public vLLM capture trace)."""
+    a = analyze_file(dense_capture_profile(tmp_path))
+    by_cause = a.by_cause_ns
+    assert by_cause[Cause.HOST_WORK] > 0.9 * a.idle_ns
+    assert by_cause[Cause.LAUNCH_OVERHEAD] < 0.05 * a.idle_ns
+    assert a.next_experiment.kind is Experiment.PROFILE_REPLAYS

@@ -110,3 +110,22 @@ def test_the_checker_fails_a_report_stating_a_rate_above_its_own_peak(chain):
         if c["key"] == "regime.peak_gbps":
             c.update(value=4246.05, said="4,246 GB/s")
     assert claims.check(bad) == ["the regime line says 4,255 GB/s reached, above the 4,246 GB/s peak it states"]
+
+
+def test_a_rate_above_a_datasheet_peak_is_said_as_the_cache_or_the_timer_with_its_margin_not_a_faster_device():
+    """A T4 read 'HBM 323 GB/s, the best a kernel here reached, past the datasheet's 320 GB/s': a datasheet figure is
+    no ceiling measured on the day, so a kernel above it is the cache or the timer, said with its margin."""
+    from tracetriage.analyzers.analyses.peaks import lookup
+    from tracetriage.analyzers.output import claims
+    from tracetriage.analyzers.voice import peaks as peak_words
+
+    sheet = lookup("Tesla T4")
+    assert sheet.source == "datasheet"
+    judged = sheet.judged_by(sheet.bytes_per_s * 1.0094, {})
+    words = peak_words.passed(judged)
+    assert "under 1% over the datasheet's 320 GB/s: data the cache served or a short kernel's time rounded by the " \
+           "timer, not a faster memory" in words and "past the datasheet" not in words
+    assert "3% over" in peak_words.passed(sheet.judged_by(sheet.bytes_per_s * 1.034, {}))
+    old = {"lines": ["", "", "", "Regime: x (datasheet peaks; HBM 323 GB/s, the best a kernel here reached, past the "
+                     "datasheet's 320 GB/s).", ""], "peaks": {"bytes_per_s": 323e9, "flops_per_s": {}}, "trace": {}}
+    assert any("passed the datasheet's peak as a fact" in p for p in claims._one_peak(claims._Said([]), old))

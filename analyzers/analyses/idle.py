@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import SetUp, first_calls
+from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.evidence import (
@@ -219,7 +220,8 @@ def _host_context(trace: Trace) -> _HostContext:
         sync_h2d = np.empty(0, bool)
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
+    measured = rc.median_launch_ns(launch_durs, name_is_graph[name_is_launch])
+    launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
@@ -231,6 +233,11 @@ def _host_context(trace: Trace) -> _HostContext:
     wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
                   for w in [call_rows[name_is_wait & (ev.tid[call_rows] == tid)]]}
 
+    # A launch made while its stream is captured into a CUDA/HIP graph records a node and runs nothing: the host
+    # recording a graph issues no GPU work (one-time set-up the replays never pay, not launch overhead; the
+    # vLLM capture in the public corpus idled 56 ms behind ~430 such calls, read as launch overhead).
+    recorded = in_capture(trace, call_rows)
+
     # Host activity that issues GPU work: every call, plus each top-level cpu_op holding a call.
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
@@ -238,7 +245,8 @@ def _host_context(trace: Trace) -> _HostContext:
     for tid in distinct(ev.tid[np.concatenate((op_rows, call_rows))]):
         ops = op_rows[ev.tid[op_rows] == tid]
         every = call_rows[ev.tid[call_rows] == tid]
-        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask]   # set-up calls issue nothing
+        calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask & ~recorded]   # set-up and recorded calls issue
+                                                                                     # nothing
         top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
         # rows are sorted by (start, -end): the first op at each extent's start is the outermost
         top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)

@@ -346,6 +346,41 @@ _MATCHERS: list[tuple[re.Pattern, str]] = [
 ]
 
 
+# The host<->device link each way, GB/s, by family: what a pinned copy can reach where the trace measures none
+# (the async_copies lever). PCIe x16 carries 64 GB/s each way at Gen5, 32 at Gen4, 16 at Gen3 (PCI-SIG); each card's
+# generation from its datasheet. A GH200's Hopper reaches the Grace CPU's memory over NVLink-C2C instead: 900 GB/s
+# bidirectional, 450 GB/s each way (NVIDIA GH200 Grace Hopper Superchip datasheet). An MI300A shares one HBM with its
+# CPU cores: no link to price.
+PCIE_X16_GBPS = {5: 64.0, 4: 32.0, 3: 16.0}
+NVLINK_C2C_GBPS = 450.0
+_PCIE_GEN: dict[str, int] = {
+    **dict.fromkeys(("h200", "h200-nvl", "h100-sxm", "h100-pcie", "h100-nvl", "h20", "h800", "b200", "mi300x",
+                     "mi325x"), 5),
+    **dict.fromkeys(("a100-sxm-40gb", "a100-pcie-40gb", "a100-sxm-80gb", "a100-pcie-80gb", "l40s", "l40", "a40", "a30",
+                     "l4", "a10", "a10g", "rtx4090", "rtx3090", "mi250x", "mi250", "mi210", "rtx-a6000", "rtx-a4000"),
+                    4),
+    **dict.fromkeys(("t4", "v100-sxm2", "v100-pcie", "v100s-pcie", "rtx2080ti", "gp100"), 3),
+}
+
+
+@dataclass(frozen=True)
+class HostLink:
+    gbps: float       # each way
+    kind: str         # "pcie" | "nvlink-c2c"
+    generation: int = 0   # PCIe generation (0: not PCIe)
+
+
+def host_link(device_name: str | None) -> HostLink | None:
+    """The datasheet host<->device link of a device, or None (unknown family, or no link: an APU)."""
+    key = _family(device_name) if isinstance(device_name, str) and device_name.strip() else None
+    if key is None:
+        return None
+    if key.startswith("gh200"):
+        return HostLink(NVLINK_C2C_GBPS, "nvlink-c2c")
+    gen = _PCIE_GEN.get(key)
+    return HostLink(PCIE_X16_GBPS[gen], "pcie", gen) if gen else None
+
+
 def _family(device_name: str) -> str | None:
     low = " ".join(device_name.lower().replace("_", " ").split())
     # "A100-SXM4-40GB" -> "a100 sxm4 40gb" so word boundaries work on dashes too.

@@ -39,6 +39,19 @@ STREAM_WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipS
 UNMEASURED_LAUNCH_NS = 5_000
 
 
+def median_launch_ns(durations, graph_launch) -> int | None:
+    """What one kernel launch costs the host: the median launch call that launches one kernel. A graph launch
+    replays many kernels for one call and costs several times a kernel launch (the generate-gpt2 static traces'
+    cudaGraphLaunch): it is the launch cost only where the trace launches nothing else. None: no launch call."""
+    import numpy as np
+
+    durations, graph_launch = np.asarray(durations), np.asarray(graph_launch, bool)
+    if not len(durations):
+        return None
+    own = durations[~graph_launch]
+    return int(np.median(own if len(own) else durations))
+
+
 CAPTURE_BEGIN_CALLS = frozenset({"cudaStreamBeginCapture", "cudaStreamBeginCapture_v2", "cuStreamBeginCapture",
                                  "cuStreamBeginCapture_v2", "hipStreamBeginCapture"})
 CAPTURE_END_CALLS = frozenset({"cudaStreamEndCapture", "cuStreamEndCapture", "hipStreamEndCapture"})

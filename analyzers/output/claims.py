@@ -9,11 +9,13 @@ on the words:
 
 0. each claim is said on its line, each percentage of the Idle line's split and of the Next line is a claim, and a
    claim is its field: the Idle line's split is each cause's share of the span, the Next's saving its lever's
-   ratio, the idle share its because gives the Idle line's;
+   ratio, the idle share its because gives the Idle line's, the share of its own cause the cause's (a host-work
+   because gives the host work's share, not the whole idle's);
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
    0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving the set-up it removes (no
    larger, and no smaller unless the because says how much of the set-up is on the critical path), a
-   launch-bound because only where kernels are shorter than a launch;
+   launch-bound because only where kernels are shorter than a launch, and counting as launches to cut only the
+   kernels launched outside the CUDA graphs a trace replays;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
    trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
@@ -25,8 +27,13 @@ on the words:
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one peak per trace: every peak a line judges against is the peaks' own, and no line states an achieved rate
-   above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by);
-7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
+   above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by), nor a datasheet
+   peak passed as a fact (a rate above the sheet is the cache or the timer, said with its margin);
+7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
+8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
+   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
+   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, and one
+   whose idle is mostly torch.compile compiling compile-bound, with that share.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -39,7 +46,8 @@ from __future__ import annotations
 import re
 
 from tracetriage.analyzers.model.units import gbps, tflops
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
+from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -48,6 +56,7 @@ _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
 _SETUP_TOLERANCE = 0.05   # the warm-up's saving and its set-up share sit on different spans (traced vs GPU)
 _SHARE_TOLERANCE = 0.01   # a share said in whole percents: within a point of its field
 _NEXTS = ("next", "next.own")   # the Next, and a rank's own fix beside the straggler
+_CAUSE_OF_KIND = {e.value: c.value for c, e in EXPERIMENT_FOR_CAUSE.items()}   # an idle fix's kind -> its cause
 
 
 def check(out: dict) -> list[str]:
@@ -65,7 +74,9 @@ def check(out: dict) -> list[str]:
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
             + _withheld_verdicts_not_given(said, out)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
-            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said))
+            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
+            + _idle_bound_says_what_it_waits_on(said, out, lines)
+            + _launch_because_counts_only_eager_launches(said, out))
 
 
 def check_ranks(out: dict) -> list[str]:
@@ -176,6 +187,12 @@ def _claims_are_fields(said: _Said, out: dict) -> list[str]:
             bad.append(f"the Next's because says the GPU idles {said.get(f'{nx}.because.idle_share')['said']}, the "
                        f"Idle line's share is {100 * out['idle_us'] / span:.1f}%")
     nx = out.get("next_experiment") or {}
+    for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
+        c, cause = said.get(f"{key}.because.cause_share"), _CAUSE_OF_KIND.get(kind or "")
+        field = out["idle"]["by_cause_us"].get(cause, 0.0) / span if span and cause else None
+        if c is not None and field is not None and abs(field - c["value"]) > _SHARE_TOLERANCE:
+            bad.append(f"the Next's because gives {cause} {c['said']} of the span, the Idle line's field is "
+                       f"{100 * field:.1f}%")
     for key, ratio in (("next.saving", nx.get("predicted_ratio")),
                        ("next.own.saving", (nx.get("own_fix") or {}).get("predicted_ratio"))):
         saving = said.value(key)
@@ -206,6 +223,20 @@ def _warm_up_saves_at_most_its_set_up(said: _Said, nx: str) -> list[str]:
             critical is None or abs(critical["value"] - saving["value"]) > _SHARE_TOLERANCE):
         return [f"the warm-up predicts only {saving['said']} but says {setup['said']} of the span is set-up, and not "
                 "how much of it the replay finds on the critical path"]
+    return []
+
+
+def _launch_because_counts_only_eager_launches(said: _Said, out: dict) -> list[str]:
+    """A launch-bound because on a trace that replays CUDA graphs says how many kernels are launched one by one
+    outside them: the replayed ones are no launches to cut."""
+    ev = out["idle"]["evidence"].get("launch_overhead") or {}
+    graphed, kernels = ev.get("graphed_kernels", 0), ev.get("kernels", 0)
+    if not (graphed and said.get("next.because.kernels") is not None and graphed < kernels):
+        return []
+    eager = said.value("next.because.eager_kernels")
+    if eager != kernels - graphed:
+        return [f"the Next's because counts {kernels} kernels as launches to cut, {graphed} of them replayed from "
+                "CUDA graphs" + ("" if eager is None else f" (it says {eager:g} outside them)")]
     return []
 
 
@@ -319,6 +350,11 @@ def _phases_only_where_they_change(said: _Said, out: dict) -> list[str]:
 
 # --- 6. one peak per trace -----------------------------------------------------------------------------------
 
+def lines_of(out: dict) -> list[str]:
+    """The report's five lines and its caveats."""
+    return list(out.get("lines") or []) + list((out.get("trace") or {}).get("caveats") or [])
+
+
 def _one_peak(said: _Said, out: dict) -> list[str]:
     pk = out.get("peaks")
     if not pk:
@@ -331,6 +367,9 @@ def _one_peak(said: _Said, out: dict) -> list[str]:
         elif c["key"].endswith("peak_tflops") and not any(tflops(r / 1e12) == tflops(c["value"])
                                                           for r in (pk.get("flops_per_s") or {}).values()):
             bad.append(f"a line judges against {c['said']}, which is none of the trace's peaks")
+    for line in lines_of(out):
+        if "past the datasheet's" in line:   # a datasheet figure is not passed by a faster device (voice.peaks)
+            bad.append(f"a line says a kernel passed the datasheet's peak as a fact: {line[:60]!r}")
     for line in ("regime", *_NEXTS):
         for unit, say in (("gbps", gbps), ("tflops", tflops)):
             reached, peak = said.get(f"{line}.achieved_{unit}"), said.get(f"{line}.peak_{unit}")
@@ -351,3 +390,39 @@ def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
     return [f"a number rounded to nothing: {c['key']} is {c['value']:g}, said {c['said']!r}" for c in said.all
             if c["value"] > 0 and _SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
             and ".because." not in c["key"]]
+
+
+# --- 8. an idle-bound span names what it waits on --------------------------------------------------------------
+
+_SET_UP_KINDS = ("warm_up", "profile_replays")
+
+
+def _construct_idle_share(out: dict, construct: str) -> float:
+    return next((x.get("idle_share", 0.0) for x in out.get("framework") or [] if x["construct"] == construct), 0.0)
+
+
+def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) -> list[str]:
+    bad = []
+    kind = (out.get("next_experiment") or {}).get("kind")
+    loader, compiling = _construct_idle_share(out, "dataloader"), _construct_idle_share(out, "compile")
+    if lines[3].startswith("Regime: overhead-bound"):
+        if kind in _SET_UP_KINDS:
+            bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
+        elif loader >= INPUT_BOUND_IDLE_SHARE:
+            bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "
+                       "DataLoader (input-bound)")
+        elif compiling >= INPUT_BOUND_IDLE_SHARE:
+            bad.append(f"the Regime line says overhead-bound where {100 * compiling:.0f}% of the idle is "
+                       "torch.compile compiling (compile-bound)")
+    for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
+                              ("regime.compile_share", compiling, "torch.compile compiling")):
+        c = said.get(key)
+        if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
+            bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")
+    setup, because = said.get("regime.setup_share"), said.get("next.because.setup_share")
+    if setup is not None and kind not in _SET_UP_KINDS:
+        bad.append("the Regime line says set-up-bound, but the Next is no warm-up")
+    if setup is not None and because is not None and abs(setup["value"] - because["value"]) > _SHARE_TOLERANCE:
+        bad.append(f"the Regime line says set-up holds {setup['said']} of the span, the Next's because "
+                   f"{because['said']}")
+    return bad

@@ -13,6 +13,12 @@ from tracetriage.analyzers.voice.said import claim
 # trace is "compiled already": its launch-overhead Next is CUDA graphs, never "torch.compile to fuse" (issue 32).
 COMPILED_IDLE_SHARE = 0.25
 
+# The share of the idle inside the DataLoader (or torch.compile compiling) from which an idle-bound span is said to
+# be input-bound (compile-bound), not overhead-bound: most of the device's wait is for batches (a reviewer of
+# t4_fp32_train, 72% of its idle in DataLoader.__next__: "overhead-bound says CUDA graphs/compile to a PyTorch
+# engineer; this is input starvation").
+INPUT_BOUND_IDLE_SHARE = 0.5
+
 
 def saving(key: str, saving_ns: float, baseline_ns: float) -> str:
     """A predicted change of the span ('−24%'), recorded as the share it saves (negative: it slows the run)."""

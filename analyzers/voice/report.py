@@ -28,7 +28,13 @@ from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, only_predicts, saving, waste_prediction
+from tracetriage.analyzers.voice.claims import (
+    COMPILED_IDLE_SHARE,
+    INPUT_BOUND_IDLE_SHARE,
+    only_predicts,
+    saving,
+    waste_prediction,
+)
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     REGIME_ADVICE,
@@ -251,6 +257,15 @@ def _warmup_why(a: Analysis) -> str:
             f"which the steady state never pays")
 
 
+def setup_held(a: Analysis) -> float:
+    """The share of the span a warm-up Next's because says is one-time set-up (the first calls' set-up, or what the
+    warm-up's replay takes out where that is more): one figure for the Regime line and the because."""
+    lv = a.next_experiment.lever
+    if lv is None or (a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns):
+        return a.warmup_share
+    return lv.saving_ns / lv.baseline_ns
+
+
 def _setup_share(lv) -> str:
     """The set-up a warm-up's replay takes out, as a share of the span (its because)."""
     return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))
@@ -271,10 +286,23 @@ def _lever_why(a: Analysis) -> str:
     return where + assume
 
 
+# torch.optim's optimizers that take foreach=True (torch.optim docs, "Algorithms"); fused=True only some of them.
+# Another class (Shampoo, a user's own) has neither flag: naming one would invent its API (hta-sampled-rank0 was told
+# "torch.optim.Shampoo(..., fused=True)").
+TORCH_FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam",
+                                      "RAdam", "RMSprop", "Rprop", "SGD"})
+TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
+
+
 def _fused_optimizer_advice(a: Analysis) -> str:
     opt = a.framework.optimizer if a.framework else None
+    if opt is not None and opt not in TORCH_FOREACH_OPTIMIZERS:
+        return (f"make the optimizer step multi-tensor: {opt} is not one of torch.optim's (no foreach or fused flag), "
+                "so write its per-parameter update with torch._foreach_* ops (or torch.compile the step), one kernel "
+                "over every parameter instead of a few per parameter")
     name = f"torch.optim.{opt}" if opt else "the optimizer"
-    return (f"use a multi-tensor optimizer step: {name}(..., fused=True) (or foreach=True), one kernel over every "
+    flags = "fused=True (or foreach=True)" if opt is None or opt in TORCH_FUSED_OPTIMIZERS else "foreach=True"
+    return (f"use a multi-tensor optimizer step: {name}(..., {flags}), one kernel over every "
             "parameter instead of a few per parameter")
 
 
@@ -390,6 +418,12 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
         kernels = (f"the GPU idles {idle_pct()} between {because('kernels', ev.kernels, count(ev.kernels, 'kernel'))}"
                    f" that run {because('kernel_median_us', ev.kernel_median_us, duration_us(ev.kernel_median_us))}"
                    " (median)")
+        if ev.graph_launches and 0 < ev.graphed_kernels < ev.kernels:
+            # the launches to cut are those outside the graphs: a replayed kernel costs no launch of its own
+            # (generate-gpt2-b1-static counted its 1,581 replayed kernels among the launches to cut)
+            eager = ev.kernels - ev.graphed_kernels
+            kernels += (f", {because('eager_kernels', eager, integer(eager))} of them launched one by one outside "
+                        f"the {count(ev.graph_launches, 'graph replay', 'graph replays')}")
         if ev.launch_call_median_us and ev.kernel_median_us < ev.launch_call_median_us:
             # the launch call's median is said on the Idle line; this phrase claims it outlasts the kernel
             return kernels + because("launch_outlasts_kernel_us", ev.launch_call_median_us,
@@ -408,7 +442,10 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
             longer = f" of {because('stretch_us', long_ns / 1e3, duration_ns(long_ns))} or more" if long_ns else ""
             return f"the host runs code that issues no GPU work in {stretches} between launches{longer}, and the " \
                    "GPU waits them out"
-        return (f"the GPU idles {idle_pct()} while the host runs code that issues no GPU work "
+        # the share the host's own stretches hold, not the whole idle: beside an unexplained wait (hta-sampled-rank0:
+        # idle 55%, host work 22%) "idles 55% while the host runs code" gave the host idle it does not hold
+        return (f"the GPU idles {because('cause_share', gain, share(gain))} of the span while the host runs code "
+                f"that issues no GPU work "
                 f"(median gap {because('median_gap_us', ev.median_gap_us, duration_us(ev.median_gap_us))})")
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
@@ -513,11 +550,36 @@ def _serialising_syncs(a: Analysis) -> str:
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
 
+def _idle_bound(a: Analysis) -> tuple[str, str]:
+    """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
+    "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start (the Next warms up or
+    profiles the replays) is set-up-bound and a device waiting for the DataLoader's batches input-bound (each share
+    claimed), and one whose idle is mostly torch.compile compiling compile-bound."""
+    nx = a.next_experiment
+    if nx.kind in (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS):
+        setup = nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
+        return ("set-up-bound (a cold start), not launch overhead",
+                f", and one-time set-up holds {claim('regime.setup_share', setup, share(setup))} of it, which the "
+                "steady state never pays")
+    loader = a.framework.idle_share(Construct.DATALOADER) if a.framework else 0.0
+    if loader >= INPUT_BOUND_IDLE_SHARE:
+        return ("input-bound, not launch overhead",
+                f", {claim('regime.input_share', loader, share(loader))} of the idle inside the DataLoader waiting "
+                "for batches")
+    compiling = a.framework.idle_share(Construct.COMPILE) if a.framework else 0.0
+    if compiling >= INPUT_BOUND_IDLE_SHARE:   # (recompile_gpt2: 99% of its idle in dynamo and Inductor)
+        return ("compile-bound, not launch overhead",
+                f", {claim('regime.compile_share', compiling, share(compiling))} of the idle inside torch.compile "
+                "compiling")
+    return "overhead-bound", ""
+
+
 def _regime_line(a: Analysis) -> str:
     v, pk = a.verdict, a.roof.peaks
     tot = v.kernel_us
     if v.regime is Regime.OVERHEAD:
-        line = f"Regime: overhead-bound: the device idles {share(v.idle_share)} of the span; {_mix(v)}{_ridge(v)}."
+        bound, why = _idle_bound(a)
+        line = f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; {_mix(v)}{_ridge(v)}."
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN:

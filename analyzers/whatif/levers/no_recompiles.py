@@ -42,15 +42,17 @@ def says(a: CompilesGone) -> str:
         return "no torch.compile compilation in this trace: nothing recompiles"
     # GPU work launched inside a compile span: autotuning's benchmarks, a CUDA-graph tree's warm-up runs
     launched = f", and {count(a.gpu_ops_gone, 'GPU op')} launched while compiling" if a.gpu_ops_gone else ""
-    happen = "happens" if a.count == 1 else "happen"
     if a.recompiles == 0:
         # a compile-warm-up trace: each function compiled once, for its first call (issue 33: "stop the recompiles"
         # where no compile id ever went past N/0)
         return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
                 f"dynamo and Inductor{launched}) are first compilations (no function compiles again): one-time "
                 "set-up, which the steady state never pays; the compiled code's launches stay")
+    # (the replay's assumption, said as one: "happen once, before it" read as a fact about a trace whose
+    # compilations are inside it, realworld recompile_gpt2)
     return (f"the {count(a.count, 'compilation')} in the profile ({duration_ns(a.removed_ns)} of host time in "
-            f"dynamo and Inductor{launched}) {happen} once, before it; the compiled code's launches stay")
+            f"dynamo and Inductor{launched}) would run a single time, before the profiled steps, with "
+            "shapes that no longer change; the compiled code's launches stay")
 
 
 def compiles(m: Measured) -> int:

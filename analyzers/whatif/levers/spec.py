@@ -50,7 +50,10 @@ class WhatIfError(ValueError):
 
 # Where a lever's figure was measured: the `source` of an Assumption's figure.
 SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
-                "datasheet": "datasheet PCIe x16 link", "sheet": "the device's datasheet",
+                "pcie5": "datasheet PCIe Gen5 x16 link", "pcie4": "datasheet PCIe Gen4 x16 link",
+                "pcie3": "datasheet PCIe Gen3 x16 link",
+                "c2c": "NVLink-C2C to the Grace CPU, 900 GB/s both ways: NVIDIA GH200 Grace Hopper Superchip datasheet",
+                "sheet": "the device's datasheet",
                 "guess": "assumed (no measurement, unknown device)",
                 "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)",
                 "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
