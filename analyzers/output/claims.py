@@ -25,7 +25,10 @@ on the words:
    TTFT longer than the GPU span says that host time before the first kernel is counted;
 6. one peak per trace: every peak a line judges against is the peaks' own, and no line states an achieved rate
    above the peak it states (a measured ceiling a kernel passes is raised: DevicePeaks.judged_by);
-7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s").
+7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
+8. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
+   window left out) above the median step's by most of its extra time, and one said to have run queued work ran
+   that much of it: both read from the per-step columns, not from the outlier's own fields.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -36,6 +39,7 @@ function below, named after what they verify.
 from __future__ import annotations
 
 import re
+import statistics
 
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE
@@ -64,7 +68,8 @@ def check(out: dict) -> list[str]:
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
             + _withheld_verdicts_not_given(said, out)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
-            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said))
+            + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
+            + _outlier_is_what_its_steps_show(said, out))
 
 
 def check_ranks(out: dict) -> list[str]:
@@ -342,3 +347,32 @@ def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
     return [f"a number rounded to nothing: {c['key']} is {c['value']:g}, said {c['said']!r}" for c in said.all
             if c["value"] > 0 and _SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
             and ".because." not in c["key"]]
+
+
+# --- 8. the outlier step is what its steps show ------------------------------------------------------------------
+
+_MOST_OF_THE_EXCESS = 0.5   # steps.OUTLIER_CAUSE_SHARE: the reason named holds at least half of the extra time
+
+
+def _outlier_is_what_its_steps_show(said: _Said, out: dict) -> list[str]:
+    st = out.get("steps") or {}
+    o = (st.get("summary") or {}).get("outlier")
+    cols = st.get("per_step") or {}
+    if o is None or "queued_busy_us" not in cols:
+        return []
+    i = cols["index"].index(o["step"])
+    steady = [j for j in range(len(cols["index"])) if cols["regular"][j] and not cols["setup"][j]] or \
+        [j for j in range(len(cols["index"])) if not cols["setup"][j]]
+    own = [cols["kernel_busy_us"][j] - cols["queued_busy_us"][j] for j in steady]
+    median_own = statistics.median(own)
+    extra = o["extra_us"]
+    bad = []
+    longer = own[steady.index(i)] - median_own if i in steady else 0.0
+    if said.get("measured.outlier.kernels_longer") is not None and longer < _MOST_OF_THE_EXCESS * extra - 1.0:
+        bad.append(f"step {o['step']} is said to be slow because its kernels ran longer, but its own kernels ran "
+                   f"{longer:,.1f} µs above the median step's, of {extra:,.1f} µs extra")
+    queued = said.get("measured.outlier.queued_us")
+    if queued is not None and cols["queued_busy_us"][i] < _MOST_OF_THE_EXCESS * extra - 1.0:
+        bad.append(f"step {o['step']} is said to have run work queued before the window, but that work ran "
+                   f"{cols['queued_busy_us'][i]:,.1f} µs of its {extra:,.1f} µs extra")
+    return bad
