@@ -314,7 +314,12 @@ def before_after_bytes(before: float | None, after: float | None) -> str:
 def diff_ops_caption(per_step: bool) -> str:
     s = ("Device time by op (the op that launched the work, or the kernel's name when no op did), largest change "
          "first; bytes are what its kernels move by their shapes and its copies recorded (— : no byte count).")
-    return s + (" Per profiled step: the traces hold a different number of steps." if per_step else "")
+    return s + (" Per profiled step: each side's totals over its steps." if per_step else "")
+
+
+def diff_span_label(per_step: bool) -> str:
+    """The first measure of the diff's table: what the diff compares."""
+    return "mean profiled step" if per_step else "GPU span"
 
 
 def diff_timelines_caption() -> str:

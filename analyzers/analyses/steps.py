@@ -132,6 +132,19 @@ class Step:
     regular: bool              # it has the repeated structure (False: the prologue, or a step that differs)
     setup: bool = False        # the first step, kept apart: it pays set-up (first calls, compilation)
     name: str = ""             # the trace's own name for it (ProfilerStep#4), where the profiler named it
+    queued_kernels: int = 0    # of its kernels, those queued before the trace began (no launch call in it, run
+    queued_busy_ns: int = 0    # ahead of every launched one on their stream), and their busy time in its window
+    launch_calls: int = 0      # the calls that launched its kernels (graph launches among them)
+    graph_launches: int = 0
+
+    @property
+    def own_kernels(self) -> int:
+        """The kernels it launched itself: not the work queued before the profiled window that it drained."""
+        return self.kernels - self.queued_kernels
+
+    @property
+    def own_busy_ns(self) -> int:
+        return self.kernel_busy_ns - self.queued_busy_ns
 
     @property
     def wall_ns(self) -> int:
@@ -147,8 +160,10 @@ class Step:
 
 
 class OutlierWhy(str, Enum):
+    QUEUED = "queued"      # it ran kernels queued before the profiled window (the profiler's warm-up steps ran
+                           # ahead of the GPU): they hold most of its extra time
     IDLE = "idle"          # an idle cause holds most of its extra time (`cause`)
-    KERNELS = "kernels"    # its GPU was busy longer: its kernels took the time
+    KERNELS = "kernels"    # its own kernels were busy longer than the median step's
     HOST = "host"          # its host took the time outside any idle gap: before the GPU had work, or no GPU timeline
 
     def __str__(self) -> str:
@@ -170,6 +185,15 @@ class Outlier:
                                          # (tracetriage.analyzers.analyses.framework);
                                          # None: the user's own code, or no framework analysis
     name: str = ""             # the trace's own name for the step (ProfilerStep#4): what a user looks for
+    own_busy_ns: int = 0       # its own kernels' busy time (queued work left out) ...
+    median_own_busy_ns: int = 0   # ... and the median step's
+    own_kernels: int = 0
+    queued_kernels: int = 0    # why QUEUED: the kernels queued before the window it ran, their busy time,
+    queued_busy_ns: int = 0
+    waited_in: str | None = None   # ... and the host sync that waited for them, where one did
+    waited_ns: int = 0
+    unrecorded_before: int = 0     # the steps the profiler ran unrecorded before it (its schedule's wait and
+                                   # warm-up: ProfilerStep#3 first recorded), where it is the first step
 
 
 @dataclass(frozen=True)
@@ -572,11 +596,23 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     # a GPU activity belongs to the step whose host window holds its launch call (else its own start)
     issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[gpu])
     step_of = np.searchsorted(host_start, issued, side="right") - 1
+    # work queued before the window runs in the first step's, even where it began a moment before the step did
+    step_of[(step_of < 0) & queued_before_window(trace)[gpu]] = 0
     mine = step_of >= 0
     gpu, step_of = gpu[mine], step_of[mine]
     gpu_end = np.full(n, NONE, np.int64)
     np.maximum.at(gpu_end, step_of, ev.end[gpu])
-    kern_count = np.bincount(step_of[ev.cat[gpu] == KERNEL], minlength=n)
+    is_kernel = ev.cat[gpu] == KERNEL
+    kern_count = np.bincount(step_of[is_kernel], minlength=n)
+    early = queued_before_window(trace)[gpu] & is_kernel
+    queued_count = np.bincount(step_of[early], minlength=n)
+    # a launch call (a graph launch runs many activities) counts once, in the step its activities belong to
+    own_call = (trace.launch_of[gpu] != NONE) & is_kernel   # (kernel launches: a memset's call is no launch)
+    calls, first = np.unique(trace.launch_of[gpu][own_call], return_index=True)
+    call_step = step_of[own_call][first]
+    call_count = np.bincount(call_step, minlength=n)
+    graph_count = np.bincount(call_step[name_flags(trace, calls, rc.is_graph_launch)], minlength=n) \
+        if len(calls) else np.zeros(n, np.int64)
     host_next = np.append(host_start[1:], host_last)
     ends = np.maximum(host_next, gpu_end)
     starts = np.empty(n, np.int64)
@@ -588,6 +624,9 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     kr = np.flatnonzero(ev.cat == KERNEL)
     ks, ke = iv.union(ev.start[kr], ev.end[kr])
     busy = iv.covered(ks, ke, starts, ends)
+    qr = gpu[early]
+    qs, qe = iv.union(ev.start[qr], ev.end[qr])
+    queued_busy = iv.covered(qs, qe, starts, ends)
     idle = {c: np.zeros(n, np.int64) for c in CAUSES}
     for d in devices:
         g = d.gaps
@@ -598,12 +637,34 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     steps = [Step(index=i, start_ns=int(starts[i]), end_ns=int(ends[i]), host_start_ns=int(host_start[i]),
                   gpu_end_ns=int(gpu_end[i]), kernels=int(kern_count[i]), kernel_busy_ns=int(busy[i]),
                   idle_by_cause_ns={c: int(idle[c][i]) for c in CAUSES}, regular=bool(regular[i]),
-                  name=names[i] if names else "")
+                  name=names[i] if names else "", queued_kernels=int(queued_count[i]),
+                  queued_busy_ns=int(queued_busy[i]), launch_calls=int(call_count[i]),
+                  graph_launches=int(graph_count[i]))
              for i in range(n)]
     steps = _mark_setup(trace, steps, prologue)
     summary = summarize(trace, devices, steady(steps), framework)
     setup_ns = sum(max(0, s.wall_ns - summary.median_ns) for s in steps if s.setup) if summary else 0
     return Steps(found_from, tuple(steps), boundary, anchor, unit_ops, summary, setup_ns)
+
+
+def queued_before_window(trace: Trace) -> np.ndarray:
+    """For each row: a GPU activity queued before the trace began. The host runs ahead of the GPU, so when the
+    profiler starts (after its schedule's wait and warm-up steps) the stream still holds work launched before it:
+    that work has no launch call in the trace and runs on its stream ahead of every activity launched inside the
+    trace. (An activity with no launch call later on is a dropped record, not queued work.)"""
+    ev = trace.ev
+    out = np.zeros(len(ev), bool)
+    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
+    if not len(gpu):
+        return out
+    linked = trace.launch_of[gpu] != NONE
+    queue = ev.device[gpu].astype(np.int64) * (1 << 32) + ev.stream[gpu]   # a stream is its device's
+    for q in distinct(queue):
+        on = queue == q
+        first = ev.start[gpu[on & linked]].min() if (on & linked).any() else None
+        if first is not None:
+            out[gpu[on & ~linked & (ev.start[gpu] < first)]] = True
+    return out
 
 
 # --- the first step's set-up ----------------------------------------------------------------------
@@ -673,7 +734,25 @@ def summarize(trace: Trace, devices, steps: list[Step], framework=None) -> StepS
 
 
 def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: float, framework) -> Outlier:
+    """What made the slowest step slow, in the order the timeline settles it:
+
+    1. queued    work queued before the profiled window (no launch call in the trace) holds at least
+                 OUTLIER_CAUSE_SHARE of its extra time: the step drained what the steps before the window
+                 launched, it did not run longer itself;
+    2. idle      one idle cause grew by that share of the extra time over its median;
+    3. kernels   its own kernels (queued work left out) were busy longer than the median step's by that share;
+    4. host      none of these: its host took the time before the GPU had work.
+    """
     extra = worst.wall_ns - median
+    median_own = float(np.median([s.own_busy_ns for s in steps]))
+    mine = dict(step=worst.index, ratio=round(worst.wall_ns / median, 2), wall_ns=worst.wall_ns,
+                extra_ns=int(round(extra)), name=worst.name, own_busy_ns=worst.own_busy_ns,
+                median_own_busy_ns=int(round(median_own)), own_kernels=worst.own_kernels,
+                queued_kernels=worst.queued_kernels, queued_busy_ns=worst.queued_busy_ns)
+    if worst.queued_busy_ns >= OUTLIER_CAUSE_SHARE * extra:
+        call, waited = _waited_for_queued(trace, worst)
+        return Outlier(**mine, cause=None, gap_ns=0, host_op=None, why=OutlierWhy.QUEUED, waited_in=call,
+                       waited_ns=waited, unrecorded_before=_unrecorded_before(worst, steps))
     typical = {c: float(np.median([s.idle_by_cause_ns[c] for s in steps])) for c in CAUSES}
     excess = {c: worst.idle_by_cause_ns[c] - typical[c] for c in CAUSES}
     cause = max(excess, key=lambda c: excess[c])
@@ -685,12 +764,35 @@ def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: floa
         if framework is not None and where is not None:
             code = CONSTRUCTS[int(framework.gap_construct[where[0]][where[1]])]
             construct = None if code is Construct.USER else code
-    busier = worst.kernel_busy_ns - float(np.median([s.kernel_busy_ns for s in steps]))
+    busier = worst.own_busy_ns - median_own
     why = OutlierWhy.IDLE if cause is not None else (
         OutlierWhy.KERNELS if devices and busier >= OUTLIER_CAUSE_SHARE * extra else OutlierWhy.HOST)
-    return Outlier(step=worst.index, ratio=round(worst.wall_ns / median, 2), wall_ns=worst.wall_ns,
-                   extra_ns=int(round(extra)), cause=cause, gap_ns=gap_ns, host_op=host_op, why=why,
-                   construct=construct, name=worst.name)
+    return Outlier(**mine, cause=cause, gap_ns=gap_ns, host_op=host_op, why=why, construct=construct)
+
+
+def _unrecorded_before(step: Step, steps: list[Step]) -> int:
+    """ProfilerStep#N recorded first: the N steps before it ran outside the profiler's window."""
+    if step is not steps[0] or not step.name.startswith(PROFILER_STEP):
+        return 0
+    number = step.name.rsplit("#", 1)[-1]
+    return int(number) if number.isdigit() else 0
+
+
+def _waited_for_queued(trace: Trace, step: Step) -> tuple[str | None, int]:
+    """The host sync in the step that was waiting when its queued work finished (`torch.cuda.synchronize()` at
+    the top of the first profiled step), and how long it waited; (None, 0) where no sync waited for it."""
+    ev = trace.ev
+    q = np.flatnonzero(queued_before_window(trace) & (ev.start >= step.start_ns) & (ev.start < step.end_ns))
+    if not len(q):
+        return None, 0
+    done = int(ev.end[q].max())
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)) & (ev.start <= done) & (ev.end >= done)
+                           & (ev.start >= step.start_ns - CLOCK_TOL_NS))
+    calls = calls[name_flags(trace, calls, rc.is_sync)] if len(calls) else calls
+    if not len(calls):
+        return None, 0
+    c = int(calls[np.argmax(ev.end[calls] - ev.start[calls])])
+    return trace.name_of(c), int(ev.end[c] - ev.start[c])
 
 
 def _longest_gap(trace: Trace, devices, cause: Cause, lo: int, hi: int):

@@ -33,7 +33,10 @@ on the words:
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
    Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
    device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, and one
-   whose idle is mostly torch.compile compiling compile-bound, with that share.
+   whose idle is mostly torch.compile compiling compile-bound, with that share;
+9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
+   window left out) above the median step's by most of its extra time, and one said to have run queued work ran
+   that much of it: both read from the per-step columns, not from the outlier's own fields.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -44,6 +47,7 @@ function below, named after what they verify.
 from __future__ import annotations
 
 import re
+import statistics
 
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
@@ -76,7 +80,8 @@ def check(out: dict) -> list[str]:
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
             + _idle_bound_says_what_it_waits_on(said, out, lines)
-            + _launch_because_counts_only_eager_launches(said, out))
+            + _launch_because_counts_only_eager_launches(said, out)
+            + _outlier_is_what_its_steps_show(said, out))
 
 
 def check_ranks(out: dict) -> list[str]:
@@ -425,4 +430,33 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     if setup is not None and because is not None and abs(setup["value"] - because["value"]) > _SHARE_TOLERANCE:
         bad.append(f"the Regime line says set-up holds {setup['said']} of the span, the Next's because "
                    f"{because['said']}")
+    return bad
+
+
+# --- 9. the outlier step is what its steps show ------------------------------------------------------------------
+
+_MOST_OF_THE_EXCESS = 0.5   # steps.OUTLIER_CAUSE_SHARE: the reason named holds at least half of the extra time
+
+
+def _outlier_is_what_its_steps_show(said: _Said, out: dict) -> list[str]:
+    st = out.get("steps") or {}
+    o = (st.get("summary") or {}).get("outlier")
+    cols = st.get("per_step") or {}
+    if o is None or "queued_busy_us" not in cols:
+        return []
+    i = cols["index"].index(o["step"])
+    steady = [j for j in range(len(cols["index"])) if cols["regular"][j] and not cols["setup"][j]] or \
+        [j for j in range(len(cols["index"])) if not cols["setup"][j]]
+    own = [cols["kernel_busy_us"][j] - cols["queued_busy_us"][j] for j in steady]
+    median_own = statistics.median(own)
+    extra = o["extra_us"]
+    bad = []
+    longer = own[steady.index(i)] - median_own if i in steady else 0.0
+    if said.get("measured.outlier.kernels_longer") is not None and longer < _MOST_OF_THE_EXCESS * extra - 1.0:
+        bad.append(f"step {o['step']} is said to be slow because its kernels ran longer, but its own kernels ran "
+                   f"{longer:,.1f} µs above the median step's, of {extra:,.1f} µs extra")
+    queued = said.get("measured.outlier.queued_us")
+    if queued is not None and cols["queued_busy_us"][i] < _MOST_OF_THE_EXCESS * extra - 1.0:
+        bad.append(f"step {o['step']} is said to have run work queued before the window, but that work ran "
+                   f"{cols['queued_busy_us'][i]:,.1f} µs of its {extra:,.1f} µs extra")
     return bad

@@ -154,7 +154,11 @@ def _step_columns(st, kinds) -> dict:
            "kernels": [s.kernels for s in rows], "kernel_busy_us": [_r(s.kernel_busy_ns / 1e3) for s in rows],
            "idle_us": [_r(s.idle_ns / 1e3) for s in rows],
            "idle_by_cause_us": {c.value: [_r(s.idle_by_cause_ns[c] / 1e3) for s in rows] for c in CAUSES},
-           "regular": [s.regular for s in rows], "setup": [s.setup for s in rows]}
+           "regular": [s.regular for s in rows], "setup": [s.setup for s in rows],
+           # the work queued before the profiled window each step ran, and its own launch calls
+           "queued_kernels": [s.queued_kernels for s in rows],
+           "queued_busy_us": [_r(s.queued_busy_ns / 1e3) for s in rows],
+           "launch_calls": [s.launch_calls for s in rows]}
     if kinds is not None:
         out["kind"] = [k.kind.value for k in kinds]
         out["batch"] = [k.batch for k in kinds]
@@ -173,7 +177,12 @@ def _summary(s) -> dict | None:
             "outlier": None if o is None else {"step": o.step, "ratio": o.ratio, "wall_us": _r(o.wall_ns / 1e3),
                                                "extra_us": _r(o.extra_ns / 1e3), "cause": plain(o.cause),
                                                "gap_us": _r(o.gap_ns / 1e3), "host_op": o.host_op,
-                                               "why": plain(o.why), "construct": plain(o.construct)}}
+                                               "why": plain(o.why), "construct": plain(o.construct),
+                                               "own_kernel_busy_us": _r(o.own_busy_ns / 1e3),
+                                               "median_own_kernel_busy_us": _r(o.median_own_busy_ns / 1e3),
+                                               "queued_kernels": o.queued_kernels,
+                                               "queued_busy_us": _r(o.queued_busy_ns / 1e3),
+                                               "waited_in": o.waited_in, "waited_us": _r(o.waited_ns / 1e3)}}
 
 
 def steps(a) -> dict:

@@ -27,8 +27,14 @@ its bytes come from the capture sidecar (`NAME.meta.json`: bytes_per_call and
 kernels_per_call, scaled by the kernels in the trace) when there is one, else the
 byte ratio is null and the diff says why.
 
-When the two traces hold a different number of ProfilerStep ranges, every count
-and time is compared per profiled step.
+Where both traces hold ProfilerStep ranges, the diff compares their mean steps
+(wall, kernel busy time, idle by cause, kernels and launch calls averaged over the
+loop's steps; bytes and FLOPs per step), with the work queued before the profiled
+window left out, not the whole spans: a profiled window holds whatever its
+schedule caught, and its first step drains the kernels the unrecorded warm-up
+steps queued (on a ViT training trace that doubled one side's span and its kernel
+count against its launch calls). The whole spans are compared only where a side
+has no steps.
 
 Uses only the analyzers' public results (report.Analysis, its roofline and
 hotspots); never imports torch. The result is typed (Side, Diff); tracetriage.analyzers.voice
@@ -44,6 +50,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
+from tracetriage.analyzers.analyses.steps import StepsFrom, steady
 from tracetriage.analyzers.model.evidence import FirstCall
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
@@ -119,6 +126,64 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """The figures a diff compares for one side: the mean of its profiled steps (`per_step`), less the work queued
+    before the profiled window that its first step drained, else the whole trace's."""
+    per_step: bool
+    steps: int                      # the steps averaged (set-up steps kept apart, as the report does)
+    queued_us: float                # the queued work's busy time left out (tracetriage.analyzers.analyses.steps)
+    span_us: float                  # the mean step's wall, or the GPU span
+    kernel_busy_us: float
+    idle_us: float
+    idle_by_cause_us: dict[Cause, float]
+    kernels: float
+    launch_calls: float
+    graph_launches: float
+    bytes: float | None             # per step: the side's bytes and FLOPs over its steps
+    flops: float
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle_us / self.span_us if self.span_us > 0 else 0.0
+
+    @property
+    def span_per_launch_us(self) -> float | None:
+        return round(self.span_us / self.launch_calls, 3) if self.launch_calls else None
+
+
+def _whole(s: Side) -> Compared:
+    return Compared(False, 0, 0.0, s.span_us, s.kernel_busy_us, s.idle_us, dict(s.idle_by_cause_us), s.kernels,
+                    s.launch_calls, s.graph_launches, s.bytes, s.flops)
+
+
+def _per_step(a: Analysis, s: Side) -> Compared | None:
+    """The side's mean profiled step, where the profiler named the steps: each step's wall, kernel busy time, idle
+    by cause, kernels and launch calls, averaged over the loop's steps, with the work queued before the window left
+    out (its kernels and their busy time: the first step drained them, they are not the loop's). A mean, not a
+    median: a per-step time is what a timed run of the steps measures (the median step of a decode loop whose steps
+    alternate between 10.5 and 12.5 ms says 10.5 ms, its timed steps 11.2 ms)."""
+    st = a.steps
+    if st is None or st.found_from is not StepsFrom.PROFILER_STEP or not s.steps:
+        return None
+    pool = steady(list(st.steps))
+    if not pool:
+        return None
+    n = len(pool)
+    queued = sum(x.queued_busy_ns for x in pool) / 1e3
+    idle = {c: sum(x.idle_by_cause_ns[c] for x in pool) / 1e3 / n for c in CAUSES}
+    # the windows' time outside the GPU's span (no gap there to classify): before the trace's first GPU activity
+    # the host had launched nothing yet, after its last the host finishes the step; host time either way, so the
+    # parts add up to the wall
+    idle[Cause.HOST_WORK] += max(0.0, sum(x.wall_ns - x.kernel_busy_ns - x.idle_ns for x in pool) / 1e3 / n)
+    idle = {c: round(v, 3) for c, v in idle.items()}
+    busy = sum(x.own_busy_ns for x in pool) / 1e3 / n
+    return Compared(True, n, round(queued, 3), round(busy + sum(idle.values()), 3), round(busy, 3),
+                    round(sum(idle.values()), 3), idle, sum(x.own_kernels for x in pool) / n,
+                    sum(x.launch_calls for x in pool) / n, sum(x.graph_launches for x in pool) / n,
+                    s.bytes / s.steps if s.bytes else None, s.flops / s.steps)
+
+
+@dataclass(frozen=True)
 class OpChange:
     name: str
     before_us: float | None
@@ -171,16 +236,19 @@ class Diff:
     only_one_side_has_steps: bool
     different_devices: bool
     explained_by: str               # "bytes" | "kernels" | "launches" | a Cause value | "mixed" | "unchanged"
+    compared_before: Compared       # what is compared: the mean steps (per_step), else the whole traces
+    compared_after: Compared
     prediction: PredictionCheck | None = None
 
     @property
     def span_us(self) -> tuple[float, float]:
-        """(before, after), per step when the sides profiled a different number of steps."""
-        db, da = self.divisors
-        return self.before.span_us / db, self.after.span_us / da
+        """(before, after): the mean steps' walls where both traces have steps, else the GPU spans."""
+        return self.compared_before.span_us, self.compared_after.span_us
 
     @property
     def divisors(self) -> tuple[int, int]:
+        """Per-op tables (tracetriage.analyzers.triage.opdiff) where both traces have steps: each side's totals
+        over its steps."""
         return (self.before.steps, self.after.steps) if self.per_step else (1, 1)
 
     # --- what the explanation rests on (tracetriage.analyzers.voice.diff says it) ---
@@ -217,7 +285,7 @@ class Diff:
     @property
     def launch_cost_changed(self) -> bool:
         """Each launch call costs a different share of span after (so time does not follow launches 1:1)."""
-        pb, pa = self.before.span_per_launch_us, self.after.span_per_launch_us
+        pb, pa = self.compared_before.span_per_launch_us, self.compared_after.span_per_launch_us
         return bool(pb and pa and abs(pa / pb - 1) > BYTES_TOL)
 
     @property
@@ -297,20 +365,22 @@ def diff_analyses(before: Analysis, after: Analysis) -> Diff:
             raise TraceError(f"{side.trace.path}: no GPU activity in this trace, so there is nothing to compare "
                              "(a CPU-only capture?); diff two traces captured with CUDA activity")
     b, a = summarize(before), summarize(after)
-    per_step = b.steps > 0 and a.steps > 0 and b.steps != a.steps
+    sb, sa = _per_step(before, b), _per_step(after, a)
+    per_step = sb is not None and sa is not None
+    cb, ca = (sb, sa) if sb is not None and sa is not None else (_whole(b), _whole(a))
     db, da = (b.steps, a.steps) if per_step else (1, 1)
-    span_b, span_a = b.span_us / db, a.span_us / da
-    speedup = span_b / span_a if span_a > 0 else None
-    idle_change = {c: round(a.idle_by_cause_us[c] / da - b.idle_by_cause_us[c] / db, 3) for c in CAUSES}
-    saved = round(span_b - span_a, 3)
+    speedup = cb.span_us / ca.span_us if ca.span_us > 0 else None
+    idle_change = {c: round(ca.idle_by_cause_us[c] - cb.idle_by_cause_us[c], 3) for c in CAUSES}
+    saved = round(cb.span_us - ca.span_us, 3)
     fields = dict(
         before=b, after=a, per_step=per_step, steps=Steps(b.steps, a.steps),
-        speedup=_rnd(speedup), byte_ratio=_rnd(_ratio(b.bytes / db, a.bytes / da) if b.bytes and a.bytes else None),
-        launch_ratio=_rnd(_ratio(b.launch_calls / db, a.launch_calls / da)),
-        kernel_ratio=_rnd(_ratio(b.kernels / db, a.kernels / da)), flop_ratio=_rnd(_ratio(b.flops / db, a.flops / da)),
-        time_saved_us=saved, busy_change_us=round(a.kernel_busy_us / da - b.kernel_busy_us / db, 3),
+        speedup=_rnd(speedup), byte_ratio=_rnd(_ratio(cb.bytes, ca.bytes) if cb.bytes and ca.bytes else None),
+        launch_ratio=_rnd(_ratio(cb.launch_calls, ca.launch_calls)),
+        kernel_ratio=_rnd(_ratio(cb.kernels, ca.kernels)), flop_ratio=_rnd(_ratio(cb.flops, ca.flops)),
+        time_saved_us=saved, busy_change_us=round(ca.kernel_busy_us - cb.kernel_busy_us, 3),
         idle_change_us=idle_change, top_ops_change=_top_ops_change(b, a, db, da),
-        only_one_side_has_steps=(b.steps > 0) != (a.steps > 0), different_devices=b.device_name != a.device_name)
+        only_one_side_has_steps=(b.steps > 0) != (a.steps > 0), different_devices=b.device_name != a.device_name,
+        compared_before=cb, compared_after=ca)
     return Diff(**fields, explained_by=_explain(fields, b, a), prediction=check_prediction(before, after))
 
 

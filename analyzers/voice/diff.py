@@ -46,17 +46,24 @@ def _idle_causes(d, k: int = 3) -> str:
 def diff_lines(d) -> list[str]:
     """The diff's lines: Diff, Time, Launches and bytes, Explained (and its caveats)."""
     b, a = d.before, d.after
-    db, da = d.divisors
+    cb, ca = d.compared_before, d.compared_after
     span_b, span_a = d.span_us
-    busy_b, busy_a = b.kernel_busy_us / db, a.kernel_busy_us / da
+    busy_b, busy_a = cb.kernel_busy_us, ca.kernel_busy_us
     s = d.speedup
     dev = b.device_name if b.device_name == a.device_name else f"{b.device_name} / {a.device_name}"
-    scope = f" per profiled step ({integer(b.steps)} vs {integer(a.steps)} steps)" if d.per_step else ""
+    span = "step" if d.per_step else "span"
     change = "the after trace has no GPU activity" if s is None else a_or_an(speed(s))
-    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the GPU span went from {duration_us(span_b)} to "
-          f"{duration_us(span_a)}{scope}, {change}.")
+    went = f"from {duration_us(span_b)} to {duration_us(span_a)}"
+    # say what is compared: the mean of the steps, the queued work left out, with the whole spans beside them
+    counts = f"{integer(cb.steps)}{'' if cb.steps == ca.steps else f' → {integer(ca.steps)}'}"
+    queued = "; ".join(f"{duration_us(x.queued_us)} of kernels queued before {side} trace's window left out"
+                       for x, side in ((cb, "the before"), (ca, "the after")) if x.queued_us > 0)
+    l1 = (f"Diff: {b.name} → {a.name} on {dev}: the profiled step went {went} (the mean of {counts} "
+          f"{'step' if cb.steps == ca.steps == 1 else 'steps'}{'; ' + queued if queued else ''}; the whole GPU "
+          f"spans {duration_us(b.span_us)} → {duration_us(a.span_us)}), {change}." if d.per_step else
+          f"Diff: {b.name} → {a.name} on {dev}: the GPU span went {went}, {change}.")
 
-    idle_b, idle_a = b.idle_us / db, a.idle_us / da
+    idle_b, idle_a = cb.idle_us, ca.idle_us
     causes = _idle_causes(d)
     top_b = b.top_ops[0] if b.top_ops else None
     top_a = a.top_ops[0] if a.top_ops else None
@@ -65,26 +72,28 @@ def diff_lines(d) -> list[str]:
         tops = (f"; the top op was {top_b.name} ({share(top_b.share)}) and is now "
                 f"{top_a.name} ({share(top_a.share)})") if top_b.name != top_a.name else \
             f"; {top_a.name} stays the top op ({share(top_b.share)} → {share(top_a.share)})"
-    l2 = (f"Time: the span changed by {signed_us(-d.time_saved_us)} = kernel busy {signed_us(busy_a - busy_b)} "
+    l2 = (f"Time: the {span} changed by {signed_us(-d.time_saved_us)} = kernel busy {signed_us(busy_a - busy_b)} "
           f"({duration_us(busy_b)} → {duration_us(busy_a)}) + idle {signed_us(idle_a - idle_b)} "
-          f"({share(b.idle_share)} → {share(a.idle_share)} of the span"
+          f"({share(cb.idle_share)} → {share(ca.idle_share)} of the {span}"
           + (f": {causes}" if causes else "") + f"){tops}.")
 
     lr, br = d.launch_ratio, d.byte_ratio
-    calls = f"{integer(b.launch_calls / db)} → {integer(a.launch_calls / da)} launch calls"
+    per = " per step" if d.per_step else ""
+    calls = f"{integer(cb.launch_calls)} → {integer(ca.launch_calls)} launch calls{per}"
     if lr is not None:
         calls += f" ({_times(d, lr)})"
-    calls += f" for {integer(b.kernels / db)} → {integer(a.kernels / da)} kernels"
-    if a.graph_launches or b.graph_launches:
-        calls += (f", {integer(b.graph_launches / db)} → {integer(a.graph_launches / da)} of the calls "
+    calls += f" for {integer(cb.kernels)} → {integer(ca.kernels)} kernels"
+    if ca.graph_launches or cb.graph_launches:
+        calls += (f", {integer(cb.graph_launches)} → {integer(ca.graph_launches)} of the calls "
                   f"CUDA-graph launches")
-    if b.span_per_launch_us and a.span_per_launch_us:
-        calls += f", {duration_us(b.span_per_launch_us)} → {duration_us(a.span_per_launch_us)} of span per launch call"
+    if cb.span_per_launch_us and ca.span_per_launch_us:
+        calls += (f", {duration_us(cb.span_per_launch_us)} → {duration_us(ca.span_per_launch_us)} of {span} per "
+                  "launch call")
     if br is not None:
         src = [x.name for x in (b, a) if x.bytes_source == "sidecar"]
         note = (f"; {' and '.join(src)}: bytes declared by the capture sidecar, "
                 "its kernels have no costed op in the trace") if src else ""
-        byts = f"bytes {size(b.bytes / db)} → {size(a.bytes / da)} ({_times(d, br)}{note})"
+        byts = f"bytes{per} {size(cb.bytes)} → {size(ca.bytes)} ({_times(d, br)}{note})"
     else:
         short = list({x.name: x for x in (b, a) if x.bytes is None}.values())
         byts = "bytes not comparable: " + "; ".join(
@@ -128,7 +137,10 @@ def prediction_line(p) -> str:
 
 
 def _explanation_line(d) -> str:
-    b, a = d.before, d.after
+    b, a = d.compared_before, d.compared_after
+    regime_b, regime_a = d.before.regime, d.after.regime
+    tb_ops, ta_ops = d.before.top_ops, d.after.top_ops
+    span = "step" if d.per_step else "span"
     s, br, lr, how = d.speedup, d.byte_ratio, d.launch_ratio, d.explained_by
     saved = d.time_saved_us
     if how == "unchanged":
@@ -139,8 +151,8 @@ def _explanation_line(d) -> str:
         busy = b.kernel_busy_us / max(a.kernel_busy_us, 1e-9)
         kt = (f"kernel time fell {times(busy)} against the bytes' {times(br)}" if br >= 1 else
               f"kernel time grew {times(1 / busy)} against the bytes' {times(1 / br)}")
-        rate = (f" at {gbps(b.achieved_gbps)} → {gbps(a.achieved_gbps)}"
-                if b.achieved_gbps and a.achieved_gbps else "")
+        gb, ga = d.before.achieved_gbps, d.after.achieved_gbps
+        rate = f" at {gbps(gb)} → {gbps(ga)}" if gb and ga else ""
         causes = _idle_causes(d, 2)
         rest = f"; the rest is the idle change ({causes})" if causes and d.bytes_gap_named else ""
         return (f"Explained by bytes: it moves {moved} and the {speed(s)} matches that within {gap:.0f}%: "
@@ -150,13 +162,13 @@ def _explanation_line(d) -> str:
         verb = "shrank" if ch < 0 else "grew"
         sense = "saved" if saved > 0 else "lost"
         tops = ""
-        if b.top_ops and a.top_ops:
-            tb, ta = b.top_ops[0], a.top_ops[0]
+        if tb_ops and ta_ops:
+            tb, ta = tb_ops[0], ta_ops[0]
             tops = (f"; the top op was {tb.name} and is now {ta.name}" if tb.name != ta.name
                     else f"; {ta.name} stays the top op")
         launches = f" (launch calls {_times(d, lr)}: not the lever)" if d.launches_moved else ""
         return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {share(ch / -saved)} of the "
-                f"{duration_us(saved)} {sense}{launches}{tops}; regime {b.regime} → {a.regime}.")
+                f"{duration_us(saved)} {sense}{launches}{tops}; regime {regime_b} → {regime_a}.")
     if how == "launches":
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""
@@ -167,7 +179,7 @@ def _explanation_line(d) -> str:
                       f"{share(b.kernel_busy_us / b.span_us)} → {share(a.kernel_busy_us / a.span_us)} "
                       "of the span)") if br is not None else ""
         return (f"Explained by launches: both are overhead-bound (the GPU idles {share(b.idle_share)} and "
-                f"{share(a.idle_share)} of the span), so time follows launch calls: {_times(d, lr)} of them"
+                f"{share(a.idle_share)} of the {span}), so time follows launch calls: {_times(d, lr)} of them"
                 f"{cost}{bytes_note}.")
     if how in {c.value for c in Cause}:
         how = Cause(how)
@@ -180,7 +192,7 @@ def _explanation_line(d) -> str:
         verb = "shrank" if ch < 0 else "grew"
         sense = "saved" if saved > 0 else "lost"
         return (f"Explained by {CAUSE_WORDS[how]}: its idle {verb} by {duration_us(ch)}, {share(part)} of the "
-                f"{duration_us(saved)} {sense}{extra}; regime {b.regime} → {a.regime}.")
+                f"{duration_us(saved)} {sense}{extra}; regime {regime_b} → {regime_a}.")
     cause, part = d.mixed_cause
     parts = []
     if br is not None:
@@ -191,4 +203,4 @@ def _explanation_line(d) -> str:
         parts.append(f"{CAUSE_WORDS[cause]} idle moved by {share(part)} of the time {'saved' if saved > 0 else 'lost'}")
     parts.append(f"kernel busy time {signed_us(d.busy_change_us)}")
     return (f"Explained by a mix: no single lever accounts for it ({'; '.join(parts)}; regime "
-            f"{b.regime} → {a.regime}).")
+            f"{regime_b} → {regime_a}).")

@@ -8,13 +8,13 @@ from tracetriage.analyzers.voice.common import CAUSE_WORDS
 
 
 def slower_line(g) -> str:
-    scope = " per profiled step" if g.per_step else ""
+    what = "mean profiled step" if g.per_step else "GPU span"
     pct = g.slower_pct
     # "77.5% faster" would mean a speed-up of 1.775×: a shorter span is said as its speed-up and the time it saves
     faster = f"{g.before_span_us / g.after_span_us:.2f}× faster" if g.after_span_us > 0 else "faster"
     change = (f"{pct:.1f}% slower" if pct > 0 else f"{faster}" if pct < 0 else "as fast")
     saved = f", {-pct:.1f}% less time" if pct < 0 else ""
-    head = (f"{g.after} is {change} than {g.before} (GPU span{scope} {duration_us(g.before_span_us)} → "
+    head = (f"{g.after} is {change} than {g.before} ({what} {duration_us(g.before_span_us)} → "
             f"{duration_us(g.after_span_us)}{saved})")
     if not g.failed:
         return f"gate passed: {head}, within the {num(g.limit_pct)}% allowed"

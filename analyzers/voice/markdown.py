@@ -104,26 +104,25 @@ def report_markdown(a: Analysis, gate_line: str | None = None) -> str:
 
 def diff_markdown(d, gate_line: str | None = None) -> str:
     b, a = d.before, d.after
-    db, da = d.divisors
+    cb, ca = d.compared_before, d.compared_after   # the mean steps where both traces have steps, else the whole
     out = [f"### tracetriage diff: {code(b.name)} → {code(a.name)}", ""]
     if gate_line:
         out += [f"> **{gate_line}**", ""]
     out += _lines(diff_lines(d))
     span_b, span_a = d.span_us
-    rows = [["GPU span" + (" per step" if d.per_step else ""), duration_us(span_b), duration_us(span_a),
+    rows = [["mean profiled step" if d.per_step else "GPU span", duration_us(span_b), duration_us(span_a),
              signed_us(span_a - span_b)],
-            ["kernel busy", duration_us(b.kernel_busy_us / db), duration_us(a.kernel_busy_us / da),
-             signed_us(a.kernel_busy_us / da - b.kernel_busy_us / db)],
-            ["idle", f"{duration_us(b.idle_us / db)} ({share(b.idle_share)})",
-             f"{duration_us(a.idle_us / da)} ({share(a.idle_share)})", signed_us(a.idle_us / da - b.idle_us / db)]]
-    rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(b.idle_by_cause_us[c] / db),
-              duration_us(a.idle_by_cause_us[c] / da), signed_us(x)] for c, x in d.idle_moved[:3]]
-    rows.append(["launch calls", integer(b.launch_calls / db), integer(a.launch_calls / da),
-                 signed(a.launch_calls / da - b.launch_calls / db)])
-    rows.append(["kernels", integer(b.kernels / db), integer(a.kernels / da),
-                 signed(a.kernels / da - b.kernels / db)])
-    if b.bytes is not None and a.bytes is not None:
-        rows.append(["bytes", size(b.bytes / db), size(a.bytes / da),
+            ["kernel busy", duration_us(cb.kernel_busy_us), duration_us(ca.kernel_busy_us),
+             signed_us(ca.kernel_busy_us - cb.kernel_busy_us)],
+            ["idle", f"{duration_us(cb.idle_us)} ({share(cb.idle_share)})",
+             f"{duration_us(ca.idle_us)} ({share(ca.idle_share)})", signed_us(ca.idle_us - cb.idle_us)]]
+    rows += [[f"idle: {CAUSE_WORDS[c]}", duration_us(cb.idle_by_cause_us[c]),
+              duration_us(ca.idle_by_cause_us[c]), signed_us(x)] for c, x in d.idle_moved[:3]]
+    rows.append(["launch calls", integer(cb.launch_calls), integer(ca.launch_calls),
+                 signed(ca.launch_calls - cb.launch_calls)])
+    rows.append(["kernels", integer(cb.kernels), integer(ca.kernels), signed(ca.kernels - cb.kernels)])
+    if cb.bytes is not None and ca.bytes is not None:
+        rows.append(["bytes", size(cb.bytes), size(ca.bytes),
                      ratio(d.byte_ratio, d.about_same(d.byte_ratio)) if d.byte_ratio else ""])
     rows.append(["regime", f"{b.regime}", f"{a.regime}", ""])
     out += table(["", "before", "after", "change"], rows, {1, 2, 3})

@@ -28,13 +28,36 @@ def outlier(o, what: str = "step") -> str:
     """'step 7 took 3.1× the median: a 41.0 ms host stretch in aten::item'; a step the profiler named is said by
     its name in the trace ('ProfilerStep#4 took ...'), never by a 0-based index a user would look for in vain."""
     head = f"{o.name or f'{what} {o.step}'} took {o.ratio:.1f}× the median ({duration_ns(o.wall_ns)})"
+    if o.why.value == "queued":
+        own = _own_kernels(o)
+        queued = claim("measured.outlier.queued_us", o.queued_busy_ns / 1e3,
+                       f"{count(o.queued_kernels, 'kernel')} ({duration_ns(o.queued_busy_ns)})")
+        before = (f" (the profiler ran {_profiler_steps(o)} unrecorded before it)" if o.unrecorded_before else "")
+        wait = f", the host waiting {duration_ns(o.waited_ns)} in {o.waited_in}" if o.waited_in else ""
+        return head + f": it first ran {queued} queued before the profiled window{before}{wait}; {own}"
     if o.why.value == "host":
         return head + ": its host took the time, not its kernels or an idle gap of the GPU"
     if o.cause is None:
-        return head + ": its kernels ran longer, not its gaps"
+        return head + claim("measured.outlier.kernels_longer", o.extra_ns / 1e3,
+                            f": its kernels ran longer ({_own_kernels(o)}), not its gaps")
     where = CONSTRUCT_WORDS[o.construct] if o.construct is not None else o.host_op
     stretch = CAUSE_SPECS[o.cause].stretch
     return head + f": {a_or_an(duration_ns(o.gap_ns))} {stretch}" + (f" in {where}" if where else "")
+
+
+def _own_kernels(o) -> str:
+    """'its own 522 kernels ran 106.2 ms against the median step's 106.2 ms' (work queued before the window left
+    out of both)."""
+    ran = claim("measured.outlier.own_busy_us", o.own_busy_ns / 1e3, duration_ns(o.own_busy_ns))
+    typical = claim("measured.outlier.median_own_busy_us", o.median_own_busy_ns / 1e3,
+                    duration_ns(o.median_own_busy_ns))
+    return f"its own {count(o.own_kernels, 'kernel')} ran {ran} against the median step's {typical}"
+
+
+def _profiler_steps(o) -> str:
+    """'ProfilerStep#0 to #2': the steps before the first recorded one."""
+    last = o.unrecorded_before - 1
+    return f"ProfilerStep#0 to #{last}" if last else "ProfilerStep#0"
 
 
 def steps_clause(st) -> str:

@@ -44,23 +44,23 @@ def diff(before: Analysis, after: Analysis) -> DiffView:
     d = diff_analyses(before, after)
     j = serialize.diff(d)   # the `diff --json` object: what the CLI prints, so the page says the same
     b, f = j["before"], j["after"]
-    db, da = d.divisors       # per profiled step when the traces hold a different number of steps, as the diff compares
+    # what the diff compares: the mean steps where both traces have steps, else the whole traces
+    cb, cf = j["compared_before"], j["compared_after"]
     same = {k: j.get(k) is not None and d.about_same(j[k]) for k in ("launch_ratio", "kernel_ratio", "byte_ratio")}
 
     def m(label, unit, key, **change):
-        per = (lambda x, n: None if x is None else x / n)
-        return dashboard_words.diff_measure(label, unit, per(b[key], db), per(f[key], da), **change)
+        return dashboard_words.diff_measure(label, unit, cb[key], cf[key], **change)
 
     measures = pd.DataFrame([
-        m("GPU span", "us", "span_us", speedup=j.get("speedup")),
+        m(dashboard_words.diff_span_label(d.per_step), "us", "span_us", speedup=j.get("speedup")),
         m("kernels busy", "us", "kernel_busy_us", change_us=j["busy_change_us"]),
         m("idle", "us", "idle_us", change_us=sum(j["idle_change_us"].values())),
         m("launch calls", "count", "launch_calls", ratio_value=j.get("launch_ratio"), same=same["launch_ratio"]),
         m("kernels", "count", "kernels", ratio_value=j.get("kernel_ratio"), same=same["kernel_ratio"]),
         m("bytes", "bytes", "bytes", ratio_value=j.get("byte_ratio"), same=same["byte_ratio"]),
     ], columns=["measure", "before", "after", "change"])
-    idle = pd.DataFrame([{"cause": c.value, "before_us": b["idle_by_cause_us"].get(c.value, 0.0) / db,
-                          "after_us": f["idle_by_cause_us"].get(c.value, 0.0) / da,
+    idle = pd.DataFrame([{"cause": c.value, "before_us": cb["idle_by_cause_us"].get(c.value, 0.0),
+                          "after_us": cf["idle_by_cause_us"].get(c.value, 0.0),
                           "change_us": j["idle_change_us"].get(c.value, 0.0)} for c in CAUSES])
     idle = idle.assign(before_ms=idle["before_us"] / 1e3, after_ms=idle["after_us"] / 1e3,
                        change_ms=idle["change_us"] / 1e3)
