@@ -142,21 +142,22 @@ def test_graph_capture_applies_to_one_file_not_a_directory(tmp_path, capsys):
     assert "--graph-capture" in err and "apply to one trace file" in err
 
 
-def capture_profile(tmp_path: Path) -> Path:
-    """A profile of a capture: 40 ops each launching into the graph 1 ms apart, two eager kernels around it."""
+def capture_profile(tmp_path: Path, ops: int = 40, every_us: int = 1000, op_us: int = 8,
+                    name: str = "capture-profile") -> Path:
+    """A profile of a capture: `ops` ops each launching into the graph `every_us` apart (a call that records a
+    node and runs nothing), two eager kernels around it; by default 40 ops 1 ms apart."""
     ev = [op("aten::fill_", 0, 8 * US, 1), call("cudaLaunchKernel", 2 * US, 6 * US, 900, 1),
-          gpu("fill_kernel", 10 * US, 12 * US, 900)]
-    ev.append(call("cudaStreamBeginCapture", 20 * US, 22 * US))
-    for i in range(40):
-        t = 30 * US + i * 1000 * US
-        ev.append(op("aten::add", t, t + 8 * US, 10 + i, dims=ADD_DIMS, types=ADD_TYPES))
+          gpu("fill_kernel", 10 * US, 12 * US, 900), call("cudaStreamBeginCapture", 20 * US, 22 * US)]
+    for i in range(ops):
+        t = 30 * US + i * every_us * US
+        ev.append(op("aten::add", t, t + op_us * US, 10 + i, dims=ADD_DIMS, types=ADD_TYPES))
         ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 1000 + i, 10 + i))
-    end = 30 * US + 40 * 1000 * US
+    end = 30 * US + ops * every_us * US
     ev += [call("cudaStreamEndCapture", end, end + 2 * US), call("cudaGraphInstantiate", end + 5 * US, end + 800 * US)]
     t = end + 900 * US
-    ev += [op("aten::fill_", t, t + 8 * US, 99), call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 990, 99),
+    ev += [op("aten::fill_", t, t + 8 * US, 999), call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 990, 999),
            gpu("fill_kernel", t + 10 * US, t + 12 * US, 990)]
-    return write(tmp_path / "capture-profile.json.gz", document(ev))
+    return write(tmp_path / f"{name}.json.gz", document(ev))
 
 
 def test_a_profile_of_a_graph_capture_says_profile_the_replays_not_cut_launches(tmp_path):
@@ -296,19 +297,8 @@ def test_a_trace_whose_every_kernel_is_replayed_from_graphs_is_not_told_to_cut_l
 
 def dense_capture_profile(tmp_path: Path) -> Path:
     """A capture whose host records back to back (vLLM's capture_32_FULL: ~430 launch calls recorded in 56 ms):
-    400 ops of 10 µs, each with a launch call that records a node and runs nothing, between two eager kernels."""
-    ev = [op("aten::fill_", 0, 8 * US, 1), call("cudaLaunchKernel", 2 * US, 6 * US, 900, 1),
-          gpu("fill_kernel", 10 * US, 12 * US, 900), call("cudaStreamBeginCapture", 20 * US, 22 * US)]
-    for i in range(400):
-        t = 30 * US + i * 10 * US
-        ev.append(op("aten::add", t, t + 9 * US, 10 + i, dims=ADD_DIMS, types=ADD_TYPES))
-        ev.append(call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 1000 + i, 10 + i))
-    end = 30 * US + 400 * 10 * US
-    ev += [call("cudaStreamEndCapture", end, end + 2 * US), call("cudaGraphInstantiate", end + 5 * US, end + 800 * US)]
-    t = end + 900 * US
-    ev += [op("aten::fill_", t, t + 8 * US, 999), call("cudaLaunchKernel", t + 2 * US, t + 6 * US, 990, 999),
-           gpu("fill_kernel", t + 10 * US, t + 12 * US, 990)]
-    return write(tmp_path / "dense-capture.json.gz", document(ev))
+    400 ops of 9 µs, 10 µs apart, each with a launch call that records a node and runs nothing."""
+    return capture_profile(tmp_path, ops=400, every_us=10, op_us=9, name="dense-capture")
 
 
 def test_the_idle_behind_a_host_recording_a_graph_is_host_work_not_launch_overhead(tmp_path):
