@@ -161,16 +161,17 @@ def test_a_loader_whose_workers_keep_up_gives_the_lever_nothing_to_act_on(tmp_pa
     assert "keep up already" in dw.SPEC.says(p.assumption)
 
 
-def _loader_with_workers(tmp_path: Path, wait_ms: float, steps: int = 3) -> Path:
+def _loader_with_workers(tmp_path: Path, wait_ms: float | list[float], steps: int = 3) -> Path:
     """A training loop fed by a DataLoader with workers, as t4_fp32_train.json (incredere/gpu-profiling-pytorch-lab,
     a T4) shows it: each step waits `wait_ms` inside _MultiProcessingDataLoaderIter.__next__; near its end the
     pin-memory thread (a thread of its own) pins the batch the worker sent, then the main thread copies it to the
     device (pinned) and runs a 2 ms step of five kernels. No traced call hands the pin thread its batch: the trace
-    shows its wait as a delay after the main thread's last call."""
+    shows its wait as a delay after the main thread's last call. A list of `wait_ms` gives each step its own."""
     pin = kf.TID + 1
     ev, t, corr = [], 1 * MS, 1
-    for _ in range(steps):
-        wait = int(wait_ms * MS)
+    waits = wait_ms if isinstance(wait_ms, list) else [wait_ms] * steps
+    for w in waits:
+        wait = int(w * MS)
         ev.append(kf.annotation(dw.MULTI_PROCESS_BATCH, t, t + wait))
         ev.append(kf.call("cudaPointerGetAttributes", t + wait - 60_000, t + wait - 55_000, tid=pin))
         ev.append(kf.call("cudaHostAlloc", t + wait - 50_000, t + wait - 40_000, tid=pin))
@@ -207,6 +208,33 @@ def test_workers_that_keep_up_take_the_wait_the_pin_thread_shares_with_the_loop(
     assert line.startswith("Next: make the DataLoader's workers keep up: they are on already")
     # the batches' copies are pinned: pin_memory=True is not advised again
     assert "pin_memory=True" not in line and "pinned already" in line
+
+
+def test_one_long_first_wait_among_short_ones_is_the_iterators_start_up_not_workers_falling_behind(tmp_path):
+    """The fresh3 H100 keyword-spotting loop (8 workers, a new iterator each run; issue 33): one __next__ waited
+    1.00 s while the workers started, the others ~0.06 ms; num_workers 0 -> 8 had made it 1.40x slower, and the
+    Next said to raise num_workers. A start-up asks for persistent_workers=True and prices that one wait only."""
+    from tracetriage.analyzers.voice.report import five_lines
+
+    a = analyze_file(str(_loader_with_workers(tmp_path, wait_ms=[300, 0.05, 0.05, 2, 0.05])))
+    p = a.levers.all.lever(DATALOADER_WORKERS)
+    assert p.assumption.start_up and p.assumption.count == 1
+    assert p.assumption.waited_ns == 300 * MS and 0.8 * 300 * MS <= p.saving_ns <= 300 * MS
+    assert "persistent_workers=True" in dw.SPEC.knob.change_for(p.assumption)
+    line = five_lines(a)[4]
+    assert line.startswith("Next: keep the DataLoader's workers across epochs") and "persistent_workers=True" in line
+    assert "raise num_workers" not in line
+
+
+def test_waits_that_recur_are_workers_falling_behind_even_where_one_is_the_longest(tmp_path):
+    """Steady shortfall: the long waits recur (numpy_features' after trace: 45.1 and 43.6 ms, every 4th batch);
+    the longest holds under STARTUP_SHARE of the waiting, so more workers stay the advice."""
+    from tracetriage.analyzers.voice.report import five_lines
+
+    a = analyze_file(str(_loader_with_workers(tmp_path, wait_ms=[40, 0.05, 0.05, 0.05, 35, 0.05])))
+    p = a.levers.all.lever(DATALOADER_WORKERS)
+    assert not p.assumption.start_up and p.assumption.count == 2
+    assert five_lines(a)[4].startswith("Next: make the DataLoader's workers keep up: they are on already")
 
 
 def test_whatif_prices_the_lever_by_name_and_its_json_says_what_it_assumed(capsys):
@@ -257,6 +285,8 @@ def test_a_loader_pairs_report_names_the_dataloader_before_and_never_asks_for_th
     assert lines[4].startswith("Next: load the batches in worker processes: DataLoader(..., num_workers=4")
     after = analyze_file(str(LOADER / f"{kind}--dataloader_workers.json.gz"))
     assert after.levers.all.lever(DATALOADER_WORKERS).assumption.workers_on
+    # their waits recur (or there are none long): no start-up read into them, persistent_workers not advised
+    assert not after.levers.all.lever(DATALOADER_WORKERS).assumption.start_up
     assert not any("num_workers=4" in line or "load the batches in worker processes" in line
                    for line in five_lines(after))
     check = check_prediction(before, after)

@@ -83,7 +83,7 @@ def cause_words(cause: Cause | None) -> str:
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
-           pinned: bool = False) -> str:
+           pinned: bool = False, workers_start_up: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -122,6 +122,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         rate = f" at {gbps(c.gbps)}" if c.gbps else ""
         return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
                 "non_blocking=True on a side stream and prefetch the next one, or keep the data resident on the device")
+    if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on and workers_start_up:
+        # the wait is the iterator's start (dataloader_workers' 5.): once per new iterator, not a shortfall
+        return ("keep the DataLoader's workers across epochs: the step waits once per new iterator (each epoch) for "
+                "its start-up (its workers starting and each making its first batch, in the first "
+                "_MultiProcessingDataLoaderIter.__next__), not for workers falling behind (the other batches wait "
+                "far less), so DataLoader(..., persistent_workers=True) or longer epochs; more workers make the "
+                "start-up longer")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on:
         # the trace shows _MultiProcessingDataLoaderIter: the workers are on, and the step still waits for them
         return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "

@@ -134,7 +134,9 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
-                               pinned=_copies_pinned(a)),
+                               pinned=_copies_pinned(a),
+                               workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
+                                                     and getattr(nx.lever.assumption, "start_up", False))),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
