@@ -497,3 +497,24 @@ def test_a_scripts_closing_synchronizes_are_no_steps_where_other_ops_launch_ever
     st = steps_mod.find(load(Path(__file__).resolve().parent.parent / "traces/try-h100/tf32_mlp--baseline.json.gz"))
     assert st.anchor != "cudaDeviceSynchronize", st.summary
     assert not any(s.regular and s.kernels == 0 for s in st.steps), st.steps
+
+
+def test_ten_iterations_of_a_named_range_are_no_layers_of_one_pass():
+    """probe-transfer-many-small: its `compute` range runs 10 times (each 200 small pageable H2D copies, then a
+    stack and a sum), the units cut at aten::stack hold no mark of a step, and the harness's syncs lie outside
+    them: the Measured line called it "one pass (its 10 repeats ..., are layers of it, not steps)" (issue 33)."""
+    a = analyze_file(Path(__file__).resolve().parent.parent / "traces/probe-transfer-many-small.json.gz")
+    assert not a.steps.found and a.steps.why_none is NoSteps.UNMARKED_LOOP and a.steps.repeats == 10
+    measured = five_lines(a)[0]
+    assert measured.endswith("; no steps found.") and "one pass" not in measured
+
+
+def test_ten_forward_backward_iterations_of_a_six_layer_mlp_are_no_layers_of_one_pass():
+    """tools/try_h200/tf32_mlp.py on an H100: `for _ in range(10): model.zero_grad(); model(x).mean().backward()`,
+    then one synchronize. Its 60 per-layer backward units (6 layers x 10) win the cut; the 10 units cut at
+    aten::mean each hold a forward and a backward, which no unit of a single pass does: the Measured line called
+    the 60 "layers of one pass" (issue 33)."""
+    a = analyze_file(Path(__file__).resolve().parent.parent / "traces/try-h100/tf32_mlp--baseline.json.gz")
+    assert not a.steps.found and a.steps.why_none is NoSteps.UNMARKED_LOOP and a.steps.repeats == 60
+    measured = five_lines(a)[0]
+    assert measured.endswith("; no steps found.") and "one pass" not in measured

@@ -17,6 +17,8 @@ A repeated unit that holds none of the marks of a whole step (a forward's embedd
 compiled region or CUDA-graph replay, an optimizer step, a DataLoader fetch, a collective, a host
 sync) while the trace has such a mark outside the units is a layer of one pass, not a step: a
 single forward of a 24-layer model has 24 alike units and one step. Then no step is invented.
+Unless a loop runs around those units (a named range of the user's repeating STEP_MIN_REPEATS times, or a larger
+unit holding a forward and a backward): then they are no layers of one pass either, and no step is claimed.
 
 Where each step ends: after the host sync that ends it when every unit holds one (`loss.item()`,
 a stopping check), else at the op that starts each unit.
@@ -85,6 +87,7 @@ MARKED_UNITS = 0.9          # a cut is a loop's only if this share of its units 
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 TORCH_RANGE_PREFIXES = ("Optimizer.", DATALOADER_PREFIX)   # torch's own ranges, recorded by default
+BACKWARD_NODE_PREFIX = "autograd::engine::evaluate_function: "   # the autograd engine running one backward node
 
 
 class StepsFrom(str, Enum):
@@ -114,6 +117,7 @@ class NoSteps(str, Enum):
     NO_OPS = "no_ops"                 # nothing to find them in
     NO_REPETITION = "no_repetition"   # no unit of ops repeats STEP_MIN_REPEATS times over most of the trace
     ONE_PASS = "one_pass"             # the units that repeat are layers of one pass, not steps
+    UNMARKED_LOOP = "unmarked_loop"   # the units that repeat hold no mark of a step, and a loop runs around them
 
     def __str__(self) -> str:
         return self.value
@@ -219,7 +223,7 @@ class Steps:
     summary: StepSummary | None = None   # over the steps that are not set-up
     setup_ns: int = 0                  # what the set-up steps took beyond the median step
     why_none: NoSteps | None = None
-    repeats: int = 0                   # why_none ONE_PASS: how often the layer-like unit repeats
+    repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
 
     @property
@@ -503,7 +507,8 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
             break
     if cut is None:
         c = _choose(cuts)[0]
-        return Steps(None, why_none=NoSteps.ONE_PASS, repeats=len(c.positions), repeat_op=trace.names[c.name])
+        why = NoSteps.UNMARKED_LOOP if _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
+        return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name])
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
     if boundary is Boundary.AT_OP:
         pos = _from_the_loops_start(tok, pos)
@@ -524,6 +529,29 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     prologue = {i for i in range(lead) if not np.isin(common, tok[pos[i]:stops[i]]).all()}
     last = int(t_end[:n_end].max())
     return _build(trace, devices, found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue, framework)
+
+
+def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) -> bool:
+    """Whether the trace runs a loop around the unmarked units, so that they are no layers of one pass (issue 33:
+    ten iterations of a `compute` range, and ten forward+backward iterations of a 6-layer MLP, were each called
+    one pass): a named range of the user's that repeats STEP_MIN_REPEATS times or more, or a larger unit that
+    does and holds both a forward op and a backward node (a single pass runs its whole forward before its
+    backward, so no unit of it that repeats holds both)."""
+    ev = trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if len(ann):
+        user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]
+        if len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS:
+            return True
+    backward = name_flags(trace, rows, lambda n: n.startswith(BACKWARD_NODE_PREFIX))
+    for c in cuts:
+        if c.unit_ops <= layer.unit_ops or int(c.regular.sum()) < STEP_MIN_REPEATS:
+            continue
+        first = int(c.positions[int(np.argmax(c.regular))])
+        unit = backward[first:first + c.unit_ops]
+        if unit.any() and not unit.all():
+            return True
+    return False
 
 
 def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:

@@ -68,6 +68,10 @@ def steps_clause(st) -> str:
         if st.why_none is not None and st.why_none.value == "one_pass":
             return (f"; no repeated steps: one pass (its {count(st.repeats, 'repeat')} of one op sequence, from "
                     f"{st.repeat_op}, are layers of it, not steps)")
+        if st.why_none is not None and st.why_none.value == "unmarked_loop":
+            # a loop runs around the units, yet none of them holds a mark of a whole step: which unit is the step
+            # is not known, so none is claimed (issue 33)
+            return "; no steps found"
         return "; no repeated steps" if st.why_none is None or st.why_none.value != "no_ops" else ""
     s = st.summary
     n = len(st.steps)
