@@ -303,3 +303,19 @@ def test_lines_and_ops_named_by_their_numbers_are_read_as_the_template_allows(tm
     assert main(["drill", "grade", "M01.01-a", "--answers", str(a)]) == 0
     out = capsys.readouterr().out
     assert "views          1.00" in out and "hurts          1.00" in out, out
+
+
+@pytest.mark.parametrize("verdict, credit, capped", [
+    ("the lever, or maybe a sideshow", "0.50", False),      # leans to the key
+    ("the lever or a sideshow", "0.40", True),              # an even hedge: capped as a wrong verdict
+])
+def test_a_ladder_verdict_hedge_earns_what_a_hedge_earns_in_every_other_drill(tmp_path, capsys, verdict, credit,
+                                                                              capped):
+    """Issue 37: the ladder's answers are read as the others are; a verdict hedged with the key earned 0 here while
+    every other drill's hedge earns 0.4 (and caps) or 0.5 leaning to the key."""
+    a = tmp_path / "a.toml"
+    a.write_text(f'occupancy_pct = "3%"\nachieved = "595 GB/s"\nverdict = "{verdict}"\n')
+    assert main(["drill", "grade", "M03.01-b", "--answers", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert f"verdict        {credit}" in out, out
+    assert ("capped" in out.lower()) == capped, out

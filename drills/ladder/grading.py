@@ -133,7 +133,9 @@ class LadderParts:
         if s == 1.0:
             return s, lw.verdict_right(cls, why)
         if r.hedged and cls in r.asserted:
-            return 0.0, lw.verdict_hedged(cls, set(r.asserted) - {cls})
+            # as every other drill's name part: an even hedge of the key and one other earns HEDGE_CREDIT and caps,
+            # one that leans to the key LEAN_CREDIT, a list of three nothing (the blind teachers gave 0.3-0.5)
+            return s, lw.verdict_hedged(cls, set(r.asserted) - {cls}, s)
         if s > 0:
             return s, lw.verdict_both(cls, set(r.main) - {cls})
         return 0.0, lw.verdict_wrong(set(r.main) - {cls}, cls, why)

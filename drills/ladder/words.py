@@ -149,9 +149,11 @@ def verdict_both(cls: str, said: set) -> str:
     return f"Half credit: you said {label(cls)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
-def verdict_hedged(cls: str, said: set) -> str:
-    return (f"You offered {label(cls)} or {' or '.join(label(c) for c in sorted(said))}: a hedge earns what a wrong "
-            "answer earns.")
+def verdict_hedged(cls: str, said: set, credit: float = 0.0) -> str:
+    earns = (f"a hedge that leans to the right one earns {credit:g}" if credit >= 0.5 else
+             f"a hedge earns {credit:g} and counts as a wrong answer for the cap" if credit
+             else "a hedge earns what a wrong answer earns")
+    return f"You offered {label(cls)} or {' or '.join(label(c) for c in sorted(said))}: {earns}; commit to one."
 
 
 # --- M03.02 the transpose tax ---------------------------------------------------------------------------------------
