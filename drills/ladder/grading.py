@@ -129,15 +129,16 @@ class LadderParts:
         return s, lw.set_partly(what, said, key, missed, extra, why)
 
     def _verdict(self, ans, cls: str, group: str, why: str):
-        s, r = self._score_name(_text(ans), cls, tables(group, "name"))
+        options = tables(group, "name")
+        s, r = self._score_name(_text(ans), cls, options)
         if s == 1.0:
             return s, lw.verdict_right(cls, why)
         if r.hedged and cls in r.asserted:
             # as every other drill's name part: an even hedge of the key and one other earns HEDGE_CREDIT and caps,
             # one that leans to the key LEAN_CREDIT (the blind teachers gave 0.3-0.5); a hedge over every option of
             # the question ("worth it or not worth it") answers nothing
-            every = set(r.asserted) >= set(tables(group, "name"))
-            return (0.0 if every else s), lw.verdict_hedged(cls, set(r.asserted) - {cls}, 0.0 if every else s)
+            credit = 0.0 if set(r.asserted) >= set(options) else s
+            return credit, lw.verdict_hedged(cls, set(r.asserted) - {cls}, credit)
         if s > 0:
             return s, lw.verdict_both(cls, set(r.main) - {cls})
         return 0.0, lw.verdict_wrong(set(r.main) - {cls}, cls, why)
