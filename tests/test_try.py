@@ -195,6 +195,9 @@ def test_try_on_a_cpu_script_prints_one_table_and_a_failing_knobs_row(capsys, tm
     assert z["measured"]["profiled"]["runs"] == 1 and z["measured"]["unprofiled"]["runs"] == 1
     assert z["predicted"]["profiled"] is None          # a CPU trace has no GPU timeline to replay
     assert "allow_tf32" in res["gpu_only"] and len(res["before"]["profiled_span_ns"]) == 1
+    # the first capture (a cold machine's first process) proposes; the baseline measured is a run of its own
+    assert Path(res["before_trace"]).name == "first-capture.json.gz"
+    assert (tmp_path / "o" / "baseline-profiled-0.json.gz").is_file()
     assert hashlib.sha256(script.read_bytes()).hexdigest() == before
     kept = tmp_path / "o" / "try.json"      # the table is kept beside the traces, for the dashboard's try page
     assert json.loads(kept.read_text()) == res

@@ -214,7 +214,7 @@ def trace_order(work: Path, results: dict) -> list[Path]:
     first, rest = [], []
     for name in results:
         for p in sorted((work / name).glob("*.json.gz")):
-            (first if p.name.startswith("baseline-profiled-0") or "-profiled-0." in p.name else rest).append(p)
+            (first if p.name.startswith("first-capture") or "-profiled-0." in p.name else rest).append(p)
     return first + rest
 
 

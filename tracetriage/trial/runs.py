@@ -69,8 +69,8 @@ def command(o: Outside, script: str, args: list[str], result: Path, trace: Path 
 
 
 def run_one(o: Outside, script: str, args: list[str], out: Path, profiled: bool, index: int, budget: Budget,
-            device: str | None) -> Run:
-    stem = f"{o.key}-{'profiled' if profiled else 'unprofiled'}-{index}"
+            device: str | None, name: str | None = None) -> Run:
+    stem = name or f"{o.key}-{'profiled' if profiled else 'unprofiled'}-{index}"
     result = out / f"{stem}.result.json"
     trace = out / f"{stem}.json.gz" if profiled else None
     limit = budget.take()
