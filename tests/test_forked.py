@@ -79,3 +79,27 @@ def test_children_not_reaped_yet_are_waited_for_at_exit_so_their_cpu_counts_for_
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) >= 0.45   # the grandchild's 0.5 s
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_memory_freed_before_a_fork_goes_back_to_the_system_so_the_child_does_not_copy_it():
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    m_trim_threshold = -1
+    # malloc keeps what is freed (as it keeps a decoded trace's structs, freed inside its heap), not only when what
+    # is freed lies inside the heap: 48 MB in 64 KB blocks, freed
+    libc.mallopt(m_trim_threshold, 1 << 30)
+    try:
+        blocks = [bytearray(64 << 10) for _ in range(768)]
+        del blocks
+        held = _resident_bytes()
+        child = forked.start(lambda: 3)
+        assert child is not None and child.result() == (True, 3)
+        assert _resident_bytes() < held - (32 << 20)
+    finally:
+        libc.mallopt(m_trim_threshold, 128 << 10)     # (glibc's default)

@@ -100,3 +100,30 @@ def test_the_reading_module_imports_no_numpy_so_the_thread_starts_before_numpy_d
     code = "import sys, tracetriage.analyzers.loading.read; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_report_starts_reading_its_trace_before_its_parser_is_built(trace_gz):
+    from tracetriage import cli
+
+    cli._read_ahead_for(["report", "--json", str(trace_gz), "--format", "json"])
+    assert read._ahead is not None and read._ahead.path == trace_gz
+    assert read.read_bytes(trace_gz) == bytearray(gzip.decompress(trace_gz.read_bytes()))
+    assert _threads() == [] and read._ahead is None
+
+
+def test_only_a_report_of_one_file_it_can_read_the_options_of_is_read_ahead(trace_gz):
+    from tracetriage import cli
+
+    for argv in (["whatif", str(trace_gz)], ["report"], ["report", str(trace_gz), "--scheduler", "local"],
+                 ["report", str(trace_gz), "--fail-if-idle-above"]):
+        cli._read_ahead_for(argv)
+        assert read._ahead is None and _threads() == [], argv
+
+
+def test_a_report_whose_command_line_fails_leaves_no_thread_reading(trace_gz, capsys):
+    from tracetriage import cli
+
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["report", str(trace_gz), "--no-such-option"])
+    assert ended.value.code == cli.EXIT_USER_ERROR and "--no-such-option" in capsys.readouterr().err
+    assert read._ahead is None and _threads() == []

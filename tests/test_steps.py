@@ -237,6 +237,21 @@ def test_one_forward_of_many_layers_is_one_pass_not_steps(tmp_path):
     assert not a.steps.found and a.steps.why_none is NoSteps.ONE_PASS and a.steps.repeats >= 23
     assert a.phases is None
     assert "no repeated steps: one pass" in five_lines(a)[0]
+    assert steps.why_none(tr) is NoSteps.ONE_PASS      # (what setup.one_pass asks, without building steps)
+
+
+def test_why_there_are_no_steps_is_what_find_says_without_building_them(tmp_path):
+    """steps.why_none (setup.one_pass asks it of every large trace) answers as find does: None where find builds
+    steps, else find's reason, on a loop, a profiler-step trace and traces of each kind of no steps."""
+    looped = training_loop(tmp_path)
+    once = Timeline()
+    for name in ("aten::mm", "aten::add", "aten::softmax", "aten::mul", "aten::sub", "aten::div", "aten::exp"):
+        once.op(name)
+    bundled = Path(__file__).resolve().parents[1] / "traces" / "gpt-eager.json.gz"
+    traces = [looped, once.write(tmp_path / "once.json"), load(bundled)]
+    reasons = [steps.why_none(tr) for tr in traces]
+    assert reasons == [steps.find(tr, idle.analyze(tr)).why_none for tr in traces]
+    assert reasons[0] is None and reasons[1] is NoSteps.NO_REPETITION
 
 
 def test_the_first_step_that_pays_setup_is_kept_apart_from_the_median(tmp_path):

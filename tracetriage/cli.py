@@ -74,11 +74,6 @@ def _gate_exit(g, line: str | None) -> int:
 
 
 def cmd_report(a) -> int:
-    if not a.scheduler:
-        # gunzip the trace on the other core while the analysis imports (read_bytes takes the text; see its module)
-        from tracetriage.analyzers.loading.read import read_ahead
-
-        read_ahead(Path(a.trace))
     from tracetriage.analyzers.loading.merged import MergedRanks
     from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError
@@ -508,22 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     r = sub.add_parser("report", help="the five-line triage report of a trace (or a directory of rank traces)")
-    r.add_argument("trace", help="a trace file (.json or .json.gz, as torch.profiler writes it), or a directory "
-                                 "(or URL) of one trace per rank")
-    r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
-    r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
-    r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
-    r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
-                   "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
-    _quiet_option(r)
-    r.add_argument("--scheduler", metavar="local|ADDRESS",
-                   help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
-                        "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
-                        "or file:// URL")
-    _output_options(r)
-    r.add_argument("--fail-if-idle-above", metavar="PCT",
-                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span "
-                        "(one line on stderr says why)")
+    _report_arguments(r)
     r.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("diff", help="explain a change between two traces in time, launches, bytes and idle")
@@ -567,6 +547,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_try(sub)
     return ap
+
+
+def _report_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("trace", help="a trace file (.json or .json.gz, as torch.profiler writes it), or a directory "
+                                 "(or URL) of one trace per rank")
+    r.add_argument("--json", action="store_true", help="print one JSON object and nothing else on stdout")
+    r.add_argument("--range", help="restrict to a named range (record_function / named_range)")
+    r.add_argument("--hta", action="store_true", help="add HTA's idle breakdown and launch stats beside ours")
+    r.add_argument("--graph-capture", metavar="TRACE", help="a separate trace of the CUDA-graph captures this trace "
+                   "replays (vLLM, SGLang): the replayed kernels are charged to the ops captured")
+    _quiet_option(r)
+    r.add_argument("--scheduler", metavar="local|ADDRESS",
+                   help="a directory of ranks: analyse them on a Dask cluster (`local` starts one on this machine; "
+                        "default $TRACETRIAGE_SCHEDULER, else a local process pool); DIR may be an s3://, gs:// "
+                        "or file:// URL")
+    _output_options(r)
+    r.add_argument("--fail-if-idle-above", metavar="PCT",
+                   help="CI gate: exit 1 when the GPU is idle more than PCT%% of the span "
+                        "(one line on stderr says why)")
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
@@ -664,7 +663,45 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
+class _ParseFailed(Exception):
+    pass
+
+
+class _SilentParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise _ParseFailed(message)
+
+
+def _read_ahead_for(argv: list[str]) -> None:
+    """`report FILE`: start gunzipping FILE on the other core before anything else, while the parser is built
+    (whatif's lever choices import every lever, numpy with them) and the analysis imports (read_bytes takes the
+    text; see tracetriage.analyzers.loading.read). The report's own options are read by a parser of them alone
+    that says nothing: a command line it cannot read reads nothing ahead, and the real parser says why."""
+    if argv[:1] != ["report"]:
+        return
+    p = _SilentParser(add_help=False)
+    _report_arguments(p)
+    try:
+        a, _ = p.parse_known_args(argv[1:])
+    except (_ParseFailed, argparse.ArgumentError):
+        return
+    if not a.scheduler:
+        from tracetriage.analyzers.loading.read import read_ahead
+
+        read_ahead(Path(a.trace))
+
+
 def _main(argv: list[str] | None) -> int:
+    _read_ahead_for(sys.argv[1:] if argv is None else argv)
+    try:
+        return _parse_and_run(argv)
+    finally:   # (a command that ended before its read, a bad option, a --help: no thread left reading, no text held)
+        read = sys.modules.get("tracetriage.analyzers.loading.read")
+        if read is not None:
+            read.forget_read_ahead()
+
+
+def _parse_and_run(argv: list[str] | None) -> int:
     ap = build_parser()
     a = ap.parse_args(argv)
     if a.cmd is None:   # `tracetriage` alone: what it can do, as `git` and `pip` answer

@@ -122,7 +122,7 @@ def one_pass(trace: Trace) -> bool:
     """The trace is one pass whose repeated units are layers, not steps (a cold single inference)."""
     from tracetriage.analyzers.analyses import steps
 
-    return steps.find(trace).why_none is steps.NoSteps.ONE_PASS
+    return steps.why_none(trace) is steps.NoSteps.ONE_PASS
 
 
 def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:

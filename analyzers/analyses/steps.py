@@ -470,15 +470,31 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
 
     `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier.
     """
+    found = _search(trace)
+    if isinstance(found, Steps):
+        return found
+    args, kwargs = found
+    return _build(trace, devices, *args, framework=framework, **kwargs)
+
+
+def why_none(trace: Trace) -> NoSteps | None:
+    """find(trace).why_none, without building the steps found (their GPU work, idle and summary: half of find's
+    time on a large trace), for a caller that asks only whether there are steps or why not (setup.one_pass)."""
+    found = _search(trace)
+    return found.why_none if isinstance(found, Steps) else None
+
+
+def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
+    """Where the steps are: Steps(None, why_none=...) when there are none, else the arguments of _build that make
+    them (after trace, devices)."""
     ev = trace.ev
     ann = np.flatnonzero(any_of(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):
         prof = ann[name_flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))]
         if len(prof):
             prof = prof[np.argsort(ev.start[prof], kind="stable")]
-            return _build(trace, devices, StepsFrom.PROFILER_STEP, Boundary.PROFILER_STEP, None,
-                          ev.start[prof], int(ev.end[prof].max()), np.ones(len(prof), bool), 0, framework=framework,
-                          names=[trace.name_of(int(r)) for r in prof.tolist()])
+            return ((StepsFrom.PROFILER_STEP, Boundary.PROFILER_STEP, None, ev.start[prof], int(ev.end[prof].max()),
+                     np.ones(len(prof), bool), 0), {"names": [trace.name_of(int(r)) for r in prof.tolist()]})
     rows, found_from = tokens(trace)
     if len(rows) < 2 * STEP_MIN_REPEATS:
         return Steps(None, why_none=NoSteps.NO_OPS if not len(rows) else NoSteps.NO_REPETITION)
@@ -528,7 +544,7 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
     lead = int(np.argmax(regular))
     prologue = {i for i in range(lead) if not np.isin(common, tok[pos[i]:stops[i]]).all()}
     last = int(t_end[:n_end].max())
-    return _build(trace, devices, found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue, framework)
+    return (found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue), {}
 
 
 def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) -> bool:

@@ -114,6 +114,7 @@ def start(work: Callable[[], Any]) -> Child | None:
     if not can_fork():
         return None
     _reap_exited()
+    _return_free_memory()
     rfd, wfd = os.pipe()
     try:
         with warnings.catch_warnings():
@@ -140,6 +141,22 @@ def start(work: Callable[[], Any]) -> Child | None:
             os._exit(code)
     os.close(wfd)
     return Child(pid, rfd)
+
+
+def _return_free_memory() -> None:
+    """Give the heap's free pages back to the system before a fork (glibc's malloc_trim; elsewhere nothing).
+
+    After a fork both processes share every page copy-on-write, free ones too: the memory a large trace's decoding
+    freed (its structs, its text) would hold the child's new objects and arrays, and each first write to one of
+    its pages would copy the parent's. Given back, they come as fresh zero pages instead (cheaper), and the parent's
+    own writes to them copy nothing either. For the report's levers on a 300 MB trace: the child's page faults
+    34k -> 23k and its CPU 0.80 -> 0.77 s, for ~9 ms of trimming (2 loaded cores)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):   # (no glibc: musl has no malloc_trim)
+        pass
 
 
 def _widen(fd: int) -> None:
