@@ -305,7 +305,8 @@ def test_an_external_id_with_no_op_and_no_op_around_the_launch_gets_a_caveat(tmp
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "cpu_op"]
     code, out, _ = report(capsys, kf.write(tmp_path / "no-ops.json", doc))
     assert code == 0
-    assert any("20 runtime calls carry an External id that no cpu_op" in c for c in caveats(out))
+    assert any("20 runtime calls belong to no op: their External id names no cpu_op and no op encloses them"
+               in c for c in caveats(out))
 
 
 def test_unknown_categories_and_phases_are_ignored(tmp_path, capsys):

@@ -269,3 +269,22 @@ def test_the_set_to_none_line_claims_no_default_the_trace_contradicts():
     a, line = _report("set_to_none_wide")
     change = LEVERS["grads_to_none"].knob.change
     assert "default" not in change and "zero_grad(set_to_none=True)" in line
+
+
+def test_autocast_prices_the_fp32_fused_attention_kernels_sdpa_swaps_for_bf16_ones():
+    """SDPA on fp32 runs the memory-efficient fmha kernels in float (products on CUDA cores); under autocast it picks
+    a bf16 kernel (cuDNN, flash) on tensor cores. fresh3's ViT spent 15% of its GPU time there, kept at fp32 time:
+    0.46 of the step predicted against 0.367 measured. The fp32 GEMMs' rule does not read fmha's `_f32_` names."""
+    from tracetriage.analyzers.whatif.levers.knob import is_fp32_attention_kernel, matrix_precision
+
+    fp32 = ("fmha_cutlassB_f32_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::"
+            "Sm80, float, true, false, false, 64, 64, 64, false>::Params)")
+    bf16 = ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, "
+            "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)")
+    assert matrix_precision(fp32) is None and is_fp32_attention_kernel(fp32)
+    assert not is_fp32_attention_kernel(bf16)
+    assert not is_fp32_attention_kernel("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, "
+                                        "float, 10, false, false>(float*, float const*, int, int, int)")
+    t = load(KNOBS / "autocast_gpt2_train--before.json.gz")      # 12 layers' SDPA forward and backward in fp32
+    a = whatif.predict(t, ["autocast_bf16"]).levers[0].assumption
+    assert a.count == 153 + 24

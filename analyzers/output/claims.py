@@ -36,7 +36,8 @@ on the words:
    whose idle is mostly torch.compile compiling compile-bound, with that share;
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
-   that much of it: both read from the per-step columns, not from the outlier's own fields.
+   that much of it: both read from the per-step columns, not from the outlier's own fields;
+10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -50,7 +51,7 @@ import re
 import statistics
 
 from tracetriage.analyzers.model.units import gbps, tflops
-from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
@@ -81,7 +82,25 @@ def check(out: dict) -> list[str]:
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
             + _idle_bound_says_what_it_waits_on(said, out, lines)
             + _launch_because_counts_only_eager_launches(said, out)
-            + _outlier_is_what_its_steps_show(said, out))
+            + _outlier_is_what_its_steps_show(said, out)
+            + _copies_because_holds_the_copies_share(said, out))
+
+
+def _copies_because_holds_the_copies_share(said: _Said, out: dict) -> list[str]:
+    """A copies Next's because says the compute idles while copies run: the data-transfer share, not the whole idle
+    (bert_pad_max_length-before: "compute idles 9% while copies run" where the Idle line gave data transfer 1%)."""
+    span = out.get("span_us") or 0
+    nx = out.get("next_experiment") or {}
+    bad = []
+    for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
+        if kind != Experiment.OVERLAP_COPIES.value or not span:
+            continue
+        c = said.get(f"{key}.because.idle_share")
+        copies = out["idle"]["by_cause_us"].get(Cause.DATA_TRANSFER.value, 0.0) / span
+        if c is not None and abs(copies - c["value"]) > _SHARE_TOLERANCE:
+            bad.append(f"the copies Next's because says compute idles {c['said']} while copies run, the Idle line "
+                       f"gives data transfer {100 * copies:.1f}%")
+    return bad
 
 
 def check_ranks(out: dict) -> list[str]:

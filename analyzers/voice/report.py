@@ -470,7 +470,10 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
                 f"costing {because('idle_us', ev.total_us, duration_us(ev.total_us))} of idle "
                 f"({because('cause_share', gain, share(gain))} of the span)")
     if cause is Cause.DATA_TRANSFER:
-        return f"compute idles {idle_pct()} while copies run ({copy_phrase(ev)})"
+        # the share the copies hold, not the whole idle (bert_pad_max_length-before: "compute idles 9% while copies
+        # run" where the Idle line gave data transfer 1%, the rest launch overhead and host work)
+        return (f"compute idles {because('cause_share', gain, share(gain))} of the span while copies run "
+                f"({copy_phrase(ev)})")
     return (f"{because('cause_share', gain, share(gain))} of the span is idle before GPU work whose launch call is not "
             "in the trace, so its cause cannot be read from it")
 

@@ -4,7 +4,10 @@ The trace shows fp32 work on a device with bf16 tensor cores: GEMM and convoluti
 say fp32 or TF32 math (`f32f32_f32f32_f32`, `sgemm`, `tf32`). Under autocast each of them runs in
 bf16 instead, and autocast casts what each op needs in its precision. In the graph:
   1. each fp32/TF32 GEMM/convolution kernel takes its time x the peak of the precision it ran in over
-     the device's bf16 peak (measured ceilings beside the trace, else the datasheet);
+     the device's bf16 peak (measured ceilings beside the trace, else the datasheet); so does each fp32 fused
+     attention kernel (memory-efficient fmha in float: its products on CUDA cores), which SDPA replaces with a
+     bf16 one (flash, cuDNN) whose products run on tensor cores (on the fresh3 ViT, 15% of the GPU time, which
+     the GEMMs alone left at its fp32 time: predicted 0.46 of the step against 0.367 measured, 0.39 with it);
   2. the casts, found as autocast makes them in the forward (ops outside autograd's backward):
      - an op of autocast's lower-precision list (linear, addmm, conv2d, bmm, ...) casts its weight and bias,
        and its activation where that arrives in fp32: where the op before it of either list, in the same
@@ -34,6 +37,7 @@ from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
     has_fast,
+    is_fp32_attention_kernel,
     is_half_matrix_kernel,
     kernel_rows,
     matrix_precision,
@@ -96,6 +100,7 @@ class Autocast(Assumption):
     found: int = 0                   # fp32/TF32 GEMM/convolution kernels seen, priced or not
     device: str = ""
     unpriced: str = ""               # why the found kernels are not priced (knob.unpriced)
+    attention: int = 0               # of the kernels priced, fp32 fused attention kernels
 
 
 def _tensors(c: Context, op: int) -> list[list]:
@@ -158,7 +163,7 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     g = c.g
     peaks = peaks_of(c)
     bf16_now = len(kernel_rows(c, is_half_matrix_kernel))
-    rows = kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32"))
+    rows = kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32") or is_fp32_attention_kernel(n))
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
     if not len(rows) or not has_fast(peaks, "bf16"):
         return (Autocast("autocast_bf16", 0, found=len(rows), device=c.trace.device_name() or "",
@@ -207,8 +212,9 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     counted = np.array(sorted(first), np.int64)
     n_fwd = int(casts[counted].sum()) if len(counted) else 0
     n_bwd = int(bcasts[counted].sum()) if len(counted) else 0
+    attention = int(c.gpu_named(is_fp32_attention_kernel, rows).sum())
     return (Autocast("autocast_bf16", len(rows), kernel_ns=kernel_ns, casts=n_fwd, backward_casts=n_bwd,
-                     host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks)),
+                     host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks), attention=attention),
             {**detail, "casts": n_fwd, "backward_casts": n_bwd, "cast_host_ns": int(cast_host)})
 
 
@@ -219,7 +225,8 @@ def says(a: Autocast) -> str:
     if a.count == 0:
         return "no fp32 GEMM or convolution in this trace"
     back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""
-    return (f"the {units.integer(a.count)} fp32/TF32 GEMM/convolution kernels ({units.duration_ns(a.kernel_ns)}) run "
+    what = "GEMM, convolution and attention" if a.attention else "GEMM/convolution"
+    return (f"the {units.integer(a.count)} fp32/TF32 {what} kernels ({units.duration_ns(a.kernel_ns)}) run "
             f"in bf16 at the {units.tflops(a.bf16_tflops)} peak ({SOURCE_WORDS[a.source]}), each keeping its share "
             f"of its precision's peak, after {units.integer(a.casts)} casts{back} that add "
             f"{units.duration_ns(a.host_ns)} of host time; other kernels keep their time")
@@ -238,7 +245,8 @@ SPEC = LeverSpec(
                        "tf32), on a device with bf16 tensor cores",
               applies="fp32 models on NVIDIA Ampere and later, MI200/MI300 (bf16 tensor cores); never below Ampere "
                       "(V100 and T4 compute bf16 in fp32)",
-              model="each fp32/TF32 GEMM/convolution kernel x its precision's peak / the bf16 peak; autocast's casts "
+              model="each fp32/TF32 GEMM/convolution kernel and fp32 fused attention kernel x its precision's peak "
+                    "/ the bf16 peak; autocast's casts "
                     "as its op lists make them (weights, biases, fp32 activations into a GEMM, bf16 ones into an "
                     "fp32-list op), each a kernel at this trace's memory rate and four ops of host time (six for its "
                     "backward in training) at this trace's median op cost; other kernels unchanged",

@@ -53,6 +53,18 @@ def matrix_precision(name: str) -> str | None:
     return None
 
 
+_ATTENTION = ("fmha", "attention", "flash")
+_FP32_ATTENTION = ("_f32_", "<float", "float,")
+
+
+def is_fp32_attention_kernel(name: str) -> bool:
+    """A fused attention kernel in fp32 (PyTorch's memory-efficient fmha_cutlass*_f32, AttentionKernel<float ...>):
+    its two products run on CUDA cores; under autocast SDPA picks a bf16 kernel (flash, cuDNN) whose products run on
+    tensor cores. Not a TF32 candidate: the fp32 attention kernels ignore allow_tf32."""
+    n = name.lower()
+    return any(k in n for k in _ATTENTION) and any(k in n for k in _FP32_ATTENTION) and not any(k in n for k in _HALF)
+
+
 def is_half_matrix_kernel(name: str) -> bool:
     """A GEMM/convolution kernel in half precision (bf16/fp16: cuBLAS's nvjet `_h_` tiles, `bf16`, `f16`)."""
     return is_matrix_kernel(name) and matrix_precision(name) is None
