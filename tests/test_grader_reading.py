@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tracetriage.drills import bank, grader, numbers
-from tracetriage.drills.ladder.grading import WRONG_MEMBER_CREDIT
+from tracetriage.drills.hedges import LEAN_CREDIT
+from tracetriage.drills.ladder.grading import MISSED_MEMBER_FACTOR, WRONG_MEMBER_CREDIT
 
 
 def part(drill_id: str, name: str, answer) -> grader.Part:
@@ -292,8 +293,22 @@ def test_a_set_with_a_member_that_is_not_one_is_a_prediction_made_backwards():
     # M00.02-a: k3..k6 lie below the H200's ridge; k2 (241 FLOP/byte) does not
     assert part("M00.02-a", "below", ["k3", "k4", "k5", "k6"]).score == 1.0
     assert part("M00.02-a", "below", ["k2", "k3", "k4", "k5", "k6"]).score == WRONG_MEMBER_CREDIT
-    # a member overlooked is not a rule misread: the share found
-    assert part("M00.02-a", "below", ["k3", "k4", "k5"]).score == 0.75
+
+
+def test_a_set_that_misses_a_member_earns_half_its_share_and_caps():
+    # the blind teachers of five sets scored a set missing the drill's edge case 0.1-0.45 (3 of 4 kernels: 0.4)
+    p = part("M00.02-a", "below", ["k4", "k5", "k6"])
+    assert p.score == 0.75 * MISSED_MEMBER_FACTOR < grader.WRONG_BELOW and "missed k3" in p.feedback
+    assert part("M00.02-a", "below", "k5 and k6 only").score == 0.5 * MISSED_MEMBER_FACTOR
+
+
+@pytest.mark.parametrize("drill_id,name,answer,credit", [
+    ("M01.06-a", "compute_bound_on", "none, though perhaps the T4", LEAN_CREDIT),     # the key (none) first, leaning
+    ("M03.02-c", "strided", "b, or maybe none if cuBLAS handles the transpose", numbers.HEDGE_CREDIT),   # key second
+])
+def test_none_offered_beside_a_member_is_a_hedge_of_two_answers(drill_id, name, answer, credit):
+    p = part(drill_id, name, answer)
+    assert p.score == credit and "commit" in p.feedback
 
 
 # --- the week's waste: kernels already at their roof ------------------------------------------------------------
@@ -363,3 +378,10 @@ def test_the_idle_causes_time_and_a_share_beside_a_named_span_are_quoted_evidenc
     p = part("M02.01-a", "evidence", "9.4 ms in cudaStreamSynchronize, 16% of span")
     assert p.score == 1.0 and "9.4 ms" in p.feedback
     assert part("M02.01-a", "evidence", "the span is 30 ms").score < 0.5
+
+
+@pytest.mark.parametrize("answer", ["0 or ~2.1 GB", "either 4.3 GB at worst or 0"])
+def test_no_extra_sectors_offered_beside_the_worst_case_is_a_hedge(answer):
+    # M03.02-c: cuBLAS takes b.t() as a transposed operand, no operand is read strided: 0 extra bytes
+    assert part("M03.02-c", "sector_bytes", "0 MB").score == 1.0
+    assert part("M03.02-c", "sector_bytes", answer).score == numbers.HEDGE_CREDIT
