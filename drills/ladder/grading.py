@@ -121,12 +121,19 @@ def own_unit(ans, unit: str):
     """Of several numbers, the one written in the part's own dimension ("4 of 64 warps, 6.25 %": the %), when exactly
     one is; the answer as given otherwise."""
     from tracetriage.drills.amounts import amounts, dimension
+    from tracetriage.drills.numbers import range_ends
 
     if not isinstance(ans, str) or not unit:
         return ans
     found = amounts(ans)
     mine = [a for a in found if a.dim is not None and a.dim == dimension(unit)]
-    return ans[mine[0].start:mine[0].end] if len(found) > 1 and len(mine) == 1 else ans
+    if len(found) < 2 or len(mine) != 1:
+        return ans
+    # from the number on, so what follows it stays read ("1 FLOP/byte (maybe 2 if ...)": a lean); a range's bare low
+    # end belongs with it ("~200-250 MB")
+    start = next((lo.start for lo_start, hi in range_ends(ans, found)[1].items() if hi.start == mine[0].start
+                  for lo in found if lo.start == lo_start), mine[0].start)
+    return ans[start:]
 
 
 class LadderParts:
