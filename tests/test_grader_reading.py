@@ -410,3 +410,11 @@ def test_the_right_number_with_another_offered_after_it_is_a_lean(drill_id, name
 ])
 def test_numbers_that_explain_the_lead_are_not_offered_as_alternatives(drill_id, name, answer):
     assert part(drill_id, name, answer).score == 1.0
+
+
+@pytest.mark.parametrize("answer,score", [("~1 GB/s", 1.0), ("well under 1 GB/s, ~0.8 GB/s overall", 1.0),
+                                          ("1.0 GB/s", numbers.NEAR_CREDIT), ("2 GB/s", 0.0)])
+def test_a_number_written_to_one_figure_is_right_when_the_key_rounds_to_it(answer, score):
+    # M01.05-d's kernels achieve 0.8 GB/s: "~1 GB/s" says it to the precision written; "1.0" claims a tenth
+    assert bank.key_of(bank.get("M01.05-d"))["achieved"] == pytest.approx(0.8, abs=0.05)
+    assert part("M01.05-d", "achieved", answer).score == score
