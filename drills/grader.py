@@ -189,6 +189,25 @@ def waste_set(key: dict) -> set:
     return set(key.get("waste_classes") or ([key["waste_class"]] if key.get("waste_class") else []))
 
 
+# A plan in ranked steps whose first step is the fix ("profile the host with py-spy and move that work off the critical
+# path; after that, pin memory and make the copies non_blocking"): a plan, not options; teachers gave it full marks
+# (1.0 twice, 0.85), where the lever list's LIST_CREDIT had it 0.3
+RANKED_PLAN = re.compile(r"\b(?:then|after that|afterwards|next,|followed by|once that|second(?:ly)?,)")
+PINNING_SERVES = ("overlap_copies", "move_host_work")
+
+
+def _pinning_serves(text: str, pos: set, table: dict, removal: dict) -> str | None:
+    """The fix that pinning is a part of, where one option names both ("pin_memory and non_blocking copies"); None
+    where pinning is offered as an option of its own ("maybe workers, maybe pin memory")."""
+    if "pin_memory" not in pos:
+        return None
+    for option in OPTION_WORDS.split(text.lower()):
+        said = set(reading(option, table, removal).asserted)
+        if "pin_memory" in said:
+            return next((c for c in PINNING_SERVES if c in said), None)
+    return None
+
+
 # A lever class whose vocabulary borrows another's words (drills/vocab.toml: cut_launches lists "fuse*", "triton",
 # "torch.compile" after the report's "torch.compile to fuse, then CUDA graphs").
 BORROWS = {"cut_launches": "fuse"}
@@ -210,14 +229,21 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     pos = set(r.main)       # the levers the answer offers: a later clause's aside is not one (meaning.read)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
-    if r.hedged and pos - accept - partial:
+    ranked = bool(r.asserted) and r.asserted[0] in accept and bool(RANKED_PLAN.search(text.lower()))
+    if r.hedged and pos - accept - partial and not ranked:
         if pos & accept and len(pos) == 2 and r.asserted and r.asserted[0] in accept and leans(text):
             return LEAN_CREDIT, r, "hedge"
         # options, not classes: one word read as two of the accepted classes ("torch.compile") is one option
         lender = {borrowed: c for c, borrowed in BORROWS.items() if c in accept}
-        options = {lender.get(c, c) for c in pos}
+        # pinning is a part of the fix it serves ("pin memory and non_blocking copies", the report's own "pin host
+        # memory, copy with non_blocking=True"; "DataLoader(num_workers=4, pin_memory=True)"), not an option of its own
+        served = _pinning_serves(text, pos, table, removal)
+        options = {served if c == "pin_memory" and served else lender.get(c, c) for c in pos}
+        pos = {served if c == "pin_memory" and served else c for c in pos}
         if pos & accept and len(options) >= LIST_IS_HEDGE:
             return LIST_CREDIT, r, "hedge"
+        if pos & accept and len(pos) == 2 and r.asserted[0] in accept and leans(text):
+            return LEAN_CREDIT, r, "hedge"
         return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
     if pos & accept:
         if pos & wastes:

@@ -418,3 +418,24 @@ def test_a_number_written_to_one_figure_is_right_when_the_key_rounds_to_it(answe
     # M01.05-d's kernels achieve 0.8 GB/s: "~1 GB/s" says it to the precision written; "1.0" claims a tenth
     assert bank.key_of(bank.get("M01.05-d"))["achieved"] == pytest.approx(0.8, abs=0.05)
     assert part("M01.05-d", "achieved", answer).score == score
+
+
+def test_a_plan_in_ranked_steps_led_by_the_fix_is_a_plan_not_a_list_of_options():
+    # M02.03-f's Next takes the host work off the critical path; the copies come second
+    plan = ("py-spy the host to find the Python between batches and issue the GPU work before it; "
+            "after that, pin memory and make the copies non_blocking")
+    assert part("M02.03-f", "experiment", plan).score == 1.0
+    # the same levers offered as options, the fix not first: still a hedge
+    assert part("M02.03-f", "experiment", "pin memory, or non_blocking copies, or py-spy the host").score < 0.5
+
+
+def test_pinning_beside_the_fix_it_serves_is_one_option():
+    # M02.04-h's Next is DataLoader workers; "pin_memory and non_blocking copies" is one alternative, not two
+    p = part("M02.04-h", "experiment", "num_workers=4 in the DataLoader, or pin_memory and non_blocking copies")
+    assert p.score == grader.LEAN_CREDIT
+
+
+def test_a_head_that_commits_to_cutting_launches_holds_the_whole_lever():
+    # M01.05-c: launch-bound; fusion alone is part credit, but a head naming the lever commits to it
+    assert part("M01.05-c", "lever", "cut the launch count: a CUDA graph or fuse the mul+add").score == 1.0
+    assert part("M01.05-c", "lever", "CUDA graphs or fuse the mul+add").score < 1.0
