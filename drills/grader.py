@@ -129,6 +129,10 @@ def _blank(ans) -> bool:
 def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: bool = True) -> tuple[float, object]:
     """A name part: the key's class alone 1, beside another 0.5, hedged with one other HEDGE_CREDIT, a list of the
     options or a denial or another class 0."""
+    head = stated_head(text, table)
+    if head is not None:
+        # "sideshow: ... The lever is bigger tiles": the answer is its head; what follows the colon are its reasons
+        return (1.0 if head.asserted == (key,) else 0.0), head
     r = reading(text, table, lead=lead)
     main = r.main
     others = set(table) - {key}
@@ -157,6 +161,19 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
         return 1.0, r
     return BOTH_CREDIT, r
+
+
+HEAD_WORDS = 4     # "sideshow:", "compute bound:", "not worth it:": a label before the reasons
+
+
+def stated_head(text: str, table: dict):
+    """The reading of an answer's head, where it opens with a short label that names one class and nothing else,
+    then a colon; None otherwise."""
+    head, colon, rest = text.partition(":")
+    if not colon or not rest.strip() or len(head.split()) > HEAD_WORDS:
+        return None
+    r = reading(head, table)
+    return r if len(set(r.asserted)) == 1 and not r.hedged and not r.denied else None
 
 
 OR_BOTH = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably)\s+(?:\w+\s+)?both\b")

@@ -439,3 +439,20 @@ def test_a_head_that_commits_to_cutting_launches_holds_the_whole_lever():
     # M01.05-c: launch-bound; fusion alone is part credit, but a head naming the lever commits to it
     assert part("M01.05-c", "lever", "cut the launch count: a CUDA graph or fuse the mul+add").score == 1.0
     assert part("M01.05-c", "lever", "CUDA graphs or fuse the mul+add").score < 1.0
+
+
+@pytest.mark.parametrize("drill_id,name,answer", [
+    ("M02.02-a", "prefill_regime", "compute: its matmuls run near the bf16 peak, unlike the decode steps, which are "
+                                   "launch-starved"),
+    ("M03.01-e", "verdict", "sideshow: at 50% it has warps enough; the 32x32 tiles re-read A and B. The lever is "
+                            "bigger tiles"),
+])
+def test_an_answer_stated_as_a_label_before_its_reasons_is_the_label(drill_id, name, answer):
+    # the reasons after the colon name other classes as context (the decode steps' regime, the word "lever")
+    assert part(drill_id, name, answer).score == 1.0
+
+
+def test_a_terse_lead_states_the_answer_though_its_word_is_generic():
+    # "compute" is the regime's generic word, yet said alone first it is the answer; the later clause is an aside
+    assert part("M00.01-b", "regime", "compute, mostly; though a launch gap hints at some overhead too").score == 1.0
+    assert part("M00.01-b", "regime", "overhead: a launch gap opens the trace").score == 0.0
