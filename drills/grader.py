@@ -25,7 +25,7 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit
 from tracetriage.drills.bank import NUMBER, Drill, key_of
-from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans, offers_later
+from tracetriage.drills.hedges import DOUBT_CREDIT, LEAN_CREDIT, LIST_CREDIT, doubted, leans, offers_later
 from tracetriage.drills.ladder.grading import LadderParts
 from tracetriage.drills.ladder.grading import expected as ladder_expected
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
@@ -132,7 +132,7 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
     head = stated_head(text, table)
     if head is not None:
         # "sideshow: ... The lever is bigger tiles": the answer is its head; what follows the colon are its reasons
-        return (1.0 if head.asserted == (key,) else 0.0), head
+        return ((DOUBT_CREDIT if doubted(text) else 1.0) if head.asserted == (key,) else 0.0), head
     r = reading(text, table, lead=lead)
     main = r.main
     others = set(table) - {key}
@@ -159,7 +159,7 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
-        return 1.0, r
+        return (DOUBT_CREDIT if not allow_two and doubted(text) else 1.0), r
     return BOTH_CREDIT, r
 
 
@@ -486,6 +486,8 @@ class _Context(_NewRungs, LadderParts):
             return 0.0, words.denied(key, why)
         if r.hedged and key in r.asserted:
             return s, words.hedged(key, set(r.asserted) - {key}, s)
+        if s == DOUBT_CREDIT and r.main == (key,):
+            return s, words.doubted(words.label(key), s, why)
         if s > 0:
             return s, words.both(key, set(r.main) - {key})
         return 0.0, words.bound_wrong(set(r.main), key, why)

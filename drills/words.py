@@ -84,6 +84,11 @@ def both(what: str, said: set) -> str:
     return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
+def doubted(what: str, credit: float, why: str) -> str:
+    return (f"Most of it ({num(credit)}): {what} is right, but held in doubt (\"probably\", \"could be\"): the "
+            f"trace decides it, so say it. {why}")
+
+
 def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
     earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else

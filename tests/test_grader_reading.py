@@ -456,3 +456,16 @@ def test_a_terse_lead_states_the_answer_though_its_word_is_generic():
     # "compute" is the regime's generic word, yet said alone first it is the answer; the later clause is an aside
     assert part("M00.01-b", "regime", "compute, mostly; though a launch gap hints at some overhead too").score == 1.0
     assert part("M00.01-b", "regime", "overhead: a launch gap opens the trace").score == 0.0
+
+
+@pytest.mark.parametrize("drill_id,answer", [
+    ("M01.03-b", "probably real, though the eager spread is so wide it could partly be noise"),
+    ("M03.02-a", "not worth, probably: the view is faster here, though it depends how often xt is reused"),
+])
+def test_the_key_held_in_doubt_is_most_of_it_and_does_not_cap(drill_id, answer):
+    from tracetriage.drills.hedges import DOUBT_CREDIT
+
+    p = part(drill_id, "verdict", answer)
+    assert p.score == DOUBT_CREDIT >= grader.WRONG_BELOW and "doubt" in p.feedback
+    # a plain verdict, or one whose reasons only explain it, is the verdict
+    assert part(drill_id, "verdict", answer.split(",")[0].replace("probably ", "")).score == 1.0

@@ -178,6 +178,10 @@ class LadderParts:
             # the question ("worth it or not worth it") answers nothing
             credit = 0.0 if set(r.asserted) >= set(options) else s
             return credit, lw.verdict_hedged(cls, set(r.asserted) - {cls}, credit)
+        if s > 0 and r.main == (cls,):
+            from tracetriage.drills import words
+
+            return s, words.doubted(lw.label(cls), s, why + ".")
         if s > 0:
             return s, lw.verdict_both(cls, set(r.main) - {cls})
         return 0.0, lw.verdict_wrong(set(r.main) - {cls}, cls, why)
