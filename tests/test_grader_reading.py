@@ -469,3 +469,11 @@ def test_the_key_held_in_doubt_is_most_of_it_and_does_not_cap(drill_id, answer):
     assert p.score == DOUBT_CREDIT >= grader.WRONG_BELOW and "doubt" in p.feedback
     # a plain verdict, or one whose reasons only explain it, is the verdict
     assert part(drill_id, "verdict", answer.split(",")[0].replace("probably ", "")).score == 1.0
+
+
+@pytest.mark.parametrize("drill_id,answer,score", [("M00.04-a", "speeding up prefill", 1.0),
+                                                   ("M00.04-a", "optimizing the decode", 0.0),
+                                                   ("M00.04-e", "speeding up decode", 1.0)])
+def test_a_refusal_may_name_the_phases_whole_speed_up(drill_id, answer, score):
+    # M00.04-a's ticket is about decode, so the fix to refuse is any prefill fix; -e's the other way round
+    assert part(drill_id, "refuse", answer).score == score
