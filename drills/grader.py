@@ -555,7 +555,7 @@ class _Context(_NewRungs, LadderParts):
             # the lane's other cause beside the key's ("some gaps with copies, some with nothing"): a description of
             # a lane that holds both, not a hedge; teachers gave 0.5 to 1 as it kept the two apart
             return PATTERN_SIZED, words.pattern_with_other(cause, others)
-        if s == 0 and not r.denied and self._sized_as(text, cause):
+        if s == 0 and cause not in r.denied and self._sized_as(text, cause):
             return PATTERN_SIZED, words.pattern_sized(cause, self._pattern_ev(cause))
         if s == 0 and not measured and not r.denied and self._true_of_the_gaps(text, cause):
             return PATTERN_GENERIC, words.pattern_generic(cause, self._pattern_ev(cause))
@@ -585,12 +585,23 @@ class _Context(_NewRungs, LadderParts):
             return False
         found, high = range_ends(text, amounts(text))
         said = [a.base for a in found if a.dim == "time"] + [b.base for b in high.values() if b.dim == "time"]
+        # the sizes `drill show` prints for the cause's gaps too: its list of the longest gaps ("90.9 µs idle, the
+        # host in cudaStreamSynchronize") is what a student reads the size off, where the median drain is 6 µs
+        own = [medians[cause], *self._shown_gap_sizes(cause)]
 
         def off(v: float, m: float) -> float:
             return max(v / m, m / v)
-        return any(v > 0 and off(v, medians[cause]) <= GAP_SIZE_NEAR and
-                   all(off(v, medians[cause]) <= off(v, m) for c, m in medians.items() if m and c != cause)
+        return any(v > 0 and min(off(v, m) for m in own) <= GAP_SIZE_NEAR and
+                   all(min(off(v, m) for m in own) <= off(v, m) for c, m in medians.items() if m and c != cause)
                    for v in said)
+
+    def _shown_gap_sizes(self, cause: str) -> list[float]:
+        """The lengths (µs) of the longest gaps `drill show` lists that are the cause's."""
+        from tracetriage.drills import render
+
+        t = evidence.lanes(self.drill.trace_path())
+        of_cause = {(s, e - s) for s, e, c in t.gaps if c == cause}
+        return [length for start, length, _ in render.large_gaps(t) if (start, length) in of_cause]
 
     def _true_of_the_gaps(self, text: str, cause: str) -> bool:
         """An answer that names only gaps or idle, in generic words ("small gaps", "the GPU mostly idle") that are

@@ -477,3 +477,18 @@ def test_the_key_held_in_doubt_is_most_of_it_and_does_not_cap(drill_id, answer):
 def test_a_refusal_may_name_the_phases_whole_speed_up(drill_id, answer, score):
     # M00.04-a's ticket is about decode, so the fix to refuse is any prefill fix; -e's the other way round
     assert part(drill_id, "refuse", answer).score == score
+
+
+def test_a_gap_size_read_off_shows_list_of_the_longest_gaps_is_the_right_gaps():
+    # M02.03-e: the sync drains' median is 6 µs, but `drill show` lists the longest, 79-93 µs, each in
+    # cudaStreamSynchronize: a student who reads "~80-90 µs gaps" there has read the right gaps, the cause unnamed
+    p = part("M02.03-e", "pattern", "short gaps, ~80-90 µs each, repeated through the run")
+    assert p.score == grader.PATTERN_SIZED
+    assert part("M02.03-e", "pattern", "short gaps, ~3 ms each").score < grader.PATTERN_SIZED
+
+
+def test_a_pattern_that_denies_another_cause_can_still_be_sized_as_the_key():
+    # M02.03-d: "not in a sync or launch" denies two other causes, not the copies the answer describes
+    p = part("M02.03-d", "pattern", "the gaps on the compute lane are long (2-3 ms) and each sits under a run of "
+                                    "copies; the host is in no traced call, not in a sync or launch")
+    assert p.score >= grader.PATTERN_SIZED
