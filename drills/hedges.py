@@ -21,10 +21,15 @@ OPEN_HEDGE = re.compile(r"^\W*(?:either|maybe|perhaps|possibly|probably|not sure
 LIST_CREDIT = 0.3
 
 
+# Two options joined by a bare "or" before any pause ("memory or overhead: ..., so it could be either"), or "could be
+# either": an even hedge, whatever a later clause sets off with ", but" ("idle ~95% either way" is no hedge)
+EVEN_HEDGE = re.compile(r"^[^,;:(]*\bor\b|\b(?:could|might) be either\b|\beither (?:one|of them|of the two)\b")
+
+
 def leans(text: str) -> bool:
     """The answer's first option is asserted and the next one set off as a lesser alternative."""
     t = text.lower()
-    return bool(LEAN.search(t)) and not OPEN_HEDGE.match(t)
+    return bool(LEAN.search(t)) and not OPEN_HEDGE.match(t) and not EVEN_HEDGE.search(t)
 
 
 # A later clause that offers a second class as a possibility ("compute, though the idle could also make it overhead",

@@ -492,3 +492,17 @@ def test_a_pattern_that_denies_another_cause_can_still_be_sized_as_the_key():
     p = part("M02.03-d", "pattern", "the gaps on the compute lane are long (2-3 ms) and each sits under a run of "
                                     "copies; the host is in no traced call, not in a sync or launch")
     assert p.score >= grader.PATTERN_SIZED
+
+
+def test_two_options_joined_by_a_bare_or_are_an_even_hedge_whatever_follows():
+    # M01.04-c: the GEMV is memory-bound; ", but ..." in the reasons does not make "memory or overhead" lean
+    p = part("M01.04-c", "small_regime", "memory or overhead: it streams the weight, but there is launch idle too, "
+                                         "so it could be either")
+    assert p.score == numbers.HEDGE_CREDIT < grader.WRONG_BELOW
+
+
+@pytest.mark.parametrize("answer", ["line_5 or line_4", "line_4 or line_5: the one-hot or the matmul over it"])
+def test_two_lines_offered_as_the_one_that_hurts_are_a_hedge_that_caps(answer):
+    # M01.01-b: line_5 (the fp32 matmul over the one-hot) hurts
+    p = part("M01.01-b", "hurts", answer)
+    assert p.score == numbers.HEDGE_CREDIT and "commit" in p.feedback

@@ -117,6 +117,12 @@ def none_hedge(ans, universe: list[str], style: str) -> tuple[set[str], set[str]
     return (set(), said) if none_first else (said, set())
 
 
+def _named_at(text: str, line: str) -> int:
+    """Where an answer first names a line ("line_5", "line 5", "5")."""
+    m = re.search(rf"(?:\bline[\s_#-]*)?(?<![\w.])0*{line.split('_')[-1]}(?![\w.])", text, re.I)
+    return m.start() if m else len(text)
+
+
 def own_unit(ans, unit: str):
     """Of several numbers, the one written in the part's own dimension ("4 of 64 warps, 6.25 %": the %), when exactly
     one is; the answer as given otherwise."""
@@ -224,6 +230,14 @@ class LadderParts:
         why = lw.hurts_why(self._ledger_rows(), k["hurts"])
         if said and len(said) == 1 and said <= set(k["hurts_close"]):
             return 1.0, lw.set_right("the line that hurts is", [next(iter(said))], why)
+        if said and k["hurts"] in said and len(said) == 2 and SET_HEDGE.search(_text(ans)):
+            # "line_5 or line_4": a hedge of two answers, read as a name part's is (blind teachers: 0.3-0.4, capped)
+            from tracetriage.drills.hedges import LEAN_CREDIT, leans
+            from tracetriage.drills.numbers import HEDGE_CREDIT
+
+            first = min(said, key=lambda x: _named_at(_text(ans), x))
+            credit = LEAN_CREDIT if first == k["hurts"] and leans(_text(ans)) else HEDGE_CREDIT
+            return credit, lw.set_hedged("the line that hurts is", {first}, said - {first}, [k["hurts"]], credit, why)
         if said and k["hurts"] in said:
             return 1.0 / len(said), lw.set_partly("the line that hurts is", said, [k["hurts"]], [],
                                                   sorted(said - {k["hurts"]}), why)
