@@ -506,3 +506,10 @@ def test_two_lines_offered_as_the_one_that_hurts_are_a_hedge_that_caps(answer):
     # M01.01-b: line_5 (the fp32 matmul over the one-hot) hurts
     p = part("M01.01-b", "hurts", answer)
     assert p.score == numbers.HEDGE_CREDIT and "commit" in p.feedback
+
+
+@pytest.mark.parametrize("answer", ["a Triton matmul so the mms reach peak FLOPs",
+                                    "get a better GEMM kernel (cuBLASLt tuning)"])
+def test_a_gemm_rewritten_or_retuned_is_a_faster_kernel_not_a_fusion(answer):
+    # M00.03-a: decode GEMVs are launch-bound; faster kernels are the week's waste, whatever language they are in
+    assert part("M00.03-a", "lever", answer).score == 0.0
