@@ -25,7 +25,7 @@ from tracetriage.drills import evidence
 from tracetriage.drills import words as words
 from tracetriage.drills.amounts import Amount, amounts, dimension, in_unit
 from tracetriage.drills.bank import NUMBER, Drill, key_of
-from tracetriage.drills.hedges import LEAN_CREDIT, LIST_CREDIT, leans, offers_later
+from tracetriage.drills.hedges import DOUBT_CREDIT, LEAN_CREDIT, LIST_CREDIT, doubted, leans, offers_later
 from tracetriage.drills.ladder.grading import LadderParts
 from tracetriage.drills.ladder.grading import expected as ladder_expected
 from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
@@ -129,6 +129,10 @@ def _blank(ans) -> bool:
 def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: bool = True) -> tuple[float, object]:
     """A name part: the key's class alone 1, beside another 0.5, hedged with one other HEDGE_CREDIT, a list of the
     options or a denial or another class 0."""
+    head = stated_head(text, table)
+    if head is not None:
+        # "sideshow: ... The lever is bigger tiles": the answer is its head; what follows the colon are its reasons
+        return ((DOUBT_CREDIT if doubted(text) else 1.0) if head.asserted == (key,) else 0.0), head
     r = reading(text, table, lead=lead)
     main = r.main
     others = set(table) - {key}
@@ -155,8 +159,21 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
     if key in r.minor and len(main) and key not in main:
         return 0.0, r
     if tuple(main) == (key,) or (allow_two and len(main) <= 2):
-        return 1.0, r
+        return (DOUBT_CREDIT if not allow_two and doubted(text) else 1.0), r
     return BOTH_CREDIT, r
+
+
+HEAD_WORDS = 4     # "sideshow:", "compute bound:", "not worth it:": a label before the reasons
+
+
+def stated_head(text: str, table: dict):
+    """The reading of an answer's head, where it opens with a short label that names one class and nothing else,
+    then a colon; None otherwise."""
+    head, colon, rest = text.partition(":")
+    if not colon or not rest.strip() or len(head.split()) > HEAD_WORDS:
+        return None
+    r = reading(head, table)
+    return r if len(set(r.asserted)) == 1 and not r.hedged and not r.denied else None
 
 
 OR_BOTH = re.compile(r"\b(?:or|maybe|possibly|perhaps|probably)\s+(?:\w+\s+)?both\b")
@@ -189,6 +206,25 @@ def waste_set(key: dict) -> set:
     return set(key.get("waste_classes") or ([key["waste_class"]] if key.get("waste_class") else []))
 
 
+# A plan in ranked steps whose first step is the fix ("profile the host with py-spy and move that work off the critical
+# path; after that, pin memory and make the copies non_blocking"): a plan, not options; teachers gave it full marks
+# (1.0 twice, 0.85), where the lever list's LIST_CREDIT had it 0.3
+RANKED_PLAN = re.compile(r"\b(?:then|after that|afterwards|next,|followed by|once that|second(?:ly)?,)")
+PINNING_SERVES = ("overlap_copies", "move_host_work")
+
+
+def _pinning_serves(text: str, pos: set, table: dict, removal: dict) -> str | None:
+    """The fix that pinning is a part of, where one option names both ("pin_memory and non_blocking copies"); None
+    where pinning is offered as an option of its own ("maybe workers, maybe pin memory")."""
+    if "pin_memory" not in pos:
+        return None
+    for option in OPTION_WORDS.split(text.lower()):
+        said = set(reading(option, table, removal).asserted)
+        if "pin_memory" in said:
+            return next((c for c in PINNING_SERVES if c in said), None)
+    return None
+
+
 # A lever class whose vocabulary borrows another's words (drills/vocab.toml: cut_launches lists "fuse*", "triton",
 # "torch.compile" after the report's "torch.compile to fuse, then CUDA graphs").
 BORROWS = {"cut_launches": "fuse"}
@@ -210,14 +246,21 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
     pos = set(r.main)       # the levers the answer offers: a later clause's aside is not one (meaning.read)
     if not pos:
         return 0.0, r, "denied" if r.denied & accept else "none"
-    if r.hedged and pos - accept - partial:
+    ranked = bool(r.asserted) and r.asserted[0] in accept and bool(RANKED_PLAN.search(text.lower()))
+    if r.hedged and pos - accept - partial and not ranked:
         if pos & accept and len(pos) == 2 and r.asserted and r.asserted[0] in accept and leans(text):
             return LEAN_CREDIT, r, "hedge"
         # options, not classes: one word read as two of the accepted classes ("torch.compile") is one option
         lender = {borrowed: c for c, borrowed in BORROWS.items() if c in accept}
-        options = {lender.get(c, c) for c in pos}
+        # pinning is a part of the fix it serves ("pin memory and non_blocking copies", the report's own "pin host
+        # memory, copy with non_blocking=True"; "DataLoader(num_workers=4, pin_memory=True)"), not an option of its own
+        served = _pinning_serves(text, pos, table, removal)
+        options = {served if c == "pin_memory" and served else lender.get(c, c) for c in pos}
+        pos = {served if c == "pin_memory" and served else c for c in pos}
         if pos & accept and len(options) >= LIST_IS_HEDGE:
             return LIST_CREDIT, r, "hedge"
+        if pos & accept and len(pos) == 2 and r.asserted[0] in accept and leans(text):
+            return LEAN_CREDIT, r, "hedge"
         return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
     if pos & accept:
         if pos & wastes:
@@ -443,6 +486,8 @@ class _Context(_NewRungs, LadderParts):
             return 0.0, words.denied(key, why)
         if r.hedged and key in r.asserted:
             return s, words.hedged(key, set(r.asserted) - {key}, s)
+        if s == DOUBT_CREDIT and r.main == (key,):
+            return s, words.doubted(words.label(key), s, why)
         if s > 0:
             return s, words.both(key, set(r.main) - {key})
         return 0.0, words.bound_wrong(set(r.main), key, why)
@@ -510,7 +555,7 @@ class _Context(_NewRungs, LadderParts):
             # the lane's other cause beside the key's ("some gaps with copies, some with nothing"): a description of
             # a lane that holds both, not a hedge; teachers gave 0.5 to 1 as it kept the two apart
             return PATTERN_SIZED, words.pattern_with_other(cause, others)
-        if s == 0 and not r.denied and self._sized_as(text, cause):
+        if s == 0 and cause not in r.denied and self._sized_as(text, cause):
             return PATTERN_SIZED, words.pattern_sized(cause, self._pattern_ev(cause))
         if s == 0 and not measured and not r.denied and self._true_of_the_gaps(text, cause):
             return PATTERN_GENERIC, words.pattern_generic(cause, self._pattern_ev(cause))
@@ -540,12 +585,23 @@ class _Context(_NewRungs, LadderParts):
             return False
         found, high = range_ends(text, amounts(text))
         said = [a.base for a in found if a.dim == "time"] + [b.base for b in high.values() if b.dim == "time"]
+        # the sizes `drill show` prints for the cause's gaps too: its list of the longest gaps ("90.9 µs idle, the
+        # host in cudaStreamSynchronize") is what a student reads the size off, where the median drain is 6 µs
+        own = [medians[cause], *self._shown_gap_sizes(cause)]
 
         def off(v: float, m: float) -> float:
             return max(v / m, m / v)
-        return any(v > 0 and off(v, medians[cause]) <= GAP_SIZE_NEAR and
-                   all(off(v, medians[cause]) <= off(v, m) for c, m in medians.items() if m and c != cause)
+        return any(v > 0 and min(off(v, m) for m in own) <= GAP_SIZE_NEAR and
+                   all(min(off(v, m) for m in own) <= off(v, m) for c, m in medians.items() if m and c != cause)
                    for v in said)
+
+    def _shown_gap_sizes(self, cause: str) -> list[float]:
+        """The lengths (µs) of the longest gaps `drill show` lists that are the cause's."""
+        from tracetriage.drills import render
+
+        t = evidence.lanes(self.drill.trace_path())
+        of_cause = {(s, e - s) for s, e, c in t.gaps if c == cause}
+        return [length for start, length, _ in render.large_gaps(t) if (start, length) in of_cause]
 
     def _true_of_the_gaps(self, text: str, cause: str) -> bool:
         """An answer that names only gaps or idle, in generic words ("small gaps", "the GPU mostly idle") that are

@@ -35,6 +35,11 @@ def launch_depth(text: str, offered_as_options: bool) -> float | None:
     if kinds(text) == {"fuses"}:
         bytes_reason = any(phrase_hits(c, {"b": tuple(for_bytes)}) for c in clauses(text))
         return FUSION_FOR_BYTES if bytes_reason else FUSION_FOR_LAUNCHES
+    # "cut the launch count: a CUDA graph or fuse the mul+add": the head before the colon commits to the whole lever,
+    # what follows are its tools (a blind teacher gave it full marks)
+    head = text.split(":", 1)[0] if ":" in text else ""
+    if head and "strong" in kinds(head):
+        return None
     # "CUDA graphs or torch.compile": one of the options offered only fuses
     sequence = THEN.search(text.lower())        # "torch.compile or a Triton kernel, then CUDA graphs": a plan
     options = [kinds(o) for o in OPTION_SPLIT.split(text.lower())] if offered_as_options and not sequence else []

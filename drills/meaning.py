@@ -235,13 +235,18 @@ CONCESSIVE = ("though", "although", "whereas", "however")    # an aside: "also" 
 CONCLUSIVE = ("so", "hence", "therefore", "thus", "which means")   # "X blocks the host, so it is a sync": the answer
 
 
+STATED_LEAD_WORDS = 2     # "compute", "compute bound", "host work": the answer stated, before its reasons
+
+
 def _lead_answer(said: list[tuple[str, str, set, set]]) -> str | None:
     """The one class the opening clause asserts, when no later clause offers another; None otherwise. A generic
     word in the lead ("millisecond holes") gives way to a later clause's own words ("the host inside cudaMemcpy")."""
     if not said or len(said[0][2]) != 1 or LEAD_HEDGE.search(said[0][1]):
         return None
     (lead,) = said[0][2]
-    generic_lead = lead not in said[0][3]
+    # a lead that is the class's word and little else ("compute: the matmuls run at 770 TFLOP/s ...", "compute,
+    # mostly; ...") states the answer, however generic the word; a generic word inside a description gives way
+    generic_lead = lead not in said[0][3] and len(said[0][1].split()) > STATED_LEAD_WORDS
     for opener, clause, classes, own in said[1:]:
         if not classes - {lead}:
             continue

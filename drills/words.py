@@ -84,6 +84,11 @@ def both(what: str, said: set) -> str:
     return f"Half credit: you named {label(what)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
+def doubted(what: str, credit: float, why: str) -> str:
+    return (f"Most of it ({num(credit)}): {what} is right, but held in doubt (\"probably\", \"could be\"): the "
+            f"trace decides it, so say it. {why}")
+
+
 def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
     earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else
@@ -156,7 +161,7 @@ def lever_feedback(case: str, score: float, key: dict, nw: dict, said: set) -> s
 
 
 def number_hedged(part: str, offered: tuple, key: float, unit: str, credit: float = 0.0) -> str:
-    said = " or ".join(f"{num(v)} {unit}" for v in offered)
+    said = " or ".join(v if isinstance(v, str) else f"{num(v)} {unit}" for v in offered)
     earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else
              f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
              else "a hedge earns what a wrong answer earns")
@@ -309,6 +314,9 @@ def number_range(span: tuple, key: float, unit: str, score: float) -> str:
     k = _with_unit(key, unit)
     if score >= 1.0:
         return f"Right: {lo} to {hi}, both ends within 15% (the trace: {k})."
+    if score > 0.5:
+        return (f"Most of it: {lo} to {hi}, both ends within 15% of the trace's {k}, but a range this wide is not one "
+                "measurement: commit to one.")
     if score > 0:
         return f"Half credit: {lo} to {hi} holds the trace's {k}, but a range is not a measurement: commit to one."
     if span[0] <= key <= span[1]:

@@ -31,6 +31,17 @@ def set_partly(what: str, said: set, key: list, missed: list, extra: list, why: 
     return f"You said {names(sorted(said))}; {what} {names(key)} ({'; '.join(parts)}). {why}"
 
 
+def set_hedged(what: str, lead: set, other: set, key: list, credit: float, why: str) -> str:
+    lean = ("a hedge that leans to the right one" if credit >= 0.5
+            else "a hedge (it counts as a wrong answer for the cap)")
+    return (f"You offered {names(sorted(lead))} or {names(sorted(other))}: {lean} earns {credit:g}; {what} "
+            f"{names(key)}; commit to one. {why}")
+
+
+def sectors_hedged(credit: float) -> str:
+    return f"You offered no extra sectors or some: a hedge of two answers earns {credit:g}; commit to one."
+
+
 def set_unread(what: str, key: list, why: str) -> str:
     return f"No name this drill knows in the answer; {what} {names(key)}. {why}"
 
