@@ -258,6 +258,23 @@ def test_a_device_waiting_for_batches_is_input_bound_not_overhead_bound(starved)
     assert any("of the idle is inside the DataLoader, its field is" in p for p in claims.check(wrong))
 
 
+def test_a_device_waiting_on_copies_is_transfer_bound_as_its_idle_line_says():
+    """abenich_ariel_2080ti (heldout-user3): one 21 MB pageable H2D copy, 96% of the span, read 'overhead-bound'
+    beside its own Idle line's 'data transfer 96%' (idle.dominant data_transfer)."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/smell-transfer-pageable-h2d.json.gz"))
+    assert out["idle"]["dominant"] == "data_transfer"
+    assert out["lines"][3].startswith("Regime: transfer-bound, not launch overhead: the device idles ")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 98% of the span; of kernel time, x.")
+    assert any("(transfer-bound), the Idle line's own dominant cause" in p for p in claims.check(old))
+    wrong = copy.deepcopy(out)
+    for c in wrong["claims"]:
+        if c["key"] == "regime.transfer_share":
+            c["value"] -= 0.3
+    assert any("of the idle is waiting on copies, its field is" in p for p in claims.check(wrong))
+
+
 def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
     out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
     assert out["next_experiment"]["kind"] == "warm_up"

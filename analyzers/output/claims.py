@@ -32,8 +32,9 @@ on the words:
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
    Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
-   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, and one
-   whose idle is mostly torch.compile compiling compile-bound, with that share;
+   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, one
+   whose idle is mostly torch.compile compiling compile-bound, and one whose idle is mostly copies (the Idle
+   line's dominant cause) transfer-bound, each with that share;
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields.
@@ -410,6 +411,9 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     bad = []
     kind = (out.get("next_experiment") or {}).get("kind")
     loader, compiling = _construct_idle_share(out, "dataloader"), _construct_idle_share(out, "compile")
+    idle = out.get("idle") or {}
+    idle_us = sum((idle.get("by_cause_us") or {}).values())
+    copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
     if lines[3].startswith("Regime: overhead-bound"):
         if kind in _SET_UP_KINDS:
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
@@ -419,8 +423,12 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
         elif compiling >= INPUT_BOUND_IDLE_SHARE:
             bad.append(f"the Regime line says overhead-bound where {100 * compiling:.0f}% of the idle is "
                        "torch.compile compiling (compile-bound)")
+        elif copying >= INPUT_BOUND_IDLE_SHARE and idle.get("dominant") == "data_transfer":
+            bad.append(f"the Regime line says overhead-bound where {100 * copying:.0f}% of the idle is copies "
+                       "(transfer-bound), the Idle line's own dominant cause")
     for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
-                              ("regime.compile_share", compiling, "torch.compile compiling")):
+                              ("regime.compile_share", compiling, "torch.compile compiling"),
+                              ("regime.transfer_share", copying, "waiting on copies")):
         c = said.get(key)
         if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
             bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")

@@ -573,6 +573,12 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
         return ("compile-bound, not launch overhead",
                 f", {claim('regime.compile_share', compiling, share(compiling))} of the idle inside torch.compile "
                 "compiling")
+    # a device that idles while copies run waits on the copies, not on launches (heldout-user3 abenich_ariel: one
+    # 21 MB pageable copy, 96% of the span, read "overhead-bound" beside its own "data transfer 96%")
+    copying = a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) / a.idle_ns if a.idle_ns else 0.0
+    if a.dominant is Cause.DATA_TRANSFER and copying >= INPUT_BOUND_IDLE_SHARE:
+        return ("transfer-bound, not launch overhead",
+                f", {claim('regime.transfer_share', copying, share(copying))} of the idle waiting on copies")
     return "overhead-bound", ""
 
 
