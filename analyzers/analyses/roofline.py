@@ -34,7 +34,7 @@ from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
 from tracetriage.analyzers.model.groups import distinct
-from tracetriage.analyzers.model.kernels import is_collective, is_tf32
+from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
@@ -67,6 +67,7 @@ ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's pe
 # The regime is "unknown" when kernels with no bound hold more than this share of the kernel time
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
+FP32_MATH_MAJORITY = 0.5    # fp32 GEMMs/convolutions on CUDA cores holding this share of kernel time: most of it
 OVERHEAD_IDLE_SHARE = 0.5   # a span whose device idles more than half of it is overhead-bound
 UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
 LATENCY_NAMED = 0.005  # latency-bound kernel time is named when it rounds to 1% of the kernel time or more
@@ -409,6 +410,8 @@ class RegimeVerdict:
     latency_us: float = 0.0         # kernel time far below both roofs (latency-bound)
     latency_peak_share: float | None = None   # latency-bound kernels' achieved share of the nearer peak
     communication: Communication | None = None   # the span's collectives, exposed and why (None: it has none)
+    fp32_cuda_core_us: float = 0.0  # kernel time in fp32 GEMMs/convolutions on CUDA cores, by the kernels' names
+    fp32_cuda_core_kernels: tuple[str, ...] = ()   # the longest of them (at most two), longest first
 
     @property
     def kernel_us(self) -> float:
@@ -418,6 +421,12 @@ class RegimeVerdict:
     def unknown_worth_naming(self) -> bool:
         """Kernel time with no bound is a share the Regime line names beside the two bounds."""
         return self.unknown_us > UNKNOWN_NAMED * self.kernel_us
+
+    @property
+    def mostly_fp32_cuda_core(self) -> bool:
+        """Most of the kernel time that votes is fp32 GEMMs/convolutions on CUDA cores, by the kernels' names."""
+        voting = self.kernel_us - self.comm_us
+        return voting > 0 and self.fp32_cuda_core_us >= FP32_MATH_MAJORITY * voting
 
     @property
     def latency_worth_naming(self) -> bool:
@@ -474,9 +483,23 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     lat_share = None
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
         lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
+    fp32_us, fp32_names = _fp32_cuda_core_math(trace, kernel_rows, dur)
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
                          ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
-                         communication=communication)
+                         communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names)
+
+
+def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray) -> tuple[float, tuple[str, ...]]:
+    """The kernel time (µs) of fp32 GEMMs and convolutions on CUDA cores, read from the kernels' names, and the
+    longest two of them: what a trace recorded without shapes still says about its arithmetic (heldout-user3
+    hpdl_vgg16_t4: volta_sgemm_* and cudnn_volta_scudnn_* at 99% busy read 'nothing else to decide by')."""
+    if not len(kernel_rows):
+        return 0.0, ()
+    names, inv = np.unique(trace.ev.name[kernel_rows], return_inverse=True)
+    per_name = np.bincount(inv.ravel(), weights=dur, minlength=len(names))
+    fp32 = np.array([is_fp32_cuda_core_math(trace.names[int(n)]) for n in names], bool)
+    order = [i for i in np.argsort(-per_name, kind="stable") if fp32[i]]
+    return float(per_name[fp32].sum()) / 1e3, tuple(trace.names[int(names[i])] for i in order[:2])
 
 
 def _dominant_dtype(roof: Roofline) -> str | None:

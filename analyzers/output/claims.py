@@ -20,7 +20,9 @@ on the words:
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
    trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split; no what-if: no
-   prediction);
+   prediction), and what the kernels' names decide without shapes is not withheld (fp32 GEMMs/convolutions on CUDA
+   cores holding most of the kernel time: not "nothing else to decide by", no find-the-bound Next where the device
+   runs a half precision faster on tensor cores), its share the field's;
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
    rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
    already there (_MultiProcessingDataLoaderIter);
@@ -77,7 +79,7 @@ def check(out: dict) -> list[str]:
                + _warm_up_saves_at_most_its_set_up(said, nx) + _launch_because_has_short_kernels(said, nx)
                + _next_saves_something(said, nx)]
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
-            + _withheld_verdicts_not_given(said, out)
+            + _withheld_verdicts_not_given(said, out) + _kernel_names_decide_the_arithmetic(said, out, lines)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
             + _idle_bound_says_what_it_waits_on(said, out, lines)
@@ -313,6 +315,34 @@ def _withheld_verdicts_not_given(said: _Said, out: dict) -> list[str]:
                    f"{split[0]['key'].split('.')[1].replace('_share', '')}-bound")
     if "whatif" in withheld and any(c["key"].endswith("saving") for c in said.all):
         bad.append("the health check withholds the what-if, yet a line gives a prediction")
+    return bad
+
+
+_FP32_MATH_MAJORITY = 0.5   # tracetriage.analyzers.analyses.roofline.FP32_MATH_MAJORITY
+
+
+def _kernel_names_decide_the_arithmetic(said: _Said, out: dict, lines: list[str]) -> list[str]:
+    """Without shapes the kernels' names still say fp32 GEMMs and convolutions on CUDA cores: a span where they hold
+    most of the kernel time is not told there is "nothing else to decide by", nor sent to capture again, where its
+    device runs a half precision faster on tensor cores; a share of that time said is its field."""
+    d = out.get("regime_detail") or {}
+    voting = sum(d.get(k, 0.0) for k in ("compute_us", "memory_us", "unknown_us", "latency_us"))
+    fp32 = d.get("fp32_cuda_core_us", 0.0)
+    bad = []
+    rates = ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
+    faster = max(rates.get("fp16", 0), rates.get("bf16", 0)) > 2 * rates.get("fp32", float("inf"))
+    if voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting:
+        if "nothing else to decide by" in lines[3]:
+            bad.append(f"the Regime line says nothing else decides, but {100 * fp32 / voting:.0f}% of kernel time is "
+                       "fp32 GEMMs/convolutions on CUDA cores by their names")
+        if faster and (out.get("next_experiment") or {}).get("kind") == "find_the_bound":
+            bad.append("the Next looks for the bound of fp32 CUDA-core kernels on a device whose tensor cores run a "
+                       "half precision faster (mixed precision helps whichever roof holds them)")
+    for key in ("regime.fp32_math_share", "next.because.fp32_math_share"):
+        c = said.get(key)
+        if c is not None and (not voting or abs(c["value"] - fp32 / voting) > _SHARE_TOLERANCE):
+            bad.append(f"a line says {c['said']} of kernel time is fp32 on CUDA cores, its field is "
+                       f"{100 * fp32 / voting if voting else 0:.1f}%")
     return bad
 
 

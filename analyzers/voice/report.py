@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import communication
+from tracetriage.analyzers.voice import communication, precision
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
@@ -140,7 +140,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
-    if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
+    # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
+    if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + ")")
     if nx.dominant is not None:
@@ -343,6 +344,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
         return find_the_bound(v)
+    if a.next_experiment.kind is Experiment.MIXED_PRECISION:
+        return precision.next_words(a)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
         return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
                 "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
@@ -590,6 +593,8 @@ def _regime_line(a: Analysis) -> str:
         line = f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; {_mix(v)}{_ridge(v)}."
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
+    elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
+        line = precision.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
