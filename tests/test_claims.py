@@ -275,6 +275,20 @@ def test_a_device_waiting_on_copies_is_transfer_bound_as_its_idle_line_says():
     assert any("of the idle is waiting on copies, its field is" in p for p in claims.check(wrong))
 
 
+def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_a_chain_to_fuse():
+    """andrewlala_resnet50_t4 (heldout-user3): 'torch.compile to fuse, then CUDA graphs' where the what-if's fuse
+    lever found nothing to fuse (0%) and the whole −45% was the CUDA graphs'."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/probe-launch-embedding-loop.json.gz"))
+    nx = out["lines"][4]
+    assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
+    assert "torch.compile to fuse" in nx and "no eager elementwise chain here for torch.compile to fuse" in nx
+    assert claims.check(out) == []
+    old = _with_claims(out, 4, "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
+                       "because x.", ("next.asks.torch_compile", 0, "torch.compile to fuse"))
+    assert any("no eager chain to fuse" in p for p in claims.check(old))
+
+
 def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
     out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
     assert out["next_experiment"]["kind"] == "warm_up"

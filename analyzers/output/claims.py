@@ -18,7 +18,8 @@ on the words:
    kernels launched outside the CUDA graphs a trace replays;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
-   trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
+   trace that replays graphs already; no "torch.compile to fuse" for code compiled already, nor where the what-if's
+   fuse lever finds no eager chain to fuse;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split; no what-if: no
    prediction), and what the kernels' names decide without shapes is not withheld (fp32 GEMMs/convolutions on CUDA
    cores holding most of the kernel time: not "nothing else to decide by", no find-the-bound Next where the device
@@ -294,8 +295,11 @@ def compiled_already(framework: list[dict]) -> bool:
 
 
 def _no_compile_for_compiled(said: _Said, out: dict) -> list[str]:
-    if compiled_already(out.get("framework") or []) and said.get("next.asks.torch_compile") is not None:
+    asks = said.get("next.asks.torch_compile")
+    if compiled_already(out.get("framework") or []) and asks is not None:
         return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
+    if asks is not None and asks["value"] == 0:   # the fuse lever's chains: none to fuse
+        return ["the Next says torch.compile to fuse where the what-if finds no eager chain to fuse"]
     return []
 
 

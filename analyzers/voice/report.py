@@ -136,7 +136,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a),
                                workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
-                                                     and getattr(nx.lever.assumption, "start_up", False))),
+                                                     and getattr(nx.lever.assumption, "start_up", False)),
+                               fuse_chains=_fuse_chains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -208,6 +209,12 @@ def _copies_pinned(a: Analysis) -> bool:
     ev = a.evidence.get(Cause.DATA_TRANSFER)
     h2d = [c.name for c in getattr(ev, "copies", ()) if "HtoD" in c.name]
     return bool(h2d) and all("Pinned" in n for n in h2d)
+
+
+def _fuse_chains(a: Analysis) -> int | None:
+    """How many eager elementwise chains the what-if's fuse lever finds to fuse (None: no replay)."""
+    fuse = next((c for c in a.lever_choices if c.lever == "fuse"), None)
+    return fuse.assumption.count if fuse is not None and fuse.assumption is not None else None
 
 
 def _compiled_already(a: Analysis) -> bool:
