@@ -45,7 +45,7 @@ from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEviden
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
@@ -196,6 +196,7 @@ class Analysis:
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
     execution: ExecutionNotes | None = None    # the top kernel's occupancy, a transposed copy costed both ways
                                                # (tracetriage.analyzers.triage.execution), where they matter
+    memset_ns: int = 0                  # of copy_ns, the device's time in memsets (no bytes moved between memories)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -371,7 +372,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
-    return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
+    memsets = rows[ev.cat[rows] == MEMSET]
+    memset_ns = min(copy, iv.total(*iv.union(ev.start[memsets], ev.end[memsets]))) if len(memsets) else 0
+    return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
