@@ -34,3 +34,4 @@ def test_copies_and_memsets_are_said_apart(tmp_path):
     out = _report(tmp_path, with_copy=True)
     assert out["memset_us"] == 4.0 and out["copy_us"] == 14.0
     assert "(20 kernels, 10.0 µs of copies, 4.0 µs of memsets)" in out["lines"][0]
+

