@@ -327,3 +327,14 @@ def test_a_device_waiting_on_torch_compile_compiling_is_compile_bound_not_overhe
     assert claims.check(out) == []
     old = _with_line(out, 3, "Regime: overhead-bound: the device idles 100% of the span; of kernel time, x.")
     assert any("torch.compile compiling (compile-bound)" in p for p in claims.check(old))
+
+
+def test_host_work_that_is_mostly_one_time_set_up_is_said_as_set_up_in_the_idle_split():
+    """andrewlala_resnet50_t4 (heldout-user3): a gap 92% of which is the first cuBLAS call read 'host work 7%' beside a
+    caveat calling the same time one-time set-up."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
+    ev = out["idle"]["evidence"]["host_work"]
+    assert ev["setup_us"] >= 0.5 * ev["total_us"]
+    assert out["lines"][2].startswith("Idle: the GPU is idle 97% of the span (312.6 ms): one-time set-up (host work) "
+                                      "89%, ")
+    assert claims.check(out) == []
