@@ -17,6 +17,7 @@ from tracetriage.analyzers.whatif.levers import LEVERS
 CLASS_OF_EXPERIMENT = {e.value: e.value for e in Experiment} | {
     Experiment.BETTER_KERNELS.value: "faster_kernels",
     Experiment.FIND_THE_BOUND.value: "faster_kernels",
+    Experiment.MIXED_PRECISION.value: "cheaper_arithmetic",   # lower precision on tensor cores
 }
 AT_ROOF = 0.85   # compute-bound ops at 85% of the peak or more: what tuning could win is under the repeats' noise of
                  # the cheaper-arithmetic step (bf16 to fp8 doubles the peak)

@@ -258,6 +258,37 @@ def test_a_device_waiting_for_batches_is_input_bound_not_overhead_bound(starved)
     assert any("of the idle is inside the DataLoader, its field is" in p for p in claims.check(wrong))
 
 
+def test_a_device_waiting_on_copies_is_transfer_bound_as_its_idle_line_says():
+    """abenich_ariel_2080ti (heldout-user3): one 21 MB pageable H2D copy, 96% of the span, read 'overhead-bound'
+    beside its own Idle line's 'data transfer 96%' (idle.dominant data_transfer)."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/smell-transfer-pageable-h2d.json.gz"))
+    assert out["idle"]["dominant"] == "data_transfer"
+    assert out["lines"][3].startswith("Regime: transfer-bound, not launch overhead: the device idles ")
+    assert claims.check(out) == []
+    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 98% of the span; of kernel time, x.")
+    assert any("(transfer-bound), the Idle line's own dominant cause" in p for p in claims.check(old))
+    wrong = copy.deepcopy(out)
+    for c in wrong["claims"]:
+        if c["key"] == "regime.transfer_share":
+            c["value"] -= 0.3
+    assert any("of the idle is waiting on copies, its field is" in p for p in claims.check(wrong))
+
+
+def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_a_chain_to_fuse():
+    """andrewlala_resnet50_t4 (heldout-user3): 'torch.compile to fuse, then CUDA graphs' where the what-if's fuse
+    lever found nothing to fuse (0%) and the whole −45% was the CUDA graphs'."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
+                                        / "traces/probe-launch-embedding-loop.json.gz"))
+    nx = out["lines"][4]
+    assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
+    assert "torch.compile to fuse" in nx and "no eager elementwise chain here for torch.compile to fuse" in nx
+    assert claims.check(out) == []
+    old = _with_claims(out, 4, "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
+                       "because x.", ("next.asks.torch_compile", 0, "torch.compile to fuse"))
+    assert any("no eager chain to fuse" in p for p in claims.check(old))
+
+
 def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
     out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
     assert out["next_experiment"]["kind"] == "warm_up"
@@ -296,3 +327,14 @@ def test_a_device_waiting_on_torch_compile_compiling_is_compile_bound_not_overhe
     assert claims.check(out) == []
     old = _with_line(out, 3, "Regime: overhead-bound: the device idles 100% of the span; of kernel time, x.")
     assert any("torch.compile compiling (compile-bound)" in p for p in claims.check(old))
+
+
+def test_host_work_that_is_mostly_one_time_set_up_is_said_as_set_up_in_the_idle_split():
+    """andrewlala_resnet50_t4 (heldout-user3): a gap 92% of which is the first cuBLAS call read 'host work 7%' beside a
+    caveat calling the same time one-time set-up."""
+    out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
+    ev = out["idle"]["evidence"]["host_work"]
+    assert ev["setup_us"] >= 0.5 * ev["total_us"]
+    assert out["lines"][2].startswith("Idle: the GPU is idle 97% of the span (312.6 ms): one-time set-up (host work) "
+                                      "89%, ")
+    assert claims.check(out) == []

@@ -58,9 +58,12 @@ def test_workers_take_the_batches_and_leave_the_scripts_other_host_work(tmp_path
     a = analyze_file(str(a_script(tmp_path, iterator=False)))
     ratio, _, assumed, found = workers(a)
     nhw = next(p for p in a.levers.all.levers if p.lever == NO_HOST_WORK)
-    # no_host_work takes the dataset's 200 ms with the batches; workers leave it where it is
+    # workers leave the dataset's 200 ms where it is; so does no_host_work now (issue 33, heldout-user3 wenlu: the
+    # script's start-up before the loop's first GPU work is no host work of the loop), taking the batches and, of the
+    # start-up, no more than the loop's longest stretch
     assert found["host_taken_ns"] <= assumed.batch_host_ns <= 8 * 20 * MS
-    assert nhw.predicted_ratio < 0.2 < ratio
+    assert 8 * 20 * MS <= nhw.saving_ns <= 8 * 20 * MS + 25 * MS
+    assert nhw.predicted_ratio < ratio
     assert assumed.count == 8 and not assumed.iterators and assumed.stacks
 
 

@@ -126,6 +126,10 @@ def test_a_rate_above_a_datasheet_peak_is_said_as_the_cache_or_the_timer_with_it
     assert "under 1% over the datasheet's 320 GB/s: data the cache served or a short kernel's time rounded by the " \
            "timer, not a faster memory" in words and "past the datasheet" not in words
     assert "3% over" in peak_words.passed(sheet.judged_by(sheet.bytes_per_s * 1.034, {}))
+    # a T4's memory is GDDR6: its bandwidth is 'memory', never 'HBM' (heldout-user3); an H200's is HBM
+    assert words.startswith("memory judged at ") and "HBM" not in words
+    h200 = lookup("NVIDIA H200")
+    assert peak_words.passed(h200.judged_by(h200.bytes_per_s * 1.02, {})).startswith("HBM ")
     old = {"lines": ["", "", "", "Regime: x (datasheet peaks; HBM 323 GB/s, the best a kernel here reached, past the "
                      "datasheet's 320 GB/s).", ""], "peaks": {"bytes_per_s": 323e9, "flops_per_s": {}}, "trace": {}}
     assert any("passed the datasheet's peak as a fact" in p for p in claims._one_peak(claims._Said([]), old))

@@ -12,7 +12,7 @@ from tracetriage.analyzers.model.units import share, shares_of_a_whole
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "report"
 IDLE = re.compile(r"Idle: the GPU is idle (<1|\d+)% of the span \([^)]*\): (.*?); mostly")
-CAUSE = re.compile(r"(?:^|, )[a-z ]+ (<1|\d+)%")
+CAUSE = re.compile(r"(?:^|, )[a-z ()-]+ (<1|\d+)%")   # (host work mostly set-up: "one-time set-up (host work)")
 
 
 def _pct(text: str) -> int:

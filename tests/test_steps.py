@@ -180,6 +180,46 @@ def test_a_slow_profiler_step_is_said_by_its_name_in_the_trace_not_a_0_based_ind
     assert "ProfilerStep#4 took" in line and "step 2 took" not in line
 
 
+def test_the_profilers_empty_closing_step_is_no_step(tmp_path):
+    """abenich_ariel_2080ti (heldout-user3): ProfilerStep#3 holds the work (4.87 ms), ProfilerStep#4 is a 38 µs stub
+    that launches nothing; the report said '2 steps ... 2.47 ms per step (median)', a median describing neither."""
+    def traced(with_stub: bool):
+        tl = Timeline()
+        for i in range(3):
+            t0 = tl.t
+            for name in ("aten::mm", "aten::add"):
+                tl.op(name, 2 * MS)
+            tl.sync()
+            tl.extra.append(kf.annotation(f"ProfilerStep#{i}", t0 - 1 * US, tl.t))
+        if with_stub:
+            tl.extra.append(kf.annotation("ProfilerStep#3", tl.t + 5 * US, tl.t + 43 * US))
+        return analyze_trace(tl.write(tmp_path / f"stub{with_stub}.json"))
+    a, without = traced(True), traced(False)
+    assert len(a.steps.steps) == 3 and [s.name for s in a.steps.steps][-1] == "ProfilerStep#2"
+    assert a.steps.summary.median_ns == without.steps.summary.median_ns > 4 * MS
+    assert "3 steps (ProfilerStep ranges)" in five_lines(a)[0]
+
+
+def test_a_closing_synchronize_after_the_loop_is_no_part_of_its_last_step(tmp_path):
+    """wenlu_train_opt_4090m (heldout-user3): a cudaDeviceSynchronize 14.4 ms after the loop's last kernel stretched
+    the last step to 9.9x the median, said 'its host took the time'; that is the script after the loop."""
+    tl = Timeline()
+    for _ in range(12):
+        tl.host(300 * US, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+        for name in ("aten::linear", "aten::gelu", "aten::linear", "aten::mse_loss"):
+            tl.op(name, 200 * US)
+        tl.op("aten::_foreach_add_", 100 * US)
+        tl.extra.append(kf.annotation("Optimizer.step#AdamW.step", tl.t, tl.t + 50 * US))
+        tl.t += 60 * US
+    tl.t += 15 * MS   # the script after the loop, then its closing synchronize
+    tl.extra.append(kf.call("cudaDeviceSynchronize", tl.t, tl.t + 14 * US))
+    a = analyze_trace(tl.write(tmp_path / "tail.json"))
+    st = a.steps
+    assert len(st.steps) == 12 and st.summary.outlier is None
+    assert st.steps[-1].wall_ns < 2 * st.summary.median_ns
+    assert "took" not in five_lines(a)[0]
+
+
 def test_torch_1x_profiler_steps_recorded_as_ops_are_the_steps(tmp_path):
     """torch 1.x writes ProfilerStep#N as an Operator (cpu_op), not as a user_annotation."""
     tl = Timeline()

@@ -68,3 +68,18 @@ _TF32_NAME = re.compile(r"tf32|tensorop_s16?8|_s16?8(?:16|8)gemm", re.I)
 def is_tf32(kernel: str) -> bool:
     """A kernel that computes fp32 data on TF32 tensor cores, by its name."""
     return _TF32_NAME.search(kernel) is not None
+
+
+# fp32 GEMMs and convolutions on CUDA cores name themselves without shapes: cuBLAS "volta_sgemm_128x64_nt",
+# cuDNN "cudnn_volta_scudnn_128x32_sliced1x4_..." (s: single precision), "implicit_convolve_sgemm", and cuDNN's
+# templated engines on float data ("cudnn::cnn::wgrad_alg1_engine<float, float, ...>",
+# "cudnn::winograd_nonfused::winogradForwardData4x4<float, float>"). A tensor-core kernel names its instruction
+# shape or its kind (h884, s884 = fp16 in, fp32 accumulate; h1688, s1688, i8816, hmma, tensorop, xmma, wmma, tf32):
+# those are no CUDA-core math.
+_FP32_MATH_NAME = re.compile(r"sgemm|scudnn|cudnn::.*(?:engine|winograd|conv|gemm).*<float\b", re.I)
+_TENSOR_CORE_NAME = re.compile(r"[hsi]\d{3,5}(?:gemm|cudnn)|hmma|tensorop|xmma|wmma|tf32|bf16|f16|half", re.I)
+
+
+def is_fp32_cuda_core_math(kernel: str) -> bool:
+    """A GEMM or convolution kernel doing fp32 arithmetic on CUDA cores (no tensor cores), by its name."""
+    return _FP32_MATH_NAME.search(kernel) is not None and _TENSOR_CORE_NAME.search(kernel) is None

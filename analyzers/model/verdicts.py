@@ -81,6 +81,7 @@ class Experiment(str, Enum):
     CHEAPER_ARITHMETIC = "cheaper_arithmetic"  # compute-bound
     FEWER_BYTES = "fewer_bytes"                # memory-bound
     FIND_THE_BOUND = "find_the_bound"          # regime unknown: most kernel time has no cost model
+    MIXED_PRECISION = "mixed_precision"        # ... but most of it is fp32 GEMM/convolution on CUDA cores, by name
     BETTER_KERNELS = "better_kernels"          # latency-bound: the algorithm choice, more work per launch
     CAPTURE_ON_GPU = "capture_on_gpu"          # a CPU-only trace
     MOVE_TO_GPU = "move_to_gpu"                # a GPU machine's trace whose model and inputs stayed on the CPU

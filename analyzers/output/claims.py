@@ -18,9 +18,12 @@ on the words:
    kernels launched outside the CUDA graphs a trace replays;
 2. no Next predicted to save 0% or to slow the run, and a "would waste the week" lever that saves no more than
    the Next, is never phrased as a saving when the replay predicts it slows the run, and is not CUDA graphs on a
-   trace that replays graphs already; no "torch.compile to fuse" for code compiled already;
+   trace that replays graphs already; no "torch.compile to fuse" for code compiled already, nor where the what-if's
+   fuse lever finds no eager chain to fuse;
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split; no what-if: no
-   prediction);
+   prediction), and what the kernels' names decide without shapes is not withheld (fp32 GEMMs/convolutions on CUDA
+   cores holding most of the kernel time: not "nothing else to decide by", no find-the-bound Next where the device
+   runs a half precision faster on tensor cores), its share the field's;
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
    rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
    already there (_MultiProcessingDataLoaderIter);
@@ -32,8 +35,9 @@ on the words:
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
    Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
-   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, and one
-   whose idle is mostly torch.compile compiling compile-bound, with that share;
+   device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, one
+   whose idle is mostly torch.compile compiling compile-bound, and one whose idle is mostly copies (the Idle
+   line's dominant cause) transfer-bound, each with that share;
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields;
@@ -77,7 +81,7 @@ def check(out: dict) -> list[str]:
                + _warm_up_saves_at_most_its_set_up(said, nx) + _launch_because_has_short_kernels(said, nx)
                + _next_saves_something(said, nx)]
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
-            + _withheld_verdicts_not_given(said, out)
+            + _withheld_verdicts_not_given(said, out) + _kernel_names_decide_the_arithmetic(said, out, lines)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
             + _idle_bound_says_what_it_waits_on(said, out, lines)
@@ -310,8 +314,11 @@ def compiled_already(framework: list[dict]) -> bool:
 
 
 def _no_compile_for_compiled(said: _Said, out: dict) -> list[str]:
-    if compiled_already(out.get("framework") or []) and said.get("next.asks.torch_compile") is not None:
+    asks = said.get("next.asks.torch_compile")
+    if compiled_already(out.get("framework") or []) and asks is not None:
         return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
+    if asks is not None and asks["value"] == 0:   # the fuse lever's chains: none to fuse
+        return ["the Next says torch.compile to fuse where the what-if finds no eager chain to fuse"]
     return []
 
 
@@ -331,6 +338,34 @@ def _withheld_verdicts_not_given(said: _Said, out: dict) -> list[str]:
                    f"{split[0]['key'].split('.')[1].replace('_share', '')}-bound")
     if "whatif" in withheld and any(c["key"].endswith("saving") for c in said.all):
         bad.append("the health check withholds the what-if, yet a line gives a prediction")
+    return bad
+
+
+_FP32_MATH_MAJORITY = 0.5   # tracetriage.analyzers.analyses.roofline.FP32_MATH_MAJORITY
+
+
+def _kernel_names_decide_the_arithmetic(said: _Said, out: dict, lines: list[str]) -> list[str]:
+    """Without shapes the kernels' names still say fp32 GEMMs and convolutions on CUDA cores: a span where they hold
+    most of the kernel time is not told there is "nothing else to decide by", nor sent to capture again, where its
+    device runs a half precision faster on tensor cores; a share of that time said is its field."""
+    d = out.get("regime_detail") or {}
+    voting = sum(d.get(k, 0.0) for k in ("compute_us", "memory_us", "unknown_us", "latency_us"))
+    fp32 = d.get("fp32_cuda_core_us", 0.0)
+    bad = []
+    rates = ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
+    faster = max(rates.get("fp16", 0), rates.get("bf16", 0)) > 2 * rates.get("fp32", float("inf"))
+    if voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting:
+        if "nothing else to decide by" in lines[3]:
+            bad.append(f"the Regime line says nothing else decides, but {100 * fp32 / voting:.0f}% of kernel time is "
+                       "fp32 GEMMs/convolutions on CUDA cores by their names")
+        if faster and (out.get("next_experiment") or {}).get("kind") == "find_the_bound":
+            bad.append("the Next looks for the bound of fp32 CUDA-core kernels on a device whose tensor cores run a "
+                       "half precision faster (mixed precision helps whichever roof holds them)")
+    for key in ("regime.fp32_math_share", "next.because.fp32_math_share"):
+        c = said.get(key)
+        if c is not None and (not voting or abs(c["value"] - fp32 / voting) > _SHARE_TOLERANCE):
+            bad.append(f"a line says {c['said']} of kernel time is fp32 on CUDA cores, its field is "
+                       f"{100 * fp32 / voting if voting else 0:.1f}%")
     return bad
 
 
@@ -429,6 +464,9 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     bad = []
     kind = (out.get("next_experiment") or {}).get("kind")
     loader, compiling = _construct_idle_share(out, "dataloader"), _construct_idle_share(out, "compile")
+    idle = out.get("idle") or {}
+    idle_us = sum((idle.get("by_cause_us") or {}).values())
+    copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
     if lines[3].startswith("Regime: overhead-bound"):
         if kind in _SET_UP_KINDS:
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
@@ -438,8 +476,12 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
         elif compiling >= INPUT_BOUND_IDLE_SHARE:
             bad.append(f"the Regime line says overhead-bound where {100 * compiling:.0f}% of the idle is "
                        "torch.compile compiling (compile-bound)")
+        elif copying >= INPUT_BOUND_IDLE_SHARE and idle.get("dominant") == "data_transfer":
+            bad.append(f"the Regime line says overhead-bound where {100 * copying:.0f}% of the idle is copies "
+                       "(transfer-bound), the Idle line's own dominant cause")
     for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
-                              ("regime.compile_share", compiling, "torch.compile compiling")):
+                              ("regime.compile_share", compiling, "torch.compile compiling"),
+                              ("regime.transfer_share", copying, "waiting on copies")):
         c = said.get(key)
         if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
             bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")

@@ -86,7 +86,7 @@ REPORT = obj({
     "schema_version": VERSION,
     "trace": obj({"path": STR, "events": INT, "device_name": opt(STR), "rank": opt(INT), "caveats": arr(STR)}),
     "range": opt(STR),
-    "span_us": NUM, "kernel_busy_us": NUM, "copy_us": NUM, "idle_us": NUM, "idle_share": NUM,
+    "span_us": NUM, "kernel_busy_us": NUM, "copy_us": NUM, "memset_us": NUM, "idle_us": NUM, "idle_share": NUM,
     "idle": obj({"by_cause_us": PER_CAUSE_US, "dominant": opt(CAUSE), "gaps": INT,
                  "evidence": obj({}, EVIDENCE),
                  "per_device": arr(obj({"device": INT, "span_us": NUM, "idle_us": NUM, "dominant": opt(CAUSE)}))}),

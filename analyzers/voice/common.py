@@ -87,7 +87,7 @@ def cause_words(cause: Cause | None) -> str:
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
-           pinned: bool = False, workers_start_up: bool = False) -> str:
+           pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -120,6 +120,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     if cause is Cause.LAUNCH_OVERHEAD and (construct is Construct.COMPILED or compiled):
         return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
                 "one graph launch; or more work per launch (bigger batch)")
+    # the what-if finds no eager elementwise chain to fuse (`fuse_chains` 0): the launches go by graphs or by more
+    # work per launch, and torch.compile is named only for its graphs (heldout-user3 andrewlala_resnet50_t4:
+    # "torch.compile to fuse, then CUDA graphs" where fuse priced 0% and the saving was all CUDA graphs')
+    if cause is Cause.LAUNCH_OVERHEAD and fuse_chains == 0:
+        return ("cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead'), or "
+                "torch.cuda.graph by hand), or more work per launch (bigger batch); no eager elementwise chain here "
+                "for torch.compile to fuse")
     if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies
             and "Pinned" in ev.copies[0].name):
         c = ev.copies[0]
@@ -147,7 +154,7 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                 "step ends")
     said = ADVICE[cause]
     if "torch.compile to fuse" in said:   # the generic launch advice: never for code compiled already
-        claim("next.asks.torch_compile", 1, "torch.compile to fuse")
+        claim("next.asks.torch_compile", 1 if fuse_chains is None else fuse_chains, "torch.compile to fuse")
     return said
 
 

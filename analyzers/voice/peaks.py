@@ -4,6 +4,8 @@ tracetriage.analyzers.analyses.peaks.DevicePeaks.judged_by). Every audience (rep
 it with these words, so one trace names one peak and one source for it."""
 from __future__ import annotations
 
+import re
+
 from tracetriage.analyzers.model.units import gbps, share, tflops
 
 
@@ -11,8 +13,15 @@ def _rate(what: str, x: float) -> str:
     return gbps(x / 1e9) if what == "bandwidth" else tflops(x / 1e12)
 
 
-def _label(what: str) -> str:
-    return "HBM" if what == "bandwidth" else what
+# Data-centre parts whose memory is HBM (A100, H100/H200/H800, B200, V100, P100, MI200/MI300); GeForce, T4, A10, L4
+# and L40 carry GDDR: their bandwidth is said as "memory", never "HBM" (heldout-user3: "HBM" said of a GDDR6 card).
+_HBM_PARTS = re.compile(r"\b(?:[AHB]\d00|[AH]800|GH200|GB200|V100S?|P100|MI\d{3}[A-Z]*)\b", re.I)
+
+
+def _label(what: str, pk=None) -> str:
+    if what != "bandwidth":
+        return what
+    return "HBM" if pk is not None and _HBM_PARTS.search(pk.name or "") else "memory"
 
 
 def passed(pk) -> str:
@@ -23,13 +32,13 @@ def passed(pk) -> str:
     out = []
     for p in pk.passed:
         if pk.source != "datasheet" and (pk.datasheet is None or p.was != _sheet(pk, p.what)):
-            out.append(f"{_label(p.what)} {_rate(p.what, p.reached)}, the best a kernel here reached, past the "
+            out.append(f"{_label(p.what, pk)} {_rate(p.what, p.reached)}, the best a kernel here reached, past the "
                        f"measured {_rate(p.what, p.was)}")
             continue
         over = p.reached / p.was - 1 if p.was else 0.0
         margin = "under 1%" if over < 0.01 else share(over)
         faster = "a faster memory" if p.what == "bandwidth" else "faster arithmetic"
-        out.append(f"{_label(p.what)} judged at {_rate(p.what, p.reached)}, the best rate a kernel's counted "
+        out.append(f"{_label(p.what, pk)} judged at {_rate(p.what, p.reached)}, the best rate a kernel's counted "
                    f"{'bytes' if p.what == 'bandwidth' else 'FLOPs'} over its time give here, {margin} over the "
                    f"datasheet's {_rate(p.what, p.was)}: data the cache served or a short kernel's time rounded by "
                    f"the timer, not {faster}")

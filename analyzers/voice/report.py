@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import communication
+from tracetriage.analyzers.voice import communication, precision
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
@@ -46,13 +46,14 @@ from tracetriage.analyzers.voice.common import (
     copy_phrase,
     mostly,
     op_words,
+    setup_holds_host_work,
     uncosted_phrase,
 )
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, LEVERS
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, LEVERS
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -136,11 +137,13 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a),
                                workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
-                                                     and getattr(nx.lever.assumption, "start_up", False))),
+                                                     and getattr(nx.lever.assumption, "start_up", False)),
+                               fuse_chains=_fuse_chains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
-    if nx.lever is not None and nx.kind is not Experiment.FIND_THE_BOUND:   # no prediction rests on an unknown bound
+    # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
+    if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + ")")
     if nx.dominant is not None:
@@ -207,6 +210,32 @@ def _copies_pinned(a: Analysis) -> bool:
     ev = a.evidence.get(Cause.DATA_TRANSFER)
     h2d = [c.name for c in getattr(ev, "copies", ()) if "HtoD" in c.name]
     return bool(h2d) and all("Pinned" in n for n in h2d)
+
+
+def _cause_words(a: Analysis, cause: Cause) -> str:
+    """A cause as the Idle line's split names it: host work that is mostly one-time set-up (first calls) is said as
+    set-up, as the set-up caveat on the same report says it (heldout-user3 andrewlala_resnet50_t4: a 1.46 ms gap, 92%
+    of it the first cuBLAS call's cudaOccupancyMaxActiveBlocksPerMultiprocessor, read 'host work 7%')."""
+    if cause is Cause.HOST_WORK and setup_holds_host_work(a.evidence.get(Cause.HOST_WORK)):
+        return "one-time set-up (host work)"
+    return CAUSE_WORDS[cause]
+
+
+def _copies(a: Analysis) -> str:
+    """'22.0 µs of copies', or memsets by their name: a memset fills memory on the device, it moves nothing between
+    memories (heldout-user3 hpdl_vgg16_t4: six gpu_memset events, 22.0 µs, read '22.0 µs of copies')."""
+    moved = a.copy_ns - a.memset_ns
+    if not a.copy_ns:
+        return "no copies"
+    if not moved:
+        return f"no copies, {duration_ns(a.memset_ns)} of memsets"
+    return f"{duration_ns(moved)} of copies" + (f", {duration_ns(a.memset_ns)} of memsets" if a.memset_ns else "")
+
+
+def _fuse_chains(a: Analysis) -> int | None:
+    """How many eager elementwise chains the what-if's fuse lever finds to fuse (None: no replay)."""
+    fuse = next((c for c in a.lever_choices if c.lever == FUSE), None)
+    return fuse.assumption.count if fuse is not None and fuse.assumption is not None else None
 
 
 def _compiled_already(a: Analysis) -> bool:
@@ -343,6 +372,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
         return find_the_bound(v)
+    if a.next_experiment.kind is Experiment.MIXED_PRECISION:
+        return precision.next_words(a)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
         return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
                 "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
@@ -490,7 +521,7 @@ def five_lines(a: Analysis) -> list[str]:
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, kernels busy {share(busy)} of it "
           f"({count(a.kernels, 'kernel')}, "
-          + (f"{duration_ns(a.copy_ns)} of copies)." if a.copy_ns else "no copies)."))
+          + _copies(a) + ").")
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
@@ -505,7 +536,7 @@ def five_lines(a: Analysis) -> list[str]:
         parts = sorted(((c, ns) for c, ns in a.by_cause_ns.items() if ns > 0), key=lambda x: -x[1])
         # the causes as printed add up to the idle share printed
         idle_pct, cause_pcts = shares_of_a_whole(a.idle_share, [ns / a.span_ns for _, ns in parts])
-        split = ", ".join(f"{CAUSE_WORDS[c]} {claim(f'idle.cause.{c.value}', ns / a.span_ns, pct)}"
+        split = ", ".join(f"{_cause_words(a, c)} {claim(f'idle.cause.{c.value}', ns / a.span_ns, pct)}"
                           for (c, ns), pct in zip(parts[:4], cause_pcts))
         if a.copies_count_as_idle:
             # compute idle is "no kernel runs": a copy on its own engine does not keep compute busy
@@ -576,6 +607,12 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
         return ("compile-bound, not launch overhead",
                 f", {claim('regime.compile_share', compiling, share(compiling))} of the idle inside torch.compile "
                 "compiling")
+    # a device that idles while copies run waits on the copies, not on launches (heldout-user3 abenich_ariel: one
+    # 21 MB pageable copy, 96% of the span, read "overhead-bound" beside its own "data transfer 96%")
+    copying = a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) / a.idle_ns if a.idle_ns else 0.0
+    if a.dominant is Cause.DATA_TRANSFER and copying >= INPUT_BOUND_IDLE_SHARE:
+        return ("transfer-bound, not launch overhead",
+                f", {claim('regime.transfer_share', copying, share(copying))} of the idle waiting on copies")
     return "overhead-bound", ""
 
 
@@ -584,9 +621,12 @@ def _regime_line(a: Analysis) -> str:
     tot = v.kernel_us
     if v.regime is Regime.OVERHEAD:
         bound, why = _idle_bound(a)
-        line = f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; {_mix(v)}{_ridge(v)}."
+        line = (f"Regime: {bound}: the device idles {share(v.idle_share)} of the span{why}; "
+                f"{_mix(v, pk is not None)}{_ridge(v)}.")
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
+    elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
+        line = precision.regime_line(v)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
@@ -602,11 +642,11 @@ def _regime_line(a: Analysis) -> str:
         reach = (f"; latency-bound ops move {claim('regime.achieved_gbps', v.achieved_gbps, gbps(v.achieved_gbps))}"
                  f"{rate}, {small_share(v.latency_peak_share)} of the nearer peak"
                  if v.latency_peak_share is not None else "")
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){_ridge(v)}.")
     elif v.regime is Regime.COMPUTE:
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         if v.achieved_tflops:
             top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
@@ -616,7 +656,7 @@ def _regime_line(a: Analysis) -> str:
         else:
             line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded){_ridge(v)}."
     else:
-        mix = _mix(v)
+        mix = _mix(v, pk is not None)
         if v.achieved_gbps:
             top = pk.bytes_per_s / 1e9 if pk else None
             moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
@@ -637,8 +677,9 @@ def _regime_line(a: Analysis) -> str:
     return line
 
 
-def _mix(v) -> str:
-    """'of kernel time, 54% is compute-bound and 5% memory-bound, ...', its split claimed (regime.*_share)."""
+def _mix(v, roofs: bool = True) -> str:
+    """'of kernel time, 54% is compute-bound and 5% memory-bound, ...', its split claimed (regime.*_share); without
+    the device's peaks (`roofs` False) latency-bound kernels are those of a few µs, not those far below the roofs."""
     tot = v.kernel_us
     if not tot:
         return "no kernels ran"
@@ -646,7 +687,8 @@ def _mix(v) -> str:
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
     return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is compute-bound and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
-            + (f", {100 * v.latency_us / tot:.0f}% latency-bound (far below both roofs)"
+            + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
+               + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")
                if v.latency_worth_naming else "")
             + (f" ({100 * v.unknown_us / tot:.0f}% unknown)" if v.unknown_worth_naming else "")
             + (f", {100 * v.comm_us / tot:.0f}% in collectives (waiting on peers counts as busy)" if v.comm_us else ""))

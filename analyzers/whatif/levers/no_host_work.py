@@ -5,7 +5,9 @@ In the graph, the part of each call's preceding stretch that is not dispatch of 
 Python, CPU-only ops, sleeping) and lasts long enough to count goes; dispatch stays. A thread that waited
 for its work through such a stretch (a DataLoader's pin-memory thread, waiting for the batch the main thread
 waits for) waits that much less (host_windows.shorten_wakes): without it, the stretch left the main thread and
-stayed in the pin thread's wait, and a loader's 85% of the idle was priced at −2%.
+stayed in the pin thread's wait, and a loader's 85% of the idle was priced at −2%. Only the loop's stretches go
+(host_windows.loop_host_ns): of the script's start-up before its first GPU work and of what it runs after its last,
+no more than the loop's longest stretch.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
-from tracetriage.analyzers.whatif.levers.host_windows import shorten_wakes
+from tracetriage.analyzers.whatif.levers.host_windows import loop_host_ns, shorten_wakes
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 
@@ -24,11 +26,12 @@ class HostWorkGone(Assumption):
 
 def apply(c: Context, p, o: Options) -> tuple[HostWorkGone, dict]:
     g = c.g
-    m = g.c_host > 0
-    p.c_gap[m] -= g.c_host[m]
+    host = loop_host_ns(g)
+    m = host > 0
+    p.c_gap[m] -= host[m]
     # the stretch sits at the end of the call's gap (what precedes the call right before it is its dispatch)
-    handed = shorten_wakes(c, p, g.c_start[m] - g.c_host[m], g.c_start[m])
-    detail = {"stretches": int(m.sum()), "host_ns": int(g.c_host[m].sum()), "handed_ns": handed}
+    handed = shorten_wakes(c, p, g.c_start[m] - host[m], g.c_start[m])
+    detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed}
     return HostWorkGone("no_host_work", int(m.sum()), long_ns=g.host_long_ns), detail
 
 

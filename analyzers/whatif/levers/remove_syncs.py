@@ -18,6 +18,7 @@ from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.host_windows import gap_inside_the_loop, longest_loop_gap_ns
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -67,7 +68,12 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
         copy[:] = False
     p.c_blocked[sync | copy] = False
     p.c_dur[sync] = 0
-    p.c_gap[sync & ~g.c_in_op] = 0
+    # a sync after the loop's last GPU work (a closing torch.cuda.synchronize()) takes with it at most one
+    # iteration's Python: the rest of the stretch before it is the script after the loop, which stays
+    straight, inside = sync & ~g.c_in_op, gap_inside_the_loop(g)
+    p.c_gap[straight & inside] = 0
+    after = straight & ~inside
+    p.c_gap[after] = np.maximum(p.c_gap[after] - longest_loop_gap_ns(g), 0)
     p.c_dur[copy] = p.c_min[copy]
     return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns),
             {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
