@@ -282,7 +282,7 @@ def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_
                                         / "traces/probe-launch-embedding-loop.json.gz"))
     nx = out["lines"][4]
     assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
-    assert "torch.compile to fuse" in nx and "no eager elementwise chain here for torch.compile to fuse" in nx
+    assert "torch.compile to fuse" not in nx and "the what-if's fusion prices nothing here" in nx
     assert claims.check(out) == []
     old = _with_claims(out, 4, "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
                        "because x.", ("next.asks.torch_compile", 0, "torch.compile to fuse"))
@@ -338,3 +338,14 @@ def test_host_work_that_is_mostly_one_time_set_up_is_said_as_set_up_in_the_idle_
     assert out["lines"][2].startswith("Idle: the GPU is idle 97% of the span (312.6 ms): one-time set-up (host work) "
                                       "89%, ")
     assert claims.check(out) == []
+
+
+def test_the_json_names_the_bound_the_regime_line_names_and_the_checker_holds_them_together():
+    """heldout-user3: the Regime line said transfer-bound (or set-up-bound, or GPU-bound in fp32 math) where the JSON's
+    regime said only "overhead" (or "unknown"); regime_detail.bound now says what the line says."""
+    out = serialize.report(analyze_file(TRACES_DIR / "probe-transfer-many-small.json.gz"))
+    assert out["regime"] == "overhead" and out["regime_detail"]["bound"] == "transfer"
+    assert out["lines"][3].startswith("Regime: transfer-bound") and claims.check(out) == []
+    wrong = copy.deepcopy(out)
+    wrong["regime_detail"]["bound"] = "overhead"
+    assert any("regime_detail.bound 'overhead'" in p for p in claims.check(wrong))

@@ -454,6 +454,10 @@ def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
 # --- 8. an idle-bound span names what it waits on --------------------------------------------------------------
 
 _SET_UP_KINDS = ("warm_up", "profile_replays")
+# the JSON's regime_detail.bound and the words the Regime line opens with: the two say one thing (heldout-user3: the
+# text said transfer-bound or set-up-bound where the JSON said only "overhead")
+_BOUND_WORDS = {"overhead": "overhead-bound", "set_up": "set-up-bound", "input": "input-bound",
+                "compile": "compile-bound", "transfer": "transfer-bound", "fp32_cuda_cores": "GPU-bound in fp32 math"}
 
 
 def _construct_idle_share(out: dict, construct: str) -> float:
@@ -485,6 +489,9 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
         c = said.get(key)
         if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
             bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")
+    bound = (out.get("regime_detail") or {}).get("bound")
+    if bound in _BOUND_WORDS and not lines[3].startswith(f"Regime: {_BOUND_WORDS[bound]}"):
+        bad.append(f"the Regime line does not say {_BOUND_WORDS[bound]!r}, its JSON regime_detail.bound {bound!r}")
     setup, because = said.get("regime.setup_share"), said.get("next.because.setup_share")
     if setup is not None and kind not in _SET_UP_KINDS:
         bad.append("the Regime line says set-up-bound, but the Next is no warm-up")

@@ -18,7 +18,7 @@ from tracetriage.analyzers.voice.common import advice
 from tracetriage.analyzers.voice.diff import diff_caveats, diff_lines
 from tracetriage.analyzers.voice.health import health_json
 from tracetriage.analyzers.voice.ranks import own_idle, ranks_caveats, ranks_lines, straggler_reason
-from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, next_experiment
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, next_experiment, regime_bound
 from tracetriage.analyzers.voice.said import recorded
 from tracetriage.analyzers.voice.whatif import assumption
 
@@ -75,7 +75,7 @@ def report(a) -> dict:
                  "per_device": [{"device": d.device, "span_us": _r(d.span_ns / 1e3), "idle_us": _r(d.idle_ns / 1e3),
                                  "dominant": plain(d.dominant)} for d in a.devices]},
         "regime": a.verdict.regime.value if a.devices else None,  # no GPU activity: not decidable
-        "regime_detail": plain(a.verdict),
+        "regime_detail": {**plain(a.verdict), "bound": regime_bound(a)},   # bound: what the Regime line names
         "graph_capture": plain(a.graph_capture),    # CUDA-graph captures in the profile (null: none)
         "hotspots": plain(a.hotspots),
         "top_kernels": plain(a.top_kernels),

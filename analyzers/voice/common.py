@@ -125,8 +125,8 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     # "torch.compile to fuse, then CUDA graphs" where fuse priced 0% and the saving was all CUDA graphs')
     if cause is Cause.LAUNCH_OVERHEAD and fuse_chains == 0:
         return ("cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead'), or "
-                "torch.cuda.graph by hand), or more work per launch (bigger batch); no eager elementwise chain here "
-                "for torch.compile to fuse")
+                "torch.cuda.graph by hand), or more work per launch (bigger batch); the what-if's fusion prices "
+                "nothing here: it finds no chain of small elementwise kernels to fuse")
     if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies
             and "Pinned" in ev.copies[0].name):
         c = ev.copies[0]

@@ -586,33 +586,62 @@ def _serialising_syncs(a: Analysis) -> str:
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
 
-def _idle_bound(a: Analysis) -> tuple[str, str]:
-    """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
-    "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start (the Next warms up or
-    profiles the replays) is set-up-bound and a device waiting for the DataLoader's batches input-bound (each share
-    claimed), and one whose idle is mostly torch.compile compiling compile-bound."""
+def regime_bound(a: Analysis) -> str | None:
+    """What the Regime line names as the bound, as `--json`'s `regime_detail.bound`: the regime's own value, or for an
+    idle-bound span what it waits on (`set_up`, `input`, `compile`, `transfer`; `overhead` otherwise), and
+    `fp32_cuda_cores` where kernels with no cost model are read by their names as fp32 math on CUDA cores. (The
+    `regime` field keeps its six values; heldout-user3: the text said transfer-bound, set-up-bound or "GPU-bound in
+    fp32 math" where the JSON said only overhead or unknown.)"""
+    v = a.verdict
+    if not a.devices:
+        return None
+    if v.regime is Regime.OVERHEAD:
+        return _idle_bound_kind(a)[0]
+    if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
+        return "fp32_cuda_cores"
+    return v.regime.value
+
+
+def _idle_bound_kind(a: Analysis) -> tuple[str, float]:
+    """What an idle-bound span waits on, and the share that says so: a cold start (the Next warms up or profiles the
+    replays) is set-up, a device waiting for the DataLoader's batches input, one whose idle is mostly torch.compile
+    compiling compile, one idling while copies run transfer; else launches and dispatch, overhead."""
     nx = a.next_experiment
     if nx.kind in (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS):
-        setup = nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
-        return ("set-up-bound (a cold start), not launch overhead",
-                f", and one-time set-up holds {claim('regime.setup_share', setup, share(setup))} of it, which the "
-                "steady state never pays")
+        return "set_up", nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
     loader = a.framework.idle_share(Construct.DATALOADER) if a.framework else 0.0
     if loader >= INPUT_BOUND_IDLE_SHARE:
-        return ("input-bound, not launch overhead",
-                f", {claim('regime.input_share', loader, share(loader))} of the idle inside the DataLoader waiting "
-                "for batches")
+        return "input", loader
     compiling = a.framework.idle_share(Construct.COMPILE) if a.framework else 0.0
     if compiling >= INPUT_BOUND_IDLE_SHARE:   # (recompile_gpt2: 99% of its idle in dynamo and Inductor)
-        return ("compile-bound, not launch overhead",
-                f", {claim('regime.compile_share', compiling, share(compiling))} of the idle inside torch.compile "
-                "compiling")
+        return "compile", compiling
     # a device that idles while copies run waits on the copies, not on launches (heldout-user3 abenich_ariel: one
     # 21 MB pageable copy, 96% of the span, read "overhead-bound" beside its own "data transfer 96%")
     copying = a.by_cause_ns.get(Cause.DATA_TRANSFER, 0) / a.idle_ns if a.idle_ns else 0.0
     if a.dominant is Cause.DATA_TRANSFER and copying >= INPUT_BOUND_IDLE_SHARE:
+        return "transfer", copying
+    return "overhead", 0.0
+
+
+def _idle_bound(a: Analysis) -> tuple[str, str]:
+    """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
+    "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start is set-up-bound, a
+    device waiting for batches input-bound, one compiling compile-bound, one waiting on copies transfer-bound (each
+    share claimed)."""
+    kind, x = _idle_bound_kind(a)
+    if kind == "set_up":
+        return ("set-up-bound (a cold start), not launch overhead",
+                f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of it, which the "
+                "steady state never pays")
+    if kind == "input":
+        return ("input-bound, not launch overhead",
+                f", {claim('regime.input_share', x, share(x))} of the idle inside the DataLoader waiting for batches")
+    if kind == "compile":
+        return ("compile-bound, not launch overhead",
+                f", {claim('regime.compile_share', x, share(x))} of the idle inside torch.compile compiling")
+    if kind == "transfer":
         return ("transfer-bound, not launch overhead",
-                f", {claim('regime.transfer_share', copying, share(copying))} of the idle waiting on copies")
+                f", {claim('regime.transfer_share', x, share(x))} of the idle waiting on copies")
     return "overhead-bound", ""
 
 
