@@ -282,7 +282,7 @@ def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_
                                         / "traces/probe-launch-embedding-loop.json.gz"))
     nx = out["lines"][4]
     assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
-    assert "torch.compile to fuse" not in nx and "the what-if's fusion prices nothing here" in nx
+    assert "torch.compile to fuse" not in nx and "fusing the elementwise kernels prices nothing here" in nx
     assert claims.check(out) == []
     old = _with_claims(out, 4, "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
                        "because x.", ("next.asks.torch_compile", 0, "torch.compile to fuse"))
@@ -349,3 +349,16 @@ def test_the_json_names_the_bound_the_regime_line_names_and_the_checker_holds_th
     wrong = copy.deepcopy(out)
     wrong["regime_detail"]["bound"] = "overhead"
     assert any("regime_detail.bound 'overhead'" in p for p in claims.check(wrong))
+
+
+def test_a_launch_next_does_not_ask_to_fuse_what_its_own_waste_line_says_fusing_wastes():
+    """sdpa_hf_gpt2 after SDPA (and fresh4's GPT-2 with a foreach-less AdamW): "torch.compile to fuse, then CUDA
+    graphs" beside "Would waste the week: fusing the elementwise chains, predicted 0%"."""
+    out = serialize.report(analyze_file(TRACES_DIR / "fixes/knobs3/sdpa_hf_gpt2--sdpa.json.gz"))
+    nx = out["lines"][4]
+    assert "Would waste the week: fusing the elementwise chains" in nx and "torch.compile to fuse" not in nx
+    assert claims.check(out) == []
+    old = _with_claims(out, 4, nx.replace("capture the step in CUDA graphs", "torch.compile to fuse, then CUDA graphs"),
+                       ("next.asks.torch_compile", 3, "torch.compile to fuse"),
+                       ("waste.lever.fuse", 1, "fusing the elementwise chains"))
+    assert any("its own waste line says fusing would waste the week" in p for p in claims.check(old))

@@ -319,6 +319,8 @@ def _no_compile_for_compiled(said: _Said, out: dict) -> list[str]:
         return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
     if asks is not None and asks["value"] == 0:   # the fuse lever's chains: none to fuse
         return ["the Next says torch.compile to fuse where the what-if finds no eager chain to fuse"]
+    if asks is not None and said.get("waste.lever.fuse") is not None:
+        return ["the Next says torch.compile to fuse, and its own waste line says fusing would waste the week"]
     return []
 
 

@@ -120,13 +120,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     if cause is Cause.LAUNCH_OVERHEAD and (construct is Construct.COMPILED or compiled):
         return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
                 "one graph launch; or more work per launch (bigger batch)")
-    # the what-if finds no eager elementwise chain to fuse (`fuse_chains` 0): the launches go by graphs or by more
+    # the what-if finds no eager elementwise chain worth fusing (`fuse_chains` 0): the launches go by graphs or by more
     # work per launch, and torch.compile is named only for its graphs (heldout-user3 andrewlala_resnet50_t4:
     # "torch.compile to fuse, then CUDA graphs" where fuse priced 0% and the saving was all CUDA graphs')
     if cause is Cause.LAUNCH_OVERHEAD and fuse_chains == 0:
         return ("cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead'), or "
-                "torch.cuda.graph by hand), or more work per launch (bigger batch); the what-if's fusion prices "
-                "nothing here: it finds no chain of small elementwise kernels to fuse")
+                "torch.cuda.graph by hand), or more work per launch (bigger batch); fusing the elementwise kernels "
+                "prices nothing here")
     if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies
             and "Pinned" in ev.copies[0].name):
         c = ev.copies[0]

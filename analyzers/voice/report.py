@@ -161,8 +161,9 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        f"{saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace")
     if nx.knob_beside is not None:
         k = nx.knob_beside
-        knob = LEVERS[k.lever].knob
-        out["why"] += (f"; a one-line knob is in hand first: {knob.change_for(k.assumption)}, predicted "
+        spec = LEVERS[k.lever]
+        change = spec.knob.change_for(k.assumption) if spec.knob is not None else spec.fix
+        out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
                        f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
     if nx.headroom is not None:
         h = nx.headroom
@@ -232,10 +233,20 @@ def _copies(a: Analysis) -> str:
     return f"{duration_ns(moved)} of copies" + (f", {duration_ns(a.memset_ns)} of memsets" if a.memset_ns else "")
 
 
+FUSE_WORTH_NAMING = 0.01   # fusing that saves under 1% of the span is not what the launches' Next asks for
+
+
 def _fuse_chains(a: Analysis) -> int | None:
-    """How many eager elementwise chains the what-if's fuse lever finds to fuse (None: no replay)."""
+    """How many eager elementwise chains the what-if's fuse lever finds worth fusing (None: no replay): none where
+    fusing them is the week's waste or saves under 1% (fresh4 gpt2_adamw_foreach_off: "torch.compile to fuse, then
+    CUDA graphs" beside "Would waste the week: fusing the elementwise chains, predicted 0%")."""
     fuse = next((c for c in a.lever_choices if c.lever == FUSE), None)
-    return fuse.assumption.count if fuse is not None and fuse.assumption is not None else None
+    if fuse is None or fuse.assumption is None:
+        return None
+    waste = a.next_experiment.waste
+    if (waste is not None and waste.lever == FUSE) or fuse.saving_ns < FUSE_WORTH_NAMING * fuse.baseline_ns:
+        return 0
+    return fuse.assumption.count
 
 
 def _compiled_already(a: Analysis) -> bool:

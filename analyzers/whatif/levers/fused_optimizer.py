@@ -110,7 +110,7 @@ def says(a: StepFused) -> str:
         return "no optimizer step with per-parameter kernels in this trace (none, or already foreach/fused)"
     rate = ("the same bytes at the rate this trace's memory-bound kernels reach" if a.rate_source == "bytes" else
             "the same work without each kernel's fixed cost")
-    return (f"each of the {count(a.steps, 'optimizer step')}'s ~{a.kernels_per_step:,} per-parameter kernels "
+    return (f"the ~{a.kernels_per_step:,} per-parameter kernels of each optimizer step ({count(a.steps, 'step')}) "
             f"become one multi-tensor kernel ({rate}); their dispatch and launch calls vanish, "
             f"the step's own Python stays")
 
