@@ -345,11 +345,12 @@ class _NewRungs:
         # a word shared by the fix (or a partial fix) and a lever of the waste band is the fix's ('fusion' where
         # fusion helps and cutting launches, which borrows the word, buys nothing), as score_lever reads it
         first, prefer = frozenset({k.get("waste_class")} - {None}), frozenset(k["accept"]) | frozenset(k["partial"])
-        r = reading(_text(ans), table, removal, prefer, first)
+        band = frozenset(wastes)
+        r = reading(_text(ans), table, removal, prefer, first, then=band)
         if not r.asserted and not r.denied:
             # no lever named: the effort that would waste the week may be named by what it works on ("host-side work")
             efforts = {c: tuple(table[c]) + tuple(removal.get(c, ())) for c in table}
-            r = reading(_text(ans), efforts, removal, prefer, first)
+            r = reading(_text(ans), efforts, removal, prefer, first, then=band)
         pos = set(r.main)       # the levers the answer offers: a later clause's aside is not one (meaning.read)
         own = self._own_prediction(pos)
         if pos & set(k["accept"]) and not pos & wastes:

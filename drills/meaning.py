@@ -210,15 +210,18 @@ def _minor_before(clause: str, start: int) -> bool:
 
 
 def _resolve_shared(hits: list[tuple[str, int, int]], prefer: frozenset,
-                    first: frozenset = frozenset()) -> list[tuple[str, int, int]]:
+                    first: frozenset = frozenset(), then: frozenset = frozenset()) -> list[tuple[str, int, int]]:
     """One phrase of two classes ("torch.compile": fusion and fewer launches) is a hit of the `first` class when it
-    is one of them (the lever that would waste the week: its own word), else of the preferred, else of both."""
+    is one of them (the lever that would waste the week: its own word), else of the preferred, else of the `then`
+    classes (the rest of the waste band: "prefetching batches", workers' prefetch or a copy's, is the band's host
+    work where copies are no waste at all), else of both."""
     spans: dict[tuple[int, int], list[str]] = {}
     for cls, s, e in hits:
         spans.setdefault((s, e), []).append(cls)
     out = []
     for (s, e), classes in spans.items():
-        keep = [c for c in classes if c in first] or [c for c in classes if c in prefer] or classes
+        keep = [c for c in classes if c in first] or [c for c in classes if c in prefer] or \
+            [c for c in classes if c in then] or classes
         out += [(c, s, e) for c in keep]
     return sorted(out, key=lambda h: (h[1], h[2]))
 
@@ -266,7 +269,8 @@ def _is_weak(matched: str, phrases) -> bool:
 
 
 def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: frozenset = frozenset(),
-         weak: dict | None = None, first: frozenset = frozenset(), lead: bool = True) -> Reading:
+         weak: dict | None = None, first: frozenset = frozenset(), lead: bool = True,
+         then: frozenset = frozenset()) -> Reading:
     """Read `text` against `tables` (class -> phrases). With `removal_tables` (class -> phrases naming what the
     class's fix removes, e.g. the idle causes' names), "avoid the syncs" asserts the class whose fix that is.
     `prefer`: the classes a phrase shared with another class is read as (the key's, for a lever). `weak`: each
@@ -291,7 +295,7 @@ def read(text: str, tables: dict, removal_tables: dict | None = None, prefer: fr
                 if verb is not None and not any(s2 <= s < e2 for s2, e2 in covered):
                     hits.append((cls, s, e))
                     removals[(s, e)] = verb
-        hits = _resolve_shared(hits, prefer, first)
+        hits = _resolve_shared(hits, prefer, first, then)
         clause_pos: list[tuple[str, int]] = []
         for i, (cls, s, e) in enumerate(hits):
             at = removals.get((s, e), s)

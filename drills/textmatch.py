@@ -48,9 +48,9 @@ def tables(group: str, field: str, only: tuple[str, ...] | None = None) -> dict[
 
 
 def reading(text: str, table: dict, removal: dict | None = None, prefer: frozenset = frozenset(),
-            first: frozenset = frozenset(), lead: bool = True) -> Reading:
+            first: frozenset = frozenset(), lead: bool = True, then: frozenset = frozenset()) -> Reading:
     """`table` from tables(); the vocabulary's generic words (`weak`) name a class only beside no other's own."""
-    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table}, first, lead)
+    return read(text, table, removal, prefer, {c: _weak().get(c, ()) for c in table}, first, lead, then)
 
 
 @lru_cache(maxsize=1)
