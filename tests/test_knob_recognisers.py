@@ -74,3 +74,19 @@ def test_a_backward_recorded_the_torch_1_9_way_is_a_training_step(tmp_path, back
     ev.append(op(backward, 30_000, 31_000, 99))
     c = Context(load(write(tmp_path / "train.json.gz", document(ev)), use_cache=False), None)
     assert len(inference_mode.node_ops(c)) == 0
+
+
+@pytest.mark.parametrize("shape, volumetric", [([16, 128, 8, 28, 28], True), ([16, 128, 28, 28], False)])
+def test_channels_last_names_the_3d_format_for_convolutions_on_5d_inputs(tmp_path, shape, volumetric):
+    """fresh4's R3D-18 (Conv3d, 5-D clips) was told `torch.channels_last`, which raises on a 5-D tensor ("required
+    rank 4 tensor"); its format is torch.channels_last_3d."""
+    from tracetriage.analyzers.whatif.levers import channels_last
+
+    weight = [128, 128, 3, 3, 3][:len(shape)]
+    ev = [op("aten::cudnn_convolution", i * 1_000, i * 1_000 + 500, i + 1, dims=[shape, weight],
+             types=["c10::BFloat16", "c10::BFloat16"]) for i in range(6)]
+    c = Context(load(write(tmp_path / "conv.json.gz", document(ev)), use_cache=False), None)
+    assert channels_last._volumetric(c) is volumetric
+    a = channels_last.ChannelsLast("channels_last", 3, volumetric=channels_last._volumetric(c))
+    line = channels_last.SPEC.knob.change_for(a)
+    assert ("channels_last_3d" in line) is volumetric and "torch.channels_last)" in channels_last.CHANGE_2D

@@ -17,7 +17,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.verdicts import Experiment
-from tracetriage.analyzers.whatif.levers.knob import kernel_rows, remove_gpu_work
+from tracetriage.analyzers.whatif.levers.knob import kernel_rows, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -47,6 +47,20 @@ class ChannelsLast(Assumption):
     layout_ns: int = 0               # the layout kernels' time
     nchw_kernels: int = 0            # NCHW batch-norm/pooling kernels sped to the memory rate
     nchw_ns: int = 0
+    volumetric: bool = False         # 3-D convolutions (5-D inputs): the format is channels_last_3d
+
+
+CONV_OPS = ("aten::cudnn_convolution", "aten::convolution", "aten::_convolution", "aten::conv3d")
+SHAPES_READ = 32                     # convolution ops whose Input Dims are read: the model's layers repeat
+
+
+def _volumetric(c: Context) -> bool:
+    """The convolutions take 5-D inputs (Conv3d): `torch.channels_last` raises on them ("required rank 4 tensor";
+    fresh4 r3d_cudnn_benchmark was told it), `torch.channels_last_3d` is their format."""
+    rows = ops_named(c, CONV_OPS.__contains__)[:SHAPES_READ]
+    dims = [c.trace.shapes(int(r))[0] for r in rows.tolist()]
+    first = [d[0] for d in dims if d and isinstance(d[0], list) and d[0]]
+    return bool(first) and sum(len(x) == 5 for x in first) > len(first) / 2
 
 
 def apply(c: Context, p, o: Options) -> tuple[ChannelsLast, dict]:
@@ -66,7 +80,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChannelsLast, dict]:
         sped = nchw[faster]
         p.g_dur[sped] = at_rate[faster]
     return (ChannelsLast("channels_last", len(layout), layout_ns=layout_ns, nchw_kernels=len(sped),
-                         nchw_ns=int(g.g_dur[sped].sum())),
+                         nchw_ns=int(g.g_dur[sped].sum()), volumetric=_volumetric(c)),
             {"layout_kernels": len(layout), "nchw_kernels": len(nchw)})
 
 
@@ -77,6 +91,11 @@ def says(a: ChannelsLast) -> str:
             "stream their bytes at this trace's memory rate" if a.nchw_kernels else "")
     return (f"cuDNN's {units.integer(a.count)} layout transposes ({units.duration_ns(a.layout_ns)}) go, the "
             f"convolutions reading and writing NHWC directly{nchw}")
+
+
+CHANGE_2D = "model = model.to(memory_format=torch.channels_last) and x = x.to(memory_format=torch.channels_last)"
+CHANGE_3D = ("model = model.to(memory_format=torch.channels_last_3d) and x = x.to(memory_format="
+             "torch.channels_last_3d) (3-D convolutions: torch.channels_last takes 4-D tensors only)")
 
 
 def layout_kernels(m: Measured) -> int:
@@ -91,6 +110,7 @@ SPEC = LeverSpec(
     applied_words="channels_last", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change="model = model.to(memory_format=torch.channels_last) and "
                      "x = x.to(memory_format=torch.channels_last)",
+              line=lambda a: CHANGE_3D if getattr(a, "volumetric", False) else CHANGE_2D,
               evidence="cuDNN layout kernels nchwToNhwcKernel / nhwcToNchwKernel around the convolutions; ATen's "
                        "NCHW batch-norm (batch_norm_*_kernel without channels_last) and *_nchw pooling kernels",
               applies="4-D convolution models on GPUs with tensor cores (fp16/bf16 on Volta and later, TF32 on "
