@@ -566,16 +566,6 @@ OWN_FIX_KINDS = frozenset({Experiment.CUT_LAUNCHES, Experiment.MOVE_HOST_WORK, E
                            Experiment.COMPILE_ONCE, Experiment.TURN_KNOB})
 
 
-def _in_hand(spec) -> bool:
-    """A change of one line the trace shows applies, said beside a rewrite that saves more: a knob, or the optimizer's
-    fused=True, an argument of its constructor (fresh4 gpt2_adamw_foreach_off: CUDA graphs −73% with
-    zero_grad(set_to_none=True) −4% said as the knob in hand, while fused=True, priced −32%, measured −21%, went
-    unsaid). It stays beside CUDA graphs, not before them: on the H200's adamw_foreach_off pair the graphs measured
-    0.21 of the span, fused=True 0.46. Not every lever of effort 1: a sync removed or a recompile stopped is a change
-    to the loop, not a flag."""
-    return spec.knob is not None or spec.experiment is Experiment.FUSE_OPTIMIZER
-
-
 def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, idle_ns: int, v: RegimeVerdict,
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
@@ -639,7 +629,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # that saves more, the knob is said as the line to turn first
             knob = next((c for c in fixes if LEVERS[c.lever].knob is not None
                          and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
-            in_hand = next((c for c in fixes if _in_hand(LEVERS[c.lever])
+            # beside it, not before it: on the H200's adamw_foreach_off pair the graphs measured 0.21 of the span,
+            # fused=True 0.46
+            in_hand = next((c for c in fixes if LEVERS[c.lever].one_line
                             and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
             if knob is not None and KNOB_BEFORE_REWRITE * knob.saving_ns >= best.saving_ns:
                 best, then, runner_up = knob, best, None

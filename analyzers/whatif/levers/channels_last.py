@@ -108,8 +108,7 @@ SPEC = LeverSpec(
     recognise=Recognise(order=1, evidence="layout_kernels", because="cuDNN's NCHW<->NHWC transposes went",
                         amount=layout_kernels, acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="channels_last", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
-    knob=Knob(change="model = model.to(memory_format=torch.channels_last) and "
-                     "x = x.to(memory_format=torch.channels_last)",
+    knob=Knob(change=CHANGE_2D,
               line=lambda a: CHANGE_3D if getattr(a, "volumetric", False) else CHANGE_2D,
               evidence="cuDNN layout kernels nchwToNhwcKernel / nhwcToNchwKernel around the convolutions; ATen's "
                        "NCHW batch-norm (batch_norm_*_kernel without channels_last) and *_nchw pooling kernels",

@@ -284,6 +284,13 @@ class LeverSpec:
     headroom: bool = False                  # the Amdahl check of faster kernels: headroom, never the fix
     done_where_graphs_replay: bool = False  # a trace that replays CUDA graphs has made this change already
     knob: Knob | None = None                # a one-line change from PyTorch's tuning guides (levers/knob.py)
+    in_hand: bool = False                   # a one-line change without a Knob (an optimizer's fused=True): said
+                                            # beside a rewrite that saves more, as a knob is
+
+    @property
+    def one_line(self) -> bool:
+        """A change of one line the report may say beside a rewrite: a knob, or a lever that says it is one."""
+        return self.knob is not None or self.in_hand
     meta: dict = field(default_factory=dict)
 
     @property
