@@ -1,0 +1,189 @@
+"""What a native decoder would cost: tools/native_scan/scan.c against today's decoder, on one trace.
+
+    python -m tools.native_scan_probe                   # the benchmark's x5 trace (grown from traces/gpt-eager)
+    python -m tools.native_scan_probe TRACE --repeats 3
+
+A probe, not the product: it compiles scan.c with the system's C compiler (cc) into a temporary directory, loads
+it with ctypes, and runs it over the trace's text (gunzipped once, before any timing). The scan writes numpy
+columns and interns names, categories and shapes as spans of the text, with no Python object per event; the
+columns are then renumbered as today's decoder numbers them (by first appearance among the complete events,
+shapes among the ops), with numpy. Today's decoder (tracetriage.analyzers.loading.decode, in one process) runs on
+the same text, and every column the scan covers is compared with its: the probe says which are identical. The
+figures are CPU seconds of this process (ctypes releases the GIL, so a scan of each half in a thread of its own
+would take about half the wall time on two free cores), with the load average beside them.
+
+Not covered by the scan (today's decoder reads them): graph node ids, collectives' message sizes and groups,
+python ids, merged ranks, names with escapes; a trace it does not handle is said so, as the product would hand
+it to today's decoder.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tracetriage.analyzers.loading import decode
+from tracetriage.analyzers.loading.read import read_bytes
+
+SOURCE = Path(__file__).resolve().parent / "native_scan" / "scan.c"
+# the integer columns, in scan.c's order (C_PID ...)
+INT_COLS = ("pid", "tid", "ext", "ext_old", "corr", "device", "stream", "nbytes", "seq")
+TAB_CAP = 1 << 20          # distinct names, categories or shapes a trace may have (a power of two; half usable)
+_LIST = re.compile(rb'"traceEvents"\s*:\s*\[')
+_OPS = ("cpu_op", "operator")
+
+
+class ProbeError(Exception):
+    pass
+
+
+def compile_scan(work: Path) -> ctypes.CDLL:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise ProbeError("no C compiler (cc) on PATH: the probe compiles tools/native_scan/scan.c")
+    lib = work / "scan.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(SOURCE)], check=True)
+    dll = ctypes.CDLL(str(lib))
+    dll.scan.restype = ctypes.c_int64
+    return dll
+
+
+def scan(dll: ctypes.CDLL, text: bytearray) -> dict:
+    """The trace's events as columns, by the C scan, numbered as today's decoder numbers them."""
+    m = _LIST.search(text)
+    start = m.end() - 1 if m else 0
+    cap = len(text) // 24 + 16       # (an event is more than 24 bytes of JSON)
+    is_x = np.empty(cap, np.uint8)
+    f64 = np.empty((2, cap))
+    i64 = np.empty((len(INT_COLS), cap), np.int64)
+    name, cat, shape = (np.empty(cap, np.int32) for _ in range(3))
+    tab_off, tab_len = np.empty(9 * TAB_CAP, np.int64), np.empty(9 * TAB_CAP, np.int64)
+    tab_slot, tab_n = np.full(3 * TAB_CAP, -1, np.int32), np.zeros(3, np.int64)
+    ptr = (lambda a: a.ctypes.data_as(ctypes.c_void_p))
+    n = dll.scan((ctypes.c_char * len(text)).from_buffer(text), ctypes.c_int64(len(text)), ctypes.c_int64(start),
+                 ctypes.c_int64(cap), *map(ptr, (is_x, f64, i64, name, cat, shape, tab_off, tab_len, tab_slot)),
+                 ctypes.c_int64(TAB_CAP), ptr(tab_n))
+    if n < 0:
+        raise ProbeError("the scan does not handle this trace (an escaped name, a number it does not read, a "
+                         "string tid on a complete event): the product would read it with today's decoder")
+    keep = np.flatnonzero(is_x[:n].astype(bool) & (i64[0, :n] != np.iinfo(np.int64).min))
+
+    def spans(table: int, ids: np.ndarray, parts: int = 1) -> list:
+        off = tab_off[3 * table * TAB_CAP:].reshape(-1, parts)
+        ln = tab_len[3 * table * TAB_CAP:].reshape(-1, parts)
+        return [tuple(bytes(text[o:o + k]) for o, k in zip(off[i].tolist(), ln[i].tolist())) for i in ids.tolist()]
+
+    cols = {"ts": f64[0, keep], "dur": f64[1, keep], **{c: i64[j, keep] for j, c in enumerate(INT_COLS)}}
+    old = cols["ext"] == decode.NONE     # torch 1.x's "external id" where "External id" is absent, as today
+    cols["ext"][old] = cols.pop("ext_old")[old]
+    cols["name"], name_ids = _by_first_appearance(name[keep])
+    cols["cat_raw"], cat_ids = _by_first_appearance(cat[keep])
+    names = [s[0].decode() for s in spans(0, name_ids)]
+    cats = [s[0].decode() for s in spans(1, cat_ids)]
+    op = np.isin(cols["cat_raw"], [i for i, c in enumerate(cats) if c.lower() in _OPS])
+    cols["shape"] = np.full(len(keep), decode.NONE, np.int32)
+    cols["shape"][op], shape_ids = _by_first_appearance(shape[keep][op])
+    cols["seq"][~op] = decode.NONE
+    return {"events": n, "cols": cols, "names": names, "cats": cats, "shapes": spans(2, shape_ids, 3)}
+
+
+def _by_first_appearance(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ids renumbered 0.. by first appearance, and the old id of each new one."""
+    rows = np.arange(len(ids))
+    first = np.full(int(ids.max()) + 1 if len(ids) else 0, len(ids))
+    first[ids[::-1]] = rows[::-1]          # (the last write wins: each id's first row; no sort of the rows)
+    old = np.argsort(first, kind="stable")[:int(np.sum(first < len(ids)))]
+    new = np.empty(len(first), np.int64)
+    new[old] = np.arange(len(old))
+    return new[ids], old
+
+
+def compare(ours: dict, part: decode.Part) -> dict[str, bool]:
+    """Column by column: is the scan's the same as today's decoder's?"""
+    c = part.cols
+    same = {k: bool(np.array_equal(ours["cols"][k], c[k], equal_nan=k in ("ts", "dur")))
+            for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "seq", "name", "cat_raw",
+                      "shape")}
+    plain = c["group"] == decode.NONE     # (a collective's nbytes is its message's size: not read by the scan)
+    same["nbytes"] = bool(np.array_equal(ours["cols"]["nbytes"][plain], c["nbytes"][plain]))
+    same["names table"] = ours["names"] == part.names
+    same["categories table"] = ours["cats"] == list(c["cat_names"])
+    same["shapes table"] = ours["shapes"] == [tuple(bytes(x) for x in s) for s in part.shapes]
+    return same
+
+
+def measure(path: Path, repeats: int) -> dict:
+    text = read_bytes(path)
+    with tempfile.TemporaryDirectory(prefix="tt-scan-") as work:
+        dll = compile_scan(Path(work))
+        times: dict[str, list[float]] = {"native scan + numpy renumbering": [], "today's decode, one process": []}
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            for _ in range(repeats):
+                c = time.process_time()
+                ours = scan(dll, text)
+                times["native scan + numpy renumbering"].append(time.process_time() - c)
+                c = time.process_time()
+                part = decode._decode_whole(text, path)
+                times["today's decode, one process"].append(time.process_time() - c)
+        finally:
+            if gc_was_on:
+                gc.enable()
+    return {"events": ours["events"], "rows": len(ours["cols"]["ts"]), "same": compare(ours, part),
+            "cpu_s": {k: round(statistics.median(v), 3) for k, v in times.items()}}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.native_scan_probe")
+    ap.add_argument("trace", nargs="?", help="a trace file (default: the benchmark's x5, grown in a temp dir)")
+    ap.add_argument("--copies", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args(argv)
+    before = _load_average()
+    try:
+        with tempfile.TemporaryDirectory(prefix="tt-scan-trace-") as work:
+            path = Path(a.trace) if a.trace else _grown(Path(work), a.copies)
+            r = measure(path, a.repeats)
+    except (ProbeError, subprocess.CalledProcessError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{path.name}: {r['events']:,} events, {r['rows']:,} complete; {os.cpu_count()} CPUs, load average "
+          f"{before} before, {_load_average()} after (1, 5, 15 min)")
+    for k, v in r["cpu_s"].items():
+        print(f"  {k}: {v:.3f} s CPU (median of {a.repeats})")
+    differ = [k for k, same in r["same"].items() if not same]
+    print("  columns and tables identical to today's decoder's: " + (
+        "all " + str(len(r["same"])) if not differ else f"all but {', '.join(differ)}"))
+    return 0
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _grown(work: Path, copies: int) -> Path:
+    from tools.benchmark import SOURCE as GPT
+    from tools.grow import read_source, write_grown
+
+    path = work / f"gpt-eager-x{copies}.json.gz"
+    write_grown(read_source(GPT), GPT, path, copies)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
