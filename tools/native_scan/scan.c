@@ -105,7 +105,8 @@ static int32_t intern(Tab *t, const char **p, const int64_t *l) {
 
 enum { C_PID, C_TID, C_EXT, C_EXT_OLD, C_CORR, C_DEVICE, C_STREAM, C_BYTES, C_SEQ, N_INT_COLS };
 
-// The events of the list that starts at base[start] ('['): one row per event (complete or not), is_x[k] = 1 for a
+// The events of the list that starts at base[start] ('[', or '{': a part of the list, from an event on) up to its
+// ']' or base[n] (a part's end, just after an event): one row per event (complete or not), is_x[k] = 1 for a
 // complete event ("ph": "X"). pid[k] = INT64_MIN: a string pid (the profiler's own spans; dropped, as today).
 // Returns the number of events, or -1 (not handled: see the head of this file), -2 (more events than cap).
 int64_t scan(const char *base, int64_t n, int64_t start, int64_t cap, uint8_t *is_x, double *f64, int64_t *i64,
@@ -121,12 +122,11 @@ int64_t scan(const char *base, int64_t n, int64_t start, int64_t cap, uint8_t *i
     int64_t k = 0;
     int32_t no_shape = -1;
     ws(&s);
-    if (s.p >= s.e || *s.p != '[') return -1;
-    s.p++;
+    if (s.p < s.e && *s.p == '[') s.p++;
+    else if (s.p >= s.e || *s.p != '{') return -1;
     for (;;) {
         ws(&s);
-        if (s.p >= s.e) return -1;
-        if (*s.p == ']') break;
+        if (s.p >= s.e || *s.p == ']') break;     // (the end of the list, or of the part of it asked for)
         if (*s.p != '{') return -1;
         if (k >= cap) return -2;
         s.p++;
