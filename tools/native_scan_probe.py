@@ -7,10 +7,12 @@ A probe, not the product: it compiles scan.c with the system's C compiler (cc) i
 it with ctypes, and runs it over the trace's text (gunzipped once, before any timing). The scan writes numpy
 columns and interns names, categories and shapes as spans of the text, with no Python object per event; the
 columns are then renumbered as today's decoder numbers them (by first appearance among the complete events,
-shapes among the ops), with numpy. Today's decoder (tracetriage.analyzers.loading.decode, in one process) runs on
-the same text, and every column the scan covers is compared with its: the probe says which are identical. The
-figures are CPU seconds of this process (ctypes releases the GIL, so a scan of each half in a thread of its own
-would take about half the wall time on two free cores), with the load average beside them.
+shapes among the ops), with numpy. It runs in one thread, and in two (the list cut in halves at an event boundary,
+each scanned in a thread of its own: ctypes releases the GIL). Today's decoder (tracetriage.analyzers.loading.decode)
+runs on the same text, in one process and as the loader runs it (half in a forked child), and every column the
+scan covers is compared with its: the probe says which are identical. The figures are medians of CPU seconds of
+this process (not the decoder's child) and of wall seconds, with the load average beside them: on a shared
+machine compare only within one run.
 
 Not covered by the scan (today's decoder reads them): graph node ids, collectives' message sizes and groups,
 python ids, merged ranks, names with escapes; a trace it does not handle is said so, as the product would hand
