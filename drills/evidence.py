@@ -104,7 +104,7 @@ def facts_of(a) -> Facts:
                "regime": _value(a.range_verdicts[r.name].regime) if r.name in a.range_verdicts else None,
                "tflops": _r(a.range_verdicts[r.name].achieved_tflops, 1) if r.name in a.range_verdicts else None,
                "gbps": _r(a.range_verdicts[r.name].achieved_gbps, 1) if r.name in a.range_verdicts else None,
-               "idle_dominant": _value(r.idle_dominant)} for r in a.ranges]
+               "idle_dominant": _value(r.idle_dominant), "instances": _instances(a, r)} for r in a.ranges]
     phases = {}
     if a.phases:
         p = a.phases
@@ -131,6 +131,31 @@ def facts_of(a) -> Facts:
         ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
         if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a),
         passes=_passes(a) if phases.get("found_from") == "shapes" else [], **_next_of(a))
+
+
+def _instances(a, r) -> list[list[float]]:
+    """Each instance of a range as [start, end] in ms on the timeline `drill show` draws (from the first GPU
+    activity): the evidence its walls are read from."""
+    from tracetriage.analyzers.triage.timeline import origin_ns
+
+    o = origin_ns(a.trace)
+    s, e = r.windows
+    return [[round((int(x) - o) / 1e6, 3), round((int(y) - o) / 1e6, 3)] for x, y in zip(s, e)]
+
+
+def _to_host_ends(a, lo_ns: int, hi_ns: int, t0: int) -> list[float]:
+    """The ends of the device-to-host copies (a token read back to the host) that start between two times, in ms
+    from t0."""
+    import numpy as np
+
+    from tracetriage.analyzers.analyses.inference import to_host
+    from tracetriage.analyzers.model.names import name_flags
+    from tracetriage.analyzers.model.trace import MEMCPY
+
+    ev = a.trace.ev
+    rows = np.flatnonzero((ev.cat == MEMCPY) & (ev.start >= lo_ns) & (ev.start < hi_ns))
+    rows = rows[name_flags(a.trace, rows, to_host)] if len(rows) else rows
+    return sorted(round((int(ev.end[i]) - t0) / 1e6, 3) for i in rows)
 
 
 def _passes(a) -> list[dict]:
@@ -160,7 +185,15 @@ def _passes(a) -> list[dict]:
                     "wall_median_ms": round(float(np.median(walls)), 4), "wall_mean_ms": round(float(walls.mean()), 4),
                     "wall_min_ms": round(float(walls.min()), 4), "wall_max_ms": round(float(walls.max()), 4),
                     # as Facts.phases rounds it: µs to 0.1, then ms to 0.001
-                    "ttft_ms": round(round(next(ttfts) / 1e3, 1) / 1e3, 3) if kind == "prefill" else None})
+                    "ttft_ms": round(round(next(ttfts) / 1e3, 1) / 1e3, 3) if kind == "prefill" else None,
+                    "walls_ms": [round(float(w), 3) for w in walls]})
+    # where a prompt's first token reaches the host: the device-to-host copies from the request's first pass to the
+    # end of the pass after its prompt's (the ttft is read from them, as the analyzers read it)
+    for i, r in enumerate(out):
+        if r["kind"] == "prefill":
+            lo = out[i - 1] if i and out[i - 1]["kind"] == "other" else r
+            nxt = steps[r["last"]] if r["last"] < len(steps) else steps[r["last"] - 1]
+            r["to_host_ms"] = _to_host_ends(a, t0 + round(lo["start_ms"] * 1e6), nxt.end_ns, t0)
     return out
 
 
@@ -168,7 +201,12 @@ def _declared(a) -> dict:
     side = getattr(a.trace, "side", None)
     meta = getattr(side, "sidecar", None) or {}
     m = meta.get("measurements")
-    return {k: v for k, v in m.items() if isinstance(v, (int, float))} if isinstance(m, dict) else {}
+    if not isinstance(m, dict):
+        return {}
+    out = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    if isinstance(m.get("model"), dict):   # the model's shape: what its KV cache is made of
+        out["model"] = {k: v for k, v in m["model"].items() if isinstance(v, int)}
+    return out
 
 
 def _kernels(a, top: int = 8) -> list[dict]:

@@ -134,7 +134,7 @@ def shapes_key(drill: Drill, f: evidence.Facts) -> dict:
 def floor_key(drill: Drill, f: evidence.Facts) -> dict:
     """The decode floor: the bytes one token must read (the weights and the KV cache, as the capture declares
     them) over the device's HBM peak, against the measured per-token time; the lever is the report's Next."""
-    per_token = f.declared.get("decode_bytes_per_token_min") or f.declared.get("weight_bytes")
+    per_token = f.declared.get("weight_bytes", 0) + kv_cache_bytes(f.declared.get("model") or {})
     if not per_token or not f.peak_gbps:
         raise ValueError(f"{drill.id}: {drill.trace} declares no weight bytes, or its device has no HBM peak")
     floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
@@ -147,6 +147,17 @@ def floor_key(drill: Drill, f: evidence.Facts) -> dict:
             "peak_gbps": f.peak_gbps, "floor_ms": round(floor_ms, 4), "per_token_ms": p["per_token_ms"],
             "per_token_median_ms": p["per_token_median_ms"], "over_floor": round(p["per_token_ms"] / floor_ms, 1),
             "decode_regime": answer_regime(p["decode_regime"]), "confusable": confusable, **levers(f)}
+
+
+KV_BYTES_PER_VALUE = 2   # the floor drills' models run in bf16 (their captures' dtype): two bytes a value
+
+
+def kv_cache_bytes(model: dict) -> int:
+    """The KV cache at full context, from the model's shape as the capture declares it (and `drill show` prints):
+    a key and a value of the model's width, per layer, for each position up to max_seq."""
+    if not {"n_layer", "dim", "max_seq"} <= set(model):
+        return 0
+    return 2 * model["n_layer"] * model["max_seq"] * model["dim"] * KV_BYTES_PER_VALUE
 
 
 def timer_key(drill: Drill) -> dict:
