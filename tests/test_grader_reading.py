@@ -63,6 +63,12 @@ def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
     assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == grader.HEDGE_CREDIT
 
 
+def test_the_batch_at_the_reports_measured_ridge_is_as_right_as_at_the_datasheets():
+    k = bank.key_of(bank.get("M01.06-b"))
+    assert part("M01.06-b", "batch_at_ridge", k["batch_at_ridge_measured"]).score == 1.0
+    assert part("M01.06-b", "batch_at_ridge", k["batch_at_ridge"]).score == 1.0
+
+
 # --- a number is the quantity it is -------------------------------------------------------------------------
 
 def test_of_two_ratios_the_one_said_of_the_span_answers_the_spans_speedup():
