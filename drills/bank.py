@@ -220,12 +220,13 @@ def shown_copy(src: Path, name: str, asks_bytes: bool = False, neutral_ranges: b
 
 
 # What a shown sidecar keeps: the device and versions the analyzers read, the capture's honest timer, and of the
-# measurements what `drill show` prints anyway (a floor drill's bytes per token) and what `diff` reads (a call's
+# measurements what `drill show` prints anyway (a floor drill's weights and the model's shape: not the bytes each
+# token reads, which would make the floor one division) and what `diff` reads (a call's
 # declared bytes and kernels: the explanation of a speedup rests on them). The rest names the answer: the label
 # (idle cause, regime, "DataLoader(num_workers=0)..."), the workload and its params, the matmul sweep's rates per
 # shape. A byte-ledger drill, which asks for a call's bytes, is shown no declared bytes at all.
 SIDECAR_KEEPS = ("device", "versions", "timing_per_step")
-MEASUREMENTS_SHOWN = ("weight_bytes", "decode_bytes_per_token_min")
+MEASUREMENTS_SHOWN = ("weight_bytes", "model")
 MEASUREMENTS_READ = ("bytes_per_call", "kernels_per_call")     # tracetriage.analyzers.triage.diff
 
 

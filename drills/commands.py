@@ -94,7 +94,7 @@ def drill_list(as_json: bool) -> int:
     return 0
 
 
-def _show_dict(d: bank.Drill) -> dict:
+def show_info(d: bank.Drill) -> dict:
     from tracetriage.drills import evidence
 
     out = {"id": d.id, "title": d.title, "lesson": d.lesson, "kind": d.kind, "source": d.source(),
@@ -107,15 +107,16 @@ def _show_dict(d: bank.Drill) -> dict:
         out["operator_table"] = f.hotspots
         out["span"] = {"span_ms": f.span_ms, "kernel_busy_ms": f.kernel_busy_ms, "idle_share": f.idle_share}
     if d.kind == "ranges":
-        out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
-                         for r in evidence.facts(d.trace_path()).ranges]
+        out["ranges"] = [{k: r[k] for k in RANGE_SHOWN} for r in evidence.facts(d.trace_path()).ranges]
     if d.kind == "incident":
         out["ticket"] = d.ticket
         out["slo"] = d.slo
         # a trace without named ranges: the passes the report reads its phases from, so TTFT and the per-token time
         # are read from what show prints, as the ranges drill reads its ranges
         # (not which phase each is: that is the student's to name)
-        out["passes"] = [{**{k: v for k, v in p.items() if k != "kind"}, "forward": p["kind"] != "other"}
+        # (nor a statistic of its walls, nor where its first token reaches the host: each pass's wall and the
+        # device-to-host copies are the evidence they are read from)
+        out["passes"] = [{**{k: p[k] for k in PASS_SHOWN if k in p}, "forward": p["kind"] != "other"}
                          for p in evidence.facts(d.trace_path()).passes]
     if d.kind in ("waste",):
         f = evidence.facts(d.trace_path())
@@ -131,12 +132,11 @@ def _show_dict(d: bank.Drill) -> dict:
                           for k in (_shape_rows(f, d) if d.kind == "shapes" else f.kernels)]
     if d.kind == "floor":
         f = evidence.facts(d.trace_path())
-        out["declared"] = {k: f.declared[k] for k in ("weight_bytes", "decode_bytes_per_token_min") if k in f.declared}
+        out["declared"] = {k: f.declared[k] for k in ("weight_bytes", "model") if k in f.declared}
         out["peak_gbps"] = f.peak_gbps
         # the decode ranges the floor is measured against; not the prefill's wall, which is another drill's TTFT
         prefill = f.phases.get("prefill_range") if f.phases else None
-        out["ranges"] = [{k: r[k] for k in ("name", "count", "median_wall_us", "wall_us", "kernel_busy_us")}
-                         for r in f.ranges if r["name"] != prefill]
+        out["ranges"] = [{k: r[k] for k in RANGE_SHOWN} for r in f.ranges if r["name"] != prefill]
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
     if d.kind in LADDER_KINDS:
@@ -145,7 +145,11 @@ def _show_dict(d: bank.Drill) -> dict:
     return out
 
 
+PASS_SHOWN = ("first", "last", "batch", "tokens", "by_structure", "start_ms", "walls_ms", "to_host_ms")
 KERNEL_TABLE_KINDS = ("roofline", "shapes", "ledger", "floor")
+# a range as show prints it: its instances (a few, each one's start and end), the wall they cover and their kernels'
+# busy time; never a statistic of the walls (the median wall is the ranges drill's TTFT)
+RANGE_SHOWN = ("name", "count", "wall_us", "kernel_busy_us", "instances")
 # What a drill asks you to predict before you look closer (tracetriage.drills.quantities names them).
 PREDICT = {"idle_cause": "idle_share", "triage": "idle_share", "ranges": "ttft_ms", "incident": "ttft_ms",
            "roofline": "intensity", "collapse": "speedup", "waste": "idle_share", "ledger": "fuse_ratio",
@@ -173,7 +177,7 @@ def _repeats(d: bank.Drill) -> dict:
 
 def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
     d = bank.get(drill_id)
-    info = _show_dict(d)
+    info = show_info(d)
     if as_json:
         _json(info)
         return 0
@@ -199,54 +203,8 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
             con.print(large_gaps_header(), markup=False)
             for start, length, call in gaps:
                 con.print(gap_row(start, length, call), markup=False)
-    if d.kind == "triage":
-        con.print(span_line(**info["span"]), markup=False)
-        # the bound rule asks whether one cause holds 10% of the span: the gaps' host calls, summed, let you say
-        con.print(idle_by_call_header(), markup=False)
-        for call, us, of_span in render.idle_by_call(evidence.lanes(d.trace_path())):
-            con.print(idle_by_call_row(call, us, of_span), markup=False)
-        con.print("operator table (device time):")
-        for h in info["operator_table"]:
-            con.print(operator_row(h), markup=False)
-    if d.kind == "ranges":
-        con.print("named ranges (wall: from the range's start to its last GPU activity's end):")
-        for r in info["ranges"]:
-            con.print(range_row(r), markup=False)
-    if d.kind == "incident":
-        con.print(passes_header(), markup=False)
-        for r in info["passes"]:
-            con.print(pass_row(r), markup=False)
-        con.print(f"ticket: {d.ticket}", markup=False)
-    if d.kind == "waste":
-        con.print(span_line(**info["span"]), markup=False)
-        con.print("operator table (device time):")
-        for h in info["operator_table"]:
-            con.print(operator_row(h), markup=False)
-    if "kernels" in info:
-        con.print(kernel_table_header(), markup=False)
-        for k in info["kernels"]:
-            con.print(kernel_row(k), markup=False)
-        peaks = info["kernels"][0] if info["kernels"] else None
-        if peaks:
-            con.print(device_peaks(peaks["peak_tflops"], peaks["dtype"], peaks["peak_gbps"]), markup=False)
-    if d.kind == "floor":
-        con.print(declared_line(info["declared"], info["peak_gbps"]), markup=False)
-        for r in info["ranges"]:
-            con.print(range_row(r), markup=False)
-    if d.kind == "timer":
-        rep = info["repeats"]
-        con.print(repeats_header(rep["scenario"], rep["about"], rep["calls"]), markup=False)
-        for v, runs in rep["wall_ms"].items():
-            con.print(repeats_row(v, runs), markup=False)
-    if d.kind in LADDER_KINDS:
-        for line in ladder_show.lines(d, info["ladder"]):
-            con.print(line, markup=False)
-    if d.kind == "collapse":
-        sweep = _fusion_sweep()
-        if sweep:
-            con.print(sweep_header())
-            for r in sweep:
-                con.print(sweep_row(r), markup=False)
+    for line in evidence_lines(d, info):
+        con.print(line, markup=False)
     con.print("\n" + prediction_first(info["predict_first"], str(d.trace_path())), markup=False)
     con.print("\n[bold]questions[/bold]")
     for q in d.questions:
@@ -257,6 +215,72 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
         con.print(line, markup=False)
     con.print(rubric_line(d.rubric, d.decisive, d.cap_if_wrong))
     return 0
+
+
+
+def idle_by_call_lines(d: bank.Drill) -> list[str]:
+    """The GPU's idle time summed by what the host was in, as `drill show` prints it."""
+    from tracetriage.drills import evidence, render
+
+    return [idle_by_call_header()] + [idle_by_call_row(call, us, of_span)
+                                      for call, us, of_span in render.idle_by_call(evidence.lanes(d.trace_path()))]
+
+
+def evidence_lines(d: bank.Drill, info: dict) -> list[str]:
+    """What `drill show` prints of the trace beside its timelines, kind by kind: the evidence a drill is answered
+    from (never a statistic the drill asks: the student takes it). The dashboard's Drills page shows these lines."""
+    out: list[str] = []
+    if d.kind in ("triage", "idle_cause"):
+        if d.kind == "triage":
+            out.append(span_line(**info["span"]))
+        # the bound rule asks whether one cause holds 10% of the span, the cause drills which cause the gaps wait on:
+        # the gaps' host calls, summed, with the copies that run on the device through a gap, let you say (a host in
+        # cudaMemcpyAsync waits on a copy that runs, or on a stream to drain before a tiny readback)
+        out += idle_by_call_lines(d)
+    if d.kind == "triage":
+        out.append("operator table (device time):")
+        for h in info["operator_table"]:
+            out.append(operator_row(h))
+    if d.kind == "ranges":
+        out.append("named ranges (wall: from the range's start to its last GPU activity's end):")
+        for r in info["ranges"]:
+            out.append(range_row(r))
+    if d.kind == "incident":
+        out.append(passes_header())
+        for r in info["passes"]:
+            out.append(pass_row(r))
+        out.append(f"ticket: {d.ticket}")
+    if d.kind == "waste":
+        out.append(span_line(**info["span"]))
+        out.append("operator table (device time):")
+        for h in info["operator_table"]:
+            out.append(operator_row(h))
+    if "kernels" in info:
+        out.append(kernel_table_header())
+        for k in info["kernels"]:
+            out.append(kernel_row(k))
+        peaks = info["kernels"][0] if info["kernels"] else None
+        if peaks:
+            out.append(device_peaks(peaks["peak_tflops"], peaks["dtype"], peaks["peak_gbps"]))
+    if d.kind == "floor":
+        out.append(declared_line(info["declared"], info["peak_gbps"]))
+        for r in info["ranges"]:
+            out.append(range_row(r))
+    if d.kind == "timer":
+        rep = info["repeats"]
+        out.append(repeats_header(rep["scenario"], rep["about"], rep["calls"]))
+        for v, runs in rep["wall_ms"].items():
+            out.append(repeats_row(v, runs))
+    if d.kind in LADDER_KINDS:
+        for line in ladder_show.lines(d, info["ladder"]):
+            out.append(line)
+    if d.kind == "collapse":
+        sweep = _fusion_sweep()
+        if sweep:
+            out.append(sweep_header())
+            for r in sweep:
+                out.append(sweep_row(r))
+    return out
 
 
 def drill_grade(drill_id: str, answers_path: str, as_json: bool, db: str | None) -> int:

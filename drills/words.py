@@ -390,10 +390,13 @@ OVERLAPPING_WALLS = 1.5   # the instances' walls add up to this many times their
 def passes_header() -> str:
     return ("the forward passes the trace repeats, found from the ops' shapes (new tokens per sequence: the "
             "embedding's indices, the attention's query or the matmuls' rows; wall: the time a pass adds to the "
-            "timeline):")
+            "timeline; times from the first pass's start):")
 
 
 def pass_row(r: dict) -> str:
+    """One run of passes of one kind: where it starts, its new tokens, and each pass's wall as a sample (the
+    statistic the question asks is the student's to take); a prompt's pass, the device-to-host copies after it
+    (where its first token reaches the host)."""
     n = r["last"] - r["first"] + 1
     which = f"pass {r['first']}" if n == 1 else f"passes {r['first']}–{r['last']} ({n})"
     if r["tokens"] is None and r["by_structure"] == n and r["forward"]:
@@ -406,23 +409,41 @@ def pass_row(r: dict) -> str:
         what = tok + (f" ({r['by_structure']} of them by their structure: CUDA-graph replays record no shapes)"
                       if r["by_structure"] else "")
     ms = lambda x: duration_us(1e3 * x)   # noqa: E731
-    wall = (f"wall {ms(r['wall_median_ms'])}" if n == 1 else
-            f"walls: median {ms(r['wall_median_ms'])}, mean {ms(r['wall_mean_ms'])}, "
-            f"{ms(r['wall_min_ms'])} to {ms(r['wall_max_ms'])}")
-    first = (f"; the request's first token reaches the host {ms(r['ttft_ms'])} after its first pass began"
-             if r.get("ttft_ms") is not None else "")
-    return f"  {which:22s} from {ms(r['start_ms']):>9}   {what}; {wall}{first}"
+    walls = r["walls_ms"]
+    rows = ["      " + " ".join(f"{w:.3f}" for w in walls[i:i + WALLS_A_ROW]) for i in range(0, n, WALLS_A_ROW)]
+    wall = f"wall {ms(walls[0])}" if n == 1 else "walls in ms, in order:\n" + "\n".join(rows)
+    home = ("\n      device-to-host copies from the request's first pass on (a token is copied back once its pass's "
+            "logits are computed; a copy earlier in the pass is set-up), ending at (ms): "
+            + ", ".join(f"{t:.3f}" for t in r["to_host_ms"]) if r.get("to_host_ms") else "")
+    return f"  {which:22s} starts {position_ms(r['start_ms']):>9}   {what}; {wall}{home}"
+
+
+WALLS_A_ROW = 16
 
 
 def range_row(r: dict) -> str:
-    row = (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} median wall {duration_us(r['median_wall_us']):>9}   "
-           f"all instances {duration_us(r['wall_us']):>9}   kernels busy {duration_us(r['kernel_busy_us']):>9}")
-    if r["count"] > 1 and r["median_wall_us"] * r["count"] > OVERLAPPING_WALLS * r["wall_us"]:
+    """A named range: its instances, the wall they cover together and their kernels' busy time; a range of a few
+    instances, each one's start and end (its wall is read from them); never a statistic of the walls, which the
+    drills ask."""
+    row = (f"  {r['name'][:32]:32s} ×{r['count']:<5,d} all instances cover {duration_us(r['wall_us']):>9}   "
+           f"kernels busy {duration_us(r['kernel_busy_us']):>9}")
+    inst = r.get("instances") or []
+    if 0 < len(inst) <= RANGE_INSTANCES_LISTED:
+        row += "\n    " + "; ".join(f"from {position_ms(s)} to {position_ms(e)}" for s, e in inst)
+    if r["count"] > 1 and 1e3 * sum(e - s for s, e in inst) > OVERLAPPING_WALLS * r["wall_us"]:
         # a range's wall runs to its last GPU work: when the host runs ahead (CUDA graphs, async launches) the
         # instances overlap, and one instance's wall is not the time each takes
-        row += (f"\n    (the instances overlap: the host runs ahead of the GPU, so one wall is not the time per "
-                f"instance; all instances over the count: {duration_us(r['wall_us'] / r['count'])})")
+        row += ("\n    (the instances overlap: the host runs ahead of the GPU, so one instance's wall is not the time "
+                "per instance; the wall all of them cover is)")
     return row
+
+
+def position_ms(t_ms: float) -> str:
+    """A time on the drawn timeline (0: the first GPU activity): the host may start before it."""
+    return ("−" if t_ms < 0 else "") + duration_us(1e3 * abs(t_ms))
+
+
+RANGE_INSTANCES_LISTED = 4   # a prefill's few requests are listed one by one; 64 decode steps are not
 
 
 def grade_row(part: str, score: float, weight: float) -> str:
@@ -440,9 +461,9 @@ def sweep_header() -> str:
 
 
 def sweep_row(r: dict) -> str:
+    # the times only: the ratio at a size is the student's to take (at the pair's own size it is the answer)
     return (f"  {r['n']:>11,} elements  eager {duration_us(r['eager_us']):>10}  "
-            f"fused Triton {duration_us(r['triton_us']):>10} ({r['speedup_triton']:.2f}×)  "
-            f"torch.compile {duration_us(r['compile_us']):>10} ({r['speedup_compile']:.2f}×)")
+            f"fused Triton {duration_us(r['triton_us']):>10}  torch.compile {duration_us(r['compile_us']):>10}")
 
 
 def answer_keys_help(parts: dict) -> list[str]:
@@ -588,15 +609,20 @@ def device_peaks(peak_tflops: float, dtype: str | None, peak_gbps: float) -> str
 
 
 def declared_line(declared: dict, peak_gbps: float | None) -> str:
+    """What the capture declares about the model: its weights' bytes and the shape its KV cache is made of (not the
+    bytes each token reads: the floor would be one division from them); the HBM peak with where it comes from."""
     from tracetriage.analyzers.model.units import size
 
     parts = []
     if "weight_bytes" in declared:
-        parts.append(f"weights {size(declared['weight_bytes'])}")
-    if "decode_bytes_per_token_min" in declared:
-        parts.append(f"each token reads at least {size(declared['decode_bytes_per_token_min'])} (weights and the KV "
-                     "cache at full context)")
-    peak = f"; the device's HBM peak: {num(peak_gbps)} GB/s" if peak_gbps else ""
+        parts.append(f"weights {size(declared['weight_bytes'])} (bf16)")
+    m = declared.get("model") or {}
+    if {"n_layer", "dim", "max_seq"} <= set(m):
+        parts.append(f"{m['n_layer']} layers of width {m['dim']:,} ({m.get('n_head', '?')} heads), whose KV cache "
+                     f"holds a key and a value of that width per layer for each of up to {m['max_seq']:,} positions "
+                     "(bf16)")
+    peak = (f"; the device's HBM peak: {num(peak_gbps)} GB/s (the best a kernel here reached: the bandwidth the "
+            "floor is taken over)") if peak_gbps else ""
     return "the capture declares: " + ("; ".join(parts) or "nothing about the model's bytes") + peak
 
 

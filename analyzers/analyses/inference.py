@@ -310,14 +310,14 @@ def _first_token_home(trace: Trace, steps: tuple[Step, ...], prefill: Step) -> i
     copies = np.flatnonzero(ev.cat == MEMCPY)
     if not len(mm) or not len(copies):
         return prefill.end_ns
-    copies = copies[name_flags(trace, copies, _to_host)]
+    copies = copies[name_flags(trace, copies, to_host)]
     call = trace.launch_of[copies]
     issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[copies])
     home = copies[(issued >= ev.start[mm].max()) & (issued < after)]
     return int(ev.end[home[np.argmin(ev.start[home])]]) if len(home) else prefill.end_ns
 
 
-def _to_host(name: str) -> bool:
+def to_host(name: str) -> bool:
     """A device-to-host copy: CUDA's 'Memcpy DtoH (Device -> Pageable)', ROCm's 'CopyDeviceToHost'."""
     return "DtoH" in name or "DeviceToHost" in name
 

@@ -152,23 +152,19 @@ class DrillTables:
     """What `tracetriage drill show` prints beside the timeline, and nothing more (no answer)."""
     span_line: str | None           # triage: the GPU span, busy and idle shares
     operators: pd.DataFrame | None  # triage: name, share, device_us, calls
-    ranges: pd.DataFrame | None     # ranges: name, count, median_wall_us, wall_us, kernel_busy_us
-    lines: tuple[str, ...] = ()     # the ladder's kinds: the lines `drill show` prints (tracetriage.drills.ladder.show)
+    lines: tuple[str, ...] = ()     # every other kind (and triage's idle by host call): the lines `drill show`
+                                    # prints (tracetriage.drills.commands.evidence_lines)
 
 
 def drill_tables(drill_id: str) -> DrillTables:
     from tracetriage.drills import bank, evidence
-    from tracetriage.drills.ladder import show as ladder_show
-    from tracetriage.drills.ladder.parts import KINDS as LADDER_KINDS
+    from tracetriage.drills.commands import evidence_lines, idle_by_call_lines, show_info
 
     d = bank.get(drill_id)
-    if d.kind in LADDER_KINDS:
-        return DrillTables(None, None, None, tuple(ladder_show.lines(d)))
-    if d.kind not in ("triage", "ranges"):
-        return DrillTables(None, None, None)
+    if d.kind != "triage":
+        return DrillTables(None, None, tuple(evidence_lines(d, show_info(d))))
     f = evidence.facts(d.trace_path())
-    if d.kind == "triage":
-        ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
-        return DrillTables(drill_words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, None)
-    cols = ["name", "count", "median_wall_us", "wall_us", "kernel_busy_us"]
-    return DrillTables(None, None, pd.DataFrame([{k: r[k] for k in cols} for r in f.ranges], columns=cols))
+    ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
+    # the span line and the operator table as a table; the idle by host call as show prints it
+    idle = tuple(idle_by_call_lines(d))
+    return DrillTables(drill_words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, idle)

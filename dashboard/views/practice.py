@@ -49,11 +49,6 @@ def _drill() -> None:
     if drill_tables.operators is not None:
         tables.show(drill_tables.operators, {"name": tables.text("op", width="large"), "share": tables.share("share"),
                                              "device_us": tables.us("device (µs)"), "calls": tables.count("calls")})
-    if drill_tables.ranges is not None:
-        tables.show(drill_tables.ranges, {"name": tables.text("range"), "count": tables.count("instances"),
-                                          "median_wall_us": tables.us("median wall (µs)"),
-                                          "wall_us": tables.us("wall (µs)"),
-                                          "kernel_busy_us": tables.us("kernels busy (µs)")})
     if drill_tables.lines:
         st.code("\n".join(drill_tables.lines), language=None)
     for q in d.questions:

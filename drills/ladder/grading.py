@@ -149,7 +149,7 @@ class LadderParts:
     key: dict
 
     if TYPE_CHECKING:
-        def _number(self, part: str, ans, key: float, unit: str) -> tuple[float, str]: ...
+        def _number(self, part: str, ans, key: float, unit: str, also: tuple = ()) -> tuple[float, str]: ...
 
         def _score_name(self, text: str, key: str, table: dict) -> tuple[float, Reading]: ...
 
@@ -319,8 +319,10 @@ class LadderParts:
                          lw.placement_why(k) + ".")
 
     def intensity_batch_at_ridge(self, ans):
-        s, fb = self._number("batch_at_ridge", ans, self.key["batch_at_ridge"], "")
-        return s, f"{fb} {lw.batch_why(self.key)}."
+        k = self.key
+        right = (k["batch_at_ridge"], k.get("batch_at_ridge_measured"))
+        s, fb = max((self._number("batch_at_ridge", ans, v, "", right) for v in right if v), key=lambda x: x[0])
+        return s, f"{fb} {lw.batch_why(k)}."
 
 
 def expected(drill_kind: str, key: dict, part: str):

@@ -6,6 +6,7 @@ Drills page print.
 """
 from __future__ import annotations
 
+from tracetriage.drills import evidence
 from tracetriage.drills.bank import Drill
 from tracetriage.drills.ladder import facts
 from tracetriage.drills.ladder import words as lw
@@ -15,8 +16,9 @@ READS = {
                  "new storage copies, one that leaves none is a view (or the tensor itself)",
     "bytes_ledger": "each line_N range's [memory] events (the storage a line keeps, its temporaries), the copies it "
                     "launches, and its wall (from its start to the end of its GPU work)",
-    "occupancy": "the kernel's launch arguments and the device's limits per SM (resident blocks: the least of the "
-                 "thread, block, register and shared-memory limits; occupancy: their warps over the SM's), its median "
+    "occupancy": "the kernel's launch arguments and the device's limits per SM (resident blocks: the grid's blocks "
+                 "over the SMs, at most the least of the thread, block, register and shared-memory limits; occupancy: "
+                 "their warps over the SM's), its median "
                  "time, and its bytes and FLOPs per launch against the peaks",
     "transpose": "the first trace's consumer's Input Strides (the operand its walk reads a row apart, and its 32-byte "
                  "sectors), and the two traces' kernel time",
@@ -37,7 +39,11 @@ def info(d: Drill) -> dict:
                           for name, s in captured.get("sources", {}).items()}
     elif k == "bytes_ledger":
         out["inputs"] = (d.params or {}).get("inputs")
-        out["lines"] = [{"range": f"line_{i}", "code": ln["code"], "shape": ln.get("shape")}
+        # where each line's range starts and ends on the timeline: its wall is read from them (the line that hurts is
+        # the question; a wall per line would be its answer printed)
+        where = {r["name"]: r["instances"][0] for r in evidence.facts(d.trace_path()).ranges if r["instances"]}
+        out["lines"] = [{"range": f"line_{i}", "code": ln["code"], "shape": ln.get("shape"),
+                         "from_to_ms": where.get(f"line_{i}")}
                         for i, ln in enumerate(captured.get("lines", []), 1)]
         out["params"] = captured.get("params", {})
     elif k == "occupancy":
@@ -94,7 +100,8 @@ def lines(d: Drill, shown: dict | None = None) -> list[str]:
             out.append(lw.show_params(x["params"]))
         out.append(lw.show_code_header("line_N range"))
         out += [lw.show_code_row(ln["range"], ln["code"] + (f"   # shape {tuple(ln['shape'])}" if ln["shape"]
-                                                            else "")) for ln in x["lines"]]
+                                                            else "")) + lw.show_line_span(ln.get("from_to_ms"))
+                for ln in x["lines"]]
     elif k == "occupancy":
         out += lw.show_launch(x["kernel"])
     elif k == "transpose":

@@ -239,6 +239,15 @@ def show_code_row(name: str, code: str) -> str:
     return f"  {name:7s} `{code}`"      # code as written, quoted: its digits are the code's, not a count to format
 
 
+def show_line_span(from_to_ms: list | None) -> str:
+    """Where a line's range starts and ends on the drawn timeline (0: the first GPU activity; the host may start
+    before it), to its last GPU work: the line's wall is read from them."""
+    if not from_to_ms:
+        return ""
+    pos = lambda t: ("−" if t < 0 else "") + duration_us(1e3 * abs(t))   # noqa: E731
+    return f"   (from {pos(from_to_ms[0])} to {pos(from_to_ms[1])})"
+
+
 def show_sources(sources: dict) -> str:
     return "its inputs: " + "; ".join(f"{k} [{'x'.join(map(str, v['shape']))}] {v['dtype']}" +
                                       ("" if v.get("contiguous", True) else " (not contiguous)")
