@@ -50,8 +50,6 @@ class Facts:
                                                    #   "calls", "flops", "bytes", "device_us", "tflops", "gbps",
                                                    #   "peak_tflops", "peak_gbps", "bound"}], most device time first
     peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
-    other_peaks_gbps: tuple = ()    # the device's other HBM figures a reader meets: the measured ceiling a kernel
-                                    # passed (the report's "past the measured ..."), the datasheet's
     declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
     next_kind: str | None = None   # the report's Next (tracetriage.analyzers.triage.report.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
@@ -131,8 +129,7 @@ def facts_of(a) -> Facts:
         hotspots=[{"name": h.name, "share": round(float(h.share), 4), "calls": int(h.calls),
                    "device_us": round(float(h.device_us), 1)} for h in a.hotspots[:8]],
         ranges=ranges, phases=phases, kernels=_kernels(a), peak_gbps=_r(a.roof.peaks.bytes_per_s / 1e9, 1)
-        if a.roof is not None and a.roof.peaks is not None else None, other_peaks_gbps=_other_peaks(a),
-        declared=_declared(a),
+        if a.roof is not None and a.roof.peaks is not None else None, declared=_declared(a),
         passes=_passes(a) if phases.get("found_from") == "shapes" else [], **_next_of(a))
 
 
@@ -198,21 +195,6 @@ def _passes(a) -> list[dict]:
             nxt = steps[r["last"]] if r["last"] < len(steps) else steps[r["last"] - 1]
             r["to_host_ms"] = _to_host_ends(a, t0 + round(lo["start_ms"] * 1e6), nxt.end_ns, t0)
     return out
-
-
-def _other_peaks(a) -> tuple:
-    """The device's HBM figures other than the peak it is judged against: a measured ceiling its kernels passed, and
-    the datasheet's."""
-    from tracetriage.analyzers.analyses.peaks import datasheet
-
-    peaks = a.roof.peaks if a.roof is not None else None
-    if peaks is None:
-        return ()
-    out = [x.was / 1e9 for x in peaks.passed if x.what == "bandwidth"]
-    sheet = datasheet(a.trace.device_name())
-    if sheet is not None:
-        out.append(sheet.bytes_per_s / 1e9)
-    return tuple(round(g, 1) for g in out if abs(g * 1e9 / peaks.bytes_per_s - 1) > 0.01)
 
 
 def _declared(a) -> dict:

@@ -140,13 +140,7 @@ def floor_key(drill: Drill, f: evidence.Facts) -> dict:
     floor_ms = per_token / (f.peak_gbps * 1e9) * 1e3
     p = f.phases
     weights_ms = f.declared.get("weight_bytes", 0) / (f.peak_gbps * 1e9) * 1e3
-    # the weights alone over any HBM figure of the device a student meets (the peak shown, the measured copy the
-    # report names, the datasheet's): 0.69 ms is the weights over 4,246 GB/s, not the floor over 4,466 (blind
-    # teachers of heldout-test2 and heldout-dev scored it 0 and 0.4: "weights only, omits KV")
-    weights_other = [("the floor of the weights alone, without the KV cache, over another HBM figure of the device",
-                      f.declared.get("weight_bytes", 0) / (g * 1e9) * 1e3) for g in f.other_peaks_gbps]
     confusable = {"floor_ms": distinct(floor_ms, [("the floor of the weights alone, without the KV cache", weights_ms),
-                                                  *weights_other,
                                                   ("the measured per-token time", p["per_token_ms"])]),
                   "per_token_ms": distinct(p["per_token_ms"], [("the floor", floor_ms), ("the TTFT", p["ttft_ms"])])}
     return {"gb_per_token": round(per_token / 1e9, 3), "weight_gb": round(f.declared.get("weight_bytes", 0) / 1e9, 3),

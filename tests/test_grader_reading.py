@@ -63,14 +63,6 @@ def test_two_numbers_joined_by_or_stay_a_hedge_not_a_range():
     assert part("M00.03-b", "floor_ms", "0.79 or 0.69 ms").score == grader.HEDGE_CREDIT
 
 
-def test_the_weights_alone_over_another_peak_of_the_device_is_not_the_floor():
-    # 2.95 GB over the measured copy's 4,246 GB/s (the report names it) is 0.695 ms: within 15% of the 0.75 ms floor,
-    # but the weights without the KV cache (blind teachers: 0 and 0.4, "weights only")
-    p = part("M00.03-a", "floor_ms", "0.69 ms")
-    assert p.score == 0.0 and "weights alone" in p.feedback
-    assert part("M00.03-a", "floor_ms", "0.75 ms").score == 1.0
-
-
 def test_the_batch_at_the_reports_measured_ridge_is_as_right_as_at_the_datasheets():
     k = bank.key_of(bank.get("M01.06-b"))
     assert part("M01.06-b", "batch_at_ridge", k["batch_at_ridge_measured"]).score == 1.0
