@@ -128,3 +128,12 @@ def test_gemms_replayed_without_shapes_are_judged_in_the_precision_their_names_s
     assert out["regime_detail"]["dtype"] == "bf16", out["lines"][3]
     assert "fp32 ridge" not in out["lines"][3] and "TF32" not in out["lines"][4]
     assert claims.check(out) == []
+
+
+@pytest.mark.parametrize("name", [
+    "void implicit_convolveNd_sgemm<__nv_bfloat16, 3, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int)",
+    "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, "
+    "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, __nv_bfloat16 const*)"])
+def test_bf16_data_and_layout_transposes_are_no_fp32_math(name):
+    # fresh4 r3d_cudnn_benchmark (bf16 autocast Conv3d) read 50% fp32 on CUDA cores from these and lost its Next
+    assert not is_fp32_cuda_core_math(name)

@@ -80,9 +80,17 @@ _FP32_MATH_NAME = re.compile(r"sgemm|scudnn|cudnn::.*(?:engine|winograd|conv|gem
 _TENSOR_CORE_NAME = re.compile(r"[hsi]\d{3,5}(?:gemm|cudnn)|hmma|tensorop|xmma|wmma|tf32|bf16|f16|half", re.I)
 
 
+# Not fp32 math whatever else the name says: half-precision data (cuDNN's generic implicit_convolveNd_sgemm runs
+# <__nv_bfloat16, ...> too: CUDA cores, but no mixed precision left to turn on) and cuDNN's layout transposes (their
+# parameters are <float>: "nchwToNhwcKernel<__nv_bfloat16, ...>(nchw2nhwc_params_t<float>, ...)"). fresh4
+# r3d_cudnn_benchmark (bf16 under autocast) read 50% "fp32 on CUDA cores" from these two.
+_NOT_FP32_MATH = re.compile(r"bfloat16|__half\b|nchwToNhwc|nhwcToNchw", re.I)
+
+
 def is_fp32_cuda_core_math(kernel: str) -> bool:
     """A GEMM or convolution kernel doing fp32 arithmetic on CUDA cores (no tensor cores), by its name."""
-    return _FP32_MATH_NAME.search(kernel) is not None and _TENSOR_CORE_NAME.search(kernel) is None
+    return _FP32_MATH_NAME.search(kernel) is not None and _TENSOR_CORE_NAME.search(kernel) is None \
+        and _NOT_FP32_MATH.search(kernel) is None
 
 
 # The precision a GEMM or convolution kernel computes in, by its name, for kernels whose ops carry no shapes
