@@ -391,8 +391,8 @@ def _kernel_names_decide_the_arithmetic(said: _Said, out: dict, lines: list[str]
                        "half precision faster (mixed precision helps whichever roof holds them)")
     nx = out.get("next_experiment") or {}
     ratio, span = nx.get("predicted_ratio"), out.get("span_us") or 0.0
-    if faster and voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting and nx.get("whatif_lever") and \
-            ratio is not None and span:
+    if faster and d.get("bound") == "fp32_cuda_cores" and voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting \
+            and nx.get("whatif_lever") and ratio is not None and span:
         floor = 0.5 * (out.get("kernel_busy_us") or 0.0) / span * fp32 / voting
         if 1 - ratio < floor - _SHARE_TOLERANCE:
             bad.append(f"the Next ({nx['whatif_lever']}) saves {100 * (1 - ratio):.0f}% where fp32 GEMMs/convolutions "

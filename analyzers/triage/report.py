@@ -675,13 +675,17 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
 
 
 def _mixed_precision_floor(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: int) -> float:
-    """The share of the span mixed precision wins back at the least, where most of the kernel time is fp32 GEMMs and
-    convolutions on CUDA cores on a device whose tensor cores run a half precision TENSOR_CORE_GAIN times faster:
-    those kernels at half their time (half the bytes if memory holds them, a faster roof if arithmetic does), else
-    0. A lever that saves less is not the Next: heldout-user3 hpdl_resnet50_t4 (91% busy, 83% of kernel time in
-    volta_sgemm/wgrad_alg1 fp32 kernels on a T4) was told CUDA graphs for −7% where fp16 wins at least 31%."""
+    """The share of the span mixed precision wins back at the least, where the Regime names fp32 math on CUDA cores
+    (most of the kernel time is fp32 GEMMs and convolutions on CUDA cores by name, no shapes) on a device whose
+    tensor cores run a half precision TENSOR_CORE_GAIN times faster: those kernels at half their time (half the bytes
+    if memory holds them, a faster roof if arithmetic does), else 0. A lever that saves less is not the Next:
+    heldout-user3 hpdl_resnet50_t4 (91% busy, 83% of kernel time in volta_sgemm/wgrad_alg1 fp32 kernels on a T4) was
+    told CUDA graphs for −7% where fp16 wins at least 31%."""
     pk = roof.peaks
-    if pk is None or not span_ns or not v.mostly_fp32_cuda_core or v.kernel_us <= 0:
+    # only where the Regime line names it (no shapes: GPU-bound in fp32 math on CUDA cores, its roof unmeasured); a
+    # costed compute-bound span weighs its kernels' headroom against the fixes as any other (the public kineto
+    # ResNet DataLoader traces: fp32 convolutions on a V100, their Next the DataLoader's host work)
+    if pk is None or not span_ns or v.regime is not Regime.UNKNOWN or not v.mostly_fp32_cuda_core or v.kernel_us <= 0:
         return 0.0
     if max(pk.flops("fp16"), pk.flops("bf16")) <= TENSOR_CORE_GAIN * pk.flops("fp32"):
         return 0.0
