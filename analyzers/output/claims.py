@@ -44,8 +44,8 @@ on the words:
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields;
 10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle;
-11. a Next whose lever changes no kernel (it moves launches, syncs, host work, set-up) predicts a span no shorter
-    than the GPU's own work in it: the kernels' busy time it keeps.
+11. a Next whose lever changes no kernel (it moves launches, syncs, host work, set-up, batches) predicts a span no
+    shorter than the GPU's own work in it: the kernels' busy time it keeps.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -98,7 +98,9 @@ def check(out: dict) -> list[str]:
 
 # Levers that change no GPU activity's time: they move launches, syncs, host stretches, set-up or the input
 # pipeline. The replay keeps each stream's work in order, so their predicted span holds the GPU's busy time.
-KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "no_recompiles", "dataloader_workers")
+# (no_recompiles is not one: a recompile's autotuning runs benchmark kernels, which go with it: fresh3
+# compile_recompile-before.)
+KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers")
 _FLOOR_TOLERANCE = 0.02   # the replay rescaled to the traced span by its own miss (predict: baseline / replay)
 
 
