@@ -200,8 +200,8 @@ def test_a_figure_that_is_not_its_field_is_caught(good):
     next(c for c in field["claims"] if c["key"] == "idle.cause.synchronization")["value"] = 0.31
     assert claims.check(field) == ["the Idle line says synchronization 13%, its field is 12.5%"]
     pred = copy.deepcopy(good)
-    pred["next_experiment"]["predicted_ratio"] = 0.5
-    assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.5"]
+    pred["next_experiment"]["predicted_ratio"] = 0.95     # (0.5 would also fall below the kernels it keeps)
+    assert claims.check(pred) == ["the Next says −15%, its lever's ratio is 0.95"]
 
 
 def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
@@ -362,3 +362,29 @@ def test_a_launch_next_does_not_ask_to_fuse_what_its_own_waste_line_says_fusing_
                        ("next.asks.torch_compile", 3, "torch.compile to fuse"),
                        ("waste.lever.fuse", 1, "fusing the elementwise chains"))
     assert any("its own waste line says fusing would waste the week" in p for p in claims.check(old))
+
+
+def test_a_next_that_changes_no_kernel_predicting_below_the_kernels_it_keeps_is_caught(good):
+    # fresh4 gpt2_manual_attention-after: CUDA graphs sold beyond the GPU's own work; the graphs shorten no kernel
+    assert good["next_experiment"]["whatif_lever"] in claims.KERNEL_KEEPING
+    bad = copy.deepcopy(good)
+    floor = bad["kernel_busy_us"] / bad["next_experiment"]["baseline_us"]
+    bad["next_experiment"]["predicted_ratio"] = 0.9 * floor
+    assert any("changes no kernel but predicts" in p for p in claims.check(bad))
+    bad["next_experiment"]["predicted_ratio"] = floor
+    assert not any("changes no kernel" in p for p in claims.check(bad))
+
+
+def test_a_precision_named_as_cheaper_than_the_one_the_gemms_run_by_their_names_is_caught(good):
+    # fresh4 mlp_gemm_roof-after: CUDA-graph-replayed nvjet_sm90_tst_* GEMMs (bf16 in) carry no shapes, and the Next
+    # said "lower precision on tensor cores (TF32 or bf16)"
+    bad = _with_claims(good, 4, "Next: do less arithmetic or cheaper arithmetic: lower precision on tensor cores "
+                                "(TF32 or bf16). Would waste the week: x.",
+                       ("next.precision.tf32", 1, "TF32"), ("next.precision.bf16", 1, "bf16"))
+    bad["top_kernels"] = [{"name": "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", "device_us": 900.0,
+                           "share": 0.9, "calls": 4, "kernels": 4}]
+    found = claims.check(bad)
+    assert any("names TF32 as cheaper arithmetic, but the top GEMMs/convolutions already run bf16" in p for p in found)
+    assert any("names bf16 as cheaper arithmetic" in p for p in found)
+    bad["top_kernels"][0]["name"] = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_ffma"   # fp32
+    assert not any("cheaper arithmetic, but" in p for p in claims.check(bad))

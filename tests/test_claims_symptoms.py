@@ -6,9 +6,11 @@ from pathlib import Path
 import pytest
 
 from claim_traces import (
+    cold_compiled_start_without_ops,
     context_created_by_cudafree,
     dataloader_ranges_as_ops,
     dataloader_with_workers,
+    fp32_gemms_on_a_t4,
     long_kernels_behind_slow_dispatch,
     runtime_only,
     waiting_rank_launch_bound,
@@ -217,3 +219,26 @@ def test_an_idle_line_names_the_host_inside_first_calls_set_up_not_host_work_tha
            "one-time set-up (first calls of cudaLaunchKernel, cudaFree), which the steady state never pays" in idle
     assert "issued no GPU work" not in idle
     assert claims.check(serialize.report(a)) == []
+
+
+def test_fp32_math_on_cuda_cores_gets_mixed_precision_not_a_lever_that_wins_less(tmp_path):
+    a = analyze_file(write(tmp_path / "t4.json", fp32_gemms_on_a_t4()))
+    host = next(c for c in a.lever_choices if c.lever == "no_host_work")
+    assert 0.03 < host.saving_ns / host.baseline_ns < 0.2          # the host stalls are there to win, a little
+    out = serialize.report(a)
+    assert out["next_experiment"]["kind"] == "mixed_precision", five_lines(a)[4]
+    assert claims.check(out) == []
+    # the checker holds the relation: the host work's Next beside the fp32 kernels is caught
+    bad = dict(out, next_experiment=dict(out["next_experiment"], whatif_lever="no_host_work",
+                                         predicted_ratio=host.predicted_ns / host.baseline_ns))
+    assert any("would give back at least" in p for p in claims.check(bad))
+
+
+def test_a_cold_compiled_start_without_ops_is_warmed_up_not_priced_as_host_work_to_move(tmp_path):
+    a = analyze_file(write(tmp_path / "cold.json", cold_compiled_start_without_ops()))
+    warm = next(c for c in a.lever_choices if c.lever == "warm_up")
+    # the start-up lead, the compilation and the first launch's module load: all set-up the steady state never pays
+    assert warm.assumption.count >= 3 and warm.saving_ns > 0.9 * warm.baseline_ns
+    out = serialize.report(a)
+    assert out["next_experiment"]["whatif_lever"] == "warm_up", five_lines(a)[4]
+    assert claims.check(out) == []

@@ -11,7 +11,7 @@ import pytest
 
 import kineto_factory as kf
 from tracetriage.analyzers.loading.load import load
-from tracetriage.analyzers.model.kernels import is_fp32_cuda_core_math
+from tracetriage.analyzers.model.kernels import is_fp32_cuda_core_math, matrix_precision_by_name
 from tracetriage.analyzers.output import claims, invariants, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
 
@@ -85,3 +85,55 @@ def test_tensor_core_kernels_without_shapes_still_find_the_bound(tmp_path):
     assert out["regime_detail"]["fp32_cuda_core_us"] == 0
     assert out["next_experiment"]["kind"] == "find_the_bound"
     assert claims.check(out) == []
+
+
+@pytest.mark.parametrize("name, precision", [
+    ("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", "bf16"),          # cuBLASLt: t = bf16 A/B
+    ("nvjet_sm90_tss_64x128_64x8_1x2_h_bz_TNN", "bf16"),
+    ("nvjet_hsh_128x256_64x4_2x1_v_bz_TNT", "fp16"),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize256x128x32_warpgroupsize2x1x1_execute_kernel__5x_cublas", "tf32"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4", None),
+    ("volta_sgemm_128x64_nt", "fp32"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_64x3_nn_align2>(Params)", "bf16"),
+    ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_64x3_nn", "fp16"),
+    ("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda>", None),
+    ("triton_poi_fused_gelu_3", None),
+])
+def test_a_gemms_precision_is_read_from_its_name(name, precision):
+    assert matrix_precision_by_name(name) == precision
+
+
+def test_gemms_replayed_without_shapes_are_judged_in_the_precision_their_names_say(tmp_path):
+    """fresh4 mlp_gemm_roof-after (not committed): compiled, graph-replayed bf16 GEMMs (nvjet_sm90_tst_*) hold the
+    kernel time with no shapes, a few fp32 ops carry theirs; the Regime judged all of it against the fp32 ridge and
+    the Next offered "TF32 or bf16" for GEMMs already in bf16."""
+    gemm = "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
+    add = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, float*)"
+    launches = [kf.Launch(op_start=100_000 + 8_000 * i, op_end=105_000 + 8_000 * i, call_start=101_000 + 8_000 * i,
+                          call_end=104_000 + 8_000 * i, gpu_start=110_000 + 300_000 * i,
+                          gpu_end=110_000 + 300_000 * i + (298_000 if i % 4 else 20_000),
+                          op="aten::addmm" if i % 4 else "aten::add",
+                          kernel=gemm if i % 4 else add) for i in range(60)]
+    events = kf.events_for(launches)
+    for e in events:
+        if e.get("name") == "aten::add":
+            e["args"].update({"Input Dims": [[4096, 4096], [4096, 4096], []],
+                              "Input type": ["float", "float", "Scalar"]})
+        else:
+            e.get("args", {}).pop("Input Dims", None)
+            e.get("args", {}).pop("Input type", None)
+    doc = kf.document(events)
+    doc["deviceProperties"][0].update(name="NVIDIA H100 80GB HBM3")
+    out = serialize.report(analyze_trace(load(kf.write(tmp_path / "replayed.json", doc), use_cache=False)))
+    assert out["regime_detail"]["dtype"] == "bf16", out["lines"][3]
+    assert "fp32 ridge" not in out["lines"][3] and "TF32" not in out["lines"][4]
+    assert claims.check(out) == []
+
+
+@pytest.mark.parametrize("name", [
+    "void implicit_convolveNd_sgemm<__nv_bfloat16, 3, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int)",
+    "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, "
+    "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, __nv_bfloat16 const*)"])
+def test_bf16_data_and_layout_transposes_are_no_fp32_math(name):
+    # fresh4 r3d_cudnn_benchmark (bf16 autocast Conv3d) read 50% fp32 on CUDA cores from these and lost its Next
+    assert not is_fp32_cuda_core_math(name)

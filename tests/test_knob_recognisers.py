@@ -90,3 +90,27 @@ def test_channels_last_names_the_3d_format_for_convolutions_on_5d_inputs(tmp_pat
     a = channels_last.ChannelsLast("channels_last", 3, volumetric=channels_last._volumetric(c))
     line = channels_last.SPEC.knob.change_for(a)
     assert ("channels_last_3d" in line) is volumetric and "torch.channels_last)" in channels_last.CHANGE_2D
+
+
+@pytest.mark.parametrize("kernel, eval_first", [
+    ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 128, true, 1, true>(cudnnTensorStruct)", True),
+    ("void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1>(float, float, cudnnTensorStruct)", False)])
+def test_an_eval_forward_whose_batch_norm_runs_in_training_mode_is_told_model_eval_first(tmp_path, kernel, eval_first):
+    """heldout-user3 andrewlala_resnet50_t4 (public, not committed): a forward with grad on and no backward whose
+    cuDNN batch norm runs its training kernels (bn_fw_tr): the model was never put in eval(), and inference_mode alone
+    leaves BatchNorm normalising by each batch's statistics."""
+    from kineto_factory import events_for
+    from other_peoples_traces import US, steady
+    from tracetriage.analyzers.whatif import predict as whatif
+
+    ev = events_for(steady(20, 100 * US, kernel=kernel))
+    seq = 7
+    for e in ev:
+        if e.get("cat") == "cpu_op":
+            e["args"]["Sequence number"] = seq
+            seq += 1
+    lever = whatif.predict(load(write(tmp_path / "bn.json.gz", document(ev)), use_cache=False),
+                           ["inference_mode"]).lever("inference_mode")
+    assert lever.assumption.count > 0
+    line = inference_mode.SPEC.knob.change_for(lever.assumption)
+    assert line.startswith("model.eval() and ") == eval_first, line

@@ -34,7 +34,7 @@ from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
 from tracetriage.analyzers.model.groups import distinct
-from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32
+from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32, matrix_precision_by_name
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
@@ -485,7 +485,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     secs = float(dur[win].sum()) / 1e9
     ach_tf = float(fl[win].sum()) / secs / 1e12 if secs > 0 else None
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
-    dtype = _dominant_dtype(roof)
+    dtype = _dominant_dtype(roof, _uncosted_matrix_precision(trace, kernel_rows, dur, fl))
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
     lat_share = None
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
@@ -509,8 +509,28 @@ def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray)
     return float(per_name[fp32].sum()) / 1e3, tuple(trace.names[int(names[i])] for i in order[:2])
 
 
-def _dominant_dtype(roof: Roofline) -> str | None:
-    by: dict[str, float] = {}
+def _uncosted_matrix_precision(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray,
+                                flops: np.ndarray) -> dict[str, float]:
+    """Kernel time (µs) by precision of the GEMMs and convolutions no op costed, read from their names: a graph
+    replay's or a compiled region's GEMMs carry no shapes, but their names say bf16 (fresh4 mlp_gemm_roof-after:
+    nvjet_sm90_tst_* bf16 GEMMs at 84% of kernel time judged against an fp32 ridge from the few ops with shapes)."""
+    out: dict[str, float] = {}
+    rows = flops <= 0
+    if not rows.any():
+        return out
+    names, inv = np.unique(trace.ev.name[kernel_rows[rows]], return_inverse=True)
+    per_name = np.bincount(inv.ravel(), weights=dur[rows], minlength=len(names))
+    for n, us in zip(names.tolist(), (per_name / 1e3).tolist()):
+        p = matrix_precision_by_name(trace.names[int(n)])
+        if p is not None:
+            out[p] = out.get(p, 0.0) + us
+    return out
+
+
+def _dominant_dtype(roof: Roofline, uncosted: dict[str, float] | None = None) -> str | None:
+    """The precision holding most of the costed ops' device time, with the uncosted GEMMs' and convolutions' time
+    (by their names) counted beside it."""
+    by: dict[str, float] = dict(uncosted or {})
     for p in roof.points:
         by[p.dtype] = by.get(p.dtype, 0.0) + p.device_us
     return max(by, key=by.get) if by else None

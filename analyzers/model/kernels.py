@@ -80,6 +80,40 @@ _FP32_MATH_NAME = re.compile(r"sgemm|scudnn|cudnn::.*(?:engine|winograd|conv|gem
 _TENSOR_CORE_NAME = re.compile(r"[hsi]\d{3,5}(?:gemm|cudnn)|hmma|tensorop|xmma|wmma|tf32|bf16|f16|half", re.I)
 
 
+# Not fp32 math whatever else the name says: half-precision data (cuDNN's generic implicit_convolveNd_sgemm runs
+# <__nv_bfloat16, ...> too: CUDA cores, but no mixed precision left to turn on) and cuDNN's layout transposes (their
+# parameters are <float>: "nchwToNhwcKernel<__nv_bfloat16, ...>(nchw2nhwc_params_t<float>, ...)"). fresh4
+# r3d_cudnn_benchmark (bf16 under autocast) read 50% "fp32 on CUDA cores" from these two.
+_NOT_FP32_MATH = re.compile(r"bfloat16|__half\b|nchwToNhwc|nhwcToNchw", re.I)
+
+
 def is_fp32_cuda_core_math(kernel: str) -> bool:
     """A GEMM or convolution kernel doing fp32 arithmetic on CUDA cores (no tensor cores), by its name."""
-    return _FP32_MATH_NAME.search(kernel) is not None and _TENSOR_CORE_NAME.search(kernel) is None
+    return _FP32_MATH_NAME.search(kernel) is not None and _TENSOR_CORE_NAME.search(kernel) is None \
+        and _NOT_FP32_MATH.search(kernel) is None
+
+
+# The precision a GEMM or convolution kernel computes in, by its name, for kernels whose ops carry no shapes
+# (replayed from CUDA graphs, compiled regions): cuBLASLt's nvjet kernels name their types in three letters after
+# the architecture, A/B first ("nvjet_sm90_tst_...": bf16 in, fp32 accumulate, bf16 out; h: fp16; s: fp32; e: fp8),
+# cuBLAS/cuDNN/CUTLASS name theirs in words (bf16, f16/h884/h1688/h16816, tf32/s1688, e4m3).
+_NVJET_TYPES = re.compile(r"nvjet_(?:sm\d+_)?([a-z])[a-z]{2}_", re.I)
+_NVJET_LETTER = {"t": "bf16", "h": "fp16", "s": "fp32", "e": "fp8"}
+_MATRIX_NAME = re.compile(r"gemm|xmma|cutlass|nvjet|fprop|dgrad|wgrad|conv|cublas|scudnn", re.I)
+_WORD_PRECISIONS = ((re.compile(r"e4m3|e5m2|fp8", re.I), "fp8"), (re.compile(r"bf16|bfloat16", re.I), "bf16"),
+                    (re.compile(r"f16|fp16|half|h\d{3,5}(?:gemm|cudnn)|hmma", re.I), "fp16"))
+
+
+def matrix_precision_by_name(kernel: str) -> str | None:
+    """"bf16", "fp16", "fp8", "tf32" or "fp32" for a GEMM/convolution kernel whose name says it, else None."""
+    if _MATRIX_NAME.search(kernel) is None or "elementwise" in kernel:
+        return None
+    m = _NVJET_TYPES.search(kernel)
+    if m is not None and m.group(1).lower() in _NVJET_LETTER:
+        return _NVJET_LETTER[m.group(1).lower()]
+    for pattern, precision in _WORD_PRECISIONS:
+        if pattern.search(kernel):
+            return precision
+    if is_tf32(kernel):
+        return "tf32"
+    return "fp32" if is_fp32_cuda_core_math(kernel) else None

@@ -23,9 +23,11 @@ on the words:
 3. a verdict the health check withholds is given nowhere (no shapes: no compute/memory split; no what-if: no
    prediction), and what the kernels' names decide without shapes is not withheld (fp32 GEMMs/convolutions on CUDA
    cores holding most of the kernel time: not "nothing else to decide by", no find-the-bound Next where the device
-   runs a half precision faster on tensor cores), its share the field's;
+   runs a half precision faster on tensor cores, no lever's Next saving less than those kernels at half their
+   time give back), its share the field's;
 4. a device capability named in advice exists on the device (fp8 tensor cores only where the peaks have an fp8
-   rate above fp16's, TF32 and bf16 only where they beat fp32), and the workers asked of a DataLoader are not
+   rate above fp16's, TF32 and bf16 only where they beat fp32), a precision named as cheaper arithmetic is cheaper
+   than the one the top GEMMs' names say they run, and the workers asked of a DataLoader are not
    already there (_MultiProcessingDataLoaderIter);
 5. prefill/decode phases (TTFT, per token) only with a decode of more than one step after its prefill, and a
    TTFT longer than the GPU span says that host time before the first kernel is counted;
@@ -41,7 +43,9 @@ on the words:
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields;
-10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle.
+10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle;
+11. a Next whose lever changes no kernel (it moves launches, syncs, host work, set-up, batches) predicts a span no
+    shorter than the GPU's own work in it: the kernels' busy time it keeps (where they ran one at a time).
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -54,6 +58,7 @@ from __future__ import annotations
 import re
 import statistics
 
+from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
 from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
@@ -87,7 +92,35 @@ def check(out: dict) -> list[str]:
             + _idle_bound_says_what_it_waits_on(said, out, lines)
             + _launch_because_counts_only_eager_launches(said, out)
             + _outlier_is_what_its_steps_show(said, out)
-            + _copies_because_holds_the_copies_share(said, out))
+            + _copies_because_holds_the_copies_share(said, out)
+            + _kernel_keeping_next_above_its_gpu_work(out))
+
+
+# Levers that change no GPU activity's time: they move launches, syncs, host stretches, set-up or the input
+# pipeline. The replay keeps each stream's work in order, so their predicted span holds the GPU's busy time.
+# (no_recompiles is not one: a recompile's autotuning runs benchmark kernels, which go with it: fresh3
+# compile_recompile-before.)
+KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers")
+_FLOOR_TOLERANCE = 0.02   # the replay rescaled to the traced span by its own miss (predict: baseline / replay)
+
+
+def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
+    """A Next that changes no kernel cannot predict the span below the GPU work it keeps (fresh4
+    gpt2_manual_attention-after: CUDA graphs sold past the ~25% the GPU's own work leaves)."""
+    nx = out.get("next_experiment") or {}
+    lever, ratio, base = nx.get("whatif_lever"), nx.get("predicted_ratio"), nx.get("baseline_us")
+    if lever not in KERNEL_KEEPING or ratio is None or not base:
+        return []
+    gpu = out.get("kernel_busy_us") or 0.0      # the kernels alone: copies may run beside them
+    d = out.get("regime_detail") or {}
+    summed = sum(d.get(k, 0.0) for k in ("compute_us", "memory_us", "unknown_us", "latency_us", "comm_us"))
+    if summed > (1 + _FLOOR_TOLERANCE) * gpu:
+        return []   # kernels ran beside each other on several streams: a replay may overlap them further
+                    # (deepseek-h800-train: collectives beside compute, no_host_work 2.7% under the union busy)
+    if base * ratio < (1 - _FLOOR_TOLERANCE) * gpu:
+        return [f"the Next ({lever}) changes no kernel but predicts {base * ratio / 1000:.1f} ms, below the "
+                f"{gpu / 1000:.1f} ms of GPU work it keeps"]
+    return []
 
 
 def _copies_because_holds_the_copies_share(said: _Said, out: dict) -> list[str]:
@@ -363,6 +396,14 @@ def _kernel_names_decide_the_arithmetic(said: _Said, out: dict, lines: list[str]
         if faster and (out.get("next_experiment") or {}).get("kind") == "find_the_bound":
             bad.append("the Next looks for the bound of fp32 CUDA-core kernels on a device whose tensor cores run a "
                        "half precision faster (mixed precision helps whichever roof holds them)")
+    nx = out.get("next_experiment") or {}
+    ratio, span = nx.get("predicted_ratio"), out.get("span_us") or 0.0
+    if faster and d.get("bound") == "fp32_cuda_cores" and voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting \
+            and nx.get("whatif_lever") and ratio is not None and span:
+        floor = 0.5 * (out.get("kernel_busy_us") or 0.0) / span * fp32 / voting
+        if 1 - ratio < floor - _SHARE_TOLERANCE:
+            bad.append(f"the Next ({nx['whatif_lever']}) saves {100 * (1 - ratio):.0f}% where fp32 GEMMs/convolutions "
+                       f"on CUDA cores would give back at least {100 * floor:.0f}% in a half precision")
     for key in ("regime.fp32_math_share", "next.because.fp32_math_share"):
         c = said.get(key)
         if c is not None and (not voting or abs(c["value"] - fp32 / voting) > _SHARE_TOLERANCE):
@@ -388,7 +429,26 @@ def _device_can_take_the_advice(said: _Said, out: dict) -> list[str]:
         p = c["key"].rsplit(".", 1)[1]
         if not rates.get(p, 0) > rates.get(_FASTER_THAN[p], 0):
             bad.append(f"the Next names {c['said']} on {device}, where it is no faster than {_FASTER_THAN[p]}")
+        held = _matrix_precision_of_top_kernels(out)
+        if held is not None and _CHEAPNESS.get(p, 0) <= _CHEAPNESS.get(held, 0):
+            bad.append(f"the Next names {c['said']} as cheaper arithmetic, but the top GEMMs/convolutions already run "
+                       f"{held} by their names")
     return bad
+
+
+_CHEAPNESS = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 2, "fp8": 3}
+
+
+def _matrix_precision_of_top_kernels(out: dict) -> str | None:
+    """The precision holding most of the top kernels' GEMM/convolution time, read from the kernels' names (a graph
+    replay's GEMMs carry no shapes, their names still say bf16: fresh4 mlp_gemm_roof-after was told "TF32 or
+    bf16"), else None."""
+    by: dict[str, float] = {}
+    for k in out.get("top_kernels") or []:
+        p = matrix_precision_by_name(k.get("name", ""))
+        if p is not None:
+            by[p] = by.get(p, 0.0) + k.get("device_us", 0.0)
+    return max(by, key=by.get) if by else None
 
 
 # --- 5. phases only where they are there -------------------------------------------------------------------

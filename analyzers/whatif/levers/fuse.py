@@ -20,6 +20,7 @@ from tracetriage.analyzers.analyses.fusion import ChainTable, chain_table
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
+from tracetriage.analyzers.whatif.levers.knob import mirror_queued
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 # A torch.compile'd call (its guard lookup and its compiled region, the wrapper and Triton launches) costs
@@ -112,6 +113,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
     first_of = np.full(len(found), -1, np.int64)
     first_of[fused] = first
     p.g_call[ch.kernels[kept]] = first_of[kernel_chain[kept]]
+    mirror_queued(c, p)                   # the window's first step, queued before it, fused alike
     # the chain's own wall time, first op to last kernel: what the fix acts on (its launches and its bytes)
     k_end = np.maximum.reduceat(ev.end[found.kernel_rows], found.kernel_at[:-1])
     o_end = np.maximum.reduceat(ev.end[found.op_rows], found.op_at[:-1])

@@ -63,6 +63,19 @@ FAST_PATH = ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_a
 class InferenceMode(Assumption):
     host_ns: int = 0                 # the bookkeeping's host time, taken out
     per_op_ns: int = 0
+    bn_training: int = 0             # batch-norm kernels of training mode in this forward: the model is not in eval()
+
+
+# Batch norm in training mode, by its kernels: cuDNN's forward-training kernels (bn_fw_tr_*; eval runs bn_fw_inf_*) and
+# ATen's batch statistics (an eval forward normalises by the running statistics and collects none). In a forward
+# with no backward they say the model was never put in eval(): its BatchNorm layers normalise by each batch's
+# statistics and update the running ones (heldout-user3 andrewlala_resnet50_t4: 52 cudnn bn_fw_tr kernels, told
+# inference_mode alone).
+BN_TRAINING = ("bn_fw_tr", "batch_norm_collect_statistics")
+
+
+def _bn_training_kernels(c: Context) -> int:
+    return int(c.gpu_named(lambda n: any(k in n for k in BN_TRAINING)).sum())
 
 
 def node_ops(c: Context) -> np.ndarray:
@@ -100,7 +113,8 @@ def apply(c: Context, p, o: Options) -> tuple[InferenceMode, dict]:
         held[m] = np.diff(np.concatenate(([0], upto)))
     take = np.minimum(np.maximum(p.c_gap, 0), np.round(held * per_op).astype(np.int64))
     p.c_gap -= take
-    return (InferenceMode("inference_mode", len(ops), host_ns=int(take.sum()), per_op_ns=int(per_op)), detail)
+    return (InferenceMode("inference_mode", len(ops), host_ns=int(take.sum()), per_op_ns=int(per_op),
+                          bn_training=_bn_training_kernels(c)), detail)
 
 
 def says(a: InferenceMode) -> str:
@@ -110,6 +124,15 @@ def says(a: InferenceMode) -> str:
     return (f"the {units.integer(a.count)} nodes autograd made for a backward that never runs each give back "
             f"{units.duration_ns(a.per_op_ns)} of host time (its bookkeeping), {units.duration_ns(a.host_ns)} in "
             "all; kernels keep their time")
+
+
+CHANGE = "with torch.inference_mode(): around the eval forward (or torch.no_grad())"
+CHANGE_EVAL = ("model.eval() and with torch.inference_mode(): around the forward (its BatchNorm runs in training "
+               "mode here: batch statistics, running statistics updated)")
+
+
+def change(a) -> str:
+    return CHANGE_EVAL if getattr(a, "bn_training", 0) else CHANGE
 
 
 def recorded(m: Measured) -> int:
@@ -122,7 +145,7 @@ SPEC = LeverSpec(
     recognise=Recognise(order=2, evidence="autograd_nodes", because="its forward stopped making autograd's "
                         "backward nodes", amount=recorded, acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="inference_mode (autograd off)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
-    knob=Knob(change="with torch.inference_mode(): around the eval forward (or torch.no_grad())",
+    knob=Knob(change=CHANGE, line=change,
               evidence="ops carrying autograd's sequence number (recorded with grad mode on), the number stepping "
                        "with each backward node made, in a trace with no backward (no "
                        "autograd::engine::evaluate_function, backward node or ATen backward op)",

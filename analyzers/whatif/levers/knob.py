@@ -278,3 +278,61 @@ def rows_inside(c: Context, rows: np.ndarray, windows: np.ndarray) -> np.ndarray
         j = np.searchsorted(s, ev.start[rows[m]], side="right") - 1
         inside[m] = (j >= 0) & (ev.start[rows[m]] < e[np.maximum(j, 0)])
     return inside
+
+
+# --- work queued before the window ----------------------------------------------------------------
+
+MIRROR_MIN = 8                       # queued kernels fewer than this are not worth aligning (nor reliably aligned)
+
+
+def queued_counterparts(c: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU activities queued before the profiled window (no launch call in the trace, ahead of the first launched
+    one on their stream) and, for each, the launched activity it repeats: the queued run is the tail of a step like
+    the recorded ones, so its names match a run of the stream's launched names; the first such run is taken, the
+    queue's first activities dropped until one matches (the first may be a kernel cut by the window's start).
+    Returns (queued rows, their counterparts), both indices into the graph's GPU activities."""
+    if "queued" in c._windows:
+        return c._windows["queued"]
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    g = c.g
+    names = c.trace.ev.name[g.g_row]
+    q_out, l_out = [], []
+    for q in np.unique(g.g_queue).tolist():
+        rows = np.flatnonzero(g.g_queue == q)
+        rows = rows[np.argsort(g.g_start[rows], kind="stable")]
+        linked = g.g_linked[rows]
+        if not linked.any():
+            continue
+        head = rows[:int(np.argmax(linked))]
+        launched = rows[linked]
+        for drop in range(0, max(len(head) // 10, 1)):
+            u = head[drop:]
+            if len(u) < MIRROR_MIN or len(u) > len(launched):
+                break
+            hit = np.flatnonzero((sliding_window_view(names[launched], len(u)) == names[u]).all(axis=1))
+            if len(hit):
+                q_out.append(u)
+                l_out.append(launched[hit[0]:hit[0] + len(u)])
+                break
+    out = (np.concatenate(q_out) if q_out else np.zeros(0, np.int64),
+           np.concatenate(l_out) if l_out else np.zeros(0, np.int64))
+    c._windows["queued"] = out
+    return out
+
+
+def mirror_queued(c: Context, p) -> int:
+    """Give the work queued before the window the change a lever made to its launched counterparts (a kernel removed,
+    sped up or replaced by a fused one: the same factor on its own time); returns how many queued activities changed.
+    Without it a lever that edits kernels through their launches (their ops, their windows on the host) leaves the
+    window's first, queued step as it ran: sdpa on fresh4 gpt2_manual_attention-before missed 12 of 48 attentions."""
+    queued, like = queued_counterparts(c)
+    if not len(queued):
+        return 0
+    g = c.g
+    changed = (p.g_dur[like] != g.g_dur[like]) & (p.g_dur[queued] == g.g_dur[queued])
+    q, lk = queued[changed], like[changed]
+    factor = p.g_dur[lk] / np.maximum(g.g_dur[lk], 1)
+    p.g_dur[q] = np.round(g.g_dur[q] * factor).astype(p.g_dur.dtype)
+    p.g_gap[q[p.g_dur[q] == 0]] = 0
+    return int(changed.sum())

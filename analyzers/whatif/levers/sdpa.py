@@ -30,6 +30,7 @@ from tracetriage.analyzers.model.trace import thread_key
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import (
     gpu_of_calls,
+    mirror_queued,
     ops_named,
     outermost,
     peak_source,
@@ -185,7 +186,7 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
     g = c.g
     found = find(c)
     fused_now = len(ops_named(c, lambda n: n.startswith(FUSED)))
-    detail = {"hand_written": len(found), "fused_attention_ops": fused_now}
+    detail = {"hand_written": len(found), "fused_attention_ops": fused_now, "queued_kernels": 0}
     peaks = peaks_of(c)
     if not found or peaks is None:
         return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device"), detail
@@ -212,10 +213,11 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
         remove_gpu_work(c, p, rows[~keep])
         p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
         fused_ns += int(times.sum())
+    queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
                  kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
                  source=peak_source(sheet)),
-            detail)
+            detail | {"queued_kernels": queued})
 
 
 def _window_kernels(c: Context, windows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
