@@ -580,12 +580,8 @@ def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) 
     one pass): a named range of the user's that repeats STEP_MIN_REPEATS times or more, or a larger unit that
     does and holds both a forward op and a backward node (a single pass runs its whole forward before its
     backward, so no unit of it that repeats holds both)."""
-    ev = trace.ev
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    if len(ann):
-        user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]
-        if len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS:
-            return True
+    if user_range_repeats(trace):
+        return True
     backward = name_flags(trace, rows, lambda n: n.startswith(BACKWARD_NODE_PREFIX))
     for c in cuts:
         if c.unit_ops <= layer.unit_ops or int(c.regular.sum()) < STEP_MIN_REPEATS:
@@ -593,6 +589,18 @@ def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) 
         first = int(c.positions[int(np.argmax(c.regular))])
         unit = backward[first:first + c.unit_ops]
         if unit.any() and not unit.all():
+            return True
+    return False
+
+
+def user_range_repeats(trace: Trace) -> bool:
+    """A named range of the user's (not torch's own) repeats STEP_MIN_REPEATS times or more: a loop runs around
+    whatever repeats inside it (_loop_around), so the trace is no single pass, whatever its steps."""
+    ev = trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if len(ann):
+        user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]
+        if len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS:
             return True
     return False
 
@@ -668,14 +676,15 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[gpu])
     step_of = np.searchsorted(host_start, issued, side="right") - 1
     # work queued before the window runs in the first step's, even where it began a moment before the step did
-    step_of[(step_of < 0) & queued_before_window(trace)[gpu]] = 0
+    queued = queued_before_window(trace)[gpu]
+    step_of[(step_of < 0) & queued] = 0
     mine = step_of >= 0
-    gpu, step_of = gpu[mine], step_of[mine]
+    gpu, step_of, queued = gpu[mine], step_of[mine], queued[mine]
     gpu_end = np.full(n, NONE, np.int64)
     np.maximum.at(gpu_end, step_of, ev.end[gpu])
     is_kernel = ev.cat[gpu] == KERNEL
     kern_count = np.bincount(step_of[is_kernel], minlength=n)
-    early = queued_before_window(trace)[gpu] & is_kernel
+    early = queued & is_kernel
     queued_count = np.bincount(step_of[early], minlength=n)
     # a launch call (a graph launch runs many activities) counts once, in the step its activities belong to
     own_call = (trace.launch_of[gpu] != NONE) & is_kernel   # (kernel launches: a memset's call is no launch)
