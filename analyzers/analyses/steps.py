@@ -242,8 +242,9 @@ class Steps:
 def _outermost(ev, rows: np.ndarray) -> np.ndarray:
     """The rows not nested inside an earlier row of the same thread (rows sorted by start)."""
     out = []
-    for tid in distinct(ev.tid[rows]):
-        r = rows[ev.tid[rows] == tid]
+    tids = ev.tid[rows]
+    for tid in distinct(tids):
+        r = rows[tids == tid]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), dtype=bool)
         top[1:] = ev.start[r][1:] >= ends[:-1]
@@ -422,17 +423,18 @@ def _kernel_time_of(trace: Trace, rows: np.ndarray) -> np.ndarray:
     calls = trace.launch_of[kr]
     k = _containing(trace, rows, calls)
     ok = k >= 0
-    np.add.at(out, k[ok], (ev.end[kr] - ev.start[kr])[ok])
-    return out
+    # (a sum per token of int64 durations, exact in float64 below 2**53 ns: np.bincount, not np.add.at's slower loop)
+    return np.bincount(k[ok], weights=(ev.end[kr] - ev.start[kr])[ok], minlength=len(rows)).astype(np.int64)
 
 
 def _containing(trace: Trace, rows: np.ndarray, calls: np.ndarray) -> np.ndarray:
     """Positions (into rows) of the tokens that hold each call, on the call's thread; -1 where none does."""
     ev = trace.ev
     out = np.full(len(calls), -1, np.int64)
-    for tid in distinct(ev.tid[calls]):
-        mine = np.flatnonzero(ev.tid[rows] == tid)
-        c = np.flatnonzero(ev.tid[calls] == tid)
+    row_tids, call_tids = ev.tid[rows], ev.tid[calls]
+    for tid in distinct(call_tids):
+        mine = np.flatnonzero(row_tids == tid)
+        c = np.flatnonzero(call_tids == tid)
         if not len(mine):
             continue
         ts, te = ev.start[rows[mine]], ev.end[rows[mine]]

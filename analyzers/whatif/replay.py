@@ -114,7 +114,8 @@ def replay(g: Graph, p: Plan) -> Replayed:
     call = _take(order, p.g_call)
     dur, lat, gap = _take(order, p.g_dur), _take(order, p.g_lat), _take(order, p.g_gap)
     dep = _take(order, p.g_dep)
-    if (dep >= 0).any():   # (most traces have no cross-queue dependency: the column stays NONE, not gathered)
+    any_dep = bool((dep >= 0).any())   # (most traces have no cross-queue dependency: the column stays NONE)
+    if any_dep:
         dep = np.where(dep >= 0, _moved(inv, np.maximum(dep, 0)), NONE)
     delay = _take(order, p.g_delay)
     fixed = np.where(call < 0, _take(order, g.g_start), NEG)      # before the first call: stays where it was
@@ -136,10 +137,11 @@ def replay(g: Graph, p: Plan) -> Replayed:
     qs = np.flatnonzero(first_in_q)
     qe = np.r_[qs[1:], n_g]
     bounds = [lo + np.searchsorted(call[lo:hi], np.r_[-2, seg_end - 1], side="right") for lo, hi in zip(qs, qe)]
-    gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right") if n_g else np.zeros(0, np.int64)
-    intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
     seg_has_dep = np.zeros(len(seg_end), bool)
-    seg_has_dep[gseg[intra]] = True
+    if any_dep:
+        gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right")
+        intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
+        seg_has_dep[gseg[intra]] = True
     rank = None                                           # observed start order: a topological order (where
                                                           # a segment's queues wait for each other)
 
@@ -225,7 +227,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     span = max(ends) - g.span_start
     busy = 0
     if n_g:
-        busy = int(np.bincount(q, weights=dur).max())
+        busy = int(np.bincount(q, weights=dur).max()) if len(qs) > 1 else int(dur.sum())
     return Replayed(span_ns=int(span), gpu_busy_ns=busy, c_start=c_s, c_end=c_e, g_start=_take(inv, g_s),
                     g_end=_take(inv, g_e))
 
