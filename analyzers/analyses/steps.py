@@ -596,15 +596,11 @@ def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) 
 
 
 def user_range_repeats(trace: Trace) -> bool:
-    """A named range of the user's (not torch's own) repeats STEP_MIN_REPEATS times or more: a loop runs around
-    whatever repeats inside it (_loop_around), so the trace is no single pass, whatever its steps."""
+    """A user's range (not torch's own) repeats STEP_MIN_REPEATS times or more: a loop around it, no single pass."""
     ev = trace.ev
     ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    if len(ann):
-        user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]
-        if len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS:
-            return True
-    return False
+    user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))] if len(ann) else ann
+    return bool(len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS)
 
 
 def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:
