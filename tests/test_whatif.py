@@ -259,3 +259,41 @@ def test_a_sync_that_never_blocked_takes_only_its_own_call_not_the_host_work_bef
     w = whatif.predict(load(path, use_cache=False), levers=["remove_syncs"])
     lever = w.lever("remove_syncs")
     assert lever.predicted_ns >= 0.99 * w.baseline_ns
+
+
+def test_an_edited_copy_of_a_plan_leaves_its_source_and_replays_as_a_whole_copy_would():
+    """Plan.copy copies an array when first asked for: an edit reaches the copy only, and a copy of a copy reads
+    its source's edits as they stood."""
+    t = load(TRACES / "healthy-overlap.json.gz")
+    g = depgraph.build(t)
+    base = replay.Plan.of(g)
+    p = base.copy()
+    p.g_dur[:] = p.g_dur // 2
+    p.c_gap = np.zeros_like(p.c_gap)
+    assert np.array_equal(base.g_dur, g.g_dur) and np.array_equal(base.c_gap, g.c_gap)
+    eager = replay.Plan(**{k: getattr(base, k).copy() for k in vars(base)})
+    eager.g_dur[:] = eager.g_dur // 2
+    eager.c_gap[:] = 0
+    a, b = replay.replay(g, p), replay.replay(g, eager)
+    assert a.span_ns == b.span_ns < replay.replay(g, base).span_ns
+    assert np.array_equal(a.g_start, b.g_start) and np.array_equal(a.c_end, b.c_end)
+    q = p.copy()
+    q.g_dur[:] = 0
+    assert (p.g_dur > 0).any() and np.array_equal(q.c_gap, p.c_gap)
+
+
+def test_activities_a_plan_moves_to_another_queue_replay_in_that_queues_order():
+    """The replay gathers nothing where the activities lie in the graph's (queue, call, start) order; a plan that
+    moves some to another queue is sorted: every other kernel of a stream moved to a new one, each queue still runs
+    its own work one activity after another, and no sooner than the unchanged replay puts it."""
+    t = load(TRACES / "healthy-overlap.json.gz")
+    g = depgraph.build(t)
+    p = replay.Plan.of(g)
+    on_first = np.flatnonzero(p.g_queue == 0)
+    p.g_queue[on_first[1::2]] = len(g.queue_keys)      # interleaved with the ones that stay
+    moved = replay.replay(g, p)
+    for q in np.unique(p.g_queue).tolist():
+        on = np.flatnonzero(p.g_queue == q)
+        o = on[np.argsort(moved.g_start[on], kind="stable")]
+        assert (moved.g_start[o][1:] >= moved.g_end[o][:-1]).all(), q
+    assert moved.span_ns <= replay.replay(g, replay.Plan.of(g)).span_ns

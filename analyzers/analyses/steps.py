@@ -242,8 +242,9 @@ class Steps:
 def _outermost(ev, rows: np.ndarray) -> np.ndarray:
     """The rows not nested inside an earlier row of the same thread (rows sorted by start)."""
     out = []
-    for tid in distinct(ev.tid[rows]):
-        r = rows[ev.tid[rows] == tid]
+    tids = ev.tid[rows]
+    for tid in distinct(tids):
+        r = rows[tids == tid]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), dtype=bool)
         top[1:] = ev.start[r][1:] >= ends[:-1]
@@ -422,17 +423,18 @@ def _kernel_time_of(trace: Trace, rows: np.ndarray) -> np.ndarray:
     calls = trace.launch_of[kr]
     k = _containing(trace, rows, calls)
     ok = k >= 0
-    np.add.at(out, k[ok], (ev.end[kr] - ev.start[kr])[ok])
-    return out
+    # (a sum per token of int64 durations, exact in float64 below 2**53 ns: np.bincount, not np.add.at's slower loop)
+    return np.bincount(k[ok], weights=(ev.end[kr] - ev.start[kr])[ok], minlength=len(rows)).astype(np.int64)
 
 
 def _containing(trace: Trace, rows: np.ndarray, calls: np.ndarray) -> np.ndarray:
     """Positions (into rows) of the tokens that hold each call, on the call's thread; -1 where none does."""
     ev = trace.ev
     out = np.full(len(calls), -1, np.int64)
-    for tid in distinct(ev.tid[calls]):
-        mine = np.flatnonzero(ev.tid[rows] == tid)
-        c = np.flatnonzero(ev.tid[calls] == tid)
+    row_tids, call_tids = ev.tid[rows], ev.tid[calls]
+    for tid in distinct(call_tids):
+        mine = np.flatnonzero(row_tids == tid)
+        c = np.flatnonzero(call_tids == tid)
         if not len(mine):
             continue
         ts, te = ev.start[rows[mine]], ev.end[rows[mine]]
@@ -580,12 +582,8 @@ def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) 
     one pass): a named range of the user's that repeats STEP_MIN_REPEATS times or more, or a larger unit that
     does and holds both a forward op and a backward node (a single pass runs its whole forward before its
     backward, so no unit of it that repeats holds both)."""
-    ev = trace.ev
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    if len(ann):
-        user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))]
-        if len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS:
-            return True
+    if user_range_repeats(trace):
+        return True
     backward = name_flags(trace, rows, lambda n: n.startswith(BACKWARD_NODE_PREFIX))
     for c in cuts:
         if c.unit_ops <= layer.unit_ops or int(c.regular.sum()) < STEP_MIN_REPEATS:
@@ -595,6 +593,14 @@ def _loop_around(trace: Trace, rows: np.ndarray, cuts: list[_Cut], layer: _Cut) 
         if unit.any() and not unit.all():
             return True
     return False
+
+
+def user_range_repeats(trace: Trace) -> bool:
+    """A user's range (not torch's own) repeats STEP_MIN_REPEATS times or more: a loop around it, no single pass."""
+    ev = trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))] if len(ann) else ann
+    return bool(len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS)
 
 
 def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -668,14 +674,15 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     issued = np.where(call != NONE, ev.start[np.maximum(call, 0)], ev.start[gpu])
     step_of = np.searchsorted(host_start, issued, side="right") - 1
     # work queued before the window runs in the first step's, even where it began a moment before the step did
-    step_of[(step_of < 0) & queued_before_window(trace)[gpu]] = 0
+    queued = queued_before_window(trace)[gpu]
+    step_of[(step_of < 0) & queued] = 0
     mine = step_of >= 0
-    gpu, step_of = gpu[mine], step_of[mine]
+    gpu, step_of, queued = gpu[mine], step_of[mine], queued[mine]
     gpu_end = np.full(n, NONE, np.int64)
     np.maximum.at(gpu_end, step_of, ev.end[gpu])
     is_kernel = ev.cat[gpu] == KERNEL
     kern_count = np.bincount(step_of[is_kernel], minlength=n)
-    early = queued_before_window(trace)[gpu] & is_kernel
+    early = queued & is_kernel
     queued_count = np.bincount(step_of[early], minlength=n)
     # a launch call (a graph launch runs many activities) counts once, in the step its activities belong to
     own_call = (trace.launch_of[gpu] != NONE) & is_kernel   # (kernel launches: a memset's call is no launch)

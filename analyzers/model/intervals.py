@@ -60,11 +60,10 @@ def covered(starts: np.ndarray, ends: np.ndarray, qs: np.ndarray, qe: np.ndarray
 
     def before(t):  # covered time in (-inf, t)
         i = np.searchsorted(starts, t, side="right")  # intervals starting at or before t
-        full = cum[np.maximum(i - 1, 0)]
-        last_s = starts[np.maximum(i - 1, 0)]
-        last_e = ends[np.maximum(i - 1, 0)]
-        part = np.clip(t - last_s, 0, last_e - last_s)
-        return np.where(i > 0, full + part, 0)
+        last = np.maximum(i - 1, 0)                   # (one index for the three gathers)
+        last_s = starts[last]
+        # np.clip(t - last_s, 0, last_e - last_s), as its minimum of a maximum without clip's overhead
+        return np.where(i > 0, cum[last] + np.minimum(np.maximum(t - last_s, 0), ends[last] - last_s), 0)
 
     return np.maximum(before(qe) - before(qs), 0)
 

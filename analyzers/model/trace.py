@@ -109,7 +109,9 @@ EVENT_COLUMNS = ("cat", "name", "start", "end", "pid", "tid", "device", "stream"
 def thread_key(pid, tid) -> np.ndarray:
     """One int64 per host thread: (pid << 32) ^ the tid's low 32 bits. Every analysis that groups host events by
     thread keys them so, and keys from two analyses (set-up windows against a lever's calls) compare."""
-    return (np.asarray(pid).astype(np.int64) << 32) ^ (np.asarray(tid).astype(np.int64) & 0xFFFFFFFF)
+    key = np.left_shift(np.asarray(pid, np.int64), 32)   # (int64 columns: no copy before the shift, one array made)
+    key ^= np.asarray(tid, np.int64) & 0xFFFFFFFF
+    return key
 
 
 @dataclass(frozen=True)

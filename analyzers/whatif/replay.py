@@ -13,7 +13,7 @@ waits for another (event record -> stream wait) is walked activity by activity i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -55,7 +55,34 @@ class Plan:
                    c_wdelay=g.c_wdelay.copy(), thread_start=g.thread_start.copy())
 
     def copy(self) -> "Plan":
-        return replace(self, **{k: v.copy() for k, v in self.__dict__.items()})
+        """A plan to edit, the same as this one. Each of its arrays is copied the first time it is asked for: a
+        lever edits a few of the seventeen, and a replay reads them (Plan.read) without a copy (the report's child
+        copied 20 whole plans, 13 MB each on a 300 MB trace, for the levers' few edits)."""
+        return _Edited(self)
+
+    def read(self) -> "Plan":
+        """The plan's arrays as they stand, to read and not to edit (no copy is made)."""
+        return self
+
+
+class _Edited(Plan):
+    """Plan.copy's plan: an array is its own copy from the first time it is asked for, its source's until then."""
+
+    def __init__(self, source: Plan):   # (not the dataclass's: no array is copied yet)
+        self.__dict__["_source"] = source
+
+    def __getattr__(self, name: str) -> np.ndarray:   # (asked only for an attribute not set yet: not copied yet)
+        if name not in _ARRAYS:
+            raise AttributeError(name)
+        own = self.__dict__[name] = getattr(self._source.read(), name).copy()
+        return own
+
+    def read(self) -> Plan:
+        source = self._source.read()
+        return Plan(**{k: self.__dict__[k] if k in self.__dict__ else getattr(source, k) for k in _ARRAYS})
+
+
+_ARRAYS = frozenset(f.name for f in fields(Plan))
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,7 @@ class Replayed:
 
 
 def replay(g: Graph, p: Plan) -> Replayed:
+    p = p.read()
     n_c, n_g = g.n_calls, len(g.g_row)
     if n_c == 0:   # no host call to move anything: the device timeline stays as traced
         g_e = g.g_start + p.g_dur
@@ -76,22 +104,28 @@ def replay(g: Graph, p: Plan) -> Replayed:
         return Replayed(span_ns=int(span), gpu_busy_ns=int(p.g_dur.sum()), c_start=g.c_start, c_end=g.c_start,
                         g_start=g.g_start, g_end=g_e)
     # GPU activities in queue order; a plan may have moved some to another queue
-    order = np.lexsort((g.g_start, p.g_call, p.g_queue)) if n_g else np.zeros(0, np.int64)
-    inv = np.empty(n_g, np.int64)
-    inv[order] = np.arange(n_g)
-    sorted_queue = p.g_queue[order]    # ascending: the queue is the sort's first key
+    order = _queue_order(g, p)
+    inv = None          # (None: the graph's own order, which a plan that moves no activity keeps: no gather)
+    if order is not None:
+        inv = np.empty(n_g, np.int64)
+        inv[order] = np.arange(n_g)
+    sorted_queue = _take(order, p.g_queue)    # ascending: the queue is the sort's first key
     q = np.cumsum(np.r_[False, sorted_queue[1:] != sorted_queue[:-1]]) if n_g else np.zeros(0, np.int64)
-    call = p.g_call[order]
-    dur, lat, gap = p.g_dur[order], p.g_lat[order], p.g_gap[order]
-    dep = np.where(p.g_dep[order] >= 0, inv[np.maximum(p.g_dep[order], 0)], NONE)
-    delay = p.g_delay[order]
-    fixed = np.where(call < 0, g.g_start[order], NEG)      # before the first call: stays where it was
+    call = _take(order, p.g_call)
+    dur, lat, gap = _take(order, p.g_dur), _take(order, p.g_lat), _take(order, p.g_gap)
+    dep = _take(order, p.g_dep)
+    any_dep = bool((dep >= 0).any())   # (most traces have no cross-queue dependency: the column stays NONE)
+    if any_dep:
+        dep = np.where(dep >= 0, _moved(inv, np.maximum(dep, 0)), NONE)
+    delay = _take(order, p.g_delay)
+    fixed = np.where(call < 0, _take(order, g.g_start), NEG)      # before the first call: stays where it was
     first_in_q = np.r_[True, q[1:] != q[:-1]] if n_g else np.zeros(0, bool)
     gap = np.where(first_in_q, 0, gap)
-    awaited = np.where(p.c_awaited >= 0, inv[np.maximum(p.c_awaited, 0)], NONE)
+    awaited = np.where(p.c_awaited >= 0, _moved(inv, np.maximum(p.c_awaited, 0)), NONE)
     blocked = p.c_blocked & (awaited >= 0)
     if n_g:
-        blocked &= call[np.maximum(awaited, 0)] <= np.arange(n_c)   # its work was issued by then
+        b = np.flatnonzero(blocked)
+        blocked[b] = call[awaited[b]] <= b   # its work was issued by then
 
     # segments: host calls up to and including each blocked call; a handed-off call begins one (its
     # waker, earlier in start order, has its end by then)
@@ -103,12 +137,13 @@ def replay(g: Graph, p: Plan) -> Replayed:
     qs = np.flatnonzero(first_in_q)
     qe = np.r_[qs[1:], n_g]
     bounds = [lo + np.searchsorted(call[lo:hi], np.r_[-2, seg_end - 1], side="right") for lo, hi in zip(qs, qe)]
-    gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right") if n_g else np.zeros(0, np.int64)
-    intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
     seg_has_dep = np.zeros(len(seg_end), bool)
-    seg_has_dep[gseg[intra]] = True
-    rank = np.empty(n_g, np.int64)                        # observed start order: a topological order
-    rank[np.argsort(g.g_start[order], kind="stable")] = np.arange(n_g)
+    if any_dep:
+        gseg = np.searchsorted(seg_end, np.maximum(call, 0), side="right")
+        intra = (dep >= 0) & (gseg[np.maximum(dep, 0)] == gseg)
+        seg_has_dep[gseg[intra]] = True
+    rank = None                                           # observed start order: a topological order (where
+                                                          # a segment's queues wait for each other)
 
     c_s = np.zeros(n_c, np.int64)
     c_e = np.zeros(n_c, np.int64)
@@ -116,7 +151,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     g_e = np.full(n_g, NEG, np.int64)
     cur = p.thread_start.copy()
     first_call = np.full(len(cur), -1, np.int64)
-    if n_c:
+    if n_c and len(woken):   # (only a handed-off call asks whether it is its thread's first)
         first_call[g.c_thread[::-1]] = np.arange(n_c - 1, -1, -1)
     q_end = np.full(len(qs), NEG, np.int64)
     single_thread = bool((g.c_thread == g.c_thread[0]).all())
@@ -151,6 +186,9 @@ def replay(g: Graph, p: Plan) -> Replayed:
                 lo_all = [bd[s] for bd in bounds]
                 hi_all = [bd[s + 1] for bd in bounds]
                 idx = np.concatenate([np.arange(lo, hi) for lo, hi in zip(lo_all, hi_all)])
+                if rank is None:
+                    rank = np.empty(n_g, np.int64)
+                    rank[np.argsort(_take(order, g.g_start), kind="stable")] = np.arange(n_g)
                 idx = idx[np.argsort(rank[idx], kind="stable")]
                 _walk(idx, q, call, dur, lat, gap, dep, delay, fixed, c_s, g_s, g_e, q_end)
             else:
@@ -182,15 +220,39 @@ def replay(g: Graph, p: Plan) -> Replayed:
     ends = [g.span_start]
     if n_c:
         has_calls = np.zeros(len(cur), bool)
-        has_calls[g.c_thread] = True
+        has_calls[g.c_thread[0] if single_thread else g.c_thread] = True
         ends.append(int((cur + p.thread_tail)[has_calls].max()))
     if n_g:
         ends.append(int(g_e.max()))
     span = max(ends) - g.span_start
     busy = 0
     if n_g:
-        busy = int(np.bincount(q, weights=dur).max())
-    return Replayed(span_ns=int(span), gpu_busy_ns=busy, c_start=c_s, c_end=c_e, g_start=g_s[inv], g_end=g_e[inv])
+        busy = int(np.bincount(q, weights=dur).max()) if len(qs) > 1 else int(dur.sum())
+    return Replayed(span_ns=int(span), gpu_busy_ns=busy, c_start=c_s, c_end=c_e, g_start=_take(inv, g_s),
+                    g_end=_take(inv, g_e))
+
+
+def _queue_order(g: Graph, p: Plan) -> np.ndarray | None:
+    """The GPU activities' order by (queue, call, start), as np.lexsort's stable sort gives it; None where they lie
+    in it already (the graph builds them so, and most levers move none): checked in one pass, no sort or gather."""
+    n_g = len(g.g_row)
+    q, c, s = p.g_queue, p.g_call, g.g_start
+    if n_g < 2:
+        return None
+    same_q, same_c = q[1:] == q[:-1], c[1:] == c[:-1]
+    in_order = (q[1:] > q[:-1]) | (same_q & ((c[1:] > c[:-1]) | (same_c & (s[1:] >= s[:-1]))))
+    return None if in_order.all() else np.lexsort((s, c, q))
+
+
+def _take(order: np.ndarray | None, a: np.ndarray) -> np.ndarray:
+    """a[order]; `a` itself where the order is the graph's own (None)."""
+    return a if order is None else a[order]
+
+
+def _moved(inv: np.ndarray | None, a: np.ndarray) -> np.ndarray:
+    """inv[a]: where the activities `a` (sorted positions) lie in the graph's order; `a` itself where that is the
+    sorted order (inv None)."""
+    return a if inv is None else inv[a]
 
 
 def _walk(idx, q, call, dur, lat, gap, dep, delay, fixed, c_s, g_s, g_e, q_end) -> None:
