@@ -1,10 +1,11 @@
 """Idle gaps: when no kernel runs on a device, and why.
 
 Compute idle on a device is the part of its active span (first to last GPU
-activity) where no kernel runs on any stream. Each idle interval gets exactly one
+activity) where no device work runs on any stream: device work is a kernel, a
+memset or a device-to-device copy (on_device). Each idle interval gets exactly one
 cause, split where the cause changes:
 
-data_transfer    a copy (memcpy/memset) occupies the device, or the host is inside
+data_transfer    a copy over the link (host<->device, peer) occupies the device, or the host is inside
                  a blocking host->device copy call (pageable staging) that feeds
                  the next activity.
 synchronization  the host sat in a sync (cuda*Synchronize, a blocking D2H copy
@@ -51,6 +52,7 @@ from tracetriage.analyzers.model.trace import (
     GPU_CATS,
     KERNEL,
     MEMCPY,
+    MEMSET,
     NONE,
     PYTHON,
     RUNTIME,
@@ -340,9 +342,9 @@ class FreeIntervals:
     """Step 1: where a device does no compute, in [lo, hi)."""
     lo: int
     hi: int
-    kernel: tuple[np.ndarray, np.ndarray]     # union of kernels
-    copy: tuple[np.ndarray, np.ndarray]       # union of copies and memsets
-    idle: tuple[np.ndarray, np.ndarray]       # no kernel on any stream
+    kernel: tuple[np.ndarray, np.ndarray]     # union of device work: kernels, memsets, device-to-device copies
+    copy: tuple[np.ndarray, np.ndarray]       # union of copies over the link (host<->device, peer)
+    idle: tuple[np.ndarray, np.ndarray]       # no device work on any stream
     transfer: tuple[np.ndarray, np.ndarray]   # ... while a copy runs: data_transfer by definition
     free: tuple[np.ndarray, np.ndarray]       # nothing at all runs: the intervals the rules explain
 
@@ -365,10 +367,20 @@ def _touching(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[first], e[last]
 
 
+def on_device(trace: Trace, acts: np.ndarray) -> np.ndarray:
+    """Per GPU activity: device work (a kernel, a memset, a device-to-device copy), not a copy over the link. A DtoD
+    copy reads and writes the device's own memory like a memory-bound kernel, and a memset writes it: neither is the
+    GPU waiting on the host (fresh4 gpt2_manual_attention-before: 90 DtoD copies, 18 GB from .contiguous() inside
+    attention, read as idle 'data transfer' on a 97%-busy device)."""
+    cat = trace.ev.cat[acts]
+    return (cat == KERNEL) | (cat == MEMSET) | ((cat == MEMCPY) & name_flags(trace, acts, lambda n: "DtoD" in n))
+
+
 def free_intervals(trace: Trace, acts: np.ndarray, window: tuple[int, int] | None) -> FreeIntervals:
     ev = trace.ev
-    kern = acts[ev.cat[acts] == KERNEL]
-    copies = acts[ev.cat[acts] != KERNEL]
+    work = on_device(trace, acts)
+    kern = acts[work]
+    copies = acts[~work]
     lo, hi = int(ev.start[acts].min()), int(ev.end[acts].max())
     if window is not None:
         lo, hi = max(lo, window[0]), min(hi, window[1])
@@ -579,7 +591,7 @@ def analyze_device(trace: Trace, device: int, ctx: _HostContext | None = None,
     free = free_intervals(trace, acts, window)
     gaps = classify(trace, device, free, what_follows(trace, acts, *free.free, ctx), ctx)
     by_cause = {c: int(np.sum(gaps.dur[gaps.cause == i])) for i, c in enumerate(CAUSES)}
-    copies = acts[ev.cat[acts] != KERNEL]
+    copies = acts[~on_device(trace, acts)]
     setup = set_up(trace, gaps, ctx)
     return DeviceIdle(device=device, span_start=free.lo, span_end=free.hi, kernel_busy_ns=iv.total(*free.kernel),
                       copy_ns=iv.total(*free.copy), idle_ns=iv.total(*free.idle), by_cause_ns=by_cause, gaps=gaps,
@@ -847,8 +859,8 @@ def within(trace: Trace, devs: list[DeviceIdle], starts: np.ndarray, ends: np.nd
     for d in devs:
         ws, we = iv.intersect(starts, ends, np.array([d.span_start]), np.array([d.span_end]))
         acts = np.flatnonzero((ev.device == d.device) & any_of(ev.cat, GPU_CATS))
-        kern = acts[ev.cat[acts] == KERNEL]
-        copies = acts[ev.cat[acts] != KERNEL]
+        work = on_device(trace, acts)
+        kern, copies = acts[work], acts[~work]
         ks, ke = iv.intersect(*iv.union(ev.start[kern], ev.end[kern]), ws, we)
         cs, ce = iv.intersect(*iv.union(ev.start[copies], ev.end[copies]), ws, we)
         g = _cut(d.gaps, ws, we)
@@ -858,7 +870,7 @@ def within(trace: Trace, devs: list[DeviceIdle], starts: np.ndarray, ends: np.nd
         setup = set_up(trace, g, ctx)
         out.append(DeviceIdle(device=d.device, span_start=lo, span_end=hi, kernel_busy_ns=iv.total(ks, ke),
                               copy_ns=iv.total(cs, ce), idle_ns=int(g.dur.sum()), by_cause_ns=by_cause, gaps=g,
-                              evidence=evidence(trace, d.device, g, mine[ev.cat[mine] != KERNEL], ctx, setup,
+                              evidence=evidence(trace, d.device, g, mine[~on_device(trace, mine)], ctx, setup,
                                                 kernels=mine[ev.cat[mine] == KERNEL]),
                               setup=setup, windows_ns=iv.total(ws, we)))
     return out

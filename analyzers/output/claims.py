@@ -41,7 +41,9 @@ on the words:
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields;
-10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle.
+10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle;
+11. data transfer is copies over the link: no device-to-device copy or memset is a copy the idle waits on (they are
+    device work, counted busy), and the idle's data transfer is no longer than the idle.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -87,7 +89,30 @@ def check(out: dict) -> list[str]:
             + _idle_bound_says_what_it_waits_on(said, out, lines)
             + _launch_because_counts_only_eager_launches(said, out)
             + _outlier_is_what_its_steps_show(said, out)
-            + _copies_because_holds_the_copies_share(said, out))
+            + _copies_because_holds_the_copies_share(said, out)
+            + _transfers_are_over_the_link(out, lines))
+
+
+def _is_device_work(copy_name: str) -> bool:
+    return "DtoD" in copy_name or "Device -> Device" in copy_name or copy_name.startswith("Memset")
+
+
+def _transfers_are_over_the_link(out: dict, lines: list[str]) -> list[str]:
+    """The idle's data transfer is the GPU waiting on copies over the link (host<->device, peer): a DtoD copy or a
+    memset is device work, never among the copies it waits on, nor named on the Idle line (fresh4
+    gpt2_manual_attention-before: "mostly data transfer: ... 90x Memcpy DtoD (Device -> Device), 18.12 GB" on a
+    97%-busy device)."""
+    ev = (out.get("idle", {}).get("evidence") or {}).get(Cause.DATA_TRANSFER.value) or {}
+    bad = [f"the idle's data transfer counts {c['name']} (device work, not a copy over the link)"
+           for c in ev.get("copies") or [] if _is_device_work(c.get("name", ""))]
+    idle_line = lines[2] if len(lines) > 2 else ""
+    if "mostly data transfer" in idle_line and ("DtoD" in idle_line.split("mostly data transfer")[1]
+                                                or "Memset" in idle_line.split("mostly data transfer")[1]):
+        bad.append("the Idle line names a device-to-device copy or a memset as the data transfer it waits on")
+    transfer = out.get("idle", {}).get("by_cause_us", {}).get(Cause.DATA_TRANSFER.value, 0.0)
+    if transfer > (out.get("idle_us") or 0.0) + 0.5:
+        bad.append(f"the idle's data transfer ({transfer:.1f} µs) is longer than the idle ({out.get('idle_us')} µs)")
+    return bad
 
 
 def _copies_because_holds_the_copies_share(said: _Said, out: dict) -> list[str]:
