@@ -86,6 +86,8 @@ class SyncEvidence(Evidence):
     sync_calls: tuple[NameCount, ...]   # the calls the host waited in
     called_from: tuple[NameCount, ...]  # the outermost ops that made them (aten::item, ...)
     waited_on: tuple[NameTime, ...] = ()  # queued work that waited on a dependency: the stream-wait or sync call
+    drains: int = 0                     # sync calls the idle follows, each once (a drain's recovery gaps are its own)
+    median_drain_us: float = 0.0        # the median idle one such call cost, its recovery gaps included
 
     @property
     def waits_on_dependency(self) -> bool:

@@ -43,7 +43,9 @@ on the words:
    that much of it: both read from the per-step columns, not from the outlier's own fields;
 10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle;
 11. data transfer is copies over the link: no device-to-device copy or memset is a copy the idle waits on (they are
-    device work, counted busy), and the idle's data transfer is no longer than the idle.
+    device work, counted busy), and the idle's data transfer is no longer than the idle;
+12. each sync call is counted once: the calls named after the drains add up to no more than the drains (a call
+    whose recovery gaps were charged to it is one drain, not one per gap).
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -90,7 +92,18 @@ def check(out: dict) -> list[str]:
             + _launch_because_counts_only_eager_launches(said, out)
             + _outlier_is_what_its_steps_show(said, out)
             + _copies_because_holds_the_copies_share(said, out)
-            + _transfers_are_over_the_link(out, lines))
+            + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out))
+
+
+def _sync_calls_counted_once(out: dict) -> list[str]:
+    """The sync calls the Idle line names (×N) are calls, each counted once, never more than the drains (fresh4
+    preprocess_compiled_roof-before: one cudaDeviceSynchronize said 'x7', once per gap of its recovery)."""
+    ev = (out.get("idle", {}).get("evidence") or {}).get(Cause.SYNCHRONIZATION.value) or {}
+    named = sum(c.get("count", 0) for c in ev.get("sync_calls") or [])
+    drains = ev.get("drains")
+    if drains is None or named <= drains:
+        return []
+    return [f"the syncs are named {named} times after {drains} drains: a call counted once per gap"]
 
 
 def _is_device_work(copy_name: str) -> bool:

@@ -290,7 +290,7 @@ def evidence_phrase(ev: Evidence) -> str:
         if ev.waits_on_dependency:
             return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
                     f"{waited_phrase(ev.waited_on)}, not on its launch")
-        return (f"{plural(ev.gaps, 'drain')}, a median of {duration_us(ev.median_gap_us)} each, "
+        return (f"{plural(ev.drains, 'drain')}, a median of {duration_us(ev.median_drain_us)} each, "
                 f"after {calls or 'syncs'}"
                 + (f" called from {src}" if src else ""))
     if isinstance(ev, TransferEvidence):

@@ -501,14 +501,14 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
                     f"{because('host_share', held, share(held))} of the span) leaves the GPU idle instead of "
                     "overlapping its kernels")
         c = a.serialising_syncs or a.next_experiment.lever
-        if ev.gaps == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
+        if ev.drains == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
             overlap = c.saving_ns / c.baseline_ns
             return (f"each sync holds the host until the GPU catches up, so host work and kernels run one after "
                     "the other: removing them overlaps "
                     f"{because('overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
                     f"({because('overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
-        times = "time" if ev.gaps == 1 else "times"
-        return (f"{because('drains', ev.gaps, integer(ev.gaps))} {times} the device drained while the host waited, "
+        times = "time" if ev.drains == 1 else "times"
+        return (f"{because('drains', ev.drains, integer(ev.drains))} {times} the device drained while the host waited, "
                 f"costing {because('idle_us', ev.total_us, duration_us(ev.total_us))} of idle "
                 f"({because('cause_share', gain, share(gain))} of the span)")
     if cause is Cause.DATA_TRANSFER:
