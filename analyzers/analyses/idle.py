@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import SetUp, first_calls
+from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -755,7 +755,9 @@ def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
     """The one-time set-up that held the host while this device idled: in a host-work gap, and in a launch
     gap too (a first launch loading its kernel's module keeps the host in the launch call)."""
     m = (g.cause == HOST) | (g.cause == LAUNCH)
-    return first_calls(trace, g.start[m], g.end[m], ctx, host_long_ns(ctx.launch_cost_ns))
+    found = first_calls(trace, g.start[m], g.end[m], ctx, host_long_ns(ctx.launch_cost_ns))
+    h = g.cause == HOST
+    return merged(found, compiling(trace, g.start[h], g.end[h], g.next_row[h], setup_long_ns(ctx.launch_cost_ns)))
 
 
 def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext,

@@ -45,7 +45,9 @@ on the words:
 11. data transfer is copies over the link: no device-to-device copy or memset is a copy the idle waits on (they are
     device work, counted busy), and the idle's data transfer is no longer than the idle;
 12. each sync call is counted once: the calls named after the drains add up to no more than the drains (a call
-    whose recovery gaps were charged to it is one drain, not one per gap).
+    whose recovery gaps were charged to it is one drain, not one per gap);
+13. removing syncs overlaps host work with GPU work: the overlap a line claims is no longer than the device's work
+    (kernels, device copies and memsets, and copies over the link).
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -92,7 +94,20 @@ def check(out: dict) -> list[str]:
             + _launch_because_counts_only_eager_launches(said, out)
             + _outlier_is_what_its_steps_show(said, out)
             + _copies_because_holds_the_copies_share(said, out)
-            + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out))
+            + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
+            + _overlap_at_most_the_gpu_work(said, out))
+
+
+_OVERLAP_KEYS = ("idle.syncs.overlap_us", "next.because.overlap_us", "next.own.because.overlap_us")
+
+
+def _overlap_at_most_the_gpu_work(said: _Said, out: dict) -> list[str]:
+    """An overlap cannot exceed the GPU work it overlaps with (heldout-user3 cs521_induction_a10g: 'the syncs
+    serialise the host with the GPU: removing them overlaps 2.64 s' where the device's work was 62 µs)."""
+    work = (out.get("kernel_busy_us") or 0.0) + (out.get("copy_us") or 0.0)
+    return [f"the {key} claim says removing the syncs overlaps {c['said']}, longer than the GPU's work "
+            f"({work:.1f} µs)" for key in _OVERLAP_KEYS if (c := said.get(key)) is not None
+            and c["value"] > work * 1.01 + 1.0]
 
 
 def _sync_calls_counted_once(out: dict) -> list[str]:
