@@ -79,6 +79,8 @@ class HostEvidence(Evidence):
     python_functions: tuple[NameTime, ...] = ()   # recorded with stacks: the Python frames that held the host
     setup_us: float = 0.0              # of the gaps, the time the host spent in one-time set-up (first calls: a
                                        # launch loading its module, allocator growth, first library calls)
+    ranges: tuple[NameTime, ...] = ()  # the user's ranges (not ProfilerStep) around time no op traced, with that time
+    in_ranges_share: float = 0.0       # share of the gaps inside those ranges and no op (not in untraced_share)
 
 
 @dataclass(frozen=True)

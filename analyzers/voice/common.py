@@ -233,6 +233,15 @@ REGIME_ADVICE = {
 }
 
 
+def range_phrase(name: str) -> str:
+    """A range the host-work time lies in, with what it is where the name says so."""
+    if "DataLoader" in name:
+        return f"{name} (the DataLoader making batches: the input pipeline)"
+    if name.startswith("Optimizer."):
+        return f"{name} (the optimizer's Python)"
+    return name
+
+
 def copy_phrase(ev: TransferEvidence) -> str:
     """The copy kind that holds the most time, a memset only where no copy is there: a memset moves nothing over the
     link to pin or overlap (bert_pad_max_length-before named "295x Memset (Device), 1.2 kB" as the copies to pin)."""
@@ -272,6 +281,13 @@ def evidence_phrase(ev: Evidence) -> str:
             what.append(f"in Python: {held}")
         elif ev.untraced_share >= 0.005:   # no Python frames recorded there: the host's time is untraced
             what.append(f"{share(ev.untraced_share)} untraced: Python, numpy, sleeping")
+        # the ranges the framework names (the DataLoader's, the optimizer's) first: the user's own phase around them
+        # says less about what the host did (probe-host-dataloader: host_phase around enumerate(DataLoader))
+        ranges = sorted(ev.ranges, key=lambda r: range_phrase(r.name) == r.name)
+        inside = [f"{share(r.us / ev.total_us)} inside {range_phrase(r.name)}" for r in ranges[:2]
+                  if ev.total_us and r.us >= 0.005 * ev.total_us]
+        if inside:   # no op there, but the user's range names it
+            what.append(", ".join(inside))
         if traced:
             what.append(f"traced CPU ops: {traced}")
         if setup_holds_host_work(ev):
