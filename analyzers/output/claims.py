@@ -34,7 +34,10 @@ on the words:
    peak passed as a fact (a rate above the sheet is the cache or the timer, said with its margin);
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
-   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
+   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, unless
+   the steady steps after it idle most of their time or the Idle line's dominant cause is launch overhead (then
+   the Regime names the loop's bound, the cold start a lead-in: no Regime says "not launch overhead" beside an
+   Idle line whose dominant cause is launch overhead), and a
    device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, one
    whose idle is mostly torch.compile compiling compile-bound, and one whose idle is mostly copies (the Idle
    line's dominant cause) transfer-bound, each with that share;
@@ -62,7 +65,12 @@ import statistics
 
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
+from tracetriage.analyzers.voice.claims import (
+    COMPILED_IDLE_SHARE,
+    INPUT_BOUND_IDLE_SHARE,
+    STEADY_IDLE_BOUND,
+    steady_idle_share,
+)
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -526,8 +534,25 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     idle = out.get("idle") or {}
     idle_us = sum((idle.get("by_cause_us") or {}).values())
     copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
+    steady = steady_idle_share(out.get("steps"))
+    loop_idles = steady is not None and steady > STEADY_IDLE_BOUND
+    dominant = idle.get("dominant")
+    if lines[3].startswith("Regime: set-up-bound") and kind == "warm_up":
+        if loop_idles:
+            bad.append(f"the Regime line says set-up-bound, but the steady steps idle {100 * steady:.0f}% of their "
+                       "time: the loop is idle-bound after the cold start too")
+        if dominant == Cause.LAUNCH_OVERHEAD.value:
+            bad.append("the Regime line says set-up-bound, not launch overhead, where the Idle line's dominant cause "
+                       "is launch overhead")
+    said_steady = said.get("regime.steady_idle_share")
+    if said_steady is not None and (steady is None or abs(said_steady["value"] - steady) > _SHARE_TOLERANCE):
+        bad.append(f"the Regime line says a steady step idles {said_steady['said']}, its steps give "
+                   + ("none" if steady is None else f"{100 * steady:.1f}%"))
+    if "not launch overhead" in lines[3] and dominant == Cause.LAUNCH_OVERHEAD.value:
+        bad.append("the Regime line says 'not launch overhead' where the Idle line's dominant cause is launch overhead")
     if lines[3].startswith("Regime: overhead-bound"):
-        if kind in _SET_UP_KINDS:
+        if kind == "profile_replays" or (kind == "warm_up" and not loop_idles
+                                         and dominant != Cause.LAUNCH_OVERHEAD.value):
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
         elif loader >= INPUT_BOUND_IDLE_SHARE:
             bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "

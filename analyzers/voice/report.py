@@ -31,6 +31,7 @@ from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
+    STEADY_IDLE_BOUND,
     only_predicts,
     saving,
     waste_prediction,
@@ -618,7 +619,10 @@ def _idle_bound_kind(a: Analysis) -> tuple[str, float]:
     replays) is set-up, a device waiting for the DataLoader's batches input, one whose idle is mostly torch.compile
     compiling compile, one idling while copies run transfer; else launches and dispatch, overhead."""
     nx = a.next_experiment
-    if nx.kind in (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS):
+    # a cold start is the bound only where the loop after it is not idle-bound itself and the Idle line's own
+    # dominant cause is not launch overhead ('set-up-bound ..., not launch overhead' beside 'launch overhead 42%')
+    if nx.kind is Experiment.PROFILE_REPLAYS or (nx.kind is Experiment.WARM_UP and not steady_loop_idles(a)
+                                                 and a.dominant is not Cause.LAUNCH_OVERHEAD):
         return "set_up", nx.gain_share if nx.kind is Experiment.PROFILE_REPLAYS else setup_held(a)
     loader = a.framework.idle_share(Construct.DATALOADER) if a.framework else 0.0
     if loader >= INPUT_BOUND_IDLE_SHARE:
@@ -634,6 +638,29 @@ def _idle_bound_kind(a: Analysis) -> tuple[str, float]:
     return "overhead", 0.0
 
 
+def _steady_share(a: Analysis) -> float | None:
+    """The steady steps' idle share (claims.steady_idle_share on the analysis's own figures)."""
+    s = a.steps.summary if a.steps is not None else None
+    return s.median_idle_ns / s.median_ns if s is not None and s.median_ns else None
+
+
+def steady_loop_idles(a: Analysis) -> bool:
+    """The steps after the set-up still idle most of each: the loop is idle-bound whatever a warm-up takes out."""
+    x = _steady_share(a)
+    return x is not None and x > STEADY_IDLE_BOUND
+
+
+def _cold_start_lead_in(a: Analysis) -> str:
+    """Beside the steady loop's bound, the cold start before it: a lead-in, not the verdict."""
+    if a.next_experiment.kind is not Experiment.WARM_UP:
+        return ""
+    x, held = _steady_share(a), setup_held(a)
+    steady = (f", a steady step idles {claim('regime.steady_idle_share', x, share(x))} of its time (median)"
+              if x is not None else "")
+    return (f"{steady}, and a cold start{' before the loop' if steady else ''} holds "
+            f"{claim('regime.setup_share', held, share(held))} of the span, which the steady state never pays")
+
+
 def _idle_bound(a: Analysis) -> tuple[str, str]:
     """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
     "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start is set-up-bound, a
@@ -644,16 +671,18 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
         return ("set-up-bound (a cold start), not launch overhead",
                 f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of it, which the "
                 "steady state never pays")
+    lead = _cold_start_lead_in(a)
     if kind == "input":
         return ("input-bound, not launch overhead",
-                f", {claim('regime.input_share', x, share(x))} of the idle inside the DataLoader waiting for batches")
+                f", {claim('regime.input_share', x, share(x))} of the idle inside the DataLoader waiting for batches"
+                + lead)
     if kind == "compile":
         return ("compile-bound, not launch overhead",
-                f", {claim('regime.compile_share', x, share(x))} of the idle inside torch.compile compiling")
+                f", {claim('regime.compile_share', x, share(x))} of the idle inside torch.compile compiling" + lead)
     if kind == "transfer":
         return ("transfer-bound, not launch overhead",
-                f", {claim('regime.transfer_share', x, share(x))} of the idle waiting on copies")
-    return "overhead-bound", ""
+                f", {claim('regime.transfer_share', x, share(x))} of the idle waiting on copies" + lead)
+    return "overhead-bound", lead
 
 
 def _regime_line(a: Analysis) -> str:
