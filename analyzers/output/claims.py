@@ -50,7 +50,9 @@ on the words:
 12. each sync call is counted once: the calls named after the drains add up to no more than the drains (a call
     whose recovery gaps were charged to it is one drain, not one per gap);
 13. removing syncs overlaps host work with GPU work: the overlap a line claims is no longer than the device's work
-    (kernels, device copies and memsets, and copies over the link).
+    (kernels, device copies and memsets, and copies over the link);
+14. a compute- or memory-bound verdict that rests on kernels' names (no FLOPs or bytes of its own) states no
+    intensity against a ridge: that average is other ops'.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -103,7 +105,21 @@ def check(out: dict) -> list[str]:
             + _outlier_is_what_its_steps_show(said, out)
             + _copies_because_holds_the_copies_share(said, out)
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
-            + _overlap_at_most_the_gpu_work(said, out))
+            + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out))
+
+
+def _no_intensity_beside_a_verdict_by_names(said: _Said, out: dict) -> list[str]:
+    """A compute-bound verdict with no achieved FLOP/s (or a memory-bound one with no GB/s) rests on kernel names:
+    an intensity beside it is the costed ops', which the verdict is not about (fresh4 mlp_gemm_roof-after:
+    'compute-bound ... its ops average 0.2 FLOP/byte against a fp32 ridge of 20' for bf16 GEMMs)."""
+    d = out.get("regime_detail") or {}
+    names_only = ((out.get("regime") == "compute" and d.get("achieved_tflops") is None)
+                  or (out.get("regime") == "memory" and d.get("achieved_gbps") is None))
+    c = said.get("regime.intensity")
+    if names_only and c is not None:
+        return [f"the Regime line says {out.get('regime')}-bound by kernel names and states an intensity of "
+                f"{c['said']} FLOP/byte, the costed ops'"]
+    return []
 
 
 _OVERLAP_KEYS = ("idle.syncs.overlap_us", "next.because.overlap_us", "next.own.because.overlap_us")
