@@ -553,7 +553,7 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     steady = steady_idle_share(out.get("steps"))
     loop_idles = steady is not None and steady > STEADY_IDLE_BOUND
     dominant = idle.get("dominant")
-    if lines[3].startswith("Regime: set-up-bound") and kind == "warm_up":
+    if lines[3].startswith("Regime: set-up-bound") and kind == Experiment.WARM_UP.value:
         if loop_idles:
             bad.append(f"the Regime line says set-up-bound, but the steady steps idle {100 * steady:.0f}% of their "
                        "time: the loop is idle-bound after the cold start too")
@@ -567,7 +567,7 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     if "not launch overhead" in lines[3] and dominant == Cause.LAUNCH_OVERHEAD.value:
         bad.append("the Regime line says 'not launch overhead' where the Idle line's dominant cause is launch overhead")
     if lines[3].startswith("Regime: overhead-bound"):
-        if kind == "profile_replays" or (kind == "warm_up" and not loop_idles
+        if kind == Experiment.PROFILE_REPLAYS.value or (kind == Experiment.WARM_UP.value and not loop_idles
                                          and dominant != Cause.LAUNCH_OVERHEAD.value):
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
         elif loader >= INPUT_BOUND_IDLE_SHARE:

@@ -233,6 +233,9 @@ REGIME_ADVICE = {
 }
 
 
+RANGE_NAMED = 0.25   # a range holding this share of the host work is named (as a construct on the Idle line)
+
+
 def range_phrase(name: str) -> str:
     """A range the host-work time lies in, with what it is where the name says so."""
     if "DataLoader" in name:
@@ -285,7 +288,7 @@ def evidence_phrase(ev: Evidence) -> str:
         # says less about what the host did (probe-host-dataloader: host_phase around enumerate(DataLoader))
         ranges = sorted(ev.ranges, key=lambda r: range_phrase(r.name) == r.name)
         inside = [f"{share(r.us / ev.total_us)} inside {range_phrase(r.name)}" for r in ranges[:2]
-                  if ev.total_us and r.us >= 0.005 * ev.total_us]
+                  if ev.total_us and r.us >= RANGE_NAMED * ev.total_us]
         if inside:   # no op there, but the user's range names it
             what.append(", ".join(inside))
         if traced:
