@@ -208,12 +208,13 @@ def host_gap_with_python_stack() -> dict:
 
 
 def copy_while_compute_idles() -> dict:
-    """HTA's V100 trace: device-to-device copies occupy the device while no kernel runs."""
+    """HTA's V100 trace: copies occupy the device while no kernel runs (a copy over the link: a device-to-device copy
+    is device work since fresh4's gpt2_manual_attention, tests/test_memsets.py)."""
     before = steady(10, 100 * US)
     t = before[-1].gpu_end
     copy = Launch(op_start=t - 6 * US, op_end=t - 1 * US, call_start=t - 5 * US, call_end=t - 2 * US,
                   gpu_start=t + 1 * US, gpu_end=t + 3 * MS, op="aten::copy_", cat="gpu_memcpy",
-                  kernel="Memcpy DtoD (Device -> Device)", call="cudaMemcpyAsync")
+                  kernel="Memcpy HtoD (Pinned -> Device)", call="cudaMemcpyAsync")
     after = steady(10, copy.gpu_end)
     return document(events_for(before + [copy] + after))
 

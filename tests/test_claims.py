@@ -208,7 +208,7 @@ def test_a_because_whose_idle_share_is_not_the_idle_lines_is_caught(good):
     text = ("Next: cut launches, because the GPU idles 47% between 320 kernels that run 1.0 µs (median) while each "
             "launch costs the host more. Would waste the week: x.")
     bad = _with_claims(good, 4, text, ("next.because.idle_share", 0.47, "47%"))
-    assert "the Next's because says the GPU idles 47%, the Idle line's share is 19.3%" in claims.check(bad)
+    assert "the Next's because says the GPU idles 47%, the Idle line's share is 18.9%" in claims.check(bad)
 
 
 def test_a_warm_up_saving_far_less_than_its_set_up_is_caught_unless_the_because_says_why(good):
@@ -290,12 +290,15 @@ def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_
 
 
 def test_a_cold_start_is_set_up_bound_with_its_nexts_set_up_share():
+    # script-toy-train's steady steps idle 85% of their time: the loop's own bound, the cold start a lead-in
+    # (tests/test_regime_steady_loop.py); over a busy loop the same cold start would be set-up-bound
     out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent / "traces/script-toy-train.json.gz"))
     assert out["next_experiment"]["kind"] == "warm_up"
-    assert out["lines"][3].startswith("Regime: set-up-bound (a cold start), not launch overhead:")
+    assert out["lines"][3].startswith("Regime: overhead-bound: the device idles 97% of the span, a steady step")
     assert claims.check(out) == []
-    old = _with_line(out, 3, "Regime: overhead-bound: the device idles 97% of the span; of kernel time, x.")
-    assert any("overhead-bound of a cold start" in p for p in claims.check(old))
+    busy_loop = copy.deepcopy(out)
+    busy_loop["steps"]["summary"]["median_idle_us"] = 0.1 * busy_loop["steps"]["summary"]["median_us"]
+    assert any("overhead-bound of a cold start" in p for p in claims.check(busy_loop))
     other = copy.deepcopy(out)
     for c in other["claims"]:
         if c["key"] == "regime.setup_share":

@@ -292,7 +292,7 @@ def test_a_drill_asks_for_a_prediction_first_and_the_grade_reads_it_from_the_log
     rc, out, _ = run(capsys, "drill", "grade", "M02.04-c", "--answers", str(f), "--json")
     p = json.loads(out)["prediction"]
     assert p["predicted"] == 0.2 and p["measured"] == pytest.approx(0.19, abs=0.01)
-    assert json.loads(out)["notes"][-1].startswith("Your prediction first: idle_share = 0.2; the trace measures 0.19")
+    assert json.loads(out)["notes"][-1].startswith("Your prediction first: idle_share = 0.2; the trace measures 0.189")
 
 
 def test_lines_and_ops_named_by_their_numbers_are_read_as_the_template_allows(tmp_path, capsys):

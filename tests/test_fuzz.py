@@ -105,7 +105,8 @@ def build(specs) -> tuple[dict, dict]:
     oracle = {}
     for d in sorted({launch.device for launch in launches}):
         acts = [launch for launch in launches if launch.device == d]
-        ks = sorted((launch.gpu_start, launch.gpu_end) for launch in acts if launch.cat == "kernel")
+        # device work: kernels and memsets (a memset writes the device's memory; only a copy over the link is idle)
+        ks = sorted((launch.gpu_start, launch.gpu_end) for launch in acts if launch.cat in ("kernel", "gpu_memset"))
         busy, end = 0, -1
         for s, e in ks:  # union length
             if e > end:

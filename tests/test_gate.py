@@ -57,14 +57,14 @@ def test_report_fails_the_idle_gate_with_exit_1_and_names_the_dominant_cause():
     assert p.returncode == 1
     idle = json.loads(cli("report", "--json", SYNC).stdout)["idle_share"]
     assert p.stderr.strip() == (f"gate failed: the GPU is idle {100 * idle:.1f}% of the span in "
-                                "smell-sync-item.json.gz (10.1 ms of 52.2 ms), above the 10% allowed; "
+                                "smell-sync-item.json.gz (9.86 ms of 52.2 ms), above the 10% allowed; "
                                 "mostly synchronization (12.5% of the span)")
     assert p.stdout.startswith("Measured: smell-sync-item.json.gz")
 
 
 def test_report_passes_the_idle_gate_under_the_limit():
     p = cli("report", SYNC, "--fail-if-idle-above", "25%")
-    assert p.returncode == 0 and p.stderr.startswith("gate passed: the GPU is idle 19.3% of the span")
+    assert p.returncode == 0 and p.stderr.startswith("gate passed: the GPU is idle 18.9% of the span")
 
 
 def test_a_gate_given_no_percentage_is_a_user_error_with_exit_2():

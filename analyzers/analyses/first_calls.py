@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.inductor import is_inductor_kernel
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import FirstCall
 from tracetriage.analyzers.model.groups import any_of
-from tracetriage.analyzers.model.trace import DRIVER, RUNTIME, Trace
+from tracetriage.analyzers.model.trace import DRIVER, KERNEL, RUNTIME, Trace
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,48 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
     out += _setup_calls(trace, s, e, ctx.setup_rows, host_long, spans, win)
     w = np.array(win, np.int64).reshape(-1, 4)
     return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3])
+
+
+def compiling(trace: Trace, s: np.ndarray, e: np.ndarray, next_row: np.ndarray, setup_long: int) -> SetUp:
+    """torch.compile compiling before a generated kernel first runs: a host stretch of set-up length that ends at the
+    first launch of an Inductor kernel (triton_poi_..., triton_red_...) the trace has not run before is Dynamo and
+    Inductor tracing, lowering and compiling (or loading) that graph, which the steady state never pays. The gaps
+    s..e (host work) with the activity that ended each. (heldout-user3 cs521_induction_a10g, a runtime-only trace
+    with no ops: 2.65 s of 'host work, 99% untraced' before triton_poi_fused_copy_zeros_0's first and only launch,
+    read as host work to take off the critical path.)"""
+    ev = trace.ev
+    ok = (next_row >= 0) & ((e - s) >= setup_long)
+    if not ok.any():
+        return no_setup()
+    rows = next_row[ok]
+    names = ev.name[rows]
+    uniq = np.unique(names)
+    generated = {int(n) for n in uniq.tolist() if is_inductor_kernel(trace.names[n])}
+    if not generated:
+        return no_setup()
+    # each generated kernel name's first run in the trace
+    kern = np.flatnonzero(np.isin(ev.name, list(generated)) & any_of(ev.cat, (KERNEL,)))
+    first_start = {}
+    for r in kern[np.argsort(ev.start[kern], kind="stable")].tolist():
+        first_start.setdefault(int(ev.name[r]), int(ev.start[r]))
+    out, win = [], []
+    for i, r in zip(np.flatnonzero(ok).tolist(), rows.tolist()):
+        n = int(ev.name[r])
+        if n in generated and first_start.get(n) == int(ev.start[r]):
+            held = int(e[i] - s[i])
+            out.append(FirstCall(f"torch.compile before {trace.names[n]}'s first launch", round(held / 1e3, 1),
+                                 None, round(held / 1e3, 1)))
+            win.append((int(s[i]), int(e[i]), -1, -1))
+    w = np.array(win, np.int64).reshape(-1, 4)
+    return SetUp(tuple(out), w[:, 0], w[:, 1], w[:, 2], w[:, 3])
+
+
+def merged(a: SetUp, b: SetUp) -> SetUp:
+    """Two findings of set-up as one: the five calls that cost the device most, every window."""
+    if not len(b.start):
+        return a
+    return SetUp(tuple(sorted(a.calls + b.calls, key=lambda x: -x.idle_us)[:5]), np.r_[a.start, b.start],
+                 np.r_[a.end, b.end], np.r_[a.pid, b.pid], np.r_[a.tid, b.tid])
 
 
 def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -79,6 +79,8 @@ class HostEvidence(Evidence):
     python_functions: tuple[NameTime, ...] = ()   # recorded with stacks: the Python frames that held the host
     setup_us: float = 0.0              # of the gaps, the time the host spent in one-time set-up (first calls: a
                                        # launch loading its module, allocator growth, first library calls)
+    ranges: tuple[NameTime, ...] = ()  # the user's ranges (not ProfilerStep) around time no op traced, with that time
+    in_ranges_share: float = 0.0       # share of the gaps inside those ranges and no op (not in untraced_share)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class SyncEvidence(Evidence):
     sync_calls: tuple[NameCount, ...]   # the calls the host waited in
     called_from: tuple[NameCount, ...]  # the outermost ops that made them (aten::item, ...)
     waited_on: tuple[NameTime, ...] = ()  # queued work that waited on a dependency: the stream-wait or sync call
+    drains: int = 0                     # sync calls the idle follows, each once (a drain's recovery gaps are its own)
+    median_drain_us: float = 0.0        # the median idle one such call cost, its recovery gaps included
 
     @property
     def waits_on_dependency(self) -> bool:

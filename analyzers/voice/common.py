@@ -233,6 +233,18 @@ REGIME_ADVICE = {
 }
 
 
+RANGE_NAMED = 0.25   # a range holding this share of the host work is named (as a construct on the Idle line)
+
+
+def range_phrase(name: str) -> str:
+    """A range the host-work time lies in, with what it is where the name says so."""
+    if "DataLoader" in name:
+        return f"{name} (the DataLoader making batches: the input pipeline)"
+    if name.startswith("Optimizer."):
+        return f"{name} (the optimizer's Python)"
+    return name
+
+
 def copy_phrase(ev: TransferEvidence) -> str:
     """The copy kind that holds the most time, a memset only where no copy is there: a memset moves nothing over the
     link to pin or overlap (bert_pad_max_length-before named "295x Memset (Device), 1.2 kB" as the copies to pin)."""
@@ -272,6 +284,13 @@ def evidence_phrase(ev: Evidence) -> str:
             what.append(f"in Python: {held}")
         elif ev.untraced_share >= 0.005:   # no Python frames recorded there: the host's time is untraced
             what.append(f"{share(ev.untraced_share)} untraced: Python, numpy, sleeping")
+        # the ranges the framework names (the DataLoader's, the optimizer's) first: the user's own phase around them
+        # says less about what the host did (probe-host-dataloader: host_phase around enumerate(DataLoader))
+        ranges = sorted(ev.ranges, key=lambda r: range_phrase(r.name) == r.name)
+        inside = [f"{share(r.us / ev.total_us)} inside {range_phrase(r.name)}" for r in ranges[:2]
+                  if ev.total_us and r.us >= RANGE_NAMED * ev.total_us]
+        if inside:   # no op there, but the user's range names it
+            what.append(", ".join(inside))
         if traced:
             what.append(f"traced CPU ops: {traced}")
         if setup_holds_host_work(ev):
@@ -290,7 +309,7 @@ def evidence_phrase(ev: Evidence) -> str:
         if ev.waits_on_dependency:
             return (f"queued work waited {duration_us(sum(w.us for w in ev.waited_on))} on "
                     f"{waited_phrase(ev.waited_on)}, not on its launch")
-        return (f"{plural(ev.gaps, 'drain')}, a median of {duration_us(ev.median_gap_us)} each, "
+        return (f"{plural(ev.drains, 'drain')}, a median of {duration_us(ev.median_drain_us)} each, "
                 f"after {calls or 'syncs'}"
                 + (f" called from {src}" if src else ""))
     if isinstance(ev, TransferEvidence):
