@@ -37,6 +37,26 @@ PAIRS = [
 ]
 
 
+REGISTRIES = r"""
+import json, sys
+sys.path.insert(0, "capture")
+out = {}
+for script in sys.argv[1:]:
+    w = __import__(script).WORKLOADS
+    out[script] = [len(w), all(m["fix_before"] != m["fix_after"] and m["cap_s"] > 0 for m in w)]
+print(json.dumps(out))
+"""
+
+
+def test_each_fresh_script_registers_eight_workloads_that_each_change_one_line():
+    scripts = [p[0] for p in PAIRS]
+    done = subprocess.run([sys.executable, "-c", REGISTRIES, *scripts], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {s: [8, True] for s in scripts}
+
+
+@pytest.mark.slow   # builds and steps a real model on the CPU per script (6-7 s each): the registries stay fast above
 @pytest.mark.parametrize("script, pair, shared", PAIRS, ids=[p[0] for p in PAIRS])
 def test_the_eight_workloads_each_change_one_line_and_one_pair_runs_both_variants_on_the_cpu(script, pair, shared):
     env = {**os.environ, "SMALL": "1", "DEVICE": "cpu"}

@@ -65,6 +65,7 @@ def test_the_encoder_runs_its_fast_path_only_under_inference_mode(tmp_path):
     assert "aten::_transformer_encoder_layer_fwd" in after and "aten::_transformer_encoder_layer_fwd" not in before
 
 
+@pytest.mark.slow   # captures two workloads on the CPU in child processes (15 s): the slow step's kind of test
 def test_a_process_a_variant_scenario_lands_in_measured_json_like_the_interleaved_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(REALWORLD["sdpa_vit_infer"], "own_process", True)   # the children need not know
     assert run(tmp_path, device="cpu", reps=2, only=["sdpa_vit_infer", "inference_mode_encoder"], smoke=True) == 0
