@@ -42,6 +42,12 @@ os.environ.setdefault("TRACETRIAGE_CACHE_DIR", str(SESSION_DIR / "cache"))
 if os.environ.get("TRACETRIAGE_DB", str(SESSION_DIR)).startswith(str(SESSION_DIR)):
     os.environ["TRACETRIAGE_DB"] = str(SESSION_DIR / f"log-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.sqlite3")
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(SESSION_DIR / "hypothesis"))   # not .hypothesis/ in the repo
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# A 2-core machine running other work draws examples slowly: that time is the machine's, not the strategy's
+# (test_shares_add_up failed Hypothesis's too_slow check at load 10), and a per-example deadline measures it too.
+settings.register_profile("tracetriage", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("tracetriage")
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
 import module_coverage  # noqa: E402

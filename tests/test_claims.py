@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sweep import sweep
-from test_invariants import BIG, EVERY_TRACE, _id
+from test_invariants import EVERY_TRACE, FAST_SHARE, _id
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_file
 
@@ -19,8 +19,7 @@ CORPUS_TRACES = sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", 
     if CORPUS.is_dir() else []
 
 
-@pytest.mark.parametrize("path", sweep(EVERY_TRACE, [p for p in EVERY_TRACE if p not in BIG],
-                                        ids=[_id(p) for p in EVERY_TRACE]))
+@pytest.mark.parametrize("path", sweep(EVERY_TRACE, FAST_SHARE, ids=[_id(p) for p in EVERY_TRACE]))
 def test_every_bundled_report_keeps_its_claims(path):
     assert claims.check(serialize.report(analyze_file(path))) == []
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -217,6 +218,24 @@ def test_bare_generate_traces_have_no_ranges_of_ours_and_truth_in_trace_time(tmp
     assert truth["profiled"]["new_tokens"] == 4 and truth["batch"] == 2
 
 
+def test_the_training_captures_dataset_stalls_on_the_first_sample_of_its_stall_batch_alone():
+    """The outlier the training capture plants (its profiled run is the slow step's, below): one slow read, the
+    first sample of one batch, and the same features for an index whichever batch asks for it."""
+    from tracetriage.capture.realworld_traces import StallingFeatures
+
+    data = StallingFeatures(n=64, width=4, batch=8, stall_batch=3, stall_ms=40)
+    t0 = time.perf_counter()
+    x24, _ = data[24]
+    stalled = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    others = [data[i] for i in (0, 8, 23, 25, 63)]
+    unstalled = time.perf_counter() - t0
+    assert stalled >= 0.040 and unstalled < stalled
+    assert len(data) == 64 and all(x.shape == (4,) for x, _ in others) and data[24][0].equal(x24)
+
+
+@pytest.mark.slow   # a CPU capture (~10 s of a core: torch._dynamo's import by AdamW, the profiler); the test above
+# keeps capture.realworld_traces in the fast suite
 def test_the_training_trace_has_one_outlier_step_and_no_profiler_steps(tmp_path):
     from tracetriage.capture.realworld_traces import capture_training
 

@@ -37,6 +37,7 @@ from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.analyses.weight_streaming import WeightStreaming, weight_streaming
 from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
@@ -195,6 +196,7 @@ class Analysis:
     health: Health | None = None        # is the trace whole (tracetriage.analyzers.analyses.health); None: not checked
     profiler: ProfilerOverhead | None = None   # the profiler's own cost and the run without it (None: no replay)
     execution: ExecutionNotes | None = None    # the top kernel's occupancy, a transposed copy costed both ways
+    weight_streaming: WeightStreaming | None = None   # products of a few rows with big weights hold the memory time
                                                # (tracetriage.analyzers.triage.execution), where they matter
     memset_ns: int = 0                  # the device's time in memsets: device work, in kernel_busy_ns, not copy_ns
     dtod_ns: int = 0                    # ... in device-to-device copies: device work too (copy_ns is over the link)
@@ -392,7 +394,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
-                    execution=execution)
+                    execution=execution, weight_streaming=weight_streaming(roof.points))
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

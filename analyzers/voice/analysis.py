@@ -106,3 +106,5 @@ class Analysis(Caveated, Protocol):
     def profiler(self) -> Any: ...                       # triage.overhead.ProfilerOverhead | None
     @property
     def execution(self) -> Any: ...                      # triage.execution.ExecutionNotes | None
+    @property
+    def weight_streaming(self) -> Any: ...               # analyses.weight_streaming.WeightStreaming | None
