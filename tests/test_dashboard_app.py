@@ -492,6 +492,7 @@ def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_an
     assert at.query_params["run"] == "directory/."
 
 
+@pytest.mark.slow   # a second run's ranks analysed in the page (~15 s of a core); the test above keeps the page fast
 def test_the_ranks_page_without_a_run_lists_the_sample_runs():
     at = page("ranks", run=False)
     at.query_params["run"] = "samples/ddp-skewed"
