@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import torch
 
-from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, FUSED_OPTIMIZER, REMOVE_SYNCS
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, FUSED_OPTIMIZER, KEEP_ALLOCATOR_CACHE, REMOVE_SYNCS
 from tracetriage.capture import fixes
 from tracetriage.capture.fixes import BEFORE, GraphedBody
 from tracetriage.capture.realworld_common import RealWorkload, trace_facts
@@ -135,7 +135,7 @@ class AdamStepOnly(_OptimizerLoop):
         return torch.optim.Adam(params, lr=1e-4, foreach=False if not fused else None, fused=fused or None)
 
 
-# --- the caching allocator (remove_syncs) ---------------------------------------------------
+# --- the caching allocator (remove_syncs, keep_allocator_cache) ------------------------------
 
 @dataclass
 class EmptyCacheEveryStep(RealWorkload):
@@ -147,9 +147,10 @@ class EmptyCacheEveryStep(RealWorkload):
     (4 x 128 MiB) stay allocated. On the CPU empty_cache does nothing (and is not called).
     """
     kind: ClassVar[str] = "empty_cache"
-    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS,)
+    # one change, priced by both: the syncs (cudaFree) and the allocator's calls go with empty_cache
+    levers: ClassVar[tuple[str, ...]] = (REMOVE_SYNCS, KEEP_ALLOCATOR_CACHE)
     about: ClassVar[str] = ("fresh 2048x4096 bf16 batch through 2 MLP blocks (4096->16384->4096) then "
-                            "torch.cuda.empty_cache() every step; remove_syncs: no empty_cache")
+                            "torch.cuda.empty_cache() every step; remove_syncs, keep_allocator_cache: no empty_cache")
     tokens: int = 2048
     dim: int = 4096
     blocks: int = 2
@@ -174,13 +175,84 @@ class EmptyCacheEveryStep(RealWorkload):
         y = self.net(x)
         self.out = y.float().mean()         # stays on the device
         del x, y                            # the step's blocks are free before empty_cache returns them
-        if self.fix != REMOVE_SYNCS and self.gpu:
+        if self.fix == BEFORE and self.gpu:
             torch.cuda.empty_cache()
         return self.out
 
 
+@dataclass
+class EmptyCacheConvTrain(RealWorkload):
+    """A small convolution network's training step (conv-BN-ReLU blocks, SGD) that ends in torch.cuda.empty_cache():
+    its activations and their gradients are handed back to the driver every step and cudaMalloc'd again in the next
+    (fresh5 fcn_empty_cache at a size that runs in seconds). Batch 32 x 3 x 128 x 128, bf16 autocast on the GPU."""
+    kind: ClassVar[str] = "empty_cache_conv_train"
+    levers: ClassVar[tuple[str, ...]] = (KEEP_ALLOCATOR_CACHE,)
+    about: ClassVar[str] = ("conv-BN-ReLU x 6 training step at batch 32, 128x128, then torch.cuda.empty_cache() "
+                            "every step; keep_allocator_cache: no empty_cache")
+    batch: int = 32
+    size: int = 128
+    width: int = 64
+
+    def setup(self):
+        torch.manual_seed(0)
+        b, hw, w = (self.batch, self.size, self.width) if self.gpu else (2, 16, 8)
+        layers, c = [], 3
+        for _ in range(6):
+            layers += [torch.nn.Conv2d(c, w, 3, padding=1, bias=False), torch.nn.BatchNorm2d(w), torch.nn.ReLU()]
+            c = w
+        self.net = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                       torch.nn.Linear(w, 10)).to(self.device)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.01)
+        self.x = torch.randn(b, 3, hw, hw, device=self.device)
+        self.y = torch.randint(0, 10, (b,), device=self.device)
+
+    def step(self):
+        with torch.autocast("cuda" if self.gpu else "cpu", dtype=torch.bfloat16, enabled=self.gpu):
+            loss = torch.nn.functional.cross_entropy(self.net(self.x), self.y)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        if self.fix == BEFORE and self.gpu:
+            torch.cuda.empty_cache()
+        return loss
+
+
+@dataclass
+class EmptyCacheEncoderInfer(RealWorkload):
+    """Transformer encoder inference over batches whose length changes every step (128 to 512 tokens, a cycle of 4),
+    each step ending in torch.cuda.empty_cache() "to free the memory of the long batches": every step's
+    activations are cudaMalloc'd again. nn.TransformerEncoder, 4 layers of d_model 512, batch 32, bf16."""
+    kind: ClassVar[str] = "empty_cache_encoder_infer"
+    levers: ClassVar[tuple[str, ...]] = (KEEP_ALLOCATOR_CACHE,)
+    about: ClassVar[str] = ("nn.TransformerEncoder (4 x d_model 512) inference at batch 32 over 128..512 tokens, "
+                            "then torch.cuda.empty_cache() every step; keep_allocator_cache: no empty_cache")
+    batch: int = 32
+    dim: int = 512
+
+    def setup(self):
+        torch.manual_seed(0)
+        d = self.dim if self.gpu else 32
+        layer = torch.nn.TransformerEncoderLayer(d, 8 if self.gpu else 2, 4 * d, batch_first=True)
+        self.net = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).to(self.device).eval()
+        lengths = (128, 256, 384, 512) if self.gpu else (4, 8, 12, 16)
+        dtype = torch.bfloat16 if self.gpu else torch.float32
+        self.net = self.net.to(dtype)
+        self.xs = [torch.randn(self.batch if self.gpu else 2, n, d, device=self.device, dtype=dtype)
+                   for n in lengths]
+        self.i = 0
+
+    @torch.inference_mode()
+    def step(self):
+        x = self.xs[self.i % len(self.xs)]
+        self.i += 1
+        out = self.net(x).float().mean()
+        if self.fix == BEFORE and self.gpu:
+            torch.cuda.empty_cache()
+        return out
+
+
 REALWORLD: dict[str, type[RealWorkload]] = {c.kind: c for c in [
-    AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep,
+    AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep, EmptyCacheConvTrain, EmptyCacheEncoderInfer,
     *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS, *KNOB3_SCENARIOS,
     *LOADER_SCENARIOS,
 ]}

@@ -123,10 +123,11 @@ knobs2)     # each knob's third workload: HF GPT-2 from configs, torchvision's m
   part knobs-third 300 $(pairs pairs) --only tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet \
     set_to_none_gpt2 device_labels
   ;;
-knobs3)    # sdpa, cudnn_benchmark, inference_mode: three workloads each
+knobs3)    # sdpa, cudnn_benchmark, inference_mode, keep_allocator_cache: three workloads each
   part knobs3-sdpa 150 $(pairs pairs) --only sdpa_gpt_train sdpa_vit_infer sdpa_hf_gpt2
   part knobs3-inference-mode 120 $(pairs pairs) --only inference_mode_gpt2 inference_mode_resnet inference_mode_encoder
   part knobs3-cudnn-benchmark 240 $(pairs pairs) --only cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext
+  part knobs3-allocator 120 $(pairs pairs) --only empty_cache_conv_train empty_cache_encoder_infer
   ;;
 loader)    # dataloader_workers: three workloads, the knob alone (no pin_memory), 4 workers forked per variant
   part loader-workers 300 $(pairs pairs) --only loader_tokenize_lm loader_numpy_features loader_stft_audio
@@ -141,7 +142,8 @@ smoke)
     autocast_resnet_train channels_last_resnet50 channels_last_r18_train set_to_none_wide set_to_none_small \
     device_randn device_masks tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet set_to_none_gpt2 \
     device_labels sdpa_gpt_train sdpa_vit_infer sdpa_hf_gpt2 inference_mode_gpt2 inference_mode_resnet \
-    inference_mode_encoder cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext &
+    inference_mode_encoder cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext empty_cache_conv_train \
+    empty_cache_encoder_infer &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &

@@ -161,3 +161,36 @@ def cold_compiled_start_without_ops() -> dict:
                                                                t + 34 * US, corr),
            call("cudaDeviceSynchronize", t + 40 * US, t + 50 * US)]
     return with_device(document(ev), "NVIDIA A10G")
+
+
+def allocator_every_step(frees: str = "python", steps: int = 6, mallocs: int = 4) -> dict:
+    """A loop of `steps` ProfilerSteps, each 10 host-bound launches of 20 µs kernels. The first step grows the
+    allocator's pool (`mallocs` cudaMalloc of 150 µs inside aten::empty ops); then, by `frees`:
+      "python"  every step ends in torch.cuda.empty_cache() (`mallocs` cudaFree of 100 µs straight from Python) and
+                every later step allocates again: the cache emptied every step;
+      "retry"   the same calls, each cudaFree inside an aten::empty op (the allocator freeing its cache to retry);
+      "growth"  nothing more: one-time growth in the first step, the cache kept;
+      "no_free" every step allocates again and nothing is freed: a pool that grows.
+    One launch before the loop (the model's initialisation) puts the first step's growth after the first launch."""
+    first = steady(1, 100 * US, first_id=900)
+    ev, t, ext = events_for(first, first_id=901), first[-1].gpu_end + 10 * US, 10_000
+    for s in range(steps):
+        start = t
+        allocs = mallocs if s == 0 or frees != "growth" else 0
+        for _ in range(allocs):
+            ev.append(op("aten::empty", t, t + 160 * US, ext))
+            ev.append(call("cudaMalloc", t + 5 * US, t + 155 * US))
+            ext, t = ext + 1, t + 170 * US
+        launches = steady(10, t, first_id=s * 10, kernel_ns=20 * US)
+        ev += events_for(launches, first_id=1 + s * 10)
+        t = launches[-1].gpu_end + 10 * US
+        if frees in ("python", "retry") and s + 1 < steps:
+            for _ in range(mallocs):
+                if frees == "retry":
+                    ev.append(op("aten::empty", t, t + 110 * US, ext))
+                    ext += 1
+                ev.append(call("cudaFree", t + 5 * US, t + 105 * US))
+                t += 120 * US
+        ev.append(annotation(f"ProfilerStep#{s + 3}", start, t))
+        t += 10 * US
+    return document(ev)

@@ -23,6 +23,9 @@ REAL = json.loads((TRACES / "realworld" / "measured.json").read_text())["scenari
 SETS = {**{k: ("fixes", sc) for k, sc in MEASURED.items()}, **{k: ("realworld", sc) for k, sc in REAL.items()}}
 PAIRS = [(name, v) for name, (_, sc) in SETS.items() for v in sc["ratio"]]
 HEADROOM = "kernels_2x"
+# A pair captured under one lever's name whose change a later lever names more closely: the realworld empty_cache
+# pair's fix (torch.cuda.empty_cache() taken out of the step) is the allocator's cache kept, its cudaFree syncs with it
+RECOGNISED_AS = {("empty_cache", "remove_syncs"): "keep_allocator_cache"}
 _cache: dict = {}
 
 
@@ -93,13 +96,14 @@ def test_diff_finds_the_lever_the_fix_applied_and_how_close_the_prediction_came(
         # half the FLOPs of launch-bound tiny kernels leaves their kernel time where it was: no lever fits
         assert check is None
         return
-    assert check is not None and check.lever == variant, check
+    lever = RECOGNISED_AS.get((name, variant), variant)
+    assert check is not None and check.lever == lever, check
     r = SETS[name][1]["ratio"][variant]
     assert r["min"] - 0.02 <= check.measured_ratio <= r["max"] + 0.02      # the committed run is one of the five
     if variant == "kernels_2x":   # replayed with kernels as much faster as they measured: inside the measured spread
         assert r["min"] - 0.05 <= check.predicted_ratio <= r["max"] + 0.05, check
     lines = diff_lines(diff_analyses(analysis(name, "before"), analysis(name, variant)))
-    said = LEVERS[variant].applied_as
+    said = LEVERS[lever].applied_as
     assert any(x.startswith(f"Predicted: the change applied {said}") for x in lines)
 
 

@@ -12,7 +12,9 @@ on the words:
    ratio, the idle share its because gives the Idle line's, the share of its own cause the cause's (a host-work
    because gives the host work's share, not the whole idle's);
 1. a Next's because agrees with its prediction: no because that rests on nothing (a figure of 0, or one said as
-   0: "0 times the device drained", "0% of the span is set-up"), a warm-up's saving the set-up it removes (no
+   0: "0 times the device drained", "0% of the span is set-up"), no saving beyond the time its lever's edit takes
+   out where the lever states that bound (keep_allocator_cache: the calls' host time, drains included), a
+   warm-up's saving the set-up it removes (no
    larger, and no smaller unless the because says how much of the set-up is on the critical path), a
    launch-bound because only where kernels are shorter than a launch, and counting as launches to cut only the
    kernels launched outside the CUDA graphs a trace replays;
@@ -100,7 +102,7 @@ def check(out: dict) -> list[str]:
     return (_said_on_their_lines(said, lines) + _numbers_are_claims(said, lines) + _claims_are_fields(said, out)
             + [p for nx in _NEXTS for p in _because_rests_on_something(said, nx)
                + _warm_up_saves_at_most_its_set_up(said, nx) + _launch_because_has_short_kernels(said, nx)
-               + _next_saves_something(said, nx)]
+               + _next_saves_something(said, nx) + _saving_within_what_it_removes(said, nx)]
             + _waste_saves_least(said, lines) + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
             + _withheld_verdicts_not_given(said, out) + _kernel_names_decide_the_arithmetic(said, out, lines)
             + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
@@ -384,6 +386,17 @@ def _launch_because_has_short_kernels(said: _Said, nx: str) -> list[str]:
         return []
     return [f"the Next says each launch costs more than a kernel's run, but kernels run {kernel['said']} against a "
             f"{launch['value']} µs launch call"]
+
+
+def _saving_within_what_it_removes(said: _Said, nx: str) -> list[str]:
+    """A lever whose edit only takes time out (the allocator's calls and the drains they wait for) saves no more
+    than that time: its saving is the span's fall, which cannot exceed what left the graph."""
+    removed, saving, base = (said.value(f"{nx}.bound.removed_us"), said.value(f"{nx}.saving"),
+                             said.value(f"{nx}.baseline_us"))
+    if removed is None or saving is None or not base or saving * base <= removed * (1 + _FLOOR_TOLERANCE) + 1.0:
+        return []
+    return [f"the Next saves {said.get(f'{nx}.saving')['said']} ({saving * base / 1000:.1f} ms) but its edit takes out "
+            f"only {removed / 1000:.1f} ms"]
 
 
 # --- 2. the Next saves something, the waste saves least -------------------------------------------------------

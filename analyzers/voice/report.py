@@ -328,6 +328,9 @@ def _lever_why(a: Analysis) -> str:
     # the lever's own statement of what its replay assumed, its figures the assumption's fields
     assume = claim("next.assumption", nx.lever.assumption.count, LEVERS[nx.lever.lever].says(nx.lever.assumption)) \
         if nx.lever and nx.lever.assumption else ""
+    most = LEVERS[nx.lever.lever].most_saved if nx.lever and nx.lever.assumption else None
+    if most is not None:   # no figure said: the bound the checker holds the saving to (the time its edit takes out)
+        claim("next.bound.removed_us", most(nx.lever.assumption) / 1e3, "")
     where = ""
     x = a.framework.share_of(nx.construct) if a.framework and nx.construct else None
     if x is not None and a.framework.idle_ns:

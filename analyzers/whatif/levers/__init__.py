@@ -22,6 +22,7 @@ from tracetriage.analyzers.whatif.levers import (
     fused_optimizer,
     grads_to_none,
     inference_mode,
+    keep_allocator_cache,
     kernels_2x,
     no_host_work,
     no_recompiles,
@@ -39,6 +40,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     fused_optimizer.SPEC, fuse.SPEC, no_recompiles.SPEC, warm_up.SPEC, overlap_comm.SPEC,
     allow_tf32.SPEC, autocast_bf16.SPEC, channels_last.SPEC, grads_to_none.SPEC, tensors_on_device.SPEC,
     sdpa.SPEC, cudnn_benchmark.SPEC, inference_mode.SPEC, dataloader_workers.SPEC,
+    keep_allocator_cache.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -63,15 +65,18 @@ TENSORS_ON_DEVICE = tensors_on_device.SPEC.name
 SDPA = sdpa.SPEC.name                          # hand-written softmax(q @ k^T) @ v -> F.scaled_dot_product_attention
 CUDNN_BENCHMARK = cudnn_benchmark.SPEC.name    # torch.backends.cudnn.benchmark = True
 INFERENCE_MODE = inference_mode.SPEC.name      # an eval forward with autograd on -> with torch.inference_mode():
+KEEP_ALLOCATOR_CACHE = keep_allocator_cache.SPEC.name   # torch.cuda.empty_cache() every step -> the cache kept
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
 AWAITING_PAIR: tuple[str, ...] = ()
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
-# then). Empty since traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs and
-# traces/fixes/loader dataloader_workers' (capture/realworld_loader.py, GROUP=loader, on an H100).
-CAPTURE_PENDING: tuple[str, ...] = ()
+# then). traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs and traces/fixes/loader
+# dataloader_workers' (capture/realworld_loader.py, GROUP=loader, on an H100).
+CAPTURE_PENDING: tuple[str, ...] = (
+    KEEP_ALLOCATOR_CACHE,   # its pairs so far: traces/fresh5 fcn_empty_cache (H100) and traces/realworld empty_cache
+)
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 

@@ -73,7 +73,7 @@ def _family(name: str) -> str | None:
     return next((f for f in BN_TWINS if f + "<" in name), None)
 
 
-def _activation_bytes(c: Context, op: int) -> int:
+def activation_bytes(c: Context, op: int) -> int:
     """Bytes of one pass over the op's largest 4-D or 5-D input (the activation), from its recorded shapes."""
     dims, types, _ = c.trace.shapes(op)
     best = 0
@@ -110,7 +110,7 @@ def _bn_twins(c: Context, p, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     linked = (g.g_call[rows] >= 0) & g.g_linked[rows]
     ops = np.where(linked, c.trace.op_of[g.c_row[np.maximum(g.g_call[rows], 0)]], NONE)
     for i in np.flatnonzero(known & (ops != NONE)).tolist():
-        b = _activation_bytes(c, int(ops[i]))
+        b = activation_bytes(c, int(ops[i]))
         if b:
             tw = BN_TWINS[fam[i]]
             new[i] = min(new[i], tw.passes * b / (tw.share * rate))

@@ -15,8 +15,8 @@ user's script as __main__; nothing here imports torch, and nothing edits a file.
     gpu_only   it only means something on a GPU (tensor cores, cuDNN, pinned memory, CUDA modules)
     probe      names in the trace that show the knob applies where no lever prices it (a CPU trace has no
                GPU timeline to replay): a substring of any event name; () for none
-    priced     the lever of its catalogue entry predicts this knob's saving (empty_cache: remove_syncs prices
-               every sync, not the allocator's, so its row is measured only)
+    priced     the lever of its catalogue entry predicts this knob's saving (False: the trace cannot show what it
+               buys, its row is measured only)
 """
 from __future__ import annotations
 

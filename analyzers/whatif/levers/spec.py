@@ -23,6 +23,8 @@ in one place (one module per lever in this folder, assembled by tracetriage.anal
     knob        it is one line of the user's code from PyTorch's tuning guides: the line, the evidence, where it
                 applies, its model and the guide (levers/knob.py; the catalogue of every guide's knob is
                 levers/catalogue.py)
+    most_saved  the most its edit can save: the time it takes out of the graph (a replay that only removes time
+                saves no more than it), for the claim checker's bound on a Next that names it
 
 Code outside this folder names a lever by its spec (the registry's constants, `spec.takes_only`,
 `spec.experiment`, ...), never by a literal: tests/test_imports.py pins it.
@@ -286,6 +288,8 @@ class LeverSpec:
     knob: Knob | None = None                # a one-line change from PyTorch's tuning guides (levers/knob.py)
     in_hand: bool = False                   # a one-line change without a Knob (an optimizer's fused=True): said
                                             # beside a rewrite that saves more, as a knob is
+    most_saved: Callable[[Assumption], int] | None = None   # the most its edit can save (ns): the host and GPU time it
+                                            # takes out, which the claim checker holds the Next's saving to
 
     @property
     def one_line(self) -> bool:
