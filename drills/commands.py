@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tracetriage.drills.ladder.parts import PREDICT as LADDER_PREDICT
 from tracetriage.drills.predictions import LogError
 from tracetriage.drills.quantities import QUANTITIES, QuantityError, checked
 from tracetriage.drills.words import (
+    after_kernel_row,
     answer_keys_help,
     attempts_line,
     calibration,
@@ -28,8 +30,6 @@ from tracetriage.drills.words import (
     device_peaks,
     gap_row,
     grade_row,
-    idle_by_call_header,
-    idle_by_call_row,
     kernel_row,
     kernel_table_header,
     large_gaps_header,
@@ -126,7 +126,9 @@ def show_info(d: bank.Drill) -> dict:
         f = evidence.facts(d.trace_path())
         # the shapes drill asks for the rates: it gets FLOPs, bytes and time; so does a drill on a trace a shapes
         # drill shows (its rates per shape would answer M01.04)
-        rates = d.kind != "shapes" and not any(bank.get(o).kind == "shapes" for o in bank.shared_with(d))
+        # drill shows (its rates per shape would answer M01.04), nor the roofline drill, which asks the achieved rate
+        rates = d.kind not in ("shapes", "roofline") and not any(bank.get(o).kind == "shapes"
+                                                                 for o in bank.shared_with(d))
         # each op's own bound is the regime question half answered: never printed before grading
         out["kernels"] = [{x: v for x, v in k.items() if x != "bound" and (rates or x not in ("tflops", "gbps"))}
                           for k in (_shape_rows(f, d) if d.kind == "shapes" else f.kernels)]
@@ -137,6 +139,9 @@ def show_info(d: bank.Drill) -> dict:
         # the decode ranges the floor is measured against; not the prefill's wall, which is another drill's TTFT
         prefill = f.phases.get("prefill_range") if f.phases else None
         out["ranges"] = [{k: r[k] for k in RANGE_SHOWN} for r in f.ranges if r["name"] != prefill]
+    if d.kind == "ledger" and d.after:
+        # what a pass is counted from: the after trace's kernels a call, and the tensors each is handed
+        out["after_kernels"] = evidence.fused_calls(d.trace_path(), d.after_path())
     if d.kind == "timer":
         out["repeats"] = _repeats(d)
     if d.kind in LADDER_KINDS:
@@ -168,10 +173,20 @@ def _shape_rows(f, d: bank.Drill) -> list[dict]:
     return rows or f.kernels
 
 
+ASIDE = re.compile(r"\s*\([^()]*[:;][^()]*\)")   # an aside that reads the workload ("16 KiB: launch-bound")
+
+
+def shown_about(about: str) -> str:
+    """A capture's description of its workload without its asides: the capture's own reading ("16 KiB: launch-bound",
+    "each eager kernel ~5-15 µs, about its launch") is what another drill on the same trace asks."""
+    return ASIDE.sub("", about)
+
+
 def _repeats(d: bank.Drill) -> dict:
     m = json.loads((bank.REPO_ROOT / "traces" / "realworld" / "measured.json").read_text())
     sc = m["scenarios"][d.scenario]
-    return {"scenario": d.scenario, "about": sc["about"], "calls": int(sc["iters"]) if sc.get("iters") else None,
+    return {"scenario": d.scenario, "about": shown_about(sc["about"]),
+            "calls": int(sc["iters"]) if sc.get("iters") else None,
             "wall_ms": {v: [round(x, 4) for x in sc["wall_ms"][v]["runs"]] for v in d.variants}}
 
 
@@ -218,26 +233,15 @@ def drill_show(drill_id: str, as_json: bool, reveal: bool = False) -> int:
 
 
 
-def idle_by_call_lines(d: bank.Drill) -> list[str]:
-    """The GPU's idle time summed by what the host was in, as `drill show` prints it."""
-    from tracetriage.drills import evidence, render
-
-    return [idle_by_call_header()] + [idle_by_call_row(call, us, of_span)
-                                      for call, us, of_span in render.idle_by_call(evidence.lanes(d.trace_path()))]
-
-
 def evidence_lines(d: bank.Drill, info: dict) -> list[str]:
     """What `drill show` prints of the trace beside its timelines, kind by kind: the evidence a drill is answered
     from (never a statistic the drill asks: the student takes it). The dashboard's Drills page shows these lines."""
     out: list[str] = []
-    if d.kind in ("triage", "idle_cause"):
-        if d.kind == "triage":
-            out.append(span_line(**info["span"]))
-        # the bound rule asks whether one cause holds 10% of the span, the cause drills which cause the gaps wait on:
-        # the gaps' host calls, summed, with the copies that run on the device through a gap, let you say (a host in
-        # cudaMemcpyAsync waits on a copy that runs, or on a stream to drain before a tiny readback)
-        out += idle_by_call_lines(d)
+    # the bound rule asks whether one cause holds 10% of the span, the cause drills which cause the gaps wait on: the
+    # timelines and the longest gaps with the host call during each are what a timeline reader sees; the idle summed
+    # by host call is not printed (it maps one-to-one onto the cause classes: the question answered for the student)
     if d.kind == "triage":
+        out.append(span_line(**info["span"]))
         out.append("operator table (device time):")
         for h in info["operator_table"]:
             out.append(operator_row(h))
@@ -262,6 +266,9 @@ def evidence_lines(d: bank.Drill, info: dict) -> list[str]:
         peaks = info["kernels"][0] if info["kernels"] else None
         if peaks:
             out.append(device_peaks(peaks["peak_tflops"], peaks["dtype"], peaks["peak_gbps"]))
+    if info.get("after_kernels"):
+        out.append("the after trace's kernels (a call: the before trace's chains are its calls):")
+        out += [after_kernel_row(k) for k in info["after_kernels"]]
     if d.kind == "floor":
         out.append(declared_line(info["declared"], info["peak_gbps"]))
         for r in info["ranges"]:

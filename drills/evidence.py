@@ -404,3 +404,28 @@ def ledger(path: str | Path) -> Ledger:
     return Ledger(chains=len(cs), ops=len(mid.ops), eager_bytes=float(statistics.median(c.eager_bytes for c in cs)),
                   fused_bytes=float(statistics.median(c.fused_bytes for c in cs)), passes=int(mid.passes),
                   fuse_ratio=ratio, reread_bytes=float(mid.reread_bytes))
+
+
+def fused_calls(before: str | Path, after: str | Path) -> list[dict]:
+    """The after trace's kernels as a ledger reader counts them: each kernel name, how many ran, how many a call of
+    the chain (the before trace's chains are its calls), and the tensor arguments its launching op records (a
+    Triton kernel's op lists its input and output buffers alike: Inductor passes the outputs as arguments)."""
+    import gzip
+    import json
+
+    calls = ledger(before).chains or 1
+    opener = gzip.open if str(after).endswith(".gz") else open
+    with opener(after, "rt") as f:
+        events = json.load(f).get("traceEvents", [])
+    counts: dict[str, int] = {}
+    args: dict[str, list] = {}
+    for e in events:
+        if e.get("cat") == "kernel":
+            counts[e["name"]] = counts.get(e["name"], 0) + 1
+    for e in events:
+        a = e.get("args") or {}
+        if e.get("cat") == "cpu_op" and e.get("name") in counts and "Input Dims" in a and e["name"] not in args:
+            dims, types = a.get("Input Dims") or [], a.get("Input type") or []
+            args[e["name"]] = [(d, t) for d, t in zip(dims, types) if isinstance(d, list) and d]
+    return [{"kernel": k, "launches": n, "per_call": round(n / calls, 2), "calls": calls, "tensor_args": args.get(k)}
+            for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]

@@ -17,6 +17,7 @@ the analyzers found in the trace (tracetriage.drills.evidence; its sentences are
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -44,7 +45,8 @@ from tracetriage.drills.numbers import answer_text as _text
 from tracetriage.drills.textmatch import normalise, reading, tables
 
 BOTH_CREDIT = 0.5         # the key's class beside another, without a hedge ("sync and launch overhead")
-WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score as a wrong one does
+WRONG_BELOW = 0.5         # a decisive part scoring under this caps the score
+HALF_ANSWER_CAP = 1 / 3   # a hedge holding the key caps a third of the way from the wrong cap to 1 (0.4 -> 0.6)
 WASTE_CREDIT = 0.5        # the right fix in a plan that also spends the week on the waste lever
 PARTIAL_CREDIT = 0.5      # a fix that helps, less than the report's Next
 EVIDENCE_NUMBER, EVIDENCE_NAMED = 0.6, 0.4
@@ -96,12 +98,24 @@ def grade(drill: Drill, answers: dict) -> Result:
         parts.append(Part(name, weight, score, ans, ctx.expected(name), fb, half=half))
     total = sum(p.weight * p.score for p in parts)
     decisive = next(p for p in parts if p.part == drill.decisive)
-    # a wrong decisive part caps the score; so does a hedge (under WRONG_BELOW) and a decisive number only half right
-    # (within 2x, a unit slip, a hedge)
-    capped = (decisive.score < WRONG_BELOW or decisive.half) and total > drill.cap_if_wrong
-    notes = [words.capped(drill.decisive, drill.cap_if_wrong)] if capped else []
+    # a wrong decisive part caps the score at the rubric's cap, and so does a decisive number only half right (within
+    # 2x, a unit slip, a hedge); a decisive name part half right (a hedge that holds the key, a verdict next to the
+    # key's) is half an answer: it caps half-way between the wrong answer's cap and none
+    cap = decisive_cap(decisive, drill.cap_if_wrong)
+    capped = cap is not None and total > cap
+    notes = [words.capped(drill.decisive, cap, half=cap > drill.cap_if_wrong)] if capped else []
     notes.append(words.revealed(drill.source(reveal=True)))
-    return Result(drill.id, min(total, drill.cap_if_wrong) if capped else total, parts, capped, notes)
+    return Result(drill.id, min(total, cap) if capped else total, parts, capped, notes)
+
+
+def decisive_cap(decisive: Part, cap_if_wrong: float) -> float | None:
+    """The cap a decisive part sets: the rubric's for a wrong one (0) or a number only half right, half-way to 1 for
+    a name part that holds the key in a hedge or beside a near answer (0 < score < WRONG_BELOW), none otherwise."""
+    if decisive.half or decisive.score <= 0:
+        return cap_if_wrong
+    if decisive.score < WRONG_BELOW:
+        return round(cap_if_wrong + (1 - cap_if_wrong) * HALF_ANSWER_CAP, 4)
+    return None
 
 
 def grade_part(drill: Drill, part: str, answer) -> Part:
@@ -148,6 +162,10 @@ def score_name(text: str, key: str, table: dict, allow_two: bool = False, lead: 
     if r.hedged and not (allow_two and len(main) <= 2):
         if len(set(r.asserted)) == 2 and r.asserted[0] == key and leans(text):
             return LEAN_CREDIT, r
+        if 2 < len(set(r.asserted)) < len(table) and r.asserted[0] == key and leans(text):
+            # "host_work, or possibly launch_overhead or a sync": the key first, some options after it as lesser
+            # ones; not every option of the question (that list is no answer): as a list of levers holding the fix
+            return LIST_CREDIT, r
         return (HEDGE_CREDIT if len(set(r.asserted)) == 2 else 0.0), r
     if len(set(main)) >= LIST_IS_HEDGE and not allow_two:
         return 0.0, _as_hedge(r)     # every cause listed, however joined: a list of the options is no answer
@@ -261,7 +279,8 @@ def score_lever(text: str, key: dict) -> tuple[float, object, str]:
             return LIST_CREDIT, r, "hedge"
         if pos & accept and len(pos) == 2 and r.asserted[0] in accept and leans(text):
             return LEAN_CREDIT, r, "hedge"
-        return (HEDGE_CREDIT if pos & accept and len(pos) == 2 else 0.0), r, "hedge"
+        # a hedge of two that holds a fix which helps (the Next or a lesser one): a hedge, as a name part's is
+        return (HEDGE_CREDIT if pos & (accept | partial) and len(options) == 2 else 0.0), r, "hedge"
     if pos & accept:
         if pos & wastes:
             return WASTE_CREDIT, r, "waste"
@@ -659,6 +678,11 @@ class _Context(_NewRungs, LadderParts):
         text = _text(ans)
         hit = quoted_numbers(text, self.key["numbers"])
         named = score_name(text, self.key["bound"], bound_table())[0] == 1.0
+        argued = set(reading(text, bound_table()).main) - {self.key["bound"]}
+        if hit and argued and not named:
+            # the trace's numbers argued for another bound ("87% of device time, so it waits on memory") support
+            # that one, not the key: no support
+            return 0.0, words.evidence_against(hit, argued, self.key["bound"])
         score = (EVIDENCE_NUMBER if hit else 0.0) + (EVIDENCE_NAMED if named else 0.0)
         if not hit:
             return score, words.evidence_missing(self.key["numbers"])
@@ -814,11 +838,14 @@ def quoted_numbers(text: str, numbers: list[dict]) -> list[dict]:
             # is named, but a share is not a span)
             pool = [n for n in named if n["unit"] and dimension(n["unit"]) == a.dim] or \
                 [n for n in numbers if n["unit"] and dimension(n["unit"]) == a.dim]
-        for n in pool:
-            said = in_unit(a, n["unit"]) if n["unit"] else a.value
-            if score_number(said, n["value"]) == 1.0 and n not in hit:
+        # of the quantities it could be, the nearest ("busy 97%" is the busy share, not the top op's 87%)
+        fits = [(abs(math.log(max(said, 1e-12) / n["value"])) if n["value"] > 0 and said > 0 else 0.0, i, n)
+                for i, n in enumerate(pool) for said in [in_unit(a, n["unit"]) if n["unit"] else a.value]
+                if score_number(said, n["value"]) == 1.0]
+        if fits:
+            n = min(fits, key=lambda f: (f[0], f[1]))[2]
+            if n not in hit:
                 hit.append(n)
-                break
     return hit
 
 

@@ -256,7 +256,11 @@ def triage_numbers(f: evidence.Facts) -> list[dict]:
     the top ops' shares, the idle share, the span, the dominant cause's share and gaps, the achieved rates."""
     nums = [{"value": 100 * h["share"], "unit": "%", "about": [h["name"].split("::")[-1], "device time", "time"]}
             for h in f.hotspots[:2]]
+    # the busy share is the idle share's other side (the span line prints both): a number about the idle, not the
+    # top op's share it would otherwise be read as ("busy 97%" is not aten::mm's 87%)
     nums += [{"value": 100 * f.idle_share, "unit": "%", "about": ["idle", "idles"]},
+             {"value": 100 * (1 - f.idle_share), "unit": "%", "about": ["busy", "utilization", "utilisation",
+                                                                      "not idle"]},
              {"value": f.span_ms, "unit": "ms", "about": ["span", "wall", "total", "takes", "long"]}]
     if f.dominant:
         e = f.cause_evidence[f.dominant]
@@ -283,9 +287,14 @@ def triage_numbers(f: evidence.Facts) -> list[dict]:
 
 # The words a sentence uses for a cause's share (the vocabulary's names would do too; these suffice to tell
 # which quantity a number is).
-CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead"], "host_work": ["host", "python", "cpu"],
-               "synchronization": ["sync", "syncs", "synchronization", "item", "drain", "synchronize"],
-               "data_transfer": ["copy", "copies", "transfer", "memcpy"], "other": ["other"]}
+# (and the host calls `drill show` names in the longest gaps, as a student quotes them: "idle 9.4 ms while the host is
+# in cudaStreamSynchronize")
+CAUSE_WORDS = {"launch_overhead": ["launch", "launches", "overhead", "cudalaunchkernel", "culaunchkernel"],
+               "host_work": ["host", "python", "cpu"],
+               "synchronization": ["sync", "syncs", "synchronization", "item", "drain", "synchronize",
+                                   "cudastreamsynchronize", "cudadevicesynchronize", "cudaeventsynchronize"],
+               "data_transfer": ["copy", "copies", "transfer", "memcpy", "cudamemcpyasync", "cudamemcpy"],
+               "other": ["other"]}
 
 
 def derive_all() -> dict:

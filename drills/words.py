@@ -92,7 +92,7 @@ def doubted(what: str, credit: float, why: str) -> str:
 def hedged(what: str, said: set, credit: float = 0.0) -> str:
     others = " or ".join(label(c) for c in sorted(said))
     earns = (f"a hedge that leans to the right one earns {num(credit)}" if credit >= 0.5 else
-             f"a hedge earns {num(credit)} and counts as a wrong answer for the cap" if credit
+             f"a hedge earns {num(credit)} and, in the part that decides, caps the score at 0.6" if credit
              else "a list of the options earns what a wrong answer earns")
     return f"You offered {label(what)} or {others}: {earns}; the trace decides between them, so commit to one."
 
@@ -271,6 +271,12 @@ def regime_why(regime: str, f_compute: float, f_memory: float, idle_share: float
     return f"{share(part)} of kernel time is {REGIME[regime]}" + (f" at {rate}" if rate else "") + ai
 
 
+def evidence_against(numbers_hit: list[dict], argued: set, bound: str) -> str:
+    quoted = ", ".join(_quantity(n) for n in numbers_hit)
+    return (f"True of the trace ({quoted}), but argued for {' and '.join(label(b) for b in sorted(argued))}: "
+            f"evidence supports the bound it is argued for, and the trace's is {label(bound)}.")
+
+
 def evidence_off_point(numbers_hit: list[dict]) -> str:
     quoted = ", ".join(_quantity(n) for n in numbers_hit)
     return (f"True of the trace ({quoted}), but not what decides the bound: quote the idle share, the cause's "
@@ -337,7 +343,10 @@ def prefill_regime_why(regime: str, tflops: float | None, count: int | None) -> 
     return f"the prefill runs{rate}{times} and is {REGIME[regime]}"
 
 
-def capped(part: str, cap: float) -> str:
+def capped(part: str, cap: float, half: bool = False) -> str:
+    if half:
+        return (f"The {part} is only partly right (a hedge, or an answer next to the right one), and the rest "
+                f"follows from it: the score is capped at {cap:.1f}.")
     return f"The {part} is wrong, and the rest follows from it: the score is capped at {cap:.1f}."
 
 
@@ -604,6 +613,15 @@ def kernel_row(k: dict) -> str:
             f"{k['flops'] / 1e9:12,.1f} GFLOP {size(k['bytes']):>10}  {duration_us(k['device_us']):>9}{rates}")
 
 
+def after_kernel_row(k: dict) -> str:
+    """One kernel of a fused pair's after trace: its launches, a call, and the tensors its op is handed."""
+    held = ""
+    if k.get("tensor_args"):
+        held = "; its op is handed " + ", ".join(f"{'x'.join(map(str, d))} {t}" for d, t in k["tensor_args"]) + \
+            " (inputs and outputs alike)"
+    return f"  {k['kernel'][:60]:60s} ×{k['launches']:<5d} {num(k['per_call'])} a call{held}"
+
+
 def device_peaks(peak_tflops: float, dtype: str | None, peak_gbps: float) -> str:
     return f"the device's peaks: {num(peak_tflops)} TFLOP/s ({dtype or 'its dtype'}), {num(peak_gbps)} GB/s of HBM"
 
@@ -680,11 +698,3 @@ def large_gaps_header() -> str:
 
 def gap_row(start_us: float, length_us: float, call: str) -> str:
     return f"  at {duration_us(start_us):>9}: {duration_us(length_us):>9} idle, the host in {call or 'no traced call'}"
-
-
-def idle_by_call_header() -> str:
-    return "the GPU's compute idle time, all gaps summed, by what the host was in (or a copy on the device):"
-
-
-def idle_by_call_row(call: str, idle_us: float, of_span: float) -> str:
-    return f"  {call or 'no traced call':40s} {duration_us(idle_us):>9} idle, {share(of_span)} of the span"

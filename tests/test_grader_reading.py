@@ -252,15 +252,17 @@ def test_two_values_that_are_both_right_are_no_hedge():
     assert part("M01.03-c", "spread_pct", f"{lo:.0f} or {2 * hi:.0f}%").score == grader.HEDGE_CREDIT
 
 
-# --- a hedge: partial credit, and wrong for the cap ------------------------------------------------------------
+# --- a hedge: partial credit, and half an answer for the cap ---------------------------------------------------
 
-def test_a_hedge_holding_the_key_earns_hedge_credit_and_caps_as_a_wrong_answer():
+def test_a_hedge_holding_the_key_earns_hedge_credit_and_caps_half_way_to_the_wrong_answers_cap():
     d = bank.get("M02.04-c")
     r = grader.grade(d, {"pattern": "a drain after every .item()", "cause": "either a sync or the launches",
                          "experiment": "move the .item() out of the loop"})
     cause = next(p for p in r.parts if p.part == "cause")
     assert cause.score == grader.HEDGE_CREDIT and "commit to one" in cause.feedback
-    assert r.capped and r.score == d.cap_if_wrong
+    # half an answer: the file keeps what it earned up to 0.6, more than a wrong cause's 0.4
+    total = sum(p.weight * p.score for p in r.parts)
+    assert r.score == pytest.approx(min(total, 0.6)) and r.score > d.cap_if_wrong
 
 
 def test_a_hedge_that_leans_to_the_key_earns_lean_credit_and_does_not_cap():

@@ -158,13 +158,12 @@ class DrillTables:
 
 def drill_tables(drill_id: str) -> DrillTables:
     from tracetriage.drills import bank, evidence
-    from tracetriage.drills.commands import evidence_lines, idle_by_call_lines, show_info
+    from tracetriage.drills.commands import evidence_lines, show_info
 
     d = bank.get(drill_id)
     if d.kind != "triage":
         return DrillTables(None, None, tuple(evidence_lines(d, show_info(d))))
     f = evidence.facts(d.trace_path())
     ops = pd.DataFrame(f.hotspots, columns=["name", "share", "device_us", "calls"])
-    # the span line and the operator table as a table; the idle by host call as show prints it
-    idle = tuple(idle_by_call_lines(d))
-    return DrillTables(drill_words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops, idle)
+    # the span line and the operator table as a table, as show prints them (no idle summed by host call)
+    return DrillTables(drill_words.span_line(f.span_ms, f.kernel_busy_ms, f.idle_share), ops)

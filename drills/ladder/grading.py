@@ -117,6 +117,26 @@ def none_hedge(ans, universe: list[str], style: str) -> tuple[set[str], set[str]
     return (set(), said) if none_first else (said, set())
 
 
+# Of the occupancy verdicts, sideshow and harm share what matters most (raising occupancy is not the lever) and differ
+# in what raising it would cost: one for the other is half an answer (the blind teacher of heldout-test8: 0.4).
+NEAR_VERDICTS = {"occupancy": {"harm": "sideshow", "sideshow": "harm"}}
+NEAR_VERDICT_CREDIT = 0.4
+CONDITION = re.compile(r"\b(?:if|when|whenever|unless|once|provided)\b", re.I)
+CLAUSES = re.compile(r"[,;.]|\s[-–—]+\s|\bbut\b", re.I)
+
+
+def conditional_other(text: str, key: str, options: dict) -> bool:
+    """The key and another verdict in clauses of their own, the other's clause under a condition ("worth it if x is
+    reused, not worth it for a single add"): a conditional answer, not a hedge."""
+    from tracetriage.drills.textmatch import reading
+
+    said = [(reading(c, options), c) for c in CLAUSES.split(text) if c.strip()]
+    keyed = [c for r, c in said if r.main == (key,)]
+    others = [c for r, c in said if r.main and key not in r.main]
+    return bool(keyed) and bool(others) and all(CONDITION.search(c) for c in others) \
+        and not any(CONDITION.search(c) for c in keyed)
+
+
 def _named_at(text: str, line: str) -> int:
     """Where an answer first names a line ("line_5", "line 5", "5")."""
     m = re.search(rf"(?:\bline[\s_#-]*)?(?<![\w.])0*{line.split('_')[-1]}(?![\w.])", text, re.I)
@@ -190,6 +210,17 @@ class LadderParts:
             return s, words.doubted(lw.label(cls), s, why + ".")
         if s > 0:
             return s, lw.verdict_both(cls, set(r.main) - {cls})
+        if cls in r.asserted and conditional_other(_text(ans), cls, options):
+            # "worth it if x is reused, not worth it for a single add": the other verdict only under a condition the
+            # trace does not meet, the key said of the case at hand: the key, held in doubt
+            from tracetriage.drills.hedges import DOUBT_CREDIT
+
+            return DOUBT_CREDIT, lw.verdict_conditional(cls, DOUBT_CREDIT, why)
+        near = NEAR_VERDICTS.get(group, {}).get(cls)
+        if near is not None and r.main == (near,) and not r.denied:
+            # "sideshow" where raising occupancy would do harm (or the reverse): right that it is not the lever,
+            # wrong about what raising it does; half an answer, so it caps half-way
+            return NEAR_VERDICT_CREDIT, lw.verdict_near(near, cls, NEAR_VERDICT_CREDIT, why)
         return 0.0, lw.verdict_wrong(set(r.main) - {cls}, cls, why)
 
     def _ledger_rows(self) -> list[dict]:

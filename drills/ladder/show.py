@@ -73,15 +73,24 @@ def _reads(path) -> list[dict]:
     """Each distinct op (name and operands) that reads tensors, with how many times it ran."""
     if path is None:
         return []
+    import statistics
+
     out: list[dict] = []
+    times: list[list[float]] = []
     for o in facts.layout_facts(path)["ops"]:
         row = {"op": o["op"], "kind": o["kind"], "reads": [{f: r[f] for f in ("arg", "dims", "strides", "dtype")}
                                                            for r in o["reads"]]}
-        same = next((x for x in out if {k: x[k] for k in row} == row), None)
+        same = next((i for i, x in enumerate(out) if {k: x[k] for k in row} == row), None)
         if same is not None:
-            same["calls"] += 1
+            out[same]["calls"] += 1
+            times[same].append(o["kernel_us"])
         else:
             out.append({**row, "calls": 1})
+            times.append([o["kernel_us"]])
+    # each op's kernel time a call (the median of its calls): the verdict weighs the two traces' kernel time, which
+    # a timeline reader measures on the kernels' bars
+    for row, t in zip(out, times):
+        row["kernel_us"] = round(statistics.median(t), 1)
     return out
 
 
@@ -110,6 +119,7 @@ def lines(d: Drill, shown: dict | None = None) -> list[str]:
             n = x.get("consumers", {}).get(which, 1)
             out.append(f"the {which} trace runs: {code}" + (f"   (the add {n} times, on one x)" if n > 1 else ""))
             out += [lw.show_op_reads(o) for o in x["ops"][which]]
+        out.append(lw.WALK_RULE)
     elif k == "ridge":
         out.append("the six kernels (FLOPs and bytes a call, from their shapes):")
         out += [lw.show_kernel(i, o, o.get("code")) for i, o in enumerate(x["kernels"], 1)]

@@ -33,7 +33,7 @@ def set_partly(what: str, said: set, key: list, missed: list, extra: list, why: 
 
 def set_hedged(what: str, lead: set, other: set, key: list, credit: float, why: str) -> str:
     lean = ("a hedge that leans to the right one" if credit >= 0.5
-            else "a hedge (it counts as a wrong answer for the cap)")
+            else "a hedge (in the part that decides, it caps the score at 0.6)")
     return (f"You offered {names(sorted(lead))} or {names(sorted(other))}: {lean} earns {credit:g}; {what} "
             f"{names(key)}; commit to one. {why}")
 
@@ -156,13 +156,23 @@ def verdict_wrong(said: set, cls: str, why: str) -> str:
     return f"You said {heard}; the trace says {label(cls)}: {why}."
 
 
+def verdict_near(said: str, cls: str, credit: float, why: str) -> str:
+    return (f"Part of it ({credit:g}): you said {label(said)}; the trace says {label(cls)}. Right that raising it is "
+            f"not the lever; what raising it would cost is the other half: {why}.")
+
+
+def verdict_conditional(cls: str, credit: float, why: str) -> str:
+    return (f"Most of it ({credit:g}): {label(cls)} for the case in the trace, the other verdict only under a "
+            f"condition it does not meet; the trace decides the case, so say it: {why}.")
+
+
 def verdict_both(cls: str, said: set) -> str:
     return f"Half credit: you said {label(cls)} but also {', '.join(label(c) for c in sorted(said))}; commit to one."
 
 
 def verdict_hedged(cls: str, said: set, credit: float = 0.0) -> str:
     earns = (f"a hedge that leans to the right one earns {credit:g}" if credit >= 0.5 else
-             f"a hedge earns {credit:g} and counts as a wrong answer for the cap" if credit
+             f"a hedge earns {credit:g} and, in the part that decides, caps the score at 0.6" if credit
              else "a hedge earns what a wrong answer earns")
     return f"You offered {label(cls)} or {' or '.join(label(c) for c in sorted(said))}: {earns}; commit to one."
 
@@ -281,11 +291,19 @@ def show_launch(k: dict) -> list[str]:
     return lines
 
 
+# How PyTorch's elementwise and copy kernels walk memory (TensorIterator): what the strided question rests on, stated
+# so that a reader of the strides can apply it (two blind teachers read `x.t() + y` without it and named x)
+WALK_RULE = ("how the kernels walk: an elementwise op allocates its output in the layout of its first full-size "
+             "operand and walks the output in memory order (32 neighbouring threads, 32 neighbouring output "
+             "elements); copy_ walks its destination; a matmul reads a transposed operand as a flag (cuBLAS)")
+
+
 def show_op_reads(o: dict) -> str:
     reads = "; ".join(f"arg {r['arg']} {'x'.join(map(str, r['dims']))} {r['dtype']} strides "
                       f"`({', '.join(map(str, r['strides']))})`" for r in o["reads"])
     calls = o.get("calls", 1)
-    return f"  {o['op']:14s} x{calls:<3d} {reads}"
+    took = f"; its kernel {duration_us(o['kernel_us'])} a call (median)" if o.get("kernel_us") is not None else ""
+    return f"  {o['op']:14s} x{calls:<3d} {reads}{took}"
 
 
 def show_card(c: dict) -> str:
