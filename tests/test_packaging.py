@@ -8,8 +8,10 @@ reads.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from tracetriage.drills.tomlread import tomllib
@@ -44,6 +46,33 @@ def test_the_data_files_the_package_reads_are_declared():
     assert list((ROOT / "drills" / "bank").glob("*.toml")) and (ROOT / "analyzers" / "model" / "aten_ops.txt").exists()
 
 
+SETUP_PY = (ROOT / "setup.py").read_text(encoding="utf-8")
+# setup.py's C extensions: (module name, its source), e.g. ("tracetriage.analyzers.loading._scan",
+# "analyzers/loading/_scan.c")
+EXTENSIONS = re.findall(r'Extension\("([\w.]+)", \["([\w/.]+\.c)"\]', SETUP_PY)
+
+
+def _extension_file(f: Path) -> bool:
+    """An extension's C source (setup.py builds it: a wheel carries the built module, an sdist the source) or
+    the module built from it (the editable install builds it in place)."""
+    rel = f.relative_to(ROOT).as_posix()
+    return any(rel == source for _, source in EXTENSIONS) or any(
+        f.name.startswith(name.rsplit(".", 1)[1] + ".") and f.name.endswith(tuple(EXTENSION_SUFFIXES))
+        for name, _ in EXTENSIONS)
+
+
+def test_the_native_scan_is_an_optional_extension_built_inside_the_package_it_is_named_under():
+    """optional=True: with no C compiler the install still succeeds (msgspec decodes). The module's name maps,
+    through package-dir, onto the folder its source is in, so the editable install builds it there."""
+    assert EXTENSIONS == [("tracetriage.analyzers.loading._scan", "analyzers/loading/_scan.c")]
+    assert "optional=True" in SETUP_PY
+    name, source = EXTENSIONS[0]
+    package = name.rsplit(".", 1)[0]
+    top = max((k for k in SETUPTOOLS["package-dir"] if package == k or package.startswith(k + ".")), key=len)
+    folder = Path(SETUPTOOLS["package-dir"][top], *package[len(top) + 1:].split("."))
+    assert package in SETUPTOOLS["packages"] and (ROOT / source).parent == ROOT / folder and (ROOT / source).exists()
+
+
 def test_every_file_beside_the_code_is_declared_data_so_a_wheel_carries_it():
     """A wheel carries .py files and the package-data globs only: a file in a package folder that no glob names
     (an icon, a table the code reads) works in the editable install and is missing from a wheel."""
@@ -57,7 +86,7 @@ def test_every_file_beside_the_code_is_declared_data_so_a_wheel_carries_it():
         else:       # a package inside tracetriage/ itself (tracetriage.trial): under tracetriage's own folder
             folder = ROOT / SETUPTOOLS["package-dir"][top] / Path(*package.split(".")[1:])
         for f in folder.iterdir():
-            if f.is_file() and f.suffix not in (".py", ".pyc"):
+            if f.is_file() and f.suffix not in (".py", ".pyc") and not _extension_file(f):
                 if not any(f.relative_to(folder).match(glob) for glob in data.get(package, [])):
                     undeclared.append(str(f.relative_to(ROOT)))
     assert not undeclared, undeclared

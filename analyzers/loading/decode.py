@@ -193,10 +193,16 @@ _WHAT_TO_PASS = ("pass the .json or .json.gz that torch.profiler exports (export
 
 
 def decode(data: bytes | bytearray, path: Path) -> list[Part]:
-    """All events of a trace as one Part or several (several when the file is split across cores)."""
+    """All events of a trace as one Part or several (several when the file is split across cores): by the native
+    scan (tracetriage.analyzers.loading.native) where it handles the text, else by msgspec, below."""
     if not _NONBLANK.match(data):
         raise TraceError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
     check_memory(data, path)
+    from tracetriage.analyzers.loading import native  # (it imports this module: here, not at the top)
+
+    parts = native.decode(data, path)      # the C scan, where built and where it handles the text
+    if parts is not None:
+        return parts
     if len(data) >= PARALLEL_MIN_BYTES and sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1:
         parts = _decode_split(data, path)
         if parts is not None:
