@@ -66,7 +66,8 @@ def test_the_scan_reads_a_bundled_trace_into_the_columns_msgspec_reads(name):
 
 
 @pytest.mark.slow
-def test_the_scan_reads_every_bundled_trace_as_msgspec_does_or_leaves_it_to_msgspec():
+def test_the_scan_reads_every_bundled_trace_as_msgspec_does_or_leaves_it_to_msgspec(monkeypatch):
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 1 << 40)     # (one thread, one Part: compared column by column)
     fell_back = []
     for p in sorted(glob.glob(str(ROOT / "traces" / "**" / "*.json.gz"), recursive=True)):
         data = read_bytes(Path(p))
@@ -121,7 +122,8 @@ SEED = (b'{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H1
         b'            "Input type": ["float", "float"], "Concrete Inputs": ["", ""]}},\n'
         b'  {"ph": "X", "cat": "kernel", "name": "gemm\\u00e9 \\"k\\"", "pid": 0, "tid": 7, "ts": 1010, "dur": 3,\n'
         b'   "args": {"device": 0, "stream": 7, "correlation": 5, "external id": 3, "graph node id": 42}},\n'
-        b'  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1011.5, "dur": 1,\n'
+        b'  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 9123456789012.345,\n'
+        b'   "dur": 1.25e0,\n'
         b'   "args": {"device": 0, "stream": 7, "bytes": 4096}},\n'
         b'  {"ph": "X", "cat": "python_function", "name": "f.py(1): g", "pid": 7, "tid": 7, "ts": 999, "dur": 30,\n'
         b'   "args": {"Python id": 12, "Python parent id": 1}},\n'
@@ -187,7 +189,6 @@ def test_a_mutant_the_scan_accepts_msgspec_accepts_and_reads_the_same(seed_no):
 @pytest.mark.parametrize("text", [
     b'{"traceEvents": [{"ph": "X", "name": "a", "args": {"rank": 1}}]}',          # a merged multi-rank file
     b'{"traceEvents": [{"ph": "X", "tid": "stream 7"}]}',                         # an old trace's string tid
-    b'{"traceEvents": [{"ph": "X", "ts": 1.5e3}]}',                               # an exponent
     b'{"traceEvents": [{"ph": "X", "args": {"device": 12345678901234567890}}]}',  # past int64
     b'{"traceEvents": [{"name": "no phase"}]}',
     b'{"traceEvents": [{"ph": "X"}], "traceEvents": []}',                         # msgspec keeps the last
@@ -208,3 +209,29 @@ def test_a_gzipped_seed_decodes_through_the_loader_with_the_scan(tmp_path):
     path.write_bytes(gzip.compress(SEED))
     parts = decode.decode(read_bytes(path), path)
     assert len(parts) == 1 and _differences(parts[0], _strict(SEED)) == []
+
+
+def _numbers(rng: random.Random, n: int) -> list[bytes]:
+    """ts texts of every form: the fast path's, 17 and more digits (a clock up 104 days), exponents, signs."""
+    out = []
+    for _ in range(n):
+        whole = str(rng.choice((0, rng.randrange(10), rng.randrange(10 ** 13), rng.randrange(10 ** 17),
+                                rng.randrange(10 ** 22))))
+        frac = rng.choice(("", "." + str(rng.randrange(10 ** rng.randrange(1, 8))).zfill(rng.randrange(1, 9))))
+        exp = rng.choice(("", "", "", f"e{rng.randrange(-30, 30)}", f"E+{rng.randrange(5)}"))
+        out.append((rng.choice(("", "", "-")) + whole + frac + exp).encode())
+    return out
+
+
+def test_a_ts_or_dur_of_any_form_reads_as_the_double_msgspec_reads():
+    numbers = _numbers(random.Random(7), 3000) + [b"9123456789012.345", b"9007199254740993", b"-0", b"0.1e1"]
+    rows = [b'{"ph": "X", "ts": %s, "dur": %s}' % (x, y) for x, y in zip(numbers, reversed(numbers))]
+    text = b'{"traceEvents": [' + b",".join(rows) + b']}'
+    ours, theirs = _native_one_part(text), _strict(text)
+    assert ours is not None and theirs is not None
+    assert _differences(ours, theirs) == []
+
+
+@pytest.mark.parametrize("odd", [b"1e400", b"-1e309", b"4.9e-324", b"1e-310"])
+def test_a_number_past_a_doubles_range_or_below_its_normal_ones_is_left_to_msgspec(odd):
+    assert _native_one_part(b'{"traceEvents": [{"ph": "X", "ts": %s}]}' % odd) is None

@@ -8,11 +8,15 @@ reads.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+
+import pytest
 
 from tracetriage.drills.tomlread import tomllib
 
@@ -53,8 +57,9 @@ EXTENSIONS = re.findall(r'Extension\("([\w.]+)", \["([\w/.]+\.c)"\]', SETUP_PY)
 
 
 def _extension_file(f: Path) -> bool:
-    """An extension's C source (setup.py builds it: a wheel carries the built module, an sdist the source) or
-    the module built from it (the editable install builds it in place)."""
+    """An extension's C source (setup.py compiles it; sdists and wheels carry it as they carry every file
+    under a package that the sdist lists) or the module compiled from it (the editable install builds it in
+    place)."""
     rel = f.relative_to(ROOT).as_posix()
     return any(rel == source for _, source in EXTENSIONS) or any(
         f.name.startswith(name.rsplit(".", 1)[1] + ".") and f.name.endswith(tuple(EXTENSION_SUFFIXES))
@@ -103,3 +108,24 @@ def test_from_outside_the_checkout_only_tracetriage_is_ours(tmp_path):
     found = json.loads(out.stdout)
     ours = {n for n, origin in found.items() if origin and str(ROOT) in origin}
     assert ours == {"tracetriage"}, found
+
+
+@pytest.mark.slow
+def test_without_a_c_compiler_the_package_still_builds_and_only_the_scan_is_missing(tmp_path):
+    """setup.py's extension is optional: a wheel built where the compiler fails (CC=false) has every module
+    but the native scan, and the decoder then reads traces with msgspec (tests/test_native_scan.py)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / f, src / f)
+    for folder in set(SETUPTOOLS["package-dir"].values()):    # (the built module left out: a clean checkout's)
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    env = {**os.environ, "CC": "false"}
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "wheel"), str(src)], check=True, env=env, capture_output=True)
+    import zipfile
+
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tracetriage/analyzers/loading/native.py" in names and "tracetriage/cli.py" in names
+    assert not [n for n in names if "_scan" in n and n.endswith(tuple(EXTENSION_SUFFIXES))]

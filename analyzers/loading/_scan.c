@@ -9,15 +9,17 @@
 // The contract: the scan accepts a text only if msgspec's strict decode (decode.py) would accept it and read the
 // same columns from it. Anything else -- invalid JSON anywhere (strings with raw control characters or bad
 // escapes, numbers such as 01 or 1., nesting past MAX_DEPTH), an escaped key, an event with no "ph" or two, a
-// phase msgspec does not know, and on a complete event: a string tid, a number it does not read exactly (an
-// exponent, more than 18 digits), a value of the wrong type, two "args", an "args.rank" (a merged multi-rank
-// file) -- returns NOT_HANDLED, and the caller hands the file to msgspec, which decides (a report, the lenient
-// decoder, or one error line). Numbers: Clinger's fast path (a mantissa below 2^53 divided by an exact power of
-// ten is correctly rounded), so a ts reads as the same double msgspec makes.
+// phase msgspec does not know, and on a complete event: a string tid, an integer id of more than 18 digits, a
+// number past a double's normal range, a value of the wrong type, a key twice, an "args.rank" (a merged
+// multi-rank file) -- returns NOT_HANDLED, and the caller hands the file to msgspec, which decides (a report, the
+// lenient decoder, or one error line). Numbers: Clinger's fast path (a mantissa below 2^53 divided by an exact
+// power of ten is correctly rounded), else strtod (correctly rounded): a ts reads as the same double msgspec makes.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 
 enum { OK = 0, NOT_HANDLED = -1, ROWS_FULL = -2, TABLE_FULL = -3 };
 #define MAX_DEPTH 64        // deeper values go to msgspec (which raises RecursionError past its own limit)
@@ -74,8 +76,8 @@ static const double P10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8
 enum { INT = 0, DECIMAL = 1, OTHER_NUMBER = 2 };
 
 // A JSON number at s->p, its grammar checked in full (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?). *kind:
-// INT (at most 18 digits: *iv and *d), DECIMAL (no exponent, mantissa below 2^53, at most 22 decimals: *d), or
-// OTHER_NUMBER (valid, but not read here). 0: not a number.
+// INT (a whole number of at most 18 digits: *iv, and *d), DECIMAL (any other: *d), or OTHER_NUMBER (valid, but
+// not read here: past a double's normal range, or longer than 71 characters). 0: not a number.
 static int number(S *s, double *d, int64_t *iv, int *kind) {
     const char *p = s->p, *e = s->e;
     int neg = 0, digits = 0, frac = 0, exact = 1;
@@ -103,18 +105,34 @@ static int number(S *s, double *d, int64_t *iv, int *kind) {
         while (p < e && isdig(*p)) p++;
         exact = 0;
     }
+    const char *from = s->p;
     s->p = p;
-    if (digits > 18 || (m >> 53) || frac > 22) exact = 0;
-    if (!exact) { *kind = OTHER_NUMBER; return 1; }
-    if (whole) {
+    if (whole && exact && digits <= 18) {
         *iv = neg ? -(int64_t)m : (int64_t)m;
-        *d = neg ? -(double)m : (double)m;
         *kind = INT;
-    } else {
+        if (!(m >> 53)) { *d = neg ? -(double)m : (double)m; return 1; }
+    } else *kind = DECIMAL;
+    if (exact && digits <= 18 && !(m >> 53) && frac <= 22) {
         double v = (double)m / P10[frac];
         *d = neg ? -v : v;
-        *kind = DECIMAL;
+        return 1;
     }
+    // Past the fast path (17 digits, as a ts of a clock up 104 days has; an exponent): strtod, correctly rounded
+    // as msgspec's parse is (glibc's, and the C runtimes' of macOS and Windows); not under a locale whose
+    // decimal point is no '.': Python leaves LC_NUMERIC at "C". A number that overflows, underflows or is
+    // longer than the buffer goes to msgspec.
+    char buf[72];
+    if (p - from >= (ptrdiff_t)sizeof buf) { *kind = OTHER_NUMBER; return 1; }
+    memcpy(buf, from, (size_t)(p - from));
+    buf[p - from] = 0;
+    char *stop;
+    double v = strtod(buf, &stop);
+    if (stop != buf + (p - from) || !(v > -1.7e308 && v < 1.7e308) || (v != 0 && v > -1e-300 && v < 1e-300)) {
+        *kind = OTHER_NUMBER;
+        return 1;
+    }
+    *d = v;
+    if (whole && !exact) *kind = DECIMAL;
     return 1;
 }
 
