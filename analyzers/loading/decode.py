@@ -1,7 +1,9 @@
 """Kineto JSON text -> column arrays, as fast as two cores allow.
 
-msgspec decodes the events into small typed structs (only the fields we use; the
-rest of each event is skipped in C), then the fields become numpy columns. That
+The native scan (tracetriage.analyzers.loading.native, a C extension the install compiles where it can) reads
+most traces; what it does not handle, and every trace where it is not built or TRACETRIAGE_NO_NATIVE=1 is set,
+is decoded here, into the same columns: msgspec decodes the events into small typed structs (only the
+fields we use; the rest of each event is skipped in C), then the fields become numpy columns. That
 per-event Python work is the cost, so a large file is split at an event boundary
 and the second half is decoded in a forked child while the parent does the first.
 A split that is not a clean event boundary fails to decode and we fall back to
