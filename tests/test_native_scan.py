@@ -1,4 +1,4 @@
-"""The native event scan (analyzers/loading/_scan.c, driven by tracetriage.analyzers.loading.native) reads the very
+"""The native event scan (analyzers/loading/eventscan.c, driven by tracetriage.analyzers.loading.native) reads the very
 Parts msgspec's decoder reads, and hands msgspec every text it does not: never a wrong column.
 
 Representative bundled traces are decoded both ways and compared field by field (the full sweep over every
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 HAS_CC = shutil.which("cc") is not None or shutil.which("gcc") is not None
 # (where no C compiler built the extension, msgspec decodes everything and there is nothing to compare)
-pytestmark = pytest.mark.skipif(native._scan is None and not HAS_CC, reason="no C compiler: the scan is not built")
+pytestmark = pytest.mark.skipif(native.eventscan is None and not HAS_CC, reason="no C compiler: the scan is not built")
 
 PART_FIELDS = ("names", "shapes", "events_in_file", "dropped", "device_names", "rank", "base_time_ns",
                "has_trace_events", "world_size", "rank_of_pid")
@@ -41,7 +41,7 @@ def _differences(ours: decode.Part, theirs: decode.Part) -> list[str]:
 
 
 def _native_one_part(data: bytes | bytearray) -> decode.Part | None:
-    parts = native.decode(data, Path("t.json"))
+    parts = native.scan_parts(data, Path("t.json"))
     if parts is None:
         return None
     assert len(parts) == 1       # (below PARALLEL_MIN_BYTES: one thread)
@@ -86,7 +86,7 @@ def test_a_big_file_scanned_in_two_threads_assembles_to_what_msgspec_assembles(t
     path = ROOT / "traces" / "chain-eager-small.json.gz"
     data = read_bytes(path)
     monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", len(data) // 4)
-    ours = native.decode(data, path)
+    ours = native.scan_parts(data, path)
     assert ours is not None and len(ours) == 2
     a, b = assemble(ours, path), assemble([decode._decode_whole(data, path)], path)
     for f in ("cat", "name", "start", "end", "pid", "tid", "device", "stream", "ext", "corr", "nbytes", "shape",
@@ -98,18 +98,18 @@ def test_a_big_file_scanned_in_two_threads_assembles_to_what_msgspec_assembles(t
 
 def test_tracetriage_no_native_hands_every_file_to_msgspec(monkeypatch):
     data = read_bytes(ROOT / "traces" / "chain-eager-small.json.gz")
-    assert native.decode(data, Path("t.json")) is not None
+    assert native.scan_parts(data, Path("t.json")) is not None
     monkeypatch.setenv("TRACETRIAGE_NO_NATIVE", "1")
-    assert native.decode(data, Path("t.json")) is None
-    assert decode.decode(data, Path("t.json"))[0].events_in_file > 1000      # (msgspec's)
+    assert native.scan_parts(data, Path("t.json")) is None
+    assert native.decode(data, Path("t.json"))[0].events_in_file > 1000      # (msgspec's)
 
 
 def test_the_install_built_the_scan_beside_the_loader_that_imports_it():
     """With a C compiler the install builds the extension (setup.py's, optional: a failed build would go
     unnoticed but for this), and puts it beside the loader's modules: in the editable install, in
     analyzers/loading/ (pyproject's tracetriage.analyzers -> analyzers/)."""
-    assert native._scan is not None and native.enabled()
-    assert Path(native._scan.__file__).parent == Path(native.__file__).parent
+    assert native.eventscan is not None and native.enabled()
+    assert Path(native.eventscan.__file__).parent == Path(native.__file__).parent
 
 
 # --- mutants: the scan accepts a text only where msgspec's strict decode reads the same ----------------------
@@ -201,13 +201,13 @@ def test_a_mutant_the_scan_accepts_msgspec_accepts_and_reads_the_same(seed_no):
 ])
 def test_what_the_scan_leaves_to_msgspec(text):
     assert _native_one_part(text) is None
-    assert decode.decode(text, Path("t.json"))           # (msgspec reads each of them: no error)
+    assert native.decode(text, Path("t.json"))           # (msgspec reads each of them: no error)
 
 
 def test_a_gzipped_seed_decodes_through_the_loader_with_the_scan(tmp_path):
     path = tmp_path / "seed.json.gz"
     path.write_bytes(gzip.compress(SEED))
-    parts = decode.decode(read_bytes(path), path)
+    parts = native.decode(read_bytes(path), path)
     assert len(parts) == 1 and _differences(parts[0], _strict(SEED)) == []
 
 

@@ -9,7 +9,7 @@ from tracetriage.analyzers.loading import decode, native
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(native._scan is None, reason="the native scan is not built (no C compiler)")
+pytestmark = pytest.mark.skipif(native.eventscan is None, reason="the native scan is not built (no C compiler)")
 
 
 def test_every_option_the_probe_times_reads_the_events_msgspec_reads(monkeypatch):

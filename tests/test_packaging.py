@@ -51,8 +51,8 @@ def test_the_data_files_the_package_reads_are_declared():
 
 
 SETUP_PY = (ROOT / "setup.py").read_text(encoding="utf-8")
-# setup.py's C extensions: (module name, its source), e.g. ("tracetriage.analyzers.loading._scan",
-# "analyzers/loading/_scan.c")
+# setup.py's C extensions: (module name, its source), e.g. ("tracetriage.analyzers.loading.eventscan",
+# "analyzers/loading/eventscan.c")
 EXTENSIONS = re.findall(r'Extension\("([\w.]+)", \["([\w/.]+\.c)"\]', SETUP_PY)
 
 
@@ -69,7 +69,7 @@ def _extension_file(f: Path) -> bool:
 def test_the_native_scan_is_an_optional_extension_built_inside_the_package_it_is_named_under():
     """optional=True: with no C compiler the install still succeeds (msgspec decodes). The module's name maps,
     through package-dir, onto the folder its source is in, so the editable install builds it there."""
-    assert EXTENSIONS == [("tracetriage.analyzers.loading._scan", "analyzers/loading/_scan.c")]
+    assert EXTENSIONS == [("tracetriage.analyzers.loading.eventscan", "analyzers/loading/eventscan.c")]
     assert "optional=True" in SETUP_PY
     name, source = EXTENSIONS[0]
     package = name.rsplit(".", 1)[0]
@@ -128,4 +128,4 @@ def test_without_a_c_compiler_the_package_still_builds_and_only_the_scan_is_miss
     (wheel,) = (tmp_path / "wheel").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "tracetriage/analyzers/loading/native.py" in names and "tracetriage/cli.py" in names
-    assert not [n for n in names if "_scan" in n and n.endswith(tuple(EXTENSION_SUFFIXES))]
+    assert not [n for n in names if "eventscan" in n and n.endswith(tuple(EXTENSION_SUFFIXES))]

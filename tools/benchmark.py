@@ -201,7 +201,7 @@ from tracetriage.analyzers.loading import native
 gc.disable()
 data = bytearray(igzip.decompress(open(sys.argv[1], "rb").read()))
 t1 = time.perf_counter()
-parts = native.decode(data, Path(sys.argv[1]))
+parts = native.scan_parts(data, Path(sys.argv[1]))
 t2 = time.perf_counter()
 assert parts is not None, "the native scan is not built, or it does not handle this trace"
 print(round(t1 - t0, 3), round(t2 - t1, 3))

@@ -40,11 +40,11 @@ def _native(data: bytearray, path: Path, threads: int) -> list[decode.Part]:
     was = decode.PARALLEL_MIN_BYTES
     decode.PARALLEL_MIN_BYTES = was if threads == 2 else len(data) + 1     # (one thread: never past it)
     try:
-        parts = native.decode(data, path)
+        parts = native.scan_parts(data, path)
     finally:
         decode.PARALLEL_MIN_BYTES = was
     if parts is None:
-        raise ProbeError("the scan does not handle this trace (see analyzers/loading/_scan.c's head): the loader "
+        raise ProbeError("the scan does not handle this trace (see analyzers/loading/eventscan.c's head): the loader "
                          "reads it with msgspec")
     return parts
 

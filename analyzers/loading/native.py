@@ -1,9 +1,10 @@
-"""The native event scan (_scan.c, a C extension module) as the decoder's first choice: JSON text -> Parts.
+"""The native event scan (eventscan.c, a C extension module) as the decoder's first choice: JSON text -> Parts.
 
-decode.decode asks here first, and decodes with msgspec (its own path, unchanged) whenever this says None: the
-extension was not built (no C compiler at install), TRACETRIAGE_NO_NATIVE=1 is set, or the text is one the scan
-does not handle (see _scan.c's head: anything msgspec's strict decode would refuse, a merged multi-rank file, an
-odd number...). What the scan accepts it reads into the very columns msgspec's path makes (ids by first
+The chrome trace format's decoder (formats.py) calls decode() here, which hands the text to msgspec's decoder
+(decode.py, unchanged) whenever the scan does not read it (scan_parts says None): the extension was not built
+(no C compiler at install), TRACETRIAGE_NO_NATIVE=1 is set, or the text is one the scan does not handle (see
+eventscan.c's head: anything msgspec's strict decode would refuse, a merged multi-rank file, an id of more than
+18 digits...). What the scan accepts it reads into the very columns msgspec's path makes (ids by first
 appearance, the same tables), checked over the bundled traces by tests/test_native_scan.py.
 
 The scan writes numpy columns of the complete events and interns names, categories and shapes as spans of the
@@ -25,15 +26,16 @@ import numpy as np
 
 from tracetriage.analyzers.loading import decode as msgspec_decode
 from tracetriage.analyzers.loading.decode import NONE, Part
+from tracetriage.analyzers.loading.memory import check_memory
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 from tracetriage.analyzers.model.kernels import is_collective
 
 try:
-    from tracetriage.analyzers.loading import _scan
+    from tracetriage.analyzers.loading import eventscan
 except ImportError:        # not built (setup.py's extension is optional): msgspec decodes every file
-    _scan = None
+    eventscan = None
 
-# _scan.c's integer columns, in its order (C_PID ...): the last two are a row's args.dtype span in the text
+# eventscan.c's integer columns, in its order (C_PID ...): the last two are a row's args.dtype span in the text
 INT_COLUMNS = ("pid", "tid", "ext", "ext_old", "corr", "device", "stream", "nbytes", "seq", "graph_node", "msg_in",
                "msg_out", "group", "pyid", "dtype_off", "dtype_len")
 OK, ROWS_FULL = 0, -2
@@ -47,7 +49,7 @@ _GPU = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
 
 def enabled() -> bool:
     """Is the scan there (built at install) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
-    return _scan is not None and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
+    return eventscan is not None and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
 
 
 @dataclass
@@ -64,11 +66,22 @@ class _Scanned:
     tables: tuple[int, int, int]
 
 
-def decode(data: bytes | bytearray, path: Path) -> list[Part] | None:
+def decode(data: bytes | bytearray, path: Path) -> list[Part]:
+    """All events of a trace as Parts: by the scan where it reads the text, else by msgspec (decode.decode, which
+    also says in one line why a text is no trace)."""
+    if enabled() and msgspec_decode.NONBLANK.match(data):
+        check_memory(data, path)
+        parts = scan_parts(data, path)
+        if parts is not None:
+            return parts
+    return msgspec_decode.decode(data, path)
+
+
+def scan_parts(data: bytes | bytearray, path: Path) -> list[Part] | None:
     """The trace's events as Parts by the scan, or None: msgspec's to decode."""
     if not enabled():
         return None
-    start = _scan.find_events(data)
+    start = eventscan.find_events(data)
     if start < 0:
         return None
     bounds = [start]
@@ -103,7 +116,7 @@ def _scan_part(data: bytes | bytearray, start: int, end: int, last: bool) -> _Sc
         f64, i64, i32 = np.empty((2, cap)), np.empty((len(INT_COLUMNS), cap), np.int64), np.empty((3, cap), np.int32)
         tab_off, tab_len = np.empty(9 * TABLE_CAP, np.int64), np.empty(9 * TABLE_CAP, np.int64)
         tab_slot, info = np.full(3 * TABLE_CAP, -1, np.int32), np.zeros(6, np.int64)
-        status = _scan.scan(data, start, end, last, f64, i64, i32, tab_off, tab_len, tab_slot, info)
+        status = eventscan.scan(data, start, end, last, f64, i64, i32, tab_off, tab_len, tab_slot, info)
         if status != ROWS_FULL:
             break
     if status != OK:

@@ -526,6 +526,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The native event scan (see _scan.c).", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "eventscan", "The native event scan (see eventscan.c).", -1, methods};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_eventscan(void) { return PyModule_Create(&module); }
