@@ -8,9 +8,12 @@
    942k events, gzipped.
 2. Compiles the package's bytecode (an installed package has it), then measures, each in a fresh
    process: `tracetriage report --json` end to end, cold (no cache) at every size (the slope) and from
-   the cache at the main size; the floor (gunzip and a typed decode of the event fields without args:
-   what any Python tool must at least spend); HTA 0.5.0's parse (TraceAnalysis construction); and where
-   the report's time goes, stage by stage (tools.stage_times).
+   the cache at the main size, and at the main size cold with the native scan off too (TRACETRIAGE_NO_NATIVE=1:
+   msgspec decodes), its runs interleaved with the scan's; the floor (gunzip and a typed msgspec decode of the
+   event fields without args: what a Python tool decoding with msgspec must at least spend), and beside it the
+   native scan's own time (gunzip and the scan into the loader's columns: the decode stage as shipped); HTA
+   0.5.0's parse (TraceAnalysis construction); and where the report's time goes, stage by stage
+   (tools.stage_times).
 3. Fits time and memory against size: the cost of 100 MB more JSON, and each size's time per MB.
 
 Times: median of `--repeats` unsampled runs at the main size (one at the others); HTA runs once. Memory:
@@ -104,10 +107,23 @@ def measure(cmd: list[str], env: dict | None = None, *, sample_every: float | No
 
 def timed(cmd: list[str], env: dict | None, repeats: int, timeout: float) -> dict:
     """Median wall time of `repeats` unsampled runs, then the peak PSS of one run sampled every 20 ms."""
-    runs = sorted((measure(cmd, env, timeout=timeout) for _ in range(repeats)), key=lambda r: r["wall_s"])
-    mem = measure(cmd, env, sample_every=0.02, timeout=timeout)
-    return {"wall_s": runs[len(runs) // 2]["wall_s"], "walls": [r["wall_s"] for r in runs],
-            "cpu_s": sorted(r["cpu_s"] for r in runs)[len(runs) // 2], "peak_pss_mb": mem["peak_pss_mb"]}
+    return timed_side_by_side(cmd, {"": env}, repeats, timeout)[""]
+
+
+def timed_side_by_side(cmd: list[str], envs: dict[str, dict | None], repeats: int, timeout: float) -> dict:
+    """timed() of one command under each of several environments, their runs interleaved (A B A B ...): on a
+    shared machine a load that comes and goes falls on each alike."""
+    runs: dict[str, list[dict]] = {k: [] for k in envs}
+    for _ in range(repeats):
+        for k, env in envs.items():
+            runs[k].append(measure(cmd, env, timeout=timeout))
+    out = {}
+    for k, env in envs.items():
+        rs = sorted(runs[k], key=lambda r: r["wall_s"])
+        mem = measure(cmd, env, sample_every=0.02, timeout=timeout)
+        out[k] = {"wall_s": rs[len(rs) // 2]["wall_s"], "walls": [r["wall_s"] for r in rs],
+                  "cpu_s": sorted(r["cpu_s"] for r in rs)[len(rs) // 2], "peak_pss_mb": mem["peak_pss_mb"]}
+    return out
 
 
 REPORT = [sys.executable, "-m", "tracetriage.cli", "report"]
@@ -115,6 +131,15 @@ REPORT = [sys.executable, "-m", "tracetriage.cli", "report"]
 
 def ours_cold(path: Path, repeats: int, timeout: float) -> dict:
     return timed(REPORT + [str(path), "--json", "--quiet"], {"TRACETRIAGE_NO_CACHE": "1"}, repeats, timeout)
+
+
+def ours_cold_with_and_without_the_scan(path: Path, repeats: int, timeout: float) -> tuple[dict, dict]:
+    """The cold report as installed (the native scan decodes) and with the scan off (msgspec decodes, half the
+    file in a forked child), interleaved."""
+    r = timed_side_by_side(REPORT + [str(path), "--json", "--quiet"],
+                           {"scan": {"TRACETRIAGE_NO_CACHE": "1"},
+                            "msgspec": {"TRACETRIAGE_NO_CACHE": "1", "TRACETRIAGE_NO_NATIVE": "1"}}, repeats, timeout)
+    return r["scan"], r["msgspec"]
 
 
 def ours_cached(path: Path, cache_dir: Path, repeats: int, timeout: float) -> dict:
@@ -165,6 +190,32 @@ def floor(path: Path, repeats: int, timeout: float) -> dict:
     return {"wall_s": mid["wall_s"], "walls": sorted(r["wall_s"] for r in runs),
             "cpu_s": sorted(r["cpu_s"] for r in runs)[len(runs) // 2], "gunzip_s": gunzip_s,
             "decode_s": decode_s}
+
+
+SCAN_CODE = """
+import sys, time, gc
+t0 = time.perf_counter()
+from pathlib import Path
+from isal import igzip
+from tracetriage.analyzers.loading import native
+gc.disable()
+data = bytearray(igzip.decompress(open(sys.argv[1], "rb").read()))
+t1 = time.perf_counter()
+parts = native.scan_parts(data, Path(sys.argv[1]))
+t2 = time.perf_counter()
+assert parts is not None, "the native scan is not built, or it does not handle this trace"
+print(round(t1 - t0, 3), round(t2 - t1, 3))
+"""
+
+
+def scan(path: Path, repeats: int, timeout: float) -> dict:
+    """The native scan's own time, measured as the floor is (a fresh process, gunzip then decode): the decode
+    stage as shipped, its columns and tables the loader's, two threads on a file this size."""
+    runs = [measure([sys.executable, "-c", SCAN_CODE, str(path)], timeout=timeout) for _ in range(repeats)]
+    mid = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+    gunzip_s, decode_s = map(float, mid["stdout"].split())
+    return {"wall_s": mid["wall_s"], "walls": sorted(r["wall_s"] for r in runs),
+            "cpu_s": sorted(r["cpu_s"] for r in runs)[len(runs) // 2], "gunzip_s": gunzip_s, "decode_s": decode_s}
 
 
 def stages(path: Path, timeout: float) -> dict:
@@ -242,11 +293,18 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
         path = work / f"gpt-eager-x{copies}.json.gz"
         info = write_grown(doc, SOURCE, path, copies)
         say(f"\ntrace x{copies}: {info['events']:,} events, {info['json_mb']} MB of JSON, {info['file_mb']} MB gz")
-        row = {**info, "ours": ours_cold(path, a.repeats if main_size else 1, a.timeout)}
+        if main_size:
+            ours, off = ours_cold_with_and_without_the_scan(path, a.repeats, a.timeout)
+            row = {**info, "ours": ours, "ours_without_the_scan": off}
+        else:
+            row = {**info, "ours": ours_cold(path, 1, a.timeout)}
         o = row["ours"]
         say(f"  tracetriage report --json, cold: {o['wall_s']:.2f} s (runs {o['walls']}), CPU {o['cpu_s']:.2f} s, "
             f"peak {o['peak_pss_mb']:.0f} MB PSS")
         if main_size:
+            n = row["ours_without_the_scan"]
+            say(f"  ... with the native scan off (TRACETRIAGE_NO_NATIVE=1, runs interleaved with the above): "
+                f"{n['wall_s']:.2f} s (runs {n['walls']}), CPU {n['cpu_s']:.2f} s, peak {n['peak_pss_mb']:.0f} MB PSS")
             row["cached"] = ours_cached(path, work / f"cache-{copies}", a.repeats, a.timeout)
             c = row["cached"]
             say(f"  ... from the cache: {c['wall_s']:.2f} s, CPU {c['cpu_s']:.2f} s, "
@@ -257,6 +315,11 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
             say(f"  floor (isal gunzip + typed msgspec decode without args): {f['wall_s']:.2f} s, "
                 f"CPU {f['cpu_s']:.2f} s (gunzip "
                 f"{f['gunzip_s']:.2f} s, decode {f['decode_s']:.2f} s)")
+            row["scan"] = scan(path, a.repeats, a.timeout)
+            sc = row["scan"]
+            say(f"  beside it, the native scan (isal gunzip + the scan into the loader's columns): "
+                f"{sc['wall_s']:.2f} s, CPU {sc['cpu_s']:.2f} s (gunzip {sc['gunzip_s']:.2f} s, "
+                f"scan {sc['decode_s']:.2f} s)")
             row["stages"] = stages(path, a.timeout)
             say("  where the report's time goes (one run, in-process, `python -m tools.stage_times`):")
             for line in _stage_table(row["stages"]):
@@ -280,29 +343,38 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
                                                      for r in results["sizes"]]}
     o, f = main_row["ours"], main_row["floor"]
     results["floor_ratio"] = round(o["wall_s"] / f["wall_s"], 2)
+    n, sc = main_row["ours_without_the_scan"], main_row["scan"]
+    results["floor_ratio_without_the_scan"] = round(n["wall_s"] / f["wall_s"], 2)
+    results["over_the_scan_ratio"] = round(o["wall_s"] / sc["wall_s"], 2)
     lines = ["| trace | events | JSON MB | tool | wall s | CPU s | peak MB (PSS) |",
              "|---|---:|---:|---|---:|---:|---:|"]
     for r in results["sizes"]:
         lines.append(f"| x{r['copies']} | {r['events']:,} | {r['json_mb']} | tracetriage report, cold | "
                      f"{r['ours']['wall_s']:.2f} | {r['ours']['cpu_s']:.2f} | {r['ours']['peak_pss_mb']:.0f} |")
     x = f"x{main_row['copies']}"
+    lines.append(f"| {x} | | | tracetriage report, cold, native scan off | {n['wall_s']:.2f} | {n['cpu_s']:.2f} | "
+                 f"{n['peak_pss_mb']:.0f} |")
     c = main_row["cached"]
     lines.append(f"| {x} | | | tracetriage report, from the cache | {c['wall_s']:.2f} | {c['cpu_s']:.2f} | "
                  f"{c['peak_pss_mb']:.0f} |")
     lines.append(f"| {x} | | | floor: gunzip + typed decode, no args | {f['wall_s']:.2f} | {f['cpu_s']:.2f} | |")
+    lines.append(f"| {x} | | | gunzip + the native scan | {sc['wall_s']:.2f} | {sc['cpu_s']:.2f} | |")
     if "hta" in main_row:
         h = main_row["hta"]
         lines.append(f"| {x} | | | HTA 0.5.0, parse only | {h['wall_s']:.2f} | {h['cpu_s']:.2f} | "
                      f"{h['peak_pss_mb']:.0f} |")
         results["ratios"] = {"hta_time_over_ours": round(h["wall_s"] / o["wall_s"], 1),
                              "hta_cpu_over_ours": round(h["cpu_s"] / o["cpu_s"], 1),
-                             "our_memory_over_hta": round(o["peak_pss_mb"] / h["peak_pss_mb"], 2)}
+                             "our_memory_over_hta": round(o["peak_pss_mb"] / h["peak_pss_mb"], 2),
+                             "hta_time_over_ours_without_the_scan": round(h["wall_s"] / n["wall_s"], 1)}
     say("\n" + "\n".join(lines))
     if "ratios" in results:
         r = results["ratios"]
         say(f"\ntracetriage cold vs HTA's parse: {r['hta_time_over_ours']}x faster (in CPU seconds "
-            f"{r['hta_cpu_over_ours']}x), at {r['our_memory_over_hta']}x its memory")
-    say(f"tracetriage cold / floor: {results['floor_ratio']}x")
+            f"{r['hta_cpu_over_ours']}x), at {r['our_memory_over_hta']}x its memory; with the native scan off "
+            f"{r['hta_time_over_ours_without_the_scan']}x")
+    say(f"tracetriage cold / floor: {results['floor_ratio']}x (with the native scan off "
+        f"{results['floor_ratio_without_the_scan']}x); / gunzip + the native scan: {results['over_the_scan_ratio']}x")
     s = results["slope"]
     say(f"slope: {s['s_per_100mb']} s ({s['cpu_s_per_100mb']} s of CPU)"
         f" and {s['mb_per_100mb']} MB per 100 MB of JSON (intercepts {s['s_intercept']} s, "

@@ -1,7 +1,10 @@
 """Kineto JSON text -> column arrays, as fast as two cores allow.
 
-msgspec decodes the events into small typed structs (only the fields we use; the
-rest of each event is skipped in C), then the fields become numpy columns. That
+The native scan (tracetriage.analyzers.loading.native, over a C extension the install compiles where it can)
+reads most traces before they come here; what it does not handle, and every trace where it is not built or
+TRACETRIAGE_NO_NATIVE=1 is set, is decoded here, into the same columns: msgspec decodes the events into small
+typed structs (only the fields we use; the rest of each event is skipped in C), then the fields become numpy
+columns. That
 per-event Python work is the cost, so a large file is split at an event boundary
 and the second half is decoded in a forked child while the parent does the first.
 A split that is not a clean event boundary fails to decode and we fall back to
@@ -187,13 +190,13 @@ def device_name(name: str, major: int, minor: int, units: int, mem_bytes: int) -
 
 # --- decoding -------------------------------------------------------------------------
 
-_NONBLANK = re.compile(rb"\s*\S")
+_NONBLANK = NONBLANK = re.compile(rb"\s*\S")    # (NONBLANK: native.py's too)
 _WHAT_TO_PASS = ("pass the .json or .json.gz that torch.profiler exports (export_chrome_trace, "
                  "tensorboard_trace_handler)")
 
 
 def decode(data: bytes | bytearray, path: Path) -> list[Part]:
-    """All events of a trace as one Part or several (several when the file is split across cores)."""
+    """All events of a trace as one Part or several (several when the file is split across cores), by msgspec."""
     if not _NONBLANK.match(data):
         raise TraceError(f"{path}: the file is empty; {_WHAT_TO_PASS}")
     check_memory(data, path)

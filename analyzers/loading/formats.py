@@ -63,7 +63,7 @@ def _sniff_chrome_trace(text: bytes) -> Sniff:
 
 
 def _decode_chrome_trace(text: bytes | bytearray, path: Path) -> list[Part]:
-    from tracetriage.analyzers.loading.decode import decode as decode_json
+    from tracetriage.analyzers.loading.native import decode as decode_json  # (msgspec's decode.py behind it)
 
     return decode_json(text, path)
 

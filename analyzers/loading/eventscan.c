@@ -1,0 +1,531 @@
+// The native event scan: a Kineto trace's JSON text -> numpy columns of its complete events, with no Python
+// object per event (tracetriage.analyzers.loading.native drives it; decode.py's msgspec decoder is the fallback).
+//
+// A real CPython extension module (built by setuptools from setup.py, optional: no compiler, no module), not a
+// shared library loaded with ctypes: the import system finds it wherever pip put it (the editable install's
+// tracetriage.analyzers -> analyzers/ mapping included, with no path to work out), and the scan runs with the GIL
+// released, so the two halves of a big file are scanned in two threads.
+//
+// The contract: the scan accepts a text only if msgspec's strict decode (decode.py) would accept it and read the
+// same columns from it. Anything else -- invalid JSON anywhere (strings with raw control characters or bad
+// escapes, numbers such as 01 or 1., nesting past MAX_DEPTH), an escaped key, an event with no "ph" or two, a
+// phase msgspec does not know, and on a complete event: a string tid, an integer id of more than 18 digits, a
+// number past a double's normal range, a value of the wrong type, a key twice, an "args.rank" (a merged
+// multi-rank file) -- returns NOT_HANDLED, and the caller hands the file to msgspec, which decides (a report, the
+// lenient decoder, or one error line). Numbers: Clinger's fast path (a mantissa below 2^53 divided by an exact
+// power of ten is correctly rounded), else strtod (correctly rounded): a ts reads as the same double msgspec makes.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+
+enum { OK = 0, NOT_HANDLED = -1, ROWS_FULL = -2, TABLE_FULL = -3 };
+#define MAX_DEPTH 64        // deeper values go to msgspec (which raises RecursionError past its own limit)
+
+typedef struct { const char *p, *e; } S;
+
+static inline void ws(S *s) {
+    while (s->p < s->e && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+}
+static inline int isdig(char c) { return c >= '0' && c <= '9'; }
+static inline int ishex(char c) { return isdig(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+// nonzero iff a byte of v is zero / below n (n <= 128): 8 bytes of a string a step (shapes' texts run to
+// hundreds of bytes)
+static inline uint64_t has_zero(uint64_t v) { return (v - ONES) & ~v & HIGHS; }
+static inline uint64_t has_below(uint64_t v, uint64_t n) { return (v - ONES * n) & ~v & HIGHS; }
+
+// The string at s->p (on its opening quote), checked as msgspec checks one: no raw control character, only
+// JSON's escapes, and no \u escape of a surrogate (msgspec checks their pairing: those go to it). Sets *start,
+// *len (the text between the quotes) and *esc (it has an escape). 0: not a string this scan accepts.
+static int str(S *s, const char **start, int64_t *len, int *esc) {
+    const char *p = s->p + 1, *e = s->e;
+    *start = p;
+    *esc = 0;
+    for (;;) {
+        while (p + 8 <= e) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (has_zero(w ^ (ONES * '"')) | has_zero(w ^ (ONES * '\\')) | has_below(w, 0x20)) break;
+            p += 8;
+        }
+        while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) p++;
+        if (p >= e || (unsigned char)*p < 0x20) return 0;
+        if (*p == '"') { *len = p - *start; s->p = p + 1; return 1; }
+        *esc = 1;                                   // a backslash
+        if (p + 1 >= e) return 0;
+        char x = p[1];
+        if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' || x == 'r' || x == 't') {
+            p += 2;
+            continue;
+        }
+        if (x != 'u' || p + 6 > e || !ishex(p[2]) || !ishex(p[3]) || !ishex(p[4]) || !ishex(p[5])) return 0;
+        if ((p[2] == 'd' || p[2] == 'D') && !isdig(p[3])) return 0;       // \uD800-\uDFFF: a surrogate
+        if ((p[2] == 'd' || p[2] == 'D') && (p[3] == '8' || p[3] == '9')) return 0;
+        p += 6;
+    }
+}
+
+static const double P10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+enum { INT = 0, DECIMAL = 1, OTHER_NUMBER = 2 };
+
+// A JSON number at s->p, its grammar checked in full (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?). *kind:
+// INT (a whole number of at most 18 digits: *iv, and *d), DECIMAL (any other: *d), or OTHER_NUMBER (valid, but
+// not read here: past a double's normal range, or longer than 71 characters). 0: not a number.
+static int number(S *s, double *d, int64_t *iv, int *kind) {
+    const char *p = s->p, *e = s->e;
+    int neg = 0, digits = 0, frac = 0, exact = 1;
+    uint64_t m = 0;
+    if (p < e && *p == '-') { neg = 1; p++; }
+    if (p >= e || !isdig(*p)) return 0;
+    if (*p == '0') {
+        p++;
+        digits = 1;
+        if (p < e && isdig(*p)) return 0;        // a leading zero
+    } else {
+        while (p < e && isdig(*p)) { if (digits < 19) m = m * 10 + (uint64_t)(*p - '0'); digits++; p++; }
+    }
+    int whole = 1;
+    if (p < e && *p == '.') {
+        whole = 0;
+        p++;
+        if (p >= e || !isdig(*p)) return 0;
+        while (p < e && isdig(*p)) { if (digits < 19) m = m * 10 + (uint64_t)(*p - '0'); digits++; frac++; p++; }
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (p >= e || !isdig(*p)) return 0;
+        while (p < e && isdig(*p)) p++;
+        exact = 0;
+    }
+    const char *from = s->p;
+    s->p = p;
+    if (whole && exact && digits <= 18) {
+        *iv = neg ? -(int64_t)m : (int64_t)m;
+        *kind = INT;
+        if (!(m >> 53)) { *d = neg ? -(double)m : (double)m; return 1; }
+    } else *kind = DECIMAL;
+    if (exact && digits <= 18 && !(m >> 53) && frac <= 22) {
+        double v = (double)m / P10[frac];
+        *d = neg ? -v : v;
+        return 1;
+    }
+    // Past the fast path (17 digits, as a ts of a clock up 104 days has; an exponent): strtod, correctly rounded
+    // as msgspec's parse is (glibc's, and the C runtimes' of macOS and Windows); not under a locale whose
+    // decimal point is no '.': Python leaves LC_NUMERIC at "C". A number that overflows, underflows or is
+    // longer than the buffer goes to msgspec.
+    char buf[72];
+    if (p - from >= (ptrdiff_t)sizeof buf) { *kind = OTHER_NUMBER; return 1; }
+    memcpy(buf, from, (size_t)(p - from));
+    buf[p - from] = 0;
+    char *stop;
+    double v = strtod(buf, &stop);
+    if (stop != buf + (p - from) || !(v > -1.7e308 && v < 1.7e308) || (v != 0 && v > -1e-300 && v < 1e-300)) {
+        *kind = OTHER_NUMBER;
+        return 1;
+    }
+    *d = v;
+    if (whole && !exact) *kind = DECIMAL;
+    return 1;
+}
+
+static int literal(S *s, const char *word, size_t n) {
+    if ((size_t)(s->e - s->p) < n || memcmp(s->p, word, n) != 0) return 0;
+    s->p += n;
+    return 1;
+}
+
+// A key (a string, then ':') at s->p; *esc: it has an escape
+static int key(S *s, const char **k, int64_t *kl, int *esc) {
+    ws(s);
+    if (s->p >= s->e || *s->p != '"' || !str(s, k, kl, esc)) return 0;
+    ws(s);
+    if (s->p >= s->e || *s->p != ':') return 0;
+    s->p++;
+    ws(s);
+    return 1;
+}
+
+// One JSON value at s->p, checked and passed over (iteratively, to MAX_DEPTH). 0: not valid JSON (or too deep).
+static int skip(S *s) {
+    char open[MAX_DEPTH];
+    int depth = 0;
+    for (;;) {
+        ws(s);                                  // a value
+        if (s->p >= s->e) return 0;
+        char c = *s->p;
+        const char *k; int64_t kl; int esc; double d; int64_t iv; int kind;
+        if (c == '{' || c == '[') {
+            if (depth >= MAX_DEPTH) return 0;
+            open[depth++] = c;
+            s->p++;
+            ws(s);
+            if (s->p < s->e && *s->p == (c == '{' ? '}' : ']')) { s->p++; depth--; }
+            else { if (c == '{' && !key(s, &k, &kl, &esc)) return 0; continue; }
+        } else if (c == '"') { if (!str(s, &k, &kl, &esc)) return 0; }
+        else if (c == 't') { if (!literal(s, "true", 4)) return 0; }
+        else if (c == 'f') { if (!literal(s, "false", 5)) return 0; }
+        else if (c == 'n') { if (!literal(s, "null", 4)) return 0; }
+        else if (!number(s, &d, &iv, &kind)) return 0;
+        for (;;) {                              // after a value: the next one, or the end of its containers
+            if (depth == 0) return 1;
+            ws(s);
+            if (s->p >= s->e) return 0;
+            char close = open[depth - 1] == '{' ? '}' : ']';
+            if (*s->p == ',') {
+                s->p++;
+                if (open[depth - 1] == '{' && !key(s, &k, &kl, &esc)) return 0;
+                break;
+            }
+            if (*s->p != close) return 0;
+            s->p++;
+            depth--;
+        }
+    }
+}
+
+// After a member of an object: ',' (then *more = 1) or its '}' (*more = 0). 0: neither.
+static int next_member(S *s, int *more) {
+    ws(s);
+    if (s->p >= s->e) return 0;
+    if (*s->p == ',') { s->p++; *more = 1; return 1; }
+    if (*s->p == '}') { s->p++; *more = 0; return 1; }
+    return 0;
+}
+
+static inline int key_is(const char *k, int64_t l, const char *w, int64_t wl) { return l == wl && memcmp(k, w, (size_t)wl) == 0; }
+#define KEY_IS(k, l, lit) key_is(k, l, lit, (int64_t)sizeof(lit) - 1)
+
+// A span's hash, 8 bytes a step
+static inline uint64_t mix(uint64_t x, const char *p, int64_t l) {
+    int64_t i = 0;
+    for (; i + 8 <= l; i += 8) { uint64_t w; memcpy(&w, p + i, 8); x = (x ^ w) * 0x9E3779B97F4A7C15ULL; x ^= x >> 29; }
+    uint64_t w = 0;
+    memcpy(&w, p + i, (size_t)(l - i));
+    x = (x ^ w ^ ((uint64_t)l << 56)) * 0x9E3779B97F4A7C15ULL;
+    return x ^ (x >> 32);
+}
+
+// Interned keys of one to three spans of the text, ids by first appearance (open addressing; cap a power of two,
+// half of it usable): off/len hold each key's spans, slot the id in each hash slot (-1: free)
+typedef struct { int64_t *off, *len; int32_t *slot; int64_t n, cap; const char *base; int parts; } Tab;
+
+static int32_t intern(Tab *t, const char **p, const int64_t *l) {
+    uint64_t x = 1469598103934665603ULL;
+    for (int j = 0; j < t->parts; j++) x = mix(x, p[j], l[j]);
+    uint64_t m = (uint64_t)t->cap - 1, i = x & m;
+    for (;;) {
+        int32_t id = t->slot[i];
+        if (id < 0) {
+            if (t->n * 2 >= t->cap) return -1;
+            t->slot[i] = (int32_t)t->n;
+            for (int j = 0; j < t->parts; j++) {
+                t->off[t->n * t->parts + j] = p[j] - t->base;
+                t->len[t->n * t->parts + j] = l[j];
+            }
+            return (int32_t)t->n++;
+        }
+        int same = 1;
+        for (int j = 0; j < t->parts && same; j++)
+            same = t->len[id * t->parts + j] == l[j] && memcmp(t->base + t->off[id * t->parts + j], p[j], (size_t)l[j]) == 0;
+        if (same) return id;
+        i = (i + 1) & m;
+    }
+}
+
+// The integer columns, in native.py's INT_COLUMNS order; the last two are args.dtype's span (a collective's)
+enum { C_PID, C_TID, C_EXT, C_EXT_OLD, C_CORR, C_DEVICE, C_STREAM, C_BYTES, C_SEQ, C_GRAPH_NODE, C_MSG_IN,
+       C_MSG_OUT, C_GROUP, C_PYID, C_DTYPE_OFF, C_DTYPE_LEN, N_INT_COLS };
+// the raw spans of args: Input Dims, Input type, Concrete Inputs (an op's shape), dtype
+enum { R_DIMS, R_TYPES, R_CONCRETE, R_DTYPE, N_RAW };
+
+static int is_phase(char c) { return c && strchr("XBEiICbneSTpFstfPONDMVvRc()", c) != NULL; }
+
+static int has_high_byte(const char *p, int64_t l) {
+    for (int64_t i = 0; i < l; i++) if ((unsigned char)p[i] >= 0x80) return 1;
+    return 0;
+}
+
+// The args object at s->p ('{') of one event: the columns' values into v (a value of the wrong type sets *bad,
+// which matters if the event is a complete one), the raw spans into rp/rl
+static int args(S *s, int64_t *v, const char **rp, int64_t *rl, int *bad) {
+    s->p++;
+    ws(s);
+    if (s->p < s->e && *s->p == '}') { s->p++; return 1; }
+    for (int more = 1; more;) {
+        const char *k; int64_t kl; int esc;
+        if (!key(s, &k, &kl, &esc) || esc) return 0;
+        int c = -1, r = -1;
+        switch (kl) {
+            case 4: if (KEY_IS(k, kl, "rank")) *bad = 1; break;     // a merged multi-rank file: msgspec's
+            case 5: if (KEY_IS(k, kl, "bytes")) c = C_BYTES; else if (KEY_IS(k, kl, "dtype")) r = R_DTYPE; break;
+            case 6: if (KEY_IS(k, kl, "device")) c = C_DEVICE; else if (KEY_IS(k, kl, "stream")) c = C_STREAM; break;
+            case 9: if (KEY_IS(k, kl, "Python id")) c = C_PYID; break;
+            case 10:
+                if (KEY_IS(k, kl, "Input Dims")) r = R_DIMS;
+                else if (KEY_IS(k, kl, "Input type")) r = R_TYPES;
+                else if (KEY_IS(k, kl, "Group size")) c = C_GROUP;
+                break;
+            case 11:
+                if (KEY_IS(k, kl, "External id")) c = C_EXT;
+                else if (KEY_IS(k, kl, "external id")) c = C_EXT_OLD;
+                else if (KEY_IS(k, kl, "correlation")) c = C_CORR;
+                break;
+            case 13:
+                if (KEY_IS(k, kl, "graph node id")) c = C_GRAPH_NODE;
+                else if (KEY_IS(k, kl, "In msg nelems")) c = C_MSG_IN;
+                break;
+            case 14: if (KEY_IS(k, kl, "Out msg nelems")) c = C_MSG_OUT; break;
+            case 15:
+                if (KEY_IS(k, kl, "Sequence number")) c = C_SEQ;
+                else if (KEY_IS(k, kl, "Concrete Inputs")) r = R_CONCRETE;
+                break;
+        }
+        if (c >= 0 && s->p < s->e && (*s->p == '-' || isdig(*s->p))) {
+            double d; int kind;
+            if (!number(s, &d, &v[c], &kind)) return 0;
+            if (kind != INT) *bad = 1;
+        } else {
+            if (c >= 0) *bad = 1;                   // (a string, null...: msgspec's strict decode refuses it)
+            const char *at = s->p;
+            if (!skip(s)) return 0;
+            if (r >= 0) { rp[r] = at; rl[r] = s->p - at; }
+        }
+        if (!next_member(s, &more)) return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    const char *base;
+    int64_t cap;
+    double *ts, *dur;
+    int64_t *col[N_INT_COLS];
+    int32_t *name, *cat, *shape;
+    Tab names, cats, shapes;
+    int32_t no_shape;
+} Out;
+
+// One event at s->p ('{'); a complete event with a number pid becomes row out[*rows]
+static int event(S *s, Out *o, int64_t *rows) {
+    const char *base = o->base;
+    s->p++;
+    int64_t v[N_INT_COLS];
+    for (int c = 0; c < N_INT_COLS; c++) v[c] = -1;
+    v[C_PID] = v[C_TID] = 0;
+    double ts = __builtin_nan(""), dur = __builtin_nan("");
+    const char *rp[N_RAW] = {base, base, base, base}; int64_t rl[N_RAW] = {0, 0, 0, 0};
+    const char *name = base, *cat = base; int64_t name_l = 0, cat_l = 0;
+    int ph = 0, bad = 0, pid_is_str = 0, tid_is_str = 0, high = 0, seen = 0;
+    ws(s);
+    if (s->p < s->e && *s->p == '}') return 0;                 // {}: no "ph"
+    for (int more = 1; more;) {
+        const char *k; int64_t kl; int esc, bit = 0;
+        if (!key(s, &k, &kl, &esc) || esc) return 0;
+        if (s->p >= s->e) return 0;
+        if (KEY_IS(k, kl, "ph")) {
+            const char *p; int64_t l;
+            if (ph || *s->p != '"' || !str(s, &p, &l, &esc) || esc || l != 1 || !is_phase(p[0])) return 0;
+            ph = p[0];
+        } else if (KEY_IS(k, kl, "name") || KEY_IS(k, kl, "cat")) {
+            bit = k[0] == 'n' ? 1 : 2;
+            const char *p; int64_t l;
+            if (*s->p == '"') {
+                if (!str(s, &p, &l, &esc)) return 0;
+                if (k[0] == 'n') { name = p; name_l = l; } else { cat = p; cat_l = l; }
+            } else { bad = 1; if (!skip(s)) return 0; }
+        } else if (KEY_IS(k, kl, "pid") || KEY_IS(k, kl, "tid")) {
+            bit = k[0] == 'p' ? 4 : 8;
+            double d; int kind;
+            if (*s->p == '"') {
+                const char *p; int64_t l;
+                if (!str(s, &p, &l, &esc)) return 0;
+                if (k[0] == 'p') pid_is_str = 1; else tid_is_str = 1;
+                high |= has_high_byte(p, l);
+            } else if (*s->p == '-' || isdig(*s->p)) {
+                if (!number(s, &d, &v[k[0] == 'p' ? C_PID : C_TID], &kind)) return 0;
+                if (kind != INT) bad = 1;
+                if (k[0] == 'p') pid_is_str = 0; else tid_is_str = 0;
+            } else { bad = 1; if (!skip(s)) return 0; }
+        } else if (KEY_IS(k, kl, "ts") || KEY_IS(k, kl, "dur")) {
+            bit = k[0] == 't' ? 16 : 32;
+            double d; int64_t iv; int kind;
+            if (*s->p == '-' || isdig(*s->p)) {
+                if (!number(s, &d, &iv, &kind)) return 0;
+                if (kind == OTHER_NUMBER) bad = 1;
+                if (k[0] == 't') ts = d; else dur = d;
+            } else { bad = 1; if (!skip(s)) return 0; }
+        } else if (KEY_IS(k, kl, "args")) {
+            bit = 64;
+            if (*s->p == '{') { if (!args(s, v, rp, rl, &bad)) return 0; }
+            else { bad = 1; if (!skip(s)) return 0; }
+        } else if (!skip(s)) return 0;
+        if (seen & bit) bad = 1;           // a key twice (msgspec keeps the last: not worth following here)
+        seen |= bit;
+        if (!next_member(s, &more)) return 0;
+    }
+    if (!ph) return 0;
+    if (ph != 'X') return 1;
+    if (bad) return 0;
+    if (pid_is_str)        // the profiler's own spans: dropped, as by decode.py (but msgspec reads their texts)
+        return !(high || has_high_byte(name, name_l) || has_high_byte(cat, cat_l));
+    if (tid_is_str) return 0;       // ("stream 7" of an old trace: decode.py's _int_of reads it)
+    int64_t k = *rows;
+    if (k >= o->cap) return ROWS_FULL;
+    o->ts[k] = ts;
+    o->dur[k] = dur;
+    for (int c = 0; c < N_INT_COLS; c++) o->col[c][k] = v[c];
+    o->col[C_DTYPE_OFF][k] = rp[R_DTYPE] - base;
+    o->col[C_DTYPE_LEN][k] = rl[R_DTYPE];
+    int32_t n = intern(&o->names, &name, &name_l), c = intern(&o->cats, &cat, &cat_l);
+    int32_t sh = o->no_shape;
+    if (rl[R_DIMS] || rl[R_TYPES] || rl[R_CONCRETE] || sh < 0) sh = intern(&o->shapes, rp, rl);
+    if (!rl[R_DIMS] && !rl[R_TYPES] && !rl[R_CONCRETE]) o->no_shape = sh;
+    if (n < 0 || c < 0 || sh < 0) return TABLE_FULL;
+    o->name[k] = n;
+    o->cat[k] = c;
+    o->shape[k] = sh;
+    *rows = k + 1;
+    return 1;
+}
+
+// The events from base[start] ('[': the list's start, or '{': an event, the first of a later part) up to the
+// list's ']' (last part) or to base[end] (a part that ends just after an event's ',').
+// info: [events, rows, position after the list's ']' (-1: the part ended at `end`), names, categories, shapes]
+static int scan(const char *base, int64_t start, int64_t end, int last, Out *o, int64_t *info) {
+    S s = {base + start, base + end};
+    int64_t events = 0, rows = 0;
+    info[2] = -1;
+    if (s.p < s.e && *s.p == '[') {
+        s.p++;
+        ws(&s);
+        if (s.p < s.e && *s.p == ']') { s.p++; info[2] = s.p - base; goto done; }
+    }
+    for (;;) {
+        ws(&s);
+        if (s.p >= s.e || *s.p != '{') return NOT_HANDLED;
+        int r = event(&s, o, &rows);
+        if (r <= 0) return r == 0 ? NOT_HANDLED : r;
+        events++;
+        ws(&s);
+        if (s.p >= s.e) return NOT_HANDLED;
+        if (*s.p == ']') { s.p++; info[2] = s.p - base; break; }
+        if (*s.p != ',') return NOT_HANDLED;
+        s.p++;
+        ws(&s);
+        if (s.p == s.e && !last) break;              // a part's end: just after an event and its ','
+    }
+    if (last != (info[2] >= 0)) return NOT_HANDLED;
+done:
+    info[0] = events;
+    info[1] = rows;
+    info[3] = o->names.n;
+    info[4] = o->cats.n;
+    info[5] = o->shapes.n;
+    return OK;
+}
+
+// The top-level traceEvents list's '[' (or a bare list's): its offset, -1 if none this scan can find
+static int64_t find_events(const char *base, int64_t n) {
+    S s = {base, base + n};
+    ws(&s);
+    if (s.p >= s.e) return -1;
+    if (*s.p == '[') return s.p - base;
+    if (*s.p != '{') return -1;
+    s.p++;
+    for (int more = 1; more;) {
+        const char *k; int64_t kl; int esc;
+        if (!key(&s, &k, &kl, &esc) || esc) return -1;
+        if (KEY_IS(k, kl, "traceEvents")) return s.p < s.e && *s.p == '[' ? s.p - base : -1;
+        if (!skip(&s) || !next_member(&s, &more)) return -1;
+    }
+    return -1;
+}
+
+// --- the module ------------------------------------------------------------------------------------------
+
+static int writable(PyObject *obj, Py_buffer *b, Py_ssize_t itemsize, Py_ssize_t min_items) {
+    if (PyObject_GetBuffer(obj, b, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return 0;
+    if (b->len < itemsize * min_items) {
+        PyErr_SetString(PyExc_ValueError, "a column buffer is too small");
+        PyBuffer_Release(b);
+        return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(text, start, end, last, f64, i64, i32, tab_off, tab_len, tab_slot, info) -> status\n\n"
+"The events of text[start:end] into the columns (f64: 2 x cap, i64: 16 x cap, i32: 3 x cap; row-major by\n"
+"column) and the span tables (tab_off, tab_len: 9 x tab_cap int64; tab_slot: 3 x tab_cap int32, all -1), the\n"
+"counts into info (6 int64). status: 0 done, -1 not handled (msgspec's), -2 more rows than cap, -3 a table full.");
+
+static PyObject *py_scan(PyObject *self, PyObject *a) {
+    PyObject *objs[8];
+    Py_buffer text, f64, i64, i32, toff, tlen, tslot, info;
+    Py_ssize_t start, end;
+    int last;
+    if (!PyArg_ParseTuple(a, "OnnpOOOOOOO", &objs[0], &start, &end, &last, &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7]))
+        return NULL;
+    if (PyObject_GetBuffer(objs[0], &text, PyBUF_SIMPLE) < 0) return NULL;
+    Py_buffer *held[8] = {&text, &f64, &i64, &i32, &toff, &tlen, &tslot, &info};
+    int got = 1;
+    Py_ssize_t sizes[7] = {8, 8, 4, 8, 8, 4, 8};
+    Py_ssize_t mins[7] = {2, N_INT_COLS, 3, 9, 9, 3, 6};
+    for (; got < 8; got++)
+        if (!writable(objs[got], held[got], sizes[got - 1], mins[got - 1])) break;
+    PyObject *result = NULL;
+    if (got == 8) {
+        int64_t cap = (int64_t)(f64.len / 16), tab_cap = (int64_t)(tslot.len / 12);
+        if (i64.len < N_INT_COLS * 8 * cap || i32.len < 12 * cap || toff.len < 72 * tab_cap || tlen.len < 72 * tab_cap
+            || (tab_cap & (tab_cap - 1)) || start < 0 || end > text.len || start > end) {
+            PyErr_SetString(PyExc_ValueError, "buffers of unequal capacities, a table's not a power of two, or a "
+                            "span outside the text");
+        } else {
+            const char *base = (const char *)text.buf;
+            int64_t *o64 = (int64_t *)toff.buf, *l64 = (int64_t *)tlen.buf;
+            int32_t *s32 = (int32_t *)tslot.buf;
+            Out o = {base, cap, (double *)f64.buf, (double *)f64.buf + cap, {0}, (int32_t *)i32.buf,
+                     (int32_t *)i32.buf + cap, (int32_t *)i32.buf + 2 * cap,
+                     {o64, l64, s32, 0, tab_cap, base, 1},
+                     {o64 + 3 * tab_cap, l64 + 3 * tab_cap, s32 + tab_cap, 0, tab_cap, base, 1},
+                     {o64 + 6 * tab_cap, l64 + 6 * tab_cap, s32 + 2 * tab_cap, 0, tab_cap, base, 3}, -1};
+            for (int c = 0; c < N_INT_COLS; c++) o.col[c] = (int64_t *)i64.buf + c * cap;
+            int status;
+            Py_BEGIN_ALLOW_THREADS
+            status = scan(base, start, end, last, &o, (int64_t *)info.buf);
+            Py_END_ALLOW_THREADS
+            result = PyLong_FromLong(status);
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(held[j]);
+    return result;
+}
+
+PyDoc_STRVAR(find_doc, "find_events(text) -> offset of the top-level traceEvents list's '[' (or a bare list's), -1");
+
+static PyObject *py_find_events(PyObject *self, PyObject *arg) {
+    Py_buffer text;
+    if (PyObject_GetBuffer(arg, &text, PyBUF_SIMPLE) < 0) return NULL;
+    int64_t at = find_events((const char *)text.buf, (int64_t)text.len);
+    PyBuffer_Release(&text);
+    return PyLong_FromLongLong(at);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", py_scan, METH_VARARGS, scan_doc},
+    {"find_events", py_find_events, METH_O, find_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "eventscan", "The native event scan (see eventscan.c).", -1, methods};
+
+PyMODINIT_FUNC PyInit_eventscan(void) { return PyModule_Create(&module); }
