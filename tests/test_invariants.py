@@ -14,7 +14,8 @@ from tracetriage.analyzers.triage.report import analyze_file
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 _SIDE_FILES = ("ceilings.json", "measured.json", "measurements.json",      # beside the traces, not traces
-               "profiler_cost.json", "profiler_overhead.json")                # (traces/overhead: timings)
+               "profiler_cost.json", "profiler_overhead.json",                # (traces/overhead: timings)
+               "truth.json")                                                  # (traces/fresh5: the measured medians)
 # every folder of traces/ (the sample library, the fix pairs, the rank runs, the real-library captures ...)
 EVERY_TRACE = sorted(p for d in [TRACES, *sorted(x for x in TRACES.rglob("*") if x.is_dir())]
                      for p in find_traces(d) if p.name not in _SIDE_FILES and not p.name.endswith(".truth.json"))

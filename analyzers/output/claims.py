@@ -120,7 +120,8 @@ def check(out: dict) -> list[str]:
 # pipeline. The replay keeps each stream's work in order, so their predicted span holds the GPU's busy time.
 # (no_recompiles is not one: a recompile's autotuning runs benchmark kernels, which go with it: fresh3
 # compile_recompile-before.)
-KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers")
+# batch_items is priced as the launches cut (cuda_graphs' replay), its kernels as they ran.
+KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers", "batch_items")
 _FLOOR_TOLERANCE = 0.02   # the replay rescaled to the traced span by its own miss (predict: baseline / replay)
 
 

@@ -159,6 +159,11 @@ CATALOGUE: tuple[Entry, ...] = (
                           probe=("Optimizer.step#Adam",))),
     Entry("past the guides", "scaled_dot_product_attention for hand-written attention",
           "F.scaled_dot_product_attention(q, k, v, is_causal=True)", lever="sdpa"),
+    Entry("past the guides", "a KV cache for generation (use_cache)",
+          "model.generate(..., use_cache=True), or past_key_values fed back with only the new token", lever="kv_cache"),
+    Entry("past the guides", "one call on the batch for a model called item by item",
+          "model(frames) (or model(torch.stack(items))) in place of [model([x])[0] for x in frames]",
+          lever="batch_items"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "
