@@ -196,6 +196,7 @@ def test_event_order_and_exact_duplicates_do_not_change_the_answer(workdir, buil
         assert [(h.name, h.device_us) for h in got.hotspots] == [(h.name, h.device_us) for h in want.hotspots]
 
 
+@pytest.mark.slow   # 60 traces each analysed whole twice (~11 s of a core); the three fuzz tests beside it stay fast
 @budget(60)
 @given(traces_st)
 def test_one_odd_value_costs_its_own_event_not_the_file(workdir, built):
