@@ -617,7 +617,8 @@ def after_kernel_row(k: dict) -> str:
     """One kernel of a fused pair's after trace: its launches, a call, and the tensors its op is handed."""
     held = ""
     if k.get("tensor_args"):
-        held = "; its op is handed " + ", ".join(f"{'x'.join(map(str, d))} {t}" for d, t in k["tensor_args"]) + \
+        # shapes in brackets, as the report's op tables write them ([67108864] float: a size, not a count)
+        held = "; its op is handed " + ", ".join(f"[{'x'.join(map(str, d))}] {t}" for d, t in k["tensor_args"]) + \
             " (inputs and outputs alike)"
     return f"  {k['kernel'][:60]:60s} ×{k['launches']:<5d} {num(k['per_call'])} a call{held}"
 
