@@ -11,7 +11,7 @@ folders, Dask's scratch space, Streamlit's uploads, the browser's profile, Induc
 `--basetemp DIR` to keep the tests' tmp_path folders for a look after the run.
 
 Slow tests (marked `slow`: real browsers, Dask clusters, captures, sweeps over every trace) are left
-out of a plain `pytest -q`; `pytest -q -m slow` runs them, as .ci/run's second step does.
+out of a plain `pytest -q`; `pytest -q -m slow` runs them, as .ci/run's second step does (in two parts).
 """
 import os
 import shutil

@@ -12,5 +12,7 @@ def sweep(items, fast, ids=None) -> list:
     missing = [f for f in fast if f not in items]
     assert not missing, f"not in the sweep: {missing}"
     ids = list(ids) if ids is not None else [None] * len(items)
-    return [pytest.param(*(it if isinstance(it, tuple) else (it,)), id=i, marks=() if it in fast else pytest.mark.slow)
+    # the slow share is also marked `sweep`: pure analysis, no server or browser, so .ci/run spreads it over the cores
+    return [pytest.param(*(it if isinstance(it, tuple) else (it,)), id=i,
+                         marks=() if it in fast else (pytest.mark.slow, pytest.mark.sweep))
             for it, i in zip(items, ids)]
