@@ -35,6 +35,7 @@ def _project_with_shadowing_files(folder: Path) -> Path:
     return markers
 
 
+@pytest.mark.slow   # a Streamlit server started in a project folder (~10 s); the app's own tests stay fast
 def test_the_dashboard_started_in_a_project_folder_imports_none_of_its_files(tmp_path):
     markers = _project_with_shadowing_files(tmp_path)
     port = browser.free_port()

@@ -277,6 +277,7 @@ def test_mutated_traces_load_or_fail_cleanly_and_analyse_without_raising(workdir
         check_invariants(trace)
 
 
+@pytest.mark.slow   # 250 damaged copies each read (~11 s of a core): the mutated and arbitrary-JSON fuzz stay fast
 @budget(250)
 @given(traces_st, st.sampled_from(["cut", "cut_gz", "flip", "flip_gz", "insert"]), st.integers(0, 10 ** 9),
        st.binary(min_size=1, max_size=8))
