@@ -102,9 +102,14 @@ def _list_on_cluster(client, address: str, where: str, shown: str) -> list[RankS
         raise
     except KilledWorker:
         raise SchedulerError(f"the Dask worker listing {shown} died; check the workers' logs") from None
+    except CancelledError:
+        if client.status != "running":     # the scheduler went away while its worker listed the run
+            raise SchedulerError(f"lost the Dask scheduler at {address} while it listed {shown}") from None
+        raise SchedulerError(f"the listing of {shown} was cancelled on the cluster at {address}") from None
     except Exception as e:
+        said = " ".join(str(e).split())    # Dask's messages run over lines; the error is one
         raise SchedulerError(f"the Dask workers at {address} could not list {shown} "
-                             f"({type(e).__name__}: {e})") from None
+                             f"({type(e).__name__}: {said})") from None
 
 
 # --- reaching the cluster ---------------------------------------------------------------------------
