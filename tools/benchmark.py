@@ -13,7 +13,8 @@
    event fields without args: what a Python tool decoding with msgspec must at least spend), and beside it the
    native scan's own time (gunzip and the scan into the loader's columns: the decode stage as shipped); HTA
    0.5.0's parse (TraceAnalysis construction); and where the report's time goes, stage by stage
-   (tools.stage_times).
+   (tools.stage_times), and the report as shipped with its steps marked, the read-ahead thread's gunzip and the
+   levers' forked child included (tools.timeline): what the overlaps save and what waits on what.
 3. Fits time and memory against size: the cost of 100 MB more JSON, and each size's time per MB.
 
 Times: median of `--repeats` unsampled runs at the main size (one at the others); HTA runs once. Memory:
@@ -223,6 +224,11 @@ def stages(path: Path, timeout: float) -> dict:
     return json.loads(r["stdout"])
 
 
+def timeline(path: Path, timeout: float) -> dict:
+    r = measure([sys.executable, "-m", "tools.timeline", str(path), "--json"], timeout=timeout)
+    return json.loads(r["stdout"])
+
+
 def hta(path: Path, timeout: float) -> dict:
     """HTA's parse in one fresh process, its tree's PSS sampled every 200 ms."""
     cmd = [sys.executable, "-m", "tracetriage.analyzers.output.hta", str(path), "--parse-only"]
@@ -323,6 +329,13 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
             row["stages"] = stages(path, a.timeout)
             say("  where the report's time goes (one run, in-process, `python -m tools.stage_times`):")
             for line in _stage_table(row["stages"]):
+                say("    " + line)
+            # the stages run one after another; the report overlaps the gunzip with the imports and the levers'
+            # child with the other analyses: the same report as shipped, its steps marked (one run)
+            row["timeline"] = timeline(path, a.timeout)
+            say("  the report as shipped, step by step (one run, `python -m tools.timeline`):")
+            from tools.timeline import lines
+            for line in lines(row["timeline"]):
                 say("    " + line)
             if not a.no_hta:
                 row["hta"] = hta(path, a.timeout)

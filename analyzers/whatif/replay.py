@@ -81,6 +81,12 @@ class _Edited(Plan):
         source = self._source.read()
         return Plan(**{k: self.__dict__[k] if k in self.__dict__ else getattr(source, k) for k in _ARRAYS})
 
+    def same_as_source(self) -> bool:
+        """Every array as its source's: nothing asked for, or what was asked for left as it was (a lever that looked
+        and found nothing to change). Its replay is then its source's, value for value."""
+        source = self._source.read()
+        return all(np.array_equal(v, getattr(source, k)) for k, v in self.__dict__.items() if k in _ARRAYS)
+
 
 _ARRAYS = frozenset(f.name for f in fields(Plan))
 

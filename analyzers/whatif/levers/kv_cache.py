@@ -105,21 +105,30 @@ def _read_dims(c: Context, op: int) -> tuple[list[list], list]:
 
 def _runs(c: Context, rows: np.ndarray) -> list[tuple[int, int, tuple, list[int]]]:
     """Runs of MIN_LINEARS or more successive linears on one activation's (B, T): (B, T, the weights' shapes,
-    the rows)."""
-    out, cur, weights, key = [], [], [], None
-    for r in rows.tolist():
+    the rows). A row's (B, T) and weight's shape follow from its signature alone, so they are read once per
+    signature (tens in 10k linears) and the runs found over the rows' codes, not row by row in Python."""
+    if not len(rows):
+        return []
+    sigs, first, inverse = np.unique(c.trace.ev.shape[rows], return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    codes: dict[tuple, int] = {}
+    code_of_sig = np.empty(len(sigs), np.int64)
+    weight_of_sig: list[tuple] = []
+    for i, r in enumerate(rows[first].tolist()):
         dims, _ = _tensor_dims(c, r)
         act, w = (dims[0], dims[1]) if len(dims) >= 2 else ([], [])
         k = (act[0], act[1]) if len(act) == 3 and len(w) == 2 else None
-        if k != key:
-            if key is not None and len(cur) >= MIN_LINEARS:
-                out.append((key[0], key[1], tuple(weights), cur))
-            cur, weights, key = [], [], k
-        if k is not None:
-            cur.append(r)
-            weights.append(tuple(w))
-    if key is not None and len(cur) >= MIN_LINEARS:
-        out.append((key[0], key[1], tuple(weights), cur))
+        code_of_sig[i] = -1 if k is None else codes.setdefault(k, len(codes))
+        weight_of_sig.append(tuple(w))
+    key_of_code = list(codes)
+    code = code_of_sig[inverse]
+    edges = np.flatnonzero(code[1:] != code[:-1]) + 1
+    out = []
+    for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(code)]):
+        if code[lo] < 0 or hi - lo < MIN_LINEARS:
+            continue
+        k = key_of_code[int(code[lo])]
+        out.append((k[0], k[1], tuple(weight_of_sig[s] for s in inverse[lo:hi].tolist()), rows[lo:hi].tolist()))
     return out
 
 
