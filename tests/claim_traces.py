@@ -2,7 +2,9 @@
 showed them may not be committed here). Times in ns from the trace start."""
 from __future__ import annotations
 
-from kineto_factory import annotation, call, document, events_for, gpu, op
+import dataclasses
+
+from kineto_factory import Launch, annotation, call, document, events_for, gpu, op
 from other_peoples_traces import MS, US, steady, with_device
 
 
@@ -194,3 +196,72 @@ def allocator_every_step(frees: str = "python", steps: int = 6, mallocs: int = 4
         ev.append(annotation(f"ProfilerStep#{s + 3}", start, t))
         t += 10 * US
     return document(ev)
+
+
+def first_compiled_calls() -> dict:
+    """Wings236/model_inference's compile warm-up on an RTX 4090 D (heldout-user6 rtx4090d_compile_warmup, public, not
+    committed): the profiler records a model's first torch.compile calls. Two functions compile for the first time
+    (compile ids 0/0 and 1/0): dynamo and Inductor hold the host 500 ms and 300 ms in their `(dynamo_timed)` spans,
+    each followed by the compiled region's first run (10 launches of Triton kernels); the device idles through both."""
+    ev, t, first = [], 100 * US, 0
+    warm = steady(5, t)
+    ev += events_for(warm, first_id=1)
+    t, first = warm[-1].gpu_end + 50 * US, 5
+    compiles = ((500 * MS, "triton_poi_fused_relu_0"), (300 * MS, "triton_poi_fused_cos_1"))
+    for frame, (held, kernel) in enumerate(compiles):
+        ev += [annotation("_compile.compile_inner (dynamo_timed)", t, t + held),
+               annotation("compile_attempt_0 (dynamo_timed)", t + 10 * US, t + held - 10 * US),
+               annotation("compile_fx_inner (dynamo_timed)", t + held // 2, t + held - 20 * US)]
+        run = steady(10, t + held + 100 * US, kernel=kernel, first_id=first)
+        ev.append(annotation(f"Torch-Compiled Region: {frame}/0", t + held + 50 * US, run[-1].gpu_end + 5 * US))
+        ev += events_for(run, first_id=1 + first)
+        t, first = run[-1].gpu_end + 50 * US, first + 10
+    return with_device(document(ev), "NVIDIA GeForce RTX 4090 D")
+
+
+ACCUMULATE_GRAD = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+
+
+def graph_broken_steps(steps: int = 4, regions: int = 4) -> dict:
+    """Wings236/model_inference's compiled 128x128 MLP with explicit torch._dynamo.graph_break() calls on an RTX 4090 D
+    (heldout-user6 rtx4090d_graphbreaks, public, not committed): each step enters `regions` compiled regions
+    (Torch-Compiled Region: 0/0 ... N/0), each launching 4 kernels of 2 µs 60 µs apart (the host's guards, eager Python
+    and autograd between them), then one gradient accumulation; the first step's accumulation launch holds the host
+    5 ms (its kernel's module loaded lazily), one-time set-up."""
+    ev, t, first = [], 100 * US, 0
+    for step in range(steps):
+        for k in range(regions):
+            run = [dataclasses.replace(x, op_start=x.op_start - 50 * US)     # dispatch in the op: launch-bound
+                   for x in steady(4, t + 10 * US, kernel=f"triton_poi_fused_relu_{k}", kernel_ns=2 * US, gap=60 * US,
+                                   first_id=first)]
+            ev.append(annotation(f"Torch-Compiled Region: {k}/0", t, run[-1].gpu_end + 5 * US))
+            ev += events_for(run, first_id=1 + first)
+            t, first = run[-1].gpu_end + 10 * US, first + 4
+        hold = 5 * MS if step == 0 else 5 * US
+        cs = t + 20 * US
+        acc = Launch(op_start=cs - 2 * US, op_end=cs + hold + 2 * US, call_start=cs, call_end=cs + hold,
+                     gpu_start=cs + hold + 5 * US, gpu_end=cs + hold + 7 * US,
+                     kernel="void at::native::vectorized_elementwise_kernel<4, add>", op=ACCUMULATE_GRAD)
+        ev += events_for([acc], first_id=1 + first)
+        t, first = acc.gpu_end + 30 * US, first + 1
+    return with_device(document(ev), "NVIDIA GeForce RTX 4090 D")
+
+
+def cold_first_compiled_step(steps: int = 3) -> dict:
+    """Wings236/model_inference's compiled resnet18 training step on an RTX 4090 D (heldout-user6
+    rtx4090d_resnet_compiled, public, not committed): one warm-up call ran before the profiler, then `steps` profiled
+    steps, each a TorchDynamo cache lookup, one entry of Torch-Compiled Region: 0/0 (cpu_ops) launching the forward's
+    15 kernels of 30 µs, then the compiled backward's 15; no ProfilerStep. The first step pays first-call set-up the
+    warm-up call did not: 24 ms of untraced host time between its forward and its backward (a backward path never
+    exercised, modules loaded lazily), then the same launches as every later step."""
+    ev, t, first = [], 100 * US, 0
+    for step in range(steps):
+        ev.append(op("TorchDynamo Cache Lookup", t, t + 20 * US))
+        fwd = steady(15, t + 35 * US, kernel_ns=30 * US, first_id=first)
+        ev.append(op("Torch-Compiled Region: 0/0", t + 30 * US, fwd[-1].gpu_end + 5 * US))
+        t0 = fwd[-1].gpu_end + 10 * US + (24 * MS if step == 0 else 0)
+        bwd = steady(15, t0 + 5 * US, kernel_ns=30 * US, first_id=first + 15)
+        ev.append(op("autograd::engine::evaluate_function: CompiledFunctionBackward", t0, bwd[-1].gpu_end + 5 * US))
+        ev += events_for(fwd + bwd, first_id=1 + first)
+        t, first = bwd[-1].gpu_end + 50 * US, first + 30
+    return with_device(document(ev), "NVIDIA GeForce RTX 4090 D")

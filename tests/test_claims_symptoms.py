@@ -7,10 +7,13 @@ import pytest
 
 from claim_traces import (
     cold_compiled_start_without_ops,
+    cold_first_compiled_step,
     context_created_by_cudafree,
     dataloader_ranges_as_ops,
     dataloader_with_workers,
+    first_compiled_calls,
     fp32_gemms_on_a_t4,
+    graph_broken_steps,
     long_kernels_behind_slow_dispatch,
     runtime_only,
     waiting_rank_launch_bound,
@@ -242,3 +245,93 @@ def test_a_cold_compiled_start_without_ops_is_warmed_up_not_priced_as_host_work_
     out = serialize.report(a)
     assert out["next_experiment"]["whatif_lever"] == "warm_up", five_lines(a)[4]
     assert claims.check(out) == []
+
+
+def _with_claim(out: dict, key: str, value: float, said: str) -> dict:
+    """The report with one claim's figure changed, as a report that said so would carry it."""
+    return dict(out, claims=[dict(c, value=value, said=said) if c["key"] == key else c for c in out["claims"]])
+
+
+def test_first_compilations_are_set_up_that_a_warm_up_removes_whole(tmp_path):
+    # (heldout-user6 rtx4090d_compile_warmup: "90% of the idle is inside torch.compile compiling", then "warm up
+    # first ... predicted −3% ..., because 32% of the span is one-time set-up ...; of it, 3% ... on the critical path")
+    a = analyze_file(write(tmp_path / "first-compiles.json", first_compiled_calls()))
+    lines = five_lines(a)
+    assert "100% of the idle is inside torch.compile compiling" in lines[2]
+    assert "first calls of torch.compile compiling 2 functions" in lines[2]
+    assert lines[4].startswith("Next: warm up the compiled code first: call it a few times before the profiler "
+                               "starts (torch.profiler.schedule(wait=1, warmup=2, active=3))")
+    assert "TORCHINDUCTOR_FX_GRAPH_CACHE=1" in lines[4] and "CUDA_MODULE_LOADING" not in lines[4]
+    assert "(predicted −100% of the traced span" in lines[4]
+    assert "because 100% of the span is one-time set-up" in lines[4]
+    out = serialize.report(a)
+    assert next(x for x in out["framework"] if x["construct"] == "compile")["first_compilations"] is True
+    assert claims.check(out) == []
+    # the checker catches the warm-up that counts only the gaps before the first launches as set-up, and its replay
+    small = _with_claim(_with_claim(out, "next.because.setup_share", 0.32, "32%"), "next.saving", 0.03, "−3%")
+    found = claims.check(small)
+    assert any("the warm-up's because says 32% of the span is set-up, but the device idles 100% of it while "
+               "torch.compile compiles functions for the first time" in p for p in found), found
+    assert any("the warm-up predicts −3%, but the device idles 100% of the span while torch.compile compiles "
+               "functions for the first time, all of it on the critical path" in p for p in found), found
+
+
+def test_recompilations_are_not_set_up(tmp_path):
+    doc = first_compiled_calls()
+    for e in doc["traceEvents"]:
+        if e.get("name") == "Torch-Compiled Region: 1/0":
+            e["name"] = "Torch-Compiled Region: 0/1"      # frame 0 compiled again: new shapes, it recurs
+    a = analyze_file(write(tmp_path / "recompile.json", doc))
+    assert not a.framework.first_compilations
+    assert not any(w.name.startswith("torch.compile compiling") for w in a.warmup)
+    assert a.next_experiment.lever is None or a.next_experiment.lever.lever != "warm_up"
+
+
+def test_a_warm_up_beside_an_idle_loop_names_the_graph_breaks_and_no_waste_that_denies_the_loop(tmp_path):
+    # (heldout-user6 rtx4090d_graphbreaks: 4 compiled regions per step never named, and "would waste the week:
+    # optimising what this profile shows: its biggest gaps do not recur" beside "a steady step idles 90%")
+    a = analyze_file(write(tmp_path / "breaks.json", graph_broken_steps()))
+    assert (a.graph_breaks.per_step, a.graph_breaks.frames) == (4, 4)
+    lines = five_lines(a)
+    assert "a steady step idles 97% of its time (median)" in lines[3]
+    assert lines[4].startswith("Next: warm up first")
+    assert ("; then the loop, whose steady steps still idle most of their time: each step enters 4 compiled regions "
+            "(4 compiled frames, Torch-Compiled Region N/0): graph breaks split the compiled code") in lines[4]
+    assert "torch.compile(fullgraph=True) raises at each one), then compile with mode=\"reduce-overhead\"" in lines[4]
+    cuda_graphs = next(c for c in a.lever_choices if c.lever == "cuda_graphs")
+    assert a.next_experiment.then == cuda_graphs and cuda_graphs.saving_ns > 0.3 * cuda_graphs.baseline_ns
+    assert "CUDA graphs to cut launches: predicted −41% from this trace" in lines[4]
+    assert "do not recur" not in lines[4] and "Would waste the week: faster kernels, predicted 0%." in lines[4]
+    out = serialize.report(a)
+    assert claims.check(out) == []
+    # the checker catches the waste that says nothing recurs beside the idle steady steps
+    said = dict(out, claims=out["claims"] + [{"key": "waste.nothing_recurs", "value": 1, "said": "its biggest gaps"}])
+    assert any("the waste line says the profile's gaps do not recur, but a steady step idles 97% of its time" in p
+               for p in claims.check(said))
+
+
+def test_one_compiled_region_per_step_is_no_graph_break(tmp_path):
+    a = analyze_file(write(tmp_path / "one.json", graph_broken_steps(regions=1)))
+    assert a.graph_breaks is None
+    assert "graph break" not in five_lines(a)[4]
+
+
+def test_a_cold_first_compiled_step_is_warmed_up_not_host_work_to_take_off_the_critical_path(tmp_path):
+    # (heldout-user6 rtx4090d_resnet_compiled: "take the host work off the critical path ... profile the host
+    # (py-spy)", because "median gap 8.73 ms", every one of those gaps in its first iteration)
+    a = analyze_file(write(tmp_path / "cold-step.json", cold_first_compiled_step()))
+    warm = next(c for c in a.lever_choices if c.lever == "warm_up")
+    assert warm.assumption.early_steps == 1            # 3 entries of Torch-Compiled Region: 0/0 are its steps
+    assert warm.saving_ns > 0.8 * warm.baseline_ns     # the first step's 24 ms of host time above a steady one's
+    line = five_lines(a)[4]
+    assert line.startswith("Next: warm up first")
+    assert "because 83% of the span is one-time set-up (the first step's host time above a steady step's)" in line
+    assert "host work" not in line and "py-spy" not in line
+    out = serialize.report(a)
+    assert claims.check(out) == []
+    # the checker catches the host-work Next whose every gap is in the cold first step
+    host = next(c for c in a.lever_choices if c.lever == "no_host_work")
+    bad = dict(out, next_experiment=dict(out["next_experiment"], kind="move_host_work", whatif_lever="no_host_work",
+                                         predicted_ratio=host.predicted_ns / host.baseline_ns))
+    assert any("the Next removes host work, but 99% of that idle over the 3 steps is in the first one" in p
+               for p in claims.check(bad)), claims.check(bad)

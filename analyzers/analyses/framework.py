@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.first_compiles import first_compile_rows
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -56,6 +57,8 @@ class Framework:
     idle_ns: int                                # all idle that was charged (every device)
     gap_construct: tuple[np.ndarray, ...]       # per device, per gap: the construct code that covers most of it
     optimizer: str | None = None                # the optimizer class (AdamW) when Optimizer.step ran
+    first_compilations: bool = False            # every compilation the trace names is a function's first (compile
+                                                # ids N/0 only): the compile construct is one-time set-up
 
     def share_of(self, c: Construct) -> ConstructShare | None:
         return next((x for x in self.constructs if x.construct is c), None)
@@ -259,4 +262,5 @@ def analyze(trace: Trace, devices, setup_windows=None) -> Framework:
     shares.sort(key=lambda x: (-x.idle_ns, CONSTRUCTS.index(x.construct)))
     opt = next((optimizer_class(n) for x in shares if x.construct is Construct.OPTIMIZER for n in x.names
                 if optimizer_class(n)), None)
-    return Framework(tuple(shares), int(by.sum()), tuple(per_gap), opt)
+    return Framework(tuple(shares), int(by.sum()), tuple(per_gap), opt,
+                     first_compilations=bool(len(first_compile_rows(trace))))

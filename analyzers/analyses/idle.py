@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged
+from tracetriage.analyzers.analyses.first_compiles import compilations
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
@@ -737,7 +738,10 @@ def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
     m = (g.cause == HOST) | (g.cause == LAUNCH)
     found = first_calls(trace, g.start[m], g.end[m], ctx, host_long_ns(ctx.launch_cost_ns))
     h = g.cause == HOST
-    return merged(found, compiling(trace, g.start[h], g.end[h], g.next_row[h], setup_long_ns(ctx.launch_cost_ns)))
+    b = compiling(trace, g.start[h], g.end[h], g.next_row[h], setup_long_ns(ctx.launch_cost_ns))
+    # a profile of first compiled calls: the compile spans are set-up, not only the gap before a first launch
+    c = compilations(trace, g.start[m], g.end[m], found.start, found.end, b.start, b.end)
+    return merged(found, b if c is None else SetUp((c,), b.start, b.end, b.pid, b.tid))
 
 
 def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext,

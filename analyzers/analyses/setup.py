@@ -29,6 +29,9 @@ model's build, torch.compile's tracing), the stretch between the GPU work before
 compiled (Triton) kernel (Inductor compiling on the first call), and the first launch of each kernel past the warm
 launch's cost (its module loaded lazily) are set-up (heldout-user3 cs521_induction_a10g: 11.3 s of lead and 2.7 s
 of compilation around 62 µs of GPU work were priced as host work to take off the critical path, −48%).
+
+torch.compile's first compilations (every compile id the trace names is N/0) are set-up too, each compile span
+whole (tracetriage.analyzers.analyses.first_compiles).
 """
 from __future__ import annotations
 
@@ -112,6 +115,7 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
     if not len(ops):
         out += _cold_start_without_ops(trace, calls, kern)
     out += _untraced_step_setup(trace, out)
+    out += _first_compilations(trace)
     out = _without_profiler_overhead(trace, out)
     if not out:
         z = np.empty(0, np.int64)
@@ -125,6 +129,16 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
         e_out.append(ue)
         k_out.append(np.full(len(us), k, np.int64))
     return np.concatenate(s_out), np.concatenate(e_out), np.concatenate(k_out)
+
+
+def _first_compilations(trace: Trace) -> list:
+    """torch.compile's first compilations, each compile span on its thread (analyses.first_compiles): a warm-up
+    runs them before the profiler starts."""
+    from tracetriage.analyzers.analyses.first_compiles import first_compile_rows
+
+    ev = trace.ev
+    rows = first_compile_rows(trace).tolist()
+    return [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r in rows]
 
 
 def one_pass(trace: Trace) -> bool:
@@ -187,27 +201,44 @@ def _without_profiler_overhead(trace: Trace, found: list) -> list:
     return out
 
 
+FIRST_REGION = "Torch-Compiled Region: 0/0"   # the first compiled frame's entry: once per iteration of a compiled step
+MIN_COMPILED_STEPS = 3     # ... seen this often (an early one and two steady ones to take the median of)
+
+
 def step_bounds(trace: Trace) -> np.ndarray:
-    """Step boundaries (ns): ProfilerStep#N starts, else Optimizer.step ends; empty under MIN_STEPS steps."""
+    """Step boundaries (ns): ProfilerStep#N starts, else Optimizer.step ends (empty under MIN_STEPS steps), else the
+    starts of the first compiled frame's region where it is entered MIN_COMPILED_STEPS times or more: a compiled
+    training step profiled without a schedule (prof.step() unmarked) is one entry of its first compiled frame
+    (heldout-user6 rtx4090d_resnet_compiled: 3 entries of Torch-Compiled Region: 0/0, the first 43.5 ms and the
+    others 5.2 and 4.9 ms, its untraced first-call host time never priced as set-up)."""
     ev, names = trace.ev, trace.names
-    for prefix, edge in (("ProfilerStep#", "start"), ("Optimizer.step#", "end")):
+    for prefix, edge, least in (("ProfilerStep#", "start", MIN_STEPS), ("Optimizer.step#", "end", MIN_STEPS),
+                                (FIRST_REGION, "start", MIN_COMPILED_STEPS)):
         ids = [i for i, n in enumerate(names) if n.startswith(prefix)]
-        rows = np.flatnonzero(np.isin(ev.name, ids) & (ev.cat == USER_ANNOTATION)) if ids else np.zeros(0, np.int64)
-        if len(rows) >= MIN_STEPS:
+        # (torch records the compiled region as a cpu_op, a record_function range as user_annotation)
+        cats = (USER_ANNOTATION, CPU_OP) if prefix == FIRST_REGION else (USER_ANNOTATION,)
+        rows = np.flatnonzero(np.isin(ev.name, ids) & any_of(ev.cat, cats)) if ids else np.zeros(0, np.int64)
+        if len(rows) >= least:
             t = np.sort(ev.start[rows] if edge == "start" else ev.end[rows])
             return np.r_[int(ev.start.min()), t] if edge == "end" else np.r_[t, int(ev.end.max())]
     return np.zeros(0, np.int64)
+
+
+def early_steps(bounds: np.ndarray) -> int:
+    """How many of the first steps may pay set-up: EARLY, leaving at least two steady steps after them."""
+    return max(0, min(EARLY, len(bounds) - 1 - 2))
 
 
 def _untraced_step_setup(trace: Trace, found: list) -> list:
     """Windows over the longest untraced host stretches of early steps, for the set-up their ops' windows
     leave unexplained."""
     bounds = step_bounds(trace)
-    if len(bounds) < MIN_STEPS + 1:
+    if not early_steps(bounds):
         return []
     ev = trace.ev
     walls = np.diff(bounds)
-    steady = float(np.median(walls[EARLY:]))
+    early = early_steps(bounds)
+    steady = float(np.median(walls[early:]))
     host = np.flatnonzero(any_of(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
@@ -218,7 +249,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     busy_s, busy_e = iv.union(ev.start[rows], ev.end[rows])
     fw = np.array([(a, b) for a, b, p, t in found if p == pid and t == tid], np.int64).reshape(-1, 2)
     out = []
-    for i in range(min(EARLY, len(walls))):
+    for i in range(early):
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         covered = int(iv.covered(*iv.union(fw[:, 0], fw[:, 1]), np.array([lo]), np.array([hi]))[0]) if len(fw) else 0
         residual = int(walls[i] - steady) - covered

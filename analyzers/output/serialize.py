@@ -12,7 +12,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, RooflinePoint
 from tracetriage.analyzers.model.evidence import Evidence
-from tracetriage.analyzers.model.verdicts import CAUSES
+from tracetriage.analyzers.model.verdicts import CAUSES, Construct
 from tracetriage.analyzers.output.schema import SCHEMA_VERSION
 from tracetriage.analyzers.voice.common import advice
 from tracetriage.analyzers.voice.diff import diff_caveats, diff_lines
@@ -144,7 +144,9 @@ def _framework(fw) -> list[dict]:
     return [{"construct": x.construct.value, "idle_us": _r(x.idle_ns / 1e3),
              "idle_share": _r(x.idle_ns / fw.idle_ns, 4) if fw.idle_ns else 0.0,
              "by_cause_us": {c.value: _r(ns / 1e3) for c, ns in x.by_cause_ns.items()},
-             "launches": x.launches, "calls": x.ranges, "host_us": _r(x.host_ns / 1e3), "names": list(x.names)}
+             "launches": x.launches, "calls": x.ranges, "host_us": _r(x.host_ns / 1e3), "names": list(x.names),
+             # torch.compile compiling only functions' first compilations: one-time set-up (the claim checker's)
+             **({"first_compilations": fw.first_compilations} if x.construct is Construct.COMPILE else {})}
             for x in fw.constructs]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from tracetriage.analyzers.analyses import framework as framework_mod
+from tracetriage.analyzers.analyses import graph_breaks as breaks_mod
 from tracetriage.analyzers.analyses import graph_capture as capture_mod
 from tracetriage.analyzers.analyses import health as health_mod
 from tracetriage.analyzers.analyses import hotspots
@@ -28,6 +29,7 @@ from tracetriage.analyzers.analyses import ranges as ranges_mod
 from tracetriage.analyzers.analyses import roofline as roof_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
 from tracetriage.analyzers.analyses.frames import SourceLine
+from tracetriage.analyzers.analyses.graph_breaks import GraphBreaks
 from tracetriage.analyzers.analyses.graph_capture import GraphCapture
 from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
@@ -200,6 +202,8 @@ class Analysis:
                                                # (tracetriage.analyzers.triage.execution), where they matter
     memset_ns: int = 0                  # the device's time in memsets: device work, in kernel_busy_ns, not copy_ns
     dtod_ns: int = 0                    # ... in device-to-device copies: device work too (copy_ns is over the link)
+    graph_breaks: GraphBreaks | None = None   # each steady step enters several compiled regions
+                                              # (tracetriage.analyzers.analyses.graph_breaks)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -374,7 +378,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
-                     health=health)
+                     health=health, steps=steps)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
@@ -394,7 +398,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
-                    execution=execution, weight_streaming=weight_streaming(roof.points))
+                    execution=execution, weight_streaming=weight_streaming(roof.points),
+                    graph_breaks=breaks_mod.find(trace, steps))
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -581,7 +586,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
-                collectives: bool = True) -> NextExperiment:
+                collectives: bool = True, steps: Steps | None = None) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -601,15 +606,20 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if warm >= WARMUP_IS_THE_LEVER:
         # its prediction, where its replay finds the set-up to take out
         lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
-        return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP,
-                              lever=lever if lever is not None and lever.assumption.count > 0 else None)
+        lever = lever if lever is not None and lever.assumption.count > 0 else None
+        loop = _steady_loop_fix(steps, choices, by_cause, idle_ns)
+        # where the steps after the cold start idle most of each, their gaps recur: the waste is a lever, not "what
+        # this profile shows"
+        waste = _waste(choices, loop or lever, _replays_graphs(devs)) if _steady_steps_idle(steps) else None
+        return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP, lever=lever, then=loop,
+                              waste=waste)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
         return NextExperiment(Experiment.PROFILE_REPLAYS, None, capture.share)
     comm = communication_next(v, span_ns, choices) if collectives else None
     if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
         # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
         own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
-                          collectives=False)
+                          collectives=False, steps=steps)
         return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
@@ -632,7 +642,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                      and c.saving_ns >= LEVER_FLOOR * c.baseline_ns]
             pick = min(close, key=lambda c: (LEVERS[c.lever].effort, -c.saving_ns))
             if pick.lever != best.lever:
-                best, runner_up = pick, best
+                # (beside a warm-up, a lever that prices the same cold start's stretches is no alternative: heldout-
+                # user6 rtx4090d_resnet_compiled's host work was all in its first step)
+                best, runner_up = pick, None if LEVERS[pick.lever].experiment is Experiment.WARM_UP else best
         then = beside = None
         if best is not None and LEVERS[best.lever].effort >= REWRITE:
             # a knob in hand (a one-line change the trace shows applies, with its prediction) goes before a large
@@ -655,10 +667,16 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             cause = spec.cause
             kind = spec.experiment or EXPERIMENT_FOR_CAUSE[cause]
             gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
+            # (a warm-up takes out set-up that lies inside the dominant cause's idle: no lever beaten beside it)
             beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
-                if dom is not None and dom is not cause and runner_up is None and then is None else None
-            return NextExperiment(kind, cause, gain, lever=best, waste=_waste(choices, best, _replays_graphs(devs)),
+                if dom is not None and dom is not cause and runner_up is None and then is None \
+                and kind is not Experiment.WARM_UP else None
+            if kind is Experiment.WARM_UP:
+                then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
+            waste = _waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
+                           _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
+            return NextExperiment(kind, cause, gain, lever=best, waste=waste,
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
                                   then=then, knob_beside=beside)
@@ -714,6 +732,30 @@ def _unknown_bound_next(v: RegimeVerdict, roof: Roofline) -> Experiment:
     if faster and v.mostly_fp32_cuda_core:
         return Experiment.MIXED_PRECISION
     return Experiment.FIND_THE_BOUND
+
+
+def _steady_steps_idle(steps: Steps | None) -> bool:
+    """The median step idles more than roofline.OVERHEAD_IDLE_SHARE of its wall: the loop is idle-bound itself."""
+    s = steps.summary if steps is not None else None
+    return s is not None and s.median_ns > 0 and s.median_idle_ns > roof_mod.OVERHEAD_IDLE_SHARE * s.median_ns
+
+
+def _steady_loop_fix(steps: Steps | None, choices: tuple[LeverChoice, ...], by_cause: dict[Cause, int],
+                     idle_ns: int) -> LeverChoice | None:
+    """Beside a warm-up, the loop's own fix where the steps after the cold start still idle most of each (the median
+    step's idle above roofline.OVERHEAD_IDLE_SHARE): the lever for the cause that holds most of those steps' idle,
+    where the replay prices it at LEVER_FLOOR or more. A warmed-up profile would show that loop (heldout-user6
+    rtx4090d_graphbreaks: "warm up first", then "would waste the week: optimising what this profile shows: its
+    biggest gaps do not recur" beside a Regime line whose steady step idles 90%, CUDA graphs priced at −29%)."""
+    if not _steady_steps_idle(steps):
+        return None
+    loop = steps_mod.steady(steps.steps)
+    loop = loop[1:] if len(loop) > 1 else loop          # the first of them may still pay the cold start
+    held = {c: sum(st.idle_by_cause_ns.get(c, 0) for st in loop) for c in CAUSES}
+    cause = max(held, key=held.get)
+    fixes = [c for c in choices if LEVERS[c.lever].cause is cause and LEVERS[c.lever].experiment is None
+             and _calls_for(c, by_cause, idle_ns) and c.saving_ns >= LEVER_FLOOR * c.baseline_ns]
+    return max(fixes, key=lambda c: c.saving_ns) if held[cause] > 0 and fixes else None
 
 
 def _calls_for(c: LeverChoice, by_cause: dict[Cause, int], idle_ns: int) -> bool:

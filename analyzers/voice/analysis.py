@@ -108,3 +108,5 @@ class Analysis(Caveated, Protocol):
     def execution(self) -> Any: ...                      # triage.execution.ExecutionNotes | None
     @property
     def weight_streaming(self) -> Any: ...               # analyses.weight_streaming.WeightStreaming | None
+    @property
+    def graph_breaks(self) -> Any: ...                   # analyses.graph_breaks.GraphBreaks | None

@@ -54,6 +54,7 @@ from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
+from tracetriage.analyzers.voice.warm_up import FIRST_COMPILE_WARMUP, after_warm_up, early_steps, warmup_advice
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, LEVERS
 
 
@@ -122,11 +123,11 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.kind is Experiment.PROFILE_REPLAYS:
         return capture_next(a.graph_capture)
     if nx.kind is Experiment.WARM_UP:
-        out = {"lever": "warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, "
-                        "warmup=2, active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then "
-                        "profile and triage again",
-               "why": _warmup_why(a),
-               "waste": "optimising what this profile shows: its biggest gaps do not recur"}
+        out = {"lever": warmup_advice(a),
+               "why": _warmup_why(a) + after_warm_up(a),
+               # (where the steady steps idle most of each, they recur: the waste is a lever that saves least)
+               "waste": "" if nx.waste is not None else claim(
+                   "waste.nothing_recurs", 1, "optimising what this profile shows: its biggest gaps do not recur")}
     elif nx.kind in LEVER_ADVICE:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
     elif nx.cause is not None:
@@ -156,7 +157,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out["why"] += (f"; {LEVERS[c.lever].words} predicts about as much "
                        f"({saving('next.close_call.saving', c.saving_ns, c.baseline_ns)}, "
                        "within the replay's error) but is a bigger change to the code")
-    if nx.then is not None:
+    if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         t = nx.then
         out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
                        f"{saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace")
@@ -299,11 +300,11 @@ def _warmup_why(a: Analysis) -> str:
         return why
     steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
     if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
-        more = (", and the early steps' host time above a steady step's" if steps else
+        more = (f", and {early_steps(steps)} host time above a steady step's" if steps else
                 ", and every later first call past its warm cost" if getattr(lv.assumption, "cold_pass", False) else "")
         return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as "
                 f"{', '.join(w.name for w in a.warmup[:2])}{more}), which the steady state never pays")
-    where = f"the first {steps} steps' host time above a steady step's" if steps else "set-up stretches"
+    where = f"{early_steps(steps)} host time above a steady step's" if steps else "set-up stretches"
     return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
             f"which the steady state never pays")
 
@@ -371,11 +372,7 @@ def _compile_advice(a: Analysis) -> str:
     """Recompiles are stopped; a function's first compilation is warmed up (and cached), not made dynamic."""
     lv = a.next_experiment.lever
     if lv is not None and getattr(lv.assumption, "recompiles", None) == 0:
-        return ("warm up the compiled code first: call it a few times before the profiler starts "
-                "(torch.profiler.schedule(wait=1, warmup=2, active=3)), then profile and triage again; the "
-                "compilation itself shortens with Inductor's on-disk caches on a second run of the same code "
-                "(TORCHINDUCTOR_FX_GRAPH_CACHE=1, or torch.compiler.save_cache_artifacts() to carry them to another "
-                "machine)")
+        return FIRST_COMPILE_WARMUP
     return ("stop the recompiles: torch.compile(dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on the dimension "
             "that changes, or pad the shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.setup import EARLY, step_bounds
+from tracetriage.analyzers.analyses.setup import early_steps, step_bounds
 from tracetriage.analyzers.model.units import duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -34,9 +34,10 @@ def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
     if not len(s):
         return SetUpGone("warm_up", 0), {"windows": 0, "calls": 0, "host_ns": 0}
     bounds = step_bounds(c.trace)
-    if len(bounds) > EARLY + 2:
-        removed = _steady_early_steps(c, p, bounds)
-        return SetUpGone("warm_up", len(s), removed_ns=removed, early_steps=EARLY), {"windows": len(s),
+    early = early_steps(bounds)
+    if early:
+        removed = _steady_early_steps(c, p, bounds, early)
+        return SetUpGone("warm_up", len(s), removed_ns=removed, early_steps=early), {"windows": len(s),
                                                                                    "steps": len(bounds) - 1,
                                                                   "host_ns": removed}
     n, removed = remove_host_windows(c, p, s, e, k)
@@ -45,7 +46,7 @@ def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
                                                                                           "host_ns": removed}
 
 
-def _steady_early_steps(c: Context, p, bounds: np.ndarray) -> int:
+def _steady_early_steps(c: Context, p, bounds: np.ndarray, early: int) -> int:
     """Scale each thread's host time in the early steps to its steady step's; returns the host ns taken out."""
     g = c.g
     step = np.searchsorted(bounds, g.c_start, side="right") - 1          # the step each call begins in
@@ -56,11 +57,11 @@ def _steady_early_steps(c: Context, p, bounds: np.ndarray) -> int:
     for th in np.unique(g.c_thread).tolist():
         mine = inside & (g.c_thread == th)
         per_step = np.bincount(step[mine], weights=(own_gap + own_dur)[mine], minlength=len(bounds) - 1)
-        later = per_step[EARLY:]
+        later = per_step[early:]
         if not len(later) or not (later > 0).any():
             continue
         steady = float(np.median(later[later > 0]))
-        for i in range(EARLY):
+        for i in range(early):
             if per_step[i] <= steady:
                 continue
             f = steady / per_step[i]
@@ -79,7 +80,8 @@ def says(a: SetUpGone) -> str:
     if a.count == 0:
         return "no one-time set-up in this trace: nothing to warm up"
     if a.early_steps:
-        return (f"the first {integer(a.early_steps)} steps' host time, {duration_ns(a.removed_ns)} more than "
+        first = "the first step's" if a.early_steps == 1 else f"the first {integer(a.early_steps)} steps'"
+        return (f"{first} host time, {duration_ns(a.removed_ns)} more than "
                 f"a steady step's (the median of the later ones), does not recur; every later step stays as traced")
     if a.cold_pass:
         return (f"one pass, no step repeated: the {integer(a.count)} set-up stretches (every op and call past its "

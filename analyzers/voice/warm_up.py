@@ -1,0 +1,57 @@
+"""The warm-up Next's own words: what to warm up (first compilations: warm up and cache them; first calls and lazy
+module loading otherwise), the early steps its replay scales, and the loop's fix after it where the steady steps
+still idle most of each (graph breaks named where each step enters several compiled regions).
+"""
+from __future__ import annotations
+
+from tracetriage.analyzers.model.verdicts import Construct
+from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, LEVERS
+
+FIRST_COMPILE_WARMUP = ("warm up the compiled code first: call it a few times before the profiler starts "
+                        "(torch.profiler.schedule(wait=1, warmup=2, active=3)), then profile and triage again; the "
+                        "compilation itself shortens with Inductor's on-disk caches on a second run of the same code "
+                        "(TORCHINDUCTOR_FX_GRAPH_CACHE=1, or torch.compiler.save_cache_artifacts() to carry them to "
+                        "another machine)")
+
+
+def warmup_advice(a: Analysis) -> str:
+    """The warm-up in the words of the set-up it removes: torch.compile compiling most of the idle for the first time
+    is warmed up and cached (loading kernel modules eagerly, 21.5 ms of 1.73 s on heldout-user6
+    rtx4090d_compile_warmup, is beside the point there); first calls and lazy module loading otherwise."""
+    fw = a.framework
+    if fw is not None and fw.first_compilations and fw.idle_share(Construct.COMPILE) >= INPUT_BOUND_IDLE_SHARE:
+        return FIRST_COMPILE_WARMUP
+    return ("warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, warmup=2, "
+            "active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile and triage again")
+
+
+def after_warm_up(a: Analysis) -> str:
+    """The loop's own fix after a warm-up, where its steady steps still idle most of each: graph breaks named where
+    each step enters several compiled regions (mode="reduce-overhead" replays a whole graph's launches only once the
+    breaks are gone), else the lever for the steps' idle; its prediction from this trace."""
+    t, warm = a.next_experiment.then, a.next_experiment.lever
+    if t is None:
+        return ""
+    # its replay on this trace takes out the cold start's stretches too where it saves more than the warm-up leaves
+    # (realworld script-toy-train: host work off the critical path −21% of 516 ms beside a warmed-up 63.6 ms)
+    priced = (f"predicted {saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace"
+              if warm is not None and t.saving_ns <= warm.predicted_ns else
+              "its replay on this trace takes out the cold start too: triage the warmed-up profile to price it")
+    gb = getattr(a, "graph_breaks", None)
+    if gb is not None and t.lever == CUDA_GRAPHS:
+        return (f"; then the loop, whose steady steps still idle most of their time: each step enters {gb.per_step} "
+                f"compiled regions ({gb.frames} compiled frames, Torch-Compiled Region N/0): graph breaks split the "
+                "compiled code (or its functions are compiled apart), with eager Python, guards and launches between "
+                "them; remove the breaks (torch._dynamo.graph_break(), prints, data-dependent branches: "
+                "torch.compile(fullgraph=True) raises at each one), then compile with mode=\"reduce-overhead\" so CUDA "
+                f"graphs replay the step's tiny kernels ({LEVERS[t.lever].words}: {priced})")
+    return (f"; then the loop, whose steady steps still idle most of their time: {LEVERS[t.lever].words}, "
+            f"{priced}")
+
+
+def early_steps(n: int) -> str:
+    """The early steps a warm-up's replay scales to a steady step's host time ("the first step's", "the first 2
+    steps'")."""
+    return "the first step's" if n == 1 else f"the first {n} steps'"
