@@ -840,6 +840,7 @@ def _every_table() -> list[tuple[str, object]]:
     return out
 
 
+@pytest.mark.slow   # seven page runs, a run directory's ranks among them (~8 s of a core); each page has its fast test
 def test_every_table_has_one_number_of_decimals_a_column_the_clis_shares_and_fits_the_page_at_1280():
     from tracetriage.dashboard.tables import FIT_PX, SELECT_PX
 

@@ -347,6 +347,7 @@ def test_the_fix_table_is_what_the_traces_and_the_model_say_now():
                                        f"{r['median']:.2f} [{r['p10']:.2f}–{r['p90']:.2f}]"), row
 
 
+@pytest.mark.slow   # every real-world workload analysed and replayed (~4 s of a core); the fix table's test stays fast
 def test_the_real_library_table_is_what_the_traces_and_the_model_say_now():
     """A change of prediction, of the report's Next or of the measurements shows here: rerun the tool, paste."""
     from tools.realworld_table import rows

@@ -298,6 +298,7 @@ def test_truncated_or_corrupted_files_load_or_fail_cleanly(workdir, built, how, 
         check_invariants(trace)
 
 
+@pytest.mark.slow   # 150 arbitrary documents (~3 s of a core); the fuzz tests beside it keep the loader fast
 @budget(150)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
                     | st.text(max_size=5),

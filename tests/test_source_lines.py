@@ -164,6 +164,7 @@ for _ in range(3):
 '''
 
 
+@pytest.mark.slow   # a real CPU capture in a child (~4 s of a core); test_capture_script captures scripts fast
 def test_capture_script_records_stacks_and_the_report_names_the_scripts_lines(tmp_path):
     script = tmp_path / "mytrain.py"
     script.write_text(USER_SCRIPT)

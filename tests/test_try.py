@@ -108,6 +108,7 @@ def test_every_precision_knob_says_it_changes_numerics_and_only_gpu_knobs_need_a
     assert not by_key["fused_adamw"].gpu_only and by_key["allow_tf32"].gpu_only
 
 
+@pytest.mark.slow   # a child that imports torch (~4.5 s of a core); the failing child below keeps the runner fast
 def test_the_child_turns_the_knob_and_leaves_the_script_untouched(tmp_path):
     script = tmp_path / "sees.py"
     script.write_text("import torch\nopt = torch.optim.AdamW([torch.nn.Parameter(torch.ones(2))], foreach=False)\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sweep import sweep
 from tracetriage.analyzers.loading.load import find_traces, load
 from tracetriage.analyzers.voice import whatif as voice
 from tracetriage.analyzers.whatif import depgraph, replay
@@ -31,7 +32,14 @@ def _predict(kind: str) -> whatif.WhatIf:
     return whatif.predict(load(FIXES / f"{kind}--before.json.gz"))
 
 
-@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: str(p.relative_to(TRACES)))
+# The fast suite replays the sample library and the smallest pair of traces/fixes (the 4.5 MB gpt-eager is left to
+# the slow step with every other fix); each item is one trace's replay either way.
+FAST_REPLAYS = [p for p in SAMPLES if p.parent in (TRACES, TRACES / "ddp", TRACES / "ddp-skewed")
+                and p.name != "gpt-eager.json.gz"] + [min((p for p in SAMPLES if p.parent == FIXES),
+                                                           key=lambda p: p.stat().st_size)]
+
+
+@pytest.mark.parametrize("path", sweep(SAMPLES, FAST_REPLAYS, ids=[str(p.relative_to(TRACES)) for p in SAMPLES]))
 def test_unchanged_replay_predicts_the_span_within_3_percent(path):
     t = load(path)
     g = depgraph.build(t)
