@@ -6,6 +6,12 @@ import dataclasses
 
 from kineto_factory import Launch, annotation, call, document, events_for, gpu, op
 from other_peoples_traces import MS, US, steady, with_device
+from other_peoples_traces import op as host_event
+
+
+def python_frame(name: str, start: int, end: int, *, tid: int) -> dict:
+    """A python_function event (with_stack=True) on a thread."""
+    return host_event(name, start, end, tid=tid, cat="python_function")
 
 
 def context_created_by_cudafree() -> dict:
@@ -265,3 +271,78 @@ def cold_first_compiled_step(steps: int = 3) -> dict:
         ev += events_for(fwd + bwd, first_id=1 + first)
         t, first = bwd[-1].gpu_end + 50 * US, first + 30
     return with_device(document(ev), "NVIDIA GeForce RTX 4090 D")
+
+
+def host_randn_then_copy(steps: int = 3) -> dict:
+    """A public RTX 3080 demo (heldout-user6 rtx3080_randn_h2d): each step `torch.square(torch.randn(N, N).cuda())`,
+    no shapes recorded: 60 ms of CPU aten::randn (its aten::normal_ inside) that starts while the last step's
+    kernel still runs, a 40 MB pageable copy holding the host 7 ms, its stream sync, 2 ms of untraced Python, then
+    one 1 ms kernel."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    for _ in range(steps):
+        ev += [op("aten::randn", t, t + 60 * MS, ext), op("aten::empty", t + 5 * US, t + 8 * US, ext + 1),
+               op("aten::normal_", t + 10 * US, t + 60 * MS - 5 * US, ext + 2)]
+        c0 = t + 60 * MS + 20 * US
+        ev += [op("aten::to", c0, c0 + 7 * MS + 40 * US, ext + 3),
+               op("aten::_to_copy", c0 + 2 * US, c0 + 7 * MS + 38 * US, ext + 4),
+               op("aten::copy_", c0 + 5 * US, c0 + 7 * MS + 35 * US, ext + 5),
+               call("cudaMemcpyAsync", c0 + 8 * US, c0 + 7 * MS + 30 * US, corr, ext + 5),
+               gpu("Memcpy HtoD (Pageable -> Device)", c0 + 20 * US, c0 + 7 * MS + 25 * US, corr, cat="gpu_memcpy",
+                   bytes=40_000_000),
+               call("cudaStreamSynchronize", c0 + 7 * MS + 31 * US, c0 + 7 * MS + 33 * US, corr + 1, ext + 5)]
+        s0 = c0 + 9 * MS + 60 * US                          # 2 ms of untraced Python before the square
+        ev += [op("aten::pow", s0, s0 + 20 * US, ext + 6),
+               call("cudaLaunchKernel", s0 + 5 * US, s0 + 12 * US, corr + 2, ext + 6),
+               gpu("void at::native::vectorized_elementwise_kernel<4, pow>(float*)", s0 + 15 * US, s0 + 1 * MS,
+                   corr + 2)]
+        t, ext, corr = s0 + 30 * US, ext + 7, corr + 3     # the next randn starts while the kernel runs
+    return with_device(document(ev), "NVIDIA GeForce RTX 3080")
+
+
+def pageable_batches_with_a_feeder_thread(steps: int = 4) -> dict:
+    """A public RTX 3080 training loop (heldout-user6 rtx3080_mlp_h2d_bs2056): each step a DataLoader batch (workers
+    on) copied with X.to(device) from pageable memory (a 16 MB copy holding the host 1.6 ms), 2 ms of untraced
+    main-thread time, then 20 kernels; beside it the multiprocessing queue's feeder thread waits on its lock the
+    whole time (python frames on a thread that launches nothing)."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    feeder = 777
+    for step in range(steps):
+        ev.append(annotation("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", t, t + 60 * US))
+        c0 = t + 80 * US
+        ev += [op("aten::to", c0, c0 + 1600 * US, ext), op("aten::copy_", c0 + 5 * US, c0 + 1595 * US, ext + 1),
+               call("cudaMemcpyAsync", c0 + 8 * US, c0 + 1590 * US, corr, ext + 1),
+               gpu("Memcpy HtoD (Pageable -> Device)", c0 + 30 * US, c0 + 1580 * US, corr, cat="gpu_memcpy",
+                   bytes=16_900_000)]
+        launches = steady(20, c0 + 1600 * US + 2 * MS, first_id=step * 100)
+        ev += events_for(launches, first_id=10_000 + step * 100)
+        ext, corr = ext + 2, corr + 1
+        t = launches[-1].gpu_end + 10 * US
+    ev.append(python_frame("threading.py(327): wait", 50 * US, t, tid=feeder))
+    ev.append(python_frame("<built-in method acquire of _thread.lock object at 0x7358>", 60 * US, t - 10 * US,
+                           tid=feeder))
+    return with_device(document(ev), "NVIDIA GeForce RTX 3080")
+
+
+def tiny_training_steps_at_a_small_batch(steps: int = 6, LOADER_NS: int = 300 * US) -> dict:
+    """A public RTX 3080 MLP at batch 16 (heldout-user6 rtx3080_mlp_nw0_bs16): each step a single-process DataLoader
+    batch (300 µs of host work), two 3.5 µs pageable copies of it, then 36 kernels of 2 µs behind 3 µs launch calls
+    with 10 µs of dispatch between them (forward, backward, an Adam step): launch overhead holds most of the idle."""
+    from kineto_factory import Launch
+
+    ev, t, ext = [], 100 * US, 1
+    for step in range(steps):
+        ev.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, t + LOADER_NS))
+        t += LOADER_NS + 10 * US
+        copies = [Launch(op_start=c, op_end=c + 15 * US, call_start=c + 2 * US, call_end=c + 12 * US,
+                         gpu_start=c + 5 * US, gpu_end=c + 8 * US + 500, op="aten::copy_", cat="gpu_memcpy",
+                         kernel="Memcpy HtoD (Pageable -> Device)", call="cudaMemcpyAsync")
+                  for c in (t, t + 20 * US)]                    # two 3.5 µs copies (the batch and its labels)
+        ev += events_for(copies, first_id=ext)
+        ext += 2
+        launches = steady(36, t + 45 * US, kernel_ns=2 * US, call_ns=3 * US, gap=13 * US, first_id=ext)
+        ev += events_for(launches, first_id=ext)
+        ext += 36
+        opt = launches[24].op_start
+        ev.append(annotation("Optimizer.step#Adam.step", opt - 1 * US, launches[-1].op_end + 1 * US))
+        t = launches[-1].gpu_end + 5 * US
+    return with_device(document(ev), "NVIDIA GeForce RTX 3080")

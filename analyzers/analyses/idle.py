@@ -29,6 +29,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged
 from tracetriage.analyzers.analyses.first_compiles import compilations
+from tracetriage.analyzers.analyses.held_host import host_events_in, launching_threads, python_in, ranked, top_times
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
@@ -39,7 +40,6 @@ from tracetriage.analyzers.model.evidence import (
     HostEvidence,
     LaunchEvidence,
     NameCount,
-    NameTime,
     OtherEvidence,
     SyncEvidence,
     TransferEvidence,
@@ -58,7 +58,6 @@ from tracetriage.analyzers.model.trace import (
     NONE,
     PYTHON,
     RUNTIME,
-    USER_ANNOTATION,
     Trace,
 )
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
@@ -625,109 +624,7 @@ def _median_us(x: np.ndarray) -> float:
 
 def _top_names(trace: Trace, rows: np.ndarray, k: int = 5) -> tuple[NameCount, ...]:
     """The k most frequent names among rows."""
-    return tuple(NameCount(trace.names[n], int(c)) for n, c, _ in _ranked(trace, rows, np.ones(len(rows)), k))
-
-
-def _top_times(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int = 5) -> tuple[NameTime, ...]:
-    """The k names that hold the most time (weights, ns) among rows."""
-    return tuple(NameTime(trace.names[n], int(c), round(float(t) / 1e3, 1))
-                 for n, c, t in _ranked(trace, rows, weights, k))
-
-
-def _ranked(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    if len(rows) == 0:
-        return []
-    uniq, inv = np.unique(trace.ev.name[rows], return_inverse=True)
-    tot = np.bincount(inv, weights=weights)
-    cnt = np.bincount(inv)
-    return [(int(uniq[i]), int(cnt[i]), float(tot[i])) for i in np.argsort(-tot)[:k]]
-
-
-def _host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx) -> tuple[tuple[NameTime, ...], float]:
-    """Top-level CPU ops that overlap host-work gaps (they issue no GPU work), and the untraced share."""
-    ev = trace.ev
-    ops = np.flatnonzero(ev.cat == CPU_OP)
-    if len(s) == 0:
-        return (), 0.0, (), 0.0
-    # ops starting inside a gap, weighted by their overlap with it
-    os_, oe = ev.start[ops], ev.end[ops]
-    k = np.searchsorted(s, os_, side="right") - 1
-    inside = (k >= 0) & (os_ < e[np.maximum(k, 0)])
-    rows = ops[inside]
-    kk = k[inside]
-    overlap = np.minimum(oe[inside], e[kk]) - os_[inside]
-    # keep the ops that issue no GPU work, and issuing ops that held the host for a long stretch
-    # (a first call that initialises a library); the launching op that merely ends a gap is not host work
-    issuing = np.zeros(len(rows), dtype=bool)
-    for tid in np.unique(ev.tid[rows]):
-        m = ev.tid[rows] == tid
-        s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
-        if len(s_):
-            j = np.searchsorted(s_, ev.start[rows[m]], side="right") - 1
-            issuing[m] = (j >= 0) & (ev.start[rows[m]] < e_[np.maximum(j, 0)])
-    keep = ~issuing | (overlap >= setup_long_ns(ctx.launch_cost_ns))
-    rows, overlap = rows[keep], overlap[keep]
-    traced, busy = 0, (np.empty(0, np.int64), np.empty(0, np.int64))
-    for tid, (bs, be) in ctx.busy_by_tid.items():
-        c = int(iv.covered(bs, be, s, e).sum())
-        if c > traced:
-            traced, busy = c, (bs, be)
-    total = int(np.sum(e - s))
-    ranges, in_ranges = _ranges_around(trace, s, e, busy)
-    untraced_share = 1.0 - (traced + in_ranges) / total if total else 0.0
-    # keep only the outermost ops (children double-count)
-    return (_top_times(trace, rows, overlap), round(max(untraced_share, 0.0), 3), ranges,
-            round(in_ranges / total, 3) if total else 0.0)
-
-
-def _ranges_around(trace: Trace, s: np.ndarray, e: np.ndarray, busy) -> tuple[tuple[NameTime, ...], int]:
-    """The user's own ranges (record_function, the DataLoader's enumerate(DataLoader)#...__next__, the optimizer's
-    Optimizer.step#...; not ProfilerStep#N, which holds everything) around the gaps' time no op or call traced:
-    that time is not untraced, its range names it (heldout-user3 wenlu_train_opt_4090m: 8.6 ms of host-work idle
-    inside enumerate(DataLoader) ranges said '89% untraced: Python, numpy, sleeping'). The ranges, each with the
-    untraced time it holds, and the time they hold together."""
-    ev = trace.ev
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    if not len(ann) or not len(s):
-        return (), 0
-    ann = ann[~name_flags(trace, ann, lambda n: n.startswith("ProfilerStep#"))]
-    # a range around half the GPU span or more is the harness's window, not a phase of the loop (fixes/item_python:
-    # fix_window around everything, iteration around each step)
-    gpu = any_of(ev.cat, GPU_CATS)
-    if gpu.any():
-        ann = ann[(ev.end[ann] - ev.start[ann]) < (ev.end[gpu].max() - ev.start[gpu].min()) // 2]
-    if not len(ann):
-        return (), 0
-    gs, ge = iv.union(s, e)
-    lo, hi = int(gs[0]), int(ge[-1])
-    us, ue = iv.intersect(gs, ge, *iv.complement(*busy, lo, hi))       # the gaps' untraced time
-    as_, ae = iv.union(ev.start[ann], ev.end[ann])
-    held = iv.intersect(us, ue, as_, ae)
-    per = iv.covered(*held, ev.start[ann], ev.end[ann])
-    ann, per = ann[per > 0], per[per > 0]
-    return _top_times(trace, ann, per.astype(np.int64), k=3), iv.total(*held)
-
-
-def _python_in(trace: Trace, s: np.ndarray, e: np.ndarray) -> tuple[NameTime, ...]:
-    """With stacks recorded, the Python frame that held the host through each host-work gap: the
-    deepest frame (the shortest) that covers at least half of the gap."""
-    ev = trace.ev
-    py = np.flatnonzero(ev.cat == PYTHON)
-    if len(py) == 0 or len(s) == 0:
-        return ()
-    rows, held = [], []
-    ps, pe = ev.start[py], ev.end[py]
-    longest = np.argsort(-(e - s), kind="stable")[:200]   # the gaps that hold the time; bounded work
-    for a, b in zip(s[longest].tolist(), e[longest].tolist()):
-        over = np.minimum(pe, b) - np.maximum(ps, a)
-        cand = np.flatnonzero(over >= (b - a) // 2)
-        if len(cand):
-            k = cand[np.argmin(pe[cand] - ps[cand])]
-            rows.append(py[k])
-            held.append(int(over[k]))
-    if not rows:
-        return ()
-    return _top_times(trace, np.array(rows, np.int64), np.array(held, np.int64), k=3)
+    return tuple(NameCount(trace.names[n], int(c)) for n, c, _ in ranked(trace, rows, np.ones(len(rows)), k))
 
 
 # --- step 5: the evidence of each cause ------------------------------------------------------------
@@ -759,16 +656,18 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
         waited_on = ()
         if g.waited is not None and (g.waited & m).any():
             w = g.waited & m & (g.host_row != NONE)
-            waited_on = _top_times(trace, g.host_row[w], g.dur[w].astype(np.int64))
+            waited_on = top_times(trace, g.host_row[w], g.dur[w].astype(np.int64))
         if cause is Cause.LAUNCH_OVERHEAD:
             out[cause] = _launch_evidence(trace, device, g, m, ctx, base, kernels)
         elif cause is Cause.HOST_WORK:
-            top, untraced, ranges, in_ranges = _host_events_in(trace, g.start[m], g.end[m], ctx)
+            top, untraced, ranges, in_ranges = host_events_in(trace, g.start[m], g.end[m], ctx,
+                                                              setup_long_ns(ctx.launch_cost_ns), host_long)
             out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced, ranges=ranges,
                                       in_ranges_share=in_ranges,
                                       threshold_us=round(host_long / 1e3, 1),
                                       warmup=setup.calls,
-                                      python_functions=_python_in(trace, g.start[m], g.end[m]),
+                                      python_functions=python_in(trace, g.start[m], g.end[m],
+                                                                 launching_threads(trace, g.next_row[m]), ctx),
                                       setup_us=round(_in_setup_ns(g.start[m], g.end[m], setup) / 1e3, 1))
         elif cause is Cause.SYNCHRONIZATION:
             # one sync call is one drain, however many gaps its recovery charged to it (fresh4
@@ -838,7 +737,7 @@ def _copy_kinds(trace: Trace, copies: np.ndarray) -> tuple[CopyKind, ...]:
     if len(copies) == 0:
         return ()
     kinds = []
-    for name, n, t_ns in _ranked(trace, copies, (ev.end[copies] - ev.start[copies]).astype(np.int64), 6):
+    for name, n, t_ns in ranked(trace, copies, (ev.end[copies] - ev.start[copies]).astype(np.int64), 6):
         sel = copies[ev.name[copies] == name]
         b = ev.nbytes[sel]
         t = ev.end[sel] - ev.start[sel]

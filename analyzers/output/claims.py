@@ -47,8 +47,9 @@ on the words:
    the Regime names the loop's bound, the cold start a lead-in: no Regime says "not launch overhead" beside an
    Idle line whose dominant cause is launch overhead), and a
    device whose idle is mostly inside the DataLoader input-bound, with the DataLoader's share of the idle, one
-   whose idle is mostly torch.compile compiling compile-bound, and one whose idle is mostly copies (the Idle
-   line's dominant cause) transfer-bound, each with that share;
+   whose idle is mostly torch.compile compiling compile-bound, one whose idle is mostly copies (the Idle
+   line's dominant cause) transfer-bound, and one whose idle is mostly host work that is not one-time set-up (the
+   Idle line's dominant cause, launch overhead under half of it) host-bound, each with that share;
 9. an outlier step said to have "kernels ran longer" has its own kernel time (the work queued before the profiled
    window left out) above the median step's by most of its extra time, and one said to have run queued work ran
    that much of it: both read from the per-step columns, not from the outlier's own fields;
@@ -62,7 +63,8 @@ on the words:
 14. removing syncs overlaps host work with GPU work: the overlap a line claims is no longer than the device's work
     (kernels, device copies and memsets, and copies over the link);
 15. a compute- or memory-bound verdict that rests on kernels' names (no FLOPs or bytes of its own) states no
-    intensity against a ridge: that average is other ops'.
+    intensity against a ridge: that average is other ops';
+16. a Next asks for pinned memory only where the host-to-device copies it would speed hold 1% of the span.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -84,6 +86,7 @@ from tracetriage.analyzers.voice.claims import (
     STEADY_IDLE_BOUND,
     steady_idle_share,
 )
+from tracetriage.analyzers.voice.common import PIN_PAYS, SETUP_HOLDS_HOST_WORK
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -119,7 +122,7 @@ def check(out: dict) -> list[str]:
             + _copies_because_holds_the_copies_share(said, out)
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
-            + _kernel_keeping_next_above_its_gpu_work(out))
+            + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines))
 
 
 # Levers that change no GPU activity's time: they move launches, syncs, host stretches, set-up or the input
@@ -147,6 +150,20 @@ def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
     if base * ratio < (1 - _FLOOR_TOLERANCE) * gpu:
         return [f"the Next ({lever}) changes no kernel but predicts {base * ratio / 1000:.1f} ms, below the "
                 f"{gpu / 1000:.1f} ms of GPU work it keeps"]
+    return []
+
+
+def _pinning_only_where_the_copies_count(out: dict, lines: list[str]) -> list[str]:
+    """A Next that asks for pinned memory (pin_memory=True) has host-to-device copies holding PIN_PAYS of the span
+    to speed: six 3.5 µs copies of a 4.7 ms span (a public RTX 3080 MLP at batch 16) buy nothing pinned."""
+    if "pin_memory=True" not in lines[4] or "pinned already" in lines[4]:
+        return []
+    span = out.get("span_us") or 0.0
+    copies = (((out.get("idle") or {}).get("evidence") or {}).get("data_transfer") or {}).get("copies") or []
+    h2d = sum(c.get("us", 0.0) for c in copies if "HtoD" in c.get("name", ""))
+    if span and h2d < PIN_PAYS * span:
+        return [f"the Next asks for pin_memory=True, but the host-to-device copies hold {100 * h2d / span:.2f}% of "
+                f"the span (under {100 * PIN_PAYS:.0f}%: pinning them buys nothing worth a clause)"]
     return []
 
 
@@ -683,7 +700,8 @@ _SET_UP_KINDS = ("warm_up", "profile_replays")
 # the JSON's regime_detail.bound and the words the Regime line opens with: the two say one thing (heldout-user3: the
 # text said transfer-bound or set-up-bound where the JSON said only "overhead")
 _BOUND_WORDS = {"overhead": "overhead-bound", "set_up": "set-up-bound", "input": "input-bound",
-                "compile": "compile-bound", "transfer": "transfer-bound", "fp32_cuda_cores": "GPU-bound in fp32 math"}
+                "compile": "compile-bound", "transfer": "transfer-bound", "host": "host-bound",
+                "fp32_cuda_cores": "GPU-bound in fp32 math"}
 
 
 def _construct_idle_share(out: dict, construct: str) -> float:
@@ -697,6 +715,11 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     idle = out.get("idle") or {}
     idle_us = sum((idle.get("by_cause_us") or {}).values())
     copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
+    hosting = (idle.get("by_cause_us") or {}).get("host_work", 0.0) / idle_us if idle_us else 0.0
+    launching = (idle.get("by_cause_us") or {}).get("launch_overhead", 0.0) / idle_us if idle_us else 0.0
+    host_ev = (idle.get("evidence") or {}).get("host_work") or {}
+    host_is_setup = bool(host_ev.get("total_us")) and \
+        host_ev.get("setup_us", 0.0) >= SETUP_HOLDS_HOST_WORK * host_ev["total_us"]
     steady = steady_idle_share(out.get("steps"))
     loop_idles = steady is not None and steady > STEADY_IDLE_BOUND
     dominant = idle.get("dominant")
@@ -726,9 +749,14 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
         elif copying >= INPUT_BOUND_IDLE_SHARE and idle.get("dominant") == "data_transfer":
             bad.append(f"the Regime line says overhead-bound where {100 * copying:.0f}% of the idle is copies "
                        "(transfer-bound), the Idle line's own dominant cause")
+        elif hosting >= INPUT_BOUND_IDLE_SHARE and dominant == "host_work" and not host_is_setup \
+                and launching < hosting / 2:
+            bad.append(f"the Regime line says overhead-bound where {100 * hosting:.0f}% of the idle is the host "
+                       "running work that issues no GPU work (host-bound), the Idle line's own dominant cause")
     for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
                               ("regime.compile_share", compiling, "torch.compile compiling"),
-                              ("regime.transfer_share", copying, "waiting on copies")):
+                              ("regime.transfer_share", copying, "waiting on copies"),
+                              ("regime.host_share", hosting, "the host running work that issues no GPU work")):
         c = said.get(key)
         if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
             bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")

@@ -87,12 +87,16 @@ def cause_words(cause: Cause | None) -> str:
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
-           pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None) -> str:
+           pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None,
+           pin_pays: bool = True, training: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
     the ops (or calls) that synced; host work inside the DataLoader asks for workers, and only then; pinned
-    memory only where the batches' copies are not pinned already (`pinned`)."""
+    memory only where the batches' copies are not pinned already (`pinned`) and pinning them pays (`pin_pays`: the
+    host-to-device copies hold PIN_PAYS of the span); launch overhead of a training loop (`training`) whose kernels
+    run shorter than a launch (a loop over a DataLoader with an optimizer step or a backward) asks for a bigger batch
+    first."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
@@ -115,6 +119,15 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
                 "graph, fuse what stays outside (torch.compile), or more work per launch")
+    if cause is Cause.LAUNCH_OVERHEAD and training and isinstance(ev, LaunchEvidence) and tiny_kernels(ev):
+        # a training step of tiny kernels costs its launches whatever the batch: more samples per step is the knob
+        # (a public RTX 3080 MLP at batch 16, kernels of 2 µs behind 3 µs launches, was told num_workers and
+        # pin_memory for copies of 3.5 µs)
+        return ("more work per launch: a bigger batch (DataLoader(..., batch_size=<larger>)): the kernels run "
+                f"{duration_us(ev.kernel_median_us)} (median) against {duration_us(ev.launch_call_median_us)} for "
+                "each launch, so a step's launches cost about the same at a larger batch and each sample costs less "
+                "(not priced: the trace holds one batch size); or, priced here, capture the step in CUDA graphs "
+                "(torch.compile(mode='reduce-overhead'))")
     # compiled already (the idle inside its region, or anywhere in a trace that runs compiled code): never
     # "torch.compile to fuse" again (issue 32)
     if cause is Cause.LAUNCH_OVERHEAD and (construct is Construct.COMPILED or compiled):
@@ -145,13 +158,14 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "
                 "step still waits for batches, so lighten the per-sample transform (or move it to the GPU), raise "
                 "num_workers or prefetch_factor" + (" (the batches' copies are pinned already)" if pinned else
-                                                    ", and pin_memory=True with .to(device, non_blocking=True)"))
+                                                    ", and pin_memory=True with .to(device, non_blocking=True)"
+                                                    if pin_pays else ""))
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER:
         return ("load the batches in worker processes: DataLoader(..., "
                 f"{claim('next.asks.dataloader_workers', 4, 'num_workers=4')}, "
-                + ("" if pinned else "pin_memory=True, ") +
-                "persistent_workers=True) and .to(device, non_blocking=True), so the next batch is ready when the "
-                "step ends")
+                + ("" if pinned or not pin_pays else "pin_memory=True, ") +
+                "persistent_workers=True)" + (" and .to(device, non_blocking=True)" if pin_pays else "")
+                + ", so the next batch is ready when the step ends")
     said = ADVICE[cause]
     if "torch.compile to fuse" in said:   # the generic launch advice: never for code compiled already
         claim("next.asks.torch_compile", 1 if fuse_chains is None else fuse_chains, "torch.compile to fuse")
@@ -263,6 +277,41 @@ def setup_holds_host_work(ev: Evidence) -> bool:
     return isinstance(ev, HostEvidence) and ev.total_us > 0 and ev.setup_us >= SETUP_HOLDS_HOST_WORK * ev.total_us
 
 
+PIN_PAYS = 0.01   # pinned memory is advised only for host-to-device copies holding this share of the span: under it
+                  # the knob buys under 1% (six 3.5 µs copies of a 4.7 ms span were told pin_memory=True)
+
+
+def tiny_kernels(ev: LaunchEvidence) -> bool:
+    """The kernels run shorter (median) than one launch call costs the host: the launches set the pace."""
+    return ev.launch_call_median_us is not None and 0 < ev.kernel_median_us < ev.launch_call_median_us
+
+
+ONE_GAP_HOLDS = 0.5   # one gap holding this share of its cause's idle is said by itself: a median hides it
+LARGEST_SAID = 5      # ... and the largest gap is said beside the median where it is this many times longer (a
+                      # public RTX 3080 trace's 2.1 ms main-thread gap a step, beside a median of 218 µs)
+
+
+def gaps_phrase(ev: Evidence) -> str:
+    """'N gaps with a median of X', or where one gap holds most of the cause's idle, that gap: a public RTX 3080
+    trace's 654 ms host gap, 95% of its host-work idle, was said as '3 gaps with a median of 17.8 ms'."""
+    # (of two gaps one always holds half: there, three quarters)
+    if ev.gaps > 1 and ev.total_us and ev.max_gap_us >= max(ONE_GAP_HOLDS, 1.5 / ev.gaps) * ev.total_us:
+        return (f"{plural(ev.gaps, 'gap')}, the largest {duration_us(ev.max_gap_us)} "
+                f"({share(ev.max_gap_us / ev.total_us)} of it),")
+    largest = (f" (the largest {duration_us(ev.max_gap_us)})"
+               if ev.gaps > 2 and ev.max_gap_us >= LARGEST_SAID * ev.median_gap_us else "")
+    return f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)}{largest}"
+
+
+def _op_held(ev: HostEvidence) -> str:
+    """The traced op's own time in the gaps, where one op holds much of the host work (it is the story)."""
+    top = ev.host_events[0] if ev.host_events else None
+    if top is None or not ev.total_us or top.us < RANGE_NAMED * ev.total_us:
+        return ""
+    rest = "".join(f", {o.name}" for o in ev.host_events[1:3])
+    return f"{top.name} {duration_us(top.us)} in {count(top.count, 'call')} ({share(top.us / ev.total_us)} of it){rest}"
+
+
 def evidence_phrase(ev: Evidence) -> str:
     """What a cause's verdict rests on, in one clause: the Idle line's 'mostly ...'."""
     if isinstance(ev, LaunchEvidence):
@@ -292,7 +341,7 @@ def evidence_phrase(ev: Evidence) -> str:
         if inside:   # no op there, but the user's range names it
             what.append(", ".join(inside))
         if traced:
-            what.append(f"traced CPU ops: {traced}")
+            what.append(f"traced CPU ops: {_op_held(ev) or traced}")
         if setup_holds_host_work(ev):
             # the host sat in first calls (inside a launch loading its module, in cudaMalloc, a first cuDNN call):
             # set-up, as the Caveat and a warm-up Next call it, not code that issues no GPU work every step
@@ -301,8 +350,7 @@ def evidence_phrase(ev: Evidence) -> str:
                     f"{duration_us(ev.setup_us)} of {'it' if ev.gaps == 1 else 'them'} the host in one-time set-up"
                     + (f" (first calls of {firsts})" if firsts else "") + ", which the steady state never pays"
                     + (f" (traced CPU ops in the gaps: {traced})" if traced else ""))
-        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} in which the host issued "
-                f"no GPU work" + (f" ({'; '.join(what)})" if what else ""))
+        return (f"{gaps_phrase(ev)} in which the host issued no GPU work" + (f" ({'; '.join(what)})" if what else ""))
     if isinstance(ev, SyncEvidence):
         calls = ", ".join(f"{c.name} ×{integer(c.count)}" for c in ev.sync_calls[:2])
         src = ", ".join(c.name for c in ev.called_from[:2])
@@ -385,3 +433,18 @@ def uncosted_phrase(v) -> str:
 
 REGIME = {"compute": "compute-bound", "memory": "memory-bound", "overhead": "overhead-bound", "unknown": "unknown",
           "latency": "latency-bound", "communication": "communication-bound"}
+
+
+def pinning_pays(a: Analysis) -> bool:
+    """The host-to-device copies hold PIN_PAYS of the span or more: pinning them can buy something worth a clause."""
+    ev = a.evidence.get(Cause.DATA_TRANSFER)
+    h2d_us = sum(c.us for c in getattr(ev, "copies", ()) if "HtoD" in c.name)
+    return bool(a.span_ns) and h2d_us * 1e3 >= PIN_PAYS * a.span_ns
+
+
+def training_loop(a: Analysis) -> bool:
+    """The trace is a training loop over a DataLoader (whose batch_size the user sets): its batches' __next__, and an
+    optimizer step or autograd's backward, among its constructs."""
+    fw = a.framework
+    return fw is not None and fw.share_of(Construct.DATALOADER) is not None \
+        and any(fw.share_of(c) is not None for c in (Construct.OPTIMIZER, Construct.BACKWARD))

@@ -29,6 +29,7 @@ from tracetriage.analyzers.whatif.levers import (
     no_host_work,
     no_recompiles,
     overlap_comm,
+    pinned_batches,
     remove_syncs,
     sdpa,
     tensors_on_device,
@@ -45,6 +46,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     keep_allocator_cache.SPEC,
     kv_cache.SPEC,
     batch_items.SPEC,
+    pinned_batches.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -72,6 +74,7 @@ INFERENCE_MODE = inference_mode.SPEC.name      # an eval forward with autograd o
 KEEP_ALLOCATOR_CACHE = keep_allocator_cache.SPEC.name   # torch.cuda.empty_cache() every step -> the cache kept
 KV_CACHE = kv_cache.SPEC.name                  # generate re-running its prefix each token -> use_cache=True
 BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -> model(frames)
+PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
@@ -85,6 +88,7 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # one before/after pair each in traces/fresh5 (H100, development material), no fix workload in capture/ yet: the
     # tests that want three measured workloads a lever pass them by
     KV_CACHE, BATCH_ITEMS,
+    PINNED_BATCHES,   # no pair yet: written from a public RTX 3080 trace (pageable X.to(device) each step)
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

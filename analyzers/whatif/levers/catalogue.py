@@ -142,7 +142,7 @@ CATALOGUE: tuple[Entry, ...] = (
                           overrides={"torch.utils.data.DataLoader": {"num_workers": 4}},
                           probe=("enumerate(DataLoader)",))),
     Entry(DATA, "pin_memory", "DataLoader(pin_memory=True) and .to(device, non_blocking=True)",
-          lever="async_copies",
+          lever="pinned_batches",
           outside=Outside("pin_memory", "DataLoader(..., pin_memory=True) forced (the .to(non_blocking=True) stays "
                           "yours to add)", overrides={"torch.utils.data.DataLoader": {"pin_memory": True}},
                           gpu_only=True, probe=("enumerate(DataLoader)",))),

@@ -38,6 +38,12 @@ FACTORIES = ("aten::randn", "aten::rand", "aten::randint", "aten::randperm", "at
 PASS_THROUGH = ("aten::unsqueeze", "aten::expand", "aten::view", "aten::reshape", "aten::t", "aten::transpose",
                 "aten::to", "aten::_to_copy", "aten::copy_", "aten::permute", "aten::squeeze", "aten::slice",
                 "aten::select", "aten::flatten", "aten::alias", "aten::detach", "aten::lift_fresh", "aten::as_strided")
+# Where neither this trace's memory-bound kernels nor a peak table entry give the device's write rate: 1 TB/s, the
+# order of any GPU of the last generations (an RTX 3080's sheet says 760 GB/s, an H100's 3.35 TB/s); said as
+# assumed wherever it is used (RATE_WORDS).
+ASSUMED_BYTES_PER_NS = 1000.0
+RATE_WORDS = {"trace": "this trace's memory rate", "sheet": "the device's datasheet bandwidth",
+              "assumed": "an assumed 1 TB/s (no memory-bound kernel measured, no peak table entry)"}
 LOOK_BACK = 8         # outermost ops to look back over from a copy for the factory that made its tensor
 
 
@@ -49,6 +55,10 @@ def is_factory(name: str) -> bool:
 class OnDevice(Assumption):
     host_ns: int = 0                 # the factory ops' host time before the copies
     nbytes: int = 0
+    factories: tuple[str, ...] = ()  # the factory ops' names, the longest first (aten::randn)
+    copy_ns: int = 0                 # the copies' own time on the device, before
+    rate: str = "trace"              # where the device factory's write rate comes from: "trace" (this trace's
+                                     # memory-bound kernels), "sheet" (the device's datasheet), "assumed" (neither)
 
 
 def _waiting_across(g, fs: int, fe: int, mine: np.ndarray, call: int) -> list[int]:
@@ -82,21 +92,43 @@ def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbyt
     tensor made long before, or from data, is no factory's). A factory counts only where its recorded size
     makes this copy's bytes exactly (numel x 1, 2, 4 or 8 bytes): a `torch.zeros` made for something else beside
     a DataLoader batch's copy is not what the copy moves (kineto's num_workers_4 ResNet trace was told to make
-    its batches with torch.randn on the device)."""
+    its batches with torch.randn on the device). Where the profiler recorded no arguments of the factory
+    (record_shapes=False) its size is unknown, and a factory that launched nothing counts unchecked: a public RTX
+    3080 trace's `torch.randn(10000, 10000).cuda()`, 654 ms of host RNG a step, was otherwise told to profile
+    the host."""
     ev, tr = c.trace.ev, c.trace
     k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
     mine = tops[keys == k]
     j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
-    found, sized = [], False
+    found, sized, unsized = [], False, False
     for row in mine[max(j - LOOK_BACK, 0):j][::-1].tolist():
         name = tr.name_of(row)
         if is_factory(name):
             found.append(row)
             n = factory_numel(tr, row)
             sized = sized or (n is not None and n > 0 and nbytes in (n, 2 * n, 4 * n, 8 * n))
+            # no arguments recorded (record_shapes off): the size cannot be checked, and a factory that launched
+            # nothing, right before the copy with only views between, made what it moves
+            unsized = unsized or (_no_arguments(tr, row) and not _launches_inside(c, row))
         elif not name.startswith(PASS_THROUGH):
             break
-    return found if sized else []
+    return found if sized or unsized else []
+
+
+def _no_arguments(tr, row: int) -> bool:
+    """The profiler recorded none of this op's arguments (record_shapes=False): no dims, no concrete inputs."""
+    dims, _, concrete = tr.shapes(row)
+    return not dims and not concrete
+
+
+def _launches_inside(c: Context, row: int) -> bool:
+    """A launch call of this op's thread runs inside it: the factory made its tensor on the device already."""
+    g, ev = c.g, c.trace.ev
+    if not g.n_calls:
+        return False
+    k = thread_key(ev.pid[row], ev.tid[row])
+    inside = (g.c_start >= ev.start[row]) & (g.c_start < ev.end[row]) & (g.c_kind == dg.LAUNCH_CALL)
+    return bool((inside & (thread_key(ev.pid[g.c_row], ev.tid[g.c_row]) == k)).any())
 
 
 def factory_numel(tr, row: int) -> int | None:
@@ -142,7 +174,10 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
     launches = np.flatnonzero((g.c_kind == dg.LAUNCH_CALL) & g.c_issues)
     op_cost = int(np.median((g.c_gap - g.c_host + g.c_dur)[launches])) if len(launches) else g.launch_cost_ns
     peaks = peaks_of(c)
-    rate = c.memory_rate or (peaks.bytes_per_s / 1e9 if peaks is not None else 1000.0)
+    rate = c.memory_rate or (peaks.bytes_per_s / 1e9 if peaks is not None else ASSUMED_BYTES_PER_NS)
+    rate_from = "trace" if c.memory_rate else "sheet" if peaks is not None else "assumed"
+    names: dict[str, int] = {}
+    copy_ns = 0
     c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
     used: set[int] = set()
     hit, host_ns, nbytes = 0, 0, 0
@@ -164,6 +199,8 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
                 if g.c_wake[nxt] != NONE:     # a call woken by another thread's: its wait after the waker too
                     p.c_wdelay[nxt] = max(int(p.c_wdelay[nxt]) - took, 0)
             host_ns += took
+            names[c.trace.name_of(f)] = names.get(c.trace.name_of(f), 0) + took
+        copy_ns += int(g.g_dur[row])
         p.c_blocked[call] = False
         p.c_dur[call] = p.c_min[call]
         p.g_dur[row] = max(int(np.ceil(max(int(g.g_nbytes[row]), 0) / rate)), 1_000)
@@ -175,15 +212,18 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
         s = (g.c_kind == dg.SYNC_CALL) & np.isin(ext, list(set(ext[calls].tolist())))
         p.c_blocked[s] = False
         p.c_dur[s] = p.c_min[s]
-    return OnDevice("tensors_on_device", hit, host_ns=host_ns, nbytes=nbytes), {"copies": hit}
+    made = tuple(sorted(names, key=lambda n: -names[n]))
+    return (OnDevice("tensors_on_device", hit, host_ns=host_ns, nbytes=nbytes, factories=made, copy_ns=copy_ns,
+                     rate=rate_from), {"copies": hit})
 
 
 def says(a: OnDevice) -> str:
     if a.count == 0:
         return "no host-to-device copy of a tensor a factory op made on the host just before"
-    return (f"{units.integer(a.count)} tensors made on the host and copied ({units.size(a.nbytes)}) are made on the "
-            f"device: {units.duration_ns(a.host_ns)} of host factory work goes, each copy becomes a kernel writing "
-            "its bytes at this trace's memory rate")
+    made = f" by {', '.join(a.factories[:2])}" if a.factories else ""
+    return (f"{units.integer(a.count)} tensors made on the host{made} and copied ({units.size(a.nbytes)}, "
+            f"{units.duration_ns(a.copy_ns)} of copies) are made on the device: {units.duration_ns(a.host_ns)} of "
+            f"host work{made} goes, each copy becomes a kernel writing its bytes at {RATE_WORDS[a.rate]}")
 
 
 def _host_and_copies(m: Measured) -> float:
