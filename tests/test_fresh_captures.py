@@ -1,6 +1,6 @@
-"""capture/fresh3.py, fresh4.py, fresh5.py and fresh6.py: eight before/after workloads each, written by someone who never read the
-analyzers (issue 33's held-out real workloads: captured on an H100, judged blind before the tool ran). Each script's
-registry and one pair's two variants, run on the CPU at the script's SMALL sizes. The GPU runs
+"""capture/fresh3.py, fresh4.py, fresh5.py and fresh6.py: eight before/after workloads each, written by someone who
+never read the analyzers (issue 33's held-out real workloads: captured on an H100, judged blind before the tool ran).
+Each script's registry and one pair's two variants, run on the CPU at the script's SMALL sizes. The GPU runs
 (capture/record_fresh*.sh) are the device's; this keeps the plumbing honest."""
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ PAIRS = [
     ("fresh3", "unet_ema_loop", "the same UNet's parameters, updated by both EMA forms"),
     ("fresh4", "tabular_item_sync", "the same model and data, the loss read or not"),
     ("fresh5", "transformer_cpu_mask", "the same model and batch, the mask built on the host or the device"),
-    ("fresh6", "ctr_bag_python_loop", "the same model and batches, each bag pooled in a Python loop or by embedding_bag"),
+    ("fresh6", "ctr_bag_python_loop", "the same model and batches, each bag pooled in a loop or by embedding_bag"),
 ]
 
 
@@ -68,3 +68,11 @@ def test_the_eight_workloads_each_change_one_line_and_one_pair_runs_both_variant
     assert len(out["names"]) == 8 and out["fix_differs"] and out["caps"], out
     assert out["before"] == out["after"], (shared, out)
     assert out["before"] and (not isinstance(out["before"], int) or out["before"] > 50), (shared, out)
+
+
+def test_the_pending_pairs_script_registers_three_pinned_batch_workloads_that_each_change_one_line():
+    """capture/pending_pairs.py: the pairs measured for a lever written without one (pinned_batches)."""
+    done = subprocess.run([sys.executable, "-c", REGISTRIES, "pending_pairs"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"pending_pairs": [3, True]}
