@@ -10,6 +10,7 @@ Each kind has fixed parts; their answer types are documented here and printed by
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -203,8 +204,13 @@ def shown_copy(src: Path, name: str, asks_bytes: bool = False, neutral_ranges: b
     if _stale(src, out, same_size=False):
         from tracetriage.drills.ranges import rename_ranges, unnamed
 
-        # never the file as captured: its traceName is the path it was exported to, which may name the answer
-        _place(lambda tmp: (rename_ranges if neutral_ranges else unnamed)(src, tmp), out)
+        # never the file as captured: its traceName is the path it was exported to, which may name the answer;
+        # rewritten once a sample and mode, copied for each drill that shows it (gpt-eager's rewrite takes ~4 s)
+        renamed = generated_dir() / SHOWN / ".renamed" / f"{_digest(source, neutral_ranges)}-{src.name}"
+        if not renamed.exists():
+            renamed.parent.mkdir(parents=True, exist_ok=True)
+            _place(lambda tmp: (rename_ranges if neutral_ranges else unnamed)(src, tmp), renamed)
+        _place(lambda tmp: _copy(renamed, tmp), out)
         _place(lambda tmp: tmp.write_text(source), made_from)
     ceilings = src.parent / "ceilings.json"
     if ceilings.exists() and _stale(ceilings, folder / "ceilings.json"):
@@ -240,6 +246,11 @@ def neutral_sidecar(doc, name: str, asks_bytes: bool = False) -> dict:
         keep = MEASUREMENTS_SHOWN + (() if asks_bytes else MEASUREMENTS_READ)
         out["measurements"] = {k: m[k] for k in keep if k in m}
     return out
+
+
+def _digest(source: str, neutral_ranges: bool) -> str:
+    """A sample's rewrite's name: its path, size and mtime (`source`) and the mode, hashed."""
+    return hashlib.sha256(f"{source} {neutral_ranges}".encode()).hexdigest()[:16]
 
 
 def _stale(src: Path, out: Path, same_size: bool = True) -> bool:
