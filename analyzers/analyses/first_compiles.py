@@ -17,13 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.constructs import compile_ids, construct_of
+from tracetriage.analyzers.model.constructs import MARKING_CATS, compile_ids, construct_of
 from tracetriage.analyzers.model.evidence import FirstCall
 from tracetriage.analyzers.model.groups import any_of
-from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, PYTHON, RUNTIME, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Construct
-
-_HOST_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)   # the host events that mark a construct
 
 
 def first_compile_rows(trace: Trace) -> np.ndarray:
@@ -34,7 +32,7 @@ def first_compile_rows(trace: Trace) -> np.ndarray:
         return np.empty(0, np.int64)
     # the compile construct's marking events (analyses.framework paints the same ones)
     names = [i for i, n in enumerate(trace.names) if construct_of(n) is Construct.COMPILE]
-    return np.flatnonzero(np.isin(trace.ev.name, names) & any_of(trace.ev.cat, _HOST_CATS))
+    return np.flatnonzero(np.isin(trace.ev.name, names) & any_of(trace.ev.cat, MARKING_CATS))
 
 
 def frames_compiled(trace: Trace) -> int:

@@ -23,14 +23,13 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.first_compiles import first_compile_rows
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.constructs import construct_of, optimizer_class
+from tracetriage.analyzers.model.constructs import MARKING_CATS, construct_of, optimizer_class
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
-from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, NONE, PYTHON, RUNTIME, USER_ANNOTATION, Trace, thread_key
+from tracetriage.analyzers.model.trace import DRIVER, NONE, RUNTIME, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
-_MARKING_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)
 USER = CONSTRUCTS.index(Construct.USER)
 
 
@@ -85,7 +84,7 @@ class _Painted:
 def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Rows of host events that mark a construct, and each one's construct code."""
     ev = trace.ev
-    rows = np.flatnonzero(any_of(ev.cat, _MARKING_CATS))
+    rows = np.flatnonzero(any_of(ev.cat, MARKING_CATS))
     if not len(rows):
         return rows, np.zeros(0, np.int8)
     ids = distinct_names(trace, rows)

@@ -12,15 +12,13 @@ Several functions compiled apart look the same in a trace: the words say both.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from tracetriage.analyzers.analyses.steps import Steps, steady
+from tracetriage.analyzers.model.constructs import compiled_region_frame
 from tracetriage.analyzers.model.trace import Trace
-
-_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ def find(trace: Trace, steps: Steps | None) -> GraphBreaks | None:
     """None unless each steady step enters two compiled regions or more."""
     if steps is None or not steps.steps:
         return None
-    ids = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := _REGION.match(n))}
+    ids = {i: f for i, n in enumerate(trace.names) if (f := compiled_region_frame(n)) is not None}
     if len(set(ids.values())) < 2:
         return None
     ev = trace.ev

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, PYTHON, RUNTIME, USER_ANNOTATION
 from tracetriage.analyzers.model.verdicts import Construct
 
 _TESTS: dict[Construct, re.Pattern] = {
@@ -44,7 +45,18 @@ def construct_of(name: str) -> Construct | None:
 
 # dynamo's compile id "frame/attempt": "Torch-Compiled Region: 0/1" runs frame 0's second compilation (a recompile
 # for new shapes or failed guards); torch writes it on the compiled region and on entire_frame_compile's data
+# the host events that mark a construct (its ops, ranges, Python frames and runtime calls)
+MARKING_CATS = (CPU_OP, USER_ANNOTATION, PYTHON, RUNTIME, DRIVER)
 _COMPILE_ID = re.compile(r"(?:^Torch-Compiled Region: |compile_id=)(\d+)/(\d+)")
+
+
+_REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
+
+
+def compiled_region_frame(name: str) -> int | None:
+    """'Torch-Compiled Region: 3/0' -> 3, the compiled frame it enters; None for any other name."""
+    m = _REGION.match(name)
+    return int(m.group(1)) if m else None
 
 
 def compile_ids(names) -> set[tuple[int, int]]:
