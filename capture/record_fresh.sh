@@ -11,5 +11,11 @@ $PY -c 'import torchvision as v,transformers as t,timm;print(v.__version__,t.__v
 timeout "$LIMIT" $PY "$HERE/$NAME.py" --out "$W/$NAME" 2>&1 | grep -v '^USDT:' | tee -a "$LOG"; echo "$NAME.py rc=${PIPESTATUS[0]}" | tee -a "$LOG"
 ls -l "$W/$NAME" | tee -a "$LOG"; tar -czf "$OUT/$NAME.tar.gz" -C "$W" "$NAME"
 SZ=$(stat -c %s "$OUT/$NAME.tar.gz"); echo "$NAME.tar.gz: $SZ bytes" | tee -a "$LOG"
-if [ "$SZ" -ge $((15 * 1024 * 1024)) ]; then echo "over 15 MiB: keeping truth.json only" | tee -a "$LOG"; tar -czf "$OUT/$NAME.tar.gz" -C "$W" "$NAME/truth.json"; fi
+# Over 15 MiB (the device's per-file limit is 16): one tar per workload's pair beside truth.json, so the pairs that
+# fit still come back.
+if [ "$SZ" -ge $((15 * 1024 * 1024)) ]; then
+  echo "over 15 MiB: one tar per pair" | tee -a "$LOG"; tar -czf "$OUT/$NAME.tar.gz" -C "$W" "$NAME/truth.json"
+  for B in "$W/$NAME"/*-before.json.gz; do P=$(basename "$B" -before.json.gz)
+    tar -cf "$OUT/$NAME--$P.tar" -C "$W" "$NAME/$P-before.json.gz" "$NAME/$P-after.json.gz" 2>>"$LOG"; done
+fi
 $PY -c 'import json,sys;[print(w["name"],w.get("status"),w.get("speedup"),w.get("reason","")[:200]) for w in json.load(open(sys.argv[1]))["workloads"]]' "$W/$NAME/truth.json" | tee -a "$LOG"
