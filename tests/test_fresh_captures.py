@@ -1,7 +1,7 @@
-"""capture/fresh3.py, fresh4.py, fresh5.py and fresh6.py: eight before/after workloads each, written by someone who
-never read the analyzers (issue 33's held-out real workloads: captured on an H100, judged blind before the tool ran).
-Each script's registry and one pair's two variants, run on the CPU at the script's SMALL sizes. The GPU runs
-(capture/record_fresh*.sh) are the device's; this keeps the plumbing honest."""
+"""capture/fresh3.py, fresh4.py, fresh5.py, fresh6.py and fresh7.py: eight before/after workloads each, written by
+someone who never read the analyzers (issue 33's held-out real workloads: captured on an H100, judged blind before
+the tool ran). Each script's registry and one pair's two variants, run on the CPU at the script's SMALL sizes. The
+GPU runs (capture/record_fresh*.sh) are the device's; this keeps the plumbing honest."""
 from __future__ import annotations
 
 import json
@@ -35,6 +35,7 @@ PAIRS = [
     ("fresh4", "tabular_item_sync", "the same model and data, the loss read or not"),
     ("fresh5", "transformer_cpu_mask", "the same model and batch, the mask built on the host or the device"),
     ("fresh6", "ctr_bag_python_loop", "the same model and batches, each bag pooled in a loop or by embedding_bag"),
+    ("fresh7", "two_tower_broadcast_score", "the same towers and items, scored by a broadcast product or a matmul"),
 ]
 
 
