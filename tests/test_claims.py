@@ -291,7 +291,7 @@ def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_
     """andrewlala_resnet50_t4 (heldout-user3): 'torch.compile to fuse, then CUDA graphs' where the what-if's fuse
     lever found nothing to fuse (0%) and the whole −45% was the CUDA graphs'."""
     out = serialize.report(analyze_file(Path(__file__).resolve().parent.parent
-                                        / "traces/probe-launch-embedding-loop.json.gz"))
+                                        / "traces/ladder/M01.06/decode-fp32-b1.json.gz"))
     nx = out["lines"][4]
     assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
     assert "torch.compile to fuse" not in nx and "fusing the elementwise kernels prices nothing here" in nx

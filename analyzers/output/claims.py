@@ -87,6 +87,7 @@ from tracetriage.analyzers.voice.claims import (
     steady_idle_share,
 )
 from tracetriage.analyzers.voice.common import PIN_PAYS, SETUP_HOLDS_HOST_WORK
+from tracetriage.analyzers.voice.roof import AT_THE_ROOF, ROOF_IDLE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
@@ -122,15 +123,32 @@ def check(out: dict) -> list[str]:
             + _copies_because_holds_the_copies_share(said, out)
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
-            + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines))
+            + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines)
+            + _no_lever_only_at_the_roof(said, out))
+
+
+def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
+    """"No one-line lever" is said only of a step whose compute-bound kernels reach the roof and whose GPU idles
+    little: the reach it states is at least AT_THE_ROOF, the idle it states is the report's and under ROOF_IDLE."""
+    reach, idle = said.value("next.roof.reach"), said.value("next.roof.idle_share")
+    if reach is None:
+        return []
+    bad = []
+    if reach < AT_THE_ROOF:
+        bad.append(f"no one-line lever is said at {100 * reach:.0f}% of the compute roof, under {AT_THE_ROOF:.0%}")
+    if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE or idle >= ROOF_IDLE:
+        bad.append("no one-line lever is said beside an idle share that is not the report's, or not small")
+    return bad
 
 
 # Levers that change no GPU activity's time: they move launches, syncs, host stretches, set-up or the input
 # pipeline. The replay keeps each stream's work in order, so their predicted span holds the GPU's busy time.
 # (no_recompiles is not one: a recompile's autotuning runs benchmark kernels, which go with it: fresh3
 # compile_recompile-before.)
-# batch_items is priced as the launches cut (cuda_graphs' replay), its kernels as they ran.
-KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers", "batch_items")
+# batch_items is priced as the launches cut (cuda_graphs' replay), its kernels as they ran; batch_passes takes the later
+# passes' host work away and keeps their kernels.
+KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers", "batch_items",
+                  "batch_passes")
 _FLOOR_TOLERANCE = 0.02   # the replay rescaled to the traced span by its own miss (predict: baseline / replay)
 
 

@@ -58,7 +58,7 @@ from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
-from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
+from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, HEADROOM, LEVERS, NAMES, VALUE_CHECKS, value_checks
 from tracetriage.analyzers.whatif.levers.spec import Assumption
 from tracetriage.analyzers.whatif.windows import predict_windows
 
@@ -629,6 +629,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
         fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
+        # a check per layer read on the host splits the step: no CUDA graph replays it as one until they are off
+        if any(c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption) for c in choices):
+            fixes = [c for c in fixes if c.lever != CUDA_GRAPHS]
         best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None
         head = by_name.get(HEADROOM)
         if best is not None and head is not None and best.saving_ns < CLOSE_CALL * best.baseline_ns \

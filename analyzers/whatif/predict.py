@@ -5,8 +5,8 @@ program, and the replay (tracetriage.analyzers.whatif.replay) says how long the 
 The levers are specs in one registry (tracetriage.analyzers.whatif.levers, NAMES in the JSON's order:
 remove_syncs, no_host_work, cuda_graphs, async_copies, kernels_2x, fused_optimizer, fuse, no_recompiles,
 warm_up, overlap_comm, allow_tf32, autocast_bf16, channels_last, grads_to_none, tensors_on_device, sdpa,
-cudnn_benchmark, inference_mode, dataloader_workers, keep_allocator_cache, kv_cache, batch_items, pinned_batches:
-the last thirteen are knobs, one line of the user's code each),
+cudnn_benchmark, inference_mode, dataloader_workers, keep_allocator_cache, kv_cache, batch_items, pinned_batches,
+value_checks, batch_passes: the last fifteen are knobs, one line of the user's code each),
 each with its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,

@@ -15,6 +15,7 @@ from tracetriage.analyzers.whatif.levers import (
     async_copies,
     autocast_bf16,
     batch_items,
+    batch_passes,
     channels_last,
     cuda_graphs,
     cudnn_benchmark,
@@ -33,6 +34,7 @@ from tracetriage.analyzers.whatif.levers import (
     remove_syncs,
     sdpa,
     tensors_on_device,
+    value_checks,
     warm_up,
 )
 from tracetriage.analyzers.whatif.levers.spec import LeverSpec, WhatIfError
@@ -47,6 +49,8 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     kv_cache.SPEC,
     batch_items.SPEC,
     pinned_batches.SPEC,
+    value_checks.SPEC,
+    batch_passes.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -75,6 +79,8 @@ KEEP_ALLOCATOR_CACHE = keep_allocator_cache.SPEC.name   # torch.cuda.empty_cache
 KV_CACHE = kv_cache.SPEC.name                  # generate re-running its prefix each token -> use_cache=True
 BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -> model(frames)
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
+BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
+VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
@@ -88,6 +94,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # one before/after pair each in traces/fresh5 (H100, development material), no fix workload in capture/ yet: the
     # tests that want three measured workloads a lever pass them by
     KV_CACHE, BATCH_ITEMS,
+    BATCH_PASSES,     # one pair in development material (an H100 diffusion sampler), no fix workload yet
+    VALUE_CHECKS,     # one pair in development material (an H100 compiled encoder), no fix workload in capture/ yet
     # written from a public RTX 3080 trace; its six pairs (traces/pending, capture/pending_pairs.py, H100) hold five
     # unprofiled runs a variant, not the fixes folders' five profiled spans: tests/test_pending_pairs.py checks them
     PINNED_BATCHES,

@@ -18,6 +18,12 @@ model may loop over the items inside: torchvision's detectors run their RPN and 
 and how fast N-times-larger kernels run are not in the trace. Measured on traces/fresh5/fasterrcnn_per_image (H100,
 torchvision Faster R-CNN, 8 frames of 720p): predicted 0.54 of the traced span (0.70 without the profiler),
 measured 0.58 profiled and 0.68 unprofiled.
+
+Its second construct (slice_loops.find, where no model loop is found): a Python loop of a few tiny ops per slice of
+one tensor (per-sample embedding bags, an RNN cell stepped over time); the change names the fused form the loop's op
+family has (F.embedding_bag, nn.LSTM/GRU/RNN over the whole sequence), priced the
+same way: the loop's launches collapse, the fused op's own kernels are not in the trace. "A bigger batch" is no fix
+there: each sample of a batch is one more iteration, one more set of launches.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import numpy as np
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
-from tracetriage.analyzers.whatif.levers import cuda_graphs, kv_cache
+from tracetriage.analyzers.whatif.levers import cuda_graphs, kv_cache, slice_loops
 from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -203,27 +209,83 @@ class Batched(Assumption):
     ops: int = 0                     # weighted ops a call
     input_shape: tuple = ()
     kernels: int = 0                 # kernels whose launches the launch lever's replay takes away
+    # the loop over slices of one tensor, where no model loop is found (slice_loops): 0 iterations for none
+    iterations: int = 0
+    body: tuple[str, ...] = ()       # one iteration's outermost ops
+    family: str = ""                 # slice_loops.FAMILIES' name
+    reduces: bool = False            # the body reduces what it looked up (sum/mean after the embedding): a bag
+    source_shape: tuple = ()         # the sliced tensor
+
+
+REDUCTIONS = frozenset(("aten::sum", "aten::mean", "aten::amax", "aten::max"))
+
+
+def _sliced(c: Context, p, o: Options) -> tuple[Batched, dict]:
+    """The loop over slices (slice_loops), priced as the model loop is: its launches cut."""
+    slices = slice_loops.find(c)
+    detail = {"item_calls": sum(x.iterations for x in slices)}
+    if not slices:
+        return Batched("batch_items", 0), detail
+    graphed, _ = cuda_graphs.apply(c, p, o)
+    top = slices[0]
+    emb = [i for i, n in enumerate(top.body) if n in slice_loops.FAMILIES[0][1]]
+    reduces = bool(emb) and any(n in REDUCTIONS for n in top.body[emb[0]:])
+    return (Batched("batch_items", detail["item_calls"], kernels=graphed.count, iterations=top.iterations,
+                    body=top.body, family=top.family, reduces=reduces, source_shape=top.source_shape), detail)
 
 
 def apply(c: Context, p, o: Options) -> tuple[Batched, dict]:
     loops = find(c)
     detail = {"item_calls": sum(x.items for x in loops)}
     if not loops:
-        return Batched("batch_items", 0), detail
+        return _sliced(c, p, o)
     graphed, _ = cuda_graphs.apply(c, p, o)
     best = max(loops, key=lambda x: x.items)
     return (Batched("batch_items", sum(x.items for x in loops), items=best.items, ops=best.ops,
                     input_shape=best.input_shape, kernels=graphed.count), detail)
 
 
+def _shape(dims: tuple) -> str:
+    return f"[{', '.join(str(x) for x in dims)}]"
+
+
 def says(a: Batched) -> str:
     if a.count == 0:
-        return "no model called item by item (the same weighted ops on one item's inputs, four times in a row or more)"
+        return ("no model called item by item (the same weighted ops on one item's inputs, four times in a row or "
+                "more) and no Python loop of a few ops over slices of one tensor")
+    if a.iterations:
+        return (f"a Python loop runs {units.integer(a.iterations)} iterations in a row of "
+                f"{', '.join(a.body)} on slices of one {_shape(a.source_shape)} tensor; priced as the launches cut "
+                "(the CUDA-graphs replay: dispatch and launch calls gone, the kernels as they ran), not as the one "
+                "op that takes the whole tensor, whose kernels this trace cannot show")
     shape = f" on [{', '.join(str(x) for x in a.input_shape)}]" if a.input_shape else ""
     return (f"the model runs {units.integer(a.items)} times in a row on one item each ({units.integer(a.ops)} "
             f"convolutions and linears a call, the first{shape}); priced as the launches cut (the CUDA-graphs "
             "replay: dispatch and launch calls gone, the kernels as they ran), not as one call on the batch, whose "
             "host work (a model may still loop over the items inside) and larger kernels this trace cannot show")
+
+
+# The fused form of a loop over slices, by the op family of its body (slice_loops.FAMILIES)
+LOOP_CHANGE = {
+    "embedding_bag": "pool every bag in one call: F.embedding_bag(ids, emb.weight, offsets, mode='sum') (or "
+                     "nn.EmbeddingBag) in place of the Python loop of emb(ids[s:e]).sum(0), one lookup per sample",
+    "embedding": "look every id up in one call: emb(ids) on the whole index tensor in place of the Python loop of "
+                 "emb(ids[i]), one lookup per item",
+    "lstm": "run the recurrence in one call: nn.LSTM(input_size, hidden_size, batch_first=True) over the whole "
+            "sequence (cuDNN's recurrence kernels) in place of the Python loop of nn.LSTMCell over time steps",
+    "gru": "run the recurrence in one call: nn.GRU(input_size, hidden_size, batch_first=True) over the whole "
+           "sequence (cuDNN's recurrence kernels) in place of the Python loop of nn.GRUCell over time steps",
+    "rnn": "run the recurrence in one call: nn.RNN(input_size, hidden_size, batch_first=True) over the whole "
+           "sequence (cuDNN's recurrence kernels) in place of the Python loop of nn.RNNCell over time steps",
+}
+
+
+def change_for(a: Assumption) -> str:
+    """The change as this trace needs it: one call on the batch, or the fused form of the loop over slices."""
+    if not isinstance(a, Batched) or not a.iterations:
+        return CHANGE
+    family = "embedding_bag" if a.family == "embedding" and a.reduces else a.family
+    return LOOP_CHANGE[family]
 
 
 CHANGE = ("call the model once on the batch: model(frames) (or model(torch.stack(items))) in place of one call per "
@@ -250,16 +312,21 @@ def still_calls_the_model(before: Measured, after: Measured) -> bool:
 SPEC = LeverSpec(
     name="batch_items", effort=1, cause=None, apply=apply, says=says, words="one call on the batch",
     fix="the model called once on the batch (model(frames)) in place of once per item",
-    recognise=Recognise(order=1, evidence="item_calls", because="its model stopped running item by item",
+    recognise=Recognise(order=1, evidence="item_calls",
+                        because="its model stopped running item by item (or its Python loop over slices of a tensor "
+                                "went)",
                         amount=item_calls, acted=_launches_and_kernels, applied=went,
                         also=still_calls_the_model),
     applied_words="one call on the batch (batch_items)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
-    knob=Knob(change=CHANGE,
+    knob=Knob(change=CHANGE, line=change_for,
               evidence="the same weighted ops (convolutions, linears: names and weights' shapes) run four times in a "
                        "row or more on one thread, each convolution's input of leading dimension 1 ([1, T, H], T > "
                        "1, without convolutions), each call from the raw input, inside one profiler step and not "
-                       "marked call by call by a named range, with no backward",
-              applies="every device and dtype: inference over items that are all at hand",
+                       "marked call by call by a named range, with no backward; or a Python loop: a body of a few "
+                       "ops repeated eight times or more on one thread, each iteration slicing one tensor of one "
+                       "shape, the loop holding a tenth of the span or more",
+              applies="every device and dtype: inference over items that are all at hand; a loop over slices in "
+                      "training too",
               model="the launch lever's price (cuda_graphs' replay: dispatch and launch calls gone, kernels as they "
                     "ran); a batched call's own host work and larger kernels are not priced",
               guide="past the guides: batch the inputs (torch.stack, a list to a torchvision detector)"))

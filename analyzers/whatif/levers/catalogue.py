@@ -164,6 +164,12 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "one call on the batch for a model called item by item",
           "model(frames) (or model(torch.stack(items))) in place of [model([x])[0] for x in frames]",
           lever="batch_items"),
+    Entry("past the guides", "one forward on the passes stacked for the same model run twice a step",
+          "model(torch.cat([x, x]), torch.cat([t, t]), torch.cat([y, y_null])).chunk(2) in place of model(x, t, y); "
+          "model(x, t, y_null) (classifier-free guidance)", lever="batch_passes"),
+    Entry("past the guides", "a NaN/Inf check per layer taken off the hot path",
+          "drop if torch.isnan(h).any(): raise inside the step (check once on the output, or torch._assert_async)",
+          lever="value_checks"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "

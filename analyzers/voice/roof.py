@@ -1,0 +1,44 @@
+"""The Next of a step already at the compute roof: no one-line lever, the heavy options named as such.
+
+A compute-bound step whose compute-bound kernels reach AT_THE_ROOF of the device's peak for their dtype, with the
+GPU idle under ROOF_IDLE of the span, has no knob left that the trace can show: launches, syncs and host work hold
+nothing (the idle is that small), and the GEMMs already run near what the datasheet allows. What remains changes the
+model or its recipe (fp8 matmuls where the device runs them faster, fewer FLOPs: a smaller model, shorter
+sequences), and the Next says so rather than presenting those as a quick experiment. A sync the step makes (a loss
+read with .item()) waits on nothing here: the idle it could leave is inside the share said.
+"""
+from __future__ import annotations
+
+from tracetriage.analyzers.model.units import a_or_an, share, tflops
+from tracetriage.analyzers.voice.common import cheaper_precisions
+from tracetriage.analyzers.voice.said import claim
+
+# cuBLAS's best bf16 GEMMs on an H100/H200 reach 75-85% of the datasheet's dense peak; at 70% of it the kernels have
+# little left that a knob can give (traces/matmul-sweep-bf16: the largest shapes at 0.7-0.8 of the peak)
+AT_THE_ROOF = 0.7
+ROOF_IDLE = 0.05       # the GPU idles under this share of the span: the idle causes' levers hold less than this
+
+
+def at_the_roof(v, peaks) -> float | None:
+    """The compute-bound kernels' share of the peak where the step is at the roof (module docstring), else None."""
+    top = peaks.flops(v.dtype) / 1e12 if peaks and v.dtype else None
+    if not top or not v.achieved_tflops or v.idle_share >= ROOF_IDLE:
+        return None
+    reach = v.achieved_tflops / top
+    return reach if reach >= AT_THE_ROOF else None
+
+
+def next_words(v, peaks, reach: float) -> dict:
+    top = peaks.flops(v.dtype) / 1e12
+    lower = cheaper_precisions(peaks, v.dtype) or []
+    heavy = (f"{' or '.join(claim(f'next.precision.{x.lower()}', 1, x) for x in lower)} matmuls (a change of the "
+             "training recipe, not a flag) or less arithmetic (a smaller model, shorter sequences)" if lower else
+             "less arithmetic (a smaller model, shorter sequences)")
+    return {"lever": "no one-line lever: the step is already at the roof, and what is left is heavy: " + heavy,
+            "why": (f"its compute-bound kernels run at "
+                    f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}"
+                    f" of {a_or_an(claim('next.peak_tflops', top, tflops(top)))} peak "
+                    f"({claim('next.roof.reach', reach, share(reach))}) and the GPU idles "
+                    f"{claim('next.roof.idle_share', v.idle_share, share(v.idle_share))} of the span, so no launch, "
+                    "sync or host-work fix has time to win"),
+            "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
