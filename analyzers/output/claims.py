@@ -64,7 +64,14 @@ on the words:
     (kernels, device copies and memsets, and copies over the link);
 15. a compute- or memory-bound verdict that rests on kernels' names (no FLOPs or bytes of its own) states no
     intensity against a ridge: that average is other ops';
-16. a Next asks for pinned memory only where the host-to-device copies it would speed hold 1% of the span.
+16. a Next asks for pinned memory only where the host-to-device copies it would speed hold 1% of the span;
+17. a launch-bound because ("where the queue ran dry") only where the queue did run dry: not where most launch gaps
+    had their next kernel queued already behind kernels that outlast a launch call (the device's own spacing);
+18. no line recommends a fix it says in the same breath saves nothing ("pin_memory=True ... but pinned memory and
+    async copies predicts no saving (0%)");
+19. a DataLoader because that cites the loop's wait in __next__ saves no more than that wait; a traced window said
+    around the GPU span is longer than the span, and the kernels' busy share of it is the report's busy time over
+    it (Idle and Regime lines alike).
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -80,6 +87,7 @@ import statistics
 from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
+from tracetriage.analyzers.triage.launch_queue import DRY_FLOOR
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
@@ -124,7 +132,9 @@ def check(out: dict) -> list[str]:
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
             + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines)
-            + _no_lever_only_at_the_roof(said, out))
+            + _no_lever_only_at_the_roof(said, out)
+            + _dry_queue_because_has_a_dry_queue(said, out) + _no_fix_recommended_beside_its_zero(out, lines)
+            + _loader_saving_within_its_wait(said) + _window_busy_is_the_reports(said, out))
 
 
 def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
@@ -138,6 +148,75 @@ def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
         bad.append(f"no one-line lever is said at {100 * reach:.0f}% of the compute roof, under {AT_THE_ROOF:.0%}")
     if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE or idle >= ROOF_IDLE:
         bad.append("no one-line lever is said beside an idle share that is not the report's, or not small")
+    return bad
+
+
+def _loader_saving_within_its_wait(said: _Said) -> list[str]:
+    """A Next whose because cites the loop's wait inside the DataLoader's __next__ saves no more than that wait."""
+    wait, saving, base = (said.value("next.because.dataloader_wait_us"), said.value("next.saving"),
+                          said.value("next.baseline_us"))
+    if wait is None or saving is None or not base or saving * base <= wait * (1 + _FLOOR_TOLERANCE) + 1.0:
+        return []
+    return [f"the Next saves {said.get('next.saving')['said']} ({saving * base / 1000:.1f} ms), more than the "
+            f"{wait / 1000:.1f} ms its because says the loop waited for the DataLoader"]
+
+
+def _window_busy_is_the_reports(said: _Said, out: dict) -> list[str]:
+    """The traced window said around the GPU span outlasts the span, and the kernels are busy the report's busy time
+    of it (the Idle line's clause and the Regime line's, each against the fields)."""
+    bad = []
+    busy, span = out.get("kernel_busy_us") or 0.0, out.get("span_us") or 0.0
+    for line in ("idle", "regime"):
+        traced, share = said.value(f"{line}.window.traced_us"), said.value(f"{line}.window.busy_share")
+        if traced is None or share is None:
+            continue
+        if traced < span:
+            bad.append(f"the {line.capitalize()} line's traced window ({traced / 1000:.1f} ms) is shorter than the "
+                       f"GPU span ({span / 1000:.1f} ms)")
+        elif abs(share - busy / traced) > _SHARE_TOLERANCE:
+            bad.append(f"the {line.capitalize()} line says kernels are busy {100 * share:.2f}% of the traced window, "
+                       f"the report's busy time gives {100 * busy / traced:.2f}%")
+    return bad
+
+
+def _dry_queue_because_has_a_dry_queue(said: _Said, out: dict) -> list[str]:
+    """A launch-bound because that says the queue ran dry (its gaps claimed: next.because.gaps) counts as dry only
+    the gaps where it did (not those whose next kernel was queued already: the device's own spacing), and those hold
+    launch_queue.DRY_FLOOR of the span: less, and no launch cut is the experiment (a 97%-busy RTX 2080 Ti, 22 of 23
+    gaps of 1 µs queued, was told CUDA graphs "where the queue ran dry")."""
+    gaps = said.value("next.because.gaps")
+    if gaps is None or said.get("next.because.kernel_median_us") is None:
+        return []
+    ev = ((out.get("idle") or {}).get("evidence") or {}).get("launch_overhead") or {}
+    queued = ev.get("queued_gaps", 0)
+    dry, dry_us, span = said.value("next.because.dry_gaps"), said.value("next.because.dry_us"), out.get("span_us")
+    if queued and dry is None:
+        return [f"the Next says the queue ran dry in {gaps:g} gaps, but in {queued} of them the next kernel was queued "
+                "already"]
+    if dry is not None and dry_us is not None and span and dry_us < DRY_FLOOR * span:
+        return [f"the Next cuts launches where the queue ran dry in {dry:g} gaps holding {dry_us:g} µs, under "
+                f"{100 * DRY_FLOOR:.0f}% of the span"]
+    return []
+
+
+# "<a lever's words> predicts no saving (0%)" or "... predicts 0%": a fix priced at nothing
+_PRICED_AT_NOTHING = re.compile(r"(?:but )?([\w ]+?) predicts (?:no saving \(0%\)|0%)")
+# the words each such lever is recommended by, in a Next's own change
+_RECOMMENDED_BY = {"pinned memory and async copies": ("pin_memory=True", "non_blocking=True")}
+
+
+def _no_fix_recommended_beside_its_zero(out: dict, lines: list[str]) -> list[str]:
+    """The Next line does not recommend a fix that it says, in the same line, predicts no saving: the first-batch
+    DataLoader Next asked for pin_memory=True with .to(device, non_blocking=True) and added "pinned memory and
+    async copies predicts no saving (0%)"."""
+    nx = lines[4] if len(lines) > 4 else ""
+    bad = []
+    for m in _PRICED_AT_NOTHING.finditer(nx):
+        words = m.group(1).strip()
+        for lever, asks in _RECOMMENDED_BY.items():
+            if words.endswith(lever) and any(a in nx for a in asks):
+                bad.append(f"the Next recommends {' / '.join(a for a in asks if a in nx)} and says {lever} predicts "
+                           "no saving")
     return bad
 
 

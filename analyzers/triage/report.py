@@ -54,7 +54,9 @@ from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.execution import ExecutionNotes
+from tracetriage.analyzers.triage.launch_queue import DryQueue
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
+from tracetriage.analyzers.triage.pace import Pace, pace
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
@@ -207,6 +209,8 @@ class Analysis:
     dtod_ns: int = 0                    # ... in device-to-device copies: device work too (copy_ns is over the link)
     graph_breaks: GraphBreaks | None = None   # each steady step enters several compiled regions
                                               # (tracetriage.analyzers.analyses.graph_breaks)
+    pace: Pace | None = None            # who sets the pace: the host's window, the launch queue, the kernels
+                                        # (tracetriage.analyzers.triage.pace); None: no GPU timeline
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -380,8 +384,11 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
+    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
+        if devs else None
+    dry = pc.dry if pc is not None else None
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
-                     health=health, steps=steps)
+                     health=health, steps=steps, dry=dry)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
@@ -402,7 +409,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
                     execution=execution, weight_streaming=weight_streaming(roof.points),
-                    graph_breaks=breaks_mod.find(trace, steps))
+                    graph_breaks=breaks_mod.find(trace, steps),
+                    pace=pc)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -589,7 +597,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
-                collectives: bool = True, steps: Steps | None = None) -> NextExperiment:
+                collectives: bool = True, steps: Steps | None = None, dry: DryQueue | None = None) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -622,13 +630,17 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
         # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
         own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
-                          collectives=False, steps=steps)
+                          collectives=False, steps=steps, dry=dry)
         return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
     if levers is not None and choices:
-        fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
+        # (no launch cut where the queue ran dry in too little of the span to fill: triage.launch_queue)
+        full = dry is not None and dry.fills_little
+        fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)
+                 and not (full and LEVERS[c.lever].experiment is None
+                          and LEVERS[c.lever].cause is Cause.LAUNCH_OVERHEAD)]
         # a check per layer read on the host splits the step: no CUDA graph replays it as one until they are off
         if any(c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption) for c in choices):
             fixes = [c for c in fixes if c.lever != CUDA_GRAPHS]
@@ -707,8 +719,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # as the Next's saving (fresh4 mlp_gemm_roof: "fp8 ... predicted −27%" on GEMMs at 63% of the bf16 peak)
             return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(choices, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
-    if dom is not None and (v.regime is Regime.OVERHEAD or (
-            dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
+    if dom is not None and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
+            v.regime is Regime.OVERHEAD or (dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
                               waste=_waste_beside_words(dom, choices, _replays_graphs(devs)))

@@ -110,3 +110,5 @@ class Analysis(Caveated, Protocol):
     def weight_streaming(self) -> Any: ...               # analyses.weight_streaming.WeightStreaming | None
     @property
     def graph_breaks(self) -> Any: ...                   # analyses.graph_breaks.GraphBreaks | None
+    @property
+    def pace(self) -> Any: ...                           # triage.pace.Pace | None

@@ -88,7 +88,7 @@ def cause_words(cause: Cause | None) -> str:
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
            pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None,
-           pin_pays: bool = True, training: bool = False) -> str:
+           pin_pays: bool = True, training: bool = False, lone_batch: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -146,6 +146,13 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         rate = f" at {gbps(c.gbps)}" if c.gbps else ""
         return (f"overlap the copies with compute: they are pinned already ({c.name}{rate}), so copy with "
                 "non_blocking=True on a side stream and prefetch the next one, or keep the data resident on the device")
+    if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on and lone_batch:
+        # the trace's only batch (dataloader_workers' 6.): a first batch is no steady state
+        return ("keep the DataLoader's workers and profile a later batch: the trace holds one batch, whose wait in "
+                "_MultiProcessingDataLoaderIter.__next__ is most likely the iterator's start-up (its workers "
+                "starting, each making its first batch), not a steady shortfall, so DataLoader(..., "
+                "persistent_workers=True) and torch.profiler.schedule(wait=1, warmup=1, active=3) to see whether "
+                "the workers keep up (only then a lighter per-sample transform or more workers)")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on and workers_start_up:
         # the wait is the iterator's start (dataloader_workers' 5.): once per new iterator, not a shortfall
         return ("keep the DataLoader's workers across epochs: the step waits once per new iterator (each epoch) for "

@@ -25,6 +25,7 @@ from tracetriage.analyzers.model.units import (
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
+from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
@@ -142,6 +143,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
                                workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
                                                      and getattr(nx.lever.assumption, "start_up", False)),
+                               lone_batch=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
+                                               and getattr(nx.lever.assumption, "lone", False)),
                                fuse_chains=_fuse_chains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
@@ -150,7 +153,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + ")")
-    if nx.dominant is not None:
+    if nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
+                                        and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
         d = nx.dominant
         out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
                        f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
@@ -418,13 +422,14 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
         moved = claim("next.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
         why = f"kernel time is memory-bound at {moved}{peak}"
+        why += pace_words.slow_rate_because(a.pace)      # (analyses.slow_rates: no memory is that slow)
     else:
         why = f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
     streaming = a.weight_streaming
     if streaming is not None:
         return _weight_streaming_next(streaming, pk, why)
     return {"lever": REGIME_ADVICE["memory"], "why": why,
-            "waste": "more FLOP-efficient kernels or tensor-core tuning: arithmetic is not the limit"}
+            "waste": pace_words.memory_waste(a.pace)}
 
 
 def _weight_streaming_next(w, pk, why: str) -> dict[str, str]:
@@ -508,12 +513,16 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
             # the launch call's median is said on the Idle line; this phrase claims it outlasts the kernel
             return kernels + because("launch_outlasts_kernel_us", ev.launch_call_median_us,
                                      " while each launch costs the host more")
-        # kernels outlast a launch call: what the host spends per kernel is the dispatch around the call too
+        # kernels outlast a launch call: what the host spends per kernel is the dispatch around the call too; the
+        # gaps where the queue ran dry are counted apart from those queued already (the device's own spacing)
+        dry = pace_words.because_dry(a.pace, ev.queued_gaps)
         return (kernels + f", in {because('gaps', ev.gaps, count(ev.gaps, 'gap'))} (median "
-                f"{because('median_gap_us', ev.median_gap_us, duration_us(ev.median_gap_us))}) where the queue ran "
-                "dry while the host dispatched and launched the next")
+                f"{because('median_gap_us', ev.median_gap_us, duration_us(ev.median_gap_us))}){dry} where the queue "
+                "ran dry while the host dispatched and launched the next")
     if cause is Cause.HOST_WORK:
         lv = a.next_experiment.lever
+        if (waited := pace_words.because_loader_wait(a)):      # the wait a DataLoader Next rests on
+            return waited
         if ev.gaps == 0 and lv is not None and lv.assumption is not None and lv.assumption.count:
             # no idle gap is long enough to be host work, yet the replay finds host stretches between launches
             # (each shorter than the host-work threshold of the idle split, longer than the lever's)
@@ -590,7 +599,8 @@ def five_lines(a: Analysis) -> list[str]:
             split += " (copies count as compute idle: no kernel runs while they do)"
         idle_pct = claim("idle.share", a.idle_share, idle_pct)
         l3 = (f"Idle: the GPU is idle {idle_pct} of the span ({duration_ns(a.idle_ns)}): {split}; "
-              f"mostly {mostly(a)}{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}.")
+              f"mostly {mostly(a)}{pace_words.idle_dry(a.pace, a.dominant is Cause.LAUNCH_OVERHEAD)}"
+              f"{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}{pace_words.idle_window(a.pace)}.")
     else:
         l3 = "Idle: the GPU never idles inside its span."
     nx = next_experiment(a)
@@ -749,9 +759,10 @@ def _regime_line(a: Analysis) -> str:
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
                                       (v.memory_us, "memory", "memory-bound"), (v.comm_us, None, "in collectives"))
                  if tot and x > 0.005 * tot]
+        gpu_bound = pace_words.gpu_bound(a.pace)      # (decidable without a cost model: triage.pace)
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
                 f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
-                                                     "to decide" if known else "nothing else to decide by")
+                                                     "to decide" if known else gpu_bound or "nothing else to decide by")
                 + f"{_ridge(v)}.")
     elif v.regime is Regime.LATENCY:
         rate = (f" and reach {claim('regime.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}"
@@ -781,7 +792,8 @@ def _regime_line(a: Analysis) -> str:
             moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
             peak = (f" of the {claim('regime.peak_gbps', top, gbps(top))} peak ({pct_of(v.achieved_gbps, top)})"
                     if top else "")
-            line = f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}{_ridge(v)}."
+            line = (f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}"
+                    f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
             line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded)."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
@@ -793,6 +805,8 @@ def _regime_line(a: Analysis) -> str:
     if pk is None:
         line = line[:-1] + (f" (no peak table entry for {a.trace.device_name() or 'this device'}: run tracetriage "
                             "capture ceilings).")
+    if v.regime is not Regime.OVERHEAD:   # (an idle-bound span says what it waits on already)
+        line = line[:-1] + pace_words.regime_window(a.pace) + "."
     return line
 
 

@@ -15,6 +15,12 @@ bf16 instead, and autocast casts what each op needs in its precision. In the gra
        step's input);
      - an op of the fp32 list casts its input up where it arrives in bf16 (the op before it is of the
        lower-precision list);
+     an op recorded without its shapes (record_shapes off) still casts: one weight for a layer that has one (linear,
+     addmm, the convolutions: PARAMETERISED), and its activation where the rule above casts it; the bytes unknown, each
+     such cast is priced as the shortest kernel (KERNEL_FLOOR_NS) and the count said without its size (on a ResNet-50
+     forward without shapes this counted 0 casts beside 58 µs of autocast's dispatch: "0 casts that add 58 µs"). A
+     trace with no op of either list (a runtime-only capture, CPU activity off) counts none and says its casts are
+     not counted, never "0 casts";
      each cast is one more kernel (4 bytes read, 2 written an element, at this trace's memory-bound rate) and
      4 more ops for the host (aten::to, _to_copy, empty_strided, copy_), and in training its backward
      (ToCopyBackward0: 6 ops and a kernel) for every cast but the step's input's; each op of either list
@@ -86,6 +92,10 @@ FP32 = frozenset(f"aten::{n}" for n in (
     "cumsum", "cumprod", "norm", "linalg_vector_norm", "frobenius_norm", "nll_loss", "nll_loss2d", "mse_loss",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity",
     "logsumexp", "cdist", "dist", "renorm", "upsample_bilinear2d", "upsample_nearest2d"))
+# the lower-precision ops that hold a weight of their own (nn.Linear, nn.Conv*, nn.PReLU): without shapes, each casts it
+PARAMETERISED = frozenset(f"aten::{n}" for n in (
+    "linear", "addmm", "prelu", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution", "_convolution"))
 _BATCHED = frozenset(f"aten::{n}" for n in ("bmm", "baddbmm", "matmul", "einsum", "scaled_dot_product_attention"))
 
 
@@ -101,6 +111,8 @@ class Autocast(Assumption):
     device: str = ""
     unpriced: str = ""               # why the found kernels are not priced (knob.unpriced)
     attention: int = 0               # of the kernels priced, fp32 fused attention kernels
+    listed_ops: int = 0              # forward ops of autocast's two lists the trace records (0: casts not counted)
+    unsized: int = 0                 # of the casts, those of ops recorded without shapes (bytes unknown)
 
 
 def _tensors(c: Context, op: int) -> list[list]:
@@ -120,9 +132,10 @@ def _numel(dims: list) -> int:
     return int(np.prod(dims)) if dims else 1
 
 
-def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The forward ops of autocast's two lists (outermost, outside the backward) and for each: the casts it
-    makes, their elements, the casts that have a backward, and their elements."""
+    makes, their elements, the casts that have a backward, their elements, and whether its shapes are unknown
+    (the casts counted from the op's name alone)."""
     ev = c.trace.ev
     listed = ops_named(c, lambda n: n in LOWER_PRECISION or n in FP32)
     bwd_ops = ops_named(c, lambda n: n.startswith(BACKWARD))
@@ -134,6 +147,7 @@ def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     n = len(ops)
     casts, elems = np.zeros(n, np.int64), np.zeros(n, np.int64)
     bcasts, belems = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    unsized = np.zeros(n, bool)
     prev_lower: dict[int, bool | None] = {}      # per thread: the op before was of the lower-precision list
     prev_end: dict[int, int] = {}
     for i, o in enumerate(ops.tolist()):
@@ -145,18 +159,26 @@ def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
                 lower_before = None                  # a backward or a new step since: this is a new forward
         tensors = _tensors(c, o)
         lower = c.trace.name_of(o) in LOWER_PRECISION
-        if lower:
+        if lower and not tensors:                          # no shapes: a layer's weight, an fp32 activation
+            name = c.trace.name_of(o)
+            params_n = 1 if name in PARAMETERISED else 0
+            acts_n = 0 if lower_before else 1
+            casts[i] = params_n + acts_n
+            bcasts[i] = params_n + (acts_n if lower_before is not None else 0)
+            unsized[i] = casts[i] > 0
+        elif lower:
             acts, params = _activation(c, o, tensors)
             cast_acts = acts if not lower_before else []      # fp32 before it, or the step's input
             casts[i] = len(params) + len(cast_acts)
             elems[i] = sum(_numel(d) for d in params + cast_acts)
             with_grad = params + (cast_acts if lower_before is not None else [])   # the input has no grad
             bcasts[i], belems[i] = len(with_grad), sum(_numel(d) for d in with_grad)
-        elif lower_before and tensors:                     # an fp32 op fed by a bf16 one: cast up
+        elif lower_before:                                 # an fp32 op fed by a bf16 one: cast up
             casts[i] = bcasts[i] = 1
-            elems[i] = belems[i] = _numel(tensors[0])
+            elems[i] = belems[i] = _numel(tensors[0]) if tensors else 0
+            unsized[i] = not tensors
         prev_lower[tid], prev_end[tid] = lower, int(ev.end[o])
-    return ops, casts, elems, bcasts, belems
+    return ops, casts, elems, bcasts, belems, unsized
 
 
 def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
@@ -178,7 +200,7 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     in_backward = np.zeros(g.n_calls, bool)
     in_backward[calls_inside(c, ops_named(c, lambda n: n.startswith(BACKWARD)))] = True
     training = bool(in_backward.any())
-    ops, casts, elems, bcasts, belems = _forward_casts(c)
+    ops, casts, elems, bcasts, belems, unsized = _forward_casts(c)
     if not training:
         bcasts, belems = np.zeros_like(bcasts), np.zeros_like(belems)
     win = window_of_calls(c, ops)
@@ -212,9 +234,11 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     counted = np.array(sorted(first), np.int64)
     n_fwd = int(casts[counted].sum()) if len(counted) else 0
     n_bwd = int(bcasts[counted].sum()) if len(counted) else 0
+    n_unsized = int(casts[counted][unsized[counted]].sum()) if len(counted) else 0
     attention = int(c.gpu_named(is_fp32_attention_kernel, rows).sum())
     return (Autocast("autocast_bf16", len(rows), kernel_ns=kernel_ns, casts=n_fwd, backward_casts=n_bwd,
-                     host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks), attention=attention),
+                     host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks), attention=attention,
+                     listed_ops=len(counted), unsized=n_unsized),
             {**detail, "casts": n_fwd, "backward_casts": n_bwd, "cast_host_ns": int(cast_host)})
 
 
@@ -224,12 +248,23 @@ def says(a: Autocast) -> str:
                               a.bf16_tflops)
     if a.count == 0:
         return "no fp32 GEMM or convolution in this trace"
-    back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""
     what = "GEMM, convolution and attention" if a.attention else "GEMM/convolution"
     return (f"the {units.integer(a.count)} fp32/TF32 {what} kernels ({units.duration_ns(a.kernel_ns)}) run "
             f"in bf16 at the {units.tflops(a.bf16_tflops)} peak ({SOURCE_WORDS[a.source]}), each keeping its share "
-            f"of its precision's peak, after {units.integer(a.casts)} casts{back} that add "
-            f"{units.duration_ns(a.host_ns)} of host time; other kernels keep their time")
+            f"of its precision's peak, {cast_words(a)}; other kernels keep their time")
+
+
+def cast_words(a: Autocast) -> str:
+    """The casts autocast adds, as counted: from the ops' shapes, from their names alone (no shapes: the bytes
+    unknown), or not at all (no op of autocast's lists recorded: a runtime-only capture)."""
+    if not a.listed_ops:
+        return ("its casts not counted (no op of autocast's lists recorded: one weight cast a layer a forward, "
+                "not priced)")
+    back = f" (and {units.integer(a.backward_casts)} in backward)" if a.backward_casts else ""
+    unsized = (f" ({units.integer(a.unsized)} counted from their ops' names, no shapes recorded: each priced as the "
+               "shortest kernel)") if a.unsized else ""
+    return (f"after {units.integer(a.casts)} casts{back}{unsized} and autocast's dispatch of "
+            f"{units.integer(a.listed_ops)} ops, which add {units.duration_ns(a.host_ns)} of host time")
 
 
 SPEC = LeverSpec(

@@ -34,7 +34,19 @@ A multi-process iterator whose `__next__` never lasts that long keeps up already
    More workers make it longer (each one starts). Workers that fall behind wait again and again, every W-th
    batch or each: numpy_features' after trace (traces/fixes/loader) waits 45.1 and 43.6 ms, the longer 51% of
    all; an H100 keyword-spotting loop (8 workers, a new iterator each run) waited 1.00 s once, 78% of all
-   (its next 279 ms is that start's tail, left in place: the bound stays conservative). This is
+   (its next 279 ms is that start's tail, left in place: the bound stays conservative).
+6. A lone batch is not a steady state. A trace whose only multi-process `__next__` is one long wait (a notebook
+   profiling one iteration of a fresh `for x in loader`, the window opened before the first batch) shows one
+   batch: whether it waited for the iterator's start-up (5.) or for workers falling behind, one batch cannot tell,
+   and nothing in it recurs. Any trace of that construct shows exactly one `_MultiProcessingDataLoaderIter.__next__`
+   range lasting a long host stretch or more. Priced as 5. (at most that wait, once per iterator), said as the
+   start-up it most likely holds, with the experiment that tells the two apart: profile a later batch
+   (torch.profiler.schedule's wait/warmup), the workers kept across epochs (persistent_workers=True). It would
+   fire falsely on a loop that really makes one batch per iterator and waits for slow workers every time: then
+   persistent_workers=True still removes the start-up, and the later batch's profile shows the rest. Two
+   sustainbench A5000 ViT iterations (one batch of 32 images each) waited 0.78 s and 5.1 s in their only
+   `__next__` beside 20-59 ms of GPU work, and were told to lighten the transform of workers that did not keep up.
+This is
 the bound of the knob (workers that keep up), not a count of workers: the trace does not record how many there
 are, nor how long a batch takes them (their processes are not traced).
 
@@ -116,6 +128,7 @@ class WorkersMakeBatches(Assumption):
                                      # loop waits for: count is the batches waited for, waited_ns the wait taken
     waited_ns: int = 0
     start_up: bool = False           # the wait is one iterator's start-up (5.), not workers falling behind
+    lone: bool = False               # ... read from the trace's only batch (6.): a start-up most likely, untold
 
 
 def batch_rows(c: Context, name: str = SINGLE_PROCESS_BATCH) -> np.ndarray:
@@ -187,6 +200,9 @@ def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
     first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist()) if len(rows) else set()
     waited = [r for r in long_.tolist() if int(np.searchsorted(ev.start[rows], ev.start[r])) not in first]
     start_up = _start_up(c, rows) if not first else None
+    lone = start_up is None and len(rows) == 1 and len(long_) == 1     # 6.: the trace's only batch, a long wait
+    if lone:
+        start_up = int(rows[0])
     if start_up is not None:
         waited = [start_up]
     if not waited:
@@ -197,7 +213,8 @@ def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
     _, host = remove_host_windows(c, p, ev.start[w], ev.end[w], keys)
     handed = shorten_wakes(c, p, ev.start[w], ev.end[w])
     a = WorkersMakeBatches("dataloader_workers", len(w), iterators=0, stacks=stacks, workers_on=True,
-                           waited_ns=int((ev.end[w] - ev.start[w]).sum()), start_up=start_up is not None)
+                           waited_ns=int((ev.end[w] - ev.start[w]).sum()), start_up=start_up is not None,
+                           lone=lone)
     return a, {"batches": len(w), "multi_process_batches": len(rows), "host_taken_ns": host,
                "handed_taken_ns": handed, "start_added_ns": 0}
 
@@ -219,6 +236,11 @@ def says(a: WorkersMakeBatches) -> str:
         return "the DataLoader's workers keep up already: the loop never waits long inside their __next__"
     if a.count == 0:
         return "no batch made in the main process (no single-process DataLoader iterator in this trace)"
+    if a.workers_on and a.lone:
+        return (f"the trace's only batch waited {duration_ns(a.waited_ns)} in one _MultiProcessingDataLoaderIter."
+                "__next__, most likely the iterator's start-up (its workers starting, each making its first batch), "
+                "which workers kept across epochs (persistent_workers=True) do not pay again; one batch cannot tell "
+                "it from workers falling behind: at most that wait, once per iterator")
     if a.workers_on and a.start_up:
         return (f"the workers kept across epochs (persistent_workers=True): the iterator's start-up, "
                 f"{duration_ns(a.waited_ns)} in one _MultiProcessingDataLoaderIter.__next__ while the workers start "
@@ -239,6 +261,9 @@ def says(a: WorkersMakeBatches) -> str:
 
 
 def _change(a: WorkersMakeBatches) -> str:
+    if a.workers_on and a.lone:
+        return ("DataLoader(..., persistent_workers=True), and profile a later batch (torch.profiler.schedule(wait=1, "
+                "warmup=1, active=3)) to see whether the workers keep up")
     if a.workers_on and a.start_up:
         return "DataLoader(..., persistent_workers=True), or longer epochs (not more workers)"
     if a.workers_on:
