@@ -80,7 +80,8 @@ def cmd_report(a) -> int:
     from tracetriage.analyzers.output import serialize
     from tracetriage.analyzers.triage.report import analyze_file
     from tracetriage.analyzers.voice.health import health_line
-    from tracetriage.analyzers.voice.report import analysis_caveats, five_lines, hta_text
+    from tracetriage.analyzers.voice.hta_words import hta_text
+    from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 
     set_quiet(a.quiet)
     fmt = _format(a)
