@@ -58,7 +58,7 @@ _A = "tracetriage.analyzers."
 # calls `formats.decode`, `read_bytes`, `assemble`, `link` through its own globals), so the wrapper sees every
 # call; tests/test_stage_times.py fails when one of these names no longer exists or no longer runs
 STAGES: tuple[tuple[str, str, str], ...] = (
-    (_A + "loading.load", "read_bytes", "load: read (and gunzip)"),
+    (_A + "loading.load", "read_bytes", "load: read (and gunzip; a large .gz scanned beside it)"),
     (_A + "loading.formats", "decode", "load: decode"),
     (_A + "loading.load", "assemble", "load: assemble"),
     (_A + "loading.load", "link", "load: link"),

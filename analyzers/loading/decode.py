@@ -35,6 +35,7 @@ PARALLEL_MIN_BYTES = 32 << 20     # below this, a fork costs more than it saves
 
 from tracetriage.analyzers.loading import forked  # noqa: E402
 from tracetriage.analyzers.loading.memory import check_memory  # noqa: E402
+from tracetriage.analyzers.loading.streamed import EVENT_BOUNDARY  # noqa: E402
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype  # noqa: E402
 from tracetriage.analyzers.model.kernels import is_collective  # noqa: E402
 from tracetriage.analyzers.model.trace import TraceError  # noqa: E402
@@ -247,7 +248,7 @@ def _decode_whole(data: bytes | bytearray, path: Path) -> Part:
     return _part_from_doc(_LooseDoc(doc), strict=False)
 
 
-_BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"ph"\s*:')
+_BOUNDARY = EVENT_BOUNDARY
 # What a piece after the first starts with, written over the 16 bytes before its first event, and what
 # a piece before the last ends with, written over the 2 bytes after its last event: in the object form
 # each piece is an object with a 'traceEvents' list, in the array form a list.

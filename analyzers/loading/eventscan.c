@@ -398,10 +398,12 @@ static int event(S *s, Out *o, int64_t *rows) {
 
 // The events from base[start] ('[': the list's start, or '{': an event, the first of a later part) up to the
 // list's ']' (last part) or to base[end] (a part that ends just after an event's ',').
-// info: [events, rows, position after the list's ']' (-1: the part ended at `end`), names, categories, shapes]
+// info: [events, rows, position after the list's ']' (-1: the part ended at `end`), names, categories, shapes]; the
+// scan goes on from the counts info holds (zeros: a fresh part; a streamed part's earlier pieces: their counts, with
+// the same columns and tables), so a part may be scanned a piece at a time as its text arrives
 static int scan(const char *base, int64_t start, int64_t end, int last, Out *o, int64_t *info) {
     S s = {base + start, base + end};
-    int64_t events = 0, rows = 0;
+    int64_t events = info[0], rows = info[1];
     info[2] = -1;
     if (s.p < s.e && *s.p == '[') {
         s.p++;
@@ -465,7 +467,9 @@ PyDoc_STRVAR(scan_doc,
 "scan(text, start, end, last, f64, i64, i32, tab_off, tab_len, tab_slot, info) -> status\n\n"
 "The events of text[start:end] into the columns (f64: 2 x cap, i64: 16 x cap, i32: 3 x cap; row-major by\n"
 "column) and the span tables (tab_off, tab_len: 9 x tab_cap int64; tab_slot: 3 x tab_cap int32, all -1), the\n"
-"counts into info (6 int64). status: 0 done, -1 not handled (msgspec's), -2 more rows than cap, -3 a table full.");
+"counts into info (6 int64: zeros, or the counts of the part's pieces scanned before into the same columns and\n"
+"tables, which the scan goes on from). status: 0 done, -1 not handled (msgspec's), -2 more rows than cap, -3 a table\n"
+"full.");
 
 static PyObject *py_scan(PyObject *self, PyObject *a) {
     PyObject *objs[8];
@@ -485,19 +489,22 @@ static PyObject *py_scan(PyObject *self, PyObject *a) {
     PyObject *result = NULL;
     if (got == 8) {
         int64_t cap = (int64_t)(f64.len / 16), tab_cap = (int64_t)(tslot.len / 12);
+        const int64_t *in = (const int64_t *)info.buf;      // the counts the scan goes on from
         if (i64.len < N_INT_COLS * 8 * cap || i32.len < 12 * cap || toff.len < 72 * tab_cap || tlen.len < 72 * tab_cap
-            || (tab_cap & (tab_cap - 1)) || start < 0 || end > text.len || start > end) {
-            PyErr_SetString(PyExc_ValueError, "buffers of unequal capacities, a table's not a power of two, or a "
-                            "span outside the text");
+            || (tab_cap & (tab_cap - 1)) || start < 0 || end > text.len || start > end
+            || in[0] < 0 || in[1] < 0 || in[1] > cap || in[3] < 0 || in[4] < 0 || in[5] < 0 || in[3] * 2 > tab_cap
+            || in[4] * 2 > tab_cap || in[5] * 2 > tab_cap) {
+            PyErr_SetString(PyExc_ValueError, "buffers of unequal capacities, a table's not a power of two, a span "
+                            "outside the text, or counts to go on from that the buffers cannot hold");
         } else {
             const char *base = (const char *)text.buf;
             int64_t *o64 = (int64_t *)toff.buf, *l64 = (int64_t *)tlen.buf;
             int32_t *s32 = (int32_t *)tslot.buf;
             Out o = {base, cap, (double *)f64.buf, (double *)f64.buf + cap, {0}, (int32_t *)i32.buf,
                      (int32_t *)i32.buf + cap, (int32_t *)i32.buf + 2 * cap,
-                     {o64, l64, s32, 0, tab_cap, base, 1},
-                     {o64 + 3 * tab_cap, l64 + 3 * tab_cap, s32 + tab_cap, 0, tab_cap, base, 1},
-                     {o64 + 6 * tab_cap, l64 + 6 * tab_cap, s32 + 2 * tab_cap, 0, tab_cap, base, 3}, -1};
+                     {o64, l64, s32, in[3], tab_cap, base, 1},
+                     {o64 + 3 * tab_cap, l64 + 3 * tab_cap, s32 + tab_cap, in[4], tab_cap, base, 1},
+                     {o64 + 6 * tab_cap, l64 + 6 * tab_cap, s32 + 2 * tab_cap, in[5], tab_cap, base, 3}, -1};
             for (int c = 0; c < N_INT_COLS; c++) o.col[c] = (int64_t *)i64.buf + c * cap;
             int status;
             Py_BEGIN_ALLOW_THREADS

@@ -14,7 +14,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from tracetriage.analyzers.loading import cache, formats, side_inputs
+from tracetriage.analyzers.loading import cache, formats, side_inputs, streamed
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
 from tracetriage.analyzers.loading.read import forget_read_ahead, read_bytes
@@ -70,9 +70,12 @@ def _with_side_inputs(trace: Trace) -> Trace:
 
 def _parse(path: Path, progress) -> Trace:
     progress("read")
-    data = read_bytes(path)
+    data = read_bytes(path, scan=True)
     progress("decode")
-    parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)
+    try:
+        parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)
+    finally:
+        streamed.forget()     # (the events a native scan read as the text arrived: the decoder's, if it took them)
     del data
     if not parts[0].has_trace_events:
         raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "

@@ -12,7 +12,9 @@ text, with no Python object per event; here the few distinct spans become string
 path fills only for some rows (shape and seq for ops, pyid for Python calls, graph_node for GPU work, a
 collective's group and message bytes) are filled for those rows alone. A file of PARALLEL_MIN_BYTES or more is
 cut in two at an event boundary and the halves scanned in two threads (the scan releases the GIL): two Parts,
-merged by assemble as the forked split's are.
+merged by assemble as the forked split's are. A large .json.gz is scanned as it is read instead, in pieces, while
+the gunzip goes on (tracetriage.analyzers.loading.streamed): decode() takes that scan's columns, one Part, and
+scans the text after the read only where the stream did not read it.
 """
 from __future__ import annotations
 
@@ -25,31 +27,31 @@ import msgspec
 import numpy as np
 
 from tracetriage.analyzers.loading import decode as msgspec_decode
+from tracetriage.analyzers.loading import streamed
 from tracetriage.analyzers.loading.decode import NONE, Part
 from tracetriage.analyzers.loading.memory import check_memory
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 from tracetriage.analyzers.model.kernels import is_collective
 
-try:
-    from tracetriage.analyzers.loading import eventscan
-except ImportError:        # not built (setup.py's extension is optional): msgspec decodes every file
-    eventscan = None
+eventscan = streamed.eventscan     # None where it was not built (setup.py's extension is optional): msgspec decodes
 
 # eventscan.c's integer columns, in its order (C_PID ...): the last two are a row's args.dtype span in the text
 INT_COLUMNS = ("pid", "tid", "ext", "ext_old", "corr", "device", "stream", "nbytes", "seq", "graph_node", "msg_in",
                "msg_out", "group", "pyid", "dtype_off", "dtype_len")
 OK, ROWS_FULL = 0, -2
-TABLE_CAP = 1 << 19        # hash slots per table, a power of two, half usable: 262,144 distinct names (or
-                           # categories, or shapes) a part; more and msgspec decodes the file
-BYTES_PER_ROW = (64, 11)   # rows allocated: a part's bytes / 64 (a torch complete event is 150+ bytes; the pages of
-                           # rows not written are never touched), and if that overflows, / 11 (`{"ph":"X"},`)
+# hash slots per table, a power of two, half usable: 262,144 distinct names (or categories, or shapes) a part; more
+# and msgspec decodes the file
+TABLE_CAP = streamed.TABLE_CAP
+# rows allocated: a part's bytes / 64 (a torch complete event is 150+ bytes; the pages of rows not written are never
+# touched), and if that overflows, / 11 (`{"ph":"X"},`)
+BYTES_PER_ROW = (streamed.BYTES_PER_ROW, 11)
 _OPS = ("cpu_op", "operator")
 _GPU = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
 
 
 def enabled() -> bool:
     """Is the scan there (built at install) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
-    return eventscan is not None and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
+    return streamed.enabled()
 
 
 @dataclass
@@ -69,12 +71,27 @@ class _Scanned:
 def decode(data: bytes | bytearray, path: Path) -> list[Part]:
     """All events of a trace as Parts: by the scan where it reads the text, else by msgspec (decode.decode, which
     also says in one line why a text is no trace)."""
+    as_read = streamed.take(data)        # the events the scan read as the text arrived, if it did
     if enabled() and msgspec_decode.NONBLANK.match(data):
         check_memory(data, path)
-        parts = scan_parts(data, path)
+        parts = _streamed_parts(data, path, as_read) if as_read is not None else None
+        if parts is None:
+            parts = scan_parts(data, path)
         if parts is not None:
             return parts
     return msgspec_decode.decode(data, path)
+
+
+def _streamed_parts(data: bytes | bytearray, path: Path, s: streamed.Scanned) -> list[Part] | None:
+    """The Part of a text the scan read as it arrived (tracetriage.analyzers.loading.streamed): one part, whose
+    columns are the stream's memory maps."""
+    cap = s.cap
+    events, rows, list_end, *tables = s.info
+    scanned = _Scanned(np.frombuffer(s.f64, np.float64).reshape(2, cap),
+                       np.frombuffer(s.i64, np.int64).reshape(len(INT_COLUMNS), cap),
+                       np.frombuffer(s.i32, np.int32).reshape(3, cap), np.frombuffer(s.tab_off, np.int64),
+                       np.frombuffer(s.tab_len, np.int64), events, rows, list_end, tuple(tables))
+    return _parts(data, s.start, [scanned])
 
 
 def scan_parts(data: bytes | bytearray, path: Path) -> list[Part] | None:
@@ -86,7 +103,7 @@ def scan_parts(data: bytes | bytearray, path: Path) -> list[Part] | None:
         return None
     bounds = [start]
     if len(data) >= msgspec_decode.PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
-        cut = msgspec_decode._BOUNDARY.search(data, max(start, len(data) // 2))
+        cut = streamed.EVENT_BOUNDARY.search(data, max(start, len(data) // 2))
         if cut is not None:            # (the scan of the half before checks that this is a true event boundary)
             bounds.append(cut.start() + cut.group(0).rindex(b"{"))
     jobs = [(lo, hi, hi == len(data)) for lo, hi in zip(bounds, [*bounds[1:], len(data)])]
@@ -97,6 +114,11 @@ def scan_parts(data: bytes | bytearray, path: Path) -> list[Part] | None:
             scans = list(pool.map(lambda job: _scan_part(data, *job), jobs))
     if any(s is None for s in scans):
         return None
+    return _parts(data, start, scans)
+
+
+def _parts(data: bytes | bytearray, start: int, scans: list[_Scanned]) -> list[Part] | None:
+    """The scanned parts of a text as Parts, the first with what the file says beside its events."""
     head = _outside_the_list(data, start, scans[-1].list_end)
     if head is None:
         return None

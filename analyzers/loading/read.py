@@ -15,6 +15,10 @@ releases the GIL: ~0.3 s for a 300 MB trace) runs on the second core while the a
 holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. A trace
 the cache holds is not read at all (the thread asks tracetriage.analyzers.loading.cache_key first). This module
 imports no numpy, so the thread starts before numpy does.
+
+A .gz read for the trace decoder (read_bytes(path, scan=True), and the read-ahead) is scanned as it arrives: the
+native scan reads each piece of events in a second thread while the gunzip goes on
+(tracetriage.analyzers.loading.streamed), and the decoder takes its columns.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import stat
 import threading
 from pathlib import Path
 
-from tracetriage.analyzers.loading import cache_key
+from tracetriage.analyzers.loading import cache_key, streamed
 from tracetriage.analyzers.loading.formats import GZIP_MAGIC
 from tracetriage.analyzers.loading.memory import CHECK_MIN_BYTES, read_limit, refuse_to_read, size_words
 from tracetriage.analyzers.model.errors import TraceError
@@ -42,8 +46,8 @@ NO_EVENT_BYTES = 128 << 20
 class _ReadAhead:
     """One file's read in a thread: its text or what it raised, and a flag that stops it between chunks."""
 
-    def __init__(self, path: Path):
-        self.path, self.stat = path, os.stat(path)
+    def __init__(self, path: Path, scan: bool):
+        self.path, self.stat, self.scan = path, os.stat(path), scan
         self.stop = threading.Event()
         self.text: bytearray | None = None
         self.error: BaseException | None = None
@@ -53,7 +57,7 @@ class _ReadAhead:
         try:
             if cache_key.enabled() and cache_key.entry_path(self.path).exists():
                 return       # the trace will come from the cache: no text to read (read_bytes reads, should it not)
-            self.text = _read(self.path, self.stop)
+            self.text = _read(self.path, self.stop, self.scan)
         except BaseException as e:  # (handed to the main thread, which raises it where it would have read)
             self.error = e
 
@@ -73,15 +77,15 @@ class _Stopped(Exception):
 _ahead: _ReadAhead | None = None
 
 
-def read_ahead(path: Path) -> None:
-    """Start reading `path` in a thread, for a read_bytes(path) soon; nothing for what is not a regular file
+def read_ahead(path: Path, scan: bool = True) -> None:
+    """Start reading `path` in a thread, for a read_bytes(path, scan) soon; nothing for what is not a regular file
     (read_bytes says why in its own time)."""
     global _ahead
     forget_read_ahead()
     try:
         if not path.is_file():
             return
-        _ahead = _ReadAhead(path)
+        _ahead = _ReadAhead(path, scan)
     except OSError:
         return
     _ahead.thread.start()
@@ -94,14 +98,17 @@ def forget_read_ahead() -> None:
     if ahead is not None:
         ahead.stop.set()
         ahead.thread.join()
+    streamed.forget()
 
 
-def read_bytes(path: Path) -> bytearray:
-    """The JSON text of a .json or .json.gz file, in a bytearray (decode() splits it in place)."""
+def read_bytes(path: Path, scan: bool = False) -> bytearray:
+    """The JSON text of a .json or .json.gz file, in a bytearray (decode() splits it in place). scan: the text is
+    for the trace decoder, which takes the events the native scan read as the text arrived (streamed.take), if
+    it did."""
     global _ahead
     ahead = _ahead
     if ahead is not None:
-        if not ahead.same_file(path):
+        if not ahead.same_file(path) or ahead.scan != scan:
             forget_read_ahead()     # (no thread of ours may run on when decode forks)
         else:
             _ahead = None
@@ -110,10 +117,10 @@ def read_bytes(path: Path) -> bytearray:
                 raise ahead.error
             if ahead.text is not None:
                 return ahead.text
-    return _read(path)
+    return _read(path, scan=scan)
 
 
-def _read(path: Path, stop: threading.Event | None = None) -> bytearray:
+def _read(path: Path, stop: threading.Event | None = None, scan: bool = False) -> bytearray:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # (before open: opening a FIFO would block)
             raise TraceError(f"{path} is not a regular file; pass a trace file (.json or .json.gz)")
@@ -126,23 +133,64 @@ def _read(path: Path, stop: threading.Event | None = None) -> bytearray:
                 limit = read_limit()
                 if not gz and size > limit:
                     raise refuse_to_read(path, size)
-            return _gather(_gunzip(f, path) if gz else _plain(f, size), path, limit, stop)
+            if not gz:
+                return _gather(_plain(f, size), path, limit, stop)
+            stream = _stream_for(f, limit) if scan else None
+            text = _gather(_gunzip(f, path, stream), path, limit, stop, stream)
+            if stream is not None:
+                streamed.hand_over(text, stream)
+            return text
     except IsADirectoryError:
         raise TraceError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
         raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None) -> bytearray:
+def _stream_for(f, limit: int | None) -> streamed.Stream | None:
+    """A streamed scan for a .gz's text, where the scan is there and the size its trailer gives (a hint) is one the
+    stream pays for (streamed.MIN_BYTES) and the memory budget holds."""
+    if not streamed.enabled():
+        return None
+    try:
+        f.seek(-4, os.SEEK_END)
+        hint = int.from_bytes(f.read(4), "little")      # ISIZE: the last member's size mod 2**32
+        f.seek(0)
+    except OSError:
+        f.seek(0)
+        return None
+    if hint < streamed.MIN_BYTES or (limit is not None and hint > limit):
+        return None
+    try:
+        return streamed.Stream(bytearray(), hint)
+    except OSError:          # (column maps the system refuses: the scan after the read will say what it can)
+        return None
+
+
+def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None,
+            stream: streamed.Stream | None = None) -> bytearray:
     """The text in one buffer, grown by `source` a piece at a time (glibc grows a big buffer with mremap,
-    without copying it); each piece is checked against the limit and for an event before the next."""
-    out = bytearray()
+    without copying it); each piece is checked against the limit and for an event before the next. With a
+    stream, the buffer is the stream's, which the source appends to through it (the scan reads it meanwhile)."""
+    out = stream.text if stream is not None else bytearray()
+    try:
+        _check_each_piece(source(out), out, path, limit, stop, stream)
+    except BaseException:
+        if stream is not None:
+            stream.stop()
+        raise
+    if stream is not None:
+        stream.end()
+    return out
+
+
+def _check_each_piece(pieces, out: bytearray, path: Path, limit: int | None, stop: threading.Event | None,
+                      stream: streamed.Stream | None) -> None:
     after_event = 0                    # where the text after the last "ph" seen so far begins
     start = 0
-    for _ in source(out):
+    for _ in pieces:
         if stop is not None and stop.is_set():
             raise _Stopped
-        if limit is not None and len(out) > limit:
+        if limit is not None and len(out) + (stream.waiting() if stream else 0) > limit:
             raise refuse_to_read(path, limit, more=True)
         # rfind from the end: in a real trace it stops within a few hundred bytes
         i = out.rfind(EVENT_KEY, max(start - len(EVENT_KEY) + 1, 0))
@@ -155,7 +203,6 @@ def _gather(source, path: Path, limit: int | None, stop: threading.Event | None 
             raise TraceError(f"{path}: not a trace: {where} no trace event (every event has a \"ph\"): whitespace "
                              "or padding, or a gzip bomb; pass the .json or .json.gz that torch.profiler exports")
         start = len(out)
-    return out
 
 
 def _plain(f, size: int):
@@ -178,15 +225,15 @@ def _plain(f, size: int):
     return fill
 
 
-def _gunzip(f, path: Path):
-    """Append the decompressed text to `out`, CHUNK_BYTES at a time, member after member, reading the file
-    as it goes."""
+def _gunzip(f, path: Path, stream: streamed.Stream | None = None):
+    """Append the decompressed text to `out` (through the stream, where one scans it as it arrives),
+    CHUNK_BYTES at a time, member after member, reading the file as it goes."""
     def fill(out: bytearray):
-        yield from _inflate(f, path, out)
+        yield from _inflate(f, path, stream.append if stream is not None else out.extend)
     return fill
 
 
-def _inflate(f, path: Path, out: bytearray):
+def _inflate(f, path: Path, append):
     from isal import igzip_lib
 
     d = igzip_lib.IgzipDecompressor(igzip_lib.DECOMP_GZIP)
@@ -207,7 +254,7 @@ def _inflate(f, path: Path, out: bytearray):
             chunk = d.decompress(data, GZ_OUTPUT_BYTES)
             produced += len(chunk)
             if chunk:
-                out += chunk
+                append(chunk)
                 unchecked += len(chunk)
                 if unchecked >= CHUNK_BYTES:
                     unchecked = 0

@@ -1,0 +1,121 @@
+"""The native scan of a .json.gz as its text arrives (tracetriage.analyzers.loading.streamed) loads the very trace the
+scan after the read loads, and where it cannot read the text (a piece the scan leaves to msgspec, a gzip trailer
+whose size is wrong, a read that fails or stops) the decoder reads it as before: same trace, same error line, and
+no thread left running.
+
+Bundled traces are small, so the stream here scans pieces of 64 KB (4 KB windows) of blocks of 16 KB: dozens of
+pieces a trace, each cut at an event boundary, as a 300 MB trace's 8 MB pieces are."""
+from __future__ import annotations
+
+import gzip
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tracetriage.analyzers.loading import native, read, streamed
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.trace import TraceError
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(native.eventscan is None, reason="the native scan is not built (no C compiler)")
+
+TRACES = ["gpt-eager.json.gz", "ddp/rank1.json.gz", "script-user-train-stacks.json.gz", "gpt-compile.json.gz",
+          "chain-eager-small.json.gz"]
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(streamed, "MIN_BYTES", 0)
+    monkeypatch.setattr(streamed, "PIECE_BYTES", 64 << 10)
+    monkeypatch.setattr(streamed, "CUT_WINDOW", 4 << 10)
+    monkeypatch.setattr(read, "GZ_OUTPUT_BYTES", 16 << 10)
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """What each decode took from a stream: the Scanned columns, or None (the text was read as before)."""
+    seen: list = []
+    take = streamed.take
+
+    def recording(text):
+        seen.append(take(text))
+        return seen[-1]
+
+    monkeypatch.setattr(streamed, "take", recording)
+    return seen
+
+
+def _scan_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "tracetriage streamed scan"]
+
+
+def _same_trace(a, b) -> None:
+    assert (a.names, a.shapes_raw, a.events_in_file, a.caveats, a.device_names) == (
+        b.names, b.shapes_raw, b.events_in_file, b.caveats, b.device_names)
+    for k in a.ev.__dataclass_fields__:
+        x, y = getattr(a.ev, k), getattr(b.ev, k)
+        assert x.dtype == y.dtype and np.array_equal(x, y), k
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_trace_scanned_as_it_arrives_loads_as_the_scan_after_the_read_loads_it(name, small_pieces, taken,
+                                                                                 monkeypatch):
+    path = ROOT / "traces" / name
+    streamed_trace = load(path, use_cache=False)
+    assert taken[-1] is not None, "the stream did not read the trace"
+    monkeypatch.setattr(streamed, "MIN_BYTES", 1 << 40)
+    _same_trace(streamed_trace, load(path, use_cache=False))
+    assert taken[-1] is None
+    assert _scan_threads() == []
+
+
+def test_a_piece_the_scan_leaves_to_msgspec_ends_the_stream_and_msgspec_reads_the_text(tmp_path, small_pieces,
+                                                                                        taken, monkeypatch):
+    text = gzip.decompress((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
+    # a string tid in a late complete event: valid, but the scan leaves the text to msgspec (which reads its number)
+    at = text.rindex(b'"cat": "cpu_op"')
+    tid = text.index(b'"tid": ', at) + len(b'"tid": ')
+    end = text.index(b",", tid)
+    mutated = text[:tid] + b'"%s"' % text[tid:end] + text[end:]
+    path = tmp_path / "late.json.gz"
+    path.write_bytes(gzip.compress(mutated, 1))
+    ours = load(path, use_cache=False)
+    assert taken[-1] is None
+    monkeypatch.setenv("TRACETRIAGE_NO_NATIVE", "1")
+    _same_trace(ours, load(path, use_cache=False))
+
+
+def test_a_gzip_whose_trailer_says_too_small_a_size_loads_as_before(tmp_path, small_pieces, taken, monkeypatch):
+    # two members: the trailer read is the last member's (a few bytes), so the columns hold too few rows
+    text = gzip.decompress((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
+    path = tmp_path / "members.json.gz"
+    path.write_bytes(gzip.compress(text[:-100], 1) + gzip.compress(text[-100:], 1))
+    monkeypatch.setattr(streamed, "MIN_BYTES", 1)
+    ours = load(path, use_cache=False)
+    assert taken[-1] is None
+    monkeypatch.setattr(streamed, "MIN_BYTES", 1 << 40)
+    _same_trace(ours, load(path, use_cache=False))
+
+
+def test_a_truncated_gzip_says_so_in_one_error_and_leaves_no_scan_running(tmp_path, small_pieces):
+    data = (ROOT / "traces" / "gpt-eager.json.gz").read_bytes()
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[:len(data) // 2])
+    with pytest.raises(TraceError, match="ends early"):
+        load(path, use_cache=False)
+    assert _scan_threads() == [] and streamed._handed is None
+
+
+def test_a_read_ahead_stopped_midway_stops_its_scan(small_pieces, monkeypatch):
+    monkeypatch.setattr(read, "GZ_OUTPUT_BYTES", 1 << 10)     # (a slow read: the stop lands midway)
+    read.read_ahead(ROOT / "traces" / "gpt-eager.json.gz")
+    read.forget_read_ahead()
+    assert _scan_threads() == [] and streamed._handed is None
+
+
+def test_a_text_read_for_another_use_is_not_scanned(small_pieces):
+    text = read.read_bytes(ROOT / "traces" / "gpt-eager.json.gz")
+    assert streamed._handed is None and _scan_threads() == []
+    assert text == gzip.decompress((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
