@@ -182,3 +182,35 @@ def test_a_page_change_asked_for_while_the_last_runs_url_is_on_its_way_ends_on_t
     page.locator("h1", has_text="Drills").first.wait_for(timeout=LONG)
     page.get_by_role("combobox", name="Drill").first.wait_for(timeout=LONG)
     assert _path(page) == "/drills" and _query(page) == {}, page.url      # not the Timeline's window
+
+
+# Records the page's URL at the moment its text first includes the given text (a MutationObserver runs before the
+# next paint): what a reload or a copied link would have shown then.
+_URL_AT_TEXT = """(text) => {
+  window.__ttUrlAtText = null;
+  const obs = new MutationObserver(() => {
+    if (window.__ttUrlAtText === null && document.body.innerText.includes(text)) {
+      window.__ttUrlAtText = location.pathname + location.search; obs.disconnect(); }
+  });
+  obs.observe(document.body, {childList: true, subtree: true, characterData: true});
+}"""
+
+
+def test_next_puts_its_match_in_the_url_before_the_page_names_it(timeline):
+    """A reload taken the moment the page says "match 2" shows match 2: the run writes the URL before the caption.
+    (It wrote it after, and a reload in between, on a loaded machine, came back on match 1.)"""
+    page, held, _ = timeline
+    _search(page, "cudaStreamSynchronize")
+    page.get_by_text("match 1 of 80", exact=False).first.wait_for(timeout=LONG)
+    browser.wait_settled(page, timeout_ms=LONG)
+    first = _query(page)
+    page.evaluate(_URL_AT_TEXT, "match 2 of 80")
+    held.held = True
+    page.get_by_role("button", name="Next").click()
+    held.wait_runs(page, 1)
+    held.release(page, gap_ms=60)                             # the run's messages one at a time, spaced out
+    page.wait_for_function("window.__ttUrlAtText !== null", timeout=LONG)
+    at = _query_of(page.evaluate("window.__ttUrlAtText"))
+    browser.wait_settled(page, timeout_ms=LONG)
+    assert at == _query(page), (at, page.url)                 # the match's whole view, as the settled page has it
+    assert at["sel"] != first["sel"] and at["q"] == "cudaStreamSynchronize", (at, first)

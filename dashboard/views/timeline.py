@@ -93,14 +93,17 @@ def _jump(start: float, end: float, window: tuple[float, float], full: tuple[flo
     return max(full[0], hi - width), hi
 
 
-def _search(a, full) -> data.SearchView | None:
-    """The search box and its previous / next buttons; a new text or a step jumps to its match."""
+def _search(a, full) -> tuple[data.SearchView | None, str | None]:
+    """The search box and its previous / next buttons; a new text or a step jumps to its match. Returns the search
+    and its caption ("match N of M at ..."), which the caller shows only once the URL holds that match: a reload
+    or a copied link taken when the page names the match must show that match, however late the run's next
+    message comes on a loaded machine."""
     c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="bottom")
     text = c1.text_input(words.search_label(), value=st.query_params.get("q", ""), help=words.search_help(),
                          key=f"tl_q:{st.session_state.get('tl_trace')}").strip()
     if not text:
         st.session_state[MATCH] = None
-        return None
+        return None, None
     found = data.search(a, text)
     prev, nxt = c2.button("Previous", key="tl_prev", width="stretch"), c3.button("Next", key="tl_next", width="stretch")
     last = st.session_state.get(MATCH)
@@ -117,8 +120,7 @@ def _search(a, full) -> data.SearchView | None:
                                          st.session_state[WINDOW], full)
         st.session_state[PICKED] = int(found.rows[index])
     at = float(found.start_ms[index]) if found.count and index is not None else None
-    st.caption(words.plain(words.search_caption(text, found.count, index, found.names, at)))
-    return found
+    return found, words.plain(words.search_caption(text, found.count, index, found.names, at))
 
 
 def _details(a, row_id: int) -> None:
@@ -148,7 +150,8 @@ def render() -> None:
         q = st.query_params.get("q", "").strip()
         st.session_state[MATCH] = (q, ARRIVED if "from" in st.query_params else None) if q else None
     st.caption(words.plain(entry.key))
-    found = _search(a, full)
+    found, found_caption = _search(a, full)
+    found_slot = st.empty()         # the search's caption, under its box, filled once the URL is written
     lo, hi = st.session_state[WINDOW]
     c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
     new_lo = c1.number_input("from ms", value=float(lo), min_value=float(full[0]), max_value=float(full[1]),
@@ -162,6 +165,8 @@ def render() -> None:
         lo, hi = new_lo, new_hi
     picked_id = st.session_state.get(PICKED)
     _to_url(entry.key, lo, hi, found.text if found else "", picked_id, full)
+    if found_caption:
+        found_slot.caption(found_caption)
     n = data.events_in(a, (lo, hi))
     # A key per window: the zoomed chart starts without the brush that made it (a kept selection would
     # grey the whole new view).
