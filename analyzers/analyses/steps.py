@@ -20,6 +20,17 @@ single forward of a 24-layer model has 24 alike units and one step. Then no step
 Unless a loop runs around those units (a named range of the user's repeating STEP_MIN_REPEATS times, or a larger
 unit holding a forward and a backward): then they are no layers of one pass either, and no step is claimed.
 
+A trace with no CPU ops (a runtime-only capture) has no marks: its steps are found in the kernel sequence, where a
+model's layers repeat as well as a loop does. A loop's iterations are alike: each runs the whole model, so its units
+hold the same kernels in the same count, bar the first (set-up) and the last. A pass's layers are not: stages of
+different widths, a patch merging or a downsampling between them, the stem and the head once each, so the kernel
+counts between one occurrence of the anchor kernel and the next vary (heldout-user7 swin_warm: one Swin forward cut
+at its sgemm into 12 "steps" of 8 to 101 kernels, 5 of them alike). A cut is a loop's only where ALIKE_INSIDE of
+its units between the first and the last are alike (the first may pay set-up, the last be cut by the profiler's
+stop); otherwise the units are layers of one pass (NoSteps.ONE_PASS). It would fire falsely on a loop whose
+iterations differ more often than not (alternating train and eval steps with no op recorded): those are read as one
+pass, never as steps of the wrong length.
+
 Where each step ends: after the host sync that ends it when every unit holds one (`loss.item()`,
 a stopping check), else at the op that starts each unit.
 
@@ -85,6 +96,8 @@ FORWARD_START_OPS = frozenset({"aten::embedding", "aten::embedding_bag"})
 STEP_MARK_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "Optimizer.step#", "Optimizer.zero_grad#",
                       "enumerate(DataLoader)#", "c10d::", "nccl:", "record_param_comms")
 MARKED_UNITS = 0.9          # a cut is a loop's only if this share of its units holds a mark (where the trace has any)
+ALIKE_INSIDE = 0.8          # a cut of the kernel sequence is a loop's only if this share of its units between the
+                            # first and the last are alike (a loop that logs every 5th step still has 4 in 5)
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 TORCH_RANGE_PREFIXES = ("Optimizer.", DATALOADER_PREFIX)   # torch's own ranges, recorded by default
@@ -521,13 +534,17 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
     step_syncs = sync_tok if not 0 < forwards < STEP_MIN_REPEATS else np.zeros(len(rows), bool)
     marks = _marks(trace, rows, step_syncs) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
     cut = None
+    kernels_only = found_from is StepsFrom.REPEATED_KERNELS
     for c in _choose(cuts):
+        if kernels_only and c.regular[1:-1].mean() < ALIKE_INSIDE:
+            continue   # units of uneven kernel counts: layers of one pass, no iterations (module docstring)
         if not marks.any() or _marked_share(c, marks) >= MARKED_UNITS:
             cut = c
             break
     if cut is None:
         c = _choose(cuts)[0]
-        why = NoSteps.UNMARKED_LOOP if _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
+        why = NoSteps.ONE_PASS if kernels_only else \
+            NoSteps.UNMARKED_LOOP if _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name])
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
     if boundary is Boundary.AT_OP:

@@ -22,12 +22,14 @@ from tracetriage.analyzers.analyses import framework as framework_mod
 from tracetriage.analyzers.analyses import graph_breaks as breaks_mod
 from tracetriage.analyzers.analyses import graph_capture as capture_mod
 from tracetriage.analyzers.analyses import health as health_mod
-from tracetriage.analyzers.analyses import hotspots
+from tracetriage.analyzers.analyses import hotspots, loader_start
 from tracetriage.analyzers.analyses import idle as idle_mod
 from tracetriage.analyzers.analyses import inference as inference_mod
 from tracetriage.analyzers.analyses import ranges as ranges_mod
 from tracetriage.analyzers.analyses import roofline as roof_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
+from tracetriage.analyzers.analyses.cold_cause import ColdCause, cold_causes
+from tracetriage.analyzers.analyses.copies_async import CopiesAsync, copies_async
 from tracetriage.analyzers.analyses.frames import SourceLine
 from tracetriage.analyzers.analyses.graph_breaks import GraphBreaks
 from tracetriage.analyzers.analyses.graph_capture import GraphCapture
@@ -74,6 +76,7 @@ LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of th
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
                           # within it the smaller change to the user's code is the Next
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
+SAID_POINT = 0.01         # a share said in whole percents: a point of the span
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
@@ -165,6 +168,7 @@ class NextExperiment:
     knob_beside: LeverChoice | None = None  # the knob in hand, said beside a rewrite that saves far more
     own_fix: "NextExperiment | None" = None   # FIND_STRAGGLER: what this rank's own timeline calls for (its peers
                                               # set the pace, but the user gets a fix before the multi-rank run)
+    cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ class Analysis:
     dtod_ns: int = 0                    # ... in device-to-device copies: device work too (copy_ns is over the link)
     graph_breaks: GraphBreaks | None = None   # each steady step enters several compiled regions
                                               # (tracetriage.analyzers.analyses.graph_breaks)
+    copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -307,6 +312,29 @@ def _warmup(devices) -> tuple[FirstCall, ...]:
     return ev.warmup if isinstance(ev, HostEvidence) else ()
 
 
+def setup_idle_ns(devices) -> int:
+    """The device's idle while the host paid one-time set-up (the Idle line's set-up figure: host-work gaps the host
+    spent in first calls, module loading, allocator growth), on the device that idles most."""
+    ev = _evidence_of(devices).get(Cause.HOST_WORK)
+    return int(ev.setup_us * 1e3) if isinstance(ev, HostEvidence) else 0
+
+
+def priced_by_setup_idle(lever: LeverChoice | None, devices) -> LeverChoice | None:
+    """A warm-up saves at least the idle the device spent waiting on the host's set-up: those gaps sit on the
+    critical path (the device had nothing to run), and a warm process does not pay them. The replay can find less
+    where it keeps later work at its traced time (a collective waiting for a peer that paid the same cold start):
+    heldout-user7 tp2x4090, a 372 ms first launch loading its module while the GPU idled, was priced at -8% beside a
+    because of 52% set-up; a warm forward of the same model takes ~60% less. Then the set-up idle is the price, and
+    the because gives that same share."""
+    idle = setup_idle_ns(devices)
+    # (within a point of the span the replay's figure is the one said: nothing a reader would see changes)
+    if lever is None or lever.assumption is None or idle - lever.saving_ns < SAID_POINT * lever.baseline_ns:
+        return lever
+    idle = min(idle, lever.baseline_ns)
+    return dataclasses.replace(lever, predicted_ns=lever.baseline_ns - idle,
+                               assumption=dataclasses.replace(lever.assumption, idle_ns=idle))
+
+
 def _warmup_share(devices, span_ns: int) -> float:
     # the set-up's time inside the idle gaps: a first call that began before the GPU span counts only there
     return min(1.0, sum(w.idle_us for w in _warmup(devices)) * 1e3 / span_ns) if span_ns else 0.0
@@ -381,7 +409,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
-                     health=health, steps=steps)
+                     health=health, steps=steps, loader_start_ns=loader_start.start_ns(trace) if devs else 0)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
@@ -402,13 +430,14 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
                     execution=execution, weight_streaming=weight_streaming(roof.points),
-                    graph_breaks=breaks_mod.find(trace, steps))
+                    graph_breaks=breaks_mod.find(trace, steps),
+                    copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
     """The Next lever's ratio without the profiler beside its profiled one (one more replay)."""
-    if nx.lever is None or levers is None:
-        return nx
+    if nx.lever is None or levers is None or getattr(nx.lever.assumption, "idle_ns", 0):
+        return nx   # (a warm-up priced by its set-up idle: no replay to run unprofiled)
     r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
     return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))
 
@@ -589,7 +618,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
-                collectives: bool = True, steps: Steps | None = None) -> NextExperiment:
+                collectives: bool = True, steps: Steps | None = None, loader_start_ns: int = 0) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -609,7 +638,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if warm >= WARMUP_IS_THE_LEVER:
         # its prediction, where its replay finds the set-up to take out
         lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
-        lever = lever if lever is not None and lever.assumption.count > 0 else None
+        lever = priced_by_setup_idle(lever if lever is not None and lever.assumption.count > 0 else None, devs)
         loop = _steady_loop_fix(steps, choices, by_cause, idle_ns)
         # where the steps after the cold start idle most of each, their gaps recur: the waste is a lever, not "what
         # this profile shows"
@@ -622,13 +651,25 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
         # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
         own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
-                          collectives=False, steps=steps)
+                          collectives=False, steps=steps, loader_start_ns=loader_start_ns)
         return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
+    # a cause whose idle the first of the loop's steps holds is the cold start's: no fix for it, a warm-up where it
+    # is the Idle line's dominant one (analyses.cold_cause: the SGLang decode's one 463 ms copy wait in step 0 of 4)
+    cold = cold_causes(steps)
+    warm_lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP
+                       and _calls_for(c, by_cause, idle_ns)
+                       and loader_start_ns < loader_start.START_HOLDS * c.saving_ns), None)
+    # (where the warm-up's replay prices that cold start, the levers below choose it, with its prediction)
+    if dom in cold and cold[dom].first_ns >= IDLE_LEVER_FLOOR * span_ns and warm_lever is None:
+        return NextExperiment(Experiment.WARM_UP, None, cold[dom].first_ns / span_ns, construct=Construct.SETUP,
+                              cold=cold[dom])
     if levers is not None and choices:
-        fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)]
+        # (a warm-up that mostly takes out a DataLoader's workers starting is no fix: each epoch starts them again)
+        fixes = [c for c in choices if (c is warm_lever or LEVERS[c.lever].experiment is not Experiment.WARM_UP)
+                 and _calls_for(c, by_cause, idle_ns) and LEVERS[c.lever].cause not in cold]
         best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None
         head = by_name.get(HEADROOM)
         if best is not None and head is not None and best.saving_ns < CLOSE_CALL * best.baseline_ns \
@@ -689,6 +730,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 and kind is not Experiment.WARM_UP else None
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
+                best = priced_by_setup_idle(best, devs)
             waste = _waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
                            _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
@@ -704,7 +746,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # as the Next's saving (fresh4 mlp_gemm_roof: "fp8 ... predicted −27%" on GEMMs at 63% of the bf16 peak)
             return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(choices, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
-    if dom is not None and (v.regime is Regime.OVERHEAD or (
+    if dom is not None and dom not in cold and (v.regime is Regime.OVERHEAD or (
             dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tracetriage.analyzers.model.constructs import Construct
 from tracetriage.analyzers.model.evidence import Evidence
+from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.units import (
     a_or_an,
     count,
@@ -52,11 +53,18 @@ from tracetriage.analyzers.voice.common import (
     training_loop,
     uncosted_phrase,
 )
+from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from tracetriage.analyzers.voice.warm_up import FIRST_COMPILE_WARMUP, after_warm_up, early_steps, warmup_advice
+from tracetriage.analyzers.voice.warm_up import (
+    FIRST_COMPILE_WARMUP,
+    after_warm_up,
+    cold_cause_why,
+    early_steps,
+    warmup_advice,
+)
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, LEVERS
 
 
@@ -137,7 +145,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # the workers' knob is the DataLoader's advice wherever the rest of the host work sits (a whole script's
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
+        copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
+        out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
                                workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
@@ -287,38 +296,57 @@ def setup_share(a) -> float:
     return a.warmup_share
 
 
-WARMUP_SAYS_CRITICAL = 0.04   # a set-up share this far above the warm-up's saving says how much of it counts
-                              # (under the claim checker's 5-point tolerance between the two spans)
+WARMUP_SAYS_CRITICAL = 0.04   # first calls holding this much more of the span than the warm-up saves: said beside
 
 
 def _warmup_why(a: Analysis) -> str:
+    """The warm-up's because: the share of the span its prediction takes out, as that same figure (issue 33: "−8%
+    ..., because 52% of the span is one-time set-up"), and what the set-up is."""
+    if a.next_experiment.cold is not None:
+        return cold_cause_why(a)
     lv = a.next_experiment.lever
-    if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
-        why = (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
-               "one-time set-up in first calls "
-               f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
-        critical = lv.saving_ns / lv.baseline_ns if lv is not None and lv.baseline_ns else None
-        if critical is not None and critical < a.warmup_share - WARMUP_SAYS_CRITICAL:
-            # the prediction is what its because names: a set-up share far above it says how much of it counts
-            why += (f"; of it, {claim('next.because.setup_critical_share', critical, share(critical))} of the traced "
-                    "span lies on the critical path (the rest the replay finds overlapped or waited out anyway)")
-        return why
-    steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
-    if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
+    names = ", ".join(w.name for w in a.warmup[:2])
+    if lv is None:   # no replay prices it: the first calls' share, no prediction beside it
+        return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
+                f"one-time set-up in first calls ({names}), which the steady state never pays")
+    if getattr(lv.assumption, "idle_ns", 0):   # priced by the device's idle through the host's set-up
+        return (f"{_setup_share(lv)} of the span is the device idling while the host pays one-time set-up"
+                + (f" (first calls of {names})" if names else "") + ", which the steady state never pays")
+    if a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns:
+        x = lv.saving_ns / lv.baseline_ns if lv.baseline_ns else 0.0
+        if x < a.warmup_share - WARMUP_SAYS_CRITICAL:
+            # the first calls hold more than the replay takes out: the rest ran beside GPU work (no idle to close)
+            return (f"{_setup_share(lv)} of the span is one-time set-up on the critical path (first calls of "
+                    f"{names}: {claim('next.because.first_calls_share', a.warmup_share, share(a.warmup_share))} of "
+                    "the span in all, the rest the replay finds overlapped with GPU work or waited out anyway)")
+        return (f"{_setup_share(lv)} of the span is one-time set-up in first calls ({names}), which the steady state "
+                "never pays")
+    steps = getattr(lv.assumption, "early_steps", 0)
+    if a.warmup:   # the replay removes more than the first calls: the set-up steps' host time
         more = (f", and {early_steps(steps)} host time above a steady step's" if steps else
-                ", and every later first call past its warm cost" if getattr(lv.assumption, "cold_pass", False) else "")
-        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as "
-                f"{', '.join(w.name for w in a.warmup[:2])}{more}), which the steady state never pays")
+                (", and every later call and untraced host stretch past its warm cost" if _ops_unrecorded(a) else
+                 ", and every later first call past its warm cost") if getattr(lv.assumption, "cold_pass", False)
+                else "")
+        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as {names}{more}), which the "
+                "steady state never pays")
     where = f"{early_steps(steps)} host time above a steady step's" if steps else "set-up stretches"
     return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
             f"which the steady state never pays")
 
 
+def _ops_unrecorded(a: Analysis) -> bool:
+    """A runtime-only capture: its cold pass's set-up includes the untraced stretches between calls (analyses.setup)."""
+    h = getattr(a, "health", None)
+    return h is not None and h.has(HealthProblem.OPS_NOT_RECORDED)
+
+
 def setup_held(a: Analysis) -> float:
     """The share of the span a warm-up Next's because says is one-time set-up (the first calls' set-up, or what the
     warm-up's replay takes out where that is more): one figure for the Regime line and the because."""
+    if a.next_experiment.cold is not None:
+        return a.next_experiment.gain_share
     lv = a.next_experiment.lever
-    if lv is None or (a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns):
+    if lv is None or not lv.baseline_ns:
         return a.warmup_share
     return lv.saving_ns / lv.baseline_ns
 

@@ -4,9 +4,12 @@ still idle most of each (graph breaks named where each step enters several compi
 """
 from __future__ import annotations
 
+from tracetriage.analyzers.model.units import duration_ns, integer, share
 from tracetriage.analyzers.model.verdicts import Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
+from tracetriage.analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, LEVERS
 
 FIRST_COMPILE_WARMUP = ("warm up the compiled code first: call it a few times before the profiler starts "
@@ -55,3 +58,16 @@ def early_steps(n: int) -> str:
     """The early steps a warm-up's replay scales to a steady step's host time ("the first step's", "the first 2
     steps'")."""
     return "the first step's" if n == 1 else f"the first {n} steps'"
+
+
+def cold_cause_why(a: Analysis) -> str:
+    """A warm-up whose because is the first step's hold on the dominant idle cause (analyses.cold_cause): that share of
+    the span, and what the later steps pay of the same cause. No prediction: no lever prices a warm start here."""
+    c = a.next_experiment.cold
+    held = a.next_experiment.gain_share
+    later = c.steps_ns - c.first_ns
+    return (f"{claim('next.because.setup_share', held, share(held))} of the span is the first step's "
+            f"{CAUSE_WORDS[c.cause]} idle ({duration_ns(c.first_ns)}), while the {integer(c.steps - 1)} later steps "
+            "pay "
+            f"{duration_ns(later) if later else 'none'} of it together: a cold start the steady state never pays, so "
+            "a fix for it changes nothing once the program runs warm")
