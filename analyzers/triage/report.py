@@ -58,6 +58,7 @@ from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.sources import SourceLines
+from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import HEADROOM, LEVERS, NAMES
@@ -76,7 +77,6 @@ LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of th
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
                           # within it the smaller change to the user's code is the Next
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
-SAID_POINT = 0.01         # a share said in whole percents: a point of the span
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
@@ -310,29 +310,6 @@ def _evidence_of(devices) -> dict[Cause, Evidence]:
 def _warmup(devices) -> tuple[FirstCall, ...]:
     ev = _evidence_of(devices).get(Cause.HOST_WORK)
     return ev.warmup if isinstance(ev, HostEvidence) else ()
-
-
-def setup_idle_ns(devices) -> int:
-    """The device's idle while the host paid one-time set-up (the Idle line's set-up figure: host-work gaps the host
-    spent in first calls, module loading, allocator growth), on the device that idles most."""
-    ev = _evidence_of(devices).get(Cause.HOST_WORK)
-    return int(ev.setup_us * 1e3) if isinstance(ev, HostEvidence) else 0
-
-
-def priced_by_setup_idle(lever: LeverChoice | None, devices) -> LeverChoice | None:
-    """A warm-up saves at least the idle the device spent waiting on the host's set-up: those gaps sit on the
-    critical path (the device had nothing to run), and a warm process does not pay them. The replay can find less
-    where it keeps later work at its traced time (a collective waiting for a peer that paid the same cold start):
-    heldout-user7 tp2x4090, a 372 ms first launch loading its module while the GPU idled, was priced at -8% beside a
-    because of 52% set-up; a warm forward of the same model takes ~60% less. Then the set-up idle is the price, and
-    the because gives that same share."""
-    idle = setup_idle_ns(devices)
-    # (within a point of the span the replay's figure is the one said: nothing a reader would see changes)
-    if lever is None or lever.assumption is None or idle - lever.saving_ns < SAID_POINT * lever.baseline_ns:
-        return lever
-    idle = min(idle, lever.baseline_ns)
-    return dataclasses.replace(lever, predicted_ns=lever.baseline_ns - idle,
-                               assumption=dataclasses.replace(lever.assumption, idle_ns=idle))
 
 
 def _warmup_share(devices, span_ns: int) -> float:
@@ -656,13 +633,10 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
-    # a cause whose idle the first of the loop's steps holds is the cold start's: no fix for it, a warm-up where it
-    # is the Idle line's dominant one (analyses.cold_cause: the SGLang decode's one 463 ms copy wait in step 0 of 4)
     cold = cold_causes(steps)
     warm_lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP
                        and _calls_for(c, by_cause, idle_ns)
                        and loader_start_ns < loader_start.START_HOLDS * c.saving_ns), None)
-    # (where the warm-up's replay prices that cold start, the levers below choose it, with its prediction)
     if dom in cold and cold[dom].first_ns >= IDLE_LEVER_FLOOR * span_ns and warm_lever is None:
         return NextExperiment(Experiment.WARM_UP, None, cold[dom].first_ns / span_ns, construct=Construct.SETUP,
                               cold=cold[dom])
