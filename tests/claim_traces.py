@@ -346,3 +346,108 @@ def tiny_training_steps_at_a_small_batch(steps: int = 6, LOADER_NS: int = 300 * 
         ev.append(annotation("Optimizer.step#Adam.step", opt - 1 * US, launches[-1].op_end + 1 * US))
         t = launches[-1].gpu_end + 5 * US
     return with_device(document(ev), "NVIDIA GeForce RTX 3080")
+
+
+def first_step_copy_wait(steps: int = 4, every_step: bool = False) -> dict:
+    """A decode loop of `steps` ProfilerSteps, each a pageable input copy then 20 kernels of 400 µs; the first step's
+    copy holds the host 200 ms (a cold start: the allocator growing, a first staging buffer), the later ones 10 µs.
+    The public SGLang decode on an MI300X (one 463 ms copy wait in the first of four steps) shows the same.
+    `every_step`: each step's copy takes the 200 ms (the copies recur: no cold start)."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    for s in range(steps):
+        start = t
+        hold = 200 * MS if (s == 0 or every_step) else 10 * US
+        ev += [op("aten::copy_", t, t + hold + 20 * US, ext),
+               call("cudaMemcpyAsync", t + 5 * US, t + hold + 15 * US, corr, ext),
+               gpu("Memcpy HtoD (Pageable -> Device)", t + 10 * US, t + hold + 10 * US, corr, cat="gpu_memcpy",
+                   bytes=4_000)]
+        launches = steady(20, t + hold + 30 * US, kernel_ns=400 * US, gap=20 * US, first_id=s * 100)
+        ev += events_for(launches, first_id=20_000 + s * 100)
+        t = launches[-1].gpu_end + 20 * US
+        ev.append(annotation(f"ProfilerStep#{s}", start, t))
+        ext, corr = ext + 1, corr + 1
+    return with_device(document(ev), "NVIDIA H100 80GB HBM3")
+
+
+def copy_benchmark(steps: int = 4, pinned: bool = True) -> dict:
+    """A copy micro-benchmark with no kernel (heldout-user7 a100copy_pinned / a100copy_pageable): each ProfilerStep
+    copies 154 MB to the device on one stream and 154 MB back on another. `pinned`: cudaMemcpyAsync returns in 6 µs
+    and the two copies overlap (30 ms and 17 ms), the host then waits in cudaDeviceSynchronize; else each call holds
+    the host for its whole copy (32 ms, then 34 ms), one after the other."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    src, dst = ("Pinned -> Device", "Device -> Pinned") if pinned else ("Pageable -> Device", "Device -> Pageable")
+    for s in range(steps):
+        start = t
+        up, down = (30 * MS, 17 * MS) if pinned else (32 * MS, 34 * MS)
+        c1 = t + 10 * US
+        e1 = c1 + (6 * US if pinned else up + 20 * US)
+        ev += [op("aten::copy_", c1 - 5 * US, e1 + 5 * US, ext), call("cudaMemcpyAsync", c1, e1, corr, ext),
+               gpu(f"Memcpy HtoD ({src})", c1 + 5 * US, c1 + 5 * US + up, corr, stream=22, cat="gpu_memcpy",
+                   bytes=154_140_672)]
+        c2 = e1 + 20 * US
+        e2 = c2 + (6 * US if pinned else down + 20 * US)
+        ev += [op("aten::copy_", c2 - 5 * US, e2 + 5 * US, ext + 1), call("cudaMemcpyAsync", c2, e2, corr + 1, ext + 1),
+               gpu(f"Memcpy DtoH ({dst})", c2 + 5 * US, c2 + 5 * US + down, corr + 1, stream=20, cat="gpu_memcpy",
+                   bytes=154_140_672)]
+        done = max(c1 + 5 * US + up, c2 + 5 * US + down)
+        if pinned:
+            ev.append(call("cudaDeviceSynchronize", e2 + 30 * US, done + 10 * US, corr + 2))
+        t = done + 100 * US
+        ev.append(annotation(f"ProfilerStep#{s}", start, t))
+        ext, corr = ext + 2, corr + 3
+    return with_device(document(ev), "NVIDIA A100-SXM4-40GB")
+
+
+def kernels_only(names: list[str], t0: int = 100 * US, first_launch_ns: int = 0) -> dict:
+    """A runtime-only capture (no cpu_op) launching `names` in order, each kernel 10 µs behind a 20 µs host gap;
+    `first_launch_ns`: each kernel name's first launch holds the host that long (its module loaded lazily)."""
+    launches, t, seen = [], t0, set()
+    for n in names:
+        hold = first_launch_ns if first_launch_ns and n not in seen else 4 * US
+        seen.add(n)
+        cs = t + 15 * US
+        launches.append(Launch(op_start=cs, op_end=cs + hold, call_start=cs, call_end=cs + hold,
+                               gpu_start=cs + hold + 5 * US, gpu_end=cs + hold + 15 * US, kernel=n))
+        t = cs + hold + 15 * US
+    return document([e for e in events_for(launches) if e.get("cat") != "cpu_op"])
+
+
+BLOCK = ["sgemm_qkv", "softmax", "sgemm_proj", "layer_norm", "sgemm_mlp1", "gelu", "sgemm_mlp2"]
+
+
+def one_windowed_forward() -> dict:
+    """One forward of a hierarchical vision transformer recorded without ops (heldout-user7 swin_warm): a stem, four
+    stages of 2, 2, 6 and 2 blocks, shifted blocks adding a roll and a mask, a patch merging between stages, a head:
+    the blocks repeat (each starting at its qkv GEMM), but their kernel counts between repeats differ."""
+    names = ["conv_stem", "layer_norm"]
+    for stage, blocks in enumerate((2, 2, 6, 2)):
+        for b in range(blocks):
+            names += (["roll", "mask_fill"] if b % 2 else []) + BLOCK + (["roll"] * (stage + 1) if b % 2 else [])
+        if stage < 3:
+            names += ["cat", "layer_norm", "sgemm_merge", "copy", "copy"][: 2 + stage + 1]
+    return kernels_only(names + ["layer_norm", "avgpool", "sgemm_head"])
+
+
+def a_small_models_loop(iterations: int = 6) -> dict:
+    """A loop of `iterations` forwards of a three-block model recorded without ops: each iteration the same kernels."""
+    one = ["conv_stem"] + BLOCK * 3 + ["sgemm_head", "loss"]
+    return kernels_only(one * iterations)
+
+
+def a_loop_after_its_workers_start(iterator: str = "_MultiProcessingDataLoaderIter", steps: int = 8) -> dict:
+    """A small model's training loop profiled from its start (heldout-user7 mlp4090L_bf16): 40 ms of untraced host
+    time while the DataLoader's workers start, a first fetch of 15 ms, then each step a 300 µs fetch, 20 host-bound
+    launches of 10 µs kernels and an optimizer step."""
+    ev = [op("aten::empty", 100 * US, 110 * US)]
+    t = 40 * MS
+    ev.append(annotation(f"enumerate(DataLoader)#{iterator}.__next__", t, t + 15 * MS))
+    t += 15 * MS + 10 * US
+    for step in range(steps):
+        if step:
+            ev.append(annotation(f"enumerate(DataLoader)#{iterator}.__next__", t, t + 300 * US))
+            t += 310 * US
+        launches = steady(20, t, first_id=step * 100)
+        ev += events_for(launches, first_id=1 + step * 100)
+        ev.append(annotation("Optimizer.step#AdamW.step", launches[15].op_start - 1 * US, launches[-1].op_end + 1 * US))
+        t = launches[-1].gpu_end + 10 * US
+    return document(ev)

@@ -1,11 +1,10 @@
 """Iterations found without named ranges: what one step of the user's loop costs, step by step.
 
-Where the trace has the profiler's own `ProfilerStep#N` ranges, those are the steps. Otherwise the
-steps are found from the repeated structure of the trace: the sequence of top-level ops (the
-outermost cpu_op of each host thread, plus torch's own `Optimizer.step#...` and
-`enumerate(DataLoader)#...` ranges; the kernels when the trace has no CPU ops). An op that occurs
-once per iteration cuts that sequence into units; the units of a loop are alike (the same ops in the
-same order, give or take a logging `.item()`), and they cover most of the traced time:
+Where the trace has the profiler's own `ProfilerStep#N` ranges, those are the steps. Otherwise the steps are found from
+the repeated structure of the trace: the sequence of top-level ops (the outermost cpu_op of each host thread, plus
+torch's own `Optimizer.step#...` and `enumerate(DataLoader)#...` ranges; the kernels when the trace has no CPU ops). An
+op that occurs once per iteration cuts that sequence into units; the units of a loop are alike (the same ops in the same
+order, give or take a logging `.item()`), and they cover most of the traced time:
 
     for each op name that occurs STEP_MIN_REPEATS times or more:
         cut the sequence at its occurrences; the units alike the most common one are "regular"
@@ -13,20 +12,20 @@ same order, give or take a logging `.item()`), and they cover most of the traced
     the loop is the cut with the largest cover; within COVER_TIE of it, the one with the most units
     (a training loop that logs every 5th step still has 20 steps, not 4)
 
-A repeated unit that holds none of the marks of a whole step (a forward's embedding lookup, a
-compiled region or CUDA-graph replay, an optimizer step, a DataLoader fetch, a collective, a host
-sync) while the trace has such a mark outside the units is a layer of one pass, not a step: a
-single forward of a 24-layer model has 24 alike units and one step. Then no step is invented.
-Unless a loop runs around those units (a named range of the user's repeating STEP_MIN_REPEATS times, or a larger
-unit holding a forward and a backward): then they are no layers of one pass either, and no step is claimed.
+A repeated unit that holds none of the marks of a whole step (a forward's embedding lookup, a compiled region or
+CUDA-graph replay, an optimizer step, a DataLoader fetch, a collective, a host sync) while the trace has such a mark
+outside the units is a layer of one pass, not a step: a single forward of a 24-layer model has 24 alike units and one
+step. Then no step is invented. Unless a loop runs around those units (a named range of the user's repeating
+STEP_MIN_REPEATS times, or a larger unit holding a forward and a backward): then they are no layers of one pass either,
+and no step is claimed.
 
-Where each step ends: after the host sync that ends it when every unit holds one (`loss.item()`,
-a stopping check), else at the op that starts each unit.
+Where each step ends: after the host sync that ends it when every unit holds one (`loss.item()`, a stopping check), else
+at the op that starts each unit.
 
-Each step's window runs from its host start (or the end of the step before, when the host ran
-ahead) to its next step's host start (or its own last GPU activity, when that is later), so the
-windows partition the timeline and a step's wall is what it added to it. Per step: wall, kernel
-busy time, and the idle gaps (tracetriage.analyzers.analyses.idle) by cause inside the window.
+Each step's window runs from its host start (or the end of the step before, when the host ran ahead) to its next step's
+host start (or its own last GPU activity, when that is later), so the windows partition the timeline and a step's wall
+is what it added to it. Per step: wall, kernel busy time, and the idle gaps (tracetriage.analyzers.analyses.idle) by
+cause inside the window.
 """
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ from enum import Enum
 import numpy as np
 
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
+from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -521,13 +521,13 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
     step_syncs = sync_tok if not 0 < forwards < STEP_MIN_REPEATS else np.zeros(len(rows), bool)
     marks = _marks(trace, rows, step_syncs) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
     cut = None
-    for c in _choose(cuts):
+    for c in (c for c in _choose(cuts) if found_from is not StepsFrom.REPEATED_KERNELS or alike_inside(c.regular)):
         if not marks.any() or _marked_share(c, marks) >= MARKED_UNITS:
             cut = c
             break
     if cut is None:
         c = _choose(cuts)[0]
-        why = NoSteps.UNMARKED_LOOP if _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
+        why = NoSteps.UNMARKED_LOOP if marks.any() and _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name])
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
     if boundary is Boundary.AT_OP:

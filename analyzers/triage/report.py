@@ -22,23 +22,25 @@ from tracetriage.analyzers.analyses import framework as framework_mod
 from tracetriage.analyzers.analyses import graph_breaks as breaks_mod
 from tracetriage.analyzers.analyses import graph_capture as capture_mod
 from tracetriage.analyzers.analyses import health as health_mod
-from tracetriage.analyzers.analyses import hotspots
+from tracetriage.analyzers.analyses import hotspots, loader_start
 from tracetriage.analyzers.analyses import idle as idle_mod
 from tracetriage.analyzers.analyses import inference as inference_mod
 from tracetriage.analyzers.analyses import ranges as ranges_mod
 from tracetriage.analyzers.analyses import roofline as roof_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
+from tracetriage.analyzers.analyses.cold_cause import ColdCause, cold_causes
+from tracetriage.analyzers.analyses.copies_async import CopiesAsync, copies_async
 from tracetriage.analyzers.analyses.frames import SourceLine
 from tracetriage.analyzers.analyses.graph_breaks import GraphBreaks
 from tracetriage.analyzers.analyses.graph_capture import GraphCapture
 from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.inductor import FusedKernel
-from tracetriage.analyzers.analyses.inference import Inference, PhasesFrom
+from tracetriage.analyzers.analyses.inference import Inference
 from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
-from tracetriage.analyzers.analyses.steps import Outlier, Steps
+from tracetriage.analyzers.analyses.steps import Steps
 from tracetriage.analyzers.analyses.weight_streaming import WeightStreaming, weight_streaming
 from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
@@ -57,7 +59,9 @@ from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.pace import Pace, pace
+from tracetriage.analyzers.triage.phases import Phases, phases_of_ranges, phases_of_shapes
 from tracetriage.analyzers.triage.sources import SourceLines
+from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, HEADROOM, LEVERS, NAMES, VALUE_CHECKS, value_checks
@@ -81,38 +85,6 @@ COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say tha
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
 TENSOR_CORE_GAIN = 2       # mixed precision where the device runs fp16 or bf16 at least this many times its fp32 rate
 SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
-
-@dataclass(frozen=True)
-class Phase:
-    """One side of a prefill+decode trace: its named range (None: found from the ops' shapes) and how it is bound."""
-    range: str | None
-    count: int
-    median_wall_us: float
-    kernel_busy_us: float
-    idle_share: float
-    idle_dominant: Cause | None
-    regime: Regime
-    verdict: RegimeVerdict
-
-
-@dataclass(frozen=True)
-class Phases:
-    prefill: Phase
-    decode: Phase
-    ttft_us: float               # the median request's time to first token
-    per_token_us: float          # each round's decode span over its steps (steps overlap when the host runs ahead)
-    tokens_per_prefill: int
-    found_from: PhasesFrom = PhasesFrom.RANGES
-    ttft_p90_us: float = 0.0
-    per_token_median_us: float = 0.0   # inter-token latency: a decode step's token after the one before it
-    per_token_p90_us: float = 0.0
-    requests: int = 1                  # prefills
-    mixed_steps: int = 0               # continuous batching: steps with prefill and decode tokens together
-    batch: int | None = None           # sequences per decode step, where the shapes say it
-    prompt_tokens: int | None = None   # tokens per sequence in the first prefill
-    decode_inferred: bool = False      # decode recorded no shapes (CUDA-graph replays): taken from the structure
-    decode_outlier: Outlier | None = None   # the decode step far slower than the median, and why
-
 
 @dataclass(frozen=True)
 class HostOnly:
@@ -167,6 +139,7 @@ class NextExperiment:
     knob_beside: LeverChoice | None = None  # the knob in hand, said beside a rewrite that saves far more
     own_fix: "NextExperiment | None" = None   # FIND_STRAGGLER: what this rank's own timeline calls for (its peers
                                               # set the pace, but the user gets a fix before the multi-rank run)
+    cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
 
 
 @dataclass(frozen=True)
@@ -211,6 +184,7 @@ class Analysis:
                                               # (tracetriage.analyzers.analyses.graph_breaks)
     pace: Pace | None = None            # who sets the pace: the host's window, the launch queue, the kernels
                                         # (tracetriage.analyzers.triage.pace); None: no GPU timeline
+    copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -388,7 +362,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         if devs else None
     dry = pc.dry if pc is not None else None
     nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
-                     health=health, steps=steps, dry=dry)
+                     health=health, steps=steps, dry=dry,
+                     loader_start_ns=loader_start.start_ns(trace) if devs else 0)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
@@ -402,7 +377,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     dtod_ns=dtod_ns,
                     idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
-                    phases=None if range_name else (_phases(rng_all, range_verdicts) or _shape_phases(inf)),
+                    phases=None if range_name else (phases_of_ranges(rng_all, range_verdicts) or phases_of_shapes(inf)),
                     roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=host_only, levers=levers, lever_choices=choices,
                     next_experiment=nx,
@@ -410,13 +385,14 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
                     execution=execution, weight_streaming=weight_streaming(roof.points),
                     graph_breaks=breaks_mod.find(trace, steps),
-                    pace=pc)
+                    pace=pc,
+                    copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
     """The Next lever's ratio without the profiler beside its profiled one (one more replay)."""
-    if nx.lever is None or levers is None:
-        return nx
+    if nx.lever is None or levers is None or getattr(nx.lever.assumption, "idle_ns", 0):
+        return nx   # (a warm-up priced by its set-up idle: no replay to run unprofiled)
     r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
     return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))
 
@@ -506,64 +482,6 @@ def analyze_file(path: str | os.PathLike, range_name: str | None = None,
 
 # --- prefill / decode ------------------------------------------------------------
 
-def _phases(rng: tuple[RangeStats, ...], verdicts: dict[str, RegimeVerdict]) -> Phases | None:
-    by = {r.name: r for r in rng}
-    pre = by.get("prefill")
-    dec = next((by[n] for n in ("decode_step", "decode") if n in by), None)
-    if pre is None or dec is None:
-        return None
-
-    def phase(r: RangeStats) -> Phase:
-        v = verdicts[r.name]
-        return Phase(r.name, r.count, round(r.median_wall_us, 1), round(r.kernel_busy_us, 1), round(r.idle_share, 4),
-                     r.idle_dominant, v.regime, v)
-
-    pre_walls = (pre.windows[1] - pre.windows[0]) / 1e3
-    itl = inference_mod.inter_token_ns(pre.windows, dec.windows) / 1e3
-    return Phases(phase(pre), phase(dec), ttft_us=round(pre.median_wall_us, 1),
-                  per_token_us=round(_per_token(pre, dec), 1),
-                  tokens_per_prefill=max(1, dec.count // max(1, pre.count)),
-                  ttft_p90_us=round(float(np.percentile(pre_walls, 90)), 1),
-                  per_token_median_us=round(float(np.median(itl)), 1) if len(itl) else 0.0,
-                  per_token_p90_us=round(float(np.percentile(itl, 90)), 1) if len(itl) else 0.0, requests=pre.count)
-
-
-def _shape_phases(inf: Inference | None) -> Phases | None:
-    """Prefill and decode found from the steps' shapes (no named ranges)."""
-    if inf is None:
-        return None
-
-    def phase(p) -> Phase:
-        return Phase(None, len(p.steps), round(p.median_wall_ns / 1e3, 1), round(p.kernel_busy_ns / 1e3, 1),
-                     round(p.idle_share, 4), p.idle_dominant, p.verdict.regime, p.verdict)
-
-    d = inf.decode_summary
-    ttft = np.array(inf.ttft_ns, np.float64) / 1e3
-    return Phases(phase(inf.prefill), phase(inf.decode), ttft_us=round(float(np.median(ttft)), 1),
-                  per_token_us=round(inf.decode.wall_ns / len(inf.decode.steps) / 1e3, 1),
-                  tokens_per_prefill=max(1, len(inf.decode.steps) // len(inf.ttft_ns)),
-                  found_from=PhasesFrom.SHAPES, ttft_p90_us=round(float(np.percentile(ttft, 90)), 1),
-                  per_token_median_us=round(d.median_ns / 1e3, 1), per_token_p90_us=round(d.p90_ns / 1e3, 1),
-                  requests=len(inf.ttft_ns), mixed_steps=len(inf.mixed), batch=inf.batch,
-                  prompt_tokens=inf.prompt_tokens, decode_inferred=inf.decode_inferred, decode_outlier=d.outlier)
-
-
-def _per_token(pre: RangeStats, dec: RangeStats) -> float:
-    """With several prefill+decode rounds, measure each round's decode span separately."""
-    ps = np.sort(pre.windows[0])
-    s, e = dec.windows
-    spans = []
-    for i in range(len(ps)):
-        lo = ps[i]
-        hi = ps[i + 1] if i + 1 < len(ps) else np.iinfo(np.int64).max
-        m = (s >= lo) & (s < hi)
-        if m.any():
-            spans.append((float(e[m].max() - s[m].min()) / 1e3, int(m.sum())))
-    tot_t = sum(t for t, _ in spans)
-    tot_n = sum(n for _, n in spans)
-    return tot_t / tot_n if tot_n else 0.0
-
-
 # --- a CPU-only trace ----------------------------------------------------------------
 
 def _host_only(trace: Trace) -> HostOnly:
@@ -597,7 +515,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 roof: Roofline, levers: whatif.Levers | None = None,
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
-                collectives: bool = True, steps: Steps | None = None, dry: DryQueue | None = None) -> NextExperiment:
+                collectives: bool = True, steps: Steps | None = None, dry: DryQueue | None = None,
+                loader_start_ns: int = 0) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -617,7 +536,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if warm >= WARMUP_IS_THE_LEVER:
         # its prediction, where its replay finds the set-up to take out
         lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
-        lever = lever if lever is not None and lever.assumption.count > 0 else None
+        lever = priced_by_setup_idle(lever if lever is not None and lever.assumption.count > 0 else None, devs)
         loop = _steady_loop_fix(steps, choices, by_cause, idle_ns)
         # where the steps after the cold start idle most of each, their gaps recur: the waste is a lever, not "what
         # this profile shows"
@@ -630,15 +549,24 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None and comm.kind is Experiment.FIND_STRAGGLER:
         # the peers set the pace, but this rank's own timeline has its fix: said beside, the straggler first
         own = choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, choices, fw, capture, health,
-                          collectives=False, steps=steps, dry=dry)
+                          collectives=False, steps=steps, dry=dry, loader_start_ns=loader_start_ns)
         return dataclasses.replace(comm, own_fix=own if own.lever is not None and own.kind in OWN_FIX_KINDS else None)
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
+    cold = cold_causes(steps)
+    warm_lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP
+                       and _calls_for(c, by_cause, idle_ns)
+                       and loader_start_ns < loader_start.START_HOLDS * c.saving_ns), None)
+    if dom in cold and cold[dom].first_ns >= IDLE_LEVER_FLOOR * span_ns and warm_lever is None:
+        return NextExperiment(Experiment.WARM_UP, None, cold[dom].first_ns / span_ns, construct=Construct.SETUP,
+                              cold=cold[dom])
     if levers is not None and choices:
-        # (no launch cut where the queue ran dry in too little of the span to fill: triage.launch_queue)
+        # (a warm-up that mostly takes out a DataLoader's workers starting is no fix: each epoch starts them again;
+        # no launch cut where the queue ran dry in too little of the span to fill: triage.launch_queue)
         full = dry is not None and dry.fills_little
-        fixes = [c for c in choices if _calls_for(c, by_cause, idle_ns)
+        fixes = [c for c in choices if (c is warm_lever or LEVERS[c.lever].experiment is not Experiment.WARM_UP)
+                 and _calls_for(c, by_cause, idle_ns) and LEVERS[c.lever].cause not in cold
                  and not (full and LEVERS[c.lever].experiment is None
                           and LEVERS[c.lever].cause is Cause.LAUNCH_OVERHEAD)]
         # a check per layer read on the host splits the step: no CUDA graph replays it as one until they are off
@@ -704,6 +632,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 and kind is not Experiment.WARM_UP else None
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
+                best = priced_by_setup_idle(best, devs)
             waste = _waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
                            _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
@@ -719,7 +648,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # as the Next's saving (fresh4 mlp_gemm_roof: "fp8 ... predicted −27%" on GEMMs at 63% of the bf16 peak)
             return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(choices, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
-    if dom is not None and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
+    if dom is not None and dom not in cold \
+            and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
             v.regime is Regime.OVERHEAD or (dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),

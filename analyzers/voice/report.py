@@ -53,11 +53,17 @@ from tracetriage.analyzers.voice.common import (
     training_loop,
     uncosted_phrase,
 )
+from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
-from tracetriage.analyzers.voice.warm_up import FIRST_COMPILE_WARMUP, after_warm_up, early_steps, warmup_advice
+from tracetriage.analyzers.voice.warm_up import (
+    FIRST_COMPILE_WARMUP,
+    after_warm_up,
+    warmup_advice,
+    warmup_why,
+)
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, LEVERS
 
 
@@ -127,7 +133,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         return capture_next(a.graph_capture)
     if nx.kind is Experiment.WARM_UP:
         out = {"lever": warmup_advice(a),
-               "why": _warmup_why(a) + after_warm_up(a),
+               "why": warmup_why(a) + after_warm_up(a),
                # (where the steady steps idle most of each, they recur: the waste is a lever that saves least)
                "waste": "" if nx.waste is not None else claim(
                    "waste.nothing_recurs", 1, "optimising what this profile shows: its biggest gaps do not recur")}
@@ -138,7 +144,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # the workers' knob is the DataLoader's advice wherever the rest of the host work sits (a whole script's
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
-        out = {"lever": advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
+        copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
+        out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
                                workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
@@ -291,45 +298,15 @@ def setup_share(a) -> float:
     return a.warmup_share
 
 
-WARMUP_SAYS_CRITICAL = 0.04   # a set-up share this far above the warm-up's saving says how much of it counts
-                              # (under the claim checker's 5-point tolerance between the two spans)
-
-
-def _warmup_why(a: Analysis) -> str:
-    lv = a.next_experiment.lever
-    if a.warmup and (lv is None or a.warmup_share * a.span_ns >= lv.saving_ns):
-        why = (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
-               "one-time set-up in first calls "
-               f"({', '.join(w.name for w in a.warmup[:2])}), which the steady state never pays")
-        critical = lv.saving_ns / lv.baseline_ns if lv is not None and lv.baseline_ns else None
-        if critical is not None and critical < a.warmup_share - WARMUP_SAYS_CRITICAL:
-            # the prediction is what its because names: a set-up share far above it says how much of it counts
-            why += (f"; of it, {claim('next.because.setup_critical_share', critical, share(critical))} of the traced "
-                    "span lies on the critical path (the rest the replay finds overlapped or waited out anyway)")
-        return why
-    steps = getattr(lv.assumption, "early_steps", 0) if lv is not None else 0
-    if a.warmup and lv is not None:   # the replay removes more than the first calls: the set-up steps' host time
-        more = (f", and {early_steps(steps)} host time above a steady step's" if steps else
-                ", and every later first call past its warm cost" if getattr(lv.assumption, "cold_pass", False) else "")
-        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as "
-                f"{', '.join(w.name for w in a.warmup[:2])}{more}), which the steady state never pays")
-    where = f"{early_steps(steps)} host time above a steady step's" if steps else "set-up stretches"
-    return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
-            f"which the steady state never pays")
-
-
 def setup_held(a: Analysis) -> float:
     """The share of the span a warm-up Next's because says is one-time set-up (the first calls' set-up, or what the
     warm-up's replay takes out where that is more): one figure for the Regime line and the because."""
+    if a.next_experiment.cold is not None:
+        return a.next_experiment.gain_share
     lv = a.next_experiment.lever
-    if lv is None or (a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns):
+    if lv is None or not lv.baseline_ns:
         return a.warmup_share
     return lv.saving_ns / lv.baseline_ns
-
-
-def _setup_share(lv) -> str:
-    """The set-up a warm-up's replay takes out, as a share of the span (its because)."""
-    return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))
 
 
 def _lever_why(a: Analysis) -> str:

@@ -4,9 +4,13 @@ still idle most of each (graph breaks named where each step enters several compi
 """
 from __future__ import annotations
 
+from tracetriage.analyzers.model.health import Problem as HealthProblem
+from tracetriage.analyzers.model.units import duration_ns, integer, share
 from tracetriage.analyzers.model.verdicts import Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
+from tracetriage.analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, LEVERS
 
 FIRST_COMPILE_WARMUP = ("warm up the compiled code first: call it a few times before the profiler starts "
@@ -55,3 +59,65 @@ def early_steps(n: int) -> str:
     """The early steps a warm-up's replay scales to a steady step's host time ("the first step's", "the first 2
     steps'")."""
     return "the first step's" if n == 1 else f"the first {n} steps'"
+
+
+def cold_cause_why(a: Analysis) -> str:
+    """A warm-up whose because is the first step's hold on the dominant idle cause (analyses.cold_cause): that share of
+    the span, and what the later steps pay of the same cause. No prediction: no lever prices a warm start here."""
+    c = a.next_experiment.cold
+    held = a.next_experiment.gain_share
+    later = c.steps_ns - c.first_ns
+    return (f"{claim('next.because.setup_share', held, share(held))} of the span is the first step's "
+            f"{CAUSE_WORDS[c.cause]} idle ({duration_ns(c.first_ns)}), while the {integer(c.steps - 1)} later steps "
+            "pay "
+            f"{duration_ns(later) if later else 'none'} of it together: a cold start the steady state never pays, so "
+            "a fix for it changes nothing once the program runs warm")
+
+
+WARMUP_SAYS_CRITICAL = 0.04   # first calls holding this much more of the span than the warm-up saves: said beside
+
+
+def warmup_why(a: Analysis) -> str:
+    """The warm-up's because: the share of the span its prediction takes out, as that same figure (issue 33: "−8%
+    ..., because 52% of the span is one-time set-up"), and what the set-up is."""
+    if a.next_experiment.cold is not None:
+        return cold_cause_why(a)
+    lv = a.next_experiment.lever
+    names = ", ".join(w.name for w in a.warmup[:2])
+    if lv is None:   # no replay prices it: the first calls' share, no prediction beside it
+        return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
+                f"one-time set-up in first calls ({names}), which the steady state never pays")
+    if getattr(lv.assumption, "idle_ns", 0):   # priced by the device's idle through the host's set-up
+        return (f"{_setup_share(lv)} of the span is the device idling while the host pays one-time set-up"
+                + (f" (first calls of {names})" if names else "") + ", which the steady state never pays")
+    if a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns:
+        x = lv.saving_ns / lv.baseline_ns if lv.baseline_ns else 0.0
+        if x < a.warmup_share - WARMUP_SAYS_CRITICAL:
+            # the first calls hold more than the replay takes out: the rest ran beside GPU work (no idle to close)
+            return (f"{_setup_share(lv)} of the span is one-time set-up on the critical path (first calls of "
+                    f"{names}: {claim('next.because.first_calls_share', a.warmup_share, share(a.warmup_share))} of "
+                    "the span in all, the rest the replay finds overlapped with GPU work or waited out anyway)")
+        return (f"{_setup_share(lv)} of the span is one-time set-up in first calls ({names}), which the steady state "
+                "never pays")
+    steps = getattr(lv.assumption, "early_steps", 0)
+    if a.warmup:   # the replay removes more than the first calls: the set-up steps' host time
+        more = (f", and {early_steps(steps)} host time above a steady step's" if steps else
+                (", and every later call and untraced host stretch past its warm cost" if _ops_unrecorded(a) else
+                 ", and every later first call past its warm cost") if getattr(lv.assumption, "cold_pass", False)
+                else "")
+        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as {names}{more}), which the "
+                "steady state never pays")
+    where = f"{early_steps(steps)} host time above a steady step's" if steps else "set-up stretches"
+    return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
+            f"which the steady state never pays")
+
+
+def _ops_unrecorded(a: Analysis) -> bool:
+    """A runtime-only capture: its cold pass's set-up includes the untraced stretches between calls (analyses.setup)."""
+    h = getattr(a, "health", None)
+    return h is not None and h.has(HealthProblem.OPS_NOT_RECORDED)
+
+
+def _setup_share(lv) -> str:
+    """The set-up a warm-up's replay takes out, as a share of the span (its because)."""
+    return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))

@@ -27,6 +27,8 @@ class SetUpGone(Assumption):
     removed_ns: int = 0              # host time of set-up taken out
     early_steps: int = 0             # early steps scaled to the steady step's host time (0: windows removed)
     cold_pass: bool = False          # one cold pass: every call past its name's warm cost (analyses.setup)
+    idle_ns: int = 0                 # the Next's price where the replay finds less: the device's idle while the host
+                                     # paid set-up (triage.report.priced_by_setup_idle)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SetUpGone, dict]:
@@ -85,8 +87,8 @@ def says(a: SetUpGone) -> str:
                 f"a steady step's (the median of the later ones), does not recur; every later step stays as traced")
     if a.cold_pass:
         return (f"one pass, no step repeated: the {integer(a.count)} set-up stretches (every op and call past its "
-                "name's warm cost, the lower quartile of its calls: first calls per shape, first launches loading "
-                "their modules, "
+                "name's warm cost, the lower quartile of its calls, and with no op recorded every host stretch between "
+                "calls past the lower quartile of those: first calls per shape, first launches loading their modules, "
                 f"allocator growth: {duration_ns(a.removed_ns)} of host time) do not recur; the warm costs stay")
     return (f"the {integer(a.count)} set-up stretches (first calls, handle creation, lazy module loading: "
             f"{duration_ns(a.removed_ns)} of host time) do not recur; every later call stays as traced")
