@@ -36,6 +36,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
+from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -212,6 +213,8 @@ class StepSummary:
     median_busy_ns: int
     median_idle_ns: int
     outlier: Outlier | None
+    drained_ns: int = 0        # work queued before the profiled window that a step drained before its own, left out
+    drained_step: str = ""     # of its wall above (where no outlier says it): how long, and which step (its name)
 
 
 @dataclass(frozen=True)
@@ -725,26 +728,6 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     return Steps(found_from, tuple(steps), boundary, anchor, unit_ops, summary, setup_ns)
 
 
-def queued_before_window(trace: Trace) -> np.ndarray:
-    """For each row: a GPU activity queued before the trace began. The host runs ahead of the GPU, so when the
-    profiler starts (after its schedule's wait and warm-up steps) the stream still holds work launched before it:
-    that work has no launch call in the trace and runs on its stream ahead of every activity launched inside the
-    trace. (An activity with no launch call later on is a dropped record, not queued work.)"""
-    ev = trace.ev
-    out = np.zeros(len(ev), bool)
-    gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
-    if not len(gpu):
-        return out
-    linked = trace.launch_of[gpu] != NONE
-    queue = ev.device[gpu].astype(np.int64) * (1 << 32) + ev.stream[gpu]   # a stream is its device's
-    for q in distinct(queue):
-        on = queue == q
-        first = ev.start[gpu[on & linked]].min() if (on & linked).any() else None
-        if first is not None:
-            out[gpu[on & ~linked & (ev.start[gpu] < first)]] = True
-    return out
-
-
 # --- the first step's set-up ----------------------------------------------------------------------
 
 def steady(steps) -> list[Step]:
@@ -795,6 +778,9 @@ def _pays_setup(trace: Trace, lo: int, hi: int, later_from: int) -> bool:
 # --- median, p90, max and the outlier ---------------------------------------------------------------
 
 def summarize(trace: Trace, devices, steps: list[Step], framework=None) -> StepSummary | None:
+    """Median, p90 and max of the steps' walls, and the outlier. A step that first drained work queued before the
+    window is long because of that work: where the outlier says so (QUEUED) its wall stands beside that clause;
+    elsewhere (too few steps to name an outlier) it counts from the drain's end, the drain said apart (drained_ns)."""
     if not steps:
         return None
     walls = np.array([s.wall_ns for s in steps], np.int64)
@@ -805,10 +791,21 @@ def summarize(trace: Trace, devices, steps: list[Step], framework=None) -> StepS
     if len(steps) >= STEP_MIN_REPEATS and median > 0 and walls[k] >= OUTLIER_RATIO * median \
             and walls[k] - median >= OUTLIER_SHARE * walls.sum():
         outlier = _outlier(trace, devices, worst, steps, median, framework)
+    drained, drained_step = 0, ""
+    if outlier is None or outlier.why is not OutlierWhy.QUEUED:
+        cut = drained_before_own(trace, steps)
+        if cut.any():
+            walls = walls - cut
+            j = int(np.argmax(cut))
+            drained, drained_step = int(cut[j]), steps[j].name or f"step {steps[j].index}"
+            median = float(np.median(walls))
+            k = int(np.argmax(walls))
+            worst = steps[k]
     return StepSummary(steps=len(steps), median_ns=int(round(median)), p90_ns=int(round(np.percentile(walls, 90))),
                        max_ns=int(walls[k]), max_step=worst.index,
                        median_busy_ns=int(round(np.median([s.kernel_busy_ns for s in steps]))),
-                       median_idle_ns=int(round(np.median([s.idle_ns for s in steps]))), outlier=outlier)
+                       median_idle_ns=int(round(np.median([s.idle_ns for s in steps]))), outlier=outlier,
+                       drained_ns=drained, drained_step=drained_step)
 
 
 def _outlier(trace: Trace, devices, worst: Step, steps: list[Step], median: float, framework) -> Outlier:

@@ -79,6 +79,10 @@ def steps_clause(st) -> str:
     if s is not None and n > 1:
         out += (f": {duration_ns(s.median_ns)} per step (median; p90 {duration_ns(s.p90_ns)}, "
                 f"max {duration_ns(s.max_ns)})")
+    if s is not None and s.drained_ns:
+        # work launched before the profiled window is no step's own: its drain is said apart, not in the figures
+        out += (f", {s.drained_step}'s first {duration_ns(s.drained_ns)} left out: it drained work queued before "
+                "the profiled window")
     setup = st.setup_steps
     if setup:
         said = [f"{x.name or f'step {x.index}'} ({duration_ns(x.wall_ns)})" for x in setup]

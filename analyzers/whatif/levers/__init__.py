@@ -17,9 +17,11 @@ from tracetriage.analyzers.whatif.levers import (
     batch_items,
     batch_passes,
     channels_last,
+    convert_on_gpu,
     cuda_graphs,
     cudnn_benchmark,
     dataloader_workers,
+    drop_float64,
     fuse,
     fused_optimizer,
     grads_to_none,
@@ -27,6 +29,7 @@ from tracetriage.analyzers.whatif.levers import (
     keep_allocator_cache,
     kernels_2x,
     kv_cache,
+    no_checkpointing,
     no_host_work,
     no_recompiles,
     overlap_comm,
@@ -51,6 +54,9 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     pinned_batches.SPEC,
     value_checks.SPEC,
     batch_passes.SPEC,
+    drop_float64.SPEC,
+    convert_on_gpu.SPEC,
+    no_checkpointing.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -81,6 +87,9 @@ BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
+DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
+CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> batch.to(device).float()
+NO_CHECKPOINTING = no_checkpointing.SPEC.name  # gradient_checkpointing_enable() -> activations kept
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
@@ -99,6 +108,9 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # written from a public RTX 3080 trace; its six pairs (traces/pending, capture/pending_pairs.py, H100) hold five
     # unprofiled runs a variant, not the fixes folders' five profiled spans: tests/test_pending_pairs.py checks them
     PINNED_BATCHES,
+    # one before/after pair each in the fresh6 development set (an H100; its traces are not committed here), no fix
+    # workload in capture/ yet
+    DROP_FLOAT64, CONVERT_ON_GPU, NO_CHECKPOINTING,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

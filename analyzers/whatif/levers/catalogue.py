@@ -57,9 +57,11 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(TUNING, "fuse operations (pointwise)", "torch.compile(fn)", lever="fuse"),
     Entry(TUNING, "channels_last memory format for computer vision models",
           "model.to(memory_format=torch.channels_last)", lever="channels_last"),
-    Entry(TUNING, "checkpoint intermediate buffers", "torch.utils.checkpoint.checkpoint(fn, x)",
-          unseen="it trades memory for recomputation: it makes a step slower, and the trace records no memory "
-                 "pressure it would relieve"),
+    # (the guide's knob trades memory for recomputation; where a trace shows it on, turning it off is the knob that
+    # buys time: the trace records no memory pressure, so the advice says "where memory allows")
+    Entry(TUNING, "checkpoint intermediate buffers (turned off where memory allows)",
+          "drop torch.utils.checkpoint.checkpoint(fn, x) / model.gradient_checkpointing_enable(), or checkpoint "
+          "fewer layers", lever="no_checkpointing"),
     Entry(TUNING, "disable debugging APIs", "torch.autograd.set_detect_anomaly(False)",
           seen="anomaly mode's per-op checks show as host time; emit_nvtx ranges are not in a Kineto trace",
           unseen="no lever: anomaly mode's cost is host time inside each op with no event of its own"),
@@ -157,6 +159,11 @@ CATALOGUE: tuple[Entry, ...] = (
                           overrides={"torch.optim.AdamW": {"fused": True, "foreach": None},
                                      "torch.optim.Adam": {"fused": True, "foreach": None}},
                           probe=("Optimizer.step#Adam",))),
+    Entry("past the guides", "float32 where float64 was left on", "drop torch.set_default_dtype(torch.float64) "
+          "(and .double(), dtype=torch.float64)", lever="drop_float64"),
+    Entry("past the guides", "copy the narrow tensor and convert it on the GPU",
+          "x = batch.to(device).float().div_(255) in place of batch.float().div_(255).to(device)",
+          lever="convert_on_gpu"),
     Entry("past the guides", "scaled_dot_product_attention for hand-written attention",
           "F.scaled_dot_product_attention(q, k, v, is_causal=True)", lever="sdpa"),
     Entry("past the guides", "a KV cache for generation (use_cache)",

@@ -73,7 +73,7 @@ def _waiting_across(g, fs: int, fe: int, mine: np.ndarray, call: int) -> list[in
     return sorted({int(first), *later.tolist()})
 
 
-def _top_level_ops(c: Context) -> tuple[np.ndarray, np.ndarray]:
+def top_level_ops(c: Context) -> tuple[np.ndarray, np.ndarray]:
     """The host's outermost cpu_ops (not inside another op of their thread), in start order, and their threads."""
     ev = c.trace.ev
     ops = np.flatnonzero(ev.cat == CPU_OP)
@@ -109,7 +109,7 @@ def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbyt
             sized = sized or (n is not None and n > 0 and nbytes in (n, 2 * n, 4 * n, 8 * n))
             # no arguments recorded (record_shapes off): the size cannot be checked, and a factory that launched
             # nothing, right before the copy with only views between, made what it moves
-            unsized = unsized or (_no_arguments(tr, row) and not _launches_inside(c, row))
+            unsized = unsized or (_no_arguments(tr, row) and not launches_inside(c, row))
         elif not name.startswith(PASS_THROUGH):
             break
     return found if sized or unsized else []
@@ -121,7 +121,7 @@ def _no_arguments(tr, row: int) -> bool:
     return not dims and not concrete
 
 
-def _launches_inside(c: Context, row: int) -> bool:
+def launches_inside(c: Context, row: int) -> bool:
     """A launch call of this op's thread runs inside it: the factory made its tensor on the device already."""
     g, ev = c.g, c.trace.ev
     if not g.n_calls:
@@ -170,7 +170,7 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
     h2d = np.flatnonzero((g.g_cat == MEMCPY) & c.gpu_named(lambda n: "HtoD" in n) & g.g_linked)
     if not len(h2d) or not len(ops_named(c, is_factory)):
         return OnDevice("tensors_on_device", 0), {"copies": 0}
-    tops, keys = _top_level_ops(c)
+    tops, keys = top_level_ops(c)
     launches = np.flatnonzero((g.c_kind == dg.LAUNCH_CALL) & g.c_issues)
     op_cost = int(np.median((g.c_gap - g.c_host + g.c_dur)[launches])) if len(launches) else g.launch_cost_ns
     peaks = peaks_of(c)
