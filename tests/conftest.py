@@ -81,6 +81,7 @@ settings.register_profile("tracetriage", deadline=None, suppress_health_check=[H
 settings.load_profile("tracetriage")
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
+import bundled_analyses  # noqa: E402
 import module_coverage  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -106,6 +107,9 @@ def pytest_xdist_auto_num_workers(config):
 
 # --- the fast suite reaches every module (tests/module_coverage.py) ---------------------------------------
 module_coverage.install(SESSION_DIR)
+# --- one analysis per bundled trace in each process (tests/bundled_analyses.py) ------------------------------
+bundled_analyses.install(ROOT / "traces")
+_afresh_where_patched = bundled_analyses._afresh_where_patched
 _unreached: list[str] = []
 
 

@@ -467,6 +467,7 @@ def test_timeline_window_of_a_small_trace_is_drawn_raw_from_the_start():
 
 # --- ranks -------------------------------------------------------------------------------------
 
+@pytest.mark.slow   # ~6 s on a 2-core machine (the page's pool of processes starts by spawn under the test runner)
 def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_and_a_link_per_rank(monkeypatch):
     monkeypatch.setenv(PATH_ENV, str(SAMPLES / "ddp"))
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()

@@ -178,6 +178,7 @@ def test_what_did_not_change_is_not_what_explains_the_speedup():
     assert part("M01.08-c", "explained_by", "launches; the bytes don't change between the two").score == 1.0
 
 
+@pytest.mark.slow   # ~6 s: grades every drill of both phases; its fast siblings grade one sentence each
 def test_a_sentence_about_the_other_phase_is_context_to_this_ones_regime():
     said = "compute-bound. The decode steps are the overhead-bound part, not the prefill."
     assert part("M02.02-a", "prefill_regime", said).score == 1.0
