@@ -736,7 +736,9 @@ def _regime_line(a: Analysis) -> str:
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
                                       (v.memory_us, "memory", "memory-bound"), (v.comm_us, None, "in collectives"))
                  if tot and x > 0.005 * tot]
-        gpu_bound = pace_words.gpu_bound(a.pace)      # (decidable without a cost model: triage.pace)
+        # (GPU-bound is decidable without a cost model, triage.pace; said, and its claim made, only where nothing
+        # else is: claim() records what the line says)
+        gpu_bound = "" if known else pace_words.gpu_bound(a.pace)
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
                 f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
                                                      "to decide" if known else gpu_bound or "nothing else to decide by")
