@@ -30,6 +30,27 @@ def _loader(tensors, batch, pinned):
                       pin_memory=pinned and IS_CUDA, num_workers=0)
 
 
+def _slices_loader(tensors, batch, pinned):
+    """Whole-batch slices handed out one per step (batch_size=None: no per-row collate)."""
+    from torch.utils.data import DataLoader
+
+    return DataLoader(_Slices(tensors, batch), batch_size=None, shuffle=True, pin_memory=pinned and IS_CUDA)
+
+
+def _tabular(dim_rows_batch):
+    """The tabular pairs' data (rows x dim fp32, binary labels) and their MLP (dim-1024-256-1), seeded alike."""
+    rows, dim, batch = dim_rows_batch
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(rows, dim, generator=g), torch.randint(0, 2, (rows,), generator=g).float()
+    model = nn.Sequential(nn.Linear(dim, 1024), nn.ReLU(), nn.Linear(1024, 256), nn.ReLU(),
+                          nn.Linear(256, 1)).to(DEVICE)
+    return (x, y), batch, model
+
+
+def _bce(m, a, b):
+    return F.binary_cross_entropy_with_logits(m(a).squeeze(1), b)
+
+
 def _train_runner(model, loader, loss_fn, pinned):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     st = {"it": None}
@@ -67,14 +88,9 @@ def _train_runner(model, loader, loss_fn, pinned):
     steps=6, warmup=2, active=2, cap_s=45,
 )
 def build_tabular(variant):
-    rows, dim, batch = (512, 64, 64) if SMALL else (32768, 2048, 4096)
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(rows, dim, generator=g), torch.randint(0, 2, (rows,), generator=g).float()
-    model = nn.Sequential(nn.Linear(dim, 1024), nn.ReLU(), nn.Linear(1024, 256), nn.ReLU(),
-                          nn.Linear(256, 1)).to(DEVICE)
+    tensors, batch, model = _tabular((512, 64, 64) if SMALL else (32768, 2048, 4096))
     pinned = variant == "after"
-    return _train_runner(model, _loader((x, y), batch, pinned),
-                         lambda m, a, b: F.binary_cross_entropy_with_logits(m(a).squeeze(1), b), pinned)
+    return _train_runner(model, _loader(tensors, batch, pinned), _bce, pinned)
 
 
 @workload(
@@ -173,17 +189,9 @@ class _Slices:
     steps=6, warmup=2, active=2, cap_s=45,
 )
 def build_tabular_slices(variant):
-    from torch.utils.data import DataLoader
-
-    rows, dim, batch = (512, 64, 64) if SMALL else (32768, 2048, 4096)
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(rows, dim, generator=g), torch.randint(0, 2, (rows,), generator=g).float()
-    model = nn.Sequential(nn.Linear(dim, 1024), nn.ReLU(), nn.Linear(1024, 256), nn.ReLU(),
-                          nn.Linear(256, 1)).to(DEVICE)
+    tensors, batch, model = _tabular((512, 64, 64) if SMALL else (32768, 2048, 4096))
     pinned = variant == "after"
-    loader = DataLoader(_Slices((x, y), batch), batch_size=None, shuffle=True, pin_memory=pinned and IS_CUDA)
-    return _train_runner(model, loader, lambda m, a, b: F.binary_cross_entropy_with_logits(m(a).squeeze(1), b),
-                         pinned)
+    return _train_runner(model, _slices_loader(tensors, batch, pinned), _bce, pinned)
 
 
 @workload(
@@ -201,8 +209,6 @@ def build_tabular_slices(variant):
     steps=6, warmup=2, active=2, cap_s=45,
 )
 def build_audio(variant):
-    from torch.utils.data import DataLoader
-
     n, mels, frames, batch, d = (32, 16, 64, 8, 64) if SMALL else (1024, 80, 1000, 64, 384)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(n, mels, frames, generator=g), torch.randint(0, 35, (n,), generator=g)
@@ -220,8 +226,8 @@ def build_audio(variant):
             return self.head(self.body(self.front(a).transpose(1, 2)).mean(1))
 
     pinned = variant == "after"
-    loader = DataLoader(_Slices((x, y), batch), batch_size=None, shuffle=True, pin_memory=pinned and IS_CUDA)
-    return _train_runner(Encoder().to(DEVICE), loader, lambda m, a, b: F.cross_entropy(m(a), b), pinned)
+    return _train_runner(Encoder().to(DEVICE), _slices_loader((x, y), batch, pinned),
+                         lambda m, a, b: F.cross_entropy(m(a), b), pinned)
 
 
 @workload(
@@ -239,8 +245,6 @@ def build_audio(variant):
     steps=6, warmup=2, active=2, cap_s=45,
 )
 def build_vit(variant):
-    from torch.utils.data import DataLoader
-
     n, size, batch, d = (16, 32, 4, 64) if SMALL else (512, 224, 64, 384)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(n, 3, size, size, generator=g), torch.randint(0, 100, (n,), generator=g)
@@ -257,8 +261,8 @@ def build_vit(variant):
             return self.head(self.body(self.patch(im).flatten(2).transpose(1, 2)).mean(1))
 
     pinned = variant == "after"
-    loader = DataLoader(_Slices((x, y), batch), batch_size=None, shuffle=True, pin_memory=pinned and IS_CUDA)
-    return _train_runner(ViT().to(DEVICE), loader, lambda m, a, b: F.cross_entropy(m(a), b), pinned)
+    return _train_runner(ViT().to(DEVICE), _slices_loader((x, y), batch, pinned),
+                         lambda m, a, b: F.cross_entropy(m(a), b), pinned)
 
 
 if __name__ == "__main__":
