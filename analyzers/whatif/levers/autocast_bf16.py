@@ -182,16 +182,27 @@ def _forward_casts(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 
 
 def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
+    return replay(c, p, "bf16", "autocast_bf16")
+
+
+def fp32_matrix_rows(c: Context) -> np.ndarray:
+    """The fp32/TF32 GEMM/convolution kernels and fp32 fused attention kernels autocast would move to 16 bits."""
+    return kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32") or is_fp32_attention_kernel(n))
+
+
+def replay(c: Context, p, precision: str, name: str) -> tuple[Autocast, dict]:
+    """Autocast to `precision` ("bf16", "fp16": both cast alike, 2 bytes an element) replayed as the docstring
+    says; the Autocast's bf16_tflops field holds that precision's peak."""
     g = c.g
     peaks = peaks_of(c)
     bf16_now = len(kernel_rows(c, is_half_matrix_kernel))
-    rows = kernel_rows(c, lambda n: matrix_precision(n) in ("fp32", "tf32") or is_fp32_attention_kernel(n))
+    rows = fp32_matrix_rows(c)
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
-    if not len(rows) or not has_fast(peaks, "bf16"):
-        return (Autocast("autocast_bf16", 0, found=len(rows), device=c.trace.device_name() or "",
-                         unpriced=unpriced(peaks, "bf16") if len(rows) else "",
-                         bf16_tflops=peaks.flops("bf16") / 1e12 if peaks is not None else 0.0), detail)
-    bf16 = peaks.flops("bf16")
+    if not len(rows) or not has_fast(peaks, precision):
+        return (Autocast(name, 0, found=len(rows), device=c.trace.device_name() or "",
+                         unpriced=unpriced(peaks, precision) if len(rows) else "",
+                         bf16_tflops=peaks.flops(precision) / 1e12 if peaks is not None else 0.0), detail)
+    bf16 = peaks.flops(precision)
     tf32 = c.gpu_named(lambda n: matrix_precision(n) == "tf32", rows)
     ratio = np.where(tf32, peaks.flops("tf32"), peaks.flops("fp32")) / bf16
     kernel_ns = int(g.g_dur[rows].sum())
@@ -236,7 +247,7 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     n_bwd = int(bcasts[counted].sum()) if len(counted) else 0
     n_unsized = int(casts[counted][unsized[counted]].sum()) if len(counted) else 0
     attention = int(c.gpu_named(is_fp32_attention_kernel, rows).sum())
-    return (Autocast("autocast_bf16", len(rows), kernel_ns=kernel_ns, casts=n_fwd, backward_casts=n_bwd,
+    return (Autocast(name, len(rows), kernel_ns=kernel_ns, casts=n_fwd, backward_casts=n_bwd,
                      host_ns=added_host, bf16_tflops=bf16 / 1e12, source=peak_source(peaks), attention=attention,
                      listed_ops=len(counted), unsized=n_unsized),
             {**detail, "casts": n_fwd, "backward_casts": n_bwd, "cast_host_ns": int(cast_host)})

@@ -77,6 +77,10 @@ CATALOGUE: tuple[Entry, ...] = (
           lever="autocast_bf16",
           outside=Outside("autocast_bf16", "the whole script run under torch.autocast(device, dtype=torch.bfloat16)",
                           autocast="bfloat16", numerics=True, gpu_only=True)),
+    # fp16 on Volta/Turing: no outside form, a GradScaler is an edit of the training loop (fp16 without loss
+    # scaling underflows gradients), so `try` does not run it for the user
+    Entry(TUNING, "use mixed precision and AMP (fp16 with a GradScaler, where bf16 is not fast)",
+          "with torch.autocast('cuda', dtype=torch.float16): and torch.amp.GradScaler()", lever="autocast_fp16"),
     Entry(TUNING, "use CUDA Graphs", "torch.cuda.graph(g) / torch.compile(mode='reduce-overhead')",
           lever="cuda_graphs"),
     Entry(TUNING, "enable the cuDNN auto-tuner", "torch.backends.cudnn.benchmark = True", lever="cudnn_benchmark",

@@ -27,10 +27,13 @@ __all__ = ["Knob"]
 
 # --- what a kernel computes, from its name ------------------------------------------------------
 
-_MATRIX = ("gemm", "xmma", "cutlass", "nvjet", "fprop", "dgrad", "wgrad", "conv", "cublas", "sm90_", "sm80_")
+# cuDNN's own convolution kernels on Volta/Turing name their math, not "conv": volta_scudnn_128x128_relu_* (fp32 on
+# CUDA cores), volta_h884cudnn_* / turing_h1688cudnn_* (fp16 on tensor cores), ampere_s1688cudnn_* (TF32)
+_MATRIX = ("gemm", "xmma", "cutlass", "nvjet", "fprop", "dgrad", "wgrad", "conv", "cublas", "sm90_", "sm80_", "scudnn",
+           "884cudnn", "1688cudnn")
 _FP32_MATH = ("f32f32_f32f32_f32", "sgemm", "simt_s", "_fp32_", "scudnn")
 _TF32_MATH = ("tf32", "s1688", "tensorop_s")
-_HALF = ("bf16", "bfloat16", "half", "f16", "fp16")
+_HALF = ("bf16", "bfloat16", "half", "f16", "fp16", "h884", "h1688")
 
 
 def is_matrix_kernel(name: str) -> bool:
