@@ -10,6 +10,8 @@
 #   OUT=$OUT GROUP=knobs3 bash capture/record_realworld.sh the knobs of capture/realworld_knobs3.py: SDPA for
 #                                                          hand-written attention, cudnn.benchmark (a process a
 #                                                          variant), inference_mode for an eval with autograd on
+#   OUT=$OUT GROUP=knobs4 bash capture/record_realworld.sh the knobs of capture/realworld_knobs4.py: float32 for
+#                                                          float64, conversions after the copy, checkpointing off
 #   OUT=$OUT GROUP=loader bash capture/record_realworld.sh the DataLoader workers knob (capture/realworld_loader.py):
 #                                                          num_workers=0 against 4 on a Python tokenizer, numpy
 #                                                          features and torch.stft spectrograms
@@ -23,13 +25,13 @@
 #   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
 # DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
 set -u
-GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3, loader or smoke}
+GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3, knobs4, loader or smoke}
 OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b|knobs|knobs2|knobs3|loader) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
-  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3, loader or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b|knobs|knobs2|knobs3|knobs4|loader) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, loader or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
@@ -128,6 +130,12 @@ knobs3)    # sdpa, cudnn_benchmark, inference_mode, keep_allocator_cache: three 
   part knobs3-inference-mode 120 $(pairs pairs) --only inference_mode_gpt2 inference_mode_resnet inference_mode_encoder
   part knobs3-cudnn-benchmark 240 $(pairs pairs) --only cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext
   part knobs3-allocator 120 $(pairs pairs) --only empty_cache_conv_train empty_cache_encoder_infer
+  ;;
+knobs4)    # drop_float64, convert_on_gpu, no_checkpointing: three workloads each
+  part knobs4-float64 170 $(pairs pairs) --only float64_mlp_train float64_heat_stencil float64_fno_train
+  part knobs4-convert 150 $(pairs pairs) --only convert_images_resnet convert_audio_encoder convert_half_features_mlp
+  part knobs4-checkpoint 190 $(pairs pairs) --only checkpoint_encoder_train checkpoint_gpt2_train \
+    checkpoint_convstack_train
   ;;
 loader)    # dataloader_workers: three workloads, the knob alone (no pin_memory), 4 workers forked per variant
   part loader-workers 300 $(pairs pairs) --only loader_tokenize_lm loader_numpy_features loader_stft_audio
