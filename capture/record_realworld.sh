@@ -151,7 +151,9 @@ smoke)
     device_randn device_masks tf32_gpt2_infer autocast_gpt2_train channels_last_mobilenet set_to_none_gpt2 \
     device_labels sdpa_gpt_train sdpa_vit_infer sdpa_hf_gpt2 inference_mode_gpt2 inference_mode_resnet \
     inference_mode_encoder cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext empty_cache_conv_train \
-    empty_cache_encoder_infer &
+    empty_cache_encoder_infer float64_mlp_train float64_heat_stencil float64_fno_train convert_images_resnet \
+    convert_audio_encoder convert_half_features_mlp checkpoint_encoder_train checkpoint_gpt2_train \
+    checkpoint_convstack_train &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &
