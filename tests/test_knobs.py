@@ -15,7 +15,8 @@ from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
-FOLDERS = tuple(f for f in (KNOBS, KNOBS.parent / "knobs3", KNOBS.parent / "loader") if (f / "measured.json").exists())
+FOLDERS = tuple(f for f in (KNOBS, KNOBS.parent / "knobs3", KNOBS.parent / "loader", KNOBS.parent / "knobs4")
+                if (f / "measured.json").exists())
 SCENARIOS = {f: json.loads((f / "measured.json").read_text())["scenarios"] for f in FOLDERS}
 FOLDER_OF = {kind: f for f in FOLDERS for kind in SCENARIOS[f]}
 MEASURED = {kind: sc for f in FOLDERS for kind, sc in SCENARIOS[f].items()}
@@ -29,6 +30,24 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "the NCHW batch-norm twins' shares (fitted on fresh4 resnet50_channels_last, H100) put it at 0.759, 0.002 "
         "under p10 - 0.05; its own traces' kernels fell 35.5 -> 17.1 ms (0.48) but the span, host-bound and noisy "
         "(runs 55-81 ms after, 60-71 ms before), measured 0.919 [0.811, 1.180]; 0.783 before the twins",
+    # traces/fixes/knobs4 (an H100): the first check of three levers written from one development pair each, kept as
+    # measured (2 of 9 pairs in the spread): not fitted away
+    ("float64_mlp_train", "drop_float64"):
+        "every fp64 kernel priced at half its time; the MLP's time is fp64 GEMMs, which run at the fp32 rate on an "
+        "H100 (67 TFLOP/s both): 0.51 predicted, 0.81 measured",
+    ("float64_heat_stencil", "drop_float64"):
+        "a memory-bound stencil halves its bytes, yet measured 0.62, not the 0.51 predicted",
+    ("convert_images_resnet", "convert_on_gpu"):
+        "0.74 predicted, 0.36 measured: the host conversion (8 ms + 2.2 ms) and the 4x smaller copy (18.4 -> 4.6 ms) "
+        "an iteration should price ~0.45; the replay realises under half of it",
+    ("convert_audio_encoder", "convert_on_gpu"):
+        "0.83 predicted, 0.72 measured [0.63-0.73]: under-priced as convert_images_resnet",
+    ("convert_half_features_mlp", "convert_on_gpu"):
+        "0.82 predicted, 0.51 measured: under-priced as convert_images_resnet",
+    ("checkpoint_encoder_train", "no_checkpointing"):
+        "0.82 predicted, 0.54 measured [0.35-0.72]: the recomputed forwards' GPU work is under-counted",
+    ("checkpoint_gpt2_train", "no_checkpointing"):
+        "0.97 predicted, 0.85 measured [0.76-0.86]: HF's checkpointed layers recompute more than the stretch found",
 }
 
 

@@ -82,6 +82,8 @@ KNOBS3 = FIXES / "knobs3"
 KNOB3_MEASURED = json.loads((KNOBS3 / "measured.json").read_text())["scenarios"]
 LOADER = FIXES / "loader"
 LOADER_MEASURED = json.loads((LOADER / "measured.json").read_text())["scenarios"]
+KNOBS4 = FIXES / "knobs4"
+KNOB4_MEASURED = json.loads((KNOBS4 / "measured.json").read_text())["scenarios"]
 
 
 def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
@@ -91,7 +93,8 @@ def test_every_lever_has_three_workloads_of_ground_truth_with_five_runs_each():
     for lever in (name for name, spec in LEVERS.items() if spec.ranks == 1 and name not in CAPTURE_PENDING):
         n = 0
         for folder, measured in ((FIXES, MEASURED), (REALWORLD, REAL_MEASURED), (KNOBS, KNOB_MEASURED),
-                                 (KNOBS3, KNOB3_MEASURED), (LOADER, LOADER_MEASURED)):
+                                 (KNOBS3, KNOB3_MEASURED), (LOADER, LOADER_MEASURED),
+                                 (KNOBS4, KNOB4_MEASURED)):
             kinds = [k for k, sc in measured.items() if lever in sc["ratio"]]
             n += len(kinds)
             for k in kinds:

@@ -13,7 +13,7 @@ from tracetriage.analyzers.whatif.levers.catalogue import CATALOGUE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXES = ROOT / "traces" / "fixes"
-MEASURED = [FIXES / "knobs", FIXES / "knobs3", FIXES / "loader", ROOT / "traces" / "realworld", FIXES]
+MEASURED = [FIXES / "knobs", FIXES / "knobs3", FIXES / "loader", FIXES / "knobs4", ROOT / "traces" / "realworld", FIXES]
 
 HEAD = """# The knobs: every one of PyTorch's tuning guides, and what the trace can say of it
 
@@ -22,8 +22,8 @@ the CUDA semantics page and the DataLoader docs (and, last, faster paths PyTorch
 by hand). **Lever** is the what-if lever that recognises the knob in a trace and predicts its saving
 (`tracetriage whatif TRACE --lever NAME`); **recognised by** is what in the trace shows it applies;
 **predicted by** is the lever's model; **verified on** lists the before/after pairs captured on an H200
-(traces/fixes/knobs and knobs3, traces/realworld, traces/fixes) or an H100 (traces/fixes/loader): 5 profiled and 5
-unprofiled runs each; tests check each
+(traces/fixes/knobs and knobs3, traces/realworld, traces/fixes) or an H100 (traces/fixes/loader, knobs4): 5 profiled
+and 5 unprofiled runs each; tests check each
 prediction lands in the measured spread ±0.05; an unpriced knob's, that it predicts no saving). A row without a
 lever says why a trace cannot show or price it.
 **try applies it by** is how `tracetriage try SCRIPT` turns the knob in a child process without editing your code

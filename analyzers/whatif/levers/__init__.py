@@ -111,9 +111,6 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # written from a public RTX 3080 trace; its six pairs (traces/pending, capture/pending_pairs.py, H100) hold five
     # unprofiled runs a variant, not the fixes folders' five profiled spans: tests/test_pending_pairs.py checks them
     PINNED_BATCHES,
-    # one before/after pair each in the fresh6 development set (an H100; its traces are not committed here), no fix
-    # workload in capture/ yet
-    DROP_FLOAT64, CONVERT_ON_GPU, NO_CHECKPOINTING,
     # no Volta/Turing card to measure on (the lever counts nothing where bf16 runs fast, so an H100/H200 pair
     # measures nothing): written from a public RTX 2080 Ti trace, its replay autocast_bf16's at the fp16 peak
     AUTOCAST_FP16,
