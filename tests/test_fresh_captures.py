@@ -1,4 +1,4 @@
-"""capture/fresh3.py, fresh4.py, fresh5.py, fresh6.py and fresh7.py: eight before/after workloads each, written by
+"""capture/fresh3.py to fresh8.py: eight before/after workloads each, written by
 someone who never read the analyzers (issue 33's held-out real workloads: captured on an H100, judged blind before
 the tool ran). Each script's registry and one pair's two variants, run on the CPU at the script's SMALL sizes. The
 GPU runs (capture/record_fresh*.sh) are the device's; this keeps the plumbing honest."""
@@ -36,6 +36,7 @@ PAIRS = [
     ("fresh5", "transformer_cpu_mask", "the same model and batch, the mask built on the host or the device"),
     ("fresh6", "ctr_bag_python_loop", "the same model and batches, each bag pooled in a loop or by embedding_bag"),
     ("fresh7", "two_tower_broadcast_score", "the same towers and items, scored by a broadcast product or a matmul"),
+    ("fresh8", "gpt_onehot_fp32_loss", "the same GPT and tokens, the loss by a one-hot product or cross_entropy"),
 ]
 
 
