@@ -48,3 +48,13 @@ def test_the_levers_are_timed_in_this_process_even_where_the_report_would_replay
                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout
     ran = json.loads(out)
     assert {f"lever {name}: edit" for name in LEVERS} | {"what-if: dependency graph"} <= set(ran)
+
+
+def test_the_guard_flags_each_analysis_or_lever_over_its_share_of_the_report_and_never_the_fixed_costs():
+    t = {"imports": [0.5, 0.5], "load: read (and gunzip)": [1.0, 1.0], "roofline": [0.05, 0.04],
+         "lever drop_float64: edit": [0.3, 0.3], "what-if: dependency graph": [0.1, 0.1], "words: --json": [0.2, 0.2],
+         "other": [0.2, 0.2], "total": [2.0, 2.0]}
+    flagged = stage_times.over_share(t, 0.04)
+    assert [line.split(": ")[0] for line in flagged] == ["lever drop_float64", "what-if"]
+    assert "15.0% of the report's 2.00 s" in flagged[0]
+    assert stage_times.over_share(t, 0.2) == []   # (15% is under a 20% guard)

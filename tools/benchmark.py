@@ -15,7 +15,10 @@
    scan reading each piece of the text as the gunzip appends it: tracetriage.analyzers.loading.streamed); HTA
    0.5.0's parse (TraceAnalysis construction); and where the report's time goes, stage by stage
    (tools.stage_times), and the report as shipped with its steps marked, the read-ahead thread's gunzip and the
-   levers' forked child included (tools.timeline): what the overlaps save and what waits on what.
+   levers' forked child included (tools.timeline): what the overlaps save and what waits on what. The guard on
+   the analyses' and the levers' cost: each one whose own CPU is more than tools.stage_times.OVER_SHARE (3%) of
+   the whole report's is flagged below its stage table, at the main size and on the biggest bundled trace
+   (traces/gpt-eager.json.gz itself); printed, not failed (a timed test fails by chance on a loaded machine).
 3. Fits time and memory against size: the cost of 100 MB more JSON, and each size's time per MB.
 
 Times: median of `--repeats` unsampled runs at the main size (one at the others); HTA runs once. Memory:
@@ -281,6 +284,17 @@ def _load_average() -> str:
         return "?"
 
 
+def _say_over_share(st: dict, where: str) -> None:
+    """The guard: each analysis or lever over tools.stage_times.OVER_SHARE of the report's CPU, on `where`."""
+    from tools.stage_times import OVER_SHARE, over_share
+
+    flagged = over_share(st)
+    say(f"  analyses and levers over {OVER_SHARE:.0%} of the report's CPU on {where}: "
+        + ("none" if not flagged else ""))
+    for line in flagged:
+        say("    ! " + line)
+
+
 def _stage_table(st: dict) -> list[str]:
     lines = ["| stage | wall s | CPU s (this process) |", "|---|---:|---:|"]
     for k, (w, c) in st.items():
@@ -320,6 +334,8 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
     # project's machines) has none, and every run would compile ~200 modules from source (0.3 s)
     subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / d) for d in PACKAGE_DIRS)],
                    check=True, stdout=subprocess.DEVNULL)
+    results["bundled_stages"] = stages(SOURCE, a.timeout)
+    _say_over_share(results["bundled_stages"], f"the biggest bundled trace ({SOURCE.relative_to(ROOT)})")
     doc = read_source(SOURCE)
     sizes = sorted(set(a.sizes) - {a.copies}) + [a.copies]    # the main size last: its HTA run is the longest
     for copies in sizes:
@@ -362,6 +378,7 @@ def _run(a: argparse.Namespace, work: Path, t_start: float) -> int:
             say("  where the report's time goes (one run, in-process, `python -m tools.stage_times`):")
             for line in _stage_table(row["stages"]):
                 say("    " + line)
+            _say_over_share(row["stages"], f"x{copies}")
             # the stages run one after another; the report overlaps the gunzip with the imports and the levers'
             # child with the other analyses: the same report as shipped, its steps marked (one run)
             row["timeline"] = timeline(path, a.timeout)

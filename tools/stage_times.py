@@ -1,6 +1,7 @@
 """Where `tracetriage report --json` spends its time, stage by stage, in one process.
 
     python -m tools.stage_times TRACE [--json]
+    python -m tools.stage_times TRACE --over 0.03    # the table, then each analysis or lever over 3% of the whole
 
 Runs `tracetriage report TRACE --json --quiet` once in this process (the CLI's own main, its output
 discarded, the cache off), with a timer wrapped around each stage's function: the imports, read,
@@ -13,6 +14,13 @@ in a forked child beside the other analyses on a large trace, run in this proces
 here, so the read's time is the whole gunzip: in `tracetriage report` the read runs ahead in a thread while the
 analysis imports (tracetriage.analyzers.loading.read), and the end-to-end time is less than the stages' sum by
 that overlap and by the levers' replays beside the other analyses.
+
+The guard on what each analysis and each lever costs: below the table, every stage that is neither the imports,
+the load nor the words and whose own CPU holds more than OVER_SHARE of the whole report's is flagged (`over_share`;
+tools.benchmark prints them on the biggest bundled trace and on its main size). A lever once ran regular
+expressions per kernel and doubled the report's time at 942k events: the table printed it among sixty rows,
+nothing flagged it. A flag is printed, not a failed test: on a machine other work loads, a timed test fails by
+chance.
 """
 from __future__ import annotations
 
@@ -80,6 +88,17 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (_A + "analyses.inference", "find", "inference"),
     (_A + "analyses.hotspots", "by_op", "hotspots"),
     (_A + "analyses.hotspots", "by_kernel", "hotspots"),
+    (_A + "triage.report", "pace", "pace"),
+    (_A + "triage.pace", "traced_window", "pace: traced window"),
+    (_A + "triage.pace", "dry_queue", "pace: launch queue"),
+    (_A + "analyses.steps", "queued_before_window", "queued before the window"),
+    (_A + "analyses.queued", "queued_before_window", "queued before the window"),
+    (_A + "analyses.steps", "drained_before_own", "queued before the window"),
+    (_A + "analyses.loader_start", "start_ns", "loader start"),
+    (_A + "triage.report", "cold_causes", "cold causes"),
+    (_A + "triage.report", "phases_of_ranges", "phases"),
+    (_A + "triage.report", "phases_of_shapes", "phases"),
+    (_A + "triage.report", "copies_async", "copies async"),
     (_A + "triage.report", "choose_next", "next experiment"),
     (_A + "triage.report", "weigh_levers", "next experiment"),
     (_A + "triage.overhead", "analyze", "profiler overhead"),
@@ -93,6 +112,20 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (_A + "output.serialize", "report", "words: --json"),
     (_A + "voice.report", "five_lines", "words: five lines"),
 )
+
+
+# an analysis or a lever whose own CPU is more than this share of the whole report's is flagged: at 942k events 3% is
+# ~0.12 s, about what the costliest single stages take there (cuda_graphs' edit, the roofline, the steps, the
+# dependency graph: 0.08-0.13 s each); a regression that doubles the report's time is many times over it
+OVER_SHARE = 0.03
+_NOT_GUARDED = ("imports", "other", "load: ", "words: ", "total")   # the fixed costs, not an analysis's or a lever's
+
+
+def over_share(t: dict, share: float = OVER_SHARE) -> list[str]:
+    """One line per analysis or lever stage of stage_times' `t` whose own CPU is more than `share` of the total."""
+    total = t["total"][1]
+    return [f"{k}: {c:.3f} s of CPU, {c / total:.1%} of the report's {total:.2f} s (the guard: {share:.0%})"
+            for k, (_, c) in t.items() if total and not k.startswith(_NOT_GUARDED) and c > share * total]
 
 
 def _install() -> None:
@@ -157,6 +190,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.stage_times")
     ap.add_argument("trace")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--over", type=float, default=OVER_SHARE,
+                    help="flag each analysis or lever whose CPU is more than this share of the report's")
     a = ap.parse_args(argv)
     t = stage_times(a.trace)
     if a.json:
@@ -165,6 +200,10 @@ def main(argv=None) -> int:
         print(f"{'wall s':>8} {'CPU s':>7}  stage")
         for k, (w, c) in t.items():
             print(f"{w:8.3f} {c:7.3f}  {k}")
+        flagged = over_share(t, a.over)
+        print(f"over {a.over:.0%} of the report: " + ("none" if not flagged else ""))
+        for line in flagged:
+            print("  ! " + line)
     return 0
 
 

@@ -16,7 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# numpy.ma: numpy 2's np.unique imports it on its first plain call (10-15 ms of CPU); imported here, among the modules
+# the command line imports while the read-ahead gunzips, so the levers' forked child (whatif.aside) inherits it
+# instead of importing it again beside the analyses
 import numpy as np
+import numpy.ma  # noqa: F401
 
 from tracetriage.analyzers.analyses import framework as framework_mod
 from tracetriage.analyzers.analyses import graph_breaks as breaks_mod

@@ -212,6 +212,12 @@ def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
     return t[np.argsort(ev.start[t], kind="stable")]
 
 
+def outermost_ops(c: Context) -> np.ndarray:
+    """Every cpu_op not nested inside another on its thread (in time order): found once for the levers that read the
+    ops as a sequence (slice_loops, batch_passes, value_checks)."""
+    return c.once("outermost cpu_ops", lambda: outermost(c, ops_named(c, lambda n: True)))
+
+
 def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
     """For each of the graph's host calls: the index into `windows` (cpu_op rows that do not nest one another
     on a thread) of the one it starts inside, on its thread; -1 for none."""

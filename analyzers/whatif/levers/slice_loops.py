@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model.trace import CPU_OP, GPU_CATS, USER_ANNOTATION, thread_key
-from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost
+from tracetriage.analyzers.whatif.levers.knob import outermost_ops
 from tracetriage.analyzers.whatif.levers.spec import Context
 
 INDEXING = frozenset(("aten::slice", "aten::select", "aten::narrow"))
@@ -73,7 +73,10 @@ def _runs(codes: np.ndarray) -> list[tuple[int, int, int]]:
             break
         same = codes[p:] == codes[:-p]
         edges = np.flatnonzero(np.diff(np.r_[0, same.astype(np.int8), 0]))
-        for s, e in zip(edges[::2].tolist(), edges[1::2].tolist()):
+        starts, ends = edges[::2], edges[1::2]
+        # only stretches long enough for MIN_ITERATIONS are looked at in Python (most are an op or two long)
+        long_enough = ends - starts >= (MIN_ITERATIONS - 1) * p
+        for s, e in zip(starts[long_enough].tolist(), ends[long_enough].tolist()):
             iterations = (e - s) // p + 1
             if iterations >= MIN_ITERATIONS and not taken[s:s + iterations * p].any():
                 taken[s:s + iterations * p] = True
@@ -85,7 +88,8 @@ def _boundaries(c: Context) -> tuple[np.ndarray, np.ndarray]:
     """Where profiler steps start, and where the user's other named ranges start (sorted)."""
     ev = c.trace.ev
     ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    step = np.array([c.trace.name_of(int(r)).startswith(PROFILER_STEP) for r in ann.tolist()], bool)
+    is_step = np.array([n.startswith(PROFILER_STEP) for n in c.trace.names], bool)   # (a test per name, not per row)
+    step = is_step[ev.name[ann]]
     return (np.sort(ev.start[ann[step]]), np.sort(ev.start[ann[~step]])) if len(ann) else (ann, ann)
 
 
@@ -99,7 +103,7 @@ def _span(c: Context) -> int:
 def find(c: Context) -> list[SliceLoop]:
     """The loops over slices in the trace (the module docstring's rule), longest first."""
     ev = c.trace.ev
-    ops = outermost(c, ops_named(c, lambda n: True))
+    ops = outermost_ops(c)
     span_ns = _span(c)
     if len(ops) < MIN_ITERATIONS or span_ns <= 0:
         return []

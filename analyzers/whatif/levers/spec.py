@@ -160,6 +160,12 @@ class Context:
             self._windows["rate"] = rate
         return self._windows["rate"]
 
+    def once(self, key: str, make):
+        """make()'s value, computed once per key for every lever of this replay (the callers do not modify it)."""
+        if ("once", key) not in self._windows:
+            self._windows["once", key] = make()
+        return self._windows["once", key]
+
     def name_index(self, key: str, rows) -> NameIndex:
         """The names of the rows `rows()` gives, gathered once per key: every lever asks its own tests of the
         graph's calls, its GPU activities and the trace's cpu_ops (tracetriage.analyzers.model.names)."""
