@@ -35,3 +35,15 @@ def no_compute_to_overlap_without_kernels(out: dict, lines: list[str]) -> list[s
     if (out.get("kernel_busy_us") or 0.0) > 0 or not any(w in lines[4] for w in _OVERLAP_COMPUTE):
         return []
     return ["the Next overlaps copies with compute, but no kernel runs in the trace"]
+
+
+def no_bigger_batch_where_launches_scale_with_it(out: dict, lines: list[str]) -> list[str]:
+    """No line asks for a bigger batch where the Next is a loop over items or slices (batch_items): each item of a
+    bigger batch is one more iteration, one more set of launches (fresh7 cifar_per_sample_augment, a per-image
+    augment loop, was told "or more work per launch (bigger batch)")."""
+    from tracetriage.analyzers.whatif.levers import BATCH_ITEMS
+
+    if (out.get("next_experiment") or {}).get("whatif_lever") != BATCH_ITEMS:
+        return []
+    return ["a line asks for a bigger batch, but the Next is a loop over items whose launches grow with the batch"
+            for line in lines if "bigger batch" in line][:1]

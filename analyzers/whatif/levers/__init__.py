@@ -17,6 +17,7 @@ from tracetriage.analyzers.whatif.levers import (
     autocast_fp16,
     batch_items,
     batch_passes,
+    broadcast_matmul,
     channels_last,
     convert_on_gpu,
     cuda_graphs,
@@ -30,6 +31,7 @@ from tracetriage.analyzers.whatif.levers import (
     keep_allocator_cache,
     kernels_2x,
     kv_cache,
+    layer_norm,
     no_checkpointing,
     no_host_work,
     no_recompiles,
@@ -37,6 +39,7 @@ from tracetriage.analyzers.whatif.levers import (
     pinned_batches,
     remove_syncs,
     sdpa,
+    sdpa_math,
     tensors_on_device,
     value_checks,
     warm_up,
@@ -59,6 +62,9 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     convert_on_gpu.SPEC,
     no_checkpointing.SPEC,
     autocast_fp16.SPEC,
+    sdpa_math.SPEC,
+    broadcast_matmul.SPEC,
+    layer_norm.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -93,6 +99,9 @@ VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise 
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
 CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> batch.to(device).float()
 NO_CHECKPOINTING = no_checkpointing.SPEC.name  # gradient_checkpointing_enable() -> activations kept
+BROADCAST_MATMUL = broadcast_matmul.SPEC.name  # (q[:, None] * k[None]).sum(-1) -> q @ k.T
+LAYER_NORM = layer_norm.SPEC.name              # a LayerNorm written by hand -> nn.LayerNorm
+SDPA_MATH = sdpa_math.SPEC.name                # sdpa_kernel(SDPBackend.MATH) -> the flash/efficient kernel
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
@@ -114,6 +123,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # no Volta/Turing card to measure on (the lever counts nothing where bf16 runs fast, so an H100/H200 pair
     # measures nothing): written from a public RTX 2080 Ti trace, its replay autocast_bf16's at the fp16 peak
     AUTOCAST_FP16,
+    # one before/after pair in the fresh7 development set (an H100; not committed here), no fix workload yet
+    SDPA_MATH, BROADCAST_MATMUL, LAYER_NORM,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

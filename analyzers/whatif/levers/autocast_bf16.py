@@ -57,6 +57,7 @@ from tracetriage.analyzers.whatif.levers.knob import (
     unpriced_words,
     window_of_calls,
 )
+from tracetriage.analyzers.whatif.levers.sdpa_math import launched_inside
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Assumption,
@@ -113,6 +114,7 @@ class Autocast(Assumption):
     attention: int = 0               # of the kernels priced, fp32 fused attention kernels
     listed_ops: int = 0              # forward ops of autocast's two lists the trace records (0: casts not counted)
     unsized: int = 0                 # of the casts, those of ops recorded without shapes (bytes unknown)
+    math_sdpa: int = 0               # fp32 GEMM kernels left out: SDPA's math backend's own upcast (sdpa_math's)
 
 
 def _tensors(c: Context, op: int) -> list[list]:
@@ -197,9 +199,13 @@ def replay(c: Context, p, precision: str, name: str) -> tuple[Autocast, dict]:
     peaks = peaks_of(c)
     bf16_now = len(kernel_rows(c, is_half_matrix_kernel))
     rows = fp32_matrix_rows(c)
+    # the fp32 GEMMs inside SDPA's math backend are its own upcast of bf16 q/k/v: autocast does not change them
+    # (sdpa_math prices their fix)
+    upcast = launched_inside(c, rows)
+    math_sdpa, rows = int(upcast.sum()), rows[~upcast]
     detail = {"fp32_kernels": len(rows), "bf16_kernels": bf16_now}
     if not len(rows) or not has_fast(peaks, precision):
-        return (Autocast(name, 0, found=len(rows), device=c.trace.device_name() or "",
+        return (Autocast(name, 0, found=len(rows), device=c.trace.device_name() or "", math_sdpa=math_sdpa,
                          unpriced=unpriced(peaks, precision) if len(rows) else "",
                          bf16_tflops=peaks.flops(precision) / 1e12 if peaks is not None else 0.0), detail)
     bf16 = peaks.flops(precision)
@@ -257,6 +263,9 @@ def says(a: Autocast) -> str:
     if a.count == 0 and a.found and a.unpriced:
         return unpriced_words(a.found, "fp32/TF32 GEMM/convolution kernels", a.device, a.unpriced, "bf16",
                               a.bf16_tflops)
+    if a.count == 0 and a.math_sdpa:
+        return (f"no fp32 GEMM or convolution in this trace but the {units.integer(a.math_sdpa)} inside SDPA's math "
+                "backend, which upcasts its inputs whatever autocast says (sdpa_math prices their fix)")
     if a.count == 0:
         return "no fp32 GEMM or convolution in this trace"
     what = "GEMM, convolution and attention" if a.attention else "GEMM/convolution"

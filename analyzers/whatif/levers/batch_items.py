@@ -215,6 +215,7 @@ class Batched(Assumption):
     family: str = ""                 # slice_loops.FAMILIES' name
     reduces: bool = False            # the body reduces what it looked up (sum/mean after the embedding): a bag
     source_shape: tuple = ()         # the sliced tensor
+    gathered: str = ""               # the op gathering an elementwise loop's results (aten::stack, aten::cat)
 
 
 REDUCTIONS = frozenset(("aten::sum", "aten::mean", "aten::amax", "aten::max"))
@@ -231,7 +232,8 @@ def _sliced(c: Context, p, o: Options) -> tuple[Batched, dict]:
     emb = [i for i, n in enumerate(top.body) if n in slice_loops.FAMILIES[0][1]]
     reduces = bool(emb) and any(n in REDUCTIONS for n in top.body[emb[0]:])
     return (Batched("batch_items", detail["item_calls"], kernels=graphed.count, iterations=top.iterations,
-                    body=top.body, family=top.family, reduces=reduces, source_shape=top.source_shape), detail)
+                    body=top.body, family=top.family, reduces=reduces, source_shape=top.source_shape,
+                    gathered=top.gathered), detail)
 
 
 def apply(c: Context, p, o: Options) -> tuple[Batched, dict]:
@@ -254,8 +256,10 @@ def says(a: Batched) -> str:
         return ("no model called item by item (the same weighted ops on one item's inputs, four times in a row or "
                 "more) and no Python loop of a few ops over slices of one tensor")
     if a.iterations:
+        sliced = (f"items of one {_shape(a.source_shape)} shape, gathered by {a.gathered}" if a.family == "elementwise"
+                  else f"slices of one {_shape(a.source_shape)} tensor")
         return (f"a Python loop runs {units.integer(a.iterations)} iterations in a row of "
-                f"{', '.join(a.body)} on slices of one {_shape(a.source_shape)} tensor; priced as the launches cut "
+                f"{', '.join(a.body)} on {sliced}; priced as the launches cut "
                 "(the CUDA-graphs replay: dispatch and launch calls gone, the kernels as they ran), not as the one "
                 "op that takes the whole tensor, whose kernels this trace cannot show")
     shape = f" on [{', '.join(str(x) for x in a.input_shape)}]" if a.input_shape else ""
@@ -269,6 +273,9 @@ def says(a: Batched) -> str:
 LOOP_CHANGE = {
     "embedding_bag": "pool every bag in one call: F.embedding_bag(ids, emb.weight, offsets, mode='sum') (or "
                      "nn.EmbeddingBag) in place of the Python loop of emb(ids[s:e]).sum(0), one lookup per sample",
+    "elementwise": "do it batched on the whole tensor: the loop body's ops once on the whole [B, ...] batch "
+                   "(per-item random choices drawn on the GPU as [B, 1, 1, 1] tensors or torch.where masks, per-item "
+                   "slices as advanced indexing) in place of the Python loop over items and torch.stack",
     "embedding": "look every id up in one call: emb(ids) on the whole index tensor in place of the Python loop of "
                  "emb(ids[i]), one lookup per item",
     "lstm": "run the recurrence in one call: nn.LSTM(input_size, hidden_size, batch_first=True) over the whole "

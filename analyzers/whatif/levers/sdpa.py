@@ -36,6 +36,7 @@ from tracetriage.analyzers.whatif.levers.knob import (
     peak_source,
     peaks_of,
     remove_gpu_work,
+    rows_inside,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -55,6 +56,7 @@ MASK = ("aten::masked_fill", "aten::where", "aten::add", "aten::add_")
 FUSED = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product", "aten::_flash_attention",
          "aten::_efficient_attention")
 BACKWARD = "autograd::engine::evaluate_function: "
+MATH_BACKEND = "aten::_scaled_dot_product_attention_math"
 SOFTMAX_BACKWARD = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
 PRODUCT_BACKWARD = ("BmmBackward0", "MmBackward0", "BaddbmmBackward0")
 MIN_KEYS = 16                    # a softmax over fewer keys is not attention worth a fused kernel (a decode step's
@@ -106,6 +108,8 @@ def find(c: Context) -> list[Attention]:
     """The attentions written by hand in the trace's forward (steps 1-4 of the module's docstring)."""
     ev = c.trace.ev
     soft = outermost(c, ops_named(c, lambda n: n in SOFTMAX))
+    # a softmax inside SDPA's math backend is not written by hand: sdpa_math names that (its fix is the backend)
+    soft = soft[~rows_inside(c, soft, ops_named(c, lambda n: n.startswith(MATH_BACKEND)))]
     products = outermost(c, ops_named(c, lambda n: n in PRODUCT))
     masks = ops_named(c, lambda n: n in MASK)
     out: list[Attention] = []
