@@ -87,13 +87,22 @@ import module_coverage  # noqa: E402
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # a worker per core: one intra-op thread each (more would oversubscribe the cores with spinning threads)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-try:
-    import torch
 
-    _has_cuda = torch.cuda.is_available()
-except ImportError:  # pragma: no cover
-    _has_cuda = False
-if not _has_cuda:
+
+def _has_cuda() -> bool:
+    """Whether torch sees a CUDA (or ROCm) device. Without a GPU driver's device node it cannot, and that is told
+    without importing torch (~2 CPU-s, paid by pytest's process and each xdist worker before its first test,
+    where most workers' tests never use torch); only a machine with such a node asks torch."""
+    if not any(next(Path("/dev").glob(pattern), None) for pattern in ("nvidia[0-9]*", "dxg", "kfd")):
+        return False
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False
+    return torch.cuda.is_available()
+
+
+if not _has_cuda():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 

@@ -196,9 +196,6 @@ _URL_AT_TEXT = """(text) => {
 }"""
 
 
-@pytest.mark.xfail(strict=False, reason="fails on main after the merges (the URL at the caption still holds match 1's "
-                   "window, sel 29 against 60); passed on its branch at load 22: the caption-after-URL order is not "
-                   "yet held on every path, an open defect named in the closing note")
 def test_next_puts_its_match_in_the_url_before_the_page_names_it(timeline):
     """A reload taken the moment the page says "match 2" shows match 2: the run writes the URL before the caption.
     (It wrote it after, and a reload in between, on a loaded machine, came back on match 1.)"""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import cli_in_process
 from tracetriage.analyzers.model.trace import TraceError
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.diff import diff_files as typed_diff
@@ -201,7 +202,7 @@ def test_cli_diff_json_prints_one_object():
 
 
 def test_cli_diff_text_prints_the_lines():
-    r = _cli("diff", str(_trace("chain-eager-small")), str(_trace("chain-triton-small")))
+    r = cli_in_process.run("diff", str(_trace("chain-eager-small")), str(_trace("chain-triton-small")))
     assert r.returncode == 0, r.stderr
     out = r.stdout.strip().splitlines()
     assert out[0].startswith("Diff: chain-eager-small.json.gz → chain-triton-small.json.gz on NVIDIA H200")

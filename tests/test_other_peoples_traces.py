@@ -1,12 +1,11 @@
 """Issue 12: verdicts on traces this project did not write. One small synthetic Kineto trace per
 class of the issue (tests/other_peoples_traces.py says which public trace each one mimics), with
 the verdict a reader of that timeline gives it."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cli_in_process
 import other_peoples_traces as opt
 from kineto_factory import write
 from other_peoples_traces import US
@@ -22,8 +21,7 @@ def report(tmp_path, doc, name="t.json", range_name=None) -> dict:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tracetriage.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return cli_in_process.run(*args)
 
 
 # --- class 1: one-time set-up, whatever API call holds the time -------------------------------

@@ -1,12 +1,11 @@
 """Issue 15: physically right on every trace. One small synthetic trace per class (tests/physics_traces.py says
 which public trace each one mimics), with what a reader of that timeline says of it."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cli_in_process
 import physics_traces as pt
 from kineto_factory import write
 from tracetriage.analyzers.loading.load import load
@@ -20,8 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tracetriage.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return cli_in_process.run(*args)
 
 
 # --- a: kernels charged to the op that made them, not to the one their External id names ------------

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import cli_in_process
 from tracetriage.analyzers.analyses import ranks
 from tracetriage.analyzers.analyses.ranks import (
     Collectives,
@@ -34,6 +35,11 @@ DDP_SKEWED = ROOT / "traces" / "ddp-skewed"   # the first capture: rank 0's prof
 
 
 def _cli(*args):
+    return cli_in_process.run("report", *args)
+
+
+def _child(*args):
+    """A real `tracetriage report` process: the exit status, the error line and the stdout a shell sees."""
     return subprocess.run([sys.executable, "-m", "tracetriage.cli", "report", *map(str, args)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
@@ -100,7 +106,7 @@ def test_ddp_text_report_has_a_line_per_rank_the_straggler_and_the_worst_ranks_f
 
 
 def test_json_prints_one_object_and_nothing_else():
-    r = _cli(DDP_SKEWED, "--json")
+    r = _child(DDP_SKEWED, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)  # the whole stdout is one object
     assert set(out) >= {"ranks", "straggler", "lines", "errors"}
@@ -132,7 +138,7 @@ def test_a_truncated_rank_is_listed_as_a_caveat_and_the_good_rank_is_reported(tm
 
 
 def test_an_empty_directory_exits_2_with_one_error_line(tmp_path):
-    r = _cli(tmp_path)
+    r = _child(tmp_path)
     assert r.returncode == 2
     assert r.stdout == ""
     assert r.stderr.startswith("error: no traces in ") and r.stderr.count("\n") == 1

@@ -151,7 +151,12 @@ def render() -> None:
         st.session_state[MATCH] = (q, ARRIVED if "from" in st.query_params else None) if q else None
     st.caption(words.plain(entry.key))
     found, found_caption = _search(a, full)
-    found_slot = st.empty()         # the search's caption, under its box, filled once the URL is written
+    # The search's caption goes under its box, written once the URL is: a new element in a container, not an
+    # st.empty() filled later. Streamlit's outgoing queue composes a delta into an earlier one at the same place
+    # (runtime/forward_msg_queue.py): a placeholder's fill takes the placeholder's slot in the queue, before the
+    # URL's message, whenever both leave in one flush (a matter of timing: it did on a loaded machine, and the page
+    # said "match 2" while the URL still held match 1). A container's child has a place of its own, queued after.
+    found_slot = st.container()
     lo, hi = st.session_state[WINDOW]
     c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
     new_lo = c1.number_input("from ms", value=float(lo), min_value=float(full[0]), max_value=float(full[1]),
