@@ -34,6 +34,7 @@ from tracetriage.analyzers.whatif.levers import (
     no_recompiles,
     overlap_comm,
     pinned_batches,
+    reduce_on_gpu,
     remove_syncs,
     sdpa,
     tensors_on_device,
@@ -53,6 +54,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     batch_items.SPEC,
     pinned_batches.SPEC,
     value_checks.SPEC,
+    reduce_on_gpu.SPEC,
     batch_passes.SPEC,
     drop_float64.SPEC,
     convert_on_gpu.SPEC,
@@ -86,6 +88,7 @@ KV_CACHE = kv_cache.SPEC.name                  # generate re-running its prefix 
 BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -> model(frames)
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
+REDUCE_ON_GPU = reduce_on_gpu.SPEC.name        # logits.cpu().argmax().to(device) -> argmax on the GPU
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
 CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> batch.to(device).float()
@@ -111,6 +114,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # one before/after pair each in the fresh6 development set (an H100; its traces are not committed here), no fix
     # workload in capture/ yet
     DROP_FLOAT64, CONVERT_ON_GPU, NO_CHECKPOINTING,
+    # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here)
+    REDUCE_ON_GPU,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
