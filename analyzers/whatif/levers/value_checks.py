@@ -10,7 +10,12 @@ blocking read splits (reduce-overhead captures each region apart, the syncs stay
 
 What any trace of the construct shows (found by `find`): on one thread, an outermost op that reads a scalar to the
 host (READS) whose MAX_LOOKBACK outermost ops before it hold a reduction to one truth value (REDUCES) and, before
-it, a value predicate (PREDICATES), MIN_CHECKS times or more. Not this construct: a loss read with .item() (no
+it, a value predicate (PREDICATES), MIN_CHECKS times or more. Autograd's anomaly mode (torch.autograd.
+set_detect_anomaly(True), `with detect_anomaly():`) makes the same check after every backward node, inside the
+engine's `autograd::engine::evaluate_function: <Node>` op, beside the node's own op (aten::isnan ->
+aten::_is_any_true -> aten::item): the wrapper is looked through, so those checks are outermost among its children,
+and where most checks lie inside such wrappers the change named is anomaly mode's switch (a gradient hook that checks
+each gradient looks the same, and the words say so). Not this construct: a loss read with .item() (no
 predicate before it: remove_syncs' and the user's logging), a data-dependent shape (nonzero, masked_select: their
 sync is inside the op, not a read of a predicate), a check made once at the end (fewer than MIN_CHECKS). What would
 make it fire falsely: a predicate whose result the program needs to decide its work (early exit when every value
