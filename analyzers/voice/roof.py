@@ -68,5 +68,5 @@ def _queued_clause(v, reachable: float | None) -> str:
     if reachable is None or reachable >= v.idle_share or v.idle_share < ROOF_IDLE:
         return ""
     said = claim("next.roof.reachable_share", reachable, share(reachable))
-    return (f", the queue running dry for the host in only {said} of the span (in the rest of the gaps the next "
-            "kernel was queued already)")
+    return (f", only {said} of it once the gaps whose next kernel was queued already are left out (the device's own "
+            "spacing)")
