@@ -6,7 +6,7 @@ from pathlib import Path
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
-from tracetriage.analyzers.voice.roof import AT_THE_ROOF
+from tracetriage.analyzers.voice.roof import AT_THE_ROOF, ROOF_IDLE
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -30,3 +30,23 @@ def test_the_checker_catches_no_lever_said_below_the_roof():
         if c["key"] == "next.roof.reach":
             c["value"] = AT_THE_ROOF - 0.2
     assert any("no one-line lever is said at" in p for p in claims.check(out))
+
+
+def test_a_step_at_the_roof_whose_idle_is_mostly_queued_kernels_is_told_there_is_no_one_line_lever():
+    """Was: "do less arithmetic or cheaper arithmetic: ... (fp8), skip work" on a step at 91% of the peak whose GPU
+    idles 5.2% of the span, most of it between kernels queued back to back (the device's own spacing, which no host
+    fix shortens): the idle a fix could reach is the dry-queue gaps and the other causes', 4% of the span."""
+    out = _report("healthy-overlap.json.gz")
+    nxt = out["lines"][4]
+    assert nxt.startswith("Next: no one-line lever: the step is already at the roof")
+    reachable = next(c for c in out["claims"] if c["key"] == "next.roof.reachable_share")
+    assert reachable["value"] < ROOF_IDLE <= out["idle_share"]
+    assert claims.check(out) == []
+
+
+def test_the_checker_catches_no_lever_beside_an_idle_a_fix_could_reach():
+    out = _report("healthy-overlap.json.gz")
+    for c in out["claims"]:
+        if c["key"] == "next.roof.reachable_share":
+            c["value"] = ROOF_IDLE + 0.01
+    assert any("not the report's, or not small" in p for p in claims.check(out))

@@ -154,7 +154,11 @@ def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
     bad = []
     if reach < AT_THE_ROOF:
         bad.append(f"no one-line lever is said at {100 * reach:.0f}% of the compute roof, under {AT_THE_ROOF:.0%}")
-    if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE or idle >= ROOF_IDLE:
+    # the idle a host-side fix could reach, where it is said, is within the idle and small
+    reachable = said.value("next.roof.reachable_share")
+    small = idle is not None and (idle < ROOF_IDLE or (reachable is not None and reachable <= idle + _SHARE_TOLERANCE
+                                                         and reachable < ROOF_IDLE))
+    if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE or not small:
         bad.append("no one-line lever is said beside an idle share that is not the report's, or not small")
     return bad
 

@@ -68,7 +68,16 @@ from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
-from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, HEADROOM, LEVERS, NAMES, VALUE_CHECKS, value_checks
+from tracetriage.analyzers.whatif.levers import (
+    CUDA_GRAPHS,
+    HEADROOM,
+    LEVERS,
+    NAMES,
+    REDUCE_ON_GPU,
+    VALUE_CHECKS,
+    reduce_on_gpu,
+    value_checks,
+)
 from tracetriage.analyzers.whatif.levers.spec import Assumption
 from tracetriage.analyzers.whatif.windows import predict_windows
 
@@ -573,8 +582,12 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                  and _calls_for(c, by_cause, idle_ns) and LEVERS[c.lever].cause not in cold
                  and not (full and LEVERS[c.lever].experiment is None
                           and LEVERS[c.lever].cause is Cause.LAUNCH_OVERHEAD)]
-        # a check per layer read on the host splits the step: no CUDA graph replays it as one until they are off
-        if any(c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption) for c in choices):
+        # a check per layer read on the host, or a round trip through the host for a reduction, splits the step: no
+        # CUDA graph replays it as one until they are off
+        graphs_blocked = any((c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption))
+                             or (c.lever == REDUCE_ON_GPU and reduce_on_gpu.blocks_graphs(c.assumption))
+                             for c in choices)
+        if graphs_blocked:
             fixes = [c for c in fixes if c.lever != CUDA_GRAPHS]
         best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None
         head = by_name.get(HEADROOM)
@@ -631,6 +644,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             gain = by_cause[cause] / span_ns if cause and span_ns else 0.0
             # (a warm-up takes out set-up that lies inside the dominant cause's idle: no lever beaten beside it)
             beaten = next((c for c in choices if LEVERS[c.lever].cause is dom and c.lever != best.lever
+                           and not (graphs_blocked and c.lever == CUDA_GRAPHS)
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
                 if dom is not None and dom is not cause and runner_up is None and then is None \
                 and kind is not Experiment.WARM_UP else None

@@ -383,8 +383,9 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
         return {"lever": REGIME_ADVICE["latency"], "why": _latency_why(v, pk),
                 "waste": "moving fewer bytes or cheaper arithmetic: these kernels reach neither roof"}
-    if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC and (reach := roof.at_the_roof(v, pk)) is not None:
-        return roof.next_words(v, pk, reach)
+    if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC \
+            and (reach := roof.at_the_roof(v, pk, roof.reachable_idle(a))) is not None:
+        return roof.next_words(v, pk, reach, roof.reachable_idle(a))
     if a.next_experiment.kind is Experiment.CHEAPER_ARITHMETIC:
         top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
         if v.achieved_tflops:

@@ -37,6 +37,7 @@ from tracetriage.analyzers.whatif.levers import (
     no_recompiles,
     overlap_comm,
     pinned_batches,
+    reduce_on_gpu,
     remove_syncs,
     sdpa,
     sdpa_math,
@@ -57,6 +58,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     batch_items.SPEC,
     pinned_batches.SPEC,
     value_checks.SPEC,
+    reduce_on_gpu.SPEC,
     batch_passes.SPEC,
     drop_float64.SPEC,
     convert_on_gpu.SPEC,
@@ -95,6 +97,7 @@ KV_CACHE = kv_cache.SPEC.name                  # generate re-running its prefix 
 BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -> model(frames)
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
+REDUCE_ON_GPU = reduce_on_gpu.SPEC.name        # logits.cpu().argmax().to(device) -> argmax on the GPU
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
 CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> batch.to(device).float()
@@ -125,6 +128,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     AUTOCAST_FP16,
     # one before/after pair in the fresh7 development set (an H100; not committed here), no fix workload yet
     SDPA_MATH, BROADCAST_MATMUL, LAYER_NORM,
+    # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here)
+    REDUCE_ON_GPU,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

@@ -188,6 +188,12 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "a NaN/Inf check per layer taken off the hot path",
           "drop if torch.isnan(h).any(): raise inside the step (check once on the output, or torch._assert_async)",
           lever="value_checks"),
+    Entry("past the guides", "autograd's anomaly mode off outside debugging",
+          "torch.autograd.set_detect_anomaly(False) (or the `with torch.autograd.detect_anomaly():` around the step "
+          "dropped)", lever="value_checks"),
+    Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",
+          "nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
+          lever="reduce_on_gpu"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "

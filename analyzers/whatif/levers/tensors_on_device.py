@@ -95,7 +95,8 @@ def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbyt
     its batches with torch.randn on the device). Where the profiler recorded no arguments of the factory
     (record_shapes=False) its size is unknown, and a factory that launched nothing counts unchecked: a public RTX
     3080 trace's `torch.randn(10000, 10000).cuda()`, 654 ms of host RNG a step, was otherwise told to profile
-    the host."""
+    the host. A factory that launched a kernel made its tensor on the device and is passed over: a diffusion step's
+    `torch.randint(..., device=device)` beside the host `torch.randn(shape).to(device)` was named as host-made."""
     ev, tr = c.trace.ev, c.trace
     k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
     mine = tops[keys == k]
@@ -103,6 +104,8 @@ def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbyt
     found, sized, unsized = [], False, False
     for row in mine[max(j - LOOK_BACK, 0):j][::-1].tolist():
         name = tr.name_of(row)
+        if is_factory(name) and launches_inside(c, row):
+            continue      # made on the device already (torch.randint(..., device=device) launches its kernel)
         if is_factory(name):
             found.append(row)
             n = factory_numel(tr, row)

@@ -10,7 +10,12 @@ blocking read splits (reduce-overhead captures each region apart, the syncs stay
 
 What any trace of the construct shows (found by `find`): on one thread, an outermost op that reads a scalar to the
 host (READS) whose MAX_LOOKBACK outermost ops before it hold a reduction to one truth value (REDUCES) and, before
-it, a value predicate (PREDICATES), MIN_CHECKS times or more. Not this construct: a loss read with .item() (no
+it, a value predicate (PREDICATES), MIN_CHECKS times or more. Autograd's anomaly mode (torch.autograd.
+set_detect_anomaly(True), `with detect_anomaly():`) makes the same check after every backward node, inside the
+engine's `autograd::engine::evaluate_function: <Node>` op, beside the node's own op (aten::isnan ->
+aten::_is_any_true -> aten::item): the wrapper is looked through, so those checks are outermost among its children,
+and where most checks lie inside such wrappers the change named is anomaly mode's switch (a gradient hook that checks
+each gradient looks the same, and the words say so). Not this construct: a loss read with .item() (no
 predicate before it: remove_syncs' and the user's logging), a data-dependent shape (nonzero, masked_select: their
 sync is inside the op, not a read of a predicate), a check made once at the end (fewer than MIN_CHECKS). What would
 make it fire falsely: a predicate whose result the program needs to decide its work (early exit when every value
@@ -32,7 +37,7 @@ from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
-from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost, outermost_ops, remove_gpu_work
+from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -45,11 +50,16 @@ from tracetriage.analyzers.whatif.levers.spec import (
 )
 
 PREDICATES = frozenset(("aten::isnan", "aten::isinf", "aten::isfinite", "aten::isposinf", "aten::isneginf"))
-REDUCES = frozenset(("aten::any", "aten::all"))
+REDUCES = frozenset(("aten::any", "aten::all", "aten::_is_any_true", "aten::_is_all_true"))
 READS = frozenset(("aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"))
 MAX_LOOKBACK = 3       # outermost ops between the predicate and the read: isnan, any, (a view), then the read
 MIN_CHECKS = 2         # one check at the end of a step is a guard; two or more a step are a check per layer
 COMPILED_REGION = "Torch-Compiled Region"
+# The autograd engine's wrapper around each backward node: the checks anomaly mode makes run inside it, beside the
+# node's own op, so they are outermost among its children, not on the thread
+BACKWARD_NODE = "autograd::engine::evaluate_function"
+ANOMALY_MODE = "anomaly mode"
+HAND_WRITTEN = "hand-written"
 
 
 @dataclass(frozen=True)
@@ -59,13 +69,18 @@ class Check:
     start: int
     end: int
     predicate: str                   # aten::isnan ...
+    in_backward_node: bool = False   # inside an autograd node's evaluation: anomaly mode's check of its gradients
 
 
 def find(c: Context) -> list[Check]:
-    """The value checks read on the host (the module docstring's rule); none where fewer than MIN_CHECKS."""
+    """The value checks read on the host (the module docstring's rule); none where fewer than MIN_CHECKS. An
+    autograd node's wrapper (BACKWARD_NODE) is looked through: what anomaly mode checks after a node runs is a
+    sibling of the node's own op inside it."""
     ev = c.trace.ev
-    ops = outermost_ops(c)
+    nodes = outermost(c, ops_named(c, lambda n: n.startswith(BACKWARD_NODE)))   # in start order
+    ops = outermost(c, ops_named(c, lambda n: not n.startswith(BACKWARD_NODE)))
     key = thread_key(ev.pid[ops], ev.tid[ops])
+    n_key = thread_key(ev.pid[nodes], ev.tid[nodes])
     # the reads are a few of the outermost ops (158k at 942k events): found by name id, and only the ops just before
     # each read are named (naming every op took ~0.09 s there)
     is_read = np.zeros(len(c.trace.names), bool)
@@ -74,6 +89,7 @@ def find(c: Context) -> list[Check]:
     for k in np.unique(key).tolist():
         mine = ops[key == k]
         ids = ev.name[mine]
+        mine_nodes = nodes[n_key == k]
         for i in np.flatnonzero(is_read[ids]).tolist():
             before = [c.trace.names[int(n)] for n in ids[max(i - MAX_LOOKBACK - 1, 0):i].tolist()]
             red = [j for j, b in enumerate(before) if b in REDUCES]
@@ -81,7 +97,9 @@ def find(c: Context) -> list[Check]:
             if not pred:
                 continue
             first = int(mine[max(i - MAX_LOOKBACK - 1, 0) + pred[-1]])
-            out.append(Check(int(k), int(ev.start[first]), int(ev.end[mine[i]]), before[pred[-1]]))
+            j = int(np.searchsorted(ev.start[mine_nodes], ev.start[first], side="right")) - 1
+            in_node = j >= 0 and int(ev.end[mine_nodes[j]]) >= int(ev.end[mine[i]])
+            out.append(Check(int(k), int(ev.start[first]), int(ev.end[mine[i]]), before[pred[-1]], in_node))
     return out if len(out) >= MIN_CHECKS else []
 
 
@@ -102,6 +120,7 @@ class ChecksOff(Assumption):
     regions_per_step: int = 0        # torch.compile regions a step (0: the model is not compiled)
     predicate: str = ""
     waited_ns: int = 0               # the checks' syncs' wait, as traced
+    anomaly_mode: bool = False       # most checks run inside autograd nodes: anomaly mode's check of each gradient
 
 
 def apply(c: Context, p, o: Options) -> tuple[ChecksOff, dict]:
@@ -123,7 +142,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChecksOff, dict]:
     steps = _steps(c)
     return (ChecksOff("value_checks", len(checks), per_step=len(checks) // steps,
                       regions_per_step=_compiled_regions(c) // steps, predicate=checks[0].predicate,
-                      waited_ns=waited),
+                      waited_ns=waited, anomaly_mode=2 * sum(ch.in_backward_node for ch in checks) > len(checks)),
             {"checks": len(checks)})
 
 
@@ -133,9 +152,11 @@ def says(a: ChecksOff) -> str:
                 "by aten::item) twice or more")
     split = (f", and under torch.compile each is a graph break: {units.integer(a.regions_per_step)} compiled regions "
              "a step, which no CUDA graph replays as one" if a.regions_per_step > 1 else "")
+    where = (" inside the autograd nodes' evaluation in backward, where anomaly mode checks each node's gradients"
+             if a.anomaly_mode else "")
     return (f"{units.integer(a.per_step)} checks a step read a value predicate on the host ({a.predicate}, then "
-            f"aten::any, then a blocking read that drains the GPU){split}; priced as the checks' syncs, kernels and "
-            "dispatch gone, not the compiled regions joined")
+            f"aten::any, then a blocking read that drains the GPU){where}{split}; priced as the checks' syncs, "
+            "kernels and dispatch gone" + ("" if a.anomaly_mode else ", not the compiled regions joined"))
 
 
 def _sync_idle(m: Measured) -> float:
@@ -157,8 +178,16 @@ CHANGE = ("take the per-layer check off the hot path: drop `if torch.isnan(h).an
           "(check once on the step's output, or torch._assert_async(~torch.isnan(h).any()), which does not block)")
 
 
+ANOMALY_CHANGE = ("turn autograd's anomaly mode off: torch.autograd.set_detect_anomaly(False), or drop the `with "
+                  "torch.autograd.detect_anomaly():` around the step (it checks every backward node's gradients "
+                  "with a blocking read; a gradient hook that checks each gradient reads the same)")
+
+
 def change_for(a: Assumption) -> str:
-    """The change with the predicate the trace shows (isnan, isinf, isfinite)."""
+    """The change with the predicate the trace shows (isnan, isinf, isfinite); anomaly mode's own switch where the
+    checks run inside the autograd nodes."""
+    if getattr(a, "anomaly_mode", False):
+        return ANOMALY_CHANGE
     pred = getattr(a, "predicate", "").removeprefix("aten::") or "isnan"
     return CHANGE.replace("isnan", pred)
 

@@ -1,0 +1,187 @@
+"""reduce_on_gpu: a reduction the loop makes on the host of a tensor it just copied off the device (`nxt =
+logits[:, -1].float().cpu().argmax(-1).to(device)`), made on the GPU instead (`logits[:, -1].argmax(-1)`).
+
+What the construct looks like in any trace: on one host thread, an outermost op that copies device memory to the
+host (an aten::to/_to_copy/copy_/cpu whose launch call is a device-to-host memcpy, and the stream synchronize that
+makes the host wait for it), then within MAX_LOOKAHEAD outermost ops a reduction (REDUCTIONS: argmax, topk, max,
+sort, multinomial ...) that launches nothing (it ran on the host's cores), usually followed by a host-to-device copy
+of its small result. The copy blocks: the host waits until every kernel queued before it has run, the GPU then
+drains and idles while the host copies, reduces and launches the next step's first kernels. Found MIN_TRIPS times
+or more (a loop: once per generated token or per step); a single read at the end of a run is not this construct.
+
+What would make it fire falsely: a host reduction of a tensor read for another reason (logged, saved to disk) that
+the loop then also reduces; the words name the round trip, not the purpose, and the price is only what the trip
+costs. A reduction that launched a kernel ran on the device already and does not count.
+
+The price (in the graph): each round trip's calls stop blocking and lose their time (the copies and the sync), the
+copies' GPU time goes, and so does the host time between the trip's first and last call (the host reduction); the
+reduction's one kernel on the device (a few µs against a trip of hundreds) is not added.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.knob import remove_gpu_work
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+from tracetriage.analyzers.whatif.levers.tensors_on_device import top_level_ops
+
+REDUCTIONS = frozenset(("aten::argmax", "aten::argmin", "aten::max", "aten::min", "aten::topk", "aten::sort",
+                        "aten::argsort", "aten::multinomial", "aten::kthvalue"))
+MAX_LOOKAHEAD = 2      # outermost ops from the copy off the device to the host reduction (a view, a squeeze)
+MIN_TRIPS = 2          # one read at the end of a run is a result; two or more a loop's round trips
+
+
+@dataclass(frozen=True)
+class ReducedOnGpu(Assumption):
+    reduction: str = ""              # aten::argmax ...
+    trip_ns: int = 0                 # the round trips' host time, first copy's start to the last call's end, traced
+    copy_ns: int = 0                 # their copies' GPU time
+
+
+def _copy_calls(c: Context, direction: str) -> np.ndarray:
+    """The runtime-call rows that launched the memcpys one way ("DtoH" or "HtoD"; Kineto names both forms)."""
+    tr = c.trace
+    ev = tr.ev
+    words = {"DtoH": ("DtoH", "Device -> Pageable", "Device -> Pinned"),
+             "HtoD": ("HtoD", "Pageable -> Device", "Pinned -> Device")}[direction]
+    rows = np.flatnonzero(ev.cat == MEMCPY)
+    rows = rows[[any(w in tr.name_of(int(r)) for w in words) for r in rows.tolist()]] if len(rows) else rows
+    calls = tr.launch_of[rows]
+    return np.unique(calls[calls != NONE])
+
+
+def _holds_call(c: Context, row: int, calls: np.ndarray) -> bool:
+    """One of these runtime calls starts inside this op, on its thread."""
+    ev = c.trace.ev
+    if not len(calls):
+        return False
+    s = ev.start[calls]
+    return bool(((s >= ev.start[row]) & (s < ev.end[row])
+                 & (thread_key(ev.pid[calls], ev.tid[calls]) == thread_key(ev.pid[row], ev.tid[row]))).any())
+
+
+def _kernel_calls(c: Context) -> np.ndarray:
+    """The runtime-call rows that launched a kernel."""
+    tr = c.trace
+    calls = tr.launch_of[tr.ev.cat == KERNEL]
+    return np.unique(calls[calls != NONE])
+
+
+def find(c: Context) -> list[tuple[int, int, int, str]]:
+    """The round trips (thread, start, end, the reduction's name): the module docstring's rule; none below
+    MIN_TRIPS."""
+    ev = c.trace.ev
+    d2h, h2d = _copy_calls(c, "DtoH"), _copy_calls(c, "HtoD")
+    if not len(d2h):
+        return []
+    launches = _kernel_calls(c)
+    tops, keys = top_level_ops(c)
+    out = []
+    for k in np.unique(keys).tolist():
+        mine = tops[keys == k].tolist()
+        for i, r in enumerate(mine):
+            if not _holds_call(c, r, d2h):
+                continue
+            for j in range(i + 1, min(i + 1 + MAX_LOOKAHEAD + 1, len(mine))):
+                name = c.trace.name_of(mine[j])
+                if name in REDUCTIONS and not _holds_call(c, mine[j], launches):
+                    end = mine[j + 1] if j + 1 < len(mine) and _holds_call(c, mine[j + 1], h2d) else mine[j]
+                    out.append((int(k), int(ev.start[r]), int(ev.end[end]), name))
+                    break
+    return out if len(out) >= MIN_TRIPS else []
+
+
+def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
+    trips = find(c)
+    g, ev = c.g, c.trace.ev
+    if not trips or not g.n_calls:
+        return ReducedOnGpu("reduce_on_gpu", 0), {"round_trips": 0}
+    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    inside = np.zeros(g.n_calls, bool)
+    for k, s, e, _ in trips:
+        inside |= (c_key == k) & (g.c_start >= s) & (g.c_start < e)
+    trip_ns = sum(e - s for _, s, e, _ in trips)
+    copies = inside & (g.c_kind == dg.COPY_CALL)
+    rows = np.flatnonzero(copies[np.maximum(g.g_call, 0)] & (g.g_call >= 0) & (g.g_cat == MEMCPY))
+    copy_ns = int(g.g_dur[rows].sum())
+    remove_gpu_work(c, p, rows)
+    blocking = inside & ((g.c_kind == dg.SYNC_CALL) | (g.c_kind == dg.COPY_CALL))
+    p.c_blocked[blocking] = False
+    p.c_dur[blocking] = 0
+    for k, s, e, _ in trips:
+        # the host time between the trip's calls (the copy's op, the reduction on the host) goes; its first call
+        # keeps what lay before the trip began
+        idx = np.flatnonzero((c_key == k) & (g.c_start >= s) & (g.c_start < e))
+        if len(idx):
+            p.c_gap[idx[1:]] = 0
+            before = max(s - int(g.c_start[idx[0]] - g.c_gap[idx[0]]), 0)
+            p.c_gap[idx[0]] = min(int(p.c_gap[idx[0]]), before)
+    return (ReducedOnGpu("reduce_on_gpu", len(trips), reduction=trips[0][3], trip_ns=trip_ns, copy_ns=copy_ns),
+            {"round_trips": len(trips)})
+
+
+def says(a: ReducedOnGpu) -> str:
+    if a.count == 0:
+        return ("no tensor copied off the device and reduced on the host (aten::argmax, topk, max ... launching "
+                "nothing) twice or more")
+    return (f"{units.integer(a.count)} round trips copy a tensor to the host and reduce it there ({a.reduction} on "
+            f"the CPU, {units.duration_ns(a.trip_ns)} of host time in all from the copies to their return, "
+            f"{units.duration_ns(a.copy_ns)} of copies): each blocks until the GPU drains; priced as the copies, "
+            "the syncs and the host reduction gone, the one reduction kernel in their place not added")
+
+
+def change_for(a: Assumption) -> str:
+    op = getattr(a, "reduction", "").removeprefix("aten::") or "argmax"
+    return (f"{op} on the GPU: keep the tensor on the device and reduce it there (e.g. `x.{op}(-1)` on the "
+            f"device tensor, in place of `x.cpu().{op}(-1).to(device)`), so the host no longer waits for the GPU to "
+            "drain each step")
+
+
+def round_trips(m: Measured) -> int:
+    return m.whatif.lever("reduce_on_gpu").detail.get("round_trips", 0)
+
+
+def most_saved(a: ReducedOnGpu) -> int:
+    return a.trip_ns + a.copy_ns if a.count else 0
+
+
+def blocks_graphs(assumption: Assumption | None) -> bool:
+    """A round trip through the host inside the loop blocks it: no CUDA graph replays the loop as one until the
+    reduction is on the device."""
+    return isinstance(assumption, ReducedOnGpu) and assumption.count >= MIN_TRIPS
+
+
+SPEC = LeverSpec(
+    name="reduce_on_gpu", effort=1, cause=None, apply=apply, says=says, words="the reduction made on the GPU",
+    fix="nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
+    recognise=Recognise(order=2, evidence="round_trips", because="its host round trips for a reduction went",
+                        amount=round_trips,
+                        acted=lambda m: float(m.by_cause_ns.get(Cause.SYNCHRONIZATION, 0)
+                                              + m.by_cause_ns.get(Cause.DATA_TRANSFER, 0)
+                                              + m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0)), applied=went),
+    applied_words="the reduction on the GPU (reduce_on_gpu)", weighed_only_if_found=True,
+    experiment=Experiment.TURN_KNOB, most_saved=most_saved,
+    knob=Knob(change="argmax/top-k on the GPU: keep the tensor on the device and reduce it there, in place of "
+                     "`.cpu().argmax(-1).to(device)`",
+              evidence="an outermost op whose launch call is a device-to-host memcpy, then within two ops a host "
+                       "reduction (aten::argmax, topk, max, sort, multinomial ...) that launches nothing, twice or "
+                       "more",
+              applies="every device and dtype",
+              model="the round trips' copies, syncs and host reduction removed in the replay; the one reduction "
+                    "kernel in their place not added",
+              guide="Performance Tuning Guide: avoid unnecessary CPU-GPU synchronization", line=change_for))
