@@ -40,6 +40,7 @@ from tracetriage.analyzers.analyses.inference import Inference
 from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
+from tracetriage.analyzers.analyses.sparse_syncs import CoalesceSyncs, coalesce_syncs
 from tracetriage.analyzers.analyses.steps import Steps
 from tracetriage.analyzers.analyses.weight_streaming import WeightStreaming, weight_streaming
 from tracetriage.analyzers.loading import forked
@@ -187,6 +188,7 @@ class Analysis:
     pace: Pace | None = None            # who sets the pace: the host's window, the launch queue, the kernels
                                         # (tracetriage.analyzers.triage.pace); None: no GPU timeline
     copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
+    coalesce_syncs: CoalesceSyncs | None = None   # syncs inside coalescing a sparse COO operand (sparse_syncs)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -393,7 +395,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     execution=execution, weight_streaming=weight_streaming(roof.points),
                     graph_breaks=breaks_mod.find(trace, steps),
                     pace=pc,
-                    copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None)
+                    copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
+                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

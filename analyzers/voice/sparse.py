@@ -1,8 +1,8 @@
 """A sync Next in the words of the op that syncs where the user wrote no read-back: a sparse COO product coalesces
-its operand on every call (analyzers.triage.sparse_syncs); its fix is the matrix's format, not a deferred read."""
+its operand on every call (analyzers.analyses.sparse_syncs, found by the triage); its fix is the matrix's format,
+not a deferred read."""
 from __future__ import annotations
 
-from tracetriage.analyzers.analyses.sparse_syncs import coalesce_syncs
 from tracetriage.analyzers.model.units import integer
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.said import claim
@@ -11,7 +11,7 @@ from tracetriage.analyzers.voice.said import claim
 def coalesce_advice(a: Analysis) -> str | None:
     """'coalesce the sparse matrix once ...' where syncs inside aten::_coalesce hold most of the sync time; None
     otherwise (the cause's own advice holds)."""
-    c = coalesce_syncs(a.trace)
+    c = getattr(a, "coalesce_syncs", None)
     if c is None:
         return None
     n = claim("next.coalesce_syncs", c.syncs, integer(c.syncs))
