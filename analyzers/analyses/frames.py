@@ -36,7 +36,11 @@ LIBRARIES = frozenset({
 # This tool's own harness around a user's script: its frames are not the user's code.
 HARNESS_FILES = ("capture/script.py", "capture/harness.py", "capture/workload.py", "tracetriage/notebook.py",
                  "tracetriage/facade.py")
-GENERATED = ("torchinductor_",)      # Inductor's generated wrappers and kernels (/tmp/torchinductor_USER/...)
+# Inductor's generated wrappers and kernels: /tmp/torchinductor_USER/..., a debug dump's output_code.py, and the
+# caches a serving engine keeps them in (vLLM: ~/.cache/vllm/torch_compile_cache/HASH/rank_0_0/inductor_cache/..);
+# nothing the user edits (heldout-user9 vllm_h100: 'in your code: the assert_size_stride() in call (...inductor_cache
+# /lh/clhg...py:428)')
+GENERATED = ("torchinductor_", "/inductor_cache/", "/torch_compile_cache/", "torch/_inductor/", "output_code.py")
 _FRAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
 _BUILTIN = re.compile(r"^<built-in (method|function) ([^ >]+)(?: of (\w+) object)?")
 _MODULE = re.compile(r"^nn\.Module: ([A-Za-z_]\w*?)(?:_\d+)?$")

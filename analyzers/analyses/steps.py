@@ -37,6 +37,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
+from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -457,6 +458,7 @@ def _sync_tokens(trace: Trace, rows: np.ndarray) -> np.ndarray:
     if not len(calls) or not len(rows):
         return out
     sync = calls[name_flags(trace, calls, lambda n: rc.is_sync(n) and n not in NOT_A_STEP_END)]
+    sync = sync[~inside_ops(trace, sync, OWN_SYNC_OPS)]   # an op's own sync ends no step (sparse_syncs)
     k = _containing(trace, rows, sync)
     out[k[k >= 0]] = True
     copies = np.flatnonzero(ev.cat == MEMCPY)

@@ -88,6 +88,7 @@ import statistics
 from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
+from tracetriage.analyzers.output.claims_idle import within_the_idle
 from tracetriage.analyzers.output.next_line_claims import (
     no_bigger_batch_where_launches_scale_with_it,
     no_compute_to_overlap_without_kernels,
@@ -137,6 +138,7 @@ def check(out: dict) -> list[str]:
             + _copies_because_holds_the_copies_share(said, out)
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
+            + within_the_idle(said, out)
             + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines)
             + _no_lever_only_at_the_roof(said, out)
             + _dry_queue_because_has_a_dry_queue(said, out) + no_fix_recommended_beside_its_zero(out, lines)
@@ -783,7 +785,7 @@ _SET_UP_KINDS = ("warm_up", "profile_replays")
 # the JSON's regime_detail.bound and the words the Regime line opens with: the two say one thing (heldout-user3: the
 # text said transfer-bound or set-up-bound where the JSON said only "overhead")
 _BOUND_WORDS = {"overhead": "overhead-bound", "set_up": "set-up-bound", "input": "input-bound",
-                "compile": "compile-bound", "transfer": "transfer-bound", "host": "host-bound",
+                "compile": "compile-bound", "transfer": "transfer-bound", "host": "host-bound", "sync": "sync-bound",
                 "fp32_cuda_cores": "GPU-bound in fp32 math"}
 
 
@@ -800,6 +802,7 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
     copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
     hosting = (idle.get("by_cause_us") or {}).get("host_work", 0.0) / idle_us if idle_us else 0.0
     launching = (idle.get("by_cause_us") or {}).get("launch_overhead", 0.0) / idle_us if idle_us else 0.0
+    syncing = (idle.get("by_cause_us") or {}).get("synchronization", 0.0) / idle_us if idle_us else 0.0
     host_ev = (idle.get("evidence") or {}).get("host_work") or {}
     host_is_setup = bool(host_ev.get("total_us")) and \
         host_ev.get("setup_us", 0.0) >= SETUP_HOLDS_HOST_WORK * host_ev["total_us"]
@@ -836,10 +839,14 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
                 and launching < hosting / 2:
             bad.append(f"the Regime line says overhead-bound where {100 * hosting:.0f}% of the idle is the host "
                        "running work that issues no GPU work (host-bound), the Idle line's own dominant cause")
+        elif syncing >= INPUT_BOUND_IDLE_SHARE and dominant == "synchronization" and launching < syncing / 2:
+            bad.append(f"the Regime line says overhead-bound where {100 * syncing:.0f}% of the idle is the host "
+                       "waiting in syncs (sync-bound), the Idle line's own dominant cause")
     for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
                               ("regime.compile_share", compiling, "torch.compile compiling"),
                               ("regime.transfer_share", copying, "waiting on copies"),
-                              ("regime.host_share", hosting, "the host running work that issues no GPU work")):
+                              ("regime.host_share", hosting, "the host running work that issues no GPU work"),
+                              ("regime.sync_share", syncing, "the host waiting in syncs")):
         c = said.get(key)
         if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
             bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")

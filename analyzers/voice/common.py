@@ -428,11 +428,15 @@ UNCOSTED_WORDS = {
 }
 
 
-def uncosted_phrase(v) -> str:
-    """Why kernel time has no cost model: the largest reasons, in words."""
+def uncosted_phrase(v, key: str | None = "regime.uncosted_why") -> str:
+    """Why kernel time has no cost model: the largest reasons, in words (each share claimed as `key`.REASON on the
+    Regime line; `key` None elsewhere)."""
     tot = sum(v.uncosted_why_us.values()) or 1.0
     items = list(v.uncosted_why_us.items())[:2]
-    parts = [UNCOSTED_WORDS[w] + (f" ({share(us / tot)})" if len(items) > 1 else "") for w, us in items]
+
+    def said(w: str, x: float) -> str:
+        return claim(f"{key}.{w}", x, share(x)) if key else share(x)
+    parts = [UNCOSTED_WORDS[w] + (f" ({said(w, us / tot)})" if len(items) > 1 else "") for w, us in items]
     return "; ".join(parts) or "their kernels carry no cost"
 
 

