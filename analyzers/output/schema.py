@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.verdicts import Bound, Cause, Construct, Regime
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # --- building blocks -------------------------------------------------------------------------------
