@@ -114,6 +114,7 @@ class Autocast(Assumption):
     attention: int = 0               # of the kernels priced, fp32 fused attention kernels
     listed_ops: int = 0              # forward ops of autocast's two lists the trace records (0: casts not counted)
     unsized: int = 0                 # of the casts, those of ops recorded without shapes (bytes unknown)
+    trains: bool = False             # a backward runs (autograd's nodes, or weight/data-gradient kernels)
     math_sdpa: int = 0               # fp32 GEMM kernels left out: SDPA's math backend's own upcast (sdpa_math's)
 
 

@@ -17,11 +17,13 @@ table entry (unknown rates) -- counts nothing, autocast_bf16 says why; a model a
 """
 from __future__ import annotations
 
+import dataclasses
+
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import autocast_bf16
-from tracetriage.analyzers.whatif.levers.autocast_bf16 import Autocast, cast_words, fp32_matrix_rows, replay
-from tracetriage.analyzers.whatif.levers.knob import has_fast, peaks_of
+from tracetriage.analyzers.whatif.levers.autocast_bf16 import BACKWARD, Autocast, cast_words, fp32_matrix_rows, replay
+from tracetriage.analyzers.whatif.levers.knob import has_fast, kernel_rows, ops_named, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Context,
@@ -44,8 +46,16 @@ SCALER_UNPRICED = "; the GradScaler's few kernels a step are not counted"
 
 
 def change_line(a: Autocast) -> str:
-    """The knob as this trace needs it: loss scaling only where a backward runs (casts with a gradient)."""
-    return CHANGE + (SCALER if a.backward_casts else "")
+    """The knob as this trace needs it: loss scaling only where a backward runs."""
+    return CHANGE + (SCALER if a.trains else "")
+
+
+def trains(c: Context) -> bool:
+    """A backward runs: autograd's nodes recorded, or (ops recorded without them) cuDNN's weight- and data-gradient
+    kernels (wgrad, dgrad) or ATen's *_backward kernels. fp16 without loss scaling underflows small gradients."""
+    if len(ops_named(c, lambda n: n.startswith(BACKWARD))):
+        return True
+    return bool(len(kernel_rows(c, lambda n: any(k in n.lower() for k in ("wgrad", "dgrad", "backward")))))
 
 
 def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
@@ -53,7 +63,8 @@ def apply(c: Context, p, o: Options) -> tuple[Autocast, dict]:
     if peaks is None or has_fast(peaks, "bf16") or not has_fast(peaks, "fp16"):
         # bf16 is the knob here (or the rates are unknown): autocast_bf16 prices it or says why not
         return Autocast(NAME, 0, device=c.trace.device_name() or ""), {"fp32_kernels": len(fp32_matrix_rows(c))}
-    return replay(c, p, "fp16", NAME)
+    a, detail = replay(c, p, "fp16", NAME)
+    return dataclasses.replace(a, trains=trains(c)), detail
 
 
 def says(a: Autocast) -> str:
@@ -63,7 +74,7 @@ def says(a: Autocast) -> str:
     what = "GEMM, convolution and attention" if a.attention else "GEMM/convolution"
     return (f"the {units.integer(a.count)} fp32/TF32 {what} kernels ({units.duration_ns(a.kernel_ns)}) run "
             f"in fp16 at the {units.tflops(a.bf16_tflops)} peak ({SOURCE_WORDS[a.source]}), each keeping its share "
-            f"of its precision's peak, {cast_words(a)}{SCALER_UNPRICED if a.backward_casts else ''}; other kernels "
+            f"of its precision's peak, {cast_words(a)}{SCALER_UNPRICED if a.trains else ''}; other kernels "
             "keep their time")
 
 
