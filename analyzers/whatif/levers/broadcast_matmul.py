@@ -31,6 +31,7 @@ from tracetriage.analyzers.model.trace import thread_key
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import sdpa
 from tracetriage.analyzers.whatif.levers.knob import (
+    datasheet_peak,
     mirror_queued,
     ops_named,
     peak_source,
@@ -170,11 +171,9 @@ def apply(c: Context, p, o: Options) -> tuple[BroadcastMatmul, dict]:
     peaks = peaks_of(c)
     if not found or peaks is None:
         return BroadcastMatmul("broadcast_matmul", 0, found=len(found), device=device), detail
-    precision = max((a.precision for a in found), key=[a.precision for a in found].count)
-    sheet = peaks.datasheet or peaks
-    if precision not in sheet.flops_per_s:
+    precision, sheet, peak = datasheet_peak(peaks, [a.precision for a in found])
+    if not peak:
         return BroadcastMatmul("broadcast_matmul", 0, found=len(found), device=device, precision=precision), detail
-    peak = sheet.flops(precision)
     rate = c.memory_rate or (peaks.bytes_per_s / 1e9)          # bytes per ns
     width = BYTES.get(precision, 4)
     windows = [(a.start, a.end, a.thread,

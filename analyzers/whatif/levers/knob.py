@@ -117,6 +117,14 @@ def peak_source(peaks) -> str:
     return "ceilings" if peaks is not None and peaks.source.startswith("measured") else "sheet"
 
 
+def datasheet_peak(peaks, precisions: list[str]) -> tuple[str, object, float]:
+    """The precision most of the found constructs run in, the datasheet row (else the measured one) and its FLOP
+    peak there; a peak of 0.0 where the row gives that precision none (the construct is then left unpriced)."""
+    precision = max(precisions, key=precisions.count)
+    sheet = peaks.datasheet or peaks
+    return precision, sheet, sheet.flops(precision) if precision in sheet.flops_per_s else 0.0
+
+
 def scale(p, rows: np.ndarray, factor: np.ndarray | float) -> None:
     p.g_dur[rows] = np.round(p.g_dur[rows] * factor).astype(p.g_dur.dtype)
 

@@ -32,6 +32,7 @@ from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import sdpa
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
+    datasheet_peak,
     mirror_queued,
     ops_named,
     outermost,
@@ -139,11 +140,9 @@ def apply(c: Context, p, o: Options) -> tuple[SdpaMath, dict]:
     peaks = peaks_of(c)
     if not found or peaks is None:
         return SdpaMath("sdpa_math", 0, found=len(found), device=device), detail
-    precision = max((a.precision for a in found), key=[a.precision for a in found].count)
-    sheet = peaks.datasheet or peaks
-    if precision not in sheet.flops_per_s:
+    precision, sheet, peak = datasheet_peak(peaks, [a.precision for a in found])
+    if not peak:
         return SdpaMath("sdpa_math", 0, found=len(found), device=device, precision=precision), detail
-    peak = sheet.flops(precision)
     forward = [(a.start, a.end, a.thread, sdpa.NS_PER_S * a.flops / (peak * sdpa.FLASH_SHARE["forward"]))
                for a in found]
     by_shape = {(a.heads, a.queries, a.keys): a for a in found}
