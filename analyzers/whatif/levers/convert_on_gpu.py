@@ -65,6 +65,7 @@ class ConvertOnGpu(Assumption):
     to_dtype: str = ""
     ops: tuple[str, ...] = ()        # the host ops that go (aten::to, aten::div_), the longest first
     rate: str = "trace"              # where the device kernels' rate comes from (tensors_on_device.RATE_WORDS)
+    release_ns: int = 0              # the untraced host time right after each copy's op: the wide tensor freed
 
 
 def _tensors(tr, row: int) -> list[tuple[int, str]]:
@@ -147,6 +148,20 @@ def _converted_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray,
     return [], None
 
 
+def _release_after(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, cap: int) -> tuple[int, int]:
+    """The host's untraced stretch right after the copy's outermost op, before the next op on its thread: the wide
+    temporary the conversion made is freed there (its pages returned to the system: on an H100 host 2.6 ms for
+    41 MB, 5.2 ms for 154 MB, against 0.04 ms once the narrow tensor is copied). Capped at the conversion's own host
+    time (returning pages costs no more than faulting them in and writing them); (0, 0) where nothing follows."""
+    ev = c.trace.ev
+    mine = tops[keys == thread_key(ev.pid[copy_op], ev.tid[copy_op])]
+    j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
+    if j < 0 or j + 1 >= len(mine):
+        return 0, 0
+    end, nxt = int(ev.end[mine[j]]), int(ev.start[mine[j + 1]])
+    return (end, min(nxt, end + cap)) if nxt > end else (0, 0)
+
+
 def apply(c: Context, p, o: Options) -> tuple[ConvertOnGpu, dict]:
     g, ev, tr = c.g, c.trace.ev, c.trace
     h2d = np.flatnonzero((g.g_cat == MEMCPY) & c.gpu_named(lambda n: "HtoD" in n) & g.g_linked & (g.g_nbytes > 0))
@@ -157,6 +172,7 @@ def apply(c: Context, p, o: Options) -> tuple[ConvertOnGpu, dict]:
     rate = c.memory_rate or (peaks.bytes_per_s / 1e9 if peaks is not None else ASSUMED_BYTES_PER_NS)
     rate_from = "trace" if c.memory_rate else "sheet" if peaks is not None else "assumed"
     starts, ends, wkeys = [], [], []
+    freed: list[tuple[int, int, int]] = []            # (start, end, thread) of each wide tensor's release
     names: dict[str, int] = {}
     hit = host_ns = nbytes = narrow_bytes = copy_ns = 0
     kinds = ("", "")
@@ -169,13 +185,18 @@ def apply(c: Context, p, o: Options) -> tuple[ConvertOnGpu, dict]:
             continue
         n, narrow, wide = w
         ratio = DTYPE_BYTES[narrow] / DTYPE_BYTES[wide]
+        converted_ns = 0
         for f in found:
             starts.append(int(ev.start[f]))
             ends.append(int(ev.end[f]))
             wkeys.append(int(thread_key(ev.pid[f], ev.tid[f])))
             took = int(ev.end[f] - ev.start[f])
             names[tr.name_of(f)] = names.get(tr.name_of(f), 0) + took
-            host_ns += took
+            converted_ns += took
+        host_ns += converted_ns
+        rs, re_ = _release_after(c, op, tops, keys, converted_ns)
+        if re_ > rs:
+            freed.append((rs, re_, int(thread_key(ev.pid[op], ev.tid[op]))))
         # on the device: the conversion reads narrow and writes wide, each elementwise op reads and writes wide
         device_bytes = n * (DTYPE_BYTES[narrow] + DTYPE_BYTES[wide]) + (len(found) - 1) * 2 * n * DTYPE_BYTES[wide]
         p.g_dur[row] = int(np.ceil(g.g_dur[row] * ratio + device_bytes / rate))
@@ -191,9 +212,15 @@ def apply(c: Context, p, o: Options) -> tuple[ConvertOnGpu, dict]:
     s, e = np.array(starts, np.int64), np.array(ends, np.int64)
     remove_host_windows(c, p, s, np.maximum(e - dispatch, s), np.array(wkeys, np.int64))
     host_ns = int(np.maximum(e - dispatch - s, 0).sum())
+    release_ns = 0
+    if freed:
+        fs, fe, fk = (np.array(x, np.int64) for x in zip(*freed))
+        remove_host_windows(c, p, fs, fe, fk)
+        release_ns = int((fe - fs).sum())
     made = tuple(sorted(names, key=lambda x: -names[x]))
     return (ConvertOnGpu("convert_on_gpu", hit, host_ns=host_ns, nbytes=nbytes, narrow_bytes=narrow_bytes,
-                         copy_ns=copy_ns, from_dtype=kinds[0], to_dtype=kinds[1], ops=made, rate=rate_from),
+                         copy_ns=copy_ns, from_dtype=kinds[0], to_dtype=kinds[1], ops=made, rate=rate_from,
+                         release_ns=release_ns),
             {"host_conversions": hit})
 
 
@@ -201,9 +228,15 @@ def says(a: ConvertOnGpu) -> str:
     if a.count == 0:
         return "no host dtype conversion right before a host-to-device copy of its result"
     return (f"{units.integer(a.count)} batches converted {a.from_dtype} → {a.to_dtype} on the host "
-            f"({', '.join(a.ops[:3])}: {units.duration_ns(a.host_ns)} of host work) are copied as {a.from_dtype} "
+            f"({', '.join(a.ops[:3])}: {units.duration_ns(a.host_ns)} of host work"
+            f"{release_words(a)}) are copied as {a.from_dtype} "
             f"({units.size(a.nbytes)} → {units.size(a.narrow_bytes)}, {units.duration_ns(a.copy_ns)} of copies "
             f"before) and converted on the GPU at {RATE_WORDS[a.rate]}")
+
+
+def release_words(a: ConvertOnGpu) -> str:
+    return (f", and {units.duration_ns(a.release_ns)} untraced right after the copies, where the wide tensors are "
+            "freed") if a.release_ns else ""
 
 
 def change(a: ConvertOnGpu) -> str:
@@ -217,7 +250,7 @@ def conversions(m: Measured) -> int:
 
 
 def most_saved(a: ConvertOnGpu) -> int:
-    return a.host_ns + a.copy_ns if a.count else 0
+    return a.host_ns + a.release_ns + a.copy_ns if a.count else 0
 
 
 SPEC = LeverSpec(
@@ -235,7 +268,9 @@ SPEC = LeverSpec(
                        "launching nothing, with only elementwise ops on the same tensor between it and a "
                        "host-to-device memcpy of exactly the widened bytes",
               applies="every GPU: the narrow tensor crosses the link, the conversion runs at the device's memory rate",
-              model="the host ops' time goes (one dispatch each kept); the copy moves narrow/wide of its bytes, then "
+              model="the host ops' time goes (one dispatch each kept), and the untraced release of the wide tensor "
+                    "right after its copy (at most the conversion's own time); the copy moves narrow/wide of its "
+                    "bytes, then "
                     "the ops run as kernels reading and writing their elements at this trace's memory rate",
               guide="Performance Tuning Guide: move data to the device before converting it",
               line=change, where=Cause.DATA_TRANSFER))
