@@ -44,9 +44,9 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
     went,
 )
 
@@ -204,15 +204,12 @@ def says(a: BroadcastMatmul) -> str:
             f"moved once at this trace's memory rate: {units.duration_ns(a.gemm_ns)}")
 
 
-def found_products(m: Measured) -> int:
-    return m.whatif.lever("broadcast_matmul").detail.get("broadcast_products", 0)
-
 
 SPEC = LeverSpec(
     name="broadcast_matmul", effort=1, cause=None, apply=apply, says=says, words="the broadcast product as a matmul",
     fix="(q.unsqueeze(1) * k.unsqueeze(0)).sum(-1) -> q @ k.T (torch.einsum)",
     recognise=Recognise(order=1, evidence="broadcast_products", because="its broadcast aten::mul reduced by aten::sum "
-                        "became a matrix product", amount=found_products,
+                        "became a matrix product", amount=replay_figure("broadcast_matmul", "broadcast_products"),
                         acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="the broadcast product as a matmul (broadcast_matmul)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,

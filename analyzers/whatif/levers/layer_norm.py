@@ -44,9 +44,9 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
     went,
 )
 
@@ -237,9 +237,6 @@ def says(a: LayerNorm) -> str:
             f"({units.gbps(a.rate_gbps)}): {units.duration_ns(a.fused_ns)}")
 
 
-def found_norms(m: Measured) -> int:
-    return m.whatif.lever("layer_norm").detail.get("hand_written_norms", 0)
-
 
 CHANGE = ("nn.LayerNorm(d) (F.layer_norm(x, x.shape[-1:], w, b, eps)) in place of the LayerNorm written by hand "
           "(x.mean(-1), (x - u).pow(2).mean(-1), / torch.sqrt(s + eps)): one fused kernel each way")
@@ -248,7 +245,8 @@ SPEC = LeverSpec(
     name="layer_norm", effort=1, cause=None, apply=apply, says=says, words="nn.LayerNorm",
     fix="a hand-written LayerNorm (mean, pow, mean, sqrt, div) -> nn.LayerNorm",
     recognise=Recognise(order=1, evidence="hand_written_norms", because="its LayerNorm written by hand became "
-                        "nn.LayerNorm (aten::native_layer_norm)", amount=found_norms,
+                        "nn.LayerNorm (aten::native_layer_norm)",
+                        amount=replay_figure("layer_norm", "hand_written_norms"),
                         acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="nn.LayerNorm (layer_norm)", weighed_only_if_found=True, experiment=Experiment.TURN_KNOB,
     knob=Knob(change=CHANGE,

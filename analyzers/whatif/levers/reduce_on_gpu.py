@@ -33,9 +33,9 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
     went,
 )
 from tracetriage.analyzers.whatif.levers.tensors_on_device import top_level_ops
@@ -152,9 +152,6 @@ def change_for(a: Assumption) -> str:
             "drain each step")
 
 
-def round_trips(m: Measured) -> int:
-    return m.whatif.lever("reduce_on_gpu").detail.get("round_trips", 0)
-
 
 def most_saved(a: ReducedOnGpu) -> int:
     return a.trip_ns + a.copy_ns if a.count else 0
@@ -170,7 +167,7 @@ SPEC = LeverSpec(
     name="reduce_on_gpu", effort=1, cause=None, apply=apply, says=says, words="the reduction made on the GPU",
     fix="nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
     recognise=Recognise(order=2, evidence="round_trips", because="its host round trips for a reduction went",
-                        amount=round_trips,
+                        amount=replay_figure("reduce_on_gpu", "round_trips"),
                         acted=lambda m: float(m.by_cause_ns.get(Cause.SYNCHRONIZATION, 0)
                                               + m.by_cause_ns.get(Cause.DATA_TRANSFER, 0)
                                               + m.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0)), applied=went),

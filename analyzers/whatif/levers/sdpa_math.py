@@ -47,9 +47,9 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
+    replay_figure,
     went,
 )
 
@@ -184,9 +184,6 @@ def says(a: SdpaMath) -> str:
             f"{a.precision} peak ({SOURCE_WORDS[a.source]}): {units.duration_ns(a.fused_ns)}")
 
 
-def found_math(m: Measured) -> int:
-    return m.whatif.lever("sdpa_math").detail.get("math_attention", 0)
-
 
 CHANGE = ("drop `with sdpa_kernel(SDPBackend.MATH):` (or torch.backends.cuda.enable_flash_sdp(True) / "
           "enable_mem_efficient_sdp(True)) so F.scaled_dot_product_attention runs the flash or memory-efficient "
@@ -196,7 +193,7 @@ SPEC = LeverSpec(
     name="sdpa_math", effort=1, cause=None, apply=apply, says=says, words="the flash attention backend",
     fix="sdpa_kernel(SDPBackend.MATH) removed: SDPA's flash or memory-efficient kernel in place of its math backend",
     recognise=Recognise(order=1, evidence="math_attention", because="its aten::_scaled_dot_product_attention_math "
-                        "ops became a fused attention kernel", amount=found_math,
+                        "ops became a fused attention kernel", amount=replay_figure("sdpa_math", "math_attention"),
                         acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="the flash attention backend (sdpa_math)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
