@@ -36,7 +36,6 @@ from tracetriage.analyzers.whatif.levers.knob import (
     ops_named,
     peak_source,
     peaks_of,
-    remove_gpu_work,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -164,7 +163,6 @@ class BroadcastMatmul(Assumption):
 
 
 def apply(c: Context, p, o: Options) -> tuple[BroadcastMatmul, dict]:
-    g = c.g
     found = find(c)
     detail = {"broadcast_products": len(found), "queued_kernels": 0}
     device = c.trace.device_name() or "this device"
@@ -178,13 +176,10 @@ def apply(c: Context, p, o: Options) -> tuple[BroadcastMatmul, dict]:
     width = BYTES.get(precision, 4)
     windows = [(a.start, a.end, a.thread,
                 max(sdpa.NS_PER_S * a.flops / peak, a.gemm_bytes(width) / rate)) for a in found]
-    rows, first, times = sdpa._window_kernels(c, windows)
-    kernel_ns = int(g.g_dur[rows].sum())
-    remove_gpu_work(c, p, rows[~np.isin(rows, first)])
-    p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
+    kernel_ns, gemm_ns = sdpa.fuse_windows(c, p, windows)
     queued = mirror_queued(c, p)
     big = max(found, key=lambda a: a.product_bytes(width))
-    return (BroadcastMatmul("broadcast_matmul", len(found), kernel_ns=kernel_ns, gemm_ns=int(times.sum()),
+    return (BroadcastMatmul("broadcast_matmul", len(found), kernel_ns=kernel_ns, gemm_ns=gemm_ns,
                             product_bytes=big.product_bytes(width), shape=big.shape, tflops=peak / 1e12,
                             precision=precision, source=peak_source(sheet)),
             detail | {"queued_kernels": queued})

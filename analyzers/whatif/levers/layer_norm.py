@@ -37,7 +37,6 @@ from tracetriage.analyzers.whatif.levers.knob import (
     outermost,
     outermost_ops,
     peaks_of,
-    remove_gpu_work,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -196,7 +195,6 @@ class LayerNorm(Assumption):
 
 
 def apply(c: Context, p, o: Options) -> tuple[LayerNorm, dict]:
-    g = c.g
     found = find(c)
     detail = {"hand_written_norms": len(found), "queued_kernels": 0}
     peaks = peaks_of(c)
@@ -207,15 +205,7 @@ def apply(c: Context, p, o: Options) -> tuple[LayerNorm, dict]:
     forward = [(n.start, n.end, n.thread, FORWARD_PASSES * n.nbytes / rate) for n in found]
     back = backward_windows(c)
     backward = [(s, e, k, BACKWARD_PASSES * big.nbytes / rate) for s, e, k in back]
-    kernel_ns = fused_ns = 0
-    for windows in (forward, backward):
-        if not windows:
-            continue
-        rows, first, times = sdpa._window_kernels(c, windows)
-        kernel_ns += int(g.g_dur[rows].sum())
-        remove_gpu_work(c, p, rows[~np.isin(rows, first)])
-        p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
-        fused_ns += int(times.sum())
+    kernel_ns, fused_ns = sdpa.fuse_windows(c, p, forward, backward)
     queued = mirror_queued(c, p)
     return (LayerNorm("layer_norm", len(found), backward=len(backward), kernel_ns=kernel_ns, fused_ns=fused_ns,
                       shape=big.shape, nbytes=big.nbytes, rate_gbps=rate, found=len(found)),

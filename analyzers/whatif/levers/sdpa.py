@@ -187,7 +187,6 @@ class Sdpa(Assumption):
 
 
 def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
-    g = c.g
     found = find(c)
     fused_now = len(ops_named(c, lambda n: n.startswith(FUSED)))
     detail = {"hand_written": len(found), "fused_attention_ops": fused_now, "queued_kernels": 0}
@@ -207,21 +206,29 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
         a = by_shape.get((int(np.prod(shape[:-2])), shape[-2], shape[-1])) if len(shape) >= 3 else None
         a = a or found[0]
         backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * FLASH_SHARE["backward"])))
-    kernel_ns = fused_ns = 0
-    for windows in (forward, backward):
-        if not windows:
-            continue
-        rows, first, times = _window_kernels(c, windows)
-        kernel_ns += int(g.g_dur[rows].sum())
-        keep = np.isin(rows, first)
-        remove_gpu_work(c, p, rows[~keep])
-        p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
-        fused_ns += int(times.sum())
+    kernel_ns, fused_ns = fuse_windows(c, p, forward, backward)
     queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
                  kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
                  source=peak_source(sheet)),
             detail | {"queued_kernels": queued})
+
+
+def fuse_windows(c: Context, p, *window_sets: list) -> tuple[int, int]:
+    """Each host window's GPU work becomes one kernel of the window's given time (its first kernel keeps the slot,
+    the rest go with their launches): (the kernels' time before, the fused kernels' time). Windows are
+    (start, end, thread key, fused ns); the sets (a forward's, a backward's) are placed one after the other."""
+    g = c.g
+    kernel_ns = fused_ns = 0
+    for windows in window_sets:
+        if not windows:
+            continue
+        rows, first, times = _window_kernels(c, windows)
+        kernel_ns += int(g.g_dur[rows].sum())
+        remove_gpu_work(c, p, rows[~np.isin(rows, first)])
+        p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
+        fused_ns += int(times.sum())
+    return kernel_ns, fused_ns
 
 
 def _window_kernels(c: Context, windows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -39,7 +39,6 @@ from tracetriage.analyzers.whatif.levers.knob import (
     peak_source,
     peaks_of,
     queued_counterparts,
-    remove_gpu_work,
 )
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -133,7 +132,6 @@ class SdpaMath(Assumption):
 
 
 def apply(c: Context, p, o: Options) -> tuple[SdpaMath, dict]:
-    g = c.g
     found = find(c)
     detail = {"math_attention": len(found), "queued_kernels": 0}
     device = c.trace.device_name() or "this device"
@@ -152,15 +150,7 @@ def apply(c: Context, p, o: Options) -> tuple[SdpaMath, dict]:
         if a is not None:
             backward.append((s, e, k, sdpa.NS_PER_S * sdpa.BACKWARD_FLOPS * a.flops
                              / (peak * sdpa.FLASH_SHARE["backward"])))
-    kernel_ns = fused_ns = 0
-    for windows in (forward, backward):
-        if not windows:
-            continue
-        rows, first, times = sdpa._window_kernels(c, windows)
-        kernel_ns += int(g.g_dur[rows].sum())
-        remove_gpu_work(c, p, rows[~np.isin(rows, first)])
-        p.g_dur[first] = np.round(times).astype(p.g_dur.dtype)
-        fused_ns += int(times.sum())
+    kernel_ns, fused_ns = sdpa.fuse_windows(c, p, forward, backward)
     queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     big = max(found, key=lambda a: a.score_bytes)
     return (SdpaMath("sdpa_math", len(found), backward=len(backward), kernel_ns=kernel_ns, fused_ns=fused_ns,
