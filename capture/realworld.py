@@ -35,6 +35,7 @@ from tracetriage.capture.realworld_generate import GENERATE_SCENARIOS
 from tracetriage.capture.realworld_knobs import KNOB_SCENARIOS
 from tracetriage.capture.realworld_knobs3 import KNOB3_SCENARIOS
 from tracetriage.capture.realworld_knobs4 import KNOB4_SCENARIOS
+from tracetriage.capture.realworld_knobs5 import KNOB5_SCENARIOS
 from tracetriage.capture.realworld_loader import LOADER_SCENARIOS
 from tracetriage.capture.realworld_vision import VISION_SCENARIOS
 from tracetriage.capture.smells import narrow_mlp
@@ -255,7 +256,7 @@ class EmptyCacheEncoderInfer(RealWorkload):
 REALWORLD: dict[str, type[RealWorkload]] = {c.kind: c for c in [
     AdamWForeachOff, SGDMomentumLoop, AdamStepOnly, EmptyCacheEveryStep, EmptyCacheConvTrain, EmptyCacheEncoderInfer,
     *COMPILE_SCENARIOS, *VISION_SCENARIOS, *GENERATE_SCENARIOS, *KNOB_SCENARIOS, *KNOB3_SCENARIOS,
-    *LOADER_SCENARIOS, *KNOB4_SCENARIOS,
+    *LOADER_SCENARIOS, *KNOB4_SCENARIOS, *KNOB5_SCENARIOS,
 ]}
 
 

@@ -12,6 +12,8 @@
 #                                                          variant), inference_mode for an eval with autograd on
 #   OUT=$OUT GROUP=knobs4 bash capture/record_realworld.sh the knobs of capture/realworld_knobs4.py: float32 for
 #                                                          float64, conversions after the copy, checkpointing off
+#   OUT=$OUT GROUP=knobs5 bash capture/record_realworld.sh the knobs of capture/realworld_knobs5.py: argument checks
+#                                                          off, F.cross_entropy, no max_norm, a module kept on the GPU
 #   OUT=$OUT GROUP=loader bash capture/record_realworld.sh the DataLoader workers knob (capture/realworld_loader.py):
 #                                                          num_workers=0 against 4 on a Python tokenizer, numpy
 #                                                          features and torch.stft spectrograms
@@ -25,13 +27,13 @@
 #   realworld-$GROUP-2.tar.gz  only if the first would pass 15 MiB: the generate/ and traces/ folders
 # DEVICE=cpu PYTHON=path/to/python runs the same script on a CPU: a dry run of the plumbing.
 set -u
-GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3, knobs4, loader or smoke}
+GROUP=${GROUP:?set GROUP=a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader or smoke}
 OUT=${OUT:?set OUT to the folder for the results}
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 CAP_SCALE=${CAP_SCALE:-$( [ "$DEVICE" = cpu ] && echo 4 || echo 1 )}    # the parts' time caps are an H200's
-case $GROUP in a|b|knobs|knobs2|knobs3|knobs4|loader) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
-  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, loader or smoke" >&2; exit 2 ;; esac
+case $GROUP in a|b|knobs|knobs2|knobs3|knobs4|knobs5|loader) BUDGET=${BUDGET:-530} ;; c) BUDGET=${BUDGET:-470} ;; smoke) BUDGET=${BUDGET:-160} ;;
+  *) echo "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader or smoke" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 ROOT=$(mktemp -d /tmp/realworld.XXXXXX)
 WORK=$ROOT/$GROUP
@@ -137,6 +139,12 @@ knobs4)    # drop_float64, convert_on_gpu, no_checkpointing: three workloads eac
   part knobs4-checkpoint 190 $(pairs pairs) --only checkpoint_encoder_train checkpoint_gpt2_train \
     checkpoint_convstack_train
   ;;
+knobs5)    # no_validate_args, cross_entropy, no_max_norm, keep_on_device: two or three workloads each
+  part knobs5-validate 150 $(pairs pairs) --only validate_vae_train validate_beta_policy validate_mdn_train
+  part knobs5-loss-norm 190 $(pairs pairs) --only onehot_smoothed_lm onehot_segmentation maxnorm_skipgram \
+    maxnorm_embedding_bag
+  part knobs5-offload 120 $(pairs pairs) --only offload_vae_decoder offload_reranker
+  ;;
 loader)    # dataloader_workers: three workloads, the knob alone (no pin_memory), 4 workers forked per variant
   part loader-workers 300 $(pairs pairs) --only loader_tokenize_lm loader_numpy_features loader_stft_audio
   ;;
@@ -153,7 +161,8 @@ smoke)
     inference_mode_encoder cudnn_bench_r3d cudnn_bench_deeplab cudnn_bench_convnext empty_cache_conv_train \
     empty_cache_encoder_infer float64_mlp_train float64_heat_stencil float64_fno_train convert_images_resnet \
     convert_audio_encoder convert_half_features_mlp checkpoint_encoder_train checkpoint_gpt2_train \
-    checkpoint_convstack_train &
+    checkpoint_convstack_train validate_vae_train validate_beta_policy validate_mdn_train onehot_smoothed_lm \
+    onehot_segmentation maxnorm_skipgram maxnorm_embedding_bag offload_vae_decoder offload_reranker &
   { hf_pairs 150 --smoke --reps 1; hf_retry 150 --smoke --reps 1; } &
   part smoke-generate 150 "$PY" -m tracetriage.capture.realworld_generate --device "$DEVICE" --out "$WORK/generate" --smoke &
   part smoke-traces 150 "$PY" -m tracetriage.capture.realworld_traces --device "$DEVICE" --out "$WORK/traces" --smoke &

@@ -297,13 +297,13 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
     hf_pairs = script.split("\nhf_pairs() {")[1].split("\n}")[0]
     assert "--drop-lever cuda_graphs" in script.split("\nhf_retry() {")[1].split("\n}")[0]
     groups = "\n" + script.split("\ncase $GROUP in\n")[1]
-    a, b, c, knobs, knobs2, knobs3, knobs4, loader, smoke = (groups.split(f"\n{g})")[1].split(";;")[0]
-                                                             for g in ("a", "b", "c", "knobs", "knobs2", "knobs3",
-                                                                       "knobs4", "loader", "smoke"))
+    a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader, smoke = (
+        groups.split(f"\n{g})")[1].split(";;")[0]
+        for g in ("a", "b", "c", "knobs", "knobs2", "knobs3", "knobs4", "knobs5", "loader", "smoke"))
     a, b, c, smoke = (g + hf_pairs if "hf_pairs " in g else g for g in (a, b, c, smoke))
     for kind in REALWORLD:
         # each kind in one data group
-        data_groups = (a, b, c, knobs, knobs2, knobs3, knobs4, loader)
+        data_groups = (a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader)
         assert sum(f"{kind} " in g or f"{kind}\n" in g for g in data_groups) == 1, kind
         assert kind in smoke, kind
     from tracetriage.capture.realworld_cold import KINDS
@@ -318,7 +318,7 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
 def test_the_device_script_refuses_an_unknown_group(tmp_path):
     p = subprocess.run(["bash", str(ROOT / "capture" / "record_realworld.sh")], capture_output=True, text=True,
                        env={**os.environ, "GROUP": "z", "OUT": str(tmp_path)})
-    assert p.returncode == 2 and "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, loader or smoke" in p.stderr
+    assert p.returncode == 2 and "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader or smoke" in p.stderr
 
 
 def test_capture_modules_import_nothing_the_device_lacks(tmp_path):
