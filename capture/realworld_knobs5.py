@@ -1,15 +1,15 @@
 """Ground truth for four knobs first seen on one development pair each (fresh8's workloads): real-library workloads
 a knob, each variant timed five times profiled and unprofiled, none of them the workload a lever was written from.
 
-    no_validate_args  torch.distributions' argument checks off (Distribution.set_default_validate_args(False)):
-                      a VAE trained through Normal/Independent, a Beta policy's log-probabilities, a mixture density
-                      network's MixtureSameFamily log-likelihood
-    cross_entropy     F.cross_entropy in place of a hand-written one-hot loss: a label-smoothed language-model loss
-                      over a 32k vocabulary, a pixel-wise segmentation loss over 21 classes
-    no_max_norm       embeddings without max_norm (no embedding_renorm_ each forward): a skip-gram model's two
-                      tables, an EmbeddingBag recommender
-    keep_on_device    a module kept on the GPU in place of moved to the CPU and back each request: a VAE decoder
-                      after a denoiser, a reranker's encoder beside a retriever's
+    validate_args       torch.distributions' argument checks off (Distribution.set_default_validate_args(False)):
+                        a VAE trained through Normal/Independent, a Beta policy's log-probabilities, a mixture density
+                        network's MixtureSameFamily log-likelihood
+    cross_entropy       F.cross_entropy in place of a hand-written one-hot loss: a label-smoothed language-model loss
+                        over a 32k vocabulary, a pixel-wise segmentation loss over 21 classes
+    embedding_max_norm  embeddings without max_norm (no embedding_renorm_ each forward): a skip-gram model's two
+                        tables, an EmbeddingBag recommender
+    module_round_trip   a module kept on the GPU in place of moved to the CPU and back each request: a VAE decoder
+                        after a denoiser, a reranker's encoder beside a retriever's
 
 Random weights, nothing downloads; plain torch. Tiny shapes on the CPU.
 """
@@ -26,23 +26,23 @@ from torch.distributions import Beta, Categorical, Distribution, Independent, Mi
 from tracetriage.capture.realworld_common import RealWorkload
 
 # The fixes' names as the capture files carry them (kind--FIX.json.gz).
-NO_VALIDATE_ARGS = "no_validate_args"
+VALIDATE_ARGS = "validate_args"
 CROSS_ENTROPY = "cross_entropy"
-NO_MAX_NORM = "no_max_norm"
-KEEP_ON_DEVICE = "keep_on_device"
+EMBEDDING_MAX_NORM = "embedding_max_norm"
+MODULE_ROUND_TRIP = "module_round_trip"
 
-# --- no_validate_args: torch.distributions' checks (a host sync per checked argument) off -----------------------
+# --- validate_args: torch.distributions' checks (a host sync per checked argument) off -----------------------
 
 
 @dataclass
 class _Validated(RealWorkload):
     """Distributions built each step with PyTorch's default argument validation (on unless python -O): every
     constructor and log_prob checks its arguments' support with a reduction read on the host."""
-    levers: ClassVar[tuple[str, ...]] = (NO_VALIDATE_ARGS,)
+    levers: ClassVar[tuple[str, ...]] = (VALIDATE_ARGS,)
 
     def setup(self):
         # the default is global: set it for both variants, as the user's one line would
-        Distribution.set_default_validate_args(self.fix != NO_VALIDATE_ARGS)
+        Distribution.set_default_validate_args(self.fix != VALIDATE_ARGS)
         torch.manual_seed(0)
         self.build()
 
@@ -56,7 +56,7 @@ class ValidatedVAETrain(_Validated):
     rsample, log_prob under q and the prior, a Bernoulli-style reconstruction loss."""
     kind: ClassVar[str] = "validate_vae_train"
     about: ClassVar[str] = ("VAE 784-512-32 MLP, batch 256, Independent(Normal) rsample + log_prob (q and prior), "
-                            "Adam; no_validate_args: Distribution.set_default_validate_args(False)")
+                            "Adam; validate_args: Distribution.set_default_validate_args(False)")
     batch: int = 256
     iters: int = 6
 
@@ -87,7 +87,7 @@ class ValidatedBetaPolicy(_Validated):
     actions' log-probabilities and entropy, 8 minibatch updates a step (PPO's inner loop)."""
     kind: ClassVar[str] = "validate_beta_policy"
     about: ClassVar[str] = ("actor-critic MLP 64-256-256, Beta(alpha, beta) over 6 actions, 1024 states, 8 "
-                            "minibatch updates of log_prob + entropy; no_validate_args: "
+                            "minibatch updates of log_prob + entropy; validate_args: "
                             "Distribution.set_default_validate_args(False)")
     batch: int = 1024
     iters: int = 3
@@ -120,7 +120,7 @@ class ValidatedMixtureDensity(_Validated):
     negative log-likelihood of MixtureSameFamily(Categorical, Independent(Normal))."""
     kind: ClassVar[str] = "validate_mdn_train"
     about: ClassVar[str] = ("MDN MLP 32-512-512 -> 16 components x 2-D Gaussians, batch 4096, MixtureSameFamily "
-                            "log_prob, Adam; no_validate_args: Distribution.set_default_validate_args(False)")
+                            "log_prob, Adam; validate_args: Distribution.set_default_validate_args(False)")
     batch: int = 4096
     iters: int = 6
 
@@ -226,7 +226,7 @@ class OneHotSegmentation(RealWorkload):
         return loss
 
 
-# --- no_max_norm: embeddings renormalised each forward -> max_norm=None -----------------------------------------
+# --- embedding_max_norm: embeddings renormalised each forward -> max_norm=None ------------------------------
 
 
 @dataclass
@@ -234,16 +234,16 @@ class MaxNormSkipGram(RealWorkload):
     """Skip-gram with negative sampling: two nn.Embedding(200k, 256, max_norm=1.0) tables (centre, context), batch
     16,384 pairs x (1 + 8 negatives), SparseAdam-free plain Adam; each forward renormalises the rows it looks up."""
     kind: ClassVar[str] = "maxnorm_skipgram"
-    levers: ClassVar[tuple[str, ...]] = (NO_MAX_NORM,)
+    levers: ClassVar[tuple[str, ...]] = (EMBEDDING_MAX_NORM,)
     about: ClassVar[str] = ("skip-gram, 2 x Embedding(200k, 256, max_norm=1.0), 16,384 pairs x 9 (8 negatives), "
-                            "Adam; no_max_norm: max_norm=None")
+                            "Adam; embedding_max_norm: max_norm=None")
     batch: int = 16384
     iters: int = 5
 
     def setup(self):
         b, v, d, k = (self.batch, 200_000, 256, 8) if self.gpu else (16, 100, 8, 2)
         torch.manual_seed(0)
-        max_norm = None if self.fix == NO_MAX_NORM else 1.0
+        max_norm = None if self.fix == EMBEDDING_MAX_NORM else 1.0
         self.centre = nn.Embedding(v, d, max_norm=max_norm).to(self.device)
         self.context = nn.Embedding(v, d, max_norm=max_norm).to(self.device)
         self.opt = torch.optim.Adam([*self.centre.parameters(), *self.context.parameters()], lr=1e-3)
@@ -265,16 +265,16 @@ class MaxNormEmbeddingBag(RealWorkload):
     """A recommender's bag of user-history items: nn.EmbeddingBag(1M, 128, mode="mean", max_norm=1.0) over 8,192
     users x 50 items, an item tower nn.Embedding(1M, 128, max_norm=1.0), a dot-product score and BCE."""
     kind: ClassVar[str] = "maxnorm_embedding_bag"
-    levers: ClassVar[tuple[str, ...]] = (NO_MAX_NORM,)
+    levers: ClassVar[tuple[str, ...]] = (EMBEDDING_MAX_NORM,)
     about: ClassVar[str] = ("EmbeddingBag(1M, 128, mean, max_norm=1.0) over 8,192 x 50 history items + item "
-                            "Embedding(1M, 128, max_norm=1.0), dot score, BCE, Adam; no_max_norm: max_norm=None")
+                            "Embedding(1M, 128, max_norm=1.0), dot score, BCE, Adam; embedding_max_norm: max_norm=None")
     batch: int = 8192
     iters: int = 5
 
     def setup(self):
         b, v, d, hist = (self.batch, 1_000_000, 128, 50) if self.gpu else (8, 100, 8, 4)
         torch.manual_seed(0)
-        max_norm = None if self.fix == NO_MAX_NORM else 1.0
+        max_norm = None if self.fix == EMBEDDING_MAX_NORM else 1.0
         self.bag = nn.EmbeddingBag(v, d, mode="mean", max_norm=max_norm).to(self.device)
         self.items = nn.Embedding(v, d, max_norm=max_norm).to(self.device)
         self.opt = torch.optim.Adam([*self.bag.parameters(), *self.items.parameters()], lr=1e-3)
@@ -291,7 +291,7 @@ class MaxNormEmbeddingBag(RealWorkload):
         return loss
 
 
-# --- keep_on_device: a module moved to the CPU and back each request -> kept on the GPU --------------------------
+# --- module_round_trip: a module moved to the CPU and back each request -> kept on the GPU -------------------
 
 
 @dataclass
@@ -299,7 +299,7 @@ class _Offloaded(RealWorkload):
     """Inference requests served by two modules where the user, to save GPU memory, moves the second one to the
     GPU for its part of each request and back to the CPU after it (`self.second.to("cpu")`); the fix drops that
     line, so the module stays resident and the `.to(device)` before it is a no-op."""
-    levers: ClassVar[tuple[str, ...]] = (KEEP_ON_DEVICE,)
+    levers: ClassVar[tuple[str, ...]] = (MODULE_ROUND_TRIP,)
 
     def build(self) -> tuple[nn.Module, nn.Module, torch.Tensor]:
         raise NotImplementedError
@@ -316,7 +316,7 @@ class _Offloaded(RealWorkload):
             h = self.first(self.x)
             self.second.to(self.device)
             out = self.second(h)
-            if self.fix != KEEP_ON_DEVICE:
+            if self.fix != MODULE_ROUND_TRIP:
                 self.second.to("cpu")
         return out
 
@@ -361,7 +361,7 @@ class OffloadedVAEDecoder(_Offloaded):
     kind: ClassVar[str] = "offload_vae_decoder"
     about: ClassVar[str] = ("denoiser conv net x 20 passes on 4 x 4 x 32^2 latents, then a ~25M-parameter decoder "
                             "(768-ch middle, 256 ch, 3 upsamplings to 256^2) .to(device) / forward / .to('cpu') each "
-                            "request; keep_on_device: the .to('cpu') dropped")
+                            "request; module_round_trip: the .to('cpu') dropped")
     iters: int = 3
 
     def build(self):
@@ -375,7 +375,8 @@ class OffloadedReranker(_Offloaded):
     ~85M parameters) moved to the GPU to score 64 candidates and back to the CPU after it."""
     kind: ClassVar[str] = "offload_reranker"
     about: ClassVar[str] = ("query encoder 6 x d768 on 64 x 128 tokens, then a 12 x d768 reranker (~85M params) "
-                            ".to(device) / forward / .to('cpu') each request; keep_on_device: the .to('cpu') dropped")
+                            ".to(device) / forward / .to('cpu') each request; module_round_trip: the .to('cpu') "
+                            "dropped")
     iters: int = 3
 
     def build(self):

@@ -139,7 +139,7 @@ knobs4)    # drop_float64, convert_on_gpu, no_checkpointing: three workloads eac
   part knobs4-checkpoint 190 $(pairs pairs) --only checkpoint_encoder_train checkpoint_gpt2_train \
     checkpoint_convstack_train
   ;;
-knobs5)    # no_validate_args, cross_entropy, no_max_norm, keep_on_device: two or three workloads each
+knobs5)    # validate_args, cross_entropy, embedding_max_norm, module_round_trip: two or three workloads each
   part knobs5-validate 150 $(pairs pairs) --only validate_vae_train validate_beta_policy validate_mdn_train
   part knobs5-loss-norm 190 $(pairs pairs) --only onehot_smoothed_lm onehot_segmentation maxnorm_skipgram \
     maxnorm_embedding_bag

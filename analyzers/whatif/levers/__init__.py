@@ -110,7 +110,7 @@ SDPA_MATH = sdpa_math.SPEC.name                # sdpa_kernel(SDPBackend.MATH) ->
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
 AWAITING_PAIR: tuple[str, ...] = (
     # capture/realworld_knobs5.py: the constructs of fresh8's development pairs, on other workloads
-    "no_validate_args", "cross_entropy", "no_max_norm", "keep_on_device",
+    "validate_args", "cross_entropy", "embedding_max_norm", "module_round_trip",
 )
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
