@@ -75,8 +75,10 @@ from tracetriage.analyzers.whatif.levers import (
     LEVERS,
     NAMES,
     REDUCE_ON_GPU,
+    VALIDATE_ARGS,
     VALUE_CHECKS,
     reduce_on_gpu,
+    validate_args,
     value_checks,
 )
 from tracetriage.analyzers.whatif.levers.spec import Assumption
@@ -598,10 +600,11 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                  and _calls_for(c, by_cause, idle_ns, tail_ns) and LEVERS[c.lever].cause not in cold
                  and not (full and LEVERS[c.lever].experiment is None
                           and LEVERS[c.lever].cause is Cause.LAUNCH_OVERHEAD)]
-        # a check per layer read on the host, or a round trip through the host for a reduction, splits the step: no
-        # CUDA graph replays it as one until they are off
+        # a check per layer read on the host, a distribution's argument check, or a round trip through the host for a
+        # reduction, splits the step: no CUDA graph replays it as one until they are off
         graphs_blocked = any((c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption))
                              or (c.lever == REDUCE_ON_GPU and reduce_on_gpu.blocks_graphs(c.assumption))
+                             or (c.lever == VALIDATE_ARGS and validate_args.blocks_graphs(c.assumption))
                              for c in choices)
         if graphs_blocked:
             fixes = [c for c in fixes if c.lever != CUDA_GRAPHS]

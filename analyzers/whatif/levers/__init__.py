@@ -20,10 +20,12 @@ from tracetriage.analyzers.whatif.levers import (
     broadcast_matmul,
     channels_last,
     convert_on_gpu,
+    cross_entropy,
     cuda_graphs,
     cudnn_benchmark,
     dataloader_workers,
     drop_float64,
+    embedding_max_norm,
     fuse,
     fused_optimizer,
     grads_to_none,
@@ -42,6 +44,7 @@ from tracetriage.analyzers.whatif.levers import (
     sdpa,
     sdpa_math,
     tensors_on_device,
+    validate_args,
     value_checks,
     warm_up,
 )
@@ -67,6 +70,9 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     sdpa_math.SPEC,
     broadcast_matmul.SPEC,
     layer_norm.SPEC,
+    validate_args.SPEC,
+    cross_entropy.SPEC,
+    embedding_max_norm.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -105,6 +111,9 @@ NO_CHECKPOINTING = no_checkpointing.SPEC.name  # gradient_checkpointing_enable()
 BROADCAST_MATMUL = broadcast_matmul.SPEC.name  # (q[:, None] * k[None]).sum(-1) -> q @ k.T
 LAYER_NORM = layer_norm.SPEC.name              # a LayerNorm written by hand -> nn.LayerNorm
 SDPA_MATH = sdpa_math.SPEC.name                # sdpa_kernel(SDPBackend.MATH) -> the flash/efficient kernel
+CROSS_ENTROPY = cross_entropy.SPEC.name        # -(one_hot(y).float() * log_softmax(z)).sum(-1) -> F.cross_entropy
+EMBEDDING_MAX_NORM = embedding_max_norm.SPEC.name   # nn.Embedding(n, d, max_norm=1.0) renorming per lookup -> None
+VALIDATE_ARGS = validate_args.SPEC.name        # Categorical(logits=...) validating each step -> validate_args=False
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
@@ -133,6 +142,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     SDPA_MATH, BROADCAST_MATMUL, LAYER_NORM,
     # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here)
     REDUCE_ON_GPU,
+    # one before/after pair each in the fresh8 development set (H100s; not committed here), no fix workload yet
+    VALIDATE_ARGS, CROSS_ENTROPY, EMBEDDING_MAX_NORM,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

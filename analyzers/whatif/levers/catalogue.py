@@ -191,6 +191,15 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "autograd's anomaly mode off outside debugging",
           "torch.autograd.set_detect_anomaly(False) (or the `with torch.autograd.detect_anomaly():` around the step "
           "dropped)", lever="value_checks"),
+    Entry("past the guides", "torch.distributions' argument validation off in a hot loop",
+          "torch.distributions.Distribution.set_default_validate_args(False) (or Categorical(logits=..., "
+          "validate_args=False))", lever="validate_args"),
+    Entry("past the guides", "F.cross_entropy for a loss written over a one-hot target",
+          "F.cross_entropy(logits.view(-1, C), y.view(-1)) in place of -(F.one_hot(y, C).float() * "
+          "F.log_softmax(logits.float(), -1)).sum(-1).mean()", lever="cross_entropy"),
+    Entry("past the guides", "nn.Embedding without max_norm (the norm constraint off the lookups)",
+          "nn.Embedding(n, d) (renormalise the weights once every N steps, or clip after optimizer.step()) in place "
+          "of nn.Embedding(n, d, max_norm=1.0)", lever="embedding_max_norm"),
     Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",
           "nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
           lever="reduce_on_gpu"),

@@ -24,6 +24,10 @@ each time: the next layer reads the output of the one before); iterations of the
 or a named range starts between them: steps, requests); a body longer than MAX_BODY ops (a whole model called per
 item: batch_items' model loop, or a generation's decode step: kv_cache's); a loop whose iterations hold less than
 MIN_SHARE of the traced span (a few slices at set-up, a post-processing loop beside a model that is the time).
+Not this construct either: a loop whose slices each go to another module (`[emb(ids[:, i]) for i, emb in
+enumerate(self.embs)]`, a table per feature): the family op's weights change shape between iterations (the
+embedding's table [rows, d], a cell's weights) and no one call takes them; where every table has one shape the trace
+cannot tell them apart (it records no tensor's identity) and the rule would fire falsely.
 What would make the elementwise family fire falsely: a loop whose items need different ops that no mask expresses
 (data-dependent Python control flow beyond a choice per item); each item's result used apart but stacked for
 logging. What would make it fire falsely: a loop of embedding lookups whose ids depend on the step before (a greedy
@@ -86,6 +90,18 @@ def _core_body(names: list[str]) -> tuple[str, ...]:
     anchors = [i for i, x in enumerate(indexing) if x and (i == 0 or not indexing[i - 1])]
     parts = [names[a:b] for a, b in zip(anchors, anchors[1:] + [len(names)])]
     return tuple(max(parts, key=len)) if parts else tuple(names)
+
+
+def _weights_differ(c: Context, rows: np.ndarray, family: str) -> bool:
+    """The loop's family ops take weights of different shapes from one iteration to the next: each slice goes to
+    another module (`[emb(ids[:, i]) for i, emb in enumerate(self.embs)]`: 26 tables), which no one call of one
+    module can take. Weights of one shape may still be different modules (the trace records no tensor's identity):
+    that case is not told apart, and the docstring says so."""
+    names = dict(FAMILIES).get(family, ())
+    weights = {tuple(map(tuple, (c.trace.shapes(int(r))[0] or [[]])[:1] if family == "embedding"
+                              else (c.trace.shapes(int(r))[0] or [])[2:]))
+               for r in rows.tolist() if c.trace.name_of(int(r)) in names}
+    return len(weights) > 1
 
 
 def _gathered(c: Context, body: tuple[str, ...], mine: np.ndarray, after: int) -> str:
@@ -213,5 +229,7 @@ def find(c: Context) -> list[SliceLoop]:
             family = _family(body) or ("elementwise" if gathered else "")
             if not family:
                 continue        # no fused form named by the ops (the module docstring): the launch levers' case
+            if _weights_differ(c, rows, family):
+                continue        # each slice feeds another module (its own table or cell): no one call takes them
             out.append(SliceLoop(int(k), iterations, body, family, next(iter(sources)), start, end, gathered))
     return sorted(out, key=lambda x: x.start - x.end)

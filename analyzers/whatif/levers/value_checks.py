@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers import drop_ops
 from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -103,13 +103,6 @@ def find(c: Context) -> list[Check]:
     return out if len(out) >= MIN_CHECKS else []
 
 
-def _steps(c: Context) -> int:
-    """The profiler's steps on the host (their GPU projections are not counted again); 1 without any."""
-    ev, names = c.trace.ev, c.trace.names
-    ids = [i for i, n in enumerate(names) if n.startswith(PROFILER_STEP)]
-    return max(int((np.isin(ev.name, ids) & (ev.cat == USER_ANNOTATION)).sum()), 1) if ids else 1
-
-
 def _compiled_regions(c: Context) -> int:
     return len(outermost(c, ops_named(c, lambda n: n.startswith(COMPILED_REGION))))
 
@@ -139,7 +132,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChecksOff, dict]:
     blocking = inside & ((g.c_kind == dg.SYNC_CALL) | (g.c_kind == dg.COPY_CALL))
     p.c_blocked[blocking] = False
     p.c_dur[blocking] = 0
-    steps = _steps(c)
+    steps = drop_ops.profiled_steps(c)
     return (ChecksOff("value_checks", len(checks), per_step=len(checks) // steps,
                       regions_per_step=_compiled_regions(c) // steps, predicate=checks[0].predicate,
                       waited_ns=waited, anomaly_mode=2 * sum(ch.in_backward_node for ch in checks) > len(checks)),
