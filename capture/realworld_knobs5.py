@@ -23,13 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Beta, Categorical, Distribution, Independent, MixtureSameFamily, Normal
 
+from tracetriage.analyzers.whatif.levers import CROSS_ENTROPY, EMBEDDING_MAX_NORM, MODULE_ROUND_TRIP, VALIDATE_ARGS
 from tracetriage.capture.realworld_common import RealWorkload
-
-# The fixes' names as the capture files carry them (kind--FIX.json.gz).
-VALIDATE_ARGS = "validate_args"
-CROSS_ENTROPY = "cross_entropy"
-EMBEDDING_MAX_NORM = "embedding_max_norm"
-MODULE_ROUND_TRIP = "module_round_trip"
 
 # --- validate_args: torch.distributions' checks (a host sync per checked argument) off -----------------------
 

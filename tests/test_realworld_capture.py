@@ -318,7 +318,8 @@ def test_the_device_script_runs_every_scenario_in_its_groups_and_parses():
 def test_the_device_script_refuses_an_unknown_group(tmp_path):
     p = subprocess.run(["bash", str(ROOT / "capture" / "record_realworld.sh")], capture_output=True, text=True,
                        env={**os.environ, "GROUP": "z", "OUT": str(tmp_path)})
-    assert p.returncode == 2 and "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader or smoke" in p.stderr
+    assert p.returncode == 2
+    assert "GROUP must be a, b, c, knobs, knobs2, knobs3, knobs4, knobs5, loader or smoke" in p.stderr
 
 
 def test_capture_modules_import_nothing_the_device_lacks(tmp_path):

@@ -89,6 +89,7 @@ from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
 from tracetriage.analyzers.output.claims_idle import within_the_idle
+from tracetriage.analyzers.output.healthy_claims import no_lever_only_where_the_profiler_holds_the_saving
 from tracetriage.analyzers.output.next_line_claims import (
     no_bigger_batch_where_launches_scale_with_it,
     no_compute_to_overlap_without_kernels,
@@ -138,7 +139,7 @@ def check(out: dict) -> list[str]:
             + _copies_because_holds_the_copies_share(said, out)
             + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
-            + within_the_idle(said, out)
+            + within_the_idle(said, out) + no_lever_only_where_the_profiler_holds_the_saving(said)
             + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines)
             + _no_lever_only_at_the_roof(said, out)
             + _dry_queue_because_has_a_dry_queue(said, out) + no_fix_recommended_beside_its_zero(out, lines)

@@ -58,6 +58,7 @@ from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, USER_ANNOTATION, Trace, TraceError, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import execution as execution_mod
+from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources
 from tracetriage.analyzers.triage.execution import ExecutionNotes
@@ -77,6 +78,7 @@ from tracetriage.analyzers.whatif.levers import (
     REDUCE_ON_GPU,
     VALIDATE_ARGS,
     VALUE_CHECKS,
+    module_round_trip,
     reduce_on_gpu,
     validate_args,
     value_checks,
@@ -158,6 +160,7 @@ class NextExperiment:
     own_fix: "NextExperiment | None" = None   # FIND_STRAGGLER: what this rank's own timeline calls for (its peers
                                               # set the pace, but the user gets a fix before the multi-rank run)
     cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
+    healthy: healthy_mod.Healthy | None = None   # no lever saves LEVER_FLOOR without the profiler (triage.healthy)
 
 
 @dataclass(frozen=True)
@@ -243,7 +246,9 @@ class Analysis:
         # host's time before the first and after the last GPU activity, outside any step)
         if c.saving_ns > self.idle_ns:
             return None
-        return c
+        # ... nor the pageable copies' own syncs where the copies are a module moved to the host and back: they go
+        # with the copies, not apart (fresh8 t2i_text_encoder_offload: 'removing them overlaps 78.7 ms')
+        return None if module_round_trip.owns_syncs(self.levers, c.only) else c
 
     @property
     def kernels(self) -> int:
@@ -391,6 +396,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
+    nx = healthy_mod.no_lever_without_profiler(nx, levers, trace, choices, prof, verdict.regime, LEVER_FLOOR,
+                                               lambda c: _calls_for(c, by_cause, idle_ns, _host_tail_ns(trace, devs)))
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
     memsets = rows[ev.cat[rows] == MEMSET]
@@ -683,7 +690,10 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
             # faster kernels are a bound, not a change in hand: said as the bound beside the regime's advice, never
             # as the Next's saving (fresh4 mlp_gemm_roof: "fp8 ... predicted −27%" on GEMMs at 63% of the bf16 peak)
-            return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(choices, head, _replays_graphs(devs)))
+            # (fewer bytes names fusion as its way: fusion is not also the week's waste beside it)
+            rest = tuple(c for c in choices if kind is not Experiment.FEWER_BYTES or LEVERS[c.lever].experiment
+                         is not Experiment.FUSE)
+            return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(rest, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and dom not in cold \
             and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (

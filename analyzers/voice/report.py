@@ -25,6 +25,7 @@ from tracetriage.analyzers.model.units import (
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import communication, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
+from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
@@ -129,6 +130,8 @@ def predicted(c, a: Analysis | None = None) -> str:
 def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
+    if nx.healthy is not None:
+        return healthy_words.next_words(nx.healthy)
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
         return dict(zip(("lever", "why", "waste"), cpu_only_next(a.health) or CPU_ONLY_NEXT))
     if nx.kind is Experiment.PROFILE_REPLAYS:
@@ -464,7 +467,7 @@ def find_the_bound(v) -> dict[str, str]:
     }[top]
     return {"lever": lever,
             "why": f"{because('uncosted_share', v.uncosted_share, share(v.uncosted_share))} of the kernel time has no "
-                   f"cost model: {uncosted_phrase(v, None)}",
+                   f"cost model: {uncosted_phrase(v, 'next.because.uncosted_why')}",
             "waste": "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which "
                      "limits the kernels"}
 

@@ -34,6 +34,7 @@ from tracetriage.analyzers.whatif.levers import (
     kernels_2x,
     kv_cache,
     layer_norm,
+    module_round_trip,
     no_checkpointing,
     no_host_work,
     no_recompiles,
@@ -73,6 +74,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     validate_args.SPEC,
     cross_entropy.SPEC,
     embedding_max_norm.SPEC,
+    module_round_trip.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -110,6 +112,7 @@ CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> bat
 NO_CHECKPOINTING = no_checkpointing.SPEC.name  # gradient_checkpointing_enable() -> activations kept
 BROADCAST_MATMUL = broadcast_matmul.SPEC.name  # (q[:, None] * k[None]).sum(-1) -> q @ k.T
 LAYER_NORM = layer_norm.SPEC.name              # a LayerNorm written by hand -> nn.LayerNorm
+MODULE_ROUND_TRIP = module_round_trip.SPEC.name  # model.to("cpu") between requests -> the module stays on the GPU
 SDPA_MATH = sdpa_math.SPEC.name                # sdpa_kernel(SDPBackend.MATH) -> the flash/efficient kernel
 CROSS_ENTROPY = cross_entropy.SPEC.name        # -(one_hot(y).float() * log_softmax(z)).sum(-1) -> F.cross_entropy
 EMBEDDING_MAX_NORM = embedding_max_norm.SPEC.name   # nn.Embedding(n, d, max_norm=1.0) renorming per lookup -> None
@@ -117,10 +120,7 @@ VALIDATE_ARGS = validate_args.SPEC.name        # Categorical(logits=...) validat
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
 # else reads them; a name leaves this tuple when its lever joins LEVERS (tests/test_knobs.py keeps them apart).
-AWAITING_PAIR: tuple[str, ...] = (
-    # capture/realworld_knobs5.py: the constructs of fresh8's development pairs, on other workloads
-    "validate_args", "cross_entropy", "embedding_max_norm", "module_round_trip",
-)
+AWAITING_PAIR: tuple[str, ...] = ()
 # Levers written before their pairs came back from the GPU (capture/realworld_knobs3.py, GROUP=knobs3): the tests
 # that want three measured workloads a lever pass them by, and fail once their pairs are in (leave this tuple
 # then). traces/fixes/knobs3 holds sdpa's, cudnn_benchmark's and inference_mode's pairs and traces/fixes/loader
@@ -142,8 +142,9 @@ CAPTURE_PENDING: tuple[str, ...] = (
     SDPA_MATH, BROADCAST_MATMUL, LAYER_NORM,
     # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here)
     REDUCE_ON_GPU,
-    # one before/after pair each in the fresh8 development set (H100s; not committed here), no fix workload yet
-    VALIDATE_ARGS, CROSS_ENTROPY, EMBEDDING_MAX_NORM,
+    # one before/after pair each in the fresh8 development set (H100s; not committed here); their fix workloads
+    # (capture/realworld_knobs5.py, GROUP=knobs5) not captured yet
+    VALIDATE_ARGS, CROSS_ENTROPY, EMBEDDING_MAX_NORM, MODULE_ROUND_TRIP,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

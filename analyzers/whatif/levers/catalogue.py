@@ -128,6 +128,8 @@ CATALOGUE: tuple[Entry, ...] = (
           unseen="the kernels' names do not say how they accumulate, and the speedup is shape-dependent"),
     Entry(CUDA, "pinned memory and non_blocking copies", "tensor.pin_memory(); .to(device, non_blocking=True)",
           lever="async_copies"),
+    Entry(CUDA, "avoid host-device transfers: keep a module resident",
+          "drop model.to('cpu') between requests (the next .to('cuda') is then a no-op)", lever="module_round_trip"),
     Entry(CUDA, "asynchronous execution: streams", "torch.cuda.Stream() for independent work",
           lever="async_copies", seen="copies and compute serialised on one stream; overlap_comm for collectives"),
     Entry(CUDA, "the caching allocator: no empty_cache in the loop", "drop torch.cuda.empty_cache()",

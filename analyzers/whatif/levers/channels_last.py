@@ -13,6 +13,10 @@ take their NCHW kernels (`batch_norm_*_kernel`, `*_nchw`) where a channels_last 
   3. NCHW pooling kernels, and a batch-norm kernel of no family below, move their bytes (as the roofline charges
      them) at the rate this trace's memory-bound kernels reach, where that is faster than it ran; a kernel with
      no bytes charged keeps its time.
+It applies only where the format can reach the convolutions (levers/conv_layout.py): not to a model whose own
+convolutions are 1-D (the 4-D tensors cuDNN transposes are its unsqueeze of them), nor where most convolutions feed
+an InstanceNorm, which copies its input back to NCHW; there it predicts nothing and says why. The batch-norm kernels
+InstanceNorm runs keep their NCHW form.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
 from tracetriage.analyzers.model.trace import NONE
 from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.conv_layout import conv_layout, under_undoers
 from tracetriage.analyzers.whatif.levers.knob import kernel_rows, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -135,6 +140,9 @@ class ChannelsLast(Assumption):
     nchw_ns: int = 0
     twin_ns: int = 0                 # their predicted time
     volumetric: bool = False         # 3-D convolutions (5-D inputs): the format is channels_last_3d
+    one_d: bool = False              # the model's convolutions are 1-D (3-D inputs): no memory format applies
+    convs: int = 0                   # the model's forward convolutions (conv_layout)
+    undone: int = 0                  # of them, followed by an op that lays the activation out in NCHW again
 
 
 CONV_OPS = ("aten::cudnn_convolution", "aten::convolution", "aten::_convolution", "aten::conv3d")
@@ -156,8 +164,14 @@ def apply(c: Context, p, o: Options) -> tuple[ChannelsLast, dict]:
     if not len(layout):
         return ChannelsLast("channels_last", 0), {"layout_kernels": 0}
     layout_ns = int(g.g_dur[layout].sum())
+    lay = conv_layout(c)
+    if lay.one_d or lay.mostly_undone:   # no format to set, or one the ops between the convolutions undo
+        return (ChannelsLast("channels_last", 0, layout_ns=layout_ns, one_d=lay.one_d, convs=lay.convs,
+                             undone=lay.undone, volumetric=lay.rank == 5),
+                {"layout_kernels": 0, "transposes_seen": len(layout)})
     remove_gpu_work(c, p, layout)
     nchw = kernel_rows(c, is_nchw_kernel)
+    nchw = nchw[~under_undoers(c, nchw)]     # InstanceNorm's batch-norm kernels run on its NCHW view whatever
     twins, rest = _bn_twins(c, p, nchw)
     kb, rate = c.kernel_bytes, c.memory_rate
     sped = rest[:0]
@@ -174,6 +188,15 @@ def apply(c: Context, p, o: Options) -> tuple[ChannelsLast, dict]:
 
 
 def says(a: ChannelsLast) -> str:
+    if a.count == 0 and a.one_d:
+        return (f"the model's {units.integer(a.convs)} convolutions are 1-D (3-D inputs and weights): "
+                "torch.channels_last takes 4-D tensors only; cuDNN's layout transposes "
+                f"({units.duration_ns(a.layout_ns)}) come from its own unsqueeze of them to 2-D")
+    if a.count == 0 and a.convs and 2 * a.undone > a.convs:
+        fmt = "channels_last_3d" if a.volumetric else "channels_last"
+        return (f"{units.integer(a.undone)} of the model's {units.integer(a.convs)} convolutions feed an InstanceNorm, "
+                f"which copies its input back to NCHW (input.contiguous()): with torch.{fmt} cuDNN's layout "
+                f"transposes ({units.duration_ns(a.layout_ns)}) would move into those copies, not go")
     if a.count == 0:
         return "no cuDNN layout transposes (nchwToNhwc/nhwcToNchw) in this trace: the convolutions already run NHWC"
     nchw = (f"; {units.integer(a.nchw_kernels)} NCHW batch-norm/pooling kernels ({units.duration_ns(a.nchw_ns)}, "

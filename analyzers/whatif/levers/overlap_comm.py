@@ -28,6 +28,7 @@ from tracetriage.analyzers.model.trace import KERNEL, NONE, USER_ANNOTATION
 from tracetriage.analyzers.model.units import duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.whatif.levers.tp_forward import per_layer_forward
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class CommOverlapped(Assumption):
     on_own_stream: int = 0           # collectives already on a stream of their own: left as they are
     consumers: str = ""              # what waits for a moved collective: "steps" | "syncs" | "none"
     collective_ns: int = 0           # their measured time, kept (waiting for the peers included)
+    per_layer: int = 0               # tensor parallelism's per-layer all-reduces in a forward pass (tp_forward): no
+                                     # side stream hides them, so nothing moves
 
 
 def apply(c: Context, p, o: Options) -> tuple[CommOverlapped, dict]:
@@ -45,6 +48,10 @@ def apply(c: Context, p, o: Options) -> tuple[CommOverlapped, dict]:
     np.logical_or.at(shares, g.g_queue[~coll], True)
     moving = np.flatnonzero(coll & shares[g.g_queue])
     kept = int(coll.sum()) - len(moving)
+    tp = per_layer_forward(c, moving)
+    if tp:      # the next layer reads each one's result: a side stream changes nothing (levers/tp_forward.py)
+        return (CommOverlapped("overlap_comm", 0, on_own_stream=kept, per_layer=tp,
+                               collective_ns=int(g.g_dur[coll].sum())), {"collectives": 0, "per_layer": tp})
     # activities are in (queue, call, start) order: each one's predecessor on its queue is the row before
     first_in_q = np.r_[True, g.g_queue[1:] != g.g_queue[:-1]] if len(g.g_row) else np.zeros(0, bool)
     boundary, consumers = _consumer_points(c, p)
@@ -96,6 +103,11 @@ WAITERS = {"steps": "the next profiler step's first kernel waits for them",
 
 
 def says(a: CommOverlapped) -> str:
+    if a.count == 0 and a.per_layer:
+        return (f"the {integer(a.per_layer)} collectives that follow a GEMM in this forward-only trace are tensor "
+                "parallelism's per-layer all-reduces: the next layer reads each result, so a side stream hides none "
+                "of them; what shortens them is structural (fewer tensor-parallel ranks, a GEMM fused with its "
+                "all-reduce, two micro-batches interleaved)")
     if a.count == 0:
         why = (f"the {integer(a.on_own_stream)} collectives already run on a stream of their own" if a.on_own_stream
                else "no collective shares a stream with compute in this trace")

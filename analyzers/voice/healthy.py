@@ -1,0 +1,36 @@
+"""The Next of a healthy step (triage.healthy): no one-line lever, because the fix the replay would offer saves
+under the floor once the profiler's own cost is gone."""
+from __future__ import annotations
+
+from tracetriage.analyzers.model.units import duration_ns, saving_pct, share
+from tracetriage.analyzers.voice.claims import saving
+from tracetriage.analyzers.voice.said import claim
+from tracetriage.analyzers.whatif.levers import LEVERS
+
+
+def next_words(h) -> dict[str, str]:
+    lv = h.offered
+    words = LEVERS[lv.lever].words
+    bare = 1 - lv.unprofiled_ratio
+    idle = h.unprofiled_idle_share
+    took = claim("next.healthy.unprofiled_us", h.unprofiled_ns / 1e3, duration_ns(h.unprofiled_ns))
+    unprofiled = (f"without it the work takes ~{took} "
+                  f"and the GPU idles ~{claim('next.healthy.unprofiled_idle_share', idle, share(idle))} of its span, "
+                  "by the profiler-cost estimate, not measured")
+    return {"lever": "no one-line lever: the savings this trace offers are mostly the profiler's own cost",
+            "why": (f"{claim(f'next.healthy.lever.{lv.lever}', 1, words)}, the fix the replay prices best on the "
+                    f"traced span ({saving('next.healthy.traced_saving', lv.saving_ns, lv.baseline_ns)}), saves "
+                    f"{claim('next.healthy.unprofiled_saving', bare, saving_pct(bare, 1))} once the profiler's own "
+                    f"host cost is gone ({unprofiled}), and no one-line change the trace calls for saves "
+                    f"{claim('next.healthy.floor', h.floor, share(h.floor))} without the profiler" + _heavy(h)),
+            "waste": f"{words}: its traced saving is mostly the profiler's own cost"}
+
+
+def _heavy(h) -> str:
+    """The restructure that still saves a little without the profiler, said as what is left (triage.healthy)."""
+    if h.heavy is None:
+        return ""
+    bare = h.heavy_unprofiled
+    return (f"; what is left is a restructure for a little: {LEVERS[h.heavy.lever].words}, "
+            f"{claim('next.healthy.heavy_saving', bare, saving_pct(bare, 1))} without the profiler "
+            f"({saving('next.healthy.heavy_traced_saving', h.heavy.saving_ns, h.heavy.baseline_ns)} traced)")
