@@ -146,7 +146,7 @@ def test_a_second_peak_for_one_trace_is_caught(good):
 
 
 def test_a_number_rounded_to_nothing_is_caught(good):
-    text = good["lines"][3].replace("1,229 FLOP/byte", "0 FLOP/byte")
+    text = good["lines"][3].replace("1,365 FLOP/byte", "0 FLOP/byte")
     bad = _with_claims(good, 3, text, ("regime.intensity", 0.0004, "0"))
     found = claims.check(bad)
     assert any("regime.intensity is 0.0004, said '0'" in p for p in found)

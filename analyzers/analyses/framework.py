@@ -25,12 +25,13 @@ from tracetriage.analyzers.analyses.first_compiles import first_compile_rows
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import MARKING_CATS, construct_of, optimizer_class
 from tracetriage.analyzers.model.groups import any_of, distinct
-from tracetriage.analyzers.model.names import distinct_names, name_tests, per_name
+from tracetriage.analyzers.model.names import distinct_names, name_flags, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
 from tracetriage.analyzers.model.trace import DRIVER, NONE, RUNTIME, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
 USER = CONSTRUCTS.index(Construct.USER)
+OPTIMIZER_STEP = "Optimizer.step#"   # the optimizer's step range (its zero_grad range marks the construct too)
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class ConstructShare:
     idle_ns: int
     by_cause_ns: dict[Cause, int]
     launches: int
-    ranges: int                  # how many times the construct ran (its marking events, outermost)
+    ranges: int                  # how many times the construct ran (its marking events, outermost; the optimizer:
+                                 # its Optimizer.step ranges, not its zero_grad ones)
     host_ns: int                 # host time inside it, on every thread
     names: tuple[str, ...] = ()  # its marking events' names, most time first ("Optimizer.step#AdamW.step")
 
@@ -213,7 +215,16 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
             host[code] += iv.total(s, e)
     ev = trace.ev
     rows, codes = marking_rows(trace)
-    ranges = painted.runs
+    ranges = painted.runs.copy()
+    # the optimizer ran as often as it stepped: its zero_grad ranges (one per iteration too) are no calls of the
+    # step, or a loop of 10 steps reads "82 launches in 20 calls" beside "Adam's step"
+    opt = CONSTRUCTS.index(Construct.OPTIMIZER)
+    r = rows[codes == opt]
+    stepped = r[name_flags(trace, r, lambda n: n.startswith(OPTIMIZER_STEP))] if len(r) else r
+    if len(stepped):
+        keys = thread_key(ev.pid[stepped], ev.tid[stepped])
+        ranges[opt] = sum(len(iv.union(ev.start[stepped[keys == k]], ev.end[stepped[keys == k]])[0])
+                          for k in distinct(keys).tolist())
     names: list[list[str]] = [[] for _ in CONSTRUCTS]
     for code in range(len(CONSTRUCTS)):
         r = rows[codes == code]

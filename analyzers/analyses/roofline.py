@@ -414,7 +414,8 @@ class RegimeVerdict:
     comm_us: float              # collectives (NCCL): waiting on peers, not on this device
     achieved_tflops: float | None   # over the kernels of the winning bound with known cost
     achieved_gbps: float | None
-    intensity: float | None     # FLOPs / bytes over all costed kernels
+    intensity: float | None     # FLOPs / bytes over the costed ops of the verdict's bound (compute, memory),
+                                # over all costed kernels for the other verdicts
     ridge: float | None
     dtype: str | None
     uncosted_share: float = 0.0     # unknown_us / the kernel time that votes (all but communication)
@@ -493,6 +494,8 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
     dtype = _dominant_dtype(roof, _uncosted_matrix_precision(trace, kernel_rows, dur, fl))
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
+    if verdict in (Regime.COMPUTE, Regime.MEMORY):
+        intensity = _bound_intensity(roof, BOUND_OF_REGIME[verdict], dtype)
     lat_share = None
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
         lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
@@ -500,6 +503,19 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
                          ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
                          communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names)
+
+
+BOUND_OF_REGIME = {Regime.COMPUTE: Bound.COMPUTE, Regime.MEMORY: Bound.MEMORY}
+
+
+def _bound_intensity(roof: Roofline, bound: Bound, dtype: str | None) -> float | None:
+    """FLOPs / bytes over the ops the verdict names (those of its bound, in the precision whose ridge the line
+    states): each sits on its side of that ridge, so their average does too. Over every costed op, a memory-bound
+    span's few large GEMMs outweigh its elementwise kernels in FLOPs: fresh8's ctr read "memory-bound ... its ops
+    average 80 FLOP/byte against a fp32 ridge of 19.9"."""
+    pts = [p for p in roof.points if p.bound is bound and p.dtype == dtype]
+    flops, moved = sum(p.flops for p in pts), sum(p.bytes for p in pts)
+    return flops / moved if moved > 0 else None
 
 
 def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray) -> tuple[float, tuple[str, ...]]:

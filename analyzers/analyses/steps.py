@@ -34,10 +34,12 @@ from enum import Enum
 
 import numpy as np
 
+from tracetriage.analyzers.analyses import model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
+from tracetriage.analyzers.analyses.step_runs import marked_share, one_per_run
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -82,8 +84,7 @@ SETUP_CALL_PREFIXES = ("cudaMalloc", "cuMemAlloc", "cudaGraphInstantiate", "cuGr
 NOT_A_STEP_END = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost", "cudaStreamQuery",
                             "hipStreamQuery"})
 # Names that mark a whole step (see the module's docstring); a layer of one pass holds none of them.
-FORWARD_START_OPS = frozenset({"aten::embedding", "aten::embedding_bag"})
-# (Backward functions are no mark: each layer has its own.)
+FORWARD_START_OPS = frozenset({"aten::embedding", "aten::embedding_bag"})   # (no backward: each layer has its own)
 STEP_MARK_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "Optimizer.step#", "Optimizer.zero_grad#",
                       "enumerate(DataLoader)#", "c10d::", "nccl:", "record_param_comms")
 MARKED_UNITS = 0.9          # a cut is a loop's only if this share of its units holds a mark (where the trace has any)
@@ -230,6 +231,7 @@ class Steps:
     why_none: NoSteps | None = None
     repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
+    model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
 
     @property
     def found(self) -> bool:
@@ -382,7 +384,9 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
     for name, f, c in zip(names, first, counts):
         if c < STEP_MIN_REPEATS or c > n // 2:
             continue
-        pos = order[f:f + c]
+        pos = one_per_run(order[f:f + c], False, gpu_ns == 0)   # a silent unit of the name alone: no step
+        if len(pos) < STEP_MIN_REPEATS:
+            continue
         regular, unit, _ = _regular(px, pos)
         # each unit's host time: from its first op to the next unit's (the last: to its last op's end)
         t_next = np.append(t_start[pos[1:]], last_end_from[pos[-1]])
@@ -527,14 +531,16 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
     marks = _marks(trace, rows, step_syncs) if found_from is StepsFrom.REPEATED_OPS else np.zeros(len(rows), bool)
     cut = None
     for c in (c for c in _choose(cuts) if found_from is not StepsFrom.REPEATED_KERNELS or alike_inside(c.regular)):
-        if not marks.any() or _marked_share(c, marks) >= MARKED_UNITS:
+        if not marks.any() or marked_share(c.positions, c.regular, marks) >= MARKED_UNITS:
             cut = c
             break
     if cut is None:
         c = _choose(cuts)[0]
         why = NoSteps.UNMARKED_LOOP if marks.any() and _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name])
-    pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok)
+    silent = np.append(gpu_ns == 0, True)   # per token: it launched no kernel time (a sync, a poll)
+    pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok, silent)
+    pos = one_per_run(pos, boundary in (Boundary.AFTER_SYNC, Boundary.AFTER_OPTIMIZER), silent)
     if boundary is Boundary.AT_OP:
         pos = _from_the_loops_start(tok, pos)
         anchor = trace.names[int(tok[pos[0]])]   # the op each step now starts at
@@ -622,15 +628,7 @@ def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return pos
 
 
-def _marked_share(c: _Cut, marks: np.ndarray) -> float:
-    """The share of the cut's regular units that hold a mark of a whole step."""
-    at = np.flatnonzero(marks)
-    stops = np.append(c.positions[1:], len(marks))
-    held = (np.searchsorted(at, stops) - np.searchsorted(at, c.positions))[c.regular] > 0
-    return float(held.mean()) if len(held) else 0.0
-
-
-def _boundaries(trace: Trace, cut: _Cut, rows: np.ndarray, sync_tok: np.ndarray):
+def _boundaries(trace: Trace, cut: _Cut, rows: np.ndarray, sync_tok: np.ndarray, silent: np.ndarray):
     """Step starts: the first of these that every regular unit holds once: a DataLoader fetch (a step starts
     with its batch), a host sync (a step ends with it), an optimizer step (a training step ends with it), a
     forward's embedding lookup (an inference step starts with it); else the cut's own op."""
@@ -646,8 +644,10 @@ def _boundaries(trace: Trace, cut: _Cut, rows: np.ndarray, sync_tok: np.ndarray)
         at = np.flatnonzero(flags)
         if len(at) < STEP_MIN_REPEATS:
             continue
-        # how many marked tokens each regular unit holds: exactly one each, or this mark does not cut the loop
-        per_unit = np.searchsorted(at, stops) - np.searchsorted(at, cut.positions)
+        # how many marks (runs of back-to-back marks count once) each regular unit holds: exactly one each, or
+        # this mark does not cut the loop
+        heads = at[np.insert((np.diff(at) != 1) | ~silent[at[:-1]], 0, True)]
+        per_unit = np.searchsorted(heads, stops) - np.searchsorted(heads, cut.positions)
         if not (per_unit[cut.regular] == 1).all():
             continue
         pos = at + 1 if after else at
@@ -727,7 +727,8 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     steps = _mark_setup(trace, steps, prologue)
     summary = summarize(trace, devices, steady(steps), framework)
     setup_ns = sum(max(0, s.wall_ns - summary.median_ns) for s in steps if s.setup) if summary else 0
-    return Steps(found_from, tuple(steps), boundary, anchor, unit_ops, summary, setup_ns)
+    return Steps(found_from, tuple(steps), boundary, anchor, unit_ops, summary, setup_ns,
+                 model_build_ns=model_build.inside(trace, int(starts[0]), int(ends[0])) if n == 1 else 0)
 
 
 # --- the first step's set-up ----------------------------------------------------------------------

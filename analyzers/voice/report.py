@@ -832,7 +832,8 @@ def _ridge(v) -> str:
     """'; its ops average 69.7 FLOP/byte against a fp32 ridge of 14' (the intensity claimed), or ''."""
     if not (v.intensity and v.ridge):
         return ""
-    return (f"; its ops average {claim('regime.intensity', v.intensity, num(v.intensity))} FLOP/byte against a "
+    whose = {Regime.COMPUTE: "its compute-bound ops", Regime.MEMORY: "its memory-bound ops"}.get(v.regime, "its ops")
+    return (f"; {whose} average {claim('regime.intensity', v.intensity, num(v.intensity))} FLOP/byte against a "
             f"{v.dtype} ridge of {num(v.ridge)}")
 
 

@@ -9,6 +9,8 @@ from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.common import CONSTRUCT_WORDS
 from tracetriage.analyzers.voice.said import claim
 
+MODEL_BUILD_NAMED = 0.1   # the model's build is said where it holds this share of the only step
+
 
 def found_from(st) -> str:
     """'ProfilerStep ranges', 'the repeated op sequence, each ending in aten::item'."""
@@ -79,6 +81,13 @@ def steps_clause(st) -> str:
     if s is not None and n > 1:
         out += (f": {duration_ns(s.median_ns)} per step (median; p90 {duration_ns(s.p90_ns)}, "
                 f"max {duration_ns(s.max_ns)})")
+    build = getattr(st, "model_build_ns", 0)
+    if n == 1 and build >= MODEL_BUILD_NAMED * st.steps[0].wall_ns > 0:
+        # the only step holds the model's build: its wall is no loop's step (analyses.model_build)
+        share = build / st.steps[0].wall_ns
+        out += (f", {claim('measured.model_build_us', build / 1e3, duration_ns(build))} of it "
+                f"({claim('measured.model_build_share', share, f'{100 * share:.0f}%')}) building the model and "
+                "moving it to the device (torch.nn constructors, Module.to): one-time set-up, not the loop's cost")
     if s is not None and s.drained_ns:
         # work launched before the profiled window is no step's own: its drain is said apart, not in the figures
         out += (f", {s.drained_step}'s first {duration_ns(s.drained_ns)} left out: it drained work queued before "
