@@ -35,6 +35,22 @@ def test_read_bytes_after_a_read_ahead_is_the_text_a_plain_read_gives(trace_gz):
     assert _threads() == []
 
 
+def test_the_switch_interval_is_narrowed_while_the_read_ahead_runs_and_set_back_when_its_text_is_taken(trace_gz):
+    before = sys.getswitchinterval()
+    read.read_ahead(trace_gz)
+    assert sys.getswitchinterval() == pytest.approx(min(before, read.READ_AHEAD_SWITCH_S))
+    read.read_bytes(trace_gz)
+    assert sys.getswitchinterval() == before
+
+
+def test_a_read_ahead_forgotten_sets_the_switch_interval_back(trace_gz):
+    before = sys.getswitchinterval()
+    read.read_ahead(trace_gz)
+    read.read_ahead(trace_gz)            # (a second read-ahead forgets the first: narrowed once, not twice)
+    read.forget_read_ahead()
+    assert sys.getswitchinterval() == before and _threads() == []
+
+
 def test_what_the_thread_raised_is_raised_where_the_read_would_have_been(tmp_path):
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X"}]}')[:-12])   # the gzip trailer cut off

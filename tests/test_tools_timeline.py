@@ -38,3 +38,5 @@ def test_every_step_is_marked_in_time_order_with_the_thread_and_the_child_beside
     assert t["thread"]["start"] <= t["thread"]["end"] <= dict((k, w) for k, w, _ in t["marks"])[
         "read (waits for the read-ahead) <"]
     assert t["child"]["forked"] <= t["child"]["done"] <= walls[-1]
+    assert 0 < t["child"]["cpu"]                              # (the child's own CPU clock, from its fork)
+    assert any(line.startswith("the parent waited ") for line in timeline.lines(t))

@@ -88,9 +88,9 @@ def _install(child: dict, child_end: str) -> None:
 
     def levers_marked(trace):
         out = levers(trace)
-        if os.getpid() != parent:        # the forked child: its end, on the shared monotonic clock
-            with open(child_end, "w") as f:
-                f.write(repr(time.perf_counter() - _T0 + _OFFSET))
+        if os.getpid() != parent:        # the forked child: its end, on the shared monotonic clock, and its CPU
+            with open(child_end, "w") as f:  # (a forked process's CPU clock starts at zero)
+                f.write(f"{time.perf_counter() - _T0 + _OFFSET!r} {time.process_time()!r}")
         return out
     report._levers = levers_marked
     fork = aside.start
@@ -145,7 +145,7 @@ def timeline(path: str) -> dict:
             raise SystemExit(f"report {path} exited {rc}")
         text = open(child_end.name).read()
         if text:
-            child["done"] = float(text)
+            child["done"], child["cpu"] = map(float, text.split())
     finally:
         os.unlink(child_end.name)
     return {"marks": [[k, round(w, 3), round(c, 3)] for k, w, c in _marks],
@@ -160,8 +160,14 @@ def lines(t: dict) -> list[str]:
     if th:
         out.append(f"read-ahead thread (gunzip): {th['start']:.3f} s to {th['end']:.3f} s")
     if ch:
-        out.append(f"levers' child: forked at {ch['forked']:.3f} s, done at {ch['done']:.3f} s"
-                   if "done" in ch else f"levers' child: forked at {ch['forked']:.3f} s")
+        out.append(f"levers' child: forked at {ch['forked']:.3f} s, done at {ch['done']:.3f} s ({ch['cpu']:.3f} s of "
+                   "CPU)" if "done" in ch else f"levers' child: forked at {ch['forked']:.3f} s")
+    at = {k: w for k, w, _ in t["marks"]}
+    wait = "levers (waits for the child)"
+    if ch and f"{wait} >" in at:
+        # what the child's levers cost the report's wall time: the analyses' own time is the rest of theirs
+        out.append(f"the parent waited {at[f'{wait} <'] - at[f'{wait} >']:.3f} s for the child, after "
+                   f"{at[f'{wait} >'] - ch['forked']:.3f} s of its own analyses")
     return out
 
 
