@@ -179,3 +179,24 @@ def pytest_unconfigure(config):
     # of priority -100: removing the session dir now made that removal fail at exit, with a traceback. So the
     # session dir goes in a finalizer of its own that runs after it.
     mp_util.Finalize(None, _remove_session_dir, exitpriority=-101)
+
+
+# --- the sweeps over the bundled traces on one worker ----------------------------------------------------
+# These files each analyse every trace of the fast share (tests/test_invariants.py: FAST_SHARE); one process
+# keeps one analysis per trace (tests/bundled_analyses.py), so on one worker each trace is analysed once, where
+# two workers each analysed them all again (probe-transfer-many-small alone ~2 CPU-s a worker). The group is the
+# biggest unit, so xdist hands it out first (its --loadscope-reorder), and the other worker takes the other files.
+TRACE_SWEEPS = frozenset({"test_claims.py", "test_invariants.py", "test_health.py", "test_golden.py"})
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TraceSweepsOnOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return "the sweeps over the bundled traces" if Path(file).name in TRACE_SWEEPS else file
+
+    return TraceSweepsOnOneWorker(config, log)
