@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
-import altair as alt
 import pandas as pd
 
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
@@ -43,9 +43,24 @@ CHROME_PX = 150          # x axis, its title and the legends below: Streamlit fi
                          # in the height
 LABEL_MIN_PX = 28        # a bar narrower than this carries no name
 
-# The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
-# would refuse an overview of many lanes for no reason.
-alt.data_transformers.disable_max_rows()
+
+
+class _Altair:
+    """altair, imported at the first chart drawn rather than with this module: the import takes 2-3 s of CPU
+    (jsonschema builds its format grammars), paid by every process that only reads the colours above (the tests'
+    workers collecting test_causes, the report page before its first chart)."""
+
+    def __getattr__(self, name: str):
+        import altair
+
+        # The level of detail bounds what a chart holds (a few thousand rows); Altair's own 5,000-row guard
+        # would refuse an overview of many lanes for no reason.
+        altair.data_transformers.disable_max_rows()
+        globals()["alt"] = altair          # later calls go to the module itself
+        return getattr(altair, name)
+
+
+alt: Any = _Altair()
 
 
 def _cause_scale() -> alt.Scale:
