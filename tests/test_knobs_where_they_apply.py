@@ -219,6 +219,14 @@ def test_a_next_whose_saving_is_the_profilers_own_becomes_no_one_line_lever():
     assert nx.healthy.heavy.lever == "no_host_work" and abs(nx.healthy.heavy_unprofiled - 0.065) < 1e-9
 
 
+def test_no_lever_where_the_regime_is_unknown_says_find_the_bound_not_the_levers_cause():
+    # a host-work Next kept as the kind without its lever named host idle the trace may not hold (a public H800
+    # training trace: the invariant "Next is move_host_work but the trace has no host_work idle" broke)
+    nx = NextExperiment(Experiment.MOVE_HOST_WORK, None, 0.03, lever=_choice("no_host_work", 0.03, 0.99))
+    out = no_lever_without_profiler(nx, Unprofiled({}), None, (nx.lever,), Profiler(), Regime.UNKNOWN, LEVER_FLOOR)
+    assert out.lever is None and out.healthy is not None and out.kind is Experiment.FIND_THE_BOUND
+
+
 def test_a_next_that_holds_up_without_the_profiler_stays():
     nx = _graphs_next(0.80)
     assert no_lever_without_profiler(nx, Unprofiled({}), None, (nx.lever,), Profiler(), Regime.LATENCY,

@@ -27,8 +27,10 @@ from tracetriage.analyzers.whatif.levers import LEVERS
 HEAVY_AT_MOST = 0.10   # a restructure saving this share of the span or more without the profiler is the Next itself
 CHECKED = 4      # the fixes (best traced saving first) whose unprofiled saving is replayed: each is one more replay
 SKIP = (Experiment.WARM_UP, Experiment.PROFILE_REPLAYS, Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER)
+# The regime's own Next where no lever is left. An unknown regime's is finding the bound: the lever's kind kept
+# without its lever would name a cause the idle may not hold (a host-work Next on a trace with no host idle).
 REGIME_KIND = {Regime.COMPUTE: Experiment.CHEAPER_ARITHMETIC, Regime.MEMORY: Experiment.FEWER_BYTES,
-               Regime.LATENCY: Experiment.BETTER_KERNELS}
+               Regime.LATENCY: Experiment.BETTER_KERNELS, Regime.UNKNOWN: Experiment.FIND_THE_BOUND}
 
 
 @dataclass(frozen=True)
