@@ -48,7 +48,6 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
     replay_figure,
@@ -211,9 +210,6 @@ def says(a: CrossEntropy) -> str:
             f"{units.duration_ns(a.gpu_ns)}){soft}{back}; nll_loss's gather of one value a row not added")
 
 
-def _kernels(m: Measured) -> float:
-    return float(m.kernel_busy_ns)
-
 
 CHANGE = ("the loss as F.cross_entropy(logits.view(-1, C), y.view(-1)) (label_smoothing= if it is wanted) in place of "
           "-(F.one_hot(y, C).float() * F.log_softmax(logits.float(), -1)).sum(-1).mean()")
@@ -222,7 +218,8 @@ SPEC = LeverSpec(
     name="cross_entropy", effort=1, cause=None, apply=apply, says=says, words="the loss as F.cross_entropy",
     fix="a one-hot loss written by hand -> F.cross_entropy(logits, y)",
     recognise=Recognise(order=1, evidence="one_hot_losses", because="its one-hot loss became F.cross_entropy",
-                        amount=replay_figure("cross_entropy", "one_hot_losses"), acted=_kernels, applied=went),
+                        amount=replay_figure("cross_entropy", "one_hot_losses"),
+                        acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="the loss as F.cross_entropy (cross_entropy)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
     knob=Knob(change=CHANGE,

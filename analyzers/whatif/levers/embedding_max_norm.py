@@ -33,7 +33,6 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Context,
     Knob,
     LeverSpec,
-    Measured,
     Options,
     Recognise,
     replay_figure,
@@ -83,9 +82,6 @@ def says(a: MaxNormOff) -> str:
             "dispatch; the lookups and their backward kept as they ran")
 
 
-def _renorm_kernels(m: Measured) -> float:
-    return float(m.kernel_busy_ns)
-
 
 CHANGE = ("nn.Embedding(..., max_norm=None): keep the norm constraint off the hot path (renormalise the weights "
           "once every N steps under torch.no_grad(), or clip the rows' norms after optimizer.step()) in place of "
@@ -95,7 +91,8 @@ SPEC = LeverSpec(
     name="embedding_max_norm", effort=1, cause=None, apply=apply, says=says, words="max_norm off the lookups",
     fix="nn.Embedding(..., max_norm=...) -> max_norm=None (the constraint applied once, off the hot path)",
     recognise=Recognise(order=1, evidence="renorms", because="its embedding lookups stopped renormalising the tables",
-                        amount=replay_figure("embedding_max_norm", "renorms"), acted=_renorm_kernels, applied=went),
+                        amount=replay_figure("embedding_max_norm", "renorms"),
+                        acted=lambda m: m.kernel_busy_ns, applied=went),
     applied_words="max_norm off the lookups (embedding_max_norm)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
     knob=Knob(change=CHANGE,
