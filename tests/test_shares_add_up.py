@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracetriage.analyzers.model.units import share, shares_of_a_whole
+from tracetriage.analyzers.model.units import about, share, shares_of_a_whole
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "report"
 IDLE = re.compile(r"Idle: the GPU is idle (<1|\d+)% of the span \([^)]*\): (.*?); mostly")
@@ -47,6 +47,11 @@ def test_a_share_that_is_there_is_never_zero_percent():
     # smell-sync-item: 12.5 + 3.8 + 2.2 + 0.85 = 19.35%: the largest keeps its own rounding (the Next says "13% of the
     # span" of the same drains); the launch overhead, rounded up furthest, gives the whole percent back
     assert shares_of_a_whole(0.1935, [0.1251, 0.0381, 0.0218, 0.0085]) == ("19%", ["13%", "3%", "2%", "1%"])
+
+
+def test_an_estimated_share_that_rounds_to_nothing_reads_under_one_percent_not_about_under_one_percent():
+    # "the GPU idles ~<1% of its span" (a healthy Next on a public H800 trace): the bound says the rounding already
+    assert [about(share(x)) + share(x) for x in (0.003, 0.14)] == ["<1%", "~14%"]
 
 
 def test_the_dashboards_idle_bars_give_each_cause_the_share_the_idle_line_prints():

@@ -75,6 +75,11 @@ def share(x: float) -> str:
     return "<1%" if x > 0 and text == "0%" else text
 
 
+def about(text: str) -> str:
+    """'~' before an estimate's printed figure, none before one that already says its bound ('<1%', not '~<1%')."""
+    return "" if text.startswith("<") else "~"
+
+
 def shares_of_a_whole(total: float, parts: list[float]) -> tuple[str, list[str]]:
     """The total's share and its parts', rounded so that the parts printed add up to the total printed (19% idle is
     13 + 3 + 2 + 1, not 13 + 4 + 2 + 1). Each part rounds as `share` does; where they then miss the total's whole

@@ -3,7 +3,7 @@ setting that records what is missing; and what the profiler's own cost did to th
 from __future__ import annotations
 
 from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
-from tracetriage.analyzers.model.units import count, duration_ns, saving_pct, share
+from tracetriage.analyzers.model.units import about, count, duration_ns, saving_pct, share
 from tracetriage.analyzers.voice.said import claim
 
 # Per problem: (what the trace shows, what it means for the verdicts, the capture setting that fixes it).
@@ -127,7 +127,8 @@ def profiler_caveats(p) -> list[str]:
                 f"costs {p.source}, not measured in this trace); without it the work takes "
                 f"~{duration_ns(p.unprofiled_ns)}")
         if p.idle_differs:
-            line += f" and the GPU idles ~{share(p.unprofiled_idle_share)} of its span, not {share(p.idle_share)}"
+            idle = share(p.unprofiled_idle_share)
+            line += f" and the GPU idles {about(idle)}{idle} of its span, not {share(p.idle_share)}"
         if p.launch_bound_only_under_profiler:
             line += "; the launch-bound verdict holds only under the profiler"
         out.append(line)

@@ -2,7 +2,7 @@
 under the floor once the profiler's own cost is gone."""
 from __future__ import annotations
 
-from tracetriage.analyzers.model.units import duration_ns, saving_pct, share
+from tracetriage.analyzers.model.units import about, duration_ns, saving_pct, share
 from tracetriage.analyzers.voice.claims import saving
 from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import LEVERS
@@ -14,8 +14,8 @@ def next_words(h) -> dict[str, str]:
     bare = 1 - lv.unprofiled_ratio
     idle = h.unprofiled_idle_share
     took = claim("next.healthy.unprofiled_us", h.unprofiled_ns / 1e3, duration_ns(h.unprofiled_ns))
-    unprofiled = (f"without it the work takes ~{took} "
-                  f"and the GPU idles ~{claim('next.healthy.unprofiled_idle_share', idle, share(idle))} of its span, "
+    idles = claim("next.healthy.unprofiled_idle_share", idle, share(idle))
+    unprofiled = (f"without it the work takes ~{took} and the GPU idles {about(share(idle))}{idles} of its span, "
                   "by the profiler-cost estimate, not measured")
     return {"lever": "no one-line lever: the savings this trace offers are mostly the profiler's own cost",
             "why": (f"{claim(f'next.healthy.lever.{lv.lever}', 1, words)}, the fix the replay prices best on the "
