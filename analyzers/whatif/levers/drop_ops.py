@@ -2,8 +2,8 @@
 removes them: every host call that starts inside one of their windows loses its GPU work and the dispatch before it,
 and a sync or blocking copy among those calls no longer blocks (the read it served is gone with the op).
 
-Shared by the levers whose fix deletes whole ops rather than changing how they run (validate_args,
-embedding_max_norm, cross_entropy); value_checks makes the same edit on its own windows.
+Shared by the levers whose fix deletes whole ops rather than changing how they run (value_checks, validate_args,
+embedding_max_norm, cross_entropy).
 """
 from __future__ import annotations
 

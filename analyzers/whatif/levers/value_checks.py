@@ -35,9 +35,8 @@ import numpy as np
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import thread_key
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
-from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers import drop_ops
-from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost, remove_gpu_work
+from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -118,20 +117,10 @@ class ChecksOff(Assumption):
 
 def apply(c: Context, p, o: Options) -> tuple[ChecksOff, dict]:
     checks = find(c)
-    g, ev = c.g, c.trace.ev
-    if not checks or not g.n_calls:
+    if not checks or not c.g.n_calls:
         return ChecksOff("value_checks", 0), {"checks": 0}
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
-    inside = np.zeros(g.n_calls, bool)
-    for ch in checks:
-        inside |= (c_key == ch.thread) & (g.c_start >= ch.start) & (g.c_start < ch.end)
-    waited = int(np.where(p.c_blocked & inside, g.c_dur - p.c_min, 0).clip(0).sum())
     # the check's kernels go with their dispatch, and its reads no longer block (the copy and the sync go with it)
-    rows = np.flatnonzero(inside[np.maximum(g.g_call, 0)] & (g.g_call >= 0))
-    remove_gpu_work(c, p, rows)
-    blocking = inside & ((g.c_kind == dg.SYNC_CALL) | (g.c_kind == dg.COPY_CALL))
-    p.c_blocked[blocking] = False
-    p.c_dur[blocking] = 0
+    waited, _, _ = drop_ops.drop(c, p, [(ch.thread, ch.start, ch.end) for ch in checks])
     steps = drop_ops.profiled_steps(c)
     return (ChecksOff("value_checks", len(checks), per_step=len(checks) // steps,
                       regions_per_step=_compiled_regions(c) // steps, predicate=checks[0].predicate,
