@@ -210,7 +210,6 @@ def says(a: CrossEntropy) -> str:
             f"{units.duration_ns(a.gpu_ns)}){soft}{back}; nll_loss's gather of one value a row not added")
 
 
-
 CHANGE = ("the loss as F.cross_entropy(logits.view(-1, C), y.view(-1)) (label_smoothing= if it is wanted) in place of "
           "-(F.one_hot(y, C).float() * F.log_softmax(logits.float(), -1)).sum(-1).mean()")
 

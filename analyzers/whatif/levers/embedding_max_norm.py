@@ -82,7 +82,6 @@ def says(a: MaxNormOff) -> str:
             "dispatch; the lookups and their backward kept as they ran")
 
 
-
 CHANGE = ("nn.Embedding(..., max_norm=None): keep the norm constraint off the hot path (renormalise the weights "
           "once every N steps under torch.no_grad(), or clip the rows' norms after optimizer.step()) in place of "
           "max_norm, which renormalises the looked-up rows in place on every lookup")
