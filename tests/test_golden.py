@@ -8,6 +8,7 @@ import pytest
 from golden import GOLDEN, cases, run_cli
 from memo import analysed_once
 from sweep import sweep
+from test_invariants import FAST_SHARE, TRACES
 
 # The biggest samples' files are the slow step's (each takes seconds); every other trace's stands for them here.
 SLOW = ("gpt-eager", "smell-launch-per-param", "probe-transfer-many-small", "ddp", "ddp-skewed")
@@ -19,7 +20,18 @@ def _text_and_json_of_one_analysis():
         yield
 
 
-FAST = [(rel, argv) for rel, argv in cases() if rel.split("/")[1].split(".")[0].split("--")[0] not in SLOW]
+def _fast(rel: str) -> bool:
+    """A diff whose before-trace is not one of the SLOW; a report of a sample of the sweeps' fast share (the smallest of
+    each family, tests/test_invariants.py): the other samples' reports are the slow step's."""
+    kind, name = rel.split("/")
+    stem = name.rsplit(".", 1)[0]
+    if kind == "diff":
+        return stem.split("--")[0] not in SLOW
+    return stem in _FAST_SAMPLES and stem not in SLOW
+
+
+_FAST_SAMPLES = {p.name.split(".")[0] for p in FAST_SHARE if p.parent == TRACES}
+FAST = [(rel, argv) for rel, argv in cases() if _fast(rel)]
 
 
 @pytest.mark.parametrize("rel,argv", sweep(cases(), FAST, ids=[rel for rel, _ in cases()]))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep import sweep
+from sweep import family, smallest_of_each, sweep
 from tracetriage.analyzers.loading.load import find_traces
 from tracetriage.analyzers.output import invariants, serialize
 from tracetriage.analyzers.triage.report import analyze_file
@@ -27,12 +27,13 @@ def _id(p: Path) -> str:
 
 # the two biggest samples take seconds each: the slow step's; every other trace stands for them here
 BIG = (TRACES / "gpt-eager.json.gz", TRACES / "gpt-compile.json.gz")
-# The fast suite's share of a sweep over every trace: the sample library (the shapes of trace a user brings) and the
-# smallest trace of each other folder (each capture's format and device); the slow step runs the other ~190, whose
-# reports cost a minute of a 2-core machine's fast suite.
-_FOLDERS = sorted({p.parent for p in EVERY_TRACE} - {TRACES})
-FAST_SHARE = [p for p in EVERY_TRACE if p.parent == TRACES and p not in BIG] + [
-    min((p for p in EVERY_TRACE if p.parent == d), key=lambda p: p.stat().st_size) for d in _FOLDERS]
+# The fast suite's share of a sweep over every trace: the smallest sample of each family of the library (one per
+# construct and cause a user brings: probe-sync-*, smell-launch-*, chain-eager-* ...) and the smallest trace of each
+# other folder (each capture's format and device): 41 of 282; the slow step runs the others, whose reports cost a
+# minute of a 2-core machine's fast suite (the library's other 23 samples ~8 CPU-s of the four sweeps over it).
+FAST_SHARE = (smallest_of_each((p for p in EVERY_TRACE if p.parent == TRACES and p not in BIG), family)
+              + smallest_of_each(sorted((p for p in EVERY_TRACE if p.parent != TRACES), key=lambda p: p.parent),
+                                 lambda p: p.parent))
 
 
 @pytest.mark.parametrize("path", sweep(EVERY_TRACE, FAST_SHARE, ids=[_id(p) for p in EVERY_TRACE]))
