@@ -8,7 +8,6 @@ import copy
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from golden import run_cli
@@ -22,14 +21,23 @@ def run(*argv: str) -> str:
     return run_cli(list(argv))
 
 
-def validator(kind: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(run("schema", kind)))
+def _draft():
+    """jsonschema's validator class, imported by the tests that validate, not at collection: every xdist worker collects
+    every file, and the import costs ~2 CPU-s where rfc3987-syntax is installed (jsonschema's format checks import
+    it, which compiles its grammars with lark at import), paid again by the worker that runs none of these tests."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator
+
+
+def validator(kind: str):
+    return _draft()(json.loads(run("schema", kind)))
 
 
 @pytest.mark.parametrize("kind", ["report", "diff", "whatif"])
 def test_the_printed_schema_is_a_valid_json_schema_of_this_version(kind):
     s = json.loads(run("schema", kind))
-    jsonschema.Draft202012Validator.check_schema(s)
+    _draft().check_schema(s)
     assert s["$id"] == f"urn:tracetriage:{kind}:{SCHEMA_VERSION}"
 
 
