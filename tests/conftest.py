@@ -184,9 +184,12 @@ def pytest_unconfigure(config):
 # --- the sweeps over the bundled traces on one worker ----------------------------------------------------
 # These files each analyse every trace of the fast share (tests/test_invariants.py: FAST_SHARE); one process
 # keeps one analysis per trace (tests/bundled_analyses.py), so on one worker each trace is analysed once, where
-# two workers each analysed them all again (probe-transfer-many-small alone ~2 CPU-s a worker). The group is the
-# biggest unit, so xdist hands it out first (its --loadscope-reorder), and the other worker takes the other files.
+# two workers each analysed them all again (probe-transfer-many-small alone ~2 CPU-s a worker).
+# Each worker is handed the costliest unit left (tests/scope_costs.py), not the next in file order: the files of
+# seconds go first and the short ones even the two workers out at the end, where a long file handed out last kept one
+# core busy alone.
 TRACE_SWEEPS = frozenset({"test_claims.py", "test_invariants.py", "test_health.py", "test_golden.py"})
+SWEEPS_UNIT = "the sweeps over the bundled traces"
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -194,9 +197,20 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class TraceSweepsOnOneWorker(LoadFileScheduling):
+    import scope_costs
+
+    class TraceSweepsOnOneWorkerLongestFirst(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = super()._split_scope(nodeid)
-            return "the sweeps over the bundled traces" if Path(file).name in TRACE_SWEEPS else file
+            return SWEEPS_UNIT if Path(file).name in TRACE_SWEEPS else file
 
-    return TraceSweepsOnOneWorker(config, log)
+        def _cost(self, unit: str) -> float:
+            files = sorted(TRACE_SWEEPS) if unit == SWEEPS_UNIT else [Path(unit).name]
+            return scope_costs.cost(files, len(self.workqueue[unit]))
+
+        def _assign_work_unit(self, node) -> None:
+            # (the base class hands out the workqueue's first unit)
+            self.workqueue.move_to_end(max(self.workqueue, key=self._cost), last=False)
+            super()._assign_work_unit(node)
+
+    return TraceSweepsOnOneWorkerLongestFirst(config, log)
