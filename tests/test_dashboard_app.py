@@ -16,6 +16,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import kineto_factory as kf  # noqa: E402
+import streamlit_scan_once  # noqa: E402,F401  (a page run scans the installed packages once a process)
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.voice.whatif import assumption
 from tracetriage.dashboard import library, words  # noqa: E402
