@@ -181,7 +181,7 @@ def pytest_unconfigure(config):
     mp_util.Finalize(None, _remove_session_dir, exitpriority=-101)
 
 
-# --- the sweeps over the bundled traces on one worker ----------------------------------------------------
+# --- the sweeps over the bundled traces on one worker, and the drills shown on their traces on one ----------
 # These files each analyse every trace of the fast share (tests/test_invariants.py: FAST_SHARE); one process
 # keeps one analysis per trace (tests/bundled_analyses.py), so on one worker each trace is analysed once, where
 # two workers each analysed them all again (probe-transfer-many-small alone ~2 CPU-s a worker).
@@ -189,7 +189,12 @@ def pytest_unconfigure(config):
 # seconds go first and the short ones even the two workers out at the end, where a long file handed out last kept one
 # core busy alone.
 TRACE_SWEEPS = frozenset({"test_claims.py", "test_invariants.py", "test_health.py", "test_golden.py"})
-SWEEPS_UNIT = "the sweeps over the bundled traces"
+# Two files that each grade or show the drill on gpt-eager's ranges (M02.02-a): its shown copy (gpt-eager rewritten
+# without its range names) and the facts read from it cost ~5.5 CPU-s the first time in a process, and on two workers
+# each paid it (a whole fast run's per-test getrusage: 6.2 CPU-s in the one's first M02.02-a test, 5.4 in the other's).
+DRILL_SHOWS = frozenset({"test_grader_reading.py", "test_drill_show_gives_inputs.py"})
+UNITS = {**dict.fromkeys(TRACE_SWEEPS, "the sweeps over the bundled traces"),
+         **dict.fromkeys(DRILL_SHOWS, "the drills shown and graded on their traces")}
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -199,13 +204,13 @@ def pytest_xdist_make_scheduler(config, log):
 
     import scope_costs
 
-    class TraceSweepsOnOneWorkerLongestFirst(LoadFileScheduling):
+    class SharedWorkOnOneWorkerLongestFirst(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = super()._split_scope(nodeid)
-            return SWEEPS_UNIT if Path(file).name in TRACE_SWEEPS else file
+            return UNITS.get(Path(file).name, file)
 
         def _cost(self, unit: str) -> float:
-            files = sorted(TRACE_SWEEPS) if unit == SWEEPS_UNIT else [Path(unit).name]
+            files = sorted(f for f, u in UNITS.items() if u == unit) or [Path(unit).name]
             return scope_costs.cost(files, len(self.workqueue[unit]))
 
         def _assign_work_unit(self, node) -> None:
@@ -213,4 +218,4 @@ def pytest_xdist_make_scheduler(config, log):
             self.workqueue.move_to_end(max(self.workqueue, key=self._cost), last=False)
             super()._assign_work_unit(node)
 
-    return TraceSweepsOnOneWorkerLongestFirst(config, log)
+    return SharedWorkOnOneWorkerLongestFirst(config, log)
