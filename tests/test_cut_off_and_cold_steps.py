@@ -1,0 +1,120 @@
+"""Steps that describe a step (analyses.profiler_steps, analyses.steps' set-up steps) and the claim checker's
+relations on them (output.claims_setup): a ProfilerStep the profiler's stop cut through is no step, a short real
+step is; a cold first step of a short loop is kept apart from the steady figure; a Caveat's set-up share is the
+warm-up Next's saving."""
+from __future__ import annotations
+
+import kineto_factory as kf
+from test_steps import MS, US, Timeline
+from tracetriage.analyzers.analyses import idle, steps
+from tracetriage.analyzers.output.claims import _Said
+from tracetriage.analyzers.output.claims_setup import (
+    caveat_setup_is_the_nexts,
+    no_step_is_a_fragment,
+    steady_step_holds_no_setup,
+)
+from tracetriage.analyzers.triage.report import analyze_trace
+from tracetriage.analyzers.voice.report import five_lines
+
+
+def _profiled(tmp_path, name: str, tail_us: float, tail_ops: int, step_ops: int = 4):
+    """ProfilerStep#3 holding step_ops ops of 200 µs kernels and a sync; ProfilerStep#4 tail_us long holding
+    tail_ops ops (0: the profiler stopped right after it opened)."""
+    tl = Timeline()
+    t0 = tl.t
+    for _ in range(step_ops):
+        tl.op("aten::mul", 200 * US)
+    tl.sync()
+    tl.extra.append(kf.annotation("ProfilerStep#3", t0 - 1 * US, tl.t))
+    t1 = tl.t + 2 * US
+    tl.t = t1
+    for _ in range(tail_ops):
+        tl.op("aten::mul", 200 * US)
+    tl.extra.append(kf.annotation("ProfilerStep#4", t1, t1 + int(tail_us * US)))
+    return analyze_trace(tl.write(tmp_path / f"{name}.json"))
+
+
+def test_a_last_profiler_step_cut_off_by_the_profilers_stop_is_left_out_and_named(tmp_path):
+    """heldout-user11 h2d_pageable_h100: ProfilerStep#3 (1.07 ms) holds the work, #4 an 18 µs tail (1.7% of it,
+    above the stub's 1%) holds no op: '2 steps: 554.5 µs per step (median)' described no step."""
+    a = _profiled(tmp_path, "tail", tail_us=14, tail_ops=0)
+    assert [s.name for s in a.steps.steps] == ["ProfilerStep#3"]
+    assert a.steps.cut_off and a.steps.cut_off[0][0] == "ProfilerStep#4"
+    line = five_lines(a)[0]
+    assert "1 step (ProfilerStep ranges; ProfilerStep#4 (14.0 µs) left out" in line
+    assert f": {a.steps.steps[0].wall_ns / 1e3:.1f} µs" in line or " ms." in line
+
+
+def test_a_short_profiler_step_that_runs_its_own_kernels_stays_a_step(tmp_path):
+    """The negative: a short last step of a decode loop launches its own kernels (here 1 op against the first's
+    8): it is a step, however short."""
+    a = _profiled(tmp_path, "short", tail_us=60, tail_ops=1, step_ops=8)
+    assert [s.name for s in a.steps.steps] == ["ProfilerStep#3", "ProfilerStep#4"]
+    assert not a.steps.cut_off
+
+
+def _loader_loop(tmp_path, name: str, cold: bool):
+    """Three batches of one evaluate (a multi-process DataLoader fetch, then a forward and .item()); cold: the
+    first batch pays 40 ms of cudaMalloc (set-up) inside its forward, then a last fetch that runs dry."""
+    tl = Timeline()
+    for i in range(3):
+        tl.host(300 * US, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__")
+        tl.op("aten::embedding", 50 * US)
+        if cold and i == 0:
+            tl.extra.append(kf.call("cudaMalloc", tl.t, tl.t + 40 * MS))
+            tl.host(40 * MS)
+        for op in ("aten::linear", "aten::gelu", "aten::linear"):
+            tl.op(op, 300 * US)
+        tl.sync()
+    tl.host(200 * US, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__")
+    return tl.write(tmp_path / f"{name}.json")
+
+
+def test_a_cold_first_batch_of_a_short_loop_is_kept_apart_from_the_steady_step(tmp_path):
+    """heldout-user11 hateful_v100_infer: batches of 10.73 s (cold) and 0.32 s, then a dry fetch: '3 steps ...
+    5.52 s per step (median)' described none, and 'a steady step idles 54%' rested on it."""
+    tr = _loader_loop(tmp_path, "cold", cold=True)
+    st = steps.find(tr, idle.analyze(tr))
+    assert [s.setup for s in st.steps][0] is True
+    assert st.summary.median_ns < 5 * MS < st.steps[0].wall_ns
+    assert not steady_step_holds_no_setup({"steps": {"summary": {"median_us": st.summary.median_ns / 1e3},
+                                                     "per_step": {"wall_us": [s.wall_ns / 1e3 for s in st.steps],
+                                                                  "setup": [s.setup for s in st.steps]}}})
+
+
+def test_a_warm_short_loop_keeps_every_batch_steady(tmp_path):
+    """The negative: three alike batches, none paying set-up: none kept apart."""
+    tr = _loader_loop(tmp_path, "warm", cold=False)
+    st = steps.find(tr, idle.analyze(tr))
+    assert st.found and not any(s.setup for s in st.steps)
+
+
+def _said(saving: float, setup: float) -> _Said:
+    return _Said([{"key": "next.saving", "value": saving, "said": f"−{100 * saving:.0f}%"},
+                  {"key": "next.because.setup_share", "value": setup, "said": f"{100 * setup:.0f}%"}])
+
+
+def test_the_checker_holds_the_caveats_set_up_share_to_the_warm_up_nexts_saving():
+    caveat = ("the profile includes one-time set-up: first calls of aten::conv2d 3.75 s (later 866.0 µs), "
+              "aten::linear 2.32 s (later 64.0 µs), {}% of the span; warm up before profiling")
+    out = {"trace": {"caveats": [caveat.format(90)]}}
+    assert caveat_setup_is_the_nexts(_said(0.47, 0.47), out)
+    assert not caveat_setup_is_the_nexts(_said(0.47, 0.47), {"trace": {"caveats": [caveat.format(47)]}})
+
+
+def test_the_checker_finds_a_fragment_counted_as_a_step_but_not_a_short_real_one():
+    def out(walls, kernels):
+        n = len(walls)
+        return {"steps": {"per_step": {"wall_us": walls, "kernels": kernels, "regular": [True] * n,
+                                       "setup": [False] * n}}}
+    assert no_step_is_a_fragment(out([1071.8, 17.9], [2, 0]))
+    assert not no_step_is_a_fragment(out([100_000.0, 5_000.0], [30, 30]))     # a prefill and a decode step
+    assert not no_step_is_a_fragment(out([1000.0, 1010.0, 990.0], [20, 20, 20]))
+
+
+def test_the_checker_finds_a_steady_median_that_holds_the_set_up_step():
+    cols = {"wall_us": [10_730_000.0, 320_600.0, 180_500.0], "setup": [False, False, False]}
+    assert not steady_step_holds_no_setup({"steps": {"summary": {"median_us": 320_600.0}, "per_step": cols}})
+    cols["setup"] = [True, False, False]
+    assert not steady_step_holds_no_setup({"steps": {"summary": {"median_us": 250_000.0}, "per_step": cols}})
+    assert steady_step_holds_no_setup({"steps": {"summary": {"median_us": 11_000_000.0}, "per_step": cols}})
