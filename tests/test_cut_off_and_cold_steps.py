@@ -4,9 +4,13 @@ step is; a cold first step of a short loop is kept apart from the steady figure;
 warm-up Next's saving."""
 from __future__ import annotations
 
+import dataclasses
+
 import kineto_factory as kf
 from test_steps import MS, US, Timeline
-from tracetriage.analyzers.analyses import idle, steps
+from tracetriage.analyzers.analyses import idle, setup, steps
+from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.output.claims import _Said
 from tracetriage.analyzers.output.claims_setup import (
     caveat_setup_is_the_nexts,
@@ -105,8 +109,8 @@ def test_the_checker_holds_the_caveats_set_up_share_to_the_warm_up_nexts_saving(
 def test_the_checker_finds_a_fragment_counted_as_a_step_but_not_a_short_real_one():
     def out(walls, kernels):
         n = len(walls)
-        return {"steps": {"per_step": {"wall_us": walls, "kernels": kernels, "regular": [True] * n,
-                                       "setup": [False] * n}}}
+        cols = {"wall_us": walls, "kernels": kernels, "regular": [True] * n, "setup": [False] * n}
+        return {"steps": {"found_from": "profiler_step", "per_step": cols}}
     assert no_step_is_a_fragment(out([1071.8, 17.9], [2, 0]))
     assert not no_step_is_a_fragment(out([100_000.0, 5_000.0], [30, 30]))     # a prefill and a decode step
     assert not no_step_is_a_fragment(out([1000.0, 1010.0, 990.0], [20, 20, 20]))
@@ -118,3 +122,52 @@ def test_the_checker_finds_a_steady_median_that_holds_the_set_up_step():
     cols["setup"] = [True, False, False]
     assert not steady_step_holds_no_setup({"steps": {"summary": {"median_us": 250_000.0}, "per_step": cols}})
     assert steady_step_holds_no_setup({"steps": {"summary": {"median_us": 11_000_000.0}, "per_step": cols}})
+
+
+def _cold_forward(tmp_path, name: str, free_during_kernel: bool):
+    """One cold forward (an embedding lookup, 12 alike layers, a head): its first mul holds the host 20 ms with a
+    10 µs cudaFree in it, and its head (one aten::addmm, run once) 10 ms of cuBLAS set-up around its launch.
+    free_during_kernel: the cudaFree runs while a kernel does (it waits for the device: no set-up)."""
+    tl = Timeline()
+    tl.op("aten::embedding", dims=[[32000, 896], [1, 512]])
+    for i in range(12):
+        for op in ("aten::mul", "aten::linear", "aten::silu", "aten::linear", "aten::add"):
+            if i == 0 and op == "aten::mul":
+                start = tl.t
+                at = tl.gpu - 5 * US if free_during_kernel else start + 1 * MS   # (the lookup's kernel done)
+                tl.extra.append(kf.call("cudaFree", at, at + 10 * US))
+                tl.t += 20 * MS
+                tl.op(op, 50 * US, dims=[[i + 1, 896]])
+                tl.launches[-1] = dataclasses.replace(tl.launches[-1], op_start=start)
+            else:   # each layer's mul on a shape of its own (a ResNet's convolutions): no shape repeats 3 times
+                tl.op(op, 50 * US, dims=[[i + 1, 896]] if op == "aten::mul" else None)
+    start = tl.t
+    tl.t += 10 * MS
+    tl.op("aten::addmm", 100 * US)
+    tl.launches[-1] = dataclasses.replace(tl.launches[-1], op_start=start)
+    return tl.write(tmp_path / f"{name}.json")
+
+
+def _covered_ms(tr, op_name: str) -> float:
+    s, e, _ = setup.windows(tr)
+    ev = tr.ev
+    rows = [r for r in range(len(ev)) if tr.name_of(r) == op_name and ev.cat[r] == CPU_OP]
+    r = max(rows, key=lambda r: ev.end[r] - ev.start[r])
+    us, ue = iv.union(s, e)
+    return float(iv.covered(us, ue, ev.start[[r]], ev.end[[r]])[0]) / MS
+
+
+def test_a_cold_passs_first_calls_count_whole_a_cudafree_before_any_kernel_and_an_op_run_once(tmp_path):
+    """heldout-user11 rn18_h200_cold: a 10 µs cudaFree inside the 144 ms first conv2d, before any kernel ran, kept
+    that op out of the set-up (a sync is a wait), and the one aten::linear's 56.7 ms had no warm cost of its own:
+    a warm-up priced at 316 -> 117 ms where a warm batch-1 forward takes 1-2 ms."""
+    tr = _cold_forward(tmp_path, "cold", free_during_kernel=False)
+    assert setup.one_pass(tr)
+    assert _covered_ms(tr, "aten::mul") > 19
+    assert _covered_ms(tr, "aten::addmm") > 9
+
+
+def test_a_cudafree_that_waits_for_a_running_kernel_still_keeps_its_op_out_of_the_set_up(tmp_path):
+    """The negative: a cudaFree while a kernel runs waits for the device; its op's time is the wait, no set-up."""
+    tr = _cold_forward(tmp_path, "wait", free_during_kernel=True)
+    assert _covered_ms(tr, "aten::mul") < 1
