@@ -292,6 +292,18 @@ def step_bounds(trace: Trace) -> np.ndarray:
     return np.zeros(0, np.int64)
 
 
+def setup_step_bounds(trace: Trace) -> tuple[np.ndarray, int]:
+    """The steps found from the trace's repeated ops (analyses.steps) as boundaries (ns), and how many of the first
+    were kept apart as paying set-up (0: none, and no boundaries worth scaling)."""
+    from tracetriage.analyzers.analyses import steps
+
+    found = steps.find(trace)
+    kept = len(found.setup_steps)
+    if not kept or kept >= len(found.steps):
+        return np.zeros(0, np.int64), 0
+    return np.array([s.start_ns for s in found.steps] + [found.steps[-1].end_ns], np.int64), kept
+
+
 def early_steps(bounds: np.ndarray) -> int:
     """How many of the first steps may pay set-up: EARLY, leaving at least two steady steps after them."""
     return max(0, min(EARLY, len(bounds) - 1 - 2))
