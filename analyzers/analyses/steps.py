@@ -553,10 +553,8 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
     pos = _split_differing(px, pos)
     regular, unit, c = _regular(px, pos)
-    # what follows the last step and launches nothing (the harness's closing synchronize) is no step; in a short
-    # loop too (the DataLoader fetch that ends an evaluate's two batches by running dry is no third step), and
-    # alike or not where the steps launch GPU work (the op after a loop's last sync, 2.3 µs, no kernel, counted
-    # as the 241st step of a loop that ends each step in cudaDeviceSynchronize)
+    # what follows the last step and launches nothing (a closing synchronize; the dry fetch ending a short loop; the
+    # op after the last sync, alike or not, where the steps launch GPU work: smell-sync-explicit's 241st step)
     n_end = len(tok)
     while len(pos) > SETUP_MIN_STEADY + 1 and (not regular[-1] or gpu_ns.any()) \
             and not _prologue_launches(trace, rows[pos[-1]:n_end]):
@@ -746,8 +744,7 @@ def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
     if len(steps) < SETUP_MIN_STEADY + 1:
         return steps
     out = list(steps)
-    # a loop of STEP_MIN_REPEATS steps or more keeps that many steady steps; a shorter one (three DataLoader
-    # batches of one cold evaluate: 10.73 s, 0.32 s, 0.18 s) may still keep its first apart
+    # a loop of STEP_MIN_REPEATS steps or more keeps that many steady, a shorter one its first (10.73 s, 0.32 s)
     for i, first in enumerate(steps[:-max(SETUP_MIN_STEADY, min(STEP_MIN_REPEATS, len(steps) - 1))]):
         if i in prologue:
             continue
