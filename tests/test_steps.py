@@ -197,7 +197,7 @@ def test_the_profilers_empty_closing_step_is_no_step(tmp_path):
     a, without = traced(True), traced(False)
     assert len(a.steps.steps) == 3 and [s.name for s in a.steps.steps][-1] == "ProfilerStep#2"
     assert a.steps.summary.median_ns == without.steps.summary.median_ns > 4 * MS
-    assert "3 steps (ProfilerStep ranges)" in five_lines(a)[0]
+    assert "3 steps (ProfilerStep ranges; ProfilerStep#3 (38.0 µs) left out" in five_lines(a)[0]
 
 
 def test_a_closing_synchronize_after_the_loop_is_no_part_of_its_last_step(tmp_path):

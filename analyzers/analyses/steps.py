@@ -37,6 +37,7 @@ import numpy as np
 from tracetriage.analyzers.analyses import model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
+from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
 from tracetriage.analyzers.analyses.step_runs import marked_share, one_per_run
@@ -66,9 +67,9 @@ COVER_TIE = 0.05            # cuts this close in cover: the one with more units 
 OP_TIE_TIME = 0.5           # ... or this close in ops while holding half the time the best cut holds
 LOOP_COVER = 0.3            # the regular units hold at least a third of the traced host time, of its ops, or of
                             # its kernel time (a first prefill can hold half of a short generate trace)
-EMPTY_STEP_SHARE = 0.01     # a ProfilerStep launching nothing and under 1% of the longest is the profiler's stub
 OUTLIER_RATIO = 1.5         # a step this many times the median step is the outlier worth naming
 SETUP_RATIO = 1.5           # the first step this many times the median, with set-up inside it, is kept apart
+SETUP_MIN_STEADY = 1        # ... where at least this many steps remain to be the steady ones
 SETUP_FIRST_CALL = 10       # an op whose first call lasts this many times its later calls is paying set-up
 SETUP_FIRST_FLOOR_NS = 1_000_000   # ... and for at least 1 ms
 OUTLIER_SHARE = 0.02        # ... and its extra time is at least 2% of the steps' summed walls (not noise on 1,000
@@ -232,6 +233,8 @@ class Steps:
     repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
     model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
+    cut_off: tuple[tuple[str, int], ...] = ()   # ProfilerStep ranges left out as the profiler's stub or a fragment
+                                                # its start or stop cut (analyses.profiler_steps): name, wall
 
     @property
     def found(self) -> bool:
@@ -505,9 +508,11 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
         prof = ann[name_flags(trace, ann, lambda n: n.startswith(PROFILER_STEP))]
         if len(prof):
             prof = prof[np.argsort(ev.start[prof], kind="stable")]
-            prof = _working_profiler_steps(trace, prof)
-            return ((StepsFrom.PROFILER_STEP, Boundary.PROFILER_STEP, None, ev.start[prof], int(ev.end[prof].max()),
-                     np.ones(len(prof), bool), 0), {"names": [trace.name_of(int(r)) for r in prof.tolist()]})
+            kept = working_profiler_steps(trace, prof)
+            left = [(trace.name_of(int(r)), int(ev.end[r] - ev.start[r])) for r in prof[~np.isin(prof, kept)]]
+            return ((StepsFrom.PROFILER_STEP, Boundary.PROFILER_STEP, None, ev.start[kept], int(ev.end[kept].max()),
+                     np.ones(len(kept), bool), 0), {"names": [trace.name_of(int(r)) for r in kept.tolist()],
+                                                    "cut_off": tuple(left)})
     rows, found_from = tokens(trace)
     if len(rows) < 2 * STEP_MIN_REPEATS:
         return Steps(None, why_none=NoSteps.NO_OPS if not len(rows) else NoSteps.NO_REPETITION)
@@ -548,9 +553,11 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
     pos = _split_differing(px, pos)
     regular, unit, c = _regular(px, pos)
-    # what follows the last step and launches nothing (the harness's closing synchronize) is no step
+    # what follows the last step and launches nothing (a closing synchronize; the dry fetch ending a short loop; the
+    # op after the last sync, alike or not, where the steps launch GPU work: smell-sync-explicit's 241st step)
     n_end = len(tok)
-    while len(pos) > STEP_MIN_REPEATS and not regular[-1] and not _prologue_launches(trace, rows[pos[-1]:n_end]):
+    while len(pos) > SETUP_MIN_STEADY + 1 and (not regular[-1] or gpu_ns.any()) \
+            and not _prologue_launches(trace, rows[pos[-1]:n_end]):
         n_end, pos, regular = int(pos[-1]), pos[:-1], regular[:-1]
     # a leading step pays set-up only if it holds the loop's own ops: a prologue (the model's initialisation) or
     # a first prefill alone is no iteration of the loop
@@ -561,17 +568,6 @@ def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
     n_end = _without_the_tail(trace, rows, tok, common, int(pos[-1]), n_end)
     last = int(t_end[:n_end].max())
     return (found_from, boundary, anchor, t_start[pos], last, regular, unit, prologue), {}
-
-
-def _working_profiler_steps(trace: Trace, prof: np.ndarray) -> np.ndarray:
-    """The ProfilerStep#N ranges that are steps: a range that launches no GPU work and lasts under
-    EMPTY_STEP_SHARE of the longest is the profiler's closing stub, no iteration (heldout-user3 abenich_ariel: a
-    38 µs ProfilerStep#4 beside the 4.87 ms step of work, their '2.47 ms median' describing neither)."""
-    ev = trace.ev
-    walls = ev.end[prof] - ev.start[prof]
-    empty = np.array([walls[i] < EMPTY_STEP_SHARE * walls.max() and not _prologue_launches(trace, prof[i:i + 1])
-                      for i in range(len(prof))], bool)
-    return prof[~empty] if not empty.all() else prof
 
 
 def _without_the_tail(trace: Trace, rows: np.ndarray, tok: np.ndarray, common: np.ndarray, last_from: int,
@@ -670,7 +666,8 @@ def _prologue_launches(trace: Trace, rows: np.ndarray) -> bool:
 
 def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anchor: str | None,
            host_start: np.ndarray, host_last: int, regular: np.ndarray, unit_ops: int,
-           prologue: set[int] | frozenset = frozenset(), framework=None, names: list[str] | None = None) -> Steps:
+           prologue: set[int] | frozenset = frozenset(), framework=None, names: list[str] | None = None,
+           cut_off: tuple[tuple[str, int], ...] = ()) -> Steps:
     ev = trace.ev
     n = len(host_start)
     gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
@@ -728,7 +725,8 @@ def _build(trace: Trace, devices, found_from: StepsFrom, boundary: Boundary, anc
     summary = summarize(trace, devices, steady(steps), framework)
     setup_ns = sum(max(0, s.wall_ns - summary.median_ns) for s in steps if s.setup) if summary else 0
     return Steps(found_from, tuple(steps), boundary, anchor, unit_ops, summary, setup_ns,
-                 model_build_ns=model_build.inside(trace, int(starts[0]), int(ends[0])) if n == 1 else 0)
+                 model_build_ns=model_build.inside(trace, int(starts[0]), int(ends[0])) if n == 1 else 0,
+                 cut_off=cut_off)
 
 
 # --- the first step's set-up ----------------------------------------------------------------------
@@ -743,10 +741,11 @@ def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
     """The first steps are kept apart while each is far slower than the loop's median and pays set-up inside it:
     a set-up API call (allocation, module loading, graph capture), or an op whose first call on its shapes lasts
     SETUP_FIRST_CALL times its later ones (lazy loading, cuBLAS handles, torch.compile's first call)."""
-    if len(steps) < STEP_MIN_REPEATS + 1:
+    if len(steps) < SETUP_MIN_STEADY + 1:
         return steps
     out = list(steps)
-    for i, first in enumerate(steps[:-STEP_MIN_REPEATS]):
+    # a loop of STEP_MIN_REPEATS steps or more keeps that many steady, a shorter one its first (10.73 s, 0.32 s)
+    for i, first in enumerate(steps[:-max(SETUP_MIN_STEADY, min(STEP_MIN_REPEATS, len(steps) - 1))]):
         if i in prologue:
             continue
         rest = steps[i + 1:]

@@ -73,7 +73,9 @@ on the words:
     it (Idle and Regime lines alike);
 20. a Next overlaps copies with compute only where some kernel runs;
 21. no line asks for a bigger batch where the Next is a loop over items (launches grow with the batch);
-22. what a report counts adds up (tracetriage.analyzers.output.claims_counts): steps x step time fit the span.
+22. what a report counts adds up (tracetriage.analyzers.output.claims_counts): steps x step time fit the span;
+23. set-up and steps (tracetriage.analyzers.output.claims_setup): the Caveat's set-up share is a warm-up Next's
+    saving, no counted step is a fragment the profiler cut, and the steady median holds no step kept apart.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
@@ -91,6 +93,7 @@ from tracetriage.analyzers.model.units import gbps, tflops
 from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Experiment
 from tracetriage.analyzers.output.claims_counts import count_relations
 from tracetriage.analyzers.output.claims_idle import within_the_idle
+from tracetriage.analyzers.output.claims_setup import setup_relations
 from tracetriage.analyzers.output.healthy_claims import no_lever_only_where_the_profiler_holds_the_saving
 from tracetriage.analyzers.output.next_line_claims import (
     no_bigger_batch_where_launches_scale_with_it,
@@ -147,7 +150,8 @@ def check(out: dict) -> list[str]:
             + _dry_queue_because_has_a_dry_queue(said, out) + no_fix_recommended_beside_its_zero(out, lines)
             + _loader_saving_within_its_wait(said) + _window_busy_is_the_reports(said, out)
             + no_compute_to_overlap_without_kernels(out, lines)
-            + no_bigger_batch_where_launches_scale_with_it(out, lines) + count_relations(said, out, lines))
+            + no_bigger_batch_where_launches_scale_with_it(out, lines) + count_relations(said, out, lines)
+            + setup_relations(said, out))
 
 
 def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:

@@ -62,6 +62,16 @@ def _profiler_steps(o) -> str:
     return f"ProfilerStep#0 to #{last}" if last else "ProfilerStep#0"
 
 
+def _cut_off(st) -> str:
+    """'; ProfilerStep#4 (17.9 µs) left out: the profiler cut it off, it holds almost no GPU work': the ranges
+    that are no step (analyses.profiler_steps)."""
+    left = getattr(st, "cut_off", ())
+    if not left:
+        return ""
+    said = ", ".join(f"{name} ({duration_ns(wall)})" for name, wall in left)
+    return f"; {said} left out: cut off by the profiler, almost no GPU work"
+
+
 def steps_clause(st) -> str:
     """The Measured line's words for a trace's steps (no phases): '; 80 steps (...): 655 µs per step ...'."""
     if st is None:
@@ -77,10 +87,14 @@ def steps_clause(st) -> str:
         return "; no repeated steps" if st.why_none is None or st.why_none.value != "no_ops" else ""
     s = st.summary
     n = len(st.steps)
-    out = f"; {count(n, 'step')} ({found_from(st)})"
-    if s is not None and n > 1:
+    out = f"; {count(n, 'step')} ({found_from(st)}{_cut_off(st)})"
+    if s is not None and n > 1 and s.steps == 1:
+        out += f": {duration_ns(s.median_ns)} per steady step"   # one step left beside those kept apart
+    elif s is not None and n > 1:
         out += (f": {duration_ns(s.median_ns)} per step (median; p90 {duration_ns(s.p90_ns)}, "
                 f"max {duration_ns(s.max_ns)})")
+    elif s is not None and n == 1 and getattr(st, "cut_off", ()):
+        out += f": {duration_ns(s.median_ns)}"   # the one step the cut-off range would have halved
     build = getattr(st, "model_build_ns", 0)
     if n == 1 and build >= MODEL_BUILD_NAMED * st.steps[0].wall_ns > 0:
         # the only step holds the model's build: its wall is no loop's step (analyses.model_build)
