@@ -554,15 +554,11 @@ def _waste_saves_least(said: _Said, lines: list[str]) -> list[str]:
     bad = []
     if waste["said"].startswith("+") and f"predicted to slow the run ({waste['said']})" not in lines[4]:
         bad.append(f"the waste lever slows the run but is phrased as a prediction of a saving: {waste['said']}")
-    # where both were chosen by their savings without the profiler (triage.unprofiled_choice), both of those are said
-    # beside the traced ones, and they are what orders the two
     w_bare, n_bare = said.get("waste.unprofiled_saving"), said.get("next.unprofiled_saving")
-    if w_bare is not None and n_bare is not None:
-        waste, nxt, how = w_bare, n_bare, " without the profiler"
-    else:
-        how = ""
+    if w_bare is not None and n_bare is not None:   # chosen by their savings without the profiler: those order them
+        waste, nxt = w_bare, n_bare
     if nxt is not None and nxt["value"] > 0 and waste["value"] > nxt["value"]:
-        bad.append(f"the waste lever saves {waste['said']}{how}, more than the Next's {nxt['said']}")
+        bad.append(f"the waste lever saves {waste['said']}, more than the Next's {nxt['said']}")
     return bad
 
 

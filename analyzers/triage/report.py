@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 # numpy.ma: numpy 2's np.unique imports it on its first plain call (10-15 ms of CPU); imported here, among the modules
@@ -137,8 +138,7 @@ class LeverChoice:
     @property
     def unprofiled_differs(self) -> bool:
         """Without the profiler the fix would buy a ratio worth saying beside this one (or that ratio chose it)."""
-        return (self.unprofiled_ranked and self.unprofiled_ratio is not None) or \
-            overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio)
+        return overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio, self.unprofiled_ranked)
 
     @property
     def nothing_to_act_on(self) -> bool:
@@ -392,14 +392,11 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
         if devs else None
     dry = pc.dry if pc is not None else None
-    def choose(cs: tuple[LeverChoice, ...]) -> NextExperiment:
-        return choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, cs, fw, capture=capture,
-                           health=health, steps=steps, dry=dry,
-                           loader_start_ns=loader_start.start_ns(trace) if devs else 0,
-                           tail_ns=_host_tail_ns(trace, devs))
+    choose = partial(choose_next, devs, by_cause, span, busy, idle_ns, verdict, roof, levers, fw=fw, capture=capture,
+                     health=health, steps=steps, dry=dry,   # (the Next of the weighed fixes it is given)
+                     loader_start_ns=loader_start.start_ns(trace) if devs else 0, tail_ns=_host_tail_ns(trace, devs))
     nx = choose(choices)
-    if range_name is None:   # (chosen by the savings without the profiler where its cost is large)
-        nx = unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
+    nx = nx if range_name else unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
