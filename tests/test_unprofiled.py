@@ -122,3 +122,18 @@ def test_the_per_event_costs_agree_with_the_direct_h200_measurements():
     nodes = json.loads((TRACES / "overhead" / "profiler_overhead.json").read_text())["loops"]["graph_nodes"]
     for n in ("1000", "10000"):                                                                       # 2.1, 1.2 µs
         assert 0.5 <= u.PER_NODE_NS / nodes[n]["added_ns_per_iteration"] <= 2.0
+
+
+def test_a_harness_truth_file_is_read_as_the_profilers_slowdown_per_traced_variant(tmp_path):
+    """`profiler_cost --truth DIR`: the capture harness's truth.json (fresh7, fresh8 on an H100) gives each variant's
+    profiled ms per step over its unprofiled median; the prediction is the replay without the profiler's cost."""
+    import json
+    import shutil
+
+    shutil.copy(TRACES / "fixes" / "mid_ops--before.json.gz", tmp_path / "mid-before.json.gz")
+    (tmp_path / "truth.json").write_text(json.dumps({"workloads": [
+        {"name": "mid", "before": {"trace": "mid-before.json.gz", "profiler_slowdown": 1.25},
+         "after": {"trace": "missing.json.gz", "profiler_slowdown": 1.1}}]}))
+    [row] = profiler_cost.truth_rows([tmp_path])
+    run = predict(load(tmp_path / "mid-before.json.gz"), levers=["kernels_2x"], unprofiled=True).unprofiled_run
+    assert row["measured"] == 1 / 1.25 and row["predicted"] == run.unprofiled_ns / run.replay_ns < 1

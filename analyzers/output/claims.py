@@ -545,6 +545,9 @@ def _next_saves_something(said: _Said, nx: str) -> list[str]:
     c = said.get(f"{nx}.saving")
     if c is None or (c["value"] > 0 and not _SAID_ZERO.match(c["said"])):
         return []
+    bare = said.get(f"{nx}.unprofiled_saving")    # (chosen by its saving without the profiler: that one is said)
+    if bare is not None and bare["value"] > 0 and not _SAID_ZERO.match(bare["said"]):
+        return []
     return [f"the Next is predicted to save nothing ({c['said']})"]
 
 
@@ -555,6 +558,9 @@ def _waste_saves_least(said: _Said, lines: list[str]) -> list[str]:
     bad = []
     if waste["said"].startswith("+") and f"predicted to slow the run ({waste['said']})" not in lines[4]:
         bad.append(f"the waste lever slows the run but is phrased as a prediction of a saving: {waste['said']}")
+    w_bare, n_bare = said.get("waste.unprofiled_saving"), said.get("next.unprofiled_saving")
+    if w_bare is not None and n_bare is not None:   # chosen by their savings without the profiler: those order them
+        waste, nxt = w_bare, n_bare
     if nxt is not None and nxt["value"] > 0 and waste["value"] > nxt["value"]:
         bad.append(f"the waste lever saves {waste['said']}, more than the Next's {nxt['said']}")
     return bad

@@ -81,5 +81,6 @@ def _buffer_ns(trace: Trace, span: tuple[int, int] | None) -> int:
     return int(np.sum(ev.end[rows] - ev.start[rows]))
 
 
-def unprofiled_differs(profiled_ratio: float, unprofiled_ratio: float | None) -> bool:
-    return unprofiled_ratio is not None and abs(unprofiled_ratio - profiled_ratio) >= RATIO_DIFFERS
+def unprofiled_differs(profiled_ratio: float, unprofiled_ratio: float | None, ranked: bool = False) -> bool:
+    """Worth saying beside the profiled ratio: far enough from it, or (`ranked`) it chose the fix."""
+    return unprofiled_ratio is not None and (ranked or abs(unprofiled_ratio - profiled_ratio) >= RATIO_DIFFERS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 # numpy.ma: numpy 2's np.unique imports it on its first plain call (10-15 ms of CPU); imported here, among the modules
@@ -60,7 +61,7 @@ from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, C
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
-from tracetriage.analyzers.triage import sources
+from tracetriage.analyzers.triage import sources, unprofiled_choice
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
@@ -124,6 +125,7 @@ class LeverChoice:
     predicted_ns: int
     assumption: Assumption | None = None   # what the lever's replay took as given (tracetriage.analyzers.whatif.levers)
     unprofiled_ratio: float | None = None  # the ratio without the profiler (the Next lever only; None: not asked)
+    unprofiled_ranked: bool = False        # ... which chose it (triage.unprofiled_choice): said beside even if close
 
     @property
     def predicted_ratio(self) -> float:
@@ -135,8 +137,8 @@ class LeverChoice:
 
     @property
     def unprofiled_differs(self) -> bool:
-        """Without the profiler the fix would buy a ratio worth saying beside this one."""
-        return overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio)
+        """Without the profiler the fix would buy a ratio worth saying beside this one (or that ratio chose it)."""
+        return overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio, self.unprofiled_ranked)
 
     @property
     def nothing_to_act_on(self) -> bool:
@@ -390,9 +392,11 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
         if devs else None
     dry = pc.dry if pc is not None else None
-    nx = choose_next(devs, by_cause, span, busy, idle_ns, verdict, roof, levers, choices, fw, capture=capture,
-                     health=health, steps=steps, dry=dry,
+    choose = partial(choose_next, devs, by_cause, span, busy, idle_ns, verdict, roof, levers, fw=fw, capture=capture,
+                     health=health, steps=steps, dry=dry,   # (the Next of the weighed fixes it is given)
                      loader_start_ns=loader_start.start_ns(trace) if devs else 0, tail_ns=_host_tail_ns(trace, devs))
+    nx = choose(choices)
+    nx = nx if range_name else unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
     nx = _with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None

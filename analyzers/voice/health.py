@@ -138,9 +138,10 @@ def profiler_caveats(p) -> list[str]:
     return out
 
 
-def unprofiled_words(lever) -> str:
-    """'; without the profiler −48%' after a lever's profiled prediction, when the two differ."""
+def unprofiled_words(lever, key: str = "next.unprofiled_saving") -> str:
+    """'; without the profiler −48%' after a lever's profiled prediction, when the two differ (or that figure chose
+    it: triage.unprofiled_choice). `key`: the claim's ("waste.unprofiled_saving" on the waste's line)."""
     if lever is None or not lever.unprofiled_differs:
         return ""
     saved = 1 - lever.unprofiled_ratio
-    return f"; without the profiler {claim('next.unprofiled_saving', saved, saving_pct(saved, 1))}"
+    return f"; without the profiler {claim(key, saved, saving_pct(saved, 1))}"

@@ -209,7 +209,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         spec = LEVERS[w.lever]
         why = f" ({spec.says(w.assumption)})" if w.nothing_to_act_on else ""
         out["waste"] = (f"{claim(f'waste.lever.{w.lever}', 1, spec.words)}, "
-                        f"{waste_prediction(w.saving_ns, w.baseline_ns)}{why}")
+                        f"{waste_prediction(w.saving_ns, w.baseline_ns)}"
+                        f"{unprofiled_words(w, 'waste.unprofiled_saving')}{why}")
     if nx.own_fix is not None:   # the straggler is found from every rank; this rank's own fix needs no other trace
         with kept_as("next.own", drop=("waste.",)):   # its waste is not said: the straggler's is
             own = next_experiment(dataclasses.replace(a, next_experiment=nx.own_fix))

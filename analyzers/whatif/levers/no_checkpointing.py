@@ -7,8 +7,9 @@ What the construct looks like in any trace: the backward runs the forward again.
 CPU); a node whose saved tensors were not kept (torch.utils.checkpoint, non-reentrant: its unpack hook) or the
 checkpoint's own node (`CheckpointFunctionBackward`, reentrant) calls the layer's forward from inside it, so ops that
 only a forward calls -- aten::linear, aten::layer_norm, aten::conv1d/2d/3d, aten::scaled_dot_product_attention,
-aten::gelu, aten::dropout, aten::embedding, aten::batch_norm, aten::group_norm -- appear as children of a backward
-node, before the node's own backward ops. A backward formula never calls these (it calls mm, *_backward ops); the
+aten::gelu, aten::dropout, aten::embedding, aten::batch_norm, aten::group_norm, and a linear written as aten::addmm,
+a GELU's aten::tanh, a softmax -- appear as children of a backward node, before the node's own backward ops. A
+backward formula never calls these (it calls mm, tanh_backward, _softmax_backward_data, *_backward ops); the
 recomputed forward is the stretch of the node's children from the first such op to the last one (the views, adds
 and transposes between them included), and one recompute per checkpointed layer per step repeats.
 
@@ -46,7 +47,12 @@ from tracetriage.analyzers.whatif.levers.spec import (
 BACKWARD_NODE = "autograd::engine::evaluate_function: "
 FORWARD_ONLY = frozenset(("aten::linear", "aten::layer_norm", "aten::conv1d", "aten::conv2d", "aten::conv3d",
                           "aten::scaled_dot_product_attention", "aten::gelu", "aten::dropout", "aten::embedding",
-                          "aten::batch_norm", "aten::group_norm", "aten::instance_norm", "aten::rms_norm"))
+                          "aten::batch_norm", "aten::group_norm", "aten::instance_norm", "aten::rms_norm",
+                          # a linear written as addmm (Hugging Face's Conv1D in GPT-2), a tanh-approximated GELU by its
+                          # formula, a softmax: their backward formulas call mm, tanh_backward and
+                          # _softmax_backward_data, never these, so the recomputed forward's tail (the MLP after the
+                          # second norm) is inside the stretch, not cut off after the last norm
+                          "aten::addmm", "aten::tanh", "aten::softmax", "aten::_softmax"))
 MIN_FORWARD_OPS = 2      # a layer's forward calls several (a linear and its norm): one lone op is a custom backward's
 RECOMPUTES = 2           # a layer stack checkpointed repeats its recompute: one stretch is no construct
 
@@ -151,7 +157,8 @@ SPEC = LeverSpec(
     knob=Knob(change="turn activation checkpointing off where memory allows (drop model.gradient_checkpointing_"
                      "enable() / torch.utils.checkpoint.checkpoint around the layers), or checkpoint fewer layers: "
                      "the backward stops recomputing the forward",
-              evidence="forward-only ops (aten::linear/layer_norm/conv/scaled_dot_product_attention/gelu/dropout) "
+              evidence="forward-only ops (aten::linear/addmm/layer_norm/conv/scaled_dot_product_attention/gelu/tanh/"
+                       "softmax/dropout) "
                        "running inside autograd's backward nodes (evaluate_function windows), a stretch a layer, "
                        "repeated",
               applies="every device; the kept activations cost memory the trace does not show",
