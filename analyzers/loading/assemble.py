@@ -7,6 +7,7 @@ counted once, and the rows sorted by (start, -end): parents before children.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,11 @@ from tracetriage.analyzers.model.trace import (
     Tables,
 )
 
+# The sorted columns are gathered in two threads from this many rows on (below it a thread pool's start, ~0.2 ms, is a
+# share of the work)
+THREADED_ROWS = 50_000
+SORT_THREADS = 2
+
 
 def assemble(parts: list[Part], path: Path) -> Tables:
     """Merge the decoded parts (re-numbering their local name/shape tables), convert times, sort."""
@@ -33,14 +39,21 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     shapes: dict[tuple, int] = {}
     cols: dict[str, list] = {}
     for part in parts:
+        first = not names and not shapes
         name_map = np.array([names.setdefault(n, len(names)) for n in part.names] or [0], np.int32)
         shape_map = np.array([shapes.setdefault(k, len(shapes)) for k in part.shapes] or [0], np.int32)
         cat_lut = np.array([CAT_CODES.get(str(c).lower(), OTHER) for c in part.cols["cat_names"]] or [0], np.int8)
         c = part.cols
         sid = c["shape"]
-        local = {"name": name_map[c["name"]] if len(c["name"]) else c["name"],
+        # the first part's tables are its own, in order (ids 0..n-1): its name and shape ids stand as they are (one
+        # part, as a large .gz's streamed scan gives: two gathers of 1M rows fewer)
+        same_names = first and len(part.names) == len(names) and c["name"].dtype == np.int32
+        same_shapes = first and len(part.shapes) == len(shapes) and sid.dtype == np.int32 and \
+            (not len(sid) or sid.min() >= NONE)
+        local = {"name": c["name"] if same_names or not len(c["name"]) else name_map[c["name"]],
                  "cat": cat_lut[c["cat_raw"]] if len(c["cat_raw"]) else c["cat_raw"].astype(np.int8),
-                 "shape": np.where(sid >= 0, shape_map[np.maximum(sid, 0)], NONE).astype(np.int32)}
+                 "shape": sid if same_shapes else
+                 np.where(sid >= 0, shape_map[np.maximum(sid, 0)], NONE).astype(np.int32)}
         for k in ("ts", "dur", "pid", "tid", "ext", "corr", "device", "stream", "nbytes", "graph_node", "group", "seq",
                   "pyid"):
             local[k] = c[k]
@@ -59,13 +72,8 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     end = dur.astype(np.int64)
     end += start
     order = _by_start_longest_first(start, end)
-    # Every other column goes straight from its parts to its sorted place: row i of the file lands at to[i]
-    # (the sort's inverse), with no concatenated copy of it first (16 columns of a 1M-event trace: ~120 MB of
-    # fresh memory written once instead of twice)
-    to = np.empty(len(order), np.int64)
-    to[order] = np.arange(len(order))
-    keep = ~bad if n_bad else None
-    col = {k: _placed(v, to, keep) for k, v in cols.items()}
+    col = _sorted_columns(cols, start, end, order, ~bad if n_bad else None)
+    start, end = col.pop("start"), col.pop("end")
     cat, pid, tid = col["cat"], col["pid"], col["tid"]
     device, stream = col["device"].astype(np.int32), col["stream"]
     # GPU activities without args.device/stream (old traces): pid is the device, tid the stream.
@@ -74,7 +82,7 @@ def assemble(parts: list[Part], path: Path) -> Tables:
     device[fix] = pid[fix]
     fix = gpu & (stream == NONE) & (tid >= 0)
     stream[fix] = tid[fix]
-    ev = Events(cat=cat, name=col["name"], start=start[order], end=end[order], pid=pid,
+    ev = Events(cat=cat, name=col["name"], start=start, end=end, pid=pid,
                 tid=tid, device=device, stream=stream, ext=col["ext"],
                 corr=col["corr"], nbytes=col["nbytes"], shape=col["shape"],
                 graph_node=col["graph_node"], group=col["group"],
@@ -101,6 +109,27 @@ def assemble(parts: list[Part], path: Path) -> Tables:
                   world_size=world_size,
                   base_time_ns=base, events_in_file=head.events_in_file, shapes_raw=table_list(shapes),
                   caveats=tuple(caveats), merged_ranks=merged)
+
+
+def _sorted_columns(cols: dict[str, list[np.ndarray]], start: np.ndarray, end: np.ndarray, order: np.ndarray,
+                    keep: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Every column in sorted order, start and end with them: row j of the sorted table is kept row order[j] of the
+    file. One part's columns (a large .gz's streamed scan) are gathered, col[rows]; several parts' are written
+    straight from their pieces to their sorted places (_placed), with no concatenated copy first. The columns go in
+    SORT_THREADS threads: numpy's gathers and scatters release the GIL, and the first touch of the new columns' pages
+    (16 columns of a 1M-event trace, ~100 MB) is most of their cost, which two cores then share."""
+    jobs = {"start": lambda: start[order], "end": lambda: end[order]}
+    if all(len(pieces) == 1 for pieces in cols.values()):
+        rows = order if keep is None else np.flatnonzero(keep)[order]      # (file rows, sorted)
+        jobs.update({k: (lambda piece=pieces[0]: piece[rows]) for k, pieces in cols.items()})
+    else:
+        to = np.empty(len(order), np.int64)      # row i of the kept rows lands at to[i] (the sort's inverse)
+        to[order] = np.arange(len(order))
+        jobs.update({k: (lambda pieces=pieces: _placed(pieces, to, keep)) for k, pieces in cols.items()})
+    if len(order) < THREADED_ROWS:
+        return {k: job() for k, job in jobs.items()}
+    with ThreadPoolExecutor(SORT_THREADS) as pool:       # (its threads end here: the levers' child forks later)
+        return dict(zip(jobs, pool.map(lambda job: job(), jobs.values())))
 
 
 def _placed(pieces: list[np.ndarray], to: np.ndarray, keep: np.ndarray | None) -> np.ndarray:

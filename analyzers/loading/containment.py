@@ -11,6 +11,10 @@ innermost enclosing op is the latest-starting op that starts at or before the ca
 after it. With the thread's ops sorted by start, that is the last index j <= k (k: the last op to
 start by the call's start) whose end reaches the call's end: found for every call at once by
 binary lifting over a sparse table of running maxima of the ops' ends (log2(ops) numpy steps).
+
+A sound trace has only a handful of such calls (those with no External id: 10 against 468k ops on one thread
+at 942k events), where that table (log2(ops) arrays as long as the ops: 0.05-0.07 s of CPU there) costs more
+than looking back from each call: a thread's few calls are each found by a search back over widening windows.
 """
 from __future__ import annotations
 
@@ -36,9 +40,17 @@ def innermost_enclosing(ev: Events, ops: np.ndarray, queries: np.ndarray) -> np.
     return out
 
 
+# Up to this many calls of a thread are looked for by the search back (each costs at most a pass over the ops, which
+# binary lifting's table costs log2(ops) times)
+FEW_QUERIES = 16
+FIRST_WINDOW = 256      # ops looked at first, before the call; each next window is four times wider
+
+
 def _innermost(op_s: np.ndarray, op_e: np.ndarray, qs: np.ndarray, qe: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """One thread: op_s ascending. For each query, rows[j] for the largest j with op_s[j] <= qs and
     op_e[j] >= qe, else NONE."""
+    if len(qs) <= FEW_QUERIES:
+        return _innermost_looking_back(op_s, op_e, qs, qe, rows)
     n = len(op_s)
     # table[l][i] = max(op_e[i : i + 2**l]): level l is 2**l ops wide
     table = [op_e]
@@ -57,3 +69,20 @@ def _innermost(op_s: np.ndarray, op_e: np.ndarray, qs: np.ndarray, qe: np.ndarra
     found = j >= 0
     found[found] = op_e[j[found]] >= qe[found]
     return np.where(found, rows[np.maximum(j, 0)], NONE)
+
+
+def _innermost_looking_back(op_s: np.ndarray, op_e: np.ndarray, qs: np.ndarray, qe: np.ndarray,
+                            rows: np.ndarray) -> np.ndarray:
+    """_innermost for a few queries: from the last op to start by the query, back over windows of ops four times
+    wider each time, the last one that ends at or after the query's end."""
+    out = np.full(len(qs), NONE, np.int64)
+    for i, (pos, end) in enumerate(zip(np.searchsorted(op_s, qs, side="right").tolist(), qe.tolist())):
+        width = FIRST_WINDOW
+        while pos > 0:
+            lo = max(pos - width, 0)
+            hit = np.flatnonzero(op_e[lo:pos] >= end)
+            if len(hit):
+                out[i] = rows[lo + hit[-1]]
+                break
+            pos, width = lo, width * 4
+    return out

@@ -337,17 +337,21 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
     window = _window_for_range(trace, range_name) if range_name else None
+    # the roofline before the fork: the levers' knobs read it too (their peaks, the kernels' bytes), and a child
+    # given the parent's skips its own (~0.05 s CPU of ~0.75 at x5, while the parent waits for the child)
+    roof = roof_mod.analyze(trace) if range_name is None else None
     # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
-    early = aside.start(trace, _levers) if range_name is None else None
+    early = aside.start(trace, lambda t: _levers(t, roof)) if range_name is None else None
     try:
-        return _analyze(trace, range_name, window, early, peer_transfer_ns)
+        return _analyze(trace, range_name, window, early, peer_transfer_ns, roof)
     finally:
         if early is not None:
             early.discard()
 
 
 def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | None,
-             early: forked.Child | None, peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
+             early: forked.Child | None, peer_transfer_ns: tuple[int, ...] | None = None,
+             roof: Roofline | None = None) -> Analysis:
     devs = tuple(idle_mod.analyze(trace, window))
     ev = trace.ev
     span = sum(d.span_ns for d in devs)
@@ -369,7 +373,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         rows = hotspots.gpu_rows(trace)
         if window is not None:
             rows = rows[(ev.end[rows] > window[0]) & (ev.start[rows] < window[1])]
-    roof = roof_mod.analyze(trace)
+    roof = roof if roof is not None else roof_mod.analyze(trace)
     verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0,
                               None if range_name else peer_transfer_ns)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
@@ -386,7 +390,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     source_lines = sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern, devs,
                                         host_only is not None)
     fused_kernels = sources.fused_kernels(trace)
-    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early)) \
+    levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early, roof)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
     pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
@@ -469,24 +473,24 @@ def _setup_windows(devs) -> tuple:
     return cat([u.start for u in ups]), cat([u.end for u in ups]), key
 
 
-def _levers(trace: Trace) -> whatif.Levers | None:
+def _levers(trace: Trace, roof: Roofline | None = None) -> whatif.Levers | None:
     """Every lever replayed; None when most GPU work has no launch call in the trace (the graph
     would not know what issued it, so no replay of it predicts anything)."""
     if any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats):
         return None
     try:
-        return whatif.predict_levers(trace)
+        return whatif.predict_levers(trace, roof)
     except whatif.WhatIfError:
         return None
 
 
-def _levers_of(trace: Trace, early: forked.Child | None) -> whatif.Levers | None:
+def _levers_of(trace: Trace, early: forked.Child | None, roof: Roofline | None = None) -> whatif.Levers | None:
     """The levers the child replayed (tracetriage.analyzers.whatif.aside), else replayed here."""
     if early is not None:
         done, levers = early.result()
         if done:
             return levers
-    return _levers(trace)
+    return _levers(trace, roof)
 
 
 def _range_levers(trace: Trace, sel: RangeStats, span_ns: int) -> whatif.Levers | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from tracetriage.analyzers.whatif.levers import NAMES, REMOVE_SYNCS, spec_of
 from tracetriage.analyzers.whatif.levers.remove_syncs import focus_op
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Options, WhatIfError
 from tracetriage.analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
+
+if TYPE_CHECKING:   # (an annotation only: the roofline's module stays unimported here)
+    from tracetriage.analyzers.analyses.roofline import Roofline
 
 __all__ = ["LeverPrediction", "Levers", "PredictedTimeline", "WhatIf", "WhatIfError", "predict", "predict_file",
            "predict_levers", "predicted_timeline"]
@@ -190,10 +194,12 @@ class Levers:
         return ratio
 
 
-def predict_levers(trace: Trace) -> Levers:
-    """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs."""
+def predict_levers(trace: Trace, roof: Roofline | None = None) -> Levers:
+    """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs.
+    `roof`: the trace's roofline.analyze where the caller has it (the levers' knobs read its peaks and bytes)."""
     g = dg.build(trace)
-    ctx = Context(trace, g)     # one for every replay of this graph: what its levers find of the trace, found once
+    # one for every replay of this graph: what its levers find of the trace, found once
+    ctx = Context(trace, g, roofline=roof)
     w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST, context=ctx)
     op = focus_op(w.lever(REMOVE_SYNCS).detail)
     focus = predict(trace, [REMOVE_SYNCS], only=op, graph=g, context=ctx).levers[0] if op else None

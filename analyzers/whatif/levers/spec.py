@@ -43,6 +43,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
 if TYPE_CHECKING:   # for the annotations only: the replay's graph and the analyses stay unimported here
     from tracetriage.analyzers.analyses.framework import Framework
+    from tracetriage.analyzers.analyses.roofline import Roofline
     from tracetriage.analyzers.whatif.depgraph import Graph
 
 
@@ -83,10 +84,11 @@ class Options:
 @dataclass
 class Context:
     """The trace and its graph, as a lever's edit reads them; what the analyses found of the trace
-    (set-up windows) when the caller has it, else found here when a lever first asks."""
+    (set-up windows, the roofline) when the caller has it, else found here when a lever first asks."""
     trace: Trace
     g: Graph
     setup: tuple | None = None  # one-time set-up on the host: (starts, ends, thread keys)
+    roofline: Roofline | None = None   # roofline.analyze(trace), read only (the report found it before the fork)
     _windows: dict = field(default_factory=dict)
 
     @property
@@ -133,7 +135,7 @@ class Context:
         if "roof" not in self._windows:
             from tracetriage.analyzers.analyses import roofline
 
-            self._windows["roof"] = roofline.analyze(self.trace)
+            self._windows["roof"] = self.roofline if self.roofline is not None else roofline.analyze(self.trace)
         return self._windows["roof"]
 
     @property
