@@ -125,14 +125,15 @@ def test_a_causes_fixed_waste_words_give_way_where_the_whatif_prices_a_lever_the
     would waste the week; where the what-if prices cuda_graphs at −13% (t4_amp_train.json, a T4, as main printed
     it) the week's waste is the lever that saves least instead (issue 33), and where none they name saves the
     words stand."""
-    from tracetriage.analyzers.triage.report import LeverChoice, _waste_beside_words
+    from tracetriage.analyzers.triage.report import LEVER_FLOOR, LeverChoice
+    from tracetriage.analyzers.triage.waste import waste_beside_words
     from tracetriage.analyzers.whatif.levers.spec import Assumption
 
     def choice(lever, ratio):
         return LeverChoice(lever, None, 100_000_000, int(ratio * 100_000_000), Assumption(lever, 1))
 
     priced = (choice("cuda_graphs", 0.87), choice("no_host_work", 0.98), choice("remove_syncs", 1.0))
-    waste = _waste_beside_words(Cause.HOST_WORK, priced, graphed=False)
+    waste = waste_beside_words(Cause.HOST_WORK, priced, graphed=False, floor=LEVER_FLOOR)
     assert waste is not None and waste.lever == "remove_syncs"
     unpriced = (choice("no_host_work", 0.90), choice("cuda_graphs", 0.99), choice("remove_syncs", 1.0))
-    assert _waste_beside_words(Cause.HOST_WORK, unpriced, graphed=False) is None
+    assert waste_beside_words(Cause.HOST_WORK, unpriced, graphed=False, floor=LEVER_FLOOR) is None

@@ -94,6 +94,7 @@ from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, Cause, Ex
 from tracetriage.analyzers.output.claims_counts import count_relations
 from tracetriage.analyzers.output.claims_idle import within_the_idle
 from tracetriage.analyzers.output.claims_setup import setup_relations
+from tracetriage.analyzers.output.claims_transfers import transfer_relations
 from tracetriage.analyzers.output.healthy_claims import no_lever_only_where_the_profiler_holds_the_saving
 from tracetriage.analyzers.output.next_line_claims import (
     no_bigger_batch_where_launches_scale_with_it,
@@ -107,7 +108,7 @@ from tracetriage.analyzers.voice.claims import (
     STEADY_IDLE_BOUND,
     steady_idle_share,
 )
-from tracetriage.analyzers.voice.common import PIN_PAYS, SETUP_HOLDS_HOST_WORK
+from tracetriage.analyzers.voice.common import SETUP_HOLDS_HOST_WORK
 from tracetriage.analyzers.voice.roof import AT_THE_ROOF, ROOF_IDLE
 
 _LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
@@ -141,11 +142,10 @@ def check(out: dict) -> list[str]:
             + _idle_bound_says_what_it_waits_on(said, out, lines)
             + _launch_because_counts_only_eager_launches(said, out) + _warm_up_holds_the_first_compilations(said, out)
             + _outlier_is_what_its_steps_show(said, out)
-            + _copies_because_holds_the_copies_share(said, out)
-            + _transfers_are_over_the_link(out, lines) + _sync_calls_counted_once(out)
+            + transfer_relations(said, out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
             + within_the_idle(said, out) + no_lever_only_where_the_profiler_holds_the_saving(said)
-            + _kernel_keeping_next_above_its_gpu_work(out) + _pinning_only_where_the_copies_count(out, lines)
+            + _kernel_keeping_next_above_its_gpu_work(out)
             + _no_lever_only_at_the_roof(said, out)
             + _dry_queue_because_has_a_dry_queue(said, out) + no_fix_recommended_beside_its_zero(out, lines)
             + _loader_saving_within_its_wait(said) + _window_busy_is_the_reports(said, out)
@@ -250,20 +250,6 @@ def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
     return []
 
 
-def _pinning_only_where_the_copies_count(out: dict, lines: list[str]) -> list[str]:
-    """A Next that asks for pinned memory (pin_memory=True) has host-to-device copies holding PIN_PAYS of the span
-    to speed: six 3.5 µs copies of a 4.7 ms span (a public RTX 3080 MLP at batch 16) buy nothing pinned."""
-    if "pin_memory=True" not in lines[4] or "pinned already" in lines[4]:
-        return []
-    span = out.get("span_us") or 0.0
-    copies = (((out.get("idle") or {}).get("evidence") or {}).get("data_transfer") or {}).get("copies") or []
-    h2d = sum(c.get("us", 0.0) for c in copies if "HtoD" in c.get("name", ""))
-    if span and h2d < PIN_PAYS * span:
-        return [f"the Next asks for pin_memory=True, but the host-to-device copies hold {100 * h2d / span:.2f}% of "
-                f"the span (under {100 * PIN_PAYS:.0f}%: pinning them buys nothing worth a clause)"]
-    return []
-
-
 def _no_intensity_beside_a_verdict_by_names(said: _Said, out: dict) -> list[str]:
     """A compute-bound verdict with no achieved FLOP/s (or a memory-bound one with no GB/s) rests on kernel names:
     an intensity beside it is the costed ops', which the verdict is not about (fresh4 mlp_gemm_roof-after:
@@ -299,45 +285,6 @@ def _sync_calls_counted_once(out: dict) -> list[str]:
     if drains is None or named <= drains:
         return []
     return [f"the syncs are named {named} times after {drains} drains: a call counted once per gap"]
-
-
-def _is_device_work(copy_name: str) -> bool:
-    return "DtoD" in copy_name or "Device -> Device" in copy_name or copy_name.startswith("Memset")
-
-
-def _transfers_are_over_the_link(out: dict, lines: list[str]) -> list[str]:
-    """The idle's data transfer is the GPU waiting on copies over the link (host<->device, peer): a DtoD copy or a
-    memset is device work, never among the copies it waits on, nor named on the Idle line (fresh4
-    gpt2_manual_attention-before: "mostly data transfer: ... 90x Memcpy DtoD (Device -> Device), 18.12 GB" on a
-    97%-busy device)."""
-    ev = (out.get("idle", {}).get("evidence") or {}).get(Cause.DATA_TRANSFER.value) or {}
-    bad = [f"the idle's data transfer counts {c['name']} (device work, not a copy over the link)"
-           for c in ev.get("copies") or [] if _is_device_work(c.get("name", ""))]
-    idle_line = lines[2] if len(lines) > 2 else ""
-    if "mostly data transfer" in idle_line and ("DtoD" in idle_line.split("mostly data transfer")[1]
-                                                or "Memset" in idle_line.split("mostly data transfer")[1]):
-        bad.append("the Idle line names a device-to-device copy or a memset as the data transfer it waits on")
-    transfer = out.get("idle", {}).get("by_cause_us", {}).get(Cause.DATA_TRANSFER.value, 0.0)
-    if transfer > (out.get("idle_us") or 0.0) + 0.5:
-        bad.append(f"the idle's data transfer ({transfer:.1f} µs) is longer than the idle ({out.get('idle_us')} µs)")
-    return bad
-
-
-def _copies_because_holds_the_copies_share(said: _Said, out: dict) -> list[str]:
-    """A copies Next's because says the compute idles while copies run: the data-transfer share, not the whole idle
-    (bert_pad_max_length-before: "compute idles 9% while copies run" where the Idle line gave data transfer 1%)."""
-    span = out.get("span_us") or 0
-    nx = out.get("next_experiment") or {}
-    bad = []
-    for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
-        if kind != Experiment.OVERLAP_COPIES.value or not span:
-            continue
-        c = said.get(f"{key}.because.idle_share")
-        copies = out["idle"]["by_cause_us"].get(Cause.DATA_TRANSFER.value, 0.0) / span
-        if c is not None and abs(copies - c["value"]) > _SHARE_TOLERANCE:
-            bad.append(f"the copies Next's because says compute idles {c['said']} while copies run, the Idle line "
-                       f"gives data transfer {100 * copies:.1f}%")
-    return bad
 
 
 def check_ranks(out: dict) -> list[str]:

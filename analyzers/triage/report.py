@@ -64,18 +64,19 @@ from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources, unprofiled_choice
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
+from tracetriage.analyzers.triage.lever_choice import LeverChoice
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.pace import Pace, pace
 from tracetriage.analyzers.triage.phases import Phases, phases_of_ranges, phases_of_shapes
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
+from tracetriage.analyzers.triage.waste import waste_beside_words, weeks_waste
 from tracetriage.analyzers.whatif import aside
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import (
     CUDA_GRAPHS,
     HEADROOM,
     LEVERS,
-    NAMES,
     REDUCE_ON_GPU,
     VALIDATE_ARGS,
     VALUE_CHECKS,
@@ -84,7 +85,6 @@ from tracetriage.analyzers.whatif.levers import (
     validate_args,
     value_checks,
 )
-from tracetriage.analyzers.whatif.levers.spec import Assumption
 from tracetriage.analyzers.whatif.windows import predict_windows
 
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
@@ -114,36 +114,6 @@ class HostOnly:
     span_ns: int
     busy_ns: int
     hotspots: tuple[Hotspot, ...]
-
-
-@dataclass(frozen=True)
-class LeverChoice:
-    """A what-if lever's prediction (tracetriage.analyzers.whatif replays the trace with the fix made)."""
-    lever: str                   # a name of the lever registry (tracetriage.analyzers.whatif.levers)
-    only: str | None             # remove_syncs: the op whose syncs hold most of the saving
-    baseline_ns: int             # the traced span (host and GPU)
-    predicted_ns: int
-    assumption: Assumption | None = None   # what the lever's replay took as given (tracetriage.analyzers.whatif.levers)
-    unprofiled_ratio: float | None = None  # the ratio without the profiler (the Next lever only; None: not asked)
-    unprofiled_ranked: bool = False        # ... which chose it (triage.unprofiled_choice): said beside even if close
-
-    @property
-    def predicted_ratio(self) -> float:
-        return self.predicted_ns / self.baseline_ns if self.baseline_ns else 1.0
-
-    @property
-    def saving_ns(self) -> int:
-        return self.baseline_ns - self.predicted_ns
-
-    @property
-    def unprofiled_differs(self) -> bool:
-        """Without the profiler the fix would buy a ratio worth saying beside this one (or that ratio chose it)."""
-        return overhead_mod.unprofiled_differs(self.predicted_ratio, self.unprofiled_ratio, self.unprofiled_ranked)
-
-    @property
-    def nothing_to_act_on(self) -> bool:
-        """An idle lever whose fix finds nothing in this trace (no sync, no pageable copy ...)."""
-        return self.assumption is not None and self.assumption.count == 0 and LEVERS[self.lever].cause is not None
 
 
 @dataclass(frozen=True)
@@ -586,7 +556,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         loop = _steady_loop_fix(steps, choices, by_cause, idle_ns)
         # where the steps after the cold start idle most of each, their gaps recur: the waste is a lever, not "what
         # this profile shows"
-        waste = _waste(choices, loop or lever, _replays_graphs(devs)) if _steady_steps_idle(steps) else None
+        waste = weeks_waste(choices, loop or lever, _replays_graphs(devs)) if _steady_steps_idle(steps) else None
         return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP, lever=lever, then=loop,
                               waste=waste)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
@@ -685,7 +655,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
                 best = priced_by_setup_idle(best, devs)
-            waste = _waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
+            waste = weeks_waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
                            _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
@@ -701,14 +671,14 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # (fewer bytes names fusion as its way: fusion is not also the week's waste beside it)
             rest = tuple(c for c in choices if kind is not Experiment.FEWER_BYTES or LEVERS[c.lever].experiment
                          is not Experiment.FUSE)
-            return NextExperiment(kind, None, 0.0, headroom=head, waste=_waste(rest, head, _replays_graphs(devs)))
+            return NextExperiment(kind, None, 0.0, headroom=head, waste=weeks_waste(rest, head, _replays_graphs(devs)))
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and dom not in cold \
             and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
             v.regime is Regime.OVERHEAD or (dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
-                              waste=_waste_beside_words(dom, choices, _replays_graphs(devs)))
+                              waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(_unknown_bound_next(v, roof), None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
@@ -820,40 +790,6 @@ def _replays_graphs(devs) -> bool:
     """The trace launches CUDA/HIP graphs already (graph launches among its launch-gap evidence)."""
     ev = _evidence_of(devs).get(Cause.LAUNCH_OVERHEAD)
     return bool(getattr(ev, "graph_launches", 0))
-
-
-def _waste(choices: tuple[LeverChoice, ...], best: LeverChoice | None, graphed: bool = False) -> LeverChoice | None:
-    """The lever that acts on something in this trace and predicts the least (a tempting week's work);
-    when no other acts on anything, the one that predicts least. A trace that replays CUDA graphs already is
-    not told that CUDA graphs would waste the week (issue 33: a graph-replayed range told so at "+12%")."""
-    # (warming up is no change to the program: never the week's waste)
-    # (nor is a knob, a one-line change: trying it costs a run, not a week)
-    rest = [c for c in choices if (best is None or c.lever != best.lever and c.saving_ns < best.saving_ns)
-            and LEVERS[c.lever].experiment is not Experiment.WARM_UP and LEVERS[c.lever].knob is None
-            and not (graphed and LEVERS[c.lever].done_where_graphs_replay)]
-    acting = [c for c in rest if c.assumption is None or c.assumption.count > 0]
-    pool = acting or rest
-    return min(pool, key=lambda c: (c.saving_ns, -NAMES.index(c.lever))) if pool else None
-
-
-# The levers each cause's fixed "would waste the week" words name (voice/causes.py: CauseSpec.waste).
-WASTE_WORDS_NAME: dict[Cause, tuple[str, ...]] = {
-    Cause.LAUNCH_OVERHEAD: (HEADROOM,),                       # "tuning kernels"
-    Cause.HOST_WORK: ("fuse", "cuda_graphs", HEADROOM),       # "torch.compile, CUDA graphs or faster kernels"
-    Cause.SYNCHRONIZATION: (HEADROOM,),                       # "faster kernels"
-    Cause.DATA_TRANSFER: (HEADROOM, "fuse"),                  # "faster kernels or torch.compile"
-}
-
-
-def _waste_beside_words(cause: Cause, choices: tuple[LeverChoice, ...], graphed: bool) -> LeverChoice | None:
-    """Where no lever is the Next, the cause's fixed words say what would waste the week, unless the what-if
-    prices a lever they name as a fix (saving LEVER_FLOOR of the span or more): then the lever that saves least is
-    said instead. t4_amp_train.json (a T4) was told "torch.compile, CUDA graphs or faster kernels" would
-    waste the week while whatif ranked cuda_graphs first at −13% (issue 33: a "would waste" lever saves least)."""
-    named = [c for c in choices if c.lever in WASTE_WORDS_NAME.get(cause, ())]
-    if not any(c.saving_ns >= LEVER_FLOOR * c.baseline_ns for c in named):
-        return None
-    return _waste(choices, None, graphed)
 
 
 def _construct_of(fw: framework_mod.Framework | None, cause: Cause | None) -> Construct | None:
