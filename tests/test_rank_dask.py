@@ -4,22 +4,21 @@ Two real LocalClusters, started once for the module: one of in-process worker th
 (fast; it shares this process's fsspec memory filesystem), one of two worker processes, for
 killing a worker mid-run.
 """
-import importlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tools.grow_ranks import write_ranks
-from tracetriage.analyzers.analyses.ranks import RankError, RankReport
+from tracetriage.analyzers.analyses.ranks import RankError, RankReport, RanksReport
 from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.runs import dask as rank_dask  # imports dask only when a cluster is asked for
 from tracetriage.analyzers.runs import pool as rank_run
@@ -46,10 +45,13 @@ def threads():
 
 @pytest.fixture(scope="module")
 def processes():
-    """Two worker processes; a rank may kill one worker and be retried (allowed-failures 1), not two."""
+    """Two worker processes; a rank may kill one worker and be retried (allowed-failures 1), not two. A worker
+    holds one rank at a time (worker-saturation 1.0: the others wait on the scheduler), so a worker's death counts
+    against the rank that killed it alone."""
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                          "distributed.scheduler.worker-saturation": 1.0}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                      dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, \
             distributed.Client(cluster, set_as_default=False) as c:
@@ -133,6 +135,17 @@ def _without_paths(out: dict) -> dict:
     return {**out, "ranks": [{**r, "trace": {**r["trace"], "path": None}} for r in out["ranks"]]}
 
 
+def _differences(a, b, at: str = "") -> list[str]:
+    """Where two JSON values differ, as paths with both values: pytest's own diff of two reports of ~600 lines is
+    cut before it reaches the field."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(a.keys() | b.keys(), key=str)
+                for d in _differences(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{at}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{at}[{i}]")]
+    return [] if a == b else [f"{at}: {a!r} != {b!r}"]
+
+
 # a ceiling above every rate the ranks reach (one a kernel passes rises to the rate reached: DevicePeaks.judged_by)
 CEILINGS = {"device_name": "NVIDIA H200", "copy_gbps": {"d2d": 100.0}, "matmul_tflops": {"bf16": 901.5}}
 
@@ -149,7 +162,7 @@ def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_di
         mem.pipe(f"{url}/{p.name}", p.read_bytes())
     on_disk = serialize.ranks(rank_run.report_object(tmp_path))
     remote = serialize.ranks(rank_run.report_object(url, scheduler=threads))
-    assert _without_paths(remote) == _without_paths(on_disk)
+    assert _differences(_without_paths(remote), _without_paths(on_disk)) == []
     assert [r["trace"]["path"] for r in remote["ranks"]] == [f"{url}/rank0.json.gz", f"{url}/rank1.json.gz"]
     assert on_disk["ranks"][0]["roofline"][0]["peak_tflops"] == 901.5
 
@@ -159,7 +172,7 @@ def test_a_file_url_gives_the_answer_of_its_local_path_in_the_pool_and_on_a_clus
     url = DDP.as_uri()
     for scheduler in (None, threads):
         out = serialize.ranks(rank_run.report_object(url, scheduler=scheduler))
-        assert _without_paths(out) == _without_paths(ddp_on_disk)
+        assert _differences(_without_paths(out), _without_paths(ddp_on_disk)) == []
         assert out["ranks"][0]["trace"]["path"] == f"{url}/rank0.json.gz"
 
 
@@ -221,24 +234,27 @@ def test_a_merged_file_selector_is_its_own_row_never_the_whole_file(threads):
     assert list(rr.errors) == ["rank1.json.gz#rank1"] and "merged multi-rank file" in rr.errors["rank1.json.gz#rank1"]
 
 
-def _kill_the_worker_holding(client, name: str, avoid: set[int]) -> int:
-    """SIGKILL the worker process analysing the rank file `name`, while that rank is all it holds."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for worker, keys in client.processing().items():
-            if [str(k).split("-")[1] for k in keys] == [name]:
-                pid = client.run(os.getpid, workers=[worker], on_error="return").get(worker)
-                if isinstance(pid, int) and pid not in avoid:
-                    os.kill(pid, signal.SIGKILL)
-                    return pid
-        time.sleep(0.005)
-    raise AssertionError(f"no worker took {name}")
+def _analysis_that_kills_its_worker(dies: str, once: str | None, source: RankSource):
+    """analyze_source, except that the analysis of the file named `dies` SIGKILLs the worker process it runs in,
+    as the kernel's OOM killer would: each time that file is given, or with `once` (a marker file's path) only the
+    first time. The rank kills its own worker, so no test races the scheduler for which worker holds it."""
+    if source.name == dies and (once is None or _first_to_make(once)):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rank_run.analyze_source(source)
+
+
+def _first_to_make(marker: str) -> bool:
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
 def slow_run(tmp_path_factory):
-    """Rank 0, and rank 1 grown 300 times (about a second to analyse), so that a worker can be killed while it
-    holds rank 1. Two ranks on two idle workers: each worker holds one, and a death counts against its rank alone."""
+    """Rank 0, and rank 1 grown 300 times (about a second to analyse): a run whose analysis is under way long enough
+    to lose its scheduler meanwhile."""
     d = tmp_path_factory.mktemp("slow")
     write_ranks(d, 2, straggler=None)
     slow = tmp_path_factory.mktemp("grown")
@@ -248,40 +264,40 @@ def slow_run(tmp_path_factory):
     return d
 
 
-def _report_in_background(run: Path, address: str, client):
-    client.wait_for_workers(2, timeout=60)      # the restarts after an earlier kill
-    # warm: the quick ranks finish in milliseconds
-    client.run(importlib.import_module, "tracetriage.analyzers.runs.pool")
-    box = {}
-    t = threading.Thread(target=lambda: box.update(rr=rank_run.report_object(run, scheduler=address)), daemon=True)
-    t.start()
-    return t, box
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("two")
+    write_ranks(d, 2, straggler=None)
+    return d
+
+
+def _report_on_processes(run: Path, processes, analyze) -> RanksReport:
+    """report_object's pass on the cluster (run_sources, then merged_report), with `analyze` for analyze_source."""
+    address, client = processes
+    results, workers = rank_dask.run_sources(client, address, list_sources(str(run)), analyze)
+    return rank_run.merged_report(str(run), results, workers)
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_run_has_its_rank_retried_and_reported(slow_run, processes, cold):
-    address, client = processes
-    t, box = _report_in_background(slow_run, address, client)
-    _kill_the_worker_holding(client, "rank1.json", avoid=set())
-    t.join(120)
-    rr = box["rr"]
+def test_a_worker_killed_mid_run_has_its_rank_retried_and_reported(two_ranks, processes, tmp_path, cold):
+    once = str(tmp_path / "rank1-killed-its-worker")
+    rr = _report_on_processes(two_ranks, processes,
+                              partial(_analysis_that_kills_its_worker, "rank1.json.gz", once))
+    assert os.path.exists(once)          # its first worker died
     assert rr.errors == {} and [r.rank for r in rr.rows] == [0, 1]
-    alone = rank_run.analyze_rank(str(slow_run / "rank1.json"))
+    alone = rank_run.analyze_rank(str(two_ranks / "rank1.json.gz"))
     assert rr.rows[1].r.lines == alone.lines
 
 
 @pytest.mark.slow
-def test_a_rank_that_kills_every_worker_it_is_given_is_its_own_row_and_the_others_are_reported(slow_run, processes,
+def test_a_rank_that_kills_every_worker_it_is_given_is_its_own_row_and_the_others_are_reported(two_ranks, processes,
                                                                                              cold):
-    address, client = processes
-    t, box = _report_in_background(slow_run, address, client)
-    first = _kill_the_worker_holding(client, "rank1.json", avoid=set())
-    _kill_the_worker_holding(client, "rank1.json", avoid={first})
-    t.join(120)
-    rr = box["rr"]
+    rr = _report_on_processes(two_ranks, processes, partial(_analysis_that_kills_its_worker, "rank1.json.gz", None))
     assert [r.rank for r in rr.rows] == [0]
-    assert list(rr.errors) == ["rank1.json"]
-    assert rr.errors["rank1.json"].startswith("every Dask worker that analysed it died")
+    assert list(rr.errors) == ["rank1.json.gz"]
+    assert rr.errors["rank1.json.gz"].startswith("every Dask worker that analysed it died")
+    alone = rank_run.analyze_rank(str(two_ranks / "rank0.json.gz"))
+    assert rr.rows[0].r.lines == alone.lines
 
 
 # --- the cluster cannot be used: one line, exit 2 --------------------------------------------------------
@@ -342,10 +358,10 @@ def test_losing_the_scheduler_mid_run_is_one_error_line_without_dasks_tracebacks
                             cluster.scheduler_address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            cwd=ROOT)
     with distributed.Client(cluster, set_as_default=False) as watcher:
-        deadline = time.monotonic() + 60
-        # a rank's analysis under way, not the listing before it (losing the scheduler there is said as such)
+        # a rank's analysis under way, not the listing before it (losing the scheduler there is said as such); no
+        # deadline of our own: the CLI ends, with its own time-outs, should it never get there
         while not any(not str(k).startswith("list_sources") for keys in watcher.processing().values() for k in keys) \
-                and time.monotonic() < deadline:
+                and cli.poll() is None:
             time.sleep(0.005)
     cluster.close()
     out, err = cli.communicate(timeout=120)
