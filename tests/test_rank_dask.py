@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -43,11 +44,12 @@ def threads():
         yield cluster.scheduler_address
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def processes():
     """Two worker processes; a rank may kill one worker and be retried (allowed-failures 1), not two. A worker
     holds one rank at a time (worker-saturation 1.0: the others wait on the scheduler), so a worker's death counts
-    against the rank that killed it alone."""
+    against the rank that killed it alone. A cluster per test: the workers one test killed are restarting by the
+    nanny while the next one starts, which under load left a test with no live worker."""
     import dask
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
@@ -274,8 +276,17 @@ def two_ranks(tmp_path_factory):
 def _report_on_processes(run: Path, processes, analyze) -> RanksReport:
     """report_object's pass on the cluster (run_sources, then merged_report), with `analyze` for analyze_source."""
     address, client = processes
-    results, workers = rank_dask.run_sources(client, address, list_sources(str(run)), analyze)
+    with ThreadPoolExecutor(1) as pool:   # a cluster that lost every worker fails the test, not hangs the step
+        ran = pool.submit(rank_dask.run_sources, client, address, list_sources(str(run)), analyze)
+        try:
+            results, workers = ran.result(timeout=CLUSTER_GIVES_UP_S)
+        except TimeoutError:
+            client.close()                   # run_sources's wait ends (CancelledError) so the pool can shut down
+            pytest.fail(f"the two-process cluster gave no answer in {CLUSTER_GIVES_UP_S} s")
     return rank_run.merged_report(str(run), results, workers)
+
+
+CLUSTER_GIVES_UP_S = 300   # a rank analysed in well under a second; two worker restarts take seconds, loaded ~a minute
 
 
 @pytest.mark.slow
