@@ -26,9 +26,12 @@ import dataclasses
 
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.triage.overhead import RATIO_DIFFERS
+from tracetriage.analyzers.whatif.predict import UNPROFILED_BEST
 
 SLOWDOWN_REWEIGHED = 1.1   # the profiled span predicted this much longer than the unprofiled one, or more
-WEIGHED_AT_MOST = 12       # fixes replayed without the profiler (best traced saving first): one more replay each
+# fixes replayed without the profiler (best traced saving first): the levers' child replays them beside the traced
+# replay (whatif.predict.UNPROFILED_BEST)
+WEIGHED_AT_MOST = UNPROFILED_BEST
 # Another rewrite than the traced Next is picked only where it saves this much more of the span without the profiler:
 # each figure is a replay checked to 0.05 (triage.report.CLOSE_CALL), and the profiler's per-event cost under both
 # is a fitted estimate (whatif/unprofiled.py); a knob placed before the traced Next needs the knob-before-rewrite

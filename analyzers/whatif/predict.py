@@ -100,7 +100,7 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
     replay_ns = unchanged_replay.span_ns
     baseline = g.span_ns
     run = unprofiled_run(trace, g, base, unchanged_replay) if unprofiled or unprofiled_best else None
-    out, kept = [], []     # kept: (predicted_ns, index in out, the lever's plan) of the best unprofiled_best so far
+    out, best = [], []     # best: the predicted spans of the best unprofiled_best so far, ascending
     for spec in specs:
         p = base.copy()
         assume, detail = spec.apply(ctx, p, opts)
@@ -111,16 +111,17 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
         span = replay_ns if unchanged or p.same_as_source() else rp.replay(g, p).span_ns
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(span * baseline / replay_ns)) if replay_ns else span
+        # without the profiler too: every lever, or one among the best unprofiled_best so far, replayed now while its
+        # plan is here (a plan is arrays as long as the graph: none kept for later; a lever pushed out of the best by
+        # a later one keeps a ratio no one asks for)
+        among_best = unprofiled_best and (len(best) < unprofiled_best or pred < best[-1])
+        if among_best:
+            best = sorted(best + [pred])[:unprofiled_best]
         out.append(LeverPrediction(lever=spec.name, predicted_ns=pred,
                                    predicted_ratio=pred / baseline if baseline else 1.0,
                                    saving_ns=baseline - pred, assumption=assume, detail=detail,
-                                   unprofiled_ratio=_bare_ratio(trace, g, p, run, unchanged) if unprofiled else None))
-        if unprofiled_best and not unprofiled:
-            kept.append((pred, len(out) - 1, None if unchanged else p))
-            kept = sorted(kept, key=lambda k: k[0])[:unprofiled_best]
-    for _, i, p in kept:
-        out[i] = dataclasses.replace(out[i],
-                                     unprofiled_ratio=1.0 if p is None else _bare_ratio(trace, g, p, run, False))
+                                   unprofiled_ratio=_bare_ratio(trace, g, p, run, unchanged)
+                                   if unprofiled or among_best else None))
     out.sort(key=lambda x: (x.predicted_ns, NAMES.index(x.lever)))
     return WhatIf(path=trace.path, baseline_ns=baseline, replay_ns=replay_ns, levers=tuple(out),
                   unprofiled_ns=int(round(run.unprofiled_ns * baseline / replay_ns)) if run and replay_ns else None,
@@ -137,9 +138,12 @@ def _bare_ratio(trace: Trace, g: dg.Graph, p: rp.Plan, run: UnprofiledRun, uncha
     return rp.replay(g, p).span_ns / run.unprofiled_ns
 
 
-# The report replays its best levers without the profiler too (its Next is one of them but for a close call or a
-# fix it calls for further down; Levers.unprofiled_ratio replays another on demand).
-UNPROFILED_BEST = 2
+# The report replays its best levers without the profiler too, in the levers' child while each plan is in hand: its
+# Next is one of them but for a close call or a fix it calls for further down (Levers.unprofiled_ratio replays another
+# on demand), and where the profiler slows the trace the Next is chosen among these by their savings without it
+# (triage.unprofiled_choice: a replay each there would rebuild the graph and apply each lever again in the parent,
+# after the child: 0.5 s on the 293 MB benchmark trace).
+UNPROFILED_BEST = 12
 
 
 @dataclass(frozen=True)
