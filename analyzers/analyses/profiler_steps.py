@@ -30,7 +30,7 @@ def working_profiler_steps(trace: Trace, prof: np.ndarray) -> np.ndarray:
     prefill) launches its own kernels, so it stays."""
     ev = trace.ev
     walls = ev.end[prof] - ev.start[prof]
-    launches = np.array([_launches_in(trace, prof[i:i + 1]) for i in range(len(prof))], np.int64)
+    launches = _launches_in(trace, prof)
     empty = np.array([walls[i] < EMPTY_STEP_SHARE * walls.max() and not launches[i] for i in range(len(prof))],
                      bool)
     if len(prof) >= 2:
@@ -42,10 +42,13 @@ def working_profiler_steps(trace: Trace, prof: np.ndarray) -> np.ndarray:
     return prof[~empty] if not empty.all() else prof
 
 
-def _launches_in(trace: Trace, rows: np.ndarray) -> int:
-    """How many GPU activities were launched from a call inside the rows' time range."""
+def _launches_in(trace: Trace, ranges: np.ndarray) -> np.ndarray:
+    """For each range, how many GPU activities were launched from a call inside its time range: the launching calls'
+    starts found once and sorted, each range two binary searches (a trace's ProfilerSteps by the hundred, not one
+    pass over the events each)."""
     ev = trace.ev
-    lo, hi = int(ev.start[rows[0]]), int(ev.end[rows].max())
     gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS) & (trace.launch_of != NONE))
-    call_start = ev.start[trace.launch_of[gpu]]
-    return int(np.count_nonzero((call_start >= lo) & (call_start < hi)))
+    call_start = np.sort(ev.start[trace.launch_of[gpu]])
+    lo, hi = ev.start[ranges], ev.end[ranges]
+    return (np.searchsorted(call_start, hi, side="left")
+            - np.searchsorted(call_start, lo, side="left")).astype(np.int64)

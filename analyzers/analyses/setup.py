@@ -188,11 +188,12 @@ def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:
         # ms of cuBLAS handle creation around one GEMM launch) is held to the pass's warm op, the lower quartile of
         # every op's; only where it launches GPU work, so its host time is dispatch, not the user's CPU compute
         pass_warm = float(np.percentile(dur, 25)) if rows is ops and len(rows) >= COLD_MIN_GROUP else None
+        launching = _launches_inside(trace, rows) if pass_warm is not None else None
         for n in distinct(names).tolist():
             m = np.flatnonzero(names == n)
             if len(m) < COLD_MIN_GROUP:
                 if pass_warm is not None:
-                    m = m[[_launches_inside(trace, int(rows[i])) for i in m.tolist()]]
+                    m = m[launching[m]]
                     paid = m[(dur[m] >= SETUP_FACTOR * pass_warm) & (dur[m] - pass_warm >= SETUP_FLOOR_NS)]
                     out += [(int(ev.start[rows[i]] + pass_warm), int(ev.end[rows[i]]), int(ev.pid[rows[i]]),
                              int(ev.tid[rows[i]])) for i in paid.tolist()]
@@ -204,12 +205,21 @@ def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:
     return out
 
 
-def _launches_inside(trace: Trace, row: int) -> bool:
-    """Whether a launch call of some GPU activity starts inside the row, on its thread."""
+def _launches_inside(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """For each row, whether a launch call of some GPU activity starts inside it, on its thread: the launch calls'
+    (thread, start) sorted once, each row two binary searches (not a pass over every launch a row)."""
     ev = trace.ev
     lk = trace.launch_of[trace.launch_of != NONE]
-    inside = (ev.start[lk] >= ev.start[row]) & (ev.start[lk] < ev.end[row]) & (ev.tid[lk] == ev.tid[row])
-    return bool(inside.any())
+    order = np.lexsort((ev.start[lk], ev.tid[lk]))
+    tid, start = ev.tid[lk][order], ev.start[lk][order]
+    out = np.zeros(len(rows), bool)
+    for t in np.unique(ev.tid[rows]).tolist():
+        mine = ev.tid[rows] == t
+        lo, hi = np.searchsorted(tid, t, side="left"), np.searchsorted(tid, t, side="right")
+        s = start[lo:hi]
+        out[mine] = np.searchsorted(s, ev.end[rows[mine]], side="left") > np.searchsorted(s, ev.start[rows[mine]],
+                                                                                          side="left")
+    return out
 
 
 def _first_launches_load_modules(trace: Trace, kern: np.ndarray) -> bool:
