@@ -117,8 +117,14 @@ def pytest_xdist_auto_num_workers(config):
 # --- the fast suite reaches every module (tests/module_coverage.py) ---------------------------------------
 module_coverage.install(SESSION_DIR)
 # --- one analysis per bundled trace in each process (tests/bundled_analyses.py) ------------------------------
-bundled_analyses.install(ROOT / "traces")
 _afresh_where_patched = bundled_analyses._afresh_where_patched
+
+
+def pytest_configure(config):
+    """In each process that runs tests (before it imports a test module), not in pytest-xdist's controller, which
+    runs none: there the analysers' import (~0.5 CPU-s) came before any worker started."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        bundled_analyses.install(ROOT / "traces")
 _unreached: list[str] = []
 
 
@@ -193,8 +199,13 @@ TRACE_SWEEPS = frozenset({"test_claims.py", "test_invariants.py", "test_health.p
 # without its range names) and the facts read from it cost ~5.5 CPU-s the first time in a process, and on two workers
 # each paid it (a whole fast run's per-test getrusage: 6.2 CPU-s in the one's first M02.02-a test, 5.4 in the other's).
 DRILL_SHOWS = frozenset({"test_grader_reading.py", "test_drill_show_gives_inputs.py"})
+# The files that run dashboard pages under Streamlit's AppTest: Streamlit, with plotly, pandas and pyarrow, is imported
+# by their first page run (not at collection: tests/lazy_import.py), ~1.5 CPU-s, paid by one worker where the files
+# spread over two paid it in each.
+DASHBOARD_PAGES = frozenset({"test_dashboard_app.py", "test_dashboard_findings.py", "test_dashboard_try.py"})
 UNITS = {**dict.fromkeys(TRACE_SWEEPS, "the sweeps over the bundled traces"),
-         **dict.fromkeys(DRILL_SHOWS, "the drills shown and graded on their traces")}
+         **dict.fromkeys(DRILL_SHOWS, "the drills shown and graded on their traces"),
+         **dict.fromkeys(DASHBOARD_PAGES, "the dashboard's pages run under AppTest")}
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -3,13 +3,15 @@ read by every audience from there."""
 import re
 
 from golden import ROOT
+from lazy_import import Lazy
 from tracetriage.analyzers.analyses.idle import dominant_cause
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice import common, notebook
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS, SPECS
-from tracetriage.dashboard import charts
 from tracetriage.drills import render
+
+charts = Lazy("tracetriage.dashboard.charts")    # (pandas: imported by the tests that read it, not at collection)
 
 
 def test_every_cause_has_exactly_one_record():

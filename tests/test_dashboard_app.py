@@ -9,18 +9,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-import kineto_factory as kf  # noqa: E402
-import streamlit_scan_once  # noqa: E402,F401  (a page run scans the installed packages once a process)
+import kineto_factory as kf
+from lazy_import import skip_unless_installed
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.voice.whatif import assumption
-from tracetriage.dashboard import library, words  # noqa: E402
-from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry  # noqa: E402
+from tracetriage.dashboard import library, words
+from tracetriage.dashboard.library import PATH_ENV, SAMPLES, UPLOAD_ENV, Entry
 from tracetriage.dashboard.words import (
     annotated_caption,
     answer_not_a_number,
@@ -35,8 +33,22 @@ from tracetriage.dashboard.words import (
 )
 from tracetriage.drills.words import calibration, span_line, summary
 
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
+skip_unless_installed("streamlit")
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 300
+
+
+def app_test() -> type[AppTest]:
+    """Streamlit's AppTest, imported by the first page run, not at collection (tests/lazy_import.py)."""
+    from streamlit.testing.v1 import AppTest as _AppTest
+
+    import streamlit_scan_once  # noqa: F401  (a page run scans the installed packages once a process)
+
+    return _AppTest
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +74,7 @@ if __name__ == "__main__":
 
 def page(name: str, trace: str | None = None, run: bool = True, **params) -> AppTest:
     """The page, with ?trace=KEY (and other query parameters) in its URL as a link would give them."""
-    at = AppTest.from_string(PAGE_SCRIPT.format(name=name), default_timeout=TIMEOUT)
+    at = app_test().from_string(PAGE_SCRIPT.format(name=name), default_timeout=TIMEOUT)
     if trace is not None:
         at.query_params["trace"] = trace
     for k, v in params.items():
@@ -112,7 +124,7 @@ def params_of(spec: dict) -> dict:
 
 def test_the_app_registers_every_page_and_opens_on_the_library(monkeypatch):
     monkeypatch.delenv(PATH_ENV, raising=False)
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
+    at = app_test().from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Library"
     from tracetriage.dashboard.views import PAGES
@@ -471,7 +483,7 @@ def test_timeline_window_of_a_small_trace_is_drawn_raw_from_the_start():
 @pytest.mark.slow   # ~6 s on a 2-core machine (the page's pool of processes starts by spawn under the test runner)
 def test_a_run_directory_opens_on_the_ranks_page_with_the_straggler_its_steps_and_a_link_per_rank(monkeypatch):
     monkeypatch.setenv(PATH_ENV, str(SAMPLES / "ddp"))
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
+    at = app_test().from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.title[0].value == "Ranks"
     from tracetriage.analyzers.runs.pool import report_object

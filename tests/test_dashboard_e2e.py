@@ -12,10 +12,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-pytest.importorskip("playwright")
-pytest.importorskip("streamlit")
+from lazy_import import Lazy, skip_unless_installed  # noqa: E402
 
-from tracetriage.dashboard import browser, charts  # noqa: E402
+skip_unless_installed("playwright", "streamlit")   # (imported by the tests that run, not at collection)
+
+from tracetriage.dashboard import browser  # noqa: E402
 from tracetriage.dashboard.library import SAMPLES  # noqa: E402
 from tracetriage.drills import bank, grader  # noqa: E402
 from tracetriage.drills import words as words  # noqa: E402
@@ -23,6 +24,7 @@ from tracetriage.drills import words as words  # noqa: E402
 pytestmark = [pytest.mark.slow,        # a real browser on a real server: the slow step's
               pytest.mark.skipif(browser.chromium_path() is None,
                                  reason="Debian's chromium is not installed (apt-get install -y chromium)")]
+charts = Lazy("tracetriage.dashboard.charts")     # (pandas: at the first test, not at collection)
 LONG = 300_000      # ms: a cold page on a loaded 2-core machine
 
 

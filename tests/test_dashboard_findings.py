@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
-pytest.importorskip("streamlit")
+from lazy_import import Lazy, skip_unless_installed
+
+skip_unless_installed("streamlit")
 from test_dashboard_app import (  # noqa: E402,F401  (the fixtures: __main__ restored after each run, a drill's log)
     _main_module_restored,
     _pick,
@@ -27,7 +28,9 @@ from test_dashboard_app import (  # noqa: E402,F401  (the fixtures: __main__ res
 from tracetriage.analyzers.model.verdicts import CONSTRUCTS, Construct  # noqa: E402
 from tracetriage.analyzers.triage import idle_constructs, timeline  # noqa: E402
 from tracetriage.analyzers.triage.report import analyze_file, analyze_trace  # noqa: E402
-from tracetriage.dashboard import charts, data  # noqa: E402
+
+# pandas and pyarrow (~0.7 CPU-s) at the first test that asks, not at collection in every worker (tests/lazy_import.py)
+charts, data, pa = Lazy("tracetriage.dashboard.charts"), Lazy("tracetriage.dashboard.data"), Lazy("pyarrow")
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"

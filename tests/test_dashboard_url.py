@@ -12,8 +12,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-pytest.importorskip("playwright")
-pytest.importorskip("streamlit")
+from lazy_import import skip_unless_installed  # noqa: E402
+
+skip_unless_installed("playwright", "streamlit")   # (imported by the tests that run, not at collection)
 
 from tracetriage.dashboard import browser  # noqa: E402
 

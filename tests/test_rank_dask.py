@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lazy_import import Lazy, skip_unless_installed
 from tools.grow_ranks import write_ranks
 from tracetriage.analyzers.analyses.ranks import RankError, RankReport, RanksReport
 from tracetriage.analyzers.output import serialize
@@ -27,8 +28,10 @@ from tracetriage.analyzers.runs.machine import usable_cpus
 from tracetriage.analyzers.runs.sources import RankSource, list_sources
 from tracetriage.cli import main
 
-distributed = pytest.importorskip("distributed")
-fsspec = pytest.importorskip("fsspec")
+skip_unless_installed("distributed", "fsspec")
+# imported by the tests that start a cluster or a memory filesystem (the slow step's), not at collection in every
+# worker of the fast run (distributed ~0.8 CPU-s: tests/lazy_import.py)
+distributed, fsspec = Lazy("distributed"), Lazy("fsspec")
 
 
 ROOT = Path(__file__).resolve().parent.parent
