@@ -692,3 +692,34 @@ def test_the_real_command_prints_one_error_line_and_no_traceback(tmp_path):
                        cwd=ROOT, timeout=120, env={**os.environ, "TRACETRIAGE_NO_CACHE": "1"})
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def _with_a_cut_character(doc: dict) -> bytes:
+    """The document with a python_function event whose name ends in the first byte of a two-byte UTF-8 character
+    (0xd0 without its continuation byte), as torch.profiler writes a frame name it cut: the text is not UTF-8."""
+    doc = copy.deepcopy(doc)
+    first = doc["traceEvents"][0]
+    doc["traceEvents"].append({"ph": "X", "cat": "python_function", "name": "CUT_NAME", "pid": first["pid"],
+                               "tid": first["tid"], "ts": first["ts"], "dur": 1})
+    text = json.dumps(doc).encode().replace(b"CUT_NAME", b"torch/utils/_config_module.py(0): \xd0")
+    with pytest.raises(UnicodeDecodeError):
+        text.decode("utf-8")
+    return text
+
+
+def test_a_frame_name_cut_inside_a_character_is_read_with_that_byte_replaced(tmp_path, capsys):
+    doc = good_doc()
+    text = _with_a_cut_character(doc)
+    whole = kf.write(tmp_path / "cut.json", text)
+    trace = load(whole, use_cache=False)
+    assert any(name.endswith(": \ufffd") for name in trace.names)
+    # every event is kept: the numbers are the valid twin's (the twin holds the same event under a valid name)
+    twin = json.loads(text.replace(b"\xd0", b"?"))
+    assert numbers(whole) == numbers(kf.write(tmp_path / "twin.json", twin))
+    code, out, err = report(capsys, kf.write(tmp_path / "cut.json.gz", text, gz=True))
+    assert code == 0 and out.startswith("Measured: ") and err == ""
+
+
+def test_a_file_of_other_bytes_than_json_still_says_not_valid_json(tmp_path, capsys):
+    # the replacement is for a trace whose only fault is a byte that is not UTF-8, not for any binary file
+    assert_user_error(capsys, kf.write(tmp_path / "junk.json", b"\xd0\x00\xff" * 100), "not valid JSON")

@@ -205,7 +205,19 @@ def decode(data: bytes | bytearray, path: Path) -> list[Part]:
         parts = _decode_split(data, path)
         if parts is not None:
             return parts
-    return [_decode_whole(data, path)]
+    try:
+        return [_decode_whole(data, path)]
+    except TraceError as e:
+        if _INVALID_UTF8 not in str(e):
+            raise
+    # torch.profiler writes a Python frame's name byte by byte and can cut a multi-byte character in two (seen:
+    # "torch/utils/_config_module.py(0): \xd0" in a python_function event): JSON must be UTF-8, so msgspec refuses the
+    # whole file for one name. Each such byte becomes U+FFFD, as a text editor shows it; only then (a second decode,
+    # on the rare file that needs it) -- every event and number is kept.
+    return [_decode_whole(bytes(data).decode("utf-8", "replace").encode(), path)]
+
+
+_INVALID_UTF8 = "Invalid UTF-8"    # msgspec's DecodeError for a byte sequence that is not UTF-8
 
 
 def _not_json(path: Path, e: Exception) -> TraceError:
