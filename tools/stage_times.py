@@ -82,6 +82,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (_A + "analyses.roofline", "analyze", "roofline"),
     (_A + "analyses.roofline", "regime", "regime"),
     (_A + "analyses.framework", "analyze", "framework"),
+    (_A + "analyses.steps", "search", "steps: search"),
     (_A + "analyses.steps", "find", "steps"),
     (_A + "analyses.health", "check", "health"),
     (_A + "analyses.graph_capture", "analyze", "graph capture"),

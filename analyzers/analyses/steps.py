@@ -36,6 +36,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses import model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
+from tracetriage.analyzers.analyses.last_trace import last_trace
 from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
@@ -485,7 +486,7 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
 
     `framework` (tracetriage.analyzers.analyses.framework) names the construct behind an outlier.
     """
-    found = _search(trace)
+    found = search(trace)
     if isinstance(found, Steps):
         return found
     args, kwargs = found
@@ -493,15 +494,15 @@ def find(trace: Trace, devices: tuple[DeviceIdle, ...] | list[DeviceIdle] = (), 
 
 
 def why_none(trace: Trace) -> NoSteps | None:
-    """find(trace).why_none, without building the steps found (their GPU work, idle and summary: half of find's
-    time on a large trace), for a caller that asks only whether there are steps or why not (setup.one_pass)."""
-    found = _search(trace)
+    """find(trace).why_none, without building the steps found (their GPU work, idle and summary): setup.one_pass."""
+    found = search(trace)
     return found.why_none if isinstance(found, Steps) else None
 
 
-def _search(trace: Trace) -> Steps | tuple[tuple, dict]:
+@last_trace
+def search(trace: Trace) -> Steps | tuple[tuple, dict]:
     """Where the steps are: Steps(None, why_none=...) when there are none, else the arguments of _build that make
-    them (after trace, devices)."""
+    them (after trace, devices). Searched once per trace (the report searches before its levers' fork)."""
     ev = trace.ev
     ann = np.flatnonzero(any_of(ev.cat, (USER_ANNOTATION, CPU_OP)))   # torch 1.x records ProfilerStep as an op
     if len(ann):

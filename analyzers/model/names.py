@@ -36,8 +36,15 @@ class NameIndex:
 
     def flags(self, test) -> np.ndarray:
         """test(name) for each row."""
+        passed = [bool(test(n)) for n in self.names]
+        # most tests pass none of a trace's names (a lever's recogniser looks for ops the trace does not run), some
+        # all: no gather over the rows then (~1 ms per 500k rows; 56 of the levers' 75 tests at 942k events)
+        if not any(passed):
+            return np.zeros(len(self.row_names), bool)
+        if all(passed):
+            return np.ones(len(self.row_names), bool)
         table = np.zeros(len(self.trace.names), bool)
-        table[self.ids] = [bool(test(n)) for n in self.names]
+        table[self.ids] = passed
         return table[self.row_names]
 
 

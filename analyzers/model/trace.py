@@ -21,6 +21,7 @@ imports none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -184,8 +185,14 @@ class Trace(Tables):
 
     @property
     def devices(self) -> list[int]:
+        return list(self._device_ids)
+
+    @cached_property
+    def _device_ids(self) -> tuple[int, ...]:
+        # a pass over every event, asked by each analysis and lever that names the device (8 times in the levers
+        # alone): found once per Trace (never changed after it is built; a replaced one finds its own)
         gpu = any_of(self.ev.cat, GPU_CATS)
-        return sorted(int(d) for d in distinct(self.ev.device[gpu]) if d != NONE)
+        return tuple(sorted(int(d) for d in distinct(self.ev.device[gpu]) if d != NONE))
 
     def device_name(self, device: int | None = None) -> str | None:
         if device is None:

@@ -310,6 +310,8 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     # the roofline before the fork: the levers' knobs read it too (their peaks, the kernels' bytes), and a child
     # given the parent's skips its own (~0.05 s CPU of ~0.75 at x5, while the parent waits for the child)
     roof = roof_mod.analyze(trace) if range_name is None else None
+    if range_name is None:   # the steps' search too, once for both processes (the warm_up lever's set-up steps)
+        steps_mod.search(trace)
     # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
     early = aside.start(trace, lambda t: _levers(t, roof)) if range_name is None else None
     try:

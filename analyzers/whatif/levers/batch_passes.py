@@ -158,10 +158,10 @@ class Stacked(Assumption):
 
 def apply(c: Context, p, o: Options) -> tuple[Stacked, dict]:
     groups = find(c)
-    g, ev = c.g, c.trace.ev
+    g = c.g
     if not groups or not g.n_calls:
         return Stacked("batch_passes", 0), {"extra_passes": 0}
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     gone = np.zeros(g.n_calls, bool)
     for x in groups:
         gone |= (c_key == x.thread) & (g.c_start >= x.start) & (g.c_start < x.end)

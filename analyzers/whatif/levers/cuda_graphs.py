@@ -22,7 +22,7 @@ from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -140,12 +140,12 @@ def _inside_the_captured_forward(c: Context) -> np.ndarray:
     """Per call: the host work of its preceding stretch (its end, just before the call: depgraph) lies inside an
     nn.Module's forward, the callable a graph captures: its Python ran once, at capture, and a replay runs only the
     kernels. Host work outside any forward (the loop, the data) stays. Traces without module ranges: none."""
-    g, ev = c.g, c.trace.ev
+    g = c.g
     out = np.zeros(g.n_calls, bool)
     s, e, k, _ = c.construct_windows(Construct.MODULE)
     if not len(s) or not g.n_calls:
         return out
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for key in np.unique(k).tolist():
         ws, we = iv.union(s[k == key], e[k == key])
         m = np.flatnonzero((c_key == key) & (g.c_host > 0))
@@ -212,7 +212,7 @@ def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
     starts, ends, keys = np.concatenate([s1, s2]), np.concatenate([e1, e2]), np.concatenate([k1, k2])
     if not len(starts):
         return gap_kept, call_kept
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for k in np.unique(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)

@@ -158,7 +158,7 @@ def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
     starts, stacks = iterator_starts(c)
     # each iterator's first batch: the first range at or after its __iter__
     first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist())
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     r_key = thread_key(ev.pid[rows], ev.tid[rows])
     host_left = g.c_host.copy()
     taken = batch_host = 0

@@ -99,16 +99,14 @@ def fp64_kernels(c: Context) -> np.ndarray:
     untyped = np.flatnonzero((says == None) & (g.g_call[k] >= 0) & g.g_linked[k])   # noqa: E711 (object array)
     if len(untyped):
         ops = tr.op_of[g.c_row[g.g_call[k[untyped]]]]
-        # an op's tensors are its shape record's: each distinct record read once (at 942k events ~15k launching ops
-        # share far fewer records; decoding each op's own was most of this lever's ~0.09 s there)
-        memo: dict[int, bool] = {}
-        for i, op in zip(untyped.tolist(), ops.tolist()):
-            if op == NONE:
-                continue
-            sid = int(tr.ev.shape[op])
-            if sid not in memo:
-                memo[sid] = op_tensors_fp64(tr, int(op))
-            hit[i] = memo[sid]
+        has = ops != NONE
+        untyped, ops = untyped[has], ops[has]
+        # an op's tensors are its shape record's: each distinct record read once, from its first op (at 942k events
+        # ~15k launching ops share far fewer records; decoding each op's own was most of this lever's ~0.09 s there),
+        # and given to every kernel by its op's record (a table, not a loop over the ~110k kernels)
+        _, first, each_op = np.unique(tr.ev.shape[ops], return_index=True, return_inverse=True)
+        fp64 = np.array([op_tensors_fp64(tr, int(op)) for op in ops[first].tolist()], bool)
+        hit[untyped] = fp64[each_op]
     return k[hit]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import Context
@@ -18,11 +18,11 @@ from tracetriage.analyzers.whatif.levers.spec import Context
 
 def calls_in(c: Context, windows: list[tuple[int, int, int]]) -> np.ndarray:
     """For each of the graph's host calls: does it start inside one of these (thread key, start ns, end ns) windows."""
-    g, ev = c.g, c.trace.ev
+    g = c.g
     inside = np.zeros(g.n_calls, bool)
     if not windows or not g.n_calls:
         return inside
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     w = np.array(windows, np.int64)
     for key in np.unique(w[:, 0]).tolist():
         mine = w[w[:, 0] == key]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
 from tracetriage.analyzers.model.units import count
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -40,7 +40,7 @@ def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
     win = np.full(g.n_calls, NONE, np.int64)
     if not len(s) or not g.n_calls:
         return np.zeros(0, np.int64), win
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for key in np.unique(k).tolist():
         idx = np.flatnonzero(k == key)
         m = np.flatnonzero(c_key == key)

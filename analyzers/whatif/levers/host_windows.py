@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.trace import thread_key
 
 __all__ = ["calls_inside", "gap_inside_the_loop", "loop_host_ns", "remove_host_windows", "shorten_wakes",
            "longest_loop_gap_ns"]
@@ -60,11 +59,11 @@ def loop_host_ns(g) -> np.ndarray:
 
 def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Per call of context `c`, whether it starts inside a window of its own thread."""
-    g, ev = c.g, c.trace.ev
+    g = c.g
     out = np.zeros(g.n_calls, bool)
     if not len(starts) or not g.n_calls:
         return out
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for k in np.unique(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
@@ -77,10 +76,10 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
                         drop_gpu: bool = False) -> tuple[int, int]:
     """Edit plan `p` of context `c` so the host time inside the windows is gone. Returns (calls touched,
     host ns removed)."""
-    g, ev = c.g, c.trace.ev
+    g = c.g
     if not len(starts) or not g.n_calls:
         return 0, 0
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     c_start = g.c_start
     c_end = g.c_start + g.c_dur
     touched, removed = np.zeros(g.n_calls, bool), 0

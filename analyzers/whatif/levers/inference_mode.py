@@ -170,7 +170,7 @@ def _host_of_ops(c: Context, p, ops: np.ndarray) -> int:
     if not len(ops) or not g.n_calls:
         return 0
     o_key = thread_key(ev.pid[ops], ev.tid[ops])
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     took = 0
     for key in np.unique(o_key).tolist():
         r = ops[o_key == key]
@@ -282,7 +282,7 @@ def _bookkeeping(c: Context, p, ops: np.ndarray) -> tuple[int, int]:
     (each call's gap holds the nodes made since its thread's previous call). Returns (per node, in all)."""
     g, ev = c.g, c.trace.ev
     per_op = AUTOGRAD_OPS * op_cost(c).plain_ns
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     o_key = thread_key(ev.pid[ops], ev.tid[ops])
     held = np.zeros(g.n_calls, np.int64)
     for key in np.unique(c_key).tolist():

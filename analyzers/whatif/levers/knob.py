@@ -179,7 +179,7 @@ def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:
     if not len(windows) or not g.n_calls:
         return np.flatnonzero(inside)
     w_key = thread_key(ev.pid[windows], ev.tid[windows])
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for key in np.unique(w_key).tolist():
         w = windows[w_key == key]
         w = w[np.argsort(ev.start[w])]
@@ -234,7 +234,7 @@ def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
     if not len(windows) or not g.n_calls:
         return out
     w_key = thread_key(ev.pid[windows], ev.tid[windows])
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     for key in np.unique(w_key).tolist():
         wi = np.flatnonzero(w_key == key)
         wi = wi[np.argsort(ev.start[windows[wi]], kind="stable")]

@@ -108,10 +108,10 @@ def find(c: Context) -> list[tuple[int, int, int, str]]:
 
 def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
     trips = find(c)
-    g, ev = c.g, c.trace.ev
+    g = c.g
     if not trips or not g.n_calls:
         return ReducedOnGpu("reduce_on_gpu", 0), {"round_trips": 0}
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     inside = np.zeros(g.n_calls, bool)
     for k, s, e, _ in trips:
         inside |= (c_key == k) & (g.c_start >= s) & (g.c_start < e)

@@ -103,6 +103,15 @@ class Context:
         return self.setup
 
     @property
+    def call_keys(self) -> np.ndarray:
+        """thread_key of each of the graph's host calls, found once for every lever that compares calls with other
+        rows by thread (a dozen did it each, two passes over the event columns a time; callers only read it)."""
+        if "call_keys" not in self._windows:
+            ev = self.trace.ev
+            self._windows["call_keys"] = thread_key(ev.pid[self.g.c_row], ev.tid[self.g.c_row])
+        return self._windows["call_keys"]
+
+    @property
     def setup_excess(self) -> tuple:
         """One-time set-up as host windows: the part of early calls their later calls do not pay."""
         if "setup_excess" not in self._windows:

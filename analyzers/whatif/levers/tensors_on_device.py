@@ -131,7 +131,7 @@ def launches_inside(c: Context, row: int) -> bool:
         return False
     k = thread_key(ev.pid[row], ev.tid[row])
     inside = (g.c_start >= ev.start[row]) & (g.c_start < ev.end[row]) & (g.c_kind == dg.LAUNCH_CALL)
-    return bool((inside & (thread_key(ev.pid[g.c_row], ev.tid[g.c_row]) == k)).any())
+    return bool((inside & (c.call_keys == k)).any())
 
 
 def factory_numel(tr, row: int) -> int | None:
@@ -181,7 +181,7 @@ def apply(c: Context, p, o: Options) -> tuple[OnDevice, dict]:
     rate_from = "trace" if c.memory_rate else "sheet" if peaks is not None else "assumed"
     names: dict[str, int] = {}
     copy_ns = 0
-    c_key = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
+    c_key = c.call_keys
     used: set[int] = set()
     hit, host_ns, nbytes = 0, 0, 0
     for row in h2d.tolist():
