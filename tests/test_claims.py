@@ -296,7 +296,9 @@ def test_a_launch_next_names_torch_compile_to_fuse_only_where_the_what_if_finds_
                                         / "traces/ladder/M01.06/decode-fp32-b1.json.gz"))
     nx = out["lines"][4]
     assert nx.startswith("Next: cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead')")
-    assert "torch.compile to fuse" not in nx and "fusing the elementwise kernels prices nothing here" in nx
+    # its nine chains found, fusing each alone priced at 0%: said so, not read as "fusion gains nothing"
+    assert "torch.compile to fuse" not in nx and "fusing the elementwise chains on their own (one compiled call " \
+        "each) saves little here" in nx
     assert claims.check(out) == []
     old = _with_claims(out, 4, "Next: cut launches: torch.compile to fuse, then CUDA graphs (mode='reduce-overhead'), "
                        "because x.", ("next.asks.torch_compile", 0, "torch.compile to fuse"))

@@ -40,6 +40,21 @@ def test_a_default_dtype_of_float64_is_priced_as_the_fp64_kernels_taking_half_th
     assert 0.5 <= lv.predicted_ratio <= 0.56      # device-bound: the span follows the kernels, 2 µs gaps stay
 
 
+def test_a_compute_bound_fp64_gemm_keeps_its_flops_at_the_fp32_rate_not_half_its_time(tmp_path):
+    """An fp64 GEMM on the H100's fp64 tensor cores (67 TFLOP/s) runs in fp32 on the CUDA cores (67 TFLOP/s, TF32 off
+    by default): 137 GFLOP in 3 ms takes no less than 137 GFLOP at FP32_GEMM_SHARE of 67 TFLOP/s (2.7 ms), not 1.5."""
+    launches = [dataclasses.replace(x, op="aten::mm", kernel="sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x16")
+                for x in chain(10, kernel_ns=3 * MS, queued=True)]
+    events = events_for(launches)
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            e["args"]["Input Dims"], e["args"]["Input type"] = [[4096, 4096], [4096, 4096]], ["double", "double"]
+    lv = _predict(tmp_path, with_device(document(events), H100), DROP_FLOAT64)
+    floor = 2 * 4096 ** 3 / (67e12 * drop_float64.FP32_GEMM_SHARE)
+    assert lv.assumption.count == 10
+    assert 0.95 * floor / 3e-3 <= lv.predicted_ratio <= 1.0
+
+
 def test_a_loss_kept_in_double_is_no_float64_to_drop(tmp_path):
     """Two fp64 kernels (a loss, a reduction) beside 60 fp32 ones: under FP64_SHARE of the kernel time."""
     lv = _predict(tmp_path, _mixed(fp64=2, fp32=60), DROP_FLOAT64)

@@ -16,6 +16,14 @@ chain's own when an earlier op of the chain produced a tensor of its dtype and r
 dtype are the same tensor (the `* x` of the chain above), and an op that reads nothing the chain made,
 or repeats the chain's first op on the same shapes, starts a new chain (the next call of the same
 function); all three are guesses the measured pairs check (tests/test_whatif.py).
+
+A trace recorded without shapes (record_shapes off) still shows the construct by name: a run of ops on one thread,
+each elementwise, a reduction, a norm or a softmax by its aten name (RMSNorm's pow, mean, add, rsqrt, mul; SiLU * mul;
+a residual add), between two ops that are not (a matmul, attention, a copy). Asked for (`shapeless`), such a run is a
+chain with no byte ledger (its bytes 0): one kernel a pass, a pass more after each reduction another op follows, and
+the next call of the same function starts where the run's first two ops come again in order. What would make it fire
+falsely: elementwise ops on unrelated tensors back to back (without shapes nothing tells them apart); Inductor's
+kernels (triton_*) are not aten elementwise ops and never join.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.opcost import op_cost, tensor_args
+from tracetriage.analyzers.analyses.opcost import fusible_kind_by_name, op_cost, tensor_args
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
@@ -58,6 +66,7 @@ class _Op:
     out_key: tuple | None          # (dims, dtype) of its output
     ins: tuple                     # ((dims, dtype), bytes) of its tensor inputs, 0-dim ones left out
     reduces: bool = False          # a reduction (its output is smaller than its input)
+    shapeless: bool = False        # known by its name only: the trace recorded no shapes
 
 
 def _op(sig: int, name: str, cost, args) -> _Op:
@@ -89,6 +98,7 @@ class _Ledger:
         self.reductions = 0                   # reductions whose result a later op of the chain read
         self.pending_reduction: tuple | None = None
         self.largest_input = 0.0
+        self.shapeless = False                # a chain of ops known by name only: no byte ledger
         self.produced: set[tuple] = set()
         self.outside: set[tuple] = set()
         self.eager = self.fused_reads = self.last_out = 0.0
@@ -110,6 +120,12 @@ class _Ledger:
         if self.first < 0:
             self.first = op.sig
         self.eager += op.eager_bytes
+        if op.shapeless:
+            self.shapeless = True
+            if self.pending_reduction is not None:    # a reduction followed by more work: one pass more
+                self.reductions += 1
+            self.pending_reduction = () if op.reduces else None
+            return
         if self.pending_reduction is not None and any(k == self.pending_reduction for k, _ in op.ins):
             self.reductions += 1              # the reduced value is used again: a second pass over the inputs
             self.pending_reduction = None
@@ -188,6 +204,9 @@ class _Ledgers:
         self._after: dict[tuple[int, int], int] = {}
         self._goes_on: dict[tuple[int, int], bool] = {}
 
+    def shapeless(self, sig: int) -> bool:
+        return self.ops_of[sig].shapeless
+
     def continues(self, state: int, sig: int) -> bool:
         key = (state, sig)
         r = self._goes_on.get(key)
@@ -207,8 +226,9 @@ class _Ledgers:
         return r
 
 
-def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
-    """chains(), as flat arrays (ChainTable)."""
+def chain_table(trace: Trace, breaks: np.ndarray | None = None, shapeless: bool = False) -> ChainTable:
+    """chains(), as flat arrays (ChainTable); `shapeless`: ops that recorded no shapes join chains by their names
+    (their bytes 0: see the module's docstring)."""
     ev = trace.ev
     calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     kern = np.flatnonzero(ev.cat == KERNEL)
@@ -228,7 +248,12 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
     ops_of: list[_Op | None] = []
     for i, (k, r) in enumerate(zip(uniq.tolist(), first_row.tolist())):
         costed = _costed(trace, r) if k >= 0 else None
-        ops_of.append(_op(i, trace.names[ev.name[r]], *costed) if costed is not None else None)
+        if costed is not None:
+            ops_of.append(_op(i, trace.names[ev.name[r]], *costed))
+        elif shapeless and k >= 0:
+            ops_of.append(_by_name(i, trace, r))
+        else:
+            ops_of.append(None)
     fusible = np.array([o is not None for o in ops_of], bool)[sig]
     if breaks is not None:
         fusible &= ~breaks[calls]
@@ -250,7 +275,8 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None) -> ChainTable:
     fused = np.array([b.fused for b in books], np.float64)[states]
     passes = np.array([b.passes for b in books], np.int64)[states]
     reread = np.array([b.largest_input for b in books], np.float64)[states]
-    return _table(ev, calls, op, kern, launch, found_calls, eager, fused, passes, reread)
+    by_name = np.array([b.shapeless for b in books], bool)[states]
+    return _table(ev, calls, op, kern, launch, found_calls, eager, fused, passes, reread, by_name)
 
 
 def _stretches(ledgers: _Ledgers, op: np.ndarray, sig: np.ndarray, fusible: np.ndarray, walked: dict):
@@ -286,7 +312,7 @@ def _walk(ledgers: _Ledgers, sigs: tuple, repeats: tuple) -> list[tuple[int, int
     for k, (s, again) in enumerate(zip(sigs, repeats)):
         if k > start and again:           # another launch of the op the chain already holds
             continue
-        if k > start and not ledgers.continues(state, s):     # the next call of the chain's function
+        if k > start and not _goes_on(ledgers, state, sigs, start, k):     # the next call of the chain's function
             if k - start >= MIN_OPS:
                 out.append((start, k, state))
             start, state = k, 0
@@ -296,9 +322,20 @@ def _walk(ledgers: _Ledgers, sigs: tuple, repeats: tuple) -> list[tuple[int, int
     return out
 
 
+def _goes_on(ledgers: _Ledgers, state: int, sigs: tuple, start: int, k: int) -> bool:
+    """Whether the op at k joins the chain that began at start: by its ledger (it reads what the chain made); a chain
+    of ops known by name only goes on until its first two ops come again in order (the next call of its function)."""
+    by_name = ledgers.shapeless(sigs[k])
+    if by_name != ledgers.books[state].shapeless:
+        return False
+    if not by_name:
+        return ledgers.continues(state, sigs[k])
+    return not (k - start >= 2 and sigs[k] == sigs[start] and k + 1 < len(sigs) and sigs[k + 1] == sigs[start + 1])
+
+
 def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.ndarray,
            runs: list[np.ndarray], eager: np.ndarray, fused: np.ndarray, passes: np.ndarray,
-           reread: np.ndarray) -> ChainTable:
+           reread: np.ndarray, by_name: np.ndarray) -> ChainTable:
     """The runs that are chains worth fusing (two ops or more, fewer bytes fused), with their ops (each once,
     in the order first launched) and kernels (each call's, in its calls' order), sorted by their first op."""
     lengths = np.array([len(r) for r in runs], np.int64)
@@ -309,7 +346,7 @@ def _table(ev, calls: np.ndarray, op: np.ndarray, kern: np.ndarray, launch: np.n
     new_op = np.zeros(len(pos), bool)
     new_op[first_at] = True
     n_ops = np.bincount(run_of[new_op], minlength=len(runs))
-    keep = (n_ops >= MIN_OPS) & (eager > 0) & (fused < eager)
+    keep = (n_ops >= MIN_OPS) & (((eager > 0) & (fused < eager)) | by_name)
     # in the order each chain's first op ran (stable: chains built thread by thread)
     first_start = ev.start[op[pos[_offsets(lengths)[:-1]]]]
     order = np.flatnonzero(keep)[np.argsort(first_start[keep], kind="stable")]
@@ -342,6 +379,14 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=out[1:])
     return out
+
+
+def _by_name(sig: int, trace: Trace, op: int) -> _Op | None:
+    """A fusible op known by its name alone, where the trace recorded no shapes for it; else None."""
+    if trace.shapes(op)[0] is not None:
+        return None
+    kind = fusible_kind_by_name(trace.names[trace.ev.name[op]])
+    return None if kind is None else _Op(sig, 0.0, 0.0, None, (), reduces=kind != "elementwise", shapeless=True)
 
 
 def _costed(trace: Trace, op: int):

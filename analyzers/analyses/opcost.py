@@ -745,6 +745,20 @@ def launch_op_cost(name: str, input_dims: list | None, input_types: list | None,
         return None
 
 
+def fusible_kind_by_name(name: str) -> str | None:
+    """The kind of an op by its name alone ('elementwise', 'reduction', 'norm', 'softmax'), for a trace that recorded
+    no shapes; None for any other op (a matmul, a copy, a Triton kernel Inductor fused already)."""
+    base = _base_name(str(name).strip())
+    if base in _NORMS:
+        return "norm"
+    if base in _SOFTMAX:
+        return "softmax"
+    if base in _REDUCTION_FLOPS:
+        return "reduction"
+    stem = base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    return "elementwise" if stem in _ELEMENTWISE_FLOPS else None
+
+
 def _classify(base: str):
     if base in _MATMULS:
         return _MATMULS[base]

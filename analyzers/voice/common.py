@@ -88,7 +88,7 @@ def cause_words(cause: Cause | None) -> str:
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
            pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None,
-           pin_pays: bool = True, training: bool = False, lone_batch: bool = False) -> str:
+           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lone_batch: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -136,10 +136,15 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     # the what-if finds no eager elementwise chain worth fusing (`fuse_chains` 0): the launches go by graphs or by more
     # work per launch, and torch.compile is named only for its graphs (heldout-user3 andrewlala_resnet50_t4:
     # "torch.compile to fuse, then CUDA graphs" where fuse priced 0% and the saving was all CUDA graphs')
+    # where the lever found chains (`fuse_found`) but fusing them one compiled call each saves little, the clause says
+    # so: "prices nothing" read as "fusion gains nothing" on a launch-bound decode loop of 248 elementwise kernels in
+    # 437 (heldout-user12 decode_h100_sync)
     if cause is Cause.LAUNCH_OVERHEAD and fuse_chains == 0:
+        why = ("fusing the elementwise chains on their own (one compiled call each) saves little here: each call costs "
+               "the host about what the chain's eager launches do" if fuse_found else
+               "the what-if finds no eager chain of elementwise ops to fuse")
         return ("cut launches: capture the step in CUDA graphs (torch.compile(mode='reduce-overhead'), or "
-                "torch.cuda.graph by hand), or more work per launch (bigger batch); fusing the elementwise kernels "
-                "prices nothing here")
+                "torch.cuda.graph by hand), or more work per launch (bigger batch); " + why)
     if (cause is Cause.DATA_TRANSFER and isinstance(ev, TransferEvidence) and ev.copies
             and "Pinned" in ev.copies[0].name):
         c = ev.copies[0]

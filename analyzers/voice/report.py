@@ -158,7 +158,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                                      and getattr(nx.lever.assumption, "start_up", False)),
                                lone_batch=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
                                                and getattr(nx.lever.assumption, "lone", False)),
-                               fuse_chains=_fuse_chains(a)),
+                               fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -280,6 +280,12 @@ def _fuse_chains(a: Analysis) -> int | None:
     if (waste is not None and waste.lever == FUSE) or fuse.saving_ns < FUSE_WORTH_NAMING * fuse.baseline_ns:
         return 0
     return fuse.assumption.count
+
+
+def _fuse_found(a: Analysis) -> int:
+    """How many eager elementwise chains the fuse lever found, whatever they save."""
+    fuse = next((c for c in a.lever_choices if c.lever == FUSE), None)
+    return fuse.assumption.count if fuse is not None and fuse.assumption is not None else 0
 
 
 def _compiled_already(a: Analysis) -> bool:

@@ -15,6 +15,10 @@ fp32). In the graph each fp64 kernel takes half its time (its bytes halve; a com
 fp64 is the slower rate, which this does not count), the launched kernels and the work queued before the window
 alike; copies, the host and every other kernel stay. Priced where the device has a peak table entry (or measured
 ceilings), else named unpriced.
+A kernel whose FLOPs the trace's shapes give (a GEMM) takes no less than those FLOPs at FP32_GEMM_SHARE of the fp32
+peak: PyTorch runs fp32 matmuls on the CUDA cores unless TF32 is allowed, and on an A100/H100 the fp64 tensor cores
+(DMMA, cuBLAS's `f64f64` and CUTLASS's `d884gemm`) run as fast as those, so a compute-bound fp64 GEMM does not halve
+(an H100 MLP in fp64: the GEMMs went 2.3 / 1.2 ms -> 1.3-1.4 ms each, the elementwise kernels halved).
 
 What would make it fire falsely: a computation kept in double on purpose (a loss, a reduction, a running statistic)
 is a small share of kernel time: the lever counts nothing below FP64_SHARE of the kernel time, so such a trace gets
@@ -56,6 +60,10 @@ _OTHER_FLOAT = re.compile(r"(?<![A-Za-z0-9_])(float|half|__half|bfloat16|__nv_bf
 FP64_SHARE = 0.10
 KEEPS = 0.5        # the share of its time an fp64 kernel keeps in fp32: its bytes halve (8 -> 4 per element)
 FP64_TENSOR = frozenset(("fp64", "complex128"))
+# what a large fp32 GEMM reaches of the datasheet fp32 (CUDA-core FFMA) peak under cuBLAS's SIMT kernels: the fp32
+# GEMMs of traces/fixes/knobs4's float64_mlp_train after its fix ran 1.32-1.38 ms for 68.7 GFLOP on an H100 (67
+# TFLOP/s), 75-78% (a typical SGEMM's share of FFMA peak)
+FP32_GEMM_SHARE = 0.75
 
 
 def name_says(name: str) -> str | None:
@@ -139,7 +147,10 @@ def apply(c: Context, p, o: Options) -> tuple[Float32, dict]:
             or peaks.flops("fp32") < peaks.flops("fp64"):
         return Float32("drop_float64", 0, kernel_ns=kernel_ns, kernel_share=share, found=len(rows),
                        unpriced="unknown_device"), detail
-    p.g_dur[rows] = np.round(g.g_dur[rows] * KEEPS).astype(p.g_dur.dtype)
+    # bytes halve; a kernel's FLOPs (where the shapes give them) at the fp32 rate bound it from below
+    flops = c.roof.kernel_flops[g.g_row[rows]].astype(np.float64)
+    floor = flops / (peaks.flops("fp32") * FP32_GEMM_SHARE) * 1e9
+    p.g_dur[rows] = np.round(np.minimum(g.g_dur[rows], np.maximum(g.g_dur[rows] * KEEPS, floor))).astype(p.g_dur.dtype)
     mirror_queued(c, p)
     return (Float32("drop_float64", len(rows), kernel_ns=kernel_ns, kernel_share=share,
                     fp64_tflops=peaks.flops("fp64") / 1e12, fp32_tflops=peaks.flops("fp32") / 1e12,

@@ -9,6 +9,9 @@ kernels and their launches vanish, and its host dispatch (first op to last) beco
 which costs what a compiled call costs in this trace (torch.compile's guard lookup and its compiled
 region), else COMPILED_CALL_OPS eager ops' dispatch as this trace's chains pay it (a slower host makes
 both slower alike); the Python around the chain stays.
+A trace with no shapes (record_shapes off) shows its chains by their ops' names (fusion's `shapeless`): their bytes
+are unknown, so each keeps its eager kernel time (one kernel a pass moving what the chain moved) and only its
+launches and dispatch go: a floor on what fusing saves, never "nothing to fuse".
 """
 from __future__ import annotations
 
@@ -73,7 +76,7 @@ def _optimizer_calls(c: Context) -> np.ndarray:
 def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
     g, ev = c.g, c.trace.ev
     # the optimizer step's per-parameter chains are fused_optimizer's ground: fuse acts on the model's own
-    found = chain_table(c.trace, _optimizer_calls(c))
+    found = chain_table(c.trace, _optimizer_calls(c), shapeless=True)
     if not len(found) or not g.n_calls:
         return ChainsFused("fuse"), {"chains": 0}
     call_ns, source = compiled_call_ns(c.trace, per_op_dispatch_ns(c.trace, found))
@@ -88,7 +91,8 @@ def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
         dur = g.g_dur[ch.kernels]
         dur_min[has] = np.minimum.reduceat(dur, ch.kernel_at[:-1][has])
         dur_sum[has] = np.add.reduceat(dur, ch.kernel_at[:-1][has])
-    ratio = found.fused_bytes / found.eager_bytes
+    # a chain known by name only (no shapes, its bytes 0) keeps its kernel time: only its launches go
+    ratio = np.divide(found.fused_bytes, found.eager_bytes, out=np.ones(len(found)), where=found.eager_bytes > 0)
     each = np.maximum(dur_min, np.rint(dur_sum.astype(np.float64) * ratio / np.maximum(passes, 1)).astype(np.int64))
     # a chain whose compiled call costs the host more than its dispatch and its bytes save stays eager
     # (a two-op tail on a slow-dispatch host: compile the module where it pays, not every chain)
@@ -185,9 +189,14 @@ def says(a: ChainsFused) -> str:
         return "no eager chain of elementwise ops in this trace: nothing to fuse"
     where = "measured in this trace" if a.call_source == "trace" else \
         f"{COMPILED_CALL_OPS:.1f} eager ops' dispatch here, as measured on an H200 under torch.profiler"
+    call = f"its dispatch becomes one compiled call of {duration_ns(a.call_ns)} ({where})"
+    if not a.eager_bytes:
+        return (f"each of {count(a.count, 'eager chain')} ({a.kernels:,} kernels) becomes one kernel a pass taking "
+                f"the chain's own kernel time (no shapes recorded: its bytes are unknown, so only its launches go); "
+                + call)
     return (f"each of {count(a.count, 'eager chain')} ({a.kernels:,} kernels) becomes one kernel moving "
             f"{100 * a.fused_bytes / a.eager_bytes:.0f}% of its bytes (inputs read once, the output written once) at "
-            f"its own eager rate; its dispatch becomes one compiled call of {duration_ns(a.call_ns)} ({where})")
+            f"its own eager rate; " + call)
 
 
 def chains_found(m: Measured) -> int:
