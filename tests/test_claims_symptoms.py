@@ -208,7 +208,7 @@ def test_a_warm_up_predicting_far_less_than_its_first_calls_gives_its_saving_as_
     small = dataclasses.replace(a, next_experiment=dataclasses.replace(nx, lever=lv))
     line = five_lines(small)[4]
     assert "(predicted −10% of the traced span" in line
-    assert "because 10% of the span is one-time set-up on the critical path (first calls of " in line
+    assert "because 10% of the traced span is one-time set-up on the critical path (first calls of " in line
     assert "61% of the span in all, the rest the replay finds overlapped with GPU work or waited out anyway)" in line
     assert claims.check(serialize.report(small)) == []
 
@@ -266,7 +266,7 @@ def test_first_compilations_are_set_up_that_a_warm_up_removes_whole(tmp_path):
                                "starts (torch.profiler.schedule(wait=1, warmup=2, active=3))")
     assert "TORCHINDUCTOR_FX_GRAPH_CACHE=1" in lines[4] and "CUDA_MODULE_LOADING" not in lines[4]
     assert "(predicted −100% of the traced span" in lines[4]
-    assert "because 100% of the span is one-time set-up" in lines[4]
+    assert "because 100% of the traced span is one-time set-up" in lines[4]
     out = serialize.report(a)
     assert next(x for x in out["framework"] if x["construct"] == "compile")["first_compilations"] is True
     assert claims.check(out) == []
@@ -328,7 +328,8 @@ def test_a_cold_first_compiled_step_is_warmed_up_not_host_work_to_take_off_the_c
     assert warm.saving_ns > 0.8 * warm.baseline_ns     # the first step's 24 ms of host time above a steady one's
     line = five_lines(a)[4]
     assert line.startswith("Next: warm up first")
-    assert "because 83% of the span is one-time set-up (the first step's host time above a steady step's)" in line
+    assert ("because 83% of the traced span is one-time set-up (the first step's host time above a steady "
+            "step's)") in line
     assert "host work" not in line and "py-spy" not in line
     out = serialize.report(a)
     assert claims.check(out) == []

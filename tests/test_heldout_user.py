@@ -71,8 +71,8 @@ def test_a_cold_single_pass_warms_up_every_first_call_and_says_one_set_up_share_
     p = a.levers.all.lever(WARM_UP)
     assert p.assumption.cold_pass and p.predicted_ratio < 0.15
     text = "\n".join(five_lines(a) + analysis_caveats(a))
-    shares = re.findall(r"(\d+)% of the span is one-time set-up", text) + \
-        re.findall(r"one-time set-up: first calls of .*?, (\d+)% of the span", text)
+    shares = re.findall(r"(\d+)% of the traced span is one-time set-up", text) + \
+        re.findall(r"one-time set-up: first calls of .*?, (\d+)% of the traced span \(host and GPU\)", text)
     assert len(shares) == 2 and shares[0] == shares[1]
     assert "early steps" not in five_lines(a)[4]
 

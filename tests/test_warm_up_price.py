@@ -49,7 +49,7 @@ def test_a_warm_up_the_replay_underprices_is_priced_by_its_set_up_idle_and_says_
     out = serialize.report(dataclasses.replace(a, next_experiment=nx))
     said = {c["key"]: c["value"] for c in out["claims"]}
     assert abs(said["next.saving"] - said["next.because.setup_share"]) < 1e-9
-    assert "of the span is the device idling while the host pays one-time set-up" in out["lines"][4]
+    assert "of the traced span is the device idling while the host pays one-time set-up" in out["lines"][4]
     assert claims.check(out) == []
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -113,8 +114,9 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
                     r = rows[i]
                     out.append((int(ev.start[r] + steady), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])))
     cold = one_pass(trace) if cold_pass is None else cold_pass
-    if cold:
+    if cold or _cold_unrepeated(trace):
         out += _cold_pass(trace, ops, calls)
+    out += _context_creation(trace, calls)
     if not len(ops):
         out += _cold_start_without_ops(trace, calls, kern)
         if cold and _first_launches_load_modules(trace, kern):   # (a warm pass's pauses are the user's, no set-up)
@@ -153,6 +155,31 @@ def one_pass(trace: Trace) -> bool:
     # a user's range that repeats is a loop around the trace's work, never one pass (steps._loop_around): answered
     # without the search for steps (on a 300 MB trace, half the cuda_graphs lever's edit in the report's child)
     return not steps.user_range_repeats(trace) and steps.why_none(trace) is steps.NoSteps.ONE_PASS
+
+
+def _cold_unrepeated(trace: Trace) -> bool:
+    """A cold process whose ops do not repeat (a script that runs each op once or twice: heldout-user12
+    mm_a100_setup, randn, one mm, .cpu(), where the first aten::mm's 76 ms is cuBLAS's handle and workspace): no
+    first-EARLY rule applies, so its ops are held to the pass's warm op as a cold pass's are. Cold: the context is
+    created inside the window or a launch loads its module (model.module_loading); a warm script's long op runs its
+    own host work, which stays."""
+    from tracetriage.analyzers.analyses import steps
+
+    # (the runtime calls first: a pass over them, where the step search is a pass over every op)
+    if not (module_loading.context_created_inside(trace) or module_loading.lazy_module_loads(trace)):
+        return False
+    return not steps.user_range_repeats(trace) and steps.why_none(trace) is steps.NoSteps.NO_REPETITION
+
+
+def _context_creation(trace: Trace, calls: np.ndarray) -> list:
+    """The trace's first runtime call where it creates the CUDA context (cudaFree(0), cudaGetDeviceCount,
+    cudaDeviceGetStreamPriorityRange ...: model.module_loading), whole: a process whose context is up before the
+    profiler starts never pays it (mm_a100_setup: 168.5 ms of a 266 ms window, outside the GPU span)."""
+    if not len(calls) or not module_loading.context_created_inside(trace):
+        return []
+    ev = trace.ev
+    r = int(calls[np.argmin(ev.start[calls])])
+    return [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r]))]
 
 
 def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:

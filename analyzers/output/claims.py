@@ -75,7 +75,8 @@ on the words:
 21. no line asks for a bigger batch where the Next is a loop over items (launches grow with the batch);
 22. what a report counts adds up (tracetriage.analyzers.output.claims_counts): steps x step time fit the span;
 23. set-up and steps (tracetriage.analyzers.output.claims_setup): the Caveat's set-up share is a warm-up Next's
-    saving, no counted step is a fragment the profiler cut, and the steady median holds no step kept apart.
+    saving, no counted step is a fragment the profiler cut, the steady median holds no step kept apart, and a
+    Next's remainder that still holds the cold start the Regime line names says so.
 
 A rank's own fix beside the straggler (claims under "next.own") is held to 1 and 2 as a Next of its own. In a
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).

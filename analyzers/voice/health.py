@@ -134,7 +134,9 @@ def profiler_caveats(p) -> list[str]:
         out.append(line)
     if p.buffer_worth_naming:
         out.append(f"the profiler's own activity-buffer requests (CUPTI, inside the first launches) take "
-                   f"{duration_ns(p.buffer_ns)}: not your code, and no fix removes them")
+                   f"{duration_ns(p.buffer_ns)}: not your code; a profiler schedule "
+                   "(torch.profiler.schedule(wait=1, warmup=1, active=3)) or starting the profiler before the measured "
+                   "region keeps them out of the recorded trace")
     return out
 
 

@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import communication, precision, roof
+from tracetriage.analyzers.voice import cold_start, communication, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import pace as pace_words
@@ -96,7 +96,7 @@ def analysis_caveats(a: Caveated) -> list[str]:
                           for w in a.warmup[:3])
         x = setup_share(a)
         out.append(f"the profile includes one-time set-up: first calls of {names}, "
-                   f"{share(x)} of the span; warm up before profiling")
+                   f"{share(x)} of {cold_start.setup_span(a)}; warm up before profiling")
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
 def _health_knows_why_no_gpu(a: Caveated) -> bool:
@@ -165,7 +165,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
-            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + ")")
+            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a) + ")")
     if nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
                                         and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
         d = nx.dominant
@@ -723,12 +723,13 @@ def steady_loop_idles(a: Analysis) -> bool:
 def _cold_start_lead_in(a: Analysis) -> str:
     """Beside the steady loop's bound, the cold start before it: a lead-in, not the verdict."""
     if a.next_experiment.kind is not Experiment.WARM_UP:
-        return ""
+        return cold_start.regime_lead_in(a, _steady_share(a))   # (a cold start beside another Next)
     x, held = _steady_share(a), setup_held(a)
     steady = (f", a steady step idles {claim('regime.steady_idle_share', x, share(x))} of its time (median)"
               if x is not None else "")
     return (f"{steady}, and a cold start{' before the loop' if steady else ''} holds "
-            f"{claim('regime.setup_share', held, share(held))} of the span, which the steady state never pays")
+            f"{claim('regime.setup_share', held, share(held))} of {cold_start.setup_span(a)}, which the steady "
+            "state never pays")
 
 
 def _idle_bound(a: Analysis) -> tuple[str, str]:
@@ -738,8 +739,10 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
     share claimed)."""
     kind, x = _idle_bound_kind(a)
     if kind == "set_up":
+        on = cold_start.setup_span(a)
+        on = "it" if a.next_experiment.kind is Experiment.PROFILE_REPLAYS or on == "the span" else on
         return ("set-up-bound (a cold start), not launch overhead",
-                f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of it, which the "
+                f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of {on}, which the "
                 "steady state never pays")
     lead = _cold_start_lead_in(a)
     if kind == "input":

@@ -5,10 +5,12 @@ still idle most of each (graph breaks named where each step enters several compi
 from __future__ import annotations
 
 from tracetriage.analyzers.model.health import Problem as HealthProblem
+from tracetriage.analyzers.model.module_loading import context_call, context_created_inside, eager_loading_helps
 from tracetriage.analyzers.model.units import duration_ns, integer, share
 from tracetriage.analyzers.model.verdicts import Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
+from tracetriage.analyzers.voice.cold_start import traced_span
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
 from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, LEVERS
@@ -27,8 +29,13 @@ def warmup_advice(a: Analysis) -> str:
     fw = a.framework
     if fw is not None and fw.first_compilations and fw.idle_share(Construct.COMPILE) >= INPUT_BOUND_IDLE_SHARE:
         return FIRST_COMPILE_WARMUP
+    # eager loading only where the set-up is lazy module loads with the context already up: it loads every module
+    # as the context is created, so a context created inside the window only grows (model.module_loading)
+    eager = (", or CUDA_MODULE_LOADING=EAGER to load every kernel up front" if eager_loading_helps(a.trace) else
+             ", or create the CUDA context and run each op once before profiling"
+             if context_created_inside(a.trace) else "")
     return ("warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, warmup=2, "
-            "active=3), or CUDA_MODULE_LOADING=EAGER to load every kernel up front), then profile and triage again")
+            f"active=3){eager}), then profile and triage again")
 
 
 def after_warm_up(a: Analysis) -> str:
@@ -84,32 +91,43 @@ def warmup_why(a: Analysis) -> str:
         return cold_cause_why(a)
     lv = a.next_experiment.lever
     names = ", ".join(w.name for w in a.warmup[:2])
+    names += context_words(a) if a.warmup else ""   # (without first calls, said beside the set-up's stretches)
     if lv is None:   # no replay prices it: the first calls' share, no prediction beside it
         return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
                 f"one-time set-up in first calls ({names}), which the steady state never pays")
     if getattr(lv.assumption, "idle_ns", 0):   # priced by the device's idle through the host's set-up
-        return (f"{_setup_share(lv)} of the span is the device idling while the host pays one-time set-up"
+        return (f"{_setup_share(lv)} of {traced_span(a)} is the device idling while the host pays one-time set-up"
                 + (f" (first calls of {names})" if names else "") + ", which the steady state never pays")
     if a.warmup and a.warmup_share * a.span_ns >= lv.saving_ns:
         x = lv.saving_ns / lv.baseline_ns if lv.baseline_ns else 0.0
         if x < a.warmup_share - WARMUP_SAYS_CRITICAL:
             # the first calls hold more than the replay takes out: the rest ran beside GPU work (no idle to close)
-            return (f"{_setup_share(lv)} of the span is one-time set-up on the critical path (first calls of "
+            return (f"{_setup_share(lv)} of {traced_span(a)} is one-time set-up on the critical path (first calls of "
                     f"{names}: {claim('next.because.first_calls_share', a.warmup_share, share(a.warmup_share))} of "
                     "the span in all, the rest the replay finds overlapped with GPU work or waited out anyway)")
-        return (f"{_setup_share(lv)} of the span is one-time set-up in first calls ({names}), which the steady state "
-                "never pays")
+        return (f"{_setup_share(lv)} of {traced_span(a)} is one-time set-up in first calls ({names}), which the "
+                "steady state never pays")
     steps = getattr(lv.assumption, "early_steps", 0)
     if a.warmup:   # the replay removes more than the first calls: the set-up steps' host time
         more = (f", and {early_steps(steps)} host time above a steady step's" if steps else
                 (", and every later call and untraced host stretch past its warm cost" if _ops_unrecorded(a) else
                  ", and every later first call past its warm cost") if getattr(lv.assumption, "cold_pass", False)
                 else "")
-        return (f"{_setup_share(lv)} of the span is one-time set-up (first calls such as {names}{more}), which the "
-                "steady state never pays")
+        return (f"{_setup_share(lv)} of {traced_span(a)} is one-time set-up (first calls such as {names}{more}), "
+                "which the steady state never pays")
     where = f"{early_steps(steps)} host time above a steady step's" if steps else "set-up stretches"
-    return (f"{_setup_share(lv)} of the span is one-time set-up ({where}), "
+    where += f", {context_words(a)}" if context_call(a.trace) is not None else ""
+    return (f"{_setup_share(lv)} of {traced_span(a)} is one-time set-up ({where}), "
             f"which the steady state never pays")
+
+
+def context_words(a: Analysis) -> str:
+    """The CUDA context created inside the window, named beside the first calls (model.module_loading)."""
+    ctx = context_call(a.trace)
+    if ctx is None:
+        return ""
+    return (f"{', ' if a.warmup else ''}the CUDA context created by the window's first runtime call ({ctx[0]}, "
+            f"{claim('next.because.context_us', ctx[1] / 1e3, duration_ns(ctx[1]))})")
 
 
 def _ops_unrecorded(a: Analysis) -> bool:

@@ -1,0 +1,85 @@
+"""A cold start beside a Next that is not the warm-up: said in the Regime, and kept in the Next's remainder.
+
+What any trace of it shows: the warm-up's replay (whatif.levers.warm_up) takes a large share out of the traced span
+(first calls, lazy module loading in a first launch, a first step far above the steady ones), yet another fix is the
+Next (it saves more, or more without the profiler). The Regime line then names the loop's bound alone, and the Next's
+prediction is a share of the traced span whose remainder still holds that set-up: "−41% (55.9 ms → 32.9 ms)" on a
+trace whose first 24 ms are a lazy module load reads as if 32.9 ms were the steady loop. Both say the cold start where
+its replay takes out COLD_START_NAMED of the span or more.
+
+What would make it fire falsely: a Next whose own fix removes the same stretches (persistent_workers on a DataLoader's
+workers starting, which the warm-up prices too): where the warm-up takes out more than the Next leaves, the two
+overlap and nothing is said. A warm-up replay that over-states its set-up (a slow early step that is the user's
+own work, not first-time cost) names a cold start that a warm run still pays; the set-up windows' rules
+(analyses.setup) hold that, not this module.
+"""
+from __future__ import annotations
+
+from tracetriage.analyzers.model.units import duration_ns, share
+from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.voice.said import claim
+from tracetriage.analyzers.whatif.levers import LEVERS
+
+COLD_START_NAMED = 0.25   # the warm-up takes this share of the span out: the cold start is named beside another Next
+
+
+def traced_span(a: Analysis, host_and_gpu: bool = False) -> str:
+    """The span a set-up share priced by the warm-up's replay is of: the traced span (host and GPU, where the Measured
+    and Idle lines' "span" is the GPU span: heldout-user12 mm_a100_setup's 98% is of the 266 ms window, of which the
+    GPU span is 76.5 ms), or the range's own span under --range."""
+    if getattr(a, "range_filter", None):
+        return "the range's span"
+    return "the traced span (host and GPU)" if host_and_gpu else "the traced span"
+
+
+def setup_span(a) -> str:
+    """The span a report's set-up share is of (voice.report.setup_share, setup_held): the traced span (host and GPU)
+    where the warm-up's replay prices it, else the GPU span the Measured line gives ("the span")."""
+    nx = getattr(a, "next_experiment", None)
+    lv = nx.lever if nx is not None and nx.kind is Experiment.WARM_UP and nx.cold is None else None
+    return traced_span(a, True) if lv is not None and lv.baseline_ns and lv.saving_ns > 0 else "the span"
+
+
+def warm_up_beside(a: Analysis):
+    """The warm-up's lever choice where another fix is the Next and the warm-up takes out COLD_START_NAMED of the
+    span or more; else None."""
+    nx = a.next_experiment
+    if nx.kind is Experiment.WARM_UP or nx.kind is Experiment.PROFILE_REPLAYS:
+        return None
+    c = next((x for x in getattr(a, "lever_choices", ()) or ()
+              if LEVERS[x.lever].experiment is Experiment.WARM_UP), None)
+    if c is None or not c.baseline_ns or c.saving_ns < COLD_START_NAMED * c.baseline_ns:
+        return None
+    # the set-up is in the Next's remainder only where both savings fit in the span together: a warm-up that takes out
+    # more than the Next leaves overlaps what the Next removes (a DataLoader's workers starting, which
+    # persistent_workers keeps across epochs, priced by both)
+    if nx.lever is not None and c.saving_ns > nx.lever.predicted_ns:
+        return None
+    return c
+
+
+def regime_lead_in(a: Analysis, steady_share: float | None) -> str:
+    """The Regime's clause for a cold start beside another Next: the steady step's idle and the set-up's share of
+    the traced span (host and GPU), the span the warm-up's replay prices."""
+    c = warm_up_beside(a)
+    if c is None:
+        return ""
+    held = c.saving_ns / c.baseline_ns
+    steady = (f", a steady step idles {claim('regime.steady_idle_share', steady_share, share(steady_share))} of its "
+              "time (median)" if steady_share is not None else "")
+    return (f"{steady}, and a cold start{' before the loop' if steady else ''} holds "
+            f"{claim('regime.cold_start_share', held, share(held))} of {traced_span(a, True)}, which the steady "
+            "state never pays")
+
+
+def remainder_note(a: Analysis) -> str:
+    """After a Next's prediction on the traced span: its remainder keeps the cold start's set-up."""
+    c = warm_up_beside(a)
+    nx = a.next_experiment
+    if c is None or nx.lever is None:
+        return ""
+    return (f"; its remainder still holds the cold start's one-time set-up "
+            f"({claim('next.remainder_setup_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} that a warm-up "
+            "takes out: run a few steps before the profiler starts, torch.profiler.schedule(wait=1, warmup=2, "
+            "active=3), to price the steady loop alone)")
