@@ -13,14 +13,15 @@ from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
-from tracetriage.analyzers.voice.report import five_lines
+from tracetriage.analyzers.voice.report import analysis_caveats, five_lines
 
 
-def _script(tmp_path, name: str, first_call_ns: int, mm_launch_ns: int, mm_host_ns: int = 76 * MS):
+def _script(tmp_path, name: str, first_call_ns: int, mm_launch_ns: int, mm_host_ns: int = 76 * MS,
+            inside_mm: tuple[str, int] | None = None):
     """A first runtime call of first_call_ns, then randn, randn, mm (mm_host_ns of host time, its launch call
     mm_launch_ns), add: each op once."""
     t = 1 * MS + first_call_ns + 1 * MS
-    launches = []
+    launches, extra = [], []
     for op, host in (("aten::randn", 200 * US), ("aten::normal_", 200 * US), ("aten::mm", mm_host_ns),
                      ("aten::add", 100 * US)):
         launch = mm_launch_ns if op == "aten::mm" else 5 * US
@@ -28,10 +29,12 @@ def _script(tmp_path, name: str, first_call_ns: int, mm_launch_ns: int, mm_host_
         launches.append(Launch(op_start=t, op_end=t + host, call_start=call_start, call_end=call_start + launch,
                                gpu_start=call_start + launch + 5 * US, gpu_end=call_start + launch + 25 * US, op=op,
                                kernel=f"void {op.split('::')[1]}_kernel<float>(float*)"))
+        if op == "aten::mm" and inside_mm is not None:   # a runtime call of cuBLAS's set-up inside the first GEMM
+            extra.append(plain_call(inside_mm[0], t + 10 * US, t + 10 * US + inside_mm[1]))
         t += host + 50 * US
     first = plain_call("cudaDeviceGetStreamPriorityRange" if first_call_ns > 1 * MS else "cudaGetDeviceCount",
                        1 * MS, 1 * MS + first_call_ns)
-    return load(write(tmp_path / f"{name}.json", document([first] + events_for(launches))), use_cache=False)
+    return load(write(tmp_path / f"{name}.json", document([first] + extra + events_for(launches))), use_cache=False)
 
 
 def _setup_ns(trace) -> int:
@@ -71,3 +74,14 @@ def test_a_warm_scripts_long_op_is_its_own_work_not_set_up(tmp_path):
     assert _setup_ns(tr) == 0
     text = "\n".join(five_lines(analyze_trace(tr)))
     assert "CUDA_MODULE_LOADING=EAGER" not in text and "CUDA context" not in text
+
+
+def test_a_caveat_listing_first_calls_names_the_context_its_share_counts(tmp_path):
+    """mm_a100_setup's Caveat listed 29 ms of first calls beside "98% of the traced span": the context (168 ms) the
+    share also counts is named, and the share said as the total."""
+    tr = _script(tmp_path, "cold", first_call_ns=168 * MS, mm_launch_ns=16 * MS,
+                 inside_mm=("cudaGetSymbolAddress", 14 * MS))
+    cav = next(x for x in analysis_caveats(analyze_trace(tr)) if x.startswith("the profile includes one-time set-up"))
+    assert "cudaGetSymbolAddress" in cav
+    assert "the CUDA context created by the window's first runtime call (cudaDeviceGetStreamPriorityRange) 168" in cav
+    assert "of the traced span (host and GPU) in all" in cav

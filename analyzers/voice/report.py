@@ -64,6 +64,7 @@ from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
     after_warm_up,
+    setup_caveat,
     warmup_advice,
     warmup_why,
 )
@@ -91,12 +92,7 @@ def analysis_caveats(a: Caveated) -> list[str]:
     if getattr(a, "graph_capture", None) is not None:   # (a diff's Side has none)
         out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
-        names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
-                          + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
-                          for w in a.warmup[:3])
-        x = setup_share(a)
-        out.append(f"the profile includes one-time set-up: first calls of {names}, "
-                   f"{share(x)} of {cold_start.setup_span(a)}; warm up before profiling")
+        out.append(setup_caveat(a, setup_share(a), cold_start.setup_span(a)))
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
 def _health_knows_why_no_gpu(a: Caveated) -> bool:

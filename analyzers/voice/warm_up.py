@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.module_loading import context_call, context_created_inside, eager_loading_helps
-from tracetriage.analyzers.model.units import duration_ns, integer, share
+from tracetriage.analyzers.model.units import duration_ns, duration_us, integer, share
 from tracetriage.analyzers.model.verdicts import Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
@@ -139,3 +139,17 @@ def _ops_unrecorded(a: Analysis) -> bool:
 def _setup_share(lv) -> str:
     """The set-up a warm-up's replay takes out, as a share of the span (its because)."""
     return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))
+
+
+def setup_caveat(a: Analysis, x: float, span: str) -> str:
+    """The Caveat on one-time set-up: its first calls, and the context the window creates, which the share `x` (of
+    `span`) counts too: named, or the calls listed would seem to make up the share alone (mm_a100_setup: 29 ms of
+    first calls beside "98% of the traced span", 168.5 ms of it the context)."""
+    names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
+                      + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
+                      for w in a.warmup[:3])
+    ctx = context_call(a.trace) if getattr(a, "trace", None) is not None else None   # (a diff's Side has none)
+    if ctx is not None:
+        names += f", the CUDA context created by the window's first runtime call ({ctx[0]}) {duration_ns(ctx[1])}"
+    return (f"the profile includes one-time set-up: first calls of {names}, {share(x)} of {span}"
+            f"{' in all' if ctx is not None else ''}; warm up before profiling")
