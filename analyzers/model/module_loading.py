@@ -29,29 +29,28 @@ MODULE_CALLS = ("cuModuleLoad", "cuLibraryLoad", "cudaGetFuncBySymbol", "cuModul
 
 
 def _calls(trace: Trace) -> np.ndarray:
+    """The runtime and driver calls' rows, in the trace's order (none of the questions below needs them sorted)."""
+    return np.flatnonzero(any_of(trace.ev.cat, (RUNTIME, DRIVER)))
+
+
+def context_call(trace: Trace) -> tuple[str, int] | None:
+    """The call that created the context inside the window and how long it held the host (ns), else None (module
+    docstring)."""
+    calls = _calls(trace)
+    if not len(calls):
+        return None
     ev = trace.ev
-    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
-    return calls[np.argsort(ev.start[calls], kind="stable")]
+    first = int(calls[np.argmin(ev.start[calls])])    # the earliest call (the first row of the earliest, on a tie)
+    name = trace.names[int(ev.name[first])]
+    if rc.is_launch(name) or rc.is_copy(name) or (rc.is_sync(name) and name not in rc.ALLOCATOR_SYNC_CALLS):
+        return None
+    held = int(ev.end[first] - ev.start[first])
+    return (name, held) if held >= CONTEXT_FLOOR_NS else None
 
 
 def context_created_inside(trace: Trace) -> bool:
     """The trace's first runtime call creates the CUDA context (module docstring)."""
-    calls = _calls(trace)
-    if not len(calls):
-        return False
-    ev, first = trace.ev, int(calls[0])
-    name = trace.names[int(ev.name[first])]
-    if rc.is_launch(name) or rc.is_copy(name) or (rc.is_sync(name) and name not in rc.ALLOCATOR_SYNC_CALLS):
-        return False
-    return int(ev.end[first] - ev.start[first]) >= CONTEXT_FLOOR_NS
-
-
-def context_call(trace: Trace) -> tuple[str, int] | None:
-    """The call that created the context inside the window and how long it held the host (ns), else None."""
-    if not context_created_inside(trace):
-        return None
-    ev, first = trace.ev, int(_calls(trace)[0])
-    return trace.names[int(ev.name[first])], int(ev.end[first] - ev.start[first])
+    return context_call(trace) is not None
 
 
 def lazy_module_loads(trace: Trace) -> bool:
