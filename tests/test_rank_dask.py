@@ -172,6 +172,21 @@ def test_a_run_on_a_memory_filesystem_is_read_by_the_workers_and_judged_as_on_di
     assert on_disk["ranks"][0]["roofline"][0]["peak_tflops"] == 901.5
 
 
+def test_copying_a_remote_rank_leaves_another_reader_of_its_side_files_where_it_was(tmp_path):
+    # fsspec's memory filesystem hands every opener one shared file object: a copy that opened ceilings.json while
+    # another rank was reading it moved that reader to the end, and the other rank read an empty file
+    from tracetriage.analyzers.runs.sources import local_copy
+
+    url = f"memory://run-{uuid.uuid4().hex[:6]}"
+    mem = fsspec.filesystem("memory")
+    mem.pipe(f"{url}/rank0.json.gz", (DDP / "rank0.json.gz").read_bytes())
+    mem.pipe(f"{url}/ceilings.json", json.dumps(CEILINGS).encode())
+    with mem.open(f"{url}/ceilings.json", "rb") as other_rank:
+        with local_copy(RankSource(f"{url}/rank0.json.gz", "rank0.json.gz")) as (path, copied):
+            assert copied and json.loads(Path(path).with_name("ceilings.json").read_text()) == CEILINGS
+        assert json.loads(other_rank.read()) == CEILINGS
+
+
 @pytest.mark.slow
 def test_a_file_url_gives_the_answer_of_its_local_path_in_the_pool_and_on_a_cluster(threads, ddp_on_disk, cold):
     url = DDP.as_uri()

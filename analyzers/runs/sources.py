@@ -158,11 +158,15 @@ def _copy_with_side_files(fs, inner: str, tmp: str, shown: str) -> str:
         raise TraceError(f"cannot read {shown}: {e.strerror or e}") from None
     folder = inner.rstrip("/").rsplit("/", 1)[0]
     for side in _side_files(name):
+        # cat_file, not open: a side file is a few kB, and every rank of the run reads the same one at once; some
+        # filesystems hand each opener one shared file object (fsspec's memory filesystem does), so two ranks
+        # streaming it on two threads each read half, one of them nothing
         try:
-            with fs.open(f"{folder}/{side}", "rb") as src, open(os.path.join(tmp, side), "wb") as dst:
-                shutil.copyfileobj(src, dst, _COPY_CHUNK)
+            data = fs.cat_file(f"{folder}/{side}")
         except OSError:  # absent or unreadable: loading skips such a file beside a local trace too
-            pass
+            continue
+        with open(os.path.join(tmp, side), "wb") as dst:
+            dst.write(data)
     return path
 
 
