@@ -769,11 +769,20 @@ def _pays_setup(trace: Trace, lo: int, hi: int, later_from: int) -> bool:
     long_first = first[ev.end[first] - ev.start[first] >= SETUP_FIRST_FLOOR_NS]
     # the same op on the same shapes: a prefill's ops are slower than decode's on their own account
     key = ev.name.astype(np.int64) * (len(trace.shapes_raw) + 2) + (ev.shape.astype(np.int64) + 1)
-    for k in np.unique(key[long_first]):
-        again = later[key[later] == k]
-        mine = long_first[key[long_first] == k]
-        d = (ev.end[mine] - ev.start[mine]).max()
-        if len(again) and d >= SETUP_FIRST_CALL * max(float(np.median(ev.end[again] - ev.start[again])), 1.0):
+    if not len(long_first) or not len(later):
+        return False
+    # the later calls sorted by (key, duration) once: each first call's key finds its later calls' median by two
+    # binary searches, not a scan over every later op per key (a cold step holds hundreds of long first calls)
+    later_key, later_dur = key[later], ev.end[later] - ev.start[later]
+    order = np.lexsort((later_dur, later_key))
+    later_key, later_dur = later_key[order], later_dur[order]
+    first_key, first_dur = key[long_first], ev.end[long_first] - ev.start[long_first]
+    for k in np.unique(first_key):
+        lo, hi = np.searchsorted(later_key, k, "left"), np.searchsorted(later_key, k, "right")
+        if hi == lo:
+            continue
+        median = (float(later_dur[(lo + hi - 1) // 2]) + float(later_dur[(lo + hi) // 2])) / 2
+        if first_dur[first_key == k].max() >= SETUP_FIRST_CALL * max(median, 1.0):
             return True
     return False
 
