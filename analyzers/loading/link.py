@@ -3,8 +3,8 @@
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
 launches through cuLaunchKernelEx) <-> GPU activity by correlation, else (a ROCm/HIP trace: no correlation key at
 all) by an External id one call and one activity share (tracetriage.analyzers.loading.external_pairs); a
-CUDA-graph replay's activities <-> the ops that launched them at capture (tracetriage.analyzers.loading.graphs). An External id is
-trusted when its op encloses the call on the call's thread; where it names no op, or an
+CUDA-graph replay's activities <-> the ops that launched them at capture (tracetriage.analyzers.loading.graphs).
+An External id is trusted when its op encloses the call on the call's thread; where it names no op, or an
 op that does not enclose the call (torch 2.0/2.1 wrote the correlation id there), the
 call belongs to the innermost op around it on its thread (tracetriage.analyzers.loading.containment).
 What the links reveal about the file (GPU work with no launch call, External ids no op
