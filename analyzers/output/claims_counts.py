@@ -5,6 +5,8 @@
   (and the GPU span) give or take STEPS_FIT_TOLERANCE (19 steps of 77 ms said of a 775 ms span: every other
   "step" an empty window between two back-to-back syncs);
 - the optimizer's calls beside its launches are its steps (Optimizer.step ranges), not its steps and zero_grads;
+- the call sites said of a Time-line op ("10 HtoD from the `.to()` ..., 5 DtoH from the `.cpu()` ...") count no more
+  GPU activities than the op ran (hotspots[i].kernels): each activity is charged to one frame;
 - a memory-bound Regime states an intensity below the ridge it states, a compute-bound one at or above it (the
   average is over the ops of the verdict's bound: fresh8's ctr read "memory-bound ... 80 FLOP/byte against a
   fp32 ridge of 19.9", the FLOPs of a few GEMMs over every op's bytes).
@@ -52,7 +54,21 @@ def regime_intensity_on_its_side(said, out: dict) -> list[str]:
     return [f"a {regime}-bound Regime states its ops average {c['said']} FLOP/byte against a ridge of {ridge:.3g}"]
 
 
+def sites_within_their_op(said, out: dict) -> list[str]:
+    """The counts claimed as time.sites.I add up to no more than hotspots[I].kernels."""
+    if said is None:
+        return []
+    sums: dict[int, float] = {}
+    for c in said.under("time.sites."):
+        i = int(c["key"].rsplit(".", 1)[1])
+        sums[i] = sums.get(i, 0.0) + c["value"]
+    hot = out.get("hotspots") or []
+    return [f"the Time line's call sites of {hot[i]['name'] if i < len(hot) else f'op {i}'} count {n:.0f} GPU "
+            f"activities, more than the {hot[i]['kernels'] if i < len(hot) else 0} it ran"
+            for i, n in sorted(sums.items()) if i >= len(hot) or n > (hot[i].get("kernels") or 0)]
+
+
 def count_relations(said, out: dict, lines: list[str]) -> list[str]:
     """Every relation of this module, for claims.check."""
     return (steps_fit_the_span(out) + optimizer_calls_are_its_steps(out)
-            + regime_intensity_on_its_side(said, out))
+            + regime_intensity_on_its_side(said, out) + sites_within_their_op(said, out))

@@ -30,6 +30,7 @@ from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
+from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
@@ -59,7 +60,7 @@ from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
-from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
+from tracetriage.analyzers.voice.sources import fused_words, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
@@ -571,7 +572,7 @@ def five_lines(a: Analysis) -> list[str]:
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
-                    f"{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
+                    f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
@@ -605,11 +606,11 @@ def _mostly(a: Analysis) -> str:
     return most + few_large_gaps(a)
 
 
-def _hotspot_more(a: Analysis, name: str) -> str:
-    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
+def _hotspot_more(a: Analysis, name: str, index: int = -1) -> str:
+    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frames that launched it (`index`:
+    its place among the device hotspots, whose call sites are said each; -1, a host hotspot: its largest)."""
     fk = a.fused_kernels.get(name)
-    src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
-    return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
+    return (f"; {fused_words(fk)}" if fk else "") + hotspot_sites(a, name, index)
 
 
 def _idle_source(a: Analysis) -> str:
