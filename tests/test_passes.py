@@ -61,3 +61,12 @@ def test_a_forward_run_once_stays_one_pass(tmp_path):
 def test_two_unranged_forwards_are_two_passes_with_no_range_named(tmp_path):
     out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", _forwards(2, ranged=False))))
     assert "2 passes of one op sequence, too few to read as steps" in out["lines"][0]
+
+
+def test_the_headroom_says_the_span_it_is_a_share_of_and_stays_within_half_the_kernels(tmp_path):
+    out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", _forwards(2))))
+    nx = out["lines"][4]
+    assert "if every kernel took half as long the traced span (host and GPU) would fall 50%, 76.4 ms → 38.3 ms" in nx
+    assert claims.check(out) == []
+    out["kernel_busy_us"] = 40_000.0     # halving 40 ms of kernels cannot save 38 ms
+    assert claims.check(out) == ["halving every kernel is said to save 38.1 ms, more than half the kernels' 40.0 ms"]

@@ -115,6 +115,14 @@ def baseline_words(a: Analysis) -> str:
     return f"the range's {duration_ns(a.span_ns)} span" if a.range_filter else "the traced span (host and GPU)"
 
 
+def _headroom_fall(a: Analysis, h) -> str:
+    """'the traced span (host and GPU) would fall 27%, 114.1 ms → 83.1 ms': the span the share is of, said."""
+    fall = h.saving_ns / h.baseline_ns
+    return (f"{baseline_words(a)} would fall {claim('next.headroom.saving', fall, share(fall))}, "
+            f"{claim('next.headroom.baseline_us', h.baseline_ns / 1e3, duration_ns(h.baseline_ns))} → "
+            f"{duration_ns(h.baseline_ns - h.saving_ns)}")
+
+
 def predicted(c, a: Analysis | None = None) -> str:
     """A what-if lever's prediction on its own baseline, named: '−24% of the traced span (host and GPU),
     31.8 ms → 24.1 ms' (claims next.saving, next.baseline_us, next.predicted_us)."""
@@ -190,16 +198,11 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                                                     Experiment.MIXED_PRECISION):
         pass    # the bound is unmeasured, or mixed precision changes more than the kernels' time by two
     elif nx.headroom is not None and nx.lever is None:    # the regime's advice: the headroom is its bound
-        h = nx.headroom
-        fall = h.saving_ns / h.baseline_ns
-        out["why"] += (f"; a bound, not a prediction: if every kernel took half as long the span would fall "
-                       f"{claim('next.headroom.saving', fall, share(fall))}")
+        out["why"] += f"; a bound, not a prediction: if every kernel took half as long {_headroom_fall(a, nx.headroom)}"
     elif nx.headroom is not None:
         h = nx.headroom
-        fall = h.saving_ns / h.baseline_ns
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long the span would fall {claim('next.headroom.saving', fall, share(fall))}, which needs "
-                       f"{_headroom_needs(a)}")
+                       f"long {_headroom_fall(a, h)}, which needs {_headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
