@@ -70,3 +70,10 @@ def test_the_headroom_says_the_span_it_is_a_share_of_and_stays_within_half_the_k
     assert claims.check(out) == []
     out["kernel_busy_us"] = 40_000.0     # halving 40 ms of kernels cannot save 38 ms
     assert claims.check(out) == ["halving every kernel is said to save 38.1 ms, more than half the kernels' 40.0 ms"]
+
+
+def test_three_copies_of_one_sequence_are_left_to_the_step_search(tmp_path):
+    """As often as a loop's unit, the copies were weighed by the step search, which found no step's mark in them: the
+    pass-of-layers word stands (a model of nothing but identical layers)."""
+    out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", _forwards(3, ranged=False))))
+    assert "passes" not in out["lines"][0]

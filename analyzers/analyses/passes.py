@@ -7,11 +7,12 @@ that do repeat (the projections, cut at each aten::matmul) hold no mark of a ste
 pass" whose repeats are its layers, beside a Time line whose range holds half the GPU time once.
 
 What any trace of it shows: its top-level ops, from the first to the last that is an op (a closing
-torch.cuda.synchronize() left out), are K >= 2 copies of one sequence, name for name. A range of the user's that
-holds exactly one copy's ops is named with it.
-What would make it fire falsely: a pass whose first and second halves are alike by construction (an encoder and a
-decoder of identical layers with nothing between them) reads as two passes; its layers say the same either way, and
-no step is claimed from it.
+torch.cuda.synchronize() left out), are K copies of one sequence, name for name, 2 <= K < STEP_MIN_REPEATS. A range
+of the user's that holds exactly one copy's ops is named with it. K copies as often as a loop's unit were weighed by
+the step search already (a pass of nothing but identical layers: one pass, its layers).
+What would make it fire falsely: a pass whose first and second halves are alike by construction (two identical
+stacks of two different layers, with nothing between them) reads as two passes; no step is claimed from it either
+way.
 """
 from __future__ import annotations
 
@@ -38,8 +39,14 @@ def whole_passes(trace: Trace, rows: np.ndarray, torch_ranges: tuple[str, ...] =
     core = rows[op_rows[0]: op_rows[-1] + 1]
     tok = ev.name[core]
     n = len(tok)
+    from tracetriage.analyzers.analyses.steps import STEP_MIN_REPEATS  # (steps imports this module)
+
     for p in range(1, n // 2 + 1):
         if n % p == 0 and np.array_equal(tok, np.tile(tok[:p], n // p)):
+            # as often as a loop's unit: the step search weighed those units already and found no step's mark in
+            # them (a pass of identical layers and nothing else): its word stands
+            if n // p >= STEP_MIN_REPEATS:
+                return None
             return Passes(n // p, _range_of_one(trace, core, p, torch_ranges))
     return None
 
