@@ -30,8 +30,9 @@ class Passes:
     range_name: str | None     # a user's range that holds exactly one of them, else None
 
 
-def whole_passes(trace: Trace, rows: np.ndarray, torch_ranges: tuple[str, ...] = ()) -> Passes | None:
-    """The trace's top-level ops (rows, in time order) as K >= 2 copies of one sequence (module docstring)."""
+def whole_passes(trace: Trace, rows: np.ndarray, torch_ranges: tuple[str, ...], loop_repeats: int) -> Passes | None:
+    """The trace's top-level ops (rows, in time order) as K copies of one sequence, 2 <= K < loop_repeats (the step
+    search's STEP_MIN_REPEATS: module docstring)."""
     ev = trace.ev
     op_rows = np.flatnonzero(ev.cat[rows] == CPU_OP)
     if len(op_rows) < 2:
@@ -39,13 +40,11 @@ def whole_passes(trace: Trace, rows: np.ndarray, torch_ranges: tuple[str, ...] =
     core = rows[op_rows[0]: op_rows[-1] + 1]
     tok = ev.name[core]
     n = len(tok)
-    from tracetriage.analyzers.analyses.steps import STEP_MIN_REPEATS  # (steps imports this module)
-
     for p in range(1, n // 2 + 1):
         if n % p == 0 and np.array_equal(tok, np.tile(tok[:p], n // p)):
             # as often as a loop's unit: the step search weighed those units already and found no step's mark in
             # them (a pass of identical layers and nothing else): its word stands
-            if n // p >= STEP_MIN_REPEATS:
+            if n // p >= loop_repeats:
                 return None
             return Passes(n // p, _range_of_one(trace, core, p, torch_ranges))
     return None

@@ -231,7 +231,7 @@ class Steps:
     why_none: NoSteps | None = None
     repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
-    passes: Passes | None = None       # why_none ONE_PASS: whole copies of one op sequence (analyses.passes)
+    passes: Passes | None = None       # ... and the whole copies of one op sequence, if so (analyses.passes)
     model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
     cut_off: tuple[tuple[str, int], ...] = ()   # ProfilerStep ranges left out as the profiler's stub or a fragment
                                                 # its start or stop cut (analyses.profiler_steps): name, wall
@@ -543,7 +543,7 @@ def search(trace: Trace) -> Steps | tuple[tuple, dict]:
         c = _choose(cuts)[0]
         why = NoSteps.UNMARKED_LOOP if marks.any() and _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name],
-                     passes=whole_passes(trace, rows, TORCH_RANGE_PREFIXES) if why is NoSteps.ONE_PASS else None)
+                     passes=whole_passes(trace, rows, TORCH_RANGE_PREFIXES, STEP_MIN_REPEATS))
     silent = np.append(gpu_ns == 0, True)   # per token: it launched no kernel time (a sync, a poll)
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok, silent)
     pos = one_per_run(pos, boundary in (Boundary.AFTER_SYNC, Boundary.AFTER_OPTIMIZER), silent)
