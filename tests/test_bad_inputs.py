@@ -232,7 +232,8 @@ def test_a_number_beyond_float_range_drops_only_its_event(tmp_path):
 
 def test_ids_beyond_int64_do_not_crash_the_loader(tmp_path):
     doc = good_doc(10)
-    doc["traceEvents"][2]["args"]["correlation"] = 10 ** 30   # a kernel: now unlinked
+    doc["traceEvents"][2]["args"]["correlation"] = 10 ** 30   # a kernel: now unlinked (its External id too: by the
+    doc["traceEvents"][2]["args"]["External id"] = 10 ** 30   # one it shares with its call alone, it would link)
     doc["traceEvents"][5]["pid"] = 10 ** 30                    # an op on a thread of its own
     trace = load(kf.write(tmp_path / "big-ids.json", doc), use_cache=False)
     assert len(trace.ev) == 30 and trace.caveats[0] == Caveat("unlinked_gpu", 1, 10)
@@ -241,8 +242,8 @@ def test_ids_beyond_int64_do_not_crash_the_loader(tmp_path):
 def test_missing_correlation_counts_the_unlinked_idle_as_other_with_a_caveat(tmp_path, capsys):
     doc = good_doc(20)
     for e in doc["traceEvents"]:
-        if e.get("cat") == "kernel":
-            del e["args"]["correlation"]
+        if e.get("cat") == "kernel":   # neither key links it (an External id its call alone shares would)
+            del e["args"]["correlation"], e["args"]["External id"]
     path = kf.write(tmp_path / "nocorr.json", doc)
     code, out, _ = report(capsys, path)
     assert code == 0
@@ -255,8 +256,8 @@ def test_missing_correlation_counts_the_unlinked_idle_as_other_with_a_caveat(tmp
 def test_an_unlinked_trace_is_not_told_to_move_fewer_bytes_because_of_0_percent(tmp_path):
     doc = good_doc(20)
     for e in doc["traceEvents"]:
-        if e.get("cat") == "kernel":
-            del e["args"]["correlation"]
+        if e.get("cat") == "kernel":   # neither key links it (an External id its call alone shares would)
+            del e["args"]["correlation"], e["args"]["External id"]
     a = analyze_trace(load(kf.write(tmp_path / "nocorr.json", doc), use_cache=False))
     assert a.verdict.memory_us == 0
     assert "because 0% of kernel time" not in five_lines(a)[4], five_lines(a)[4]

@@ -38,6 +38,7 @@ from tracetriage.analyzers.analyses import model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.last_trace import last_trace
 from tracetriage.analyzers.analyses.layers import alike_inside
+from tracetriage.analyzers.analyses.passes import Passes, whole_passes
 from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
@@ -66,22 +67,19 @@ STEP_MIN_REPEATS = 3        # a unit seen fewer times is no loop
 ALIKE_LENGTH = 0.2          # a unit this much longer than the common one is two steps when it begins with it
 COVER_TIE = 0.05            # cuts this close in cover: the one with more units is the step
 OP_TIE_TIME = 0.5           # ... or this close in ops while holding half the time the best cut holds
-LOOP_COVER = 0.3            # the regular units hold at least a third of the traced host time, of its ops, or of
-                            # its kernel time (a first prefill can hold half of a short generate trace)
+LOOP_COVER = 0.3            # regular units hold a third of host time, ops or kernel time (a first prefill: half)
 OUTLIER_RATIO = 1.5         # a step this many times the median step is the outlier worth naming
 SETUP_RATIO = 1.5           # the first step this many times the median, with set-up inside it, is kept apart
 SETUP_MIN_STEADY = 1        # ... where at least this many steps remain to be the steady ones
 SETUP_FIRST_CALL = 10       # an op whose first call lasts this many times its later calls is paying set-up
 SETUP_FIRST_FLOOR_NS = 1_000_000   # ... and for at least 1 ms
-OUTLIER_SHARE = 0.02        # ... and its extra time is at least 2% of the steps' summed walls (not noise on 1,000
-                            # tiny steps)
+OUTLIER_SHARE = 0.02        # ... and its extra time is 2% of the steps' summed walls (not noise on 1,000 tiny steps)
 OUTLIER_CAUSE_SHARE = 0.5   # the cause named holds at least half of the outlier's extra wall time
 
 # API calls that are set-up whatever their length: allocation, module loading, graph capture.
 SETUP_CALL_PREFIXES = ("cudaMalloc", "cuMemAlloc", "cudaGraphInstantiate", "cuGraphInstantiate",
-                       "cudaStreamBeginCapture", "cuModuleLoad", "cuLibraryLoad", "cudaStreamCreate",
-                       "hipMalloc", "hipGraphInstantiate", "hipStreamBeginCapture", "hipModuleLoad",
-                       "hipStreamCreate")
+                       "cudaStreamBeginCapture", "cuModuleLoad", "cuLibraryLoad", "cudaStreamCreate", "hipMalloc",
+                       "hipGraphInstantiate", "hipStreamBeginCapture", "hipModuleLoad", "hipStreamCreate")
 # Calls in SYNC_CALLS that end no step: the allocator's implicit syncs, and polls that return at once.
 NOT_A_STEP_END = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost", "cudaStreamQuery",
                             "hipStreamQuery"})
@@ -233,6 +231,7 @@ class Steps:
     why_none: NoSteps | None = None
     repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
+    passes: Passes | None = None       # ... and the whole copies of one op sequence, if so (analyses.passes)
     model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
     cut_off: tuple[tuple[str, int], ...] = ()   # ProfilerStep ranges left out as the profiler's stub or a fragment
                                                 # its start or stop cut (analyses.profiler_steps): name, wall
@@ -543,7 +542,8 @@ def search(trace: Trace) -> Steps | tuple[tuple, dict]:
     if cut is None:
         c = _choose(cuts)[0]
         why = NoSteps.UNMARKED_LOOP if marks.any() and _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
-        return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name])
+        return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name],
+                     passes=whole_passes(trace, rows, TORCH_RANGE_PREFIXES, STEP_MIN_REPEATS))
     silent = np.append(gpu_ns == 0, True)   # per token: it launched no kernel time (a sync, a poll)
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok, silent)
     pos = one_per_run(pos, boundary in (Boundary.AFTER_SYNC, Boundary.AFTER_OPTIMIZER), silent)

@@ -1,9 +1,10 @@
 """Link the events: the fourth step of loading, which makes the finished Trace.
 
 cpu_op <-> launch call by External id; launch call (runtime *or* driver API: cuBLAS
-launches through cuLaunchKernelEx) <-> GPU activity by correlation; a CUDA-graph replay's
-activities <-> the ops that launched them at capture (tracetriage.analyzers.loading.graphs). An External id is
-trusted when its op encloses the call on the call's thread; where it names no op, or an
+launches through cuLaunchKernelEx) <-> GPU activity by correlation, else (a ROCm/HIP trace: no correlation key at
+all) by an External id one call and one activity share (tracetriage.analyzers.loading.external_pairs); a
+CUDA-graph replay's activities <-> the ops that launched them at capture (tracetriage.analyzers.loading.graphs).
+An External id is trusted when its op encloses the call on the call's thread; where it names no op, or an
 op that does not enclose the call (torch 2.0/2.1 wrote the correlation id there), the
 call belongs to the innermost op around it on its thread (tracetriage.analyzers.loading.containment).
 What the links reveal about the file (GPU work with no launch call, External ids no op
@@ -17,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from tracetriage.analyzers.loading.containment import innermost_enclosing
+from tracetriage.analyzers.loading.external_pairs import pair_by_external_id
 from tracetriage.analyzers.loading.graphs import join as join_graph_replays
 from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import (
@@ -56,6 +58,7 @@ def link(a: Tables) -> Trace:
     calls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS) & (ev.corr != NONE))
     gpu = np.flatnonzero(any_of(ev.cat, GPU_CATS))
     launch_of[gpu] = _match(ev.corr[gpu], ev.corr[calls], calls)
+    pair_by_external_id(ev, gpu, np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS)), launch_of)
     allcalls = np.flatnonzero(any_of(ev.cat, HOST_CALL_CATS))
     op_of[allcalls], by_time = _ops_of_calls(ev, allcalls)
     caveats = list(a.caveats) + _link_caveats(ev, a.names, gpu, allcalls, launch_of, op_of, by_time)

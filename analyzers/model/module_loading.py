@@ -69,6 +69,15 @@ def lazy_module_loads(trace: Trace) -> bool:
     return bool(((launch | module) & (dur - warm >= LAZY_FLOOR_NS)).any())
 
 
+def eager_loading_knob(trace: Trace) -> str:
+    """The environment variable that loads every kernel module when the context is created, in the trace's runtime:
+    a ROCm/HIP trace (its runtime calls are hip*) defers code-object loading under HIP_ENABLE_DEFERRED_LOADING
+    (on by default), CUDA under CUDA_MODULE_LOADING (LAZY by default since CUDA 11.7)."""
+    calls = _calls(trace)
+    hip = any(trace.names[int(n)].startswith("hip") for n in np.unique(trace.ev.name[calls]).tolist())
+    return "HIP_ENABLE_DEFERRED_LOADING=0" if hip else "CUDA_MODULE_LOADING=EAGER"
+
+
 def eager_loading_helps(trace: Trace) -> bool:
     """CUDA_MODULE_LOADING=EAGER takes set-up out of this window: lazy module loads, the context already up."""
     return lazy_module_loads(trace) and not context_created_inside(trace)

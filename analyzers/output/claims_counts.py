@@ -5,6 +5,11 @@
   (and the GPU span) give or take STEPS_FIT_TOLERANCE (19 steps of 77 ms said of a 775 ms span: every other
   "step" an empty window between two back-to-back syncs);
 - the optimizer's calls beside its launches are its steps (Optimizer.step ranges), not its steps and zero_grads;
+- the call sites said of a Time-line op ("10 HtoD from the `.to()` ..., 5 DtoH from the `.cpu()` ...") count no more
+  GPU activities than the op ran (hotspots[i].kernels): each activity is charged to one frame;
+- the headroom of faster kernels ("if every kernel took half as long the traced span (host and GPU) would fall 27%,
+  114.1 ms → 83.1 ms") saves no more than half the kernels' busy time: only kernel time shrinks (heldout-user13 arc
+  said "the span would fall 27%" of a 78.6 ms GPU span, of which the 114.1 ms traced span was the base);
 - a memory-bound Regime states an intensity below the ridge it states, a compute-bound one at or above it (the
   average is over the ops of the verdict's bound: fresh8's ctr read "memory-bound ... 80 FLOP/byte against a
   fp32 ridge of 19.9", the FLOPs of a few GEMMs over every op's bytes).
@@ -52,7 +57,33 @@ def regime_intensity_on_its_side(said, out: dict) -> list[str]:
     return [f"a {regime}-bound Regime states its ops average {c['said']} FLOP/byte against a ridge of {ridge:.3g}"]
 
 
+def sites_within_their_op(said, out: dict) -> list[str]:
+    """The counts claimed as time.sites.I add up to no more than hotspots[I].kernels."""
+    if said is None:
+        return []
+    sums: dict[int, float] = {}
+    for c in said.under("time.sites."):
+        i = int(c["key"].rsplit(".", 1)[1])
+        sums[i] = sums.get(i, 0.0) + c["value"]
+    hot = out.get("hotspots") or []
+    return [f"the Time line's call sites of {hot[i]['name'] if i < len(hot) else f'op {i}'} count {n:.0f} GPU "
+            f"activities, more than the {hot[i]['kernels'] if i < len(hot) else 0} it ran"
+            for i, n in sorted(sums.items()) if i >= len(hot) or n > (hot[i].get("kernels") or 0)]
+
+
+def headroom_within_half_the_kernels(said, out: dict) -> list[str]:
+    """next.headroom.saving x next.headroom.baseline_us <= kernel_busy_us / 2 (a microsecond of rounding aside)."""
+    fall = said.value("next.headroom.saving") if said is not None else None
+    base = said.value("next.headroom.baseline_us") if said is not None else None
+    busy = out.get("kernel_busy_us") or 0.0
+    if fall is None or base is None or fall * base <= busy / 2 + 1.0:
+        return []
+    return [f"halving every kernel is said to save {fall * base / 1e3:.1f} ms, more than half the kernels' "
+            f"{busy / 1e3:.1f} ms"]
+
+
 def count_relations(said, out: dict, lines: list[str]) -> list[str]:
     """Every relation of this module, for claims.check."""
     return (steps_fit_the_span(out) + optimizer_calls_are_its_steps(out)
-            + regime_intensity_on_its_side(said, out))
+            + regime_intensity_on_its_side(said, out) + sites_within_their_op(said, out)
+            + headroom_within_half_the_kernels(said, out))

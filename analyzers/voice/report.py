@@ -30,6 +30,7 @@ from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
+from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
@@ -59,7 +60,7 @@ from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.said import claim, kept_as
-from tracetriage.analyzers.voice.sources import fused_words, hotspot_source, source_clause
+from tracetriage.analyzers.voice.sources import fused_words, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
@@ -112,6 +113,14 @@ def baseline_words(a: Analysis) -> str:
     span leaves out host work before the first and after the last GPU activity), or, for `--range`, the
     range's own span, the one the Measured line gives."""
     return f"the range's {duration_ns(a.span_ns)} span" if a.range_filter else "the traced span (host and GPU)"
+
+
+def _headroom_fall(a: Analysis, h) -> str:
+    """'the traced span (host and GPU) would fall 27%, 114.1 ms → 83.1 ms': the span the share is of, said."""
+    fall = h.saving_ns / h.baseline_ns
+    return (f"{baseline_words(a)} would fall {claim('next.headroom.saving', fall, share(fall))}, "
+            f"{claim('next.headroom.baseline_us', h.baseline_ns / 1e3, duration_ns(h.baseline_ns))} → "
+            f"{duration_ns(h.baseline_ns - h.saving_ns)}")
 
 
 def predicted(c, a: Analysis | None = None) -> str:
@@ -189,16 +198,11 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                                                     Experiment.MIXED_PRECISION):
         pass    # the bound is unmeasured, or mixed precision changes more than the kernels' time by two
     elif nx.headroom is not None and nx.lever is None:    # the regime's advice: the headroom is its bound
-        h = nx.headroom
-        fall = h.saving_ns / h.baseline_ns
-        out["why"] += (f"; a bound, not a prediction: if every kernel took half as long the span would fall "
-                       f"{claim('next.headroom.saving', fall, share(fall))}")
+        out["why"] += f"; a bound, not a prediction: if every kernel took half as long {_headroom_fall(a, nx.headroom)}"
     elif nx.headroom is not None:
         h = nx.headroom
-        fall = h.saving_ns / h.baseline_ns
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long the span would fall {claim('next.headroom.saving', fall, share(fall))}, which needs "
-                       f"{_headroom_needs(a)}")
+                       f"long {_headroom_fall(a, h)}, which needs {_headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
@@ -571,7 +575,7 @@ def five_lines(a: Analysis) -> list[str]:
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
-                    f"{_hotspot_more(a, h.name)})" for h in a.hotspots[:3])
+                    f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
     named = a.named_ranges
     if named and not a.range_filter:
@@ -605,11 +609,11 @@ def _mostly(a: Analysis) -> str:
     return most + few_large_gaps(a)
 
 
-def _hotspot_more(a: Analysis, name: str) -> str:
-    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frame that launched it."""
+def _hotspot_more(a: Analysis, name: str, index: int = -1) -> str:
+    """After a hotspot's calls: the ops an Inductor kernel fused, and the user's frames that launched it (`index`:
+    its place among the device hotspots, whose call sites are said each; -1, a host hotspot: its largest)."""
     fk = a.fused_kernels.get(name)
-    src = a.source_lines.hotspots.get(name, ()) if a.source_lines else ()
-    return (f"; {fused_words(fk)}" if fk else "") + (f";{hotspot_source(src)}" if src else "")
+    return (f"; {fused_words(fk)}" if fk else "") + hotspot_sites(a, name, index)
 
 
 def _idle_source(a: Analysis) -> str:

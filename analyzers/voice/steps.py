@@ -77,6 +77,12 @@ def steps_clause(st) -> str:
     if st is None:
         return ""
     if not st.found:
+        passes = getattr(st, "passes", None)
+        if st.why_none is not None and st.why_none.value == "one_pass" and passes is not None:
+            # the same op sequence run whole K times, too few for a loop (analyses.passes): its passes, not one
+            held = f", one under {passes.range_name}" if passes.range_name else ""
+            return (f"; no repeated steps: {integer(passes.count)} passes of one op sequence{held}, too few to "
+                    "read as steps")
         if st.why_none is not None and st.why_none.value == "one_pass":
             return (f"; no repeated steps: one pass (its {count(st.repeats, 'repeat')} of one op sequence, from "
                     f"{st.repeat_op}, are layers of it, not steps)")

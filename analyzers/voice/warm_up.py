@@ -5,7 +5,12 @@ still idle most of each (graph breaks named where each step enters several compi
 from __future__ import annotations
 
 from tracetriage.analyzers.model.health import Problem as HealthProblem
-from tracetriage.analyzers.model.module_loading import context_call, context_created_inside, eager_loading_helps
+from tracetriage.analyzers.model.module_loading import (
+    context_call,
+    context_created_inside,
+    eager_loading_helps,
+    eager_loading_knob,
+)
 from tracetriage.analyzers.model.units import duration_ns, duration_us, integer, share
 from tracetriage.analyzers.model.verdicts import Construct
 from tracetriage.analyzers.voice.analysis import Analysis
@@ -31,7 +36,7 @@ def warmup_advice(a: Analysis) -> str:
         return FIRST_COMPILE_WARMUP
     # eager loading only where the set-up is lazy module loads with the context already up: it loads every module
     # as the context is created, so a context created inside the window only grows (model.module_loading)
-    eager = (", or CUDA_MODULE_LOADING=EAGER to load every kernel up front" if eager_loading_helps(a.trace) else
+    eager = (f", or {eager_loading_knob(a.trace)} to load every kernel up front" if eager_loading_helps(a.trace) else
              ", or create the CUDA context and run each op once before profiling"
              if context_created_inside(a.trace) else "")
     return ("warm up first (run a few steps before the profiler starts: torch.profiler.schedule(wait=1, warmup=2, "

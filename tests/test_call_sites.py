@@ -1,0 +1,70 @@
+"""A Time-line op whose device time comes from call sites that do different things says each (call_sites): one
+aten::copy_ runs a `.to("cuda")`'s host-to-device copies and a `.cpu()`'s device-to-host copies, two fixes; naming
+the `.to()` for all of them hid the second. One call site (or a second too small to matter) keeps the short form."""
+import claim_traces
+import kineto_factory as kf
+from kineto_factory import call, document, gpu, op
+from other_peoples_traces import MS, US, with_device
+from tracetriage.analyzers.output import claims, serialize
+from tracetriage.analyzers.triage.report import analyze_file
+
+
+def _copies_from_two_sites(steps: int = 5, d2h_ns: int = 1_600 * US) -> dict:
+    """Each step, in `test_func` (bench.py:3): two `torch.ones(N).to("cuda")` (a 2 ms pageable HtoD each), one mm,
+    and `(a @ b).cpu()` (a DtoH of d2h_ns), all under with_stack frames."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    tid = kf.TID
+    for _ in range(steps):
+        t0 = t
+        for _k in range(2):
+            ev.append(claim_traces.python_frame("<built-in method to of Tensor object at 0x7f00>", t, t + 2100 * US,
+                                                tid=tid))
+            ev += [op("aten::copy_", t + 5 * US, t + 2090 * US, ext),
+                   call("cudaMemcpyAsync", t + 10 * US, t + 2080 * US, corr, ext),
+                   gpu("Memcpy HtoD (Pageable -> Device)", t + 30 * US, t + 2030 * US, corr, cat="gpu_memcpy",
+                       bytes=4_194_304)]
+            t, ext, corr = t + 2200 * US, ext + 1, corr + 1
+        ev.append(claim_traces.python_frame("<built-in function matmul>", t, t + 40 * US, tid=tid))
+        ev += [op("aten::mm", t + 2 * US, t + 30 * US, ext),
+               call("cudaLaunchKernel", t + 5 * US, t + 12 * US, corr, ext),
+               gpu("ampere_sgemm_128x64_nn", t + 15 * US, t + 250 * US, corr)]
+        t, ext, corr = t + 300 * US, ext + 1, corr + 1
+        ev.append(claim_traces.python_frame("<built-in method cpu of Tensor object at 0x7f01>", t,
+                                            t + d2h_ns + 200 * US, tid=tid))
+        ev += [op("aten::copy_", t + 5 * US, t + d2h_ns + 150 * US, ext),
+               call("cudaMemcpyAsync", t + 10 * US, t + d2h_ns + 120 * US, corr, ext),
+               gpu("Memcpy DtoH (Device -> Pageable)", t + 60 * US, t + 60 * US + d2h_ns, corr, cat="gpu_memcpy",
+                   bytes=4_194_304)]
+        t, ext, corr = t + d2h_ns + 300 * US, ext + 1, corr + 1
+        ev.append(claim_traces.python_frame("bench.py(3): test_func", t0 - 10 * US, t - 20 * US, tid=tid))
+        ev.append(call("cudaDeviceSynchronize", t - 15 * US, t - 5 * US, corr, None))
+        corr += 1
+        t += 1 * MS
+    return with_device(document(ev), "NVIDIA A100-PCIE-40GB")
+
+
+def _time_line(tmp_path, doc):
+    out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", doc)))
+    return out, out["lines"][1]
+
+
+def test_copies_from_a_to_and_a_cpu_are_said_by_direction_and_call_site(tmp_path):
+    out, time = _time_line(tmp_path, _copies_from_two_sites())
+    assert "aten::copy_" in time
+    assert ("10 HtoD from the `.to()` in `test_func` (bench.py:3), 5 DtoH from the `.cpu()` in `test_func` "
+            "(bench.py:3)") in time
+    assert claims.check(out) == []
+
+
+def test_a_call_site_with_a_sliver_of_the_time_is_not_named(tmp_path):
+    out, time = _time_line(tmp_path, _copies_from_two_sites(d2h_ns=20 * US))
+    assert "from the `.to()` in `test_func` (bench.py:3)" in time
+    assert "DtoH" not in time and "HtoD" not in time
+    assert claims.check(out) == []
+
+
+def test_the_sites_said_cannot_count_more_copies_than_the_op_ran(tmp_path):
+    out, _ = _time_line(tmp_path, _copies_from_two_sites())
+    out["hotspots"][0]["kernels"] = 12
+    assert claims.check(out) == ["the Time line's call sites of aten::copy_ count 15 GPU activities, more than the 12 "
+                                 "it ran"]
