@@ -43,6 +43,7 @@ from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
 from tracetriage.analyzers.analyses.step_runs import marked_share, one_per_run
+from tracetriage.analyzers.analyses.step_setup import pays_setup
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
@@ -56,7 +57,6 @@ from tracetriage.analyzers.model.trace import (
     KERNEL,
     MEMCPY,
     NONE,
-    PYTHON,
     RUNTIME,
     USER_ANNOTATION,
     Trace,
@@ -71,15 +71,9 @@ LOOP_COVER = 0.3            # regular units hold a third of host time, ops or ke
 OUTLIER_RATIO = 1.5         # a step this many times the median step is the outlier worth naming
 SETUP_RATIO = 1.5           # the first step this many times the median, with set-up inside it, is kept apart
 SETUP_MIN_STEADY = 1        # ... where at least this many steps remain to be the steady ones
-SETUP_FIRST_CALL = 10       # an op whose first call lasts this many times its later calls is paying set-up
-SETUP_FIRST_FLOOR_NS = 1_000_000   # ... and for at least 1 ms
 OUTLIER_SHARE = 0.02        # ... and its extra time is 2% of the steps' summed walls (not noise on 1,000 tiny steps)
 OUTLIER_CAUSE_SHARE = 0.5   # the cause named holds at least half of the outlier's extra wall time
 
-# API calls that are set-up whatever their length: allocation, module loading, graph capture.
-SETUP_CALL_PREFIXES = ("cudaMalloc", "cuMemAlloc", "cudaGraphInstantiate", "cuGraphInstantiate",
-                       "cudaStreamBeginCapture", "cuModuleLoad", "cuLibraryLoad", "cudaStreamCreate", "hipMalloc",
-                       "hipGraphInstantiate", "hipStreamBeginCapture", "hipModuleLoad", "hipStreamCreate")
 # Calls in SYNC_CALLS that end no step: the allocator's implicit syncs, and polls that return at once.
 NOT_A_STEP_END = frozenset({"cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost", "cudaStreamQuery",
                             "hipStreamQuery"})
@@ -741,7 +735,8 @@ def steady(steps) -> list[Step]:
 def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
     """The first steps are kept apart while each is far slower than the loop's median and pays set-up inside it:
     a set-up API call (allocation, module loading, graph capture), or an op whose first call on its shapes lasts
-    SETUP_FIRST_CALL times its later ones (lazy loading, cuBLAS handles, torch.compile's first call)."""
+    SETUP_FIRST_CALL times its later ones (lazy loading, cuBLAS handles, torch.compile's first call:
+    analyses.step_setup)."""
     if len(steps) < SETUP_MIN_STEADY + 1:
         return steps
     out = list(steps)
@@ -751,40 +746,11 @@ def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
             continue
         rest = steps[i + 1:]
         median = float(np.median([s.wall_ns for s in rest if s.regular] or [s.wall_ns for s in rest]))
-        if first.wall_ns < SETUP_RATIO * median or not _pays_setup(trace, first.start_ns, first.end_ns,
-                                                                   rest[0].start_ns):
+        if first.wall_ns < SETUP_RATIO * median or not pays_setup(trace, first.start_ns, first.end_ns,
+                                                                  rest[0].start_ns):
             break
         out[i] = Step(**{**first.__dict__, "setup": True})
     return out
-
-
-def _pays_setup(trace: Trace, lo: int, hi: int, later_from: int) -> bool:
-    ev = trace.ev
-    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)) & (ev.start >= lo) & (ev.start < hi))
-    if len(calls) and name_flags(trace, calls, lambda n: n.startswith(SETUP_CALL_PREFIXES)).any():
-        return True
-    ops = np.flatnonzero(any_of(ev.cat, (CPU_OP, PYTHON)))
-    first = ops[(ev.start[ops] >= lo) & (ev.start[ops] < hi)]
-    later = ops[ev.start[ops] >= later_from]
-    long_first = first[ev.end[first] - ev.start[first] >= SETUP_FIRST_FLOOR_NS]
-    # the same op on the same shapes: a prefill's ops are slower than decode's on their own account
-    key = ev.name.astype(np.int64) * (len(trace.shapes_raw) + 2) + (ev.shape.astype(np.int64) + 1)
-    if not len(long_first) or not len(later):
-        return False
-    # the later calls sorted by (key, duration) once: each first call's key finds its later calls' median by two
-    # binary searches, not a scan over every later op per key (a cold step holds hundreds of long first calls)
-    later_key, later_dur = key[later], ev.end[later] - ev.start[later]
-    order = np.lexsort((later_dur, later_key))
-    later_key, later_dur = later_key[order], later_dur[order]
-    first_key, first_dur = key[long_first], ev.end[long_first] - ev.start[long_first]
-    for k in np.unique(first_key):
-        lo, hi = np.searchsorted(later_key, k, "left"), np.searchsorted(later_key, k, "right")
-        if hi == lo:
-            continue
-        median = (float(later_dur[(lo + hi - 1) // 2]) + float(later_dur[(lo + hi) // 2])) / 2
-        if first_dur[first_key == k].max() >= SETUP_FIRST_CALL * max(median, 1.0):
-            return True
-    return False
 
 
 # --- median, p90, max and the outlier ---------------------------------------------------------------
