@@ -4,10 +4,12 @@ glibc's malloc serves a large block (128 kB and up, a threshold it raises to at 
 with a fresh mmap, unmaps it when it is freed, and gives the top of its heap back to the kernel past a trim
 threshold; the kernel then zero-fills each 4 kB page of the next such block at its first touch, one minor page fault
 each. A test process analyses hundreds of traces one after another, each into columns of tens of MB, so it paid that
-again for every analysis: 5 fast files in one process, 2.28 M minor faults and 16.0 s of system time against
-1.64 M and 13.7 s with the settings below (54 against 52 CPU-s in all, max RSS 1.0 GB against 1.2 GB; run side by
-side, load 10-15). Only the test processes: a CLI, server or child process that a test starts keeps the allocator
-as users run it (the tests that read a process's memory or time read the product's own).
+again for every analysis. test_bad_inputs, test_native_scan, test_streamed_scan and test_other_peoples_traces in
+one process (`pytest -n0`), run side by side with and without the settings below, twice, load ~10: 1.38 M and 1.36 M
+minor faults against 0.62 M and 0.64 M; 10.3 and 10.0 s of system time against 4.9 and 5.7 s; 33.7 and 32.1 CPU-s
+in all against 27.5 and 27.7; max RSS 0.91 and 0.86 GB against 1.05 and 1.06 GB. Only the test processes: a CLI,
+server or child process that a test starts keeps the allocator as users run it (the tests that read a process's
+memory or time read the product's own).
 """
 from __future__ import annotations
 
