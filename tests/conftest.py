@@ -82,7 +82,11 @@ settings.load_profile("tracetriage")
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
 import bundled_analyses  # noqa: E402
+import freed_memory  # noqa: E402
 import module_coverage  # noqa: E402
+
+# freed arrays kept for the next ones in this process, not faulted in page by page again (tests/freed_memory.py)
+freed_memory.keep_freed_memory()
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # a worker per core: one intra-op thread each (more would oversubscribe the cores with spinning threads)
