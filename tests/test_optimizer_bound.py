@@ -146,3 +146,20 @@ def test_a_foreach_op_with_list_shapes_costs_its_lists_read_and_one_written():
     assert op_cost("aten::_foreach_lerp_", [[], [], []], ["TensorList", "TensorList", "Scalar"]) is None
     fused = op_cost("aten::_fused_adam_", [[[1024]]] * 5 + [[]], ["TensorList"] * 5 + ["Scalar"])
     assert fused.bytes == (5 + 4) * 1024 * 4     # param, grad, exp_avg, exp_avg_sq, steps read; all but grad written
+
+
+def _launch_evidence(gap_us: float, launch_us: float, queued: int = 0):
+    from tracetriage.analyzers.model.evidence import LaunchEvidence
+    from tracetriage.analyzers.model.verdicts import Cause
+
+    return LaunchEvidence(Cause.LAUNCH_OVERHEAD, gaps=100, total_us=100 * gap_us, median_gap_us=gap_us,
+                          max_gap_us=2 * gap_us, next_kernel_median_us=2.0, launch_call_median_us=launch_us,
+                          queued_gaps=queued, launching_ops=(), kernels=100, kernel_median_us=2.0)
+
+
+def test_launch_gaps_several_launch_calls_long_are_said_to_be_dispatch():
+    from tracetriage.analyzers.voice.common import evidence_phrase
+
+    assert "dispatch between launches" in evidence_phrase(_launch_evidence(39.0, 12.0))
+    assert "dispatch" not in evidence_phrase(_launch_evidence(20.0, 12.0))        # a launch and a little more
+    assert "dispatch" not in evidence_phrase(_launch_evidence(39.0, 12.0, queued=80))   # the device's own spacing
