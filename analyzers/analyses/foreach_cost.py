@@ -35,10 +35,8 @@ def is_multi_tensor(base: str) -> bool:
     return base.startswith(FOREACH) or base.startswith(FUSED_OPTIMIZER_OPS)
 
 
-def foreach_cost(base: str, args: list[Arg]):
-    """The op's cost (an OpCost of kind 'foreach': no fusion ledger chains it); Malformed where no list has shapes."""
-    from tracetriage.analyzers.analyses.opcost import OpCost
-
+def foreach_cost(base: str, args: list[Arg]) -> tuple[float, float, str, str]:
+    """The op's (flops, bytes, dtype, kind 'foreach': no fusion ledger chains it); Malformed without shapes."""
     lists = [a for a in args if a.kind == "tensorlist"]
     sizes = [sum(math.prod(d) for d in a.dims) for a in lists]
     if not lists or not sizes[0]:
@@ -48,9 +46,8 @@ def foreach_cost(base: str, args: list[Arg]):
         # the step's state lists (param, grad, exp_avg, exp_avg_sq, ...) are read and all but the grads written
         reads = sum(sizes)
         writes = reads - (sizes[1] if len(sizes) > 1 else 0)
-        return OpCost(float(FUSED_FLOPS * sizes[0]), float((reads + writes) * elem_bytes), ASSUMED_DTYPE,
-                      FOREACH_KIND)
+        return float(FUSED_FLOPS * sizes[0]), float((reads + writes) * elem_bytes), ASSUMED_DTYPE, FOREACH_KIND
     stem = base[len(FOREACH):].rstrip("_")
     flops = (2 if stem.startswith(_TWO_FLOPS) else 1) * sizes[0]
     # every list read once, the first list's shapes written once (in place or into a new list)
-    return OpCost(float(flops), float((sum(sizes) + sizes[0]) * elem_bytes), ASSUMED_DTYPE, FOREACH_KIND)
+    return float(flops), float((sum(sizes) + sizes[0]) * elem_bytes), ASSUMED_DTYPE, FOREACH_KIND

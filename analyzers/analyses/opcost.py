@@ -762,7 +762,7 @@ def fusible_kind_by_name(name: str) -> str | None:
 
 def _classify(base: str):
     if is_multi_tensor(base):
-        return foreach_cost
+        return lambda n, a: OpCost(*foreach_cost(n, a))
     if base in _MATMULS:
         return _MATMULS[base]
     if base in _ATTENTION:

@@ -27,7 +27,7 @@ import numpy as np
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
 from tracetriage.analyzers.whatif import depgraph as dg
-from tracetriage.analyzers.whatif.levers.knob import _setup_kept
+from tracetriage.analyzers.whatif.levers.knob import setup_kept
 from tracetriage.analyzers.whatif.levers.spec import Context
 
 FOREACH = "aten::_foreach_"
@@ -117,7 +117,7 @@ def apply_foreach(c: Context, p, win: np.ndarray, skip: np.ndarray) -> ForeachSt
         rest = calls[calls != g.g_call[head]]
         # the other passes' launches go (and the waits of a full queue in them), but the one-time set-up inside a first
         # launch (its module loading), which a warm run never pays either
-        p.c_dur[rest] = _setup_kept(c, rest)
+        p.c_dur[rest] = setup_kept(c, rest)
         p.c_gap[rest] = g.c_host[rest]       # with their dispatch; the step's own Python stays
         steps.append(w)
         passes.append(len(rows))

@@ -143,7 +143,7 @@ def not_into_a_graph(before: Measured, after: Measured) -> bool:
 SPEC = LeverSpec(
     name="fused_optimizer", effort=1, cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
     words="a fused optimizer (foreach/fused)",
-    fix="torch.optim's fused=True (or foreach=True) in place of foreach=False",
+    fix="torch.optim's fused=True in place of its foreach passes or foreach=False's per-parameter kernels",
     recognise=Recognise(order=3, evidence="optimizer_launches", because="its per-parameter optimizer kernels went",
                         amount=per_param_launches, acted=lambda m: m.idle_in(Construct.OPTIMIZER),
                         applied=went, also=not_into_a_graph),
