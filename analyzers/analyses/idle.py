@@ -45,6 +45,7 @@ from tracetriage.analyzers.model.evidence import (
     TransferEvidence,
 )
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.lockstep import lockstep_awaited
 from tracetriage.analyzers.model.names import name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
@@ -224,7 +225,9 @@ def _host_context(trace: Trace) -> _HostContext:
         sync_h2d = np.empty(0, bool)
 
     launch_durs = ev.end[call_rows[name_is_launch]] - ev.start[call_rows[name_is_launch]]
-    measured = rc.median_launch_ns(launch_durs, name_is_graph[name_is_launch])
+    # a launch that returned when a kernel ended waited for the GPU: no launch cost (model.lockstep)
+    paced = lockstep_awaited(trace, call_rows[name_is_launch]) == NONE
+    measured = rc.median_launch_ns(launch_durs[paced], name_is_graph[name_is_launch][paced]) if paced.any() else None
     launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     setup_long = setup_long_ns(launch_cost)
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tracetriage.analyzers.analyses.foreach_cost import foreach_cost, is_multi_tensor
 from tracetriage.analyzers.analyses.opargs import (
     Arg,
     Malformed,
@@ -50,7 +51,7 @@ class OpCost:
     flops: float
     bytes: float
     dtype: str  # canonical name (peaks.normalise_dtype): "bf16", "fp32", ...
-    kind: str  # 'matmul'|'attention'|'convolution'|'triton_pass'|'elementwise'|'reduction'|'norm'|'softmax'|
+    kind: str  # 'matmul'|'attention'|'convolution'|'triton_pass'|'elementwise'|'foreach'|'reduction'|'norm'|'softmax'|
                # 'embedding'|'copy'
 
     @property
@@ -760,6 +761,8 @@ def fusible_kind_by_name(name: str) -> str | None:
 
 
 def _classify(base: str):
+    if is_multi_tensor(base):
+        return lambda n, a: OpCost(*foreach_cost(n, a))
     if base in _MATMULS:
         return _MATMULS[base]
     if base in _ATTENTION:

@@ -353,6 +353,11 @@ TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
 
 def _fused_optimizer_advice(a: Analysis) -> str:
     opt = a.framework.optimizer if a.framework else None
+    lv = a.next_experiment.lever
+    fe = getattr(lv.assumption, "foreach", None) if lv is not None else None
+    if fe is not None and fe.steps and fe.steps == lv.assumption.steps:   # foreach already: one fused pass
+        return (f"fuse the optimizer step: torch.optim.{fe.optimizer}(..., fused=True), one pass over every "
+                "parameter in place of its foreach passes")
     if opt is not None and opt not in TORCH_FOREACH_OPTIMIZERS:
         return (f"make the optimizer step multi-tensor: {opt} is not one of torch.optim's (no foreach or fused flag), "
                 "so write its per-parameter update with torch._foreach_* ops (or torch.compile the step), one kernel "

@@ -31,6 +31,7 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import is_range_name
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct, pair_groups
+from tracetriage.analyzers.model.lockstep import lockstep_awaited
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.runtime_calls import (
     COPY_PREFIXES,
@@ -275,7 +276,9 @@ def _call_kinds(trace: Trace, calls: _HostCalls) -> _CallKinds:
     c_kind[is_copy] = COPY_CALL
     c_kind[is_sync] = SYNC_CALL
     graph = name_flags(trace, c_row[is_launch], is_graph_launch)
-    measured = median_launch_ns(calls.dur[is_launch], graph)
+    # a launch that returned when a kernel ended waited for the GPU: not what a launch costs (model.lockstep)
+    waited = lockstep_awaited(trace, c_row[is_launch]) != NONE
+    measured = median_launch_ns(calls.dur[is_launch][~waited], graph[~waited]) if not waited.all() else None
     launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     return _CallKinds(kind=c_kind, is_sync=is_sync, is_copy=is_copy, is_sync_api=is_sync_api,
                       launch_cost_ns=launch_cost)
@@ -484,6 +487,15 @@ def _blocked_calls(trace: Trace, calls: _HostCalls, kinds: _CallKinds, gpu: _Gpu
             ok &= g_call[aw] <= si          # issued no later than the sync
             c_blocked[si[ok]] = True
             c_awaited[si[ok]] = aw[ok]
+        # a launch that returned when a kernel on its stream ended (model.lockstep): blocked on that kernel, so a
+        # faster kernel or fewer of them shorten it, and a launch made without it costs a launch
+        li = np.flatnonzero(kinds.kind == LAUNCH_CALL)
+        aw_row = lockstep_awaited(trace, c_row[li])
+        ok = aw_row != NONE
+        ok[ok] = pos_of_gpu_row[aw_row[ok]] != NONE
+        if ok.any():
+            c_blocked[li[ok]] = True
+            c_awaited[li[ok]] = pos_of_gpu_row[aw_row[ok]]
     c_tail = np.where(c_blocked, c_end - g_end[np.maximum(c_awaited, 0)] if n_g else 0, 0)
     c_issues = np.zeros(len(c_row), bool)
     c_issues[g_call[g_linked]] = True

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
 from tracetriage.analyzers.model.units import count
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.cuda_graphs import graph_launches
+from tracetriage.analyzers.whatif.levers.foreach_fused import ForeachSteps, apply_foreach
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 MULTI_TENSOR = ("aten::_foreach_", "aten::_fused_")   # ops that already walk many tensors per launch
@@ -30,6 +32,7 @@ class StepFused(Assumption):
     steps: int = 0                   # Optimizer.step ranges with per-parameter kernels
     kernels_per_step: int = 0        # the per-parameter kernels one step launches, median
     rate_source: str = ""            # "bytes" (costed ops) or "latency" (each kernel's fixed cost removed)
+    foreach: ForeachSteps = ForeachSteps()   # steps already foreach, priced as one fused pass each
 
 
 def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -62,8 +65,12 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
     windows, per_step = np.unique(win[calls], return_counts=True)
     # a step that launches a handful of kernels is multi-tensor already: nothing to fuse
     windows = windows[per_step >= 4]
+    # a step already foreach: its passes become one fused pass (foreach_fused)
+    fe = apply_foreach(c, p, win, windows)
     if not len(windows):
-        return StepFused("fused_optimizer", 0), {"steps": 0}
+        return (StepFused("fused_optimizer", fe.launches, steps=fe.steps, kernels_per_step=fe.passes, foreach=fe),
+                {"steps": fe.steps, "per_param_launches": 0, "fused_kernels": fe.steps,
+                 "foreach_launches": fe.launches})
     kb = c.kernel_bytes
     bw = c.memory_rate
     source = "bytes" if kb is not None and bw else "latency"
@@ -100,14 +107,22 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
         p.g_dur[head] = fused
         p.g_call[head] = first
         fused_kernels += 1
-    return (StepFused("fused_optimizer", len(calls), steps=len(windows),
-                      kernels_per_step=int(np.median(per_step.tolist())), rate_source=source),
-            {"steps": len(windows), "per_param_launches": len(calls), "fused_kernels": fused_kernels})
+    return (StepFused("fused_optimizer", len(calls) + fe.launches, steps=len(windows) + fe.steps,
+                      kernels_per_step=int(np.median(per_step.tolist())), rate_source=source, foreach=fe),
+            {"steps": len(windows) + fe.steps, "per_param_launches": len(calls),
+             "fused_kernels": fused_kernels + fe.steps, "foreach_launches": fe.launches})
 
 
 def says(a: StepFused) -> str:
     if a.count == 0:
-        return "no optimizer step with per-parameter kernels in this trace (none, or already foreach/fused)"
+        return "no optimizer step with per-parameter kernels or foreach passes in this trace (none, or fused already)"
+    fe = a.foreach
+    if fe.steps and fe.steps == a.steps:
+        passes = count(fe.passes, 'foreach pass', 'foreach passes')
+        return (f"the {passes} of each {fe.optimizer} step ({count(fe.steps, 'step')}, "
+                f"{units.duration_ns(fe.kernel_ns)} of kernels) become one fused pass: {fe.fused_accesses} tensor "
+                f"reads and writes per parameter element in place of {fe.accesses}, at the rate its passes reach here "
+                f"({units.duration_ns(fe.fused_ns)}); their launches and dispatch vanish but the first")
     rate = ("the same bytes at the rate this trace's memory-bound kernels reach" if a.rate_source == "bytes" else
             "the same work without each kernel's fixed cost")
     return (f"the ~{a.kernels_per_step:,} per-parameter kernels of each optimizer step ({count(a.steps, 'step')}) "
@@ -128,7 +143,7 @@ def not_into_a_graph(before: Measured, after: Measured) -> bool:
 SPEC = LeverSpec(
     name="fused_optimizer", effort=1, cause=Cause.LAUNCH_OVERHEAD, apply=apply, says=says,
     words="a fused optimizer (foreach/fused)",
-    fix="torch.optim's fused=True (or foreach=True) in place of foreach=False",
+    fix="torch.optim's fused=True in place of its foreach passes or foreach=False's per-parameter kernels",
     recognise=Recognise(order=3, evidence="optimizer_launches", because="its per-parameter optimizer kernels went",
                         amount=per_param_launches, acted=lambda m: m.idle_in(Construct.OPTIMIZER),
                         applied=went, also=not_into_a_graph),

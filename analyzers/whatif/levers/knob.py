@@ -138,7 +138,7 @@ def remove_gpu_work(c: Context, p, rows: np.ndarray, dispatch: str = "all") -> N
     p.g_gap[rows] = 0
     calls = g.g_call[rows]
     calls = calls[(calls >= 0) & g.g_linked[rows]]
-    p.c_dur[calls] = _setup_kept(c, calls)
+    p.c_dur[calls] = setup_kept(c, calls)
     if dispatch == "all":
         p.c_gap[calls] = g.c_host[calls]
         return
@@ -149,7 +149,7 @@ def remove_gpu_work(c: Context, p, rows: np.ndarray, dispatch: str = "all") -> N
     p.c_gap[calls] = np.maximum(p.c_gap[calls] - np.clip(own, 0, None), g.c_host[calls])
 
 
-def _setup_kept(c: Context, calls: np.ndarray) -> np.ndarray:
+def setup_kept(c: Context, calls: np.ndarray) -> np.ndarray:
     """What each of these calls keeps when its GPU work goes: the one-time set-up inside it (a first launch that
     loads its kernel's module: analyses.setup's windows), which a warm run never pays and a fix of the steady state
     does not buy; else nothing. channels_last on a cold ResNet pass (rtx3090_py4ai.json) counted 15 ms of lazy

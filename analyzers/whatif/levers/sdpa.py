@@ -191,27 +191,41 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
     fused_now = len(ops_named(c, lambda n: n.startswith(FUSED)))
     detail = {"hand_written": len(found), "fused_attention_ops": fused_now, "queued_kernels": 0}
     peaks = peaks_of(c)
-    if not found or peaks is None:
-        return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device"), detail
+    if not found:
+        return Sdpa("sdpa", 0, device=c.trace.device_name() or "this device"), detail
     precision = max((a.precision for a in found), key=[a.precision for a in found].count)
-    sheet = peaks.datasheet or peaks        # the datasheet's peak (measured only where no datasheet knows the device)
-    if precision not in sheet.flops_per_s:
-        return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device",
-                    precision=precision), detail
-    peak = sheet.flops(precision)
-    forward = [(a.start, a.end, a.thread, NS_PER_S * a.flops / (peak * FLASH_SHARE["forward"])) for a in found]
+    sheet = (peaks.datasheet or peaks) if peaks is not None else None   # (measured only where no datasheet knows it)
+    if sheet is not None and precision in sheet.flops_per_s:
+        peak, share, source = sheet.flops(precision), FLASH_SHARE, peak_source(sheet)
+    else:
+        # no peak for this device or precision: the fused kernel at the rate this trace's own GEMMs reach (the
+        # attention's two products run at it now; the fused kernel does their FLOPs without the score traffic)
+        peak, share, source = trace_gemm_rate(c, precision), {"forward": 1.0, "backward": 1.0}, "trace"
+        if not peak:
+            return Sdpa("sdpa", 0, found=len(found), device=c.trace.device_name() or "this device",
+                        precision=precision if peaks is not None else ""), detail
+    forward = [(a.start, a.end, a.thread, NS_PER_S * a.flops / (peak * share["forward"])) for a in found]
     by_shape = {(a.heads, a.queries, a.keys): a for a in found}
     backward = []
     for s, e, k, shape in backward_windows(c):
         a = by_shape.get((int(np.prod(shape[:-2])), shape[-2], shape[-1])) if len(shape) >= 3 else None
         a = a or found[0]
-        backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * FLASH_SHARE["backward"])))
+        backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * share["backward"])))
     kernel_ns, fused_ns = fuse_windows(c, p, forward, backward)
     queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
+                 device=c.trace.device_name() or "this device",
                  kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
-                 source=peak_source(sheet)),
+                 source=source),
             detail | {"queued_kernels": queued})
+
+
+def trace_gemm_rate(c: Context, precision: str) -> float:
+    """FLOP/s the trace's costed matrix products in this precision reach together (their FLOPs over their time);
+    0.0 where none is costed."""
+    pts = [p for p in c.roof.points if p.kind == "matmul" and p.dtype == precision and p.device_us > 0]
+    secs = sum(p.device_us for p in pts) / 1e6
+    return sum(p.flops for p in pts) / secs if secs > 0 else 0.0
 
 
 def fuse_windows(c: Context, p, *window_sets: list) -> tuple[int, int]:
@@ -269,10 +283,12 @@ def says(a: Sdpa) -> str:
     back = f" and their {units.integer(a.backward)} backward passes" if a.backward else ""
     shares = (f"{units.share(FLASH_SHARE['forward'])} (forward) and {units.share(FLASH_SHARE['backward'])} "
               "(backward)" if a.backward else units.share(FLASH_SHARE["forward"]))
+    rate = (f"the {units.tflops(a.tflops)} this trace's {a.precision} matrix products reach (no peak table entry "
+            f"for {a.device})" if a.source == "trace" else
+            f"{shares} of the {units.tflops(a.tflops)} {a.precision} peak ({SOURCE_WORDS[a.source]})")
     return (f"the {units.integer(a.count)} hand-written{causal} attentions{some}{back} "
             f"({units.duration_ns(a.kernel_ns)} of kernels) become fused kernels priced at their FLOPs at "
-            f"{shares} of the {units.tflops(a.tflops)} {a.precision} peak ({SOURCE_WORDS[a.source]}): "
-            f"{units.duration_ns(a.fused_ns)}")
+            f"{rate}, the scores never written: {units.duration_ns(a.fused_ns)}")
 
 
 def hand_written(m: Measured) -> int:
