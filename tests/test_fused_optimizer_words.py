@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracetriage.analyzers.triage.report import analyze_file
-from tracetriage.analyzers.voice.report import _fused_optimizer_advice
+from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "smell-launch-per-param.json.gz"
 
@@ -22,13 +22,13 @@ def _with_optimizer(a, name):
 
 
 def test_an_optimizer_outside_torch_optim_is_told_to_write_its_step_multi_tensor_not_given_a_flag(analysis):
-    words = _fused_optimizer_advice(_with_optimizer(analysis, "Shampoo"))
+    words = fused_optimizer_advice(_with_optimizer(analysis, "Shampoo"))
     assert "fused=True" not in words and "foreach=True" not in words and "torch.optim.Shampoo" not in words
     assert "Shampoo is not one of torch.optim's" in words and "torch._foreach_" in words
 
 
 def test_adamw_is_offered_fused_and_rmsprop_only_foreach(analysis):
-    assert "torch.optim.AdamW(..., fused=True (or foreach=True))" in _fused_optimizer_advice(
+    assert "torch.optim.AdamW(..., fused=True (or foreach=True))" in fused_optimizer_advice(
         _with_optimizer(analysis, "AdamW"))
-    rms = _fused_optimizer_advice(_with_optimizer(analysis, "RMSprop"))
+    rms = fused_optimizer_advice(_with_optimizer(analysis, "RMSprop"))
     assert "torch.optim.RMSprop(..., foreach=True)" in rms and "fused" not in rms

@@ -59,6 +59,7 @@ from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
+from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
@@ -343,31 +344,6 @@ def _lever_why(a: Analysis) -> str:
     return where + assume
 
 
-# torch.optim's optimizers that take foreach=True (torch.optim docs, "Algorithms"); fused=True only some of them.
-# Another class (Shampoo, a user's own) has neither flag: naming one would invent its API (hta-sampled-rank0 was told
-# "torch.optim.Shampoo(..., fused=True)").
-TORCH_FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam",
-                                      "RAdam", "RMSprop", "Rprop", "SGD"})
-TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
-
-
-def _fused_optimizer_advice(a: Analysis) -> str:
-    opt = a.framework.optimizer if a.framework else None
-    lv = a.next_experiment.lever
-    fe = getattr(lv.assumption, "foreach", None) if lv is not None else None
-    if fe is not None and fe.steps and fe.steps == lv.assumption.steps:   # foreach already: one fused pass
-        return (f"fuse the optimizer step: torch.optim.{fe.optimizer}(..., fused=True), one pass over every "
-                "parameter in place of its foreach passes")
-    if opt is not None and opt not in TORCH_FOREACH_OPTIMIZERS:
-        return (f"make the optimizer step multi-tensor: {opt} is not one of torch.optim's (no foreach or fused flag), "
-                "so write its per-parameter update with torch._foreach_* ops (or torch.compile the step), one kernel "
-                "over every parameter instead of a few per parameter")
-    name = f"torch.optim.{opt}" if opt else "the optimizer"
-    flags = "fused=True (or foreach=True)" if opt is None or opt in TORCH_FUSED_OPTIMIZERS else "foreach=True"
-    return (f"use a multi-tensor optimizer step: {name}(..., {flags}), one kernel over every "
-            "parameter instead of a few per parameter")
-
-
 def _knob_advice(a: Analysis) -> str:
     """The knob as the user types it, for what this trace needs (TF32 for convolutions too, ...)."""
     lv = a.next_experiment.lever
@@ -386,7 +362,7 @@ def _compile_advice(a: Analysis) -> str:
 
 LEVER_ADVICE = {
     Experiment.TURN_KNOB: _knob_advice,
-    Experiment.FUSE_OPTIMIZER: _fused_optimizer_advice,
+    Experiment.FUSE_OPTIMIZER: fused_optimizer_advice,
     Experiment.COMPILE_ONCE: lambda a: _compile_advice(a),
     Experiment.FUSE: lambda a: ("fuse the eager elementwise chains into one kernel each: torch.compile the function "
                                 "that holds them (or a Triton kernel), so each element is read and written once"),

@@ -1,0 +1,30 @@
+"""The fused-optimizer Next's words: which flag of torch.optim's the user's optimizer takes."""
+from __future__ import annotations
+
+from tracetriage.analyzers.voice.analysis import Analysis
+
+# torch.optim's optimizers that take foreach=True (torch.optim docs, "Algorithms"); fused=True only some of them.
+# Another class (Shampoo, a user's own) has neither flag: naming one would invent its API (hta-sampled-rank0 was told
+# "torch.optim.Shampoo(..., fused=True)").
+TORCH_FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam",
+                                      "RAdam", "RMSprop", "Rprop", "SGD"})
+TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
+
+
+def fused_optimizer_advice(a: Analysis) -> str:
+    """The optimizer knob as the user types it: fused=True where the step runs foreach passes already, a
+    multi-tensor flag where it runs kernels per parameter, foreach ops written by hand for a class with neither."""
+    opt = a.framework.optimizer if a.framework else None
+    lv = a.next_experiment.lever
+    fe = getattr(lv.assumption, "foreach", None) if lv is not None else None
+    if fe is not None and fe.steps and fe.steps == lv.assumption.steps:   # foreach already: one fused pass
+        return (f"fuse the optimizer step: torch.optim.{fe.optimizer}(..., fused=True), one pass over every "
+                "parameter in place of its foreach passes")
+    if opt is not None and opt not in TORCH_FOREACH_OPTIMIZERS:
+        return (f"make the optimizer step multi-tensor: {opt} is not one of torch.optim's (no foreach or fused flag), "
+                "so write its per-parameter update with torch._foreach_* ops (or torch.compile the step), one kernel "
+                "over every parameter instead of a few per parameter")
+    name = f"torch.optim.{opt}" if opt else "the optimizer"
+    flags = "fused=True (or foreach=True)" if opt is None or opt in TORCH_FUSED_OPTIMIZERS else "foreach=True"
+    return (f"use a multi-tensor optimizer step: {name}(..., {flags}), one kernel over every "
+            "parameter instead of a few per parameter")
