@@ -68,3 +68,15 @@ def test_the_sites_said_cannot_count_more_copies_than_the_op_ran(tmp_path):
     out["hotspots"][0]["kernels"] = 12
     assert claims.check(out) == ["the Time line's call sites of aten::copy_ count 15 GPU activities, more than the 12 "
                                  "it ran"]
+
+
+def test_two_call_sites_said_in_the_same_words_are_one_site(tmp_path):
+    # the `.cpu()` made a `.to("cpu")` on another tensor object: two frames of one line, which the sentence would say
+    # alike twice ('10 HtoD from the `.to()` in ..., 5 DtoH from the `.to()` in ...' names one line twice)
+    doc = _copies_from_two_sites()
+    for e in doc["traceEvents"]:
+        if e.get("name", "").startswith("<built-in method cpu"):
+            e["name"] = "<built-in method to of Tensor object at 0x7f01>"
+    out, time = _time_line(tmp_path, doc)
+    assert "(15 calls; from the `.to()` in `test_func` (bench.py:3))" in time
+    assert claims.check(out) == []

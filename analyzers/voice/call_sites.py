@@ -16,6 +16,7 @@ read twice. Below SITE_MIN_SHARE a site stays unnamed (a warm-up's one copy besi
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tracetriage.analyzers.model.units import integer
 from tracetriage.analyzers.voice.said import claim
@@ -47,13 +48,40 @@ def hotspot_sites(a, name: str, index: int = -1) -> str:
     if index < 0:
         return f";{hotspot_source(src)}" if src else ""
     total = a.hotspots[index].device_us
-    named = [x for i, x in enumerate(src) if i == 0 or x.us >= SITE_MIN_SHARE * total]
+    sites = _said_alike(a, src)
+    named = [x for i, x in enumerate(sites) if i == 0 or x.us >= SITE_MIN_SHARE * total]
     if len(named) < 2:
         return f";{hotspot_source(src)}" if src else ""
     parts = []
     for x in named:
-        what = _direction(a, x) or ("kernel" if x.count == 1 else "kernels")
-        parts.append(f"{claim(f'time.sites.{index}', x.count, integer(x.count))} {what} from {source_words(x)}")
-    rest = len(src) - len(named)
+        what = x.direction or ("kernel" if x.count == 1 else "kernels")
+        parts.append(f"{claim(f'time.sites.{index}', x.count, integer(x.count))} {what} from {x.words}")
+    rest = len(sites) - len(named)
     more = f", and {rest} more call site{'s' if rest > 1 else ''}" if rest else ""
     return "; " + ", ".join(parts) + more
+
+
+@dataclass
+class _Said:
+    words: str          # the site as the sentence says it: "the `Linear(...)` in `forward` (common.py:23)"
+    count: int
+    us: float
+    direction: str
+
+
+def _said_alike(a, src) -> list[_Said]:
+    """The op's call sites as the sentence would say them, sites said in the same words made one: frames that differ
+    below what the words show (one `Linear(...)` line reached from four module instances) are one site to the reader
+    ('7 kernels from the `Linear(...)` in `forward` (common.py:23), 14 kernels from the
+    `Linear(...)` in `forward` (common.py:23)'). Largest first, as the sites came."""
+    out: dict[str, _Said] = {}
+    for x in src:
+        words, direction = source_words(x), _direction(a, x)
+        if words in out:
+            said = out[words]
+            said.count += x.count
+            said.us += x.us
+            said.direction = said.direction if said.direction == direction else ""
+        else:
+            out[words] = _Said(words, x.count, x.us, direction)
+    return sorted(out.values(), key=lambda s: -s.us)
