@@ -92,6 +92,19 @@ def latency_bound_mm() -> dict:
     return with_device(document(ev), "AMD Instinct MI300X")
 
 
+def tall_skinny_fp16_mm_on_an_unnamed_device() -> dict:
+    """TraceLens's gemm_04: ten fp16 products [131072, 32] @ [32, 32] of 14 µs each (16 FLOP/byte: 268 MFLOP over
+    16.8 MB) on a device the trace does not name, so no peak table places them."""
+    launches = steady(10, 100 * US, kernel="Cijk_Ailk_Bljk_HHS_BH_MT64x128x32_MI16x16x16x1_SN_1LDSB0",
+                      kernel_ns=14 * US, gap=9 * US)
+    ev = events_for([Launch(**{**launch.__dict__, "op": "aten::mm", "call": "hipLaunchKernel"})
+                     for launch in launches])
+    _shapes(ev, "aten::mm", [[131072, 32], [32, 32]], ["c10::Half", "c10::Half"])
+    doc = document(ev)
+    del doc["deviceProperties"]
+    return doc
+
+
 # --- class e: several ranks merged into one file ------------------------------------------------
 
 def merged_two_ranks() -> dict:

@@ -83,6 +83,15 @@ def test_the_same_rate_on_a_plain_sgemm_is_above_the_fp32_peak(tmp_path):
     assert a.above_peak[0].peak == pytest.approx(19.5)
 
 
+def test_a_product_below_every_known_ridge_is_memory_bound_on_a_device_with_no_peaks(tmp_path):
+    # no peak table: products are compute-bound by kind at real sizes, but not a tall-skinny one whose 16 FLOP/byte
+    # sits below the lowest fp16 ridge of any device in the table: memory-bound wherever it ran
+    a = analyze_file(write(tmp_path / "t.json", pt.tall_skinny_fp16_mm_on_an_unnamed_device()))
+    assert a.roof.peaks is None
+    assert [p.bound.value for p in a.roof.points] == ["memory"]
+    assert a.verdict.regime.value == "memory"
+
+
 # --- c: latency-bound, a fourth bound ------------------------------------------------------------
 
 def test_tiny_product_far_below_both_roofs_is_latency_bound_with_its_own_next(tmp_path):

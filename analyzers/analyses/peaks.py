@@ -21,6 +21,7 @@ Pure Python: no torch import (the report must start in about a second).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -407,6 +408,13 @@ def table() -> dict[str, DevicePeaks]:
     """Every row of the datasheet table by its key ("h200", "a100-sxm-80gb", "t4", ...), each naming its sheet."""
     return {key: DevicePeaks(name=name, bytes_per_s=bps, flops_per_s=dict(flops), source="datasheet", sheet=sheet)
             for key, (name, bps, flops, sheet) in _TABLE.items()}
+
+
+@functools.cache
+def lowest_ridge(dtype: str | None) -> float:
+    """The lowest ridge point (FLOP/byte) of any device in the datasheet table for a dtype: an op below it is
+    memory-bound on every GPU the table knows, whichever the trace ran on (a trace of an unnamed device)."""
+    return min(p.ridge(dtype) for p in table().values())
 
 
 def _same_device(a: str, b: str) -> bool:

@@ -33,7 +33,7 @@ from tracetriage.analyzers.analyses import comm as comm_mod
 from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.foreach_cost import FOREACH_KIND
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
-from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup
+from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup, lowest_ridge
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32, matrix_precision_by_name
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
@@ -389,7 +389,10 @@ def _place(g: dict, peaks: DevicePeaks | None) -> tuple[Bound, AbovePeak | None]
         # than any GPU's ridge
         if calls and time_ns / calls < TINY_KERNEL_NS:
             return Bound.LATENCY, None
-        return (Bound.COMPUTE if cost.kind in _DENSE_KINDS else Bound.MEMORY), None
+        # ... except a dense op whose shapes give fewer FLOPs per byte than the lowest ridge of any device in the
+        # table: memory-bound wherever it runs (a tall-skinny fp16 GEMM, [131072, 32] @ [32, 32]: 16 FLOP/byte)
+        dense = cost.kind in _DENSE_KINDS and not cost.intensity < lowest_ridge(dtype)
+        return (Bound.COMPUTE if dense else Bound.MEMORY), None
     secs = time_ns / 1e9
     ach_tf = cost.flops * calls / secs / 1e12 if secs > 0 else 0.0
     ach_gb = cost.bytes * calls / secs / 1e9 if secs > 0 else 0.0
