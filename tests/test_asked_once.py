@@ -1,4 +1,4 @@
-"""What the report asks of one trace from several places is found once (analyses.last_trace, Trace.devices, the
+"""What the report asks of one trace from several places is found once (model.last_trace, Trace.devices, the
 levers' Context.call_keys), and a name test that passes no name (or every name) answers without a pass over the rows
 (model.names): the same answers as asking afresh, on small synthetic traces."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 
 from test_steps import training_loop
 from tracetriage.analyzers.analyses import idle, steps
-from tracetriage.analyzers.analyses.last_trace import last_trace
 from tracetriage.analyzers.analyses.setup import setup_step_bounds
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.names import NameIndex, name_flags
 from tracetriage.analyzers.model.trace import thread_key
 from tracetriage.analyzers.whatif import depgraph

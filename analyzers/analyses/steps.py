@@ -36,7 +36,6 @@ import numpy as np
 
 from tracetriage.analyzers.analyses import model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
-from tracetriage.analyzers.analyses.last_trace import last_trace
 from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.analyses.passes import Passes, whole_passes
 from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
@@ -47,6 +46,7 @@ from tracetriage.analyzers.analyses.step_setup import pays_setup
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import (

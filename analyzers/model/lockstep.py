@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.trace import KERNEL, NONE, Trace
 
 LOCKSTEP_TOL_NS = 5_000      # returned this soon after the kernel's end (CUPTI's clocks agree to about 2 µs)
@@ -33,20 +34,7 @@ def lockstep_awaited(trace: Trace, call_rows: np.ndarray) -> np.ndarray:
     long_ = (ev.end[call_rows] - ev.start[call_rows]) >= LOCKSTEP_MIN_NS
     if not long_.any():
         return out
-    kern = np.flatnonzero(ev.cat == KERNEL)
-    kern = kern[trace.launch_of[kern] != NONE]
-    if not len(kern):
-        return out
-    # kernels in stream order: each one's predecessor on its (device, stream)
-    order = np.lexsort((ev.start[kern], ev.stream[kern], ev.device[kern]))
-    kern = kern[order]
-    same = np.r_[False, (ev.stream[kern][1:] == ev.stream[kern][:-1]) & (ev.device[kern][1:] == ev.device[kern][:-1])]
-    prev = np.where(same, np.r_[NONE, kern[:-1]], NONE)
-    # each launch call's (last) kernel
-    own = np.full(len(ev), NONE, np.int64)
-    own[trace.launch_of[kern]] = kern
-    own_prev = np.full(len(ev), NONE, np.int64)
-    own_prev[trace.launch_of[kern]] = prev
+    own, own_prev = _own_and_previous(trace)
     for i in np.flatnonzero(long_).tolist():
         c = int(call_rows[i])
         end, start = int(ev.end[c]), int(ev.start[c])
@@ -55,3 +43,25 @@ def lockstep_awaited(trace: Trace, call_rows: np.ndarray) -> np.ndarray:
                 out[i] = k
                 break
     return out
+
+
+@last_trace
+def _own_and_previous(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per event row, the (last) kernel a launch call launched and the kernel queued before that one on its
+    (device, stream), NONE elsewhere: one sort of the kernels per trace, where the idle analysis and the levers'
+    dependency graph both ask (before and after the levers' fork)."""
+    ev = trace.ev
+    own = np.full(len(ev), NONE, np.int64)
+    own_prev = np.full(len(ev), NONE, np.int64)
+    kern = np.flatnonzero(ev.cat == KERNEL)
+    kern = kern[trace.launch_of[kern] != NONE]
+    if not len(kern):
+        return own, own_prev
+    # kernels in stream order: each one's predecessor on its (device, stream)
+    order = np.lexsort((ev.start[kern], ev.stream[kern], ev.device[kern]))
+    kern = kern[order]
+    same = np.r_[False, (ev.stream[kern][1:] == ev.stream[kern][:-1]) & (ev.device[kern][1:] == ev.device[kern][:-1])]
+    prev = np.where(same, np.r_[NONE, kern[:-1]], NONE)
+    own[trace.launch_of[kern]] = kern
+    own_prev[trace.launch_of[kern]] = prev
+    return own, own_prev

@@ -263,6 +263,7 @@ class _CallKinds:
     is_copy: np.ndarray
     is_sync_api: np.ndarray      # a call whose API returns when its work is done (no "Async" in its name)
     launch_cost_ns: int          # the median launch call, where the trace has one
+    awaited: np.ndarray          # per call, the kernel row a launch returned with (model.lockstep), else NONE
 
 
 def _call_kinds(trace: Trace, calls: _HostCalls) -> _CallKinds:
@@ -277,11 +278,13 @@ def _call_kinds(trace: Trace, calls: _HostCalls) -> _CallKinds:
     c_kind[is_sync] = SYNC_CALL
     graph = name_flags(trace, c_row[is_launch], is_graph_launch)
     # a launch that returned when a kernel ended waited for the GPU: not what a launch costs (model.lockstep)
-    waited = lockstep_awaited(trace, c_row[is_launch]) != NONE
+    awaited = np.full(len(c_row), NONE, np.int64)
+    awaited[is_launch] = lockstep_awaited(trace, c_row[is_launch])
+    waited = awaited[is_launch] != NONE
     measured = median_launch_ns(calls.dur[is_launch][~waited], graph[~waited]) if not waited.all() else None
     launch_cost = measured if measured is not None else UNMEASURED_LAUNCH_NS
     return _CallKinds(kind=c_kind, is_sync=is_sync, is_copy=is_copy, is_sync_api=is_sync_api,
-                      launch_cost_ns=launch_cost)
+                      launch_cost_ns=launch_cost, awaited=awaited)
 
 
 # --- 4. host work in each gap: long stretches with no call and no op that makes one ---------------
@@ -490,7 +493,7 @@ def _blocked_calls(trace: Trace, calls: _HostCalls, kinds: _CallKinds, gpu: _Gpu
         # a launch that returned when a kernel on its stream ended (model.lockstep): blocked on that kernel, so a
         # faster kernel or fewer of them shorten it, and a launch made without it costs a launch
         li = np.flatnonzero(kinds.kind == LAUNCH_CALL)
-        aw_row = lockstep_awaited(trace, c_row[li])
+        aw_row = kinds.awaited[li]
         ok = aw_row != NONE
         ok[ok] = pos_of_gpu_row[aw_row[ok]] != NONE
         if ok.any():
