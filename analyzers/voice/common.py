@@ -449,6 +449,27 @@ UNCOSTED_WORDS = {
 }
 
 
+# why a bound's kernels, placed by their names, have no rate in the trace: said in the Regime line's parenthesis
+NAMED_WHY_WORDS = {
+    "no_shapes": "their ops recorded no shapes (record_shapes was off)",
+    "no_launching_op": "no recorded op launched them (queued before the profiled window, or CPU activity not "
+                       "captured)",
+    "launched_outside_ops": "they were launched outside any recorded op, so no op's shapes say what they compute",
+    "no_cost_model": "their ops have no cost model here (custom or library ops)",
+    "graph_replay": "they were replayed from CUDA graphs whose capture is not in the trace, so no op recorded their "
+                    "shapes",
+}
+
+
+def named_why_phrase(v) -> str:
+    """Why the verdict's bound's kernels carry no FLOPs or bytes: the one or two reasons holding most of their time
+    (a trace recorded with shapes whose kernels were CUDA-graph replays said 'no shapes recorded')."""
+    items = list(v.named_why_us)[:2]
+    if len(items) == 2 and v.named_why_us[items[1]] < 0.05 * sum(v.named_why_us.values()):
+        items = items[:1]
+    return "; ".join(NAMED_WHY_WORDS[w] for w in items) or "no op recorded their shapes"
+
+
 def uncosted_phrase(v, key: str | None = "regime.uncosted_why") -> str:
     """Why kernel time has no cost model: the largest reasons, in words (each share claimed as `key`.REASON on the
     Regime line; `key` None elsewhere)."""
