@@ -42,13 +42,18 @@ def caveat(c: Caveat) -> str:
         return (f"{count(c.count, 'runtime call')} {'belongs' if one else 'belong'} to no op: {its} External id names "
                 f"no cpu_op and no op encloses {it} on its thread: the GPU time of what "
                 f"{'it launches' if one else 'they launch'} is listed under the kernel's name, not the op's")
-    if c.kind == "external_id_by_time":
+    if c.kind in ("external_id_by_time", "external_id_own_id", "external_id_elsewhere"):
         # every runtime call the trace records (cudaFuncGetAttributes, cudaMalloc ...), not only its launches: said
-        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false)
+        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false); why the id names
+        # no op around them, by what the id is (a ROCm trace was said to carry torch 2.0/2.1's bug)
         verb = "carries" if c.count == 1 else "carry"
+        why = {"external_id_by_time": "torch 2.0/2.1 wrote the correlation id there, which names nothing or an "
+                                      "unrelated op",
+               "external_id_own_id": "a ROCm trace: each HIP runtime call's External id is its own, shared with the "
+                                     "activity it launches, not its op's",
+               "external_id_elsewhere": "the op it names does not enclose the call"}[c.kind]
         return (f"{integer(c.count)} of {count(c.total, 'runtime call')} {verb} an External id that names no op "
-                "around them (torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): "
-                "each is charged to the op that encloses it on its thread")
+                f"around them ({why}): each is charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
         verb = "starts" if c.count == 1 else "start"
         return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than "
