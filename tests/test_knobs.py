@@ -1,6 +1,6 @@
 """The knobs: each one-line change's prediction from its before trace lands in the spread measured on the GPU
-(traces/fixes/knobs and knobs3 on an H200, traces/fixes/loader on an H100: three workloads a knob, 5 profiled and 5
-unprofiled runs each), on the dev half the
+(traces/fixes/knobs and knobs3 on an H200, traces/fixes/loader, knobs4 and knobs5 on an H100: two or three
+workloads a knob, 5 profiled and 5 unprofiled runs each), on the dev half the
 models were fitted on and on the test half they were not (the first byte of sha256 of the before trace's name: even
 is dev)."""
 import hashlib
@@ -15,7 +15,8 @@ from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS
 
 KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
-FOLDERS = tuple(f for f in (KNOBS, KNOBS.parent / "knobs3", KNOBS.parent / "loader", KNOBS.parent / "knobs4")
+FOLDERS = tuple(f for f in (KNOBS, KNOBS.parent / "knobs3", KNOBS.parent / "loader", KNOBS.parent / "knobs4",
+                                KNOBS.parent / "knobs5")
                 if (f / "measured.json").exists())
 SCENARIOS = {f: json.loads((f / "measured.json").read_text())["scenarios"] for f in FOLDERS}
 FOLDER_OF = {kind: f for f in FOLDERS for kind in SCENARIOS[f]}
@@ -42,6 +43,10 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "0.65 predicted, 0.51 measured: under-priced as convert_images_resnet",
     ("checkpoint_encoder_train", "no_checkpointing"):
         "0.82 predicted, 0.54 measured [0.35-0.72]: the recomputed forwards' GPU work is under-counted",
+    # traces/fixes/knobs5 (an H100): the first check of four levers written from one development pair each (fresh8)
+    ("offload_reranker", "module_round_trip"):
+        "0.31 predicted (0.24 without the profiler), 0.19 measured [0.17-0.22]: the replay keeps 94 ms of the 306 ms "
+        "where the fix left ~58 ms; what else the round trip cost is not yet found",
 }
 
 
@@ -73,7 +78,8 @@ def test_every_knob_is_measured_on_both_halves():
     assert len(knobs) >= 5
     for k in knobs:
         if k in CAPTURE_PENDING:
-            assert not any(k in sc["ratio"] for sc in MEASURED.values()), f"{k}'s pairs are in: leave CAPTURE_PENDING"
+            pairs = sum(k in sc["ratio"] for sc in MEASURED.values())
+            assert pairs < 3, f"{k}'s three pairs are in: leave CAPTURE_PENDING"
             continue
         halves = {half(kind) for kind, sc in MEASURED.items() if k in sc["ratio"]}
         assert halves == {"dev", "test"}, k
@@ -82,9 +88,13 @@ def test_every_knob_is_measured_on_both_halves():
 # The fast suite's share of the per-pair sweeps: each lever's first measured workload (a lever's recogniser and words
 # are one code path whatever the workload); the slow step runs the other pairs.
 ONE_PER_LEVER = list({lv: k for k, sc in sorted(MEASURED.items(), reverse=True) for lv in sc["ratio"]}.values())
+# Pairs whose after trace is kept: every pair's but traces/fixes/knobs5's, which keeps its ONE_PER_LEVER pairs' only
+# (the repository must fit the GPU machine's 64 MiB working-tree limit; the predictions need the before traces).
+WITH_AFTER = [(k, lv) for k, sc in MEASURED.items() for lv in sc["ratio"]
+              if (FOLDER_OF[k] / f"{k}--{lv}.json.gz").exists()]
 
 
-@pytest.mark.parametrize("kind", sweep(sorted(MEASURED), ONE_PER_LEVER))
+@pytest.mark.parametrize("kind", sweep(sorted({k for k, _ in WITH_AFTER}), ONE_PER_LEVER))
 def test_a_knob_finds_nothing_to_do_on_its_own_after_trace(kind):
     """The after trace has the knob turned: its evidence is gone, so the lever acts on nothing there. DataLoader
     workers are the one knob whose after trace can show more of the same wanted: the workers on
@@ -164,11 +174,25 @@ def test_every_knob_spec_says_its_line_evidence_devices_model_and_guide():
 
 # --- diff names the knob ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind,lever", sweep([(k, lv) for k, sc in MEASURED.items() for lv in sc["ratio"]],
-                                             [(k, lv) for k, sc in MEASURED.items() for lv in sc["ratio"]
-                                              if k in ONE_PER_LEVER]))
-def test_diff_names_the_knob_the_change_turned(kind, lever, capsys):
+# Pairs whose diff cannot name the knob, as measured (traces/fixes/knobs5, an H100): the lever finds nothing in the
+# before trace, so the diff has no prediction to hold the change against.
+DIFF_UNNAMED = {
+    ("validate_beta_policy", "validate_args"):
+        "the checks off changed nothing the trace shows (2,616 kernels both; 1.05 [0.97-1.14] measured), and the "
+        "lever finds no validation to drop (1.00 predicted)",
+    ("onehot_segmentation", "cross_entropy"):
+        "the lever does not recognise the pixel-wise one-hot loss (1.00 predicted); F.cross_entropy measured 0.97 "
+        "[0.96-0.98] (357 -> 342 kernels)",
+}
+
+
+
+@pytest.mark.parametrize("kind,lever", sweep(WITH_AFTER, [(k, lv) for k, lv in WITH_AFTER if k in ONE_PER_LEVER]))
+def test_diff_names_the_knob_the_change_turned(kind, lever, capsys, request):
     from tracetriage.cli import main
+
+    if (kind, lever) in DIFF_UNNAMED:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=DIFF_UNNAMED[(kind, lever)]))
 
     assert main(["diff", str(FOLDER_OF[kind] / f"{kind}--before.json.gz"),
                  str(FOLDER_OF[kind] / f"{kind}--{lever}.json.gz"), "--json"]) == 0

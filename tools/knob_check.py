@@ -1,5 +1,5 @@
 """Each knob's prediction from its before trace beside the ratio measured on the GPU (traces/fixes/knobs and
-traces/fixes/knobs3 on an H200, traces/fixes/loader and knobs4 on an H100: each capture's device named in its
+traces/fixes/knobs3 on an H200, traces/fixes/loader, knobs4 and knobs5 on an H100: each capture's device named in its
 CAPTURED.md section), with the dev/test half of each pair (the first byte of sha256 of the before trace's name: even
 is dev).
 A knob a trace cannot price (cudnn_benchmark) predicts 1.00 by design: its rows say "unpriced" where the
@@ -22,7 +22,8 @@ KNOBS = Path(__file__).resolve().parent.parent / "traces" / "fixes" / "knobs"
 KNOBS3 = KNOBS.parent / "knobs3"
 LOADER = KNOBS.parent / "loader"
 KNOBS4 = KNOBS.parent / "knobs4"
-FOLDERS = (KNOBS, KNOBS3, LOADER, KNOBS4)
+KNOBS5 = KNOBS.parent / "knobs5"
+FOLDERS = (KNOBS, KNOBS3, LOADER, KNOBS4, KNOBS5)
 WIDEN = 0.05
 
 
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--half", choices=("dev", "test"))
     ap.add_argument("--folder", type=Path, action="append", help="a folder of pairs with its measured.json "
-                    "(default: traces/fixes/knobs, knobs3, loader and knobs4)")
+                    "(default: traces/fixes/knobs, knobs3, loader, knobs4 and knobs5)")
     args = ap.parse_args(argv)
     for r in (r for folder in (args.folder or FOLDERS) if (folder / "measured.json").exists()
               for r in rows(folder, args.half)):
