@@ -35,3 +35,9 @@ def test_attention_is_known_by_its_ops_and_kernels():
     assert is_attention("aten::scaled_dot_product_attention") and is_attention("flash_fwd_kernel<Flash_fwd_traits>")
     assert is_attention("fmha_cutlassF_f16_aligned_64x64_rf_sm80")
     assert not is_attention("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nt_align4>")
+
+
+def test_kernels_replayed_from_graphs_are_changed_where_the_graph_is_captured():
+    said = cheaper_arithmetic(None, None, named="tf32", replayed=True)
+    assert "around the forward and the loss inside the graph's capture" in said
+    assert "inside the graph's capture" not in cheaper_arithmetic(None, None, named="tf32")

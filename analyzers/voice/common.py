@@ -253,15 +253,17 @@ _CHEAPER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 2, "fp8": 3}
 
 
 def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False, attention: bool = False,
-                       named: str | None = None) -> str:
+                       named: str | None = None, replayed: bool = False) -> str:
     """What cheaper arithmetic means on this device for work in `dtype`; `named`: the precision the top GEMMs and
     convolutions compute in by their kernels' names (a graph replay's GEMMs carry no shapes: CUTLASS's s1688gemm is
-    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (causal masks skip some)."""
+    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (causal masks skip some);
+    `replayed`: most kernels replay from CUDA graphs captured outside the trace (the change goes where they are
+    captured: a replay runs what was captured)."""
     if named in _CHEAPER and (dtype not in _CHEAPER or _CHEAPER[named] > _CHEAPER[dtype]):
         dtype = named
     lower = cheaper_precisions(peaks, dtype)
     if lower is None:
-        return _cheaper_on_an_unknown_device(dtype, headroom=headroom, attention=attention)
+        return _cheaper_on_an_unknown_device(dtype, headroom=headroom, attention=attention, replayed=replayed)
     if not lower:
         why = f"({dtype or 'fp32'} is already the cheapest precision this device runs faster)"
         return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: {skip_work(attention)}"
@@ -271,16 +273,17 @@ def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False, atte
     return f"do less arithmetic or cheaper arithmetic: lower precision on tensor cores ({on}), {skip_work(attention)}"
 
 
-def _cheaper_on_an_unknown_device(dtype: str | None, *, headroom: bool, attention: bool) -> str:
+def _cheaper_on_an_unknown_device(dtype: str | None, *, headroom: bool, attention: bool, replayed: bool) -> str:
     """Cheaper arithmetic on a device the peak table does not hold: only what its own kernels show it has. TF32
     tensor-core kernels run on Ampere or later, which all run bf16 on tensor cores; fp8 is named nowhere (Ada, Hopper
     and later have it, an unknown card may not: public trace_with_manual_capture, an RTX 5080, was told "bf16/fp8")."""
     if dtype == "tf32":
         if headroom:
             return "cheaper arithmetic (bf16 on tensor cores: the TF32 GEMMs show this GPU has them) or less of it"
+        where = " inside the graph's capture" if replayed else ""
         return ("do less arithmetic or cheaper arithmetic: bf16 on tensor cores (torch.autocast('cuda', "
-                "dtype=torch.bfloat16) around the forward and the loss: its GEMMs run TF32, so this GPU has bf16 "
-                "tensor cores), " + skip_work(attention))
+                f"dtype=torch.bfloat16) around the forward and the loss{where}: its GEMMs run TF32, so this GPU has "
+                "bf16 tensor cores), " + skip_work(attention))
     if dtype in ("bf16", "fp16", "fp8"):
         why = f"({dtype} already; whether this device runs a cheaper precision faster is not in the peak table)"
         return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: {skip_work(attention)}"
@@ -512,6 +515,11 @@ def attends(a: Analysis) -> bool:
     names = [h.name for h in a.hotspots] + [k.name for k in a.top_kernels]
     return (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
             or any(c.lever == SDPA and c.assumption is not None and c.assumption.count > 0 for c in a.lever_choices))
+
+
+def replayed_from_graphs(a: Analysis) -> bool:
+    """Most of the trace's GPU activities replay from CUDA graphs captured outside it (the graph-replay caveat)."""
+    return any(c.kind == "graph_replay_unjoined" and c.count >= 0.5 * max(a.kernels, 1) for c in a.trace.caveats)
 
 
 def matrix_precision(a: Analysis) -> str | None:

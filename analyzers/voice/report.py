@@ -53,6 +53,7 @@ from tracetriage.analyzers.voice.common import (
     mostly,
     op_words,
     pinning_pays,
+    replayed_from_graphs,
     setup_holds_host_work,
     training_loop,
     trains,
@@ -228,7 +229,7 @@ def _headroom_needs(a: Analysis) -> str:
     """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
     if a.verdict.regime is Regime.COMPUTE:
         return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
-                                  named=matrix_precision(a))
+                                  named=matrix_precision(a), replayed=replayed_from_graphs(a))
     return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
 
 
@@ -395,7 +396,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
                    f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}{peak}")
         else:
             why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
-        return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a)), "why": why,
+        return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
+                                            replayed=replayed_from_graphs(a)), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     if v.achieved_gbps:
         peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
