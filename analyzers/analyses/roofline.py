@@ -435,6 +435,9 @@ class RegimeVerdict:
     communication: Communication | None = None   # the span's collectives, exposed and why (None: it has none)
     fp32_cuda_core_us: float = 0.0  # kernel time in fp32 GEMMs/convolutions on CUDA cores, by the kernels' names
     fp32_cuda_core_kernels: tuple[str, ...] = ()   # the longest of them (at most two), longest first
+    # compute/memory: the verdict's bound's kernel time placed by kernel names alone, by why no op costs it
+    # (UNCOSTED_WHY value -> µs), largest first: why its rate is not said (the words only, not the JSON)
+    named_why_us: dict = field(default_factory=dict, metadata={"json": False})
 
     @property
     def kernel_us(self) -> float:
@@ -516,7 +519,24 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     fp32_us, fp32_names = _fp32_cuda_core_math(trace, kernel_rows, dur)
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
                          ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
-                         communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names)
+                         communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names,
+                         named_why_us=_named_why_us(roof, kernel_rows, dur, b, BOUND_CODE.get(verdict)))
+
+
+BOUND_CODE = {Regime.COMPUTE: COMPUTE, Regime.MEMORY: MEMORY}
+
+
+def _named_why_us(roof: Roofline, kernel_rows: np.ndarray, dur: np.ndarray, b: np.ndarray,
+                  bound: int | None) -> dict[str, float]:
+    """The kernel time (µs) of one bound placed by its kernels' names alone, by why no op costs it, largest first:
+    what the Regime line says where that bound's rate is not in the trace (leimao's CUDA-graph replays, recorded with
+    shapes, read '(their FLOPs are not in the trace: no shapes recorded)')."""
+    if bound is None or roof.kernel_why is None or not len(kernel_rows):
+        return {}
+    w = roof.kernel_why[kernel_rows]
+    mine = (b == bound) & (w != 0)
+    out = {name: round(float(dur[mine & (w == code)].sum()) / 1e3, 3) for code, name in UNCOSTED_WHY.items()}
+    return dict(sorted(((k, t) for k, t in out.items() if t > 0), key=lambda x: -x[1]))
 
 
 BOUND_OF_REGIME = {Regime.COMPUTE: Bound.COMPUTE, Regime.MEMORY: Bound.MEMORY}

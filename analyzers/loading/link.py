@@ -72,8 +72,9 @@ def link(a: Tables) -> Trace:
     return replace(trace, graph_op_of=graph_op_of, caveats=trace.caveats + tuple(graph_caveats))
 
 
-def _ops_of_calls(ev: Events, calls: np.ndarray) -> tuple[np.ndarray, int]:
-    """The cpu_op of each host call, and how many calls time placed where their External id did not.
+def _ops_of_calls(ev: Events, calls: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+    """The cpu_op of each host call, and how many calls time placed where their External id did not, by what the
+    id was (the call's own correlation id, its own id in a trace with no correlation, another op's).
 
     By External id where that op encloses the call on its thread; else the innermost op that does;
     else (no op around the call) the id's op, unless the id is the call's own correlation id, which
@@ -87,25 +88,36 @@ def _ops_of_calls(ev: Events, calls: np.ndarray) -> tuple[np.ndarray, int]:
     out = by_id.copy()
     doubt = np.flatnonzero(~encloses)
     if len(doubt) == 0:   # every call sits inside the op its id names: a sound trace, nothing to search
-        return out, 0
+        return out, {}
     around = innermost_enclosing(ev, ops, calls[doubt])
     inside = around != NONE
     out[doubt[inside]] = around[inside]
     own_corr = (ev.ext[calls[doubt]] == ev.corr[calls[doubt]]) & (ev.ext[calls[doubt]] != NONE)
     out[doubt[~inside & own_corr]] = NONE
-    return out, int(np.sum(inside & (ev.ext[calls[doubt]] != NONE)))
+    placed = inside & (ev.ext[calls[doubt]] != NONE)
+    # why each placed call's id named no op around it: torch 2.0/2.1 wrote the call's own correlation id there; a
+    # ROCm trace (roctracer under Kineto) writes no correlation at all, its External id being the call's own id,
+    # shared with the activity it launched (tracelens gemm01 on an MI300X was said to carry torch 2.0/2.1's bug)
+    no_corr = ev.corr[calls[doubt]] == NONE
+    return out, {"own_correlation": int(np.sum(placed & own_corr)), "own_id": int(np.sum(placed & no_corr)),
+                 "elsewhere": int(np.sum(placed & ~own_corr & ~no_corr))}
+
+
+BY_TIME_CAVEATS = {"own_correlation": "external_id_by_time", "own_id": "external_id_own_id",
+                   "elsewhere": "external_id_elsewhere"}
 
 
 def _link_caveats(ev: Events, names, gpu: np.ndarray, allcalls: np.ndarray, launch_of: np.ndarray,
-                  op_of: np.ndarray, by_time: int = 0) -> list[Caveat]:
+                  op_of: np.ndarray, by_time: dict[str, int] | None = None) -> list[Caveat]:
     if len(gpu) == 0:
         return [Caveat("no_gpu_activity")]
     out = []
     unlinked = int(np.sum(launch_of[gpu] == NONE))
     if unlinked:
         out.append(Caveat("unlinked_gpu", unlinked, len(gpu)))
-    if by_time:
-        out.append(Caveat("external_id_by_time", by_time, int(np.sum(ev.ext[allcalls] != NONE))))
+    for form, n in (by_time or {}).items():
+        if n:
+            out.append(Caveat(BY_TIME_CAVEATS[form], n, int(np.sum(ev.ext[allcalls] != NONE))))
     dangling = int(np.sum((ev.ext[allcalls] != NONE) & (op_of[allcalls] == NONE)))
     if dangling:
         out.append(Caveat("dangling_external_id", dangling))

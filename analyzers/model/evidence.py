@@ -6,7 +6,7 @@ never sentences, and never checks whether a key exists. Times are µs, rounded a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracetriage.analyzers.model.verdicts import Cause
 
@@ -68,6 +68,12 @@ class LaunchEvidence(Evidence):
     kernel_median_us: float
     graph_launches: int = 0           # CUDA/HIP graph launch calls in the trace: graphs are already in use
     graphed_kernels: int = 0          # of `kernels`, those a graph launch issued (a replay)
+    # the whole gaps between device work that hold these pieces (a gap may be part host work), their median, and
+    # how many another cause shares: the words' fields (the JSON keeps its keys)
+    whole_gaps: int = field(default=0, metadata={"json": False})
+    whole_gap_median_us: float = field(default=0.0, metadata={"json": False})
+    part_median_us: float = field(default=0.0, metadata={"json": False})   # ... and of this cause's part of each
+    shared_gaps: int = field(default=0, metadata={"json": False})
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def plain(x, nd: int | None = None):
         return x.value
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         nd = 4 if isinstance(x, _ROUNDED_TO_4) else nd
-        return {f.name: plain(getattr(x, f.name), nd) for f in dataclasses.fields(x)}
+        # a field marked metadata={"json": False} feeds the words only (the JSON keeps its keys as they are)
+        return {f.name: plain(getattr(x, f.name), nd) for f in dataclasses.fields(x) if f.metadata.get("json", True)}
     if isinstance(x, dict):
         return {(k.value if isinstance(k, Enum) else k): plain(v, nd) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

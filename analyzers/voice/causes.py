@@ -64,7 +64,7 @@ SPECS: tuple[CauseSpec, ...] = (
         waste="faster kernels or torch.compile: compute is not what the device waits on",
         colour="#4c78a8", mark="T", mark_style="cyan"),
     CauseSpec(
-        Cause.OTHER, words="other", stretch="gap with no launch call in the trace",
+        Cause.OTHER, words="other", stretch="gap the trace does not explain",
         advice="capture again with both CPU and CUDA activity recorded (ProfilerActivity.CPU and "
                "ProfilerActivity.CUDA) so that every kernel links to the call that launched it",
         waste="acting on this trace's idle time: what caused it was not recorded",

@@ -44,13 +44,18 @@ def caveat(c: Caveat) -> str:
         return (f"{count(c.count, 'runtime call')} {'belongs' if one else 'belong'} to no op: {its} External id names "
                 f"no cpu_op and no op encloses {it} on its thread: the GPU time of what "
                 f"{'it launches' if one else 'they launch'} is listed under the kernel's name, not the op's")
-    if c.kind == "external_id_by_time":
+    if c.kind in ("external_id_by_time", "external_id_own_id", "external_id_elsewhere"):
         # every runtime call the trace records (cudaFuncGetAttributes, cudaMalloc ...), not only its launches: said
-        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false)
+        # so (a user counting 48 launches among 109 calls read "108 of 109 launch calls" as false); why the id names
+        # no op around them, by what the id is (a ROCm trace was said to carry torch 2.0/2.1's bug)
         verb = "carries" if c.count == 1 else "carry"
+        why = {"external_id_by_time": "torch 2.0/2.1 wrote the correlation id there, which names nothing or an "
+                                      "unrelated op",
+               "external_id_own_id": "a ROCm trace: each HIP runtime call's External id is its own, shared with the "
+                                     "activity it launches, not its op's",
+               "external_id_elsewhere": "the op it names does not enclose the call"}[c.kind]
         return (f"{integer(c.count)} of {count(c.total, 'runtime call')} {verb} an External id that names no op "
-                "around them (torch 2.0/2.1 wrote the correlation id there, which names nothing or an unrelated op): "
-                "each is charged to the op that encloses it on its thread")
+                f"around them ({why}): each is charged to the op that encloses it on its thread")
     if c.kind == "stream_overlap":
         verb = "starts" if c.count == 1 else "start"
         return (f"{count(c.count, 'GPU activity', 'GPU activities')} {verb} more than "
@@ -341,6 +346,7 @@ def tiny_kernels(ev: LaunchEvidence) -> bool:
     return ev.launch_call_median_us is not None and 0 < ev.kernel_median_us < ev.launch_call_median_us
 
 
+WHOLE_GAP_SAID = 1.1        # the whole gaps' median is said where it passes the cause's pieces' by a tenth
 DISPATCH_GAP_LAUNCHES = 3   # a launch-overhead gap past this many launch calls is mostly the framework's dispatch
 ONE_GAP_HOLDS = 0.5   # one gap holding this share of its cause's idle is said by itself: a median hides it
 LARGEST_SAID = 5      # ... and the largest gap is said beside the median where it is this many times longer (a
@@ -385,9 +391,16 @@ def evidence_phrase(ev: Evidence) -> str:
                     "the ops' C++), not the launch call" if ev.launch_call_median_us
                     and ev.median_gap_us > DISPATCH_GAP_LAUNCHES * ev.launch_call_median_us
                     and ev.queued_gaps < ev.gaps / 2 else "")
-        return (f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose "
-                f"median run is {duration_us(ev.kernel_median_us)}; {cost}" + (f" (launched by {ops})" if ops else "")
-                + dispatch)
+        gaps = f"{plural(ev.gaps, 'gap')} with a median of {duration_us(ev.median_gap_us)} between kernels whose " \
+               f"median run is {duration_us(ev.kernel_median_us)}"
+        if ev.shared_gaps and ev.whole_gap_median_us > WHOLE_GAP_SAID * ev.median_gap_us:
+            # gaps that are part another cause move the median a reader measures between kernels: the whole gaps'
+            # median, the launch overhead's own part said beside it (leimao's eager MLP: '250 gaps with a median of
+            # 15.1 µs', the launch-overhead pieces' median, where the gaps between kernels had one of 24.5 µs)
+            gaps = (f"{plural(ev.whole_gaps, 'gap')} with a median of {duration_us(ev.whole_gap_median_us)} between "
+                    f"kernels whose median run is {duration_us(ev.kernel_median_us)}, launch overhead a median "
+                    f"{duration_us(ev.part_median_us)} of each ({integer(ev.shared_gaps)} also part another cause)")
+        return (f"{gaps}; {cost}" + (f" (launched by {ops})" if ops else "") + dispatch)
     if isinstance(ev, HostEvidence):
         traced = ", ".join(o.name for o in ev.host_events[:3])
         held = ", ".join(o.name for o in ev.python_functions[:2])
@@ -430,6 +443,14 @@ def evidence_phrase(ev: Evidence) -> str:
     if getattr(ev, "waited_on", ()) or (ev.gaps and not ev.unlinked_gaps):
         return (f"{plural(ev.gaps, 'gap')} in which queued work waited on a dependency the trace does not record "
                 "(no stream-wait, sync or copy call around it)")
+    late = ev.gaps - ev.unlinked_gaps
+    if late > 0:
+        # both kinds: each counted apart, so the unlinked count agrees with the Caveat's activities without a launch
+        # call (leimao make_graphed_callables: "8 gaps with no launch call" beside "2 of 282 GPU activities have no
+        # launch call": 7 of the gaps ended in work whose launch call returned 100-270 µs before it started)
+        return (f"{plural(late, 'gap')} in which work already launched started late with nothing in the trace to "
+                f"wait on (no stream-wait, sync or copy call around it), {integer(ev.unlinked_gaps)} before work with "
+                "no launch call in the trace")
     return f"{plural(ev.gaps, 'gap')} with no launch call in the trace"
 
 
@@ -482,6 +503,27 @@ UNCOSTED_WORDS = {
     "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
     "above_peak": "their ops' shapes would put them above the device's peak (an attribution error)",
 }
+
+
+# why a bound's kernels, placed by their names, have no rate in the trace: said in the Regime line's parenthesis
+NAMED_WHY_WORDS = {
+    "no_shapes": "their ops recorded no shapes (record_shapes was off)",
+    "no_launching_op": "no recorded op launched them (queued before the profiled window, or CPU activity not "
+                       "captured)",
+    "launched_outside_ops": "they were launched outside any recorded op, so no op's shapes say what they compute",
+    "no_cost_model": "their ops have no cost model here (custom or library ops)",
+    "graph_replay": "they were replayed from CUDA graphs whose capture is not in the trace, so no op recorded their "
+                    "shapes",
+}
+
+
+def named_why_phrase(v) -> str:
+    """Why the verdict's bound's kernels carry no FLOPs or bytes: the one or two reasons holding most of their time
+    (a trace recorded with shapes whose kernels were CUDA-graph replays said 'no shapes recorded')."""
+    items = list(v.named_why_us)[:2]
+    if len(items) == 2 and v.named_why_us[items[1]] < 0.05 * sum(v.named_why_us.values()):
+        items = items[:1]
+    return "; ".join(NAMED_WHY_WORDS[w] for w in items) or "no op recorded their shapes"
 
 
 def uncosted_phrase(v, key: str | None = "regime.uncosted_why") -> str:

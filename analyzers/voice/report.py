@@ -51,6 +51,7 @@ from tracetriage.analyzers.voice.common import (
     copy_phrase,
     matrix_precision,
     mostly,
+    named_why_phrase,
     op_words,
     pinning_pays,
     replayed_from_graphs,
@@ -795,7 +796,7 @@ def _regime_line(a: Analysis) -> str:
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: no shapes recorded)."
+            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -806,7 +807,7 @@ def _regime_line(a: Analysis) -> str:
             line = (f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}"
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
-            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: no shapes recorded)."
+            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: {named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:

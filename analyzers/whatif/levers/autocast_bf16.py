@@ -119,7 +119,17 @@ class Autocast(Assumption):
 
 
 def _tensors(c: Context, op: int) -> list[list]:
-    return [d for d in (c.trace.shapes(op)[0] or []) if isinstance(d, list) and len(d) >= 1]
+    """An op's input tensors' dims. A TensorList argument (einsum's operands, [[16384, 256], [16384, 9, 256]])
+    records a list of dims: each of its tensors is cast on its own, so it counts as its tensors."""
+    out: list[list] = []
+    for d in c.trace.shapes(op)[0] or []:
+        if not isinstance(d, list) or not d:
+            continue
+        if all(isinstance(x, list) for x in d):
+            out.extend(t for t in d if t and all(isinstance(x, int) for x in t))
+        elif all(isinstance(x, int) for x in d):
+            out.append(d)
+    return out
 
 
 def _activation(c: Context, op: int, tensors: list[list]) -> tuple[list[list], list[list]]:
