@@ -268,16 +268,18 @@ def test_cuda_graphs_proposes_nothing_for_work_the_trace_already_replays_in_grap
 
 def test_cuda_graphs_moves_only_the_launches_left_outside_the_graphs():
     """gpt-graphs replays each decode step in one graph launch and runs prefill and the sampling eagerly: the lever
-    graphs the eager kernels only, and its saving is the Next's 'cut the launches left outside'."""
+    counts the eager launches' activities it graphs (the replays it takes into a stretch's graph with them counted
+    apart), and its saving is the Next's 'cut the launches left outside'."""
     from tracetriage.analyzers.model.runtime_calls import is_graph_launch
-    from tracetriage.analyzers.model.trace import KERNEL
+    from tracetriage.analyzers.model.trace import GPU_CATS
 
     t = load(TRACES / "gpt-graphs.json.gz")
     lv = whatif.predict(t).lever("cuda_graphs")
-    calls = t.launch_of[np.flatnonzero(t.ev.cat == KERNEL)]
+    calls = t.launch_of[np.flatnonzero(np.isin(t.ev.cat, GPU_CATS))]
     graphed = sum(1 for c in calls.tolist() if c != NONE and is_graph_launch(t.names[t.ev.name[c]]))
     assert graphed > 6000
     assert 0 < lv.assumption.count <= len(calls) - graphed
+    assert 0 < lv.assumption.replays <= 64
     assert lv.saving_ns > 0
 
 

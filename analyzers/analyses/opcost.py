@@ -277,6 +277,12 @@ _ELEMENTWISE_FLOPS = {
                      "rsqrt", "sin", "cos", "pow", "lerp", "hardswish"], 2),
     **dict.fromkeys(["sigmoid", "tanh", "erf", "elu", "softplus"], 4),
     **dict.fromkeys(["silu", "gelu", "mish"], 5),
+    # an activation's and dropout's backward: the gradient times the activation's derivative (read from its input
+    # or its output, or dropout's mask), elementwise like the forward (a training step's MLP runs them between its
+    # GEMMs: threshold_backward for ReLU, native_dropout_backward for Dropout)
+    **dict.fromkeys(["threshold_backward", "hardtanh_backward", "native_dropout_backward"], 2),
+    **dict.fromkeys(["leaky_relu_backward", "sigmoid_backward", "tanh_backward", "elu_backward"], 3),
+    **dict.fromkeys(["silu_backward", "gelu_backward"], 8),
 }
 _ELEMENTWISE_FLOPS["gelu"] = 8
 _ELEMENTWISE_FLOPS["mish"] = 8
@@ -306,6 +312,14 @@ def _elementwise(name, args, base, inplace):
     dtype = out_dtype if out_dtype in FLOAT_DTYPES else main_dtype(tensors)
     return OpCost(flops=flops, bytes=float(reads + out_numel * bytes_of(out_dtype)),
                   dtype=dtype, kind="elementwise")
+
+
+def _dropout(name, args):
+    """Dropout in training (aten::native_dropout(x, p, train)): x read once, the output and its bool mask written,
+    a random draw, a compare and a scale per element."""
+    x = need(args, 0)
+    return OpCost(flops=3.0 * x.numel, bytes=float(2 * x.nbytes + x.numel * bytes_of("bool")), dtype=x.dtype,
+                  kind="elementwise")
 
 
 # --------------------------------------------------------------------------------------
@@ -757,7 +771,7 @@ def fusible_kind_by_name(name: str) -> str | None:
     if base in _REDUCTION_FLOPS:
         return "reduction"
     stem = base[:-1] if base.endswith("_") and not base.endswith("__") else base
-    return "elementwise" if stem in _ELEMENTWISE_FLOPS else None
+    return "elementwise" if stem in _ELEMENTWISE_FLOPS or base == "native_dropout" else None
 
 
 def _classify(base: str):
@@ -783,6 +797,8 @@ def _classify(base: str):
         return _copy
     if base in _REDUCTION_FLOPS:
         return lambda n, a: _reduction(n, a, n)
+    if base == "native_dropout":
+        return _dropout
     stem = base[:-1] if base.endswith("_") and not base.endswith("__") else base
     if stem in _ELEMENTWISE_FLOPS:
         return lambda n, a: _elementwise(n, a, stem, inplace=stem != base)

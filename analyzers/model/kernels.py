@@ -117,3 +117,13 @@ def matrix_precision_by_name(kernel: str) -> str | None:
     if is_tf32(kernel):
         return "tf32"
     return "fp32" if is_fp32_cuda_core_math(kernel) else None
+
+
+# Attention by its name, op or kernel: SDPA and its backends (aten::scaled_dot_product_attention, _flash_attention_*,
+# _efficient_attention_*), flash-attn's and cuDNN's kernels (flash_fwd_kernel, fmha_*, cudnn's "sdpa"), xFormers'.
+_ATTENTION_NAME = re.compile(r"attention|flash_fwd|flash_bwd|fmha|sdpa|xformers", re.I)
+
+
+def is_attention(name: str) -> bool:
+    """An attention op or kernel, by its name."""
+    return _ATTENTION_NAME.search(name) is not None

@@ -664,7 +664,13 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
                                   then=then, knob_beside=beside)
         head = by_name.get(HEADROOM)
-        if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns:
+        # (on a span the device idles most of, an idle cause holding more of it than faster kernels would win is the
+        # experiment: hta-a100-80gb-rank0, 66% idle, 32% of the span waiting on copies, was told "move fewer bytes"
+        # once its replay priced faster kernels at 8%, where the unchanged replay had missed the span by 6%)
+        idle_first = v.regime is Regime.OVERHEAD and dom is not None and dom not in cold and dom is not Cause.OTHER \
+            and head is not None and by_cause.get(dom, 0) > head.saving_ns \
+            and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little)
+        if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns and not idle_first:
             kind = (_unknown_bound_next(v, roof) if v.regime is Regime.UNKNOWN else  # faster kernels: how, unmeasured
                     Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)

@@ -45,4 +45,5 @@ def waste_beside_words(cause: Cause, choices: tuple[LeverChoice, ...], graphed: 
     named = [c for c in choices if c.lever in WASTE_WORDS_NAME.get(cause, ())]
     if not any(c.saving_ns >= floor * c.baseline_ns for c in named):
         return None
-    return weeks_waste(choices, None, graphed)
+    # (never the cause's own lever: "overlap the copies" beside "would waste the week: pinned memory and async copies")
+    return weeks_waste(tuple(c for c in choices if LEVERS[c.lever].cause is not cause), None, graphed)

@@ -9,12 +9,14 @@ them decides a verdict or a threshold: they say what the analysis decided.
 from __future__ import annotations
 
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
+from tracetriage.analyzers.model.kernels import is_attention, matrix_precision_by_name
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
 from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.said import claim
+from tracetriage.analyzers.whatif.levers import SDPA
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -93,7 +95,8 @@ def cause_words(cause: Cause | None) -> str:
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
            pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None,
-           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lone_batch: bool = False) -> str:
+           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lone_batch: bool = False,
+           trains: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
     wrote them (`.item()`, `torch.cuda.empty_cache()`), from the op whose syncs to remove (`only`), else
@@ -101,7 +104,8 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     memory only where the batches' copies are not pinned already (`pinned`) and pinning them pays (`pin_pays`: the
     host-to-device copies hold PIN_PAYS of the span); launch overhead of a training loop (`training`) whose kernels
     run shorter than a launch (a loop over a DataLoader with an optimizer step or a backward) asks for a bigger batch
-    first."""
+    first; launches left outside the CUDA graphs of a step that trains (`trains`: a backward or an optimizer step in the
+    trace) ask for the whole step in one graph."""
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
@@ -120,6 +124,14 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                 f"replays ({count(ev.graph_launches, 'graph launch', 'graph launches')}), so the device waits between "
                 "replays on the host's loop and the graph launch call: capture several steps in one graph, or more "
                 "work per step (a bigger batch)")
+    if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches and trains:
+        # graphs replayed for the model (make_graphed_callables) between an eager loss, backward glue and optimizer
+        # step: the engineer's knob is one graph of the whole step (public trace_with_make_graphed_callables was told
+        # to take host work off the critical path; its whole-step capture measured 1.33 -> 0.90 ms a step)
+        return ("cut the launches left outside the CUDA graphs the trace already replays "
+                f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture the whole training step "
+                "(forward, loss, loss.backward() and optimizer.step()) in one torch.cuda.graph and replay it, "
+                "copying each batch into its static inputs")
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
@@ -237,25 +249,56 @@ def cheaper_precisions(peaks, dtype: str | None) -> list[str] | None:
     return [_PRECISION_WORDS[x] for x in fast]
 
 
-def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False) -> str:
-    """What cheaper arithmetic means on this device for work in `dtype`."""
+def skip_work(attention: bool) -> str:
+    """Work a compute-bound span can skip: causal masks only where it runs attention (an MLP has none to mask)."""
+    return "skip work (causal masks, smaller shapes)" if attention else "skip work (smaller shapes)"
+
+
+_CHEAPER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 2, "fp8": 3}
+
+
+def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False, attention: bool = False,
+                       named: str | None = None, replayed: bool = False) -> str:
+    """What cheaper arithmetic means on this device for work in `dtype`; `named`: the precision the top GEMMs and
+    convolutions compute in by their kernels' names (a graph replay's GEMMs carry no shapes: CUTLASS's s1688gemm is
+    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (causal masks skip some);
+    `replayed`: most kernels replay from CUDA graphs captured outside the trace (the change goes where they are
+    captured: a replay runs what was captured)."""
+    if named in _CHEAPER and (dtype not in _CHEAPER or _CHEAPER[named] > _CHEAPER[dtype]):
+        dtype = named
     lower = cheaper_precisions(peaks, dtype)
     if lower is None:
-        return REGIME_ADVICE["compute"] if not headroom else "cheaper arithmetic (lower precision) or less of it"
+        return _cheaper_on_an_unknown_device(dtype, headroom=headroom, attention=attention, replayed=replayed)
     if not lower:
         why = f"({dtype or 'fp32'} is already the cheapest precision this device runs faster)"
-        return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: skip work (causal masks, " \
-            "smaller shapes)"
+        return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: {skip_work(attention)}"
     on = " or ".join(claim(f"next.precision.{_PRECISION_KEYS[x]}", 1, x) for x in lower)
     if headroom:
         return f"cheaper arithmetic ({on} on tensor cores) or less of it"
-    return f"do less arithmetic or cheaper arithmetic: lower precision on tensor cores ({on}), skip work " \
-           "(causal masks, smaller shapes)"
+    return f"do less arithmetic or cheaper arithmetic: lower precision on tensor cores ({on}), {skip_work(attention)}"
+
+
+def _cheaper_on_an_unknown_device(dtype: str | None, *, headroom: bool, attention: bool, replayed: bool) -> str:
+    """Cheaper arithmetic on a device the peak table does not hold: only what its own kernels show it has. TF32
+    tensor-core kernels run on Ampere or later, which all run bf16 on tensor cores; fp8 is named nowhere (Ada, Hopper
+    and later have it, an unknown card may not: public trace_with_manual_capture, an RTX 5080, was told "bf16/fp8")."""
+    if dtype == "tf32":
+        if headroom:
+            return "cheaper arithmetic (bf16 on tensor cores: the TF32 GEMMs show this GPU has them) or less of it"
+        where = " inside the graph's capture" if replayed else ""
+        return ("do less arithmetic or cheaper arithmetic: bf16 on tensor cores (torch.autocast('cuda', "
+                f"dtype=torch.bfloat16) around the forward and the loss{where}: its GEMMs run TF32, so this GPU has "
+                "bf16 tensor cores), " + skip_work(attention))
+    if dtype in ("bf16", "fp16", "fp8"):
+        why = f"({dtype} already; whether this device runs a cheaper precision faster is not in the peak table)"
+        return f"less arithmetic {why}" if headroom else f"do less arithmetic {why}: {skip_work(attention)}"
+    if headroom:
+        return "cheaper arithmetic (lower precision) or less of it"
+    return ("do less arithmetic or cheaper arithmetic: lower precision on tensor cores (TF32 or bf16 where this GPU "
+            "has them), " + skip_work(attention))
 
 
 REGIME_ADVICE = {
-    "compute": "do less arithmetic or cheaper arithmetic: lower precision on tensor cores (bf16/fp8), skip work "
-               "(causal masks, smaller shapes)",
     "memory": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, avoid "
               "materialised copies",
     "latency": "give the kernels a better algorithm or more work per launch: torch.backends.cudnn.benchmark = True "
@@ -506,6 +549,36 @@ def pinning_pays(a: Analysis) -> bool:
     ev = a.evidence.get(Cause.DATA_TRANSFER)
     h2d_us = sum(c.us for c in getattr(ev, "copies", ()) if "HtoD" in c.name)
     return bool(a.span_ns) and h2d_us * 1e3 >= PIN_PAYS * a.span_ns
+
+
+def attends(a: Analysis) -> bool:
+    """The span runs attention: an attention op or kernel among its costed points, hotspots or top kernels, or the
+    hand-written attention the sdpa lever finds (softmax between two GEMMs)."""
+    names = [h.name for h in a.hotspots] + [k.name for k in a.top_kernels]
+    return (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
+            or any(c.lever == SDPA and c.assumption is not None and c.assumption.count > 0 for c in a.lever_choices))
+
+
+def replayed_from_graphs(a: Analysis) -> bool:
+    """Most of the trace's GPU activities replay from CUDA graphs captured outside it (the graph-replay caveat)."""
+    return any(c.kind == "graph_replay_unjoined" and c.count >= 0.5 * max(a.kernels, 1) for c in a.trace.caveats)
+
+
+def matrix_precision(a: Analysis) -> str | None:
+    """The precision holding most of the top kernels' GEMM/convolution time, by the kernels' names (None: none
+    says)."""
+    by: dict[str, float] = {}
+    for k in a.top_kernels:
+        p = matrix_precision_by_name(k.name)
+        if p is not None:
+            by[p] = by.get(p, 0.0) + k.device_us
+    return max(by, key=by.__getitem__) if by else None
+
+
+def trains(a: Analysis) -> bool:
+    """The trace runs a training step: autograd's backward or an optimizer step among its constructs."""
+    fw = a.framework
+    return fw is not None and any(fw.share_of(c) is not None for c in (Construct.OPTIMIZER, Construct.BACKWARD))
 
 
 def training_loop(a: Analysis) -> bool:

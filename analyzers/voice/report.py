@@ -44,16 +44,20 @@ from tracetriage.analyzers.voice.common import (
     REGIME_ADVICE,
     WASTE,
     advice,
+    attends,
     caveat,
     cheaper_arithmetic,
     construct_phrase,
     copy_phrase,
+    matrix_precision,
     mostly,
     named_why_phrase,
     op_words,
     pinning_pays,
+    replayed_from_graphs,
     setup_holds_host_work,
     training_loop,
+    trains,
     uncosted_phrase,
 )
 from tracetriage.analyzers.voice.copies import copies_advice
@@ -165,7 +169,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                                      and getattr(nx.lever.assumption, "start_up", False)),
                                lone_batch=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
                                                and getattr(nx.lever.assumption, "lone", False)),
-                               fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a)),
+                               fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a), trains=trains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
         out = _regime_next(a)
@@ -225,7 +229,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
 def _headroom_needs(a: Analysis) -> str:
     """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
     if a.verdict.regime is Regime.COMPUTE:
-        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True)
+        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
+                                  named=matrix_precision(a), replayed=replayed_from_graphs(a))
     return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
 
 
@@ -287,7 +292,7 @@ def _fuse_chains(a: Analysis) -> int | None:
 def _fuse_found(a: Analysis) -> int:
     """How many eager elementwise chains the fuse lever found, whatever they save."""
     fuse = next((c for c in a.lever_choices if c.lever == FUSE), None)
-    return fuse.assumption.count if fuse is not None and fuse.assumption is not None else 0
+    return getattr(fuse.assumption, "found", 0) if fuse is not None and fuse.assumption is not None else 0
 
 
 def _compiled_already(a: Analysis) -> bool:
@@ -392,7 +397,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
                    f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}{peak}")
         else:
             why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
-        return {"lever": cheaper_arithmetic(pk, v.dtype), "why": why,
+        return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
+                                            replayed=replayed_from_graphs(a)), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
     if v.achieved_gbps:
         peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""

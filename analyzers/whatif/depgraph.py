@@ -100,6 +100,8 @@ class Graph:
     g_dur: np.ndarray
     g_call: np.ndarray           # index into c_*: its launch call, or the last call before it (unlinked)
     g_linked: np.ndarray         # bool
+    g_pinned: np.ndarray         # bool: queued before the first call, it starts where it was traced (the first of a
+                                 # backlog; the rest of it follows its queue)
     g_lat: np.ndarray
     g_gap: np.ndarray
     g_dep: np.ndarray            # index into g_* or NONE
@@ -150,7 +152,8 @@ def build(trace: Trace) -> Graph:
         c_tail=blocked.tail, c_issues=blocked.issues, c_in_op=host.in_op, c_outer_op=host.outer_op,
         c_wake=c_wake, c_wdelay=c_wdelay,
         g_row=gpu.row, g_queue=gpu.queue, g_device=ev.device[gpu.row], g_cat=ev.cat[gpu.row], g_start=gpu.start,
-        g_dur=gpu.dur, g_call=gpu.call, g_linked=gpu.linked, g_lat=gpu.lat, g_gap=gpu.gap, g_dep=gpu.dep,
+        g_dur=gpu.dur, g_call=gpu.call, g_linked=gpu.linked, g_pinned=gpu.pinned, g_lat=gpu.lat, g_gap=gpu.gap,
+        g_dep=gpu.dep,
         g_delay=gpu.delay, g_nbytes=ev.nbytes[gpu.row], queue_keys=gpu.queue_keys,
         launch_cost_ns=kinds.launch_cost_ns, lat_typ_ns=gpu.lat_typ_ns, min_gap_ns=gpu.min_gap_ns,
         min_gap_measured=gpu.min_gap_measured, host_long_ns=host_long,
@@ -353,6 +356,7 @@ class _GpuActivities:
     queue: np.ndarray            # index of (device, stream)
     call: np.ndarray             # index into the calls: its launch call, or the last call before it (unlinked)
     linked: np.ndarray
+    pinned: np.ndarray           # before the first call, at its traced start (not a backlog that follows its queue)
     start: np.ndarray
     end: np.ndarray
     dur: np.ndarray
@@ -375,8 +379,15 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     linked = lrow != NONE
     g_call0 = np.where(linked, calls.index_of_row[np.maximum(lrow, 0)], NONE)
     linked &= g_call0 != NONE
-    # unlinked activity: anchored to the last call that started before it (so it moves with the host)
+    # unlinked activity: anchored to the last call that started before it (so it moves with the host) ...
     anchor = np.searchsorted(c_start, ev.start[gpu], side="right") - 1
+    # ... but a stream runs its work in the order it was queued: an activity that ran before a linked one on its
+    # queue was queued before that one's launch call, so it is anchored before that call too. Else a backlog queued
+    # before the window (the unrecorded steps' kernels) sorts behind the window's own launches on its queue, and
+    # the queue's order, its gaps and the launch latency measured from them are those of a shuffled queue
+    # (trace_with_manual_capture: 75 backlog kernels anchored to calls made while they ran put every graph-replayed
+    # kernel 2-5 ms "late" after its launch, pinned there under every lever)
+    anchor = np.minimum(anchor, _before_next_linked(g_queue0, ev.start[gpu], np.where(linked, g_call0, NONE)))
     g_call0 = np.where(linked, g_call0, anchor)
     o = np.lexsort((ev.start[gpu], g_call0, g_queue0))
     g_row, g_queue, g_call, g_linked = gpu[o], g_queue0[o], g_call0[o], linked[o]
@@ -390,8 +401,11 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     call_start = np.where(g_call >= 0, c_start[np.maximum(g_call, 0)], g_start)
     lat_obs = g_start - call_start
     waited = g_linked & (g_prev_gap > 5_000)
+    # where no launched activity found its queue idle, each one's start after its call bounds the latency from above
+    # only (it waited behind the work before it): a host that runs milliseconds ahead would otherwise make that wait
+    # the "typical latency", and every kernel would keep it under every lever
     lat_typ = int(np.median(lat_obs[waited])) if waited.any() else (
-        int(np.median(lat_obs[g_linked])) if g_linked.any() else DEFAULT_LAT_NS)
+        min(int(np.median(lat_obs[g_linked])), DEFAULT_LAT_NS) if g_linked.any() else DEFAULT_LAT_NS)
     lat_typ = max(lat_typ, 0)
     late_tol = max(CLOCK_TOL_NS, lat_typ // 2)
     # issued while the device was still busy with the previous activity on the queue
@@ -437,15 +451,47 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     # time. It follows it (at the observed gap) rather than keeping its traced offset from the call, so a lever that
     # shortens the backlog moves what waits for it (the sync that drains warm-up steps' kernels at the window's
     # start: vit_fp32_train-before's 143 ms stayed 143 ms under autocast_bf16).
-    backlog = (~g_linked & ~first_in_q & (g_call >= 0) & (call_start <= prev_end_g + CLOCK_TOL_NS)
+    # An activity queued before the first traced call (no call to anchor it) that runs behind the one before it is
+    # such a backlog too: it follows that one, where the first of the queue keeps its traced start (kernels_2x on
+    # trace_with_manual_capture left 2 ms of the unrecorded steps' kernels where they ran, at full length)
+    backlog = (~g_linked & ~first_in_q & ((g_call < 0) | (call_start <= prev_end_g + CLOCK_TOL_NS))
                & (g_prev_gap >= 0) & (g_prev_gap <= QUEUE_GAP_NS))
     g_lat = np.where(backlog, 0, g_lat)
     g_gap = np.where(backlog, g_prev_gap, g_gap)
+    pinned = (g_call < 0) & ~backlog
     g_gap = np.where(first_in_q, 0, g_gap)
-    return _GpuActivities(row=g_row, queue=g_queue, call=g_call, linked=g_linked, start=g_start, end=g_end,
-                          dur=g_dur, lat=g_lat, gap=g_gap, dep=g_dep, delay=g_delay,
+    return _GpuActivities(row=g_row, queue=g_queue, call=g_call, linked=g_linked, pinned=pinned, start=g_start,
+                          end=g_end, dur=g_dur, lat=g_lat, gap=g_gap, dep=g_dep, delay=g_delay,
                           queue_keys=list(zip(q_dev.tolist(), q_stream.tolist())), lat_typ_ns=lat_typ,
                           min_gap_ns=min_gap, min_gap_measured=measured)
+
+
+def _before_next_linked(queue: np.ndarray, start: np.ndarray, call: np.ndarray) -> np.ndarray:
+    """Per activity: the call before the earliest launch call among the linked activities that start after it on its
+    queue (`call` NONE for an unlinked activity), the last call index a FIFO queue lets it have been queued by; the
+    largest int where none follows."""
+    n = len(queue)
+    out = np.full(n, np.iinfo(np.int64).max, np.int64)
+    if not n:
+        return out
+    o = np.lexsort((start, queue))
+    q, c = queue[o], np.where(call[o] >= 0, call[o], np.iinfo(np.int64).max)
+    # a suffix minimum within each queue (reversed: a running minimum that restarts at each queue's end)
+    rq, rc = q[::-1], c[::-1]
+    after = np.full(n, np.iinfo(np.int64).max, np.int64)
+    for lo, hi in _runs(rq):
+        run = np.minimum.accumulate(rc[lo:hi])
+        after[lo + 1:hi] = run[:-1]             # strictly after: the activities later on the queue
+    after = after[::-1]
+    out[o] = np.where(after < np.iinfo(np.int64).max, after - 1, after)
+    return out
+
+
+def _runs(keys: np.ndarray) -> list[tuple[int, int]]:
+    """The [lo, hi) bounds of each run of equal keys in a sorted array."""
+    cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    edges = np.r_[0, cut, len(keys)]
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
 # --- 6. calls blocked on GPU work -----------------------------------------------------------------

@@ -124,7 +124,8 @@ def replay(g: Graph, p: Plan) -> Replayed:
     if any_dep:
         dep = np.where(dep >= 0, _moved(inv, np.maximum(dep, 0)), NONE)
     delay = _take(order, p.g_delay)
-    fixed = np.where(call < 0, _take(order, g.g_start), NEG)      # before the first call: stays where it was
+    # before the first call: stays where it was, but for a backlog behind the activity before it (it follows that one)
+    fixed = np.where((call < 0) & _take(order, g.g_pinned), _take(order, g.g_start), NEG)
     first_in_q = np.r_[True, q[1:] != q[:-1]] if n_g else np.zeros(0, bool)
     gap = np.where(first_in_q, 0, gap)
     awaited = np.where(p.c_awaited >= 0, _moved(inv, np.maximum(p.c_awaited, 0)), NONE)

@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
-from tracetriage.analyzers.model.units import duration_ns
+from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -56,6 +56,7 @@ class Graphed(Assumption):
     source: str = ""                 # where that cost was measured (SOURCE_WORDS)
     min_gap_ns: int = 0              # kernels back to back this far apart
     gap_measured: bool = False
+    replays: int = 0                 # graph replays taken into a stretch's graph with the launches around them
 
 
 def graph_cost(c: Context) -> tuple[int, str]:
@@ -83,8 +84,11 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     staged[g.g_call[pageable]] = True
     op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
     staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
-    staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay,
-    staged |= c.calls_named(is_graph_launch)  # ... and so does a graph replayed: its launch and its kernels
+    staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay
+    # a graph replayed is one launch of the stretch it lies in: where that stretch launches kernels outside any graph
+    # too, the step's graph takes the replay in with them (the graphs make_graphed_callables replays for the model,
+    # between the eager loss, zero_grad and optimizer step), else it stays as it is (nothing outside it to capture)
+    replayed = c.calls_named(is_graph_launch) & ~staged
     # stretches: a blocked call ends one, host work that stays starts one
     order = np.lexsort((np.arange(g.n_calls), g.c_thread))
     thr = g.c_thread[order]
@@ -107,7 +111,9 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     gl_call = first[grp]
     movable &= gl_call >= 0
     n_in = np.bincount(grp[movable], minlength=n_groups)
-    eager = n_in < MIN_GRAPH_KERNELS              # stretches too short to be worth a graph stay as they were
+    outside = np.bincount(grp[movable & ~replayed[np.maximum(g.g_call, 0)]], minlength=n_groups)
+    # stretches too short to be worth a graph stay as they were, and so do those of graph replays alone
+    eager = (n_in < MIN_GRAPH_KERNELS) | (outside == 0)
     movable &= ~eager[grp]
     first[eager] = NONE
     stays = staged | eager[gid] if g.n_calls else staged
@@ -131,9 +137,15 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     p.g_lat[mv] = p.c_dur[gl_call[mv]] + post_lat
     p.g_gap[mv] = np.minimum(p.g_gap[mv], g.min_gap_ns)
     # count: the kernels the graphs take over (0: nothing in the trace for graphs to change)
-    return (Graphed("cuda_graphs", int(movable.sum()), per_kernel_ns=per_kernel, source=source,
-                    min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured),
-            {"graphs": int(has.sum()), "kernels": int(movable.sum())})
+    # count: the kernels launched outside any graph that the graphs take over (0: nothing in the trace for graphs to
+    # change); the replays taken into a stretch's graph with them are counted apart
+    from_replays = movable & replayed[np.maximum(g.g_call, 0)]
+    eager_in = int((movable & ~from_replays).sum())
+    taken = np.zeros(g.n_calls, bool)
+    taken[g.g_call[from_replays]] = True
+    return (Graphed("cuda_graphs", eager_in, per_kernel_ns=per_kernel, source=source,
+                    min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum())),
+            {"graphs": int(has.sum()), "kernels": eager_in, "replays": int(taken.sum())})
 
 
 def _inside_the_captured_forward(c: Context) -> np.ndarray:
@@ -257,9 +269,11 @@ def says(a: Graphed) -> str:
         return "no kernel launched outside a CUDA graph in enough of a stretch to capture: nothing to graph"
     gap = "the minimum gap between queued kernels in this trace" if a.gap_measured else \
         "assumed; no queued kernels here"
+    replays = (f"; the {count(a.replays, 'graph replay', 'graph replays')} among those launches go into their "
+               "stretch's graph" if a.replays else "")
     return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
             f"({SOURCE_WORDS[a.source]}); dispatch and launch calls vanish; kernels run back to back "
-            f"{duration_ns(a.min_gap_ns)} apart ({gap})")
+            f"{duration_ns(a.min_gap_ns)} apart ({gap}){replays}")
 
 
 def graph_launches(m: Measured) -> int:

@@ -41,6 +41,7 @@ class ChainsFused(Assumption):
     fused_bytes: float = 0.0
     call_ns: int = 0                 # what one compiled call costs the host
     call_source: str = ""
+    found: int = 0                   # the chains found, worth fusing or not (count: those fused)
 
 
 def compiled_call_ns(trace, per_op_ns: float | None = None) -> tuple[int, str]:
@@ -128,7 +129,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
         fused_b += f
     n, n_kernels = int(fused.sum()), int(ch.n_kernels[fused].sum())
     return (ChainsFused("fuse", n, kernels=n_kernels, eager_bytes=eager_b, fused_bytes=fused_b, call_ns=call_ns,
-                        call_source=source),
+                        call_source=source, found=len(found)),
             {"chains": n, "kernels": n_kernels, "eager_bytes": eager_b, "fused_bytes": fused_b, "chain_ns": wall_ns})
 
 
@@ -185,10 +186,13 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
 
 
 def says(a: ChainsFused) -> str:
-    if a.count == 0:
-        return "no eager chain of elementwise ops in this trace: nothing to fuse"
     where = "measured in this trace" if a.call_source == "trace" else \
         f"{COMPILED_CALL_OPS:.1f} eager ops' dispatch here, as measured on an H200 under torch.profiler"
+    if a.count == 0 and a.found:
+        return (f"{count(a.found, 'eager chain')} of elementwise ops found, none worth fusing on its own: one compiled "
+                f"call each ({duration_ns(a.call_ns)}, {where}) costs the host more than its launches and bytes save")
+    if a.count == 0:
+        return "no eager chain of elementwise ops in this trace: nothing to fuse"
     call = f"its dispatch becomes one compiled call of {duration_ns(a.call_ns)} ({where})"
     if not a.eager_bytes:
         return (f"each of {count(a.count, 'eager chain')} ({a.kernels:,} kernels) becomes one kernel a pass taking "
