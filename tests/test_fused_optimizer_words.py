@@ -32,3 +32,26 @@ def test_adamw_is_offered_fused_and_rmsprop_only_foreach(analysis):
         _with_optimizer(analysis, "AdamW"))
     rms = fused_optimizer_advice(_with_optimizer(analysis, "RMSprop"))
     assert "torch.optim.RMSprop(..., foreach=True)" in rms and "fused" not in rms
+
+
+def test_a_fused_flag_is_in_hand_only_for_a_class_of_torch_optim_that_takes_it():
+    """hta-sampled-rank0 (Optimizer.step#EMAOptimizer.step around Optimizer.step#Shampoo.step) was told 'a one-line
+    knob is in hand first: torch.optim's fused=True ...': neither class has the flag, so no knob is said."""
+    from tracetriage.analyzers.voice.optimizer_advice import in_hand_change
+    from tracetriage.analyzers.whatif.levers import LEVERS
+    from tracetriage.analyzers.whatif.levers.foreach_fused import ForeachSteps
+    from tracetriage.analyzers.whatif.levers.fused_optimizer import StepFused
+
+    spec = LEVERS["fused_optimizer"]
+    shampoo = StepFused("fused_optimizer", 40, steps=2, kernels_per_step=20, optimizers=("EMAOptimizer", "Shampoo"))
+    assert not shampoo.api_in_hand and not spec.one_line_for(shampoo)
+    adamw = StepFused("fused_optimizer", 40, steps=2, kernels_per_step=20, optimizers=("AdamW",))
+    assert adamw.api_in_hand and spec.one_line_for(adamw)
+    assert in_hand_change(adamw) == "torch.optim.AdamW(..., fused=True (or foreach=True)) in place of its " \
+                                    "per-parameter kernels"
+    # a foreach RMSprop step: fused=True is what it would need, and RMSprop has no such flag
+    rms = StepFused("fused_optimizer", 14, steps=2, foreach=ForeachSteps(optimizer="RMSprop", steps=2),
+                    optimizers=("RMSprop",))
+    assert not rms.api_in_hand
+    sgd = StepFused("fused_optimizer", 14, steps=2, foreach=ForeachSteps(optimizer="SGD", steps=2), optimizers=("SGD",))
+    assert sgd.api_in_hand and in_hand_change(sgd) == "torch.optim.SGD(..., fused=True) in place of its foreach passes"

@@ -58,7 +58,7 @@ def no_lever_without_profiler(nx, levers, trace, choices, prof, regime: Regime, 
         r = levers.unprofiled_ratio(trace, c.lever, c.only)
         if r is None:
             return nx       # cannot be asked: no verdict of health
-        one_line = LEVERS[c.lever].one_line
+        one_line = LEVERS[c.lever].one_line_for(c.assumption)
         if (one_line and 1 - r >= floor) or 1 - r >= HEAVY_AT_MOST:
             return nx       # another fix holds up without the profiler: not healthy
         if 1 - r >= floor and 1 - r > heavy_saving:

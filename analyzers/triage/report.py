@@ -630,7 +630,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                          and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
             # beside it, not before it: on the H200's adamw_foreach_off pair the graphs measured 0.21 of the span,
             # fused=True 0.46
-            in_hand = next((c for c in fixes if LEVERS[c.lever].one_line
+            in_hand = next((c for c in fixes if LEVERS[c.lever].one_line_for(c.assumption)
                             and c.saving_ns >= LEVER_FLOOR * c.baseline_ns), None)
             # a knob on an idle cause that is not the dominant one gives way to the rewrite on the dominant cause
             # that saves more: the Next follows its own Idle line (the RTX 3080 MLP at batch 16 was told

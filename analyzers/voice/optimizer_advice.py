@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 from tracetriage.analyzers.voice.analysis import Analysis
+from tracetriage.analyzers.whatif.levers.fused_optimizer import TORCH_FOREACH_OPTIMIZERS, TORCH_FUSED_OPTIMIZERS
 
-# torch.optim's optimizers that take foreach=True (torch.optim docs, "Algorithms"); fused=True only some of them.
-# Another class (Shampoo, a user's own) has neither flag: naming one would invent its API (hta-sampled-rank0 was told
-# "torch.optim.Shampoo(..., fused=True)").
-TORCH_FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam",
-                                      "RAdam", "RMSprop", "Rprop", "SGD"})
-TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
+# (which of torch.optim's classes take foreach=True and fused=True: the lever's, whatif/levers/fused_optimizer.py)
 
 
 def fused_optimizer_advice(a: Analysis) -> str:
@@ -28,3 +24,16 @@ def fused_optimizer_advice(a: Analysis) -> str:
     flags = "fused=True (or foreach=True)" if opt is None or opt in TORCH_FUSED_OPTIMIZERS else "foreach=True"
     return (f"use a multi-tensor optimizer step: {name}(..., {flags}), one kernel over every "
             "parameter instead of a few per parameter")
+
+
+def in_hand_change(a) -> str:
+    """A fused_optimizer lever said as the one-line knob in hand beside a bigger fix, in its class's own flag
+    (`a`: its StepFused; only where the class has the flag: LeverSpec.one_line_for)."""
+    cls = a.optimizer
+    if a.foreach.steps and a.foreach.steps == a.steps:
+        return (f"torch.optim.{cls}(..., fused=True) in place of its foreach passes" if cls else
+                "torch.optim's fused=True in place of its foreach passes")
+    if not cls:
+        return "torch.optim's foreach=True (or fused=True) in place of its per-parameter kernels"
+    flags = "fused=True (or foreach=True)" if cls in TORCH_FUSED_OPTIMIZERS else "foreach=True"
+    return f"torch.optim.{cls}(..., {flags}) in place of its per-parameter kernels"

@@ -64,7 +64,7 @@ from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice
+from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
@@ -75,7 +75,7 @@ from tracetriage.analyzers.voice.warm_up import (
     warmup_advice,
     warmup_why,
 )
-from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, LEVERS
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, FUSED_OPTIMIZER, LEVERS
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -197,7 +197,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.knob_beside is not None:
         k = nx.knob_beside
         spec = LEVERS[k.lever]
-        change = spec.knob.change_for(k.assumption) if spec.knob is not None else spec.fix
+        change = spec.knob.change_for(k.assumption) if spec.knob is not None else (
+            in_hand_change(k.assumption) if k.lever == FUSED_OPTIMIZER else spec.fix)
         out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
                        f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
     if nx.headroom is not None and nx.lever is None and nx.kind in (Experiment.FIND_THE_BOUND,

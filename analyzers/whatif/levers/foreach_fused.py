@@ -61,14 +61,20 @@ def _accesses(c: Context, op: int) -> int:
     return lists + 1 if lists else DEFAULT_ACCESSES
 
 
-def step_class(c: Context) -> str | None:
-    """The one optimizer class whose steps the trace records (None: none, or several)."""
+def step_classes(c: Context) -> tuple[str, ...]:
+    """The optimizer classes whose steps the trace records, sorted (a wrapper's and the one it wraps: EMAOptimizer's
+    step around Shampoo's)."""
     # (a user_annotation in torch 2.x, a cpu_op in 1.x: the names any event carries; a compiled step may keep only
     # its zero_grad range)
     used = set(np.unique(c.trace.ev.name).tolist())
-    classes = {m.group(1) for i, n in enumerate(c.trace.names) if i in used
-               for m in [OPTIMIZER_RANGE.match(n)] if m}
-    return classes.pop() if len(classes) == 1 else None
+    return tuple(sorted({m.group(1) for i, n in enumerate(c.trace.names) if i in used
+                         for m in [OPTIMIZER_RANGE.match(n)] if m}))
+
+
+def step_class(c: Context) -> str | None:
+    """The one optimizer class whose steps the trace records (None: none, or several)."""
+    classes = step_classes(c)
+    return classes[0] if len(classes) == 1 else None
 
 
 def apply_foreach(c: Context, p, win: np.ndarray, skip: np.ndarray) -> ForeachSteps:

@@ -21,10 +21,16 @@ from tracetriage.analyzers.model.units import count
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.cuda_graphs import graph_launches
-from tracetriage.analyzers.whatif.levers.foreach_fused import ForeachSteps, apply_foreach
+from tracetriage.analyzers.whatif.levers.foreach_fused import ForeachSteps, apply_foreach, step_classes
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 MULTI_TENSOR = ("aten::_foreach_", "aten::_fused_")   # ops that already walk many tensors per launch
+# torch.optim's classes that take foreach=True, and those that take fused=True too (their constructors' signatures,
+# torch 2.4 to 2.13; Adafactor from 2.5). Another class (Shampoo, a user's own) has neither flag: naming one would
+# invent its API (hta-sampled-rank0's Shampoo step was told "torch.optim's fused=True", a one-line knob in hand).
+TORCH_FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adafactor", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam",
+                                      "RAdam", "RMSprop", "Rprop", "SGD"})
+TORCH_FUSED_OPTIMIZERS = frozenset({"Adagrad", "Adam", "AdamW", "SGD"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,21 @@ class StepFused(Assumption):
     kernels_per_step: int = 0        # the per-parameter kernels one step launches, median
     rate_source: str = ""            # "bytes" (costed ops) or "latency" (each kernel's fixed cost removed)
     foreach: ForeachSteps = ForeachSteps()   # steps already foreach, priced as one fused pass each
+    optimizers: tuple[str, ...] = ()  # the classes whose Optimizer.step ranges the trace records (a wrapper's too)
+
+    @property
+    def optimizer(self) -> str:
+        """The one class the steps are of ("": none recorded, or several)."""
+        return self.optimizers[0] if len(self.optimizers) == 1 else ""
+
+    @property
+    def api_in_hand(self) -> bool:
+        """The flag the change needs is the class's own: fused=True where every step runs foreach passes already,
+        foreach=True (or fused=True) for per-parameter kernels; a class torch.optim does not have takes neither."""
+        # (no class recorded: the words name torch.optim's flags as a choice, not a class; several, each must take it)
+        flagged = TORCH_FUSED_OPTIMIZERS if self.foreach.steps and self.foreach.steps == self.steps \
+            else TORCH_FOREACH_OPTIMIZERS
+        return all(o in flagged for o in self.optimizers)
 
 
 def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +89,8 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
     # a step already foreach: its passes become one fused pass (foreach_fused)
     fe = apply_foreach(c, p, win, windows)
     if not len(windows):
-        return (StepFused("fused_optimizer", fe.launches, steps=fe.steps, kernels_per_step=fe.passes, foreach=fe),
+        return (StepFused("fused_optimizer", fe.launches, steps=fe.steps, kernels_per_step=fe.passes, foreach=fe,
+                          optimizers=step_classes(c)),
                 {"steps": fe.steps, "per_param_launches": 0, "fused_kernels": fe.steps,
                  "foreach_launches": fe.launches})
     kb = c.kernel_bytes
@@ -108,7 +130,8 @@ def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
         p.g_call[head] = first
         fused_kernels += 1
     return (StepFused("fused_optimizer", len(calls) + fe.launches, steps=len(windows) + fe.steps,
-                      kernels_per_step=int(np.median(per_step.tolist())), rate_source=source, foreach=fe),
+                      kernels_per_step=int(np.median(per_step.tolist())), rate_source=source, foreach=fe,
+                      optimizers=step_classes(c)),
             {"steps": len(windows) + fe.steps, "per_param_launches": len(calls),
              "fused_kernels": fused_kernels + fe.steps, "foreach_launches": fe.launches})
 

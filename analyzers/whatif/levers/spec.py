@@ -72,6 +72,12 @@ class Assumption:
     lever: str
     count: int = 0
 
+    @property
+    def api_in_hand(self) -> bool:
+        """The API the lever's change names exists for what the trace shows (an optimizer class's fused flag): True
+        unless a lever's assumption knows better."""
+        return True
+
 
 @dataclass(frozen=True)
 class Options:
@@ -312,6 +318,11 @@ class LeverSpec:
     def one_line(self) -> bool:
         """A change of one line the report may say beside a rewrite: a knob, or a lever that says it is one."""
         return self.knob is not None or self.in_hand
+
+    def one_line_for(self, a: Assumption | None) -> bool:
+        """A change of one line for this trace: a knob, or an in-hand lever whose API the trace's own class has (no
+        fused=True said of a Shampoo step: hta-sampled-rank0)."""
+        return self.knob is not None or (self.in_hand and (a is None or a.api_in_hand))
     meta: dict = field(default_factory=dict)
 
     @property
