@@ -185,3 +185,15 @@ def test_a_gzip_whose_checksum_is_wrong_says_so_as_it_does_unstreamed(tmp_path, 
         load(path, use_cache=False)
     assert str(streamed_error.value) == str(read_error.value) and "corrupt" in str(read_error.value)
     assert _scan_threads() == [] and streamed._handed is None
+
+
+def test_a_scan_built_by_an_older_install_is_not_streamed_and_the_trace_loads_the_same(small_pieces, taken,
+                                                                                      monkeypatch):
+    # a checkout updated without reinstalling keeps the scan its last install built, without scan_stream
+    path = ROOT / "traces" / "chain-eager-small.json.gz"
+    want = load(path, use_cache=False)
+    older = type("OlderBuild", (), {"scan": staticmethod(native.eventscan.scan),
+                                    "find_events": staticmethod(native.eventscan.find_events)})
+    monkeypatch.setattr(streamed, "eventscan", older)
+    _same_trace(load(path, use_cache=False), want)
+    assert taken[-1] is None and _scan_threads() == []

@@ -50,8 +50,9 @@ READING, ENDED, STOPPED = 0, 1, -1
 
 
 def enabled() -> bool:
-    """Is the scan there (built at install) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
-    return eventscan is not None and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
+    """Is the scan there (built at install, and not by an older install: a checkout updated without reinstalling keeps
+    its old build) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
+    return hasattr(eventscan, "scan_stream") and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
 
 
 @dataclass
