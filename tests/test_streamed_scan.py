@@ -8,7 +8,9 @@ pieces a trace, each cut at an event boundary, as a 300 MB trace's 8 MB pieces a
 from __future__ import annotations
 
 import gzip
+import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,7 @@ def small_pieces(monkeypatch):
     monkeypatch.setattr(streamed, "MIN_BYTES", 0)
     monkeypatch.setattr(streamed, "PIECE_BYTES", 64 << 10)
     monkeypatch.setattr(streamed, "CUT_WINDOW", 4 << 10)
-    monkeypatch.setattr(read, "GZ_OUTPUT_BYTES", 16 << 10)
+    monkeypatch.setattr(read, "STREAM_BLOCK_BYTES", 16 << 10)
 
 
 @pytest.fixture
@@ -109,7 +111,7 @@ def test_a_truncated_gzip_says_so_in_one_error_and_leaves_no_scan_running(tmp_pa
 
 
 def test_a_read_ahead_stopped_midway_stops_its_scan(small_pieces, monkeypatch):
-    monkeypatch.setattr(read, "GZ_OUTPUT_BYTES", 1 << 10)     # (a slow read: the stop lands midway)
+    monkeypatch.setattr(read, "STREAM_BLOCK_BYTES", 1 << 10)     # (a slow read: the stop lands midway)
     read.read_ahead(ROOT / "traces" / "gpt-eager.json.gz")
     read.forget_read_ahead()
     assert _scan_threads() == [] and streamed._handed is None
@@ -119,3 +121,79 @@ def test_a_text_read_for_another_use_is_not_scanned(small_pieces):
     text = read.read_bytes(ROOT / "traces" / "gpt-eager.json.gz")
     assert streamed._handed is None and _scan_threads() == []
     assert text == gzip.decompress((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
+
+
+def test_a_streamed_text_is_decompressed_into_one_buffer_of_its_own_size(monkeypatch):
+    # the trailer's size gives the buffer, and the gunzip writes each block in place: a bytearray grown block by block
+    # kept up to an eighth more than its text (8.8 MB of this 70 MB text) and copied every block into it
+    monkeypatch.setattr(streamed, "MIN_BYTES", 0)
+    path = ROOT / "traces" / "gpt-eager.json.gz"
+    try:
+        text = read.read_bytes(path, scan=True)
+        assert streamed._handed is not None and streamed._handed[0] is text
+        assert text == gzip.decompress(path.read_bytes())
+        assert text.__sizeof__() - len(text) < 100          # (bytearray's own fields and its trailing NUL)
+    finally:
+        streamed.forget()
+
+
+def test_the_scan_reads_what_is_written_while_another_thread_holds_the_gil(small_pieces):
+    # the scan waits for the text without the GIL: a thread that keeps it (as the main thread importing the modules
+    # does for long stretches) does not hold the scan up
+    text = gzip.decompress((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
+    stream = streamed.Stream(len(text))
+    with memoryview(stream.text) as view:
+        view[:] = text
+    counts = memoryview(stream.info).cast("q")
+    stream.wrote(len(text) // 2)
+    while counts[0] == 0 and stream.thread.is_alive():       # (sleeping lets go of the GIL: the scan starts)
+        time.sleep(0.001)
+    scanned_before = counts[0]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)    # from here this thread keeps the GIL: a thread that asks for it waits 1000 s
+    try:
+        stream.wrote(len(text) - len(text) // 2)
+        deadline = time.monotonic() + 60
+        while counts[0] == scanned_before and time.monotonic() < deadline:
+            pass
+        scanned_after = counts[0]
+    finally:
+        sys.setswitchinterval(switch)
+    stream.end()
+    assert 0 < scanned_before < scanned_after
+    assert stream.finish() is not None
+
+
+def test_a_gzip_with_bytes_after_its_last_member_loads_as_it_does_unstreamed(tmp_path, small_pieces, monkeypatch):
+    path = tmp_path / "tail.json.gz"
+    path.write_bytes((ROOT / "traces" / "gpt-eager.json.gz").read_bytes() + b"not a gzip member")
+    ours = load(path, use_cache=False)
+    monkeypatch.setattr(streamed, "MIN_BYTES", 1 << 40)
+    _same_trace(ours, load(path, use_cache=False))
+    assert _scan_threads() == []
+
+
+def test_a_gzip_whose_checksum_is_wrong_says_so_as_it_does_unstreamed(tmp_path, small_pieces, monkeypatch):
+    data = bytearray((ROOT / "traces" / "gpt-eager.json.gz").read_bytes())
+    data[-8] ^= 0xFF                  # the CRC-32 (the trailer: CRC-32, then the size)
+    path = tmp_path / "crc.json.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceError) as streamed_error:
+        load(path, use_cache=False)
+    monkeypatch.setattr(streamed, "MIN_BYTES", 1 << 40)
+    with pytest.raises(TraceError) as read_error:
+        load(path, use_cache=False)
+    assert str(streamed_error.value) == str(read_error.value) and "corrupt" in str(read_error.value)
+    assert _scan_threads() == [] and streamed._handed is None
+
+
+def test_a_scan_built_by_an_older_install_is_not_streamed_and_the_trace_loads_the_same(small_pieces, taken,
+                                                                                      monkeypatch):
+    # a checkout updated without reinstalling keeps the scan its last install built, without scan_stream
+    path = ROOT / "traces" / "chain-eager-small.json.gz"
+    want = load(path, use_cache=False)
+    older = type("OlderBuild", (), {"scan": staticmethod(native.eventscan.scan),
+                                    "find_events": staticmethod(native.eventscan.find_events)})
+    monkeypatch.setattr(streamed, "eventscan", older)
+    _same_trace(load(path, use_cache=False), want)
+    assert taken[-1] is None and _scan_threads() == []

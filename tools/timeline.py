@@ -131,7 +131,18 @@ def timeline(path: str) -> dict:
                 return gunzip(*a, **k)
             finally:
                 thread["end"] = time.perf_counter() - _T0 + _OFFSET
+                thread["cpu"] = time.thread_time()
         read._read = read_in_thread
+        scan_as_read = read.streamed.Stream._run
+
+        def scan_in_thread(self):
+            thread["scan_start"] = time.perf_counter() - _T0 + _OFFSET
+            try:
+                return scan_as_read(self)
+            finally:
+                thread["scan_end"] = time.perf_counter() - _T0 + _OFFSET
+                thread["scan_cpu"] = time.thread_time()
+        read.streamed.Stream._run = scan_in_thread
         read_ahead_for(argv)
         _mark("read-ahead started")
         _install(child, child_end.name)
@@ -158,7 +169,11 @@ def lines(t: dict) -> list[str]:
     out += [f"{w:8.3f} {c:7.3f}  {k}" for k, w, c in t["marks"]]
     th, ch = t["thread"], t["child"]
     if th:
-        out.append(f"read-ahead thread (gunzip): {th['start']:.3f} s to {th['end']:.3f} s")
+        out.append(f"read-ahead thread (gunzip): {th['start']:.3f} s to {th['end']:.3f} s"
+                   + (f" ({th['cpu']:.3f} s of CPU)" if "cpu" in th else ""))
+        if "scan_start" in th:
+            out.append(f"streamed scan thread: {th['scan_start']:.3f} s to {th['scan_end']:.3f} s "
+                       f"({th['scan_cpu']:.3f} s of CPU)")
     if ch:
         out.append(f"levers' child: forked at {ch['forked']:.3f} s, done at {ch['done']:.3f} s ({ch['cpu']:.3f} s of "
                    "CPU)" if "done" in ch else f"levers' child: forked at {ch['forked']:.3f} s")

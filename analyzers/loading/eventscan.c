@@ -20,6 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <time.h>
+#endif
 
 enum { OK = 0, NOT_HANDLED = -1, ROWS_FULL = -2, TABLE_FULL = -3 };
 #define MAX_DEPTH 64        // deeper values go to msgspec (which raises RecursionError past its own limit)
@@ -451,6 +456,88 @@ static int64_t find_events(const char *base, int64_t n) {
     return -1;
 }
 
+// --- a text scanned as it is read --------------------------------------------------------------------------
+//
+// The read (another thread, Python's) decompresses into the text buffer and publishes how much it wrote in
+// progress[P_FILLED] (advance(): a release store, after the text's bytes); scan_stream reads each piece of whole
+// events published so far, waiting between pieces without the GIL. Each wait in Python (a condition, a lock, a
+// regular expression for the cut) needed the GIL back, which the main thread, importing modules, gives up only once
+// asked and the switch interval is over: a 300 MB text's 150 pieces spent more time waiting than scanning.
+
+enum { P_FILLED, P_STATE, P_START, P_PIECE, P_WINDOW, N_PROGRESS };     // progress's int64 slots
+enum { READING = 0, ENDED = 1, STOPPED = -1, NO_LIST = -4 };
+
+#ifdef _MSC_VER       // (x86-64: stores are seen in order; the barrier keeps the compiler from moving them)
+static int64_t load_acquire(const int64_t *p) { int64_t v = *(volatile const int64_t *)p; _ReadWriteBarrier(); return v; }
+static void store_release(int64_t *p, int64_t v) { _ReadWriteBarrier(); *(volatile int64_t *)p = v; }
+#else
+static int64_t load_acquire(const int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void store_release(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#endif
+
+static void nap(void) {
+#ifdef _WIN32
+    Sleep(0);
+#else
+    struct timespec t = {0, 100000};         // 0.1 ms: the gunzip writes a 2 MB piece in ~2 ms
+    nanosleep(&t, NULL);
+#endif
+}
+
+// The '{' of the first event boundary ('}' ws ',' ws '{' ws '"ph"' ws ':') in base[lo:hi), or -1
+static int64_t boundary(const char *base, int64_t lo, int64_t hi) {
+    for (const char *p = memchr(base + lo, '}', (size_t)(hi - lo)); p; p = memchr(p + 1, '}', (size_t)(base + hi - p - 1))) {
+        S s = {p + 1, base + hi};
+        ws(&s);
+        if (s.p >= s.e || *s.p != ',') continue;
+        s.p++;
+        ws(&s);
+        if (s.p >= s.e || *s.p != '{') continue;
+        const char *brace = s.p++;
+        ws(&s);
+        if (!literal(&s, "\"ph\"", 4)) continue;
+        ws(&s);
+        if (s.p < s.e && *s.p == ':') return brace - base;
+    }
+    return -1;
+}
+
+static int scan_as_read(const char *base, int64_t *progress, Out *o, int64_t *info) {
+    int64_t piece = progress[P_PIECE], window = progress[P_WINDOW], need = piece, at = -1;
+    for (;;) {
+        int64_t state, n;
+        for (;;) {                           // the text written so far, once it reaches `need` or is all written
+            state = load_acquire(&progress[P_STATE]);
+            n = load_acquire(&progress[P_FILLED]);
+            if (state != READING || n >= need) break;
+            nap();
+        }
+        if (state == STOPPED) return STOPPED;
+        int ended = state == ENDED;
+        if (ended) n = load_acquire(&progress[P_FILLED]);     // (all of it: written before the end was published)
+        need = n + piece;
+        if (at < 0) {
+            at = find_events(base, n);
+            if (at < 0) {
+                if (ended) return NO_LIST;       // (no events list it can find: the decoder's to say why)
+                continue;
+            }
+            progress[P_START] = at;
+        }
+        int64_t hi = n;
+        if (!ended) {
+            int64_t lo = n - window > at ? n - window : at;
+            hi = boundary(base, lo, n);
+            if (hi < 0) continue;                // (an event longer than the window: the next wait brings more)
+        }
+        int status = scan(base, at, hi, ended, o, info);
+        if (status != OK) return status;
+        if (ended) return OK;
+        if (info[2] >= 0) return NOT_HANDLED;    // (a list that ended before the text did)
+        at = hi;
+    }
+}
+
 // --- the module ------------------------------------------------------------------------------------------
 
 static int writable(PyObject *obj, Py_buffer *b, Py_ssize_t itemsize, Py_ssize_t min_items) {
@@ -471,50 +558,116 @@ PyDoc_STRVAR(scan_doc,
 "tables, which the scan goes on from). status: 0 done, -1 not handled (msgspec's), -2 more rows than cap, -3 a table\n"
 "full.");
 
-static PyObject *py_scan(PyObject *self, PyObject *a) {
-    PyObject *objs[8];
-    Py_buffer text, f64, i64, i32, toff, tlen, tslot, info;
-    Py_ssize_t start, end;
-    int last;
-    if (!PyArg_ParseTuple(a, "OnnpOOOOOOO", &objs[0], &start, &end, &last, &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6], &objs[7]))
-        return NULL;
-    if (PyObject_GetBuffer(objs[0], &text, PyBUF_SIMPLE) < 0) return NULL;
-    Py_buffer *held[8] = {&text, &f64, &i64, &i32, &toff, &tlen, &tslot, &info};
-    int got = 1;
+// The columns' and tables' buffers (objs[0..6]: f64, i64, i32, tab_off, tab_len, tab_slot, info) checked, and `o`
+// over them on `base`; *got: how many of `held` to release. 0 (an error set) where they do not fit together.
+static int out_over(PyObject **objs, Py_buffer *held, int *got, const char *base, Out *o) {
     Py_ssize_t sizes[7] = {8, 8, 4, 8, 8, 4, 8};
     Py_ssize_t mins[7] = {2, N_INT_COLS, 3, 9, 9, 3, 6};
-    for (; got < 8; got++)
-        if (!writable(objs[got], held[got], sizes[got - 1], mins[got - 1])) break;
+    for (*got = 0; *got < 7; (*got)++)
+        if (!writable(objs[*got], &held[*got], sizes[*got], mins[*got])) return 0;
+    Py_buffer *f64 = &held[0], *i64 = &held[1], *i32 = &held[2], *toff = &held[3], *tlen = &held[4],
+              *tslot = &held[5], *info = &held[6];
+    int64_t cap = (int64_t)(f64->len / 16), tab_cap = (int64_t)(tslot->len / 12);
+    const int64_t *in = (const int64_t *)info->buf;      // the counts the scan goes on from
+    if (i64->len < N_INT_COLS * 8 * cap || i32->len < 12 * cap || toff->len < 72 * tab_cap || tlen->len < 72 * tab_cap
+        || (tab_cap & (tab_cap - 1)) || in[0] < 0 || in[1] < 0 || in[1] > cap || in[3] < 0 || in[4] < 0 || in[5] < 0
+        || in[3] * 2 > tab_cap || in[4] * 2 > tab_cap || in[5] * 2 > tab_cap) {
+        PyErr_SetString(PyExc_ValueError, "buffers of unequal capacities, a table's not a power of two, or counts "
+                        "to go on from that the buffers cannot hold");
+        return 0;
+    }
+    int64_t *o64 = (int64_t *)toff->buf, *l64 = (int64_t *)tlen->buf;
+    int32_t *s32 = (int32_t *)tslot->buf;
+    Out out = {base, cap, (double *)f64->buf, (double *)f64->buf + cap, {0}, (int32_t *)i32->buf,
+               (int32_t *)i32->buf + cap, (int32_t *)i32->buf + 2 * cap,
+               {o64, l64, s32, in[3], tab_cap, base, 1},
+               {o64 + 3 * tab_cap, l64 + 3 * tab_cap, s32 + tab_cap, in[4], tab_cap, base, 1},
+               {o64 + 6 * tab_cap, l64 + 6 * tab_cap, s32 + 2 * tab_cap, in[5], tab_cap, base, 3}, -1};
+    for (int c = 0; c < N_INT_COLS; c++) out.col[c] = (int64_t *)i64->buf + c * cap;
+    *o = out;
+    return 1;
+}
+
+static PyObject *py_scan(PyObject *self, PyObject *a) {
+    PyObject *text_obj, *objs[7];
+    Py_buffer text, held[7];
+    Py_ssize_t start, end;
+    int last, got = 0;
+    if (!PyArg_ParseTuple(a, "OnnpOOOOOOO", &text_obj, &start, &end, &last, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    if (PyObject_GetBuffer(text_obj, &text, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *result = NULL;
-    if (got == 8) {
-        int64_t cap = (int64_t)(f64.len / 16), tab_cap = (int64_t)(tslot.len / 12);
-        const int64_t *in = (const int64_t *)info.buf;      // the counts the scan goes on from
-        if (i64.len < N_INT_COLS * 8 * cap || i32.len < 12 * cap || toff.len < 72 * tab_cap || tlen.len < 72 * tab_cap
-            || (tab_cap & (tab_cap - 1)) || start < 0 || end > text.len || start > end
-            || in[0] < 0 || in[1] < 0 || in[1] > cap || in[3] < 0 || in[4] < 0 || in[5] < 0 || in[3] * 2 > tab_cap
-            || in[4] * 2 > tab_cap || in[5] * 2 > tab_cap) {
-            PyErr_SetString(PyExc_ValueError, "buffers of unequal capacities, a table's not a power of two, a span "
-                            "outside the text, or counts to go on from that the buffers cannot hold");
+    Out o;
+    if (out_over(objs, held, &got, (const char *)text.buf, &o)) {
+        if (start < 0 || end > text.len || start > end) {
+            PyErr_SetString(PyExc_ValueError, "a span outside the text");
         } else {
-            const char *base = (const char *)text.buf;
-            int64_t *o64 = (int64_t *)toff.buf, *l64 = (int64_t *)tlen.buf;
-            int32_t *s32 = (int32_t *)tslot.buf;
-            Out o = {base, cap, (double *)f64.buf, (double *)f64.buf + cap, {0}, (int32_t *)i32.buf,
-                     (int32_t *)i32.buf + cap, (int32_t *)i32.buf + 2 * cap,
-                     {o64, l64, s32, in[3], tab_cap, base, 1},
-                     {o64 + 3 * tab_cap, l64 + 3 * tab_cap, s32 + tab_cap, in[4], tab_cap, base, 1},
-                     {o64 + 6 * tab_cap, l64 + 6 * tab_cap, s32 + 2 * tab_cap, in[5], tab_cap, base, 3}, -1};
-            for (int c = 0; c < N_INT_COLS; c++) o.col[c] = (int64_t *)i64.buf + c * cap;
             int status;
             Py_BEGIN_ALLOW_THREADS
-            status = scan(base, start, end, last, &o, (int64_t *)info.buf);
+            status = scan((const char *)text.buf, start, end, last, &o, (int64_t *)held[6].buf);
             Py_END_ALLOW_THREADS
             result = PyLong_FromLong(status);
         }
     }
-    for (int j = 0; j < got; j++) PyBuffer_Release(held[j]);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&held[j]);
+    PyBuffer_Release(&text);
     return result;
+}
+
+PyDoc_STRVAR(scan_stream_doc,
+"scan_stream(text, progress, f64, i64, i32, tab_off, tab_len, tab_slot, info) -> status\n\n"
+"scan() of a text as another thread writes it: progress (5 int64: written, state, the list's start, piece bytes,\n"
+"cut window) says how much of text is written (advance()) and whether it is all written (state 1) or the read\n"
+"stopped (-1); each piece of whole events written is scanned once `piece bytes` more are in, cut at the first event\n"
+"boundary in the last `cut window` bytes. Waits without the GIL. status: scan()'s, or -1 (the read stopped) or -4\n"
+"(no events list found); progress's list start: the events list's '[' in the text.");
+
+static PyObject *py_scan_stream(PyObject *self, PyObject *a) {
+    PyObject *text_obj, *prog_obj, *objs[7];
+    Py_buffer text, prog, held[7];
+    int got = 0;
+    if (!PyArg_ParseTuple(a, "OOOOOOOOO", &text_obj, &prog_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6]))
+        return NULL;
+    if (PyObject_GetBuffer(text_obj, &text, PyBUF_SIMPLE) < 0) return NULL;
+    if (!writable(prog_obj, &prog, 8, N_PROGRESS)) { PyBuffer_Release(&text); return NULL; }
+    PyObject *result = NULL;
+    Out o;
+    int64_t *progress = (int64_t *)prog.buf;
+    if (out_over(objs, held, &got, (const char *)text.buf, &o)) {
+        if (progress[P_PIECE] < 1 || progress[P_WINDOW] < 1) {
+            PyErr_SetString(PyExc_ValueError, "a piece and a cut window of a byte or more");
+        } else {
+            int status;
+            Py_BEGIN_ALLOW_THREADS
+            status = scan_as_read((const char *)text.buf, progress, &o, (int64_t *)held[6].buf);
+            Py_END_ALLOW_THREADS
+            result = PyLong_FromLong(status);
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&held[j]);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&text);
+    return result;
+}
+
+PyDoc_STRVAR(advance_doc,
+"advance(progress, written, state) -> None: publish to scan_stream that text[:written] is written (a release\n"
+"store, after the text's own bytes), and the read's state (0 reading, 1 all written, -1 stopped).");
+
+static PyObject *py_advance(PyObject *self, PyObject *a) {
+    PyObject *prog_obj;
+    long long written;
+    int state;
+    if (!PyArg_ParseTuple(a, "OLi", &prog_obj, &written, &state)) return NULL;
+    Py_buffer prog;
+    if (!writable(prog_obj, &prog, 8, N_PROGRESS)) return NULL;
+    int64_t *progress = (int64_t *)prog.buf;
+    store_release(&progress[P_FILLED], (int64_t)written);      // (the text's bytes before it, the state after)
+    store_release(&progress[P_STATE], (int64_t)state);
+    PyBuffer_Release(&prog);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(find_doc, "find_events(text) -> offset of the top-level traceEvents list's '[' (or a bare list's), -1");
@@ -527,8 +680,23 @@ static PyObject *py_find_events(PyObject *self, PyObject *arg) {
     return PyLong_FromLongLong(at);
 }
 
+PyDoc_STRVAR(text_buffer_doc,
+"text_buffer(n) -> a bytearray of n bytes, not written: the text a streamed read decompresses into.\n\n"
+"bytearray(n) writes n zeros, which faults every page in before the text is written over them; these pages are\n"
+"faulted in by the gunzip's own writes, once.");
+
+static PyObject *py_text_buffer(PyObject *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0) { PyErr_SetString(PyExc_ValueError, "a negative size"); return NULL; }
+    return PyByteArray_FromStringAndSize(NULL, n);      // (its bytes not set: malloc's, a fresh mapping when large)
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
+    {"text_buffer", py_text_buffer, METH_O, text_buffer_doc},
+    {"scan_stream", py_scan_stream, METH_VARARGS, scan_stream_doc},
+    {"advance", py_advance, METH_VARARGS, advance_doc},
     {"find_events", py_find_events, METH_O, find_doc},
     {NULL, NULL, 0, NULL},
 };

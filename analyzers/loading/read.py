@@ -17,8 +17,11 @@ the cache holds is not read at all (the thread asks tracetriage.analyzers.loadin
 imports no numpy, so the thread starts before numpy does.
 
 A .gz read for the trace decoder (read_bytes(path, scan=True), and the read-ahead) is scanned as it arrives: the
-native scan reads each piece of events in a second thread while the gunzip goes on
-(tracetriage.analyzers.loading.streamed), and the decoder takes its columns.
+gunzip writes the text straight into one buffer of the size the gzip trailer gives (python-isal's gzip reader, which
+lets go of the GIL while it inflates), and the native scan reads each piece of events in a second thread while the
+gunzip goes on (tracetriage.analyzers.loading.streamed); the decoder takes its columns. Whatever that read refuses (a
+corrupt or truncated gzip, bytes after its last member, more text than the trailer said) is read again from the start
+as any other .gz is, which reads it or says why in the words it always did.
 """
 from __future__ import annotations
 
@@ -38,6 +41,10 @@ GZ_INPUT_BYTES = 8 << 20        # compressed bytes fed to the decompressor per s
 # ... which gives its text 1 MB at a time: a block that small is copied on while it is still in the cache, and
 # malloc reuses its memory (16 MB blocks were each mapped and faulted in afresh): 15% less CPU for the gunzip
 GZ_OUTPUT_BYTES = 1 << 20
+# A streamed read (a large .gz scanned as it arrives) decompresses into its final buffer this much per call, without
+# the GIL: the thread takes the GIL back once a block (a 1 MB block cost a wait for the GIL each while the modules
+# import), and the scan reads each block while it is still in the cache
+STREAM_BLOCK_BYTES = 4 << 20
 EVENT_KEY = b'"ph"'
 # The widest stretch of a real trace without an event is its head (deviceProperties) or one op's
 # arguments: kilobytes. 128 MB without one is no trace, and refusing there bounds the memory spent.
@@ -163,10 +170,15 @@ def _read(path: Path, stop: threading.Event | None = None, scan: bool = False) -
             if not gz:
                 return _gather(_plain(f, size), path, limit, stop)
             stream = _stream_for(f, limit) if scan else None
-            text = _gather(_gunzip(f, path, stream), path, limit, stop, stream)
             if stream is not None:
-                streamed.hand_over(text, stream)
-            return text
+                try:
+                    text = _gather_streamed(f, path, limit, stop, stream)
+                except _NotStreamed:
+                    f.seek(0)           # (read again as below, which reads it or says why)
+                else:
+                    streamed.hand_over(text, stream)
+                    return text
+            return _gather(_gunzip(f, path), path, limit, stop)
     except IsADirectoryError:
         raise TraceError(f"{path} is a directory; pass a trace file") from None
     except OSError as e:
@@ -188,48 +200,91 @@ def _stream_for(f, limit: int | None) -> streamed.Stream | None:
     if hint < streamed.MIN_BYTES or (limit is not None and hint > limit):
         return None
     try:
-        return streamed.Stream(bytearray(), hint)
-    except OSError:          # (column maps the system refuses: the scan after the read will say what it can)
+        return streamed.Stream(hint)
+    except (OSError, MemoryError):   # (maps or a buffer the system refuses: the read after says what it can)
         return None
 
 
-def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None,
-            stream: streamed.Stream | None = None) -> bytearray:
+def _gather(source, path: Path, limit: int | None, stop: threading.Event | None = None) -> bytearray:
     """The text in one buffer, grown by `source` a piece at a time (glibc grows a big buffer with mremap,
-    without copying it); each piece is checked against the limit and for an event before the next. With a
-    stream, the buffer is the stream's, which the source appends to through it (the scan reads it meanwhile)."""
-    out = stream.text if stream is not None else bytearray()
-    try:
-        _check_each_piece(source(out), out, path, limit, stop, stream)
-    except BaseException:
-        if stream is not None:
-            stream.stop()
-        raise
-    if stream is not None:
-        stream.end()
+    without copying it); each piece is checked against the limit and for an event before the next."""
+    out = bytearray()
+    _check_each_piece(source(out), out, path, limit, stop, lambda: len(out))
     return out
 
 
+class _NotStreamed(Exception):
+    """The streamed read stopped short of the text: a gzip its reader refuses (corrupt, truncated, bytes after the
+    last member) or a text longer than its trailer said. The caller reads the file again the careful way."""
+
+
+def _gather_streamed(f, path: Path, limit: int | None, stop: threading.Event | None,
+                     stream: streamed.Stream) -> bytearray:
+    """The text of a .gz, decompressed straight into the stream's buffer (its size the trailer's, so that nothing is
+    copied or grown) STREAM_BLOCK_BYTES at a time, by python-isal's gzip reader (which lets go of the GIL while it
+    inflates: the scan reads the blocks before on the other core), checked as _gather checks its pieces. Raises
+    _NotStreamed where the reader refuses the file or the text does not fit: the careful read (_gunzip) then reads it
+    or says why in its words, as it always did."""
+    try:
+        _check_each_piece(_inflate_into(f, stream), stream.text, path, limit, stop, lambda: stream.filled)
+    except BaseException:
+        stream.stop()
+        raise
+    stream.end()
+    return stream.text
+
+
+def _inflate_into(f, stream: streamed.Stream):
+    from isal import isal_zlib
+
+    reader = isal_zlib._GzipReader(f, GZ_INPUT_BYTES)
+    text = stream.text
+    unchecked = 0
+    try:
+        with memoryview(text) as whole:
+            while stream.filled < len(text):
+                # (never past the next check: a refusal lands where the read block by block lands it)
+                n = min(STREAM_BLOCK_BYTES, CHUNK_BYTES - unchecked)
+                with whole[stream.filled:stream.filled + n] as block:
+                    n = reader.readinto(block)
+                if not n:
+                    break
+                stream.wrote(n)
+                unchecked += n
+                if unchecked >= CHUNK_BYTES:
+                    unchecked = 0
+                    yield
+        if stream.filled == len(text) and reader.readinto(bytearray(1)):
+            raise _NotStreamed          # (more text than the trailer said: several members, or a trailer that lies)
+    except (EOFError, OSError, isal_zlib.error):
+        raise _NotStreamed from None     # (gzip.BadGzipFile is an OSError)
+    if unchecked:
+        yield
+
+
 def _check_each_piece(pieces, out: bytearray, path: Path, limit: int | None, stop: threading.Event | None,
-                      stream: streamed.Stream | None) -> None:
+                      length) -> None:
+    """After each piece `pieces` adds to out[:length()]: stop if asked, refuse past the limit or NO_EVENT_BYTES
+    without an event."""
     after_event = 0                    # where the text after the last "ph" seen so far begins
     start = 0
     for _ in pieces:
         if stop is not None and stop.is_set():
             raise _Stopped
-        if limit is not None and len(out) + (stream.waiting() if stream else 0) > limit:
+        end = length()
+        if limit is not None and end > limit:
             raise refuse_to_read(path, limit, more=True)
         # rfind from the end: in a real trace it stops within a few hundred bytes
-        i = out.rfind(EVENT_KEY, max(start - len(EVENT_KEY) + 1, 0))
+        i = out.rfind(EVENT_KEY, max(start - len(EVENT_KEY) + 1, 0), end)
         if i >= 0:
             after_event = i + len(EVENT_KEY)
-        elif len(out) - after_event > NO_EVENT_BYTES:
-            where = (f"its first {size_words(len(out))} of JSON hold" if after_event == 0 else
-                     f"the {size_words(len(out) - after_event)} of JSON after its last event "
+        elif end - after_event > NO_EVENT_BYTES:
+            where = (f"its first {size_words(end)} of JSON hold" if after_event == 0 else
+                     f"the {size_words(end - after_event)} of JSON after its last event "
                      f"(at byte {after_event:,}) hold")
             raise TraceError(f"{path}: not a trace: {where} no trace event (every event has a \"ph\"): whitespace "
                              "or padding, or a gzip bomb; pass the .json or .json.gz that torch.profiler exports")
-        start = len(out)
+        start = end
 
 
 def _plain(f, size: int):
@@ -252,11 +307,11 @@ def _plain(f, size: int):
     return fill
 
 
-def _gunzip(f, path: Path, stream: streamed.Stream | None = None):
-    """Append the decompressed text to `out` (through the stream, where one scans it as it arrives),
-    CHUNK_BYTES at a time, member after member, reading the file as it goes."""
+def _gunzip(f, path: Path):
+    """Append the decompressed text to `out`, CHUNK_BYTES at a time, member after member, reading the file as it
+    goes."""
     def fill(out: bytearray):
-        yield from _inflate(f, path, stream.append if stream is not None else out.extend)
+        yield from _inflate(f, path, out.extend)
     return fill
 
 

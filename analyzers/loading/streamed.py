@@ -1,22 +1,25 @@
 """The native scan of a .json.gz's events as its text arrives, so that the gunzip and the scan share two cores.
 
-The read (tracetriage.analyzers.loading.read) appends the decompressed text to one bytearray a block at a time;
-a thread here scans each piece of whole events appended so far, into one set of columns and span tables
-(eventscan.scan goes on from the counts of the pieces before), so that when the last block is in, only the
-last piece is left to scan. The decoder (tracetriage.analyzers.loading.native) takes the scanned columns instead
-of scanning the whole text after the read: for a 300 MB trace the scan's ~0.6 s of CPU ran after the gunzip's
-~0.6 s; now beside it.
+The read (tracetriage.analyzers.loading.read) decompresses the text straight into one buffer of the size the gzip
+trailer gives (eventscan.text_buffer: its pages faulted in by the gunzip's own writes, none copied or grown), a block
+at a time, and publishes how much it wrote (eventscan.advance); a thread here scans each piece of whole events written
+so far, into one set of columns and span tables, so that when the last block is in, only the last piece is left to
+scan. The decoder (tracetriage.analyzers.loading.native) takes the scanned columns instead of scanning the whole
+text after the read: for a 300 MB trace the scan's ~0.5 s of CPU ran after the gunzip's; now beside it.
 
-The scan reads the buffer with the GIL released, and a bytearray that a reader holds cannot grow (nor may it
-move): `lock` is held by the scan while it reads and by the read while it appends; a block that arrives
-meanwhile waits in a spill buffer and is appended at the read's next turn.
+The scan is one call (eventscan.scan_stream) that waits for each piece and cuts it at an event boundary without the
+GIL: while the report's modules import, the main thread holds the GIL for long stretches and gives it up only once
+asked and the switch interval is over, so a scan that waited for its pieces in Python (a condition, a lock and a
+regular expression a piece, 150 pieces for 300 MB) spent more time waiting for the GIL than scanning. The read writes
+beyond what it published, the scan reads before it: neither waits for the other; the buffer is cut to the text's
+length once the scan, which holds it, is done.
 
 Anything the streamed scan does not read ends it, and the decoder then reads the whole text as it would have
 (the scan after the read, or msgspec): a piece the scan does not handle (a text msgspec must decode, a cut that
-is no event boundary), more rows than the columns hold (they are sized from the gzip trailer's size, a hint that
-a multi-member or >4 GB file gets wrong), a read that fails or stops. This module imports no numpy (the
-read-ahead starts before numpy is imported): the columns are anonymous memory maps, viewed by native.py as numpy
-arrays.
+is no event boundary), more rows than the columns hold, a read that fails or stops; and the file is read again as it
+always was (tracetriage.analyzers.loading.read) where the text is longer than the trailer said (a multi-member or
+>4 GB file) or the gzip reader refuses it. This module imports no numpy (the read-ahead starts before numpy is
+imported): the columns are anonymous memory maps, viewed by native.py as numpy arrays.
 """
 from __future__ import annotations
 
@@ -40,13 +43,16 @@ N_INT_COLUMNS = 16         # eventscan.c's integer columns (native.INT_COLUMNS)
 TABLE_CAP = 1 << 19        # = native.TABLE_CAP: hash slots per span table
 BYTES_PER_ROW = 64         # = native.BYTES_PER_ROW[0]: rows allocated per byte of text (pages never written cost
                            # nothing); a denser text fills them, and native.py scans it again with room for more
-SPILL_BYTES = 8 << 20      # blocks that arrive while a piece is scanned wait here (a piece's scan: ~4 ms, 2 blocks)
 OK = 0
+# eventscan.c's progress slots (written, state, the list's start, piece bytes, cut window) and the read's states
+P_FILLED, P_STATE, P_START, P_PIECE, P_WINDOW, N_PROGRESS = range(6)
+READING, ENDED, STOPPED = 0, 1, -1
 
 
 def enabled() -> bool:
-    """Is the scan there (built at install) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
-    return eventscan is not None and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
+    """Is the scan there (built at install, and not by an older install: a checkout updated without reinstalling keeps
+    its old build) and not switched off (TRACETRIAGE_NO_NATIVE=1)?"""
+    return hasattr(eventscan, "scan_stream") and os.environ.get("TRACETRIAGE_NO_NATIVE", "") != "1"
 
 
 @dataclass
@@ -64,81 +70,56 @@ class Scanned:
 
 
 def _map(nbytes: int) -> mmap.mmap:
-    # private: mmap's default for an anonymous map is MAP_SHARED, shared memory, whose pages fault in dearer and
-    # never huge
-    m = mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_PRIVATE)
-    if hasattr(mmap, "MADV_HUGEPAGE"):     # as numpy does for its large arrays: fewer page faults
-        try:
-            m.madvise(mmap.MADV_HUGEPAGE)
-        except OSError:                    # (a kernel without transparent huge pages)
-            pass
-    return m
+    # private: mmap's default for an anonymous map is MAP_SHARED, shared memory, whose pages fault in dearer. Not
+    # asked for as transparent huge pages: where the system has memory free in 2 MB blocks they fault in cheaper, but
+    # where it must compact memory to make one (a machine whose memory the page cache holds), each fault waits for it:
+    # on this project's machine, 6 interleaved pairs of the 293 MB report (chrt -f 1), the report's system time was
+    # 0.45-0.85 s with huge pages on the columns and 0.46-0.54 s without, its wall time a median 1.93 s against 1.71 s
+    return mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_PRIVATE)
 
 
 class Stream:
-    """One text's scan as it is read: the read calls append() for each block, and end() (or stop()) once."""
+    """One text's scan as it is read: the read decompresses straight into `text` (a buffer of the size the gzip trailer
+    gives, its pages not yet written) and calls wrote() after each block, then end() (or stop()) once."""
 
-    def __init__(self, text: bytearray, text_bytes: int):
+    def __init__(self, text_bytes: int):
         cap = text_bytes // BYTES_PER_ROW + 16
-        self.text = text
+        # the whole text's room at once, as no page of it written: each page is faulted in by the gunzip's own write
+        # (a bytearray grown block by block was the same pages, plus a copy of every block from the decompressor's)
+        self.text = eventscan.text_buffer(text_bytes)
+        self.filled = 0                         # text[:filled] is decompressed; the read writes on from there
         self.cap = cap
         self.f64, self.i64, self.i32 = _map(16 * cap), _map(8 * N_INT_COLUMNS * cap), _map(12 * cap)
         self.tab_off, self.tab_len = _map(72 * TABLE_CAP), _map(72 * TABLE_CAP)
         self.tab_slot = _map(12 * TABLE_CAP)
         self.tab_slot.write(b"\xff" * (12 * TABLE_CAP))       # every slot free (-1)
         self.info = bytearray(48)                              # 6 int64 counts, zeros: a fresh part
-        self.lock = threading.Lock()                           # the scan reads `text` / the read grows it
-        # blocks that arrived while the scan read the text: one buffer, reused (blocks kept as they came would each
-        # be fresh memory, faulted in: +20% page faults for the read of a 300 MB trace)
-        self.spill, self.spilled = bytearray(SPILL_BYTES), 0
-        self.arrived = threading.Condition()
-        self.ended = self.stopped = False
-        self.need = 0                          # the text's length the scan waits for
+        # what the read has written (eventscan.advance) and the scan's settings: eventscan.scan_stream reads them
+        # without the GIL
+        self.progress = bytearray(8 * N_PROGRESS)
+        with memoryview(self.progress).cast("q") as slots:
+            slots[P_START], slots[P_PIECE], slots[P_WINDOW] = -1, PIECE_BYTES, CUT_WINDOW
         self.result: Scanned | None = None
         self.thread = threading.Thread(target=self._run, name="tracetriage streamed scan", daemon=True)
         self.thread.start()
 
     # --- the read's side ---------------------------------------------------------------------------------
 
-    def append(self, block: bytes) -> None:
-        """Append a block of text: now, or, while the scan reads a piece, into the spill, appended at the next
-        turn (a spill that has no room for it waits for the piece)."""
-        if self.lock.acquire(blocking=self.spilled + len(block) > len(self.spill)):
-            try:
-                self._flush()
-                self.text += block
-            finally:
-                self.lock.release()
-            with self.arrived:
-                if len(self.text) >= self.need:     # (the scan sleeps until its next piece is in: one wake-up a piece)
-                    self.arrived.notify()
-        else:
-            self.spill[self.spilled:self.spilled + len(block)] = block
-            self.spilled += len(block)
-
-    def waiting(self) -> int:
-        """Bytes appended but not yet in the text."""
-        return self.spilled
-
-    def _flush(self) -> None:
-        if self.spilled:
-            with memoryview(self.spill) as view, view[:self.spilled] as spilled:
-                self.text += spilled
-            self.spilled = 0
+    def wrote(self, n: int) -> None:
+        """n more bytes of text are written after text[:filled]."""
+        self.filled += n
+        eventscan.advance(self.progress, self.filled, READING)
 
     def end(self) -> None:
-        """The whole text is read: append what waits, and let the scan read its last piece."""
-        with self.lock:
-            self._flush()
-        with self.arrived:
-            self.ended = True
-            self.arrived.notify()
+        """The whole text is read: let the scan read its last piece, then cut the buffer to the text (once the scan,
+        which holds it, is done: a bytearray held cannot be resized)."""
+        eventscan.advance(self.progress, self.filled, ENDED)
+        self.thread.join()
+        del self.text[self.filled:]
 
     def stop(self) -> None:
         """The read failed or was stopped: end the scan, with no result."""
-        with self.arrived:
-            self.stopped = True
-            self.arrived.notify()
+        eventscan.advance(self.progress, self.filled, STOPPED)
         self.thread.join()
 
     def finish(self) -> Scanned | None:
@@ -146,58 +127,20 @@ class Stream:
         self.thread.join()
         return self.result
 
-    # --- the scan's side -------------------------------------------------------------------------------
+    # --- the scan's side: one call, which waits for each piece without the GIL ----------------------------
 
     def _run(self) -> None:
         try:
-            self.result = self._scan_as_read()
-        except Exception:           # (a column map the system refuses...): the decoder reads the text itself
+            status = eventscan.scan_stream(self.text, self.progress, self.f64, self.i64, self.i32, self.tab_off,
+                                           self.tab_len, self.tab_slot, self.info)
+        except Exception:           # (a buffer the scan refuses...): the decoder reads the text itself
+            status = None
+        if status != OK:
             self.result = None
-
-    def _wait(self, need: int) -> tuple[int, bool] | None:
-        """The text's length once it reaches `need` bytes or is all read, and whether it is; None: stopped."""
-        with self.arrived:
-            self.need = need
-            while not self.stopped and not self.ended and len(self.text) < need:
-                self.arrived.wait()
-            if self.stopped:
-                return None
-            return len(self.text), self.ended
-
-    def _scan_as_read(self) -> Scanned | None:
-        start = -1
-        at = 0          # where the next piece begins: the list's '[', then each piece's first event's '{'
-        need = PIECE_BYTES
-        counts = memoryview(self.info).cast("q")
-        while True:
-            got = self._wait(need)
-            if got is None:
-                return None
-            n, ended = got
-            need = n + PIECE_BYTES
-            with self.lock:
-                if start < 0:
-                    start = eventscan.find_events(self.text)
-                    if start < 0:
-                        if ended:
-                            return None        # (no events list it can find: the decoder's to say why)
-                        continue
-                    at = start
-                if ended:
-                    hi, last = len(self.text), True
-                else:
-                    cut = EVENT_BOUNDARY.search(self.text, max(at, n - CUT_WINDOW), n)
-                    if cut is None:
-                        continue       # (an event longer than the window: the next wait brings more)
-                    hi, last = cut.start() + cut.group(0).rindex(b"{"), False
-                status = eventscan.scan(self.text, at, hi, last, self.f64, self.i64, self.i32, self.tab_off,
-                                        self.tab_len, self.tab_slot, self.info)
-            if status != OK or (not last and counts[2] >= 0):     # (a list that ended before the text read)
-                return None
-            if last:
-                return Scanned(self.cap, self.f64, self.i64, self.i32, self.tab_off, self.tab_len, start,
-                               counts.tolist())
-            at = hi
+            return
+        with memoryview(self.progress).cast("q") as slots, memoryview(self.info).cast("q") as counts:
+            self.result = Scanned(self.cap, self.f64, self.i64, self.i32, self.tab_off, self.tab_len, slots[P_START],
+                                  counts.tolist())
 
 
 # The text the read handed over with its stream, until the decoder takes it (one at a time: a load reads one file)
