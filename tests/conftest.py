@@ -82,6 +82,8 @@ settings.load_profile("tracetriage")
 sys.path.insert(0, str(ROOT / "tests"))  # helper modules such as fixtures_gpu_trace
 
 import bundled_analyses  # noqa: E402
+import cache_writes  # noqa: E402
+import collected_objects  # noqa: E402
 import freed_memory  # noqa: E402
 import module_coverage  # noqa: E402
 
@@ -129,6 +131,14 @@ def pytest_configure(config):
     runs none: there the analysers' import (~0.5 CPU-s) came before any worker started."""
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
         bundled_analyses.install(ROOT / "traces")
+        cache_writes.write_in_this_process()        # no fork of this process for each trace loaded afresh
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(session.config.option, "numprocesses", None):
+        collected_objects.freeze_what_collection_made()   # out of each full collection's walk (collected_objects.py)
+
+
 _unreached: list[str] = []
 
 

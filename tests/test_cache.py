@@ -300,6 +300,21 @@ def test_a_cache_that_cannot_be_written_does_not_fail_the_load(src, tmp_path, mo
     assert fingerprint(load(src)) == want and cache.get(src) is None
 
 
+def test_a_cache_write_imports_no_pandas(src, cache_dir):
+    """The entry is written in a child forked from each command that loads a trace afresh: pyarrow's `pa.array`
+    imported pandas there (~0.3 CPU-s a write) to ask whether a column was a pandas object."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from tracetriage.analyzers.loading import cache; "
+            "from tracetriage.analyzers.loading.load import load; p = Path(sys.argv[1]); "
+            "cache.put(p, load(p, use_cache=False)); print('pandas' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False"]
+    assert len(entries(cache_dir)) == 1 and fingerprint(cache.get(src)) == fingerprint(load(src, use_cache=False))
+
+
 # --- changed sources -------------------------------------------------------------------------------------------
 
 def _busy_us(trace) -> float:
