@@ -47,13 +47,23 @@ class StepFused(Assumption):
         return self.optimizers[0] if len(self.optimizers) == 1 else ""
 
     @property
+    def foreach_already(self) -> bool:
+        """Every priced step runs foreach passes already: the change is fused=True, one pass in place of them."""
+        return bool(self.foreach.steps) and self.foreach.steps == self.steps
+
+    @property
     def api_in_hand(self) -> bool:
         """The flag the change needs is the class's own: fused=True where every step runs foreach passes already,
         foreach=True (or fused=True) for per-parameter kernels; a class torch.optim does not have takes neither."""
         # (no class recorded: the words name torch.optim's flags as a choice, not a class; several, each must take it)
-        flagged = TORCH_FUSED_OPTIMIZERS if self.foreach.steps and self.foreach.steps == self.steps \
-            else TORCH_FOREACH_OPTIMIZERS
+        flagged = TORCH_FUSED_OPTIMIZERS if self.foreach_already else TORCH_FOREACH_OPTIMIZERS
         return all(o in flagged for o in self.optimizers)
+
+
+def multi_tensor_flags(optimizer: str | None) -> str:
+    """The flags that make a per-parameter step multi-tensor, as the class takes them (None: any of torch.optim's)."""
+    return "fused=True (or foreach=True)" if optimizer is None or optimizer in TORCH_FUSED_OPTIMIZERS \
+        else "foreach=True"
 
 
 def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
