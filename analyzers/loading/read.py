@@ -237,7 +237,11 @@ def _gather_streamed(f, path: Path, limit: int | None, stop: threading.Event | N
 def _inflate_into(f, stream: streamed.Stream):
     from isal import isal_zlib
 
-    reader = isal_zlib._GzipReader(f, GZ_INPUT_BYTES)
+    # python-isal's C reader, a private name (isal>=1.6 has it): a release without it reads the careful way
+    reader_class = getattr(isal_zlib, "_GzipReader", None)
+    if reader_class is None:
+        raise _NotStreamed
+    reader = reader_class(f, GZ_INPUT_BYTES)
     text = stream.text
     unchecked = 0
     try:
