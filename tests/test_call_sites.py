@@ -80,3 +80,37 @@ def test_two_call_sites_said_in_the_same_words_are_one_site(tmp_path):
     out, time = _time_line(tmp_path, doc)
     assert "(15 calls; from the `.to()` in `test_func` (bench.py:3))" in time
     assert claims.check(out) == []
+
+
+def _experts_and_a_head(experts: int = 8) -> dict:
+    """One pass: `forward` (experts.py:10) calls 8 expert Sequentials, each a module instance torch names apart
+    (`nn.Module: Sequential_0` ... `_7`), one 1 ms addmm each; then `forward` (model.py:50) calls the head's
+    Sequential once, one 3 ms addmm. The experts' line holds 8 of the 9 calls and 73% of the op's time."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    tid = kf.TID
+    t0 = t
+    for i in range(experts):
+        ev.append(claim_traces.python_frame(f"nn.Module: Sequential_{i}", t, t + 60 * US, tid=tid))
+        ev += [op("aten::addmm", t + 5 * US, t + 50 * US, ext),
+               call("cudaLaunchKernel", t + 10 * US, t + 20 * US, corr, ext),
+               gpu("ampere_sgemm_128x64_nn", t + 25 * US + i * 1000 * US, t + 1025 * US + i * 1000 * US, corr)]
+        t, ext, corr = t + 100 * US, ext + 1, corr + 1
+    ev.append(claim_traces.python_frame("experts.py(10): forward", t0 - 5 * US, t, tid=tid))
+    t1 = t + 10 * US
+    ev.append(claim_traces.python_frame(f"nn.Module: Sequential_{experts}", t1, t1 + 60 * US, tid=tid))
+    ev += [op("aten::addmm", t1 + 5 * US, t1 + 50 * US, ext),
+           call("cudaLaunchKernel", t1 + 10 * US, t1 + 20 * US, corr, ext),
+           gpu("ampere_sgemm_128x64_nn", t0 + 9 * MS, t0 + 12 * MS, corr)]
+    ev.append(claim_traces.python_frame("model.py(50): forward", t1 - 5 * US, t1 + 70 * US, tid=tid))
+    ev.append(call("cudaDeviceSynchronize", t1 + 80 * US, t0 + 12 * MS + 10 * US, corr + 1, None))
+    return with_device(document(ev), "NVIDIA A100-PCIE-40GB")
+
+
+def test_an_ops_call_site_is_the_line_that_holds_most_of_its_time_across_module_instances(tmp_path):
+    # (heldout-user15 switch_moe_8k: aten::addmm said 'from the `Sequential(...)` in `forward` (model.py:343)', the
+    # vocabulary head's 1 call of 111, where 80 calls and ~70% of the GEMM time came through the experts' forward:
+    # each expert's Sequential is a module instance of its own name, and the instances were 40 small sites)
+    out, time = _time_line(tmp_path, _experts_and_a_head())
+    assert ("aten::addmm 100% (9 calls; 8 kernels from the `Sequential(...)` in `forward` (experts.py:10), 1 kernel "
+            "from the `Sequential(...)` in `forward` (model.py:50))") in time
+    assert claims.check(out) == []
