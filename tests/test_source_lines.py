@@ -245,3 +245,39 @@ def test_a_source_folder_named_by_the_caller_is_searched_after_the_working_direc
     with also_under(tmp_path / "code"):
         assert read_sources(trace, ["train.py"]) == {"train.py": "x = 1\n"}
     assert read_sources(trace, ["train.py"]) == {}
+
+
+def _a_first_linear_and_a_steady_loop(tmp_path):
+    """`warm` (model.py:5) makes aten::linear's first call, which holds the host 20 ms (its later calls take 50 µs: a
+    first call's set-up); then `step` (model.py:20) runs 30 steps, each 400 µs of its own Python before one launch."""
+    import kineto_factory as kf
+    from claim_traces import python_frame
+    ev, corr, us = [], 0, 1000
+
+    def launch(name, s, e):
+        nonlocal corr
+        corr += 1
+        ev.extend([kf.op(name, s, e, ext=corr), kf.call("cudaLaunchKernel", e - 10 * us, e - 5 * us, corr=corr,
+                                                       ext=corr),
+                   kf.gpu("void k<float>(float*)", e, e + 20 * us, corr)])
+
+    ev.append(python_frame("model.py(5): warm", 50 * us, 20_200 * us, tid=kf.TID))
+    ev.append(python_frame("nn.Module: Linear_0", 90 * us, 20_150 * us, tid=kf.TID))
+    launch("aten::mul", 60 * us, 80 * us)
+    launch("aten::linear", 100 * us, 20_100 * us)
+    t = 20_300 * us
+    for i in range(30):
+        ev.append(python_frame("model.py(20): step", t, t + 520 * us, tid=kf.TID))
+        ev.append(python_frame(f"nn.Module: Linear_{i + 1}", t + 440 * us, t + 510 * us, tid=kf.TID))
+        launch("aten::linear", t + 450 * us, t + 500 * us)
+        t += 540 * us
+    return analyze_file(kf.write(tmp_path / "t.json", kf.document(ev)))
+
+
+def test_the_idle_pointer_names_the_steady_loop_not_a_first_calls_set_up(tmp_path):
+    # (heldout-user15 switch_moe_8k: 'in your code: the `Linear(...)` in `forward` (multiquery_attention.py:770)', a
+    # 27.6 ms gap that was the first Linear's cudaFree and cudaMalloc, allocator growth the steady state never pays)
+    a = _a_first_linear_and_a_steady_loop(tmp_path)
+    assert a.dominant is Cause.HOST_WORK
+    host = a.source_lines.idle[Cause.HOST_WORK]
+    assert [(x.function, x.line) for x in host] == [("step", 20)]
