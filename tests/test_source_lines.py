@@ -281,3 +281,51 @@ def test_the_idle_pointer_names_the_steady_loop_not_a_first_calls_set_up(tmp_pat
     assert a.dominant is Cause.HOST_WORK
     host = a.source_lines.idle[Cause.HOST_WORK]
     assert [(x.function, x.line) for x in host] == [("step", 20)]
+
+
+def _two_named_blocks_in_one_forward(tmp_path, steps: int = 6):
+    """Each step `forward` (model.py:30) runs two record_function ranges: "attn" (a 200 µs stretch of its own Python,
+    then 3 launches 30 µs apart under `nn.Module: MultiheadAttention_0`) and "mlp" (3 launches 60 µs apart under
+    `nn.Module: Sequential_0`). The frame holding most launch idle is the Sequential's; the attn range holds more of
+    the idle."""
+    import kineto_factory as kf
+    from claim_traces import python_frame
+    ev, corr, us, t = [], 0, 1000, 100 * 1000
+
+    def launch(at):
+        nonlocal corr
+        corr += 1
+        ev.extend([kf.op("aten::addmm", at - 8 * us, at + 6 * us, ext=corr),
+                   kf.call("cudaLaunchKernel", at, at + 5 * us, corr=corr, ext=corr),
+                   kf.gpu("ampere_sgemm_64x32_nn", at + 7 * us, at + 17 * us, corr)])
+
+    for _ in range(steps):
+        t0 = t
+        a0, t = t, t + 200 * us
+        for _k in range(3):
+            t += 30 * us
+            launch(t)
+        ev.append(python_frame("nn.Module: MultiheadAttention_0", a0 + 200 * us, t + 8 * us, tid=kf.TID))
+        ev.append(kf.annotation("attn", a0, t + 10 * us))
+        m0 = t = t + 12 * us
+        for _k in range(3):
+            t += 60 * us
+            launch(t)
+        ev.append(python_frame("nn.Module: Sequential_0", m0 + 2 * us, t + 8 * us, tid=kf.TID))
+        ev.append(kf.annotation("mlp", m0, t + 10 * us))
+        ev.append(python_frame("model.py(30): forward", t0 - 2 * us, t + 12 * us, tid=kf.TID))
+        t += 20 * us
+    return analyze_file(kf.write(tmp_path / "t.json", kf.document(ev)))
+
+
+def test_where_named_ranges_split_the_idle_the_idle_line_names_them_not_one_frames_call(tmp_path):
+    # (heldout-user15 gh200_encoder: 'in your code: the `Sequential(...)` in `forward` (example.py:36)', the MLP
+    # block, where the Self-Attention range held more of the idle)
+    a = _two_named_blocks_in_one_forward(tmp_path)
+    assert a.dominant is Cause.LAUNCH_OVERHEAD
+    assert a.source_lines.idle[Cause.LAUNCH_OVERHEAD][0].call == "Sequential"
+    idle = five_lines(a)[2]
+    assert "in your code, by named range: attn holds " in idle and "Sequential" not in idle
+    (first, x), (second, y) = a.idle_by_range
+    assert (first, second) == ("attn", "mlp") and x > y
+    assert idle.endswith(f"attn holds {round(100 * x)}% of the idle, mlp {round(100 * y)}%.")

@@ -66,7 +66,7 @@ from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
-from tracetriage.analyzers.voice.sources import fused_words, source_clause
+from tracetriage.analyzers.voice.sources import fused_words, range_clause, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
@@ -607,6 +607,8 @@ def _hotspot_more(a: Analysis, name: str, index: int = -1) -> str:
 
 def _idle_source(a: Analysis) -> str:
     """With stacks: where in the user's code the dominant cause's gaps come from."""
+    if a.idle_by_range:
+        return range_clause(a.idle_by_range)
     found = a.source_lines.idle.get(a.dominant, ()) if a.source_lines and a.dominant else ()
     return source_clause(found[0] if found else None)
 
