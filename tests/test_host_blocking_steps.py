@@ -208,3 +208,26 @@ def test_programmatic_dependent_launch_is_no_sign_of_a_merged_trace(tmp_path):
     # a plain launch has no PDL attribute; a kernel starting early in the previous one's run is no tail
     assert overlaps(_two_kernels(tmp_path, "cudaLaunchKernel", "volta_sgemm_128x64_nn", 13_000))
     assert overlaps(_two_kernels(tmp_path, "cudaLaunchKernelExC", dgrad, 45_000))
+
+
+def test_a_round_trip_whose_host_time_is_a_product_names_the_product_not_only_the_reduction(tmp_path):
+    # (fresh9 clip_retrieval_cpu_gallery: '2 round trips copy a tensor to the host and reduce it there (aten::topk on
+    # the CPU, 135.7 ms of host time ...)', 75% of that window an aten::matmul of the queries against a gallery kept
+    # on the host)
+    h = Host()
+    for _ in range(3):
+        def search():
+            h.kernel_op("aten::addmm", [[64, 512], [512, 512]])
+            h.copy_op("DtoH", [[64, 512]])
+            h.host_op("aten::matmul", [[64, 512], [512, 500000]], dur=3_000_000)
+            h.host_op("aten::topk", [[64, 500000]], dur=1_000_000)
+            h.copy_op("HtoD", [[64, 5]], dur=30_000, copy_ns=2_000)
+        h.step(search)
+    tr = h.trace(tmp_path)
+    a = whatif.predict(tr, [REDUCE_ON_GPU]).lever(REDUCE_ON_GPU).assumption
+    assert a.count == 3 and a.reduction == "aten::topk" and a.heaviest == "aten::matmul"
+    assert [name for name, _ in a.host_ops] == ["aten::matmul", "aten::topk"]
+    says = reduce_on_gpu.says(a)
+    assert "compute on it there before reducing it (aten::matmul 9" in says and "aten::topk 3" in says
+    out = serialize.report(analyze_trace(tr))
+    assert claims.check(out) == []
