@@ -455,6 +455,12 @@ class RegimeVerdict:
         return voting > 0 and self.fp32_cuda_core_us >= FP32_MATH_MAJORITY * voting
 
     @property
+    def compute_on_cuda_cores(self) -> bool:
+        """Most of the compute-bound kernel time is fp32 GEMMs/convolutions on CUDA cores (sgemm, scudnn), by the
+        kernels' names: their peak is the SIMT fp32 one, with the tensor cores unused."""
+        return self.compute_us > 0 and self.dtype == "fp32" and self.fp32_cuda_core_us >= 0.5 * self.compute_us
+
+    @property
     def latency_worth_naming(self) -> bool:
         """Latency-bound kernel time is a share the Regime line names beside the two roofs (whenever it shows as
         a whole percent: the named shares then add up to 100%)."""

@@ -65,3 +65,21 @@ def next_words(a) -> dict[str, str]:
            "bytes, so this helps whichever roof holds them")
     return {"lever": lever, "why": why,
             "waste": "cutting launches or host work: the kernels hold the span"}
+
+
+def tensor_core_roof(v, pk) -> str:
+    """After a compute-bound span's '... of the 19.5 TFLOP/s peak (71%)' where that peak is the CUDA cores' fp32 one:
+    ' on CUDA cores (fp32 GEMMs, by name: ampere_sgemm_128x64_nn): the TF32 tensor-core roof is 156 TFLOP/s, 11x
+    what they reach' (heldout-user15 switch_moe_8k: '71% of the peak' read as little headroom, with 8x above it one
+    flag away); '' where the tensor cores are in use or the device has none faster."""
+    if pk is None or not v.compute_on_cuda_cores or not v.achieved_tflops:
+        return ""
+    kind = "tf32" if pk.flops_per_s.get("tf32", 0.0) > pk.flops("fp32") else _lower(pk)
+    roof = pk.flops(kind) / 1e12
+    if roof <= pk.flops("fp32") / 1e12:
+        return ""
+    names = ", ".join(_short(k) for k in v.fp32_cuda_core_kernels)
+    label = "TF32" if kind == "tf32" else kind
+    return (f" on CUDA cores (fp32 GEMMs, by name: {names}): the {label} tensor-core roof is "
+            f"{claim('regime.tensor_core_peak_tflops', roof, tflops(roof))}, "
+            f"{roof / v.achieved_tflops:.0f}× what they reach")

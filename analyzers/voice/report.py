@@ -794,7 +794,7 @@ def _regime_line(a: Analysis) -> str:
             top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
             peak = (f" of the {claim('regime.peak_tflops', top, tflops(top))} peak "
-                    f"({pct_of(v.achieved_tflops, top)})" if top else "")
+                    f"({pct_of(v.achieved_tflops, top)}){precision.tensor_core_roof(v, pk)}" if top else "")
             line = f"Regime: compute-bound: {mix}; compute-bound ops reach {reach}{peak}{_ridge(v)}."
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
