@@ -40,3 +40,41 @@ def test_tf32_tensor_core_gemms_are_judged_against_their_own_roof_with_no_roof_a
     regime = out["lines"][3]
     assert regime.startswith("Regime: compute-bound") and "CUDA cores" not in regime and "tensor-core roof" not in regime
     assert claims.check(out) == []
+
+
+def _amp_step_on_a_t4(steps: int = 6) -> dict:
+    """Each step: two fp16 GEMMs on tensor cores (aten::mm of 512x1024 by 1024x2048 halves, turing_fp16_s1688gemm,
+    300 µs) and an fp32 optimizer pass (aten::add_ over 2M floats, 800 µs), then 5 ms of host work: an autocast
+    training loop, its kernels mostly the fp32 step, the device mostly idle."""
+    ev, t, i = [], 100 * US, 0
+    for _ in range(steps):
+        for name, dims, types, kernel, ns in (
+                ("aten::mm", [[512, 1024], [1024, 2048]], ["c10::Half", "c10::Half"],
+                 "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", 300 * US),
+                ("aten::mm", [[512, 1024], [1024, 2048]], ["c10::Half", "c10::Half"],
+                 "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", 300 * US),
+                ("aten::add_", [[2097152], [2097152], []], ["float", "float", "Scalar"],
+                 "void at::native::vectorized_elementwise_kernel<4, float>", 800 * US)):
+            i += 1
+            ev += [kf.op(name, t, t + 30 * US, i, dims=dims, types=types),
+                   kf.call("cudaLaunchKernel", t + 10 * US, t + 20 * US, i, i),
+                   kf.gpu(kernel, t + 25 * US, t + 25 * US + ns, i)]
+            t += ns + 40 * US
+        t += 5 * MS
+    return with_device(kf.document(ev), "Tesla T4")
+
+
+def test_an_amp_span_states_each_precisions_ops_against_their_own_ridge(tmp_path):
+    # (heldout-user15 fmnist_amp: fp16 tensor-core GEMMs and an fp32 Adam step read 'its ops average 26.1 FLOP/byte
+    # against a fp32 ridge of 25.3', one average across both precisions against the fp32 roof alone)
+    a = analyze_file(kf.write(tmp_path / "t.json", _amp_step_on_a_t4()))
+    out = serialize.report(a)
+    regime = out["lines"][3]
+    v = a.verdict
+    assert v.dtype == "fp32" and [d for d, _, _ in v.other_precisions] == ["fp16"]
+    fp16 = [p for p in a.roof.points if p.dtype == "fp16"]
+    assert v.other_precisions[0][1] == sum(p.flops for p in fp16) / sum(p.bytes for p in fp16)
+    assert v.intensity < 1 < 100 < v.other_precisions[0][1]       # each precision's own average, not one across both
+    assert "its fp32 ops average 0.0" in regime and "against a fp32 ridge of 25.3, its fp16 ones " in regime
+    assert "against a fp16 ridge of 203" in regime
+    assert claims.check(out) == []

@@ -438,6 +438,10 @@ class RegimeVerdict:
     # compute/memory: the verdict's bound's kernel time placed by kernel names alone, by why no op costs it
     # (UNCOSTED_WHY value -> µs), largest first: why its rate is not said (the words only, not the JSON)
     named_why_us: dict = field(default_factory=dict, metadata={"json": False})
+    # the costed ops of another precision that hold OTHER_PRECISION_NAMED of the costed time, each (dtype, FLOP/byte,
+    # its ridge), most time first: an average across precisions sits against no one ridge (heldout-user15 fmnist_amp:
+    # fp16 tensor-core GEMMs and an fp32 Adam step read 'its ops average 26.1 FLOP/byte against a fp32 ridge of 25.3')
+    other_precisions: tuple = ()
 
     @property
     def kernel_us(self) -> float:
@@ -517,8 +521,12 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     ach_gb = float(by[win].sum()) / secs / 1e9 if secs > 0 else None
     dtype = _dominant_dtype(roof, _uncosted_matrix_precision(trace, kernel_rows, dur, fl))
     ridge = roof.peaks.ridge(dtype) if roof.peaks is not None and dtype else None
+    bound = BOUND_OF_REGIME.get(verdict)
     if verdict in (Regime.COMPUTE, Regime.MEMORY):
-        intensity = _bound_intensity(roof, BOUND_OF_REGIME[verdict], dtype)
+        intensity = _bound_intensity(roof, bound, dtype)
+    elif dtype is not None and len({p.dtype for p in roof.points}) > 1:   # one precision's ops against its ridge
+        intensity = _bound_intensity(roof, None, dtype)
+    others = _other_precisions(roof, bound, dtype)
     lat_share = None
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
         lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
@@ -526,7 +534,8 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
                          ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
                          communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names,
-                         named_why_us=_named_why_us(roof, kernel_rows, dur, b, BOUND_CODE.get(verdict)))
+                         named_why_us=_named_why_us(roof, kernel_rows, dur, b, BOUND_CODE.get(verdict)),
+                         other_precisions=others)
 
 
 BOUND_CODE = {Regime.COMPUTE: COMPUTE, Regime.MEMORY: MEMORY}
@@ -548,14 +557,35 @@ def _named_why_us(roof: Roofline, kernel_rows: np.ndarray, dur: np.ndarray, b: n
 BOUND_OF_REGIME = {Regime.COMPUTE: Bound.COMPUTE, Regime.MEMORY: Bound.MEMORY}
 
 
-def _bound_intensity(roof: Roofline, bound: Bound, dtype: str | None) -> float | None:
-    """FLOPs / bytes over the ops the verdict names (those of its bound, in the precision whose ridge the line
-    states): each sits on its side of that ridge, so their average does too. Over every costed op, a memory-bound
+def _bound_intensity(roof: Roofline, bound: Bound | None, dtype: str | None) -> float | None:
+    """FLOPs / bytes over the ops the verdict names (those of its bound, None: any, in the precision whose ridge the
+    line states): each sits on its side of that ridge, so their average does too. Over every costed op, a memory-bound
     span's few large GEMMs outweigh its elementwise kernels in FLOPs: fresh8's ctr read "memory-bound ... its ops
     average 80 FLOP/byte against a fp32 ridge of 19.9"."""
-    pts = [p for p in roof.points if p.bound is bound and p.dtype == dtype]
+    pts = [p for p in roof.points if (bound is None or p.bound is bound) and p.dtype == dtype]
     flops, moved = sum(p.flops for p in pts), sum(p.bytes for p in pts)
     return flops / moved if moved > 0 else None
+
+
+OTHER_PRECISION_NAMED = 0.20   # a second precision's costed ops holding this share of the costed time get their ridge
+
+
+def _other_precisions(roof: Roofline, bound: Bound | None, dtype: str | None) -> tuple:
+    """(dtype, FLOP/byte, ridge) of each precision other than `dtype` whose costed ops (of `bound`, None: any) hold
+    OTHER_PRECISION_NAMED of the costed device time, most time first."""
+    if roof.peaks is None or dtype is None:
+        return ()
+    pts = [p for p in roof.points if bound is None or p.bound is bound]
+    total = sum(p.device_us for p in pts)
+    by: dict[str, float] = {}
+    for p in pts:
+        by[p.dtype] = by.get(p.dtype, 0.0) + p.device_us
+    out = []
+    for d, us in sorted(by.items(), key=lambda x: -x[1]):
+        x = _bound_intensity(roof, bound, d)
+        if d != dtype and total > 0 and us >= OTHER_PRECISION_NAMED * total and x is not None:
+            out.append((d, x, roof.peaks.ridge(d)))
+    return tuple(out)
 
 
 def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray) -> tuple[float, tuple[str, ...]]:

@@ -285,10 +285,19 @@ class Analysis:
         (heldout-user15 gh200_encoder: 'in your code: the `Sequential(...)` in `forward`', the MLP's 23%, where
         Self-Attention held 33%)."""
         idle_us = self.idle_ns / 1e3
-        held = sorted(((r.name, r.idle_us / idle_us) for r in self.named_ranges if idle_us > 0
-                       and r.idle_us >= RANGE_IDLE_NAMED * idle_us), key=lambda x: -x[1])
-        side_by_side = sum(x for _, x in held) <= 1.0
-        return tuple(held) if len(held) >= 2 and side_by_side else ()
+        ranges = sorted((r for r in self.named_ranges if idle_us > 0 and r.idle_us >= RANGE_IDLE_NAMED * idle_us),
+                        key=lambda r: -r.idle_us)
+        if len(ranges) < 2 or sum(r.idle_us for r in ranges) > idle_us:
+            return ()
+        # side by side on the host: no range inside another (a user's `allreduce` around torch's `nccl:all_reduce`)
+        ev = self.trace.ev
+        rows = [r.instances for r in ranges if r.instances is not None]
+        if len(rows) == len(ranges):
+            own = [iv.total(*iv.union(ev.start[x], ev.end[x])) for x in rows]
+            both = np.concatenate(rows)
+            if iv.total(*iv.union(ev.start[both], ev.end[both])) < 0.95 * sum(own):
+                return ()
+        return tuple((r.name, r.idle_us / idle_us) for r in ranges)
 
 
 def _evidence_of(devices) -> dict[Cause, Evidence]:

@@ -108,11 +108,11 @@ def _idle_lines(trace: Trace, st: fr.Stacks, dev: DeviceIdle) -> dict[Cause, tup
             callee = frame.copy()
             if ok.any():
                 frame[ok], callee[ok] = fr.user_frames_at(st, ev.tid[host[ok]], ev.start[host[ok]])
-        # a frame named for a cause holds a share of its idle worth acting on (set-up counted in the whole): the
-        # steady sliver of a cold start's host work is not where its idle is
+        # the frame named for a cause (the first) holds a share of its idle worth acting on (set-up counted in the
+        # whole): the steady sliver of a cold start's host work is not where its idle is
         whole = float(g.dur[g.cause == i].sum()) / 1e3
-        found = tuple(x for x in fr.lines(trace, st, frame, callee, dur) if x.us >= SOURCE_MIN_IDLE_SHARE * whole)
-        if found:
+        found = fr.lines(trace, st, frame, callee, dur)
+        if found and found[0].us >= SOURCE_MIN_IDLE_SHARE * whole:
             out[cause] = found
     return out
 

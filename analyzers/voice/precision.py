@@ -5,7 +5,7 @@ is mixed precision on the device's tensor cores (heldout-user3 hpdl_vgg16_t4: 99
 cudnn_volta_scudnn kernels read "nothing else to decide by" and "capture again with record_shapes")."""
 from __future__ import annotations
 
-from tracetriage.analyzers.model.units import share, tflops
+from tracetriage.analyzers.model.units import num, share, tflops
 from tracetriage.analyzers.voice.common import uncosted_phrase
 from tracetriage.analyzers.voice.said import claim
 
@@ -83,3 +83,9 @@ def tensor_core_roof(v, pk) -> str:
     return (f" on CUDA cores (fp32 GEMMs, by name: {names}): the {label} tensor-core roof is "
             f"{claim('regime.tensor_core_peak_tflops', roof, tflops(roof))}, "
             f"{roof / v.achieved_tflops:.0f}× what they reach")
+
+
+def other_ridge(other, i: int) -> str:
+    """', its fp16 ops 283 against a fp16 ridge of 203' (other: (dtype, FLOP/byte, ridge)), the figure claimed."""
+    dtype, x, ridge = other
+    return f", its {dtype} ones {claim(f'regime.other_intensity.{i}', x, num(x))} against a {dtype} ridge of {num(ridge)}"

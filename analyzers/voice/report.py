@@ -847,8 +847,11 @@ def _ridge(v) -> str:
     if not (v.intensity and v.ridge):
         return ""
     whose = {Regime.COMPUTE: "its compute-bound ops", Regime.MEMORY: "its memory-bound ops"}.get(v.regime, "its ops")
+    if v.other_precisions:   # one precision's ops against its own ridge, each
+        whose = whose.replace("its ", f"its {v.dtype} ", 1)
     return (f"; {whose} average {claim('regime.intensity', v.intensity, num(v.intensity))} FLOP/byte against a "
-            f"{v.dtype} ridge of {num(v.ridge)}")
+            f"{v.dtype} ridge of {num(v.ridge)}" + "".join(precision.other_ridge(x, i)
+                                                           for i, x in enumerate(v.other_precisions)))
 
 
 def _bound_share(bound: str, x: float) -> str:
