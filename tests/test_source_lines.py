@@ -329,3 +329,4 @@ def test_where_named_ranges_split_the_idle_the_idle_line_names_them_not_one_fram
     (first, x), (second, y) = a.idle_by_range
     assert (first, second) == ("attn", "mlp") and x > y
     assert idle.endswith(f"attn holds {round(100 * x)}% of the idle, mlp {round(100 * y)}%.")
+    assert a.next_source is None and "Sequential" not in five_lines(a)[4]   # nor the Next's pointer

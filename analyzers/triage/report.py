@@ -187,7 +187,8 @@ class Analysis:
         nx = self.next_experiment
         knob = LEVERS[nx.lever.lever].knob if nx.lever is not None else None
         cause = knob.where if knob is not None else nx.cause   # a knob's line: where its evidence sits
-        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots, knob.ops if knob else ())
+        return sources.next_line(nx.kind, cause, self.source_lines, self.hotspots, knob.ops if knob else (),
+                                 by_range=bool(self.idle_by_range))
 
     @property
     def idle_share(self) -> float:

@@ -144,10 +144,11 @@ def fused_kernels(trace: Trace) -> dict[str, FusedKernel]:
 
 
 def next_line(kind: Experiment, cause: Cause | None, src: SourceLines | None,
-              hot: tuple[Hotspot, ...], ops: tuple[str, ...] = ()) -> SourceLine | None:
+              hot: tuple[Hotspot, ...], ops: tuple[str, ...] = (), by_range: bool = False) -> SourceLine | None:
     """The frame the Next line names: a knob's evidence op's frame (`ops`: the hand-written softmax SDPA
-    replaces), else the chosen idle cause's frame; for faster kernels, the top hotspot's; none for a warm-up or a
-    recapture, whose change is not a line of code."""
+    replaces), else the chosen idle cause's frame, unless the user's named ranges split the idle (`by_range`: the
+    Idle line names them; one frame's call would point at a minority of it); for faster kernels, the top hotspot's;
+    none for a warm-up or a recapture, whose change is not a line of code."""
     if src is None or kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU, Experiment.WARM_UP,
                                   Experiment.RECAPTURE):
         return None
@@ -156,7 +157,7 @@ def next_line(kind: Experiment, cause: Cause | None, src: SourceLines | None,
         if found:
             return found[0]
     if cause is not None:
-        found = src.idle.get(cause, ())
+        found = src.idle.get(cause, ()) if not by_range else ()
         return found[0] if found else None
     for h in hot:
         found = src.hotspots.get(h.name, ())
