@@ -38,7 +38,8 @@ def test_tf32_tensor_core_gemms_are_judged_against_their_own_roof_with_no_roof_a
     out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", _gemms(
         "ampere_tf32_s1688gemm_128x128_nn", "float", "NVIDIA A100 80GB PCIe", kernel_ns=2 * MS))))
     regime = out["lines"][3]
-    assert regime.startswith("Regime: compute-bound") and "CUDA cores" not in regime and "tensor-core roof" not in regime
+    assert regime.startswith("Regime: compute-bound")
+    assert "CUDA cores" not in regime and "tensor-core roof" not in regime
     assert claims.check(out) == []
 
 

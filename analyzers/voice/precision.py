@@ -86,6 +86,7 @@ def tensor_core_roof(v, pk) -> str:
 
 
 def other_ridge(other, i: int) -> str:
-    """', its fp16 ops 283 against a fp16 ridge of 203' (other: (dtype, FLOP/byte, ridge)), the figure claimed."""
+    """', its fp16 ones 283 against a fp16 ridge of 203' (other: (dtype, FLOP/byte, ridge)), the figure claimed."""
     dtype, x, ridge = other
-    return f", its {dtype} ones {claim(f'regime.other_intensity.{i}', x, num(x))} against a {dtype} ridge of {num(ridge)}"
+    said = claim(f"regime.other_intensity.{i}", x, num(x))
+    return f", its {dtype} ones {said} against a {dtype} ridge of {num(ridge)}"
