@@ -82,7 +82,7 @@ def test_two_call_sites_said_in_the_same_words_are_one_site(tmp_path):
     assert claims.check(out) == []
 
 
-def _experts_and_a_head(experts: int = 8) -> dict:
+def _experts_and_a_head(experts: int = 8, small_sites: int = 0) -> dict:
     """One pass: `forward` (experts.py:10) calls 8 expert Sequentials, each a module instance torch names apart
     (`nn.Module: Sequential_0` ... `_7`), one 1 ms addmm each; then `forward` (model.py:50) calls the head's
     Sequential once, one 3 ms addmm. The experts' line holds 8 of the 9 calls and 73% of the op's time."""
@@ -102,7 +102,15 @@ def _experts_and_a_head(experts: int = 8) -> dict:
            call("cudaLaunchKernel", t1 + 10 * US, t1 + 20 * US, corr, ext),
            gpu("ampere_sgemm_128x64_nn", t0 + 9 * MS, t0 + 12 * MS, corr)]
     ev.append(claim_traces.python_frame("model.py(50): forward", t1 - 5 * US, t1 + 70 * US, tid=tid))
-    ev.append(call("cudaDeviceSynchronize", t1 + 80 * US, t0 + 12 * MS + 10 * US, corr + 1, None))
+    t, g = t1 + 100 * US, t0 + 12 * MS + 5 * US
+    for i in range(small_sites):    # one 50 µs addmm each from a function of its own: small sites, left unnamed
+        corr, ext = corr + 1, ext + 1
+        ev += [claim_traces.python_frame(f"small.py({10 * (i + 1)}): site{i}", t, t + 60 * US, tid=tid),
+               op("aten::addmm", t + 5 * US, t + 50 * US, ext),
+               call("cudaLaunchKernel", t + 10 * US, t + 20 * US, corr, ext),
+               gpu("ampere_sgemm_128x64_nn", g, g + 50 * US, corr)]
+        t, g = t + 100 * US, g + 60 * US
+    ev.append(call("cudaDeviceSynchronize", t + 10 * US, g + 10 * US, corr + 1, None))
     return with_device(document(ev), "NVIDIA A100-PCIE-40GB")
 
 
@@ -113,4 +121,11 @@ def test_an_ops_call_site_is_the_line_that_holds_most_of_its_time_across_module_
     out, time = _time_line(tmp_path, _experts_and_a_head())
     assert ("aten::addmm 100% (9 calls; 8 kernels from the `Sequential(...)` in `forward` (experts.py:10), 1 kernel "
             "from the `Sequential(...)` in `forward` (model.py:50))") in time
+    assert claims.check(out) == []
+
+
+def test_the_call_sites_left_unnamed_are_counted_past_the_three_kept(tmp_path):
+    # (heldout-user15 switch_moe_8k: '... and 1 more call site' where the attention's Linears and the gate's were two)
+    out, time = _time_line(tmp_path, _experts_and_a_head(small_sites=3))
+    assert ("1 kernel from the `Sequential(...)` in `forward` (model.py:50), and 3 more call sites)") in time
     assert claims.check(out) == []

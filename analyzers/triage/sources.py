@@ -9,7 +9,7 @@ they fused, from the kernel's name, or from the generated wrapper's comments whe
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +32,8 @@ from tracetriage.analyzers.whatif.levers import LEVERS
 KNOB_OPS = frozenset(op for spec in LEVERS.values() if spec.knob is not None for op in spec.knob.ops)
 
 
+KEPT_SITES = 3        # the frames kept per hotspot (the JSON lists them); the rest are only counted
+ALL_SITES = 10_000    # (every frame behind an op: a few dozen at most)
 SOURCE_MIN_IDLE_SHARE = 0.10   # a frame named for an idle cause holds this share of the cause's idle, set-up counted
 
 
@@ -42,6 +44,9 @@ class SourceLines:
     kernels: dict[str, tuple[SourceLine, ...]]    # top kernel name -> the same
     idle: dict[Cause, tuple[SourceLine, ...]]     # cause -> where the host was in its gaps, most idle first
     python_events: int                            # the python_function events they were read from
+    # hotspot (op) name -> its frames past the KEPT_SITES in `hotspots`: not listed, but counted when the Time line
+    # says how many call sites it leaves unnamed (switch_moe_8k's addmm came from five, 'and 1 more' was said)
+    hotspots_more: dict = field(default_factory=dict, metadata={"json": False})
 
 
 def source_lines(trace: Trace, gpu_rows: np.ndarray, hot: tuple[Hotspot, ...], kernels: tuple[Hotspot, ...],
@@ -60,12 +65,14 @@ def source_lines(trace: Trace, gpu_rows: np.ndarray, hot: tuple[Hotspot, ...], k
     launch = trace.launch_of[gpu_rows]
     dur = ev.dur[gpu_rows]
     keys, _ = hs.op_keys(trace, gpu_rows)
-    by_hot = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k),
-                        {h.name for h in hot} | KNOB_OPS)
+    every = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k),
+                       {h.name for h in hot} | KNOB_OPS, k=ALL_SITES)
+    by_hot = {name: lines[:KEPT_SITES] for name, lines in every.items()}
+    more = {name: lines[KEPT_SITES:] for name, lines in every.items() if len(lines) > KEPT_SITES}
     by_kernel = fr.grouped(trace, st, launch, ev.name[gpu_rows].astype(np.int64), dur,
                            lambda k: hs.op_label(trace, -1 - k), {k.name for k in kernels})
     idle = _idle_lines(trace, st, max(devices, key=lambda d: d.idle_ns)) if devices else {}
-    return _with_call_lines(trace, SourceLines(by_hot, by_kernel, idle, len(st.start)))
+    return _with_call_lines(trace, SourceLines(by_hot, by_kernel, idle, len(st.start), more))
 
 
 def _with_call_lines(trace: Trace, src: SourceLines) -> SourceLines:
@@ -79,7 +86,7 @@ def _with_call_lines(trace: Trace, src: SourceLines) -> SourceLines:
     def done(g: dict) -> dict:
         return {k: tuple(fr.refine(x, texts.get(x.file)) for x in lines) for k, lines in g.items()}
 
-    return SourceLines(done(src.hotspots), done(src.kernels), done(src.idle), src.python_events)
+    return SourceLines(done(src.hotspots), done(src.kernels), done(src.idle), src.python_events, src.hotspots_more)
 
 
 def _idle_lines(trace: Trace, st: fr.Stacks, dev: DeviceIdle) -> dict[Cause, tuple[SourceLine, ...]]:
