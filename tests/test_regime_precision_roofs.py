@@ -79,3 +79,15 @@ def test_an_amp_span_states_each_precisions_ops_against_their_own_ridge(tmp_path
     assert "its fp32 ops average 0.0" in regime and "against a fp32 ridge of 25.3, its fp16 ones " in regime
     assert "against a fp16 ridge of 203" in regime
     assert claims.check(out) == []
+
+
+def test_a_gemm_recorded_in_fp32_whose_kernel_computes_fp16_is_costed_and_roofed_in_fp16(tmp_path):
+    # (the brief's autocast case: the op's recorded input type says float while its kernel, by name, is an fp16
+    # tensor-core GEMM: bytes and the ridge follow the kernel's precision, not the recorded type)
+    def roof(kernel):
+        doc = _gemms(kernel, "float", "Tesla T4", n=4, kernel_ns=25 * MS)
+        (p,) = analyze_file(kf.write(tmp_path / f"{kernel[:12]}.json", doc)).roof.points
+        return p
+    fp16, fp32 = roof("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn"), roof("volta_sgemm_128x64_nn")
+    assert (fp16.dtype, fp32.dtype) == ("fp16", "fp32")
+    assert fp16.flops == fp32.flops and fp16.bytes == fp32.bytes / 2

@@ -227,6 +227,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     if len(op_rows):
         k_sig[has_op] = sig_inv[inv]
     namesake, tf32 = _kernel_facts(trace, kern, op, k_sig, n_sig)
+    half = _half_by_name(trace, kern, k_sig, n_sig)
     rejected = np.zeros(n_sig, bool)
     costed = []
     for j in range(n_sig):
@@ -237,6 +238,11 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         if dims is not None:
             cost = op_cost(name, dims, types, concrete) or (
                 launch_op_cost(name, dims, types, concrete) if namesake[j] else None)
+        if cost is not None and cost.dtype == "fp32" and cost.kind in _TF32_KINDS and half.get(j):
+            # recorded in fp32, computed in half precision by the kernel's name (an op under autocast whose kernels
+            # are charged to it with its fp32 inputs): its bytes and its roof are the kernel's precision's
+            cost = op_cost(name, dims, [_HALF_TYPE[half[j]] if t == "float" else t for t in types or []],
+                           concrete) or cost
         if cost is None or cost.bytes <= 0:
             continue
         dtype = "tf32" if cost.dtype == "fp32" and cost.kind in _TF32_KINDS and tf32[j] else cost.dtype
@@ -360,6 +366,22 @@ def _best_rates(groups: list[dict], peaks: DevicePeaks) -> tuple[float, dict[str
         if fl > 0:
             best_fl[g["dtype"]] = max(best_fl.get(g["dtype"], 0.0), fl)
     return best_bw, best_fl
+
+
+_HALF_TYPE = {"fp16": "c10::Half", "bf16": "c10::BFloat16"}
+
+
+def _half_by_name(trace: Trace, kern: np.ndarray, k_sig: np.ndarray, n_sig: int) -> dict[int, str]:
+    """Per signature whose kernels all name one half precision (turing_fp16_s1688gemm, ..._bf16_...), that precision."""
+    has = k_sig >= 0
+    out: dict[int, set] = {}
+    if not has.any():
+        return {}
+    names, inv = np.unique(trace.ev.name[kern[has]], return_inverse=True)
+    prec = [matrix_precision_by_name(trace.names[int(i)]) for i in names]
+    for j, p in zip(k_sig[has].tolist(), (prec[i] for i in inv.ravel().tolist())):
+        out.setdefault(j, set()).add(p)
+    return {j: next(iter(ps)) for j, ps in out.items() if len(ps) == 1 and next(iter(ps)) in _HALF_TYPE}
 
 
 def _kernel_facts(trace: Trace, kern: np.ndarray, op: np.ndarray, k_sig: np.ndarray,

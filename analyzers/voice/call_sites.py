@@ -48,7 +48,8 @@ def hotspot_sites(a, name: str, index: int = -1) -> str:
     if index < 0:
         return f";{hotspot_source(src)}" if src else ""
     total = a.hotspots[index].device_us
-    sites = _said_alike(a, tuple(src) + tuple(a.source_lines.hotspots_more.get(name, ())))
+    more = a.source_lines.hotspots_more.get(name, ()) if a.source_lines else ()
+    sites = _said_alike(a, tuple(src) + tuple(more))
     named = [x for i, x in enumerate(sites) if i == 0 or x.us >= SITE_MIN_SHARE * total]
     if len(named) < 2:
         return f";{hotspot_source(src)}" if src else ""
