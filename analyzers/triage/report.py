@@ -42,6 +42,7 @@ from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.inductor import FusedKernel
 from tracetriage.analyzers.analyses.inference import Inference
+from tracetriage.analyzers.analyses.library_syncs import LibrarySyncs, library_syncs
 from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
@@ -179,6 +180,7 @@ class Analysis:
                                         # (tracetriage.analyzers.triage.pace); None: no GPU timeline
     copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
     coalesce_syncs: CoalesceSyncs | None = None   # syncs inside coalescing a sparse COO operand (sparse_syncs)
+    library_syncs: LibrarySyncs | None = None     # syncs a library's machinery issued, reading no value (library_syncs)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -398,7 +400,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     graph_breaks=breaks_mod.find(trace, steps),
                     pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
-                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None)
+                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
+                    library_syncs=library_syncs(trace) if devs else None)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

@@ -64,6 +64,7 @@ from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
+from tracetriage.analyzers.voice.library_syncs import library_sync_advice, sync_name
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, source_clause
@@ -161,7 +162,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
-        copies = copies or (coalesce_advice(a) if nx.cause is Cause.SYNCHRONIZATION else None)
+        copies = copies or (coalesce_advice(a) or library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
+                            else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
@@ -638,7 +640,9 @@ def _serialising_syncs(a: Analysis) -> str:
     if c is None:
         return ""
     overlap = c.saving_ns / c.baseline_ns
-    return (f"; the syncs{f' ({c.only})' if c.only else ''} serialise the host with the GPU: removing them "
+    # a library's syncs are named for what they are (cuDNN's benchmark trials), not by the op that made them
+    named = sync_name(a) or f"the syncs{f' ({c.only})' if c.only else ''}"
+    return (f"; {named} serialise the host with the GPU: removing them "
             f"overlaps {claim('idle.syncs.overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
