@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.first_calls import profiler_steps
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -90,6 +91,7 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
     launched = by_call[calls]
     call_name = np.where(launched != NONE, (launched + 1) << 20 | call_name, call_name)
     out = []
+    steps = profiler_steps(trace)
     op_name = (ev.name[ops].astype(np.int64) << 24) | (ev.shape[ops].astype(np.int64) + 1)
     for rows, names in ((ops, op_name), (calls, call_name)):
         if not len(rows):
@@ -109,6 +111,8 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
         may = (b_s - a_s > EARLY) & (longest_early >= SETUP_FLOOR_NS)
         for a, b in zip(a_s[may].tolist(), b_s[may].tolist()):
             steady = float(np.median(dur[a + EARLY:b]))
+            if _paid_every_step(ev, steps, rows[a:b], dur[a:b], steady):
+                continue   # a per-shape cost each step pays again: no set-up a warm-up removes (first_calls)
             for i in range(a, a + EARLY):
                 if dur[i] >= SETUP_FACTOR * steady and dur[i] - steady >= SETUP_FLOOR_NS:
                     r = rows[i]
@@ -136,6 +140,19 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
         e_out.append(ue)
         k_out.append(np.full(len(us), k, np.int64))
     return np.concatenate(s_out), np.concatenate(e_out), np.concatenate(k_out)
+
+
+def _paid_every_step(ev, steps: np.ndarray, rows: np.ndarray, dur: np.ndarray, steady: float) -> bool:
+    """A name's set-up-long occurrences (SETUP_FACTOR its steady median and SETUP_FLOOR_NS longer) fall in more than
+    one profiled step: each step pays it again (a new input shape each step), which a warm-up does not remove
+    (fresh9 wav2letter_benchmark_dynamic_lengths: ConvolutionBackward0 457 ms in the first step, 519 ms in the
+    second)."""
+    if len(steps) < 3:
+        return False
+    long_ = (dur >= SETUP_FACTOR * steady) & (dur - steady >= SETUP_FLOOR_NS)
+    k = np.searchsorted(steps, ev.start[rows[long_]], side="right") - 1
+    k = k[(k >= 0) & (k < len(steps) - 1)]
+    return len(set(k.tolist())) >= 2
 
 
 def _first_compilations(trace: Trace) -> list:

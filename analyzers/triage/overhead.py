@@ -51,7 +51,10 @@ class ProfilerOverhead:
     @property
     def worth_saying(self) -> bool:
         big = self.profiled_ns - self.unprofiled_ns >= PROFILER_NAMED_NS
-        return big and (self.slowdown >= PROFILER_NAMED or self.launch_bound_only_under_profiler)
+        # (a launch-bound span that falls under the overhead-bound share without the profiler is worth the words either
+        # way: withdrawn, or kept with less to gain)
+        return big and (self.slowdown >= PROFILER_NAMED or self.launch_bound_only_under_profiler
+                        or self.launch_bound_kept)
 
     @property
     def idle_differs(self) -> bool:

@@ -53,7 +53,7 @@ from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence
+from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence, RecurringCost
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
@@ -103,6 +103,7 @@ IDLE_SLACK = 1.1          # a host-side fix's saving may pass the idle it remove
 LEVER_FLOOR_NS = 100_000  # ... and by 0.1 ms (a launch's worth of dispatch a few hundred times over)
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
+RECURRING_ITEM = 0.01     # a recurring first-call cost is named where its first call holds this share of the span
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
 TENSOR_CORE_GAIN = 2       # mixed precision where the device runs fp16 or bf16 at least this many times its fp32 rate
@@ -241,6 +242,18 @@ class Analysis:
     @property
     def setup_worth_naming(self) -> bool:
         return self.warmup_share >= SETUP_NAMED
+
+    @property
+    def recurring_setup(self) -> tuple[RecurringCost, ...]:
+        """First calls whose cost later profiled steps pay again (analyses.first_calls), where their first calls hold
+        SETUP_NAMED of the span or more: named as per-shape costs, never as one-time set-up."""
+        if not self.devices:
+            return ()
+        found = max(self.devices, key=lambda d: d.idle_ns).setup
+        # (each named one holds RECURRING_ITEM of the span: a 93 µs aten::to beside a 457 ms convolution is noise)
+        found = tuple(r for r in (found.recurring if found is not None else ())
+                      if r.first_call_us * 1e3 >= RECURRING_ITEM * self.span_ns)
+        return found if sum(r.first_call_us for r in found) * 1e3 >= SETUP_NAMED * self.span_ns else ()
 
     @property
     def accelerator(self) -> str | None:

@@ -72,6 +72,7 @@ from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
     after_warm_up,
+    recurring_caveat,
     setup_caveat,
     warmup_advice,
     warmup_why,
@@ -101,6 +102,9 @@ def analysis_caveats(a: Caveated) -> list[str]:
         out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
         out.append(setup_caveat(a, setup_share(a), cold_start.setup_span(a)))
+    recurring = recurring_caveat(a)
+    if recurring is not None:
+        out.append(recurring)
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
 def _health_knows_why_no_gpu(a: Caveated) -> bool:

@@ -161,6 +161,32 @@ def setup_caveat(a: Analysis, x: float, span: str) -> str:
             f"{' in all' if in_all else ''}; warm up before profiling")
 
 
+def recurring_caveat(a: Analysis) -> str | None:
+    """First calls that look like one-time set-up but that later profiled steps pay again: a per-shape cost, which a
+    warm-up does not remove (analyses.first_calls: fresh9 wav2letter_benchmark_dynamic_lengths, new padded lengths
+    every step under cudnn.benchmark, read as "one-time set-up ...; warm up before profiling")."""
+    found = getattr(a, "recurring_setup", ())
+    if not found:
+        return None
+    names = ", ".join(f"{r.name} {duration_us(r.first_call_us)} in its first call and up to "
+                      f"{duration_us(r.again_us)} in a later step"
+                      + (f" ({duration_us(r.warm_us)} warm)" if r.warm_us is not None else "") for r in found[:3])
+    top = found[0]
+    lib = getattr(a, "library_syncs", None)
+    benchmark = lib is not None and lib.kind == "cudnn_benchmark"
+    one = len(found[:3]) == 1
+    return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
+            f"{'recurs' if one else 'recur'}: {names}; "
+            f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
+            f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
+            f"{'it' if one else 'them'}: a "
+            "per-shape cost (each new input shape pays its set-up again: "
+            + ("cuDNN's benchmark trials" if benchmark else "cuDNN's benchmark, a plan or a compile per shape")
+            + "), not one-time set-up, and warming up does not remove it; shapes that repeat do (pad or bucket the "
+            "inputs to a few sizes)" + (", or torch.backends.cudnn.benchmark = False while they keep changing"
+                                        if benchmark else ""))
+
+
 LISTED_COVERS = 0.9     # first calls listed that hold this much of the set-up's time stand for all of it
 
 
