@@ -4,9 +4,12 @@ activation offload copies (a blocking device-to-host aten::copy_ nested in compu
 .item() keeps the value-read advice."""
 from __future__ import annotations
 
+import pytest
+
 import kineto_factory as kf  # noqa: F401  (the factory's module, for its constants)
 from kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.analyses.library_syncs import CUDNN_BENCHMARK, OFFLOAD_COPIES, library_syncs
+from tracetriage.analyzers.analyses.trial_kernels import trial_kernels
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.voice.library_syncs import library_sync_advice
@@ -111,3 +114,22 @@ def test_a_users_item_is_still_a_value_read(tmp_path):
     assert library_sync_advice(analyze_trace(trace)) is None
     text = _said(trace)
     assert "cuDNN" not in text and "offload" not in text
+
+
+def test_cudnn_benchmark_trial_kernels_are_kept_out_of_the_regime_and_said(tmp_path):
+    """The five timed candidates of each call are trials; the chosen algorithm's run after the last wait is the
+    convolution's own, and the regime's kernel set (fresh9 wav2letter: '100% latency-bound ... the library's
+    algorithm choice' over 2.69 s of trials)."""
+    trace = _cudnn_benchmark(tmp_path)
+    t = trial_kernels(trace)
+    assert t is not None and len(t.rows) == 20 and t.calls == 4 and t.algorithms == 5
+    a = analyze_trace(trace)
+    assert a.verdict.kernel_us == pytest.approx(4 * 500 + 4 * 10, rel=0.02)    # the chosen runs and the relus
+    lines = five_lines(a)
+    assert "of it is cuDNN's benchmark trials inside the convolutions" in lines[1]
+    assert "cuDNN's benchmark trials, left out of this split, hold 83% of kernel time" in lines[3]
+
+
+def test_a_convolution_with_no_timed_candidates_has_no_trials(tmp_path):
+    trace = _item_loop(tmp_path)
+    assert trial_kernels(trace) is None

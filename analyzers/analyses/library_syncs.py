@@ -33,7 +33,7 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, Trace
 
-CUDNN_BENCHMARK = "cudnn_benchmark"
+CUDNN_BENCHMARK = "cudnn_trials"
 OFFLOAD_COPIES = "offload_copies"
 # the ops cuDNN runs a convolution in (forward, transposed, fused, and the backward's data and weight gradients)
 CUDNN_CONV_OPS = frozenset({"aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
@@ -46,7 +46,7 @@ USER_READ_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_", "aten::i
                            "aten::unique", "aten::_unique2", "aten::index", "aten::repeat_interleave"})
 HOLDS = 0.5         # the library's syncs hold at least this share of the host's time in sync-wait calls
 OFFLOAD_OPS = 3     # a saved-tensor hook fires in this many kinds of op or more (a user's read sits in one or two)
-_WAITS = SYNC_CALLS - ALLOCATOR_SYNC_CALLS - {"cudaStreamQuery", "hipStreamQuery"}
+WAITS = SYNC_CALLS - ALLOCATOR_SYNC_CALLS - {"cudaStreamQuery", "hipStreamQuery"}
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class LibrarySyncs:
 def library_syncs(trace: Trace) -> LibrarySyncs | None:
     """The library machinery that holds most of the host's time in sync-wait calls, or None (the user's reads)."""
     ev = trace.ev
-    ids = [i for i, n in enumerate(trace.names) if n in _WAITS]
+    ids = [i for i, n in enumerate(trace.names) if n in WAITS]
     waits = np.flatnonzero(np.isin(ev.name, ids) & (ev.cat != CPU_OP)) if ids else np.zeros(0, np.int64)
     # the window's edges drain what was queued before the profiler started (the harness's synchronize): no one's
     # sync of the loop (pythia_activations_offloaded-before: two such calls held 72 of the 138 ms)

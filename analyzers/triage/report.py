@@ -12,6 +12,7 @@ sentences (tracetriage.analyzers.voice says them), and never re-derive a number.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,6 +33,7 @@ from tracetriage.analyzers.analyses import idle as idle_mod
 from tracetriage.analyzers.analyses import inference as inference_mod
 from tracetriage.analyzers.analyses import ranges as ranges_mod
 from tracetriage.analyzers.analyses import roofline as roof_mod
+from tracetriage.analyzers.analyses import setup as setup_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
 from tracetriage.analyzers.analyses.cold_cause import ColdCause, cold_causes
 from tracetriage.analyzers.analyses.copies_async import CopiesAsync, copies_async
@@ -48,6 +50,7 @@ from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.sparse_syncs import CoalesceSyncs, coalesce_syncs
 from tracetriage.analyzers.analyses.steps import Steps
+from tracetriage.analyzers.analyses.trial_kernels import Trials, trial_kernels
 from tracetriage.analyzers.analyses.weight_streaming import WeightStreaming, weight_streaming
 from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
@@ -182,6 +185,7 @@ class Analysis:
     copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
     coalesce_syncs: CoalesceSyncs | None = None   # syncs inside coalescing a sparse COO operand (sparse_syncs)
     library_syncs: LibrarySyncs | None = None     # syncs a library's machinery issued, reading no value (library_syncs)
+    trials: Trials | None = None        # cuDNN's benchmark trial kernels, out of the regime's split (trial_kernels)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -242,6 +246,15 @@ class Analysis:
     @property
     def setup_worth_naming(self) -> bool:
         return self.warmup_share >= SETUP_NAMED
+
+    @functools.cached_property
+    def setup_outside(self) -> tuple[FirstCall, ...]:
+        """Set-up windows outside the GPU span, as first calls (analyses.setup.outside_span): the caveat names them
+        beside the first calls inside it, where they count in its share. Only looked for where the caveat is said."""
+        if not self.devices or not self.setup_worth_naming:
+            return ()
+        return setup_mod.outside_span(self.trace, min(d.span_start for d in self.devices),
+                                      max(d.span_end for d in self.devices))
 
     @property
     def recurring_setup(self) -> tuple[RecurringCost, ...]:
@@ -361,14 +374,19 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         if window is not None:
             rows = rows[(ev.end[rows] > window[0]) & (ev.start[rows] < window[1])]
     roof = roof if roof is not None else roof_mod.analyze(trace)
-    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0,
+    # cuDNN's benchmark trials time candidate algorithms: not the workload's kernels, left out of the regime's split
+    trials = trial_kernels(trace) if devs else None
+    kernel_rows = rows[ev.cat[rows] == KERNEL]
+    if trials is not None:
+        kernel_rows = kernel_rows[~np.isin(kernel_rows, trials.rows)]
+    verdict = roof_mod.regime(trace, roof, kernel_rows, idle_ns / span if span else 0.0,
                               None if range_name else peer_transfer_ns)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
-    verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, rows[ev.cat[rows] == KERNEL]))
+    verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, kernel_rows))
     # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
@@ -414,7 +432,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
                     coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
-                    library_syncs=library_syncs(trace) if devs else None)
+                    library_syncs=library_syncs(trace) if devs else None, trials=trials)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:

@@ -3,11 +3,11 @@
 activation offload copies. Their fix is never "read the value once every N steps": there is no value."""
 from __future__ import annotations
 
-from tracetriage.analyzers.model.units import duration_ns, integer, size
+from tracetriage.analyzers.model.units import duration_ns, integer, share, size
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.said import claim
 
-_CUDNN, _OFFLOAD = "cudnn_benchmark", "offload_copies"    # analyses.library_syncs' kinds
+_CUDNN, _OFFLOAD = "cudnn_trials", "offload_copies"    # analyses.library_syncs' kinds
 
 # what each kind is, as the Idle line names the syncs
 _WHAT = {_CUDNN: "cuDNN's benchmark trials (torch.backends.cudnn.benchmark)",
@@ -16,6 +16,12 @@ _WHAT = {_CUDNN: "cuDNN's benchmark trials (torch.backends.cudnn.benchmark)",
 
 def _found(a: Analysis):
     return getattr(a, "library_syncs", None)
+
+
+def cudnn_trials_sync(a: Analysis) -> bool:
+    """The syncs are cuDNN's benchmark trials'."""
+    c = _found(a)
+    return c is not None and c.kind == _CUDNN
 
 
 def sync_name(a: Analysis) -> str | None:
@@ -50,3 +56,43 @@ def library_sync_advice(a: Analysis) -> str | None:
             "autograd saves to host memory and the host waits for each copy, and no value of yours is read: keep "
             "the activations on the device (drop the save_on_cpu context where the device has room), or let the "
             "copies run without a wait; the replay removes only the waits, the copies stay")
+
+
+TRIALS_LEAD = 0.5       # trials holding this share of kernel time lead the Regime line: the split is of the rest
+TRIALS_NAMED = 0.1      # ... and this share is said on the Time line
+
+
+def _trials(a: Analysis):
+    t = getattr(a, "trials", None)
+    busy = getattr(a, "kernel_busy_ns", 0)
+    return (t, t.kernel_ns / busy) if t is not None and busy else (None, 0.0)
+
+
+def trials_time(a: Analysis) -> str:
+    """'; 99% of it cuDNN's benchmark trials (...)' on the Time line, where the trials hold TRIALS_NAMED of it."""
+    t, held = _trials(a)
+    if t is None or held < TRIALS_NAMED:
+        return ""
+    return (f"; {claim('time.trials_share', held, share(held))} of it is cuDNN's benchmark trials inside the "
+            f"convolutions ({integer(len(t.rows))} kernels of {integer(t.algorithms)} kinds in "
+            f"{integer(t.calls)} calls), timing candidate algorithms, not computing the step")
+
+
+def trials_regime(a: Analysis, line: str) -> str:
+    """The Regime line with cuDNN's benchmark trials said (analyses.trial_kernels): left out of its split, and where
+    they hold most of the kernel time, said first, the split then of the rest."""
+    t, held = _trials(a)
+    if t is None:
+        return line
+    what = (f"cuDNN's benchmark trials, left out of this split, hold "
+            f"{claim('regime.trials_share', held, share(held))} of kernel time "
+            f"({claim('regime.trials_us', t.kernel_ns / 1e3, duration_ns(t.kernel_ns))}, each timing cuDNN's "
+            "candidate algorithms for a new input shape: the cost of torch.backends.cudnn.benchmark"
+            + (f" with shapes that change ({integer(t.steps)} profiled steps ran trials)" if t.steps >= 2 else
+               ", paid once per shape")
+            + ", not of the kernels' quality)")
+    head = line.find(": ", len("Regime: "))
+    if held >= TRIALS_LEAD and head > 0 and "of kernel time, " in line[head:]:
+        rest = line[head + 2:].replace("of kernel time, ", "of the rest of kernel time, ", 1)
+        return f"{line[:head + 2]}{what}; {rest}"
+    return line[:-1] + f"; {what}."

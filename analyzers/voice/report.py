@@ -64,7 +64,7 @@ from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from tracetriage.analyzers.voice.library_syncs import library_sync_advice, sync_name
+from tracetriage.analyzers.voice.library_syncs import library_sync_advice, sync_name, trials_regime, trials_time
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, source_clause
@@ -571,7 +571,7 @@ def five_lines(a: Analysis) -> list[str]:
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
-    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
+    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{trials_time(a)}."
     named = a.named_ranges
     if named and not a.range_filter:
         top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
@@ -828,6 +828,7 @@ def _regime_line(a: Analysis) -> str:
                             "capture ceilings).")
     if v.regime is not Regime.OVERHEAD:   # (an idle-bound span says what it waits on already)
         line = line[:-1] + pace_words.regime_window(a.pace) + "."
+    line = trials_regime(a, line)
     return line
 
 
