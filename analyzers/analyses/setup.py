@@ -463,14 +463,16 @@ def outside_span(trace: Trace, span_start: int, span_end: int, k: int = 3) -> tu
         return ()
     ev = trace.ev
     calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    calls = calls[np.argsort(ev.start[calls], kind="stable")]
+    ctx = module_loading.context_call(trace)
     found = []
     for i in np.argsort(-(e - s))[:k].tolist():
         over = np.minimum(ev.end[calls], e[i]) - np.maximum(ev.start[calls], s[i])
         if not len(over) or over.max() <= 0:
             continue
         r = int(calls[np.argmax(over)])
-        if ev.end[r] - ev.start[r] < SETUP_FLOOR_NS:
-            continue
+        if ev.end[r] - ev.start[r] < SETUP_FLOOR_NS or (ctx is not None and r == int(calls[0])):
+            continue    # (the context's creation is named on its own: module_loading.context_call)
         same = calls[ev.name[calls] == ev.name[r]]
         same = same[same != r]
         typical = float(np.median(ev.end[same] - ev.start[same])) if len(same) else None
