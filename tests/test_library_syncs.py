@@ -12,7 +12,7 @@ from tracetriage.analyzers.analyses.library_syncs import CUDNN_BENCHMARK, OFFLOA
 from tracetriage.analyzers.analyses.trial_kernels import trial_kernels
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.triage.report import analyze_trace
-from tracetriage.analyzers.voice.library_syncs import library_sync_advice
+from tracetriage.analyzers.voice.library_syncs import library_sync_advice, trials_headroom
 from tracetriage.analyzers.voice.report import five_lines
 
 US = 1_000
@@ -128,6 +128,8 @@ def test_cudnn_benchmark_trial_kernels_are_kept_out_of_the_regime_and_said(tmp_p
     lines = five_lines(a)
     assert "of it is cuDNN's benchmark trials inside the convolutions" in lines[1]
     assert "cuDNN's benchmark trials, left out of this split, hold 83% of kernel time" in lines[3]
+    # faster kernels would need fewer trials, not a better kernel (wav2letter: "... which needs a better kernel")
+    assert trials_headroom(a).startswith("fewer trials, not a better kernel: 83% of the kernel time")
 
 
 def test_a_convolution_with_no_timed_candidates_has_no_trials(tmp_path):

@@ -78,6 +78,16 @@ def trials_time(a: Analysis) -> str:
             f"{integer(t.calls)} calls), timing candidate algorithms, not computing the step")
 
 
+def trials_headroom(a: Analysis) -> str:
+    """What faster kernels would take where cuDNN's benchmark trials hold most of the kernel time: fewer trials, not a
+    better kernel ("" where they do not)."""
+    t, held = _trials(a)
+    if t is None or held < TRIALS_LEAD:
+        return ""
+    return (f"fewer trials, not a better kernel: {share(held)} of the kernel time is cuDNN's benchmark trials, which "
+            "shapes that repeat (or torch.backends.cudnn.benchmark = False) take out")
+
+
 def trials_regime(a: Analysis, line: str) -> str:
     """The Regime line with cuDNN's benchmark trials said (analyses.trial_kernels): left out of its split, and where
     they hold most of the kernel time, said first, the split then of the rest."""

@@ -26,6 +26,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import cold_start, communication, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
+from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
@@ -64,7 +65,6 @@ from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from tracetriage.analyzers.voice.library_syncs import library_sync_advice, sync_name, trials_regime, trials_time
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, source_clause
@@ -166,7 +166,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
-        copies = copies or (coalesce_advice(a) or library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
+        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
                             else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
@@ -235,6 +235,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
 # What kernels twice as fast would take, by the regime that bounds them.
 def _headroom_needs(a: Analysis) -> str:
     """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
+    if lib_syncs.trials_headroom(a):   # (most kernel time is cuDNN's benchmark trials: fewer, not better kernels)
+        return lib_syncs.trials_headroom(a)
     if a.verdict.regime is Regime.COMPUTE:
         return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
                                   named=matrix_precision(a), replayed=replayed_from_graphs(a))
@@ -571,7 +573,7 @@ def five_lines(a: Analysis) -> list[str]:
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
-    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{trials_time(a)}."
+    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{lib_syncs.trials_time(a)}."
     named = a.named_ranges
     if named and not a.range_filter:
         top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
@@ -645,7 +647,7 @@ def _serialising_syncs(a: Analysis) -> str:
         return ""
     overlap = c.saving_ns / c.baseline_ns
     # a library's syncs are named for what they are (cuDNN's benchmark trials), not by the op that made them
-    named = sync_name(a) or f"the syncs{f' ({c.only})' if c.only else ''}"
+    named = lib_syncs.sync_name(a) or f"the syncs{f' ({c.only})' if c.only else ''}"
     return (f"; {named} serialise the host with the GPU: removing them "
             f"overlaps {claim('idle.syncs.overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
@@ -828,7 +830,7 @@ def _regime_line(a: Analysis) -> str:
                             "capture ceilings).")
     if v.regime is not Regime.OVERHEAD:   # (an idle-bound span says what it waits on already)
         line = line[:-1] + pace_words.regime_window(a.pace) + "."
-    line = trials_regime(a, line)
+    line = lib_syncs.trials_regime(a, line)
     return line
 
 
