@@ -84,11 +84,13 @@ def test_a_gpu_bound_trace_gets_no_profiler_caveat():
     assert not any(c.startswith("under the profiler") for c in analysis_caveats(a))
 
 
-def test_a_launch_bound_verdict_that_holds_only_under_the_profiler_is_called_that():
+def test_a_launch_bound_verdict_still_idling_half_its_span_without_the_profiler_is_kept():
+    # ~49% idle without the profiler and CUDA graphs still -36% without it: the verdict stands, with less to gain
     a = analyze_file(TRACES / "softmax-triton.json.gz")
-    assert a.verdict.regime.value == "overhead" and a.profiler.launch_bound_only_under_profiler
-    assert a.profiler.unprofiled_idle_share <= 0.5 < a.idle_share
-    assert any("holds only under the profiler" in c for c in analysis_caveats(a))
+    assert a.verdict.regime.value == "overhead" and not a.profiler.launch_bound_only_under_profiler
+    assert 0.3 <= a.profiler.unprofiled_idle_share <= 0.5 < a.idle_share and a.profiler.launch_bound_kept
+    assert not any("holds only under the profiler" in c for c in analysis_caveats(a))
+    assert any("the launch-bound verdict holds without it too, with less to gain" in c for c in analysis_caveats(a))
 
 
 def test_the_next_line_gives_the_unprofiled_saving_where_it_differs():
@@ -137,3 +139,29 @@ def test_a_harness_truth_file_is_read_as_the_profilers_slowdown_per_traced_varia
     [row] = profiler_cost.truth_rows([tmp_path])
     run = predict(load(tmp_path / "mid-before.json.gz"), levers=["kernels_2x"], unprofiled=True).unprofiled_run
     assert row["measured"] == 1 / 1.25 and row["predicted"] == run.unprofiled_ns / run.replay_ns < 1
+
+
+
+def test_a_launch_bound_verdict_its_own_unprofiled_numbers_keep_is_not_withdrawn():
+    """heldout-user15 hpdl_resnet_bneck: 54% idle under the profiler, ~40% without it, CUDA graphs still -29% without
+    it; the caveat said "the launch-bound verdict holds only under the profiler". Withdrawn only where the GPU would
+    idle under LAUNCH_KEPT_IDLE of its span without the profiler."""
+    from tracetriage.analyzers.model.verdicts import Cause, Regime
+    from tracetriage.analyzers.triage.overhead import ProfilerOverhead, launch_verdict
+    from tracetriage.analyzers.voice.health import profiler_caveats
+
+    assert launch_verdict(Regime.OVERHEAD, Cause.LAUNCH_OVERHEAD, 0.40) == (False, True)
+    assert launch_verdict(Regime.OVERHEAD, Cause.LAUNCH_OVERHEAD, 0.20) == (True, False)
+    assert launch_verdict(Regime.OVERHEAD, Cause.LAUNCH_OVERHEAD, 0.60) == (False, False)
+    assert launch_verdict(Regime.OVERHEAD, Cause.HOST_WORK, 0.20) == (False, False)
+
+    def said(bare: float) -> str:
+        only, kept = launch_verdict(Regime.OVERHEAD, Cause.LAUNCH_OVERHEAD, bare)
+        p = ProfilerOverhead(profiled_ns=38_700_000, unprofiled_ns=30_800_000, host_ns=8_040_000, ops=2_881,
+                             calls=1_570, idle_share=0.54, unprofiled_idle_share=bare, buffer_ns=0, source="fitted",
+                             launch_bound_only_under_profiler=only, launch_bound_kept=kept)
+        return profiler_caveats(p)[0]
+
+    assert "holds only under the profiler" not in said(0.40)
+    assert "the launch-bound verdict holds without it too" in said(0.40)
+    assert "holds only under the profiler" in said(0.20)

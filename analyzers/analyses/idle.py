@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged
+from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged, scripting
 from tracetriage.analyzers.analyses.first_compiles import compilations
 from tracetriage.analyzers.analyses.held_host import host_events_in, launching_threads, python_in, ranked, top_times
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
@@ -641,7 +641,9 @@ def set_up(trace: Trace, g: Gaps, ctx: _HostContext) -> SetUp:
     b = compiling(trace, g.start[h], g.end[h], g.next_row[h], setup_long_ns(ctx.launch_cost_ns))
     # a profile of first compiled calls: the compile spans are set-up, not only the gap before a first launch
     c = compilations(trace, g.start[m], g.end[m], found.start, found.end, b.start, b.end)
-    return merged(found, b if c is None else SetUp((c,), b.start, b.end, b.pid, b.tid))
+    # TorchScript compiling a scripted function on its first call, recorded as no event at all
+    return merged(merged(found, b if c is None else SetUp((c,), b.start, b.end, b.pid, b.tid)),
+                  scripting(trace, g.start[h], g.end[h]))
 
 
 def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostContext,

@@ -15,7 +15,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.groups import any_of
-from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace, TraceError
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 _STEP = re.compile(r"^(ProfilerStep)#\d+$")
@@ -103,3 +103,13 @@ def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None
                               gpu_rows=g_rows, windows=(s, wend), idle_by_cause_us=idle_by,
                               idle_us=sum(idle_by.values()), instances=inst))
     return out
+
+
+def window_of(trace: Trace, name: str) -> tuple[int, int]:
+    """The span from the named range's first instance to its last end (`report --range NAME`)."""
+    stats = analyze(trace, [], names=[name])
+    if not stats:
+        known = sorted({range_name(trace.names[i]) for i in trace.ev.name[trace.ev.cat == USER_ANNOTATION]})
+        raise TraceError(f"no range named {name!r} in {trace.path}; ranges: {', '.join(known) or 'none'}")
+    s, e = stats[0].windows
+    return int(s.min()), int(e.max())

@@ -48,6 +48,18 @@ class FirstCall:
 
 
 @dataclass(frozen=True)
+class RecurringCost:
+    """A first call's cost that later profiled steps pay again (a new input shape each step: cuDNN's benchmark, a
+    plan or a compile per shape): no one-time set-up, though its first call looks like one."""
+    name: str
+    first_call_us: float
+    again_us: float                   # the longest of its calls that pay it again, in later steps
+    warm_us: float | None             # what it takes at its warm cost (None: an API call with no warm call)
+    steps: int                        # the profiled steps that pay it
+    of_steps: int                     # ... of these
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Common to every cause: its gaps on one device."""
     cause: Cause

@@ -12,6 +12,7 @@ sentences (tracetriage.analyzers.voice says them), and never re-derive a number.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,6 +33,7 @@ from tracetriage.analyzers.analyses import idle as idle_mod
 from tracetriage.analyzers.analyses import inference as inference_mod
 from tracetriage.analyzers.analyses import ranges as ranges_mod
 from tracetriage.analyzers.analyses import roofline as roof_mod
+from tracetriage.analyzers.analyses import setup as setup_mod
 from tracetriage.analyzers.analyses import steps as steps_mod
 from tracetriage.analyzers.analyses.cold_cause import ColdCause, cold_causes
 from tracetriage.analyzers.analyses.copies_async import CopiesAsync, copies_async
@@ -42,21 +44,23 @@ from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.inductor import FusedKernel
 from tracetriage.analyzers.analyses.inference import Inference
+from tracetriage.analyzers.analyses.library_syncs import LibrarySyncs, library_syncs
 from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.sparse_syncs import CoalesceSyncs, coalesce_syncs
 from tracetriage.analyzers.analyses.steps import Steps
+from tracetriage.analyzers.analyses.trial_kernels import Trials, trial_kernels
 from tracetriage.analyzers.analyses.weight_streaming import WeightStreaming, weight_streaming
 from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence
+from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence, RecurringCost
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, USER_ANNOTATION, Trace, TraceError, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
@@ -102,6 +106,7 @@ IDLE_SLACK = 1.1          # a host-side fix's saving may pass the idle it remove
 LEVER_FLOOR_NS = 100_000  # ... and by 0.1 ms (a launch's worth of dispatch a few hundred times over)
 SYNC_OVERLAP_FLOOR = 0.05  # the Idle line names syncs that serialise this share of the span or more
 SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is named in a caveat
+RECURRING_ITEM = 0.01     # a recurring first-call cost is named where its first call holds this share of the span
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
 RANGE_IDLE_NAMED = 0.10   # a named range holding this share of the idle is named where ranges split it
@@ -180,6 +185,8 @@ class Analysis:
                                         # (tracetriage.analyzers.triage.pace); None: no GPU timeline
     copies_async: CopiesAsync | None = None   # the copies over the link: pinned and async already? any kernel?
     coalesce_syncs: CoalesceSyncs | None = None   # syncs inside coalescing a sparse COO operand (sparse_syncs)
+    library_syncs: LibrarySyncs | None = None     # syncs a library's machinery issued, reading no value (library_syncs)
+    trials: Trials | None = None        # cuDNN's benchmark trial kernels, out of the regime's split (trial_kernels)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -241,6 +248,27 @@ class Analysis:
     @property
     def setup_worth_naming(self) -> bool:
         return self.warmup_share >= SETUP_NAMED
+
+    @functools.cached_property
+    def setup_outside(self) -> tuple[FirstCall, ...]:
+        """Set-up windows outside the GPU span, as first calls (analyses.setup.outside_span): the caveat names them
+        beside the first calls inside it, where they count in its share. Only looked for where the caveat is said."""
+        if not self.devices or not self.setup_worth_naming:
+            return ()
+        return setup_mod.outside_span(self.trace, min(d.span_start for d in self.devices),
+                                      max(d.span_end for d in self.devices))
+
+    @property
+    def recurring_setup(self) -> tuple[RecurringCost, ...]:
+        """First calls whose cost later profiled steps pay again (analyses.first_calls), where their first calls hold
+        SETUP_NAMED of the span or more: named as per-shape costs, never as one-time set-up."""
+        if not self.devices:
+            return ()
+        found = max(self.devices, key=lambda d: d.idle_ns).setup
+        # (each named one holds RECURRING_ITEM of the span: a 93 µs aten::to beside a 457 ms convolution is noise)
+        found = tuple(r for r in (found.recurring if found is not None else ())
+                      if r.first_call_us * 1e3 >= RECURRING_ITEM * self.span_ns)
+        return found if sum(r.first_call_us for r in found) * 1e3 >= SETUP_NAMED * self.span_ns else ()
 
     @property
     def accelerator(self) -> str | None:
@@ -315,22 +343,13 @@ def _warmup_share(devices, span_ns: int) -> float:
     return min(1.0, sum(w.idle_us for w in _warmup(devices)) * 1e3 / span_ns) if span_ns else 0.0
 
 
-def _window_for_range(trace: Trace, name: str) -> tuple[int, int]:
-    stats = ranges_mod.analyze(trace, [], names=[name])
-    if not stats:
-        known = sorted({ranges_mod.range_name(trace.names[i]) for i in trace.ev.name[trace.ev.cat == USER_ANNOTATION]})
-        raise TraceError(f"no range named {name!r} in {trace.path}; ranges: {', '.join(known) or 'none'}")
-    s, e = stats[0].windows
-    return int(s.min()), int(e.max())
-
-
 def analyze_trace(trace: Trace, range_name: str | None = None,
                   peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     """One trace's analysis; `peer_transfer_ns`: a rank's collectives measured against every rank of its run
     (`report DIR`: what the fastest rank's same call took, per call), so its waiting for a peer is the run's."""
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
-    window = _window_for_range(trace, range_name) if range_name else None
+    window = ranges_mod.window_of(trace, range_name) if range_name else None
     # the roofline before the fork: the levers' knobs read it too (their peaks, the kernels' bytes), and a child
     # given the parent's skips its own (~0.05 s CPU of ~0.75 at x5, while the parent waits for the child)
     roof = roof_mod.analyze(trace) if range_name is None else None
@@ -370,14 +389,19 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         if window is not None:
             rows = rows[(ev.end[rows] > window[0]) & (ev.start[rows] < window[1])]
     roof = roof if roof is not None else roof_mod.analyze(trace)
-    verdict = roof_mod.regime(trace, roof, rows[ev.cat[rows] == KERNEL], idle_ns / span if span else 0.0,
+    # cuDNN's benchmark trials time candidate algorithms: not the workload's kernels, left out of the regime's split
+    trials = trial_kernels(trace) if devs else None
+    kernel_rows = rows[ev.cat[rows] == KERNEL]
+    if trials is not None:
+        kernel_rows = kernel_rows[~np.isin(kernel_rows, trials.rows)]
+    verdict = roof_mod.regime(trace, roof, kernel_rows, idle_ns / span if span else 0.0,
                               None if range_name else peer_transfer_ns)
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
-    verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, rows[ev.cat[rows] == KERNEL]))
+    verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, kernel_rows))
     # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
@@ -422,7 +446,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     graph_breaks=breaks_mod.find(trace, steps),
                     pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
-                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None)
+                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
+                    library_syncs=library_syncs(trace) if devs else None, trials=trials)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -472,7 +497,7 @@ def _setup_windows(devs) -> tuple:
 def _levers(trace: Trace, roof: Roofline | None = None) -> whatif.Levers | None:
     """Every lever replayed; None when most GPU work has no launch call in the trace (the graph
     would not know what issued it, so no replay of it predicts anything)."""
-    if any(c.kind == "unlinked_gpu" and 2 * c.count > c.total for c in trace.caveats):
+    if _levers_unreadable(trace):
         return None
     try:
         return whatif.predict_levers(trace, roof)

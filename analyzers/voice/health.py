@@ -131,6 +131,9 @@ def profiler_caveats(p) -> list[str]:
             line += f" and the GPU idles {about(idle)}{idle} of its span, not {share(p.idle_share)}"
         if p.launch_bound_only_under_profiler:
             line += "; the launch-bound verdict holds only under the profiler"
+        elif p.launch_bound_kept:
+            # its own numbers keep the verdict: a third of the span or more still idles between launches
+            line += "; the launch-bound verdict holds without it too, with less to gain"
         out.append(line)
     if p.buffer_worth_naming:
         out.append(f"the profiler's own activity-buffer requests (CUPTI, inside the first launches) take "

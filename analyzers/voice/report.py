@@ -26,6 +26,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import cold_start, communication, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
+from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
@@ -71,10 +72,12 @@ from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
     after_warm_up,
+    recurring_caveat,
     setup_caveat,
     warmup_advice,
     warmup_why,
 )
+from tracetriage.analyzers.voice.weight_streaming import weight_streaming_next
 from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, FUSED_OPTIMIZER, LEVERS
 
 
@@ -100,6 +103,9 @@ def analysis_caveats(a: Caveated) -> list[str]:
         out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
         out.append(setup_caveat(a, setup_share(a), cold_start.setup_span(a)))
+    recurring = recurring_caveat(a)
+    if recurring is not None:
+        out.append(recurring)
     return out + profiler_caveats(getattr(a, "profiler", None))   # (a diff's Side has none)
 
 def _health_knows_why_no_gpu(a: Caveated) -> bool:
@@ -161,7 +167,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
-        copies = copies or (coalesce_advice(a) if nx.cause is Cause.SYNCHRONIZATION else None)
+        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
+                            else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
@@ -229,6 +236,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
 # What kernels twice as fast would take, by the regime that bounds them.
 def _headroom_needs(a: Analysis) -> str:
     """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
+    if lib_syncs.trials_headroom(a):   # (most kernel time is cuDNN's benchmark trials: fewer, not better kernels)
+        return lib_syncs.trials_headroom(a)
     if a.verdict.regime is Regime.COMPUTE:
         return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
                                   named=matrix_precision(a), replayed=replayed_from_graphs(a))
@@ -410,26 +419,9 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         why = f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
     streaming = a.weight_streaming
     if streaming is not None:
-        return _weight_streaming_next(streaming, pk, why)
+        return weight_streaming_next(streaming, pk, why)
     return {"lever": REGIME_ADVICE["memory"], "why": why,
             "waste": pace_words.memory_waste(a.pace)}
-
-
-def _weight_streaming_next(w, pk, why: str) -> dict[str, str]:
-    """Memory-bound time held by products of a few rows with a big weight matrix (a decode step): their bytes are the
-    weights, read once a step, so fusing the elementwise ops moves little; fewer weight bytes or more rows per read
-    do (fresh5 decode_mlp_compile_roof: 4 rows x [8192 x 28672] bf16 at 91% of HBM)."""
-    fp8 = pk is not None and "fp8" in pk.flops_per_s and pk.flops("fp8") > 1.05 * pk.flops("bf16")
-    formats = "int8 or fp8" if fp8 else "int8"
-    lever = (f"read fewer weight bytes: store the weights in {formats} (weight-only quantization, e.g. torchao's "
-             "int8_weight_only: half the bytes of bf16), or serve more sequences per step so each weight read feeds "
-             "more rows")
-    held = claim("next.weight_streaming_share", w.share, share(w.share))
-    why += (f"; {held} of it is matrix products of {integer(w.rows)} row{'s' if w.rows != 1 else ''} against "
-            f"{integer(w.k)}×{integer(w.n)} weights (the biggest: {integer(w.calls)} calls), whose bytes are the "
-            "weights, read once a step")
-    return {"lever": lever, "why": why,
-            "waste": "fusing the elementwise ops or tensor-core tuning: the weights' bytes are the limit"}
 
 
 def _bound_because(x: float) -> str:
@@ -565,7 +557,7 @@ def five_lines(a: Analysis) -> list[str]:
                     else step_words.steps_clause(a.steps)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
-    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}."
+    l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{lib_syncs.trials_time(a)}."
     named = a.named_ranges
     if named and not a.range_filter:
         top = sorted(named, key=lambda r: -r.kernel_busy_us)[:2]
@@ -640,7 +632,9 @@ def _serialising_syncs(a: Analysis) -> str:
     if c is None:
         return ""
     overlap = c.saving_ns / c.baseline_ns
-    return (f"; the syncs{f' ({c.only})' if c.only else ''} serialise the host with the GPU: removing them "
+    # a library's syncs are named for what they are (cuDNN's benchmark trials), not by the op that made them
+    named = lib_syncs.sync_name(a) or f"the syncs{f' ({c.only})' if c.only else ''}"
+    return (f"; {named} serialise the host with the GPU: removing them "
             f"overlaps {claim('idle.syncs.overlap_us', c.saving_ns / 1e3, duration_ns(c.saving_ns))} "
             f"({claim('idle.syncs.overlap_share', overlap, share(overlap))} of {baseline_words(a)})")
 
@@ -822,6 +816,7 @@ def _regime_line(a: Analysis) -> str:
                             "capture ceilings).")
     if v.regime is not Regime.OVERHEAD:   # (an idle-bound span says what it waits on already)
         line = line[:-1] + pace_words.regime_window(a.pace) + "."
+    line = lib_syncs.trials_regime(a, line)
     return line
 
 

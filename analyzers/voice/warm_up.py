@@ -17,6 +17,7 @@ from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import INPUT_BOUND_IDLE_SHARE, saving
 from tracetriage.analyzers.voice.cold_start import traced_span
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
+from tracetriage.analyzers.voice.library_syncs import cudnn_trials_sync
 from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, LEVERS
 
@@ -95,7 +96,7 @@ def warmup_why(a: Analysis) -> str:
     if a.next_experiment.cold is not None:
         return cold_cause_why(a)
     lv = a.next_experiment.lever
-    names = ", ".join(w.name for w in a.warmup[:2])
+    names = ", ".join(w.name for w in listed_setup(a)[:2])
     names += context_words(a) if a.warmup else ""   # (without first calls, said beside the set-up's stretches)
     if lv is None:   # no replay prices it: the first calls' share, no prediction beside it
         return (f"{claim('next.because.setup_share', a.warmup_share, share(a.warmup_share))} of the span is "
@@ -146,19 +147,52 @@ def _setup_share(lv) -> str:
     return claim("next.because.setup_share", lv.saving_ns / lv.baseline_ns, share(lv.saving_ns / lv.baseline_ns))
 
 
+def listed_setup(a: Analysis) -> list:
+    """The three longest first calls the set-up share counts: those in the GPU span's gaps, and the set-up windows
+    outside it (a first launch before the first kernel: heldout-user15 switch_moe_8k's 419.6 ms cudaLaunchKernel in
+    aten::embedding, 82% of the set-up, went unnamed beside three calls of 10-27 ms)."""
+    found = list(a.warmup) + list(getattr(a, "setup_outside", ()))
+    return sorted(found, key=lambda w: -w.first_call_us)[:3]
+
+
 def setup_caveat(a: Analysis, x: float, span: str) -> str:
     """The Caveat on one-time set-up: its first calls, and the context the window creates, which the share `x` (of
     `span`) counts too: named, or the calls listed would seem to make up the share alone (mm_a100_setup: 29 ms of
     first calls beside "98% of the traced span", 168.5 ms of it the context)."""
     names = ", ".join(f"{w.name} {duration_us(w.first_call_us)} "
                       + (f"(later {duration_us(w.later_median_us)})" if w.later_median_us is not None else "(once)")
-                      for w in a.warmup[:3])
+                      for w in listed_setup(a))
     ctx = context_call(a.trace) if getattr(a, "trace", None) is not None else None   # (a diff's Side has none)
     if ctx is not None:
         names += f", the CUDA context created by the window's first runtime call ({ctx[0]}) {duration_ns(ctx[1])}"
-    in_all = ctx is not None or len(a.warmup) > 3 or _listed_short(a, x)
+    in_all = ctx is not None or len(a.warmup) + len(getattr(a, "setup_outside", ())) > 3 or _listed_short(a, x)
     return (f"the profile includes one-time set-up: first calls of {names}, {share(x)} of {span}"
             f"{' in all' if in_all else ''}; warm up before profiling")
+
+
+def recurring_caveat(a: Analysis) -> str | None:
+    """First calls that look like one-time set-up but that later profiled steps pay again: a per-shape cost, which a
+    warm-up does not remove (analyses.first_calls: fresh9 wav2letter_benchmark_dynamic_lengths, new padded lengths
+    every step under cudnn.benchmark, read as "one-time set-up ...; warm up before profiling")."""
+    found = getattr(a, "recurring_setup", ())
+    if not found:
+        return None
+    names = ", ".join(f"{r.name} {duration_us(r.first_call_us)} in its first call and up to "
+                      f"{duration_us(r.again_us)} in a later step"
+                      + (f" ({duration_us(r.warm_us)} warm)" if r.warm_us is not None else "") for r in found[:3])
+    top = found[0]
+    benchmark = cudnn_trials_sync(a)
+    one = len(found[:3]) == 1
+    return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
+            f"{'recurs' if one else 'recur'}: {names}; "
+            f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
+            f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
+            f"{'it' if one else 'them'}: a "
+            "per-shape cost (each new input shape pays its set-up again: "
+            + ("cuDNN's benchmark trials" if benchmark else "cuDNN's benchmark, a plan or a compile per shape")
+            + "), not one-time set-up, and warming up does not remove it; shapes that repeat do (pad or bucket the "
+            "inputs to a few sizes)" + (", or torch.backends.cudnn.benchmark = False while they keep changing"
+                                        if benchmark else ""))
 
 
 LISTED_COVERS = 0.9     # first calls listed that hold this much of the set-up's time stand for all of it
@@ -173,5 +207,5 @@ def _listed_short(a: Analysis, x: float) -> bool:
     lv = nx.lever if nx is not None and nx.kind is Experiment.WARM_UP else None
     if lv is None or not lv.baseline_ns:
         return False
-    listed_ns = sum(w.first_call_us for w in a.warmup[:3]) * 1e3
+    listed_ns = sum(w.first_call_us for w in listed_setup(a)) * 1e3
     return listed_ns < LISTED_COVERS * x * lv.baseline_ns
