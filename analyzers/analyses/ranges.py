@@ -113,3 +113,21 @@ def window_of(trace: Trace, name: str) -> tuple[int, int]:
         raise TraceError(f"no range named {name!r} in {trace.path}; ranges: {', '.join(known) or 'none'}")
     s, e = stats[0].windows
     return int(s.min()), int(e.max())
+
+
+def idle_split(named: list[RangeStats], idle_ns: int, ev, at_least: float) -> tuple[tuple[str, float], ...]:
+    """(name, share of the idle) of the user's named ranges that split the idle, most first: two or more hold
+    `at_least` of it each and, side by side rather than nested, no more than the idle in all."""
+    idle_us = idle_ns / 1e3
+    ranges = sorted((r for r in named if idle_us > 0 and r.idle_us >= at_least * idle_us),
+                    key=lambda r: -r.idle_us)
+    if len(ranges) < 2 or sum(r.idle_us for r in ranges) > idle_us:
+        return ()
+    # side by side on the host: no range inside another (a user's `allreduce` around torch's `nccl:all_reduce`)
+    rows = [r.instances for r in ranges if r.instances is not None]
+    if len(rows) == len(ranges):
+        own = [iv.total(*iv.union(ev.start[x], ev.end[x])) for x in rows]
+        both = np.concatenate(rows)
+        if iv.total(*iv.union(ev.start[both], ev.end[both])) < 0.95 * sum(own):
+            return ()
+    return tuple((r.name, r.idle_us / idle_us) for r in ranges)

@@ -68,7 +68,13 @@ from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources, unprofiled_choice
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
-from tracetriage.analyzers.triage.lever_choice import LeverChoice
+from tracetriage.analyzers.triage.lever_choice import (
+    KNOB_BEFORE_REWRITE,
+    LEVER_FLOOR,
+    LeverChoice,
+    removal_first,
+    steady_state_readable,
+)
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.pace import Pace, pace
 from tracetriage.analyzers.triage.phases import Phases, phases_of_ranges, phases_of_shapes
@@ -94,12 +100,10 @@ from tracetriage.analyzers.whatif.windows import predict_windows
 IDLE_LEVER_FLOOR = 0.05   # an idle cause worth less than 5% of the span is never "the" lever
 WARMUP_IS_THE_LEVER = 0.25  # one-time set-up this large a share of the span: warm up first
 REWRITE = 3               # a lever of this effort is a restructure of the user's code (CUDA graphs, moving host work)
-KNOB_BEFORE_REWRITE = 3   # a knob goes before a rewrite that saves up to 3x as much (a run beside a week's work)
 TIE = 0.01                # two predictions this close (share of the span) tie: the dominant cause's fix is picked
 OFF_CAUSE_KNOB_GIVES_WAY = 1   # a knob on a cause that is not the dominant one gives way to a dominant-cause rewrite
                                # saving more (this many times as much)
 KNOB_BESIDE_IDLE = 5      # a knob saving under CLOSE_CALL gives way to an idle cause holding 5x its share of the span
-LEVER_FLOOR = 0.03        # a what-if lever predicted to save less than 3% of the span is no experiment worth naming
 CLOSE_CALL = 0.05         # predictions this close (share of the span) are one: the replay is checked to 0.05, so
                           # within it the smaller change to the user's code is the Next
 IDLE_SLACK = 1.1          # a host-side fix's saving may pass the idle it removes by the replay's error, no more
@@ -308,25 +312,10 @@ class Analysis:
 
     @property
     def idle_by_range(self) -> tuple[tuple[str, float], ...]:
-        """(name, share of the idle) of the user's named ranges that split the idle, most first: two or more hold
-        RANGE_IDLE_NAMED each and, side by side rather than nested, no more than the idle in all. The user's own
-        names for their code say where the idle sits better than one frame's call where every block is one function
-        (heldout-user15 gh200_encoder: 'in your code: the `Sequential(...)` in `forward`', the MLP's 23%, where
-        Self-Attention held 33%)."""
-        idle_us = self.idle_ns / 1e3
-        ranges = sorted((r for r in self.named_ranges if idle_us > 0 and r.idle_us >= RANGE_IDLE_NAMED * idle_us),
-                        key=lambda r: -r.idle_us)
-        if len(ranges) < 2 or sum(r.idle_us for r in ranges) > idle_us:
-            return ()
-        # side by side on the host: no range inside another (a user's `allreduce` around torch's `nccl:all_reduce`)
-        ev = self.trace.ev
-        rows = [r.instances for r in ranges if r.instances is not None]
-        if len(rows) == len(ranges):
-            own = [iv.total(*iv.union(ev.start[x], ev.end[x])) for x in rows]
-            both = np.concatenate(rows)
-            if iv.total(*iv.union(ev.start[both], ev.end[both])) < 0.95 * sum(own):
-                return ()
-        return tuple((r.name, r.idle_us / idle_us) for r in ranges)
+        """The user's named ranges that split the idle (analyses.ranges.idle_split): their names say where the idle
+        sits better than one frame's call where every block is one function (heldout-user15 gh200_encoder: 'in your
+        code: the `Sequential(...)` in `forward`', the MLP's 23%, where Self-Attention held 33%)."""
+        return ranges_mod.idle_split(self.named_ranges, self.idle_ns, self.trace.ev, RANGE_IDLE_NAMED)
 
 
 def _evidence_of(devices) -> dict[Cause, Evidence]:
@@ -583,7 +572,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
                 collectives: bool = True, steps: Steps | None = None, dry: DryQueue | None = None,
-                loader_start_ns: int = 0, tail_ns: int = 0) -> NextExperiment:
+                loader_start_ns: int = 0, tail_ns: int = 0, steady_read: bool = False) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -598,8 +587,19 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if not devs:
         on_cpu = health is not None and health.has(HealthProblem.WORKLOAD_ON_CPU)
         return NextExperiment(Experiment.MOVE_TO_GPU if on_cpu else Experiment.CAPTURE_ON_GPU, None, 0.0)
-    warm = _warmup_share(devs, span_ns)
+    warm = 0.0 if steady_read else _warmup_share(devs, span_ns)
     by_name = {c.lever: c for c in choices}
+    warm_priced = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP and c.baseline_ns), None)
+    cold_share = max(warm, warm_priced.saving_ns / warm_priced.baseline_ns if warm_priced is not None else 0.0)
+    if not steady_read and cold_share >= WARMUP_IS_THE_LEVER \
+            and steady_state_readable(choices, busy_ns, span_ns, warm, cold_share):
+        # the set-up is a caveat there, not the experiment: the work without it still shows its bound, and a knob
+        # on it (heldout-user15 switch_moe_8k: 43% of the span cold start, the rest 91% busy in fp32 SGEMMs on an
+        # A100, TF32 -40%, was told to warm up and profile again, which speeds up nothing)
+        steady = tuple(c for c in choices if LEVERS[c.lever].experiment is not Experiment.WARM_UP)
+        return choose_next(devs, by_cause, span_ns, busy_ns, idle_ns, v, roof, levers, steady, fw, capture, health,
+                           collectives=collectives, steps=steps, dry=dry, loader_start_ns=loader_start_ns,
+                           tail_ns=tail_ns, steady_read=True)
     if warm >= WARMUP_IS_THE_LEVER:
         # its prediction, where its replay finds the set-up to take out
         lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
@@ -690,6 +690,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 best, then, runner_up = knob, best, None
             elif in_hand is not None:
                 beside = in_hand
+        gone = removal_first(best, fixes) if then is None else None
+        if gone is not None:
+            best, then, runner_up, beside = gone, best, None, None
         if best is not None and best.saving_ns < _mixed_precision_floor(v, roof, busy_ns, span_ns) * best.baseline_ns:
             best = then = beside = runner_up = None   # fp32 math on CUDA cores holds more than the fix can win
         if best is not None:

@@ -11,6 +11,7 @@ outside the folder must single it out), and its test.
 from __future__ import annotations
 
 from tracetriage.analyzers.whatif.levers import (
+    activations_on_gpu,
     allow_tf32,
     async_copies,
     autocast_bf16,
@@ -19,6 +20,7 @@ from tracetriage.analyzers.whatif.levers import (
     batch_passes,
     broadcast_matmul,
     channels_last,
+    compute_once,
     convert_on_gpu,
     cross_entropy,
     cuda_graphs,
@@ -26,6 +28,7 @@ from tracetriage.analyzers.whatif.levers import (
     dataloader_workers,
     drop_float64,
     embedding_max_norm,
+    freeze_unoptimized,
     fuse,
     fused_optimizer,
     grads_to_none,
@@ -34,6 +37,7 @@ from tracetriage.analyzers.whatif.levers import (
     kernels_2x,
     kv_cache,
     layer_norm,
+    logits_to_keep,
     module_round_trip,
     no_checkpointing,
     no_host_work,
@@ -44,6 +48,7 @@ from tracetriage.analyzers.whatif.levers import (
     remove_syncs,
     sdpa,
     sdpa_math,
+    sparse_embedding,
     tensors_on_device,
     validate_args,
     value_checks,
@@ -75,6 +80,11 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     cross_entropy.SPEC,
     embedding_max_norm.SPEC,
     module_round_trip.SPEC,
+    freeze_unoptimized.SPEC,
+    activations_on_gpu.SPEC,
+    logits_to_keep.SPEC,
+    compute_once.SPEC,
+    sparse_embedding.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -116,6 +126,11 @@ MODULE_ROUND_TRIP = module_round_trip.SPEC.name  # model.to("cpu") between reque
 SDPA_MATH = sdpa_math.SPEC.name                # sdpa_kernel(SDPBackend.MATH) -> the flash/efficient kernel
 CROSS_ENTROPY = cross_entropy.SPEC.name        # -(one_hot(y).float() * log_softmax(z)).sum(-1) -> F.cross_entropy
 EMBEDDING_MAX_NORM = embedding_max_norm.SPEC.name   # nn.Embedding(n, d, max_norm=1.0) renorming per lookup -> None
+FREEZE_UNOPTIMIZED = freeze_unoptimized.SPEC.name   # a linear probe's backbone still requiring grad -> frozen
+ACTIVATIONS_ON_GPU = activations_on_gpu.SPEC.name   # save_on_cpu around a forward that fits -> dropped
+LOGITS_TO_KEEP = logits_to_keep.SPEC.name   # head(h)[:, -1] -> head(h[:, -1:]) (logits_to_keep=1)
+COMPUTE_ONCE = compute_once.SPEC.name   # an encoder re-run each decode step -> encoder_outputs=enc
+SPARSE_EMBEDDING = sparse_embedding.SPEC.name   # nn.Embedding(n, d) over a huge table -> sparse=True
 VALIDATE_ARGS = validate_args.SPEC.name        # Categorical(logits=...) validating each step -> validate_args=False
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
@@ -145,6 +160,10 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # two pairs each measured in traces/fixes/knobs5 (an H100; capture/realworld_knobs5.py, GROUP=knobs5), written from
     # one fresh8 development pair each: a third workload each not written yet (validate_args has its three)
     CROSS_ENTROPY, EMBEDDING_MAX_NORM, MODULE_ROUND_TRIP,
+    # one before/after pair each in the fresh9 development set (an H100; not committed here), no fix workload yet:
+    # work the step need not run at all (a backward past the optimizer's parameters, activations offloaded, rows of a
+    # head nobody reads, an encoder re-run each decode step)
+    FREEZE_UNOPTIMIZED, ACTIVATIONS_ON_GPU, LOGITS_TO_KEEP, COMPUTE_ONCE, SPARSE_EMBEDDING,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

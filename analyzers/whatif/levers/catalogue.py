@@ -202,6 +202,20 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "nn.Embedding without max_norm (the norm constraint off the lookups)",
           "nn.Embedding(n, d) (renormalise the weights once every N steps, or clip after optimizer.step()) in place "
           "of nn.Embedding(n, d, max_norm=1.0)", lever="embedding_max_norm"),
+    # --- work the step need not run at all: removed, not sped up ---------------------------------------------------
+    Entry("past the guides", "freeze the parameters the optimizer does not update (a linear probe, a head or an "
+          "adapter trained on a model that still requires grad)",
+          "model.backbone.requires_grad_(False) (or torch.no_grad() around it)", lever="freeze_unoptimized"),
+    Entry("past the guides", "keep autograd's saved tensors on the GPU where memory allows",
+          "drop torch.autograd.graph.save_on_cpu(pin_memory=True) around the forward", lever="activations_on_gpu"),
+    Entry("past the guides", "project only the rows that are read (the last position's logits)",
+          "head(h[:, -1:]) in place of head(h)[:, -1]; Hugging Face: model(..., logits_to_keep=1)",
+          lever="logits_to_keep"),
+    Entry("past the guides", "compute loop-invariant work once (an encoder before a decode loop)",
+          "model(encoder_outputs=enc, decoder_input_ids=tok, ...) in place of model(input_features=feats, ...) each "
+          "token", lever="compute_once"),
+    Entry("past the guides", "sparse gradients for embedding tables a batch barely touches",
+          "nn.Embedding(n, dim, sparse=True) with SGD, Adagrad or SparseAdam", lever="sparse_embedding"),
     Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",
           "nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
           lever="reduce_on_gpu"),

@@ -45,6 +45,8 @@ REDUCTIONS = frozenset(("aten::argmax", "aten::argmin", "aten::max", "aten::min"
 MAX_LOOKAHEAD = 2      # outermost ops from the copy off the device to the host reduction (a view, a squeeze)
 HOST_OP_NAMED = 0.05   # a host op of the trips named beside the heaviest holds this share of the heaviest's time
 MIN_TRIPS = 2          # one read at the end of a run is a result; two or more a loop's round trips
+HOST_PRODUCTS = frozenset(("aten::mm", "aten::matmul", "aten::addmm", "aten::bmm", "aten::linear", "aten::einsum"))
+RESIDENT_AT_LEAST = 1 << 20   # elements: a table the host keeps (a retrieval gallery), not a step's small activation
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class ReducedOnGpu(Assumption):
     def heaviest(self) -> str:
         """The host op that carries most of the trips' host time (the reduction where it does)."""
         return self.host_ops[0][0] if self.host_ops else self.reduction
+    operand: str = ""                # the host product's large operand that never left the host ("500000x512"), or ""
 
 
 def _copy_calls(c: Context, direction: str) -> np.ndarray:
@@ -91,9 +94,9 @@ def _kernel_calls(c: Context) -> np.ndarray:
     return np.unique(calls[calls != NONE])
 
 
-def find(c: Context) -> list[tuple[int, int, int, str]]:
-    """The round trips (thread, start, end, the reduction's name): the module docstring's rule; none below
-    MIN_TRIPS."""
+def find(c: Context) -> list[tuple[int, int, int, str, str]]:
+    """The round trips (thread, start, end, the reduction's name, the host product's resident operand): the module
+    docstring's rule; none below MIN_TRIPS."""
     ev = c.trace.ev
     d2h, h2d = _copy_calls(c, "DtoH"), _copy_calls(c, "HtoD")
     if not len(d2h):
@@ -110,7 +113,8 @@ def find(c: Context) -> list[tuple[int, int, int, str]]:
                 name = c.trace.name_of(mine[j])
                 if name in REDUCTIONS and not _holds_call(c, mine[j], launches):
                     end = mine[j + 1] if j + 1 < len(mine) and _holds_call(c, mine[j + 1], h2d) else mine[j]
-                    out.append((int(k), int(ev.start[r]), int(ev.end[end]), name))
+                    out.append((int(k), int(ev.start[r]), int(ev.end[end]), name,
+                                _resident_operand(c, mine[i + 1:j], launches)))
                     break
     return out if len(out) >= MIN_TRIPS else []
 
@@ -123,12 +127,28 @@ def host_ops(c: Context, trips: list[tuple[int, int, int, str]]) -> tuple[tuple[
     moving = np.concatenate((_copy_calls(c, "DtoH"), _copy_calls(c, "HtoD"), _kernel_calls(c)))
     tops, keys = top_level_ops(c)
     by: dict[str, int] = {}
-    for k, s, e, _ in trips:
+    for k, s, e, *_ in trips:
         for r in tops[(keys == k) & (ev.start[tops] >= s) & (ev.end[tops] <= e)].tolist():
             if not _holds_call(c, r, moving):
                 name = c.trace.name_of(r)
                 by[name] = by.get(name, 0) + int(ev.end[r] - ev.start[r])
     return tuple(sorted(by.items(), key=lambda x: -x[1]))
+
+
+def _resident_operand(c: Context, ops: list[int], launches: np.ndarray) -> str:
+    """The largest operand of a product the host computed between the copy and the reduction (aten::mm, matmul ...
+    launching nothing), where it holds RESIDENT_AT_LEAST elements: a tensor that lives on the host (a gallery loaded
+    with torch.load and never moved), which the copied tensor met there. "" for none."""
+    best: list[int] = []
+    for r in ops:
+        if c.trace.name_of(r) not in HOST_PRODUCTS or _holds_call(c, r, launches):
+            continue
+        dims = c.trace.shapes(r)[0] or []
+        for d in dims:
+            if isinstance(d, list) and d and all(isinstance(x, int) for x in d) \
+                    and int(np.prod(d)) > (int(np.prod(best)) if best else 0):
+                best = list(d)
+    return "x".join(str(x) for x in best) if best and int(np.prod(best)) >= RESIDENT_AT_LEAST else ""
 
 
 def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
@@ -138,9 +158,9 @@ def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
         return ReducedOnGpu("reduce_on_gpu", 0), {"round_trips": 0}
     c_key = c.call_keys
     inside = np.zeros(g.n_calls, bool)
-    for k, s, e, _ in trips:
+    for k, s, e, _, _ in trips:
         inside |= (c_key == k) & (g.c_start >= s) & (g.c_start < e)
-    trip_ns = sum(e - s for _, s, e, _ in trips)
+    trip_ns = sum(e - s for _, s, e, _, _ in trips)
     copies = inside & (g.c_kind == dg.COPY_CALL)
     rows = np.flatnonzero(copies[np.maximum(g.g_call, 0)] & (g.g_call >= 0) & (g.g_cat == MEMCPY))
     copy_ns = int(g.g_dur[rows].sum())
@@ -148,7 +168,7 @@ def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
     blocking = inside & ((g.c_kind == dg.SYNC_CALL) | (g.c_kind == dg.COPY_CALL))
     p.c_blocked[blocking] = False
     p.c_dur[blocking] = 0
-    for k, s, e, _ in trips:
+    for k, s, e, _, _ in trips:
         # the host time between the trip's calls (the copy's op, the reduction on the host) goes; its first call
         # keeps what lay before the trip began
         idx = np.flatnonzero((c_key == k) & (g.c_start >= s) & (g.c_start < e))
@@ -156,8 +176,9 @@ def apply(c: Context, p, o: Options) -> tuple[ReducedOnGpu, dict]:
             p.c_gap[idx[1:]] = 0
             before = max(s - int(g.c_start[idx[0]] - g.c_gap[idx[0]]), 0)
             p.c_gap[idx[0]] = min(int(p.c_gap[idx[0]]), before)
+    operand = next((t[4] for t in trips if t[4]), "")
     return (ReducedOnGpu("reduce_on_gpu", len(trips), reduction=trips[0][3], trip_ns=trip_ns, copy_ns=copy_ns,
-                         host_ops=host_ops(c, trips)), {"round_trips": len(trips)})
+                         host_ops=host_ops(c, trips), operand=operand), {"round_trips": len(trips)})
 
 
 def says(a: ReducedOnGpu) -> str:
@@ -171,6 +192,12 @@ def says(a: ReducedOnGpu) -> str:
         what = "compute on it there before reducing it"
         named = [(name, ns) for name, ns in a.host_ops[:3] if ns >= HOST_OP_NAMED * a.host_ops[0][1]]
         ops = ", ".join(f"{name} {units.duration_ns(ns)}" for name, ns in named) + " on the CPU"
+    if a.operand:   # the product met a tensor that lives on the host (a gallery): its kernels would run on the device
+        return (f"{units.integer(a.count)} round trips copy a tensor to the host, multiply it there with a "
+                f"[{a.operand}] host tensor and reduce the product ({ops}, "
+                f"{units.duration_ns(a.trip_ns)} of host time in all from the copies to their return, "
+                f"{units.duration_ns(a.copy_ns)} of copies): each blocks until the GPU drains; priced as the copies, "
+                "the syncs and the host's product and reduction gone, their kernels on the device not added")
     return (f"{units.integer(a.count)} round trips copy a tensor to the host and {what} ({ops}, "
             f"{units.duration_ns(a.trip_ns)} of host time in all from the copies to their return, "
             f"{units.duration_ns(a.copy_ns)} of copies): each blocks until the GPU drains; priced as the copies, "
@@ -179,6 +206,14 @@ def says(a: ReducedOnGpu) -> str:
 
 def change_for(a: Assumption) -> str:
     op = getattr(a, "reduction", "").removeprefix("aten::") or "argmax"
+    operand = getattr(a, "operand", "")
+    if operand:
+        # the copy off the device meets a large host tensor in a product before the reduction: the product and the
+        # reduction run on the host because that operand lives there (fresh9 clip_retrieval_cpu_gallery: a
+        # [500000, 512] gallery from torch.load)
+        return (f"keep the [{operand}] operand of the host's product on the GPU: move it there once where it is "
+                f"loaded (`t = t.to(device)`), so the product and the {op} run on the device and the host no longer "
+                "copies each step's result off the GPU and waits for it")
     return (f"{op} on the GPU: keep the tensor on the device and reduce it there (e.g. `x.{op}(-1)` on the "
             f"device tensor, in place of `x.cpu().{op}(-1).to(device)`), so the host no longer waits for the GPU to "
             "drain each step")

@@ -311,6 +311,9 @@ class LeverSpec:
     knob: Knob | None = None                # a one-line change from PyTorch's tuning guides (levers/knob.py)
     in_hand: bool = False                   # a one-line change without a Knob (an optimizer's fused=True): said
                                             # beside a rewrite that saves more, as a knob is
+    removes_work: bool = False              # its fix deletes work the program does not use (a backward nobody reads,
+                                            # rows of a head thrown away, a stretch re-run on the same input): the
+                                            # report names it before a lever that makes that work faster
     most_saved: Callable[[Assumption], int] | None = None   # the most its edit can save (ns): the host and GPU time it
                                             # takes out, which the claim checker holds the Next's saving to
 

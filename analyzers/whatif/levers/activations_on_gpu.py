@@ -1,0 +1,144 @@
+"""activations_on_gpu: the tensors autograd saves kept on the GPU, not offloaded to the host in the forward and brought
+back in the backward (torch.autograd.graph.save_on_cpu(pin_memory=True) dropped where the device has the memory).
+
+What any trace of it shows: save_on_cpu's pack hook copies each tensor autograd saves to the host as the forward
+makes it (`aten::copy_` -> a `Memcpy DtoH` into pinned memory, then a stream sync: the hook's copy is blocking), and
+its unpack hook copies it back inside the backward node that needs it (`Memcpy HtoD` launched inside an
+`autograd::engine::evaluate_function` window). The signature is the pair: device-to-host copies outside the backward
+matched, byte size for byte size, by host-to-device copies inside it. Nothing slow is in the model; the step waits on
+PCIe (fresh9 pythia_activations_offloaded: 372 copies each way a step, 4.9 GB, 87% of the span idle).
+
+Price (in the graph): the matched copies go (both ways) with their launch calls' dispatch, and the stream syncs the
+forward's copies' ops made stop blocking the host (the hook's sync waits for its own copy). The pinned allocations'
+host time stays (a small part). The memory the activations then hold on the device is not in the trace: the advice
+says "where memory allows".
+
+What would make it fire falsely: a training step that moves data to the host in the forward for its own reasons
+(logging a tensor with .cpu()) and loads a batch inside the backward: its sizes rarely match copy for copy, and the
+lever asks for ROUND_TRIPS_AT_LEAST matched pairs. CPU-offloaded optimizers (ZeRO-offload) copy gradients to the host
+in the backward and parameters back after the step: the other direction, not counted. A model moved to the host and
+back between requests is module_round_trip's (no copy inside a backward node).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import MEMCPY
+from tracetriage.analyzers.model.verdicts import Cause, Experiment
+from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued, ops_named, remove_gpu_work
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+
+BACKWARD_NODE = "autograd::engine::evaluate_function: "
+ROUND_TRIPS_AT_LEAST = 8     # a layer stack's saved tensors: a handful of copies is a user's own .cpu()
+
+
+@dataclass(frozen=True)
+class Offloaded(Assumption):
+    to_host_bytes: int = 0      # count: copies each way matched; these their bytes
+    to_device_bytes: int = 0
+    copy_ns: int = 0            # the matched copies' time on the device
+    syncs: int = 0              # stream syncs inside the forward copies' ops
+
+
+def offload_copies(c: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The graph's memcpy rows of an activation offload: (to the host outside the backward, back inside it), matched
+    byte size for byte size."""
+    g = c.g
+    rows = np.flatnonzero((g.g_cat == MEMCPY) & g.g_linked & (g.g_call >= 0))
+    if not len(rows):
+        return rows, rows
+    nodes = ops_named(c, lambda n: n.startswith(BACKWARD_NODE))
+    in_bwd = np.zeros(g.n_calls, bool)
+    in_bwd[calls_inside(c, nodes)] = True
+    names = [c.trace.name_of(int(g.g_row[r])) for r in rows.tolist()]
+    dtoh = np.array([n.startswith("Memcpy DtoH") for n in names], bool)
+    htod = np.array([n.startswith("Memcpy HtoD") for n in names], bool)
+    bwd = in_bwd[g.g_call[rows]]
+    out, back = rows[dtoh & ~bwd], rows[htod & bwd]
+    size_out, size_back = Counter(g.g_nbytes[out].tolist()), Counter(g.g_nbytes[back].tolist())
+    both = {s: min(n, size_back[s]) for s, n in size_out.items() if s > 0 and size_back[s]}
+    if sum(both.values()) < ROUND_TRIPS_AT_LEAST:
+        return rows[:0], rows[:0]
+
+    def take(r: np.ndarray) -> np.ndarray:
+        left = dict(both)
+        keep = np.zeros(len(r), bool)
+        for i, s in enumerate(g.g_nbytes[r].tolist()):
+            if left.get(s, 0) > 0:
+                left[s] -= 1
+                keep[i] = True
+        return r[keep]
+
+    return take(out), take(back)
+
+
+def apply(c: Context, p, o: Options) -> tuple[Offloaded, dict]:
+    g, ev = c.g, c.trace.ev
+    out, back = offload_copies(c)
+    if not len(out):
+        return Offloaded("activations_on_gpu", 0), {"offloads": 0}
+    rows = np.concatenate([out, back])
+    ext = ev.ext[g.c_row]
+    syncs = np.flatnonzero((g.c_kind == dg.SYNC_CALL) & np.isin(ext, list(set(ext[g.g_call[out]].tolist()))))
+    a = Offloaded("activations_on_gpu", len(out), to_host_bytes=int(np.maximum(g.g_nbytes[out], 0).sum()),
+                  to_device_bytes=int(np.maximum(g.g_nbytes[back], 0).sum()), copy_ns=int(g.g_dur[rows].sum()),
+                  syncs=len(syncs))
+    remove_gpu_work(c, p, rows)
+    p.c_blocked[g.g_call[rows]] = False
+    p.c_blocked[syncs] = False
+    p.c_dur[syncs] = p.c_min[syncs]
+    mirror_queued(c, p)
+    return a, {"offloads": len(out), "syncs": len(syncs)}
+
+
+def says(a: Offloaded) -> str:
+    if a.count == 0:
+        return ("no activations offloaded (device-to-host copies in the forward matched by host-to-device copies "
+                "inside the backward's nodes)")
+    return (f"{units.integer(a.count)} tensors autograd saves go to the host in the forward "
+            f"({units.size(a.to_host_bytes)}) and come back inside the backward's nodes "
+            f"({units.size(a.to_device_bytes)}), {units.duration_ns(a.copy_ns)} of copies on the device and "
+            f"{units.integer(a.syncs)} stream syncs: kept on the GPU, the copies and their waits go")
+
+
+def offloads(m: Measured) -> int:
+    return m.whatif.lever(SPEC.name).detail.get("offloads", 0)
+
+
+def most_saved(a: Offloaded) -> int:
+    return a.copy_ns if a.count else 0
+
+
+SPEC = LeverSpec(
+    name="activations_on_gpu", effort=1, cause=Cause.DATA_TRANSFER, apply=apply, says=says,
+    words="keeping the saved activations on the GPU",
+    fix="torch.autograd.graph.save_on_cpu(...) dropped: autograd's saved tensors stay on the GPU",
+    recognise=Recognise(order=2, evidence="offloaded_activations", because="the activations' round trips went",
+                        amount=offloads, acted=lambda m: float(m.by_cause_ns.get(Cause.DATA_TRANSFER, 0)),
+                        applied=went),
+    applied_words="the activations kept on the GPU", weighed_only_if_found=True, removes_work=True,
+    experiment=Experiment.TURN_KNOB,
+    knob=Knob(change="keep the saved activations on the GPU where memory allows: drop the "
+                     "torch.autograd.graph.save_on_cpu(...) context around the forward (or offload fewer layers)",
+              evidence="Memcpy DtoH outside the backward matched, size for size, by Memcpy HtoD launched inside "
+                       "autograd's backward nodes (save_on_cpu's pack and unpack hooks)",
+              applies="every GPU whose memory holds the step's activations (not in the trace: the advice says where "
+                      "memory allows)",
+              model="the matched copies both ways go with their dispatch, and the forward copies' stream syncs stop "
+                    "blocking the host",
+              guide="Autograd mechanics: saved tensors hooks (torch.autograd.graph.save_on_cpu)",
+              where=Cause.DATA_TRANSFER))

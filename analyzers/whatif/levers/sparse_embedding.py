@@ -1,0 +1,199 @@
+"""sparse_embedding: an embedding table whose batch touches a sliver of its rows given sparse gradients
+(nn.Embedding(n, d, sparse=True) with an optimizer that takes them: SGD, Adagrad, SparseAdam), not a dense gradient of
+the whole table every step and an optimizer pass over every row.
+
+What any trace of it shows (record_shapes): `aten::embedding_dense_backward` with its Input Dims (the gradient
+[..., d], the indices [...]) and Concrete Inputs (num_weights, the table's rows). A table of num_weights rows looked up
+by N indices gets a dense gradient of num_weights x d: zero-filled and scattered into in the backward, then read and
+written by every pass of the optimizer (Adagrad's addcmul, sqrt, addcdiv over the table, its state beside it). Where
+the rows are DENSE_OVER_TOUCHED times the indices or more, nearly all of that is zeros. fresh9
+ctr_huge_tables_dense_grads: 26 tables, 30M rows x 64, 8,192 lookups each; the step's optimizer passes stream ~7.7 GB
+tensors several times.
+
+Price (in the graph): the kernels launched inside the dense backward go (a sparse gradient is the indices and the
+rows looked up, no table-sized tensor); the optimizer step's kernels keep only the share of the parameters that are not
+tables (the tables' elements against the GEMMs' weights, by their recorded shapes); and each table's sparse update
+costs the host SPARSE_UPDATE_HOST_NS (coalescing the indices, masking the state, the per-parameter path an optimizer
+takes for sparse gradients: measured ~0.8-1.1 ms a table under the profiler in the fresh9 pair's after trace, the one
+pair this is fitted to), added before the step's first launch.
+
+What would make it fire falsely: a table most of whose rows a step does touch (a small vocabulary): under
+DENSE_OVER_TOUCHED, not counted. An optimizer that cannot take sparse gradients (Adam, AdamW: SparseAdam's lazy update
+is another optimizer, not a flag; traces/fixes/knobs5 maxnorm_embedding_bag) or several optimizer classes in one trace
+(which holds the tables is not recorded): not counted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import USER_ANNOTATION
+from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.foreach_fused import step_class
+from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, mirror_queued, ops_named
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+
+DENSE_BACKWARD = "aten::embedding_dense_backward"
+STEP_RANGE = "Optimizer.step#"
+GEMMS = frozenset(("aten::linear", "aten::addmm", "aten::mm", "aten::matmul"))
+DENSE_OVER_TOUCHED = 64           # table rows per index looked up: the gradient is this sparse or more
+SPARSE_UPDATE_HOST_NS = 800_000   # one table's sparse update on the host (see the module docstring)
+TAKE_SPARSE = frozenset(("SGD", "Adagrad", "SparseAdam"))
+
+
+@dataclass(frozen=True)
+class SparseTables(Assumption):
+    tables: int = 0             # distinct tables (count: dense backwards, all steps)
+    rows: int = 0               # their rows, together
+    indices: int = 0            # lookups a step, together
+    dense_ns: int = 0           # the dense backwards' kernels, all steps
+    step_ns: int = 0            # the optimizer steps' kernels, all steps
+    table_share: float = 0.0    # the tables' elements of the parameters the trace sizes
+    optimizer: str = ""
+
+
+def _int(x) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
+    """(dense backward op row, table rows, indices looked up, embedding dim) of each sparse-enough table."""
+    out = []
+    for r in ops_named(c, lambda n: n == DENSE_BACKWARD).tolist():
+        dims, _, concrete = c.trace.shapes(r)
+        if not dims or len(dims) < 2 or not concrete or len(concrete) < 3:
+            continue
+        rows = _int(concrete[2])
+        grad, idx = dims[0], dims[1]
+        if not rows or not isinstance(idx, list) or not isinstance(grad, list) or not grad:
+            continue
+        n = int(np.prod(idx)) if idx else 1
+        if n and rows >= DENSE_OVER_TOUCHED * n:
+            out.append((r, rows, n, int(grad[-1])))
+    return out
+
+
+def _steps(c: Context) -> np.ndarray:
+    ev, tr = c.trace.ev, c.trace
+    ids = [i for i, n in enumerate(tr.names) if n.startswith(STEP_RANGE)]
+    rows = np.flatnonzero(np.isin(ev.name, ids)) if ids else np.zeros(0, np.int64)
+    return rows[ev.cat[rows] == USER_ANNOTATION] if len(rows) else rows
+
+
+def _dense_enough_elems(c: Context) -> int:
+    """Elements of the tables whose batch touches enough of their rows to keep a dense gradient (all steps)."""
+    out = 0
+    for r in ops_named(c, lambda n: n == DENSE_BACKWARD).tolist():
+        dims, _, concrete = c.trace.shapes(r)
+        rows = _int(concrete[2]) if concrete and len(concrete) > 2 else None
+        if rows and dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[1], list):
+            n = int(np.prod(dims[1])) if dims[1] else 1
+            if rows < DENSE_OVER_TOUCHED * n:
+                out += rows * int(dims[0][-1])
+    return out
+
+
+def _other_weights(c: Context) -> int:
+    """Elements of the distinct GEMM weights the forward sizes (a Linear's [out, in], an addmm's [in, out])."""
+    seen = set()
+    for r in ops_named(c, lambda n: n in GEMMS).tolist():
+        dims = c.trace.shapes(r)[0] or []
+        w = dims[2] if c.trace.name_of(r) == "aten::addmm" and len(dims) > 2 else dims[1] if len(dims) > 1 else None
+        if isinstance(w, list) and len(w) == 2 and all(isinstance(x, int) for x in w):
+            seen.add(tuple(w))
+    return sum(a * b for a, b in seen)
+
+
+def apply(c: Context, p, o: Options) -> tuple[SparseTables, dict]:
+    g, ev = c.g, c.trace.ev
+    found = dense_tables(c)
+    steps = _steps(c)
+    if not found or not len(steps) or step_class(c) not in TAKE_SPARSE:
+        # (Adam and AdamW refuse sparse gradients: SparseAdam's lazy update is another optimizer, not a flag; several
+        # optimizer classes: which one holds the tables is not in the trace)
+        return SparseTables("sparse_embedding", 0), {"dense_tables": 0}
+    # a step's tables: each backward once a step (tables of one shape are told apart by nothing else)
+    per_step = max(len(found) // len(steps), 1)
+    n_steps = len(found) / per_step
+    table_elems = sum(rows * d for _, rows, _, d in found) / n_steps
+    share = table_elems / (table_elems + _other_weights(c) + _dense_enough_elems(c) / n_steps)
+    dense = gpu_of_calls(c, calls_inside(c, np.array([r for r, *_ in found])))
+    dense_ns = int(g.g_dur[dense].sum())
+    p.g_dur[dense] = 0
+    p.g_gap[dense] = 0
+    in_step = gpu_of_calls(c, calls_inside(c, steps))
+    step_ns = int(g.g_dur[in_step].sum())
+    p.g_dur[in_step] = np.round(g.g_dur[in_step] * (1.0 - share)).astype(p.g_dur.dtype)
+    # each table's sparse update: host time before the step's first launch
+    step_calls = calls_inside(c, steps)
+    for s in steps.tolist():
+        mine = step_calls[(g.c_start[step_calls] >= ev.start[s]) & (g.c_start[step_calls] < ev.end[s])]
+        if len(mine):
+            first = mine[np.argmin(g.c_start[mine])]
+            p.c_gap[first] += SPARSE_UPDATE_HOST_NS * per_step
+    mirror_queued(c, p)
+    return (SparseTables("sparse_embedding", len(found), tables=per_step,
+                         rows=int(sum(r for _, r, _, _ in found) / n_steps),
+                         indices=int(sum(n for _, _, n, _ in found) / n_steps), dense_ns=dense_ns, step_ns=step_ns,
+                         table_share=share,
+                         optimizer=step_class(c) or ""), {"dense_tables": len(found)})
+
+
+def says(a: SparseTables) -> str:
+    if a.count == 0:
+        return "no embedding table given a dense gradient of rows its batch does not touch"
+    return (f"{units.count(a.tables, 'embedding table')} ({units.integer(a.rows)} rows) get a dense gradient a step "
+            f"for {units.integer(a.indices)} lookups, and the optimizer passes over every row "
+            f"({units.duration_ns(a.dense_ns)} of dense backward and {units.duration_ns(a.step_ns)} of optimizer "
+            f"kernels, the tables {units.share(a.table_share)} of the sized parameters): with sparse gradients "
+            f"those go, each table's sparse update costing the host {units.duration_ns(SPARSE_UPDATE_HOST_NS)} "
+            "instead (measured on one pair)")
+
+
+def dense_backwards(m: Measured) -> int:
+    return m.whatif.lever(SPEC.name).detail.get("dense_tables", 0)
+
+
+def most_saved(a: SparseTables) -> int:
+    return a.dense_ns + a.step_ns if a.count else 0
+
+
+def _line(a: Assumption) -> str:
+    opt = a.optimizer if isinstance(a, SparseTables) else ""
+    how = f"torch.optim.{opt} takes them" if opt else "with SGD, Adagrad or SparseAdam"
+    return (f"give the embedding tables sparse gradients: nn.Embedding(n, dim, sparse=True) ({how}), so a step "
+            "writes and updates only the rows its batch looks up")
+
+
+SPEC = LeverSpec(
+    name="sparse_embedding", effort=1, cause=None, apply=apply, says=says,
+    words="giving the embedding tables sparse gradients",
+    fix="nn.Embedding(n, dim, sparse=True) with an optimizer that takes sparse gradients",
+    recognise=Recognise(order=2, evidence="dense_embedding_backwards", because="its tables' gradients became sparse",
+                        amount=dense_backwards, acted=lambda m: m.kernel_busy_ns, applied=went),
+    applied_words="sparse embedding gradients", weighed_only_if_found=True, removes_work=True,
+    experiment=Experiment.TURN_KNOB, most_saved=most_saved,
+    knob=Knob(change="give the embedding tables sparse gradients: nn.Embedding(n, dim, sparse=True) with an optimizer "
+                     "that takes them (SGD, Adagrad, SparseAdam)",
+              evidence="aten::embedding_dense_backward whose num_weights (Concrete Inputs) is 64 or more times the "
+                       "indices looked up (Input Dims)",
+              applies="every device, under an optimizer that takes sparse gradients (SGD, Adagrad, SparseAdam; not "
+                      "Adam/AdamW)",
+              model="the dense backward's kernels go, the optimizer's kernels keep the non-table parameters' share, "
+                    "and each table's sparse update adds 0.8 ms of host time (one measured pair)",
+              guide="torch.nn.Embedding (sparse=True); torch.optim.SparseAdam",
+              line=_line))
