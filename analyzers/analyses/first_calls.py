@@ -14,7 +14,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.inductor import is_inductor_kernel
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import FirstCall
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, Trace
 
 
@@ -104,7 +104,7 @@ def compiling(trace: Trace, s: np.ndarray, e: np.ndarray, next_row: np.ndarray, 
         return no_setup()
     rows = next_row[ok]
     names = ev.name[rows]
-    uniq = np.unique(names)
+    uniq = distinct(names)
     generated = {int(n) for n in uniq.tolist() if is_inductor_kernel(trace.names[n])}
     if not generated:
         return no_setup()

@@ -36,6 +36,7 @@ from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup, lowest_ridge
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32, matrix_precision_by_name
+from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
@@ -167,7 +168,7 @@ def _charge_to_callers(trace: Trace, op: np.ndarray) -> np.ndarray:
     by_caller = [i for i in names if trace.names[i].endswith(_COSTED_BY_CALLER)]
     if not by_caller:
         return op
-    rows = np.unique(op[has & np.isin(ev.name[np.maximum(op, 0)], by_caller)])
+    rows = distinct(op[has & np.isin(ev.name[np.maximum(op, 0)], by_caller)])
     cpu = np.flatnonzero(ev.cat == CPU_OP)
     caller = {}
     for r in rows:
@@ -280,7 +281,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         kbytes[kern[is_comm]] = 0.0
     unk = kern[~known & (kbound[kern] != COMM)]
     if len(unk):
-        names_u, inv_u = np.unique(ev.name[unk], return_inverse=True)
+        names_u, inv_u = name_codes(trace, unk)
         guesses = np.array([guess_bound(trace.names[i]) for i in names_u], np.int8)
         # a name says what limits a kernel long enough for a roof to matter: one of a few µs a call is its launch
         # and ramp whatever its name (heldout-user3 cs521_induction_a10g: six kernels of 1-5 µs read '24%
@@ -300,7 +301,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             kwhy[rows_u] = np.where(op_u == NONE, 1, np.where(has_shape, 3, 2))
             # a CUDA-graph replay: one launch call for many kernels, no op of their own
             call_u = call[np.searchsorted(kern, rows_u)]
-            names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
+            names_c, inv_c = name_codes(trace, np.maximum(call_u, 0))
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
             if trace.graph_op_of is not None:     # ... unless its capture named the op (then the op has no cost)
                 graph &= trace.graph_op_of[rows_u] == NONE
@@ -372,7 +373,7 @@ def _kernel_facts(trace: Trace, kern: np.ndarray, op: np.ndarray, k_sig: np.ndar
         return np.zeros(n_sig, bool), np.zeros(n_sig, bool)
     same = has.copy()
     same[has] = ev.name[kern[has]] == ev.name[op[has]]
-    names, inv = np.unique(ev.name[kern[has]], return_inverse=True)
+    names, inv = name_codes(trace, kern[has])
     tf = np.array([is_tf32(trace.names[i]) for i in names], bool)[inv.ravel()]
     namesake = np.bincount(k_sig[same], minlength=n_sig) > 0
     tf32 = np.bincount(k_sig[has][tf], minlength=n_sig) > 0
@@ -558,7 +559,7 @@ def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray)
     hpdl_vgg16_t4: volta_sgemm_* and cudnn_volta_scudnn_* at 99% busy read 'nothing else to decide by')."""
     if not len(kernel_rows):
         return 0.0, ()
-    names, inv = np.unique(trace.ev.name[kernel_rows], return_inverse=True)
+    names, inv = name_codes(trace, kernel_rows)
     per_name = np.bincount(inv.ravel(), weights=dur, minlength=len(names))
     fp32 = np.array([is_fp32_cuda_core_math(trace.names[int(n)]) for n in names], bool)
     order = [i for i in np.argsort(-per_name, kind="stable") if fp32[i]]
@@ -574,7 +575,7 @@ def _uncosted_matrix_precision(trace: Trace, kernel_rows: np.ndarray, dur: np.nd
     rows = flops <= 0
     if not rows.any():
         return out
-    names, inv = np.unique(trace.ev.name[kernel_rows[rows]], return_inverse=True)
+    names, inv = name_codes(trace, kernel_rows[rows])
     per_name = np.bincount(inv.ravel(), weights=dur[rows], minlength=len(names))
     for n, us in zip(names.tolist(), (per_name / 1e3).tolist()):
         p = matrix_precision_by_name(trace.names[int(n)])

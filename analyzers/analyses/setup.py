@@ -53,6 +53,7 @@ from tracetriage.analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
     thread_key,
+    thread_keys,
 )
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
@@ -66,7 +67,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The rows not nested in another row of the same thread (rows sort by (start, -end))."""
     ev = trace.ev
     keep = np.zeros(len(rows), bool)
-    key = thread_key(ev.pid[rows], ev.tid[rows])
+    key = thread_keys(ev, rows)
     for k in distinct(key).tolist():
         m = np.flatnonzero(key == k)
         ends = ev.end[rows[m]]
@@ -196,7 +197,7 @@ def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:
     gs, ge = iv.union(ev.start[gpu], ev.end[gpu])
     waits = waits[iv.covered(gs, ge, ev.start[waits], ev.end[waits]) > 0] if len(waits) else waits
     if len(waits) and len(ops):
-        key_o, key_w = thread_key(ev.pid[ops], ev.tid[ops]), thread_key(ev.pid[waits], ev.tid[waits])
+        key_o, key_w = thread_keys(ev, ops), thread_keys(ev, waits)
         holds = np.zeros(len(ops), bool)
         for k in distinct(key_w).tolist():
             mo, t = np.flatnonzero(key_o == k), np.sort(ev.start[waits[key_w == k]])
@@ -240,7 +241,7 @@ def _launches_inside(trace: Trace, rows: np.ndarray) -> np.ndarray:
     order = np.lexsort((ev.start[lk], ev.tid[lk]))
     tid, start = ev.tid[lk][order], ev.start[lk][order]
     out = np.zeros(len(rows), bool)
-    for t in np.unique(ev.tid[rows]).tolist():
+    for t in distinct(ev.tid[rows]).tolist():
         mine = ev.tid[rows] == t
         lo, hi = np.searchsorted(tid, t, side="left"), np.searchsorted(tid, t, side="right")
         s = start[lo:hi]
@@ -273,7 +274,7 @@ def _cold_pass_untraced(trace: Trace, calls: np.ndarray) -> list:
     ev = trace.ev
     if len(calls) < COLD_MIN_GROUP:
         return []
-    key = thread_key(ev.pid[calls], ev.tid[calls])
+    key = thread_keys(ev, calls)
     keys, counts = np.unique(key, return_counts=True)
     mine = calls[key == keys[np.argmax(counts)]]          # the thread that makes most calls: the launching one
     mine = mine[np.argsort(ev.start[mine], kind="stable")]
@@ -359,7 +360,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     host = np.flatnonzero(any_of(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
-    key = thread_key(ev.pid[host], ev.tid[host])
+    key = thread_keys(ev, host)
     keys, counts = np.unique(key, return_counts=True)
     rows = host[key == keys[np.argmax(counts)]]           # the thread that makes most calls
     pid, tid = int(ev.pid[rows[0]]), int(ev.tid[rows[0]])
@@ -393,7 +394,7 @@ def _cold_start_without_ops(trace: Trace, calls: np.ndarray, kern: np.ndarray) -
     kern, lk = kern[lk != NONE], lk[lk != NONE]
     copies = calls[np.array([rc.is_copy(trace.names[int(n)]) for n in ev.name[calls].tolist()], bool)] \
         if len(calls) else calls
-    work = np.unique(np.r_[lk, copies]).astype(np.int64)          # calls that put work on the GPU
+    work = distinct(np.r_[lk, copies]).astype(np.int64)          # calls that put work on the GPU
     if not len(work):
         return []
     work = work[np.argsort(ev.start[work], kind="stable")]

@@ -360,7 +360,7 @@ def _split_differing(px: _Prefix, pos: np.ndarray) -> np.ndarray:
     head = px.order_hash(p, p + unit) == common
     tail = ~head & (px.order_hash(q - unit, q) == common)
     extra = np.concatenate((p[head] + unit, q[tail] - unit))
-    return np.unique(np.concatenate((pos, extra)))
+    return distinct(np.concatenate((pos, extra)))
 
 
 def _weights(n_names: int) -> np.ndarray:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_keys
 from tracetriage.analyzers.whatif.levers.spec import Context, Knob
 
 __all__ = ["Knob"]
@@ -178,9 +179,9 @@ def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:
     inside = np.zeros(g.n_calls, bool)
     if not len(windows) or not g.n_calls:
         return np.flatnonzero(inside)
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    w_key = thread_keys(ev, windows)
     c_key = c.call_keys
-    for key in np.unique(w_key).tolist():
+    for key in distinct(w_key).tolist():
         w = windows[w_key == key]
         w = w[np.argsort(ev.start[w])]
         s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
@@ -208,9 +209,9 @@ def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
     """Of these cpu_op rows, the ones not nested inside another of them on the same thread (in time order)."""
     ev = c.trace.ev
     rows = rows[np.argsort(ev.start[rows], kind="stable")]
-    key = thread_key(ev.pid[rows], ev.tid[rows])
+    key = thread_keys(ev, rows)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         r = rows[key == k]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), bool)
@@ -233,9 +234,9 @@ def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
     out = np.full(g.n_calls, -1, np.int64)
     if not len(windows) or not g.n_calls:
         return out
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    w_key = thread_keys(ev, windows)
     c_key = c.call_keys
-    for key in np.unique(w_key).tolist():
+    for key in distinct(w_key).tolist():
         wi = np.flatnonzero(w_key == key)
         wi = wi[np.argsort(ev.start[windows[wi]], kind="stable")]
         s, e = ev.start[windows[wi]], ev.end[windows[wi]]
@@ -261,11 +262,11 @@ def op_cost(c: Context) -> OpCost:
     if not len(ops):
         return OpCost(0.0, float(g.launch_cost_ns))
     ops = ops[np.argsort(ev.start[ops], kind="stable")]
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     issued = np.flatnonzero(g.c_issues)
-    c_key = thread_key(ev.pid[g.c_row[issued]], ev.tid[g.c_row[issued]])
+    c_key = thread_keys(ev, g.c_row[issued])
     plain, launching = [], []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         r = ops[key == k]
         s, e = ev.start[r], ev.end[r]
         inner = np.ones(len(r), bool)
@@ -285,9 +286,9 @@ def rows_inside(c: Context, rows: np.ndarray, windows: np.ndarray) -> np.ndarray
     inside = np.zeros(len(rows), bool)
     if not len(rows) or not len(windows):
         return inside
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
-    r_key = thread_key(ev.pid[rows], ev.tid[rows])
-    for key in np.unique(w_key).tolist():
+    w_key = thread_keys(ev, windows)
+    r_key = thread_keys(ev, rows)
+    for key in distinct(w_key).tolist():
         w = windows[w_key == key]
         w = w[np.argsort(ev.start[w])]
         s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
@@ -315,7 +316,7 @@ def queued_counterparts(c: Context) -> tuple[np.ndarray, np.ndarray]:
     g = c.g
     names = c.trace.ev.name[g.g_row]
     q_out, l_out = [], []
-    for q in np.unique(g.g_queue).tolist():
+    for q in distinct(g.g_queue).tolist():
         rows = np.flatnonzero(g.g_queue == q)
         rows = rows[np.argsort(g.g_start[rows], kind="stable")]
         linked = g.g_linked[rows]
