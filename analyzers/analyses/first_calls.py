@@ -14,7 +14,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.inductor import is_inductor_kernel
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import FirstCall
-from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, Trace
 
 
@@ -54,7 +54,7 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
             continue
         # the thread's ops by name, each name's in time order: a candidate is its name's first op, and the
         # ops after it in its group are its later calls (rows are in time order: sorted by start)
-        by_name = np.argsort(ev.name[rows], kind="stable")
+        by_name = stable_order(ev.name[rows])
         group_start, group_end = _groups(ev.name[rows][by_name])
         position = np.empty(len(rows), np.int64)
         position[by_name] = np.arange(len(rows))

@@ -34,7 +34,7 @@ from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.foreach_cost import FOREACH_KIND
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup, lowest_ridge
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import distinct, first_codes, pair_codes, stable_order
 from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32, matrix_precision_by_name
 from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
@@ -208,15 +208,16 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures. An op runs
     # once per row, or once per replay when a CUDA graph captured it: each run is a call of the op.
     has_op = op != NONE
-    runs, first_k, inv = np.unique(trace.op_run(kern, op)[has_op], return_index=True, return_inverse=True)
+    # (no graph replays: each op row is one run, op_run is op × (events + 1), and the op rows order the runs alike)
+    first_k, inv = first_codes(op[has_op] if trace.graph_op_of is None else trace.op_run(kern, op)[has_op])
     inv = inv.ravel()
     op_rows = op[has_op][first_k]
     run_of = np.full(len(kern), -1, np.int64)
     run_of[has_op] = inv
     op_time = np.bincount(inv, weights=dur[has_op]) if len(op_rows) else np.zeros(0)
-    sig = ev.name[op_rows].astype(np.int64) * (1 << 32) + ev.shape[op_rows].astype(np.int64)
-    sigs, sig_inv = np.unique(sig, return_inverse=True)
-    n_sig = len(sigs)
+    # one signature per (op name, shapes), in that order: np.unique of name << 32 | shape, without its sort
+    sig_name, sig_shape, sig_inv = pair_codes(ev.name[op_rows], ev.shape[op_rows])
+    n_sig = len(sig_name)
     sig_flops = np.zeros(n_sig)
     sig_bytes = np.zeros(n_sig)
     sig_bound = np.zeros(n_sig, np.int8)
@@ -244,7 +245,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         costed.append((j, {"name": name, "shapes": _shape_str(dims), "cost": cost, "dtype": dtype,
                            "calls": int(sig_calls[j]), "time": float(sig_time[j])}))
     if costed:   # each signature's median run: a run may be faster than the signature's average
-        by_sig = np.argsort(sig_inv, kind="stable")
+        by_sig = stable_order(sig_inv)
         bounds = np.searchsorted(sig_inv[by_sig], np.arange(n_sig + 1))
         for j, g in costed:
             g["median_run_ns"] = float(np.median(op_time[by_sig[bounds[j]:bounds[j + 1]]]))

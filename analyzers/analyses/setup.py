@@ -43,6 +43,7 @@ from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,
@@ -76,19 +77,31 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
+@last_trace
+def top_level_ops(trace: Trace) -> np.ndarray:
+    """Every cpu_op not nested in another on its thread, in the trace's row order: found once for the set-up windows
+    and the levers that read the ops as a sequence (whatif.levers.knob.outermost_ops). Callers only read it."""
+    return _top_level(trace, np.flatnonzero(trace.ev.cat == CPU_OP))
+
+
 def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread.
     `cold_pass`: one_pass(trace) where the caller found it already (it searches the trace for its steps)."""
     ev = trace.ev
-    ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
+    ops = top_level_ops(trace)
     calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     # a launch is named by the kernel it launched: lazy loading is paid per kernel, not per call name
     call_name = ev.name[calls].astype(np.int64)
     kern = np.flatnonzero(ev.cat == KERNEL)
-    by_call = np.full(len(ev), NONE, np.int64)
+    # each call's kernel name (NONE: it launched none), found among the calls (a column over every event, 7.5 MB at
+    # 942k, written and read once, cost more): a call launching several keeps its last kernel's, as a column would
     lk = trace.launch_of[kern]
-    by_call[lk[lk != NONE]] = ev.name[kern[lk != NONE]]
-    launched = by_call[calls]
+    ok = lk != NONE
+    lk, k_name = lk[ok], ev.name[kern[ok]]
+    at = np.minimum(np.searchsorted(calls, lk), max(len(calls) - 1, 0))
+    is_call = calls[at] == lk if len(calls) else np.zeros(len(lk), bool)
+    launched = np.full(len(calls), NONE, np.int64)
+    launched[at[is_call]] = k_name[is_call]
     call_name = np.where(launched != NONE, (launched + 1) << 20 | call_name, call_name)
     out = []
     op_name = (ev.name[ops].astype(np.int64) << 24) | (ev.shape[ops].astype(np.int64) + 1)

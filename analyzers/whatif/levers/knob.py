@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.setup import top_level_ops
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_keys
 from tracetriage.analyzers.whatif.levers.spec import Context, Knob
@@ -224,7 +225,17 @@ def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
 def outermost_ops(c: Context) -> np.ndarray:
     """Every cpu_op not nested inside another on its thread (in time order): found once for the levers that read the
     ops as a sequence (slice_loops, batch_passes, value_checks)."""
-    return c.once("outermost cpu_ops", lambda: outermost(c, ops_named(c, lambda n: True)))
+    return c.once("outermost cpu_ops", lambda: _in_outermost_order(c, top_level_ops(c.trace)))
+
+
+def _in_outermost_order(c: Context, top: np.ndarray) -> np.ndarray:
+    """The top-level cpu_ops (in row order, which sorts by start) in outermost()'s order: by start, then thread
+    key, then row. Only starts shared by two of them reorder anything (none in most traces: no sort then)."""
+    ev = c.trace.ev
+    start = ev.start[top]
+    if not len(top) or not (start[1:] == start[:-1]).any():
+        return top
+    return top[np.lexsort((top, thread_keys(ev, top), start))]
 
 
 def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
