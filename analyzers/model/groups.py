@@ -65,7 +65,7 @@ def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = int(v.min()), int(v.max())
     if hi - lo >= TABLE_MAX:
         return np.unique(v, return_inverse=True)
-    off = v - lo
+    off = v.astype(np.intp) - lo      # (in intp: a narrow dtype would wrap)
     present = np.zeros(hi - lo + 1, bool)
     present[off] = True
     at = np.flatnonzero(present)
