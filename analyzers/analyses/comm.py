@@ -28,6 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.peer_links import PeerLink, peer_link
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.kernels import bus_factor, collective_kind, is_collective
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import NONE, Trace
@@ -115,7 +116,7 @@ def analyze(trace: Trace, kernel_rows: np.ndarray, peer_transfer_ns: tuple[int, 
     exposed = np.zeros(len(rows), np.int64)
     waited = np.zeros(len(rows), np.int64)
     busy = exposed_total = 0
-    for d in np.unique(ev.device[kernel_rows]).tolist():
+    for d in distinct(ev.device[kernel_rows]).tolist():
         on = kernel_rows[ev.device[kernel_rows] == d]
         c_on = coll[ev.device[kernel_rows] == d]
         busy += iv.total(*iv.union(ev.start[on], ev.end[on]))

@@ -21,7 +21,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.inductor import is_inductor_kernel
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import FirstCall, RecurringCost
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, USER_ANNOTATION, Trace
 
 FIRST_FACTOR = 10      # a first call this many times its later calls' typical cost held the host in set-up
@@ -65,7 +65,7 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
             continue
         # the thread's ops by name, each name's in time order: a candidate is its name's first op, and the
         # ops after it in its group are its later calls (rows are in time order: sorted by start)
-        by_name = np.argsort(ev.name[rows], kind="stable")
+        by_name = stable_order(ev.name[rows])
         group_start, group_end = _groups(ev.name[rows][by_name])
         position = np.empty(len(rows), np.int64)
         position[by_name] = np.arange(len(rows))
@@ -156,7 +156,7 @@ def compiling(trace: Trace, s: np.ndarray, e: np.ndarray, next_row: np.ndarray, 
         return no_setup()
     rows = next_row[ok]
     names = ev.name[rows]
-    uniq = np.unique(names)
+    uniq = distinct(names)
     generated = {int(n) for n in uniq.tolist() if is_inductor_kernel(trace.names[n])}
     if not generated:
         return no_setup()

@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import NONE, PYTHON, Trace
 
 # Top-level packages whose frames are never the user's own (beside the standard library).
@@ -122,7 +124,7 @@ def index(trace: Trace) -> Stacks | None:
     rows = np.flatnonzero(ev.cat == PYTHON)
     if len(rows) == 0:
         return None
-    ids, inv = np.unique(ev.name[rows], return_inverse=True)
+    ids, inv = name_codes(trace, rows)
     user_name = np.array([is_user_frame(trace.names[i]) for i in ids], dtype=bool)
     is_user = user_name[inv.ravel()].tolist()
     start, end, tid = ev.start[rows], ev.end[rows], ev.tid[rows]
@@ -130,7 +132,7 @@ def index(trace: Trace) -> Stacks | None:
     parent, user, callee = [NONE] * n, [NONE] * n, [NONE] * n
     by_tid = {}
     s_list, e_list = start.tolist(), end.tolist()
-    for t in np.unique(tid):
+    for t in distinct(tid):
         pos = np.flatnonzero(tid == t)   # rows are sorted by (start, -end): an enclosing frame comes first
         by_tid[int(t)] = pos
         stack: list[int] = []
@@ -151,7 +153,7 @@ def index(trace: Trace) -> Stacks | None:
 def innermost(st: Stacks, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The innermost Python frame covering time t on thread tid (a position into st), NONE where none does."""
     out = np.full(len(t), NONE, np.int64)
-    for th in np.unique(tid):
+    for th in distinct(tid):
         pos = st.by_tid.get(int(th))
         if pos is None:
             continue
@@ -229,7 +231,7 @@ def _call_keys(trace: Trace, names: np.ndarray) -> np.ndarray:
     'from the `Sequential(...)` in `forward` (model.py:343)', the vocabulary head's 1 call of 111, where 80 came from
     the experts' forward). The first name index of each (call, kind) stands for all of them; -1 (no callee) stays."""
     out = names.copy()
-    ids = np.unique(names[names >= 0])
+    ids = distinct(names[names >= 0])
     first: dict[tuple, int] = {}
     canon = {int(i): first.setdefault(call_of(trace.names[int(i)]), int(i)) for i in ids.tolist()}
     if any(k != v for k, v in canon.items()):
@@ -250,7 +252,7 @@ def grouped(trace: Trace, st: Stacks, rows: np.ndarray, keys: np.ndarray, weight
     """at_rows for each group of host rows (keys: a hotspot's key per row), for the groups named in wanted."""
     out = {}
     ok = rows != NONE
-    for key in np.unique(keys[ok]):
+    for key in distinct(keys[ok]):
         name = label(key)
         if name not in wanted:
             continue

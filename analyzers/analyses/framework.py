@@ -25,9 +25,10 @@ from tracetriage.analyzers.analyses.first_compiles import first_compile_rows
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import MARKING_CATS, construct_of, optimizer_class
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.names import distinct_names, name_flags, name_tests, per_name
 from tracetriage.analyzers.model.runtime_calls import is_launch
-from tracetriage.analyzers.model.trace import DRIVER, NONE, RUNTIME, Trace, thread_key
+from tracetriage.analyzers.model.trace import DRIVER, NONE, RUNTIME, Trace, thread_keys
 from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Construct
 
 USER = CONSTRUCTS.index(Construct.USER)
@@ -83,8 +84,11 @@ class _Painted:
     runs: np.ndarray             # per construct code: how many separate times it ran (its outermost ranges)
 
 
+@last_trace
 def marking_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of host events that mark a construct, and each one's construct code."""
+    """Rows of host events that mark a construct, and each one's construct code. Found once per trace (the report
+    asks it for the framework's painting and the levers for four constructs' windows, ~8 ms each at 942k events);
+    callers only read it."""
     ev = trace.ev
     rows = np.flatnonzero(any_of(ev.cat, MARKING_CATS))
     if not len(rows):
@@ -103,7 +107,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
     ev = trace.ev
     rows, codes = marking_rows(trace)
     rows = rows[codes == CONSTRUCTS.index(construct)]
-    keys = thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_keys(ev, rows)
     out_s, out_e, out_k = [], [], []
     for k in distinct(keys).tolist():
         us, ue = iv.union(ev.start[rows[keys == k]], ev.end[rows[keys == k]])
@@ -120,7 +124,7 @@ def construct_windows(trace: Trace, construct: Construct) -> tuple[np.ndarray, n
 def paint(trace: Trace, setup_s: np.ndarray, setup_e: np.ndarray, setup_key: np.ndarray) -> _Painted:
     ev = trace.ev
     rows, codes = marking_rows(trace)
-    keys = thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_keys(ev, rows)
     starts, ends = ev.start[rows], ev.end[rows]
     setup = CONSTRUCTS.index(Construct.SETUP)
     if len(setup_s):
@@ -162,7 +166,7 @@ def _gap_threads(trace: Trace, gaps) -> np.ndarray:
     nxt = gaps.next_row
     launch = np.where(nxt != NONE, trace.launch_of[np.maximum(nxt, 0)], NONE)
     row = np.where(row == NONE, launch, row)
-    key = np.where(row != NONE, thread_key(ev.pid[np.maximum(row, 0)], ev.tid[np.maximum(row, 0)]), -1)
+    key = np.where(row != NONE, thread_keys(ev, np.maximum(row, 0)), -1)
     return key
 
 
@@ -194,7 +198,7 @@ def _launch_codes(trace: Trace, painted: _Painted) -> tuple[np.ndarray, np.ndarr
     codes = np.full(len(calls), USER, np.int8)
     if not len(calls):
         return calls, codes
-    keys = thread_key(ev.pid[calls], ev.tid[calls])
+    keys = thread_keys(ev, calls)
     t = ev.start[calls]
     for k in distinct(keys).tolist():
         m = np.flatnonzero(keys == k)
@@ -222,7 +226,7 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
     r = rows[codes == opt]
     stepped = r[name_flags(trace, r, lambda n: n.startswith(OPTIMIZER_STEP))] if len(r) else r
     if len(stepped):
-        keys = thread_key(ev.pid[stepped], ev.tid[stepped])
+        keys = thread_keys(ev, stepped)
         ranges[opt] = sum(len(iv.union(ev.start[stepped[keys == k]], ev.end[stepped[keys == k]])[0])
                           for k in distinct(keys).tolist())
     names: list[list[str]] = [[] for _ in CONSTRUCTS]

@@ -11,8 +11,8 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import NameTime
-from tracetriage.analyzers.model.groups import any_of
-from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.names import name_codes, name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, GPU_CATS, NONE, PYTHON, USER_ANNOTATION, Trace
 
 
@@ -25,7 +25,7 @@ def top_times(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int = 5) -
 def ranked(trace: Trace, rows: np.ndarray, weights: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     if len(rows) == 0:
         return []
-    uniq, inv = np.unique(trace.ev.name[rows], return_inverse=True)
+    uniq, inv = name_codes(trace, rows)
     tot = np.bincount(inv, weights=weights)
     cnt = np.bincount(inv)
     return [(int(uniq[i]), int(cnt[i]), float(tot[i])) for i in np.argsort(-tot)[:k]]
@@ -56,7 +56,7 @@ def host_events_in(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, setup_long: 
     # keep the ops that issue no GPU work, and issuing ops that held the host for a long stretch
     # (a first call that initialises a library); the launching op that merely ends a gap is not host work
     issuing = np.zeros(len(rows), dtype=bool)
-    for tid in np.unique(ev.tid[rows]):
+    for tid in distinct(ev.tid[rows]):
         m = ev.tid[rows] == tid
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         if len(s_):
@@ -90,7 +90,7 @@ def _launches_nothing(ops: np.ndarray, ctx, ev) -> np.ndarray:
     """Per cpu_op row: no host activity that issues GPU work (a launch or copy call, an op holding one) lies inside
     it on its thread."""
     out = np.ones(len(ops), bool)
-    for tid in np.unique(ev.tid[ops]).tolist():
+    for tid in distinct(ev.tid[ops]).tolist():
         m = ev.tid[ops] == tid
         s_, e_ = ctx.issue_by_tid.get(int(tid), (np.empty(0, np.int64), np.empty(0, np.int64)))
         if len(s_):

@@ -46,7 +46,7 @@ from tracetriage.analyzers.model.evidence import (
 )
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
-from tracetriage.analyzers.model.names import name_flags, name_tests
+from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
     CLOCK_TOL_NS,
@@ -89,7 +89,7 @@ class Gaps:
 
     def count(self, mask: np.ndarray) -> int:
         """How many gaps the selected ones are: pieces of one gap cut by windows count once."""
-        return int(mask.sum()) if self.piece_of is None else len(np.unique(self.piece_of[mask]))
+        return int(mask.sum()) if self.piece_of is None else len(distinct(self.piece_of[mask]))
 
     def whole(self, mask: np.ndarray) -> np.ndarray:
         """The mask with one piece per gap (the first), for counting what explains each gap once."""
@@ -179,7 +179,7 @@ class _HostContext:
     def outermost(self, trace: Trace, rows: np.ndarray) -> np.ndarray:
         """The outermost cpu_op around each op row (aten::item around aten::_local_scalar_dense)."""
         out = rows.copy()
-        for tid in np.unique(trace.ev.tid[rows]):
+        for tid in distinct(trace.ev.tid[rows]):
             s_, e_, r_ = self.top_by_tid.get(int(tid), (None, None, None))
             if s_ is None or len(s_) == 0:
                 continue
@@ -237,7 +237,7 @@ def _host_context(trace: Trace) -> _HostContext:
                   & (~name_is_sync | name_is_free))
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
-    wait_calls = {int(tid): (ev.start[w], w) for tid in np.unique(ev.tid[call_rows[name_is_wait]])
+    wait_calls = {int(tid): (ev.start[w], w) for tid in distinct(ev.tid[call_rows[name_is_wait]])
                   for w in [call_rows[name_is_wait & (ev.tid[call_rows] == tid)]]}
 
     # A launch made while its stream is captured into a CUDA/HIP graph records a node and runs nothing: the host
@@ -738,7 +738,8 @@ def _whole_gaps(g: Gaps, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     grp = np.cumsum(np.r_[True, g.start[1:] != g.end[:-1]]) - 1
     whole = np.bincount(grp, weights=g.dur)
-    mine = np.unique(grp[m])
+    mine = grp[m]
+    mine = mine[np.r_[True, mine[1:] != mine[:-1]]]    # (grp ascends: its distinct values where it steps)
     own = np.bincount(grp[m], weights=g.dur[m], minlength=len(whole))
     return whole[mine].astype(np.int64), own[mine].astype(np.int64), int(np.sum(own[mine] < whole[mine]))
 
@@ -749,7 +750,7 @@ def _graphed(trace: Trace, kern: np.ndarray) -> int:
     calls = calls[calls != NONE]
     if not len(calls):
         return 0
-    names, inv = np.unique(trace.ev.name[calls], return_inverse=True)
+    names, inv = name_codes(trace, calls)
     graph = np.array([rc.is_graph_launch(trace.names[i]) for i in names.tolist()], bool)
     return int(graph[inv.ravel()].sum())
 

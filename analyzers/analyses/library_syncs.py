@@ -30,6 +30,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.sparse_syncs import inside_ops
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, Trace
 
@@ -123,7 +124,7 @@ def _outermost_ops(trace: Trace, rows: np.ndarray) -> np.ndarray:
     ev = trace.ev
     out = np.full(len(rows), NONE, np.int64)
     ops = np.flatnonzero(ev.cat == CPU_OP)
-    for tid in np.unique(ev.tid[rows]).tolist():
+    for tid in distinct(ev.tid[rows]).tolist():
         o = ops[ev.tid[ops] == tid]
         if not len(o):
             continue

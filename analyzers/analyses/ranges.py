@@ -14,7 +14,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, USER_ANNOTATION, Trace, TraceError
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
@@ -72,7 +72,7 @@ def analyze(trace: Trace, idle: list[DeviceIdle], names: list[str] | None = None
         s, e = ev.start[inst], ev.end[inst]
         # calls inside an instance, on the instance's thread
         inst_of_call = np.full(len(ev), NONE, np.int64)
-        for tid in np.unique(ev.tid[inst]):
+        for tid in distinct(ev.tid[inst]):
             mine = inst[ev.tid[inst] == tid]
             ms, me = ev.start[mine], ev.end[mine]
             order = np.argsort(ms)

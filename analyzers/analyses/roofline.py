@@ -34,8 +34,9 @@ from tracetriage.analyzers.analyses.comm import Communication
 from tracetriage.analyzers.analyses.foreach_cost import FOREACH_KIND
 from tracetriage.analyzers.analyses.opcost import launch_op_cost, op_cost
 from tracetriage.analyzers.analyses.peaks import DevicePeaks, lookup, lowest_ridge
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import distinct, first_codes, pair_codes, stable_order
 from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core_math, is_tf32, matrix_precision_by_name
+from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
 from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
@@ -167,7 +168,7 @@ def _charge_to_callers(trace: Trace, op: np.ndarray) -> np.ndarray:
     by_caller = [i for i in names if trace.names[i].endswith(_COSTED_BY_CALLER)]
     if not by_caller:
         return op
-    rows = np.unique(op[has & np.isin(ev.name[np.maximum(op, 0)], by_caller)])
+    rows = distinct(op[has & np.isin(ev.name[np.maximum(op, 0)], by_caller)])
     cpu = np.flatnonzero(ev.cat == CPU_OP)
     caller = {}
     for r in rows:
@@ -207,15 +208,16 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
     # Cost each distinct (op name, shapes) once: a decode loop repeats a few hundred signatures. An op runs
     # once per row, or once per replay when a CUDA graph captured it: each run is a call of the op.
     has_op = op != NONE
-    runs, first_k, inv = np.unique(trace.op_run(kern, op)[has_op], return_index=True, return_inverse=True)
+    # (no graph replays: each op row is one run, op_run is op × (events + 1), and the op rows order the runs alike)
+    first_k, inv = first_codes(op[has_op] if trace.graph_op_of is None else trace.op_run(kern, op)[has_op])
     inv = inv.ravel()
     op_rows = op[has_op][first_k]
     run_of = np.full(len(kern), -1, np.int64)
     run_of[has_op] = inv
     op_time = np.bincount(inv, weights=dur[has_op]) if len(op_rows) else np.zeros(0)
-    sig = ev.name[op_rows].astype(np.int64) * (1 << 32) + ev.shape[op_rows].astype(np.int64)
-    sigs, sig_inv = np.unique(sig, return_inverse=True)
-    n_sig = len(sigs)
+    # one signature per (op name, shapes), in that order: np.unique of name << 32 | shape, without its sort
+    sig_name, sig_shape, sig_inv = pair_codes(ev.name[op_rows], ev.shape[op_rows])
+    n_sig = len(sig_name)
     sig_flops = np.zeros(n_sig)
     sig_bytes = np.zeros(n_sig)
     sig_bound = np.zeros(n_sig, np.int8)
@@ -249,7 +251,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         costed.append((j, {"name": name, "shapes": _shape_str(dims), "cost": cost, "dtype": dtype,
                            "calls": int(sig_calls[j]), "time": float(sig_time[j])}))
     if costed:   # each signature's median run: a run may be faster than the signature's average
-        by_sig = np.argsort(sig_inv, kind="stable")
+        by_sig = stable_order(sig_inv)
         bounds = np.searchsorted(sig_inv[by_sig], np.arange(n_sig + 1))
         for j, g in costed:
             g["median_run_ns"] = float(np.median(op_time[by_sig[bounds[j]:bounds[j + 1]]]))
@@ -286,7 +288,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
         kbytes[kern[is_comm]] = 0.0
     unk = kern[~known & (kbound[kern] != COMM)]
     if len(unk):
-        names_u, inv_u = np.unique(ev.name[unk], return_inverse=True)
+        names_u, inv_u = name_codes(trace, unk)
         guesses = np.array([guess_bound(trace.names[i]) for i in names_u], np.int8)
         # a name says what limits a kernel long enough for a roof to matter: one of a few µs a call is its launch
         # and ramp whatever its name (heldout-user3 cs521_induction_a10g: six kernels of 1-5 µs read '24%
@@ -306,7 +308,7 @@ def analyze(trace: Trace, peaks: DevicePeaks | None = None, ceilings: dict | Non
             kwhy[rows_u] = np.where(op_u == NONE, 1, np.where(has_shape, 3, 2))
             # a CUDA-graph replay: one launch call for many kernels, no op of their own
             call_u = call[np.searchsorted(kern, rows_u)]
-            names_c, inv_c = np.unique(ev.name[np.maximum(call_u, 0)], return_inverse=True)
+            names_c, inv_c = name_codes(trace, np.maximum(call_u, 0))
             graph = np.array([is_graph_launch(trace.names[i]) for i in names_c], bool)[inv_c] & (call_u != NONE)
             if trace.graph_op_of is not None:     # ... unless its capture named the op (then the op has no cost)
                 graph &= trace.graph_op_of[rows_u] == NONE
@@ -394,7 +396,7 @@ def _kernel_facts(trace: Trace, kern: np.ndarray, op: np.ndarray, k_sig: np.ndar
         return np.zeros(n_sig, bool), np.zeros(n_sig, bool)
     same = has.copy()
     same[has] = ev.name[kern[has]] == ev.name[op[has]]
-    names, inv = np.unique(ev.name[kern[has]], return_inverse=True)
+    names, inv = name_codes(trace, kern[has])
     tf = np.array([is_tf32(trace.names[i]) for i in names], bool)[inv.ravel()]
     namesake = np.bincount(k_sig[same], minlength=n_sig) > 0
     tf32 = np.bincount(k_sig[has][tf], minlength=n_sig) > 0
@@ -616,7 +618,7 @@ def _fp32_cuda_core_math(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray)
     hpdl_vgg16_t4: volta_sgemm_* and cudnn_volta_scudnn_* at 99% busy read 'nothing else to decide by')."""
     if not len(kernel_rows):
         return 0.0, ()
-    names, inv = np.unique(trace.ev.name[kernel_rows], return_inverse=True)
+    names, inv = name_codes(trace, kernel_rows)
     per_name = np.bincount(inv.ravel(), weights=dur, minlength=len(names))
     fp32 = np.array([is_fp32_cuda_core_math(trace.names[int(n)]) for n in names], bool)
     order = [i for i in np.argsort(-per_name, kind="stable") if fp32[i]]
@@ -632,7 +634,7 @@ def _uncosted_matrix_precision(trace: Trace, kernel_rows: np.ndarray, dur: np.nd
     rows = flops <= 0
     if not rows.any():
         return out
-    names, inv = np.unique(trace.ev.name[kernel_rows[rows]], return_inverse=True)
+    names, inv = name_codes(trace, kernel_rows[rows])
     per_name = np.bincount(inv.ravel(), weights=dur[rows], minlength=len(names))
     for n, us in zip(names.tolist(), (per_name / 1e3).tolist()):
         p = matrix_precision_by_name(trace.names[int(n)])

@@ -44,6 +44,7 @@ from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,
@@ -54,6 +55,7 @@ from tracetriage.analyzers.model.trace import (
     USER_ANNOTATION,
     Trace,
     thread_key,
+    thread_keys,
 )
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
@@ -67,7 +69,7 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The rows not nested in another row of the same thread (rows sort by (start, -end))."""
     ev = trace.ev
     keep = np.zeros(len(rows), bool)
-    key = thread_key(ev.pid[rows], ev.tid[rows])
+    key = thread_keys(ev, rows)
     for k in distinct(key).tolist():
         m = np.flatnonzero(key == k)
         ends = ev.end[rows[m]]
@@ -76,19 +78,31 @@ def _top_level(trace: Trace, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
+@last_trace
+def top_level_ops(trace: Trace) -> np.ndarray:
+    """Every cpu_op not nested in another on its thread, in the trace's row order: found once for the set-up windows
+    and the levers that read the ops as a sequence (whatif.levers.knob.outermost_ops). Callers only read it."""
+    return _top_level(trace, np.flatnonzero(trace.ev.cat == CPU_OP))
+
+
 def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Set-up windows on the host: (starts, ends, thread keys: model.trace.thread_key), merged per thread.
     `cold_pass`: one_pass(trace) where the caller found it already (it searches the trace for its steps)."""
     ev = trace.ev
-    ops = _top_level(trace, np.flatnonzero(ev.cat == CPU_OP))
+    ops = top_level_ops(trace)
     calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
     # a launch is named by the kernel it launched: lazy loading is paid per kernel, not per call name
     call_name = ev.name[calls].astype(np.int64)
     kern = np.flatnonzero(ev.cat == KERNEL)
-    by_call = np.full(len(ev), NONE, np.int64)
+    # each call's kernel name (NONE: it launched none), found among the calls (a column over every event, 7.5 MB at
+    # 942k, written and read once, cost more): a call launching several keeps its last kernel's, as a column would
     lk = trace.launch_of[kern]
-    by_call[lk[lk != NONE]] = ev.name[kern[lk != NONE]]
-    launched = by_call[calls]
+    ok = lk != NONE
+    lk, k_name = lk[ok], ev.name[kern[ok]]
+    at = np.minimum(np.searchsorted(calls, lk), max(len(calls) - 1, 0))
+    is_call = calls[at] == lk if len(calls) else np.zeros(len(lk), bool)
+    launched = np.full(len(calls), NONE, np.int64)
+    launched[at[is_call]] = k_name[is_call]
     call_name = np.where(launched != NONE, (launched + 1) << 20 | call_name, call_name)
     out = []
     steps = profiler_steps(trace)
@@ -216,7 +230,7 @@ def _cold_pass(trace: Trace, ops: np.ndarray, calls: np.ndarray) -> list:
     gs, ge = iv.union(ev.start[gpu], ev.end[gpu])
     waits = waits[iv.covered(gs, ge, ev.start[waits], ev.end[waits]) > 0] if len(waits) else waits
     if len(waits) and len(ops):
-        key_o, key_w = thread_key(ev.pid[ops], ev.tid[ops]), thread_key(ev.pid[waits], ev.tid[waits])
+        key_o, key_w = thread_keys(ev, ops), thread_keys(ev, waits)
         holds = np.zeros(len(ops), bool)
         for k in distinct(key_w).tolist():
             mo, t = np.flatnonzero(key_o == k), np.sort(ev.start[waits[key_w == k]])
@@ -260,7 +274,7 @@ def _launches_inside(trace: Trace, rows: np.ndarray) -> np.ndarray:
     order = np.lexsort((ev.start[lk], ev.tid[lk]))
     tid, start = ev.tid[lk][order], ev.start[lk][order]
     out = np.zeros(len(rows), bool)
-    for t in np.unique(ev.tid[rows]).tolist():
+    for t in distinct(ev.tid[rows]).tolist():
         mine = ev.tid[rows] == t
         lo, hi = np.searchsorted(tid, t, side="left"), np.searchsorted(tid, t, side="right")
         s = start[lo:hi]
@@ -293,7 +307,7 @@ def _cold_pass_untraced(trace: Trace, calls: np.ndarray) -> list:
     ev = trace.ev
     if len(calls) < COLD_MIN_GROUP:
         return []
-    key = thread_key(ev.pid[calls], ev.tid[calls])
+    key = thread_keys(ev, calls)
     keys, counts = np.unique(key, return_counts=True)
     mine = calls[key == keys[np.argmax(counts)]]          # the thread that makes most calls: the launching one
     mine = mine[np.argsort(ev.start[mine], kind="stable")]
@@ -379,7 +393,7 @@ def _untraced_step_setup(trace: Trace, found: list) -> list:
     host = np.flatnonzero(any_of(ev.cat, (CPU_OP, RUNTIME, DRIVER)))
     if not len(host):
         return []
-    key = thread_key(ev.pid[host], ev.tid[host])
+    key = thread_keys(ev, host)
     keys, counts = np.unique(key, return_counts=True)
     rows = host[key == keys[np.argmax(counts)]]           # the thread that makes most calls
     pid, tid = int(ev.pid[rows[0]]), int(ev.tid[rows[0]])
@@ -413,7 +427,7 @@ def _cold_start_without_ops(trace: Trace, calls: np.ndarray, kern: np.ndarray) -
     kern, lk = kern[lk != NONE], lk[lk != NONE]
     copies = calls[np.array([rc.is_copy(trace.names[int(n)]) for n in ev.name[calls].tolist()], bool)] \
         if len(calls) else calls
-    work = np.unique(np.r_[lk, copies]).astype(np.int64)          # calls that put work on the GPU
+    work = distinct(np.r_[lk, copies]).astype(np.int64)          # calls that put work on the GPU
     if not len(work):
         return []
     work = work[np.argsort(ev.start[work], kind="stable")]

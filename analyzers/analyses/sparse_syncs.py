@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP, Trace
 
@@ -60,7 +61,7 @@ def inside_ops(trace: Trace, calls: np.ndarray, names: frozenset[str]) -> np.nda
     out = np.zeros(len(calls), bool)
     ids = [i for i, n in enumerate(trace.names) if n in names]
     ops = np.flatnonzero(np.isin(ev.name, ids) & (ev.cat == CPU_OP)) if ids and len(calls) else np.zeros(0, np.int64)
-    for tid in np.unique(ev.tid[ops]).tolist():      # a call is the op's only where it runs on the op's thread
+    for tid in distinct(ev.tid[ops]).tolist():      # a call is the op's only where it runs on the op's thread
         o = ops[ev.tid[ops] == tid]
         ws, we = iv.union(ev.start[o], ev.end[o])
         m = np.flatnonzero(ev.tid[calls] == tid)

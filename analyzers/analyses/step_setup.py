@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, PYTHON, RUNTIME, Trace
 
@@ -46,7 +46,7 @@ def pays_setup(trace: Trace, lo: int, hi: int, later_from: int) -> bool:
     order = np.lexsort((later_dur, later_key))
     later_key, later_dur = later_key[order], later_dur[order]
     first_key, first_dur = key[long_first], ev.end[long_first] - ev.start[long_first]
-    for k in np.unique(first_key):
+    for k in distinct(first_key):
         lo, hi = np.searchsorted(later_key, k, "left"), np.searchsorted(later_key, k, "right")
         if hi == lo:
             continue

@@ -45,7 +45,7 @@ from tracetriage.analyzers.analyses.step_runs import marked_share, one_per_run
 from tracetriage.analyzers.analyses.step_setup import pays_setup
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
-from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
 from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.span import PROFILER_STEP
@@ -360,7 +360,7 @@ def _split_differing(px: _Prefix, pos: np.ndarray) -> np.ndarray:
     head = px.order_hash(p, p + unit) == common
     tail = ~head & (px.order_hash(q - unit, q) == common)
     extra = np.concatenate((p[head] + unit, q[tail] - unit))
-    return np.unique(np.concatenate((pos, extra)))
+    return distinct(np.concatenate((pos, extra)))
 
 
 def _weights(n_names: int) -> np.ndarray:
@@ -374,14 +374,19 @@ def _cuts(px: _Prefix, t_start: np.ndarray, t_end: np.ndarray, gpu_ns: np.ndarra
     gpu_prefix = np.concatenate(([0], np.cumsum(gpu_ns)))
     gpu_total = float(gpu_prefix[-1])
     total = float(t_end.max() - t_start[0]) if n else 0.0
-    order = np.argsort(tok, kind="stable")        # the positions of each name, grouped: one sort, not one scan a name
-    names, first, counts = np.unique(tok[order], return_index=True, return_counts=True)
+    order = stable_order(tok)        # the positions of each name, grouped: one sort, not one scan a name
+    # each name's stretch of `order` (np.unique(tok[order], return_index=True, return_counts=True), read off the
+    # sorted names where they change)
+    by_name = tok[order]
+    first = np.flatnonzero(np.r_[True, by_name[1:] != by_name[:-1]]) if n else np.zeros(0, np.int64)
+    names, counts = by_name[first], np.diff(np.r_[first, n])
     last_end_from = np.maximum.accumulate(t_end[::-1])[::-1] if n else t_end   # max(t_end[i:]), for every i
+    silent = gpu_ns == 0
     out = []
     for name, f, c in zip(names, first, counts):
         if c < STEP_MIN_REPEATS or c > n // 2:
             continue
-        pos = one_per_run(order[f:f + c], False, gpu_ns == 0)   # a silent unit of the name alone: no step
+        pos = one_per_run(order[f:f + c], False, silent)   # a silent unit of the name alone: no step
         if len(pos) < STEP_MIN_REPEATS:
             continue
         regular, unit, _ = _regular(px, pos)

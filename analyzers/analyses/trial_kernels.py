@@ -19,7 +19,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import profiler_steps
 from tracetriage.analyzers.analyses.library_syncs import CUDNN_CONV_OPS, WAITS
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, GPU_CATS, KERNEL, NONE, RUNTIME, Trace
 
 _EVENT_RECORD = frozenset({"cudaEventRecord", "cudaEventRecordWithFlags", "hipEventRecord"})
@@ -52,7 +52,7 @@ def trial_kernels(trace: Trace) -> Trials | None:
     order = np.argsort(ev.start[launch], kind="stable")
     gpu, launch = gpu[order], launch[order]
     out, n_calls = [], 0
-    for tid in np.unique(ev.tid[ops]).tolist():
+    for tid in distinct(ev.tid[ops]).tolist():
         o = ops[ev.tid[ops] == tid]
         w = np.sort(ev.start[waits[ev.tid[waits] == tid]])
         r = np.sort(ev.start[records[ev.tid[records] == tid]])
@@ -69,11 +69,11 @@ def trial_kernels(trace: Trace) -> Trials | None:
                 n_calls += 1
     if not out:
         return None
-    rows = np.unique(np.concatenate(out))
+    rows = distinct(np.concatenate(out))
     rows = rows[ev.cat[rows] == KERNEL]
     if not len(rows):
         return None
     bounds = profiler_steps(trace)
     k = np.searchsorted(bounds, ev.start[rows], side="right") - 1 if len(bounds) else np.zeros(0, np.int64)
     steps = len(set(k[(k >= 0) & (k < len(bounds) - 1)].tolist()))
-    return Trials(rows, int((ev.end[rows] - ev.start[rows]).sum()), n_calls, len(np.unique(ev.name[rows])), steps)
+    return Trials(rows, int((ev.end[rows] - ev.start[rows]).sum()), n_calls, len(distinct(ev.name[rows])), steps)

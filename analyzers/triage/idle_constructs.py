@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.verdicts import CONSTRUCTS, Construct
 from tracetriage.analyzers.triage import timeline
 from tracetriage.analyzers.triage.report import Analysis
@@ -57,7 +58,7 @@ def bin_constructs(a: Analysis, edges_us: np.ndarray) -> np.ndarray:
     for j, d in enumerate(a.devices):
         g = d.gaps
         codes = _codes(a, j)
-        for code in np.unique(codes).tolist():
+        for code in distinct(codes).tolist():
             m = codes == code
             s, e = iv.union(g.start[m], g.end[m])
             out[j, code] = iv.covered(s, e, edges[:-1], edges[1:]) / width

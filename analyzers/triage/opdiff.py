@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.hotspots import gpu_rows, op_keys, op_label
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import KERNEL, NONE
 from tracetriage.analyzers.triage.report import Analysis
 
@@ -60,7 +61,7 @@ def op_table(a: Analysis, divisor: int = 1) -> dict[str, OpSide]:
     out: dict[str, OpSide] = {}
     for i, key in enumerate(uniq.tolist()):
         ops = op[inv == i]
-        calls = len(np.unique(ops[ops != NONE])) or int(n[i])
+        calls = len(distinct(ops[ops != NONE])) or int(n[i])
         side = OpSide(device_us=float(t[i]) / 1e3 / divisor, calls=round(calls / divisor),
                       kernels=round(int(n[i]) / divisor), bytes=float(b[i]) / divisor if costed[i] else None)
         name = op_label(tr, key)

@@ -54,7 +54,7 @@ from tracetriage.analyzers.model.trace import (
     RUNTIME,
     USER_ANNOTATION,
     Trace,
-    thread_key,
+    thread_keys,
 )
 
 SPAN_CATS = tuple(CAT_CODES[c] for c in SPAN_CATEGORIES)   # tracetriage.analyzers.model.span: one definition of
@@ -127,7 +127,7 @@ class Graph:
 def _thread_index(ev, rows) -> np.ndarray:
     """One small int per host thread (0, 1, ...: an index into the thread_* arrays, which go by thread key).
     np.unique's inverse, found by a search among the few threads (half the time of its argsort over the rows)."""
-    keys = thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_keys(ev, rows)
     return np.searchsorted(distinct(keys), keys)
 
 
@@ -429,7 +429,7 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
     if len(cand) and len(q_dev) > 1:
         explained = np.maximum(np.where(first_in_q, 0, prev_end_g), call_start + lat_typ)
         dev = ev.device[g_row]
-        for q in np.unique(g_queue[cand]):
+        for q in distinct(g_queue[cand]):
             cq = cand[g_queue[cand] == q]
             other = np.flatnonzero((g_queue != q) & (dev == dev[cq[0]]))
             if not len(other):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import NONE
 from tracetriage.analyzers.whatif.depgraph import Graph
 
@@ -139,7 +140,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
     b_idx = np.flatnonzero(blocked)
     woken = np.flatnonzero(p.c_wake >= 0)
     seg_end = np.r_[b_idx + 1, woken, n_c] if n_c else np.zeros(1, np.int64)
-    seg_end = np.unique(seg_end)
+    seg_end = distinct(seg_end)
     # per queue: where each segment's activities begin and end (activities sorted by call in a queue)
     qs = np.flatnonzero(first_in_q)
     qe = np.r_[qs[1:], n_g]
@@ -181,7 +182,7 @@ def replay(g: Graph, p: Plan) -> Replayed:
             cur[th] = c_e[b - 1]
         else:
             ths = g.c_thread[a:b]
-            for th in np.unique(ths):
+            for th in distinct(ths):
                 m = a + np.flatnonzero(ths == th)
                 st = cur[th] + np.cumsum(p.c_gap[m] + p.c_dur[m]) - p.c_dur[m]
                 c_s[m] = st

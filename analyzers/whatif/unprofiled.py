@@ -25,7 +25,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.groups import distinct
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, Trace, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, Trace, thread_keys
 from tracetriage.analyzers.whatif import replay as rp
 from tracetriage.analyzers.whatif.depgraph import Graph
 from tracetriage.analyzers.whatif.replay import Plan
@@ -125,8 +125,8 @@ def ops_per_gap(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray]:
     tail = np.zeros(len(g.thread_start), np.int64)
     if not len(ops):
         return before, tail
-    key_c = thread_key(ev.pid[g.c_row], ev.tid[g.c_row])
-    key_o = thread_key(ev.pid[ops], ev.tid[ops])
+    key_c = thread_keys(ev, g.c_row)
+    key_o = thread_keys(ev, ops)
     for t in distinct(g.c_thread):
         m = np.flatnonzero(g.c_thread == t)            # this thread's calls, in start order
         o_start = ev.start[ops[key_o == key_c[m[0]]]]

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers import cuda_graphs, kv_cache, slice_loops
 from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost
@@ -117,7 +118,7 @@ def _from_raw_input(c: Context, block: np.ndarray, windows: list[tuple[int, int]
         return len(first) >= 3 and first[1] <= IMAGE_CHANNELS
     ev = c.trace.ev
     emb = ops_named(c, lambda n: n == EMBEDDING)
-    emb = emb[thread_key(ev.pid[emb], ev.tid[emb]) == thread]
+    emb = emb[thread_keys(ev, emb) == thread]
     starts = ev.start[emb]
     return all(((starts >= s) & (starts < e)).any() for s, e in windows)
 
@@ -175,9 +176,9 @@ def find(c: Context) -> list[ItemLoop]:
         return []
     backward = ops_named(c, _is_backward)
     steps, ranges = _range_starts(c)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
         keys = _key_codes(c, mine)
         p, first, items = _longest_repeat(keys)

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers.batch_items import CONVOLUTION, EMBEDDING, IMAGE_CHANNELS
 from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost_ops
@@ -104,7 +105,7 @@ def _groups(codes: np.ndarray) -> tuple[int, list[tuple[int, int]]]:
     tried: set[int] = set()
     # a pass runs its rarest ops once; the step around the passes may run others rarer still (once an iteration),
     # so the spacings of the few rarest counts are tried, not only the rarest's
-    for n in np.unique(counts[often])[:RARE_COUNTS].tolist():
+    for n in distinct(counts[often])[:RARE_COUNTS].tolist():
         for k in np.flatnonzero(counts == n)[:RAREST].tolist():
             tried |= set(np.diff(np.flatnonzero(codes == k)).tolist())
     best: tuple[int, list[tuple[int, int]]] = (0, [])
@@ -127,9 +128,9 @@ def find(c: Context) -> list[PassGroup]:
     is_step = np.array([n.startswith(PROFILER_STEP) for n in c.trace.names], bool)   # (a test per name, not per row)
     steps = np.sort(ev.start[ann[is_step[ev.name[ann]]]])
     backward = ops_named(c, lambda n: _BACKWARD.search(n) is not None)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
         p, groups = _groups(_codes(c, mine))
         reads = _reads_the_input_each(c, mine) if groups else None

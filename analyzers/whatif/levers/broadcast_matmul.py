@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import sdpa
 from tracetriage.analyzers.whatif.levers.knob import (
@@ -113,7 +113,7 @@ def find(c: Context) -> list[BroadcastProduct]:
     sums = ops_named(c, lambda x: x == SUM)
     if not len(muls) or not len(sums):
         return []
-    s_key = thread_key(ev.pid[sums], ev.tid[sums])
+    s_key = thread_keys(ev, sums)
     order = np.argsort(ev.start[sums], kind="stable")
     sums, s_key = sums[order], s_key[order]
     out = []
@@ -126,7 +126,7 @@ def find(c: Context) -> list[BroadcastProduct]:
         if b is None:
             continue
         shape, m, n, full = b
-        key = int(thread_key(ev.pid[r], ev.tid[r]))
+        key = int(thread_keys(ev, r))
         mine = sums[(s_key == key) & (ev.start[sums] >= ev.end[r])]
         if not len(mine):
             continue

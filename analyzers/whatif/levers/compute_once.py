@@ -32,7 +32,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import NONE, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, outermost_ops
@@ -137,7 +137,7 @@ def repeated_blocks(c: Context) -> list[tuple[np.ndarray, np.ndarray]]:
     tops = outermost_ops(c)
     if not len(tops):
         return []
-    key = thread_key(ev.pid[tops], ev.tid[tops])
+    key = thread_keys(ev, tops)
     ks, counts = np.unique(key, return_counts=True)
     main = tops[key == ks[np.argmax(counts)]]          # the thread that runs the model's ops
     found = []
@@ -189,7 +189,7 @@ def apply(c: Context, p, o: Options) -> tuple[Repeated, dict]:
             blk = rows[a:a + run]
             starts.append(int(ev.start[blk[0]]))
             ends.append(int(ev.end[blk].max()))
-            keys.append(int(thread_key(ev.pid[blk[0]], ev.tid[blk[0]])))
+            keys.append(int(thread_keys(ev, blk[0])))
     s, e, k = np.array(starts, np.int64), np.array(ends, np.int64), np.array(keys, np.int64)
     inside = calls_inside(c, s, e, k)
     gone = np.flatnonzero(g.g_linked & (g.g_call >= 0) & inside[np.maximum(g.g_call, 0)])

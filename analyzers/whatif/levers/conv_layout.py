@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.whatif.levers.knob import ops_named
 from tracetriage.analyzers.whatif.levers.spec import Context
 
@@ -82,7 +83,7 @@ def _undone(c: Context, convs: np.ndarray) -> int:
     ev = c.trace.ev
     rows = np.concatenate([convs, undo])
     is_undo = np.concatenate([np.zeros(len(convs), bool), np.ones(len(undo), bool)])
-    key = thread_key(ev.pid[rows], ev.tid[rows])
+    key = thread_keys(ev, rows)
     order = np.lexsort((ev.start[rows], key))
     key, is_undo = key[order], is_undo[order]
     # a convolution whose next event on the same thread is an undoer
@@ -108,9 +109,9 @@ def under_undoers(c: Context, rows: np.ndarray) -> np.ndarray:
     call = g.g_call[rows]
     has = call >= 0
     crow = g.c_row[np.maximum(call, 0)]
-    ckey = thread_key(ev.pid[crow], ev.tid[crow])
-    ukey = thread_key(ev.pid[undo], ev.tid[undo])
-    for k in np.unique(ukey).tolist():
+    ckey = thread_keys(ev, crow)
+    ukey = thread_keys(ev, undo)
+    for k in distinct(ukey).tolist():
         u = undo[ukey == k]
         u = u[np.argsort(ev.start[u])]
         starts, ends = ev.start[u], ev.end[u]

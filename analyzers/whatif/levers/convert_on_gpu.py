@@ -28,7 +28,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, FLOAT_DTYPES, SCALAR_TYPE_CODES, normalise_dtype
-from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import op_cost, peaks_of
@@ -121,7 +121,7 @@ def _converted_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray,
     """Walking back from the copy's outermost op on its thread: the host elementwise ops on the batch and the
     widening conversion before them, where the copy's bytes are the widened tensor's; else ([], None)."""
     ev, tr = c.trace.ev, c.trace
-    k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
+    k = thread_keys(ev, copy_op)
     mine = tops[keys == k]
     j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
     if j < 0 or not ev.start[mine[j]] <= ev.start[copy_op] < max(ev.end[mine[j]], ev.start[mine[j]] + 1):
@@ -154,7 +154,7 @@ def _release_after(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray,
     41 MB, 5.2 ms for 154 MB, against 0.04 ms once the narrow tensor is copied). Capped at the conversion's own host
     time (returning pages costs no more than faulting them in and writing them); (0, 0) where nothing follows."""
     ev = c.trace.ev
-    mine = tops[keys == thread_key(ev.pid[copy_op], ev.tid[copy_op])]
+    mine = tops[keys == thread_keys(ev, copy_op)]
     j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
     if j < 0 or j + 1 >= len(mine):
         return 0, 0
@@ -189,14 +189,14 @@ def apply(c: Context, p, o: Options) -> tuple[ConvertOnGpu, dict]:
         for f in found:
             starts.append(int(ev.start[f]))
             ends.append(int(ev.end[f]))
-            wkeys.append(int(thread_key(ev.pid[f], ev.tid[f])))
+            wkeys.append(int(thread_keys(ev, f)))
             took = int(ev.end[f] - ev.start[f])
             names[tr.name_of(f)] = names.get(tr.name_of(f), 0) + took
             converted_ns += took
         host_ns += converted_ns
         rs, re_ = _release_after(c, op, tops, keys, converted_ns)
         if re_ > rs:
-            freed.append((rs, re_, int(thread_key(ev.pid[op], ev.tid[op]))))
+            freed.append((rs, re_, int(thread_keys(ev, op))))
         # on the device: the conversion reads narrow and writes wide, each elementwise op reads and writes wide
         device_bytes = n * (DTYPE_BYTES[narrow] + DTYPE_BYTES[wide]) + (len(found) - 1) * 2 * n * DTYPE_BYTES[wide]
         p.g_dur[row] = int(np.ceil(g.g_dur[row] * ratio + device_bytes / rate))

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import drop_ops
 from tracetriage.analyzers.whatif.levers.knob import (
@@ -90,9 +91,9 @@ def find(c: Context) -> list[OneHotLoss]:
     if not hot_ids:
         return []
     ops = outermost_ops(c)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     out = []
-    for k in np.unique(key[np.isin(ev.name[ops], hot_ids)]).tolist():
+    for k in distinct(key[np.isin(ev.name[ops], hot_ids)]).tolist():
         mine = ops[key == k]
         seq = [names[int(n)] for n in ev.name[mine].tolist()]
         for i in [j for j, n in enumerate(seq) if n == ONE_HOT]:
@@ -134,10 +135,10 @@ def _backward_nodes(c: Context, node: str, op: str, shapes: set) -> list[tuple[i
     inner = ops_named(c, lambda n: n == op)
     if not len(nodes) or not len(inner):
         return []
-    i_key = thread_key(ev.pid[inner], ev.tid[inner])
+    i_key = thread_keys(ev, inner)
     out = []
     for r in nodes.tolist():
-        k = int(thread_key(ev.pid[r], ev.tid[r]))
+        k = int(thread_keys(ev, r))
         inside = inner[(i_key == k) & (ev.start[inner] >= ev.start[r]) & (ev.end[inner] <= ev.end[r])]
         if any(len(d := _first_dims(c, int(x))) >= 1 and tuple(d[0] or ()) in shapes
                and (op != MUL or (len(d) >= 2 and d[0] == d[1])) for x in inside.tolist()):

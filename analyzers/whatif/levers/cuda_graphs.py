@@ -83,7 +83,7 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     staged = np.zeros(g.n_calls, bool)
     staged[g.g_call[pageable]] = True
     op = c.trace.op_of[g.c_row]               # ... and so do the other calls of its op (the staging around it)
-    staged |= np.isin(op, np.unique(op[staged])) & (op != NONE)
+    staged |= np.isin(op, distinct(op[staged])) & (op != NONE)
     staged |= in_capture(c.trace, g.c_row)    # a graph being captured is a graph already: its calls stay
     # a graph replayed is one launch of the stretch it lies in: where that stretch launches kernels outside any graph
     # too, the step's graph takes the replay in with them (the graphs make_graphed_callables replays for the model,
@@ -158,7 +158,7 @@ def _inside_the_captured_forward(c: Context) -> np.ndarray:
     if not len(s) or not g.n_calls:
         return out
     c_key = c.call_keys
-    for key in np.unique(k).tolist():
+    for key in distinct(k).tolist():
         ws, we = iv.union(s[k == key], e[k == key])
         m = np.flatnonzero((c_key == key) & (g.c_host > 0))
         out[m] = iv.covered(ws, we, g.c_start[m] - g.c_host[m], g.c_start[m]) >= g.c_host[m]
@@ -225,7 +225,7 @@ def _not_dispatch(c: Context) -> tuple[np.ndarray, np.ndarray]:
     if not len(starts):
         return gap_kept, call_kept
     c_key = c.call_keys
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
         gap_kept[m] = np.maximum(gap_kept[m], iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m]))
@@ -279,7 +279,7 @@ def says(a: Graphed) -> str:
 def graph_launches(m: Measured) -> int:
     """Launch calls that issued kernels and are graph launches."""
     ev = m.trace.ev
-    calls = np.unique(m.trace.launch_of[ev.cat == KERNEL])
+    calls = distinct(m.trace.launch_of[ev.cat == KERNEL])
     calls = calls[calls != NONE]
     return sum(1 for c in calls.tolist() if is_graph_launch(m.trace.names[ev.name[c]]))
 

@@ -80,8 +80,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import CPU_OP, PYTHON, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import CPU_OP, PYTHON, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows, shorten_wakes
@@ -159,10 +160,10 @@ def apply(c: Context, p, o: Options) -> tuple[WorkersMakeBatches, dict]:
     # each iterator's first batch: the first range at or after its __iter__
     first = set(np.searchsorted(ev.start[rows], starts, side="left").tolist())
     c_key = c.call_keys
-    r_key = thread_key(ev.pid[rows], ev.tid[rows])
+    r_key = thread_keys(ev, rows)
     host_left = g.c_host.copy()
     taken = batch_host = 0
-    calls_of = {k: np.flatnonzero(c_key == k) for k in np.unique(r_key).tolist()}   # each thread's, by start
+    calls_of = {k: np.flatnonzero(c_key == k) for k in distinct(r_key).tolist()}   # each thread's, by start
     prev_end: dict[int, int] = {}
     for i, r in enumerate(rows.tolist()):
         m = calls_of[int(r_key[i])]
@@ -209,7 +210,7 @@ def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
         return (WorkersMakeBatches("dataloader_workers", 0, workers_on=bool(len(rows)), stacks=stacks),
                 {"batches": 0, "multi_process_batches": len(rows)})
     w = np.array(waited, np.int64)
-    keys = thread_key(ev.pid[w], ev.tid[w])
+    keys = thread_keys(ev, w)
     _, host = remove_host_windows(c, p, ev.start[w], ev.end[w], keys)
     handed = shorten_wakes(c, p, ev.start[w], ev.end[w])
     a = WorkersMakeBatches("dataloader_workers", len(w), iterators=0, stacks=stacks, workers_on=True,

@@ -35,6 +35,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.dtypes import FLOAT_DTYPES, normalise_dtype
+from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import KERNEL, NONE
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, peaks_of
@@ -101,7 +102,7 @@ def fp64_kernels(c: Context) -> np.ndarray:
         return k
     # a kernel's type is its name's: each distinct name read once (a 942k-event trace holds ~110k kernels of a few
     # hundred names)
-    names, each = np.unique(tr.ev.name[g.g_row[k]], return_inverse=True)
+    names, each = name_codes(tr, g.g_row[k])
     says = np.array([name_says(tr.names[int(n)]) for n in names.tolist()], dtype=object)[each]
     hit = says == "fp64"
     untyped = np.flatnonzero((says == None) & (g.g_call[k] >= 0) & g.g_linked[k])   # noqa: E711 (object array)

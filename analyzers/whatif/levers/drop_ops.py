@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -24,7 +25,7 @@ def calls_in(c: Context, windows: list[tuple[int, int, int]]) -> np.ndarray:
         return inside
     c_key = c.call_keys
     w = np.array(windows, np.int64)
-    for key in np.unique(w[:, 0]).tolist():
+    for key in distinct(w[:, 0]).tolist():
         mine = w[w[:, 0] == key]
         mine = mine[np.argsort(mine[:, 1])]
         s, e = mine[:, 1], np.maximum.accumulate(mine[:, 2])

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import drop_ops
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, ops_named, outermost
@@ -63,7 +63,7 @@ def apply(c: Context, p, o: Options) -> tuple[MaxNormOff, dict]:
     if not len(rows) or not c.g.n_calls:
         return MaxNormOff("embedding_max_norm", 0), {"renorms": 0}
     ev = c.trace.ev
-    keys = thread_key(ev.pid[rows], ev.tid[rows])
+    keys = thread_keys(ev, rows)
     waited, gpu_ns, launches = drop_ops.drop(c, p, [(int(k), int(ev.start[r]), int(ev.end[r]))
                                                     for k, r in zip(keys.tolist(), rows.tolist())])
     queued = mirror_queued(c, p)     # the window's first step, queued before it: its renorms' kernels go too

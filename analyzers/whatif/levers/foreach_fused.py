@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -66,9 +67,11 @@ def step_classes(c: Context) -> tuple[str, ...]:
     step around Shampoo's)."""
     # (a user_annotation in torch 2.x, a cpu_op in 1.x: the names any event carries; a compiled step may keep only
     # its zero_grad range)
-    used = set(np.unique(c.trace.ev.name).tolist())
-    return tuple(sorted({m.group(1) for i, n in enumerate(c.trace.names) if i in used
-                         for m in [OPTIMIZER_RANGE.match(n)] if m}))
+    # the names that are optimizer steps first (a few of the trace's names, most often none), then whether an event
+    # carries each: no pass over all of the events' names for a trace that records no optimizer step
+    named = [(i, m.group(1)) for i, n in enumerate(c.trace.names) for m in [OPTIMIZER_RANGE.match(n)] if m]
+    name = c.trace.ev.name
+    return tuple(sorted({cls for i, cls in named if (name == i).any()}))
 
 
 def step_class(c: Context) -> str | None:
@@ -88,7 +91,7 @@ def apply_foreach(c: Context, p, win: np.ndarray, skip: np.ndarray) -> ForeachSt
     win = win.copy()
     has = np.flatnonzero((op != NONE) & (win != NONE))
     has = has[tr.ev.cat[op[has]] == CPU_OP]
-    fused_windows = np.unique(win[has[name_flags(tr, op[has], lambda n: n.startswith(FUSED))]])
+    fused_windows = distinct(win[has[name_flags(tr, op[has], lambda n: n.startswith(FUSED))]])
     foreach = has[name_flags(tr, op[has], lambda n: n.startswith(FOREACH) and not n.startswith(NOT_THE_UPDATE))]
     foreach = foreach[(g.c_kind[foreach] == dg.LAUNCH_CALL) & g.c_issues[foreach]
                       & ~np.isin(win[foreach], fused_windows) & ~np.isin(win[foreach], skip)]
@@ -101,7 +104,7 @@ def apply_foreach(c: Context, p, win: np.ndarray, skip: np.ndarray) -> ForeachSt
     acts = linked[mark[g.g_call[linked]]]
     kernel_ns = fused_ns = launches = 0
     steps, passes, accesses = [], [], []
-    for w in np.unique(win[foreach]).tolist():
+    for w in distinct(win[foreach]).tolist():
         calls = foreach[win[foreach] == w]
         mine = acts[np.isin(g.g_call[acts], calls)]
         if not len(mine):
@@ -151,7 +154,7 @@ def _runs_outside(c: Context, op: np.ndarray, win: np.ndarray) -> np.ndarray:
     out = []
     next_id = int(win.max()) + 1 if (win != NONE).any() else 0
     keys = c.call_keys[launch]
-    for key in np.unique(keys).tolist():
+    for key in distinct(keys).tolist():
         mine = launch[keys == key]                   # in call order (the graph's calls are in order of start)
         fe = is_fe[keys == key] & (win[mine] == NONE)
         edges = np.flatnonzero(np.diff(np.concatenate([[0], fe.astype(np.int8), [0]])))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, ops_named, outermost
@@ -88,10 +88,10 @@ def updated_shapes(c: Context, win: int) -> Counter:
     window, the per-name count of shapes that recurs most (a foreach step's lists, one per pass; a per-parameter
     step's in-place ops, one per parameter; mul_ twice a parameter is the exception, not the mode)."""
     ev = c.trace.ev
-    key = thread_key(ev.pid[win], ev.tid[win])
+    key = thread_keys(ev, win)
     ops = ops_named(c, lambda n: True)
     ops = ops[(ev.start[ops] >= ev.start[win]) & (ev.end[ops] <= ev.end[win])
-              & (thread_key(ev.pid[ops], ev.tid[ops]) == key)]
+              & (thread_keys(ev, ops) == key)]
     by_name: dict[int, Counter] = {}
     for op in ops.tolist():
         shapes = _first_arg_shapes(c, op)
@@ -140,9 +140,9 @@ def unread_backward(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, dic
         if len(unread) < UNREAD_AT_LEAST:
             continue
         # the nodes from the cut to the step, on the backward's thread(s)
-        k_cut = thread_key(ev.pid[cut], ev.tid[cut])
+        k_cut = thread_keys(ev, cut)
         late = nodes[(ev.start[nodes] > ev.end[cut]) & (ev.start[nodes] < ev.start[win])
-                     & (thread_key(ev.pid[nodes], ev.tid[nodes]) == k_cut)]
+                     & (thread_keys(ev, nodes) == k_cut)]
         if not len(late):
             continue
         starts.extend(ev.start[late].tolist())

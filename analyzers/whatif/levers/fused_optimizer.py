@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
 from tracetriage.analyzers.model.units import count
@@ -75,7 +76,7 @@ def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
     if not len(s) or not g.n_calls:
         return np.zeros(0, np.int64), win
     c_key = c.call_keys
-    for key in np.unique(k).tolist():
+    for key in distinct(k).tolist():
         idx = np.flatnonzero(k == key)
         m = np.flatnonzero(c_key == key)
         j = np.searchsorted(s[idx], g.c_start[m], side="right") - 1

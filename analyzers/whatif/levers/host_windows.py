@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
+from tracetriage.analyzers.model.groups import distinct
 
 __all__ = ["calls_inside", "gap_inside_the_loop", "loop_host_ns", "remove_host_windows", "shorten_wakes",
            "longest_loop_gap_ns"]
@@ -64,7 +65,7 @@ def calls_inside(c, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> n
     if not len(starts) or not g.n_calls:
         return out
     c_key = c.call_keys
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
         j = np.searchsorted(ws, g.c_start[m], side="right") - 1
@@ -83,7 +84,7 @@ def remove_host_windows(c, p, starts: np.ndarray, ends: np.ndarray, keys: np.nda
     c_start = g.c_start
     c_end = g.c_start + g.c_dur
     touched, removed = np.zeros(g.n_calls, bool), 0
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         ws, we = iv.union(starts[keys == k], ends[keys == k])
         m = np.flatnonzero(c_key == k)
         if not len(m):

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import CPU_OP, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import CPU_OP, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.channels_last import activation_bytes, stream_rate
 from tracetriage.analyzers.whatif.levers.knob import (
@@ -152,7 +153,7 @@ def _launching(c: Context, ops: np.ndarray) -> np.ndarray:
     if not len(ops):
         return ops
     w = window_of_calls(c, ops)
-    hit = np.unique(w[(w >= 0) & c.g.c_issues])
+    hit = distinct(w[(w >= 0) & c.g.c_issues])
     return ops[hit]
 
 
@@ -169,10 +170,10 @@ def _host_of_ops(c: Context, p, ops: np.ndarray) -> int:
     ops = outermost(c, ops)
     if not len(ops) or not g.n_calls:
         return 0
-    o_key = thread_key(ev.pid[ops], ev.tid[ops])
+    o_key = thread_keys(ev, ops)
     c_key = c.call_keys
     took = 0
-    for key in np.unique(o_key).tolist():
+    for key in distinct(o_key).tolist():
         r = ops[o_key == key]
         s, e = ev.start[r], ev.end[r]
         before = np.r_[0, np.cumsum(e - s)]                 # op time covered before each op starts
@@ -218,9 +219,9 @@ def node_ops(c: Context) -> np.ndarray:
     if len(ops_named(c, _is_backward)):
         return np.zeros(0, np.int64)
     ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.seq != NONE))      # rows sorted by start
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     first = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         r = ops[key == k]
         _, at = np.unique(ev.seq[r], return_index=True)
         if len(at) > 1:                 # one number all along: no node made (the last number makes none either)
@@ -234,7 +235,7 @@ def _drop(c: Context, p, rows: np.ndarray) -> int:
     p.g_dur[rows] = 0
     p.g_gap[rows] = 0
     calls = g.g_call[rows]
-    calls = np.unique(calls[(calls >= 0) & g.g_linked[rows]])
+    calls = distinct(calls[(calls >= 0) & g.g_linked[rows]])
     took = int(p.c_dur[calls].sum())
     p.c_dur[calls] = 0
     return took
@@ -283,9 +284,9 @@ def _bookkeeping(c: Context, p, ops: np.ndarray) -> tuple[int, int]:
     g, ev = c.g, c.trace.ev
     per_op = AUTOGRAD_OPS * op_cost(c).plain_ns
     c_key = c.call_keys
-    o_key = thread_key(ev.pid[ops], ev.tid[ops])
+    o_key = thread_keys(ev, ops)
     held = np.zeros(g.n_calls, np.int64)
-    for key in np.unique(c_key).tolist():
+    for key in distinct(c_key).tolist():
         m = np.flatnonzero(c_key == key)                 # calls in start order
         starts = np.sort(ev.start[ops[o_key == key]])
         upto = np.searchsorted(starts, g.c_start[m], side="right")

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_key
+from tracetriage.analyzers.analyses.setup import top_level_ops
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_keys
 from tracetriage.analyzers.whatif.levers.spec import Context, Knob
 
 __all__ = ["Knob"]
@@ -178,9 +180,9 @@ def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:
     inside = np.zeros(g.n_calls, bool)
     if not len(windows) or not g.n_calls:
         return np.flatnonzero(inside)
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    w_key = thread_keys(ev, windows)
     c_key = c.call_keys
-    for key in np.unique(w_key).tolist():
+    for key in distinct(w_key).tolist():
         w = windows[w_key == key]
         w = w[np.argsort(ev.start[w])]
         s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
@@ -208,9 +210,9 @@ def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
     """Of these cpu_op rows, the ones not nested inside another of them on the same thread (in time order)."""
     ev = c.trace.ev
     rows = rows[np.argsort(ev.start[rows], kind="stable")]
-    key = thread_key(ev.pid[rows], ev.tid[rows])
+    key = thread_keys(ev, rows)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         r = rows[key == k]
         ends = np.maximum.accumulate(ev.end[r])
         top = np.ones(len(r), bool)
@@ -223,7 +225,17 @@ def outermost(c: Context, rows: np.ndarray) -> np.ndarray:
 def outermost_ops(c: Context) -> np.ndarray:
     """Every cpu_op not nested inside another on its thread (in time order): found once for the levers that read the
     ops as a sequence (slice_loops, batch_passes, value_checks)."""
-    return c.once("outermost cpu_ops", lambda: outermost(c, ops_named(c, lambda n: True)))
+    return c.once("outermost cpu_ops", lambda: _in_outermost_order(c, top_level_ops(c.trace)))
+
+
+def _in_outermost_order(c: Context, top: np.ndarray) -> np.ndarray:
+    """The top-level cpu_ops (in row order, which sorts by start) in outermost()'s order: by start, then thread
+    key, then row. Only starts shared by two of them reorder anything (none in most traces: no sort then)."""
+    ev = c.trace.ev
+    start = ev.start[top]
+    if not len(top) or not (start[1:] == start[:-1]).any():
+        return top
+    return top[np.lexsort((top, thread_keys(ev, top), start))]
 
 
 def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
@@ -233,9 +245,9 @@ def window_of_calls(c: Context, windows: np.ndarray) -> np.ndarray:
     out = np.full(g.n_calls, -1, np.int64)
     if not len(windows) or not g.n_calls:
         return out
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
+    w_key = thread_keys(ev, windows)
     c_key = c.call_keys
-    for key in np.unique(w_key).tolist():
+    for key in distinct(w_key).tolist():
         wi = np.flatnonzero(w_key == key)
         wi = wi[np.argsort(ev.start[windows[wi]], kind="stable")]
         s, e = ev.start[windows[wi]], ev.end[windows[wi]]
@@ -261,11 +273,11 @@ def op_cost(c: Context) -> OpCost:
     if not len(ops):
         return OpCost(0.0, float(g.launch_cost_ns))
     ops = ops[np.argsort(ev.start[ops], kind="stable")]
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     issued = np.flatnonzero(g.c_issues)
-    c_key = thread_key(ev.pid[g.c_row[issued]], ev.tid[g.c_row[issued]])
+    c_key = thread_keys(ev, g.c_row[issued])
     plain, launching = [], []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         r = ops[key == k]
         s, e = ev.start[r], ev.end[r]
         inner = np.ones(len(r), bool)
@@ -285,9 +297,9 @@ def rows_inside(c: Context, rows: np.ndarray, windows: np.ndarray) -> np.ndarray
     inside = np.zeros(len(rows), bool)
     if not len(rows) or not len(windows):
         return inside
-    w_key = thread_key(ev.pid[windows], ev.tid[windows])
-    r_key = thread_key(ev.pid[rows], ev.tid[rows])
-    for key in np.unique(w_key).tolist():
+    w_key = thread_keys(ev, windows)
+    r_key = thread_keys(ev, rows)
+    for key in distinct(w_key).tolist():
         w = windows[w_key == key]
         w = w[np.argsort(ev.start[w])]
         s, e = ev.start[w], np.maximum.accumulate(ev.end[w])
@@ -315,7 +327,7 @@ def queued_counterparts(c: Context) -> tuple[np.ndarray, np.ndarray]:
     g = c.g
     names = c.trace.ev.name[g.g_row]
     q_out, l_out = [], []
-    for q in np.unique(g.g_queue).tolist():
+    for q in distinct(g.g_queue).tolist():
         rows = np.flatnonzero(g.g_queue == q)
         rows = rows[np.argsort(g.g_start[rows], kind="stable")]
         linked = g.g_linked[rows]

@@ -39,7 +39,8 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.dtypes import DTYPE_BYTES, normalise_dtype
-from tracetriage.analyzers.model.trace import KERNEL, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import KERNEL, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import is_matrix_kernel, ops_named, outermost, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -146,8 +147,8 @@ def _find(c: Context) -> list[Chain]:
     chains: list[Chain] = []
     if len(lin) < MIN_LINEARS * MIN_FORWARDS:
         return chains
-    key = thread_key(ev.pid[lin], ev.tid[lin])
-    for k in np.unique(key).tolist():
+    key = thread_keys(ev, lin)
+    for k in distinct(key).tolist():
         runs = _runs(c, lin[key == k])
         i = 0
         while i < len(runs):
@@ -204,7 +205,7 @@ def apply(c: Context, p, o: Options) -> tuple[KvCache, dict]:
     gemm = np.array([is_matrix_kernel(n) for n in names], bool)
     shortest_gemm = float(durs[gemm].min()) if gemm.any() else small
     ops = c.trace.op_of[g.c_row[g.g_call[kernels]]]
-    o_key = np.where(ops != NONE, thread_key(ev.pid[np.maximum(ops, 0)], ev.tid[np.maximum(ops, 0)]), 0)
+    o_key = np.where(ops != NONE, thread_keys(ev, np.maximum(ops, 0)), 0)
     o_start = np.where(ops != NONE, ev.start[np.maximum(ops, 0)], 0)
     hit, before_ns, after_ns = 0, 0, 0
     for ch in chains:

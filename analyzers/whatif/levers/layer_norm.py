@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers import sdpa
 from tracetriage.analyzers.whatif.levers.knob import (
@@ -88,7 +89,7 @@ def _fits(dims: list[list], x: list) -> bool:
 def find(c: Context) -> list[Norm]:
     ev = c.trace.ev
     ops = outermost_ops(c)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     # a norm starts at a statistic (mean/var): found by name id; only the ops from one on are named (naming all
     # 158k outermost ops of a 942k-event trace took 0.19 s)
     is_stat, is_norm, is_root = (np.zeros(len(c.trace.names), bool) for _ in range(3))
@@ -96,7 +97,7 @@ def find(c: Context) -> list[Norm]:
         is_stat[i], is_norm[i], is_root[i] = n in STATS, n in NORM_OPS, n in ROOT
     dims = _ShapeDims(c)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
         ids = ev.name[mine]
         # a norm lies inside one unbroken run of NORM_OPS holding two statistics and a root: only starts in such
@@ -167,7 +168,7 @@ def backward_windows(c: Context) -> list[tuple[int, int, int]]:
     nodes = outermost(c, ops_named(c, lambda n: n.startswith(BACKWARD)))
     if not len(nodes):
         return []
-    key = thread_key(ev.pid[nodes], ev.tid[nodes])
+    key = thread_keys(ev, nodes)
     names = [c.trace.name_of(int(r))[len(BACKWARD):] for r in nodes.tolist()]
     out = []
     i = 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued, outermost_ops, peaks_of
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -106,7 +106,7 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
     tops = outermost_ops(c)
     if not len(tops):
         return []
-    key = thread_key(ev.pid[tops], ev.tid[tops])
+    key = thread_keys(ev, tops)
     names = [tr.name_of(int(r)) for r in tops.tolist()]
     found = []
     for i, op in enumerate(tops.tolist()):

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import remove_gpu_work
@@ -63,11 +64,11 @@ def module_copies(c: Context) -> np.ndarray:
     tops, keys = top_level_ops(c)
     ops = tr.op_of[g.c_row[g.g_call[rows]]]
     keep = np.zeros(len(rows), bool)
-    by_key = {k: tops[keys == k] for k in np.unique(keys).tolist()}
+    by_key = {k: tops[keys == k] for k in distinct(keys).tolist()}
     for i, op in enumerate(ops.tolist()):
         if op == NONE:
             continue
-        mine = by_key.get(int(thread_key(ev.pid[op], ev.tid[op])))
+        mine = by_key.get(int(thread_keys(ev, op)))
         if mine is None:
             continue
         j = int(np.searchsorted(ev.start[mine], ev.start[op], side="right")) - 1

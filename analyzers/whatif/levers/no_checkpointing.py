@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, ops_named
@@ -74,9 +75,9 @@ def recompute_stretches(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     if not len(nodes) or not len(fwd):
         return z, z, z, 0
     starts, ends, keys, found = [], [], [], 0
-    n_key = thread_key(ev.pid[nodes], ev.tid[nodes])
-    f_key = thread_key(ev.pid[fwd], ev.tid[fwd])
-    for k in np.unique(n_key).tolist():
+    n_key = thread_keys(ev, nodes)
+    f_key = thread_keys(ev, fwd)
+    for k in distinct(n_key).tolist():
         nd = nodes[n_key == k]
         nd = nd[np.argsort(ev.start[nd], kind="stable")]
         f = fwd[f_key == k]
@@ -88,7 +89,7 @@ def recompute_stretches(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         ends_acc = np.maximum.accumulate(ev.end[nd])
         j = np.searchsorted(ev.start[nd], ev.start[f], side="right") - 1
         inside = (j >= 0) & (ev.start[f] < ends_acc[np.maximum(j, 0)])
-        for node in np.unique(j[inside]).tolist():
+        for node in distinct(j[inside]).tolist():
             ops = f[inside & (j == node)]
             ops = _outermost(ev, ops)
             if len(ops) < MIN_FORWARD_OPS:

@@ -17,6 +17,7 @@ import numpy as np
 
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import compile_ids
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -57,7 +58,7 @@ def _first_calls(c: Context, s, e, k):
     if not len(rs) or not len(s):
         return rs[:0], re_[:0], rk[:0]
     first = np.zeros(len(rs), bool)
-    for key in np.unique(rk).tolist():
+    for key in distinct(rk).tolist():
         m = np.flatnonzero(rk == key)
         m = m[np.argsort(rs[m], kind="stable")]
         prev_end = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(re_[m])[:-1]]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses import comm as comm_mod
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.kernels import is_collective
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.span import PROFILER_STEP
@@ -64,7 +65,7 @@ def apply(c: Context, p, o: Options) -> tuple[CommOverlapped, dict]:
     if len(moving) and len(boundary):
         stay = np.flatnonzero(~coll | ~shares[g.g_queue])      # in (queue, call) order, as the graph keeps them
         after = np.searchsorted(boundary, g.g_call[moving], side="right")
-        for qi in np.unique(g.g_queue[moving]).tolist():
+        for qi in distinct(g.g_queue[moving]).tolist():
             mine = stay[g.g_queue[stay] == qi]
             sel = (g.g_queue[moving] == qi) & (after < len(boundary))
             # the first activity left on the collective's stream issued at or after the next consumer point
@@ -90,10 +91,10 @@ def _consumer_points(c: Context, p) -> tuple[np.ndarray, str]:
         steps = ann[name_flags(c.trace, ann, lambda n: n.startswith(PROFILER_STEP))]
         if len(steps) >= 2:
             k = np.searchsorted(g.c_start, np.sort(ev.start[steps]), side="left")
-            return np.unique(k[k < g.n_calls]), "steps"
+            return distinct(k[k < g.n_calls]), "steps"
     blocked = np.flatnonzero(p.c_blocked)
     if len(blocked):
-        return np.unique(blocked + 1), "syncs"
+        return distinct(blocked + 1), "syncs"
     return np.zeros(0, np.int64), "none"
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import remove_gpu_work
@@ -74,7 +75,7 @@ def _copy_calls(c: Context, direction: str) -> np.ndarray:
     rows = np.flatnonzero(ev.cat == MEMCPY)
     rows = rows[[any(w in tr.name_of(int(r)) for w in words) for r in rows.tolist()]] if len(rows) else rows
     calls = tr.launch_of[rows]
-    return np.unique(calls[calls != NONE])
+    return distinct(calls[calls != NONE])
 
 
 def _holds_call(c: Context, row: int, calls: np.ndarray) -> bool:
@@ -84,14 +85,14 @@ def _holds_call(c: Context, row: int, calls: np.ndarray) -> bool:
         return False
     s = ev.start[calls]
     return bool(((s >= ev.start[row]) & (s < ev.end[row])
-                 & (thread_key(ev.pid[calls], ev.tid[calls]) == thread_key(ev.pid[row], ev.tid[row]))).any())
+                 & (thread_keys(ev, calls) == thread_keys(ev, row))).any())
 
 
 def _kernel_calls(c: Context) -> np.ndarray:
     """The runtime-call rows that launched a kernel."""
     tr = c.trace
     calls = tr.launch_of[tr.ev.cat == KERNEL]
-    return np.unique(calls[calls != NONE])
+    return distinct(calls[calls != NONE])
 
 
 def find(c: Context) -> list[tuple[int, int, int, str, str]]:
@@ -104,7 +105,7 @@ def find(c: Context) -> list[tuple[int, int, int, str, str]]:
     launches = _kernel_calls(c)
     tops, keys = top_level_ops(c)
     out = []
-    for k in np.unique(keys).tolist():
+    for k in distinct(keys).tolist():
         mine = tops[keys == k].tolist()
         for i, r in enumerate(mine):
             if not _holds_call(c, r, d2h):

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.knob import (
     gpu_of_calls,
@@ -115,14 +116,14 @@ def find(c: Context) -> list[Attention]:
     out: list[Attention] = []
     if not len(soft) or len(products) < 2:
         return out
-    p_key = thread_key(ev.pid[products], ev.tid[products])
-    m_key = thread_key(ev.pid[masks], ev.tid[masks])
+    p_key = thread_keys(ev, products)
+    m_key = thread_keys(ev, masks)
     for s in soft.tolist():
         scores = next(iter(_dims(c, s)), [])
         if len(scores) < 3 or scores[-1] < MIN_KEYS:
             continue
         t, k = scores[-2], scores[-1]
-        key = int(thread_key(ev.pid[s], ev.tid[s]))
+        key = int(thread_keys(ev, s))
         mine = products[p_key == key]
         before = mine[ev.end[mine] <= ev.start[s]]
         after = mine[ev.start[mine] >= ev.end[s]]
@@ -157,7 +158,7 @@ def backward_windows(c: Context) -> list[tuple[int, int, int, list]]:
     if not len(nodes):
         return []
     names = [c.trace.name_of(int(r))[len(BACKWARD):] for r in nodes.tolist()]
-    key = thread_key(ev.pid[nodes], ev.tid[nodes])
+    key = thread_keys(ev, nodes)
     inner = ops_named(c, lambda x: x in SOFTMAX_BACKWARD)
     out = []
     for i, n in enumerate(names):
@@ -253,9 +254,9 @@ def _window_kernels(c: Context, windows: list) -> tuple[np.ndarray, np.ndarray, 
     e = np.array([w[1] for w in windows], np.int64)
     k = np.array([w[2] for w in windows], np.int64)
     ns = np.array([w[3] for w in windows], np.float64)
-    c_key = thread_key(c.trace.ev.pid[g.c_row], c.trace.ev.tid[g.c_row])
+    c_key = thread_keys(c.trace.ev, g.c_row)
     win = np.full(g.n_calls, -1, np.int64)
-    for key in np.unique(k).tolist():
+    for key in distinct(k).tolist():
         wi = np.flatnonzero(k == key)
         wi = wi[np.argsort(s[wi])]
         m = np.flatnonzero(c_key == key)

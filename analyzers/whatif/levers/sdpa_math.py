@@ -98,7 +98,7 @@ class MathAttention:
 
 
 def find(c: Context) -> list[MathAttention]:
-    from tracetriage.analyzers.model.trace import thread_key
+    from tracetriage.analyzers.model.trace import thread_keys
 
     ev = c.trace.ev
     out = []
@@ -111,7 +111,7 @@ def find(c: Context) -> list[MathAttention]:
         if q[-1] != k[-1] or k[-2] != v[-2]:
             continue
         out.append(MathAttention(start=int(ev.start[r]), end=int(ev.end[r]),
-                                 thread=int(thread_key(ev.pid[r], ev.tid[r])),
+                                 thread=int(thread_keys(ev, r)),
                                  heads=int(np.prod(q[:-2])), queries=q[-2], keys=k[-2], dim=q[-1], value_dim=v[-1],
                                  precision=sdpa._PRECISION.get(next(iter(types), ""), "fp32")))
     return out

@@ -40,7 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.trace import CPU_OP, GPU_CATS, USER_ANNOTATION, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.names import name_codes
+from tracetriage.analyzers.model.trace import CPU_OP, GPU_CATS, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.whatif.levers.knob import outermost_ops
 from tracetriage.analyzers.whatif.levers.spec import Context
 
@@ -204,13 +206,13 @@ def find(c: Context) -> list[SliceLoop]:
     if len(ops) < MIN_ITERATIONS or span_ns <= 0:
         return []
     steps, ranges = _boundaries(c)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     is_indexing = np.zeros(len(c.trace.names), bool)     # per name id
     is_indexing[[i for i, n in enumerate(c.trace.names) if n in INDEXING]] = True
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
-        _, codes = np.unique(ev.name[mine], return_inverse=True)
+        _, codes = name_codes(c.trace, mine)
         table = c.trace.names
         names = [table[i] for i in ev.name[mine].tolist()]      # name_of per row, without a call per op (158k at x5)
         # a loop whose iterations differ by an optional op holds periodic stretches (the iterations in a row that

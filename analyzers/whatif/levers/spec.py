@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from tracetriage.analyzers.model.names import NameIndex
-from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key
+from tracetriage.analyzers.model.trace import KERNEL, Trace, thread_key, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 
 if TYPE_CHECKING:   # for the annotations only: the replay's graph and the analyses stay unimported here
@@ -114,7 +114,7 @@ class Context:
         rows by thread (a dozen did it each, two passes over the event columns a time; callers only read it)."""
         if "call_keys" not in self._windows:
             ev = self.trace.ev
-            self._windows["call_keys"] = thread_key(ev.pid[self.g.c_row], ev.tid[self.g.c_row])
+            self._windows["call_keys"] = thread_keys(ev, self.g.c_row)
         return self._windows["call_keys"]
 
     @property

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers.knob import ops_named, peaks_of
@@ -77,9 +78,9 @@ def top_level_ops(c: Context) -> tuple[np.ndarray, np.ndarray]:
     """The host's outermost cpu_ops (not inside another op of their thread), in start order, and their threads."""
     ev = c.trace.ev
     ops = np.flatnonzero(ev.cat == CPU_OP)
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     top = np.zeros(len(ops), bool)
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         m = np.flatnonzero(key == k)                  # rows are sorted by (start, -end)
         reach = np.maximum.accumulate(ev.end[ops[m]])
         top[m] = np.concatenate(([True], ev.start[ops[m]][1:] >= reach[:-1]))
@@ -98,7 +99,7 @@ def _made_for(c: Context, copy_op: int, tops: np.ndarray, keys: np.ndarray, nbyt
     the host. A factory that launched a kernel made its tensor on the device and is passed over: a diffusion step's
     `torch.randint(..., device=device)` beside the host `torch.randn(shape).to(device)` was named as host-made."""
     ev, tr = c.trace.ev, c.trace
-    k = thread_key(ev.pid[copy_op], ev.tid[copy_op])
+    k = thread_keys(ev, copy_op)
     mine = tops[keys == k]
     j = int(np.searchsorted(ev.start[mine], ev.start[copy_op], side="right")) - 1
     found, sized, unsized = [], False, False
@@ -129,7 +130,7 @@ def launches_inside(c: Context, row: int) -> bool:
     g, ev = c.g, c.trace.ev
     if not g.n_calls:
         return False
-    k = thread_key(ev.pid[row], ev.tid[row])
+    k = thread_keys(ev, row)
     inside = (g.c_start >= ev.start[row]) & (g.c_start < ev.end[row]) & (g.c_kind == dg.LAUNCH_CALL)
     return bool((inside & (c.call_keys == k)).any())
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers import drop_ops
 from tracetriage.analyzers.whatif.levers.knob import mirror_queued, outermost_ops
@@ -77,9 +78,9 @@ def find(c: Context) -> list[Validation]:
     read_ids = [i for i, n in enumerate(names) if n == READ]
     if not len(ops) or not read_ids:
         return []
-    key = thread_key(ev.pid[ops], ev.tid[ops])
+    key = thread_keys(ev, ops)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
         ids = ev.name[mine]
         for i in np.flatnonzero(np.isin(ids, read_ids)).tolist():

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import thread_key
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers import drop_ops
 from tracetriage.analyzers.whatif.levers.knob import ops_named, outermost
@@ -78,14 +79,14 @@ def find(c: Context) -> list[Check]:
     ev = c.trace.ev
     nodes = outermost(c, ops_named(c, lambda n: n.startswith(BACKWARD_NODE)))   # in start order
     ops = outermost(c, ops_named(c, lambda n: not n.startswith(BACKWARD_NODE)))
-    key = thread_key(ev.pid[ops], ev.tid[ops])
-    n_key = thread_key(ev.pid[nodes], ev.tid[nodes])
+    key = thread_keys(ev, ops)
+    n_key = thread_keys(ev, nodes)
     # the reads are a few of the outermost ops (158k at 942k events): found by name id, and only the ops just before
     # each read are named (naming every op took ~0.09 s there)
     is_read = np.zeros(len(c.trace.names), bool)
     is_read[[i for i, n in enumerate(c.trace.names) if n in READS]] = True
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         mine = ops[key == k]
         ids = ev.name[mine]
         mine_nodes = nodes[n_key == k]

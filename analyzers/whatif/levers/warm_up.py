@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.setup import early_steps, setup_step_bounds, step_bounds
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.units import duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Construct, Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
@@ -66,7 +67,7 @@ def _steady_early_steps(c: Context, p, bounds: np.ndarray, early: int) -> int:
     own_gap = np.where(p.c_wake >= 0, 0, p.c_gap)                        # a thread's waits are no host work
     own_dur = np.where(p.c_blocked, 0, p.c_dur)
     removed = 0
-    for th in np.unique(g.c_thread).tolist():
+    for th in distinct(g.c_thread).tolist():
         mine = inside & (g.c_thread == th)
         per_step = np.bincount(step[mine], weights=(own_gap + own_dur)[mine], minlength=len(bounds) - 1)
         later = per_step[early:]
