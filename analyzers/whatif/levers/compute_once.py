@@ -147,18 +147,20 @@ def repeated_blocks(c: Context) -> list[tuple[np.ndarray, np.ndarray]]:
         # the signature of an op: its name and its Input Dims and types (not its Concrete Inputs: a step counter or
         # a learning rate passed as a scalar changes each pass, the work does not)
         sig = ev.name[rows].astype(np.int64) * (1 << 32) + dims_ids(c)[ev.shape[rows]]
-        uniq, inv, cnt = np.unique(sig, return_inverse=True, return_counts=True)
+        uniq, first, inv, cnt = np.unique(sig, return_index=True, return_inverse=True, return_counts=True)
         inv = inv.ravel()
         covered = np.zeros(len(rows), bool)
-        seen = np.zeros(len(uniq), bool)
-        for i in range(len(rows)):
-            u = inv[i]
-            if seen[u] or covered[i] or cnt[u] < REPEATS_AT_LEAST or cnt[u] > MAX_ANCHOR_REPEATS \
-                    or ev.shape[rows[i]] == NONE:
-                seen[u] = True
+        # each signature is tried once, at its first op, in the order the ops ran, where it recurs as a block's head
+        # would; a signature whose first op an earlier block covers is not tried at all
+        heads = np.flatnonzero((cnt >= REPEATS_AT_LEAST) & (cnt <= MAX_ANCHOR_REPEATS)
+                               & (ev.shape[rows[first]] != NONE))
+        heads = heads[np.argsort(first[heads], kind="stable")]
+        by_sig = np.argsort(inv, kind="stable")          # the ops of each signature, in order, one slice per signature
+        bounds = np.concatenate(([0], np.cumsum(cnt)))
+        for u in heads.tolist():
+            if covered[first[u]]:
                 continue
-            seen[u] = True
-            at = np.flatnonzero(inv == u)
+            at = by_sig[bounds[u]:bounds[u + 1]]
             gap = int(at[1] - at[0])
             if _common_run(sig, int(at[0]), int(at[1]), gap) >= gap:
                 continue        # periodic: the run from one repeat reaches the next (layers, passes, iterations)

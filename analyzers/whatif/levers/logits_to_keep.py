@@ -99,6 +99,28 @@ def _kept_rows(c: Context, op: int, out_shape: list[int]) -> int | None:
     return rows // out_shape[d] * picked
 
 
+def _wide_projection(dims, name: str) -> tuple[list, int] | None:
+    """(the input's dims, the output features) of a projection to WIDE_AT_LEAST features or more, WIDER_THAN_INPUT
+    times its input's width; None for any other product."""
+    if not dims or len(dims) < 2 or not dims[0] or not dims[1] or len(dims[1]) != 2:
+        return None
+    x, w = list(dims[0]), list(dims[1])
+    n = int(w[0]) if name == "aten::linear" else int(w[1])
+    if n < WIDE_AT_LEAST or n < WIDER_THAN_INPUT * int(x[-1]) or len(x) < 2:
+        return None
+    return x, n
+
+
+class _Names:
+    """names[i]: the name of the i-th outermost op (a list of every op's name cost a Python string per op: 80 ms on a
+    942k-event trace, where a projection's look-ahead reads a few)."""
+    def __init__(self, names: list[str], ids: np.ndarray):
+        self.names, self.ids = names, ids
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[self.ids[i]]
+
+
 def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
     """(projection op row, rows projected, rows read, output features) of each projection whose output is read only
     through a pick of a few rows."""
@@ -106,19 +128,23 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
     tops = outermost_ops(c)
     if not len(tops):
         return []
+    proj = [i for i, n in enumerate(tr.names) if n in PROJECTIONS]
+    if not proj:
+        return []
     key = thread_keys(ev, tops)
-    names = [tr.name_of(int(r)) for r in tops.tolist()]
+    name_ids = ev.name[tops]
+    names = _Names(tr.names, name_ids)           # a top op's name, looked up only for the ops a projection reaches
     found = []
-    for i, op in enumerate(tops.tolist()):
-        if names[i] not in PROJECTIONS:
+    wide: dict[tuple[int, int], tuple[list, int] | None] = {}   # by (name id, shape id): a few dozen, not every call
+    for i in np.flatnonzero(np.isin(name_ids, proj)).tolist():
+        op = int(tops[i])
+        sig = (int(name_ids[i]), int(ev.shape[op]))
+        if sig not in wide:
+            wide[sig] = _wide_projection(tr.shapes(op)[0], names[i])
+        hit = wide[sig]
+        if hit is None:
             continue
-        dims = tr.shapes(op)[0]
-        if not dims or len(dims) < 2 or not dims[0] or not dims[1] or len(dims[1]) != 2:
-            continue
-        x, w = list(dims[0]), list(dims[1])
-        n = int(w[0]) if names[i] == "aten::linear" else int(w[1])
-        if n < WIDE_AT_LEAST or n < WIDER_THAN_INPUT * int(x[-1]) or len(x) < 2:
-            continue
+        x, n = hit
         out = x[:-1] + [n]
         full = _numel(out)
         kept, pick = None, ("", "")
