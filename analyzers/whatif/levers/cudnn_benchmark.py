@@ -158,8 +158,9 @@ def says(a: CudnnBenchmark) -> str:
         return (f"{units.integer(a.trial_calls)} cuDNN convolution calls in {units.integer(a.trial_steps)} profiled "
                 f"steps time candidate algorithms for a new input shape ({units.integer(a.trial_kernels)} trial "
                 f"kernels and memsets, {units.duration_ns(a.trial_ns)} on the device, "
-                f"{units.duration_ns(a.trial_host_ns)} of the host's plans, launches and waits): with benchmark off (or shapes that repeat) they go, the "
-                "chosen kernels stay, and one plan a call (its candidates' plan-building time over their number)")
+                f"{units.duration_ns(a.trial_host_ns)} of the host's plans, launches and waits): with benchmark off "
+                "(or shapes that repeat) they go, the chosen kernels stay, and one plan a call (its candidates' "
+                "plan-building time over their number)")
     return (f"{units.integer(a.ops)} cuDNN convolutions ({units.integer(a.count)} kernels, "
             f"{units.duration_ns(a.kernel_ns)}) take the algorithm cuDNN's heuristics or its auto-tuner picked; "
             "the trace does not say which, nor what the others would take: not priced (measure it: tracetriage try "
