@@ -458,10 +458,16 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
             hit = cq[ok]
             g_dep[hit] = oi[kk_[ok]]
             g_delay[hit] = g_start[hit] - g_end[g_dep[hit]]
-    # the rest: a long device-side gap after a busy queue, else a launch that took long to start
+    # the rest: a long device-side gap after a busy queue, else a launch that took long to start. An activity that
+    # started only once its launch call returned, its queue drained before that, waited for the call, not for the
+    # device, however busy the queue was when the call began: a first launch loading its kernel's module (heldout-user15
+    # switch_moe_128tok: 18.5 ms calls whose kernels kept 81 ms of "device-side gaps" that no warm-up shortened)
+    call_end = np.where(g_call >= 0, c_start[np.maximum(g_call, 0)] + calls.dur[np.maximum(g_call, 0)], g_start)
+    after_call = g_linked & (g_start + CLOCK_TOL_NS >= call_end) & (prev_end_g < call_end)
     rest = ~on_time & ~queued & (g_dep == NONE)
-    g_gap = np.where(rest & busy_at_issue, g_prev_gap, g_gap)
-    g_lat = np.where(rest & ~busy_at_issue, lat_obs, g_lat)
+    device_side = rest & busy_at_issue & ~after_call
+    g_gap = np.where(device_side, g_prev_gap, g_gap)
+    g_lat = np.where(rest & ~device_side, lat_obs, g_lat)
     # a backlog the host queued before the traced window (or out of sight): an unlinked activity that starts behind
     # its queue's previous one, whose anchor call began before that one ended, waited for that one, not for a clock
     # time. It follows it (at the observed gap) rather than keeping its traced offset from the call, so a lever that
