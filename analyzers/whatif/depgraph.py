@@ -142,9 +142,9 @@ def build(trace: Trace) -> Graph:
     kinds = _call_kinds(trace, calls)
     host_long = host_long_ns(kinds.launch_cost_ns)
     c_wake, c_wdelay = _handoffs(calls.start, calls.dur, calls.gap, calls.thread, calls.thread_start, host_long)
-    host = _host_work(trace, calls, host_long, _handed_at(calls, c_wake))
     gpu = _gpu_activities(trace, calls)
     blocked = _blocked_calls(trace, calls, kinds, gpu)
+    host = _host_work(trace, calls, host_long, _handed_at(calls, c_wake, blocked.issues))
     return Graph(
         span_start=span_start, span_end=span_end, thread_start=calls.thread_start, thread_tail=calls.thread_tail,
         c_row=calls.row, c_thread=calls.thread, c_start=calls.start, c_dur=calls.dur, c_gap=calls.gap,
@@ -299,10 +299,12 @@ class _HostWork:
     outer_op: np.ndarray         # row of the outermost cpu_op around the call, NONE if none
 
 
-def _handed_at(calls: _HostCalls, c_wake: np.ndarray) -> np.ndarray:
-    """Per call, when the work it issues was handed to its thread: the end of its waker's call (step 7), 0 for a
-    call no other thread woke."""
-    woken = c_wake >= 0
+def _handed_at(calls: _HostCalls, c_wake: np.ndarray, c_issues: np.ndarray) -> np.ndarray:
+    """Per call, when the GPU work it issues was handed to its thread: the end of its waker's call (step 7) where that
+    call issued GPU work itself (the autograd engine's thread running the backward while the forward's thread waits),
+    else 0: a waker that issued none (a DataLoader's pin-memory thread pinning a batch) handed over data the thread
+    waited for, and that wait stays the host work a fix moves off the loop."""
+    woken = (c_wake >= 0) & c_issues[np.maximum(c_wake, 0)]
     out = np.zeros(len(c_wake), np.int64)
     out[woken] = calls.start[c_wake[woken]] + calls.dur[c_wake[woken]]
     return out
@@ -311,8 +313,8 @@ def _handed_at(calls: _HostCalls, c_wake: np.ndarray) -> np.ndarray:
 def _host_work(trace: Trace, calls: _HostCalls, host_long: int, handed_at: np.ndarray) -> _HostWork:
     """The long stretches of each call's gap with no call and no op that makes one: the host work the call
     waited for (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work). A call
-    another thread handed its work counts only what follows the hand-over: before it the thread waited for the
-    other's work (the forward's thread sitting in torch.autograd.backward while the engine's thread runs the
+    another thread handed its work by issuing GPU work counts only what follows the hand-over: before it the thread
+    waited for the other's work (the forward's thread sitting in torch.autograd.backward while the engine's thread runs the
     backward, the engine's thread idle through the forward), which is no host work: leimao's eager MLP had
     18.5 ms of such waits priced as host work in a 17.5 ms span."""
     ev = trace.ev
