@@ -313,10 +313,10 @@ def _handed_at(calls: _HostCalls, c_wake: np.ndarray, c_issues: np.ndarray) -> n
 def _host_work(trace: Trace, calls: _HostCalls, host_long: int, handed_at: np.ndarray) -> _HostWork:
     """The long stretches of each call's gap with no call and no op that makes one: the host work the call
     waited for (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work). A call
-    another thread handed its work by issuing GPU work counts only what follows the hand-over: before it the thread
-    waited for the other's work (the forward's thread sitting in torch.autograd.backward while the engine's thread runs the
-    backward, the engine's thread idle through the forward), which is no host work: leimao's eager MLP had
-    18.5 ms of such waits priced as host work in a 17.5 ms span."""
+    another thread handed its work by issuing GPU work counts only what follows the hand-over: before it the
+    thread waited for the other's work (the forward's thread sitting in torch.autograd.backward while the engine's
+    thread runs the backward, the engine's thread idle through the forward), which is no host work: leimao's eager
+    MLP had 18.5 ms of such waits priced as host work in a 17.5 ms span."""
     ev = trace.ev
     c_row, c_thread, c_start, c_end = calls.row, calls.thread, calls.start, calls.end
     c_host = np.zeros(len(c_row), np.int64)
