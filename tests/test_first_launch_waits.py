@@ -1,7 +1,8 @@
 """A kernel that started only once its launch call returned, its queue drained before that, waited for the call (a
 first launch loading its kernel's module), not for the device: the idle is set-up, and warming up takes that wait out
-with the call. Before, the Idle line called it "other" and the replay kept it as a device-side gap after the busy queue the call began behind (heldout-user15 switch_moe_128tok:
-81 ms of such gaps kept under warm_up, 617.5 -> 142.3 ms predicted where ~69 ms remain). Hand-built cold loop."""
+with the call. Before, the Idle line called it "other" and the replay kept it as a device-side gap after the busy
+queue the call began behind (heldout-user15 switch_moe_128tok: 81 ms of such gaps kept under warm_up, 617.5 -> 142.3
+ms predicted where ~69 ms remain). Hand-built cold loop."""
 from __future__ import annotations
 
 from kineto_factory import call, document, gpu, op, write
