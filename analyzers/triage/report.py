@@ -113,6 +113,7 @@ SETUP_NAMED = 0.05        # one-time set-up this large a share of the span is na
 RECURRING_ITEM = 0.01     # a recurring first-call cost is named where its first call holds this share of the span
 COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say that copies count as compute idle
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
+CONSTRUCT_COVERS_ALL = 0.9   # ... unless it made this share of the launches outside the set-up: it names no part
 RANGE_IDLE_NAMED = 0.10   # a named range holding this share of the idle is named where ranges split it
 TENSOR_CORE_GAIN = 2       # mixed precision where the device runs fp16 or bf16 at least this many times its fp32 rate
 SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
@@ -294,10 +295,7 @@ class Analysis:
     @property
     def construct_named(self) -> framework_mod.ConstructShare | None:
         """The framework construct (not set-up, not the user's own code) that made enough of the idle to name."""
-        fw = self.framework
-        top = next((x for x in fw.constructs if x.construct not in (Construct.USER, Construct.SETUP) and x.idle_ns > 0),
-                   None) if fw else None
-        return top if top is not None and top.idle_ns >= CONSTRUCT_NAMED * fw.idle_ns else None
+        return framework_mod.construct_to_name(self.framework, CONSTRUCT_NAMED, CONSTRUCT_COVERS_ALL)
 
     @property
     def above_peak(self) -> tuple:

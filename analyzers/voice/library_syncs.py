@@ -4,6 +4,7 @@ activation offload copies. Their fix is never "read the value once every N steps
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_ns, integer, share, size
+from tracetriage.analyzers.model.verdicts import Regime
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.said import claim
 
@@ -88,21 +89,38 @@ def trials_headroom(a: Analysis) -> str:
             "shapes that repeat (or torch.backends.cudnn.benchmark = False) take out")
 
 
+def trials_lead(a: Analysis) -> bool:
+    """Whether cuDNN's benchmark trials hold most of the kernel time of a span whose verdict is read from its kernels
+    (not an idle-bound one, which says what the device waits on): then the trials are the bound, not the rest."""
+    t, held = _trials(a)
+    return t is not None and held >= TRIALS_LEAD and a.verdict.regime is not Regime.OVERHEAD
+
+
 def trials_regime(a: Analysis, line: str) -> str:
     """The Regime line with cuDNN's benchmark trials said (analyses.trial_kernels): left out of its split, and where
-    they hold most of the kernel time, said first, the split then of the rest."""
+    they hold most of the kernel time of a span the kernels decide, the verdict: what holds the time is the knob's
+    per-shape set-up, and the rest's verdict is said as the rest's (fresh9 wav2letter: 'latency-bound' over the 1%
+    of kernel time left once 2.69 s of trials were out)."""
     t, held = _trials(a)
     if t is None:
         return line
-    what = (f"cuDNN's benchmark trials, left out of this split, hold "
-            f"{claim('regime.trials_share', held, share(held))} of kernel time "
-            f"({claim('regime.trials_us', t.kernel_ns / 1e3, duration_ns(t.kernel_ns))}, each timing cuDNN's "
-            "candidate algorithms for a new input shape: the cost of torch.backends.cudnn.benchmark"
+    cost = ("the cost of torch.backends.cudnn.benchmark"
             + (f" with shapes that change ({integer(t.steps)} profiled steps ran trials)" if t.steps >= 2 else
                ", paid once per shape")
-            + ", not of the kernels' quality)")
+            + ", not of the kernels' quality")
+    said = (f"{claim('regime.trials_share', held, share(held))} of kernel time "
+            f"({claim('regime.trials_us', t.kernel_ns / 1e3, duration_ns(t.kernel_ns))}, each timing cuDNN's "
+            f"candidate algorithms for a new input shape: {cost})")
     head = line.find(": ", len("Regime: "))
+    if trials_lead(a) and head > 0:
+        verdict, rest = line[len("Regime: "):head], line[head + 2:]
+        rest = rest.replace("of kernel time, ", "of the rest of kernel time, ", 1)
+        return f"Regime: {TRIALS_BOUND_WORDS}: they hold {said}; the rest ({share(1 - held)}) is {verdict}: {rest}"
+    what = f"cuDNN's benchmark trials, left out of this split, hold {said}"
     if held >= TRIALS_LEAD and head > 0 and "of kernel time, " in line[head:]:
         rest = line[head + 2:].replace("of kernel time, ", "of the rest of kernel time, ", 1)
         return f"{line[:head + 2]}{what}; {rest}"
     return line[:-1] + f"; {what}."
+
+
+TRIALS_BOUND_WORDS = "bound by cuDNN's benchmark trials"    # regime_detail.bound "cudnn_trials"

@@ -648,6 +648,8 @@ def regime_bound(a: Analysis) -> str | None:
     v = a.verdict
     if not a.devices:
         return None
+    if lib_syncs.trials_lead(a):   # cuDNN's benchmark trials hold most of the kernel time: the knob's set-up
+        return "cudnn_trials"
     if v.regime is Regime.OVERHEAD:
         return _idle_bound_kind(a)[0]
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:

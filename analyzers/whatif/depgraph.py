@@ -141,10 +141,10 @@ def build(trace: Trace) -> Graph:
     calls = _host_calls(trace, span_rows)
     kinds = _call_kinds(trace, calls)
     host_long = host_long_ns(kinds.launch_cost_ns)
-    host = _host_work(trace, calls, host_long)
+    c_wake, c_wdelay = _handoffs(calls.start, calls.dur, calls.gap, calls.thread, calls.thread_start, host_long)
     gpu = _gpu_activities(trace, calls)
     blocked = _blocked_calls(trace, calls, kinds, gpu)
-    c_wake, c_wdelay = _handoffs(calls.start, calls.dur, calls.gap, calls.thread, calls.thread_start, host_long)
+    host = _host_work(trace, calls, host_long, _handed_at(calls, c_wake, blocked.issues))
     return Graph(
         span_start=span_start, span_end=span_end, thread_start=calls.thread_start, thread_tail=calls.thread_tail,
         c_row=calls.row, c_thread=calls.thread, c_start=calls.start, c_dur=calls.dur, c_gap=calls.gap,
@@ -299,9 +299,24 @@ class _HostWork:
     outer_op: np.ndarray         # row of the outermost cpu_op around the call, NONE if none
 
 
-def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
+def _handed_at(calls: _HostCalls, c_wake: np.ndarray, c_issues: np.ndarray) -> np.ndarray:
+    """Per call, when the GPU work it issues was handed to its thread: the end of its waker's call (step 7) where that
+    call issued GPU work itself (the autograd engine's thread running the backward while the forward's thread waits),
+    else 0: a waker that issued none (a DataLoader's pin-memory thread pinning a batch) handed over data the thread
+    waited for, and that wait stays the host work a fix moves off the loop."""
+    woken = (c_wake >= 0) & c_issues[np.maximum(c_wake, 0)]
+    out = np.zeros(len(c_wake), np.int64)
+    out[woken] = calls.start[c_wake[woken]] + calls.dur[c_wake[woken]]
+    return out
+
+
+def _host_work(trace: Trace, calls: _HostCalls, host_long: int, handed_at: np.ndarray) -> _HostWork:
     """The long stretches of each call's gap with no call and no op that makes one: the host work the call
-    waited for (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work)."""
+    waited for (the rest of a gap is dispatch and interpreter glue between the ops that issue GPU work). A call
+    another thread handed its work by issuing GPU work counts only what follows the hand-over: before it the
+    thread waited for the other's work (the forward's thread sitting in torch.autograd.backward while the engine's
+    thread runs the backward, the engine's thread idle through the forward), which is no host work: leimao's eager
+    MLP had 18.5 ms of such waits priced as host work in a 17.5 ms span."""
     ev = trace.ev
     c_row, c_thread, c_start, c_end = calls.row, calls.thread, calls.start, calls.end
     c_host = np.zeros(len(c_row), np.int64)
@@ -341,9 +356,12 @@ def _host_work(trace: Trace, calls: _HostCalls, host_long: int) -> _HostWork:
             lo = int(calls.thread_start[c_thread[m[0]]])
             gs, ge = iv.complement(cov_s, cov_e, lo, int(c_start[m[-1]]))
             long_ = ge - gs >= host_long
-            w = np.searchsorted(c_start[m], ge[long_], side="left")
+            w = np.searchsorted(c_start[m], ge, side="left")
             ok = w < len(m)
-            np.add.at(c_host, m[w[ok]], (ge - gs)[long_][ok])
+            to, s_from = m[w[ok]], np.maximum(gs[ok], handed_at[m[w[ok]]])
+            held = ge[ok] - s_from
+            long_ = held >= host_long
+            np.add.at(c_host, to[long_], held[long_])
     c_host = np.minimum(c_host, np.maximum(calls.gap, 0))
     return _HostWork(host=c_host, in_op=c_in_op, outer_op=c_outer_op)
 
@@ -442,10 +460,16 @@ def _gpu_activities(trace: Trace, calls: _HostCalls) -> _GpuActivities:
             hit = cq[ok]
             g_dep[hit] = oi[kk_[ok]]
             g_delay[hit] = g_start[hit] - g_end[g_dep[hit]]
-    # the rest: a long device-side gap after a busy queue, else a launch that took long to start
+    # the rest: a long device-side gap after a busy queue, else a launch that took long to start. An activity that
+    # started only once its launch call returned, its queue drained before that, waited for the call, not for the
+    # device, however busy the queue was when the call began: a first launch loading its kernel's module (heldout-user15
+    # switch_moe_128tok: 18.5 ms calls whose kernels kept 81 ms of "device-side gaps" that no warm-up shortened)
+    call_end = np.where(g_call >= 0, c_start[np.maximum(g_call, 0)] + calls.dur[np.maximum(g_call, 0)], g_start)
+    after_call = g_linked & (g_start + CLOCK_TOL_NS >= call_end) & (prev_end_g < call_end)
     rest = ~on_time & ~queued & (g_dep == NONE)
-    g_gap = np.where(rest & busy_at_issue, g_prev_gap, g_gap)
-    g_lat = np.where(rest & ~busy_at_issue, lat_obs, g_lat)
+    device_side = rest & busy_at_issue & ~after_call
+    g_gap = np.where(device_side, g_prev_gap, g_gap)
+    g_lat = np.where(rest & ~device_side, lat_obs, g_lat)
     # a backlog the host queued before the traced window (or out of sight): an unlinked activity that starts behind
     # its queue's previous one, whose anchor call began before that one ended, waited for that one, not for a clock
     # time. It follows it (at the observed gap) rather than keeping its traced offset from the call, so a lever that
