@@ -38,7 +38,35 @@ def test_a_first_call_cost_every_step_pays_again_is_named_per_shape_not_one_time
     assert "one-time set-up: first calls" not in said and "warm up before profiling" not in said
     assert "a cost that looks like one-time set-up recurs: aten::conv2d" in said
     assert "3 of the 3 profiled steps pay it" in said and "warming up does not remove it" in said
+    # no dimensions recorded (an autograd node's evaluate_function records none): nothing says the shapes repeat
+    assert "a per-shape cost" in said and "same input shapes" not in said
     assert not a.warmup
+
+
+def test_a_cost_every_step_pays_with_the_same_shapes_is_the_steps_own_work_not_a_per_shape_cost(tmp_path):
+    """fresh10 ctr_id_remap_table_not_buffer: a 64 MB table uploaded from pageable memory every step (aten::to
+    [8388608] int64, 6.8 and 8.6 ms), the op's warm figure from a scalar .to of another shape, was called "a per-shape
+    cost (each new input shape pays its set-up again ...) ... pad or bucket the inputs": no shape changes there."""
+    ev, t, corr, ext = [], 0, 100, 1
+    for k in range(3):
+        start = t
+        ev.append(op("aten::relu", t, t + 20 * US, ext))       # the step's first GPU work, before the upload
+        _launch(ev, t + 5 * US, corr, ext)
+        t, corr, ext = t + 150 * US, corr + 1, ext + 1
+        ev.append(op("aten::to", t, t + 8 * MS, ext, dims=[[8388608]], types=["long int"]))
+        _launch(ev, t + 8 * MS - 10 * US, corr, ext)
+        t, corr, ext = t + 8 * MS + 200 * US, corr + 1, ext + 1
+        for i in range(5):       # the scalar .to of another shape, warm
+            ev.append(op("aten::to", t, t + 2 * US, ext, dims=[[]], types=["float"]))
+            ev.append(op("aten::mul", t + 10 * US, t + 30 * US, ext + 1))
+            _launch(ev, t + 15 * US, corr, ext + 1)
+            t, corr, ext = t + 200 * US, corr + 1, ext + 2
+        ev.append(annotation(f"ProfilerStep#{k + 1}", start, t + 50 * US))
+        t += 100 * US
+    a = analyze_trace(load(write(tmp_path / "upload.json", document(ev)), use_cache=False))
+    said = "\n".join(analysis_caveats(a))
+    assert "recurs: aten::to" in said and "with the same input shapes: work each step does again" in said
+    assert "per-shape" not in said and "pad or bucket" not in said and "warm)" not in said
 
 
 def test_a_cold_first_step_keeps_its_one_time_set_up(tmp_path):

@@ -22,7 +22,7 @@ from tracetriage.analyzers.analyses.inductor import is_inductor_kernel
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import FirstCall, RecurringCost
 from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
-from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, RUNTIME, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, USER_ANNOTATION, Trace
 
 FIRST_FACTOR = 10      # a first call this many times its later calls' typical cost held the host in set-up
 
@@ -78,10 +78,11 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
                 warm = _warm(ev, rows[i], later, typical)
                 paid = _paid_again(ev, steps, rows[i], later, FIRST_FACTOR * max(typical, 1.0))
                 if paid is not None:
+                    same = _has_dims(trace, rows[i]) and bool((ev.shape[paid] == ev.shape[rows[i]]).all())
                     again.append(RecurringCost(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
                                                round(float(np.max(ev.end[paid] - ev.start[paid])) / 1e3, 1),
                                                round(warm / 1e3, 1), _steps_of(steps, ev.start, rows[i], paid),
-                                               len(steps) - 1))
+                                               len(steps) - 1, same_shapes=same))
                     continue
                 out.append(FirstCall(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
                                      round(warm / 1e3, 1), round(float(overlap[i]) / 1e3, 1)))
@@ -91,6 +92,14 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
     w = np.array(win, np.int64).reshape(-1, 4)
     return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3],
                  tuple(sorted(again, key=lambda x: -x.first_call_us)[:5]))
+
+
+def _has_dims(trace: Trace, row: int) -> bool:
+    """The op recorded an input with dimensions: its shapes say what it worked on (an autograd node's
+    evaluate_function records none: every call's record is the same empty one, whatever shapes its backward met)."""
+    if trace.ev.shape[row] == NONE:
+        return False
+    return any(isinstance(d, list) and len(d) > 0 for d in trace.shapes(row)[0] or [])
 
 
 def profiler_steps(trace: Trace) -> np.ndarray:

@@ -57,6 +57,8 @@ class RecurringCost:
     warm_us: float | None             # what it takes at its warm cost (None: an API call with no warm call)
     steps: int                        # the profiled steps that pay it
     of_steps: int                     # ... of these
+    same_shapes: bool = False         # every call that pays it again has the first call's input shapes: no new shape
+    #                                   brings it, the step does this work each time (a table uploaded every step)
 
 
 @dataclass(frozen=True)

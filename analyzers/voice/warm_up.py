@@ -177,12 +177,24 @@ def recurring_caveat(a: Analysis) -> str | None:
     found = getattr(a, "recurring_setup", ())
     if not found:
         return None
+    # (a warm call of the op with other shapes says nothing of a call the same shapes repeat: not given there)
     names = ", ".join(f"{r.name} {duration_us(r.first_call_us)} in its first call and up to "
                       f"{duration_us(r.again_us)} in a later step"
-                      + (f" ({duration_us(r.warm_us)} warm)" if r.warm_us is not None else "") for r in found[:3])
+                      + (f" ({duration_us(r.warm_us)} warm)" if r.warm_us is not None and not r.same_shapes else "")
+                      for r in found[:3])
     top = found[0]
     benchmark = cudnn_trials_sync(a)
     one = len(found[:3]) == 1
+    if all(r.same_shapes for r in found[:3]):
+        # the same input shapes each step: no new shape brings it, so no padding or bucketing removes it (fresh10
+        # ctr_id_remap_table_not_buffer: a 64 MB table's pageable upload, aten::to [8388608] every step, was called
+        # "a per-shape cost ... pad or bucket the inputs")
+        return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
+                f"{'recurs' if one else 'recur'}: {names}; "
+                f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
+                f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
+                f"{'it' if one else 'them'} with the same input shapes: work each step does again, not set-up, and "
+                "warming up does not remove it")
     return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
             f"{'recurs' if one else 'recur'}: {names}; "
             f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
