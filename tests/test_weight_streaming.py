@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tracetriage.analyzers.analyses.weight_streaming import weight_streaming
+from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.voice.report import five_lines
 
@@ -18,11 +17,6 @@ def _next(a) -> str:
     return next(line for line in five_lines(a) if line.startswith("Next:"))
 
 
-@pytest.mark.xfail(strict=True, reason="the 312 kernels queued before the window (9.9 ms) now follow their queue "
-                   "through a split-K reduce that starts 128 ns before its GEMM ends (depgraph's backlog), so "
-                   "fusion's replay shrinks them too: fuse -4.5% -> -5.9% of the traced span (torch.compile "
-                   "measured -5.0%), over CLOSE_CALL's 5% 'within the replay's error of nothing' beside the 38% "
-                   "kernel headroom; the Next is the fusion, not the weights' bytes")
 def test_a_decode_mlp_at_the_memory_roof_is_told_to_read_fewer_weight_bytes():
     a = analyze_file(DECODE_MLP)
     w = weight_streaming(a.roof.points)
@@ -30,6 +24,8 @@ def test_a_decode_mlp_at_the_memory_roof_is_told_to_read_fewer_weight_bytes():
     line = _next(a)
     assert "weight-only quantization" in line and "int8 or fp8" in line      # an H100 runs fp8
     assert "4 rows against 8,192×28,672 weights" in line and "fuse elementwise chains" not in line
+    # priced (weight_only_int8): the two products' 22.2 ms of kernels at half their bytes, beating fusion's -5.9%
+    assert a.next_experiment.lever.lever == "weight_only_int8" and "predicted −38%" in line
 
 
 def test_memory_bound_elementwise_work_keeps_fusion_as_its_lever():
@@ -42,3 +38,26 @@ def test_a_compute_bound_sweep_keeps_cheaper_arithmetic_though_its_small_product
     a = analyze_file(TRACES / "matmul-sweep-bf16.json.gz")
     assert weight_streaming(a.roof.points) is not None
     assert a.next_experiment.kind.value == "cheaper_arithmetic" and "weight-only" not in _next(a)
+
+
+def _weight_lever(a):
+    return next(lv for lv in a.levers.all.levers if lv.lever == "weight_only_int8")
+
+
+def test_int8_weights_halve_the_bf16_products_kernel_time_and_nothing_else():
+    # 4 x [8192 x 28672] bf16: 470 MB of weights a call against 0.3 MB of activations and output, so at int8 the
+    # products' bytes (and, memory-bound, their time) fall to just over half
+    a = analyze_file(DECODE_MLP)
+    w = _weight_lever(a).assumption
+    assert w.count == 2 and (w.rows, w.k, w.n, w.dtype) == (4, 8192, 28672, "bf16")
+    assert 0.5 < w.quantized_ns / w.products_ns < 0.51
+    # the 312 queued products' kernels before the window shrink too, and are in what the edit is said to take out
+    assert w.products_ns > 30e6 and claims.check(serialize.report(a)) == []
+    fuse = next(lv for lv in a.levers.all.levers if lv.lever == "fuse")
+    assert _weight_lever(a).saving_ns > 5 * fuse.saving_ns
+
+
+def test_elementwise_memory_work_prices_no_weight_bytes():
+    a = analyze_file(TRACES / "chain-eager-large.json.gz")
+    lv = _weight_lever(a)
+    assert lv.assumption.count == 0 and lv.saving_ns == 0

@@ -30,7 +30,7 @@ class WeightStreaming:
     device_us: float
 
 
-def _weight_product(p: RooflinePoint) -> tuple[int, int, int] | None:
+def weight_product(p: RooflinePoint) -> tuple[int, int, int] | None:
     """(rows, K, N) of a matrix product whose second operand is a 2-D weight and whose rows are few."""
     if p.kind != "matmul":
         return None
@@ -49,7 +49,7 @@ def _weight_product(p: RooflinePoint) -> tuple[int, int, int] | None:
 def weight_streaming(points: list[RooflinePoint]) -> WeightStreaming | None:
     memory = [p for p in points if p.bound is Bound.MEMORY]
     total = sum(p.device_us for p in memory)
-    found = [(p, w) for p in memory if (w := _weight_product(p)) is not None]
+    found = [(p, w) for p in memory if (w := weight_product(p)) is not None]
     held = sum(p.device_us for p, _ in found)
     if total <= 0 or held < HOLDS * total:
         return None

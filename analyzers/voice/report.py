@@ -78,7 +78,7 @@ from tracetriage.analyzers.voice.warm_up import (
     warmup_why,
 )
 from tracetriage.analyzers.voice.weight_streaming import weight_streaming_next
-from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, FUSED_OPTIMIZER, LEVERS
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, FUSED_OPTIMIZER, LEVERS, WEIGHT_ONLY_INT8
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -159,6 +159,10 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                # (where the steady steps idle most of each, they recur: the waste is a lever that saves least)
                "waste": "" if nx.waste is not None else claim(
                    "waste.nothing_recurs", 1, "optimising what this profile shows: its biggest gaps do not recur")}
+    elif nx.lever is not None and nx.lever.lever == WEIGHT_ONLY_INT8 and a.weight_streaming is not None:
+        # the weight-streaming words (fewer weight bytes, or more rows per read), then what the replay assumed
+        out = weight_streaming_next(a.weight_streaming, a.roof.peaks, _memory_why(a))
+        out["why"] += "; " + _lever_why(a)
     elif nx.kind in LEVER_ADVICE:
         out = {"lever": LEVER_ADVICE[nx.kind](a), "why": _lever_why(a), "waste": WASTE.get(nx.cause, "")}
     elif nx.cause is not None:
@@ -410,18 +414,23 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
                                             replayed=replayed_from_graphs(a)), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
-    if v.achieved_gbps:
-        peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
-        moved = claim("next.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
-        why = f"kernel time is memory-bound at {moved}{peak}"
-        why += pace_words.slow_rate_because(a.pace)      # (analyses.slow_rates: no memory is that slow)
-    else:
-        why = f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
+    why = _memory_why(a)
     streaming = a.weight_streaming
     if streaming is not None:
         return weight_streaming_next(streaming, pk, why)
     return {"lever": REGIME_ADVICE["memory"], "why": why,
             "waste": pace_words.memory_waste(a.pace)}
+
+
+def _memory_why(a: Analysis) -> str:
+    """The memory-bound kernel time: the rate its ops move bytes at, against the peak."""
+    v, pk = a.verdict, a.roof.peaks
+    if v.achieved_gbps:
+        peak = f" of {claim('next.peak_gbps', pk.bytes_per_s / 1e9, gbps(pk.bytes_per_s / 1e9))}" if pk else ""
+        moved = claim("next.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
+        why = f"kernel time is memory-bound at {moved}{peak}"
+        return why + pace_words.slow_rate_because(a.pace)      # (analyses.slow_rates: no memory is that slow)
+    return f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
 
 
 def _bound_because(x: float) -> str:

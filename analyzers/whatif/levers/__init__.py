@@ -53,6 +53,7 @@ from tracetriage.analyzers.whatif.levers import (
     validate_args,
     value_checks,
     warm_up,
+    weight_only_int8,
 )
 from tracetriage.analyzers.whatif.levers.spec import LeverSpec, WhatIfError
 
@@ -85,6 +86,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     logits_to_keep.SPEC,
     compute_once.SPEC,
     sparse_embedding.SPEC,
+    weight_only_int8.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -131,6 +133,7 @@ ACTIVATIONS_ON_GPU = activations_on_gpu.SPEC.name   # save_on_cpu around a forwa
 LOGITS_TO_KEEP = logits_to_keep.SPEC.name   # head(h)[:, -1] -> head(h[:, -1:]) (logits_to_keep=1)
 COMPUTE_ONCE = compute_once.SPEC.name   # an encoder re-run each decode step -> encoder_outputs=enc
 SPARSE_EMBEDDING = sparse_embedding.SPEC.name   # nn.Embedding(n, d) over a huge table -> sparse=True
+WEIGHT_ONLY_INT8 = weight_only_int8.SPEC.name   # a decode step's bf16 weights -> int8 (weight-only quantization)
 VALIDATE_ARGS = validate_args.SPEC.name        # Categorical(logits=...) validating each step -> validate_args=False
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
@@ -164,6 +167,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # work the step need not run at all (a backward past the optimizer's parameters, activations offloaded, rows of a
     # head nobody reads, an encoder re-run each decode step)
     FREEZE_UNOPTIMIZED, ACTIVATIONS_ON_GPU, LOGITS_TO_KEEP, COMPUTE_ONCE, SPARSE_EMBEDDING,
+    # written from the bundled fresh5 decode_mlp_compile_roof-before (an H100) alone: no measured pair yet
+    WEIGHT_ONLY_INT8,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

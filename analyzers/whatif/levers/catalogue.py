@@ -214,6 +214,8 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "compute loop-invariant work once (an encoder before a decode loop)",
           "model(encoder_outputs=enc, decoder_input_ids=tok, ...) in place of model(input_features=feats, ...) each "
           "token", lever="compute_once"),
+    Entry("past the guides", "weight-only quantization of a decode step's weights (int8; fp8 where the device runs it)",
+          "torchao: quantize_(model, int8_weight_only())", lever="weight_only_int8"),
     Entry("past the guides", "sparse gradients for embedding tables a batch barely touches",
           "nn.Embedding(n, dim, sparse=True) with SGD, Adagrad or SparseAdam", lever="sparse_embedding"),
     Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",

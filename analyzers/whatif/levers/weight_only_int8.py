@@ -1,0 +1,150 @@
+"""weight_only_int8: the weights of a decode step's matrix products stored in int8 (weight-only quantization:
+torchao's quantize_(model, int8_weight_only()); fp8 where the device runs it), the activations left as they are.
+
+What any trace of it shows (record_shapes): the roofline's memory-bound matrix products of a few rows (<= 32) against
+one big 2-D weight (analyses/weight_streaming), holding most of the memory-bound kernel time: each call reads the
+weight once, so nearly all its bytes are the weight's. fresh5 decode_mlp_compile_roof: aten::mm [4, 8192] x
+[8192, 28672] bf16, 470 MB of weights a call at 91% of HBM's 3,350 GB/s.
+
+Price (in the graph): each such product's kernels run at the rate they reach now with the weight's bytes at one a
+value (half of bf16/fp16, a quarter of fp32); the activations' and the output's bytes unchanged. Memory-bound: time
+scales with bytes. fp8 (one byte too) prices the same; the words name it only where the device's peak table has fp8.
+The dequantize's arithmetic is not priced (a few FLOP a byte against the ridge's hundreds).
+
+What would make it fire falsely: a compute-bound product (a prefill, a training GEMM: the point is not memory-bound,
+not counted); elementwise memory work (no 2-D weight: not a weight product); a sweep whose small products stream
+weights beside big square ones (matmul-sweep-bf16: the products are counted, but they are little of the span, so
+the saving is small and the report keeps its regime). A weight already in int8/fp8 (one byte a value) saves nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracetriage.analyzers.analyses.roofline import shape_str
+from tracetriage.analyzers.analyses.weight_streaming import weight_product, weight_streaming
+from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.verdicts import Bound, Experiment
+from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued
+from tracetriage.analyzers.whatif.levers.spec import (
+    Assumption,
+    Context,
+    Knob,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
+
+VALUE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}    # a weight's bytes a value now (the point's dtype)
+QUANTIZED_BYTES = 1                                # int8 (or fp8): one byte a value
+KERNELS_FELL = 0.8      # diff calls the change this lever only where kernel busy time fell below this share of before
+
+
+@dataclass(frozen=True)
+class WeightBytes(Assumption):
+    rows: int = 0               # the biggest product's activation rows
+    k: int = 0                  # ... and its weight, K x N
+    n: int = 0
+    dtype: str = ""             # the weights' precision now
+    products_ns: int = 0        # the products' kernels, before (all steps)
+    quantized_ns: int = 0       # ... after
+
+
+def _products(c: Context) -> list[tuple[str, str, float]]:
+    """(op name, shapes, the share of its bytes left) of each memory-bound weight-streaming product, where such
+    products hold the memory-bound kernel time (analyses.weight_streaming); [] elsewhere."""
+    roof = c.roof
+    if roof is None or weight_streaming(roof.points) is None:
+        return []
+    out = []
+    for p in roof.points:
+        w = weight_product(p) if p.bound is Bound.MEMORY else None
+        if w is None or p.dtype not in VALUE_BYTES or p.bytes <= 0 or p.calls <= 0:
+            continue
+        _, k, n = w
+        saved = p.calls * k * n * (VALUE_BYTES[p.dtype] - QUANTIZED_BYTES)   # weight bytes no longer read, all calls
+        out.append((p.name, p.shapes, max(1.0 - saved / p.bytes, 0.0)))
+    return out
+
+
+def apply(c: Context, p, o: Options) -> tuple[WeightBytes, dict]:
+    g, tr = c.g, c.trace
+    found = _products(c)
+    if not found:
+        return WeightBytes("weight_only_int8", 0), {"products": 0}
+    keeps = {(name, shapes): keep for name, shapes, keep in found}
+    wanted = {name for name, _ in keeps}
+    names = [i for i, nm in enumerate(tr.names) if nm in wanted]
+    ops = np.flatnonzero(np.isin(tr.ev.name, names)) if names else np.empty(0, np.int64)
+    keep_of: dict[int, float] = {}
+    by_shape: dict[tuple[int, int], float | None] = {}
+    for op in ops.tolist():
+        sig = (int(tr.ev.name[op]), int(tr.ev.shape[op]))
+        if sig not in by_shape:
+            by_shape[sig] = keeps.get((tr.name_of(op), shape_str(tr.shapes(op)[0])))
+        if by_shape[sig] is not None:
+            keep_of[op] = by_shape[sig]
+    before = 0
+    for keep in sorted(set(keep_of.values())):
+        calls = calls_inside(c, np.array([op for op, k in keep_of.items() if k == keep], np.int64))
+        mark = np.zeros(g.n_calls, bool)
+        mark[calls] = True
+        acts = np.flatnonzero(g.g_linked & (g.g_call >= 0) & mark[np.maximum(g.g_call, 0)])
+        acts = acts[p.g_dur[acts] == g.g_dur[acts]]          # (an op nested in another counted: scaled once)
+        if not len(acts):
+            continue
+        t = g.g_dur[acts].astype(np.float64)
+        p.g_dur[acts] = np.round(t * keep).astype(p.g_dur.dtype)   # memory-bound: time scales with bytes
+        before += int(t.sum())
+    if not before:
+        return WeightBytes("weight_only_int8", 0), {"products": 0}
+    mirror_queued(c, p)
+    # the products' kernels queued before the window shrink too (mirror_queued): counted in what the edit takes out
+    changed = np.flatnonzero(p.g_dur != g.g_dur)
+    before, after = int(g.g_dur[changed].sum()), int(p.g_dur[changed].sum())
+    w = weight_streaming(c.roof.points)
+    top = next(pt for pt in c.roof.points if (pt.name, pt.shapes) in keeps and weight_product(pt) == (w.rows, w.k, w.n))
+    return (WeightBytes("weight_only_int8", len(keeps), rows=w.rows, k=w.k, n=w.n, dtype=top.dtype,
+                        products_ns=before, quantized_ns=after),
+            {"products": len(keeps)})
+
+
+def says(a: WeightBytes) -> str:
+    if a.count == 0:
+        return "no memory-bound products of a few rows against a big weight hold the memory-bound time"
+    return (f"with the weights in int8 ({QUANTIZED_BYTES} byte a value, {a.dtype} now) the weight-streaming "
+            f"products ({units.integer(a.count)} shape{'s' if a.count != 1 else ''}) read fewer bytes at the rate "
+            f"they reach now: {units.duration_ns(a.quantized_ns)} in place of {units.duration_ns(a.products_ns)}")
+
+
+def products(m: Measured) -> int:
+    return m.whatif.lever(SPEC.name).detail.get("products", 0)
+
+
+def most_saved(a: WeightBytes) -> int:
+    return max(a.products_ns - a.quantized_ns, 0) if a.count else 0
+
+
+SPEC_CHANGE = ("store the weights in int8 (weight-only quantization: torchao's quantize_(model, int8_weight_only()), "
+               "half the bytes of bf16)")
+
+SPEC = LeverSpec(
+    name="weight_only_int8", effort=1, cause=None, apply=apply, says=says, words="int8 weights",
+    fix="the weights of the decode step's products stored in int8 (weight-only quantization)",
+    recognise=Recognise(order=2, evidence="products", because="its weight-streaming products read fewer weight bytes",
+                        amount=products, acted=lambda m: m.kernel_busy_ns, applied=went,
+                        # (the products gone from the roofline alone is a graph replay hiding their ops: the kernels
+                        # must have got faster, as half the weight bytes make them)
+                        also=lambda before, after: after.kernel_busy_ns < KERNELS_FELL * before.kernel_busy_ns),
+    applied_words="the weights stored in int8", weighed_only_if_found=True,
+    experiment=Experiment.TURN_KNOB, most_saved=most_saved,
+    knob=Knob(change=SPEC_CHANGE,
+              evidence="memory-bound matrix products of 32 rows or fewer against one 2-D weight of 512 or more a "
+                       "side (Input Dims), holding half the memory-bound kernel time or more",
+              applies="every device (int8 weights dequantized in the kernel); fp8 where the device runs it",
+              model="each such product's kernels at the rate they reach now with the weight's bytes at one a value "
+                    "(the activations' and output's bytes unchanged)",
+              guide="torchao: quantize_(model, int8_weight_only())"))
