@@ -83,3 +83,17 @@ def test_no_cold_start_is_named_beside_a_warm_loops_next(tmp_path):
         return
     lines = five_lines(a)
     assert not any("cold start" in x or "remainder still holds" in x for x in lines)
+
+
+def test_the_set_up_caveat_beside_another_next_gives_the_warm_ups_share_of_the_traced_span(tmp_path):
+    """heldout-user15 switch_moe_8k: beside a bf16 Next whose remainder holds 548.7 ms of set-up (of a 1.19 s traced
+    span), the Caveat listed a 419.6 ms first launch before the GPU span and said '11% of the span in all' (the GPU
+    span's gaps alone): one set-up, two sizes."""
+    from tracetriage.analyzers.model.units import share
+    from tracetriage.analyzers.voice.report import analysis_caveats
+    a = _with_another_next(analyze_trace(_decode(tmp_path, "caveat", 20 * MS)))
+    lv = cold_start.warm_up_beside(a)
+    assert lv is not None
+    cav = next(x for x in analysis_caveats(a) if "one-time set-up: first calls" in x)
+    assert f"{share(lv.saving_ns / lv.baseline_ns)} of the traced span (host and GPU)" in cav
+    assert claims.check(serialize.report(a)) == []
