@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.opcost import fusible_kind_by_name, op_cost, tensor_args
-from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
+from tracetriage.analyzers.model.groups import any_of, distinct, pair_codes, stable_order
 from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNTIME, Trace
 
 FUSIBLE = ("elementwise", "reduction", "norm", "softmax", "copy")
@@ -244,17 +244,23 @@ def chain_table(trace: Trace, breaks: np.ndarray | None = None, shapeless: bool 
     op = trace.op_of[calls]
     ok = op != NONE
     ok[ok] = ev.cat[op[ok]] == CPU_OP
-    # one signature id per (op name, recorded shapes); the ledger of each computed once
-    key = np.where(ok, ev.name[np.maximum(op, 0)].astype(np.int64) * (1 << 31) + ev.shape[np.maximum(op, 0)] + 1, -1)
-    uniq, sig = np.unique(key, return_inverse=True)
-    first_row = np.full(len(uniq), -1, np.int64)
+    # one signature id per (op name, recorded shapes), in (name, shape) order after one id 0 for the calls of no
+    # cpu_op, where there are some (np.unique's numbering of name << 31 | shape + 1 with -1 for those, through tables
+    # over the two narrow columns where np.unique sorted 300k calls); the ledger of each computed once
+    _, _, pair = pair_codes(ev.name[op[ok]], ev.shape[op[ok]])
+    no_op = int(not ok.all())
+    sig = np.zeros(len(op), np.intp)
+    sig[ok] = pair + no_op
+    n_sigs = int(pair.max(initial=-1)) + 1 + no_op
+    first_row = np.full(n_sigs, -1, np.int64)
     first_row[sig[::-1]] = op[::-1]
     ops_of: list[_Op | None] = []
-    for i, (k, r) in enumerate(zip(uniq.tolist(), first_row.tolist())):
-        costed = _costed(trace, r) if k >= 0 else None
+    for i, r in enumerate(first_row.tolist()):
+        is_op = i >= no_op
+        costed = _costed(trace, r) if is_op else None
         if costed is not None:
             ops_of.append(_op(i, trace.names[ev.name[r]], *costed))
-        elif shapeless and k >= 0:
+        elif shapeless and is_op:
             ops_of.append(_by_name(i, trace, r))
         else:
             ops_of.append(None)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import distinct, pair_codes
 from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif.levers import cuda_graphs, kv_cache, slice_loops
@@ -89,8 +89,9 @@ def _key_codes(c: Context, ops: np.ndarray) -> np.ndarray:
     so it is computed once per distinct (name, shape) pair (tens in a loop of 10k ops), not per op: each op's
     shapes decoded from JSON was most of the what-if levers' time on a 300 MB trace."""
     ev = c.trace.ev
-    pair = ev.name[ops].astype(np.int64) * (len(c.trace.shapes_raw) + 1) + (ev.shape[ops].astype(np.int64) + 1)
-    _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    _, _, inverse = pair_codes(ev.name[ops], ev.shape[ops])     # (the pairs in np.unique's order, sorting nothing)
+    first = np.zeros(int(inverse.max(initial=-1)) + 1, np.intp)
+    first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1)   # (the last write of a repeated pair wins: its first)
     codes: dict[tuple, int] = {}
     code_of_pair = np.empty(len(first), np.int64)
     for p in np.argsort(first, kind="stable").tolist():     # pairs by first appearance: the keys' numbering

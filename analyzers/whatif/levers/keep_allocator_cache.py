@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.names import name_tests
 from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -91,10 +92,8 @@ def _nothing(found: str, calls: int) -> tuple[KeepCache, dict]:
 
 def apply(c: Context, p, o: Options) -> tuple[KeepCache, dict]:
     g, tr = c.g, c.trace
-    names = np.asarray(tr.names, dtype=object)
-    call_names = names[tr.ev.name[g.c_row]] if g.n_calls else np.zeros(0, object)
-    is_malloc = np.isin(call_names, list(MALLOC))
-    is_free = np.isin(call_names, list(FREE))
+    # each name tested once, not each call's name string compared (np.isin over 300k objects: 11 ms at 942k events)
+    is_malloc, is_free = name_tests(tr, g.c_row, MALLOC.__contains__, FREE.__contains__)
     launches = g.c_start[g.c_kind == dg.LAUNCH_CALL]
     # before the first launch the frees create the context and the mallocs size the first pool: set-up
     after_first = g.c_start > launches.min() if len(launches) else np.zeros(g.n_calls, bool)

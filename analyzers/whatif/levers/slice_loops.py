@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import CPU_OP, GPU_CATS, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.whatif.levers.knob import outermost_ops
@@ -194,7 +194,7 @@ def _boundaries(c: Context) -> tuple[np.ndarray, np.ndarray]:
 def _span(c: Context) -> int:
     """The traced work's span, first op or GPU activity to last (ns)."""
     ev = c.trace.ev
-    rows = np.flatnonzero(np.isin(ev.cat, (CPU_OP, *GPU_CATS)))
+    rows = np.flatnonzero(any_of(ev.cat, (CPU_OP, *GPU_CATS)))   # (a comparison per category: np.isin sorts)
     return int(ev.end[rows].max() - ev.start[rows].min()) if len(rows) else 0
 
 
