@@ -93,3 +93,11 @@ def test_the_unprofiled_device_cuts_halve_and_quarter_as_floor_division_does():
     assert "// 2" not in src and "// 4" not in src
     x = np.array([0, 1, 2, 3, 5, 999, 1000, 1001, 4001, 10**12], np.int64)
     assert ((x >> 1) == x // 2).all() and ((x >> 2) == x // 4).all()
+
+
+def test_weight_only_int8_looks_each_signature_up_once_not_each_op():
+    """The decode's projections are 10k ops of a few (name, shape) signatures at 942k events: a Python step per op
+    (two scalar gathers and a dict probe) took 13 ms of the levers' child."""
+    from tracetriage.analyzers.whatif.levers import weight_only_int8
+
+    assert "for op in ops.tolist()" not in inspect.getsource(weight_only_int8.apply)

@@ -25,6 +25,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.roofline import shape_str
 from tracetriage.analyzers.analyses.weight_streaming import weight_product, weight_streaming
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.groups import distinct, pair_codes
 from tracetriage.analyzers.model.verdicts import Bound, Experiment
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -79,17 +80,17 @@ def apply(c: Context, p, o: Options) -> tuple[WeightBytes, dict]:
     wanted = {name for name, _ in keeps}
     names = [i for i, nm in enumerate(tr.names) if nm in wanted]
     ops = np.flatnonzero(np.isin(tr.ev.name, names)) if names else np.empty(0, np.int64)
-    keep_of: dict[int, float] = {}
-    by_shape: dict[tuple[int, int], float | None] = {}
-    for op in ops.tolist():
-        sig = (int(tr.ev.name[op]), int(tr.ev.shape[op]))
-        if sig not in by_shape:
-            by_shape[sig] = keeps.get((tr.name_of(op), shape_str(tr.shapes(op)[0])))
-        if by_shape[sig] is not None:
-            keep_of[op] = by_shape[sig]
+    # each op's share of its bytes kept, looked up once per distinct (name, shape id): a transformer's projections
+    # are 10k ops of a few signatures at x5 (a Python step per op took 13 ms of the levers' child)
+    _, _, sig = pair_codes(tr.ev.name[ops], tr.ev.shape[ops])
+    first = np.zeros(int(sig.max(initial=-1)) + 1, np.intp)
+    first[sig[::-1]] = np.arange(len(sig) - 1, -1, -1)
+    by_sig = [keeps.get((tr.name_of(op), shape_str(tr.shapes(op)[0]))) for op in ops[first].tolist()]
+    known = np.array([k is not None for k in by_sig], bool)[sig]
+    keep_of = np.array([np.nan if k is None else k for k in by_sig], np.float64)[sig]
     before = 0
-    for keep in sorted(set(keep_of.values())):
-        calls = calls_inside(c, np.array([op for op, k in keep_of.items() if k == keep], np.int64))
+    for keep in sorted({by_sig[i] for i in distinct(sig[known]).tolist()}):
+        calls = calls_inside(c, ops[known & (keep_of == keep)])
         mark = np.zeros(g.n_calls, bool)
         mark[calls] = True
         acts = np.flatnonzero(g.g_linked & (g.g_call >= 0) & mark[np.maximum(g.g_call, 0)])
