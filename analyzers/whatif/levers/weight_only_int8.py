@@ -18,6 +18,7 @@ the saving is small and the report keeps its regime). A weight already in int8/f
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from tracetriage.analyzers.analyses.roofline import shape_str
 from tracetriage.analyzers.analyses.weight_streaming import weight_product, weight_streaming
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct, pair_codes
+from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Bound, Experiment
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -69,6 +71,19 @@ def _products(c: Context) -> list[tuple[str, str, float]]:
         saved = p.calls * k * n * (VALUE_BYTES[p.dtype] - QUANTIZED_BYTES)   # weight bytes no longer read, all calls
         out.append((p.name, p.shapes, max(1.0 - saved / p.bytes, 0.0)))
     return out
+
+
+# what weight-only int8 leaves in a trace: torch's int8-weight product ops (what torchao's int8_weight_only calls),
+# a torchao op, or an op handed an int8 tensor ("signed char" in Input type)
+_INT8_OPS = re.compile(r"_weight_int8pack_mm|_int_mm|int8|torchao", re.I)
+
+
+def int8_weights_seen(trace: Trace) -> bool:
+    """The trace runs products on int8 weights: an op named for them, or an op whose recorded input types hold int8."""
+    if any(_INT8_OPS.search(n) for n in trace.names):
+        return True
+    return any(raw is not None and len(raw) > 1 and raw[1] is not None and b"signed char" in bytes(raw[1])
+               for raw in trace.shapes_raw)
 
 
 def apply(c: Context, p, o: Options) -> tuple[WeightBytes, dict]:
@@ -138,8 +153,11 @@ SPEC = LeverSpec(
     recognise=Recognise(order=2, evidence="products", because="its weight-streaming products read fewer weight bytes",
                         amount=products, acted=lambda m: m.kernel_busy_ns, applied=went,
                         # (the products gone from the roofline alone is a graph replay hiding their ops: the kernels
-                        # must have got faster, as half the weight bytes make them)
-                        also=lambda before, after: after.kernel_busy_ns < KERNELS_FELL * before.kernel_busy_ns),
+                        # must have got faster, as half the weight bytes make them, and the after trace must hold
+                        # int8 weights: hf_llama_generate's CUDA graphs took the products out of sight and their
+                        # kernels' time down 4x, and diff called it "the weights stored in int8")
+                        also=lambda before, after: after.kernel_busy_ns < KERNELS_FELL * before.kernel_busy_ns
+                        and int8_weights_seen(after.trace)),
     applied_words="the weights stored in int8", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change=SPEC_CHANGE,
