@@ -98,6 +98,14 @@ def concrete_bool(args: list[Arg], i: int) -> bool | None:
     return {"True": True, "False": False}.get(value)
 
 
+def as_int(x) -> int | None:
+    """One Concrete Inputs entry as an int ("-1" -> -1), None where it is not one ("", None, "[0, 2]")."""
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
 def concrete_ints(args: list[Arg], i: int) -> list[int] | None:
     """"[0, 2]" -> [0, 2]; "1" -> [1]; "" -> None (not recorded)."""
     value = concrete(args, i)

@@ -32,10 +32,10 @@ import numpy as np
 
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import NONE, USER_ANNOTATION, thread_keys
+from tracetriage.analyzers.model.trace import NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
-from tracetriage.analyzers.whatif.levers.knob import mirror_queued, outermost_ops
+from tracetriage.analyzers.whatif.levers.knob import mirror_queued, outermost_ops, ranges_named
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -86,9 +86,8 @@ def dims_ids(c: Context) -> np.ndarray:
 
 def _steps(c: Context, rows: np.ndarray) -> list[np.ndarray]:
     """The rows in each ProfilerStep range (the whole trace as one step without them)."""
-    ev, tr = c.trace.ev, c.trace
-    ids = [i for i, n in enumerate(tr.names) if n.startswith(PROFILER_STEP)]
-    st = np.flatnonzero(np.isin(ev.name, ids) & (ev.cat == USER_ANNOTATION)) if ids else np.zeros(0, np.int64)
+    ev = c.trace.ev
+    st = ranges_named(c, lambda n: n.startswith(PROFILER_STEP))
     if not len(st):
         return [rows]
     return [rows[(ev.start[rows] >= ev.start[s]) & (ev.start[rows] < ev.end[s])] for s in st.tolist()]

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import USER_ANNOTATION, thread_keys
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
-from tracetriage.analyzers.whatif.levers.knob import mirror_queued, ops_named, outermost
+from tracetriage.analyzers.whatif.levers.knob import mirror_queued, ops_named, outermost, ranges_named
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -106,10 +106,9 @@ def updated_shapes(c: Context, win: int) -> Counter:
 
 def unread_backward(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """The backward's stretches after the optimizer's last gradient: (starts, ends, thread keys, figures)."""
-    ev, tr = c.trace.ev, c.trace
+    ev = c.trace.ev
     z = np.zeros(0, np.int64)
-    steps = np.flatnonzero(np.isin(ev.name, [i for i, n in enumerate(tr.names) if n.startswith(STEP_RANGE)]))
-    steps = steps[ev.cat[steps] == USER_ANNOTATION] if len(steps) else steps
+    steps = ranges_named(c, lambda n: n.startswith(STEP_RANGE))
     acc = ops_named(c, lambda n: n == ACCUMULATE)
     if not len(steps) or not len(acc):
         return z, z, z, {}

@@ -21,7 +21,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.setup import top_level_ops
 from tracetriage.analyzers.model.groups import distinct
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_keys
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.whatif.levers.spec import Context, Knob
 
 __all__ = ["Knob"]
@@ -172,6 +172,13 @@ def ops_named(c: Context, test) -> np.ndarray:
     """Rows of the cpu_ops whose name passes test."""
     ops = c.name_index("cpu_ops", lambda: np.flatnonzero(c.trace.ev.cat == CPU_OP))
     return ops.rows[ops.flags(test)]
+
+
+def ranges_named(c: Context, test) -> np.ndarray:
+    """Rows of the user annotations (record_function ranges: ProfilerStep#N, Optimizer.step#...) whose name passes
+    test, in row order."""
+    ranges = c.name_index("ranges", lambda: np.flatnonzero(c.trace.ev.cat == USER_ANNOTATION))
+    return ranges.rows[ranges.flags(test)]
 
 
 def calls_inside(c: Context, windows: np.ndarray) -> np.ndarray:

@@ -21,10 +21,12 @@ views, casts, select and slice reading a tensor of the output's size stops the m
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.opargs import as_int
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
@@ -62,38 +64,24 @@ class RowsKept(Assumption):
     keep: str = ""              # keeps them ("[:, -1:]"); "" where the pick's arguments were not recorded
 
 
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
-
-
-def _int(x) -> int | None:
-    try:
-        return int(x)
-    except (TypeError, ValueError):
-        return None
-
-
 def _kept_rows(c: Context, op: int, out_shape: list[int]) -> int | None:
     """Rows of the projection's output that this select/slice keeps (None: not a pick of rows)."""
     name = c.trace.name_of(op)
     dims, _, concrete = c.trace.shapes(op)
     if not dims or not concrete or list(dims[0]) != out_shape or len(out_shape) < 2:
         return None
-    d = _int(concrete[1]) if len(concrete) > 1 else None
+    d = as_int(concrete[1]) if len(concrete) > 1 else None
     if d is None:
         return None
     d %= len(out_shape)
     if d == len(out_shape) - 1:                 # a pick of features (a "Yes"/"No" column), not of rows
         return None
-    rows = _numel(out_shape[:-1])
+    rows = math.prod(out_shape[:-1])
     if name == "aten::select":
         return rows // out_shape[d]
-    start = _int(concrete[2]) if len(concrete) > 2 else 0
-    end = _int(concrete[3]) if len(concrete) > 3 else None
-    step = _int(concrete[4]) if len(concrete) > 4 else 1
+    start = as_int(concrete[2]) if len(concrete) > 2 else 0
+    end = as_int(concrete[3]) if len(concrete) > 3 else None
+    step = as_int(concrete[4]) if len(concrete) > 4 else 1
     n = len(range(out_shape[d]))
     picked = len(range(*slice(start, end, step or 1).indices(n)))
     return rows // out_shape[d] * picked
@@ -146,7 +134,7 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
             continue
         x, n = hit
         out = x[:-1] + [n]
-        full = _numel(out)
+        full = math.prod(out)
         kept, pick = None, ("", "")
         for j in range(i + 1, min(i + 1 + LOOK_AHEAD, len(tops))):
             if key[j] != key[i]:
@@ -156,7 +144,7 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
                 break
             jd = tr.shapes(r)[0]
             reads_whole = bool(jd) and isinstance(jd[0], list) and bool(jd[0]) \
-                and all(isinstance(v, int) for v in jd[0]) and _numel(jd[0]) == full
+                and all(isinstance(v, int) for v in jd[0]) and math.prod(jd[0]) == full
             if not reads_whole:
                 continue
             if names[j] in PICKS:
@@ -181,17 +169,17 @@ def _index_words(c: Context, op: int, ndim: int) -> tuple[str, str]:
     """The pick as Python indexing (`[:, -1]`) and the slice of the head's input that keeps the same rows (`[:, -1:]`);
     ("", "") where the arguments are not plain integers."""
     name, concrete = c.trace.name_of(op), c.trace.shapes(op)[2] or []
-    d = _int(concrete[1]) if len(concrete) > 1 else None
+    d = as_int(concrete[1]) if len(concrete) > 1 else None
     if d is None:
         return "", ""
     lead = ":, " * (d % ndim)
     if name == "aten::select":
-        i = _int(concrete[2]) if len(concrete) > 2 else None
+        i = as_int(concrete[2]) if len(concrete) > 2 else None
         if i is None:
             return "", ""
         return f"[{lead}{i}]", f"[{lead}{i}:{'' if i == -1 else i + 1}]"
-    s = _int(concrete[2]) if len(concrete) > 2 else None
-    e = _int(concrete[3]) if len(concrete) > 3 else None
+    s = as_int(concrete[2]) if len(concrete) > 2 else None
+    e = as_int(concrete[3]) if len(concrete) > 3 else None
     text = f"{'' if not s else s}:{'' if e is None or e >= 1 << 62 else e}"
     return f"[{lead}{text}]", f"[{lead}{text}]"
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.opargs import as_int
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import USER_ANNOTATION
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.foreach_fused import step_class
-from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, mirror_queued, ops_named
+from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, mirror_queued, ops_named, ranges_named
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -63,13 +63,6 @@ class SparseTables(Assumption):
     optimizer: str = ""
 
 
-def _int(x) -> int | None:
-    try:
-        return int(x)
-    except (TypeError, ValueError):
-        return None
-
-
 def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
     """(dense backward op row, table rows, indices looked up, embedding dim) of each sparse-enough table."""
     out = []
@@ -77,7 +70,7 @@ def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
         dims, _, concrete = c.trace.shapes(r)
         if not dims or len(dims) < 2 or not concrete or len(concrete) < 3:
             continue
-        rows = _int(concrete[2])
+        rows = as_int(concrete[2])
         grad, idx = dims[0], dims[1]
         if not rows or not isinstance(idx, list) or not isinstance(grad, list) or not grad:
             continue
@@ -88,10 +81,7 @@ def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
 
 
 def _steps(c: Context) -> np.ndarray:
-    ev, tr = c.trace.ev, c.trace
-    ids = [i for i, n in enumerate(tr.names) if n.startswith(STEP_RANGE)]
-    rows = np.flatnonzero(np.isin(ev.name, ids)) if ids else np.zeros(0, np.int64)
-    return rows[ev.cat[rows] == USER_ANNOTATION] if len(rows) else rows
+    return ranges_named(c, lambda n: n.startswith(STEP_RANGE))
 
 
 def _dense_enough_elems(c: Context) -> int:
@@ -99,7 +89,7 @@ def _dense_enough_elems(c: Context) -> int:
     out = 0
     for r in ops_named(c, lambda n: n == DENSE_BACKWARD).tolist():
         dims, _, concrete = c.trace.shapes(r)
-        rows = _int(concrete[2]) if concrete and len(concrete) > 2 else None
+        rows = as_int(concrete[2]) if concrete and len(concrete) > 2 else None
         if rows and dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[1], list):
             n = int(np.prod(dims[1])) if dims[1] else 1
             if rows < DENSE_OVER_TOUCHED * n:
