@@ -99,16 +99,6 @@ def _wide_projection(dims, name: str) -> tuple[list, int] | None:
     return x, n
 
 
-class _Names:
-    """names[i]: the name of the i-th outermost op (a list of every op's name cost a Python string per op: 80 ms on a
-    942k-event trace, where a projection's look-ahead reads a few)."""
-    def __init__(self, names: list[str], ids: np.ndarray):
-        self.names, self.ids = names, ids
-
-    def __getitem__(self, i: int) -> str:
-        return self.names[self.ids[i]]
-
-
 def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
     """(projection op row, rows projected, rows read, output features) of each projection whose output is read only
     through a pick of a few rows."""
@@ -120,15 +110,14 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
     if not proj:
         return []
     key = thread_keys(ev, tops)
-    name_ids = ev.name[tops]
-    names = _Names(tr.names, name_ids)           # a top op's name, looked up only for the ops a projection reaches
+    name_ids = ev.name[tops]     # (a top op's name looked up only where a projection reaches it: not one per op)
     found = []
     wide: dict[tuple[int, int], tuple[list, int] | None] = {}   # by (name id, shape id): a few dozen, not every call
     for i in np.flatnonzero(np.isin(name_ids, proj)).tolist():
         op = int(tops[i])
         sig = (int(name_ids[i]), int(ev.shape[op]))
         if sig not in wide:
-            wide[sig] = _wide_projection(tr.shapes(op)[0], names[i])
+            wide[sig] = _wide_projection(tr.shapes(op)[0], tr.names[sig[0]])
         hit = wide[sig]
         if hit is None:
             continue
@@ -139,15 +128,15 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
         for j in range(i + 1, min(i + 1 + LOOK_AHEAD, len(tops))):
             if key[j] != key[i]:
                 continue
-            r = int(tops[j])
-            if names[j] in PROJECTIONS:
+            r, name = int(tops[j]), tr.names[name_ids[j]]
+            if name in PROJECTIONS:
                 break
             jd = tr.shapes(r)[0]
             reads_whole = bool(jd) and isinstance(jd[0], list) and bool(jd[0]) \
                 and all(isinstance(v, int) for v in jd[0]) and math.prod(jd[0]) == full
             if not reads_whole:
                 continue
-            if names[j] in PICKS:
+            if name in PICKS:
                 k = _kept_rows(c, r, list(jd[0])) if list(jd[0]) == out else None
                 if k is None:
                     kept = None
@@ -155,7 +144,7 @@ def projections_read_in_part(c: Context) -> list[tuple[int, int, int, int]]:
                 kept = k if kept is None else max(kept, k)
                 pick = pick if pick[0] else _index_words(c, r, len(out))
                 continue
-            if names[j] in VIEWS:
+            if name in VIEWS:
                 continue
             kept = None                           # a loss, a softmax ... reads every row
             break
