@@ -33,17 +33,22 @@ def traced_span(a: Analysis, host_and_gpu: bool = False) -> str:
     return "the traced span (host and GPU)" if host_and_gpu else "the traced span"
 
 
+def setup_priced(a):
+    """The warm-up replay that prices the set-up a report states: the warm-up Next's, or the warm-up priced beside
+    another Next, whose set-up is that Next's remainder's (heldout-user15 switch_moe_8k: '... 11% of the span in all'
+    of the GPU span's gaps, beside a 419.6 ms first launch listed and the Next's 548.7 ms of set-up in a 1.19 s traced
+    span); None where neither takes anything out (a cold cause's warm-up carries no lever)."""
+    nx = getattr(a, "next_experiment", None)
+    if nx is None:
+        return None
+    lv = nx.lever if nx.kind is Experiment.WARM_UP else warm_up_beside(a)
+    return lv if lv is not None and lv.baseline_ns and lv.saving_ns > 0 else None
+
+
 def setup_span(a) -> str:
     """The span a report's set-up share is of (voice.report.setup_share, setup_held): the traced span (host and GPU)
-    where the warm-up's replay prices it, else the GPU span the Measured line gives ("the span")."""
-    nx = getattr(a, "next_experiment", None)
-    lv = nx.lever if nx is not None and nx.kind is Experiment.WARM_UP and nx.cold is None else None
-    if nx is not None and nx.kind is not Experiment.WARM_UP:
-        # a warm-up priced beside another Next: its set-up is the Next's remainder's, a share of the traced span
-        # (heldout-user15 switch_moe_8k: '... 11% of the span in all' beside a 419.6 ms first launch listed and the
-        # Next's 548.7 ms of set-up in a 1.19 s traced span)
-        lv = warm_up_beside(a)
-    return traced_span(a, True) if lv is not None and lv.baseline_ns and lv.saving_ns > 0 else "the span"
+    where a warm-up's replay prices it (setup_priced), else the GPU span the Measured line gives ("the span")."""
+    return traced_span(a, True) if setup_priced(a) is not None else "the span"
 
 
 def warm_up_beside(a: Analysis):

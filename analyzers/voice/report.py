@@ -326,9 +326,8 @@ def setup_share(a) -> float:
     Next is warming up, what its replay takes out (every first call of a cold pass, the early steps' host time) of
     the span the Next prices. The caveat said 61% where the Next said 73% on one cold
     inference (rtx3090_py4ai.json)."""
-    nx = getattr(a, "next_experiment", None)
-    lv = nx.lever if nx is not None and nx.kind is Experiment.WARM_UP else cold_start.warm_up_beside(a) if nx else None
-    if lv is not None and lv.baseline_ns and lv.saving_ns > 0:
+    lv = cold_start.setup_priced(a)
+    if lv is not None:
         # the Next's own span (host and GPU), not the GPU span: heldout-user11 hateful_v100_infer's caveat said
         # 90% (5.87 s of a 6.50 s GPU span) beside a warm-up Next of -47% (the same 5.87 s of a 12.39 s span)
         return lv.saving_ns / lv.baseline_ns
