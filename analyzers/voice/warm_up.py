@@ -185,22 +185,18 @@ def recurring_caveat(a: Analysis) -> str | None:
     top = found[0]
     benchmark = cudnn_trials_sync(a)
     one = len(found[:3]) == 1
+    paid = (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
+            f"{'recurs' if one else 'recur'}: {names}; "
+            f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
+            f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
+            f"{'it' if one else 'them'}")
     if all(r.same_shapes for r in found[:3]):
         # the same input shapes each step: no new shape brings it, so no padding or bucketing removes it (fresh10
         # ctr_id_remap_table_not_buffer: a 64 MB table's pageable upload, aten::to [8388608] every step, was called
         # "a per-shape cost ... pad or bucket the inputs")
-        return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
-                f"{'recurs' if one else 'recur'}: {names}; "
-                f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
-                f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
-                f"{'it' if one else 'them'} with the same input shapes: work each step does again, not set-up, and "
-                "warming up does not remove it")
-    return (f"{'a cost that looks' if one else 'costs that look'} like one-time set-up "
-            f"{'recurs' if one else 'recur'}: {names}; "
-            f"{claim('caveat.recurring_steps', top.steps, integer(top.steps))} of the "
-            f"{claim('caveat.recurring_of_steps', top.of_steps, integer(top.of_steps))} profiled steps pay "
-            f"{'it' if one else 'them'}: a "
-            "per-shape cost (each new input shape pays its set-up again: "
+        return (paid + " with the same input shapes: work each step does again, not set-up, and warming up does not "
+                "remove it")
+    return (paid + ": a per-shape cost (each new input shape pays its set-up again: "
             + ("cuDNN's benchmark trials" if benchmark else "cuDNN's benchmark, a plan or a compile per shape")
             + "), not one-time set-up, and warming up does not remove it; shapes that repeat do (pad or bucket the "
             "inputs to a few sizes)" + (", or torch.backends.cudnn.benchmark = False while they keep changing"
