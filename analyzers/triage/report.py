@@ -619,6 +619,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
+    launch_bound = dom is Cause.LAUNCH_OVERHEAD and v.regime is Regime.OVERHEAD   # (fusion is no week's waste there)
     cold = cold_causes(steps)
     warm_lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP
                        and _calls_for(c, by_cause, idle_ns, tail_ns)
@@ -708,7 +709,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
                 best = priced_by_setup_idle(best, devs)
             waste = weeks_waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
-                           _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
+                                _replays_graphs(devs), launch_bound)   # (a warm-up: its steady gaps recur)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
@@ -729,14 +730,15 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # (fewer bytes names fusion as its way: fusion is not also the week's waste beside it)
             rest = tuple(c for c in choices if kind is not Experiment.FEWER_BYTES or LEVERS[c.lever].experiment
                          is not Experiment.FUSE)
-            return NextExperiment(kind, None, 0.0, headroom=head, waste=weeks_waste(rest, head, _replays_graphs(devs)))
+            waste = weeks_waste(rest, head, _replays_graphs(devs), launch_bound)
+            return NextExperiment(kind, None, 0.0, headroom=head, waste=waste)
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and dom not in cold \
             and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
             v.regime is Regime.OVERHEAD or (dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
-                              waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR))
+                              waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR, launch_bound))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(_unknown_bound_next(v, roof), None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic

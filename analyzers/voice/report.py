@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, precision, roof
+from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
@@ -799,11 +799,13 @@ def _regime_line(a: Analysis) -> str:
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
             peak = (f" of the {claim('regime.peak_tflops', top, tflops(top))} peak "
                     f"({pct_of(v.achieved_tflops, top)}){precision.tensor_core_roof(v, pk)}" if top else "")
-            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {reach}{peak}{_ridge(v)}."
+            line = f"Regime: {ground.headline(v, 'compute-bound', pk is not None)}: {mix}; " \
+                   f"{'compute-bound' if pk else 'dense'} ops reach {reach}{peak}{_ridge(v)}."
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
+            line = (f"Regime: {ground.headline(v, 'compute-bound', pk is not None)}: {mix} (their FLOPs are not in "
+                    f"the trace: {named_why_phrase(v)}).")
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -811,10 +813,11 @@ def _regime_line(a: Analysis) -> str:
             moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
             peak = (f" of the {claim('regime.peak_gbps', top, gbps(top))} peak ({pct_of(v.achieved_gbps, top)})"
                     if top else "")
-            line = (f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}"
+            line = (f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix}; memory-bound ops move {moved}{peak}"
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
-            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: {named_why_phrase(v)})."
+            line = (f"Regime: {ground.headline(v, 'memory-bound', pk is not None)}: {mix} (their bytes are not in the "
+                    f"trace: {named_why_phrase(v)}).")
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
@@ -838,7 +841,7 @@ def _mix(v, roofs: bool = True) -> str:
         return "no kernels ran"
     if not (v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us):
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
-    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is compute-bound and "
+    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is {ground.compute_words(roofs)} and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
             + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
                + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")

@@ -62,6 +62,12 @@ SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceiling
                 "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
+# A lever's detail key: the graph time (ns) its fixed program still takes at least, whatever the replay says. A fix
+# that moves work elsewhere rather than removing it (the host work "done ahead of time") still runs that work: the
+# span cannot fall below it (whatif.predict floors the prediction, traced and without the profiler).
+FLOOR_NS = "floor_ns"
+
+
 @dataclass(frozen=True)
 class Assumption:
     """What a lever's prediction takes as given. Each lever subclasses it with its own typed figures.
