@@ -29,7 +29,7 @@ from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif import replay as rp
 from tracetriage.analyzers.whatif.levers import NAMES, REMOVE_SYNCS, spec_of
 from tracetriage.analyzers.whatif.levers.remove_syncs import focus_op
-from tracetriage.analyzers.whatif.levers.spec import FLOOR_NS, Assumption, Context, Options, WhatIfError
+from tracetriage.analyzers.whatif.levers.spec import MOVES_HOST, Assumption, Context, Options, WhatIfError
 from tracetriage.analyzers.whatif.unprofiled import ProfilerCost, UnprofiledRun, clamp, unprofile, unprofiled_run
 
 if TYPE_CHECKING:   # (an annotation only: the roofline's module stays unimported here)
@@ -111,7 +111,6 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
         # ... and so did one whose plan is its base's, edit for edit (on a 300 MB trace, four levers of the report's
         # find nothing to change there: a 5 ms replay each, spared)
         span = replay_ns if unchanged or p.same_as_source() else rp.replay(g, p).span_ns
-        span = max(span, min(detail.get(FLOOR_NS, 0), replay_ns))
         # the replay of the unchanged graph may miss the trace by a little; a lever moves it by its ratio
         pred = int(round(span * baseline / replay_ns)) if replay_ns else span
         # without the profiler too: every lever, or one among the best unprofiled_best so far, replayed now while its
@@ -135,9 +134,9 @@ def predict(trace: Trace, levers: list[str] | tuple[str, ...] | None = None, onl
 def _bare_ratio(trace: Trace, g: dg.Graph, p: rp.Plan, run: UnprofiledRun, unchanged: bool,
                 detail: dict | None = None, traced_saving_ns: int | None = None) -> float:
     """A lever's fix (its plan `p`, edited here), then the profiler's cost taken out of what is left: its replay
-    over the replay of the unchanged graph without the profiler's cost. A fix that moves work elsewhere keeps its
-    floor (FLOOR_NS) and saves no more without the profiler than under it: the profiler only adds host time, so
-    the host work such a fix takes away is no longer without it (cifar_mi300_r3: host work priced -11% traced and
+    over the replay of the unchanged graph without the profiler's cost. A fix that takes host work away (MOVES_HOST)
+    saves no more without the profiler than under it: the profiler only adds host time, so the host work such a fix
+    takes away is no longer without it (cifar_mi300_r3: host work priced -11% traced and
     -32% without the profiler, 40 ms of a span whose host-work gaps hold 15 ms; the per-op costs of the ops in the
     stretches it removed were taken again out of the dispatch left)."""
     if unchanged or not run.unprofiled_ns:
@@ -145,10 +144,8 @@ def _bare_ratio(trace: Trace, g: dg.Graph, p: rp.Plan, run: UnprofiledRun, uncha
     unprofile(trace, g, p, run.counts or None)
     clamp(p)
     span = rp.replay(g, p).span_ns
-    if detail and FLOOR_NS in detail:
-        span = max(span, min(detail[FLOOR_NS], run.unprofiled_ns))
-        if traced_saving_ns is not None:
-            span = max(span, run.unprofiled_ns - max(traced_saving_ns, 0))
+    if detail and detail.get(MOVES_HOST) and traced_saving_ns is not None:
+        span = max(span, run.unprofiled_ns - max(traced_saving_ns, 0))
     return span / run.unprofiled_ns
 
 
@@ -209,9 +206,8 @@ class Levers:
         ctx = self.context if self.context is not None and self.context.g is g else Context(trace, g)
         _, detail = spec_of(lever).apply(ctx, plan, Options(only=only))
         saving = None
-        if FLOOR_NS in detail:     # (the traced saving bounds the one without the profiler: _bare_ratio)
-            span = max(rp.replay(g, plan.copy()).span_ns, detail[FLOOR_NS])
-            saving = rp.replay(g, rp.Plan.of(g)).span_ns - span
+        if detail.get(MOVES_HOST):     # (the traced saving bounds the one without the profiler: _bare_ratio)
+            saving = rp.replay(g, rp.Plan.of(g)).span_ns - rp.replay(g, plan.copy()).span_ns
         ratio = self._answers[lever, only] = _bare_ratio(trace, g, plan, self.unprofiled, False, detail, saving)
         return ratio
 

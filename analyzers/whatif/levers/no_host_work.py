@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif.levers.host_windows import loop_host_ns, shorten_wakes
 from tracetriage.analyzers.whatif.levers.spec import (
-    FLOOR_NS,
+    MOVES_HOST,
     Assumption,
     Context,
     LeverSpec,
@@ -42,12 +40,7 @@ def apply(c: Context, p, o: Options) -> tuple[HostWorkGone, dict]:
     p.c_gap[m] -= host[m]
     # the stretch sits at the end of the call's gap (what precedes the call right before it is its dispatch)
     handed = shorten_wakes(c, p, g.c_start[m] - host[m], g.c_start[m])
-    # done elsewhere, the work still runs: on one other thread at this host's speed it takes as long as the busiest
-    # thread's stretches here, and the span cannot fall below that (square_randn: 654 ms of CPU randn a step feeding
-    # its copy was priced -90% as if it vanished; the step then takes the randn's time, about -12%)
-    per_thread = np.bincount(g.c_thread[m], weights=host[m]) if m.any() else np.zeros(1)
-    detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed,
-              FLOOR_NS: int(per_thread.max())}
+    detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed, MOVES_HOST: True}
     return HostWorkGone("no_host_work", int(m.sum()), long_ns=g.host_long_ns), detail
 
 

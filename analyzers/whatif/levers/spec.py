@@ -62,10 +62,10 @@ SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceiling
                 "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
-# A lever's detail key: the graph time (ns) its fixed program still takes at least, whatever the replay says. A fix
-# that moves work elsewhere rather than removing it (the host work "done ahead of time") still runs that work: the
-# span cannot fall below it (whatif.predict floors the prediction, traced and without the profiler).
-FLOOR_NS = "floor_ns"
+# A lever's detail key, set True by a fix that takes host work away (done elsewhere, ahead of time): the profiler only
+# adds host time, so such a fix saves no more without it than under it (whatif.predict bounds its unprofiled saving
+# by the traced one).
+MOVES_HOST = "moves_host"
 
 
 @dataclass(frozen=True)
