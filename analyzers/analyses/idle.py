@@ -30,7 +30,6 @@ import numpy as np
 from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_calls, merged, scripting
 from tracetriage.analyzers.analyses.first_compiles import compilations
 from tracetriage.analyzers.analyses.held_host import host_events_in, launching_threads, python_in, ranked, top_times
-from tracetriage.analyzers.analyses.large_gaps import few_large
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
@@ -46,6 +45,7 @@ from tracetriage.analyzers.model.evidence import (
     TransferEvidence,
 )
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
 from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS

@@ -1,14 +1,14 @@
 """A few large gaps that hold most of a cause's idle, said by count, size and share: a median hides them (heldout-user9
 vllm_mi300x: '29 gaps with a median of 421.5 µs' where 10 gaps of 22-28 ms, one per step, held nearly all of the host
 work). In any trace the construct is a cause's gaps split into a few long ones (one per step: the host's scheduling,
-a per-step Python stretch) and many short ones; analyses.large_gaps finds them (5x the median or longer, at most half
+a per-step Python stretch) and many short ones; model.large_gaps finds them (5x the median or longer, at most half
 of the gaps, holding 80% of the idle, of one size class). It does not fire on gaps of one size (a steady loop's equal
 stretches) nor where one gap holds most (gaps_phrase says that one, a single gap being no "few")."""
 from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.large_gaps import few_large
+from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.units import duration_ns, integer, share
 from tracetriage.analyzers.model.verdicts import CAUSES
 from tracetriage.analyzers.voice.analysis import Analysis
