@@ -417,8 +417,9 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     streaming = a.weight_streaming
     if streaming is not None:
         return weight_streaming_next(streaming, pk, why)
-    return {"lever": REGIME_ADVICE["memory"], "why": why,
-            "waste": pace_words.memory_waste(a.pace)}
+    waste = pace_words.memory_waste(a.pace)   # (a step that took every way fewer bytes names: triage.bytes_left)
+    return {"lever": REGIME_ADVICE["memory"], "why": why, "waste": waste} if a.next_experiment.moved_well is None \
+        else healthy_words.moved_well_words(a.next_experiment.moved_well, why, waste)
 
 
 def _memory_why(a: Analysis) -> str:
@@ -793,19 +794,17 @@ def _regime_line(a: Analysis) -> str:
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){_ridge(v)}.")
     elif v.regime is Regime.COMPUTE:
-        mix = _mix(v, pk is not None)
+        mix, hd = _mix(v, pk is not None), ground.headline(v, "compute-bound", pk is not None)
         if v.achieved_tflops:
             top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
             peak = (f" of the {claim('regime.peak_tflops', top, tflops(top))} peak "
                     f"({pct_of(v.achieved_tflops, top)}){precision.tensor_core_roof(v, pk)}" if top else "")
-            line = f"Regime: {ground.headline(v, 'compute-bound', pk is not None)}: {mix}; " \
-                   f"{'compute-bound' if pk else 'dense'} ops reach {reach}{peak}{_ridge(v)}."
+            line = f"Regime: {hd}: {mix}; {'compute-bound' if pk else 'dense'} ops reach {reach}{peak}{_ridge(v)}."
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = (f"Regime: {ground.headline(v, 'compute-bound', pk is not None)}: {mix} (their FLOPs are not in "
-                    f"the trace: {named_why_phrase(v)}).")
+            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -816,8 +815,8 @@ def _regime_line(a: Analysis) -> str:
             line = (f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix}; memory-bound ops move {moved}{peak}"
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
-            line = (f"Regime: {ground.headline(v, 'memory-bound', pk is not None)}: {mix} (their bytes are not in the "
-                    f"trace: {named_why_phrase(v)}).")
+            line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
+                   f"{named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
