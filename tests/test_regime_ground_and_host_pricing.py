@@ -147,3 +147,14 @@ def test_an_eager_bf16_step_is_still_told_to_move_fewer_bytes(tmp_path):
     a = analyze_file(_compiled_bf16_step(tmp_path, "void at::native::vectorized_elementwise_kernel<4, add>(bf16*)"))
     assert a.next_experiment.moved_well is None
     assert "move fewer bytes" in five_lines(a)[4]
+
+
+def test_host_work_the_next_takes_away_is_not_priced_again_beside_it(tmp_path):
+    """Was: square_randn "... 1.31 s of host work by aten::randn goes ...; host work holds more of the idle, but taking
+    host work off the critical path predicts only −90%": the copies upload what the randn makes, so that host work
+    cannot run beside the GPU work it feeds; the Next's knob takes it away already."""
+    from claim_traces import host_randn_then_copy
+
+    a = analyze_file(write(tmp_path / "randn.json", host_randn_then_copy(steps=3)))
+    assert a.next_experiment.lever.lever == "tensors_on_device" and a.next_experiment.dominant is None
+    assert "holds more of the idle" not in five_lines(a)[4]

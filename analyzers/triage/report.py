@@ -705,7 +705,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                            and not (graphs_blocked and c.lever == CUDA_GRAPHS)
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
                 if dom is not None and dom is not cause and runner_up is None and then is None \
-                and kind is not Experiment.WARM_UP else None
+                and kind is not Experiment.WARM_UP and not _takes_the_host_work(best, dom, by_cause) else None
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
                 best = priced_by_setup_idle(best, devs)
@@ -758,6 +758,16 @@ HOST_SIDE = frozenset({Cause.HOST_WORK, Cause.DATA_TRANSFER})
 def _off_cause(cause: Cause | None, dom: Cause | None) -> bool:
     """A knob's idle cause is another than the Idle line's dominant one (the host side counts as one)."""
     return cause is not None and cause is not dom and not (cause in HOST_SIDE and dom in HOST_SIDE)
+
+
+def _takes_the_host_work(best: LeverChoice, dom: Cause, by_cause: dict[Cause, int]) -> bool:
+    """The Next's fix takes away host time (its assumption's host_ns) of half the host-work idle or more: the host-work
+    lever said beside it would price that same host work as if it could run beside the GPU, which needs its result
+    (square_randn: torch.randn(..., device="cuda") removes 1.31 s of CPU randn that the copies upload; beside it
+    "taking host work off the critical path predicts only −90%", where overlapping the randn with the ~72 ms of GPU
+    work it feeds saves about a tenth)."""
+    host = getattr(best.assumption, "host_ns", 0) if best.assumption is not None else 0
+    return dom is Cause.HOST_WORK and host > 0 and 2 * host >= by_cause.get(Cause.HOST_WORK, 0)
 
 
 def _steady_steps_idle(steps: Steps | None) -> bool:
