@@ -148,6 +148,7 @@ class NextExperiment:
     cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
     healthy: healthy_mod.Healthy | None = None   # no lever saves LEVER_FLOOR without the profiler (triage.healthy)
     moved_well: BytesMovedWell | None = None     # FEWER_BYTES: every way it names is taken already (bytes_left)
+    then_joint_ratio: float | None = None   # the Next's fix and `then` made together, replayed (whatif.joint_ratio)
 
 
 @dataclass(frozen=True)
@@ -417,6 +418,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     nx = healthy_mod.no_lever_without_profiler(nx, levers, trace, choices, prof, verdict.regime, LEVER_FLOOR,
                                                lambda c: _calls_for(c, by_cause, idle_ns, _host_tail_ns(trace, devs)))
+    if nx.then is not None and nx.lever is not None and nx.kind is not Experiment.WARM_UP and levers is not None:
+        # what the bigger change adds once the knob is made: each lever alone prices some of the same time
+        nx = dataclasses.replace(nx, then_joint_ratio=whatif.joint_ratio(levers, trace, nx.lever.lever, nx.then.lever))
     if nx.kind is Experiment.FEWER_BYTES and nx.lever is None and nx.healthy is None and devs:
         well = moved_well(trace, rows[ev.cat[rows] == KERNEL], verdict.dtype, busy / span if span else 0.0, choices,
                           LEVER_FLOOR, HEADROOM)

@@ -30,6 +30,7 @@ from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice import then as then_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
@@ -202,9 +203,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
-        t = nx.then
-        out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
-                       f"{saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace")
+        out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
         k = nx.knob_beside
         spec = LEVERS[k.lever]

@@ -212,6 +212,22 @@ class Levers:
         return ratio
 
 
+def joint_ratio(levers: Levers, trace: Trace, first: str, second: str) -> float | None:
+    """Two levers' fixes made together (`first`'s edit, then `second`'s, on one plan): the replay over the unchanged
+    one; None where the graph is not at hand. Each lever alone prices its fix from the trace; where both take the same
+    time (a knob that pins the batches and the host work around their hand-over), their savings do not add."""
+    g = levers.graph
+    if g is None:
+        return None
+    ctx = levers.context if levers.context is not None and levers.context.g is g else Context(trace, g)
+    plan = rp.Plan.of(g)
+    for name in (first, second):
+        spec_of(name).apply(ctx, plan, Options())
+    clamp(plan)
+    base = rp.replay(g, rp.Plan.of(g)).span_ns
+    return rp.replay(g, plan).span_ns / base if base else None
+
+
 def predict_levers(trace: Trace, roof: Roofline | None = None) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs.
     `roof`: the trace's roofline.analyze where the caller has it (the levers' knobs read its peaks and bytes)."""
