@@ -46,6 +46,7 @@ from tracetriage.analyzers.model.evidence import (
     TransferEvidence,
 )
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
 from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
@@ -672,6 +673,9 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
         if cause is Cause.LAUNCH_OVERHEAD:
             out[cause] = _launch_evidence(trace, device, g, m, ctx, base, kernels)
         elif cause is Cause.HOST_WORK:
+            # what the host did: in the few large gaps where they hold the idle, not in the short ones (large_gaps)
+            big = few_large(g.dur[m]) if g.piece_of is None else None
+            m_all, m = m, m if big is None else np.flatnonzero(m)[big]
             top, untraced, ranges, in_ranges = host_events_in(trace, g.start[m], g.end[m], ctx,
                                                               setup_long_ns(ctx.launch_cost_ns), host_long)
             out[cause] = HostEvidence(**base, host_events=top, untraced_share=untraced, ranges=ranges,
@@ -680,7 +684,7 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
                                       warmup=setup.calls,
                                       python_functions=python_in(trace, g.start[m], g.end[m],
                                                                  launching_threads(trace, g.next_row[m]), ctx),
-                                      setup_us=round(_in_setup_ns(g.start[m], g.end[m], setup) / 1e3, 1))
+                                      setup_us=round(_in_setup_ns(g.start[m_all], g.end[m_all], setup) / 1e3, 1))
         elif cause is Cause.SYNCHRONIZATION:
             # one sync call is one drain, however many gaps its recovery charged to it (fresh4
             # preprocess_compiled_roof-before: one cudaDeviceSynchronize read as 'cudaDeviceSynchronize x7')

@@ -67,6 +67,10 @@ from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources, unprofiled_choice
+from tracetriage.analyzers.triage.bounds import kernel_headroom as _kernel_headroom
+from tracetriage.analyzers.triage.bounds import mixed_precision_floor as _mixed_precision_floor
+from tracetriage.analyzers.triage.bounds import unknown_bound_next as _unknown_bound_next
+from tracetriage.analyzers.triage.bytes_left import BytesMovedWell, moved_well
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
 from tracetriage.analyzers.triage.lever_choice import (
@@ -117,7 +121,6 @@ COPIES_NAMED = 0.05       # copies' idle this large a share of the span: say tha
 CONSTRUCT_NAMED = 0.25    # a framework construct holding this share of the idle is named in the Idle line
 CONSTRUCT_COVERS_ALL = 0.9   # ... unless it made this share of the launches outside the set-up: it names no part
 RANGE_IDLE_NAMED = 0.10   # a named range holding this share of the idle is named where ranges split it
-TENSOR_CORE_GAIN = 2       # mixed precision where the device runs fp16 or bf16 at least this many times its fp32 rate
 SYNC_DRAIN_FLOOR = 0.05   # sync drains under this share of the span: the syncs cost the overlap they prevent
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class NextExperiment:
                                               # set the pace, but the user gets a fix before the multi-rank run)
     cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
     healthy: healthy_mod.Healthy | None = None   # no lever saves LEVER_FLOOR without the profiler (triage.healthy)
+    moved_well: BytesMovedWell | None = None     # FEWER_BYTES: every way it names is taken already (bytes_left)
+    then_joint_ratio: float | None = None   # the Next's fix and `then` made together, replayed (whatif.joint_ratio)
 
 
 @dataclass(frozen=True)
@@ -417,6 +422,13 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     nx = healthy_mod.no_lever_without_profiler(nx, levers, trace, choices, prof, verdict.regime, LEVER_FLOOR,
                                                lambda c: _calls_for(c, by_cause, idle_ns, _host_tail_ns(trace, devs)))
+    if nx.then is not None and nx.lever is not None and nx.kind is not Experiment.WARM_UP and levers is not None:
+        # what the bigger change adds once the knob is made: each lever alone prices some of the same time
+        nx = dataclasses.replace(nx, then_joint_ratio=whatif.joint_ratio(levers, trace, nx.lever.lever, nx.then.lever))
+    if nx.kind is Experiment.FEWER_BYTES and nx.lever is None and nx.healthy is None and devs:
+        well = moved_well(trace, rows[ev.cat[rows] == KERNEL], verdict.dtype, busy / span if span else 0.0, choices,
+                          LEVER_FLOOR, HEADROOM)
+        nx = dataclasses.replace(nx, moved_well=well)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
     memsets = rows[ev.cat[rows] == MEMSET]
@@ -530,13 +542,6 @@ def _host_only(trace: Trace) -> HostOnly:
 
 # --- the next experiment -----------------------------------------------------------
 
-def _kernel_headroom(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: int) -> float:
-    """Share of the span a perfect kernel of the winning bound could still win back."""
-    busy = busy_ns / span_ns if span_ns else 0.0
-    frac = _kernel_ceiling(v, roof)
-    return busy * (1.0 - frac) if frac is not None else busy * 0.5
-
-
 # The Next kinds a rank waiting for its peers is given as its own fix beside the straggler: changes in its own code
 # with a replayed prediction (never faster kernels, which the straggler's waste rules out).
 OWN_FIX_KINDS = frozenset({Experiment.CUT_LAUNCHES, Experiment.MOVE_HOST_WORK, Experiment.REMOVE_SYNCS,
@@ -598,6 +603,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if comm is not None:
         return comm
     dom = dominant_cause(by_cause, idle_ns)
+    launch_bound = dom is Cause.LAUNCH_OVERHEAD and v.regime is Regime.OVERHEAD   # (fusion is no week's waste there)
     cold = cold_causes(steps)
     warm_lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP
                        and _calls_for(c, by_cause, idle_ns, tail_ns)
@@ -682,12 +688,12 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                            and not (graphs_blocked and c.lever == CUDA_GRAPHS)
                            and LEVERS[c.lever].experiment is None and c.saving_ns < best.saving_ns), None) \
                 if dom is not None and dom is not cause and runner_up is None and then is None \
-                and kind is not Experiment.WARM_UP else None
+                and kind is not Experiment.WARM_UP and not _takes_the_host_work(best, dom, by_cause) else None
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
                 best = priced_by_setup_idle(best, devs)
             waste = weeks_waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
-                           _replays_graphs(devs))   # (a warm-up's waste: a lever, its steady steps' gaps recurring)
+                                _replays_graphs(devs), launch_bound)   # (a warm-up: its steady gaps recur)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
@@ -708,14 +714,15 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             # (fewer bytes names fusion as its way: fusion is not also the week's waste beside it)
             rest = tuple(c for c in choices if kind is not Experiment.FEWER_BYTES or LEVERS[c.lever].experiment
                          is not Experiment.FUSE)
-            return NextExperiment(kind, None, 0.0, headroom=head, waste=weeks_waste(rest, head, _replays_graphs(devs)))
+            waste = weeks_waste(rest, head, _replays_graphs(devs), launch_bound)
+            return NextExperiment(kind, None, 0.0, headroom=head, waste=waste)
     gain = by_cause[dom] / span_ns if dom is not None and span_ns else 0.0
     if dom is not None and dom not in cold \
             and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little) and (
             v.regime is Regime.OVERHEAD or (dom is not Cause.OTHER and gain >= IDLE_LEVER_FLOOR
             and gain > _kernel_headroom(v, roof, busy_ns, span_ns))):
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
-                              waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR))
+                              waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR, launch_bound))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
         return NextExperiment(_unknown_bound_next(v, roof), None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
@@ -736,35 +743,14 @@ def _off_cause(cause: Cause | None, dom: Cause | None) -> bool:
     return cause is not None and cause is not dom and not (cause in HOST_SIDE and dom in HOST_SIDE)
 
 
-def _mixed_precision_floor(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_ns: int) -> float:
-    """The share of the span mixed precision wins back at the least, where the Regime names fp32 math on CUDA cores
-    (most of the kernel time is fp32 GEMMs and convolutions on CUDA cores by name, no shapes) on a device whose
-    tensor cores run a half precision TENSOR_CORE_GAIN times faster: those kernels at half their time (half the bytes
-    if memory holds them, a faster roof if arithmetic does), else 0. A lever that saves less is not the Next:
-    heldout-user3 hpdl_resnet50_t4 (91% busy, 83% of kernel time in volta_sgemm/wgrad_alg1 fp32 kernels on a T4) was
-    told CUDA graphs for −7% where fp16 wins at least 31%."""
-    pk = roof.peaks
-    # only where the Regime line names it (no shapes: GPU-bound in fp32 math on CUDA cores, its roof unmeasured); a
-    # costed compute-bound span weighs its kernels' headroom against the fixes as any other (the public kineto
-    # ResNet DataLoader traces: fp32 convolutions on a V100, their Next the DataLoader's host work)
-    if pk is None or not span_ns or v.regime is not Regime.UNKNOWN or not v.mostly_fp32_cuda_core or v.kernel_us <= 0:
-        return 0.0
-    if max(pk.flops("fp16"), pk.flops("bf16")) <= TENSOR_CORE_GAIN * pk.flops("fp32"):
-        return 0.0
-    return 0.5 * (busy_ns / span_ns) * v.fp32_cuda_core_us / v.kernel_us
-
-
-def _unknown_bound_next(v: RegimeVerdict, roof: Roofline) -> Experiment:
-    """A span whose kernels carry no cost model: find the bound first, unless most of its kernel time is fp32
-    GEMMs and convolutions on CUDA cores by their names, on a device whose tensor cores run a lower precision
-    faster. Then mixed precision is the change whichever roof holds them (tensor-core arithmetic, half the bytes):
-    on a T4 fp16 runs at 65 TFLOP/s against fp32's 8.1 (heldout-user3 hpdl_vgg16_t4, 99% busy in volta_sgemm and
-    scudnn kernels, was told to capture again with shapes)."""
-    pk = roof.peaks
-    faster = pk is not None and max(pk.flops("fp16"), pk.flops("bf16")) > TENSOR_CORE_GAIN * pk.flops("fp32")
-    if faster and v.mostly_fp32_cuda_core:
-        return Experiment.MIXED_PRECISION
-    return Experiment.FIND_THE_BOUND
+def _takes_the_host_work(best: LeverChoice, dom: Cause, by_cause: dict[Cause, int]) -> bool:
+    """The Next's fix takes away host time (its assumption's host_ns) of half the host-work idle or more: the host-work
+    lever said beside it would price that same host work as if it could run beside the GPU, which needs its result
+    (square_randn: torch.randn(..., device="cuda") removes 1.31 s of CPU randn that the copies upload; beside it
+    "taking host work off the critical path predicts only −90%", where overlapping the randn with the ~72 ms of GPU
+    work it feeds saves about a tenth)."""
+    host = getattr(best.assumption, "host_ns", 0) if best.assumption is not None else 0
+    return dom is Cause.HOST_WORK and host > 0 and 2 * host >= by_cause.get(Cause.HOST_WORK, 0)
 
 
 def _steady_steps_idle(steps: Steps | None) -> bool:
@@ -865,13 +851,3 @@ def weigh_levers(levers: whatif.Levers) -> list[LeverChoice]:
             else None
         out.append(LeverChoice(p.lever, only, levers.all.baseline_ns, p.predicted_ns, p.assumption))
     return out
-
-
-def _kernel_ceiling(v: RegimeVerdict, roof: Roofline) -> float | None:
-    """The share of its peak the span's winning bound reaches, where it is measured."""
-    pk = roof.peaks
-    if pk is not None and v.regime is Regime.COMPUTE and v.achieved_tflops and v.dtype:
-        return min(v.achieved_tflops / (pk.flops(v.dtype) / 1e12), 1.0)
-    if pk is not None and v.regime is Regime.MEMORY and v.achieved_gbps:
-        return min(v.achieved_gbps / (pk.bytes_per_s / 1e9), 1.0)
-    return None

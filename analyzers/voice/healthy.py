@@ -34,3 +34,15 @@ def _heavy(h) -> str:
     return (f"; what is left is a restructure for a little: {LEVERS[h.heavy.lever].words}, "
             f"{claim('next.healthy.heavy_saving', bare, saving_pct(bare, 1))} without the profiler "
             f"({saving('next.healthy.heavy_traced_saving', h.heavy.saving_ns, h.heavy.baseline_ns)} traced)")
+
+
+def moved_well_words(m, why: str, waste: str) -> dict[str, str]:
+    """A memory-bound step that has taken every way "move fewer bytes" names (triage.bytes_left): healthy, said with
+    what shows it, in place of advice that names fixes already made."""
+    compiled = claim("next.moved_well.compiled_share", m.compiled_share, share(m.compiled_share))
+    best = claim("next.moved_well.best_saving", m.best_saving, share(m.best_saving))
+    return {"lever": (f"none that buys much: the step is healthy: its kernels are compiled already (Inductor's "
+                      f"fused kernels hold {compiled} of kernel time), run in {m.dtype} and copy next to nothing, and "
+                      f"no fix priced here saves more than a few percent of the span (the best {best}); what is left "
+                      "is the kernels' own speed"),
+            "why": why, "waste": waste}

@@ -23,13 +23,14 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, precision, roof
+from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import steps as step_words
+from tracetriage.analyzers.voice import then as then_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
@@ -221,9 +222,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
-        t = nx.then
-        out["why"] += (f"; then {LEVERS[t.lever].words}, a bigger change to the code, predicted "
-                       f"{saving('next.then.saving', t.saving_ns, t.baseline_ns)} from this trace")
+        out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
         k = nx.knob_beside
         spec = LEVERS[k.lever]
@@ -436,8 +435,9 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     streaming = a.weight_streaming
     if streaming is not None:
         return weight_streaming_next(streaming, pk, why)
-    return {"lever": REGIME_ADVICE["memory"], "why": why,
-            "waste": pace_words.memory_waste(a.pace)}
+    waste = pace_words.memory_waste(a.pace)   # (a step that took every way fewer bytes names: triage.bytes_left)
+    return {"lever": REGIME_ADVICE["memory"], "why": why, "waste": waste} if a.next_experiment.moved_well is None \
+        else healthy_words.moved_well_words(a.next_experiment.moved_well, why, waste)
 
 
 def _memory_why(a: Analysis) -> str:
@@ -792,17 +792,17 @@ def _regime_line(a: Analysis) -> str:
         line = (f"Regime: latency-bound: {mix}{reach}: neither bytes nor arithmetic limit them (occupancy, tiny "
                 f"grids, the library's algorithm choice){_ridge(v)}.")
     elif v.regime is Regime.COMPUTE:
-        mix = _mix(v, pk is not None)
+        mix, hd = _mix(v, pk is not None), ground.headline(v, "compute-bound", pk is not None)
         if v.achieved_tflops:
             top = pk.flops(v.dtype) / 1e12 if pk and v.dtype else None
             reach = claim("regime.achieved_tflops", v.achieved_tflops, tflops(v.achieved_tflops))
             peak = (f" of the {claim('regime.peak_tflops', top, tflops(top))} peak "
                     f"({pct_of(v.achieved_tflops, top)}){precision.tensor_core_roof(v, pk)}" if top else "")
-            line = f"Regime: compute-bound: {mix}; compute-bound ops reach {reach}{peak}{_ridge(v)}."
+            line = f"Regime: {hd}: {mix}; {'compute-bound' if pk else 'dense'} ops reach {reach}{peak}{_ridge(v)}."
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = f"Regime: compute-bound: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
+            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -810,10 +810,11 @@ def _regime_line(a: Analysis) -> str:
             moved = claim("regime.achieved_gbps", v.achieved_gbps, gbps(v.achieved_gbps))
             peak = (f" of the {claim('regime.peak_gbps', top, gbps(top))} peak ({pct_of(v.achieved_gbps, top)})"
                     if top else "")
-            line = (f"Regime: memory-bound: {mix}; memory-bound ops move {moved}{peak}"
+            line = (f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix}; memory-bound ops move {moved}{peak}"
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
-            line = f"Regime: memory-bound: {mix} (their bytes are not in the trace: {named_why_phrase(v)})."
+            line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
+                   f"{named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
     if a.phases:
@@ -837,7 +838,7 @@ def _mix(v, roofs: bool = True) -> str:
         return "no kernels ran"
     if not (v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us):
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
-    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is compute-bound and "
+    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is {ground.compute_words(roofs)} and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
             + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
                + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")

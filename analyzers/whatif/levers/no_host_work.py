@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif.levers.host_windows import loop_host_ns, shorten_wakes
-from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
+from tracetriage.analyzers.whatif.levers.spec import (
+    MOVES_HOST,
+    Assumption,
+    Context,
+    LeverSpec,
+    Measured,
+    Options,
+    Recognise,
+    went,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,7 @@ def apply(c: Context, p, o: Options) -> tuple[HostWorkGone, dict]:
     p.c_gap[m] -= host[m]
     # the stretch sits at the end of the call's gap (what precedes the call right before it is its dispatch)
     handed = shorten_wakes(c, p, g.c_start[m] - host[m], g.c_start[m])
-    detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed}
+    detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed, MOVES_HOST: True}
     return HostWorkGone("no_host_work", int(m.sum()), long_ns=g.host_long_ns), detail
 
 

@@ -62,6 +62,12 @@ SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceiling
                 "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
+# A lever's detail key, set True by a fix that takes host work away (done elsewhere, ahead of time): the profiler only
+# adds host time, so such a fix saves no more without it than under it (whatif.predict bounds its unprofiled saving
+# by the traced one).
+MOVES_HOST = "moves_host"
+
+
 @dataclass(frozen=True)
 class Assumption:
     """What a lever's prediction takes as given. Each lever subclasses it with its own typed figures.
