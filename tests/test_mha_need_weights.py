@@ -4,7 +4,6 @@ over the heads (an aten::mean after the values' GEMM): the sdpa lever names need
 autocast), not of baddbmm's first input, the mask it adds (fp32)."""
 from kineto_factory import call, gpu, op
 from test_loop_knobs import Timeline, _context
-
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS, SDPA, sdpa
 

@@ -4,7 +4,6 @@ told CUDA graphs or generic host work; its autograd node on the host is counted 
 launching its kernel, a host reduction: reduce_on_gpu's, a host op fed by no copy off the device, one trip) are not."""
 from kineto_factory import op
 from test_host_blocking_steps import NODE, Host
-
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.whatif import predict as whatif

@@ -184,8 +184,9 @@ def apply(c: Context, p, o: Options) -> tuple[OpOnGpu, dict]:
         else:
             by.setdefault(name, []).append(e - s)
     op = max(by, key=lambda n: sum(by[n])) if by else trips[0][4]
-    return (OpOnGpu("op_on_gpu", len(trips), op=op, op_ns=sum(e - s for _, _, s, e, _ in trips), backward_ns=back_ns, nodes=nodes,
-                    copy_ns=copy_ns, trip_ns=trip_ns, per_call_ns=int(np.median(by[op])) if op in by else 0),
+    per_call = int(np.median(by[op])) if op in by else 0
+    return (OpOnGpu("op_on_gpu", len(trips), op=op, op_ns=sum(e - s for _, _, s, e, _ in trips),
+                    backward_ns=back_ns, nodes=nodes, copy_ns=copy_ns, trip_ns=trip_ns, per_call_ns=per_call),
             {"host_ops": len(trips)})
 
 
