@@ -32,6 +32,7 @@ from tracetriage.analyzers.whatif.levers import (
     fuse,
     fused_optimizer,
     grads_to_none,
+    inductor_backend,
     inference_mode,
     keep_allocator_cache,
     kernels_2x,
@@ -89,6 +90,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     sparse_embedding.SPEC,
     weight_only_int8.SPEC,
     op_on_gpu.SPEC,
+    inductor_backend.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -120,6 +122,7 @@ BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
 REDUCE_ON_GPU = reduce_on_gpu.SPEC.name        # logits.cpu().argmax().to(device) -> argmax on the GPU
+INDUCTOR_BACKEND = inductor_backend.SPEC.name  # torch.compile(backend="aot_eager") -> the default, Inductor
 OP_ON_GPU = op_on_gpu.SPEC.name                # nms(boxes.cpu(), scores.cpu()) -> nms on the device tensors
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
@@ -174,6 +177,8 @@ CAPTURE_PENDING: tuple[str, ...] = (
     WEIGHT_ONLY_INT8,
     # written from two fresh10 development pairs (H100: yolo nms, conformer ctc_loss), no fix workload yet
     OP_ON_GPU,
+    # written from one fresh10 development pair (H100: a GPT trained under backend="aot_eager"), no fix workload yet
+    INDUCTOR_BACKEND,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
