@@ -66,7 +66,7 @@ def per_op_dispatch_ns(trace, found: ChainTable) -> float:
     return float(np.median((ev.end[last] - ev.start[first]) / np.diff(found.op_at)))
 
 
-def _optimizer_calls(c: Context) -> np.ndarray:
+def optimizer_calls(c: Context) -> np.ndarray:
     """Per event, the launch calls made inside an optimizer step."""
     s, e, k, _ = c.construct_windows(Construct.OPTIMIZER)
     out = np.zeros(len(c.trace.ev), bool)
@@ -77,7 +77,7 @@ def _optimizer_calls(c: Context) -> np.ndarray:
 def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
     g = c.g
     # the optimizer step's per-parameter chains are fused_optimizer's ground: fuse acts on the model's own
-    found = chain_table(c.trace, _optimizer_calls(c), shapeless=True)
+    found = chain_table(c.trace, optimizer_calls(c), shapeless=True)
     if not len(found) or not g.n_calls:
         return ChainsFused("fuse"), {"chains": 0}
     call_ns, source = compiled_call_ns(c.trace, per_op_dispatch_ns(c.trace, found))

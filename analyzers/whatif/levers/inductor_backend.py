@@ -27,7 +27,7 @@ from tracetriage.analyzers.analyses.fusion import chain_table
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.trace import KERNEL, thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
-from tracetriage.analyzers.whatif.levers.fuse import _optimizer_calls, fuse_chains
+from tracetriage.analyzers.whatif.levers.fuse import fuse_chains, optimizer_calls
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
 from tracetriage.analyzers.whatif.levers.knob import ops_named
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Knob, LeverSpec, Options, Recognise, went
@@ -68,7 +68,7 @@ def apply(c: Context, p, o: Options) -> tuple[NoFusionBackend, dict]:
     if kernels < MIN_KERNELS:
         return NoFusionBackend("inductor_backend", 0, regions=len(rows), kernels=kernels), {"regions": len(rows)}
     # chains break at every launch call outside the compiled ranges (and the optimizer's: fused_optimizer's ground)
-    breaks = _optimizer_calls(c)
+    breaks = optimizer_calls(c)
     outside = np.zeros(len(ev), bool)
     outside[g.c_row[~inside]] = True
     found = chain_table(c.trace, breaks | outside, shapeless=True)

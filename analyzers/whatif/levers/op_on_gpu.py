@@ -38,7 +38,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
 from tracetriage.analyzers.whatif.levers import reduce_on_gpu
 from tracetriage.analyzers.whatif.levers.knob import remove_gpu_work
-from tracetriage.analyzers.whatif.levers.reduce_on_gpu import REDUCTIONS, _copy_calls, _holds_call
+from tracetriage.analyzers.whatif.levers.reduce_on_gpu import REDUCTIONS, copy_calls, holds_call
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -90,7 +90,7 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
     nodes (the same, the trip starting at the node): the module docstring's rule; none below MIN_TRIPS."""
     tr = c.trace
     ev = tr.ev
-    d2h, h2d = _copy_calls(c, "DtoH"), _copy_calls(c, "HtoD")
+    d2h, h2d = copy_calls(c, "DtoH"), copy_calls(c, "HtoD")
     if not len(d2h):
         return []
     # any runtime call (a launch, a copy, a memset, a sync) inside an op: it did not run on the host alone
@@ -103,16 +103,16 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
     for k in distinct(keys).tolist():
         mine = tops[keys == k].tolist()
         for i, r in enumerate(mine):
-            if not _holds_call(c, r, d2h):
+            if not holds_call(c, r, d2h):
                 continue
             copied = set(_tensor_dims(c, r)[:1])
             for j in range(i + 1, min(i + 1 + MAX_LOOKAHEAD, len(mine))):
                 q = mine[j]
                 name = tr.name_of(q)
-                if _holds_call(c, q, d2h):
+                if holds_call(c, q, d2h):
                     copied |= set(_tensor_dims(c, q)[:1])
                     continue        # a second copy off the device (boxes, then scores)
-                on_host = not _holds_call(c, q, calls)
+                on_host = not holds_call(c, q, calls)
                 if on_host and ev.end[q] - ev.start[q] < HOST_OP_AT_LEAST:
                     continue        # a view or a small op between the copy and the work
                 # the op computes on the copied tensor (one of its inputs has the copy's shape: not a host randn, not
@@ -122,7 +122,7 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
                         or any(k == rk and rs <= ev.start[q] < re for rk, rs, re in reduced):
                     break
                 seen.add(q)
-                back = any(_holds_call(c, x, h2d) for x in mine[j + 1:j + 1 + MAX_LOOKAHEAD])
+                back = any(holds_call(c, x, h2d) for x in mine[j + 1:j + 1 + MAX_LOOKAHEAD])
                 found.append((int(k), int(ev.start[r]), int(ev.start[q]), int(ev.end[q]), name, back))
                 break
     stems = {_op_stem(f[4]) for f in found}
@@ -131,10 +131,10 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
         mine = tops[keys == k].tolist()
         for i, r in enumerate(mine):
             name = tr.name_of(r)
-            if not name.startswith(NODE) or _node_op(name) not in stems or _holds_call(c, r, calls) \
+            if not name.startswith(NODE) or _node_op(name) not in stems or holds_call(c, r, calls) \
                     or ev.end[r] - ev.start[r] < HOST_OP_AT_LEAST:
                 continue
-            if any(_holds_call(c, q, h2d) for q in mine[i + 1:i + 1 + MAX_LOOKAHEAD]):
+            if any(holds_call(c, q, h2d) for q in mine[i + 1:i + 1 + MAX_LOOKAHEAD]):
                 nodes.append((int(k), int(ev.start[r]), int(ev.start[r]), int(ev.end[r]), name))
     # the result comes back to the device: an upload right after the op, or its gradient's after its backward node
     # (a tensor copied off for a print or a log is formatted on the host and never returns)
@@ -149,7 +149,7 @@ def apply(c: Context, p, o: Options) -> tuple[OpOnGpu, dict]:
     if not trips or not g.n_calls:
         return OpOnGpu("op_on_gpu", 0), {"host_ops": 0}
     c_key = c.call_keys
-    h2d = _copy_calls(c, "HtoD")
+    h2d = copy_calls(c, "HtoD")
     tops, keys = top_level_ops(c)
     ev = c.trace.ev
     inside = np.zeros(g.n_calls, bool)
@@ -160,7 +160,7 @@ def apply(c: Context, p, o: Options) -> tuple[OpOnGpu, dict]:
         # the result's or the gradient's upload right after the op: the next outermost op's host-to-device copy
         after = tops[(keys == k) & (ev.start[tops] >= e)][:MAX_LOOKAHEAD]
         for q in after.tolist():
-            if _holds_call(c, q, h2d):
+            if holds_call(c, q, h2d):
                 inside |= (c_key == k) & (g.c_start >= ev.start[q]) & (g.c_start < ev.end[q])
                 trip_ns += int(ev.end[q] - ev.start[q])
                 break
