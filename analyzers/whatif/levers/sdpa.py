@@ -29,6 +29,7 @@ from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
 from tracetriage.analyzers.whatif.levers.knob import (
     gpu_of_calls,
     mirror_queued,
@@ -89,8 +90,12 @@ class Attention:
     causal: bool
     precision: str                   # the inputs': bf16, fp16, fp32
     # nn.MultiheadAttention's need_weights=True (its default): the weights viewed [B, H, T, S] and averaged over the
-    # heads by an aten::mean after the values' GEMM, not attention written by hand
-    need_weights: bool = False
+    # heads by an aten::mean after the values' GEMM (its row; -1 for none), not attention written by hand
+    weights_mean: int = -1
+
+    @property
+    def need_weights(self) -> bool:
+        return self.weights_mean >= 0
 
     @property
     def flops(self) -> float:
@@ -148,7 +153,7 @@ def find(c: Context) -> list[Attention]:
         out.append(Attention(start=int(ev.start[qk]), end=int(ev.end[pv]), thread=key,
                              heads=int(np.prod(scores[:-2])), queries=t, keys=k, dim=q[-1], value_dim=v[-1],
                              causal=causal, precision=_operand_precision(c, qk),
-                             need_weights=_heads_averaged(c, means, key, int(ev.end[pv]), upto, scores)))
+                             weights_mean=_heads_averaged(c, means, key, int(ev.end[pv]), upto, scores)))
     return out
 
 
@@ -161,15 +166,15 @@ def _operand_precision(c: Context, product: int) -> str:
     return _PRECISION.get(types[tensors[-2]] if len(tensors) >= 2 else next(iter(types), ""), "fp32")
 
 
-def _heads_averaged(c: Context, means: np.ndarray, key: int, after: int, before: int | None, scores: list) -> bool:
-    """An aten::mean on this thread, after the values' GEMM and before the thread's next attention, of the scores
+def _heads_averaged(c: Context, means: np.ndarray, key: int, after: int, before: int | None, scores: list) -> int:
+    """The aten::mean on this thread, after the values' GEMM and before the thread's next attention, of the scores
     viewed [B, H, T, S] (B x H the scores' leading dimension): nn.MultiheadAttention's need_weights=True averaging
-    its attention weights over the heads (average_attn_weights=True, the default)."""
+    its attention weights over the heads (average_attn_weights=True, the default). Its row, or -1."""
     ev = c.trace.ev
     mine = means[(thread_keys(ev, means) == key) & (ev.start[means] >= after)
                  & ((ev.start[means] < before) if before is not None else True)]
-    return any(len(d := next(iter(_dims(c, m)), [])) == 4 and d[-2:] == scores[-2:]
-               and d[0] * d[1] == int(np.prod(scores[:-2])) for m in mine.tolist())
+    return next((m for m in mine.tolist() if len(d := next(iter(_dims(c, m)), [])) == 4 and d[-2:] == scores[-2:]
+                 and d[0] * d[1] == int(np.prod(scores[:-2]))), -1)
 
 
 def _masks_scores(d: list, t: int, k: int, scores: list) -> bool:
@@ -241,6 +246,14 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
         a = a or found[0]
         backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * share["backward"])))
     kernel_ns, fused_ns = fuse_windows(c, p, forward, backward)
+    # need_weights=False: the module no longer averages the weights over the heads; the mean's kernels go too (fresh10
+    # sasrec_mha_need_weights: a [2048, 4, 200, 200] fp32 mean, 1.3 GB read, each attention)
+    means = np.array([a.weights_mean for a in found if a.need_weights], np.int64)
+    if len(means):
+        ev = c.trace.ev
+        rows = gpu_of_calls(c, np.flatnonzero(calls_inside(c, ev.start[means], ev.end[means], thread_keys(ev, means))))
+        kernel_ns += int(c.g.g_dur[rows].sum())
+        remove_gpu_work(c, p, rows)
     queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
                  device=c.trace.device_name() or "this device",
@@ -318,7 +331,7 @@ def says(a: Sdpa) -> str:
     mha = a.need_weights * 2 > a.count
     what = (f"{causal} attentions of nn.MultiheadAttention called with need_weights=True" if mha
             else f" hand-written{causal} attentions")
-    mean = "; their weights averaged over the heads by aten::mean" if mha else ""
+    mean = ", their weights' mean over the heads (aten::mean) included: it goes" if mha else ""
     return (f"the {units.integer(a.count)}{what}{some}{back} "
             f"({units.duration_ns(a.kernel_ns)} of kernels{mean}) become fused kernels priced at their FLOPs at "
             f"{rate}, the scores never written: {units.duration_ns(a.fused_ns)}")
