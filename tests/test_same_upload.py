@@ -11,26 +11,28 @@ from tracetriage.analyzers.triage.report import analyze_trace
 TABLE = 8_388_608
 
 
-def _step(h: Host, n: int) -> None:
+def _step(h: Host, n: int, pinned: bool = False) -> None:
     """The table's upload (aten::to of [n] int64, 6 ms of a pageable copy), then the model's kernels."""
     h.copy_op("HtoD", [[n]], dur=6_200_000, copy_ns=6_000_000)
     to = next(e for e in reversed(h.ev) if e["name"] == "aten::to")
     to["args"]["Input type"] = ["long int"]
     copy = next(e for e in reversed(h.ev) if e.get("cat") == "gpu_memcpy")
     copy["args"]["bytes"] = n * 8
+    if pinned:      # a staging buffer for new data each step (DataLoader(pin_memory=True), a prefetcher)
+        copy["name"] = "Memcpy HtoD (Pinned -> Device)"
     for _ in range(40):
         h.kernel_op("aten::addmm", [[4096, 512], [512, 512]], dur=150_000)
 
 
-def _trace(tmp_path, sizes, loader: bool = False):
+def _trace(tmp_path, sizes, loader: bool = False, pinned: bool = False):
     h = Host(kernel_ns=140_000)
     for n in sizes:
         start = h.t
-        h.step(lambda: _step(h, n))
+        h.step(lambda: _step(h, n, pinned))
         if loader:
             h.ev.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", start - 500,
                                    start + 100))
-    return h.trace(tmp_path, f"t{len(sizes)}{loader}{sizes[-1]}.json.gz")
+    return h.trace(tmp_path, f"t{len(sizes)}{loader}{pinned}{sizes[-1]}.json.gz")
 
 
 def test_the_same_upload_every_step_is_told_keep_it_on_the_device_first(tmp_path):
@@ -44,6 +46,7 @@ def test_the_same_upload_every_step_is_told_keep_it_on_the_device_first(tmp_path
     assert claims.check(out) == []
 
 
-def test_a_dataloaders_batches_or_changing_shapes_are_no_same_upload(tmp_path):
+def test_a_dataloaders_batches_changing_shapes_or_a_pinned_source_are_no_same_upload(tmp_path):
     assert copies_async(_trace(tmp_path, [TABLE] * 3, loader=True)).same_upload is None
+    assert copies_async(_trace(tmp_path, [TABLE] * 3, pinned=True)).same_upload is None
     assert copies_async(_trace(tmp_path, [TABLE, TABLE // 2, TABLE // 4])).same_upload is None
