@@ -2,8 +2,8 @@
 moved each step, `table.to(device)` inside the loop) leads the copies' Next with "keep it on the device (move it once,
 register it as a buffer)", pinning only after it; a DataLoader's batches (new data of one shape each step) or uploads
 whose shapes change keep the copies' own words."""
-from kineto_factory import annotation
-from test_host_blocking_steps import Host
+from kineto_factory import annotation, op
+from test_host_blocking_steps import NODE, Host
 from tracetriage.analyzers.analyses.copies_async import copies_async
 from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
@@ -11,9 +11,13 @@ from tracetriage.analyzers.triage.report import analyze_trace
 TABLE = 8_388_608
 
 
-def _step(h: Host, n: int, pinned: bool = False) -> None:
-    """The table's upload (aten::to of [n] int64, 6 ms of a pageable copy), then the model's kernels."""
+def _step(h: Host, n: int, pinned: bool = False, gradient: bool = False) -> None:
+    """The table's upload (aten::to of [n] int64, 6 ms of a pageable copy), then the model's kernels; `gradient`:
+    the upload made by autograd's ToCopyBackward0 (a host loss's gradient going back to the device)."""
+    s = h.t
     h.copy_op("HtoD", [[n]], dur=6_200_000, copy_ns=6_000_000)
+    if gradient:
+        h.ev.append(op(NODE + "ToCopyBackward0", s - 500, h.t - 500, None))
     to = next(e for e in reversed(h.ev) if e["name"] == "aten::to")
     to["args"]["Input type"] = ["long int"]
     copy = next(e for e in reversed(h.ev) if e.get("cat") == "gpu_memcpy")
@@ -24,15 +28,15 @@ def _step(h: Host, n: int, pinned: bool = False) -> None:
         h.kernel_op("aten::addmm", [[4096, 512], [512, 512]], dur=150_000)
 
 
-def _trace(tmp_path, sizes, loader: bool = False, pinned: bool = False):
+def _trace(tmp_path, sizes, loader: bool = False, pinned: bool = False, gradient: bool = False):
     h = Host(kernel_ns=140_000)
     for n in sizes:
         start = h.t
-        h.step(lambda: _step(h, n, pinned))
+        h.step(lambda: _step(h, n, pinned, gradient))
         if loader:
             h.ev.append(annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", start - 500,
                                    start + 100))
-    return h.trace(tmp_path, f"t{len(sizes)}{loader}{pinned}{sizes[-1]}.json.gz")
+    return h.trace(tmp_path, f"t{len(sizes)}{loader}{pinned}{gradient}{sizes[-1]}.json.gz")
 
 
 def test_the_same_upload_every_step_is_told_keep_it_on_the_device_first(tmp_path):
@@ -46,7 +50,9 @@ def test_the_same_upload_every_step_is_told_keep_it_on_the_device_first(tmp_path
     assert claims.check(out) == []
 
 
-def test_a_dataloaders_batches_changing_shapes_or_a_pinned_source_are_no_same_upload(tmp_path):
+def test_a_dataloaders_batches_changing_shapes_a_pinned_source_or_a_gradient_are_no_same_upload(tmp_path):
     assert copies_async(_trace(tmp_path, [TABLE] * 3, loader=True)).same_upload is None
     assert copies_async(_trace(tmp_path, [TABLE] * 3, pinned=True)).same_upload is None
+    # autograd's upload of a host loss's gradient is new data each step (fresh10 conformer_ctc_loss_on_cpu)
+    assert copies_async(_trace(tmp_path, [TABLE] * 3, gradient=True)).same_upload is None
     assert copies_async(_trace(tmp_path, [TABLE, TABLE // 2, TABLE // 4])).same_upload is None

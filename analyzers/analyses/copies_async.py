@@ -22,7 +22,9 @@ and dtype (aten::to/copy_ of an [8388608] int64) launched the same number of tim
 (ProfilerStep# ranges, two or more), holding UPLOAD_SHARE of the host-to-device copy time or more, in a trace whose
 steps draw no batch from a DataLoader (enumerate(DataLoader)# ranges: a batch is new data of the same shape each step).
 A pinned source is left out: pinned host memory is a pipeline's staging buffer for new data each step
-(DataLoader(pin_memory=True), a prefetcher: the public HTA A100 rank-0 trace's 45.8 MB float32 batch a step). That is
+(DataLoader(pin_memory=True), a prefetcher: the public HTA A100 rank-0 trace's 45.8 MB float32 batch a step); so is an
+upload whose outermost op is not a copy the program made (PLAIN_COPIES): a gradient uploaded by autograd's
+ToCopyBackward0 or an op's host-made indices (aten::index) are new data each step. That is
 the shape of a loop-invariant tensor (a lookup table, a mask, constants) uploaded again each step (fresh10
 ctr_id_remap_table_not_buffer: a 64 MB id table, 6.5 ms a step at 10.3 GB/s, 1.0x its step's compute), whose fix
 is to keep it on the device, not to pin it; the trace cannot see whether the values change, so the words say "if".
@@ -36,13 +38,16 @@ import numpy as np
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION, Trace
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, Trace
 
 ASYNC_RETURN = 0.5    # a copy is async where its call returned this share of the copy's time before the copy ended
 ALL_ASYNC = 0.9       # ... and the copies are async already where this share of their time is such copies
 UPLOAD_SHARE = 0.5    # the same upload every step holds this share of the host-to-device copy time or more
 STEP = "ProfilerStep#"
 BATCH = "enumerate(DataLoader)#"
+# the upload's outermost op is a copy the program asked for (`t.to(device)`, `t.cuda()`, `buf.copy_(t)`): not one
+# made inside another op from what it computed (aten::index's host indices) or by autograd (ToCopyBackward0's gradient)
+PLAIN_COPIES = frozenset(("aten::to", "aten::_to_copy", "aten::copy_", "aten::cuda"))
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,18 @@ def same_upload(trace: Trace, up: np.ndarray) -> SameUpload | None:
         at = ev.start[trace.launch_of[rows]]
         counts = [int(((at >= ev.start[s]) & (at < ev.end[s])).sum()) for s in steps.tolist()]
         dur = int((ev.end[rows] - ev.start[rows]).sum())
-        if counts[0] and len(set(counts)) == 1 and dur >= UPLOAD_SHARE * total and (best is None or dur > best.copy_ns):
+        recurs = counts[0] and len(set(counts)) == 1 and dur >= UPLOAD_SHARE * total
+        if recurs and (best is None or dur > best.copy_ns) \
+                and _outermost(trace, int(trace.launch_of[rows[0]])) in PLAIN_COPIES:
             per = counts[0]
             best = SameUpload(shape=shape, op=name, per_step=per, steps=len(steps),
                               nbytes=int(np.median(ev.nbytes[rows])) * per, copy_ns=dur)
     return best
+
+
+def _outermost(trace: Trace, call: int) -> str:
+    """The name of the outermost op on the call's thread around it: the Python-level call that made the copy."""
+    ev = trace.ev
+    ops = np.flatnonzero((ev.cat == CPU_OP) & (ev.pid == ev.pid[call]) & (ev.tid == ev.tid[call])
+                         & (ev.start <= ev.start[call]) & (ev.end >= ev.end[call]))
+    return trace.name_of(int(ops[np.argmin(ev.start[ops])])) if len(ops) else ""
