@@ -93,13 +93,8 @@ from tracetriage.analyzers.whatif.levers import (
     CUDA_GRAPHS,
     HEADROOM,
     LEVERS,
-    REDUCE_ON_GPU,
-    VALIDATE_ARGS,
-    VALUE_CHECKS,
+    blocks_graphs,
     module_round_trip,
-    reduce_on_gpu,
-    validate_args,
-    value_checks,
 )
 from tracetriage.analyzers.whatif.windows import predict_windows
 
@@ -620,11 +615,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                  and not (full and LEVERS[c.lever].experiment is None
                           and LEVERS[c.lever].cause is Cause.LAUNCH_OVERHEAD)]
         # a check per layer read on the host, a distribution's argument check, or a round trip through the host for a
-        # reduction, splits the step: no CUDA graph replays it as one until they are off
-        graphs_blocked = any((c.lever == VALUE_CHECKS and value_checks.blocks_graphs(c.assumption))
-                             or (c.lever == REDUCE_ON_GPU and reduce_on_gpu.blocks_graphs(c.assumption))
-                             or (c.lever == VALIDATE_ARGS and validate_args.blocks_graphs(c.assumption))
-                             for c in choices)
+        # reduction or another op, splits the step: no CUDA graph replays it as one until they are off
+        graphs_blocked = any(blocks_graphs(c.lever, c.assumption) for c in choices)
         if graphs_blocked:
             fixes = [c for c in fixes if c.lever != CUDA_GRAPHS]
         best = fixes[0] if fixes and fixes[0].saving_ns >= LEVER_FLOOR * fixes[0].baseline_ns else None

@@ -2,7 +2,7 @@
 copies leave the link's rate, so fewer bytes; a trace that runs no kernel has no compute for copies to overlap."""
 from __future__ import annotations
 
-from tracetriage.analyzers.model.units import duration_ns, integer
+from tracetriage.analyzers.model.units import duration_ns, integer, size
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import ADVICE
@@ -24,6 +24,16 @@ def copies_advice(a: Analysis) -> str | None:
                 f"in {duration_ns(c.call_median_ns)}, median, while the copy engines move the bytes{beside}), so the "
                 "link's rate sets their time: send a smaller dtype (uint8 or bf16 instead of fp32, cast on the "
                 "device) or keep the data resident on the device" + (f"; {NO_KERNELS}" if c.kernels == 0 else ""))
+    u = c.same_upload
+    if u is not None and c.kernels:
+        # the same shape uploaded every step: a loop-invariant tensor is kept on the device, which removes the copy;
+        # pinning only shortens it (fresh10 ctr_id_remap_table_not_buffer: a 64 MB [8388608] int64 table a step)
+        each = "once" if u.per_step == 1 else f"{integer(u.per_step)} times"
+        return (f"keep the {u.shape} tensor on the device if it holds the same values each step (a lookup table, a "
+                "mask, constants): move it there once before the loop or register it as a module buffer "
+                f"(self.register_buffer), and its {size(u.nbytes)} upload ({u.op}, {each} in each of the "
+                f"{integer(u.steps)} profiled steps) goes; only if it changes each step, pin host memory and copy "
+                "with non_blocking=True on a side stream")
     if c.kernels == 0:
         return ADVICE[Cause.DATA_TRANSFER].replace(
             OVERLAP_COMPUTE, "so the copies to and from the device overlap each other and the host runs ahead") \

@@ -32,6 +32,7 @@ from tracetriage.analyzers.whatif.levers import (
     fuse,
     fused_optimizer,
     grads_to_none,
+    inductor_backend,
     inference_mode,
     keep_allocator_cache,
     kernels_2x,
@@ -42,6 +43,7 @@ from tracetriage.analyzers.whatif.levers import (
     no_checkpointing,
     no_host_work,
     no_recompiles,
+    op_on_gpu,
     overlap_comm,
     pinned_batches,
     reduce_on_gpu,
@@ -87,6 +89,8 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     compute_once.SPEC,
     sparse_embedding.SPEC,
     weight_only_int8.SPEC,
+    op_on_gpu.SPEC,
+    inductor_backend.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -118,6 +122,8 @@ BATCH_ITEMS = batch_items.SPEC.name            # the model called item by item -
 PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch copies -> pin_memory=True, non_blocking
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
 REDUCE_ON_GPU = reduce_on_gpu.SPEC.name        # logits.cpu().argmax().to(device) -> argmax on the GPU
+INDUCTOR_BACKEND = inductor_backend.SPEC.name  # torch.compile(backend="aot_eager") -> the default, Inductor
+OP_ON_GPU = op_on_gpu.SPEC.name                # nms(boxes.cpu(), scores.cpu()) -> nms on the device tensors
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
 CONVERT_ON_GPU = convert_on_gpu.SPEC.name      # batch.float().to(device) -> batch.to(device).float()
@@ -169,8 +175,20 @@ CAPTURE_PENDING: tuple[str, ...] = (
     FREEZE_UNOPTIMIZED, ACTIVATIONS_ON_GPU, LOGITS_TO_KEEP, COMPUTE_ONCE, SPARSE_EMBEDDING,
     # written from the bundled fresh5 decode_mlp_compile_roof-before (an H100) alone: no measured pair yet
     WEIGHT_ONLY_INT8,
+    # written from two fresh10 development pairs (H100: yolo nms, conformer ctc_loss), no fix workload yet
+    OP_ON_GPU,
+    # written from one fresh10 development pair (H100: a GPT trained under backend="aot_eager"), no fix workload yet
+    INDUCTOR_BACKEND,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
+
+
+def blocks_graphs(lever: str, assumption) -> bool:
+    """This lever found a read, a check or a round trip through the host inside the loop, which splits the step: no
+    CUDA graph replays it as one until it is off (value_checks, reduce_on_gpu, validate_args, op_on_gpu)."""
+    test = {VALUE_CHECKS: value_checks.blocks_graphs, REDUCE_ON_GPU: reduce_on_gpu.blocks_graphs,
+            VALIDATE_ARGS: validate_args.blocks_graphs, OP_ON_GPU: op_on_gpu.blocks_graphs}.get(lever)
+    return test is not None and test(assumption)
 
 
 def spec_of(name: str) -> LeverSpec:

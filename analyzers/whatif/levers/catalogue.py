@@ -221,6 +221,11 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",
           "nxt = logits[:, -1].argmax(-1) in place of logits[:, -1].cpu().argmax(-1).to(device)",
           lever="reduce_on_gpu"),
+    Entry("past the guides", "an op run on the GPU for one run on the host on tensors copied off it (nms, a CTC loss)",
+          "torchvision.ops.nms(boxes, scores, 0.5) on the device tensors, in place of nms(boxes.cpu(), scores.cpu(), "
+          "0.5)", lever="op_on_gpu"),
+    Entry("past the guides", "torch.compile's default backend (Inductor) for a debugging backend that fuses nothing",
+          "torch.compile(model) in place of torch.compile(model, backend=\"aot_eager\")", lever="inductor_backend"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "

@@ -66,7 +66,7 @@ def per_op_dispatch_ns(trace, found: ChainTable) -> float:
     return float(np.median((ev.end[last] - ev.start[first]) / np.diff(found.op_at)))
 
 
-def _optimizer_calls(c: Context) -> np.ndarray:
+def optimizer_calls(c: Context) -> np.ndarray:
     """Per event, the launch calls made inside an optimizer step."""
     s, e, k, _ = c.construct_windows(Construct.OPTIMIZER)
     out = np.zeros(len(c.trace.ev), bool)
@@ -75,12 +75,22 @@ def _optimizer_calls(c: Context) -> np.ndarray:
 
 
 def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
-    g, ev = c.g, c.trace.ev
+    g = c.g
     # the optimizer step's per-parameter chains are fused_optimizer's ground: fuse acts on the model's own
-    found = chain_table(c.trace, _optimizer_calls(c), shapeless=True)
+    found = chain_table(c.trace, optimizer_calls(c), shapeless=True)
     if not len(found) or not g.n_calls:
         return ChainsFused("fuse"), {"chains": 0}
     call_ns, source = compiled_call_ns(c.trace, per_op_dispatch_ns(c.trace, found))
+    n, n_kernels, eager_b, fused_b, wall_ns = fuse_chains(c, p, found, call_ns)
+    return (ChainsFused("fuse", n, kernels=n_kernels, eager_bytes=eager_b, fused_bytes=fused_b, call_ns=call_ns,
+                        call_source=source, found=len(found)),
+            {"chains": n, "kernels": n_kernels, "eager_bytes": eager_b, "fused_bytes": fused_b, "chain_ns": wall_ns})
+
+
+def fuse_chains(c: Context, p, found: ChainTable, call_ns: int) -> tuple[int, int, float, float, int]:
+    """The module docstring's edit on these chains, each one compiled call of call_ns on the host: (chains fused,
+    their eager kernels, eager bytes, fused bytes, their wall time first op to last kernel)."""
+    g, ev = c.g, c.trace.ev
     ch = _in_graph(g, len(ev), found)
     # the chain's kernels in the order they ran; a kernel per pass, together moving the fused bytes at the chain's
     # own eager rate
@@ -127,10 +137,7 @@ def apply(c: Context, p, o: Options) -> tuple[ChainsFused, dict]:
     for e, f in zip(found.eager_bytes[fused].tolist(), found.fused_bytes[fused].tolist()):   # summed in chain order
         eager_b += e
         fused_b += f
-    n, n_kernels = int(fused.sum()), int(ch.n_kernels[fused].sum())
-    return (ChainsFused("fuse", n, kernels=n_kernels, eager_bytes=eager_b, fused_bytes=fused_b, call_ns=call_ns,
-                        call_source=source, found=len(found)),
-            {"chains": n, "kernels": n_kernels, "eager_bytes": eager_b, "fused_bytes": fused_b, "chain_ns": wall_ns})
+    return int(fused.sum()), int(ch.n_kernels[fused].sum()), eager_b, fused_b, wall_ns
 
 
 @dataclass(frozen=True)

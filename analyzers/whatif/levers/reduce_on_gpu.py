@@ -66,7 +66,7 @@ class ReducedOnGpu(Assumption):
     operand: str = ""                # the host product's large operand that never left the host ("500000x512"), or ""
 
 
-def _copy_calls(c: Context, direction: str) -> np.ndarray:
+def copy_calls(c: Context, direction: str) -> np.ndarray:
     """The runtime-call rows that launched the memcpys one way ("DtoH" or "HtoD"; Kineto names both forms)."""
     tr = c.trace
     ev = tr.ev
@@ -78,7 +78,7 @@ def _copy_calls(c: Context, direction: str) -> np.ndarray:
     return distinct(calls[calls != NONE])
 
 
-def _holds_call(c: Context, row: int, calls: np.ndarray) -> bool:
+def holds_call(c: Context, row: int, calls: np.ndarray) -> bool:
     """One of these runtime calls starts inside this op, on its thread."""
     ev = c.trace.ev
     if not len(calls):
@@ -99,7 +99,7 @@ def find(c: Context) -> list[tuple[int, int, int, str, str]]:
     """The round trips (thread, start, end, the reduction's name, the host product's resident operand): the module
     docstring's rule; none below MIN_TRIPS."""
     ev = c.trace.ev
-    d2h, h2d = _copy_calls(c, "DtoH"), _copy_calls(c, "HtoD")
+    d2h, h2d = copy_calls(c, "DtoH"), copy_calls(c, "HtoD")
     if not len(d2h):
         return []
     launches = _kernel_calls(c)
@@ -108,12 +108,12 @@ def find(c: Context) -> list[tuple[int, int, int, str, str]]:
     for k in distinct(keys).tolist():
         mine = tops[keys == k].tolist()
         for i, r in enumerate(mine):
-            if not _holds_call(c, r, d2h):
+            if not holds_call(c, r, d2h):
                 continue
             for j in range(i + 1, min(i + 1 + MAX_LOOKAHEAD + 1, len(mine))):
                 name = c.trace.name_of(mine[j])
-                if name in REDUCTIONS and not _holds_call(c, mine[j], launches):
-                    end = mine[j + 1] if j + 1 < len(mine) and _holds_call(c, mine[j + 1], h2d) else mine[j]
+                if name in REDUCTIONS and not holds_call(c, mine[j], launches):
+                    end = mine[j + 1] if j + 1 < len(mine) and holds_call(c, mine[j + 1], h2d) else mine[j]
                     out.append((int(k), int(ev.start[r]), int(ev.end[end]), name,
                                 _resident_operand(c, mine[i + 1:j], launches)))
                     break
@@ -125,12 +125,12 @@ def host_ops(c: Context, trips: list[tuple[int, int, int, str]]) -> tuple[tuple[
     their time summed by name over every trip, most first (fresh9 clip_retrieval_cpu_gallery: 2 trips of 135.7 ms,
     101.9 ms of them aten::matmul against a gallery kept on the host, 32.6 ms aten::topk)."""
     ev = c.trace.ev
-    moving = np.concatenate((_copy_calls(c, "DtoH"), _copy_calls(c, "HtoD"), _kernel_calls(c)))
+    moving = np.concatenate((copy_calls(c, "DtoH"), copy_calls(c, "HtoD"), _kernel_calls(c)))
     tops, keys = top_level_ops(c)
     by: dict[str, int] = {}
     for k, s, e, *_ in trips:
         for r in tops[(keys == k) & (ev.start[tops] >= s) & (ev.end[tops] <= e)].tolist():
-            if not _holds_call(c, r, moving):
+            if not holds_call(c, r, moving):
                 name = c.trace.name_of(r)
                 by[name] = by.get(name, 0) + int(ev.end[r] - ev.start[r])
     return tuple(sorted(by.items(), key=lambda x: -x[1]))
@@ -142,7 +142,7 @@ def _resident_operand(c: Context, ops: list[int], launches: np.ndarray) -> str:
     with torch.load and never moved), which the copied tensor met there. "" for none."""
     best: list[int] = []
     for r in ops:
-        if c.trace.name_of(r) not in HOST_PRODUCTS or _holds_call(c, r, launches):
+        if c.trace.name_of(r) not in HOST_PRODUCTS or holds_call(c, r, launches):
             continue
         dims = c.trace.shapes(r)[0] or []
         for d in dims:

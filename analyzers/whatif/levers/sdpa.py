@@ -29,6 +29,7 @@ from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.whatif.levers.host_windows import calls_inside
 from tracetriage.analyzers.whatif.levers.knob import (
     gpu_of_calls,
     mirror_queued,
@@ -88,6 +89,13 @@ class Attention:
     value_dim: int                   # dv
     causal: bool
     precision: str                   # the inputs': bf16, fp16, fp32
+    # nn.MultiheadAttention's need_weights=True (its default): the weights viewed [B, H, T, S] and averaged over the
+    # heads by an aten::mean after the values' GEMM (its row; -1 for none), not attention written by hand
+    weights_mean: int = -1
+
+    @property
+    def need_weights(self) -> bool:
+        return self.weights_mean >= 0
 
     @property
     def flops(self) -> float:
@@ -113,6 +121,7 @@ def find(c: Context) -> list[Attention]:
     soft = soft[~rows_inside(c, soft, ops_named(c, lambda n: n.startswith(MATH_BACKEND)))]
     products = outermost(c, ops_named(c, lambda n: n in PRODUCT))
     masks = ops_named(c, lambda n: n in MASK)
+    means = ops_named(c, lambda n: n == "aten::mean")
     out: list[Attention] = []
     if not len(soft) or len(products) < 2:
         return out
@@ -139,10 +148,33 @@ def find(c: Context) -> list[Attention]:
             continue
         inside = masks[(m_key == key) & (ev.start[masks] > ev.end[qk]) & (ev.end[masks] < ev.start[pv])]
         causal = t == k and any(_masks_scores(d, t, k, scores) for m in inside.tolist() for d in _dims(c, m))
+        later = soft[(thread_keys(ev, soft) == key) & (ev.start[soft] > ev.end[pv])]
+        upto = int(ev.start[later].min()) if len(later) else None
         out.append(Attention(start=int(ev.start[qk]), end=int(ev.end[pv]), thread=key,
                              heads=int(np.prod(scores[:-2])), queries=t, keys=k, dim=q[-1], value_dim=v[-1],
-                             causal=causal, precision=_PRECISION.get(next(iter(_types(c, qk)), ""), "fp32")))
+                             causal=causal, precision=_operand_precision(c, qk),
+                             weights_mean=_heads_averaged(c, means, key, int(ev.end[pv]), upto, scores)))
     return out
+
+
+def _operand_precision(c: Context, product: int) -> str:
+    """The precision of the scores' GEMM's operands (the last two tensor inputs: baddbmm's first input is the mask
+    it adds, often fp32 beside bf16 q and k under autocast: fresh10 sasrec_mha_need_weights, a float [1, 200, 200]
+    mask beside c10::BFloat16 [8192, 200, 32] queries)."""
+    raw, types = c.trace.shapes(product)[0] or [], _types(c, product)
+    tensors = [i for i, d in enumerate(raw) if isinstance(d, list) and d and i < len(types)]
+    return _PRECISION.get(types[tensors[-2]] if len(tensors) >= 2 else next(iter(types), ""), "fp32")
+
+
+def _heads_averaged(c: Context, means: np.ndarray, key: int, after: int, before: int | None, scores: list) -> int:
+    """The aten::mean on this thread, after the values' GEMM and before the thread's next attention, of the scores
+    viewed [B, H, T, S] (B x H the scores' leading dimension): nn.MultiheadAttention's need_weights=True averaging
+    its attention weights over the heads (average_attn_weights=True, the default). Its row, or -1."""
+    ev = c.trace.ev
+    mine = means[(thread_keys(ev, means) == key) & (ev.start[means] >= after)
+                 & ((ev.start[means] < before) if before is not None else True)]
+    return next((m for m in mine.tolist() if len(d := next(iter(_dims(c, m)), [])) == 4 and d[-2:] == scores[-2:]
+                 and d[0] * d[1] == int(np.prod(scores[:-2]))), -1)
 
 
 def _masks_scores(d: list, t: int, k: int, scores: list) -> bool:
@@ -184,6 +216,7 @@ class Sdpa(Assumption):
     precision: str = ""
     source: str = ""
     found: int = 0                   # hand-written attentions seen, priced or not
+    need_weights: int = 0            # of them nn.MultiheadAttention's with need_weights=True (Attention.need_weights)
     device: str = ""                 # where found but not priced: a device the peak table does not know
 
 
@@ -213,11 +246,19 @@ def apply(c: Context, p, o: Options) -> tuple[Sdpa, dict]:
         a = a or found[0]
         backward.append((s, e, k, NS_PER_S * BACKWARD_FLOPS * a.flops / (peak * share["backward"])))
     kernel_ns, fused_ns = fuse_windows(c, p, forward, backward)
+    # need_weights=False: the module no longer averages the weights over the heads; the mean's kernels go too (fresh10
+    # sasrec_mha_need_weights: a [2048, 4, 200, 200] fp32 mean, 1.3 GB read, each attention)
+    means = np.array([a.weights_mean for a in found if a.need_weights], np.int64)
+    if len(means):
+        ev = c.trace.ev
+        rows = gpu_of_calls(c, np.flatnonzero(calls_inside(c, ev.start[means], ev.end[means], thread_keys(ev, means))))
+        kernel_ns += int(c.g.g_dur[rows].sum())
+        remove_gpu_work(c, p, rows)
     queued = mirror_queued(c, p)          # the window's first step, queued before it: its attentions go too
     return (Sdpa("sdpa", len(found), causal=sum(a.causal for a in found), backward=len(backward),
                  device=c.trace.device_name() or "this device",
                  kernel_ns=kernel_ns, fused_ns=fused_ns, tflops=peak / 1e12, precision=precision,
-                 source=source),
+                 source=source, need_weights=sum(a.need_weights for a in found)),
             detail | {"queued_kernels": queued})
 
 
@@ -287,8 +328,12 @@ def says(a: Sdpa) -> str:
     rate = (f"the {units.tflops(a.tflops)} this trace's {a.precision} matrix products reach (no peak table entry "
             f"for {a.device})" if a.source == "trace" else
             f"{shares} of the {units.tflops(a.tflops)} {a.precision} peak ({SOURCE_WORDS[a.source]})")
-    return (f"the {units.integer(a.count)} hand-written{causal} attentions{some}{back} "
-            f"({units.duration_ns(a.kernel_ns)} of kernels) become fused kernels priced at their FLOPs at "
+    mha = a.need_weights * 2 > a.count
+    what = (f"{causal} attentions of nn.MultiheadAttention called with need_weights=True" if mha
+            else f" hand-written{causal} attentions")
+    mean = ", their weights' mean over the heads (aten::mean) included: it goes" if mha else ""
+    return (f"the {units.integer(a.count)}{what}{some}{back} "
+            f"({units.duration_ns(a.kernel_ns)} of kernels{mean}) become fused kernels priced at their FLOPs at "
             f"{rate}, the scores never written: {units.duration_ns(a.fused_ns)}")
 
 
@@ -302,6 +347,12 @@ def fused_grew(before: Measured, after: Measured) -> bool:
 
 
 def change(a: Sdpa) -> str:
+    if getattr(a, "need_weights", 0) * 2 > a.count:
+        # the module's own path: with need_weights=False nn.MultiheadAttention calls SDPA itself (fresh10
+        # sasrec_mha_need_weights: [8192, 200, 200] scores and an aten::mean over the 4 heads, 1.87x measured)
+        return ("attn(q, k, v, need_weights=False) on the nn.MultiheadAttention call (need_weights=True, the "
+                "default, writes the [B, H, T, S] weights and averages them over the heads): the module then runs "
+                "F.scaled_dot_product_attention's fused kernel itself")
     causal = ", is_causal=True" if a.causal else ""
     return (f"y = torch.nn.functional.scaled_dot_product_attention(q, k, v{causal}) in place of "
             "softmax(q @ k.transpose(-2, -1) * scale) @ v (Hugging Face: attn_implementation=\"sdpa\")")
