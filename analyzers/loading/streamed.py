@@ -209,6 +209,11 @@ def hand_over(text: bytearray, stream: Stream) -> None:
     _handed = (text, stream)
 
 
+def scanned(text: bytes | bytearray) -> bool:
+    """Did the stream read this very text to its end (take will give its columns)?"""
+    return _handed is not None and _handed[0] is text and _handed[1].result is not None
+
+
 def take(text: bytes | bytearray) -> list[Scanned] | None:
     """The parts' columns the stream scanned for this very text (waiting for its last piece), or None: no stream read
     it."""
