@@ -11,7 +11,7 @@ import pytest
 
 from kineto_factory import chain, document, events_for, write
 from tracetriage.analyzers.loading import read
-from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.loading.load import load, parse_text
 from tracetriage.analyzers.model.trace import TraceError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +124,7 @@ def test_report_starts_reading_its_trace_before_its_parser_is_built(trace_gz):
 
     cli._read_ahead_for(["report", "--json", str(trace_gz), "--format", "json"])
     assert read._ahead is not None and read._ahead.path == trace_gz
+    assert read._ahead.parse is cli._parse_ahead       # (its parse too, where the stream scans the text)
     assert read.read_bytes(trace_gz) == bytearray(gzip.decompress(trace_gz.read_bytes()))
     assert _threads() == [] and read._ahead is None
 
@@ -170,7 +171,7 @@ def test_a_trace_the_stream_scanned_is_parsed_in_the_read_ahead_thread_and_loads
     # `report` parses its trace in the read-ahead thread while it imports its modules: decode, assemble and link
     # there, the same trace as the main thread's load
     path = ROOT / "traces" / "gpt-eager.json.gz"
-    read.read_ahead(path, parse=True)
+    read.read_ahead(path, parse=parse_text)
     read._ahead.thread.join()
     assert read._ahead.parsed is not None and read._ahead.text is None      # (its text freed, not kept for a read)
     ahead = load(path, use_cache=False)
@@ -184,7 +185,7 @@ def test_a_text_that_is_no_trace_says_so_from_the_thread_in_the_words_the_main_t
     empty.write_bytes(gzip.compress(b'{"traceEvents": []}'))
     with pytest.raises(TraceError) as plain:
         load(empty, use_cache=False)
-    read.read_ahead(empty, parse=True)
+    read.read_ahead(empty, parse=parse_text)
     read._ahead.thread.join()
     assert read._ahead.parse_error is not None
     with pytest.raises(TraceError) as ahead:
@@ -195,7 +196,7 @@ def test_a_text_that_is_no_trace_says_so_from_the_thread_in_the_words_the_main_t
 
 def test_a_text_the_stream_did_not_scan_is_not_parsed_in_the_thread(trace_gz):
     # (a small text is scanned after the read: its decode may be msgspec's, which forks; the main thread parses it)
-    read.read_ahead(trace_gz, parse=True)
+    read.read_ahead(trace_gz, parse=parse_text)
     read._ahead.thread.join()
     assert read._ahead.parsed is None and read._ahead.text is not None
     load(trace_gz, use_cache=False)

@@ -673,6 +673,14 @@ class _SilentParser(argparse.ArgumentParser):
         raise _ParseFailed(message)
 
 
+def _parse_ahead(path: Path, box: list):
+    """The load's decode, assemble and link of a text read ahead, run in the read-ahead's thread (numpy imported there,
+    not before the thread starts)."""
+    from tracetriage.analyzers.loading.load import parse_text
+
+    return parse_text(path, box)
+
+
 def _read_ahead_for(argv: list[str]) -> None:
     """`report FILE`: start gunzipping FILE on the other core before anything else, while the parser is built
     (whatif's lever choices import every lever, numpy with them) and the analysis imports, and parse it there too
@@ -690,7 +698,7 @@ def _read_ahead_for(argv: list[str]) -> None:
     if not a.scheduler:
         from tracetriage.analyzers.loading.read import read_ahead
 
-        read_ahead(Path(a.trace), parse=True)
+        read_ahead(Path(a.trace), parse=_parse_ahead)
 
 
 def _numpy_without_blas_threads(argv: list[str]) -> None:

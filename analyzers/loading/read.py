@@ -14,9 +14,9 @@ A command that will load one file starts its read early, in a thread (read_ahead
 releases the GIL: ~0.3 s for a 300 MB trace) runs on the second core while the analysis modules import (~0.2 s
 holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. A trace
 the cache holds is not read at all (the thread asks tracetriage.analyzers.loading.cache_key first). This module
-imports no numpy, so the thread starts before numpy does. `report` has the thread parse the text as well (decode,
-assemble and link: read_ahead(parse=True), tracetriage.analyzers.loading.load.parse_text) where the stream scanned it,
-while the main thread still imports: load then takes the trace (parsed_ahead) instead of the text.
+imports no numpy, so the thread starts before numpy does. `report` has the thread parse the text as well where the
+stream scanned it (decode, assemble and link, while the main thread still imports: read_ahead's parse, the load's own
+parse_text, given by the caller: this module imports no later step), and load takes the trace (parsed_ahead).
 
 A .gz read for the trace decoder (read_bytes(path, scan=True), and the read-ahead) is scanned as it arrives: the
 gunzip writes the text straight into one buffer of the size the gzip trailer gives (python-isal's gzip reader, which
@@ -65,7 +65,7 @@ class _ReadAhead:
     """One file's read in a thread: its text or what it raised, and a flag that stops it between chunks; with
     `parse`, the trace parsed from a text the stream scanned (or the TraceError that says why it is none)."""
 
-    def __init__(self, path: Path, scan: bool, parse: bool = False):
+    def __init__(self, path: Path, scan: bool, parse=None):
         self.path, self.stat, self.scan, self.parse = path, os.stat(path), scan, parse
         self.stop = threading.Event()
         self.text: bytearray | None = None
@@ -82,7 +82,7 @@ class _ReadAhead:
         except BaseException as e:  # (handed to the main thread, which raises it where it would have read)
             self.error = e
             return
-        if self.parse and not self.stop.is_set() and streamed.scanned(self.text):
+        if self.parse is not None and not self.stop.is_set() and streamed.scanned(self.text):
             self._parse()
 
     def _parse(self) -> None:
@@ -92,12 +92,10 @@ class _ReadAhead:
         handed over in a box and dropped from here, so that it is freed before assemble as the main thread's load
         frees it. Anything but a TraceError (the trace's own fault, said in the words the load says it) leaves the
         parse to the main thread, from the text."""
-        from tracetriage.analyzers.loading.load import parse_text  # (numpy with it: in this thread, not before it)
-
         box = [self.text]
         self.text = None
         try:
-            self.parsed = parse_text(self.path, box)
+            self.parsed = self.parse(self.path, box)
         except TraceError as e:
             self.parse_error = e
         except Exception:    # (not the trace's fault: the main thread loads it again, from this text if not taken)
@@ -134,10 +132,11 @@ def _restore_switch() -> None:
         _switch_before = None
 
 
-def read_ahead(path: Path, scan: bool = True, parse: bool = False) -> None:
+def read_ahead(path: Path, scan: bool = True, parse=None) -> None:
     """Start reading `path` in a thread, for a read_bytes(path, scan) soon; nothing for what is not a regular file
-    (read_bytes says why in its own time). parse: a load of it soon (parsed_ahead), whose decode, assemble and link
-    run in the thread too, where the stream scanned the text."""
+    (read_bytes says why in its own time). parse: for a load of it soon (parsed_ahead), the load's own parse_text
+    (path, [text]) -> Trace, run in the thread too where the stream scanned the text (a later step of the load: its
+    caller's to give, this module imports none)."""
     global _ahead
     forget_read_ahead()
     try:
@@ -166,7 +165,7 @@ def parsed_ahead(path: Path):
     then reads the file, or takes the thread's text); raises the TraceError that said why the text is no trace."""
     global _ahead
     ahead = _ahead
-    if ahead is None or not ahead.parse or not ahead.same_file(path):
+    if ahead is None or ahead.parse is None or not ahead.same_file(path):
         return None
     ahead.thread.join()
     if ahead.parsed is None and ahead.parse_error is None:
