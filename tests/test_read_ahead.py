@@ -164,6 +164,7 @@ def streamed_small(monkeypatch):
     if not streamed.enabled():
         pytest.skip("the native scan is not built")
     monkeypatch.setattr(streamed, "MIN_BYTES", 0)        # (a small trace scanned as it arrives, as a large one is)
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")      # (a trace the session's cache holds is not read ahead)
 
 
 def test_a_trace_the_stream_scanned_is_parsed_in_the_read_ahead_thread_and_loads_as_the_main_thread_loads_it(
