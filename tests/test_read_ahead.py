@@ -1,6 +1,7 @@
 """loading.read's read-ahead: `report` gunzips its trace in a thread while the analysis imports; what the
 thread read (or raised) is exactly what a read in the main thread gives, and no thread of it outlives its use."""
 import gzip
+import os
 import subprocess
 import sys
 import threading
@@ -10,7 +11,7 @@ import pytest
 
 from kineto_factory import chain, document, events_for, write
 from tracetriage.analyzers.loading import read
-from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.loading.load import load, parse_text
 from tracetriage.analyzers.model.trace import TraceError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,6 +124,7 @@ def test_report_starts_reading_its_trace_before_its_parser_is_built(trace_gz):
 
     cli._read_ahead_for(["report", "--json", str(trace_gz), "--format", "json"])
     assert read._ahead is not None and read._ahead.path == trace_gz
+    assert read._ahead.parse is cli._parse_ahead       # (its parse too, where the stream scans the text)
     assert read.read_bytes(trace_gz) == bytearray(gzip.decompress(trace_gz.read_bytes()))
     assert _threads() == [] and read._ahead is None
 
@@ -143,3 +145,74 @@ def test_a_report_whose_command_line_fails_leaves_no_thread_reading(trace_gz, ca
         cli.main(["report", str(trace_gz), "--no-such-option"])
     assert ended.value.code == cli.EXIT_USER_ERROR and "--no-such-option" in capsys.readouterr().err
     assert read._ahead is None and _threads() == []
+
+
+def _same_trace(a, b) -> None:
+    import numpy as np
+
+    assert (a.names, a.shapes_raw, a.events_in_file, a.caveats, a.device_names) == (
+        b.names, b.shapes_raw, b.events_in_file, b.caveats, b.device_names)
+    for k in a.ev.__dataclass_fields__:
+        x, y = getattr(a.ev, k), getattr(b.ev, k)
+        assert x.dtype == y.dtype and np.array_equal(x, y), k
+
+
+@pytest.fixture
+def streamed_small(monkeypatch):
+    from tracetriage.analyzers.loading import streamed
+
+    if not streamed.enabled():
+        pytest.skip("the native scan is not built")
+    monkeypatch.setattr(streamed, "MIN_BYTES", 0)        # (a small trace scanned as it arrives, as a large one is)
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")      # (a trace the session's cache holds is not read ahead)
+
+
+def test_a_trace_the_stream_scanned_is_parsed_in_the_read_ahead_thread_and_loads_as_the_main_thread_loads_it(
+        streamed_small):
+    # `report` parses its trace in the read-ahead thread while it imports its modules: decode, assemble and link
+    # there, the same trace as the main thread's load
+    path = ROOT / "traces" / "gpt-eager.json.gz"
+    read.read_ahead(path, parse=parse_text)
+    read._ahead.thread.join()
+    assert read._ahead.parsed is not None and read._ahead.text is None      # (its text freed, not kept for a read)
+    ahead = load(path, use_cache=False)
+    assert read._ahead is None and _threads() == []
+    _same_trace(ahead, load(path, use_cache=False))
+
+
+def test_a_text_that_is_no_trace_says_so_from_the_thread_in_the_words_the_main_thread_says_it(tmp_path,
+                                                                                             streamed_small):
+    empty = tmp_path / "empty.json.gz"
+    empty.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    with pytest.raises(TraceError) as plain:
+        load(empty, use_cache=False)
+    read.read_ahead(empty, parse=parse_text)
+    read._ahead.thread.join()
+    assert read._ahead.parse_error is not None
+    with pytest.raises(TraceError) as ahead:
+        load(empty, use_cache=False)
+    assert str(ahead.value) == str(plain.value) and "has no events" in str(plain.value)
+    assert read._ahead is None and _threads() == []
+
+
+def test_a_text_the_stream_did_not_scan_is_not_parsed_in_the_thread(trace_gz):
+    # (a small text is scanned after the read: its decode may be msgspec's, which forks; the main thread parses it)
+    read.read_ahead(trace_gz, parse=parse_text)
+    read._ahead.thread.join()
+    assert read._ahead.parsed is None and read._ahead.text is not None
+    load(trace_gz, use_cache=False)
+    assert read._ahead is None and _threads() == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts the process's threads in /proc")
+def test_report_imports_numpy_without_blas_threads_and_leaves_the_callers_setting_as_it_was():
+    # OpenBLAS's worker threads spin waiting for matrix work the report never gives them, on the cores the read-ahead
+    # needs; a child process (a `try` script's) still gets the caller's OPENBLAS_NUM_THREADS
+    code = ("import os; from tracetriage import cli; cli._numpy_without_blas_threads(['report', 'x.json.gz']); "
+            "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["1", "None"]
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "3"})
+    assert out.stdout.split() == ["1", "3"]

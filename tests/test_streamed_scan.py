@@ -32,6 +32,8 @@ def small_pieces(monkeypatch):
     monkeypatch.setattr(streamed, "MIN_BYTES", 0)
     monkeypatch.setattr(streamed, "PIECE_BYTES", 64 << 10)
     monkeypatch.setattr(streamed, "CUT_WINDOW", 4 << 10)
+    monkeypatch.setattr(streamed, "STEP_BYTES", 128 << 10)
+    monkeypatch.setattr(streamed, "TAIL_MIN_BYTES", 64 << 10)
     monkeypatch.setattr(read, "STREAM_BLOCK_BYTES", 16 << 10)
 
 
@@ -144,7 +146,7 @@ def test_the_scan_reads_what_is_written_while_another_thread_holds_the_gil(small
     stream = streamed.Stream(len(text))
     with memoryview(stream.text) as view:
         view[:] = text
-    counts = memoryview(stream.info).cast("q")
+    counts = memoryview(stream.columns.info).cast("q")
     stream.wrote(len(text) // 2)
     while counts[0] == 0 and stream.thread.is_alive():       # (sleeping lets go of the GIL: the scan starts)
         time.sleep(0.001)
@@ -208,3 +210,30 @@ def test_an_isal_without_its_c_gzip_reader_reads_the_trace_the_careful_way(tmp_p
     monkeypatch.delattr(isal_zlib, "_GzipReader")
     _same_trace(load(path, use_cache=False), want)
     assert _scan_threads() == [] and streamed._handed is None
+
+
+def test_the_tail_the_read_scans_beside_the_scan_gives_the_trace_the_scan_after_the_read_gives(small_pieces):
+    # a scan behind the gunzip: once the whole text is in, the read's thread takes the second half of what the scan
+    # has not claimed and scans it on the other core, the scan stopping where the tail begins; two parts, one trace
+    from tracetriage.analyzers.loading.assemble import assemble
+    from tracetriage.analyzers.loading.link import link
+
+    path = ROOT / "traces" / "gpt-eager.json.gz"
+    text = gzip.decompress(path.read_bytes())
+    stream = streamed.Stream(len(text))
+    with memoryview(stream.text) as view:
+        view[:] = text
+    stream.wrote(256 << 10)
+    slots = memoryview(stream.progress).cast("q")
+    deadline = time.monotonic() + 60
+    while slots[streamed.P_FRONT] < (128 << 10) and time.monotonic() < deadline:    # (the scan's first steps)
+        time.sleep(0.001)
+    stream.filled = len(text)              # the rest written at once: ~70 MB unclaimed when the read ends
+    stream.end()
+    scans = stream.finish()
+    assert scans is not None and len(scans) == 2
+    assert scans[0].info[2] == -1 and scans[1].info[2] == text.rindex(b"]") + 1     # (the list's end)
+    assert scans[1].start == slots[streamed.P_TAIL] > len(text) // 4
+    tail = link(assemble(native._streamed_parts(stream.text, path, scans), path))
+    _same_trace(tail, link(assemble(native.scan_parts(bytearray(text), path), path)))
+    assert _scan_threads() == []

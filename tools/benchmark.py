@@ -236,10 +236,9 @@ gc.disable()
 t0 = time.perf_counter()
 data = read.read_bytes(Path(sys.argv[1]), scan=True)
 t1 = time.perf_counter()
-assert streamed._handed is not None, "the text was not scanned as it arrived"
-parts = native.decode(data, Path(sys.argv[1]))
+assert streamed.scanned(data), "the streamed scan did not read this trace"
+parts = native.decode(data, Path(sys.argv[1]))     # (one part, or two where the read's thread scanned the tail)
 t2 = time.perf_counter()
-assert len(parts) == 1, "the streamed scan did not read this trace"
 print(round(t1 - t0, 3), round(t2 - t1, 3))
 """
 

@@ -178,6 +178,9 @@ def stage_times(path: str) -> dict:
         _install()
         from tracetriage import cli
     _wrap(cli, "_print_json", "words: --json")
+    # the report parses a large .gz in its read-ahead thread, beside the imports (cli._parse_ahead): here the stages
+    # run one after another, the decode, assemble and link in this thread after the read, each timed
+    cli._parse_ahead = None
     with _stage("other"), redirect_stdout(io.StringIO()):
         rc = cli.main(["report", str(path), "--json", "--quiet"])
     if rc:

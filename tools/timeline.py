@@ -5,7 +5,8 @@
 tools.stage_times runs the stages one after another in one process (the levers in it, the read after the imports),
 so its stages add up to more than the report's wall time where the report overlaps them, and it cannot show what
 the overlap itself costs. Here `tracetriage report TRACE --json --quiet` runs as the command line runs it (the
-gunzip in its read-ahead thread while the modules import, the levers in their forked child on a large trace), and
+gunzip in its read-ahead thread while the modules import, and a large .gz's decode, assemble and link there too, the
+levers in their forked child on a large trace), and
 each step is marked where it starts and ends: the wall time since this process started (interpreter start-up
 included) and this process's CPU (its threads' included, the child's not). The read-ahead thread's gunzip and the
 levers' child are marked from their own side too (the child writes its end to a file: perf_counter is the system's
@@ -64,6 +65,7 @@ _A = "tracetriage.analyzers."
 STEPS: tuple[tuple[str, str, str], ...] = (
     ("tracetriage.cli", "build_parser", "parser (the levers' modules import)"),
     (_A + "triage.report", "load", "load"),
+    (_A + "loading.load", "parsed_ahead", "read and parse (waits for the read-ahead)"),
     (_A + "loading.load", "read_bytes", "read (waits for the read-ahead)"),
     (_A + "loading.formats", "decode", "decode"),
     (_A + "loading.load", "assemble", "assemble"),
@@ -143,6 +145,16 @@ def timeline(path: str) -> dict:
                 thread["scan_end"] = time.perf_counter() - _T0 + _OFFSET
                 thread["scan_cpu"] = time.thread_time()
         read.streamed.Stream._run = scan_in_thread
+        parse_ahead = cli._parse_ahead
+
+        def parse_in_thread(*a, **k):    # (the read-ahead thread's decode, assemble and link, after its read)
+            thread["parse_start"], cpu = time.perf_counter() - _T0 + _OFFSET, time.thread_time()
+            try:
+                return parse_ahead(*a, **k)
+            finally:
+                thread["parse_end"] = time.perf_counter() - _T0 + _OFFSET
+                thread["parse_cpu"] = time.thread_time() - cpu
+        cli._parse_ahead = parse_in_thread
         read_ahead_for(argv)
         _mark("read-ahead started")
         _install(child, child_end.name)
@@ -171,6 +183,9 @@ def lines(t: dict) -> list[str]:
     if th:
         out.append(f"read-ahead thread (gunzip): {th['start']:.3f} s to {th['end']:.3f} s"
                    + (f" ({th['cpu']:.3f} s of CPU)" if "cpu" in th else ""))
+        if "parse_start" in th:
+            out.append(f"read-ahead thread (decode, assemble, link): {th['parse_start']:.3f} s to "
+                       f"{th['parse_end']:.3f} s ({th['parse_cpu']:.3f} s of CPU)")
         if "scan_start" in th:
             out.append(f"streamed scan thread: {th['scan_start']:.3f} s to {th['scan_end']:.3f} s "
                        f"({th['scan_cpu']:.3f} s of CPU)")

@@ -673,11 +673,20 @@ class _SilentParser(argparse.ArgumentParser):
         raise _ParseFailed(message)
 
 
+def _parse_ahead(path: Path, box: list):
+    """The load's decode, assemble and link of a text read ahead, run in the read-ahead's thread (numpy imported there,
+    not before the thread starts)."""
+    from tracetriage.analyzers.loading.load import parse_text
+
+    return parse_text(path, box)
+
+
 def _read_ahead_for(argv: list[str]) -> None:
     """`report FILE`: start gunzipping FILE on the other core before anything else, while the parser is built
-    (whatif's lever choices import every lever, numpy with them) and the analysis imports (read_bytes takes the
-    text; see tracetriage.analyzers.loading.read). The report's own options are read by a parser of them alone
-    that says nothing: a command line it cannot read reads nothing ahead, and the real parser says why."""
+    (whatif's lever choices import every lever, numpy with them) and the analysis imports, and parse it there too
+    where the stream scanned it (load takes the trace, or read_bytes the text; see tracetriage.analyzers.loading.read).
+    The report's own options are read by a parser of them alone that says nothing: a command line it cannot read
+    reads nothing ahead, and the real parser says why."""
     if argv[:1] != ["report"]:
         return
     p = _SilentParser(add_help=False)
@@ -689,11 +698,31 @@ def _read_ahead_for(argv: list[str]) -> None:
     if not a.scheduler:
         from tracetriage.analyzers.loading.read import read_ahead
 
-        read_ahead(Path(a.trace))
+        read_ahead(Path(a.trace), parse=_parse_ahead)
+
+
+def _numpy_without_blas_threads(argv: list[str]) -> None:
+    """The analysing commands (report, diff, whatif) import numpy with OpenBLAS's worker threads off: tracetriage
+    multiplies no matrices, and the threads OpenBLAS starts with numpy spin ~0.1 s waiting for work that never comes
+    (~0.08 CPU-s, measured on this project's 2-core machine), while the read-ahead's gunzip and scan and the imports
+    want both cores. OPENBLAS_NUM_THREADS=1 only while numpy loads (OpenBLAS reads it then): the caller's value is set
+    back after, so child processes (a `try` script's) keep theirs."""
+    if argv[:1] not in (["report"], ["diff"], ["whatif"]) or "numpy" in sys.modules:
+        return
+    before = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        if before is None:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+        else:
+            os.environ["OPENBLAS_NUM_THREADS"] = before
 
 
 def _main(argv: list[str] | None) -> int:
     _read_ahead_for(sys.argv[1:] if argv is None else argv)
+    _numpy_without_blas_threads(sys.argv[1:] if argv is None else argv)
     try:
         return _parse_and_run(argv)
     finally:   # (a command that ended before its read, a bad option, a --help: no thread left reading, no text held)

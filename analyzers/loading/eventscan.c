@@ -25,6 +25,10 @@
 #else
 #include <time.h>
 #endif
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>      // (x86-64 always has SSE2: a string 16 bytes a step)
+#define SCAN_SSE2 1
+#endif
 
 enum { OK = 0, NOT_HANDLED = -1, ROWS_FULL = -2, TABLE_FULL = -3 };
 #define MAX_DEPTH 64        // deeper values go to msgspec (which raises RecursionError past its own limit)
@@ -32,7 +36,9 @@ enum { OK = 0, NOT_HANDLED = -1, ROWS_FULL = -2, TABLE_FULL = -3 };
 typedef struct { const char *p, *e; } S;
 
 static inline void ws(S *s) {
-    while (s->p < s->e && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+    // (one test on a byte above ' ', as almost every byte after a token of a compact trace is)
+    while (s->p < s->e && (unsigned char)*s->p <= ' '
+           && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
 }
 static inline int isdig(char c) { return c >= '0' && c <= '9'; }
 static inline int ishex(char c) { return isdig(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -47,11 +53,47 @@ static inline uint64_t has_below(uint64_t v, uint64_t n) { return (v - ONES * n)
 // The string at s->p (on its opening quote), checked as msgspec checks one: no raw control character, only
 // JSON's escapes, and no \u escape of a surrogate (msgspec checks their pairing: those go to it). Sets *start,
 // *len (the text between the quotes) and *esc (it has an escape). 0: not a string this scan accepts.
-static int str(S *s, const char **start, int64_t *len, int *esc) {
-    const char *p = s->p + 1, *e = s->e;
+static int str_on(S *s, const char *p, const char **start, int64_t *len, int *esc);
+
+static inline int str(S *s, const char **start, int64_t *len, int *esc) {
+    const char *p = s->p + 1;
     *start = p;
     *esc = 0;
+#ifdef SCAN_SSE2
+    // a key or short name: its closing quote in the first 16 bytes, nothing before it to check further (inline)
+    if (p + 16 <= s->e) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        const __m128i ctl = _mm_set1_epi8(0x1f);
+        int mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                                _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                                   _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl)));
+        if (mask) {
+            int at = __builtin_ctz((unsigned)mask);
+            if (p[at] == '"') { *len = at; s->p = p + at + 1; return 1; }
+            return str_on(s, p + at, start, len, esc);
+        }
+        return str_on(s, p + 16, start, len, esc);
+    }
+#endif
+    return str_on(s, p, start, len, esc);
+}
+
+// str() from p on (the bytes before p are plain text)
+static int str_on(S *s, const char *p, const char **start, int64_t *len, int *esc) {
+    const char *e = s->e;
     for (;;) {
+#ifdef SCAN_SSE2
+        // 16 bytes a step: the first '"', '\\' or byte below 0x20 (x <= 0x1f: max(x, 0x1f) == 0x1f, unsigned)
+        const __m128i quote = _mm_set1_epi8('"'), back = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
+        while (p + 16 <= e) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, back)),
+                                       _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
+            int mask = _mm_movemask_epi8(hit);
+            if (mask) { p += __builtin_ctz((unsigned)mask); goto special; }
+            p += 16;
+        }
+#endif
         while (p + 8 <= e) {
             uint64_t w;
             memcpy(&w, p, 8);
@@ -59,6 +101,9 @@ static int str(S *s, const char **start, int64_t *len, int *esc) {
             p += 8;
         }
         while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) p++;
+#ifdef SCAN_SSE2
+    special:
+#endif
         if (p >= e || (unsigned char)*p < 0x20) return 0;
         if (*p == '"') { *len = p - *start; s->p = p + 1; return 1; }
         *esc = 1;                                   // a backslash
@@ -141,6 +186,33 @@ static int number(S *s, double *d, int64_t *iv, int *kind) {
     return 1;
 }
 
+// A JSON number at s->p passed over, its grammar checked as number() checks it (0 exactly where number() gives 0),
+// without reading its value: the numbers of the args the columns do not take (Input Dims, Input Strides...)
+static int skip_number(S *s) {
+    const char *p = s->p, *e = s->e;
+    if (p < e && *p == '-') p++;
+    if (p >= e || !isdig(*p)) return 0;
+    if (*p == '0') {
+        p++;
+        if (p < e && isdig(*p)) return 0;        // a leading zero
+    } else {
+        while (p < e && isdig(*p)) p++;
+    }
+    if (p < e && *p == '.') {
+        p++;
+        if (p >= e || !isdig(*p)) return 0;
+        while (p < e && isdig(*p)) p++;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (p >= e || !isdig(*p)) return 0;
+        while (p < e && isdig(*p)) p++;
+    }
+    s->p = p;
+    return 1;
+}
+
 static int literal(S *s, const char *word, size_t n) {
     if ((size_t)(s->e - s->p) < n || memcmp(s->p, word, n) != 0) return 0;
     s->p += n;
@@ -166,7 +238,7 @@ static int skip(S *s) {
         ws(s);                                  // a value
         if (s->p >= s->e) return 0;
         char c = *s->p;
-        const char *k; int64_t kl; int esc; double d; int64_t iv; int kind;
+        const char *k; int64_t kl; int esc;
         if (c == '{' || c == '[') {
             if (depth >= MAX_DEPTH) return 0;
             open[depth++] = c;
@@ -178,7 +250,7 @@ static int skip(S *s) {
         else if (c == 't') { if (!literal(s, "true", 4)) return 0; }
         else if (c == 'f') { if (!literal(s, "false", 5)) return 0; }
         else if (c == 'n') { if (!literal(s, "null", 4)) return 0; }
-        else if (!number(s, &d, &iv, &kind)) return 0;
+        else if (!skip_number(s)) return 0;
         for (;;) {                              // after a value: the next one, or the end of its containers
             if (depth == 0) return 1;
             ws(s);
@@ -212,8 +284,18 @@ static inline int key_is(const char *k, int64_t l, const char *w, int64_t wl) { 
 static inline uint64_t mix(uint64_t x, const char *p, int64_t l) {
     int64_t i = 0;
     for (; i + 8 <= l; i += 8) { uint64_t w; memcpy(&w, p + i, 8); x = (x ^ w) * 0x9E3779B97F4A7C15ULL; x ^= x >> 29; }
-    uint64_t w = 0;
-    memcpy(&w, p + i, (size_t)(l - i));
+    // the last 0-7 bytes without a memcpy of a variable length (a call, and a load the partial stores stall): two
+    // 4-byte loads that may overlap, or three bytes (a hash's bits, not a key's: ids go by first appearance)
+    uint64_t w = 0, r = (uint64_t)(l - i);
+    if (r >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p + i, 4);
+        memcpy(&b, p + l - 4, 4);
+        w = a | ((uint64_t)b << 32);
+    } else if (r) {
+        w = (uint64_t)(unsigned char)p[i] | ((uint64_t)(unsigned char)p[i + r / 2] << 8)
+            | ((uint64_t)(unsigned char)p[l - 1] << 16);
+    }
     x = (x ^ w ^ ((uint64_t)l << 56)) * 0x9E3779B97F4A7C15ULL;
     return x ^ (x >> 32);
 }
@@ -464,15 +546,28 @@ static int64_t find_events(const char *base, int64_t n) {
 // regular expression for the cut) needed the GIL back, which the main thread, importing modules, gives up only once
 // asked and the switch interval is over: a 300 MB text's 150 pieces spent more time waiting than scanning.
 
-enum { P_FILLED, P_STATE, P_START, P_PIECE, P_WINDOW, N_PROGRESS };     // progress's int64 slots
-enum { READING = 0, ENDED = 1, STOPPED = -1, NO_LIST = -4 };
+// progress's int64 slots: P_FRONT is where the scan's claimed text ends (-1: no list found yet; -2 - m: the read's
+// thread took the text from m on, the tail, to scan it itself), P_STEP the most text one step of the scan claims,
+// P_TAIL where the tail begins
+enum { P_FILLED, P_STATE, P_START, P_PIECE, P_WINDOW, P_FRONT, P_STEP, P_TAIL, N_PROGRESS };
+enum { READING = 0, ENDED = 1, STOPPED = -1, NO_LIST = -4, NO_TAIL = -5 };
 
 #ifdef _MSC_VER       // (x86-64: stores are seen in order; the barrier keeps the compiler from moving them)
 static int64_t load_acquire(const int64_t *p) { int64_t v = *(volatile const int64_t *)p; _ReadWriteBarrier(); return v; }
 static void store_release(int64_t *p, int64_t v) { _ReadWriteBarrier(); *(volatile int64_t *)p = v; }
+static int swap_if(int64_t *p, int64_t *expected, int64_t v) {
+    int64_t was = _InterlockedCompareExchange64((volatile __int64 *)p, v, *expected);
+    if (was == *expected) return 1;
+    *expected = was;
+    return 0;
+}
 #else
 static int64_t load_acquire(const int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void store_release(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+// *p = v if *p is *expected (1); else *expected = *p (0): one thread of two wins a claim on the same text
+static int swap_if(int64_t *p, int64_t *expected, int64_t v) {
+    return __atomic_compare_exchange_n(p, expected, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 #endif
 
 static void nap(void) {
@@ -502,8 +597,11 @@ static int64_t boundary(const char *base, int64_t lo, int64_t hi) {
     return -1;
 }
 
+// Each step claims its text (P_FRONT: at -> hi) before it scans it, at most P_STEP bytes, so that a scan behind the
+// gunzip leaves text unclaimed: once the gunzip ends, the read's thread may take the second half of what is left
+// (scan_tail) and the two halves are scanned on the two cores. A step that finds the tail taken scans up to it.
 static int scan_as_read(const char *base, int64_t *progress, Out *o, int64_t *info) {
-    int64_t piece = progress[P_PIECE], window = progress[P_WINDOW], need = piece, at = -1;
+    int64_t piece = progress[P_PIECE], window = progress[P_WINDOW], step = progress[P_STEP], need = piece, at = -1;
     for (;;) {
         int64_t state, n;
         for (;;) {                           // the text written so far, once it reaches `need` or is all written
@@ -523,19 +621,47 @@ static int scan_as_read(const char *base, int64_t *progress, Out *o, int64_t *in
                 continue;
             }
             progress[P_START] = at;
+            store_release(&progress[P_FRONT], at);
         }
-        int64_t hi = n;
-        if (!ended) {
-            int64_t lo = n - window > at ? n - window : at;
-            hi = boundary(base, lo, n);
-            if (hi < 0) continue;                // (an event longer than the window: the next wait brings more)
+        int64_t hi = n, target = n - at > step ? at + step : n;
+        if (!ended || target < n) {              // a step's end: the first event boundary before `target`
+            int64_t lo = target - window > at ? target - window : at;
+            hi = boundary(base, lo, target);
+            if (hi < 0) hi = boundary(base, lo, n);
+            if (hi < 0 && !ended) continue;      // (an event longer than the window: the next wait brings more)
+            if (hi < 0) hi = n;
         }
-        int status = scan(base, at, hi, ended, o, info);
-        if (status != OK) return status;
-        if (ended) return OK;
+        int last = ended && hi == n;
+        int64_t front = at;
+        if (!swap_if(&progress[P_FRONT], &front, hi)) {      // the read's thread took the tail from -front - 2 on
+            int status = scan(base, at, -front - 2, 0, o, info);
+            return status == OK && info[2] >= 0 ? NOT_HANDLED : status;
+        }
+        int status = scan(base, at, hi, last, o, info);
+        if (status != OK) {
+            store_release(&progress[P_FRONT], -1);       // (no tail to take: the decoder reads the text itself)
+            return status;
+        }
+        if (last) return OK;
         if (info[2] >= 0) return NOT_HANDLED;    // (a list that ended before the text did)
         at = hi;
+        if (n - hi > step) need = hi;            // (behind the gunzip: the next step at once)
     }
+}
+
+// The second half of the text the scan has not claimed, once the whole text is written: claimed (P_FRONT -> -2 - mid,
+// mid an event boundary) and scanned here into its own columns, to the list's end, while the scan goes on to mid.
+// NO_TAIL where less than min_bytes is left, the scan found no list or stopped, or no boundary is found.
+static int scan_tail(const char *base, int64_t *progress, Out *o, int64_t *info, int64_t min_bytes) {
+    int64_t n = load_acquire(&progress[P_FILLED]), front = load_acquire(&progress[P_FRONT]), mid;
+    for (;;) {
+        if (front < 0 || n - front < min_bytes) return NO_TAIL;
+        mid = boundary(base, front + (n - front) / 2, n);
+        if (mid < 0) return NO_TAIL;
+        if (swap_if(&progress[P_FRONT], &front, -mid - 2)) break;
+    }
+    progress[P_TAIL] = mid;
+    return scan(base, mid, n, 1, o, info);
 }
 
 // --- the module ------------------------------------------------------------------------------------------
@@ -617,11 +743,12 @@ static PyObject *py_scan(PyObject *self, PyObject *a) {
 
 PyDoc_STRVAR(scan_stream_doc,
 "scan_stream(text, progress, f64, i64, i32, tab_off, tab_len, tab_slot, info) -> status\n\n"
-"scan() of a text as another thread writes it: progress (5 int64: written, state, the list's start, piece bytes,\n"
-"cut window) says how much of text is written (advance()) and whether it is all written (state 1) or the read\n"
-"stopped (-1); each piece of whole events written is scanned once `piece bytes` more are in, cut at the first event\n"
-"boundary in the last `cut window` bytes. Waits without the GIL. status: scan()'s, or -1 (the read stopped) or -4\n"
-"(no events list found); progress's list start: the events list's '[' in the text.");
+"scan() of a text as another thread writes it: progress (8 int64: written, state, the list's start, piece bytes,\n"
+"cut window, the claimed front, step bytes, the tail's start) says how much of text is written (advance()) and\n"
+"whether it is all written (state 1) or the read stopped (-1); each piece of whole events written is scanned once\n"
+"`piece bytes` more are in, at most `step bytes` a step, cut at the first event boundary in the `cut window` bytes\n"
+"before its end; where scan_tail took the tail, the scan ends there. Waits without the GIL. status: scan()'s, or -1\n"
+"(the read stopped) or -4 (no events list found); progress's list start: the events list's '[' in the text.");
 
 static PyObject *py_scan_stream(PyObject *self, PyObject *a) {
     PyObject *text_obj, *prog_obj, *objs[7];
@@ -636,12 +763,52 @@ static PyObject *py_scan_stream(PyObject *self, PyObject *a) {
     Out o;
     int64_t *progress = (int64_t *)prog.buf;
     if (out_over(objs, held, &got, (const char *)text.buf, &o)) {
-        if (progress[P_PIECE] < 1 || progress[P_WINDOW] < 1) {
-            PyErr_SetString(PyExc_ValueError, "a piece and a cut window of a byte or more");
+        if (progress[P_PIECE] < 1 || progress[P_WINDOW] < 1 || progress[P_STEP] < 1) {
+            PyErr_SetString(PyExc_ValueError, "a piece, a cut window and a step of a byte or more");
         } else {
             int status;
             Py_BEGIN_ALLOW_THREADS
             status = scan_as_read((const char *)text.buf, progress, &o, (int64_t *)held[6].buf);
+            Py_END_ALLOW_THREADS
+            result = PyLong_FromLong(status);
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&held[j]);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&text);
+    return result;
+}
+
+PyDoc_STRVAR(scan_tail_doc,
+"scan_tail(text, progress, f64, i64, i32, tab_off, tab_len, tab_slot, info, min_bytes) -> status\n\n"
+"Once a streamed read has written all its text (advance(..., 1)): the second half of the text scan_stream has not\n"
+"claimed, from an event boundary to the list's end, claimed from it and scanned here into these columns and tables\n"
+"(sized for all the unclaimed text; info zeros), while scan_stream scans up to it. status: scan()'s, or -5 (no\n"
+"tail: less than min_bytes unclaimed, no list found, or the stream stopped); progress's tail slot: where it begins.");
+
+static PyObject *py_scan_tail(PyObject *self, PyObject *a) {
+    PyObject *text_obj, *prog_obj, *objs[7];
+    Py_buffer text, prog, held[7];
+    long long min_bytes;
+    int got = 0;
+    if (!PyArg_ParseTuple(a, "OOOOOOOOOL", &text_obj, &prog_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &min_bytes))
+        return NULL;
+    if (PyObject_GetBuffer(text_obj, &text, PyBUF_SIMPLE) < 0) return NULL;
+    if (!writable(prog_obj, &prog, 8, N_PROGRESS)) { PyBuffer_Release(&text); return NULL; }
+    PyObject *result = NULL;
+    Out o;
+    int64_t *progress = (int64_t *)prog.buf;
+    if (out_over(objs, held, &got, (const char *)text.buf, &o)) {
+        int64_t n = load_acquire(&progress[P_FILLED]), front = load_acquire(&progress[P_FRONT]);
+        if (load_acquire(&progress[P_STATE]) != ENDED || n > (int64_t)text.len) {
+            PyErr_SetString(PyExc_ValueError, "a tail is taken once the whole text is written");
+        } else if (front >= 0 && (n - front) / 64 + 16 > o.cap) {
+            PyErr_SetString(PyExc_ValueError, "columns too small for the unclaimed text");
+        } else {
+            int status;
+            Py_BEGIN_ALLOW_THREADS
+            status = scan_tail((const char *)text.buf, progress, &o, (int64_t *)held[6].buf, (int64_t)min_bytes);
             Py_END_ALLOW_THREADS
             result = PyLong_FromLong(status);
         }
@@ -696,6 +863,7 @@ static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
     {"text_buffer", py_text_buffer, METH_O, text_buffer_doc},
     {"scan_stream", py_scan_stream, METH_VARARGS, scan_stream_doc},
+    {"scan_tail", py_scan_tail, METH_VARARGS, scan_tail_doc},
     {"advance", py_advance, METH_VARARGS, advance_doc},
     {"find_events", py_find_events, METH_O, find_doc},
     {NULL, NULL, 0, NULL},

@@ -17,7 +17,7 @@ from pathlib import Path
 from tracetriage.analyzers.loading import cache, formats, side_inputs, streamed
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
-from tracetriage.analyzers.loading.read import forget_read_ahead, read_bytes
+from tracetriage.analyzers.loading.read import forget_read_ahead, parsed_ahead, read_bytes
 from tracetriage.analyzers.model.trace import Trace, TraceError
 
 
@@ -70,7 +70,16 @@ def _with_side_inputs(trace: Trace) -> Trace:
 
 def _parse(path: Path, progress) -> Trace:
     progress("read")
-    data = read_bytes(path, scan=True)
+    parsed = parsed_ahead(path)       # (parsed in the read-ahead thread while the command imported its modules)
+    if parsed is not None:
+        return parsed
+    return parse_text(path, [read_bytes(path, scan=True)], progress)
+
+
+def parse_text(path: Path, box: list[bytearray], progress=lambda stage: None) -> Trace:
+    """The trace of a file's text: decode -> assemble -> link. box: a list of the one text, taken from it here so that
+    the caller holds no reference to it: the text (300 MB of a large trace) is freed once decoded, before assemble."""
+    data = box.pop()
     progress("decode")
     try:
         parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)

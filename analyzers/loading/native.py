@@ -13,8 +13,8 @@ path fills only for some rows (shape and seq for ops, pyid for Python calls, gra
 collective's group and message bytes) are filled for those rows alone. A file of PARALLEL_MIN_BYTES or more is
 cut in two at an event boundary and the halves scanned in two threads (the scan releases the GIL): two Parts,
 merged by assemble as the forked split's are. A large .json.gz is scanned as it is read instead, in pieces, while
-the gunzip goes on (tracetriage.analyzers.loading.streamed): decode() takes that scan's columns, one Part, and
-scans the text after the read only where the stream did not read it.
+the gunzip goes on (tracetriage.analyzers.loading.streamed): decode() takes that scan's columns, one Part (two where
+the read's thread scanned the tail), and scans the text after the read only where the stream did not read it.
 """
 from __future__ import annotations
 
@@ -82,16 +82,18 @@ def decode(data: bytes | bytearray, path: Path) -> list[Part]:
     return msgspec_decode.decode(data, path)
 
 
-def _streamed_parts(data: bytes | bytearray, path: Path, s: streamed.Scanned) -> list[Part] | None:
-    """The Part of a text the scan read as it arrived (tracetriage.analyzers.loading.streamed): one part, whose
-    columns are the stream's memory maps."""
-    cap = s.cap
-    events, rows, list_end, *tables = s.info
-    scanned = _Scanned(np.frombuffer(s.f64, np.float64).reshape(2, cap),
-                       np.frombuffer(s.i64, np.int64).reshape(len(INT_COLUMNS), cap),
-                       np.frombuffer(s.i32, np.int32).reshape(3, cap), np.frombuffer(s.tab_off, np.int64),
-                       np.frombuffer(s.tab_len, np.int64), events, rows, list_end, tuple(tables))
-    return _parts(data, s.start, [scanned])
+def _streamed_parts(data: bytes | bytearray, path: Path, scans: list[streamed.Scanned]) -> list[Part] | None:
+    """The Parts of a text the scan read as it arrived (tracetriage.analyzers.loading.streamed): one part, or two
+    where the read's thread scanned the tail, whose columns are the stream's memory maps."""
+    parts = []
+    for s in scans:
+        cap = s.cap
+        events, rows, list_end, *tables = s.info
+        parts.append(_Scanned(np.frombuffer(s.f64, np.float64).reshape(2, cap),
+                              np.frombuffer(s.i64, np.int64).reshape(len(INT_COLUMNS), cap),
+                              np.frombuffer(s.i32, np.int32).reshape(3, cap), np.frombuffer(s.tab_off, np.int64),
+                              np.frombuffer(s.tab_len, np.int64), events, rows, list_end, tuple(tables)))
+    return _parts(data, scans[0].start, parts)
 
 
 def scan_parts(data: bytes | bytearray, path: Path) -> list[Part] | None:

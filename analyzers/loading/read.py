@@ -14,7 +14,9 @@ A command that will load one file starts its read early, in a thread (read_ahead
 releases the GIL: ~0.3 s for a 300 MB trace) runs on the second core while the analysis modules import (~0.2 s
 holding it); read_bytes of that file then takes the thread's text, or raises what the thread raised. A trace
 the cache holds is not read at all (the thread asks tracetriage.analyzers.loading.cache_key first). This module
-imports no numpy, so the thread starts before numpy does.
+imports no numpy, so the thread starts before numpy does. `report` has the thread parse the text as well where the
+stream scanned it (decode, assemble and link, while the main thread still imports: read_ahead's parse, the load's own
+parse_text, given by the caller: this module imports no later step), and load takes the trace (parsed_ahead).
 
 A .gz read for the trace decoder (read_bytes(path, scan=True), and the read-ahead) is scanned as it arrives: the
 gunzip writes the text straight into one buffer of the size the gzip trailer gives (python-isal's gzip reader, which
@@ -60,13 +62,16 @@ READ_AHEAD_SWITCH_S = 0.0005
 
 
 class _ReadAhead:
-    """One file's read in a thread: its text or what it raised, and a flag that stops it between chunks."""
+    """One file's read in a thread: its text or what it raised, and a flag that stops it between chunks; with
+    `parse`, the trace parsed from a text the stream scanned (or the TraceError that says why it is none)."""
 
-    def __init__(self, path: Path, scan: bool):
-        self.path, self.stat, self.scan = path, os.stat(path), scan
+    def __init__(self, path: Path, scan: bool, parse=None):
+        self.path, self.stat, self.scan, self.parse = path, os.stat(path), scan, parse
         self.stop = threading.Event()
         self.text: bytearray | None = None
         self.error: BaseException | None = None
+        self.parsed = None                     # (a Trace: this module imports no model)
+        self.parse_error: TraceError | None = None
         self.thread = threading.Thread(target=self._run, name="tracetriage read-ahead", daemon=True)
 
     def _run(self) -> None:
@@ -76,6 +81,25 @@ class _ReadAhead:
             self.text = _read(self.path, self.stop, self.scan)
         except BaseException as e:  # (handed to the main thread, which raises it where it would have read)
             self.error = e
+            return
+        if self.parse is not None and not self.stop.is_set() and streamed.scanned(self.text):
+            self._parse()
+
+    def _parse(self) -> None:
+        """The rest of the load (decode, assemble, link) here, while the main thread imports the analyses: ~0.15 s of
+        a 300 MB trace's, mostly numpy's (which lets go of the GIL). Only a text the stream scanned: its decode forks
+        no child (msgspec's may, and a fork beside the main thread's imports could copy a lock held). The text is
+        handed over in a box and dropped from here, so that it is freed before assemble as the main thread's load
+        frees it. Anything but a TraceError (the trace's own fault, said in the words the load says it) leaves the
+        parse to the main thread, from the text."""
+        box = [self.text]
+        self.text = None
+        try:
+            self.parsed = self.parse(self.path, box)
+        except TraceError as e:
+            self.parse_error = e
+        except Exception:    # (not the trace's fault: the main thread loads it again, from this text if not taken)
+            self.text = box[0] if box else None
 
     def same_file(self, path: Path) -> bool:
         try:
@@ -108,15 +132,17 @@ def _restore_switch() -> None:
         _switch_before = None
 
 
-def read_ahead(path: Path, scan: bool = True) -> None:
+def read_ahead(path: Path, scan: bool = True, parse=None) -> None:
     """Start reading `path` in a thread, for a read_bytes(path, scan) soon; nothing for what is not a regular file
-    (read_bytes says why in its own time)."""
+    (read_bytes says why in its own time). parse: for a load of it soon (parsed_ahead), the load's own parse_text
+    (path, [text]) -> Trace, run in the thread too where the stream scanned the text (a later step of the load: its
+    caller's to give, this module imports none)."""
     global _ahead
     forget_read_ahead()
     try:
         if not path.is_file():
             return
-        _ahead = _ReadAhead(path, scan)
+        _ahead = _ReadAhead(path, scan, parse)
     except OSError:
         return
     _ahead.thread.start()
@@ -132,6 +158,23 @@ def forget_read_ahead() -> None:
         ahead.thread.join()
     _restore_switch()
     streamed.forget()
+
+
+def parsed_ahead(path: Path):
+    """The trace the read-ahead thread parsed from `path` (load.parse_text's), or None where it parsed none (read_bytes
+    then reads the file, or takes the thread's text); raises the TraceError that said why the text is no trace."""
+    global _ahead
+    ahead = _ahead
+    if ahead is None or ahead.parse is None or not ahead.same_file(path):
+        return None
+    ahead.thread.join()
+    if ahead.parsed is None and ahead.parse_error is None:
+        return None
+    _ahead = None
+    _restore_switch()
+    if ahead.parse_error is not None:
+        raise ahead.parse_error
+    return ahead.parsed
 
 
 def read_bytes(path: Path, scan: bool = False) -> bytearray:
