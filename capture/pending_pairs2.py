@@ -242,12 +242,9 @@ def build_convnext_offload(variant):
     steps=8, warmup=3, active=2, cap_s=30,
 )
 def build_gpt2_scorer(variant):
-    import inspect
-
+    # GPT2LMHeadModel takes logits_to_keep from transformers 4.50 on (an older one fails the after: an error entry)
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    if "logits_to_keep" not in inspect.signature(GPT2LMHeadModel.forward).parameters:
-        raise RuntimeError("this transformers' GPT2LMHeadModel takes no logits_to_keep (needs >= 4.50)")
     if SMALL:
         cfg = GPT2Config(vocab_size=2000, n_positions=128, n_embd=64, n_layer=2, n_head=4)
         batch, seq = 2, 64
