@@ -11,8 +11,15 @@ nothing downloaded. BEFORE carries the construct the lever names; AFTER changes 
 so the measured ratios test the levers' prices on fixes they were not fitted to. The harness is fresh_harness.py
 (beside this file): 5 unprofiled timed runs a variant, then one profiled run of 2 active steps (record_shapes).
 
-    python3 pending_pairs2.py --out DIR                          # on the GPU (~300 s on one H100/H200)
+    python3 pending_pairs2.py --out DIR                          # on the GPU (budget 330 s on one H100/H200)
     DEVICE=cpu SMALL=1 python pending_pairs2.py --out /tmp/pp2   # plumbing dry run (tiny sizes, aot_eager)
+
+SMALL keeps each model's depth and loop counts (its trace's event count) and shrinks widths, batches and tables. What
+the CPU dry run cannot show: the int8 product's fused Inductor reduction (aot_eager there), any host/device copy
+(module_round_trip's .to('cpu'), reduce_on_gpu's .cpu() and save_on_cpu's offload are host-to-host or no-ops when the
+device is the host), bf16 (fp32 there). The models are kept shallow (1-2 layers, 3 tokens) so that each before trace
+stays near 90 KB gzipped; compute_once's cannot go below ~100 outermost ops a re-run encoder (its lever's floor)
+times three runs, and is the largest.
 """
 
 import contextlib
