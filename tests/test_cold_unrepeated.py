@@ -64,6 +64,11 @@ def test_lazy_module_loads_with_the_context_up_keep_the_eager_loading_advice(tmp
     assert _setup_ns(tr) > 60 * MS
     nxt = next(x for x in five_lines(analyze_trace(tr)) if x.startswith("Next:"))
     assert "CUDA_MODULE_LOADING=EAGER" in nxt and "CUDA context created" not in nxt
+    # not offered as an equal of the warm-up: it loads the modules, the libraries' first calls still pay their set-up
+    # (heldout-user16 resnet18_cold: "or CUDA_MODULE_LOADING=EAGER to load every kernel up front", where cuDNN's
+    # heuristics and the allocator's growth held much of the cold pass). Fails on 22cf687.
+    assert "or CUDA_MODULE_LOADING=EAGER" not in nxt
+    assert "CUDA_MODULE_LOADING=EAGER alone takes out only the lazy kernel loads" in nxt
 
 
 def test_a_warm_scripts_long_op_is_its_own_work_not_set_up(tmp_path):

@@ -35,6 +35,29 @@ def test_the_set_up_is_named_where_its_longest_first_call_was_made(tmp_path):
     assert claims.check(out) == []
 
 
+def test_set_up_in_several_calls_of_one_name_counts_them_beside_the_op_of_the_longest(tmp_path):
+    """The summed figure after the name is several calls' (heldout-user16 resnet18_cold: 'cudaLaunchKernel (the
+    longest in aten::mean) 29.1 ms' was five launches, the longest 8.7 ms). Fails on 22cf687."""
+    ls = steady(30, 100 * US)
+
+    def held(x, op: str, hold: int, kernel: str):
+        return dataclasses.replace(x, op=op, op_end=x.op_end + hold, call_end=x.call_end + hold,
+                                   gpu_start=x.gpu_start + hold, gpu_end=x.gpu_end + hold, kernel=kernel)
+
+    def later(xs, by: int):
+        return [dataclasses.replace(x, op_start=x.op_start + by, op_end=x.op_end + by, call_start=x.call_start + by,
+                                    call_end=x.call_end + by, gpu_start=x.gpu_start + by, gpu_end=x.gpu_end + by)
+                for x in xs]
+
+    small, big = 100 * MS, 200 * MS
+    first = held(ls[3], "aten::masked_fill_", small, "masked_fill_k")
+    second = held(later([ls[10]], small)[0], "aten::index_put_", big, "index_put_k")
+    ev = ls[:3] + [first] + later(ls[4:10], small) + [second] + later(ls[11:], small + big)
+    out = serialize.report(analyze_file(kf.write(tmp_path / "t.json", kf.document(kf.events_for(ev)))))
+    assert "cudaLaunchKernel (the longest in aten::index_put_, of 2 calls)" in out["lines"][2]
+    assert claims.check(out) == []
+
+
 def test_a_warm_up_the_replay_underprices_is_priced_by_its_set_up_idle_and_says_that_figure(tmp_path):
     a = analyze_file(kf.write(tmp_path / "t.json", _first_launch_inside("aten::masked_fill_")))
     idle = setup_idle_ns(a.devices)

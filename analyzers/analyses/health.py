@@ -23,6 +23,10 @@ A verdict is only as good as the trace under it. Each check reads what the trace
                                 for what (a note in the JSON: syncs are read from their calls either way)
     cut_mid_step                launches of the last step (or the part of a step after it) without their GPU
                                 activity: the profiler stopped inside a step
+    kernels_cut_at_stop         ... where the host made every launch of the last step (as many as an earlier step
+                                made, all inside its window): the step ended and the profiler stopped while its
+                                last kernels still ran, so only their GPU records are missing (prof.step() and a
+                                schedule are in place already: cifar_mi300_r3 was told to add them)
 
 Each finding says which verdicts it takes away (`withholds`); tracetriage.analyzers.voice.health says what it means and
 the capture setting that fixes it.
@@ -224,4 +228,17 @@ def _cut(trace: Trace, steps, launches: np.ndarray) -> list[Finding]:
     issued[linked[linked != NONE]] = True
     bare = tail[~issued[tail]]
     bare = bare[~_wraps_issuing(trace, bare, issued)]
-    return [Finding(Problem.CUT_MID_STEP, len(bare), len(tail))] if len(bare) else []
+    if not len(bare):
+        return []
+    return [Finding(Problem.KERNELS_CUT_AT_STOP if _host_whole(trace, steps, tail, bare) else Problem.CUT_MID_STEP,
+                    len(bare), len(tail))]
+
+
+def _host_whole(trace: Trace, steps, tail: np.ndarray, bare: np.ndarray) -> bool:
+    """The host made every launch of the last step: the launches without GPU activity lie inside its window (not in
+    a partial step after it) and it made as many launches as the earlier regular steps did (their median)."""
+    last, start = steps.steps[-1], trace.ev.start
+    if not np.all(start[bare] < last.end_ns):
+        return False
+    earlier = [s.launch_calls for s in steps.steps[:-1] if s.regular and s.launch_calls]
+    return bool(earlier) and int(np.sum(start[tail] < last.end_ns)) >= np.median(earlier)

@@ -31,6 +31,7 @@ from tracetriage.analyzers.analyses.first_calls import SetUp, compiling, first_c
 from tracetriage.analyzers.analyses.first_compiles import compilations
 from tracetriage.analyzers.analyses.held_host import host_events_in, launching_threads, python_in, ranked, top_times
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
+from tracetriage.analyzers.analyses.sync_sites import below_regions
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -688,8 +689,10 @@ def evidence(trace: Trace, device: int, g: Gaps, copies: np.ndarray, ctx: _HostC
             cost = np.bincount(per_call, weights=g.dur[m][every != NONE]) if len(calls) else np.zeros(0)
             ops = trace.op_of[calls]
             ops = ops[ops != NONE]
+            # named below torch.compile's regions (a region around a graph-broken value read names nothing)
+            sites = below_regions(trace, ops, ctx.outermost(trace, ops))
             out[cause] = SyncEvidence(**base, sync_calls=_top_names(trace, calls),
-                                      called_from=_top_names(trace, ctx.outermost(trace, ops)) if len(ops) else (),
+                                      called_from=_top_names(trace, sites) if len(ops) else (),
                                       waited_on=waited_on, drains=int(len(calls)), median_drain_us=_median_us(cost))
         elif cause is Cause.DATA_TRANSFER:
             nb = trace.ev.nbytes[copies]

@@ -18,6 +18,7 @@ class Problem(str, Enum):
     STACKS_NOT_RECORDED = "stacks_not_recorded"
     SYNC_EVENTS_NOT_RECORDED = "sync_events_not_recorded"
     CUT_MID_STEP = "cut_mid_step"
+    KERNELS_CUT_AT_STOP = "kernels_cut_at_stop"
 
     def __str__(self) -> str:
         return self.value
@@ -48,6 +49,7 @@ WITHHOLDS: dict[Problem, tuple[Verdict, ...]] = {
     Problem.STACKS_NOT_RECORDED: (Verdict.SOURCES,),
     Problem.SYNC_EVENTS_NOT_RECORDED: (Verdict.STREAMS,),
     Problem.CUT_MID_STEP: (),
+    Problem.KERNELS_CUT_AT_STOP: (),
 }
 
 

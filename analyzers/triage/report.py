@@ -47,6 +47,7 @@ from tracetriage.analyzers.analyses.inference import Inference
 from tracetriage.analyzers.analyses.library_syncs import LibrarySyncs, library_syncs
 from tracetriage.analyzers.analyses.peaks import non_gpu_accelerator
 from tracetriage.analyzers.analyses.ranges import RangeStats
+from tracetriage.analyzers.analyses.replay_clock import ReplayClock, ReplayGaps, replay_clock, replay_gaps
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.analyses.sparse_syncs import CoalesceSyncs, coalesce_syncs
 from tracetriage.analyzers.analyses.steps import Steps
@@ -78,6 +79,7 @@ from tracetriage.analyzers.triage.lever_choice import (
 from tracetriage.analyzers.triage.overhead import ProfilerOverhead
 from tracetriage.analyzers.triage.pace import Pace, pace
 from tracetriage.analyzers.triage.phases import Phases, phases_of_ranges, phases_of_shapes
+from tracetriage.analyzers.triage.regime_withheld import withhold_regime
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
 from tracetriage.analyzers.triage.waste import waste_beside_words, weeks_waste
@@ -192,6 +194,8 @@ class Analysis:
     coalesce_syncs: CoalesceSyncs | None = None   # syncs inside coalescing a sparse COO operand (sparse_syncs)
     library_syncs: LibrarySyncs | None = None     # syncs a library's machinery issued, reading no value (library_syncs)
     trials: Trials | None = None        # cuDNN's benchmark trial kernels, out of the regime's split (trial_kernels)
+    replay_clock: ReplayClock | None = None   # graph replays whose kernel stamps are laid end to end (replay_clock)
+    replay_gaps: ReplayGaps | None = None     # the gaps inside and between replays holding most kernels (replay_clock)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -420,8 +424,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     dtod = rows[(ev.cat[rows] != KERNEL) & (ev.cat[rows] != MEMSET) & idle_mod.on_device(trace, rows)]
     dtod_ns = iv.total(*iv.union(ev.start[dtod], ev.end[dtod])) if len(dtod) else 0
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,
-                    dtod_ns=dtod_ns,
-                    idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
+                    dtod_ns=dtod_ns, idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
                     top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
                     phases=None if range_name else (phases_of_ranges(rng_all, range_verdicts) or phases_of_shapes(inf)),
                     roof=roof, verdict=verdict, range_filter=range_name,
@@ -430,11 +433,12 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
                     execution=execution, weight_streaming=weight_streaming(roof.points),
-                    graph_breaks=breaks_mod.find(trace, steps),
-                    pace=pc,
+                    graph_breaks=breaks_mod.find(trace, steps), pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
                     coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
-                    library_syncs=library_syncs(trace) if devs else None, trials=trials)
+                    library_syncs=library_syncs(trace) if devs else None, trials=trials,
+                    replay_clock=replay_clock(trace) if devs and not range_name else None,
+                    replay_gaps=replay_gaps(trace) if devs and not range_name else None)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -443,31 +447,6 @@ def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Tr
         return nx   # (a warm-up priced by its set-up idle: no replay to run unprofiled)
     r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
     return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))
-
-
-def withhold_regime(v: RegimeVerdict, health: Health, guessed: dict[str, float] | None = None) -> RegimeVerdict:
-    """No compute, memory or latency verdict on a roofline the trace cannot draw (no shapes recorded): unknown.
-    (The overhead and communication verdicts rest on the timeline, not on shapes.) `guessed`: the name-bounded
-    kernel time by why no op costs it (roofline.guessed_why_us); it keeps its why (a graph replay stays one)."""
-    if not health.withheld(Verdict.REGIME):
-        return v
-    # the roofline's split rests on the shapes the trace lacks: none of it is said (issue 33: a Health line that
-    # withholds the regime beside a Regime line giving "77% compute-bound"); its kernel time has no bound
-    costed = v.compute_us + v.memory_us + v.latency_us
-    why = dict(v.uncosted_why_us)
-    for k, t in (guessed or {}).items():
-        why[k] = round(why.get(k, 0.0) + t, 3)
-    # what no why names (costed by shapes some op did record) is the time the missing shapes leave unbounded
-    rest = max(costed - sum((guessed or {}).values()), 0.0)
-    why["no_shapes"] = round(why.get("no_shapes", 0.0) + rest, 3)
-    why = {k: t for k, t in why.items() if t > 0}
-    voting = costed + v.unknown_us
-    regime = Regime.UNKNOWN if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY) else v.regime
-    return dataclasses.replace(
-        v, regime=regime, compute_us=0.0, memory_us=0.0, latency_us=0.0, unknown_us=voting,
-        uncosted_share=1.0 if voting > 0 else v.uncosted_share, latency_peak_share=None,
-        uncosted_why_us=dict(sorted(why.items(), key=lambda x: -x[1])), achieved_tflops=None, achieved_gbps=None,
-        intensity=None, ridge=None)
 
 
 def _setup_windows(devs) -> tuple:

@@ -109,6 +109,10 @@ class Analysis(Caveated, Protocol):
     @property
     def weight_streaming(self) -> Any: ...               # analyses.weight_streaming.WeightStreaming | None
     @property
+    def replay_clock(self) -> Any: ...                   # analyses.replay_clock.ReplayClock | None
+    @property
+    def replay_gaps(self) -> Any: ...                    # analyses.replay_clock.ReplayGaps | None
+    @property
     def graph_breaks(self) -> Any: ...                   # analyses.graph_breaks.GraphBreaks | None
     @property
     def pace(self) -> Any: ...                           # triage.pace.Pace | None

@@ -54,6 +54,13 @@ WORDS: dict[Problem, tuple[str, str, str]] = {
         "the last step is cut short: {n} of its {total} launches have no GPU activity",
         "the profiler stopped inside a step; its figures leave that step out",
         "stop the profiler after a whole step (prof.step() at the end of each step, schedule(active=N))"),
+    Problem.KERNELS_CUT_AT_STOP: (
+        "the last step's last {n} of its {total} launches have no GPU activity, though the host made every launch of "
+        "the step",
+        "the profiler stopped as the step ended, with those kernels still running: their GPU time is missing from "
+        "the last step's figures",
+        "call torch.cuda.synchronize() before the prof.step() that ends the profiled window, so its kernels finish "
+        "inside it"),
 }
 
 

@@ -63,12 +63,21 @@ from tracetriage.analyzers.voice.common import (
 )
 from tracetriage.analyzers.voice.copies import copies_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
-from tracetriage.analyzers.voice.graphs import capture_caveat, capture_next
+from tracetriage.analyzers.voice.graphs import (
+    capture_caveat,
+    capture_next,
+    graphs_aside,
+    inflated_launches,
+    replay_gaps_mostly,
+    replay_idle,
+    replay_measured,
+)
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, range_clause, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
+from tracetriage.analyzers.voice.unknown_bound import find_the_bound
 from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
     after_warm_up,
@@ -78,7 +87,14 @@ from tracetriage.analyzers.voice.warm_up import (
     warmup_why,
 )
 from tracetriage.analyzers.voice.weight_streaming import weight_streaming_next
-from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, FUSE, FUSED_OPTIMIZER, LEVERS, WEIGHT_ONLY_INT8
+from tracetriage.analyzers.whatif.levers import (
+    CUDA_GRAPHS,
+    DATALOADER_WORKERS,
+    FUSE,
+    FUSED_OPTIMIZER,
+    LEVERS,
+    WEIGHT_ONLY_INT8,
+)
 
 
 def analysis_caveats(a: Caveated) -> list[str]:
@@ -187,9 +203,12 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
-            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a) + ")")
-    if nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
-                                        and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
+            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a)
+            + inflated_launches(a.replay_gaps, nx.cause in (Cause.SYNCHRONIZATION, Cause.HOST_WORK)) + ")")
+    if nx.dominant is not None and nx.dominant.lever == CUDA_GRAPHS and a.replay_gaps is not None:
+        out["why"] += graphs_aside(nx.cause is Cause.SYNCHRONIZATION)   # (not CUDA graphs priced on graphed work)
+    elif nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
+                                          and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
         d = nx.dominant
         out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
                        f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
@@ -393,7 +412,7 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
         return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
-        return find_the_bound(v)
+        return find_the_bound(v, a.replay_clock)
     if a.next_experiment.kind is Experiment.MIXED_PRECISION:
         return precision.next_words(a)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
@@ -444,31 +463,6 @@ def _latency_why(v, pk) -> str:
         reach = small_share(v.latency_peak_share)
         what += f" (they reach {because('peak_share', v.latency_peak_share, reach)} of the nearer peak)"
     return what + ": occupancy, tiny grids or the library's algorithm choice limit them, not bytes or arithmetic"
-
-
-def find_the_bound(v) -> dict[str, str]:
-    """Next, when the regime is unknown: nothing rests on a bound that was not measured."""
-    why = v.uncosted_why_us
-    top = next(iter(why), "no_cost_model")
-    lever = {
-        "no_shapes": "capture again with record_shapes=True so each kernel's op carries its shapes, then triage again",
-        "no_launching_op": "capture one eager step (no CUDA graphs) with ProfilerActivity.CPU and record_shapes=True "
-                           "so each kernel links to the op that launched it",
-        "launched_outside_ops": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline), "
-                                "or count the work the extension does by hand (a matmul of n^3 multiply-adds): no op "
-                                "in the trace carries their sizes",
-        "graph_replay": "capture one eager step (no CUDA graphs) with record_shapes=True: its kernels carry the ops "
-                        "and shapes the replays hide",
-        "no_cost_model": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline) to "
-                         "find which ceiling they are under",
-        "above_peak": "measure the top kernels' FLOP/s and bytes with Nsight Compute (ncu --set roofline): their "
-                      "ops' shapes would put them above the device's peak, so the trace cannot say what they cost",
-    }[top]
-    return {"lever": lever,
-            "why": f"{because('uncosted_share', v.uncosted_share, share(v.uncosted_share))} of the kernel time has no "
-                   f"cost model: {uncosted_phrase(v, 'next.because.uncosted_why')}",
-            "waste": "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which "
-                     "limits the kernels"}
 
 
 def because(what: str, value: float, said: str) -> str:
@@ -557,8 +551,10 @@ def five_lines(a: Analysis) -> list[str]:
         dev = "an " + dev
     scope = f" (range {a.range_filter})" if a.range_filter else ""
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
+    rc = a.replay_clock
+    busy_words = replay_measured(rc) if rc is not None and rc.busy_unmeasured else f"kernels busy {share(busy)} of it"
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
-          f"{a_or_an(duration_ns(a.span_ns))} GPU span, kernels busy {share(busy)} of it "
+          f"{a_or_an(duration_ns(a.span_ns))} GPU span, {busy_words} "
           f"({count(a.kernels, 'kernel')}, "
           + _copies(a) + ").")
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
@@ -583,9 +579,10 @@ def five_lines(a: Analysis) -> list[str]:
         idle_pct = claim("idle.share", a.idle_share, idle_pct)
         l3 = (f"Idle: the GPU is idle {idle_pct} of the span ({duration_ns(a.idle_ns)}): {split}; "
               f"mostly {_mostly(a)}{pace_words.idle_dry(a.pace, a.dominant is Cause.LAUNCH_OVERHEAD)}"
-              f"{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}{pace_words.idle_window(a.pace)}.")
+              f"{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}{pace_words.idle_window(a.pace)}"
+              + (replay_idle(rc, True) if rc is not None else "") + ".")
     else:
-        l3 = "Idle: the GPU never idles inside its span."
+        l3 = replay_idle(rc, False) if rc is not None else "Idle: the GPU never idles inside its span."
     nx = next_experiment(a)
     l5 = f"Next: {nx['lever']}, because {nx['why']}. Would waste the week: {nx['waste']}."
     return [l1, l2, l3, _regime_line(a), l5]
@@ -595,6 +592,8 @@ def _mostly(a: Analysis) -> str:
     most = mostly(a)
     if pace_words.queued_bubbles(a.pace, a.dominant is Cause.LAUNCH_OVERHEAD):
         return pace_words.mostly_queued(most)
+    if a.replay_gaps is not None and a.dominant is Cause.LAUNCH_OVERHEAD:
+        return replay_gaps_mostly(a.replay_gaps)
     return most + few_large_gaps(a)
 
 

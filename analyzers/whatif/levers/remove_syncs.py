@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.sync_sites import below_regions
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
@@ -141,6 +142,8 @@ def _waits_by_op(c: Context, calls: np.ndarray, waited: np.ndarray) -> dict[str,
     most first; a sync made straight from Python counts under its call's name."""
     g, ev = c.g, c.trace.ev
     outer = g.c_outer_op[calls]
+    # below torch.compile's regions: the op the compiled function fell back to (aten::is_nonzero), not the region
+    outer = below_regions(c.trace, c.trace.op_of[g.c_row[calls]], outer)
     name_rows = np.where(outer >= 0, outer, g.c_row[calls])
     out: dict[str, int] = {}
     for nid, w in zip(ev.name[name_rows].tolist(), waited.tolist()):
