@@ -164,16 +164,24 @@ CAPTURE_PENDING: tuple[str, ...] = (
     AUTOCAST_FP16,
     # one before/after pair in the fresh7 development set (an H100; not committed here), no fix workload yet
     SDPA_MATH, BROADCAST_MATMUL, LAYER_NORM,
-    # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here)
+    # one before/after pair in the fresh7 development set (an H100 GPT decode; not committed here); its second,
+    # measured blind: traces/pending2 bart_greedy_host_argmax (capture/pending_pairs2.py, tests/test_pending_pairs2.py)
     REDUCE_ON_GPU,
     # two pairs each measured in traces/fixes/knobs5 (an H100; capture/realworld_knobs5.py, GROUP=knobs5), written from
-    # one fresh8 development pair each: a third workload each not written yet (validate_args has its three)
+    # one fresh8 development pair each: a third workload each in the fixes folders' format not written yet
+    # (validate_args has its three). A third pair each is in traces/pending2 (unet_onehot_pixel_loss,
+    # distilbert_ner_embedding_max_norm, resnet18_offloaded_between_requests; tests/test_pending_pairs2.py), five
+    # unprofiled runs and one profiled a variant, not five profiled spans: tests/test_knobs.py does not count them
     CROSS_ENTROPY, EMBEDDING_MAX_NORM, MODULE_ROUND_TRIP,
-    # one before/after pair each in the fresh9 development set (an H100; not committed here), no fix workload yet:
+    # one before/after pair each in the fresh9 development set (an H100; not committed here), written from it:
     # work the step need not run at all (a backward past the optimizer's parameters, activations offloaded, rows of a
-    # head nobody reads, an encoder re-run each decode step)
+    # head nobody reads, an encoder re-run each decode step). Their second pairs, measured blind on an H100:
+    # traces/pending2 bert_linear_probe_unfrozen, convnext_activations_offloaded, gpt2_last_token_scorer_full_logits,
+    # t5_summarize_reencodes_source, neumf_dense_table_grads (capture/pending_pairs2.py, tests/test_pending_pairs2.py)
     FREEZE_UNOPTIMIZED, ACTIVATIONS_ON_GPU, LOGITS_TO_KEEP, COMPUTE_ONCE, SPARSE_EMBEDDING,
-    # written from the bundled fresh5 decode_mlp_compile_roof-before (an H100) alone: no measured pair yet
+    # written from the bundled fresh5 decode_mlp_compile_roof-before (an H100) alone; its first measured pair:
+    # traces/pending2 mistral_decode_bf16_weights, where the int8 fix made the step slower
+    # (tests/test_pending_pairs2.py)
     WEIGHT_ONLY_INT8,
     # written from two fresh10 development pairs (H100: yolo nms, conformer ctc_loss), no fix workload yet
     OP_ON_GPU,
