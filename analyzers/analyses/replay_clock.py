@@ -50,17 +50,28 @@ class ReplayClock:
         return max(0, self.host_ns - self.kernel_ns)
 
 
-def replay_clock(trace: Trace) -> ReplayClock | None:
-    """The replays whose kernels are laid end to end, with the host's own clock on them; None where no replay is."""
-    ev, names = trace.ev, trace.names
-    graph_ids = [i for i, n in enumerate(names) if is_graph_launch(n)]
+def _replayed(trace: Trace) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray] | None:
+    """The graph launch calls' name ids, every kernel's row, its launch call's row and whether that call is a
+    graph launch; None where the trace holds no graph launch."""
+    ev = trace.ev
+    graph_ids = [i for i, n in enumerate(trace.names) if is_graph_launch(n)]
     if not graph_ids:
         return None
     kernels = np.flatnonzero(ev.cat == KERNEL)
     call = trace.launch_of[kernels]
     replayed = call != NONE
     replayed[replayed] = np.isin(ev.name[call[replayed]], graph_ids)
-    kernels, call = kernels[replayed], call[replayed]
+    return graph_ids, kernels, call, replayed
+
+
+def replay_clock(trace: Trace) -> ReplayClock | None:
+    """The replays whose kernels are laid end to end, with the host's own clock on them; None where no replay is."""
+    ev = trace.ev
+    found = _replayed(trace)
+    if found is None:
+        return None
+    _, all_kernels, call, replayed = found
+    kernels, call = all_kernels[replayed], call[replayed]
     serial, max_gap = [], 0
     # each replay's kernels, by its launch call then start: one sort, not a pass over every kernel per replay
     order = np.lexsort((ev.start[kernels], call))
@@ -82,7 +93,7 @@ def replay_clock(trace: Trace) -> ReplayClock | None:
     laid = sum(len(k) for _, k in serial)
     return ReplayClock(replays=len(serial), kernels=laid, max_gap_ns=max_gap, launch=launch_name, sync=sync,
                        host_ns=host_ns, kernel_ns=kernel_ns, windows=windows,
-                       busy_unmeasured=laid >= BUSY_UNMEASURED * len(np.flatnonzero(ev.cat == KERNEL)))
+                       busy_unmeasured=laid >= BUSY_UNMEASURED * len(all_kernels))
 
 
 def _host_clock(trace: Trace, serial: list) -> tuple[str | None, int, int]:
@@ -148,14 +159,11 @@ class ReplayGaps:
 def replay_gaps(trace: Trace) -> ReplayGaps | None:
     """The gaps inside and between graph replays, where replays hold most of the kernels (BUSY_UNMEASURED) and their
     stamps are not laid end to end (replay_clock says those); None elsewhere."""
-    ev, names = trace.ev, trace.names
-    graph_ids = [i for i, n in enumerate(names) if is_graph_launch(n)]
-    if not graph_ids:
+    ev = trace.ev
+    found = _replayed(trace)
+    if found is None:
         return None
-    kernels = np.flatnonzero(ev.cat == KERNEL)
-    call = trace.launch_of[kernels]
-    graphed = np.zeros(len(kernels), bool)
-    graphed[call != NONE] = np.isin(ev.name[call[call != NONE]], graph_ids)
+    graph_ids, kernels, call, graphed = found
     if not len(kernels) or graphed.sum() < BUSY_UNMEASURED * len(kernels):
         return None
     gpu = np.flatnonzero(np.isin(ev.cat, GPU_ACTIVITY))
