@@ -173,3 +173,13 @@ def test_the_rewrite_after_a_knob_is_priced_with_the_knob_made_and_names_its_act
     assert 0 <= further < nx.then.saving_ns / nx.then.baseline_ns
     line = five_lines(a)[4]
     assert "a further" in line and "after the knob" in line and "move the rest out of the loop" in line, line
+
+
+def test_without_peaks_the_compute_share_is_not_said_to_be_every_matmul():
+    """mlp_bs16_nw0 (an RTX 3080, no peak entry): its GEMMs (15% of kernel time) sit under every ridge, so the
+    compute share is 0%; '0% is dense arithmetic (matmuls, convolutions ...)' read as 'no matmuls ran'."""
+    from tracetriage.analyzers.voice import ground
+
+    words = ground.compute_words(roofs=False)
+    assert "ridge" in words and "matmuls" not in words
+    assert ground.compute_words(roofs=True) == "compute-bound"
