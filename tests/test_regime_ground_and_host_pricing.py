@@ -183,18 +183,3 @@ def test_without_peaks_the_compute_share_is_not_said_to_be_every_matmul():
     words = ground.compute_words(roofs=False)
     assert "ridge" in words and "matmuls" not in words
     assert ground.compute_words(roofs=True) == "compute-bound"
-
-
-def test_a_next_that_cuts_launches_is_not_told_fusing_would_waste_the_week():
-    """gpt-graphs (H200, 64 graph replays, 766 kernels launched one by one outside them): its Next says 'cut the
-    launches left outside the CUDA graphs ...: fuse what stays outside (torch.compile)' and its waste line said
-    'fusing the elementwise chains, predicted 0%': the one sentence advised and dismissed fusion."""
-    from pathlib import Path
-
-    from tracetriage.analyzers.triage.report import analyze_file
-    from tracetriage.analyzers.voice.report import five_lines
-
-    trace = Path(__file__).resolve().parent.parent / "traces" / "gpt-graphs.json.gz"
-    nxt = next(line for line in five_lines(analyze_file(trace)) if line.startswith("Next:"))
-    assert "fuse what stays outside" in nxt
-    assert "Would waste the week: fusing" not in nxt

@@ -684,9 +684,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             if kind is Experiment.WARM_UP:
                 then = _steady_loop_fix(steps, choices, by_cause, idle_ns)
                 best = priced_by_setup_idle(best, devs)
-            # (a Next that cuts launches names torch.compile's fusion among its ways: fusion is not also the waste)
             waste = weeks_waste(choices, then if kind is Experiment.WARM_UP and then is not None else best,
-                                _replays_graphs(devs), launch_bound or cause is Cause.LAUNCH_OVERHEAD)
+                                _replays_graphs(devs), launch_bound)   # (a warm-up: its steady gaps recur)
             return NextExperiment(kind, cause, gain, lever=best, waste=waste,
                                   headroom=head if head is not None and head.saving_ns > best.saving_ns else None,
                                   dominant=beaten, construct=_construct_of(fw, cause), close_call=runner_up,
