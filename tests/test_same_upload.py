@@ -56,3 +56,15 @@ def test_a_dataloaders_batches_changing_shapes_a_pinned_source_or_a_gradient_are
     # autograd's upload of a host loss's gradient is new data each step (fresh10 conformer_ctc_loss_on_cpu)
     assert copies_async(_trace(tmp_path, [TABLE] * 3, gradient=True)).same_upload is None
     assert copies_async(_trace(tmp_path, [TABLE, TABLE // 2, TABLE // 4])).same_upload is None
+
+
+def test_input_dims_or_types_that_are_not_lists_are_skipped_not_raised():
+    """A trace's 'Input Dims' / 'Input type' may hold any JSON value: CI's fuzzing set them to true and
+    same_upload and convert_on_gpu raised TypeError ('bool' object is not iterable)."""
+    from tracetriage.analyzers.whatif.levers.convert_on_gpu import _tensors
+
+    class Shapes:
+        def shapes(self, row):
+            return True, True, None
+
+    assert _tensors(Shapes(), 0) == []

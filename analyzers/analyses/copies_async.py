@@ -127,10 +127,12 @@ def same_upload(trace: Trace, up: np.ndarray) -> SameUpload | None:
         if o == NONE or not ok:
             continue
         dims, types, _ = trace.shapes(o)
-        first = next((i for i, d in enumerate(dims or []) if isinstance(d, list) and d), None)
+        # (a trace's Input Dims / Input type may be any JSON value: only lists are read)
+        dims, types = (dims if isinstance(dims, list) else []), (types if isinstance(types, list) else [])
+        first = next((i for i, d in enumerate(dims) if isinstance(d, list) and d), None)
         if first is None:
             continue
-        dtype = (types or [""] * (first + 1))[first] if types and first < len(types) else ""
+        dtype = types[first] if first < len(types) and isinstance(types[first], str) else ""
         shape = f"[{', '.join(str(x) for x in dims[first])}] {_DTYPES.get(dtype, dtype)}".strip()
         by.setdefault((trace.name_of(o), shape), []).append(r)
     total = int((ev.end[up] - ev.start[up]).sum())

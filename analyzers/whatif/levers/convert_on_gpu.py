@@ -72,7 +72,8 @@ def _tensors(tr, row: int) -> list[tuple[int, str]]:
     """(numel, dtype) of the op's tensor arguments with at least one dimension."""
     dims, types, _ = tr.shapes(row)
     out = []
-    for d, t in zip(dims or [], types or []):
+    # (a trace's Input Dims / Input type may be any JSON value: only lists are read)
+    for d, t in zip(dims if isinstance(dims, list) else [], types if isinstance(types, list) else []):
         if isinstance(d, list) and d and isinstance(t, str) and all(isinstance(x, int) for x in d):
             dt = normalise_dtype(t)
             if dt is not None:
