@@ -1,4 +1,4 @@
-"""A compute-bound Next says only what fits the ops and the device: causal masks where the span runs attention, the
+"""A compute-bound Next says only what fits the ops and the device: unpadded batches where the span runs attention, the
 precision a step down from what the GEMMs run by their names, fp8 only where the device is known to run it faster
 (public trace_with_manual_capture: an MLP's TF32 CUTLASS GEMMs on an RTX 5080, a card the peak table does not hold,
 was told "lower precision on tensor cores (bf16/fp8), skip work (causal masks, smaller shapes)")."""
@@ -11,8 +11,18 @@ from tracetriage.analyzers.voice.common import cheaper_arithmetic
 
 def test_an_mlp_is_not_told_to_mask_attention_it_does_not_run():
     said = cheaper_arithmetic(None, None, named="tf32")
-    assert "causal masks" not in said and "skip work (smaller shapes)" in said
-    assert "causal masks" in cheaper_arithmetic(None, None, named="tf32", attention=True)
+    assert "padded positions" not in said and "skip work (smaller shapes)" in said
+    assert "padded positions" in cheaper_arithmetic(None, None, named="tf32", attention=True)
+
+
+def test_attention_is_offered_unpadded_batches_never_causal_masks():
+    """Was: fresh11 reranker_compiled_bf16_healthy, a bidirectional BERT cross-encoder, told "skip work (causal masks,
+    smaller shapes)": a causal mask changes what an encoder computes, and the trace cannot tell an encoder from a
+    decoder. Padded positions are work any attention model may skip."""
+    h100 = lookup("NVIDIA H100 80GB HBM3")
+    for said in (cheaper_arithmetic(None, None, named="tf32", attention=True),
+                 cheaper_arithmetic(h100, "bf16", attention=True), cheaper_arithmetic(None, "bf16", attention=True)):
+        assert "causal" not in said and "variable-length attention in place of padded batches" in said, said
 
 
 def test_tf32_gemms_on_an_unknown_device_are_told_bf16_autocast_and_never_fp8():

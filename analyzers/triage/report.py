@@ -70,6 +70,7 @@ from tracetriage.analyzers.triage import sources, unprofiled_choice
 from tracetriage.analyzers.triage.bounds import kernel_headroom as _kernel_headroom
 from tracetriage.analyzers.triage.bounds import mixed_precision_floor as _mixed_precision_floor
 from tracetriage.analyzers.triage.bounds import unknown_bound_next as _unknown_bound_next
+from tracetriage.analyzers.triage.arithmetic_left import ArithmeticWell, arithmetic_well
 from tracetriage.analyzers.triage.bytes_left import BytesMovedWell, moved_well
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue
@@ -145,6 +146,7 @@ class NextExperiment:
     cold: ColdCause | None = None   # WARM_UP: the dominant idle cause, held by the first of the loop's steps
     healthy: healthy_mod.Healthy | None = None   # no lever saves LEVER_FLOOR without the profiler (triage.healthy)
     moved_well: BytesMovedWell | None = None     # FEWER_BYTES: every way it names is taken already (bytes_left)
+    arithmetic_well: ArithmeticWell | None = None   # CHEAPER_ARITHMETIC: the cores are fed already (arithmetic_left)
     then_joint_ratio: float | None = None   # the Next's fix and `then` made together, replayed (whatif.joint_ratio)
 
 
@@ -424,6 +426,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         well = moved_well(trace, rows[ev.cat[rows] == KERNEL], verdict.dtype, busy / span if span else 0.0, choices,
                           LEVER_FLOOR, HEADROOM)
         nx = dataclasses.replace(nx, moved_well=well)
+    if nx.kind is Experiment.CHEAPER_ARITHMETIC and nx.lever is None and nx.healthy is None and devs:
+        fed = arithmetic_well(verdict, roof.peaks, busy / span if span else 0.0, choices, LEVER_FLOOR, HEADROOM)
+        nx = dataclasses.replace(nx, arithmetic_well=fed)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
     memsets = rows[ev.cat[rows] == MEMSET]

@@ -250,8 +250,12 @@ def cheaper_precisions(peaks, dtype: str | None) -> list[str] | None:
 
 
 def skip_work(attention: bool) -> str:
-    """Work a compute-bound span can skip: causal masks only where it runs attention (an MLP has none to mask)."""
-    return "skip work (causal masks, smaller shapes)" if attention else "skip work (smaller shapes)"
+    """Work a compute-bound span can skip. Where it runs attention: the padded positions a batch of uneven sequences
+    computes (variable-length attention), which any model may skip; not causal masks, which change what a
+    bidirectional encoder computes (fresh11 reranker_compiled_bf16_healthy, a BERT cross-encoder, was offered them)
+    and which the trace cannot tell from a decoder's. An MLP has neither."""
+    return ("skip work (padded positions: variable-length attention in place of padded batches; smaller shapes)"
+            if attention else "skip work (smaller shapes)")
 
 
 _CHEAPER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 2, "fp8": 3}
@@ -261,7 +265,7 @@ def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False, atte
                        named: str | None = None, replayed: bool = False) -> str:
     """What cheaper arithmetic means on this device for work in `dtype`; `named`: the precision the top GEMMs and
     convolutions compute in by their kernels' names (a graph replay's GEMMs carry no shapes: CUTLASS's s1688gemm is
-    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (causal masks skip some);
+    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (unpadded batches skip some);
     `replayed`: most kernels replay from CUDA graphs captured outside the trace (the change goes where they are
     captured: a replay runs what was captured)."""
     if named in _CHEAPER and (dtype not in _CHEAPER or _CHEAPER[named] > _CHEAPER[dtype]):

@@ -46,3 +46,16 @@ def moved_well_words(m, why: str, waste: str) -> dict[str, str]:
                       f"no fix priced here saves more than a few percent of the span (the best {best}); what is left "
                       "is the kernels' own speed"),
             "why": why, "waste": waste}
+
+
+def arithmetic_well_words(w, rest: str, why: str, waste: str) -> dict[str, str]:
+    """A compute-bound step whose arithmetic runs well already (triage.arithmetic_left): healthy, said with what shows
+    it; `rest`: the restructure still open (a cheaper precision, less arithmetic), said as what is left."""
+    reach = claim("next.arithmetic_well.peak_share", w.peak_share, share(w.peak_share))
+    busy = claim("next.arithmetic_well.busy_share", w.busy_share, share(w.busy_share))
+    best = claim("next.arithmetic_well.best_saving", w.best_saving, share(w.best_saving))
+    return {"lever": (f"none that buys much: the step is healthy: its compute-bound kernels run {w.dtype} at {reach} "
+                      f"of the device's {w.dtype} peak with the GPU busy {busy} of the span, and no fix priced here "
+                      f"saves more than a few percent of the span (the best {best}); what is left is a restructure: "
+                      f"{rest}"),
+            "why": why, "waste": waste}

@@ -428,9 +428,12 @@ def _regime_next(a: Analysis) -> dict[str, str]:
                    f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}{peak}")
         else:
             why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
+        waste = "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"
+        if (fed := a.next_experiment.arithmetic_well) is not None:   # the cores are fed (triage.arithmetic_left)
+            rest = cheaper_arithmetic(pk, v.dtype, headroom=True, attention=attends(a), named=matrix_precision(a))
+            return healthy_words.arithmetic_well_words(fed, rest, why, waste)
         return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
-                                            replayed=replayed_from_graphs(a)), "why": why,
-                "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
+                                            replayed=replayed_from_graphs(a)), "why": why, "waste": waste}
     why = _memory_why(a)
     streaming = a.weight_streaming
     if streaming is not None:
