@@ -256,3 +256,11 @@ def test_lazy_module_loading_in_cuptis_overhead_rows_is_not_called_the_profilers
     assert said == ["the profiler's own activity-buffer requests (CUPTI, inside the first launches) take 900.0 µs: "
                     "not your code; a profiler schedule (torch.profiler.schedule(wait=1, warmup=1, active=3)) or "
                     "starting the profiler before the measured region keeps them out of the recorded trace"]
+    # recorded under a schedule already (its first step ProfilerStep#3), the requests still inside: no schedule
+    # advice (fresh11 streaming_conformer_compiled_no_cudagraphs was told to use the schedule it used)
+    end = max(x.gpu_end for x in launches)
+    step = kf.annotation("ProfilerStep#3", first.op_start - 1_000, end + 1_000)
+    a = analyze_file(_write(tmp_path, kf.events_for(launches) + rows + [step], name="scheduled.json"))
+    said = [c for c in analysis_caveats(a) if "activity-buffer" in c]
+    assert len(said) == 1 and "torch.profiler.schedule" not in said[0], said
+    assert "recorded under one already: its first step is ProfilerStep#3" in said[0]

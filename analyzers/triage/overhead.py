@@ -13,6 +13,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
+from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Cause, Regime
 
@@ -42,6 +43,7 @@ class ProfilerOverhead:
     source: str                      # where the per-event constants come from
     launch_bound_only_under_profiler: bool
     launch_bound_kept: bool = False  # launch-bound under the profiler, and still idling LAUNCH_KEPT_IDLE without it
+    first_step: int = 0              # N of the first ProfilerStep#N recorded: above 0, a schedule was in use already
 
     @property
     def slowdown(self) -> float:
@@ -79,7 +81,15 @@ def analyze(trace: Trace, levers, idle_share: float, regime: Regime, dominant: C
                             ops=run.cost.ops, calls=run.cost.calls, idle_share=idle_share,
                             unprofiled_idle_share=bare_idle, buffer_ns=_buffer_ns(trace, span),
                             source=run.cost.source, launch_bound_only_under_profiler=only_profiled,
-                            launch_bound_kept=kept)
+                            launch_bound_kept=kept, first_step=first_profiler_step(trace))
+
+
+def first_profiler_step(trace: Trace) -> int:
+    """N of the first ProfilerStep#N the trace records (0 where it has none): the steps before it ran under the
+    profiler's schedule (wait, warm-up) without being recorded, so a schedule is in use already."""
+    numbers = [int(n[len(PROFILER_STEP):]) for n in trace.names
+               if n.startswith(PROFILER_STEP) and n[len(PROFILER_STEP):].isdigit()]
+    return min(numbers, default=0)
 
 
 def launch_verdict(regime: Regime, dominant: Cause | None, bare_idle: float) -> tuple[bool, bool]:

@@ -148,8 +148,8 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     # compiled already (the idle inside its region, or anywhere in a trace that runs compiled code): never
     # "torch.compile to fuse" again (issue 32)
     if cause is Cause.LAUNCH_OVERHEAD and (construct is Construct.COMPILED or compiled):
-        return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each step as "
-                "one graph launch; or more work per launch (bigger batch)")
+        return ("capture the compiled code in CUDA graphs: torch.compile(mode='reduce-overhead') replays each compiled "
+                "call (not the whole step) as one graph launch; or more work per launch (bigger batch)")
     # the what-if finds no eager elementwise chain worth fusing (`fuse_chains` 0): the launches go by graphs or by more
     # work per launch, and torch.compile is named only for its graphs (heldout-user3 andrewlala_resnet50_t4:
     # "torch.compile to fuse, then CUDA graphs" where fuse priced 0% and the saving was all CUDA graphs')

@@ -142,7 +142,14 @@ def profiler_caveats(p) -> list[str]:
             # its own numbers keep the verdict: a third of the span or more still idles between launches
             line += "; the launch-bound verdict holds without it too, with less to gain"
         out.append(line)
-    if p.buffer_worth_naming:
+    if p.buffer_worth_naming and p.first_step > 0:
+        # recorded under a schedule already, and the requests are still inside it: a schedule is no cure (fresh11
+        # streaming_conformer_compiled_no_cudagraphs, first recorded step ProfilerStep#3, was told to use one)
+        out.append(f"the profiler's own activity-buffer requests (CUPTI, inside the first launches) take "
+                   f"{duration_ns(p.buffer_ns)}: not your code; they come with recording itself, schedule or not "
+                   f"(this trace was recorded under one already: its first step is ProfilerStep#{p.first_step}), so "
+                   "leave them out of what the first launches cost")
+    elif p.buffer_worth_naming:
         out.append(f"the profiler's own activity-buffer requests (CUPTI, inside the first launches) take "
                    f"{duration_ns(p.buffer_ns)}: not your code; a profiler schedule "
                    "(torch.profiler.schedule(wait=1, warmup=1, active=3)) or starting the profiler before the measured "
