@@ -398,6 +398,11 @@ def _claims_are_fields(said: _Said, out: dict) -> list[str]:
     nx = out.get("next_experiment") or {}
     for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
         c, cause = said.get(f"{key}.because.cause_share"), _CAUSE_OF_KIND.get(kind or "")
+        whole = said.get(f"{key}.because.idle_share")
+        held = out["idle"]["by_cause_us"].get(cause, 0.0) if cause else 0.0
+        if whole is not None and c is None and cause and 2 * held < out["idle_us"]:
+            bad.append(f"the Next's because gives its {cause} fix the whole idle ({whole['said']}), which that cause "
+                       "holds under half of, and never says its share")
         field = out["idle"]["by_cause_us"].get(cause, 0.0) / span if span and cause else None
         if c is not None and field is not None and abs(field - c["value"]) > _SHARE_TOLERANCE:
             bad.append(f"the Next's because gives {cause} {c['said']} of the span, the Idle line's field is "

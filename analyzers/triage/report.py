@@ -67,10 +67,10 @@ from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
 from tracetriage.analyzers.triage import sources, unprofiled_choice
+from tracetriage.analyzers.triage.arithmetic_left import ArithmeticWell, arithmetic_well
 from tracetriage.analyzers.triage.bounds import kernel_headroom as _kernel_headroom
 from tracetriage.analyzers.triage.bounds import mixed_precision_floor as _mixed_precision_floor
 from tracetriage.analyzers.triage.bounds import unknown_bound_next as _unknown_bound_next
-from tracetriage.analyzers.triage.arithmetic_left import ArithmeticWell, arithmetic_well
 from tracetriage.analyzers.triage.bytes_left import BytesMovedWell, moved_well
 from tracetriage.analyzers.triage.execution import ExecutionNotes
 from tracetriage.analyzers.triage.launch_queue import DryQueue

@@ -133,9 +133,12 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                 "(forward, loss, loss.backward() and optimizer.step()) in one torch.cuda.graph and replay it, "
                 "copying each batch into its static inputs")
     if cause is Cause.LAUNCH_OVERHEAD and isinstance(ev, LaunchEvidence) and ev.graph_launches:
+        # fusion named only where the what-if finds chains to fuse: gpt-graphs read "fuse what stays outside
+        # (torch.compile)" beside "Would waste the week: fusing the elementwise chains, predicted 0%"
+        fuse = "" if fuse_chains == 0 else " fuse what stays outside (torch.compile),"
         return ("cut the launches left outside the CUDA graphs the trace already replays "
                 f"({count(ev.graph_launches, 'graph launch', 'graph launches')}): capture more of the step in the "
-                "graph, fuse what stays outside (torch.compile), or more work per launch")
+                f"graph,{fuse} or more work per launch")
     if cause is Cause.LAUNCH_OVERHEAD and training and isinstance(ev, LaunchEvidence) and tiny_kernels(ev):
         # a training step of tiny kernels costs its launches whatever the batch: more samples per step is the knob
         # (a public RTX 3080 MLP at batch 16, kernels of 2 µs behind 3 µs launches, was told num_workers and
@@ -265,7 +268,7 @@ def cheaper_arithmetic(peaks, dtype: str | None, *, headroom: bool = False, atte
                        named: str | None = None, replayed: bool = False) -> str:
     """What cheaper arithmetic means on this device for work in `dtype`; `named`: the precision the top GEMMs and
     convolutions compute in by their kernels' names (a graph replay's GEMMs carry no shapes: CUTLASS's s1688gemm is
-    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (unpadded batches skip some);
+    TF32 on fp32 data), taken where it is the cheaper; `attention`: the span runs attention (unpadding skips some);
     `replayed`: most kernels replay from CUDA graphs captured outside the trace (the change goes where they are
     captured: a replay runs what was captured)."""
     if named in _CHEAPER and (dtype not in _CHEAPER or _CHEAPER[named] > _CHEAPER[dtype]):
@@ -301,6 +304,8 @@ def _cheaper_on_an_unknown_device(dtype: str | None, *, headroom: bool, attentio
     return ("do less arithmetic or cheaper arithmetic: lower precision on tensor cores (TF32 or bf16 where this GPU "
             "has them), " + skip_work(attention))
 
+
+COMPUTE_WASTE = "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"
 
 REGIME_ADVICE = {
     "memory": "move fewer bytes: fuse elementwise chains, keep activations/weights in lower precision, avoid "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.units import about, duration_ns, saving_pct, share
 from tracetriage.analyzers.voice.claims import saving
+from tracetriage.analyzers.voice.common import COMPUTE_WASTE, attends, cheaper_arithmetic, matrix_precision
 from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import LEVERS
 
@@ -48,9 +49,11 @@ def moved_well_words(m, why: str, waste: str) -> dict[str, str]:
             "why": why, "waste": waste}
 
 
-def arithmetic_well_words(w, rest: str, why: str, waste: str) -> dict[str, str]:
+def arithmetic_well_words(a, why: str) -> dict[str, str]:
     """A compute-bound step whose arithmetic runs well already (triage.arithmetic_left): healthy, said with what shows
-    it; `rest`: the restructure still open (a cheaper precision, less arithmetic), said as what is left."""
+    it; the restructure still open (a cheaper precision, less arithmetic) said as what is left."""
+    w, v = a.next_experiment.arithmetic_well, a.verdict
+    rest = cheaper_arithmetic(a.roof.peaks, v.dtype, headroom=True, attention=attends(a), named=matrix_precision(a))
     reach = claim("next.arithmetic_well.peak_share", w.peak_share, share(w.peak_share))
     busy = claim("next.arithmetic_well.busy_share", w.busy_share, share(w.busy_share))
     best = claim("next.arithmetic_well.best_saving", w.best_saving, share(w.best_saving))
@@ -58,4 +61,4 @@ def arithmetic_well_words(w, rest: str, why: str, waste: str) -> dict[str, str]:
                       f"of the device's {w.dtype} peak with the GPU busy {busy} of the span, and no fix priced here "
                       f"saves more than a few percent of the span (the best {best}); what is left is a restructure: "
                       f"{rest}"),
-            "why": why, "waste": waste}
+            "why": why, "waste": COMPUTE_WASTE}

@@ -43,6 +43,7 @@ from tracetriage.analyzers.voice.claims import (
 )
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
+    COMPUTE_WASTE,
     REGIME_ADVICE,
     WASTE,
     advice,
@@ -428,12 +429,10 @@ def _regime_next(a: Analysis) -> dict[str, str]:
                    f"{claim('next.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}{peak}")
         else:
             why = f"{_bound_because(v.compute_us / max(v.kernel_us, 1e-9))} of kernel time is in compute-bound kernels"
-        waste = "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"
-        if (fed := a.next_experiment.arithmetic_well) is not None:   # the cores are fed (triage.arithmetic_left)
-            rest = cheaper_arithmetic(pk, v.dtype, headroom=True, attention=attends(a), named=matrix_precision(a))
-            return healthy_words.arithmetic_well_words(fed, rest, why, waste)
+        if a.next_experiment.arithmetic_well is not None:   # the cores are fed (triage.arithmetic_left)
+            return healthy_words.arithmetic_well_words(a, why)
         return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
-                                            replayed=replayed_from_graphs(a)), "why": why, "waste": waste}
+                                            replayed=replayed_from_graphs(a)), "why": why, "waste": COMPUTE_WASTE}
     why = _memory_why(a)
     streaming = a.weight_streaming
     if streaming is not None:
@@ -455,8 +454,7 @@ def _memory_why(a: Analysis) -> str:
 
 
 def _bound_because(x: float) -> str:
-    """The share of kernel time under the Next's bound, claimed (a bound the health check withholds is given
-    nowhere)."""
+    """The share of kernel time under the Next's bound, claimed (never where the health check withholds it)."""
     return because("bound_share", x, f"{100 * x:.0f}%")
 
 
@@ -469,8 +467,7 @@ def _latency_why(v, pk) -> str:
 
 
 def because(what: str, value: float, said: str) -> str:
-    """A figure of the Next's because, claimed as next.because.<what> (the claim checker holds it against the
-    prediction and the Idle line)."""
+    """A figure of the Next's because, claimed as next.because.<what> (checked against the prediction and Idle)."""
     return claim(f"next.because.{what}", value, said)
 
 
@@ -480,7 +477,10 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
         return because("idle_share", a.idle_share, share(a.idle_share))
 
     if cause is Cause.LAUNCH_OVERHEAD:
-        kernels = (f"the GPU idles {idle_pct()} between {because('kernels', ev.kernels, count(ev.kernels, 'kernel'))}"
+        held = a.by_cause_ns.get(Cause.LAUNCH_OVERHEAD, 0) / max(a.span_ns, 1)   # the whole idle where it is mostly
+        idles = idle_pct() if held >= 0.5 * a.idle_share else \
+            f"{idle_pct()} of the span, {because('cause_share', held, share(held))} in launch gaps,"
+        kernels = (f"the GPU idles {idles} between {because('kernels', ev.kernels, count(ev.kernels, 'kernel'))}"
                    f" that run {because('kernel_median_us', ev.kernel_median_us, duration_us(ev.kernel_median_us))}"
                    " (median)")
         if ev.graph_launches and 0 < ev.graphed_kernels < ev.kernels:
