@@ -129,13 +129,16 @@ def profiler_caveats(p) -> list[str]:
         return []
     out = []
     if p.worth_saying:
-        line = (f"under the profiler the traced work takes ~{p.slowdown:.1f}× as long as without it: recording "
-                f"{p.ops:,} ops and {p.calls:,} runtime calls adds ~{duration_ns(p.host_ns)} of host time (per-event "
-                f"costs {p.source}, not measured in this trace); without it the work takes "
-                f"~{duration_ns(p.unprofiled_ns)}")
+        # off the host the costs were fitted on they under-state the cost (triage.overhead.FITTED_ON): bounds
+        more, less, off = ("", "", "") if p.fitted_host else (
+            " or more", " or less", "; off the H200 they under-state the profiler's cost on most captures")
+        line = (f"under the profiler the traced work takes ~{p.slowdown:.1f}×{more} as long as without it: recording "
+                f"{p.ops:,} ops and {p.calls:,} runtime calls adds ~{duration_ns(p.host_ns)}{more} of host time "
+                f"(per-event costs {p.source}, not measured in this trace{off}); without it the work takes "
+                f"~{duration_ns(p.unprofiled_ns)}{less}")
         if p.idle_differs:
             idle = share(p.unprofiled_idle_share)
-            line += f" and the GPU idles {about(idle)}{idle} of its span, not {share(p.idle_share)}"
+            line += f" and the GPU idles {about(idle)}{idle} of its span{less}, not {share(p.idle_share)}"
         if p.launch_bound_only_under_profiler:
             line += "; the launch-bound verdict holds only under the profiler"
         elif p.launch_bound_kept:
