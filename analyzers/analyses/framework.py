@@ -33,6 +33,7 @@ from tracetriage.analyzers.model.verdicts import CAUSES, CONSTRUCTS, Cause, Cons
 
 USER = CONSTRUCTS.index(Construct.USER)
 OPTIMIZER_STEP = "Optimizer.step#"   # the optimizer's step range (its zero_grad range marks the construct too)
+COMPILED_REGION = "Torch-Compiled Region"   # a compiled call (its backward, CompiledFunctionBackward, marks it too)
 
 
 @dataclass(frozen=True)
@@ -222,13 +223,17 @@ def _host_time_and_names(trace: Trace, painted: _Painted) -> tuple[np.ndarray, n
     ranges = painted.runs.copy()
     # the optimizer ran as often as it stepped: its zero_grad ranges (one per iteration too) are no calls of the
     # step, or a loop of 10 steps reads "82 launches in 20 calls" beside "Adam's step"
-    opt = CONSTRUCTS.index(Construct.OPTIMIZER)
-    r = rows[codes == opt]
-    stepped = r[name_flags(trace, r, lambda n: n.startswith(OPTIMIZER_STEP))] if len(r) else r
-    if len(stepped):
-        keys = thread_keys(ev, stepped)
-        ranges[opt] = sum(len(iv.union(ev.start[stepped[keys == k]], ev.end[stepped[keys == k]])[0])
-                          for k in distinct(keys).tolist())
+    # compiled code ran as often as its regions were entered: the autograd thread's CompiledFunctionBackward of each
+    # call is no call of its own (heldout-user17 r18compile: "(Torch-Compiled Region: 0/0): 465 launches in 6 calls"
+    # where the trace has 3 regions, one per iteration)
+    for construct, first in ((Construct.OPTIMIZER, OPTIMIZER_STEP), (Construct.COMPILED, COMPILED_REGION)):
+        code = CONSTRUCTS.index(construct)
+        r = rows[codes == code]
+        marked = r[name_flags(trace, r, lambda n, first=first: n.startswith(first))] if len(r) else r
+        if len(marked):
+            keys = thread_keys(ev, marked)
+            ranges[code] = sum(len(iv.union(ev.start[marked[keys == k]], ev.end[marked[keys == k]])[0])
+                               for k in distinct(keys).tolist())
     names: list[list[str]] = [[] for _ in CONSTRUCTS]
     for code in range(len(CONSTRUCTS)):
         r = rows[codes == code]
