@@ -29,3 +29,24 @@ def test_a_gap_inside_a_traced_op_on_the_main_thread_is_traced_beside_autograds_
     host = a.evidence[Cause.HOST_WORK]
     assert host.gaps == 2
     assert host.untraced_share < 0.05, host.untraced_share
+
+
+def test_an_op_torch_compile_traces_while_it_compiles_is_no_first_call(tmp_path):
+    """Was: heldout-user17 compilecold "first calls of torch.compile compiling 2 functions 1.53 s (once), ...,
+    aten::batch_norm 13.3 ms (later 612.6 µs)": every aten::batch_norm there ran inside Dynamo's bytecode_tracing on
+    fake tensors and launched no kernel: the compile's own time, said twice."""
+    from kineto_factory import annotation, op
+
+    def report(traced_while_compiling: bool):
+        ev = events_for([_launch("aten::mm", 0, 10 * US)])
+        if traced_while_compiling:
+            ev += [annotation("bytecode_tracing (dynamo_timed)", 50 * US, 30 * MS)]
+        ev += [op("aten::batch_norm", 100 * US, 20 * MS)]     # 19.9 ms, no launch inside
+        ev += events_for([_launch("aten::batch_norm", 31 * MS + 200 * US * i, 31 * MS + 200 * US * i + 20 * US)
+                          for i in range(5)], first_id=20)
+        return analyze_file(write(tmp_path / f"bn{int(traced_while_compiling)}.json", document(ev)))
+
+    warm = [c.name for c in report(False).evidence[Cause.HOST_WORK].warmup]
+    assert "aten::batch_norm" in warm       # outside a compile: a first call that held the host
+    compiling = [c.name for c in report(True).evidence[Cause.HOST_WORK].warmup]
+    assert "aten::batch_norm" not in compiling, compiling
