@@ -50,3 +50,33 @@ def test_an_op_torch_compile_traces_while_it_compiles_is_no_first_call(tmp_path)
     assert "aten::batch_norm" in warm       # outside a compile: a first call that held the host
     compiling = [c.name for c in report(True).evidence[Cause.HOST_WORK].warmup]
     assert "aten::batch_norm" not in compiling, compiling
+
+
+def test_a_first_call_inside_a_region_called_once_a_step_is_named(tmp_path):
+    """Was: heldout-user17 r18compile named the first aten::convolution's 9.8 ms stall (cuDNN's first-call set-up,
+    later convolutions 20-40 µs) nowhere: only outermost ops were judged, and its outermost op, the compiled region
+    (called once a step, its later calls a few ms), is no first call of its own."""
+    from kineto_factory import op
+
+    ev, corr, t = events_for([_launch("aten::mm", 0, 10 * US)]), 2, 100 * US   # a kernel before: the span's start
+    for step in range(3):
+        region = t
+        convs = []
+        if step == 0:   # the first convolution holds the host 9 ms before its launch
+            convs.append(Launch(op_start=t + 100 * US, op_end=t + 9_110 * US, call_start=t + 9_100 * US,
+                                call_end=t + 9_106 * US, gpu_start=t + 9_110 * US, gpu_end=t + 9_200 * US,
+                                op="aten::convolution"))
+            t += 9_200 * US
+        for i in range(30):    # then convolutions of 20 µs, their kernels 100 µs: the device busy
+            convs.append(Launch(op_start=t + 100 * US * i, op_end=t + 100 * US * i + 20 * US,
+                                call_start=t + 100 * US * i + 5 * US, call_end=t + 100 * US * i + 11 * US,
+                                gpu_start=t + 100 * US * i + 12 * US, gpu_end=t + 100 * US * (i + 1) + 10 * US,
+                                op="aten::convolution"))
+        t += 3_100 * US
+        ev += events_for(convs, first_id=corr)
+        corr += len(convs)
+        ev.append(op("Torch-Compiled Region: 0/0", region + 50 * US, t - 50 * US))
+    a = analyze_file(write(tmp_path / "region.json", document(ev)))
+    warm = {c.name: c for c in a.evidence[Cause.HOST_WORK].warmup}
+    assert "aten::convolution" in warm, warm
+    assert "Torch-Compiled Region: 0/0" not in warm

@@ -54,11 +54,11 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
     Linear in the trace: each thread's outermost ops are grouped by name once (a sort), so a
     candidate's first-call test and its later calls are a lookup, not a pass over the thread."""
     ev = trace.ev
-    out, spans, win, again = [], [], [], []
     if len(s) == 0:
         return no_setup()
     steps = profiler_steps(trace)
     cs, ce = compiling_windows(trace)
+    found = _Found(trace, steps)
     for tid, (ts, te, rows) in ctx.top_by_tid.items():
         if len(rows) == 0:
             continue
@@ -78,27 +78,84 @@ def first_calls(trace: Trace, s: np.ndarray, e: np.ndarray, ctx, host_long: int)
         position[by_name] = np.arange(len(rows))
         group = np.searchsorted(group_start, position[cand], side="right") - 1
         first = (by_name[group_start[group]] == cand) & (group_end[group] - group_start[group] > 1)
+        held = np.zeros(len(rows), bool)   # top-level ops that held a gap: a first call may sit inside one
+        held[cand] = True
         for i, gi in zip(cand[first].tolist(), group[first].tolist()):
             later = rows[by_name[group_start[gi] + 1:group_end[gi]]]
-            typical = float(np.median(ev.end[later] - ev.start[later]))
-            if overlap[i] >= FIRST_FACTOR * max(typical, 1.0):
-                warm = _warm(ev, rows[i], later, typical)
-                paid = _paid_again(ev, steps, rows[i], later, FIRST_FACTOR * max(typical, 1.0))
-                if paid is not None:
-                    same = _has_dims(trace, rows[i]) and bool((ev.shape[paid] == ev.shape[rows[i]]).all())
-                    again.append(RecurringCost(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
-                                               round(float(np.max(ev.end[paid] - ev.start[paid])) / 1e3, 1),
-                                               round(warm / 1e3, 1), _steps_of(steps, ev.start, rows[i], paid),
-                                               len(steps) - 1, same_shapes=same))
-                    continue
-                out.append(FirstCall(trace.names[ev.name[rows[i]]], round(float(te[i] - ts[i]) / 1e3, 1),
-                                     round(warm / 1e3, 1), round(float(overlap[i]) / 1e3, 1)))
-                spans.append((int(ts[i]), int(te[i])))
-                win.append((int(ts[i]), int(te[i]), int(ev.pid[rows[i]]), int(ev.tid[rows[i]])))
+            held[i] = not found.add(rows[i], int(overlap[i]), later)
+        tops = rows[held]
+        if len(tops):
+            _first_calls_inside(trace, tid, tops, s, e, host_long, found)
+    out, again = found.out, found.again
+    spans, win = found.spans, found.win
     out += _setup_calls(trace, s, e, ctx.setup_rows, host_long, spans, win, steps, again)
     w = np.array(win, np.int64).reshape(-1, 4)
     return SetUp(tuple(sorted(out, key=lambda x: -x.idle_us)[:5]), w[:, 0], w[:, 1], w[:, 2], w[:, 3],
                  tuple(sorted(again, key=lambda x: -x.first_call_us)[:5]))
+
+
+class _Found:
+    """The first calls found so far (FirstCall), the recurring costs set apart, and their windows."""
+
+    def __init__(self, trace: Trace, steps: np.ndarray):
+        self.trace, self.steps = trace, steps
+        self.out: list = []
+        self.again: list = []
+        self.spans: list = []
+        self.win: list = []
+
+    def add(self, row: int, held_ns: int, later: np.ndarray) -> bool:
+        """Judge the first call `row` (it held the host held_ns in host-work gaps) against its `later` calls: True
+        where it is set-up (or a cost later steps pay again, set apart), False where it is no first-call cost."""
+        ev, trace, steps = self.trace.ev, self.trace, self.steps
+        typical = float(np.median(ev.end[later] - ev.start[later]))
+        if held_ns < FIRST_FACTOR * max(typical, 1.0):
+            return False
+        start, end = int(ev.start[row]), int(ev.end[row])
+        warm = _warm(ev, row, later, typical)
+        paid = _paid_again(ev, steps, row, later, FIRST_FACTOR * max(typical, 1.0))
+        if paid is not None:
+            same = _has_dims(trace, row) and bool((ev.shape[paid] == ev.shape[row]).all())
+            self.again.append(RecurringCost(trace.names[ev.name[row]], round(float(end - start) / 1e3, 1),
+                                            round(float(np.max(ev.end[paid] - ev.start[paid])) / 1e3, 1),
+                                            round(warm / 1e3, 1), _steps_of(steps, ev.start, row, paid),
+                                            len(steps) - 1, same_shapes=same))
+            return True
+        self.out.append(FirstCall(trace.names[ev.name[row]], round(float(end - start) / 1e3, 1),
+                                  round(warm / 1e3, 1), round(float(held_ns) / 1e3, 1)))
+        self.spans.append((start, end))
+        self.win.append((start, end, int(ev.pid[row]), int(ev.tid[row])))
+        return True
+
+
+def _first_calls_inside(trace: Trace, tid: int, tops: np.ndarray, s: np.ndarray, e: np.ndarray, host_long: int,
+                        found: _Found) -> None:
+    """The outermost ops inside the top-level ops `tops` that are first calls (found.add), where each of `tops` held
+    a gap but is none itself: a compiled region, called once a step, whose first run held the host 9.8 ms in its first
+    aten::convolution (cuDNN's set-up; later convolutions 20-40 µs) was named nowhere (heldout-user17 r18compile).
+    One pass over the thread's ops: those inside `tops` that held a gap host_long or more are the candidates."""
+    ev = trace.ev
+    mine = np.flatnonzero((ev.cat == CPU_OP) & (ev.tid == tid))
+    k = np.searchsorted(ev.start[tops], ev.start[mine], side="right") - 1
+    inside = (k >= 0) & (ev.end[mine] <= ev.end[tops[np.maximum(k, 0)]]) & ~np.isin(mine, tops)
+    cand = mine[inside]
+    if not len(cand):
+        return
+    held = iv.covered(s, e, ev.start[cand], ev.end[cand])
+    cand, held = cand[held >= host_long], held[held >= host_long]
+    if not len(cand):
+        return
+    names = set(ev.name[cand].tolist())
+    same = {n: mine[ev.name[mine] == n] for n in names}   # each candidate name's calls on the thread, in time order
+    taken_end = -1
+    for r, h in zip(cand.tolist(), held.tolist()):     # (in time order: outermost first at each start)
+        if ev.start[r] < taken_end:
+            continue                                     # inside a first call taken already
+        calls = same[int(ev.name[r])]
+        if calls[0] != r or len(calls) < 2:
+            continue
+        if found.add(r, int(h), calls[1:]):
+            taken_end = int(ev.end[r])
 
 
 def compiling_windows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
