@@ -131,7 +131,7 @@ def profiler_caveats(p) -> list[str]:
     if p.worth_saying:
         # off the host the costs were fitted on they under-state the cost (triage.overhead.FITTED_ON): bounds
         more, less, off = ("", "", "") if p.fitted_host else (
-            " or more", " or less", "; off the H200 they under-state the profiler's cost on most captures")
+            " or more", " or less", "; on the H100 captures they were checked on they under-state it most often")
         line = (f"under the profiler the traced work takes ~{p.slowdown:.1f}×{more} as long as without it: recording "
                 f"{p.ops:,} ops and {p.calls:,} runtime calls adds ~{duration_ns(p.host_ns)}{more} of host time "
                 f"(per-event costs {p.source}, not measured in this trace{off}); without it the work takes "
