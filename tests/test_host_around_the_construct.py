@@ -3,7 +3,7 @@ away on the host (the dispatch of the ops that go, the staging of pageable copie
 goes in the replay too. Small synthetic traces, each built so the host work is most of what the fix saves."""
 from __future__ import annotations
 
-from tests.kineto_factory import call, document, gpu, op, write
+from tests.kineto_factory import TID, annotation, call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.whatif import predict as whatif
 
@@ -101,3 +101,74 @@ def test_a_module_moved_once_keeps_its_host_work(tmp_path):
         h.op("aten::mm", lambda h, e: h.launch("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", e, 30))
     p = whatif.predict(h.write(tmp_path, "load.json.gz"), ["module_round_trip"]).lever("module_round_trip")
     assert p.assumption.count == 0 and p.predicted_ratio == 1.0
+
+
+# --- freeze_unoptimized: the backward's engine between the nodes that go -------------------------------------------
+
+AUTOGRAD = 9                # autograd's device thread (the main thread is kineto_factory's TID)
+HEAD = [[200, 768], [200]]
+
+
+def _host_paced_probe(tmp_path, *, layers: int = 30, engine_us: float = 12):
+    """A linear probe whose backbone's backward is host-paced: after the head's node and its two AccumulateGrads,
+    `layers` nodes on autograd's thread, each three small launches (15 us of host, 5 us kernels) and one
+    AccumulateGrad of a backbone weight, with `engine_us` of the engine's own time (its ready queue, hooks) between
+    nodes; then AdamW's foreach step over the head alone, on the main thread once the backward is done."""
+    ev, corr = [], [1000]
+    t = [100 * US]
+    g = [0]
+
+    def launch(tid: int, ext: int) -> None:
+        s = t[0]
+        ev.append(call("cudaLaunchKernel", s + 2 * US, s + 7 * US, corr[0], ext, tid=tid))
+        g0 = max(g[0], s + 9 * US)
+        ev.append(gpu("void k_small<float>()", g0, g0 + 5 * US, corr[0]))
+        g[0], corr[0], t[0] = g0 + 5 * US, corr[0] + 1, s + 15 * US
+
+    def mm(tid: int, ext: int) -> None:
+        s = t[0]
+        launch(tid, ext)
+        ev.append(op("aten::mm", s, t[0], ext, tid=tid))
+        t[0] += 1 * US
+
+    ext = 1
+    for _ in range(6):                                        # the forward
+        mm(TID, ext)
+        ext += 1
+
+    def node(grads: list, launches: int) -> None:
+        nonlocal ext
+        t[0] += int(engine_us * US)
+        s = t[0]
+        for _ in range(launches):
+            mm(AUTOGRAD, ext)
+            ext += 1
+        for shape in grads:
+            a = t[0]
+            ev.append(op("torch::autograd::AccumulateGrad", a, a + 3 * US, dims=[shape], types=["float"],
+                         tid=AUTOGRAD))
+            t[0] = a + 4 * US
+        ev.append(op("autograd::engine::evaluate_function: AddmmBackward0", s, t[0], tid=AUTOGRAD))
+
+    node(HEAD, 1)
+    for _ in range(layers):
+        node([[768, 768]], 3)
+    t[0] += 20 * US
+    s = t[0]
+    for name in ("aten::_foreach_lerp_", "aten::_foreach_addcdiv_"):
+        a = t[0]
+        launch(TID, ext)
+        ev.append(op(name, a, t[0], ext, dims=[HEAD, HEAD, []], types=["TensorList", "TensorList", "Scalar"]))
+        ext += 1
+    ev.append(annotation("Optimizer.step#AdamW.step", s - 1 * US, t[0] + 1 * US))
+    return load(write(tmp_path / "probe.json.gz", document(ev)))
+
+
+def test_a_frozen_backbone_takes_the_backwards_launches_and_the_engine_between_its_nodes(tmp_path):
+    """Frozen, the backbone's nodes are never scheduled: their launch calls and the engine's time between them go
+    with their kernels. Keeping a launch's cost per call and the engine's 12 us a node, as the replay did, predicted
+    0.48 for a step that keeps only the forward, the head's node and the optimizer's step (~0.2 ms of 2.1; 0.10 now)."""
+    p = whatif.predict(_host_paced_probe(tmp_path), ["freeze_unoptimized"]).lever("freeze_unoptimized")
+    a = p.assumption
+    assert a.count == 30 and a.unread == 30 and a.kernels == 90
+    assert p.predicted_ratio < 0.25, p.predicted_ratio

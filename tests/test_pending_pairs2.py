@@ -62,11 +62,6 @@ NEXT_TODAY = {
 # Misses said rather than fitted away: predicted, measured median [p10, p90] (after/before, unprofiled), the profiled
 # ratio, and what the after trace shows the replay leaves out (two profiled steps each side).
 KNOWN_MISSES = {
-    "bert_linear_probe_unfrozen":
-        "predicted 0.675, measured 0.466 [0.448, 0.503], profiled 0.469: the replay takes out the backward past the "
-        "head (7.9 ms of its host windows, 338 kernels, 5.7 ms of GPU over the two steps) yet saves 5.9 of the "
-        "18.2 ms, where the fix saved 9.4: the backward's outermost host ops 4.36 -> 0.49 ms a step, the forward's "
-        "2.64 -> 2.44 and the host gaps between them 1.96 -> 1.34 ms a step",
     "convnext_activations_offloaded":
         "predicted 0.349, measured 0.149 [0.148, 0.150], profiled 0.150: the replay prices 70.5 ms of the 83.5 ms of "
         "copies over the two steps and keeps the kernels as they ran, but the depthwise convolutions' backward on "
