@@ -44,15 +44,16 @@ LEVER = {
     "bart_greedy_host_argmax": REDUCE_ON_GPU,
 }
 # The report's Next on each before trace today: a pinned fact (a change to the Next rule shows here), not a claim
-# that it is right. Three name another lever than the pair's: mistral's and t5's steps are launch-paced (cuda_graphs
-# beats the weights' bytes; compute_once finds nothing on t5), distilbert's renorm is small beside its launches, and
-# the U-Net's NCHW convolutions outweigh the one-hot loss.
+# that it is right. Three name another lever than the pair's: mistral's step is launch-paced (cuda_graphs beats the
+# weights' bytes), distilbert's renorm is small beside its launches, and the U-Net's NCHW convolutions outweigh the
+# one-hot loss. t5's names compute_once, a knob that removes work, before CUDA graphs (which named it while
+# compute_once found nothing in its 3 runs a step).
 NEXT_TODAY = {
     "mistral_decode_bf16_weights": CUDA_GRAPHS,
     "bert_linear_probe_unfrozen": FREEZE_UNOPTIMIZED,
     "convnext_activations_offloaded": ACTIVATIONS_ON_GPU,
     "gpt2_last_token_scorer_full_logits": LOGITS_TO_KEEP,
-    "t5_summarize_reencodes_source": CUDA_GRAPHS,
+    "t5_summarize_reencodes_source": COMPUTE_ONCE,
     "neumf_dense_table_grads": SPARSE_EMBEDDING,
     "unet_onehot_pixel_loss": CHANNELS_LAST,
     "distilbert_ner_embedding_max_norm": CUDA_GRAPHS,
@@ -67,11 +68,6 @@ KNOWN_MISSES = {
         "copies over the two steps and keeps the kernels as they ran, but the depthwise convolutions' backward on "
         "activations brought back from the host ran ATen's conv_depthwise2d kernels (9.9 ms), cuDNN's after the fix "
         "(kernels 28.3 -> 17.1 ms)",
-    "t5_summarize_reencodes_source":
-        "predicted 1.000, measured 0.635 [0.459, 0.646], profiled 0.610: the lever finds no repeated stretch (count "
-        "0) though the 113-op encoder heads each of the step's 3 model calls (2 of them gone after the fix: 659 -> 433 "
-        "outermost ops a step); 3 runs a step leave one decoder body between the later runs, where its check that the "
-        "decoder grows needs two (4 runs)",
     "neumf_dense_table_grads":
         "predicted 0.670 (0.530 unprofiled), measured 0.549 [0.506, 0.565], profiled 0.668: with every table priced "
         "sparse (the item tables, 61 rows an index, were left dense at 64 rows an index) the optimizer's kernels and "

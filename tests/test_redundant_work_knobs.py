@@ -219,6 +219,42 @@ def test_an_encoder_run_once_before_the_loop_repeats_nothing(tmp_path):
     assert _predict(tmp_path, _decode_loop(False), COMPUTE_ONCE).assumption.count == 0
 
 
+def _reencoding_calls(grow: list[int]) -> dict:
+    """Three model calls a step without a cache, as a seq2seq generate loop written by hand makes them: each runs the
+    encoder over the same source (120 ops from its embedding) and then the decoder over the tokens so far (`grow[i]`
+    of them); the first call's decoder takes another path (no mask to slice yet: 4 ops fewer)."""
+    tl = _Timeline()
+    s = tl.t
+    for i, n in enumerate(grow):
+        tl.launch("aten::embedding", dims=[[32128, 512], [16, 384]], types=["float", "long"], host_ns=15 * US)
+        for j in range(119):
+            tl.launch("aten::linear" if j % 2 else "aten::layer_norm", dims=[[16, 384, 512], [512, 512]],
+                      types=["float", "float"], host_ns=15 * US, gpu_ns=60 * US)
+        for k in range(10 if i == 0 else 14):
+            tl.launch("aten::linear" if k % 2 else "aten::bmm", dims=[[16, n, 512], [512, 512]],
+                      types=["float", "float"], host_ns=15 * US, gpu_ns=10 * US)
+    tl.ev.append(annotation("ProfilerStep#3", s - 1 * US, tl.t, tid=MAIN))
+    return tl.doc()
+
+
+def test_an_encoder_rerun_by_each_of_three_calls_is_found_from_its_two_alike_decoder_bodies(tmp_path):
+    """Three runs a step hold three decoder bodies: the first unlike the rest (no cache, another path), the second
+    between the later runs, the third after the last run. The two alike bodies growing by a token are the loop; the rule
+    read only the bodies between the later runs and asked for two of them (4 runs), so traces/pending2
+    t5_summarize_reencodes_source (3 model calls a step) was found to repeat nothing."""
+    lv = _predict(tmp_path, _reencoding_calls([1, 2, 3]), COMPUTE_ONCE)
+    a = lv.assumption
+    assert a.count == 2 and a.repeats == 3 and a.ops == 120 and a.kernels == 2 * 120
+    assert lv.predicted_ratio < 0.5
+
+
+def test_three_runs_whose_work_between_does_not_grow_are_not_a_decode_loop(tmp_path):
+    """The same three calls on new inputs of one size (a batch of items, each encoded and decoded alike) repeat a
+    stretch shape for shape too, but nothing between them grows: new data each time, not a loop over one input."""
+    assert _predict(tmp_path, _reencoding_calls([4, 4, 4]), COMPUTE_ONCE).assumption.count == 0
+    assert _predict(tmp_path, _reencoding_calls([3, 7, 5]), COMPUTE_ONCE).assumption.count == 0
+
+
 def test_a_layer_stack_and_a_loop_whose_every_pass_is_the_same_are_not_repeated_stretches(tmp_path):
     """Back-to-back identical layers (or passes of a sampler) are periodic: the run from one reaches the next."""
     tl = _Timeline()
