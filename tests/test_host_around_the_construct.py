@@ -3,6 +3,8 @@ away on the host (the dispatch of the ops that go, the staging of pageable copie
 goes in the replay too. Small synthetic traces, each built so the host work is most of what the fix saves."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.kineto_factory import TID, annotation, call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.whatif import predict as whatif
@@ -172,3 +174,31 @@ def test_a_frozen_backbone_takes_the_backwards_launches_and_the_engine_between_i
     a = p.assumption
     assert a.count == 30 and a.unread == 30 and a.kernels == 90
     assert p.predicted_ratio < 0.25, p.predicted_ratio
+
+
+# --- weight_only_int8: the host work an int8 path adds, which no before trace shows -----------------------------
+
+PENDING2 = Path(__file__).resolve().parent.parent / "traces" / "pending2"
+DECODE_MLP = Path(__file__).resolve().parent.parent / "traces" / "fresh5" / "decode_mlp_compile_roof-before.json.gz"
+
+
+def _int8_words(path: Path) -> str:
+    from tracetriage.analyzers.whatif.levers import LEVERS
+
+    p = whatif.predict(load(path), ["weight_only_int8"]).lever("weight_only_int8")
+    return LEVERS["weight_only_int8"].says(p.assumption)
+
+
+def test_int8_weights_on_a_host_paced_step_say_the_host_work_their_price_assumes_away():
+    """mistral_decode_bf16_weights (the device busy 48% of the span, 15 products a step): the user's int8 path (a
+    compiled per-Linear dequantize) halved the products' kernels yet ran 2.1x slower, its host calls on the critical
+    path; the lever predicted 0.95 without a word of what it assumed about the host."""
+    said = _int8_words(PENDING2 / "mistral_decode_bf16_weights-before.json.gz")
+    assert "adds no host work a call" in said and "busy 48% of the span" in said and "15 products a step" in said
+    assert "can make it slower" in said
+
+
+def test_int8_weights_on_a_device_bound_decode_say_only_the_bytes():
+    """decode_mlp_compile_roof: the device busy 94% of the span, the products at the memory roof: the bytes decide."""
+    said = _int8_words(DECODE_MLP)
+    assert "read fewer bytes" in said and "host paces" not in said

@@ -87,7 +87,8 @@ KNOWN_MISSES = {
 # 1.79-1.85 ms); the lever predicted a saving (0.953) where the user's int8 path did not pay: the int8 products'
 # kernels did halve (kernels 3.17 -> 1.67 ms over the two steps, the Triton int8 GEMV 1.35 ms), but the step is
 # host-paced and each Linear became a compiled region's host call (Torch-Compiled Region, Dynamo cache lookup: the
-# step's outermost host ops 1.96 -> 4.17 ms a step), a cost the replay cannot see in a before trace.
+# step's outermost host ops 1.96 -> 4.17 ms a step), a cost the replay cannot see in a before trace: the lever's words
+# now say the host work its price assumes away where the step is host-paced (the device busy 48% of the span here).
 SLOWER_AFTER_THE_FIX = {"mistral_decode_bf16_weights"}
 
 
