@@ -202,3 +202,56 @@ def test_int8_weights_on_a_device_bound_decode_say_only_the_bytes():
     """decode_mlp_compile_roof: the device busy 94% of the span, the products at the memory roof: the bytes decide."""
     said = _int8_words(DECODE_MLP)
     assert "read fewer bytes" in said and "host paces" not in said
+
+
+# --- activations_on_gpu: save_on_cpu's hooks around the copies -----------------------------------------------------
+
+def _offloaded_activations(tmp_path, *, layers: int = 12, alloc_us: float = 40):
+    """A forward of `layers` products, each saving its input through save_on_cpu's pack hook inside the op: a pinned
+    buffer (aten::empty, `alloc_us` of the host allocator) and an aten::copy_ that copies the tensor to it and waits
+    (Memcpy DtoH, a sync); then a backward whose nodes unpack it (aten::to -> _to_copy -> copy_: Memcpy HtoD) before
+    their product."""
+    h = Host()
+    size = 8 << 20
+
+    def product(h, e):
+        h.launch("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", e, 10)
+
+    def forward_op(h, e):
+        product(h, e)
+        h.op("aten::empty", lambda h, x: None, gap_us=3)
+        h.t += int(alloc_us * US)
+        h.ev[-1]["dur"] = round(h.ev[-1]["dur"] + alloc_us, 3)
+
+        def pack(h, x):
+            h.t += 10 * US                                   # copy_'s dispatch, then the capture check it makes
+            h.ev.append(call("cudaStreamIsCapturing", h.t, h.t + 1 * US, ext=x))
+            h.t += 2 * US
+            h.launch("Memcpy DtoH (Device -> Pinned)", x, 20, cat="gpu_memcpy", api="cudaMemcpyAsync", nbytes=size)
+            h.sync(x)
+        h.op("aten::copy_", pack, gap_us=2)
+
+    for _ in range(layers):
+        h.op("aten::mm", forward_op)
+
+    def node(h, e):
+        def unpack(h, x):
+            h.launch("Memcpy HtoD (Pinned -> Device)", x, 20, cat="gpu_memcpy", api="cudaMemcpyAsync", nbytes=size)
+        h.op("aten::to", unpack, gap_us=2)
+        product(h, e)
+
+    for _ in range(layers):
+        h.op("autograd::engine::evaluate_function: MmBackward0", node)
+    return h.write(tmp_path, "offloaded.json.gz")
+
+
+def test_activations_kept_on_the_gpu_take_the_pack_hooks_pinned_buffers_and_copy_ops_with_them(tmp_path):
+    """Without save_on_cpu no pinned buffer is made and no copy op is called: the pack hook's aten::empty (40 us of
+    the host allocator each here) and aten::copy_ (its dispatch and capture check), and the unpack hook's aten::to, go
+    with the copies and their syncs. Keeping them, as the replay did, predicted 0.67 for a step that keeps only the
+    products and their ops (0.20 now)."""
+    p = whatif.predict(_offloaded_activations(tmp_path), ["activations_on_gpu"]).lever("activations_on_gpu")
+    a = p.assumption
+    assert a.count == 12 and a.syncs == 12
+    assert a.host_ns > 12 * 40 * US
+    assert p.predicted_ratio < 0.3, p.predicted_ratio
