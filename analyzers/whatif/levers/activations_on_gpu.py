@@ -123,32 +123,40 @@ def hook_windows(c: Context, out: np.ndarray, back: np.ndarray) -> tuple[np.ndar
     g, ev, tr = c.g, c.trace.ev, c.trace
     ops = ops_named(c, lambda n: True)
     keys = thread_keys(ev, ops)
-    by_key = {k: ops[keys == k] for k in distinct(keys).tolist()}
+    ids = {n: i for i, n in enumerate(tr.names) if n in ("aten::copy_", "aten::to", "aten::_to_copy", "aten::empty")}
+    copy_id, to_ids, empty_id = ids.get("aten::copy_", -1), (ids.get("aten::to", -1), ids.get("aten::_to_copy", -1)), \
+        ids.get("aten::empty", -1)
     starts, ends, out_keys = [], [], []
-    for rows, climb in ((out, ("aten::copy_",)), (back, ("aten::to", "aten::_to_copy", "aten::copy_"))):
-        for op in tr.op_of[g.c_row[g.g_call[rows]]].tolist():
-            if op == NONE or tr.name_of(op) not in climb:
-                continue
-            k = int(thread_keys(ev, op))
-            mine = by_key[k]
-            top = op
-            while True:             # the outermost enclosing op of the hook's own names
-                up = mine[(ev.start[mine] <= ev.start[top]) & (ev.end[mine] >= ev.end[top]) & (mine != top)]
-                up = up[np.array([tr.name_of(int(u)) in climb for u in up.tolist()], bool)] if len(up) else up
-                if not len(up):
-                    break
-                top = int(up[np.argmin(ev.start[up])])
-            start = int(ev.start[top])
-            if rows is out:         # the pinned buffer made for it: the op that ended last before the copy began
-                before = mine[ev.end[mine] <= start]
-                if len(before):
-                    prev = int(before[np.argmax(ev.end[before])])
-                    if tr.name_of(prev) == "aten::empty":
-                        start = int(ev.start[prev])
-            starts.append(start)
-            ends.append(int(ev.end[top]))
-            out_keys.append(k)
-    return np.array(starts, np.int64), np.array(ends, np.int64), np.array(out_keys, np.int64)
+    for rows, climb in ((out, (copy_id,)), (back, (copy_id, *to_ids))):
+        launching = tr.op_of[g.c_row[g.g_call[rows]]]
+        launching = launching[launching != NONE]
+        launching = launching[np.isin(ev.name[launching], climb)]
+        l_keys = thread_keys(ev, launching)
+        for k in distinct(l_keys).tolist():
+            mine = ops[keys == k]
+            cand = mine[np.isin(ev.name[mine], climb)]          # the hook's own ops on this thread, by start
+            # the outermost of them (none of the others encloses it): each launching op's is the one it starts in
+            reach = np.maximum.accumulate(ev.end[cand])
+            top = cand[np.concatenate(([True], ev.start[cand][1:] >= reach[:-1]))]
+            op = launching[l_keys == k]
+            j = np.maximum(np.searchsorted(ev.start[top], ev.start[op], side="right") - 1, 0)
+            holds = (ev.start[top[j]] <= ev.start[op]) & (ev.end[top[j]] >= ev.end[op])
+            hook = np.where(holds, top[j], op)
+            s, e = ev.start[hook].copy(), ev.end[hook]
+            if rows is out:     # the pinned buffer made for it: the op that ended last before the copy began
+                by_end = mine[np.argsort(ev.end[mine], kind="stable")]
+                i = np.searchsorted(ev.end[by_end], s, side="right") - 1
+                prev = by_end[np.maximum(i, 0)]
+                pinned = (i >= 0) & (ev.name[prev] == empty_id)
+                s[pinned] = ev.start[prev[pinned]]
+            starts.append(s)
+            ends.append(e)
+            out_keys.append(np.full(len(s), k, np.int64))
+    if not starts:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    return (np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64),
+            np.concatenate(out_keys))
 
 
 def says(a: Offloaded) -> str:

@@ -73,13 +73,15 @@ def module_copies(c: Context) -> np.ndarray:
     tops, keys = top_level_ops(c)
     ops = copy_ops(c, rows)
     keep = np.zeros(len(rows), bool)
-    by_key = {k: tops[keys == k] for k in distinct(keys).tolist()}
-    for i, op in enumerate(ops.tolist()):
-        if op == NONE:
-            continue
-        mine = by_key[int(thread_keys(ev, op))]
-        j = int(np.searchsorted(ev.start[mine], ev.start[op], side="right")) - 1
-        keep[i] = j + 1 < len(mine) and tr.name_of(int(mine[j + 1])) == APPLY_MARK
+    mark = tr.names.index(APPLY_MARK)
+    has = np.flatnonzero(ops != NONE)
+    o_keys = thread_keys(ev, ops[has]) if len(has) else has
+    for k in distinct(o_keys).tolist():
+        mine = tops[keys == k]
+        i = has[o_keys == k]
+        nxt = np.searchsorted(ev.start[mine], ev.start[ops[i]], side="right")     # the op after each copy's
+        ok = nxt < len(mine)
+        keep[i[ok]] = ev.name[mine[nxt[ok]]] == mark
     if not keep.any():
         return rows[:0]
     held = ops != NONE
@@ -95,15 +97,17 @@ def copy_ops(c: Context, rows: np.ndarray) -> np.ndarray:
     g, ev = c.g, c.trace.ev
     ops = c.trace.op_of[g.c_row[g.g_call[rows]]]
     out = np.full(len(rows), NONE, np.int64)
+    has = np.flatnonzero(ops != NONE)
+    if not len(has):
+        return out
     tops, keys = top_level_ops(c)
-    for i, op in enumerate(ops.tolist()):
-        if op == NONE:
-            continue
-        k = int(thread_keys(ev, op))
+    o_keys = thread_keys(ev, ops[has])
+    for k in distinct(o_keys).tolist():
         mine = tops[keys == k]
-        j = int(np.searchsorted(ev.start[mine], ev.start[op], side="right")) - 1
-        if j >= 0 and ev.end[mine[j]] >= ev.end[op]:
-            out[i] = mine[j]
+        i = has[o_keys == k]
+        j = np.searchsorted(ev.start[mine], ev.start[ops[i]], side="right") - 1
+        ok = (j >= 0) & (ev.end[mine[np.maximum(j, 0)]] >= ev.end[ops[i]])
+        out[i[ok]] = mine[j[ok]]
     return out
 
 
@@ -112,7 +116,8 @@ def walks(c: Context, ops: np.ndarray) -> list[tuple[int, int, int]]:
     all aten::to or APPLY_MARK (no other op between them), as (start, end, thread key)."""
     ev, tr = c.trace.ev, c.trace
     tops, keys = top_level_ops(c)
-    walk_op = np.array([tr.name_of(int(r)) in ("aten::to", APPLY_MARK) for r in tops.tolist()], bool)
+    walk_ids = [i for i, n in enumerate(tr.names) if n in ("aten::to", APPLY_MARK)]
+    walk_op = np.isin(ev.name[tops], walk_ids)
     out: list[tuple[int, int, int]] = []
     for k in distinct(thread_keys(ev, ops)).tolist():
         mine = np.flatnonzero(keys == k)
@@ -121,9 +126,9 @@ def walks(c: Context, ops: np.ndarray) -> list[tuple[int, int, int]]:
         # runs of consecutive walk ops: their bounds in `mine`
         edges = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
         first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-        held = np.isin(tops[mine], ops)
+        held = np.concatenate(([0], np.cumsum(np.isin(tops[mine], ops))))
         for a, b in zip(first.tolist(), last.tolist()):
-            if held[a:b + 1].any():
+            if held[b + 1] > held[a]:
                 out.append((int(ev.start[tops[mine[a]]]), int(ev.end[tops[mine[b]]]), int(k)))
     return out
 

@@ -34,7 +34,6 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.roofline import shape_str
 from tracetriage.analyzers.analyses.weight_streaming import weight_product, weight_streaming
-from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct, pair_codes
 from tracetriage.analyzers.model.span import PROFILER_STEP
@@ -67,7 +66,7 @@ class WeightBytes(Assumption):
     products_ns: int = 0        # the products' kernels, before (all steps)
     quantized_ns: int = 0       # ... after
     calls: int = 0              # the products' calls a step
-    device_busy: float = 0.0    # the device's busy share of the span (GPU activity over the span)
+    device_busy: float = 0.0    # the device's busy share of the span (GPU activity's time over the span)
 
 
 def _products(c: Context) -> list[tuple[str, str, float]]:
@@ -139,7 +138,7 @@ def apply(c: Context, p, o: Options) -> tuple[WeightBytes, dict]:
     top = next(pt for pt in c.roof.points if (pt.name, pt.shapes) in keeps and weight_product(pt) == (w.rows, w.k, w.n))
     steps = max(len(ranges_named(c, lambda n: n.startswith(PROFILER_STEP))), 1)
     n_calls = sum(pt.calls for pt in c.roof.points if (pt.name, pt.shapes) in keeps)
-    busy = float(iv.total(*iv.union(g.g_start, g.g_start + g.g_dur))) / max(g.span_ns, 1)
+    busy = min(float(g.g_dur.sum()) / max(g.span_ns, 1), 1.0)     # (streams that overlap count twice: a ceiling)
     return (WeightBytes("weight_only_int8", len(keeps), rows=w.rows, k=w.k, n=w.n, dtype=top.dtype,
                         products_ns=before, quantized_ns=after, calls=round(n_calls / steps), device_busy=busy),
             {"products": len(keeps)})
