@@ -43,10 +43,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "0.65 predicted, 0.51 measured: under-priced as convert_images_resnet",
     ("checkpoint_encoder_train", "no_checkpointing"):
         "0.82 predicted, 0.54 measured [0.35-0.72]: the recomputed forwards' GPU work is under-counted",
-    # traces/fixes/knobs5 (an H100): the first check of four levers written from one development pair each (fresh8)
-    ("offload_reranker", "module_round_trip"):
-        "0.31 predicted (0.24 without the profiler), 0.19 measured [0.17-0.22]: the replay keeps 94 ms of the 306 ms "
-        "where the fix left ~58 ms; what else the round trip cost is not yet found",
 }
 
 

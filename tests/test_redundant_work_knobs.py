@@ -219,6 +219,42 @@ def test_an_encoder_run_once_before_the_loop_repeats_nothing(tmp_path):
     assert _predict(tmp_path, _decode_loop(False), COMPUTE_ONCE).assumption.count == 0
 
 
+def _reencoding_calls(grow: list[int]) -> dict:
+    """Three model calls a step without a cache, as a seq2seq generate loop written by hand makes them: each runs the
+    encoder over the same source (120 ops from its embedding) and then the decoder over the tokens so far (`grow[i]`
+    of them); the first call's decoder takes another path (no mask to slice yet: 4 ops fewer)."""
+    tl = _Timeline()
+    s = tl.t
+    for i, n in enumerate(grow):
+        tl.launch("aten::embedding", dims=[[32128, 512], [16, 384]], types=["float", "long"], host_ns=15 * US)
+        for j in range(119):
+            tl.launch("aten::linear" if j % 2 else "aten::layer_norm", dims=[[16, 384, 512], [512, 512]],
+                      types=["float", "float"], host_ns=15 * US, gpu_ns=60 * US)
+        for k in range(10 if i == 0 else 14):
+            tl.launch("aten::linear" if k % 2 else "aten::bmm", dims=[[16, n, 512], [512, 512]],
+                      types=["float", "float"], host_ns=15 * US, gpu_ns=10 * US)
+    tl.ev.append(annotation("ProfilerStep#3", s - 1 * US, tl.t, tid=MAIN))
+    return tl.doc()
+
+
+def test_an_encoder_rerun_by_each_of_three_calls_is_found_from_its_two_alike_decoder_bodies(tmp_path):
+    """Three runs a step hold three decoder bodies: the first unlike the rest (no cache, another path), the second
+    between the later runs, the third after the last run. The two alike bodies growing by a token are the loop; the rule
+    read only the bodies between the later runs and asked for two of them (4 runs), so traces/pending2
+    t5_summarize_reencodes_source (3 model calls a step) was found to repeat nothing."""
+    lv = _predict(tmp_path, _reencoding_calls([1, 2, 3]), COMPUTE_ONCE)
+    a = lv.assumption
+    assert a.count == 2 and a.repeats == 3 and a.ops == 120 and a.kernels == 2 * 120
+    assert lv.predicted_ratio < 0.5
+
+
+def test_three_runs_whose_work_between_does_not_grow_are_not_a_decode_loop(tmp_path):
+    """The same three calls on new inputs of one size (a batch of items, each encoded and decoded alike) repeat a
+    stretch shape for shape too, but nothing between them grows: new data each time, not a loop over one input."""
+    assert _predict(tmp_path, _reencoding_calls([4, 4, 4]), COMPUTE_ONCE).assumption.count == 0
+    assert _predict(tmp_path, _reencoding_calls([3, 7, 5]), COMPUTE_ONCE).assumption.count == 0
+
+
 def test_a_layer_stack_and_a_loop_whose_every_pass_is_the_same_are_not_repeated_stretches(tmp_path):
     """Back-to-back identical layers (or passes of a sampler) are periodic: the run from one reaches the next."""
     tl = _Timeline()
@@ -233,7 +269,7 @@ def test_a_layer_stack_and_a_loop_whose_every_pass_is_the_same_are_not_repeated_
 
 # --- sparse_embedding -----------------------------------------------------------------------------------------------
 
-def _ctr_step(rows: int) -> dict:
+def _ctr_step(rows: int, optimizer: str = "Adagrad", fill_ns: int = 2000 * US, step_ns: int = 5000 * US) -> dict:
     """Per step: an MLP GEMM, four tables' dense backwards (each a 2 ms full-table fill) over 8,192 lookups, then an
     Adagrad step whose foreach passes take 5 ms."""
     tl = _Timeline()
@@ -242,12 +278,12 @@ def _ctr_step(rows: int) -> dict:
         tl.launch("aten::linear", dims=[[8192, 256], [1024, 256], [1024]], types=["float"] * 3, gpu_ns=200 * US)
         for _ in range(4):
             tl.launch("aten::embedding_dense_backward", dims=[[8192, 64], [8192], [], [], []],
-                      types=["float", "long", "", "", ""], gpu_ns=2000 * US,
+                      types=["float", "long", "", "", ""], gpu_ns=fill_ns,
                       **{"Concrete Inputs": ["", "", str(rows), "-1", "False"]})
         o = tl.t
         tl.launch("aten::_foreach_addcmul_", dims=[[], [], [], []], types=["TensorList"] * 3 + ["Scalar"],
-                  gpu_ns=5000 * US)
-        tl.ev.append(annotation("Optimizer.step#Adagrad.step", o - 1 * US, tl.t, tid=MAIN))
+                  gpu_ns=step_ns)
+        tl.ev.append(annotation(f"Optimizer.step#{optimizer}.step", o - 1 * US, tl.t, tid=MAIN))
         tl.ev.append(annotation(f"ProfilerStep#{step + 3}", s - 1 * US, tl.t, tid=MAIN))
     return tl.doc()
 
@@ -267,6 +303,28 @@ def test_a_table_whose_batch_touches_much_of_it_keeps_its_dense_gradient(tmp_pat
     from tracetriage.analyzers.whatif.levers import SPARSE_EMBEDDING
 
     assert _predict(tmp_path, _ctr_step(100_000), SPARSE_EMBEDDING).assumption.count == 0
+
+
+def test_a_table_with_thirty_rows_an_index_is_priced_sparse_too(tmp_path):
+    """30 rows an index: 97% of its dense gradient is zeros, and the dense path's fill, scatter and optimizer passes
+    over rows x dim move five times the sparse path's bytes and more. traces/pending2 neumf_dense_table_grads' item
+    tables (61 rows an index) were left dense at 64, where the fix (sparse=True on every table) made them sparse."""
+    from tracetriage.analyzers.whatif.levers import SPARSE_EMBEDDING
+
+    a = _predict(tmp_path, _ctr_step(30 * 8192), SPARSE_EMBEDDING).assumption
+    assert a.count == 8 and a.tables == 4
+
+
+def test_sgds_sparse_update_costs_the_host_one_sparse_add_not_adagrads_coalescing(tmp_path):
+    """SGD's sparse step is one param.add_(grad) a table (about 15 ops that launch nothing and one index_add_), not
+    Adagrad's 0.8 ms of coalescing and masking: on a step whose kernels are short, pricing 4 x 0.8 ms of host a step
+    predicted 3.6 times the trace's span for a fix that removes work (0.23 now)."""
+    from tracetriage.analyzers.whatif.levers import SPARSE_EMBEDDING
+
+    doc = _ctr_step(8_000_000, optimizer="SGD", fill_ns=100 * US, step_ns=300 * US)
+    lv = _predict(tmp_path, doc, SPARSE_EMBEDDING)
+    assert lv.assumption.optimizer == "SGD" and lv.assumption.count == 8
+    assert lv.predicted_ratio < 0.9, lv.predicted_ratio
 
 
 # --- the Next: removal before speed-up; a warm-up only where the steady state cannot be read ------------------------

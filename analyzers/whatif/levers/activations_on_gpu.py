@@ -9,9 +9,14 @@ matched, byte size for byte size, by host-to-device copies inside it. Nothing sl
 PCIe (fresh9 pythia_activations_offloaded: 372 copies each way a step, 4.9 GB, 87% of the span idle).
 
 Price (in the graph): the matched copies go (both ways) with their launch calls' dispatch, and the stream syncs the
-forward's copies' ops made stop blocking the host (the hook's sync waits for its own copy). The pinned allocations'
-host time stays (a small part). The memory the activations then hold on the device is not in the trace: the advice
-says "where memory allows".
+forward's copies' ops made stop blocking the host (the hook's sync waits for its own copy). The hooks' host work
+around them goes too (hook_windows): the pack hook's pinned buffer (its aten::empty) and its aten::copy_ whole (the
+dispatch, the capture check, an expanded tensor made contiguous first: a clone kernel), the unpack hook's aten::to
+whole. Keeping them left ~40 us a copy in fresh9 pythia_activations_offloaded's forward (0.47 predicted, 0.40 so,
+0.23 measured) and traces/pending2 convnext_activations_offloaded (0.35, 0.30 so, 0.15 measured; most of the rest
+is its depthwise convolutions' backward, ATen's conv_depthwise2d kernels on the tensors brought back, cuDNN's after
+the fix). The memory the activations then hold on the device is not in the trace: the advice says "where memory
+allows".
 
 What would make it fire falsely: a training step that moves data to the host in the forward for its own reasons
 (logging a tensor with .cpu()) and loads a batch inside the backward: its sizes rarely match copy for copy, and the
@@ -22,14 +27,16 @@ back between requests is module_round_trip's (no copy inside a backward node).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tracetriage.analyzers.model import units
-from tracetriage.analyzers.model.trace import MEMCPY
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued, ops_named, remove_gpu_work
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -52,6 +59,7 @@ class Offloaded(Assumption):
     to_device_bytes: int = 0
     copy_ns: int = 0            # the matched copies' time on the device
     syncs: int = 0              # stream syncs inside the forward copies' ops
+    host_ns: int = 0            # the hooks' host time that goes (pinned buffers, the copies' ops)
 
 
 def offload_copies(c: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +109,54 @@ def apply(c: Context, p, o: Options) -> tuple[Offloaded, dict]:
     p.c_blocked[g.g_call[rows]] = False
     p.c_blocked[syncs] = False
     p.c_dur[syncs] = p.c_min[syncs]
+    s, e, k = hook_windows(c, out, back)
+    host = remove_host_windows(c, p, s, e, k, drop_gpu=True)[1]
     mirror_queued(c, p)
-    return a, {"offloads": len(out), "syncs": len(syncs)}
+    return replace(a, host_ns=host), {"offloads": len(out), "syncs": len(syncs), "host_ns": host}
+
+
+def hook_windows(c: Context, out: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host stretches of save_on_cpu's hooks around these copies, as (starts, ends, thread keys): in the forward
+    the pack hook's pinned buffer (the aten::empty just before the copy) and its aten::copy_ (with what it runs inside:
+    an expanded tensor made contiguous first, a clone kernel); in the backward the unpack hook's aten::to (its
+    _to_copy, empty_strided and copy_)."""
+    g, ev, tr = c.g, c.trace.ev, c.trace
+    ops = ops_named(c, lambda n: True)
+    keys = thread_keys(ev, ops)
+    ids = {n: i for i, n in enumerate(tr.names) if n in ("aten::copy_", "aten::to", "aten::_to_copy", "aten::empty")}
+    copy_id, to_ids, empty_id = ids.get("aten::copy_", -1), (ids.get("aten::to", -1), ids.get("aten::_to_copy", -1)), \
+        ids.get("aten::empty", -1)
+    starts, ends, out_keys = [], [], []
+    for rows, climb in ((out, (copy_id,)), (back, (copy_id, *to_ids))):
+        launching = tr.op_of[g.c_row[g.g_call[rows]]]
+        launching = launching[launching != NONE]
+        launching = launching[np.isin(ev.name[launching], climb)]
+        l_keys = thread_keys(ev, launching)
+        for k in distinct(l_keys).tolist():
+            mine = ops[keys == k]
+            cand = mine[np.isin(ev.name[mine], climb)]          # the hook's own ops on this thread, by start
+            # the outermost of them (none of the others encloses it): each launching op's is the one it starts in
+            reach = np.maximum.accumulate(ev.end[cand])
+            top = cand[np.concatenate(([True], ev.start[cand][1:] >= reach[:-1]))]
+            op = launching[l_keys == k]
+            j = np.maximum(np.searchsorted(ev.start[top], ev.start[op], side="right") - 1, 0)
+            holds = (ev.start[top[j]] <= ev.start[op]) & (ev.end[top[j]] >= ev.end[op])
+            hook = np.where(holds, top[j], op)
+            s, e = ev.start[hook].copy(), ev.end[hook]
+            if rows is out:     # the pinned buffer made for it: the op that ended last before the copy began
+                by_end = mine[np.argsort(ev.end[mine], kind="stable")]
+                i = np.searchsorted(ev.end[by_end], s, side="right") - 1
+                prev = by_end[np.maximum(i, 0)]
+                pinned = (i >= 0) & (ev.name[prev] == empty_id)
+                s[pinned] = ev.start[prev[pinned]]
+            starts.append(s)
+            ends.append(e)
+            out_keys.append(np.full(len(s), k, np.int64))
+    if not starts:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    return (np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64),
+            np.concatenate(out_keys))
 
 
 def says(a: Offloaded) -> str:
@@ -138,7 +192,7 @@ SPEC = LeverSpec(
                        "autograd's backward nodes (save_on_cpu's pack and unpack hooks)",
               applies="every GPU whose memory holds the step's activations (not in the trace: the advice says where "
                       "memory allows)",
-              model="the matched copies both ways go with their dispatch, and the forward copies' stream syncs stop "
-                    "blocking the host",
+              model="the matched copies both ways go with their dispatch and the hooks' ops around them (the pinned "
+                    "buffer, the copy ops), and the forward copies' stream syncs stop blocking the host",
               guide="Autograd mechanics: saved tensors hooks (torch.autograd.graph.save_on_cpu)",
               where=Cause.DATA_TRANSFER))

@@ -5,9 +5,13 @@ Hugging Face's model(encoder_outputs=enc, ...) in place of model(input_features=
 What any trace of it shows (record_shapes): the host's outermost ops of a step, each as its name and Input Dims. A
 signature that recurs REPEATS_AT_LEAST times in the step starts a stretch that is the same op for op, shape for shape,
 at each recurrence, for BLOCK_OPS_AT_LEAST ops or more (its common run), and the run ends before the next recurrence:
-between two repeats runs a loop body, the same ops each pass, whose shapes grow by one constant step from pass to pass
+after each run comes a loop body, the same ops each pass, whose shapes grow by one constant step from pass to pass
 (a decoder whose KV cache grows a token at a time: an autoregressive loop, whose input does not change while it
-decodes). fresh9 whisper_decode_reencodes_audio: the encoder (conv1d [32, 80, 3000], 12 layers) at
+decodes). The least evidence of that loop is two alike bodies whose shapes grow: the bodies between runs and the one
+after the last run count alike, and a first body unlike the rest (a first pass without a cache takes another path) is
+passed over; so three runs a step can show it (traces/pending2 t5_summarize_reencodes_source: 3 model calls a step,
+the first decoder body 101 ops, the next two 109, growing a token each), a one-off repeat with nothing growing after
+it cannot. fresh9 whisper_decode_reencodes_audio: the encoder (conv1d [32, 80, 3000], 12 layers) at
 the head of each of the 9 model calls of a step, the 4-layer decoder after it growing each token.
 
 A layer stack is not it: its layers repeat back to back (the run from one layer's start reaches the next layer, so
@@ -16,8 +20,8 @@ diffusion sampler, micro-batches of gradient accumulation, a static-cache decode
 next. A decode step with a growing cache repeats only a few ops before its shapes change (a cat with the past):
 under BLOCK_OPS_AT_LEAST.
 
-Price (in the graph): each repeat after a step's first loses its host time and the GPU work launched inside it (as
-no_checkpointing removes a recomputed forward); the first stays.
+Price (in the graph): each repeat after a step's first loses its host time and the GPU work launched inside it with
+its launch calls (as no_checkpointing removes a recomputed forward); the first stays.
 
 What would make it fire falsely: the same computation on new data of the same shape each time. A loop over items
 whose between-work the data sizes (a detector run image by image, fresh5 fasterrcnn_per_image) does not grow by a
@@ -49,7 +53,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 
 REPEATS_AT_LEAST = 3        # a loop's body: twice may be a deliberate pair (two inputs of one shape)
 BLOCK_OPS_AT_LEAST = 100    # a model's worth of ops (an encoder's layers), not a layer's few ops with a cache's cat
-BODIES_AT_LEAST = 2        # loop bodies between the later runs whose growth is checked (so 4 runs or more)
+BODIES_AT_LEAST = 2        # alike loop bodies (between runs or after the last) whose shapes grow: 3 runs or more
 MAX_ANCHOR_REPEATS = 256    # a signature that recurs more often is an elementwise op, not a block's head
 
 
@@ -109,10 +113,16 @@ def _decode_loop_between(c: Context, rows: np.ndarray, sig: np.ndarray, at: np.n
     dimension that rises by one constant step from pass to pass. A loop over new items whose sizes the data sets (a
     detector's proposals per image) does not rise so: the stretch there runs on new data each time."""
     ev = c.trace.ev
-    pairs = list(zip(at[1:-1].tolist(), at[2:].tolist()))
+    pairs = list(zip(at[:-1].tolist(), at[1:].tolist()))
     # the bodies that end the loop alike (a first pass without a cache yet takes another path)
     while len(pairs) > 1 and pairs[0][1] - pairs[0][0] != pairs[-1][1] - pairs[-1][0]:
         pairs = pairs[1:]
+    # ... and the body after the last run, where the step goes on with the same ops (the loop's last pass): a step
+    # of 3 model calls holds 3 bodies, 2 of them between runs (traces/pending2 t5_summarize_reencodes_source)
+    last, span = int(at[-1]), pairs[-1][1] - pairs[-1][0]
+    if last + span <= len(rows) and (ev.name[rows[last + run:last + span]]
+                                     == ev.name[rows[pairs[-1][0] + run:pairs[-1][1]]]).all():
+        pairs.append((last, last + span))
     bodies = [rows[a + run:b] for a, b in pairs]
     if len(bodies) < BODIES_AT_LEAST or len({len(b) for b in bodies}) != 1 or not len(bodies[0]):
         return False
@@ -195,9 +205,9 @@ def apply(c: Context, p, o: Options) -> tuple[Repeated, dict]:
     inside = calls_inside(c, s, e, k)
     gone = np.flatnonzero(g.g_linked & (g.g_call >= 0) & inside[np.maximum(g.g_call, 0)])
     gpu_ns = int(g.g_dur[gone].sum())
-    p.g_dur[gone] = 0
-    p.g_gap[gone] = 0
-    remove_host_windows(c, p, s, e, k)
+    # the launch calls and syncs inside go whole with their kernels (drop_gpu): a stretch computed once is never called
+    # again, where keeping each launch at a launch's cost left t5_summarize_reencodes_source's 484 of them
+    remove_host_windows(c, p, s, e, k, drop_gpu=True)
     mirror_queued(c, p)
     rows, at, run = max(found, key=lambda f: f[2] * len(f[1]))
     dims = tr.shapes(int(rows[at[0]]))[0]
@@ -252,10 +262,11 @@ SPEC = LeverSpec(
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change=CHANGE,
               evidence="a stretch of 100 or more outermost ops, the same names and Input Dims op for op, run 3 or more "
-                       "times in one step, the work between its runs changing shape (not a layer stack, not a loop "
-                       "whose every pass is the same)",
+                       "times in one step, the work after its runs growing by one step a pass in two alike bodies or "
+                       "more (not a layer stack, not a loop whose every pass is the same)",
               applies="every device, where the stretch's input is the same tensor each time (the shapes cannot tell)",
-              model="each run after a step's first goes: its host time and the kernels launched inside it",
+              model="each run after a step's first goes: its host time and the kernels launched inside it, with their "
+                    "launch calls",
               guide="Hugging Face transformers: encoder_outputs in an encoder-decoder's forward; hoisting "
                     "loop-invariant work",
               line=_line))

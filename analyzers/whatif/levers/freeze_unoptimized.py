@@ -10,10 +10,13 @@ node after node, accumulating gradients of other parameters, everything after th
 gradient is work nobody reads: a frozen backbone would not run it. (fresh9 swin_linear_probe_unfrozen: AdamW holds
 2 tensors, 173 AccumulateGrad nodes a step; the backward ran 74 ms past the head's 48 µs.)
 
-Price (in the graph): the backward nodes (autograd's `evaluate_function` windows) that start after the optimizer's
-last gradient and before its step lose their host time and the GPU work launched inside them (host_windows, as
-no_checkpointing removes a recomputed forward). The forward stays as it ran (under no_grad it saves no activations,
-which the trace does not price).
+Price (in the graph): the backward's stretch from the first node (autograd's `evaluate_function` windows) that
+starts after the optimizer's last gradient to the last before its step loses its host time, the engine's own time
+between those nodes included, and the GPU work launched inside it goes with its launch calls (host_windows, as
+no_checkpointing removes a recomputed forward): a frozen backbone's nodes are never scheduled, so none of their calls
+is made. traces/pending2 bert_linear_probe_unfrozen: pricing the nodes' own windows alone, each launch kept at a
+launch's cost, predicted 0.675 where the fix measured 0.466; 0.501 so. The forward stays as it ran (under no_grad it
+saves no activations, which the trace does not price).
 
 What would make it fire falsely: an optimizer that holds every parameter with a gradient (the greedy match then ends
 at the last AccumulateGrad: nothing after it, nothing to price); an input that requires grad on purpose (adversarial
@@ -116,7 +119,7 @@ def unread_backward(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, dic
     nodes = outermost(c, ops_named(c, lambda n: n.startswith(BACKWARD_NODE)))
     acc = acc[np.argsort(ev.start[acc], kind="stable")]
     starts, ends, keys = [], [], []
-    figures = {"updated": 0, "updated_elems": 0, "unread": 0, "unread_elems": 0}
+    figures = {"updated": 0, "updated_elems": 0, "unread": 0, "unread_elems": 0, "nodes": 0}
     prev_end = np.iinfo(np.int64).min
     for win in steps.tolist():
         want = updated_shapes(c, win)
@@ -144,9 +147,12 @@ def unread_backward(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, dic
                      & (thread_keys(ev, nodes) == k_cut)]
         if not len(late):
             continue
-        starts.extend(ev.start[late].tolist())
-        ends.extend(ev.end[late].tolist())
-        keys.extend([int(k_cut)] * len(late))
+        # one stretch from the first late node to the last: the engine's own time between nodes (its ready queue,
+        # the Python hooks) goes with them, nothing else runs on the backward's thread there
+        starts.append(int(ev.start[late].min()))
+        ends.append(int(ev.end[late].max()))
+        keys.append(int(k_cut))
+        figures["nodes"] = figures.get("nodes", 0) + len(late)
         if not figures["updated"]:
             figures.update(updated=sum(want.values()), updated_elems=sum(_elems(s) * n for s, n in want.items()),
                            unread=len(unread), unread_elems=sum(_elems(s) for s in unread))
@@ -163,12 +169,13 @@ def apply(c: Context, p, o: Options) -> tuple[Frozen, dict]:
     inside = calls_inside(c, s, e, k)
     gone = np.flatnonzero(g.g_linked & (g.g_call >= 0) & inside[np.maximum(g.g_call, 0)])
     gpu_ns = int(g.g_dur[gone].sum())
-    p.g_dur[gone] = 0
-    p.g_gap[gone] = 0
-    remove_host_windows(c, p, s, e, k)
+    # the launch calls and syncs inside go whole with the kernels (drop_gpu): a frozen backbone's backward makes none
+    # of them (kept at a launch's cost each, bert_linear_probe_unfrozen's 338 launches a step held 0.75 ms of it)
+    remove_host_windows(c, p, s, e, k, drop_gpu=True)
     mirror_queued(c, p)
-    return (Frozen("freeze_unoptimized", len(s), host_ns=int((e - s).sum()), gpu_ns=gpu_ns, kernels=len(gone),
-                   **fig), {"unread_nodes": len(s)})
+    nodes = fig.pop("nodes")
+    return (Frozen("freeze_unoptimized", nodes, host_ns=int((e - s).sum()), gpu_ns=gpu_ns, kernels=len(gone),
+                   **fig), {"unread_nodes": nodes})
 
 
 def says(a: Frozen) -> str:
@@ -211,7 +218,7 @@ SPEC = LeverSpec(
                        "them early in the backward, which then runs on accumulating gradients of other parameters",
               applies="every device: a linear probe, an adapter or a head trained on a model whose other parameters "
                       "still require grad",
-              model="the backward nodes after the optimizer's last gradient go, their host time and the kernels "
-                    "launched inside them",
+              model="the backward's stretch after the optimizer's last gradient goes: its nodes' host time, the "
+                    "engine's time between them, and the kernels launched inside them with their launch calls",
               guide="Autograd mechanics: excluding subgraphs from backward (requires_grad); fine-tuning tutorials",
               line=_line))

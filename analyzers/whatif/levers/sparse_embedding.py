@@ -13,9 +13,10 @@ tensors several times.
 Price (in the graph): the kernels launched inside the dense backward go (a sparse gradient is the indices and the
 rows looked up, no table-sized tensor); the optimizer step's kernels keep only the share of the parameters that are not
 tables (the tables' elements against the GEMMs' weights, by their recorded shapes); and each table's sparse update
-costs the host SPARSE_UPDATE_HOST_NS (coalescing the indices, masking the state, the per-parameter path an optimizer
-takes for sparse gradients: measured ~0.8-1.1 ms a table under the profiler in the fresh9 pair's after trace, the one
-pair this is fitted to), added before the step's first launch.
+costs the host, added before the step's first launch: Adagrad's and SparseAdam's SPARSE_UPDATE_HOST_NS (coalescing
+the indices, masking the state, the per-parameter path an optimizer takes for sparse gradients: measured ~0.8-1.1 ms
+a table under the profiler in the fresh9 pair's after trace, the one pair this is fitted to), SGD's one sparse add
+(SGD_SPARSE_ADD_PLAIN_OPS ops that launch nothing and one that launches, at this trace's own op costs).
 
 What would make it fire falsely: a table most of whose rows a step does touch (a small vocabulary): under
 DENSE_OVER_TOUCHED, not counted. An optimizer that cannot take sparse gradients (Adam, AdamW: SparseAdam's lazy update
@@ -32,7 +33,14 @@ from tracetriage.analyzers.analyses.opargs import as_int
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.foreach_fused import step_class
-from tracetriage.analyzers.whatif.levers.knob import calls_inside, gpu_of_calls, mirror_queued, ops_named, ranges_named
+from tracetriage.analyzers.whatif.levers.knob import (
+    calls_inside,
+    gpu_of_calls,
+    mirror_queued,
+    op_cost,
+    ops_named,
+    ranges_named,
+)
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -47,8 +55,17 @@ from tracetriage.analyzers.whatif.levers.spec import (
 DENSE_BACKWARD = "aten::embedding_dense_backward"
 STEP_RANGE = "Optimizer.step#"
 GEMMS = frozenset(("aten::linear", "aten::addmm", "aten::mm", "aten::matmul"))
-DENSE_OVER_TOUCHED = 64           # table rows per index looked up: the gradient is this sparse or more
-SPARSE_UPDATE_HOST_NS = 800_000   # one table's sparse update on the host (see the module docstring)
+# table rows per index looked up, at least: the dense path zero-fills, scatters into and then has the optimizer read
+# and write rows x dim (three passes and more), the sparse path sorts and coalesces the n looked-up rows and updates
+# them (about ten passes over n x dim): from 16 rows an index the dense path moves five times the bytes or more.
+# (64 left traces/pending2 neumf_dense_table_grads' item tables, 1M rows for 16,384 lookups, 61 an index, priced dense
+# where the fix, sparse=True on every table, made them sparse too.)
+DENSE_OVER_TOUCHED = 16
+SPARSE_UPDATE_HOST_NS = 800_000   # one table's sparse update on the host, Adagrad's (see the module docstring)
+# SGD's sparse update is one param.add_(grad, alpha=-lr): aten::add of a sparse tensor, which reads its nnz, values
+# and indices, squeezes and reshapes them (about 15 ops that launch nothing) and launches one index_add_ (traces/
+# pending2 neumf_dense_table_grads' after trace: 30-115 us a table under the profiler, not Adagrad's 0.8 ms)
+SGD_SPARSE_ADD_PLAIN_OPS = 15
 TAKE_SPARSE = frozenset(("SGD", "Adagrad", "SparseAdam"))
 
 
@@ -61,6 +78,7 @@ class SparseTables(Assumption):
     step_ns: int = 0            # the optimizer steps' kernels, all steps
     table_share: float = 0.0    # the tables' elements of the parameters the trace sizes
     optimizer: str = ""
+    update_ns: int = 0          # one table's sparse update on the host (sparse_update_host_ns)
 
 
 def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
@@ -108,6 +126,15 @@ def _other_weights(c: Context) -> int:
     return sum(a * b for a, b in seen)
 
 
+def sparse_update_host_ns(c: Context, optimizer: str) -> int:
+    """One table's sparse update on the host: SGD's one sparse add priced at this trace's own op costs, Adagrad's and
+    SparseAdam's (coalesce, masks, several sparse tensors made) as measured."""
+    if optimizer == "SGD":
+        cost = op_cost(c)
+        return int(cost.launching_ns + SGD_SPARSE_ADD_PLAIN_OPS * cost.plain_ns)
+    return SPARSE_UPDATE_HOST_NS
+
+
 def apply(c: Context, p, o: Options) -> tuple[SparseTables, dict]:
     g, ev = c.g, c.trace.ev
     found = dense_tables(c)
@@ -129,18 +156,19 @@ def apply(c: Context, p, o: Options) -> tuple[SparseTables, dict]:
     step_ns = int(g.g_dur[in_step].sum())
     p.g_dur[in_step] = np.round(g.g_dur[in_step] * (1.0 - share)).astype(p.g_dur.dtype)
     # each table's sparse update: host time before the step's first launch
+    update_ns = sparse_update_host_ns(c, step_class(c) or "")
     step_calls = calls_inside(c, steps)
     for s in steps.tolist():
         mine = step_calls[(g.c_start[step_calls] >= ev.start[s]) & (g.c_start[step_calls] < ev.end[s])]
         if len(mine):
             first = mine[np.argmin(g.c_start[mine])]
-            p.c_gap[first] += SPARSE_UPDATE_HOST_NS * per_step
+            p.c_gap[first] += update_ns * per_step
     mirror_queued(c, p)
     return (SparseTables("sparse_embedding", len(found), tables=per_step,
                          rows=int(sum(r for _, r, _, _ in found) / n_steps),
                          indices=int(sum(n for _, _, n, _ in found) / n_steps), dense_ns=dense_ns, step_ns=step_ns,
-                         table_share=share,
-                         optimizer=step_class(c) or ""), {"dense_tables": len(found)})
+                         table_share=share, optimizer=step_class(c) or "", update_ns=update_ns),
+            {"dense_tables": len(found)})
 
 
 def says(a: SparseTables) -> str:
@@ -150,8 +178,8 @@ def says(a: SparseTables) -> str:
             f"for {units.integer(a.indices)} lookups, and the optimizer passes over every row "
             f"({units.duration_ns(a.dense_ns)} of dense backward and {units.duration_ns(a.step_ns)} of optimizer "
             f"kernels, the tables {units.share(a.table_share)} of the sized parameters): with sparse gradients "
-            f"those go, each table's sparse update costing the host {units.duration_ns(SPARSE_UPDATE_HOST_NS)} "
-            "instead (measured on one pair)")
+            f"those go, each table's sparse update costing the host {units.duration_ns(a.update_ns)} instead "
+            + ("(one sparse add at this trace's op costs)" if a.optimizer == "SGD" else "(measured on one pair)"))
 
 
 def dense_backwards(m: Measured) -> int:
@@ -179,11 +207,12 @@ SPEC = LeverSpec(
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change="give the embedding tables sparse gradients: nn.Embedding(n, dim, sparse=True) with an optimizer "
                      "that takes them (SGD, Adagrad, SparseAdam)",
-              evidence="aten::embedding_dense_backward whose num_weights (Concrete Inputs) is 64 or more times the "
+              evidence="aten::embedding_dense_backward whose num_weights (Concrete Inputs) is 16 or more times the "
                        "indices looked up (Input Dims)",
               applies="every device, under an optimizer that takes sparse gradients (SGD, Adagrad, SparseAdam; not "
                       "Adam/AdamW)",
               model="the dense backward's kernels go, the optimizer's kernels keep the non-table parameters' share, "
-                    "and each table's sparse update adds 0.8 ms of host time (one measured pair)",
+                    "and each table's sparse update adds host time: 0.8 ms under Adagrad or SparseAdam (one measured "
+                    "pair), one sparse add at the trace's op costs under SGD",
               guide="torch.nn.Embedding (sparse=True); torch.optim.SparseAdam",
               line=_line))

@@ -11,6 +11,15 @@ value (half of bf16/fp16, a quarter of fp32); the activations' and the output's 
 scales with bytes. fp8 (one byte too) prices the same; the words name it only where the device's peak table has fp8.
 The dequantize's arithmetic is not priced (a few FLOP a byte against the ridge's hundreds).
 
+What the price assumes and no before trace can show: an int8 product that costs the host what the bf16 one does (one
+kernel a product, the dequantize inside it: torchao's int8 weight-only GEMV). An int8 path that adds host work to each
+product (a per-Linear torch.compile region's guards and call, a dequantize launched beside the product) pays that on
+every call, and on a host-paced step (the device busy under HOST_PACED_BELOW of the span) it lands on the span in
+full: traces/pending2 mistral_decode_bf16_weights (the device busy 48% of the span) halved its products' kernels
+(3.17 -> 1.67 ms over two steps) with a compiled per-Linear dequantize and ran 2.1x slower, the step's outermost
+host ops 1.96 -> 4.17 ms a step, where 0.95 was predicted. The lever's words (the Next's reason) say so where the
+step is host-paced.
+
 What would make it fire falsely: a compute-bound product (a prefill, a training GEMM: the point is not memory-bound,
 not counted); elementwise memory work (no 2-D weight: not a weight product); a sweep whose small products stream
 weights beside big square ones (matmul-sweep-bf16: the products are counted, but they are little of the span, so
@@ -27,9 +36,10 @@ from tracetriage.analyzers.analyses.roofline import shape_str
 from tracetriage.analyzers.analyses.weight_streaming import weight_product, weight_streaming
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct, pair_codes
+from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Bound, Experiment
-from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued
+from tracetriage.analyzers.whatif.levers.knob import calls_inside, mirror_queued, ranges_named
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
     Context,
@@ -44,6 +54,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 VALUE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}    # a weight's bytes a value now (the point's dtype)
 QUANTIZED_BYTES = 1                                # int8 (or fp8): one byte a value
 KERNELS_FELL = 0.8      # diff calls the change this lever only where kernel busy time fell below this share of before
+HOST_PACED_BELOW = 0.6  # the device busy under this share of the span: the host paces the step, its added work counts
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,8 @@ class WeightBytes(Assumption):
     dtype: str = ""             # the weights' precision now
     products_ns: int = 0        # the products' kernels, before (all steps)
     quantized_ns: int = 0       # ... after
+    calls: int = 0              # the products' calls a step
+    device_busy: float = 0.0    # the device's busy share of the span (GPU activity's time over the span)
 
 
 def _products(c: Context) -> list[tuple[str, str, float]]:
@@ -123,8 +136,11 @@ def apply(c: Context, p, o: Options) -> tuple[WeightBytes, dict]:
     before, after = int(g.g_dur[changed].sum()), int(p.g_dur[changed].sum())
     w = weight_streaming(c.roof.points)
     top = next(pt for pt in c.roof.points if (pt.name, pt.shapes) in keeps and weight_product(pt) == (w.rows, w.k, w.n))
+    steps = max(len(ranges_named(c, lambda n: n.startswith(PROFILER_STEP))), 1)
+    n_calls = sum(pt.calls for pt in c.roof.points if (pt.name, pt.shapes) in keeps)
+    busy = min(float(g.g_dur.sum()) / max(g.span_ns, 1), 1.0)     # (streams that overlap count twice: a ceiling)
     return (WeightBytes("weight_only_int8", len(keeps), rows=w.rows, k=w.k, n=w.n, dtype=top.dtype,
-                        products_ns=before, quantized_ns=after),
+                        products_ns=before, quantized_ns=after, calls=round(n_calls / steps), device_busy=busy),
             {"products": len(keeps)})
 
 
@@ -133,7 +149,16 @@ def says(a: WeightBytes) -> str:
         return "no memory-bound products of a few rows against a big weight hold the memory-bound time"
     return (f"with the weights in int8 ({QUANTIZED_BYTES} byte a value, {a.dtype} now) the weight-streaming "
             f"products ({units.integer(a.count)} shape{'s' if a.count != 1 else ''}) read fewer bytes at the rate "
-            f"they reach now: {units.duration_ns(a.quantized_ns)} in place of {units.duration_ns(a.products_ns)}")
+            f"they reach now: {units.duration_ns(a.quantized_ns)} in place of {units.duration_ns(a.products_ns)}"
+            + (f", priced for an int8 product that adds no host work a call (torchao's int8 GEMV): the device is "
+               f"busy {units.share(a.device_busy)} of the span, so the host paces this step, and a path that wraps "
+               f"each of its {units.integer(a.calls)} products a step in a call of its own (a per-Linear "
+               "torch.compile region, a dequantize beside the product) adds that host time to the step and can "
+               "make it slower" if host_paced(a) else ""))
+
+
+def host_paced(a: WeightBytes) -> bool:
+    return a.count > 0 and 0 < a.device_busy < HOST_PACED_BELOW
 
 
 def products(m: Measured) -> int:
