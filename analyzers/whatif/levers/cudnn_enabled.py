@@ -233,7 +233,8 @@ def says(a: CudnnOff) -> str:
     if a.convs:
         unpriced = (f" ({units.integer(a.convs - a.priced_convs)} not priced: their arguments or a GEMM rate in "
                     "their precision are not in the trace)" if a.priced_convs < a.convs else "")
-        rate = f" at the {units.tflops(a.tflops)} this trace's {a.precision} matrix products reach" if a.tflops else ""
+        rate = (f" at the {units.tflops(a.tflops)} this trace's {a.precision} matrix products reach (the fallback's "
+                "own, image by image, among them: a floor for cuDNN's)" if a.tflops else "")
         parts.append(f"{units.integer(a.convs)} convolutions run ATen's im2col fallback (aten::_slow_conv2d_*: "
                      f"{units.integer(a.conv_kernels)} GPU activities, {units.duration_ns(a.conv_ns)}); cuDNN runs "
                      f"each as a few implicit-GEMM kernels, priced at their FLOPs{rate}: "

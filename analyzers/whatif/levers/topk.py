@@ -112,7 +112,7 @@ def _kept(args, dims: tuple, dim: int, narrow: bool) -> int | None:
 
 
 def find(c: Context) -> list[SortSlice]:
-    """The sorts (SORTS, outermost, launching GPU work) followed by a slice keeping few of their n (module docstring)."""
+    """The sorts (SORTS, outermost) followed by a slice keeping few of their n (module docstring)."""
     tr, ev = c.trace, c.trace.ev
     sorts = outermost(c, ops_named(c, lambda n: n in SORTS))
     slices = ops_named(c, lambda n: n in SLICES)
