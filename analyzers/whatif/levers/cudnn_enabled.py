@@ -182,6 +182,7 @@ class CudnnOff(Assumption):
     rnns: int = 0              # recurrent-layer ops without cuDNN
     rnn_backward: int = 0      # runs of their cells' backward nodes
     host_ns: int = 0           # host time taken out between the recurrent layers' launches
+    rnn_op: str = ""           # their op (aten::lstm ...), the most common
 
 
 def apply(c: Context, p, o: Options) -> tuple[CudnnOff, dict]:
@@ -221,8 +222,13 @@ def apply(c: Context, p, o: Options) -> tuple[CudnnOff, dict]:
     return (CudnnOff("cudnn_enabled", count, convs=len(convs), priced_convs=len(windows), conv_kernels=kernels,
                      conv_ns=conv_ns, cudnn_ns=cudnn_ns,
                      tflops=max(rates.get(precision, 0.0), own_flops / own_ns * NS_PER_S if own_ns else 0.0) / 1e12,
-                     precision=precision, rnns=len(rnns), rnn_backward=len(runs), host_ns=host_ns),
+                     precision=precision, rnns=len(rnns), rnn_backward=len(runs), host_ns=host_ns,
+                     rnn_op=_most_common([c.trace.name_of(int(r)) for r in rnns.tolist()])),
             {"fallbacks": len(convs) + len(rnns), "fallback_ns": conv_ns + host_ns})
+
+
+def _most_common(names: list[str]) -> str:
+    return max(names, key=names.count) if names else ""
 
 
 def says(a: CudnnOff) -> str:
@@ -235,14 +241,15 @@ def says(a: CudnnOff) -> str:
                     "their precision are not in the trace)" if a.priced_convs < a.convs else "")
         rate = (f" at the {units.tflops(a.tflops)} this trace's {a.precision} matrix products reach (the fallback's "
                 "own, image by image, among them: a floor for cuDNN's)" if a.tflops else "")
-        parts.append(f"{units.integer(a.convs)} convolutions run ATen's im2col fallback (aten::_slow_conv2d_*: "
+        parts.append(f"{units.integer(a.convs)} convolution calls (forward and backward) run ATen's im2col fallback "
+                     f"(aten::_slow_conv2d_*: "
                      f"{units.integer(a.conv_kernels)} GPU activities, {units.duration_ns(a.conv_ns)}); cuDNN runs "
                      f"each as a few implicit-GEMM kernels, priced at their FLOPs{rate}: "
                      f"{units.duration_ns(a.cudnn_ns)}{unpriced}")
     if a.rnns:
         back = f" and {units.integer(a.rnn_backward)} runs of their cells' backward" if a.rnn_backward else ""
-        parts.append(f"{units.integer(a.rnns)} recurrent layers without cuDNN's RNN (a GEMM and a fused cell "
-                     f"dispatched per time step){back}: cuDNN launches the same kernels back to back, "
+        parts.append(f"{units.integer(a.rnns)} calls of recurrent layers ({a.rnn_op}) without cuDNN's RNN (a GEMM "
+                     f"and a fused cell dispatched per time step){back}: cuDNN launches the same kernels back to back, "
                      f"{units.duration_ns(a.host_ns)} of host time between them gone")
     return "no cuDNN anywhere in this trace (torch.backends.cudnn.enabled = False): " + "; ".join(parts)
 
