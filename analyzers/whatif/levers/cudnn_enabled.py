@@ -37,6 +37,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.opargs import Malformed, concrete_ints, parse_args
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.host_windows import calls_inside, remove_host_windows
@@ -156,7 +157,7 @@ def cell_backward_runs(c: Context) -> list[tuple[int, int, int]]:
     key = thread_keys(ev, nodes)
     cell = np.array([c.trace.name_of(int(r)) in CELL_BACKWARD for r in nodes.tolist()], bool)
     out = []
-    for k in np.unique(key[cell]).tolist():
+    for k in distinct(key[cell]).tolist():
         idx = np.flatnonzero(key == k)
         pos = np.flatnonzero(cell[idx])
         first = prev = pos[0]

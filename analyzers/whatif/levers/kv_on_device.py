@@ -29,6 +29,7 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.opargs import Malformed, parse_args
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.trace import MEMCPY, NONE, thread_keys
 from tracetriage.analyzers.model.verdicts import Cause, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -101,7 +102,7 @@ def cache_copies(c: Context) -> tuple[np.ndarray, np.ndarray, int]:
     for grp in groups.values():
         if len(grp["out"]) < ROUND_TRIPS or len(grp["back"]) < ROUND_TRIPS:
             continue
-        ts = np.unique(np.array(grp["t"], np.int64))
+        ts = distinct(np.array(grp["t"], np.int64))
         run = _longest_run(ts)
         if run < MIN_LENGTHS:
             continue
@@ -136,7 +137,7 @@ def apply(c: Context, p, o: Options) -> tuple[OffloadedCache, dict]:
                        shape=str(list(first[0])) if first is not None else "")
     # the copies' ops go whole (aten::to -> _to_copy: the pinned buffer's allocation, the dispatch, the call): a cache
     # kept on the device has no op moving it
-    outer = np.unique(g.c_outer_op[calls])
+    outer = distinct(g.c_outer_op[calls])
     outer = outer[outer != NONE]
     _, host_ns = remove_host_windows(c, p, ev.start[outer], ev.end[outer], thread_keys(ev, outer))
     remove_gpu_work(c, p, rows)
