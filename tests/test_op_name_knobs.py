@@ -124,6 +124,32 @@ def test_a_slice_keeping_most_of_a_sorted_row_a_short_row_or_topk_itself_is_not_
         assert a.count == 0, kw
 
 
+def _top_p_step(h: Host) -> None:
+    """Top-p sampling as Hugging Face's TopPLogitsWarper writes it: the row sorted ascending, its softmax's cumsum
+    compared with 1 - p, and the last token always kept (mask[..., -1:] = 0: a slice of the bool mask written into)."""
+    n = 50257
+    h.op("aten::sort", dims=[[8, n], [], []], types=["float", "Scalar", "Scalar"], concrete=["", "-1", "False"],
+         launches=[("DeviceRadixSortOnesweepKernel", 50 * US, "kernel", 7, 0)] * 8)
+    h.op("aten::softmax", dims=[[8, n], [], []], types=["float", "Scalar", ""], concrete=["", "-1", ""],
+         launches=[("softmax_warp_forward", 10 * US, "kernel", 7, 0)])
+    h.op("aten::cumsum", dims=[[8, n], [], []], types=["float", "Scalar", ""], concrete=["", "-1", ""],
+         launches=[("scan_kernel", 10 * US, "kernel", 7, 0)])
+    h.op("aten::le", dims=[[8, n], []], types=["float", "Scalar"], concrete=["", "0.1"],
+         launches=[("compare_kernel", 5 * US, "kernel", 7, 0)])
+    h.op("aten::slice", dims=[[8, n], [], [], [], []], types=["bool", "Scalar", "Scalar", "Scalar", "Scalar"],
+         concrete=["", "-1", "-1", "9223372036854775807", "1"])
+    h.op("aten::fill_", dims=[[8, 1], []], types=["bool", "Scalar"], concrete=["", "0"],
+         launches=[("fill_kernel", 2 * US, "kernel", 7, 0)])
+
+
+def test_top_p_sampling_whose_sorted_mask_keeps_its_last_token_is_not_a_sort_sliced_to_k(tmp_path):
+    h = Host()
+    for _ in range(3):
+        h.step(lambda: _top_p_step(h))
+    a = whatif.predict(h.trace(tmp_path, "p.json.gz"), [TOPK]).lever(TOPK).assumption
+    assert a.count == 0
+
+
 # --- cudnn_enabled ----------------------------------------------------------------------------------------------
 
 CONV = dict(dims=[[32, 64, 32, 32], [64, 64, 3, 3], [], [64], [], []],

@@ -144,7 +144,14 @@ def slow_rnns(c: Context) -> np.ndarray:
     ev = c.trace.ev
     fast = ops_named(c, lambda n: n.startswith(CUDNN_RNN))
     keep = [r for r in rows.tolist() if not ((ev.start[fast] >= ev.start[r]) & (ev.end[fast] <= ev.end[r])).any()]
-    return np.array(keep, np.int64)
+    keep = np.array(keep, np.int64)
+    if not len(keep):
+        return keep
+    # ... launching work on the device (an LSTM on the host is no cuDNN case)
+    launched = calls_inside(c, ev.start[keep], ev.end[keep], thread_keys(ev, keep))
+    issued = np.flatnonzero(launched & c.g.c_issues)
+    return keep[[bool(((c.g.c_start[issued] >= ev.start[r]) & (c.g.c_start[issued] < ev.end[r])).any())
+                 for r in keep.tolist()]]
 
 
 def cell_backward_runs(c: Context) -> list[tuple[int, int, int]]:
@@ -197,7 +204,9 @@ def apply(c: Context, p, o: Options) -> tuple[CudnnOff, dict]:
     for r, key in zip(convs.tolist(), thread_keys(ev, convs).tolist() if len(convs) else []):
         inside = calls_inside(c, ev.start[[r]], ev.end[[r]], np.array([key]))
         rows = gpu_of_calls(c, np.flatnonzero(inside))
-        gemm = rows[c.gpu_named(is_matrix_kernel, rows)] if len(rows) else rows
+        if not len(rows):
+            continue                                # a convolution on the host (a CPU tensor): not cuDNN's
+        gemm = rows[c.gpu_named(is_matrix_kernel, rows)]
         gemm_ns = float(c.g.g_dur[gemm].sum())      # the fallback's own products: the conv's FLOPs, image by image
         got = conv_flops(c, r)
         flops, precision = got if got is not None else (0.0, "")

@@ -4,7 +4,8 @@ descending=True)[:, :k], x.sort().values[..., :k]).
 What any trace of it shows: an outermost aten::sort / aten::argsort on the device over a long dimension (n of
 MIN_N or more; its dim read from Concrete Inputs, the last where none is recorded), then, on the same thread within
 LOOK_AHEAD outermost ops, an aten::slice (or aten::narrow) of a tensor of the sort's shape along the sorted dim that
-keeps k of its n, the first k or the last k, with k * FEW <= n. The sort orders every element of every row (a
+keeps k of its n, the first k or the last k, with k * FEW <= n: a slice of the sort's values (its dtype) or of its
+int64 indices, read (not written into: no fill or copy right after it). The sort orders every element of every row (a
 segmented radix sort: a histogram, then per 8-bit digit a pass that reads and writes keys and their int64 indices)
 to keep k of them. torch.topk selects them by radix select: per digit a pass that only counts the keys, then one that
 gathers the k, never writing the n keys or indices back.
@@ -51,6 +52,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 
 SORTS = frozenset(("aten::sort", "aten::argsort", "aten::msort"))
 SLICES = frozenset(("aten::slice", "aten::narrow"))
+WRITES = frozenset(("aten::fill_", "aten::copy_", "aten::zero_", "aten::masked_fill_"))   # into a slice: no read
 MIN_N = 4096            # a row this long sorts through global memory (segmented radix sort); shorter ones in a block
 FEW = 16                # k * FEW <= n: the slice keeps few of the row (a top-k), not most of it
 LOOK_AHEAD = 6          # outermost ops after the sort on its thread in which its slice is looked for
@@ -84,10 +86,11 @@ def _sorted_dim(args, ndim: int) -> int:
     return dim % ndim if ndim else 0
 
 
-def _kept(args, dims: tuple, dim: int, narrow: bool) -> int | None:
-    """How many the slice keeps along `dim` of a tensor of `dims`, where it keeps the first k or the last k; None for
-    any other slice (another dim, a stride, a middle range)."""
-    if len(args) < 4 or args[0].kind != "tensor" or args[0].dims != dims:
+def _kept(args, dims: tuple, dtypes: tuple, dim: int, narrow: bool) -> int | None:
+    """How many the slice keeps along `dim` of a tensor of `dims` and one of `dtypes` (the sort's values or its int64
+    indices), where it keeps the first k or the last k; None for any other slice (another dim, a stride, a middle
+    range, another tensor of that shape: top-p sampling's bool mask of the sorted row)."""
+    if len(args) < 4 or args[0].kind != "tensor" or args[0].dims != dims or args[0].dtype not in dtypes:
         return None
     got = [as_int(a.concrete) for a in args[1:]]
     if got[0] is None or got[0] % len(dims) != dim:
@@ -109,6 +112,14 @@ def _kept(args, dims: tuple, dim: int, narrow: bool) -> int | None:
     if start == 0 or end == n:
         return end - start
     return None
+
+
+def _written(c: Context, tops: np.ndarray, r: int) -> bool:
+    """The slice is written into, not read: the next outermost op on its thread after it is an in-place fill or copy
+    (x[..., -k:] = 0: aten::slice, then aten::fill_)."""
+    ev = c.trace.ev
+    nxt = tops[ev.start[tops] >= ev.end[r]]
+    return bool(len(nxt)) and c.trace.name_of(int(nxt[0])) in WRITES
 
 
 def find(c: Context) -> list[SortSlice]:
@@ -138,8 +149,11 @@ def find(c: Context) -> list[SortSlice]:
         horizon = int(ev.end[mine[min(LOOK_AHEAD, len(mine)) - 1]]) if len(mine) else int(ev.end[s])
         near = slices[(s_key == key) & (ev.start[slices] >= ev.end[s]) & (ev.start[slices] <= horizon)]
         for r in near[np.argsort(ev.start[near], kind="stable")].tolist():
+            if _written(c, tops[t_key == key], r):
+                continue
             try:
-                k = _kept(parse_args(*tr.shapes(r)), dims, dim, tr.name_of(r) == "aten::narrow")
+                k = _kept(parse_args(*tr.shapes(r)), dims, (args[0].dtype, "int64"), dim,
+                          tr.name_of(r) == "aten::narrow")
             except Malformed:
                 continue
             if k is not None and 0 < k and k * FEW <= n:
@@ -225,8 +239,8 @@ SPEC = LeverSpec(
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change="torch.topk(x, k, dim=-1) in place of torch.argsort(x, dim=-1, descending=True)[..., :k]",
               evidence="an aten::sort / argsort on the device over a dim of 4,096 or more, then within six ops an "
-                       "aten::slice (or narrow) of its shape along that dim keeping the first or last k, k at most "
-                       "1/16 of it",
+                       "aten::slice (or narrow) of its values or int64 indices along that dim keeping the first or "
+                       "last k, k at most 1/16 of it, read (no fill or copy into it next)",
               applies="every device; PyTorch's topk (radix select) on CUDA and ROCm",
               model="the sort's GPU work becomes one kernel of the sort kernels' time x topk's bytes over the "
                     "sort's (bf16 keys: 0.16), the other launches gone with their dispatch",
