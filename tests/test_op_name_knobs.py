@@ -204,7 +204,7 @@ def test_a_trace_where_cudnn_ran_somewhere_is_not_told_to_turn_it_on(tmp_path):
 
 # --- kv_on_device -----------------------------------------------------------------------------------------------
 
-def _decode(tmp_path, name="k.json.gz", grow: bool = True, back: bool = True):
+def _decode(tmp_path, name="k.json.gz", grow: bool = True, back: bool = True, offload: bool = True):
     """A decode of 12 tokens over 4 layers: per layer a GEMM, then its keys and values [2, 4, T, 64] copied to the
     host (on the compute stream) and back (on a side stream), T growing a token a step."""
     h = Host()
@@ -217,7 +217,7 @@ def _decode(tmp_path, name="k.json.gz", grow: bool = True, back: bool = True):
             for _ in range(4):
                 h.op("aten::mm", dims=[[2, 512], [512, 512]], types=[BF16, BF16],
                      launches=[("nvjet_sm90_gemm", 10 * US, "kernel", 7, 0)])
-                for _ in range(2):
+                for _ in range(2 if offload else 0):
                     h.op("aten::to", inner=[("aten::copy_", kv, [BF16, BF16, "Scalar"], None)],
                          launches=[("Memcpy DtoH (Device -> Pinned)", 300 * US, "gpu_memcpy", 7, nbytes)])
                     if back:
@@ -248,3 +248,15 @@ def test_copies_of_one_fixed_shape_or_one_way_only_are_not_an_offloaded_kv_cache
     for i, kw in enumerate(({"grow": False}, {"back": False})):
         a = whatif.predict(_decode(tmp_path, f"n{i}.json.gz", **kw), [KV_ON_DEVICE]).lever(KV_ON_DEVICE).assumption
         assert a.count == 0, kw
+
+
+def test_diff_names_each_knob_its_change_applied(tmp_path):
+    """The before trace beside the after of each fix (a topk for the sliced argsort, cuDNN's convolution for the
+    fallback, the cache's copies gone): diff says which knob the change applied."""
+    from tracetriage.analyzers.triage.diff import applied_lever
+
+    pairs = [(TOPK, _retrieval(tmp_path, "b1.json.gz"), _retrieval(tmp_path, "a1.json.gz", topk=True)),
+             (CUDNN_ENABLED, _crnn(tmp_path, "b2.json.gz"), _crnn(tmp_path, "a2.json.gz", cudnn_somewhere=True)),
+             (KV_ON_DEVICE, _decode(tmp_path, "b3.json.gz"), _decode(tmp_path, "a3.json.gz", offload=False))]
+    for lever, before, after in pairs:
+        assert applied_lever(analyze_trace(before), analyze_trace(after))[0] == lever, lever
