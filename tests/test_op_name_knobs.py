@@ -118,6 +118,23 @@ def test_a_sort_of_many_short_kernels_paced_by_its_launches_is_priced_within_wha
     assert claims.check(out) == []
 
 
+def test_an_ascending_sort_sliced_to_its_last_k_is_told_topk_of_the_largest_and_its_first_k_of_the_smallest(tmp_path):
+    def step(h: Host, start: str, end: str) -> None:
+        n = 65536
+        h.op("aten::sort", dims=[[64, n], [], []], types=["float", "Scalar", "Scalar"], concrete=["", "-1", "False"],
+             launches=[("DeviceRadixSortOnesweepKernel", 200 * US, "kernel", 7, 0)] * 20)
+        h.op("aten::slice", dims=[[64, n], [], [], [], []], types=["float", "Scalar", "Scalar", "Scalar", "Scalar"],
+             concrete=["", "1", start, end, "1"])
+    for i, (start, end, words) in enumerate((("-50", "9223372036854775807", "torch.topk(x, 50, dim=-1)"),
+                                             ("0", "50", "torch.topk(x, 50, dim=-1, largest=False)"))):
+        h = Host()
+        for _ in range(3):
+            h.step(lambda: step(h, start, end))
+        a = whatif.predict(h.trace(tmp_path, f"s{i}.json.gz"), [TOPK]).lever(TOPK).assumption
+        assert (a.count, a.k) == (3, 50)
+        assert LEVERS[TOPK].knob.change_for(a).startswith(words + " (")
+
+
 def test_a_slice_keeping_most_of_a_sorted_row_a_short_row_or_topk_itself_is_not_this_construct(tmp_path):
     for i, kw in enumerate(({"keep": 32768}, {"n": 2048}, {"topk": True})):
         a = whatif.predict(_retrieval(tmp_path, f"n{i}.json.gz", **kw), [TOPK]).lever(TOPK).assumption

@@ -168,7 +168,7 @@ def blocks_graphs(assumption: Assumption | None) -> bool:
 
 def change_for(a: Assumption) -> str:
     return ('model.generate(...) without cache_implementation="offloaded": the default DynamicCache (or '
-            'cache_implementation="static") keeps the keys and values on the device, where it holds them')
+            'cache_implementation="static") keeps the keys and values on the device, where it has the memory for them')
 
 
 def copies(m: Measured) -> int:

@@ -70,6 +70,7 @@ class SortSlice:
     n: int
     k: int
     key_bytes: int
+    largest: bool = True  # the slice keeps the largest (a descending sort's first k, an ascending one's last k)
 
 
 def bytes_ratio(key_bytes: int) -> float:
@@ -86,10 +87,17 @@ def _sorted_dim(args, ndim: int) -> int:
     return dim % ndim if ndim else 0
 
 
+def _descending(args) -> bool:
+    """The sort's descending flag: the last bool among its Concrete Inputs (sort(self, dim, descending),
+    sort.stable(self, stable, dim, descending), argsort likewise); ascending where none is recorded."""
+    flags = [a.concrete.strip() for a in args[1:] if a.concrete.strip() in ("True", "False")]
+    return bool(flags) and flags[-1] == "True"
+
+
 def _kept(args, dims: tuple, dtypes: tuple, dim: int, narrow: bool) -> int | None:
     """How many the slice keeps along `dim` of a tensor of `dims` and one of `dtypes` (the sort's values or its int64
-    indices), where it keeps the first k or the last k; None for any other slice (another dim, a stride, a middle
-    range, another tensor of that shape: top-p sampling's bool mask of the sorted row)."""
+    indices), where it keeps the first k (k) or the last k (-k); None for any other slice (another dim, a stride, a
+    middle range, another tensor of that shape: top-p sampling's bool mask of the sorted row)."""
     if len(args) < 4 or args[0].kind != "tensor" or args[0].dims != dims or args[0].dtype not in dtypes:
         return None
     got = [as_int(a.concrete) for a in args[1:]]
@@ -109,8 +117,10 @@ def _kept(args, dims: tuple, dtypes: tuple, dim: int, narrow: bool) -> int | Non
     if end is None:
         return None
     end = min(end, n)
-    if start == 0 or end == n:
-        return end - start
+    if start == 0:
+        return end                               # the first k
+    if end == n:
+        return start - n                         # the last k, as -k
     return None
 
 
@@ -156,8 +166,9 @@ def find(c: Context) -> list[SortSlice]:
                           tr.name_of(r) == "aten::narrow")
             except Malformed:
                 continue
-            if k is not None and 0 < k and k * FEW <= n:
-                out.append(SortSlice(op=s, rows=int(np.prod(dims)) // n, n=n, k=k,
+            if k is not None and k != 0 and abs(k) * FEW <= n:
+                out.append(SortSlice(op=s, rows=int(np.prod(dims)) // n, n=n, k=abs(k),
+                                     largest=_descending(args) != (k < 0),
                                      key_bytes=DTYPE_BYTES.get(args[0].dtype or "", 4)))
                 break
     return out
@@ -173,6 +184,7 @@ class TopK(Assumption):
     topk_ns: int = 0           # the topk kernels' predicted time
     ratio: float = 0.0         # topk's bytes over the sort's
     taken_ns: int = 0          # the host and device time the edit takes out (kernels, bubbles, launches)
+    smallest: int = 0          # of the sorts, those whose slice keeps the smallest (topk's largest=False)
 
 
 def apply(c: Context, p, o: Options) -> tuple[TopK, dict]:
@@ -201,7 +213,7 @@ def apply(c: Context, p, o: Options) -> tuple[TopK, dict]:
                 + np.clip(g.c_dur - p.c_dur, 0, None).sum() + np.clip(g.c_gap - p.c_gap, 0, None).sum())
     return (TopK("topk", len(windows), n=max(f.n for f in found), k=max(f.k for f in found), rows=found[0].rows,
                  kernels=kernels, sort_ns=sort_ns, topk_ns=topk_ns, ratio=bytes_ratio(found[0].key_bytes),
-                 taken_ns=taken),
+                 taken_ns=taken, smallest=sum(not f.largest for f in found)),
             {"sorts": len(windows), "sort_ns": sort_ns, "threads": len(distinct(keys))})
 
 
@@ -218,8 +230,9 @@ def says(a: TopK) -> str:
 
 def change_for(a: Assumption) -> str:
     k = getattr(a, "k", 0) or "k"
-    return (f"torch.topk(x, {k}, dim=-1) (its .indices where argsort's were kept; largest=False for the smallest), "
-            f"in place of a full torch.argsort / sort sliced to its first {k}, where only those are used")
+    small = getattr(a, "smallest", 0) * 2 > getattr(a, "count", 0)
+    return (f"torch.topk(x, {k}, dim=-1{', largest=False' if small else ''}) (its .indices where argsort's were kept), "
+            f"in place of a full torch.argsort / sort of which a slice keeps {k}, where only those are used")
 
 
 def sorts(m: Measured) -> int:
