@@ -25,6 +25,7 @@ from tracetriage.analyzers.whatif.levers import (
     cross_entropy,
     cuda_graphs,
     cudnn_benchmark,
+    cudnn_enabled,
     dataloader_workers,
     drop_float64,
     embedding_max_norm,
@@ -37,6 +38,7 @@ from tracetriage.analyzers.whatif.levers import (
     keep_allocator_cache,
     kernels_2x,
     kv_cache,
+    kv_on_device,
     layer_norm,
     logits_to_keep,
     module_round_trip,
@@ -52,6 +54,7 @@ from tracetriage.analyzers.whatif.levers import (
     sdpa_math,
     sparse_embedding,
     tensors_on_device,
+    topk,
     validate_args,
     value_checks,
     warm_up,
@@ -91,6 +94,9 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     weight_only_int8.SPEC,
     op_on_gpu.SPEC,
     inductor_backend.SPEC,
+    topk.SPEC,
+    cudnn_enabled.SPEC,
+    kv_on_device.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -123,6 +129,9 @@ PINNED_BATCHES = pinned_batches.SPEC.name      # a DataLoader's pageable batch c
 BATCH_PASSES = batch_passes.SPEC.name          # model(x); model(x_null) each step -> one forward on torch.cat
 REDUCE_ON_GPU = reduce_on_gpu.SPEC.name        # logits.cpu().argmax().to(device) -> argmax on the GPU
 INDUCTOR_BACKEND = inductor_backend.SPEC.name  # torch.compile(backend="aot_eager") -> the default, Inductor
+CUDNN_ENABLED = cudnn_enabled.SPEC.name        # torch.backends.cudnn.enabled = False left in -> True
+KV_ON_DEVICE = kv_on_device.SPEC.name          # generate(cache_implementation="offloaded") -> the default
+TOPK = topk.SPEC.name                          # argsort(x)[:, :k] -> torch.topk(x, k)
 OP_ON_GPU = op_on_gpu.SPEC.name                # nms(boxes.cpu(), scores.cpu()) -> nms on the device tensors
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
@@ -187,15 +196,26 @@ CAPTURE_PENDING: tuple[str, ...] = (
     OP_ON_GPU,
     # written from one fresh10 development pair (H100: a GPT trained under backend="aot_eager"), no fix workload yet
     INDUCTOR_BACKEND,
+    # written from one fresh11 development pair (H100: a retrieval step's argsort of 256 x 1M scores sliced to 100),
+    # no fix workload yet
+    TOPK,
+    # written from one fresh11 development pair (H100: a CRNN trained with cuDNN off: im2col convolutions, an LSTM
+    # stepped by ATen), no fix workload yet
+    CUDNN_ENABLED,
+    # written from one fresh11 development pair (H100: an OLMo-style generate() with cache_implementation="offloaded"),
+    # no fix workload yet
+    KV_ON_DEVICE,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 
 
 def blocks_graphs(lever: str, assumption) -> bool:
     """This lever found a read, a check or a round trip through the host inside the loop, which splits the step: no
-    CUDA graph replays it as one until it is off (value_checks, reduce_on_gpu, validate_args, op_on_gpu)."""
+    CUDA graph replays it as one until it is off (value_checks, reduce_on_gpu, validate_args, op_on_gpu, kv_on_device:
+    a KV cache offloaded to the host each layer)."""
     test = {VALUE_CHECKS: value_checks.blocks_graphs, REDUCE_ON_GPU: reduce_on_gpu.blocks_graphs,
-            VALIDATE_ARGS: validate_args.blocks_graphs, OP_ON_GPU: op_on_gpu.blocks_graphs}.get(lever)
+            VALIDATE_ARGS: validate_args.blocks_graphs, OP_ON_GPU: op_on_gpu.blocks_graphs,
+            KV_ON_DEVICE: kv_on_device.blocks_graphs}.get(lever)
     return test is not None and test(assumption)
 
 

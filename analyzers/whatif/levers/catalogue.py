@@ -226,6 +226,13 @@ CATALOGUE: tuple[Entry, ...] = (
           "0.5)", lever="op_on_gpu"),
     Entry("past the guides", "torch.compile's default backend (Inductor) for a debugging backend that fuses nothing",
           "torch.compile(model) in place of torch.compile(model, backend=\"aot_eager\")", lever="inductor_backend"),
+    Entry("past the guides", "torch.topk for a full sort of which a slice keeps the first k",
+          "torch.topk(x, k, dim=-1) in place of torch.argsort(x, dim=-1, descending=True)[..., :k]", lever="topk"),
+    Entry("past the guides", "cuDNN left on (its default) where a script turned it off",
+          "torch.backends.cudnn.enabled = True (drop the line that sets it False)", lever="cudnn_enabled"),
+    Entry("past the guides", "a decoder's KV cache kept on the device, not offloaded to the host each layer",
+          "model.generate(...) without cache_implementation=\"offloaded\" (the default DynamicCache)",
+          lever="kv_on_device"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "
