@@ -24,6 +24,7 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
+from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
@@ -73,6 +74,7 @@ from tracetriage.analyzers.voice.graphs import (
     replay_idle,
     replay_measured,
 )
+from tracetriage.analyzers.voice.headroom import headroom_needs
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
@@ -83,6 +85,7 @@ from tracetriage.analyzers.voice.warm_up import (
     FIRST_COMPILE_WARMUP,
     after_warm_up,
     recurring_caveat,
+    recurring_host_share,
     setup_caveat,
     warmup_advice,
     warmup_why,
@@ -188,8 +191,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
-        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
-                            else None)
+        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) or decode_words.sync_advice(a)
+                            if nx.cause is Cause.SYNCHRONIZATION else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
@@ -221,6 +224,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        f"({saving('next.close_call.saving', c.saving_ns, c.baseline_ns)}, "
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
+    out["why"] += decode_words.batch_beside(a) if nx.cause is Cause.SYNCHRONIZATION else ""   # (an engine's batch)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
@@ -238,7 +242,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     elif nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long {_headroom_fall(a, h)}, which needs {_headroom_needs(a)}")
+                       f"long {_headroom_fall(a, h)}, which needs {headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
@@ -253,22 +257,6 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out["lever"] += f"; meanwhile this rank's own fix, with its collectives as they ran: {own['lever']}"
         out["why"] += f"; on its own timeline, {own['why']}"
     return out
-
-
-# What kernels twice as fast would take, by the regime that bounds them.
-def _headroom_needs(a: Analysis) -> str:
-    """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
-    if lib_syncs.trials_headroom(a):   # (most kernel time is cuDNN's benchmark trials: fewer, not better kernels)
-        return lib_syncs.trials_headroom(a)
-    if a.verdict.regime is Regime.COMPUTE:
-        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
-                                  named=matrix_precision(a), replayed=replayed_from_graphs(a))
-    return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
-
-
-HEADROOM_NEEDS = {"compute": "cheaper arithmetic (lower precision on tensor cores) or less of it",
-                  "memory": "fewer bytes: fusion, lower precision, no materialised copies",
-                  "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
 
 def _dataloader_workers_on(a: Analysis) -> bool:
@@ -431,6 +419,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
         return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
                                             replayed=replayed_from_graphs(a)), "why": why,
                 "waste": "fusing elementwise ops or CUDA graphs: launches and bytes are not the limit"}
+    if a.decode is not None and v.regime is Regime.UNKNOWN:   # the workload grounds the bytes (analyses.decode_steps)
+        return decode_words.next_words(a)
     why = _memory_why(a)
     streaming = a.weight_streaming
     if streaming is not None:
@@ -516,12 +506,12 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
-            held = a.by_cause_ns[Cause.HOST_WORK] / a.span_ns
+            held, steady = recurring_host_share(a)   # (not the one-time set-up: deferring syncs leaves it)
             return (f"while the host waits in a sync it cannot run ahead, so its host work "
                     f"({because('stretches', host.gaps, count(host.gaps, 'stretch', 'stretches'))}, a median of "
                     f"{because('median_gap_us', host.median_gap_us, duration_us(host.median_gap_us))}, "
-                    f"{because('host_share', held, share(held))} of the span) leaves the GPU idle instead of "
-                    "overlapping its kernels")
+                    f"{because('host_share', held, share(held))} of the span{steady}) leaves the GPU idle instead "
+                    "of overlapping its kernels")
         c = a.serialising_syncs or a.next_experiment.lever
         if ev.drains == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
             overlap = c.saving_ns / c.baseline_ns
@@ -558,7 +548,7 @@ def five_lines(a: Analysis) -> list[str]:
           f"({count(a.kernels, 'kernel')}, "
           + _copies(a) + ").")
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
-                    else step_words.steps_clause(a.steps)) + "."
+                    else step_words.steps_clause(a.steps, a.steps_apart)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{lib_syncs.trials_time(a)}."
@@ -661,6 +651,8 @@ def regime_bound(a: Analysis) -> str | None:
         return _idle_bound_kind(a)[0]
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
         return "fp32_cuda_cores"
+    if v.regime is Regime.UNKNOWN and a.decode is not None:
+        return "decode_memory"
     return v.regime.value
 
 
@@ -770,6 +762,8 @@ def _regime_line(a: Analysis) -> str:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
         line = precision.regime_line(v)
+    elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
+        line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
