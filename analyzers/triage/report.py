@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.ma  # noqa: F401
 
+from tracetriage.analyzers.analyses import compile_cache as compile_cache_mod
 from tracetriage.analyzers.analyses import decode_steps as decode_mod
 from tracetriage.analyzers.analyses import framework as framework_mod
 from tracetriage.analyzers.analyses import graph_breaks as breaks_mod
@@ -197,6 +198,7 @@ class Analysis:
     trials: Trials | None = None        # cuDNN's benchmark trial kernels, out of the regime's split (trial_kernels)
     replay_clock: ReplayClock | None = None   # graph replays whose kernel stamps are laid end to end (replay_clock)
     replay_gaps: ReplayGaps | None = None     # the gaps inside and between replays holding most kernels (replay_clock)
+    compile_cache: compile_cache_mod.CompileCache | None = None   # cache hits, Dynamo's own time (compile_cache)
     steps_apart: tuple = ()             # steps outside the loop and set-up, longer than its max (steps_apart)
     decode: decode_mod.DecodeSteps | None = None   # an engine's GPU-bound decode of a few sequences, its kernels
                                                    # mostly matrix products (analyses.decode_steps)
@@ -449,6 +451,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
                     execution=execution, weight_streaming=weight_streaming(roof.points), decode=decode,
                     steps_apart=steps_apart.apart(trace, steps),
+                    compile_cache=compile_cache_mod.find(trace) if fw is not None and fw.first_compilations else None,
                     graph_breaks=breaks_mod.find(trace, steps), pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
                     coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,

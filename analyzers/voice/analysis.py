@@ -111,6 +111,8 @@ class Analysis(Caveated, Protocol):
     @property
     def steps_apart(self) -> Any: ...                    # tuple[analyses.steps_apart.StepApart, ...]
     @property
+    def compile_cache(self) -> Any: ...                  # analyses.compile_cache.CompileCache | None
+    @property
     def decode(self) -> Any: ...                         # analyses.decode_steps.DecodeSteps | None
     @property
     def replay_clock(self) -> Any: ...                   # analyses.replay_clock.ReplayClock | None

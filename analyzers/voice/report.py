@@ -82,8 +82,8 @@ from tracetriage.analyzers.voice.sources import fused_words, range_clause, sourc
 from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.unknown_bound import find_the_bound
 from tracetriage.analyzers.voice.warm_up import (
-    FIRST_COMPILE_WARMUP,
     after_warm_up,
+    first_compile_warmup,
     recurring_caveat,
     recurring_host_share,
     setup_caveat,
@@ -208,6 +208,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a)
+            + cold_start.profile_not_workload(a)
             + inflated_launches(a.replay_gaps, nx.cause in (Cause.SYNCHRONIZATION, Cause.HOST_WORK)) + ")")
     if nx.dominant is not None and nx.dominant.lever == CUDA_GRAPHS and a.replay_gaps is not None:
         out["why"] += graphs_aside(nx.cause is Cause.SYNCHRONIZATION)   # (not CUDA graphs priced on graphed work)
@@ -380,7 +381,7 @@ def _compile_advice(a: Analysis) -> str:
     """Recompiles are stopped; a function's first compilation is warmed up (and cached), not made dynamic."""
     lv = a.next_experiment.lever
     if lv is not None and getattr(lv.assumption, "recompiles", None) == 0:
-        return FIRST_COMPILE_WARMUP
+        return first_compile_warmup(a)
     return ("stop the recompiles: torch.compile(dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on the dimension "
             "that changes, or pad the shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each")
 
