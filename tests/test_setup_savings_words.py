@@ -7,7 +7,9 @@ from types import SimpleNamespace
 from tests.kineto_factory import annotation, document, write
 from tracetriage.analyzers.analyses.compile_cache import CompileCache, find
 from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.voice.cold_start import setup_bound_head, steady_after, where_cold
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.voice.warm_up import first_compile_warmup
 
@@ -40,3 +42,32 @@ def test_a_cache_hit_already_is_not_answered_with_turning_the_cache_on():
     assert "TORCHINDUCTOR_FX_GRAPH_CACHE=1" not in words
     assert "caches are on already" in words and "never Dynamo's own bytecode tracing and guard building" in words
     assert "TORCHINDUCTOR_FX_GRAPH_CACHE=1" in first_compile_warmup(SimpleNamespace(compile_cache=None))
+
+
+def _steps(*spec):
+    """Steps as (regular, setup) pairs, in order."""
+    return SimpleNamespace(steps=tuple(SimpleNamespace(index=i, regular=r, setup=s,
+                                                       idle_by_cause_ns={Cause.LAUNCH_OVERHEAD: 1_000_000})
+                                       for i, (r, s) in enumerate(spec)),
+                           setup_steps=tuple(SimpleNamespace(index=i) for i, (_, s) in enumerate(spec) if s))
+
+
+def test_a_cold_start_in_the_first_profiled_step_is_not_placed_before_the_loop():
+    """heldout-user17 graphbreak: 'a cold start before the loop holds 59%' where the one-time cost was the first
+    profiled iteration (lazy loading, first AccumulateGrad); the compile ran before the profile."""
+    assert where_cold(SimpleNamespace(steps=_steps((True, True), (True, False), (True, False)))) == \
+        " in the loop's first profiled step"
+    assert where_cold(SimpleNamespace(steps=_steps((False, False), (True, True), (True, False)))) == \
+        " before the loop and in the loop's first profiled step"
+    assert where_cold(SimpleNamespace(steps=None)) == " before the loop"
+
+
+def test_a_set_up_bound_head_does_not_deny_launch_overhead_where_the_steady_steps_idle():
+    """heldout-user17 r18compile: 'set-up-bound (a cold start), not launch overhead' beside steady steps idling 36%
+    of each, all of it launch overhead."""
+    a = SimpleNamespace(steps=_steps((True, True), (True, False), (True, False)))
+    assert "not launch overhead" not in setup_bound_head(a, 0.35)
+    assert steady_after(a, 0.35) == ("; the steady steps after it idle 35% of each (median), mostly launch overhead, "
+                                     "which a warm-up leaves")
+    assert setup_bound_head(a, 0.05) == "set-up-bound (a cold start), not launch overhead"
+    assert steady_after(a, 0.05) == ""

@@ -714,7 +714,7 @@ def _cold_start_lead_in(a: Analysis) -> str:
     x, held = _steady_share(a), setup_held(a)
     steady = (f", a steady step idles {claim('regime.steady_idle_share', x, share(x))} of its time (median)"
               if x is not None else "")
-    return (f"{steady}, and a cold start{' before the loop' if steady else ''} holds "
+    return (f"{steady}, and a cold start{cold_start.where_cold(a) if steady else ''} holds "
             f"{claim('regime.setup_share', held, share(held))} of {cold_start.setup_span(a)}, which the steady "
             "state never pays")
 
@@ -728,9 +728,9 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
     if kind == "set_up":
         on = cold_start.setup_span(a)
         on = "it" if a.next_experiment.kind is Experiment.PROFILE_REPLAYS or on == "the span" else on
-        return ("set-up-bound (a cold start), not launch overhead",
+        return (cold_start.setup_bound_head(a, _steady_share(a)),
                 f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of {on}, which the "
-                "steady state never pays")
+                "steady state never pays" + cold_start.steady_after(a, _steady_share(a)))
     lead = _cold_start_lead_in(a)
     if kind == "input":
         return ("input-bound, not launch overhead",
