@@ -235,9 +235,9 @@ def next_experiment(a: Analysis) -> dict[str, str]:
             in_hand_change(k.assumption) if k.lever == FUSED_OPTIMIZER else spec.fix)
         out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
                        f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
-    if nx.headroom is not None and nx.lever is None and nx.kind in (Experiment.FIND_THE_BOUND,
-                                                                    Experiment.MIXED_PRECISION):
-        pass    # the bound is unmeasured, or mixed precision changes more than the kernels' time by two
+    unmeasured = nx.kind in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION) or a.decode is not None
+    if nx.headroom is not None and nx.lever is None and unmeasured:
+        pass    # the bound is unmeasured (a decode's replays: no rate), or mixed precision changes more than by two
     elif nx.headroom is not None and nx.lever is None:    # the regime's advice: the headroom is its bound
         out["why"] += f"; a bound, not a prediction: if every kernel took half as long {_headroom_fall(a, nx.headroom)}"
     elif nx.headroom is not None:
