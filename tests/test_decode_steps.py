@@ -144,3 +144,14 @@ def test_the_syncs_are_credited_with_the_recurring_host_work_not_the_one_time_se
     assert said == ", outside the one-time set-up"
     assert recurring_host_share(SimpleNamespace(by_cause_ns={Cause.HOST_WORK: 40_000_000}, span_ns=275_000_000,
                                                 warmup=()))[1] == ""
+
+
+def test_the_invariants_take_a_decodes_memory_bound_from_its_workload_not_its_costed_kernels(tmp_path):
+    """gb10decode: its Next (fewer bytes: more sequences a step) rests on the decode's weights, read once a step, where
+    no kernel is costed memory-bound (the replays record no shapes); any other fewer-bytes Next still needs some."""
+    from tracetriage.analyzers.output import invariants
+    out = serialize.report(analyze_file(engine_trace(tmp_path)))
+    out["next_experiment"] = {**out["next_experiment"], "kind": "fewer_bytes", "whatif_lever": None}
+    assert not any("no kernel time is memory-bound" in x for x in invariants.check(out))
+    out["regime_detail"] = {**out["regime_detail"], "bound": "unknown"}
+    assert any("no kernel time is memory-bound" in x for x in invariants.check(out))
