@@ -155,3 +155,19 @@ def test_the_invariants_take_a_decodes_memory_bound_from_its_workload_not_its_co
     assert not any("no kernel time is memory-bound" in x for x in invariants.check(out))
     out["regime_detail"] = {**out["regime_detail"], "bound": "unknown"}
     assert any("no kernel time is memory-bound" in x for x in invariants.check(out))
+
+
+def test_steps_busy_between_their_syncs_are_said_gpu_bound_without_an_engines_names(tmp_path):
+    """heldout-user17 gptoss3090a: 'nothing else to decide by' where every steady step was 87-91% busy between its
+    syncs and the span as a whole 79% (its cold first steps): GPU-bound is decidable from the steps, whatever roof."""
+    import gzip
+    import json
+    doc = json.load(gzip.open(engine_trace(tmp_path)))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "user_annotation":
+            e["name"] = "decode_step"         # no engine's names: no decode read from them
+    a = analyze_file(write(tmp_path / "plain.json.gz", doc))
+    assert a.decode is None
+    regime = next(x for x in five_lines(a) if x.startswith("Regime:"))
+    assert "nothing else to decide by" not in regime
+    assert "so the steps are GPU-bound" in regime, regime

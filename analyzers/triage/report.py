@@ -413,7 +413,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early, roof)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
-    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
+    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None, steps) \
         if devs else None
     dry = pc.dry if pc is not None else None
     decode = decode_mod.find(trace, rng_all, steps, kernel_rows) if steps is not None and devs else None
