@@ -26,7 +26,8 @@ def test_a_cold_start_before_an_idle_bound_loop_is_a_lead_in_to_the_loops_bound(
     assert toy["next_experiment"]["kind"] == "warm_up"
     regime = toy["lines"][3]
     assert regime.startswith("Regime: overhead-bound: the device idles 97% of the span, a steady step idles 85% of "
-                             "its time (median), and a cold start before the loop holds 88% of the traced span "
+                             "its time (median), and a cold start before the loop and in the loop's first profiled "
+                             "steps holds 88% of the traced span "
                              "(host and GPU)")
     assert toy["regime_detail"]["bound"] == "overhead"
     assert claims.check(toy) == []

@@ -42,7 +42,7 @@ from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
 from tracetriage.analyzers.analyses.sparse_syncs import OWN_SYNC_OPS, inside_ops
 from tracetriage.analyzers.analyses.step_runs import marked_share, one_per_run
-from tracetriage.analyzers.analyses.step_setup import pays_setup
+from tracetriage.analyzers.analyses.step_setup import kernels_made_it, pays_setup
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.groups import any_of, distinct, stable_order
@@ -767,8 +767,8 @@ def _mark_setup(trace: Trace, steps: list[Step], prologue) -> list[Step]:
             continue
         rest = steps[i + 1:]
         median = float(np.median([s.wall_ns for s in rest if s.regular] or [s.wall_ns for s in rest]))
-        if first.wall_ns < SETUP_RATIO * median or not pays_setup(trace, first.start_ns, first.end_ns,
-                                                                  rest[0].start_ns):
+        if first.wall_ns < SETUP_RATIO * median or kernels_made_it(first, rest, median) \
+                or not pays_setup(trace, first.start_ns, first.end_ns, rest[0].start_ns):
             break
         out[i] = Step(**{**first.__dict__, "setup": True})
     return out

@@ -72,6 +72,8 @@ class Finding:
 class Health:
     findings: tuple[Finding, ...]
     gpu_named: str | None    # the GPU the trace's deviceProperties name (None: none)
+    replayed_share: float = 0.0   # of the kernel time, CUDA-graph replays no captured op costs: shapes recorded in the
+                                  # profile cannot reach them (their ops ran at capture)
 
     @property
     def shown(self) -> tuple[Finding, ...]:

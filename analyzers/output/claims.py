@@ -752,7 +752,8 @@ _SET_UP_KINDS = ("warm_up", "profile_replays")
 # text said transfer-bound or set-up-bound where the JSON said only "overhead")
 _BOUND_WORDS = {"overhead": "overhead-bound", "set_up": "set-up-bound", "input": "input-bound",
                 "compile": "compile-bound", "transfer": "transfer-bound", "host": "host-bound", "sync": "sync-bound",
-                "fp32_cuda_cores": "GPU-bound in fp32 math", "cudnn_trials": "bound by cuDNN's benchmark trials"}
+                "fp32_cuda_cores": "GPU-bound in fp32 math",
+                "decode_memory": "memory-bound decode", "cudnn_trials": "bound by cuDNN's benchmark trials"}
 
 
 def _construct_idle_share(out: dict, construct: str) -> float:

@@ -3,6 +3,7 @@ the share mixed precision wins at the least, and the Next of a span whose kernel
 triage.report, which weighs them against the levers)."""
 from __future__ import annotations
 
+from tracetriage.analyzers.analyses.decode_steps import DecodeSteps
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline
 from tracetriage.analyzers.model.verdicts import Experiment, Regime
 
@@ -34,12 +35,17 @@ def mixed_precision_floor(v: RegimeVerdict, roof: Roofline, busy_ns: int, span_n
     return 0.5 * (busy_ns / span_ns) * v.fp32_cuda_core_us / v.kernel_us
 
 
-def unknown_bound_next(v: RegimeVerdict, roof: Roofline) -> Experiment:
+def unknown_bound_next(v: RegimeVerdict, roof: Roofline, decode: DecodeSteps | None = None) -> Experiment:
     """A span whose kernels carry no cost model: find the bound first, unless most of its kernel time is fp32
     GEMMs and convolutions on CUDA cores by their names, on a device whose tensor cores run a lower precision
     faster. Then mixed precision is the change whichever roof holds them (tensor-core arithmetic, half the bytes):
     on a T4 fp16 runs at 65 TFLOP/s against fp32's 8.1 (heldout-user3 hpdl_vgg16_t4, 99% busy in volta_sgemm and
-    scudnn kernels, was told to capture again with shapes)."""
+    scudnn kernels, was told to capture again with shapes). A serving engine's GPU-bound decode steps of a few
+    sequences, mostly matrix products by name (analyses.decode_steps), read their weights once a step: fewer bytes
+    (more sequences a step, fewer weight bytes) whatever shapes the replays hide (heldout-user17 gb10decode, 98%
+    busy in NVFP4 GEMMs at 4 sequences, was told to capture an eager step with record_shapes=True)."""
+    if decode is not None:
+        return Experiment.FEWER_BYTES
     pk = roof.peaks
     faster = pk is not None and max(pk.flops("fp16"), pk.flops("bf16")) > TENSOR_CORE_GAIN * pk.flops("fp32")
     if faster and v.mostly_fp32_cuda_core:

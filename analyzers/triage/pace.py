@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.decode_steps import STEADY_BUSY, steady_busy_share
 from tracetriage.analyzers.analyses.slow_rates import SLOWEST_GPU_GBPS, below_any_gpu
+from tracetriage.analyzers.analyses.steps import Steps, steady
 from tracetriage.analyzers.model.trace import Trace
 from tracetriage.analyzers.model.verdicts import Regime
 from tracetriage.analyzers.triage.launch_queue import DryQueue, dry_queue
@@ -32,6 +34,9 @@ from tracetriage.analyzers.triage.window import TracedWindow, traced_window
 # kernels busy this share of the span or more: the span is GPU-bound (faster kernels shorten it nearly one for one;
 # the host's part is the rest, a tenth at most)
 GPU_BOUND_BUSY = 0.9
+# the median steady step busy this share of its wall or more: the loop's kernels set its steps' length (a blind judge:
+# vLLM decode steps 87-91% busy between their syncs are GPU-bound, where the span's 79% busy said nothing)
+STEPS_GPU_BOUND = STEADY_BUSY
 # compute-bound kernels holding this share of kernel time or more: what halving them gives back is of the order of
 # what the memory-bound majority's bytes give, so arithmetic is part of the limit
 ARITHMETIC_MATTERS = 1 / 3
@@ -44,15 +49,22 @@ class Pace:
     gpu_bound_share: float | None      # the busy share of a GPU-bound span (None: not GPU-bound, or a window dwarfs it)
     slowest_gpu_gbps: float | None     # set where the memory-bound rate is under any GPU's memory bandwidth
     arithmetic_matters: bool
+    steps_busy_share: float | None = None   # the median steady step's busy share, where the span is not GPU-bound as a
+    steady_steps: int = 0                   # whole but its steps are (STEPS_GPU_BOUND): the loop's kernels pace it
 
 
 def pace(trace: Trace, devs, gpu_rows: np.ndarray, busy_ns: int, span_ns: int, verdict, peaks,
-         whole_trace: bool) -> Pace:
+         whole_trace: bool, steps: Steps | None = None) -> Pace:
     window = traced_window(trace, gpu_rows, busy_ns) if whole_trace else None
     busy = busy_ns / span_ns if span_ns else 0.0
     slow = verdict.regime is Regime.MEMORY and below_any_gpu(verdict.achieved_gbps or 0.0, peaks)
+    gpu_bound = busy >= GPU_BOUND_BUSY and window is None
+    # the loop's steps between their syncs, where the span is not GPU-bound as a whole (a cold first step, a prefill)
+    per_step = steady_busy_share(steps) if not gpu_bound else None
     return Pace(window=window, dry=dry_queue(trace, devs),
-                gpu_bound_share=busy if busy >= GPU_BOUND_BUSY and window is None else None,
+                steps_busy_share=per_step if per_step is not None and per_step >= STEPS_GPU_BOUND else None,
+                steady_steps=len(steady(steps.steps)) if steps is not None and steps.found else 0,
+                gpu_bound_share=busy if gpu_bound else None,
                 slowest_gpu_gbps=SLOWEST_GPU_GBPS if slow else None,
                 arithmetic_matters=bool(verdict.kernel_us
                                         and verdict.compute_us >= ARITHMETIC_MATTERS * verdict.kernel_us))

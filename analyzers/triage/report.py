@@ -24,11 +24,13 @@ from pathlib import Path
 import numpy as np
 import numpy.ma  # noqa: F401
 
+from tracetriage.analyzers.analyses import compile_cache as compile_cache_mod
+from tracetriage.analyzers.analyses import decode_steps as decode_mod
 from tracetriage.analyzers.analyses import framework as framework_mod
 from tracetriage.analyzers.analyses import graph_breaks as breaks_mod
 from tracetriage.analyzers.analyses import graph_capture as capture_mod
 from tracetriage.analyzers.analyses import health as health_mod
-from tracetriage.analyzers.analyses import hotspots, loader_start
+from tracetriage.analyzers.analyses import hotspots, loader_start, steps_apart
 from tracetriage.analyzers.analyses import idle as idle_mod
 from tracetriage.analyzers.analyses import inference as inference_mod
 from tracetriage.analyzers.analyses import ranges as ranges_mod
@@ -198,6 +200,10 @@ class Analysis:
     trials: Trials | None = None        # cuDNN's benchmark trial kernels, out of the regime's split (trial_kernels)
     replay_clock: ReplayClock | None = None   # graph replays whose kernel stamps are laid end to end (replay_clock)
     replay_gaps: ReplayGaps | None = None     # the gaps inside and between replays holding most kernels (replay_clock)
+    compile_cache: compile_cache_mod.CompileCache | None = None   # cache hits, Dynamo's own time (compile_cache)
+    steps_apart: tuple = ()             # steps outside the loop and set-up, longer than its max (steps_apart)
+    decode: decode_mod.DecodeSteps | None = None   # an engine's GPU-bound decode of a few sequences, its kernels
+                                                   # mostly matrix products (analyses.decode_steps)
 
     @property
     def next_source(self) -> SourceLine | None:
@@ -395,6 +401,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     steps = steps_mod.find(trace, devs, fw) if range_name is None else None
     health = health_mod.check(trace, steps)
     verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, kernel_rows))
+    if verdict.kernel_us > 0 and verdict.uncosted_why_us.get("graph_replay", 0.0) > 0:
+        health = dataclasses.replace(
+            health, replayed_share=verdict.uncosted_why_us["graph_replay"] / verdict.kernel_us)
     # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
@@ -406,11 +415,12 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early, roof)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
-    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None) \
+    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None, steps) \
         if devs else None
     dry = pc.dry if pc is not None else None
+    decode = decode_mod.find(trace, rng_all, steps, kernel_rows) if steps is not None and devs else None
     choose = partial(choose_next, devs, by_cause, span, busy, idle_ns, verdict, roof, levers, fw=fw, capture=capture,
-                     health=health, steps=steps, dry=dry,   # (the Next of the weighed fixes it is given)
+                     health=health, steps=steps, dry=dry, decode=decode,   # (the Next of the weighed fixes it is given)
                      loader_start_ns=loader_start.start_ns(trace) if devs else 0, tail_ns=_host_tail_ns(trace, devs))
     nx = choose(choices)
     nx = nx if range_name else unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
@@ -422,7 +432,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     if nx.then is not None and nx.lever is not None and nx.kind is not Experiment.WARM_UP and levers is not None:
         # what the bigger change adds once the knob is made: each lever alone prices some of the same time
         nx = dataclasses.replace(nx, then_joint_ratio=whatif.joint_ratio(levers, trace, nx.lever.lever, nx.then.lever))
-    if nx.kind is Experiment.FEWER_BYTES and nx.lever is None and nx.healthy is None and devs:
+    if nx.kind is Experiment.FEWER_BYTES and nx.lever is None and nx.healthy is None and devs and decode is None:
         well = moved_well(trace, rows[ev.cat[rows] == KERNEL], verdict.dtype, busy / span if span else 0.0, choices,
                           LEVER_FLOOR, HEADROOM)
         nx = dataclasses.replace(nx, moved_well=well)
@@ -444,7 +454,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
-                    execution=execution, weight_streaming=weight_streaming(roof.points),
+                    execution=execution, weight_streaming=weight_streaming(roof.points), decode=decode,
+                    steps_apart=steps_apart.apart(trace, steps),
+                    compile_cache=compile_cache_mod.find(trace) if fw is not None and fw.first_compilations else None,
                     graph_breaks=breaks_mod.find(trace, steps), pace=pc,
                     copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
                     coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
@@ -554,7 +566,8 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
                 choices: tuple[LeverChoice, ...] = (), fw: framework_mod.Framework | None = None,
                 capture: GraphCapture | None = None, health: Health | None = None,
                 collectives: bool = True, steps: Steps | None = None, dry: DryQueue | None = None,
-                loader_start_ns: int = 0, tail_ns: int = 0, steady_read: bool = False) -> NextExperiment:
+                loader_start_ns: int = 0, tail_ns: int = 0, steady_read: bool = False,
+                decode: decode_mod.DecodeSteps | None = None) -> NextExperiment:
     """The one experiment that would help most, as a fix the user can make.
 
     Warm-up first when one-time set-up holds a quarter of the span (the steady state never pays it), or
@@ -703,7 +716,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
             and head is not None and by_cause.get(dom, 0) > head.saving_ns \
             and not (dom is Cause.LAUNCH_OVERHEAD and dry is not None and dry.fills_little)
         if head is not None and head.saving_ns >= LEVER_FLOOR * head.baseline_ns and not idle_first:
-            kind = (_unknown_bound_next(v, roof) if v.regime is Regime.UNKNOWN else  # faster kernels: how, unmeasured
+            kind = (_unknown_bound_next(v, roof, decode) if v.regime is Regime.UNKNOWN else  # how, unmeasured
                     Experiment.BETTER_KERNELS if v.regime is Regime.LATENCY else    # ... under neither roof
                     Experiment.CHEAPER_ARITHMETIC if v.regime is Regime.COMPUTE else Experiment.FEWER_BYTES)
             # faster kernels are a bound, not a change in hand: said as the bound beside the regime's advice, never
@@ -721,7 +734,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         return NextExperiment(EXPERIMENT_FOR_CAUSE[dom], dom, gain, construct=_construct_of(fw, dom),
                               waste=waste_beside_words(dom, choices, _replays_graphs(devs), LEVER_FLOOR, launch_bound))
     if v.regime is Regime.UNKNOWN:   # no lever rests on a bound nobody measured
-        return NextExperiment(_unknown_bound_next(v, roof), None, v.uncosted_share)
+        return NextExperiment(_unknown_bound_next(v, roof, decode), None, v.uncosted_share)
     if v.regime is Regime.LATENCY:   # far below both roofs: neither fewer bytes nor cheaper arithmetic
         return NextExperiment(Experiment.BETTER_KERNELS, None, 0.0)
     if v.regime is Regime.COMPUTE:

@@ -109,6 +109,12 @@ class Analysis(Caveated, Protocol):
     @property
     def weight_streaming(self) -> Any: ...               # analyses.weight_streaming.WeightStreaming | None
     @property
+    def steps_apart(self) -> Any: ...                    # tuple[analyses.steps_apart.StepApart, ...]
+    @property
+    def compile_cache(self) -> Any: ...                  # analyses.compile_cache.CompileCache | None
+    @property
+    def decode(self) -> Any: ...                         # analyses.decode_steps.DecodeSteps | None
+    @property
     def replay_clock(self) -> Any: ...                   # analyses.replay_clock.ReplayClock | None
     @property
     def replay_gaps(self) -> Any: ...                    # analyses.replay_clock.ReplayGaps | None

@@ -94,6 +94,11 @@ def because_loader_wait(a: Any) -> str:
 def gpu_bound(pace: Any) -> str:
     """A span its kernels fill, said GPU-bound where no cost model tells which roof holds them."""
     b = pace.gpu_bound_share if pace is not None else None
+    if b is None and pace is not None and pace.steps_busy_share is not None:
+        x = pace.steps_busy_share
+        return (f"each steady step's GPU is busy {claim('regime.steps_busy_share', x, share(x))} of its wall (median "
+                f"over {pace.steady_steps} steps), so the steps are GPU-bound (their kernels set their length, not the "
+                "host); which roof holds them, arithmetic or bytes, is what the shapes would tell")
     if b is None:
         return ""
     return (f"the GPU is busy {claim('regime.busy_share', b, share(b))} of the span, so the span is GPU-bound (its "

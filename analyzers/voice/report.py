@@ -24,6 +24,7 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
+from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
@@ -74,6 +75,7 @@ from tracetriage.analyzers.voice.graphs import (
     replay_idle,
     replay_measured,
 )
+from tracetriage.analyzers.voice.headroom import headroom_needs
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
 from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
 from tracetriage.analyzers.voice.said import claim, kept_as
@@ -81,9 +83,10 @@ from tracetriage.analyzers.voice.sources import fused_words, range_clause, sourc
 from tracetriage.analyzers.voice.sparse import coalesce_advice
 from tracetriage.analyzers.voice.unknown_bound import find_the_bound
 from tracetriage.analyzers.voice.warm_up import (
-    FIRST_COMPILE_WARMUP,
     after_warm_up,
+    first_compile_warmup,
     recurring_caveat,
+    recurring_host_share,
     setup_caveat,
     warmup_advice,
     warmup_why,
@@ -189,8 +192,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         # set-up may hold more of it than the batches)
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
-        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) if nx.cause is Cause.SYNCHRONIZATION
-                            else None)
+        copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) or decode_words.sync_advice(a)
+                            if nx.cause is Cause.SYNCHRONIZATION else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
@@ -206,6 +209,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
             LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a)
+            + cold_start.profile_not_workload(a)
             + inflated_launches(a.replay_gaps, nx.cause in (Cause.SYNCHRONIZATION, Cause.HOST_WORK)) + ")")
     if nx.dominant is not None and nx.dominant.lever == CUDA_GRAPHS and a.replay_gaps is not None:
         out["why"] += graphs_aside(nx.cause is Cause.SYNCHRONIZATION)   # (not CUDA graphs priced on graphed work)
@@ -222,6 +226,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        f"({saving('next.close_call.saving', c.saving_ns, c.baseline_ns)}, "
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
+    out["why"] += decode_words.batch_beside(a) if nx.cause is Cause.SYNCHRONIZATION else ""   # (an engine's batch)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
@@ -231,15 +236,15 @@ def next_experiment(a: Analysis) -> dict[str, str]:
             in_hand_change(k.assumption) if k.lever == FUSED_OPTIMIZER else spec.fix)
         out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
                        f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
-    if nx.headroom is not None and nx.lever is None and nx.kind in (Experiment.FIND_THE_BOUND,
-                                                                    Experiment.MIXED_PRECISION):
-        pass    # the bound is unmeasured, or mixed precision changes more than the kernels' time by two
+    unmeasured = nx.kind in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION) or a.decode is not None
+    if nx.headroom is not None and nx.lever is None and unmeasured:
+        pass    # the bound is unmeasured (a decode's replays: no rate), or mixed precision changes more than by two
     elif nx.headroom is not None and nx.lever is None:    # the regime's advice: the headroom is its bound
         out["why"] += f"; a bound, not a prediction: if every kernel took half as long {_headroom_fall(a, nx.headroom)}"
     elif nx.headroom is not None:
         h = nx.headroom
         out["why"] += (f"; faster kernels are headroom beside it, not a change in hand: if every kernel took half as "
-                       f"long {_headroom_fall(a, h)}, which needs {_headroom_needs(a)}")
+                       f"long {_headroom_fall(a, h)}, which needs {headroom_needs(a)}")
     out["lever"] += source_clause(a.next_source)   # with stacks: where in the user's code (voice/sources.py)
     if nx.waste is not None:
         w = nx.waste
@@ -254,22 +259,6 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out["lever"] += f"; meanwhile this rank's own fix, with its collectives as they ran: {own['lever']}"
         out["why"] += f"; on its own timeline, {own['why']}"
     return out
-
-
-# What kernels twice as fast would take, by the regime that bounds them.
-def _headroom_needs(a: Analysis) -> str:
-    """What kernels twice as fast would take here: for compute-bound ones, the precisions this device has."""
-    if lib_syncs.trials_headroom(a):   # (most kernel time is cuDNN's benchmark trials: fewer, not better kernels)
-        return lib_syncs.trials_headroom(a)
-    if a.verdict.regime is Regime.COMPUTE:
-        return cheaper_arithmetic(a.roof.peaks, a.verdict.dtype, headroom=True, attention=attends(a),
-                                  named=matrix_precision(a), replayed=replayed_from_graphs(a))
-    return HEADROOM_NEEDS.get(a.verdict.regime.value, "a better kernel")
-
-
-HEADROOM_NEEDS = {"compute": "cheaper arithmetic (lower precision on tensor cores) or less of it",
-                  "memory": "fewer bytes: fusion, lower precision, no materialised copies",
-                  "overhead": "fewer, larger kernels", "unknown": "knowing the bound first (ncu --set roofline)"}
 
 
 def _dataloader_workers_on(a: Analysis) -> bool:
@@ -393,7 +382,7 @@ def _compile_advice(a: Analysis) -> str:
     """Recompiles are stopped; a function's first compilation is warmed up (and cached), not made dynamic."""
     lv = a.next_experiment.lever
     if lv is not None and getattr(lv.assumption, "recompiles", None) == 0:
-        return FIRST_COMPILE_WARMUP
+        return first_compile_warmup(a)
     return ("stop the recompiles: torch.compile(dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on the dimension "
             "that changes, or pad the shapes to a few sizes; TORCH_LOGS=recompiles says what triggers each")
 
@@ -433,6 +422,8 @@ def _regime_next(a: Analysis) -> dict[str, str]:
             return healthy_words.arithmetic_well_words(a, why)
         return {"lever": cheaper_arithmetic(pk, v.dtype, attention=attends(a), named=matrix_precision(a),
                                             replayed=replayed_from_graphs(a)), "why": why, "waste": COMPUTE_WASTE}
+    if a.decode is not None and v.regime is Regime.UNKNOWN:   # the workload grounds the bytes (analyses.decode_steps)
+        return decode_words.next_words(a)
     why = _memory_why(a)
     streaming = a.weight_streaming
     if streaming is not None:
@@ -519,12 +510,12 @@ def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
     if cause is Cause.SYNCHRONIZATION:
         if a.sync_cost_is_lost_overlap:   # the syncs' cost is the overlap they prevent
             host = a.evidence[Cause.HOST_WORK]
-            held = a.by_cause_ns[Cause.HOST_WORK] / a.span_ns
+            held, steady = recurring_host_share(a)   # (not the one-time set-up: deferring syncs leaves it)
             return (f"while the host waits in a sync it cannot run ahead, so its host work "
                     f"({because('stretches', host.gaps, count(host.gaps, 'stretch', 'stretches'))}, a median of "
                     f"{because('median_gap_us', host.median_gap_us, duration_us(host.median_gap_us))}, "
-                    f"{because('host_share', held, share(held))} of the span) leaves the GPU idle instead of "
-                    "overlapping its kernels")
+                    f"{because('host_share', held, share(held))} of the span{steady}) leaves the GPU idle instead "
+                    "of overlapping its kernels")
         c = a.serialising_syncs or a.next_experiment.lever
         if ev.drains == 0 and c is not None:   # no drain: the syncs' cost is the overlap they prevent
             overlap = c.saving_ns / c.baseline_ns
@@ -561,7 +552,7 @@ def five_lines(a: Analysis) -> list[str]:
           f"({count(a.kernels, 'kernel')}, "
           + _copies(a) + ").")
     l1 = l1[:-1] + (step_words.phases_clause(a.phases, a.span_ns / 1e3) if a.phases
-                    else step_words.steps_clause(a.steps)) + "."
+                    else step_words.steps_clause(a.steps, a.steps_apart)) + "."
     hot = ", ".join(f"{op_words(h.name, tr.device_name())} {share(h.share)} ({count(h.calls, 'call')}"
                     f"{_hotspot_more(a, h.name, i)})" for i, h in enumerate(a.hotspots[:3]))
     l2 = f"Time: device time goes to {hot or 'nothing (no GPU activity)'}{lib_syncs.trials_time(a)}."
@@ -664,6 +655,8 @@ def regime_bound(a: Analysis) -> str | None:
         return _idle_bound_kind(a)[0]
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
         return "fp32_cuda_cores"
+    if v.regime is Regime.UNKNOWN and a.decode is not None:
+        return "decode_memory"
     return v.regime.value
 
 
@@ -724,7 +717,7 @@ def _cold_start_lead_in(a: Analysis) -> str:
     x, held = _steady_share(a), setup_held(a)
     steady = (f", a steady step idles {claim('regime.steady_idle_share', x, share(x))} of its time (median)"
               if x is not None else "")
-    return (f"{steady}, and a cold start{' before the loop' if steady else ''} holds "
+    return (f"{steady}, and a cold start{cold_start.where_cold(a) if steady else ''} holds "
             f"{claim('regime.setup_share', held, share(held))} of {cold_start.setup_span(a)}, which the steady "
             "state never pays")
 
@@ -738,9 +731,9 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
     if kind == "set_up":
         on = cold_start.setup_span(a)
         on = "it" if a.next_experiment.kind is Experiment.PROFILE_REPLAYS or on == "the span" else on
-        return ("set-up-bound (a cold start), not launch overhead",
+        return (cold_start.setup_bound_head(a, _steady_share(a)),
                 f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of {on}, which the "
-                "steady state never pays")
+                "steady state never pays" + cold_start.steady_after(a, _steady_share(a)))
     lead = _cold_start_lead_in(a)
     if kind == "input":
         return ("input-bound, not launch overhead",
@@ -773,6 +766,8 @@ def _regime_line(a: Analysis) -> str:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
         line = precision.regime_line(v)
+    elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
+        line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),

@@ -72,8 +72,9 @@ def _cut_off(st) -> str:
     return f"; {said} left out: cut off by the profiler, almost no GPU work"
 
 
-def steps_clause(st) -> str:
-    """The Measured line's words for a trace's steps (no phases): '; 80 steps (...): 655 µs per step ...'."""
+def steps_clause(st, apart=()) -> str:
+    """The Measured line's words for a trace's steps (no phases): '; 80 steps (...): 655 µs per step ...'; `apart`:
+    the steps outside the loop's figures that outlast their max (analyses.steps_apart), said beside them."""
     if st is None:
         return ""
     if not st.found:
@@ -116,9 +117,21 @@ def steps_clause(st) -> str:
     if setup:
         said = [f"{x.name or f'step {x.index}'} ({duration_ns(x.wall_ns)})" for x in setup]
         out += f", {', '.join(said[:-1]) + ' and ' if len(said) > 1 else ''}{said[-1]} paying set-up, kept apart"
+    if apart:
+        out += _apart(apart, s.steps if s is not None else 0)
     if s is not None and s.outlier is not None:
         out += "; " + outlier(s.outlier)
     return out
+
+
+def _apart(apart, loop: int) -> str:
+    """', over the loop's 14; step 0 (46.4 ms, execute_new_2_cached_0, 31% busy) and step 1 (...) set apart: longer,
+    and not the loop's repeated sequence'."""
+    said = [f"step {x.index} ({duration_ns(x.wall_ns)}{', ' + x.range_name if x.range_name else ''}, GPU busy "
+            f"{100 * x.busy_share:.0f}%)" for x in apart]
+    listed = ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
+    return (f", over the loop's {integer(loop)}; {listed} set apart: longer than any of them, and not the loop's "
+            "repeated sequence")
 
 
 def phases_clause(p, span_us: float | None = None) -> str:
