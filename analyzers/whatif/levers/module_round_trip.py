@@ -85,7 +85,7 @@ def module_copies(c: Context) -> np.ndarray:
     if not keep.any():
         return rows[:0]
     held = ops != NONE
-    for s, e, k in walks(c, np.unique(ops[keep])):
+    for s, e, k in walks(c, distinct(ops[keep])):
         inside = held & (ev.start[np.maximum(ops, 0)] >= s) & (ev.end[np.maximum(ops, 0)] <= e)
         keep[inside] |= thread_keys(ev, ops[inside]) == k
     return rows[keep]
@@ -138,8 +138,8 @@ def remove_host_around(c: Context, p, rows: np.ndarray, dtoh: np.ndarray) -> int
     aten::to of the walks back down to an op that copies nothing. Returns the host ns removed."""
     ops = copy_ops(c, rows)
     ev = c.trace.ev
-    away = np.array(walks(c, np.unique(ops[dtoh & (ops != NONE)])), np.int64).reshape(-1, 3)
-    back = np.unique(ops[~dtoh & (ops != NONE)])
+    away = np.array(walks(c, distinct(ops[dtoh & (ops != NONE)])), np.int64).reshape(-1, 3)
+    back = distinct(ops[~dtoh & (ops != NONE)])
     plain = int(op_cost(c).plain_ns)
     # a walk back's aten::to keeps a no-op's cost: the window starts that far into it (bytes stay where they are)
     starts = np.concatenate((away[:, 0], np.minimum(ev.start[back] + plain, ev.end[back])))
