@@ -88,8 +88,8 @@ def _install(child: dict, child_end: str) -> None:
     parent = os.getpid()
     levers = report._levers
 
-    def levers_marked(trace, *given):   # (given: what the report found before the fork, its roofline)
-        out = levers(trace, *given)
+    def levers_marked(trace, *given, **handed):   # (the roofline, or what waits for the one the parent hands)
+        out = levers(trace, *given, **handed)
         if os.getpid() != parent:        # the forked child: its end, on the shared monotonic clock, and its CPU
             with open(child_end, "w") as f:  # (a forked process's CPU clock starts at zero)
                 f.write(f"{time.perf_counter() - _T0 + _OFFSET!r} {time.process_time()!r}")
