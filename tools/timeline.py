@@ -111,7 +111,7 @@ def timeline(path: str) -> dict:
     _OFFSET, _T0 = _started_ago(), time.perf_counter()
     os.environ["TRACETRIAGE_NO_CACHE"] = "1"
     _mark("this script starts")
-    from tracetriage import cli  # (what `python -m tracetriage.cli` imports before its main runs)
+    from tracetriage import cli, dataclass_code  # (what `python -m tracetriage.cli` imports before its main runs)
 
     _mark("cli imported")
     thread: dict = {}
@@ -157,6 +157,7 @@ def timeline(path: str) -> dict:
         cli._parse_ahead = parse_in_thread
         read_ahead_for(argv)
         _mark("read-ahead started")
+        dataclass_code.install()   # (as cli._main does next: the report's dataclasses made from the kept code)
         _install(child, child_end.name)
         _mark("the report's modules imported")
     cli._read_ahead_for = then_mark
