@@ -163,3 +163,10 @@ def test_a_child_whose_parent_lets_go_without_handing_fails_instead_of_waiting()
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_a_value_that_cannot_be_handed_fails_the_child_not_the_parent():
+    child = forked.start(lambda receive: receive(), handoff=True)
+    assert child is not None
+    child.hand(lambda: None)              # (a lambda does not pickle)
+    assert child.result() == (False, None)

@@ -51,8 +51,8 @@ class Child:
         try:
             _send(mfd, value)
             os.write(wfd, b"!")
-        except OSError:
-            pass   # (the child reads an end of file: it fails, and the caller does its work itself)
+        except Exception:   # (a full memory, a value that does not pickle: the child reads an end of file and
+            pass            # fails, and the caller does its work itself)
         finally:
             os.close(mfd)
             os.close(wfd)
