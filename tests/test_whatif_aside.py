@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tracetriage.analyzers.analyses import roofline as roof_mod
 from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.output import serialize
@@ -45,3 +46,25 @@ def test_a_child_that_fails_leaves_the_replay_to_the_parent(monkeypatch):
 def test_a_small_trace_is_replayed_in_process():
     trace = load(TRACES / "smell-sync-item.json.gz", use_cache=False)
     assert len(trace.ev) < aside.MIN_EVENTS and aside.start(trace, report._levers) is None
+
+
+def test_the_child_is_forked_before_the_roofline_which_the_parent_then_hands_it(monkeypatch):
+    # the child builds its dependency graph while the parent finds the roofline and the steps' search (at x5 0.09 s
+    # of the child's tail when found before the fork); its levers are the parent's own (the test above)
+    trace = load(TRACES / "gpt-eager.json.gz", use_cache=False)
+    monkeypatch.setattr(aside, "MIN_EVENTS", 0)
+    order, real_start, real_roof = [], aside.start, roof_mod.analyze
+    monkeypatch.setattr(aside, "start", lambda *a: order.append("fork") or real_start(*a))
+    monkeypatch.setattr(roof_mod, "analyze", lambda t: order.append("roofline") or real_roof(t))
+    report.analyze_trace(trace)
+    assert order[:2] == ["fork", "roofline"]
+
+
+def test_what_reads_no_lever_is_found_before_the_report_waits_for_the_child(monkeypatch):
+    trace = load(TRACES / "gpt-eager.json.gz", use_cache=False)
+    order = []
+    for name in ("_levers_of", "library_syncs", "replay_clock", "replay_gaps", "pace", "weight_streaming"):
+        real = getattr(report, name)
+        monkeypatch.setattr(report, name, lambda *a, _n=name, _f=real, **k: order.append(_n) or _f(*a, **k))
+    report.analyze_trace(trace)
+    assert order[-1] == "_levers_of" and len(order) == 6

@@ -88,8 +88,8 @@ def _install(child: dict, child_end: str) -> None:
     parent = os.getpid()
     levers = report._levers
 
-    def levers_marked(trace, *given):   # (given: what the report found before the fork, its roofline)
-        out = levers(trace, *given)
+    def levers_marked(trace, *given, **handed):   # (the roofline, or what waits for the one the parent hands)
+        out = levers(trace, *given, **handed)
         if os.getpid() != parent:        # the forked child: its end, on the shared monotonic clock, and its CPU
             with open(child_end, "w") as f:  # (a forked process's CPU clock starts at zero)
                 f.write(f"{time.perf_counter() - _T0 + _OFFSET!r} {time.process_time()!r}")
@@ -111,7 +111,7 @@ def timeline(path: str) -> dict:
     _OFFSET, _T0 = _started_ago(), time.perf_counter()
     os.environ["TRACETRIAGE_NO_CACHE"] = "1"
     _mark("this script starts")
-    from tracetriage import cli  # (what `python -m tracetriage.cli` imports before its main runs)
+    from tracetriage import cli, dataclass_code  # (what `python -m tracetriage.cli` imports before its main runs)
 
     _mark("cli imported")
     thread: dict = {}
@@ -157,6 +157,7 @@ def timeline(path: str) -> dict:
         cli._parse_ahead = parse_in_thread
         read_ahead_for(argv)
         _mark("read-ahead started")
+        dataclass_code.install()   # (as cli._main does next: the report's dataclasses made from the kept code)
         _install(child, child_end.name)
         _mark("the report's modules imported")
     cli._read_ahead_for = then_mark

@@ -35,8 +35,27 @@ _LENGTH = struct.Struct("<Q")
 class Child:
     """One forked child's work: its result read once, or the child ended unread."""
 
-    def __init__(self, pid: int, fd: int):
+    def __init__(self, pid: int, fd: int, handoff: tuple[int, int] | None = None):
         self.pid, self.fd = pid, fd
+        self._handoff = handoff       # (memfd, the write end of the signal's pipe): what start(handoff=True) made
+
+    def hand(self, value: Any) -> None:
+        """Hand the child `value`, found here after the fork (a no-op for a child started without a handoff): its
+        pickle goes into the memfd both processes share, then one byte through the pipe says it is there. Nothing
+        here waits for the child, busy with its own work meanwhile (a pipe would take 1 MB of a 13 MB roofline and
+        block this process until the child read it)."""
+        if self._handoff is None:
+            return
+        mfd, wfd = self._handoff
+        self._handoff = None
+        try:
+            _send(mfd, value)
+            os.write(wfd, b"!")
+        except Exception:   # (a full memory, a value that does not pickle: the child reads an end of file and
+            pass            # fails, and the caller does its work itself)
+        finally:
+            os.close(mfd)
+            os.close(wfd)
 
     def result(self) -> tuple[bool, Any]:
         """(True, what work() returned), or (False, None) when the child failed (it raised, was killed, or sent
@@ -62,6 +81,10 @@ class Child:
 
     def discard(self) -> None:
         """End a child whose result will not be asked for (a no-op once it was read)."""
+        if self._handoff is not None:
+            for fd in self._handoff:
+                os.close(fd)
+            self._handoff = None
         if self.fd < 0:
             return
         try:
@@ -109,12 +132,20 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1
 
 
-def start(work: Callable[[], Any]) -> Child | None:
-    """work() in a forked child; None where a fork is not to be had (not Linux, one core, fork failed)."""
+def start(work: Callable[..., Any], handoff: bool = False) -> Child | None:
+    """work() in a forked child; None where a fork is not to be had (not Linux, one core, fork failed).
+
+    handoff: work(receive) instead, where receive() waits for the value the parent gives Child.hand after the fork
+    (and raises where the parent gave none): the child begins its work while the parent still finds what it needs
+    later (the report's levers build their dependency graph while the parent finds the roofline they read)."""
     if not can_fork():
         return None
     _reap_exited()
     _return_free_memory()
+    try:
+        channel = _handoff_channel() if handoff else None
+    except OSError:   # (no memfd: a kernel before 3.17)
+        return None
     rfd, wfd = os.pipe()
     try:
         with warnings.catch_warnings():
@@ -123,15 +154,20 @@ def start(work: Callable[[], Any]) -> Child | None:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
-        os.close(rfd)
-        os.close(wfd)
+        for fd in (rfd, wfd, *(channel or ())):
+            os.close(fd)
         return None
     if pid == 0:  # the child: work, send, exit at once
         code = 1
         try:
             os.close(rfd)
             gc.disable()
-            value = work()
+            if channel is None:
+                value = work()
+            else:
+                mfd, signal_r, signal_w = channel
+                os.close(signal_w)   # (so that a parent gone without handing leaves an end of file, not a wait)
+                value = work(lambda: _handed(mfd, signal_r))
             _widen(wfd)
             _send(wfd, value)
             code = 0
@@ -140,7 +176,27 @@ def start(work: Callable[[], Any]) -> Child | None:
         finally:
             os._exit(code)
     os.close(wfd)
-    return Child(pid, rfd)
+    if channel is None:
+        return Child(pid, rfd)
+    os.close(channel[1])
+    return Child(pid, rfd, (channel[0], channel[2]))
+
+
+def _handoff_channel() -> tuple[int, int, int]:
+    """(a memfd, the read and write ends of a pipe): the value Child.hand writes, and the byte that says it did."""
+    mfd = os.memfd_create("tracetriage-handoff", os.MFD_CLOEXEC)
+    r, w = os.pipe()
+    return mfd, r, w
+
+
+def _handed(mfd: int, signal_r: int) -> Any:
+    """In the child: wait for the parent's byte, then read the value it wrote into the memfd (from its start: the
+    parent is done with the file offset both share)."""
+    if os.read(signal_r, 1) != b"!":
+        raise EOFError("the parent handed nothing")
+    os.lseek(mfd, 0, os.SEEK_SET)
+    with os.fdopen(mfd, "rb", buffering=0) as r:
+        return _receive(r)
 
 
 def _return_free_memory() -> None:

@@ -2,8 +2,8 @@
 
 The report asks some questions of one trace from several places: the search for its steps (analyses.steps) is asked
 by the report's steps, by setup.one_pass and by the warm_up lever in the levers' forked child (whatif.aside). The
-report asks it once before the fork, so that its answer is in both processes' memory; every later call for the same
-Trace object takes that answer. Keyed by the Trace object itself (a weak reference: a trace that is gone is
+report asks it once, right after the fork, and hands its answer to the child (remember); every later call for the
+same Trace object takes that answer. Keyed by the Trace object itself (a weak reference: a trace that is gone is
 never answered for, whatever object reuses its address), one trace at a time: a process analyses one trace after
 another, never two at once.
 
@@ -28,4 +28,11 @@ def last_trace(fn):
         answer = fn(trace)
         held[:] = [weakref.ref(trace), answer]
         return answer
+
+    def remember(trace, answer) -> None:
+        """Take `answer` as fn(trace)'s, found by another process (the report's levers' child is handed the parent's
+        search for the steps)."""
+        held[:] = [weakref.ref(trace), answer]
+
+    once.remember = remember   # type: ignore[attr-defined]
     return once

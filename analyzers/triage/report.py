@@ -90,7 +90,7 @@ from tracetriage.analyzers.triage.regime_withheld import withhold_regime
 from tracetriage.analyzers.triage.sources import SourceLines
 from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle
 from tracetriage.analyzers.triage.waste import waste_beside_words, weeks_waste
-from tracetriage.analyzers.whatif import aside
+from tracetriage.analyzers.whatif import aside, depgraph
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import (
     CUDA_GRAPHS,
@@ -349,14 +349,19 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
     if trace.merged_ranks:   # several ranks' GPUs and clocks in one file: each rank is analysed on its own
         raise MergedRanks(trace)
     window = ranges_mod.window_of(trace, range_name) if range_name else None
-    # the roofline before the fork: the levers' knobs read it too (their peaks, the kernels' bytes), and a child
-    # given the parent's skips its own (~0.05 s CPU of ~0.75 at x5, while the parent waits for the child)
-    roof = roof_mod.analyze(trace) if range_name is None else None
-    if range_name is None:   # the steps' search too, once for both processes (the warm_up lever's set-up steps)
-        steps_mod.search(trace)
     # the levers' replays in a forked child meanwhile, on a large trace (tracetriage.analyzers.whatif.aside)
-    early = aside.start(trace, lambda t: _levers(t, roof)) if range_name is None else None
+    early = aside.start(trace, lambda t, handed: _levers(t, handed=handed)) if range_name is None else None
     try:
+        roof = None
+        if range_name is None:
+            # the roofline and the steps' search here, once for both processes, handed to the child: its levers'
+            # knobs read the roofline (their peaks, the kernels' bytes), the warm_up lever the set-up steps; the
+            # child builds its dependency graph meanwhile (at x5 0.09 s of these against the graph's 0.11 s: found
+            # before the fork, they held back the child, the report's tail, by as long)
+            roof = roof_mod.analyze(trace)
+            found = steps_mod.search(trace)
+            if early is not None:
+                early.hand((roof, found))
         return _analyze(trace, range_name, window, early, peer_transfer_ns, roof)
     finally:
         if early is not None:
@@ -412,16 +417,31 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     source_lines = sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern, devs,
                                         host_only is not None)
     fused_kernels = sources.fused_kernels(trace)
+    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None, steps) \
+        if devs else None
+    loader_start_ns, tail_ns = loader_start.start_ns(trace) if devs else 0, _host_tail_ns(trace, devs)
+    memsets = rows[ev.cat[rows] == MEMSET]
+    memset_ns = iv.total(*iv.union(ev.start[memsets], ev.end[memsets])) if len(memsets) else 0
+    dtod = rows[(ev.cat[rows] != KERNEL) & (ev.cat[rows] != MEMSET) & idle_mod.on_device(trace, rows)]
+    dtod_ns = iv.total(*iv.union(ev.start[dtod], ev.end[dtod])) if len(dtod) else 0
+    # (library_syncs alone ~0.03 s of the 293 MB trace's: found here, while the child still replays the levers)
+    phases = None if range_name else (phases_of_ranges(rng_all, range_verdicts) or phases_of_shapes(inf))
+    streaming, breaks = weight_streaming(roof.points), breaks_mod.find(trace, steps)
+    async_copies = copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None
+    coalesced = coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None
+    lib_syncs = library_syncs(trace) if devs else None
+    clock = replay_clock(trace) if devs and not range_name else None
+    gaps = replay_gaps(trace) if devs and not range_name else None
+    decode = decode_mod.find(trace, rng_all, steps, kernel_rows) if steps is not None and devs else None
+    apart = steps_apart.apart(trace, steps)
+    cache = compile_cache_mod.find(trace) if fw is not None and fw.first_compilations else None
     levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early, roof)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
-    pc = pace(trace, devs, rows, busy, span, verdict, roof.peaks, range_name is None and window is None, steps) \
-        if devs else None
     dry = pc.dry if pc is not None else None
-    decode = decode_mod.find(trace, rng_all, steps, kernel_rows) if steps is not None and devs else None
     choose = partial(choose_next, devs, by_cause, span, busy, idle_ns, verdict, roof, levers, fw=fw, capture=capture,
                      health=health, steps=steps, dry=dry, decode=decode,   # (the Next of the weighed fixes it is given)
-                     loader_start_ns=loader_start.start_ns(trace) if devs else 0, tail_ns=_host_tail_ns(trace, devs))
+                     loader_start_ns=loader_start_ns, tail_ns=tail_ns)
     nx = choose(choices)
     nx = nx if range_name else unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
     nx = _with_unprofiled(nx, levers, trace)
@@ -441,28 +461,18 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         nx = dataclasses.replace(nx, arithmetic_well=fed)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
-    memsets = rows[ev.cat[rows] == MEMSET]
-    memset_ns = iv.total(*iv.union(ev.start[memsets], ev.end[memsets])) if len(memsets) else 0
-    dtod = rows[(ev.cat[rows] != KERNEL) & (ev.cat[rows] != MEMSET) & idle_mod.on_device(trace, rows)]
-    dtod_ns = iv.total(*iv.union(ev.start[dtod], ev.end[dtod])) if len(dtod) else 0
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,
                     dtod_ns=dtod_ns, idle_ns=idle_ns, by_cause_ns=by_cause, hotspots=hot,
-                    top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts,
-                    phases=None if range_name else (phases_of_ranges(rng_all, range_verdicts) or phases_of_shapes(inf)),
+                    top_kernels=kern, ranges=rng_all, range_verdicts=range_verdicts, phases=phases,
                     roof=roof, verdict=verdict, range_filter=range_name,
                     host_only=host_only, levers=levers, lever_choices=choices,
                     next_experiment=nx,
                     range_kernels=range_kernels, framework=fw, graph_capture=capture, steps=steps, inference=inf,
                     source_lines=source_lines, fused_kernels=fused_kernels, health=health, profiler=prof,
-                    execution=execution, weight_streaming=weight_streaming(roof.points), decode=decode,
-                    steps_apart=steps_apart.apart(trace, steps),
-                    compile_cache=compile_cache_mod.find(trace) if fw is not None and fw.first_compilations else None,
-                    graph_breaks=breaks_mod.find(trace, steps), pace=pc,
-                    copies_async=copies_async(trace) if devs and by_cause.get(Cause.DATA_TRANSFER, 0) else None,
-                    coalesce_syncs=coalesce_syncs(trace) if devs and by_cause.get(Cause.SYNCHRONIZATION, 0) else None,
-                    library_syncs=library_syncs(trace) if devs else None, trials=trials,
-                    replay_clock=replay_clock(trace) if devs and not range_name else None,
-                    replay_gaps=replay_gaps(trace) if devs and not range_name else None)
+                    execution=execution, weight_streaming=streaming, decode=decode, steps_apart=apart,
+                    compile_cache=cache, graph_breaks=breaks, pace=pc,
+                    copies_async=async_copies, coalesce_syncs=coalesced, library_syncs=lib_syncs, trials=trials,
+                    replay_clock=clock, replay_gaps=gaps)
 
 
 def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
@@ -484,13 +494,19 @@ def _setup_windows(devs) -> tuple:
     return cat([u.start for u in ups]), cat([u.end for u in ups]), key
 
 
-def _levers(trace: Trace, roof: Roofline | None = None) -> whatif.Levers | None:
+def _levers(trace: Trace, roof: Roofline | None = None, handed=None) -> whatif.Levers | None:
     """Every lever replayed; None when most GPU work has no launch call in the trace (the graph
-    would not know what issued it, so no replay of it predicts anything)."""
+    would not know what issued it, so no replay of it predicts anything). `handed`: in the levers' forked child,
+    what waits for the parent's roofline and steps' search (analyze_trace), asked once the graph is built."""
     if _levers_unreadable(trace):
         return None
     try:
-        return whatif.predict_levers(trace, roof)
+        if handed is None:
+            return whatif.predict_levers(trace, roof)
+        graph = depgraph.build(trace)
+        roof, found = handed()
+        steps_mod.search.remember(trace, found)
+        return whatif.predict_levers(trace, roof, graph)
     except whatif.WhatIfError:
         return None
 

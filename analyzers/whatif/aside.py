@@ -1,6 +1,7 @@
 """The report's what-if levers replayed in a forked child while the parent runs the other analyses.
 
     early = aside.start(trace, replay)    # None where a fork would not pay: a small trace, one core, not Linux
+    early.hand(found)                     # what the parent found since that the child's replay(trace, handed) asks
     ...                                   # idle, ranges, roofline, steps, health ... in the parent
     done, levers = early.result()         # (False, None): the child failed; replay here instead
     early.discard()                       # (always, in a finally: a child whose levers are not asked for is ended)
@@ -30,13 +31,15 @@ MIN_EVENTS = 100_000   # below this the levers take a few tens of ms: a fork and
 
 
 def start(trace: Trace, replay) -> forked.Child | None:
-    """`replay(trace)` (the report's own call: Levers or None) in a forked child, where that pays. The child's
-    result() is (True, Levers without their graph, or None as the report's own call gives) or (False, None)."""
+    """`replay(trace, handed)` (the report's own call: Levers or None) in a forked child, where that pays; handed()
+    waits for what the parent gives the child's hand() (the report: the roofline and the steps, found while the child
+    builds its dependency graph). The child's result() is (True, Levers without their graph, or None as the report's
+    own call gives) or (False, None)."""
     if len(trace.ev) < MIN_EVENTS or threading.current_thread() is not threading.main_thread():
         return None
 
-    def work():
-        lv = replay(trace)
+    def work(handed):
+        lv = replay(trace, handed)
         return lv.without_graph(trace) if lv is not None else None
 
-    return forked.start(work)
+    return forked.start(work, handoff=True)

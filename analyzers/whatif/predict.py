@@ -229,10 +229,11 @@ def joint_ratio(levers: Levers, trace: Trace, first: str, second: str) -> float 
     return rp.replay(g, plan).span_ns / base if base else None
 
 
-def predict_levers(trace: Trace, roof: Roofline | None = None) -> Levers:
+def predict_levers(trace: Trace, roof: Roofline | None = None, graph: dg.Graph | None = None) -> Levers:
     """What the report's Next line and Idle line need: one graph, every lever, and the top sync op's own syncs.
-    `roof`: the trace's roofline.analyze where the caller has it (the levers' knobs read its peaks and bytes)."""
-    g = dg.build(trace)
+    `roof`: the trace's roofline.analyze where the caller has it (the levers' knobs read its peaks and bytes);
+    `graph`: the trace's dependency graph where the caller built it."""
+    g = graph if graph is not None else dg.build(trace)
     # one for every replay of this graph: what its levers find of the trace, found once
     ctx = Context(trace, g, roofline=roof)
     w = predict(trace, graph=g, unprofiled_best=UNPROFILED_BEST, context=ctx)
