@@ -339,3 +339,17 @@ def test_a_cold_first_compiled_step_is_warmed_up_not_host_work_to_take_off_the_c
                                          predicted_ratio=host.predicted_ns / host.baseline_ns))
     assert any("the Next removes host work, but 99% of that idle over the 3 steps is in the first one" in p
                for p in claims.check(bad)), claims.check(bad)
+
+
+def test_no_waste_line_says_nothing_recurs_beside_steady_steps_idling_a_quarter_of_each(tmp_path):
+    """heldout-user17 r18compile: 'Would waste the week: optimising what this profile shows: its biggest gaps do not
+    recur' beside a Regime line saying 'the steady steps after it idle 35% of each (median), mostly launch overhead,
+    which a warm-up leaves': the loop's own fix (CUDA graphs) dismissed. The waste line and the Regime line read the
+    same bound (model.verdicts.LOOP_IDLES_TOO); the checker holds the waste line to it."""
+    out = serialize.report(analyze_file(write(tmp_path / "breaks.json", graph_broken_steps())))
+    summary = out["steps"]["summary"]
+    said = dict(out, claims=out["claims"] + [{"key": "waste.nothing_recurs", "value": 1, "said": "its biggest gaps"}])
+    for idle, flagged in ((0.35, True), (0.20, False)):
+        said["steps"] = dict(out["steps"], summary=dict(summary, median_idle_us=idle * summary["median_us"]))
+        found = [p for p in claims.check(said) if "the waste line says the profile's gaps do not recur" in p]
+        assert bool(found) is flagged, (idle, found)

@@ -64,7 +64,15 @@ from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, Trace, thread_key
-from tracetriage.analyzers.model.verdicts import CAUSES, EXPERIMENT_FOR_CAUSE, Cause, Construct, Experiment, Regime
+from tracetriage.analyzers.model.verdicts import (
+    CAUSES,
+    EXPERIMENT_FOR_CAUSE,
+    LOOP_IDLES_TOO,
+    Cause,
+    Construct,
+    Experiment,
+    Regime,
+)
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
@@ -616,9 +624,9 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
         lever = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP), None)
         lever = priced_by_setup_idle(lever if lever is not None and lever.assumption.count > 0 else None, devs)
         loop = _steady_loop_fix(steps, choices, by_cause, idle_ns)
-        # where the steps after the cold start idle most of each, their gaps recur: the waste is a lever, not "what
-        # this profile shows"
-        waste = weeks_waste(choices, loop or lever, _replays_graphs(devs)) if _steady_steps_idle(steps) else None
+        # where the steps after the cold start idle LOOP_IDLES_TOO of each, their gaps recur: the waste is a lever,
+        # not "what this profile shows"
+        waste = weeks_waste(choices, loop or lever, _replays_graphs(devs)) if _loop_gaps_recur(steps) else None
         return NextExperiment(Experiment.WARM_UP, None, warm, construct=Construct.SETUP, lever=lever, then=loop,
                               waste=waste)
     if capture is not None and capture.is_the_profile:   # a graph capture is set-up too: profile the replays
@@ -777,6 +785,12 @@ def _takes_the_host_work(best: LeverChoice, dom: Cause, by_cause: dict[Cause, in
     work it feeds saves about a tenth)."""
     host = getattr(best.assumption, "host_ns", 0) if best.assumption is not None else 0
     return dom is Cause.HOST_WORK and host > 0 and 2 * host >= by_cause.get(Cause.HOST_WORK, 0)
+
+
+def _loop_gaps_recur(steps: Steps | None) -> bool:
+    """The median steady step idles LOOP_IDLES_TOO of its wall or more: the loop's own gaps recur after a warm-up."""
+    s = steps.summary if steps is not None else None
+    return s is not None and s.median_ns > 0 and s.median_idle_ns >= LOOP_IDLES_TOO * s.median_ns
 
 
 def _steady_steps_idle(steps: Steps | None) -> bool:

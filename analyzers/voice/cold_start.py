@@ -16,7 +16,7 @@ own work, not first-time cost) names a cold start that a warm run still pays; th
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_ns, share
-from tracetriage.analyzers.model.verdicts import Experiment
+from tracetriage.analyzers.model.verdicts import LOOP_IDLES_TOO, Experiment
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
 from tracetriage.analyzers.voice.said import claim
@@ -121,7 +121,6 @@ def profile_not_workload(a: Analysis) -> str:
     return f": the profile's length, not the workload's{step}"
 
 
-LOOP_IDLES_TOO = 0.25   # steady steps idling this share of each: their own idle is a regime to say, not deny
 
 
 def setup_bound_head(a: Analysis, steady_share: float | None) -> str:
