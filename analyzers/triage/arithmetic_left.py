@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BUSY_AT_LEAST = 0.9         # the device busy this share of the span: no idle for a host-side lever
+# (the device busy BUSY_AT_LEAST of the span and a low precision: the healthy memory-bound step's own bounds)
+from tracetriage.analyzers.triage.bytes_left import BUSY_AT_LEAST, LOW_PRECISION, best_priced_saving
+
 PEAK_AT_LEAST = 0.5         # compute-bound kernels at this share of the precision's peak or more: the cores are fed
-LOW_PRECISION = ("bf16", "fp16", "fp8")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def arithmetic_well(verdict, peaks, busy_share: float, choices, floor: float,
     peak = peaks.flops(dtype) / 1e12
     if peak <= 0 or not PEAK_AT_LEAST <= achieved / peak <= 1.0:
         return None
-    best = max((c.saving_ns / c.baseline_ns for c in choices if c.lever != headroom and c.baseline_ns), default=0.0)
+    best = best_priced_saving(choices, headroom)
     if best >= floor:
         return None
     return ArithmeticWell(achieved / peak, busy_share, dtype, best)

@@ -38,12 +38,17 @@ class BytesMovedWell:
     best_saving: float       # the best priced lever's saving (the headroom aside), share of the span
 
 
+def best_priced_saving(choices, headroom: str) -> float:
+    """The best saving the replay prices for a fix (the headroom's bound aside), as a share of its baseline."""
+    return max((c.saving_ns / c.baseline_ns for c in choices if c.lever != headroom and c.baseline_ns), default=0.0)
+
+
 def moved_well(trace: Trace, kernels: np.ndarray, dtype: str | None, busy_share: float, choices, floor: float,
                headroom: str) -> BytesMovedWell | None:
     """The step's figures where it has taken every way "move fewer bytes" names (module docstring), else None."""
     if dtype not in LOW_PRECISION or busy_share < BUSY_AT_LEAST or not len(kernels):
         return None
-    best = max((c.saving_ns / c.baseline_ns for c in choices if c.lever != headroom and c.baseline_ns), default=0.0)
+    best = best_priced_saving(choices, headroom)
     if best >= floor:
         return None
     ev = trace.ev

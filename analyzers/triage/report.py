@@ -787,16 +787,20 @@ def _takes_the_host_work(best: LeverChoice, dom: Cause, by_cause: dict[Cause, in
     return dom is Cause.HOST_WORK and host > 0 and 2 * host >= by_cause.get(Cause.HOST_WORK, 0)
 
 
+def _steady_idle_share(steps: Steps | None) -> float:
+    """The median steady step's idle over its wall (0 without steps)."""
+    s = steps.summary if steps is not None else None
+    return s.median_idle_ns / s.median_ns if s is not None and s.median_ns > 0 else 0.0
+
+
 def _loop_gaps_recur(steps: Steps | None) -> bool:
     """The median steady step idles LOOP_IDLES_TOO of its wall or more: the loop's own gaps recur after a warm-up."""
-    s = steps.summary if steps is not None else None
-    return s is not None and s.median_ns > 0 and s.median_idle_ns >= LOOP_IDLES_TOO * s.median_ns
+    return _steady_idle_share(steps) >= LOOP_IDLES_TOO
 
 
 def _steady_steps_idle(steps: Steps | None) -> bool:
     """The median step idles more than roofline.OVERHEAD_IDLE_SHARE of its wall: the loop is idle-bound itself."""
-    s = steps.summary if steps is not None else None
-    return s is not None and s.median_ns > 0 and s.median_idle_ns > roof_mod.OVERHEAD_IDLE_SHARE * s.median_ns
+    return _steady_idle_share(steps) > roof_mod.OVERHEAD_IDLE_SHARE
 
 
 def _steady_loop_fix(steps: Steps | None, choices: tuple[LeverChoice, ...], by_cause: dict[Cause, int],
