@@ -30,9 +30,13 @@ from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
+from tracetriage.analyzers.voice import rework as rework_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import then as then_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
+from tracetriage.analyzers.voice.because import because
+from tracetriage.analyzers.voice.because import bound_because as _bound_because
+from tracetriage.analyzers.voice.because import latency_why as _latency_why
 from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
@@ -168,6 +172,9 @@ def predicted(c, a: Analysis | None = None) -> str:
 def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
+    if nx.rework is not None:   # re-done work leads (triage.rework_first): the Next without it said after, if at all
+        out = next_experiment(dataclasses.replace(a, next_experiment=dataclasses.replace(nx, rework=None)))
+        return rework_words.lead(out, nx.rework, a.kernel_busy_ns / a.span_ns, nx.healthy is not None)
     if nx.healthy is not None:
         return healthy_words.next_words(nx.healthy)
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
@@ -442,24 +449,6 @@ def _memory_why(a: Analysis) -> str:
         why = f"kernel time is memory-bound at {moved}{peak}"
         return why + pace_words.slow_rate_because(a.pace)      # (analyses.slow_rates: no memory is that slow)
     return f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
-
-
-def _bound_because(x: float) -> str:
-    """The share of kernel time under the Next's bound, claimed (never where the health check withholds it)."""
-    return because("bound_share", x, f"{100 * x:.0f}%")
-
-
-def _latency_why(v, pk) -> str:
-    what = f"{_bound_because(v.latency_us / max(v.kernel_us, 1e-9))} of kernel time is in kernels far below both roofs"
-    if v.latency_peak_share is not None:
-        reach = small_share(v.latency_peak_share)
-        what += f" (they reach {because('peak_share', v.latency_peak_share, reach)} of the nearer peak)"
-    return what + ": occupancy, tiny grids or the library's algorithm choice limit them, not bytes or arithmetic"
-
-
-def because(what: str, value: float, said: str) -> str:
-    """A figure of the Next's because, claimed as next.because.<what> (checked against the prediction and Idle)."""
-    return claim(f"next.because.{what}", value, said)
 
 
 def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:
