@@ -17,6 +17,16 @@ change would not do:
   follow the pair. That merging the adapter into the weight (W + s·BA, once) is allowed is a hypothesis: it holds
   where the adapter is not being trained (scoring, serving); a trace with a backward pass gets no merge advice.
 
+Two sources of launches the step re-runs for nothing, named first on a launch-bound step (their kernels are small,
+their launches are the cost): weight norm recomputed from g and v before every convolution of a model that does not
+train (WEIGHT_NORM: `aten::_weight_norm` each forward; torch.nn.utils.remove_weight_norm, or
+parametrize.remove_parametrizations, computes the weight once), and a square taken of many tensors of distinct
+shapes each step, with PowBackward0 for each in the backward (POWER_PER_TENSOR: a sum of squares over the
+parameters, which reads as an L2 penalty written into the loss; the optimizer's weight_decay applies it inside its
+own pass). What the trace proves: the ops, their counts and shapes, the kernels launched inside them; that the
+powers are over the parameters is a reading (their shapes are many and distinct, where a norm's square runs on one
+activation shape).
+
 What would make it fire falsely: a concatenation that grows on purpose once per step (a KV cache appended each
 decode step: its chain spans steps, and the one-cat rewrite does not apply to it; such a chain's links are one per
 step, and the chain is kept only where it grows GROWS_AT_LEAST times within the span's kernels); a rank-r product
@@ -29,13 +39,19 @@ import dataclasses
 import numpy as np
 
 from tracetriage.analyzers.analyses.opargs import Malformed, parse_args
-from tracetriage.analyzers.model.rework import GROWING_CAT, LOW_RANK, Rework
-from tracetriage.analyzers.model.trace import NONE, Trace
+from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.names import name_flags
+from tracetriage.analyzers.model.rework import GROWING_CAT, LOW_RANK, POWER_PER_TENSOR, WEIGHT_NORM, Rework
+from tracetriage.analyzers.model.trace import CPU_OP, NONE, Trace, thread_keys
 
 GROWS_AT_LEAST = 8     # a chain of this many concatenations, each growing the last one's output, is a loop's
 RANK_AT_MOST = 64      # an adapter's rank: LoRA's ranks are 4-64
 RANK_BELOW = 8         # ... and the rank is this many times below both the input and the output width
 NAMED_AT_LEAST = 0.10  # re-done work holding this share of kernel time is the Next's experiment
+LAUNCHES_NAMED = 0.15  # a launch source named first: it launches this share of the kernels
+POWERS_AT_LEAST = 32   # a power over this many tensors ...
+SHAPES_AT_LEAST = 8    # ... of this many distinct shapes is over a model's parameters, not a layer's activations
+_WEIGHT_NORM_OPS = frozenset({"aten::_weight_norm", "aten::_weight_norm_interface"})
 FOLLOW = 8             # the scale and the add are among this many kernel-launching ops after the pair's second product
 
 def find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
@@ -57,7 +73,65 @@ def find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
     low_rank = None if trains else _low_rank(trace, ops, op_ns, total, trains)
     found = [_with_twins(trace, kernel_rows, op, dur, f, total)
              for f in (_growing_cat(trace, ops, op_ns, total), low_rank) if f is not None]
-    return max((f for f in found if f.kernel_share >= NAMED_AT_LEAST), key=lambda f: f.bound_share, default=None)
+    best = max((f for f in found if f.kernel_share >= NAMED_AT_LEAST), key=lambda f: f.bound_share, default=None)
+    return best or _launch_source(trace, kernel_rows, dur, total, trains)
+
+
+def _launch_source(trace: Trace, kernel_rows: np.ndarray, dur: np.ndarray, total: int, trains: bool) -> Rework | None:
+    """A source of launches the step re-runs for nothing (module docstring's launch kinds), where it launches
+    LAUNCHES_NAMED of the kernels: weight norm recomputed each forward of a model that does not train; a power of
+    many tensors of distinct shapes each step with its backward (a penalty over the parameters written in the loss)."""
+    ev, names = trace.ev, trace.names
+    ops = trace.idx(CPU_OP)
+    kind, found = None, np.zeros(0, np.int64)
+    if not trains:
+        kind, found = WEIGHT_NORM, ops[name_flags(trace, ops, lambda n: n in _WEIGHT_NORM_OPS)]
+        # the outermost of the pair (_weight_norm calls _weight_norm_interface): one window per recomputation
+        outer = found[np.asarray([names[ev.name[r]] == "aten::_weight_norm" for r in found.tolist()], bool)]
+        found = outer if len(outer) else found
+    shapes = 0
+    if trains:
+        pw = ops[name_flags(trace, ops, lambda n: n == "aten::pow")]
+        squared = [r for r in pw.tolist() if _squares(trace, r)]
+        shapes = len({tuple(trace.shapes(r)[0][0]) for r in squared})
+        if len(squared) < POWERS_AT_LEAST or shapes < SHAPES_AT_LEAST:
+            return None
+        back = ops[name_flags(trace, ops, lambda n: n == "autograd::engine::evaluate_function: PowBackward0")]
+        kind, found = POWER_PER_TENSOR, np.concatenate([np.asarray(squared, np.int64), back])
+    if len(found) < POWERS_AT_LEAST // 4:
+        return None
+    inside = _launched_inside(trace, kernel_rows, np.sort(found))
+    share = float(inside.sum()) / len(kernel_rows)
+    if share < LAUNCHES_NAMED:
+        return None
+    ns = int(dur[inside].sum())
+    calls = len(found) if kind == WEIGHT_NORM else len(squared)
+    return Rework(kind, names[ev.name[int(found[0])]], calls, 0, ns, ns / total, ns / total, (), (), trains=trains,
+                  launches=int(inside.sum()), launch_share=share, shapes=shapes)
+
+
+def _squares(trace: Trace, row: int) -> bool:
+    """aten::pow(x, 2): a tensor raised to a concrete 2 (a norm's or a penalty's square)."""
+    args = _args(trace, row)
+    return bool(args) and len(args) > 1 and args[0].kind == "tensor" and args[1].concrete.strip() in ("2", "2.")
+
+
+def _launched_inside(trace: Trace, kernel_rows: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """Per kernel: its launch call ran inside one of the op rows `windows` (sorted by start), on the same thread."""
+    ev = trace.ev
+    call = trace.launch_of[kernel_rows]
+    out = np.zeros(len(kernel_rows), bool)
+    has = np.flatnonzero(call != NONE)
+    if not len(has) or not len(windows):
+        return out
+    w_key, c_key, start = thread_keys(ev, windows), thread_keys(ev, call[has]), ev.start[call[has]]
+    for key in distinct(w_key).tolist():
+        mine = windows[w_key == key]
+        ends = np.maximum.accumulate(ev.end[mine])   # (a window nested in an earlier one ends inside it)
+        at = np.flatnonzero(c_key == key)
+        j = np.searchsorted(ev.start[mine], start[at], side="right") - 1
+        out[has[at]] = (j >= 0) & (start[at] < ends[np.maximum(j, 0)])
+    return out
 
 
 def _with_twins(trace: Trace, kernel_rows: np.ndarray, op: np.ndarray, dur: np.ndarray, f: Rework,

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 GROWING_CAT = "growing_cat"
 LOW_RANK = "low_rank"
+WEIGHT_NORM = "weight_norm"      # weight norm recomputed from g and v every forward of a model that does not train
+POWER_PER_TENSOR = "power_per_tensor"   # pow(x, 2) over many tensors of distinct shapes each step, with its backward
+LAUNCH_KINDS = (WEIGHT_NORM, POWER_PER_TENSOR)   # re-done work whose cost is mostly its launches
 
 
 @dataclass(frozen=True)
@@ -22,4 +25,7 @@ class Rework:
     rank: int = 0              # LOW_RANK: r
     trains: bool = False       # the trace has a backward pass (LOW_RANK: no merge advice then)
     ops: tuple = ()            # the op rows whose kernels re-do the work (not said)
+    launches: int = 0          # LAUNCH_KINDS: the kernels launched inside the source's ops (forward and backward)
+    launch_share: float = 0.0  # ... their share of the span's kernels
+    shapes: int = 0            # POWER_PER_TENSOR: the distinct shapes the power ran on
     span_bound: float = 0.0    # the saving's bound on the span: bound_share x the busy share (triage.rework_first)

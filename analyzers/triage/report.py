@@ -470,7 +470,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         fed = arithmetic_well(verdict, roof.peaks, busy / span if span else 0.0, choices, LEVER_FLOOR, HEADROOM)
         nx = dataclasses.replace(nx, arithmetic_well=fed)
     if devs and not range_name:   # the op table's re-done work, where removing it bounds more (triage.rework_first)
-        nx = rework_first.lead(nx, trace, kernel_rows, fw, busy / span if span else 0.0)
+        nx = rework_first.lead(nx, trace, kernel_rows, fw, busy / span if span else 0.0,
+                               by_cause.get(Cause.LAUNCH_OVERHEAD, 0) / span if span else 0.0)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,

@@ -81,7 +81,8 @@ from tracetriage.analyzers.voice.graphs import (
 )
 from tracetriage.analyzers.voice.headroom import headroom_needs
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
+from tracetriage.analyzers.voice.knob_beside import knob_clause
+from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, range_clause, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
@@ -100,7 +101,6 @@ from tracetriage.analyzers.whatif.levers import (
     CUDA_GRAPHS,
     DATALOADER_WORKERS,
     FUSE,
-    FUSED_OPTIMIZER,
     LEVERS,
     WEIGHT_ONLY_INT8,
 )
@@ -173,8 +173,10 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
     if nx.rework is not None:   # re-done work leads (triage.rework_first): the Next without it said after, if at all
-        out = next_experiment(dataclasses.replace(a, next_experiment=dataclasses.replace(nx, rework=None)))
-        return rework_words.lead(out, nx.rework, a.kernel_busy_ns / a.span_ns, nx.healthy is not None)
+        out = next_experiment(dataclasses.replace(a, next_experiment=dataclasses.replace(nx, rework=None,
+                                                                                          knob_beside=None)))
+        return rework_words.lead(out, nx.rework, a.kernel_busy_ns / a.span_ns, nx.healthy is not None,
+                                 a.kernels, nx.knob_beside)
     if nx.healthy is not None:
         return healthy_words.next_words(nx.healthy)
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
@@ -236,13 +238,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     out["why"] += decode_words.batch_beside(a) if nx.cause is Cause.SYNCHRONIZATION else ""   # (an engine's batch)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
-    if nx.knob_beside is not None:
-        k = nx.knob_beside
-        spec = LEVERS[k.lever]
-        change = spec.knob.change_for(k.assumption) if spec.knob is not None else (
-            in_hand_change(k.assumption) if k.lever == FUSED_OPTIMIZER else spec.fix)
-        out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
-                       f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
+    if nx.knob_beside is not None:   # (beside a source of re-done work named first, voice.rework says it)
+        out["why"] += knob_clause(nx.knob_beside)
     unmeasured = nx.kind in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION) or a.decode is not None
     if nx.headroom is not None and nx.lever is None and unmeasured:
         pass    # the bound is unmeasured (a decode's replays: no rate), or mixed precision changes more than by two
