@@ -35,6 +35,8 @@ that is a real low-rank layer (a bottleneck without a full twin of the same M, K
 from __future__ import annotations
 
 import dataclasses
+import math
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -51,11 +53,21 @@ NAMED_AT_LEAST = 0.10  # re-done work holding this share of kernel time is the N
 LAUNCHES_NAMED = 0.15  # a launch source named first: it launches this share of the kernels
 POWERS_AT_LEAST = 32   # a power over this many tensors ...
 SHAPES_AT_LEAST = 8    # ... of this many distinct shapes is over a model's parameters, not a layer's activations
+_CATS = frozenset({"aten::cat", "aten::concat", "aten::concatenate"})
+_PRODUCTS_SCALES_ADDS = frozenset({"aten::mm", "aten::addmm", "aten::mul", "aten::add"})
 _WEIGHT_NORM_OPS = frozenset({"aten::_weight_norm", "aten::_weight_norm_interface"})
 FOLLOW = 8             # the scale and the add are among this many kernel-launching ops after the pair's second product
 
 def find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
     """The re-done work holding the most kernel time, where it holds NAMED_AT_LEAST of it (module docstring)."""
+    token = _CACHE.set({})
+    try:
+        return _find(trace, kernel_rows, trains)
+    finally:
+        _CACHE.reset(token)
+
+
+def _find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
     if len(kernel_rows) == 0:
         return None
     ev = trace.ev
@@ -151,6 +163,21 @@ def _with_twins(trace: Trace, kernel_rows: np.ndarray, op: np.ndarray, dur: np.n
 
 
 def _args(trace: Trace, row: int):
+    """The op's parsed arguments, once per (name, shapes) signature: a loop repeats a few hundred of them (the
+    cache lives as long as the trace's kernel rows are read here: one find())."""
+    cache = _CACHE.get()
+    key = (int(trace.ev.name[row]), int(trace.ev.shape[row]))
+    if cache is None:
+        return _parse(trace, row)
+    if key not in cache:
+        cache[key] = _parse(trace, row)
+    return cache[key]
+
+
+_CACHE: ContextVar[dict | None] = ContextVar("rework_args", default=None)
+
+
+def _parse(trace: Trace, row: int):
     dims, types, concrete = trace.shapes(int(row))
     if dims is None:
         return None
@@ -160,13 +187,15 @@ def _args(trace: Trace, row: int):
         return None
 
 
+def _named(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, wanted) -> tuple[np.ndarray, np.ndarray]:
+    keep = name_flags(trace, ops, lambda n: n in wanted)
+    return ops[keep], op_ns[keep]
+
+
 def _growing_cat(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int) -> Rework | None:
-    names = trace.names
     open_chains: dict[tuple, int] = {}    # the output shape a chain's last call returned -> the chain
     chains: list[list[tuple[int, tuple, int, int]]] = []   # per chain: (kernel ns, output shape, elements, op row)
-    for row, ns in zip(ops, op_ns):
-        if names[trace.ev.name[row]] not in ("aten::cat", "aten::concat", "aten::concatenate"):
-            continue
+    for row, ns in zip(*_named(trace, ops, op_ns, _CATS)):
         args = _args(trace, row)
         if not args or args[0].kind != "tensorlist" or len(args[0].dims) < 2:
             continue
@@ -174,11 +203,11 @@ def _growing_cat(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int) -
         out = _cat_shape(shapes, args[1].concrete if len(args) > 1 else "0")
         if out is None:
             continue
-        k = next((open_chains.pop(s) for s in shapes if s in open_chains and int(np.prod(s)) > 0), None)
+        k = next((open_chains.pop(s) for s in shapes if s in open_chains and math.prod(s) > 0), None)
         if k is None:
             k = len(chains)
             chains.append([])
-        chains[k].append((int(ns), out, int(np.prod(out)), int(row)))
+        chains[k].append((int(ns), out, math.prod(out), int(row)))
         open_chains[out] = k
     grown = [c for c in chains if len(c) >= GROWS_AT_LEAST]
     if not grown:
@@ -192,7 +221,7 @@ def _growing_cat(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int) -
 
 
 def _cat_shape(shapes: list[tuple], dim_text: str) -> tuple | None:
-    live = [s for s in shapes if s and int(np.prod(s)) > 0]
+    live = [s for s in shapes if s and math.prod(s) > 0]
     if not live or any(len(s) != len(live[0]) for s in live):
         return None
     try:
@@ -207,7 +236,8 @@ def _cat_shape(shapes: list[tuple], dim_text: str) -> tuple | None:
 
 def _low_rank(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int, trains: bool) -> Rework | None:
     names = trace.names
-    rows = [(int(r), names[trace.ev.name[r]], int(ns)) for r, ns in zip(ops, op_ns)]
+    ops, op_ns = _named(trace, ops, op_ns, _PRODUCTS_SCALES_ADDS)   # (the scale and add follow among these)
+    rows = [(int(r), names[trace.ev.name[r]], int(ns)) for r, ns in zip(ops.tolist(), op_ns.tolist())]
     gemm: list[tuple[int, int, int] | None] = []
     for r, name, _ in rows:
         gemm.append(_mkn(trace, r, name))
