@@ -56,7 +56,7 @@ SHAPES_AT_LEAST = 8    # ... of this many distinct shapes is over a model's para
 _CATS = frozenset({"aten::cat", "aten::concat", "aten::concatenate"})
 _PRODUCTS_SCALES_ADDS = frozenset({"aten::mm", "aten::addmm", "aten::mul", "aten::add"})
 _WEIGHT_NORM_OPS = frozenset({"aten::_weight_norm", "aten::_weight_norm_interface"})
-FOLLOW = 8             # the scale and the add are among this many kernel-launching ops after the pair's second product
+FOLLOW = 8             # the scale and the add are among this many products, scales and adds after the pair
 
 def find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
     """The re-done work holding the most kernel time, where it holds NAMED_AT_LEAST of it (module docstring)."""
