@@ -502,9 +502,11 @@ class RegimeVerdict:
 
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float,
-           peer_transfer_ns: tuple[int, ...] | None = None) -> RegimeVerdict:
+           peer_transfer_ns: tuple[int, ...] | None = None, recurring_idle: float | None = None) -> RegimeVerdict:
     """The span's regime and the figures it rests on; `peer_transfer_ns`: its collectives' transfers measured
-    against every rank (tracetriage.analyzers.analyses.comm)."""
+    against every rank (tracetriage.analyzers.analyses.comm); `recurring_idle`: the idle share with the one-time
+    set-up's gaps out of the idle and the span (triage.recurring), which decides an idle-bound span where given (the
+    verdict keeps `idle_share`, the span's own)."""
     ev = trace.ev
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
@@ -520,7 +522,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
     communication = comm_mod.analyze(trace, kernel_rows, peer_transfer_ns)
-    if idle_share > OVERHEAD_IDLE_SHARE:
+    if (idle_share if recurring_idle is None else recurring_idle) > OVERHEAD_IDLE_SHARE:
         verdict = Regime.OVERHEAD
     elif communication is not None and communication.bound:
         verdict = Regime.COMMUNICATION
