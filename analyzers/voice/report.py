@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
+from tracetriage.analyzers.voice import cold_start, communication, ground, named_bound, precision, roof
 from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
@@ -644,6 +644,8 @@ def regime_bound(a: Analysis) -> str | None:
         return _idle_bound_kind(a)[0]
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
         return "fp32_cuda_cores"
+    if v.regime is Regime.UNKNOWN and v.memory_by_names:
+        return "memory_by_names"
     if v.regime is Regime.UNKNOWN and a.decode is not None:
         return "decode_memory"
     return v.regime.value
@@ -731,6 +733,8 @@ def _regime_line(a: Analysis) -> str:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
         line = precision.regime_line(v)
+    elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
+        line = named_bound.memory_line(v)
     elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
         line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN:
@@ -801,7 +805,8 @@ def _mix(v, roofs: bool = True) -> str:
         return "no kernels ran"
     if not (v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us):
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
-    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is {ground.compute_words(roofs)} and "
+    return (f"of kernel time, {named_bound.mix_source(v)}{_bound_share('compute', v.compute_us / tot)} is "
+            f"{ground.compute_words(roofs)} and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
             + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
                + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")
