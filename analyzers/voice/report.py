@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, ground, named_bound, precision, roof
+from tracetriage.analyzers.voice import cold_start, communication, ground, named_bound, precision, roof, runtime_only
 from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
@@ -203,12 +203,15 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                                and getattr(nx.lever.assumption, "lone", False)),
                                fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a), trains=trains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
+        if nx.cause is Cause.HOST_WORK and not copies and runtime_only.dispatch_between_launches(a):
+            out["lever"], out["waste"] = runtime_only.host_work_advice(), runtime_only.WASTE
     else:
         out = _regime_next(a)
     # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
-            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a)
+            LEVERS[nx.lever.lever].prediction_words + runtime_only.prediction_note(a) + unprofiled_words(nx.lever)
+            + cold_start.remainder_note(a)
             + cold_start.profile_not_workload(a)
             + inflated_launches(a.replay_gaps, nx.cause in (Cause.SYNCHRONIZATION, Cause.HOST_WORK)) + ")")
     if nx.dominant is not None and nx.dominant.lever == CUDA_GRAPHS and a.replay_gaps is not None:
