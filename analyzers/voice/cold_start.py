@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tracetriage.analyzers.model.units import duration_ns, share
 from tracetriage.analyzers.model.verdicts import LOOP_IDLES_TOO, Experiment, Regime
+from tracetriage.analyzers.voice import host_tail
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.claims import STEADY_IDLE_BOUND
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
@@ -135,9 +136,11 @@ def profile_not_workload(a: Analysis) -> str:
     s = a.steps.summary if a.steps is not None else None
     step = (f", whose steady step ({claim('next.steady_step_us', s.median_ns / 1e3, duration_ns(s.median_ns))}) a "
             "warm-up leaves as it is" if s is not None and a.steps.setup_steps else "")
+    lv = a.next_experiment.lever
+    tail = host_tail.remainder_tail(a, lv.predicted_ns)
     if recurring_bound_beside(a):   # (heldout-user18 llama4l_4090: the 394 ms left are its collectives, every forward)
-        return f": the profile's length{step}; the work it leaves recurs, bound as the Regime line says"
-    return f": the profile's length, not the workload's{step}"
+        return f": the profile's length{step}{tail}; the work it leaves recurs, bound as the Regime line says"
+    return f": the profile's length, not the workload's{step}{tail}"
 
 
 
