@@ -23,7 +23,16 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, ground, named_bound, precision, roof, runtime_only
+from tracetriage.analyzers.voice import (
+    cold_start,
+    communication,
+    ground,
+    host_paced,
+    named_bound,
+    precision,
+    roof,
+    runtime_only,
+)
 from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
@@ -786,7 +795,7 @@ def _regime_line(a: Analysis) -> str:
             line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
                    f"{named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
-        line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
+        line = host_paced.lead(a, line[:-1] + execution_words.regime_clauses(a.execution) + ".")
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and peak_words.source(pk):
