@@ -24,6 +24,7 @@ from tracetriage.analyzers.model.units import (
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
 from tracetriage.analyzers.voice import (
+    amortise,
     cold_start,
     communication,
     ground,
@@ -239,6 +240,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
     out["why"] += decode_words.batch_beside(a) if nx.cause is Cause.SYNCHRONIZATION else ""   # (an engine's batch)
+    out["why"] += amortise.amortise_clause(a) if nx.kind is not Experiment.WARM_UP else ""   # (a tiny model's step)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
