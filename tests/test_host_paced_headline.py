@@ -5,7 +5,6 @@ runtime-only loop: 100 µs elementwise kernels, each launched after the host's g
 from __future__ import annotations
 
 from test_runtime_only_dispatch import _eager
-
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.verdicts import Regime
 from tracetriage.analyzers.output import claims, serialize
