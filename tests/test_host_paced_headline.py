@@ -25,3 +25,9 @@ def test_a_memory_bound_span_idling_on_the_host_reads_host_paced(tmp_path):
 def test_a_busy_span_keeps_its_kernels_headline(tmp_path):
     a = analyze_trace(load(_eager(tmp_path, ops=False, gap_ns=30 * US), use_cache=False))
     assert serialize.report(a)["lines"][3].startswith("Regime: memory-bound")
+
+
+def test_the_pacing_threshold_is_the_verdicts_idle_bound():
+    from tracetriage.analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
+    from tracetriage.analyzers.voice.host_paced import IDLE_BOUND_PAST
+    assert IDLE_BOUND_PAST == OVERHEAD_IDLE_SHARE

@@ -20,11 +20,15 @@ from tracetriage.analyzers.voice.common import CAUSE_WORDS
 
 HOST_PACED = 0.4         # the device idles this share of the span ...
 HOST_CAUSES_HOLD = 0.75  # ... and host work and launch overhead hold this share of that idle
+IDLE_BOUND_PAST = 0.5    # analyses.roofline.OVERHEAD_IDLE_SHARE: past it, a non-idle verdict read a cold start out
 
 
 def host_paced(a) -> bool:
     v = a.verdict
-    if v.regime not in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY) or v.idle_share < HOST_PACED or not a.idle_ns:
+    # (past OVERHEAD_IDLE_SHARE the idle is a cold start's, which the verdict read the regime without: the Regime line
+    # says that cold start beside the bound, voice.cold_start.recurring_qualifier)
+    if v.regime not in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY) or not a.idle_ns \
+            or not HOST_PACED <= v.idle_share <= IDLE_BOUND_PAST:
         return False
     host = sum(a.by_cause_ns.get(c, 0) for c in (Cause.HOST_WORK, Cause.LAUNCH_OVERHEAD))
     return host >= HOST_CAUSES_HOLD * a.idle_ns

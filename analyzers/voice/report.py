@@ -658,10 +658,10 @@ def regime_bound(a: Analysis) -> str | None:
         return _idle_bound_kind(a)[0]
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
         return "fp32_cuda_cores"
-    if v.regime is Regime.UNKNOWN and v.memory_by_names:
-        return "memory_by_names"
     if v.regime is Regime.UNKNOWN and a.decode is not None:
         return "decode_memory"
+    if v.regime is Regime.UNKNOWN and v.memory_by_names:
+        return "memory_by_names"
     return v.regime.value
 
 
@@ -747,10 +747,10 @@ def _regime_line(a: Analysis) -> str:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
         line = precision.regime_line(v)
-    elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
-        line = named_bound.memory_line(v)
     elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
         line = decode_words.regime_line(a)
+    elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
+        line = named_bound.memory_line(v)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
