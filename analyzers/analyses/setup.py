@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import profiler_steps, script_compile_hole
+from tracetriage.analyzers.analyses.first_ops_before import first_ops_before
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -467,6 +468,20 @@ def outside_span(trace: Trace, span_start: int, span_end: int, k: int = 3) -> tu
     named by the runtime call that holds each (a first launch loading its module) and the op around it: they count in
     the traced span's set-up share, though no idle gap of the span holds them (heldout-user15 switch_moe_8k: a
     419.6 ms first cudaLaunchKernel inside aten::embedding, 82% of the set-up, missing from the caveat's list)."""
+
+    ops_first = first_ops_before(trace, span_start, k)   # (an op's own first call: cuDNN's set-up in a first conv)
+    return _with_ops(_outside_calls(trace, span_start, span_end, k), ops_first, k)
+
+
+def _with_ops(calls: tuple, ops: tuple, k: int) -> tuple:
+    """The runtime calls' set-up windows and the first op calls before the span, the k longest, an op left out where
+    a call inside it is listed already (a first launch named with its op: "cudaLaunchKernel (in aten::mm)")."""
+    ops = tuple(o for o in ops if not any(o.name in c.name for c in calls))
+    return tuple(sorted(calls + ops, key=lambda w: -w.first_call_us)[:k])
+
+
+def _outside_calls(trace: Trace, span_start: int, span_end: int, k: int) -> tuple:
+    """outside_span's runtime calls alone."""
     from tracetriage.analyzers.model.evidence import FirstCall
 
     s, e, _ = windows(trace)
