@@ -111,9 +111,11 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
         if not len(rows):
             continue
         order = np.argsort(names, kind="stable")   # by name, then start (rows ascend, and the events sort by start)
+        # (the durations gathered in row order, then sorted with the rows: two gathers by name order over the whole
+        # columns, where the rows' cache lines lie apart, cost 3-4 ms at 942k events)
+        dur = (ev.end[rows] - ev.start[rows])[order]
         rows, names = rows[order], names[order]
         cut = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
-        dur = ev.end[rows] - ev.start[rows]
         # an early occurrence shorter than SETUP_FLOOR_NS cannot be that much longer than any median: only the
         # names with a longer one among their first EARLY (few: a loop repeats its calls at their steady cost) need
         # their median
