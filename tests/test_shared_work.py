@@ -8,6 +8,7 @@ import gc
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.analyses import library_syncs
@@ -113,3 +114,18 @@ def test_a_one_file_report_analyses_without_the_garbage_collector_and_gives_it_b
     assert seen == [False]
     assert gc.isenabled()
     assert "Measured:" in capsys.readouterr().out
+
+
+def test_the_levers_child_reads_the_setup_windows_the_report_hands_it(monkeypatch):
+    from tracetriage.analyzers.analyses import roofline, setup, steps
+
+    path = ROOT / "traces" / "realworld" / "warm_up_cold--before.json.gz"
+    trace = load(path)
+    here = report_mod._levers(trace)            # (the levers replayed in this process, finding the windows themselves)
+    excess = setup.windows(trace, cold_pass=setup.one_pass(trace))
+    assert len(excess[0])      # (a cold trace: set-up windows to hand)
+    handed = (roofline.analyze(trace), steps.search(trace), excess)
+    monkeypatch.setattr(setup, "windows", lambda *a, **k: pytest.fail("the child found the windows again"))
+    child = report_mod._levers(load(path), handed=lambda: handed)     # (a trace of its own, as the fork's is)
+    assert [(p.lever, p.predicted_ns, p.unprofiled_ratio) for p in child.all.levers] == \
+        [(p.lever, p.predicted_ns, p.unprofiled_ratio) for p in here.all.levers]
