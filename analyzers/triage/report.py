@@ -355,7 +355,9 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
             roof = roof_mod.analyze(trace)
             found = steps_mod.search(trace)
             if early is not None:
-                early.hand((roof, found))
+                # ... and the levers' set-up windows, which only the child reads: the child's levers took longer than
+                # the parent's analyses (x5: the parent waited 0.05-0.09 s for it), the windows ~0.035 s of them
+                early.hand((roof, found, setup_mod.setup_excess(trace)))
         return _analyze(trace, range_name, window, early, peer_transfer_ns, roof)
     finally:
         if early is not None:
@@ -499,8 +501,9 @@ def _levers(trace: Trace, roof: Roofline | None = None, handed=None) -> whatif.L
         if handed is None:
             return whatif.predict_levers(trace, roof)
         graph = depgraph.build(trace)
-        roof, found = handed()
+        roof, found, excess = handed()
         steps_mod.search.remember(trace, found)
+        setup_mod.setup_excess.remember(trace, excess)
         return whatif.predict_levers(trace, roof, graph)
     except whatif.WhatIfError:
         return None
