@@ -109,7 +109,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (_A + "whatif.predict", "_bare_ratio", "what-if: unprofiled replays"),
     (_A + "whatif.predict", "unprofiled_run", "what-if: unprofiled replays"),
     (_A + "triage.report", "_levers", "what-if: other"),
-    (_A + "triage.report", "_with_unprofiled", "what-if: unprofiled replays"),
+    (_A + "triage.unprofiled_choice", "with_unprofiled", "what-if: unprofiled replays"),
     (_A + "output.serialize", "report", "words: --json"),
     (_A + "voice.report", "five_lines", "words: five lines"),
 )

@@ -62,6 +62,7 @@ from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.evidence import Evidence, FirstCall, RecurringCost
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
+from tracetriage.analyzers.model.rework import Rework
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMSET, Trace, thread_key
 from tracetriage.analyzers.model.verdicts import (
@@ -76,7 +77,7 @@ from tracetriage.analyzers.model.verdicts import (
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
-from tracetriage.analyzers.triage import recurring, sources, unprofiled_choice
+from tracetriage.analyzers.triage import recurring, rework_first, sources, unprofiled_choice
 from tracetriage.analyzers.triage.arithmetic_left import ArithmeticWell, arithmetic_well
 from tracetriage.analyzers.triage.bounds import kernel_headroom as _kernel_headroom
 from tracetriage.analyzers.triage.bounds import mixed_precision_floor as _mixed_precision_floor
@@ -158,6 +159,7 @@ class NextExperiment:
     moved_well: BytesMovedWell | None = None     # FEWER_BYTES: every way it names is taken already (bytes_left)
     arithmetic_well: ArithmeticWell | None = None   # CHEAPER_ARITHMETIC: the cores are fed already (arithmetic_left)
     then_joint_ratio: float | None = None   # the Next's fix and `then` made together, replayed (whatif.joint_ratio)
+    rework: Rework | None = None   # re-done work in the op table that leads the Next (triage.rework_first)
 
 
 @dataclass(frozen=True)
@@ -441,7 +443,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                      loader_start_ns=loader_start_ns, tail_ns=tail_ns)
     nx = choose(choices)
     nx = nx if range_name else unprofiled_choice.by_unprofiled(nx, choose, choices, levers, trace, LEVER_FLOOR)
-    nx = _with_unprofiled(nx, levers, trace)
+    nx = unprofiled_choice.with_unprofiled(nx, levers, trace)
     prof = overhead_mod.analyze(trace, levers, idle_ns / span if span else 0.0, verdict.regime,
                                 dominant_cause(by_cause, idle_ns), window) if devs and not range_name else None
     nx = healthy_mod.no_lever_without_profiler(nx, levers, trace, choices, prof, verdict.regime, LEVER_FLOOR,
@@ -456,6 +458,9 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     if nx.kind is Experiment.CHEAPER_ARITHMETIC and nx.lever is None and nx.healthy is None and devs:
         fed = arithmetic_well(verdict, roof.peaks, busy / span if span else 0.0, choices, LEVER_FLOOR, HEADROOM)
         nx = dataclasses.replace(nx, arithmetic_well=fed)
+    if devs and not range_name:   # the op table's re-done work, where removing it bounds more (triage.rework_first)
+        nx = rework_first.lead(nx, trace, kernel_rows, fw, busy / span if span else 0.0,
+                               by_cause.get(Cause.LAUNCH_OVERHEAD, 0) / span if span else 0.0)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)
     return Analysis(trace=trace, devices=devs, span_ns=span, kernel_busy_ns=busy, copy_ns=copy, memset_ns=memset_ns,
@@ -470,14 +475,6 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
                     compile_cache=cache, graph_breaks=breaks, pace=pc,
                     copies_async=async_copies, coalesce_syncs=coalesced, library_syncs=lib_syncs, trials=trials,
                     replay_clock=clock, replay_gaps=gaps)
-
-
-def _with_unprofiled(nx: NextExperiment, levers: whatif.Levers | None, trace: Trace) -> NextExperiment:
-    """The Next lever's ratio without the profiler beside its profiled one (one more replay)."""
-    if nx.lever is None or levers is None or getattr(nx.lever.assumption, "idle_ns", 0):
-        return nx   # (a warm-up priced by its set-up idle: no replay to run unprofiled)
-    r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
-    return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))
 
 
 def _setup_windows(devs) -> tuple:

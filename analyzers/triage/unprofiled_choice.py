@@ -153,3 +153,11 @@ def _knob_first_holds(knob: float, rewrite: float) -> bool:
     from tracetriage.analyzers.triage.report import CLOSE_CALL, KNOB_BEFORE_REWRITE  # (report imports this module)
 
     return KNOB_BEFORE_REWRITE * knob - rewrite >= CLOSE_CALL
+
+
+def with_unprofiled(nx, levers, trace):
+    """The Next lever's ratio without the profiler beside its profiled one (one more replay)."""
+    if nx.lever is None or levers is None or getattr(nx.lever.assumption, "idle_ns", 0):
+        return nx   # (a warm-up priced by its set-up idle: no replay to run unprofiled)
+    r = levers.unprofiled_ratio(trace, nx.lever.lever, nx.lever.only)
+    return dataclasses.replace(nx, lever=dataclasses.replace(nx.lever, unprofiled_ratio=r))

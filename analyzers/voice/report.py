@@ -40,9 +40,13 @@ from tracetriage.analyzers.voice import healthy as healthy_words
 from tracetriage.analyzers.voice import library_syncs as lib_syncs
 from tracetriage.analyzers.voice import pace as pace_words
 from tracetriage.analyzers.voice import peaks as peak_words
+from tracetriage.analyzers.voice import rework as rework_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import then as then_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
+from tracetriage.analyzers.voice.because import because
+from tracetriage.analyzers.voice.because import bound_because as _bound_because
+from tracetriage.analyzers.voice.because import latency_why as _latency_why
 from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
@@ -87,7 +91,8 @@ from tracetriage.analyzers.voice.graphs import (
 )
 from tracetriage.analyzers.voice.headroom import headroom_needs
 from tracetriage.analyzers.voice.health import cpu_only_measured, cpu_only_next, profiler_caveats, unprofiled_words
-from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice, in_hand_change
+from tracetriage.analyzers.voice.knob_beside import knob_clause
+from tracetriage.analyzers.voice.optimizer_advice import fused_optimizer_advice
 from tracetriage.analyzers.voice.said import claim, kept_as
 from tracetriage.analyzers.voice.sources import fused_words, range_clause, source_clause
 from tracetriage.analyzers.voice.sparse import coalesce_advice
@@ -106,7 +111,6 @@ from tracetriage.analyzers.whatif.levers import (
     CUDA_GRAPHS,
     DATALOADER_WORKERS,
     FUSE,
-    FUSED_OPTIMIZER,
     LEVERS,
     WEIGHT_ONLY_INT8,
 )
@@ -178,6 +182,11 @@ def predicted(c, a: Analysis | None = None) -> str:
 def next_experiment(a: Analysis) -> dict[str, str]:
     """{"lever", "why", "waste"} for the analysis's next experiment."""
     nx = a.next_experiment
+    if nx.rework is not None:   # re-done work leads (triage.rework_first): the Next without it said after, if at all
+        out = next_experiment(dataclasses.replace(a, next_experiment=dataclasses.replace(nx, rework=None,
+                                                                                          knob_beside=None)))
+        return rework_words.lead(out, nx.rework, a.kernel_busy_ns / a.span_ns, nx.healthy is not None,
+                                 a.kernels, nx.knob_beside)
     if nx.healthy is not None:
         return healthy_words.next_words(nx.healthy)
     if nx.kind in (Experiment.CAPTURE_ON_GPU, Experiment.MOVE_TO_GPU):
@@ -243,13 +252,8 @@ def next_experiment(a: Analysis) -> dict[str, str]:
     out["why"] += amortise.amortise_clause(a) if nx.kind is not Experiment.WARM_UP else ""   # (a tiny model's step)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
-    if nx.knob_beside is not None:
-        k = nx.knob_beside
-        spec = LEVERS[k.lever]
-        change = spec.knob.change_for(k.assumption) if spec.knob is not None else (
-            in_hand_change(k.assumption) if k.lever == FUSED_OPTIMIZER else spec.fix)
-        out["why"] += (f"; a one-line knob is in hand first: {change}, predicted "
-                       f"{saving('next.knob.saving', k.saving_ns, k.baseline_ns)}")
+    if nx.knob_beside is not None:   # (beside a source of re-done work named first, voice.rework says it)
+        out["why"] += knob_clause(nx.knob_beside)
     unmeasured = nx.kind in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION) or a.decode is not None
     if nx.headroom is not None and nx.lever is None and unmeasured:
         pass    # the bound is unmeasured (a decode's replays: no rate), or mixed precision changes more than by two
@@ -445,24 +449,6 @@ def _memory_why(a: Analysis) -> str:
         why = f"kernel time is memory-bound at {moved}{peak}"
         return why + pace_words.slow_rate_because(a.pace)      # (analyses.slow_rates: no memory is that slow)
     return f"{_bound_because(v.memory_us / max(v.kernel_us, 1e-9))} of kernel time is in memory-bound kernels"
-
-
-def _bound_because(x: float) -> str:
-    """The share of kernel time under the Next's bound, claimed (never where the health check withholds it)."""
-    return because("bound_share", x, f"{100 * x:.0f}%")
-
-
-def _latency_why(v, pk) -> str:
-    what = f"{_bound_because(v.latency_us / max(v.kernel_us, 1e-9))} of kernel time is in kernels far below both roofs"
-    if v.latency_peak_share is not None:
-        reach = small_share(v.latency_peak_share)
-        what += f" (they reach {because('peak_share', v.latency_peak_share, reach)} of the nearer peak)"
-    return what + ": occupancy, tiny grids or the library's algorithm choice limit them, not bytes or arithmetic"
-
-
-def because(what: str, value: float, said: str) -> str:
-    """A figure of the Next's because, claimed as next.because.<what> (checked against the prediction and Idle)."""
-    return claim(f"next.because.{what}", value, said)
 
 
 def _idle_why(a: Analysis, cause: Cause, ev: Evidence, gain: float) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from tracetriage.analyzers.model import units
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, thread_keys
 from tracetriage.analyzers.model.units import count
 from tracetriage.analyzers.model.verdicts import Cause, Construct, Experiment
 from tracetriage.analyzers.whatif import depgraph as dg
@@ -26,6 +26,8 @@ from tracetriage.analyzers.whatif.levers.foreach_fused import ForeachSteps, appl
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, LeverSpec, Measured, Options, Recognise, went
 
 MULTI_TENSOR = ("aten::_foreach_", "aten::_fused_")   # ops that already walk many tensors per launch
+# ops that create a tensor (and fill it): inside an optimizer step, its state made (_creating_state)
+STATE_CREATION = frozenset({"aten::zeros_like", "aten::zeros", "aten::ones_like", "aten::full_like", "aten::full"})
 # torch.optim's classes that take foreach=True, and those that take fused=True too (their constructors' signatures,
 # torch 2.4 to 2.13; Adafactor from 2.5). Another class (Shampoo, a user's own) has neither flag: naming one would
 # invent its API (hta-sampled-rank0's Shampoo step was told "torch.optim's fused=True", a one-line knob in hand).
@@ -88,7 +90,28 @@ def per_param_calls(c: Context) -> tuple[np.ndarray, np.ndarray]:
     multi = np.zeros(g.n_calls, bool)      # the call's op walks many tensors per launch (asked once per op name)
     multi[is_op] = name_flags(tr, op[is_op], lambda n: n.startswith(MULTI_TENSOR))
     calls = np.flatnonzero((win != NONE) & g.c_issues & (g.c_kind == dg.LAUNCH_CALL) & ~multi)
-    return calls, win
+    return calls[~_creating_state(c, calls)], win
+
+
+def _creating_state(c: Context, calls: np.ndarray) -> np.ndarray:
+    """Per call: launched inside an op that creates a tensor (zeros_like's fill): an optimizer's state made on its
+    first step, per parameter whatever its flags (fused=True initialises state per parameter too), so no fused step
+    removes it. A step that makes it every step is an optimizer built anew each step (fresh12 distilbert: 208
+    zeros_like fills per AdamW step beside its foreach passes were priced as 'per-parameter kernels' fused=True
+    would fuse, −17%)."""
+    tr, g = c.trace, c.g
+    made = np.zeros(len(calls), bool)
+    ops = tr.idx(CPU_OP)
+    ops = ops[name_flags(tr, ops, lambda n: n in STATE_CREATION)]
+    if not len(ops) or not len(calls):
+        return made
+    o_key, c_key, start = thread_keys(tr.ev, ops), c.call_keys[calls], g.c_start[calls]
+    for key in distinct(o_key).tolist():
+        mine = ops[o_key == key]            # (sorted by start; creators do not nest in one another)
+        at = np.flatnonzero(c_key == key)
+        j = np.searchsorted(tr.ev.start[mine], start[at], side="right") - 1
+        made[at] = (j >= 0) & (start[at] < tr.ev.end[mine][np.maximum(j, 0)])
+    return made
 
 
 def apply(c: Context, p, o: Options) -> tuple[StepFused, dict]:
