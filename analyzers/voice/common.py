@@ -95,7 +95,7 @@ def cause_words(cause: Cause | None) -> str:
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
            pinned: bool = False, fuse_chains: int | None = None,
-           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, loader=None,
+           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lever=None,
            trains: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
@@ -106,8 +106,19 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     run shorter than a launch (a loop over a DataLoader with an optimizer step or a backward) asks for a bigger batch
     first; launches left outside the CUDA graphs of a step that trains (`trains`: a backward or an optimizer step in the
     trace) ask for the whole step in one graph."""
-    # the dataloader_workers lever's assumption (its Next): a start-up, a lone batch, a flat per-batch cost
+    # the Next lever's assumption: dataloader_workers' start-up, lone batch, flat per-batch cost; cuda_graphs' growing
+    # KV cache
+    loader = lever if getattr(lever, "lever", "") == "dataloader_workers" else None
     workers_start_up, lone_batch = getattr(loader, "start_up", False), getattr(loader, "lone", False)
+    if cause is Cause.LAUNCH_OVERHEAD and getattr(lever, "cache_to", 0):
+        # a graph replays fixed shapes: a decode whose KV cache grows a token each step is no graph as it stands
+        # (whatif.levers.growing_cache)
+        return ("cut launches, which here takes a restructure: the decode's KV cache grows a token each step (its "
+                f"attention reads keys {lever.cache_from} to {lever.cache_to} tokens long), a new shape every step, so "
+                "neither torch.compile(mode='reduce-overhead') nor torch.cuda.graph captures the loop as written; a "
+                "static cache first (generate(..., cache_implementation=\"static\") with the decode step compiled, "
+                "mode='reduce-overhead'), or more sequences per call (bigger batch); the prediction is the bound "
+                "of every launch gone, what that restructure could buy, not what a wrapper does")
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host

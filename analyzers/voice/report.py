@@ -197,8 +197,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
-                               loader=nx.lever.assumption if nx.lever and nx.lever.lever == DATALOADER_WORKERS
-                               else None,
+                               lever=nx.lever.assumption if nx.lever else None,
                                fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a), trains=trains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
     else:
