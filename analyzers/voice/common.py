@@ -8,6 +8,7 @@ them decides a verdict or a threshold: they say what the analysis decided.
 """
 from __future__ import annotations
 
+from tracetriage.analyzers.model.attention_masks import attention_masked
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.kernels import is_attention, matrix_precision_by_name
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
@@ -582,11 +583,14 @@ def pinning_pays(a: Analysis) -> bool:
 
 
 def attends(a: Analysis) -> bool:
-    """The span runs attention: an attention op or kernel among its costed points, hotspots or top kernels, or the
-    hand-written attention the sdpa lever finds (softmax between two GEMMs)."""
+    """The span runs attention that may compute padded positions: an attention op or kernel among its costed points,
+    hotspots or top kernels, or the hand-written attention the sdpa lever finds (softmax between two GEMMs), and its
+    attention takes a mask (model.attention_masks: a ViT's fixed patches pad nothing; fresh12 dinov2 was offered
+    masking advice written for a text model's batches)."""
     names = [h.name for h in a.hotspots] + [k.name for k in a.top_kernels]
-    return (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
+    runs = (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
             or any(c.lever == SDPA and c.assumption is not None and c.assumption.count > 0 for c in a.lever_choices))
+    return runs and attention_masked(a.trace)
 
 
 def replayed_from_graphs(a: Analysis) -> bool:
