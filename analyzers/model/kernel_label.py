@@ -18,7 +18,8 @@ _FUNCTOR = re.compile(r"(\w+_kernel_cuda\w*|\w*Functor\w*|\w+KernelImpl\w*|\w+Op
 _WRAPPERS = ("gpu_kernel_impl", "BUnaryFunctor", "BinaryFunctor", "UnaryFunctor", "AUnaryFunctor", "OpaqueType")
 _LEADING_NUMBERS = re.compile(r"^<((?:\s*\d+\s*,)*\s*\d+)\s*[,>]")
 # What a reader calls the functors whose names are not words.
-_ALIAS = {"direct_copy_kernel_cuda": "a copy", "MulFunctor": "a multiply", "CUDAFunctor_add": "an add", "CUDAFunctorOnSelf_add": "an add",
+_ALIAS = {"direct_copy_kernel_cuda": "a copy", "MulFunctor": "a multiply", "CUDAFunctor_add": "an add",
+          "CUDAFunctorOnSelf_add": "an add",
           "DivFunctor": "a divide", "AddFunctor": "an add", "FillFunctor": "a fill"}
 
 

@@ -21,10 +21,10 @@ saves no activations, which the trace does not price).
 What would make it fire falsely: an optimizer that holds every parameter with a gradient (the greedy match then ends
 at the last AccumulateGrad: nothing after it, nothing to price); several backward passes before one step (a multitask
 model's loss.backward() per task): the later passes accumulate into the optimizer's own parameters again, so a gradient
-counts as unread only where no tensor the step updates has its shape (a parameter outside the optimizer that shares a
-shape with one inside goes uncounted: the trace cannot tell them apart); an input that requires grad on purpose (adversarial
-examples, saliency maps) with the optimizer's parameters all early: the nodes after them are then the input's
-gradient, which the user wants; the lever asks for at least UNREAD_AT_LEAST gradients accumulated after the cut that
+counts as unread only where no tensor the step updates has its shape (a parameter outside the optimizer that shares
+a shape with one inside goes uncounted: the trace cannot tell them apart); an input that requires grad on purpose
+(adversarial examples, saliency maps) with the optimizer's parameters all early: the nodes after them are then the
+input's gradient, which the user wants; the lever asks for at least UNREAD_AT_LEAST gradients accumulated after the cut that
 the optimizer does not read, so an input's gradient alone (no AccumulateGrad) is not it. Distributed wrappers that
 flatten parameters (FSDP) do not show per-parameter shapes in the step: no match, nothing counted.
 """
