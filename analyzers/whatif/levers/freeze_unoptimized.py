@@ -25,8 +25,8 @@ counts as unread only where no tensor the step updates has its shape (a paramete
 a shape with one inside goes uncounted: the trace cannot tell them apart); an input that requires grad on purpose
 (adversarial examples, saliency maps) with the optimizer's parameters all early: the nodes after them are then the
 input's gradient, which the user wants; the lever asks for at least UNREAD_AT_LEAST gradients accumulated after the
-cut that the optimizer does not read, so an input's gradient alone (no AccumulateGrad) is not it. Distributed wrappers that
-flatten parameters (FSDP) do not show per-parameter shapes in the step: no match, nothing counted.
+cut that the optimizer does not read, so an input's gradient alone (no AccumulateGrad) is not it. Distributed
+wrappers that flatten parameters (FSDP) do not show per-parameter shapes in the step: no match, nothing counted.
 """
 from __future__ import annotations
 
