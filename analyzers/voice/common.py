@@ -17,7 +17,7 @@ from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.said import claim
-from tracetriage.analyzers.whatif.levers import SDPA
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, SDPA
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     trace) ask for the whole step in one graph."""
     # the Next lever's assumption: dataloader_workers' start-up, lone batch, flat per-batch cost; cuda_graphs' growing
     # KV cache
-    loader = lever if getattr(lever, "lever", "") == "dataloader_workers" else None
+    loader = lever if getattr(lever, "lever", "") == DATALOADER_WORKERS else None
     workers_start_up, lone_batch = getattr(loader, "start_up", False), getattr(loader, "lone", False)
     if cause is Cause.LAUNCH_OVERHEAD and getattr(lever, "cache_to", 0):
         # a graph replays fixed shapes: a decode whose KV cache grows a token each step is no graph as it stands

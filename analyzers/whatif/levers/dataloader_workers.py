@@ -50,7 +50,7 @@ A multi-process iterator whose `__next__` never lasts that long keeps up already
    each W-th batch as the prefetched ones run out, short fetches between (numpy_features' after trace: 1.7, 45.1,
    1.8, 43.6 ms among 50-70 µs fetches; dataloader_cnn's 25 and 31 ms among 50-90 µs). Where FLAT_SHARE or more of
    the calls last a long host stretch and FLAT_WITHIN of those lie within 2x of their median either way, every batch
-   costs the main process about the same: receiving a batch the workers made (the queue's get, unpickling its
+   costs the main process about the same (under FLAT_MAX_NS): receiving a batch the workers made (the queue's get, unpickling its
    tensors' shared-memory handles, the pin-memory thread's hand-off), which more workers or a deeper prefetch do not
    shrink (heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 `__next__` at 0.28-0.90 ms, said
    "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset kept on the GPU and
@@ -130,6 +130,11 @@ STARTUP_MIN_CALLS = 3
 FLAT_SHARE = 2 / 3
 FLAT_WITHIN = 0.75
 FLAT_MIN_CALLS = 5
+# ... and their median under this: receiving a batch costs the main process 0.3-0.9 ms (heldout-user18 lstmtrain_4090l,
+# a 6.5 KB batch) to ~1.3 ms (traces/fixes/loader tokenize_lm's after trace) on the dev captures; workers that fall
+# behind in a steady state make the loop wait evenly too (each batch: a worker's batch time over W, less the loop's
+# own), and a flat wait of several ms is that, not a receive
+FLAT_MAX_NS = 2_000_000
 ITER_FRAME = re.compile(r"torch/utils/data/dataloader\.py\(\d+\): __iter__$")
 
 
@@ -240,7 +245,8 @@ def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
 
 def flat_cost(c: Context, rows: np.ndarray) -> int:
     """7. of the module's model: the median of the multi-process `__next__` calls lasting a long host stretch, where
-    they are FLAT_SHARE of the calls or more and FLAT_WITHIN of them lie within 2x of that median; else 0."""
+    they are FLAT_SHARE of the calls or more, FLAT_WITHIN of them lie within 2x of that median and it is under
+    FLAT_MAX_NS; else 0."""
     ev = c.trace.ev
     dur = (ev.end[rows] - ev.start[rows]).astype(np.int64)
     long_ = dur[dur >= c.g.host_long_ns]
@@ -248,7 +254,7 @@ def flat_cost(c: Context, rows: np.ndarray) -> int:
         return 0
     mid = int(np.median(long_))
     within = (long_ >= mid // 2) & (long_ <= 2 * mid)
-    return mid if within.mean() >= FLAT_WITHIN else 0
+    return mid if within.mean() >= FLAT_WITHIN and mid < FLAT_MAX_NS else 0
 
 
 def _start_up(c: Context, rows: np.ndarray) -> int | None:
