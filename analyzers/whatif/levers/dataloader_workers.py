@@ -52,8 +52,8 @@ A multi-process iterator whose `__next__` never lasts that long keeps up already
    the calls last a long host stretch and FLAT_WITHIN of those lie within 2x of their median either way, every batch
    costs the main process about the same (under FLAT_MAX_NS): receiving a batch the workers made (the queue's get,
    unpickling its tensors' shared-memory handles, the pin-memory thread's hand-off), which more workers or a deeper
-   prefetch do not shrink (heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 `__next__` at 0.28-0.90 ms, said
-   "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset kept on the GPU and
+   prefetch do not shrink (heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 `__next__` at
+   0.28-0.90 ms, said "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset kept on the GPU and
    sliced there makes no batch to receive), said as that per-batch cost with its levers: fewer, bigger batches, or
    the data on the device. A trace cannot prove which of the two it is (the workers are not traced): the words say
    how to tell (time num_workers doubled: a receive cost stays).
