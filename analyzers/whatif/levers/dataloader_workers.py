@@ -46,17 +46,17 @@ A multi-process iterator whose `__next__` never lasts that long keeps up already
    persistent_workers=True still removes the start-up, and the later batch's profile shows the rest. Two
    sustainbench A5000 ViT iterations (one batch of 32 images each) waited 0.78 s and 5.1 s in their only
    `__next__` beside 20-59 ms of GPU work, and were told to lighten the transform of workers that did not keep up.
-7. A flat per-batch cost is not workers falling behind. Workers behind make the loop wait unevenly: a long wait
-   each W-th batch as the prefetched ones run out, short fetches between (numpy_features' after trace: 1.7, 45.1,
-   1.8, 43.6 ms among 50-70 µs fetches; dataloader_cnn's 25 and 31 ms among 50-90 µs). Where FLAT_SHARE or more of
-   the calls last a long host stretch and FLAT_WITHIN of those lie within 2x of their median either way, every batch
+7. A flat per-batch cost is not workers falling behind. Workers behind make the loop wait unevenly: a long wait each
+   W-th batch as the prefetched ones run out, short fetches between (numpy_features' after trace: 1.7, 45.1, 1.8,
+   43.6 ms among 50-70 µs fetches; dataloader_cnn's 25 and 31 ms among 50-90 µs). Where FLAT_SHARE or more of the
+   calls last a long host stretch and FLAT_WITHIN of those lie within 2x of their median either way, every batch
    costs the main process about the same (under FLAT_MAX_NS): receiving a batch the workers made (the queue's get,
    unpickling its tensors' shared-memory handles, the pin-memory thread's hand-off), which more workers or a deeper
    prefetch do not shrink (heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 `__next__` at
-   0.28-0.90 ms, said "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset kept on the GPU and
-   sliced there makes no batch to receive), said as that per-batch cost with its levers: fewer, bigger batches, or
-   the data on the device. A trace cannot prove which of the two it is (the workers are not traced): the words say
-   how to tell (time num_workers doubled: a receive cost stays).
+   0.28-0.90 ms, said "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset
+   kept on the GPU and sliced there makes no batch to receive), said as that per-batch cost with its levers: fewer,
+   bigger batches, or the data on the device. A trace cannot prove which of the two it is (the workers are not
+   traced): the words say how to tell (time num_workers doubled: a receive cost stays).
 This is
 the bound of the knob (workers that keep up), not a count of workers: the trace does not record how many there
 are, nor how long a batch takes them (their processes are not traced).
