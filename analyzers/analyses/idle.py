@@ -49,6 +49,7 @@ from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
 from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
+from tracetriage.analyzers.model.op_extents import NO_EXTENTS, op_extents
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
 from tracetriage.analyzers.model.trace import (
     CLOCK_TOL_NS,
@@ -251,14 +252,13 @@ def _host_context(trace: Trace) -> _HostContext:
     issue_by_tid, busy_by_tid, top_by_tid = {}, {}, {}
     op_rows = np.flatnonzero(ev.cat == CPU_OP)
     py_rows = np.flatnonzero(ev.cat == PYTHON)   # with_stack=True: Python frames are traced host time too
+    extents = op_extents(trace)
     for tid in distinct(ev.tid[np.concatenate((op_rows, call_rows))]):
-        ops = op_rows[ev.tid[op_rows] == tid]
         every = call_rows[ev.tid[call_rows] == tid]
         calls = call_rows[(ev.tid[call_rows] == tid) & ~setup_mask & ~recorded]   # set-up and recorded calls issue
                                                                                      # nothing
-        top_s, top_e = iv.union(ev.start[ops], ev.end[ops])  # top-level op extents on this thread
-        # rows are sorted by (start, -end): the first op at each extent's start is the outermost
-        top_by_tid[int(tid)] = (top_s, top_e, ops[np.searchsorted(ev.start[ops], top_s)] if len(ops) else ops)
+        # top-level op extents on this thread, and the outermost op of each
+        top_by_tid[int(tid)] = top_s, top_e, _ = extents.get(int(tid), NO_EXTENTS)
         if len(calls) and len(top_s):
             k = np.searchsorted(top_s, ev.start[calls], side="right") - 1
             inside = (k >= 0) & (ev.start[calls] < top_e[np.maximum(k, 0)])

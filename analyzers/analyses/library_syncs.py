@@ -29,8 +29,8 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.sparse_syncs import inside_ops
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge
-from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.groups import distinct
+from tracetriage.analyzers.model.op_extents import op_extents
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP, MEMCPY, NONE, Trace
 
@@ -123,14 +123,11 @@ def _outermost_ops(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The outermost cpu_op around each row on its thread (NONE where no op encloses it)."""
     ev = trace.ev
     out = np.full(len(rows), NONE, np.int64)
-    ops = np.flatnonzero(ev.cat == CPU_OP)
+    extents = op_extents(trace)     # (the idle analysis's host context asks them too)
     for tid in distinct(ev.tid[rows]).tolist():
-        o = ops[ev.tid[ops] == tid]
-        if not len(o):
+        if tid not in extents:
             continue
-        o = o[np.lexsort((-ev.end[o], ev.start[o]))]
-        top_s, top_e = iv.union(ev.start[o], ev.end[o])
-        top_r = o[np.searchsorted(ev.start[o], top_s)]
+        top_s, top_e, top_r = extents[tid]
         m = np.flatnonzero(ev.tid[rows] == tid)
         k = np.searchsorted(top_s, ev.start[rows[m]], side="right") - 1
         inside = (k >= 0) & (ev.start[rows[m]] < top_e[np.maximum(k, 0)])

@@ -73,6 +73,7 @@ ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's pe
 # that votes (all but communication): a vote among the minority that is known says nothing.
 UNKNOWN_MAJORITY = 0.5
 FP32_MATH_MAJORITY = 0.5    # fp32 GEMMs/convolutions on CUDA cores holding this share of kernel time: most of it
+NAMED_BOUND_MAJORITY = 0.75   # this share of the voting kernel time memory-bound by names: the guessed bound is said
 OVERHEAD_IDLE_SHARE = 0.5   # a span whose device idles more than half of it is overhead-bound
 RATE_FROM_COSTED = 0.1   # an achieved rate is quoted where costed kernels hold a tenth of its bound's time or more
 UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
@@ -468,10 +469,27 @@ class RegimeVerdict:
     # compute/memory: the verdict's bound's kernel time placed by kernel names alone, by why no op costs it
     # (UNCOSTED_WHY value -> µs), largest first: why its rate is not said (the words only, not the JSON)
     named_why_us: dict = field(default_factory=dict, metadata={"json": False})
+    # the kernel time (µs) placed compute-, memory- or latency-bound by the kernels' names alone (no op's shapes cost
+    # them), per bound: kept where a trace without shapes withholds the split (triage.regime_withheld), so the words
+    # can say a split is a guess from names (heldout-user18: splits stated for runtime-only captures as if measured)
+    guessed_us: tuple = field(default=(0.0, 0.0, 0.0), metadata={"json": False})
     # the costed ops of another precision that hold OTHER_PRECISION_NAMED of the costed time, each (dtype, FLOP/byte,
     # its ridge), most time first: an average across precisions sits against no one ridge (heldout-user15 fmnist_amp:
     # fp16 tensor-core GEMMs and an fp32 Adam step read 'its ops average 26.1 FLOP/byte against a fp32 ridge of 25.3')
     other_precisions: tuple = ()
+
+    @property
+    def guessed_share(self) -> float:
+        """The share of the compute-, memory- and latency-bound kernel time placed by the kernels' names alone."""
+        placed = self.compute_us + self.memory_us + self.latency_us
+        return min(1.0, sum(self.guessed_us) / placed) if placed > 0 else 0.0
+
+    @property
+    def memory_by_names(self) -> bool:
+        """Most of the kernel time that votes reads memory-bound by the kernels' names (elementwise kernels,
+        reductions, copies): the bound a span without shapes is guessed to have."""
+        voting = self.kernel_us - self.comm_us
+        return voting > 0 and self.guessed_us[1] >= NAMED_BOUND_MAJORITY * voting
 
     @property
     def kernel_us(self) -> float:
@@ -502,9 +520,11 @@ class RegimeVerdict:
 
 
 def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: float,
-           peer_transfer_ns: tuple[int, ...] | None = None) -> RegimeVerdict:
+           peer_transfer_ns: tuple[int, ...] | None = None, recurring_idle: float | None = None) -> RegimeVerdict:
     """The span's regime and the figures it rests on; `peer_transfer_ns`: its collectives' transfers measured
-    against every rank (tracetriage.analyzers.analyses.comm)."""
+    against every rank (tracetriage.analyzers.analyses.comm); `recurring_idle`: the idle share with the one-time
+    set-up's gaps out of the idle and the span (triage.recurring), which decides an idle-bound span where given (the
+    verdict keeps `idle_share`, the span's own)."""
     ev = trace.ev
     dur = (ev.end[kernel_rows] - ev.start[kernel_rows]).astype(np.float64)
     b = roof.kernel_bound[kernel_rows]
@@ -520,7 +540,7 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
                 why_us.append((name, round(t / 1e3, 3)))
     why_us.sort(key=lambda x: -x[1])
     communication = comm_mod.analyze(trace, kernel_rows, peer_transfer_ns)
-    if idle_share > OVERHEAD_IDLE_SHARE:
+    if (idle_share if recurring_idle is None else recurring_idle) > OVERHEAD_IDLE_SHARE:
         verdict = Regime.OVERHEAD
     elif communication is not None and communication.bound:
         verdict = Regime.COMMUNICATION
@@ -561,11 +581,13 @@ def regime(trace: Trace, roof: Roofline, kernel_rows: np.ndarray, idle_share: fl
     if verdict is Regime.LATENCY and roof.peaks is not None and ach_gb is not None:
         lat_share = max(ach_gb * 1e9 / roof.peaks.bytes_per_s, (ach_tf or 0.0) * 1e12 / roof.peaks.flops(dtype))
     fp32_us, fp32_names = _fp32_cuda_core_math(trace, kernel_rows, dur)
+    by_name = roof.kernel_why[kernel_rows] != 0 if roof.kernel_why is not None else np.zeros(len(kernel_rows), bool)
+    guessed = tuple(round(float(dur[by_name & (b == x)].sum()) / 1e3, 3) for x in (COMPUTE, MEMORY, LATENCY))
     return RegimeVerdict(verdict, idle_share, comp / 1e3, mem / 1e3, unk / 1e3, comm / 1e3, ach_tf, ach_gb, intensity,
                          ridge, dtype, uncosted, dict(why_us), latency_us=lat / 1e3, latency_peak_share=lat_share,
                          communication=communication, fp32_cuda_core_us=fp32_us, fp32_cuda_core_kernels=fp32_names,
                          named_why_us=_named_why_us(roof, kernel_rows, dur, b, BOUND_CODE.get(verdict)),
-                         other_precisions=others)
+                         other_precisions=others, guessed_us=guessed)
 
 
 BOUND_CODE = {Regime.COMPUTE: COMPUTE, Regime.MEMORY: MEMORY}

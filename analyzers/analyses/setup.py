@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracetriage.analyzers.analyses.first_calls import profiler_steps, script_compile_hole
+from tracetriage.analyzers.analyses.first_ops_before import first_ops_before
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import module_loading
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -111,9 +112,11 @@ def windows(trace: Trace, cold_pass: bool | None = None) -> tuple[np.ndarray, np
         if not len(rows):
             continue
         order = np.argsort(names, kind="stable")   # by name, then start (rows ascend, and the events sort by start)
+        # (the durations gathered in row order, then sorted with the rows: two gathers by name order over the whole
+        # columns, where the rows' cache lines lie apart, cost 3-4 ms at 942k events)
+        dur = (ev.end[rows] - ev.start[rows])[order]
         rows, names = rows[order], names[order]
         cut = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
-        dur = ev.end[rows] - ev.start[rows]
         # an early occurrence shorter than SETUP_FLOOR_NS cannot be that much longer than any median: only the
         # names with a longer one among their first EARLY (few: a loop repeats its calls at their steady cost) need
         # their median
@@ -180,6 +183,15 @@ def _first_compilations(trace: Trace) -> list:
     ev = trace.ev
     rows = first_compile_rows(trace).tolist()
     return [(int(ev.start[r]), int(ev.end[r]), int(ev.pid[r]), int(ev.tid[r])) for r in rows]
+
+
+@last_trace
+def setup_excess(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """windows(trace) of a trace's cold pass as one_pass finds it: the levers' set-up windows (whatif's
+    Context.setup_excess), found once per trace. The report finds them beside the roofline and hands them to the
+    levers' child with it (triage.report.analyze_trace), where the child's first lever to ask found them itself
+    (~0.035 s at 942k events, while the report's own analyses waited for the child). Callers only read it."""
+    return windows(trace, cold_pass=one_pass(trace))
 
 
 def one_pass(trace: Trace) -> bool:
@@ -467,6 +479,20 @@ def outside_span(trace: Trace, span_start: int, span_end: int, k: int = 3) -> tu
     named by the runtime call that holds each (a first launch loading its module) and the op around it: they count in
     the traced span's set-up share, though no idle gap of the span holds them (heldout-user15 switch_moe_8k: a
     419.6 ms first cudaLaunchKernel inside aten::embedding, 82% of the set-up, missing from the caveat's list)."""
+
+    ops_first = first_ops_before(trace, span_start, k)   # (an op's own first call: cuDNN's set-up in a first conv)
+    return _with_ops(_outside_calls(trace, span_start, span_end, k), ops_first, k)
+
+
+def _with_ops(calls: tuple, ops: tuple, k: int) -> tuple:
+    """The runtime calls' set-up windows and the first op calls before the span, the k longest, an op left out where
+    a call inside it is listed already (a first launch named with its op: "cudaLaunchKernel (in aten::mm)")."""
+    ops = tuple(o for o in ops if not any(o.name in c.name for c in calls))
+    return tuple(sorted(calls + ops, key=lambda w: -w.first_call_us)[:k])
+
+
+def _outside_calls(trace: Trace, span_start: int, span_end: int, k: int) -> tuple:
+    """outside_span's runtime calls alone."""
     from tracetriage.analyzers.model.evidence import FirstCall
 
     s, e, _ = windows(trace)

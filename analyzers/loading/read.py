@@ -132,21 +132,22 @@ def _restore_switch() -> None:
         _switch_before = None
 
 
-def read_ahead(path: Path, scan: bool = True, parse=None) -> None:
+def read_ahead(path: Path, scan: bool = True, parse=None) -> bool:
     """Start reading `path` in a thread, for a read_bytes(path, scan) soon; nothing for what is not a regular file
     (read_bytes says why in its own time). parse: for a load of it soon (parsed_ahead), the load's own parse_text
     (path, [text]) -> Trace, run in the thread too where the stream scanned the text (a later step of the load: its
-    caller's to give, this module imports none)."""
+    caller's to give, this module imports none). Whether the thread started."""
     global _ahead
     forget_read_ahead()
     try:
         if not path.is_file():
-            return
+            return False
         _ahead = _ReadAhead(path, scan, parse)
     except OSError:
-        return
+        return False
     _ahead.thread.start()
     _narrow_switch()
+    return True
 
 
 def forget_read_ahead() -> None:

@@ -59,7 +59,7 @@ from tracetriage.analyzers.loading import forked
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
-from tracetriage.analyzers.model.evidence import Evidence, FirstCall, HostEvidence, RecurringCost
+from tracetriage.analyzers.model.evidence import Evidence, FirstCall, RecurringCost
 from tracetriage.analyzers.model.health import Health, Verdict
 from tracetriage.analyzers.model.health import Problem as HealthProblem
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
@@ -76,7 +76,7 @@ from tracetriage.analyzers.model.verdicts import (
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
 from tracetriage.analyzers.triage import overhead as overhead_mod
-from tracetriage.analyzers.triage import sources, unprofiled_choice
+from tracetriage.analyzers.triage import recurring, sources, unprofiled_choice
 from tracetriage.analyzers.triage.arithmetic_left import ArithmeticWell, arithmetic_well
 from tracetriage.analyzers.triage.bounds import kernel_headroom as _kernel_headroom
 from tracetriage.analyzers.triage.bounds import mixed_precision_floor as _mixed_precision_floor
@@ -233,7 +233,7 @@ class Analysis:
     @property
     def evidence(self) -> dict[Cause, Evidence]:
         """Evidence of the device with the most idle time (the one the report speaks of)."""
-        return _evidence_of(self.devices)
+        return recurring.evidence_of(self.devices)
 
     @property
     def serialising_syncs(self) -> LeverChoice | None:
@@ -264,11 +264,11 @@ class Analysis:
 
     @property
     def warmup(self) -> tuple[FirstCall, ...]:
-        return _warmup(self.devices)
+        return recurring.warmup(self.devices)
 
     @property
     def warmup_share(self) -> float:
-        return _warmup_share(self.devices, self.span_ns)
+        return recurring.warmup_share(self.devices, self.span_ns)
 
     @property
     def setup_worth_naming(self) -> bool:
@@ -336,20 +336,6 @@ class Analysis:
         return ranges_mod.idle_split(self.named_ranges, self.idle_ns, self.trace.ev, RANGE_IDLE_NAMED)
 
 
-def _evidence_of(devices) -> dict[Cause, Evidence]:
-    return max(devices, key=lambda d: d.idle_ns).evidence if devices else {}
-
-
-def _warmup(devices) -> tuple[FirstCall, ...]:
-    ev = _evidence_of(devices).get(Cause.HOST_WORK)
-    return ev.warmup if isinstance(ev, HostEvidence) else ()
-
-
-def _warmup_share(devices, span_ns: int) -> float:
-    # the set-up's time inside the idle gaps: a first call that began before the GPU span counts only there
-    return min(1.0, sum(w.idle_us for w in _warmup(devices)) * 1e3 / span_ns) if span_ns else 0.0
-
-
 def analyze_trace(trace: Trace, range_name: str | None = None,
                   peer_transfer_ns: tuple[int, ...] | None = None) -> Analysis:
     """One trace's analysis; `peer_transfer_ns`: a rank's collectives measured against every rank of its run
@@ -369,7 +355,9 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
             roof = roof_mod.analyze(trace)
             found = steps_mod.search(trace)
             if early is not None:
-                early.hand((roof, found))
+                # ... and the levers' set-up windows, which only the child reads: the child's levers took longer than
+                # the parent's analyses (x5: the parent waited 0.05-0.09 s for it), the windows ~0.035 s of them
+                early.hand((roof, found, setup_mod.setup_excess(trace)))
         return _analyze(trace, range_name, window, early, peer_transfer_ns, roof)
     finally:
         if early is not None:
@@ -407,7 +395,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     if trials is not None:
         kernel_rows = kernel_rows[~np.isin(kernel_rows, trials.rows)]
     verdict = roof_mod.regime(trace, roof, kernel_rows, idle_ns / span if span else 0.0,
-                              None if range_name else peer_transfer_ns)
+                              None if range_name else peer_transfer_ns,
+                              recurring.recurring_idle_share(devs, idle_ns, span))
     range_verdicts = {r.name: roof_mod.regime(trace, roof, r.gpu_rows[ev.cat[r.gpu_rows] == KERNEL], r.idle_share)
                       for r in rng_all}
     fw = framework_mod.analyze(trace, devs, _setup_windows(devs)) if devs else None
@@ -512,8 +501,9 @@ def _levers(trace: Trace, roof: Roofline | None = None, handed=None) -> whatif.L
         if handed is None:
             return whatif.predict_levers(trace, roof)
         graph = depgraph.build(trace)
-        roof, found = handed()
+        roof, found, excess = handed()
         steps_mod.search.remember(trace, found)
+        setup_mod.setup_excess.remember(trace, excess)
         return whatif.predict_levers(trace, roof, graph)
     except whatif.WhatIfError:
         return None
@@ -606,7 +596,7 @@ def choose_next(devs, by_cause: dict[Cause, int], span_ns: int, busy_ns: int, id
     if not devs:
         on_cpu = health is not None and health.has(HealthProblem.WORKLOAD_ON_CPU)
         return NextExperiment(Experiment.MOVE_TO_GPU if on_cpu else Experiment.CAPTURE_ON_GPU, None, 0.0)
-    warm = 0.0 if steady_read else _warmup_share(devs, span_ns)
+    warm = 0.0 if steady_read else recurring.warmup_share(devs, span_ns)
     by_name = {c.lever: c for c in choices}
     warm_priced = next((c for c in choices if LEVERS[c.lever].experiment is Experiment.WARM_UP and c.baseline_ns), None)
     cold_share = max(warm, warm_priced.saving_ns / warm_priced.baseline_ns if warm_priced is not None else 0.0)
@@ -855,7 +845,7 @@ def _host_tail_ns(trace: Trace, devs) -> int:
 
 def _replays_graphs(devs) -> bool:
     """The trace launches CUDA/HIP graphs already (graph launches among its launch-gap evidence)."""
-    ev = _evidence_of(devs).get(Cause.LAUNCH_OVERHEAD)
+    ev = recurring.evidence_of(devs).get(Cause.LAUNCH_OVERHEAD)
     return bool(getattr(ev, "graph_launches", 0))
 
 

@@ -23,7 +23,17 @@ from tracetriage.analyzers.model.units import (
     tflops,
 )
 from tracetriage.analyzers.model.verdicts import Cause, Experiment, Regime
-from tracetriage.analyzers.voice import cold_start, communication, ground, precision, roof
+from tracetriage.analyzers.voice import (
+    amortise,
+    cold_start,
+    communication,
+    ground,
+    host_paced,
+    named_bound,
+    precision,
+    roof,
+    runtime_only,
+)
 from tracetriage.analyzers.voice import decode as decode_words
 from tracetriage.analyzers.voice import execution as execution_words
 from tracetriage.analyzers.voice import healthy as healthy_words
@@ -37,11 +47,11 @@ from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
-    STEADY_IDLE_BOUND,
     only_predicts,
     saving,
     waste_prediction,
 )
+from tracetriage.analyzers.voice.cold_start import setup_held, steady_idle_share, steady_loop_idles
 from tracetriage.analyzers.voice.common import (
     CAUSE_WORDS,
     COMPUTE_WASTE,
@@ -179,7 +189,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                "why": warmup_why(a) + after_warm_up(a),
                # (where the steady steps idle most of each, they recur: the waste is a lever that saves least)
                "waste": "" if nx.waste is not None else claim(
-                   "waste.nothing_recurs", 1, "optimising what this profile shows: its biggest gaps do not recur")}
+                   "waste.nothing_recurs", 1, cold_start.nothing_recurs_words(a))}
     elif nx.lever is not None and nx.lever.lever == WEIGHT_ONLY_INT8 and a.weight_streaming is not None:
         # the weight-streaming words (fewer weight bytes, or more rows per read), then what the replay assumed
         out = weight_streaming_next(a.weight_streaming, a.roof.peaks, _memory_why(a))
@@ -200,12 +210,15 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                                lever=nx.lever.assumption if nx.lever else None,
                                fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a), trains=trains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
+        if nx.cause is Cause.HOST_WORK and not copies and runtime_only.dispatch_between_launches(a):
+            out["lever"], out["waste"] = runtime_only.host_work_advice(), runtime_only.WASTE
     else:
         out = _regime_next(a)
     # no prediction rests on an unknown bound (the headroom lever behind them prices faster kernels, not a change)
     if nx.lever is not None and nx.kind not in (Experiment.FIND_THE_BOUND, Experiment.MIXED_PRECISION):
         out["lever"] += f" (predicted {predicted(nx.lever, a)}" + (
-            LEVERS[nx.lever.lever].prediction_words + unprofiled_words(nx.lever) + cold_start.remainder_note(a)
+            LEVERS[nx.lever.lever].prediction_words + runtime_only.prediction_note(a) + unprofiled_words(nx.lever)
+            + cold_start.remainder_note(a)
             + cold_start.profile_not_workload(a)
             + inflated_launches(a.replay_gaps, nx.cause in (Cause.SYNCHRONIZATION, Cause.HOST_WORK)) + ")")
     if nx.dominant is not None and nx.dominant.lever == CUDA_GRAPHS and a.replay_gaps is not None:
@@ -224,6 +237,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
                        "within the replay's error) but " + ("is a bigger change to the code" if bigger else
                                                             "does not act on the Idle line's dominant cause"))
     out["why"] += decode_words.batch_beside(a) if nx.cause is Cause.SYNCHRONIZATION else ""   # (an engine's batch)
+    out["why"] += amortise.amortise_clause(a) if nx.kind is not Experiment.WARM_UP else ""   # (a tiny model's step)
     if nx.then is not None and nx.kind is not Experiment.WARM_UP:   # (a warm-up's loop fix: voice.warm_up)
         out["why"] += then_words.then_clause(nx)
     if nx.knob_beside is not None:
@@ -337,17 +351,6 @@ def setup_share(a) -> float:
         # 90% (5.87 s of a 6.50 s GPU span) beside a warm-up Next of -47% (the same 5.87 s of a 12.39 s span)
         return lv.saving_ns / lv.baseline_ns
     return a.warmup_share
-
-
-def setup_held(a: Analysis) -> float:
-    """The share of the span a warm-up Next's because says is one-time set-up (the first calls' set-up, or what the
-    warm-up's replay takes out where that is more): one figure for the Regime line and the because."""
-    if a.next_experiment.cold is not None:
-        return a.next_experiment.gain_share
-    lv = a.next_experiment.lever
-    if lv is None or not lv.baseline_ns:
-        return a.warmup_share
-    return lv.saving_ns / lv.baseline_ns
 
 
 def _lever_why(a: Analysis) -> str:
@@ -654,6 +657,8 @@ def regime_bound(a: Analysis) -> str | None:
         return "fp32_cuda_cores"
     if v.regime is Regime.UNKNOWN and a.decode is not None:
         return "decode_memory"
+    if v.regime is Regime.UNKNOWN and v.memory_by_names:
+        return "memory_by_names"
     return v.regime.value
 
 
@@ -695,30 +700,6 @@ def _idle_bound_kind(a: Analysis) -> tuple[str, float]:
     return "overhead", 0.0
 
 
-def _steady_share(a: Analysis) -> float | None:
-    """The steady steps' idle share (claims.steady_idle_share on the analysis's own figures)."""
-    s = a.steps.summary if a.steps is not None else None
-    return s.median_idle_ns / s.median_ns if s is not None and s.median_ns else None
-
-
-def steady_loop_idles(a: Analysis) -> bool:
-    """The steps after the set-up still idle most of each: the loop is idle-bound whatever a warm-up takes out."""
-    x = _steady_share(a)
-    return x is not None and x > STEADY_IDLE_BOUND
-
-
-def _cold_start_lead_in(a: Analysis) -> str:
-    """Beside the steady loop's bound, the cold start before it: a lead-in, not the verdict."""
-    if a.next_experiment.kind is not Experiment.WARM_UP:
-        return cold_start.regime_lead_in(a, _steady_share(a))   # (a cold start beside another Next)
-    x, held = _steady_share(a), setup_held(a)
-    steady = (f", a steady step idles {claim('regime.steady_idle_share', x, share(x))} of its time (median)"
-              if x is not None else "")
-    return (f"{steady}, and a cold start{cold_start.where_cold(a) if steady else ''} holds "
-            f"{claim('regime.setup_share', held, share(held))} of {cold_start.setup_span(a)}, which the steady "
-            "state never pays")
-
-
 def _idle_bound(a: Analysis) -> tuple[str, str]:
     """What an idle-bound span waits on, in the words a PyTorch engineer reads it by, and the clause that says why:
     "overhead-bound" says launches and dispatch (torch.compile, CUDA graphs), so a cold start is set-up-bound, a
@@ -728,10 +709,10 @@ def _idle_bound(a: Analysis) -> tuple[str, str]:
     if kind == "set_up":
         on = cold_start.setup_span(a)
         on = "it" if a.next_experiment.kind is Experiment.PROFILE_REPLAYS or on == "the span" else on
-        return (cold_start.setup_bound_head(a, _steady_share(a)),
+        return (cold_start.setup_bound_head(a, steady_idle_share(a)),
                 f", and one-time set-up holds {claim('regime.setup_share', x, share(x))} of {on}, which the "
-                "steady state never pays" + cold_start.steady_after(a, _steady_share(a)))
-    lead = _cold_start_lead_in(a)
+                "steady state never pays" + cold_start.steady_after(a, steady_idle_share(a)))
+    lead = cold_start.cold_start_lead_in(a)
     if kind == "input":
         return ("input-bound, not launch overhead",
                 f", {claim('regime.input_share', x, share(x))} of the idle inside the DataLoader waiting for batches"
@@ -765,6 +746,8 @@ def _regime_line(a: Analysis) -> str:
         line = precision.regime_line(v)
     elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
         line = decode_words.regime_line(a)
+    elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
+        line = named_bound.memory_line(v)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
@@ -811,7 +794,7 @@ def _regime_line(a: Analysis) -> str:
             line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
                    f"{named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
-        line = line[:-1] + execution_words.regime_clauses(a.execution) + "."
+        line = host_paced.lead(a, line[:-1] + execution_words.regime_clauses(a.execution) + ".")
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and peak_words.source(pk):
@@ -822,7 +805,7 @@ def _regime_line(a: Analysis) -> str:
     if v.regime is not Regime.OVERHEAD:   # (an idle-bound span says what it waits on already)
         line = line[:-1] + pace_words.regime_window(a.pace) + "."
     line = lib_syncs.trials_regime(a, line)
-    return line
+    return line[:-1] + cold_start.recurring_qualifier(a) + "."
 
 
 def _mix(v, roofs: bool = True) -> str:
@@ -833,7 +816,8 @@ def _mix(v, roofs: bool = True) -> str:
         return "no kernels ran"
     if not (v.compute_us + v.memory_us + v.latency_us > 0 or not v.unknown_us):
         return f"no kernel time has a bound: {uncosted_phrase(v)}"
-    return (f"of kernel time, {_bound_share('compute', v.compute_us / tot)} is {ground.compute_words(roofs)} and "
+    return (f"of kernel time, {named_bound.mix_source(v)}{_bound_share('compute', v.compute_us / tot)} is "
+            f"{ground.compute_words(roofs)} and "
             f"{_bound_share('memory', v.memory_us / tot)} memory-bound"
             + (f", {100 * v.latency_us / tot:.0f}% latency-bound "
                + ("(far below both roofs)" if roofs else "(kernels of a few µs: launch and ramp, no roof)")

@@ -127,9 +127,9 @@ class Context:
     def setup_excess(self) -> tuple:
         """One-time set-up as host windows: the part of early calls their later calls do not pay."""
         if "setup_excess" not in self._windows:
-            from tracetriage.analyzers.analyses.setup import windows
+            from tracetriage.analyzers.analyses.setup import setup_excess
 
-            self._windows["setup_excess"] = windows(self.trace, cold_pass=self.one_pass)
+            self._windows["setup_excess"] = setup_excess(self.trace)
         return self._windows["setup_excess"]
 
     @property

@@ -1,0 +1,36 @@
+"""Bounds guessed from kernels' names, said as guesses.
+
+A trace whose ops recorded no shapes (record_shapes off, or a runtime-only capture with no CPU op at all) costs no
+kernel: the roofline places them by their names alone (`sgemm` compute, `elementwise_kernel` memory, a few-µs kernel
+latency). heldout-user18's captures read "of kernel time, 44% is compute-bound and 41% memory-bound" (swin_a4000_cold,
+no CPU op recorded) as if measured, and dynavis_rtx6000, its kernels elementwise Gaussians on 131 M-element tensors,
+withheld any bound ("nothing else to decide by") where its names say memory-bound plainly. The split is said with
+where it comes from; a span whose kernel time is mostly memory-bound by names says that bound as a guess.
+
+What would make it fire falsely: a name that misleads (a fused Triton kernel named for its first op); the names'
+rules live in the roofline (analyses.roofline), and the words never give a rate for a guessed bound.
+"""
+from __future__ import annotations
+
+from tracetriage.analyzers.model.units import share
+from tracetriage.analyzers.voice.common import uncosted_phrase
+from tracetriage.analyzers.voice.said import claim
+
+GUESSED_SAID = 0.5   # this share of the split placed by names: the split is said to be a guess
+
+
+def mix_source(v) -> str:
+    """'by the kernels' names (a guess: no op's shapes cost them), ' before a split that rests mostly on names with
+    no rate measured beside it (a split whose costed kernels give a rate says that rate: gpt-graphs' replays)."""
+    guessed = v.guessed_share >= GUESSED_SAID and v.achieved_tflops is None and v.achieved_gbps is None
+    return "by the kernels' names (a guess: no op's shapes cost them), " if guessed else ""
+
+
+def memory_line(v) -> str:
+    """The Regime line of a span without shapes whose kernel time is mostly memory-bound by the kernels' names."""
+    voting = v.kernel_us - v.comm_us
+    x = v.guessed_us[1] / voting if voting > 0 else 0.0
+    return (f"Regime: memory-bound by the kernels' names, a guess: "
+            f"{claim('regime.memory_by_names_share', x, share(x))} of kernel time is in kernels whose names read "
+            f"memory-bound (elementwise, reductions, copies); no rate is "
+            f"measured, because {uncosted_phrase(v)}.")
