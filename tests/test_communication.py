@@ -267,3 +267,41 @@ def test_the_rank_that_arrived_last_at_a_call_is_not_said_to_wait_for_a_peer_in_
     # a rank's report that keeps its own estimate beside the run's figures is caught
     by_rank[0]["regime_detail"]["communication"].update(against_peers=False, wait_ns=180_000)
     assert claims.check_ranks(out) == ["rank 0: its report measures its wait against its own calls, not the run's"]
+
+
+def _unsized(spec, dims) -> list[dict]:
+    """All-reduces as a trace with no message size on the kernel writes them; `dims[i]`: the launching op's Input
+    Dims (None: record_shapes off)."""
+    ev = []
+    for i, (start, end) in enumerate(spec):
+        ext, corr, t = 1 + i, 1000 + i, 10 * US * i
+        ev.append(op("c10d::allreduce_", t, t + 8 * US, ext, **({"dims": [dims[i]], "types": ["Tensor"]}
+                                                                 if dims[i] is not None else {})))
+        ev.append(call("cuLaunchKernelEx", t + 2 * US, t + 6 * US, corr, ext))
+        ev.append(gpu(AR, start, end, corr))
+    return ev
+
+
+def test_a_slow_call_that_may_move_more_bytes_is_not_said_to_wait_for_a_peer(tmp_path):
+    """heldout-user18 llama4l_4090_r1: 10 all-gathers, no message size, no shapes; the full-vocab logits gather
+    (4.2 GB, 441 ms at the link rate of the 3.3 ms per-layer ones) read '440.6 ms waiting for a peer (against its own
+    fastest call)'. Without a size or the op's shapes no call is known to match another: the time stays unsplit."""
+    spec = [(i * 5 * MS, i * 5 * MS + 1 * MS) for i in range(3)] + [(20 * MS, 60 * MS)]
+    a = analyze_file(write(tmp_path / "u.json.gz", document(_unsized(spec, [None] * 4), rank=0)))
+    c = a.verdict.communication
+    assert c.wait_ns == 0 and c.top.unsplit_ns == c.top.exposed_ns == 43 * MS
+    regime = five_lines(a)[3]
+    assert "waiting for a peer (against" not in regime
+    assert "not split into waiting for a peer and moving bytes" in regime
+    assert "mostly moving bytes" not in " ".join(five_lines(a))
+
+
+def test_calls_whose_ops_took_the_same_shapes_are_held_against_the_fastest_of_them(tmp_path):
+    """With record_shapes the op's shapes say which calls move alike: the slow call of the same shape waited."""
+    spec = [(i * 5 * MS, i * 5 * MS + 1 * MS) for i in range(3)] + [(20 * MS, 60 * MS)]
+    same = _unsized(spec, [[4096, 4096]] * 4)
+    c = analyze_file(write(tmp_path / "s.json.gz", document(same, rank=0))).verdict.communication
+    assert c.top.unsplit_ns == 0 and c.top.wait_ns == 39 * MS
+    other = _unsized(spec, [[4096, 4096]] * 3 + [[32000, 4096]])
+    c = analyze_file(write(tmp_path / "o.json.gz", document(other, rank=0))).verdict.communication
+    assert c.top.unsplit_ns == 0 and c.top.wait_ns == 0        # a lone call of its shape is all transfer

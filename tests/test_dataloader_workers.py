@@ -240,6 +240,21 @@ def test_waits_that_recur_are_workers_falling_behind_even_where_one_is_the_longe
     assert five_lines(a)[4].startswith("Next: make the DataLoader's workers keep up: they are on already")
 
 
+def test_a_flat_cost_every_batch_is_the_main_process_receiving_it_not_workers_falling_behind(tmp_path):
+    """heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 __next__ at 0.28-0.90 ms; the Next said
+    "make the DataLoader's workers keep up ... raise num_workers or prefetch_factor", which cannot shrink what the
+    main process pays to receive each batch. A cost flat from batch to batch is named as that, with its levers."""
+    from tracetriage.analyzers.voice.report import five_lines
+
+    flat = [0.05, 0.05, 0.8, 0.7, 0.85, 0.75, 0.72, 0.82, 0.78, 0.74]
+    a = analyze_file(str(_loader_with_workers(tmp_path, wait_ms=flat)))
+    p = a.levers.all.lever(DATALOADER_WORKERS)
+    assert p.assumption.workers_on and 0.7 * MS <= p.assumption.flat_ns <= 0.85 * MS
+    line = five_lines(a)[4]
+    assert "raise num_workers" not in line and "num_workers=<more" not in line
+    assert "a larger batch_size (fewer batches to receive)" in line
+
+
 def test_whatif_prices_the_lever_by_name_and_its_json_says_what_it_assumed(capsys):
     from tracetriage import cli
 

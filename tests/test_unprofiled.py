@@ -167,7 +167,7 @@ def test_a_launch_bound_verdict_its_own_unprofiled_numbers_keep_is_not_withdrawn
     assert "holds only under the profiler" in said(0.20)
 
 
-def test_off_the_host_the_costs_were_fitted_on_the_slowdown_is_said_as_a_floor(tmp_path):
+def test_off_the_host_the_costs_were_fitted_on_the_slowdown_is_said_with_the_fits_measured_range(tmp_path):
     """Was: fresh11 streaming_conformer_compiled_no_cudagraphs (an H100) "takes ~1.3× as long as without it ... without
     it the work takes ~199.9 ms", measured 2.18× (118.7 ms); llama_sft 1.3× against 1.66×, crnn 1.5× against 1.82×:
     the per-event costs, fitted on H200 runs, under-state the profiler's cost on most H100 captures. The same trace
@@ -183,8 +183,13 @@ def test_off_the_host_the_costs_were_fitted_on_the_slowdown_is_said_as_a_floor(t
     on_h100 = analyze_file(tmp_path / "h100.json")
     assert on_h200.profiler.fitted_host and not on_h100.profiler.fitted_host
     said = next(c for c in analysis_caveats(on_h100) if c.startswith("under the profiler"))
-    assert f"takes ~{on_h100.profiler.slowdown:.1f}× or more as long as without it" in said, said
-    assert "on the H100 captures they were checked on they under-state it most often" in said
-    assert "without it the work takes ~" in said and " or less" in said
+    # sized both ways by the fit's error on 136 H100 captures (0.90-1.30x of the fitted slowdown, 9 in 10): a bare
+    # "or more" pointed away from the truth where the fit over-states (fresh12 distilbert: 1.47x measured beside
+    # "1.6× or more") and said nothing of how far where it under-states (bart: 1.86x beside "1.3× or more")
+    lo, hi = on_h100.profiler.slowdown_range
+    assert lo < on_h100.profiler.slowdown < hi
+    assert f"takes ~{on_h100.profiler.slowdown:.1f}× (likely {lo:.1f}-{hi:.1f}×) as long as without it" in said, said
+    assert "the measured slowdown fell within 0.90-1.30× of the fitted one in 9 of 10, under-stated most often" in said
+    assert "without it the work takes ~" in said and "(likely between " in said
     kept = next(c for c in analysis_caveats(on_h200) if c.startswith("under the profiler"))
     assert " or more" not in kept and " or less" not in kept

@@ -9,8 +9,11 @@ the bubble (a peer tool's user found 3.17 s that way where the real one was 1.02
 Per collective kind (AllReduce, AllGather ...): its calls, their time, the exposed part, and the
 exposed part split in two. Each call's transfer takes what the fastest call of its kind and group
 that moved at least as many bytes took (the one that waited least; where the trace records no message
-size, the fastest call of the same kernel); the call's first (its time − that) is waiting for a peer,
-its last stretch moving bytes. Within one rank's trace this
+size, the fastest call of the same kernel whose op had the same input shapes); the call's first (its time − that) is
+waiting for a peer, its last stretch moving bytes. A call with neither a message size nor its op's shapes has no call
+it is known to match: a slow one may be moving more bytes (heldout-user18 llama4l_4090_r1: a 4.2 GB full-vocab logits
+all-gather of 441 ms, at the link rate of the 3.3 ms per-layer gathers, read as 441 ms waiting for a peer), so its
+exposed time stays unsplit (`unsplit_ns`), neither waiting nor moving. Within one rank's trace this
 is an estimate: every call may have waited some, and a call may take longer for reasons of its own (a first call's
 set-up). With every rank's trace (`tracetriage report DIR`) the fastest rank's same call is the transfer
 (`peer_transfer_ns`, from tracetriage.analyzers.analyses.ranks): the rank that arrived last at a call waits
@@ -50,6 +53,8 @@ class CollectiveKind:
     message_bytes: int | None     # the messages' bytes, summed (None: the trace records no message size)
     bus_gbps: float | None    # the fastest calls' bus bandwidth (None: no message size or ranks)
     link: PeerLink | None     # the GPU-to-GPU link it is held against
+    unsplit_ns: int = 0       # of the exposed time, calls with no message size and no op shapes: no call they are
+                              # known to match, so waiting cannot be told from moving more bytes
 
     @property
     def link_share(self) -> float | None:
@@ -73,6 +78,7 @@ class Communication:
     ranks: int | None         # the process group's size where recorded, else the run's world size
     against_peers: bool = False   # the wait is against the fastest rank's same call (every rank's trace), not
                                   # against this rank's own fastest call
+    unsplit_ns: int = 0       # of the exposed time, calls neither waiting nor moving can be told of (CollectiveKind)
 
     @property
     def exposed_share(self) -> float:
@@ -107,12 +113,13 @@ def analyze(trace: Trace, kernel_rows: np.ndarray, peer_transfer_ns: tuple[int, 
     if not coll.any():
         return None
     rows = kernel_rows[coll]
-    transfer = _transfer_ns(trace, rows)
+    transfer, matched = _transfer_ns(trace, rows)
     against_peers = peer_transfer_ns is not None and len(peer_transfer_ns) == len(rows)
     if against_peers:
         order = np.argsort(ev.start[rows], kind="stable")
         dur = ev.end[rows] - ev.start[rows]
         transfer[order] = np.minimum(dur[order], np.asarray(peer_transfer_ns, np.int64))
+        matched[:] = True          # the fastest rank's same call: the same bytes
     exposed = np.zeros(len(rows), np.int64)
     waited = np.zeros(len(rows), np.int64)
     busy = exposed_total = 0
@@ -129,20 +136,25 @@ def analyze(trace: Trace, kernel_rows: np.ndarray, peer_transfer_ns: tuple[int, 
         s, e = ev.start[rows[mine]], ev.end[rows[mine]]
         exposed[mine] = iv.covered(xs, xe, s, e)
         waited[mine] = iv.covered(xs, xe, s, np.maximum(e - transfer[mine], s))   # the wait comes first
-    kinds = _by_kind(trace, rows, transfer, exposed, waited, against_peers)
+    waited[~matched] = 0
+    unsplit = np.where(matched, 0, exposed)
+    kinds = _by_kind(trace, rows, transfer, exposed, waited, against_peers, unsplit)
     # the product of two ns totals passes int64 past ~3 s each: it is taken in Python ints (then divided as floats,
     # as before)
-    product = int(exposed_total) * int(waited.sum())
-    wait_total = int(round(float(product) / float(exposed.sum()))) if exposed.sum() else 0
+    wait_total, unsplit_total = ((int(round(float(int(exposed_total) * int(x.sum())) / float(exposed.sum())))
+                                  if exposed.sum() else 0) for x in (waited, unsplit))
     return Communication(collective_ns=int((ev.end[rows] - ev.start[rows]).sum()), exposed_ns=exposed_total,
-                         wait_ns=wait_total, transfer_ns=exposed_total - wait_total, busy_ns=busy,
-                         kinds=kinds, ranks=_ranks(trace, rows), against_peers=against_peers)
+                         wait_ns=wait_total, transfer_ns=exposed_total - wait_total - unsplit_total, busy_ns=busy,
+                         kinds=kinds, ranks=_ranks(trace, rows), against_peers=against_peers,
+                         unsplit_ns=unsplit_total)
 
 
-def _transfer_ns(trace: Trace, rows: np.ndarray) -> np.ndarray:
+def _transfer_ns(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each call's transfer time: what the fastest call of its kind and group that moved at least as many
     bytes took (moving more never takes less), or, where the trace records no message size, the fastest
-    call of the same kernel. A lone call of its kind is all transfer, as far as one rank's trace can tell."""
+    call of the same kernel launched by an op with the same input shapes. A lone call of its kind is all transfer,
+    as far as one rank's trace can tell. With it, per call, whether that match is known: False for a call with no
+    message size and no op shapes (its transfer is its own time, and no part of it is known to be waiting)."""
     ev = trace.ev
     dur = ev.end[rows] - ev.start[rows]
     nbytes, group = ev.nbytes[rows], ev.group[rows]
@@ -158,12 +170,30 @@ def _transfer_ns(trace: Trace, rows: np.ndarray) -> np.ndarray:
         b = nbytes[order]
         last_of_tie = np.searchsorted(-b, -b, side="right") - 1   # equal sizes: the fastest of them all
         out[order] = best[last_of_tie]
+    matched = sized.copy()
     if (~sized).any():
-        key = ev.name[rows][~sized]
-        _, inv = np.unique(key, return_inverse=True)
-        fastest = np.full(inv.max() + 1, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(fastest, inv.ravel(), dur[~sized])
-        out[~sized] = fastest[inv.ravel()]
+        unsized = np.flatnonzero(~sized)
+        shaped = _op_shapes(trace, rows[unsized])
+        # the same kernel moves the same bytes only where its op took the same shapes: no shapes, no match
+        keys = [(int(ev.name[rows[i]]), sh) for i, sh in zip(unsized.tolist(), shaped)]
+        fastest: dict = {}
+        for i, k in zip(unsized.tolist(), keys):
+            if k[1] is not None:
+                fastest[k] = min(fastest.get(k, int(dur[i])), int(dur[i]))
+        for i, k in zip(unsized.tolist(), keys):
+            if k[1] is not None:
+                out[i], matched[i] = fastest[k], True
+    return out, matched
+
+
+def _op_shapes(trace: Trace, rows: np.ndarray) -> list[str | None]:
+    """Per collective activity, its launching op's Input Dims (as text), None where the op or its shapes are not in
+    the trace."""
+    op = trace.launching_op(rows)
+    out: list[str | None] = []
+    for o in op.tolist():
+        dims = trace.shapes(o)[0] if o != NONE else None
+        out.append(repr(dims) if dims else None)
     return out
 
 
@@ -173,7 +203,7 @@ def _ranks(trace: Trace, rows: np.ndarray) -> int | None:
     return int(np.bincount(g).argmax()) if len(g) else trace.world_size
 
 
-def _by_kind(trace: Trace, rows, transfer, exposed, waited, against_peers: bool = False) \
+def _by_kind(trace: Trace, rows, transfer, exposed, waited, against_peers: bool = False, unsplit=None) \
         -> tuple[CollectiveKind, ...]:
     ev = trace.ev
     kind = np.array([collective_kind(trace.names[i]) for i in ev.name[rows].tolist()], dtype=object)
@@ -193,8 +223,9 @@ def _by_kind(trace: Trace, rows, transfer, exposed, waited, against_peers: bool 
             if f is not None and fast.any():
                 bus = float(np.median(nbytes[fast] * f / transfer[m][fast]))    # bytes/ns == GB/s
         ex, wt = int(exposed[m].sum()), int(waited[m].sum())
+        un = int(unsplit[m].sum()) if unsplit is not None else 0
         out.append(CollectiveKind(kind=k, calls=int(m.sum()), total_ns=int((ev.end[rows[m]] - ev.start[rows[m]]).sum()),
-                                  exposed_ns=ex, wait_ns=wt, transfer_ns=ex - wt,
+                                  exposed_ns=ex, wait_ns=wt, transfer_ns=ex - wt - un, unsplit_ns=un,
                                   message_bytes=int(nbytes[sized].sum()) if sized.all() else None,
                                   bus_gbps=bus, link=link))
     return tuple(sorted(out, key=lambda c: -c.exposed_ns))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.kernel_label import kernel_label
 from tracetriage.analyzers.model.trace import GPU_CATS, NONE, Trace
 
 
@@ -27,7 +28,7 @@ class Hotspot:
 
 
 def _short(name: str, width: int = 80) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return kernel_label(name, width)
 
 
 def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:

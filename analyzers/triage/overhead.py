@@ -30,9 +30,25 @@ RATIO_DIFFERS = 0.05        # a lever's unprofiled ratio this far from its profi
 LAUNCH_KEPT_IDLE = 0.3
 # The per-event costs were fitted on H200 runs (whatif.unprofiled); off that host they under-state the profiler's cost
 # on most captures (26 of 32 H100 captures in fresh7/fresh8; fresh11's compiled conformer 1.3x predicted where 2.18x
-# was measured, HF training 1.3x against 1.66x, a cuDNN-off CRNN 1.5x against 1.82x), never far over it: there the
-# slowdown is said as a floor and the unprofiled figures as ceilings
+# was measured, HF training 1.3x against 1.66x, a cuDNN-off CRNN 1.5x against 1.82x): there the slowdown and the
+# unprofiled time are said with the range the fit's measured error gives (OFF_HOST_LOW/HIGH below), the host time
+# added as a floor and the idle share as a ceiling
 FITTED_ON = "H200"
+# Off that host, the fit's error measured: 136 H100 captures timed with and without the profiler (fresh9-12,
+# pairs2-4, traces/pending2, traces/fresh5: each truth.json's profiled ms a step over its unprofiled median, against
+# the replay's slowdown: tools/profiler_cost --truth over those directories re-derives it). The measured slowdown over
+# the predicted one: 0.90 at the 5th percentile, 0.95 at the 10th, 1.04 at the median, 1.25 at the 90th, 1.30 at the
+# 95th (the worst 2.18x: gpt2_topk_sampling_full_sort, 1.25x predicted, 2.72x measured); under-stated on 106 of 136,
+# |log error| median 5.8%, p90 23%, worst 78%. Scaling the per-event constants was tried on the same captures and
+# does not shrink the spread, only moves it: the op's cost x1.5 takes the bias away (mean log error -6.6% -> -0.4%)
+# but the median |error| goes 5.8% -> 6.5% (p90 23% -> 20%, worst 78% -> 72%); the call's cost x2 moves nothing (a
+# launch call's own time caps it); a further op's cost charged to each call's gap trades the same way (x2: median
+# 7.5%). The misses are per workload (one workload's before and after want different scales), so the constants stay
+# and the figure is said as the fit's 9-in-10 range (0.90-1.30x of it held 122 of the 136), which leans the way its
+# error runs (the slowdown under-stated far more often than over): bart_generate (fresh12, 1.35x predicted, 1.86x
+# measured) was "~1.3× or more", an unsized floor far off; mobilenetv3 1.67x against "1.3× or more".
+OFF_HOST_LOW, OFF_HOST_HIGH = 0.90, 1.30     # the measured slowdown over the predicted one, p5 and p95 (H100)
+OFF_HOST_CAPTURES = 136
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,19 @@ class ProfilerOverhead:
     def slowdown(self) -> float:
         """How much longer the traced work took under the profiler (predicted)."""
         return self.profiled_ns / self.unprofiled_ns if self.unprofiled_ns else 1.0
+
+    @property
+    def off_host_error(self) -> tuple[float, float, int]:
+        """The fit's error off its host: the measured slowdown over the predicted one, p5 and p95, and the captures."""
+        return OFF_HOST_LOW, OFF_HOST_HIGH, OFF_HOST_CAPTURES
+
+    @property
+    def slowdown_range(self) -> tuple[float, float]:
+        """Off the fitted host, the slowdown the fit's error on the H100 captures puts 9 in 10 within (never under
+        1.0x); on it, the slowdown itself."""
+        if self.fitted_host:
+            return self.slowdown, self.slowdown
+        return max(1.0, self.slowdown * OFF_HOST_LOW), self.slowdown * OFF_HOST_HIGH
 
     @property
     def worth_saying(self) -> bool:

@@ -8,15 +8,16 @@ them decides a verdict or a threshold: they say what the analysis decided.
 """
 from __future__ import annotations
 
+from tracetriage.analyzers.model.attention_masks import attention_masked
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.kernels import is_attention, matrix_precision_by_name
 from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
-from tracetriage.analyzers.model.units import count, duration_us, gbps, integer, num, plural, share, size
+from tracetriage.analyzers.model.units import count, duration_ns, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.causes import CAUSE_SPECS
 from tracetriage.analyzers.voice.said import claim
-from tracetriage.analyzers.whatif.levers import SDPA
+from tracetriage.analyzers.whatif.levers import DATALOADER_WORKERS, SDPA
 
 # --- the trace's own caveats -------------------------------------------------------------------------
 
@@ -94,8 +95,8 @@ def cause_words(cause: Cause | None) -> str:
 
 def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
            construct: Construct | None = None, workers_on: bool = False, compiled: bool = False,
-           pinned: bool = False, workers_start_up: bool = False, fuse_chains: int | None = None,
-           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lone_batch: bool = False,
+           pinned: bool = False, fuse_chains: int | None = None,
+           fuse_found: int = 0, pin_pays: bool = True, training: bool = False, lever=None,
            trains: bool = False) -> str:
     """The one advice text per cause, in the user's terms where the trace says whose code it is: the
     evidence's first experiment and the Next line's lever. The sync advice names the calls as the user
@@ -106,6 +107,19 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
     run shorter than a launch (a loop over a DataLoader with an optimizer step or a backward) asks for a bigger batch
     first; launches left outside the CUDA graphs of a step that trains (`trains`: a backward or an optimizer step in the
     trace) ask for the whole step in one graph."""
+    # the Next lever's assumption: dataloader_workers' start-up, lone batch, flat per-batch cost; cuda_graphs' growing
+    # KV cache
+    loader = lever if getattr(lever, "lever", "") == DATALOADER_WORKERS else None
+    workers_start_up, lone_batch = getattr(loader, "start_up", False), getattr(loader, "lone", False)
+    if cause is Cause.LAUNCH_OVERHEAD and getattr(lever, "cache_to", 0):
+        # a graph replays fixed shapes: a decode whose KV cache grows a token each step is no graph as it stands
+        # (whatif.levers.growing_cache)
+        return ("cut launches, which here takes a restructure: the decode's KV cache grows a token each step (its "
+                f"attention reads keys {lever.cache_from} to {lever.cache_to} tokens long), a new shape every step, so "
+                "neither torch.compile(mode='reduce-overhead') nor torch.cuda.graph captures the loop as written; a "
+                "static cache first (generate(..., cache_implementation=\"static\") with the decode step compiled, "
+                "mode='reduce-overhead'), or more sequences per call (bigger batch); the prediction is the bound "
+                "of every launch gone, what that restructure could buy, not what a wrapper does")
     if cause is Cause.SYNCHRONIZATION and (only or isinstance(ev, SyncEvidence) and (ev.called_from or ev.sync_calls)):
         if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
             # queued work waited on a cross-stream dependency: nothing to remove on the host
@@ -185,6 +199,14 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
                 "_MultiProcessingDataLoaderIter.__next__), not for workers falling behind (the other batches wait "
                 "far less), so DataLoader(..., persistent_workers=True) or longer epochs; more workers make the "
                 "start-up longer")
+    if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on and getattr(loader, "flat_ns", 0):
+        # the same cost every batch (dataloader_workers' 7.): receiving a batch, which more workers do not shrink
+        return ("cut the main process's cost per batch: each batch costs it about "
+                f"{duration_ns(loader.flat_ns)} inside _MultiProcessingDataLoaderIter.__next__, flat from batch to "
+                "batch, which is receiving a batch the workers made (the queue's get, unpickling its tensors, the "
+                "hand-off), not workers falling behind (those make it wait unevenly), so more workers or a deeper "
+                "prefetch do not shrink it: fewer, bigger batches (a larger batch_size) or the dataset kept on the GPU "
+                "and sliced there (timing num_workers doubled tells: a receive cost stays)")
     if cause is Cause.HOST_WORK and construct is Construct.DATALOADER and workers_on:
         # the trace shows _MultiProcessingDataLoaderIter: the workers are on, and the step still waits for them
         return ("make the DataLoader's workers keep up: they are on already (_MultiProcessingDataLoaderIter) and the "
@@ -561,11 +583,14 @@ def pinning_pays(a: Analysis) -> bool:
 
 
 def attends(a: Analysis) -> bool:
-    """The span runs attention: an attention op or kernel among its costed points, hotspots or top kernels, or the
-    hand-written attention the sdpa lever finds (softmax between two GEMMs)."""
+    """The span runs attention that may compute padded positions: an attention op or kernel among its costed points,
+    hotspots or top kernels, or the hand-written attention the sdpa lever finds (softmax between two GEMMs), and its
+    attention takes a mask (model.attention_masks: a ViT's fixed patches pad nothing; fresh12 dinov2 was offered
+    masking advice written for a text model's batches)."""
     names = [h.name for h in a.hotspots] + [k.name for k in a.top_kernels]
-    return (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
+    runs = (any(p.kind == "attention" for p in a.roof.points) or any(map(is_attention, names))
             or any(c.lever == SDPA and c.assumption is not None and c.assumption.count > 0 for c in a.lever_choices))
+    return runs and attention_masked(a.trace)
 
 
 def replayed_from_graphs(a: Analysis) -> bool:

@@ -20,23 +20,37 @@ def bus_phrase(k, line: str = "regime") -> str:
     return f" at {gbps(k.bus_gbps)} bus bandwidth{link}"
 
 
-def kind_phrase(k, first: bool, against_peers: bool = False) -> str:
+def kind_phrase(k, first: bool, against_peers: bool = False, explained: bool = False) -> str:
     """'AllReduce ×7: 623.1 ms exposed, 597.7 ms waiting for a peer and 25.4 ms moving 805.3 MB at 37 GB/s bus
     bandwidth (8% of the 450 GB/s NVLink 4)'; the first kind says what the wait is measured against: the fastest
     rank's same call (`report DIR`), or, from one rank's trace alone, its own fastest call of the kind (an estimate:
     a call can be slow for a reason of its own)."""
+    head = f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed"
+    unsplit = "not split either (no message size, no shapes)" if explained else _UNSPLIT
+    if k.unsplit_ns and k.unsplit_ns >= k.exposed_ns:
+        return f"{head}, {unsplit}"
     moving = (f"moving {size(k.message_bytes)}" if k.message_bytes is not None else
               "moving bytes (the trace records no message size)") + bus_phrase(k)
     basis = "against the fastest rank's same call" if against_peers else "against its own fastest call"
     waiting = f" ({basis})" if first else ""
-    return (f"{k.kind} ×{integer(k.calls)}: {duration_ns(k.exposed_ns)} exposed, "
-            f"{duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} {moving}")
+    told = f" and {duration_ns(k.unsplit_ns)} {unsplit}" if k.unsplit_ns else ""
+    return (f"{head}, {duration_ns(k.wait_ns)} waiting for a peer{waiting} and {duration_ns(k.transfer_ns)} "
+            f"{moving}{told}")
+
+
+# A call with no message size and no op shapes matches no other call: a slow one may move more bytes (a full-vocab
+# logits gather beside per-layer ones), so its time is not split into waiting and moving (analyses.comm).
+_UNSPLIT = ("not split into waiting for a peer and moving bytes: the trace records neither its message sizes nor its "
+            "ops' shapes, so a slow call may be moving more bytes than a fast one, not waiting (record_shapes=True, "
+            "or every rank's trace with tracetriage report DIR, tells them apart)")
 
 
 def regime_line(v) -> str:
     """The Regime line of a communication-bound span."""
     c = v.communication
-    kinds = "; ".join(kind_phrase(k, i == 0, c.against_peers) for i, k in enumerate(c.kinds[:2]))
+    shown = c.kinds[:2]
+    kinds = "; ".join(kind_phrase(k, i == 0, c.against_peers, any(j.unsplit_ns for j in shown[:i]))
+                      for i, k in enumerate(shown))
     return (f"Regime: communication-bound: collectives with no compute kernel beside them hold "
             f"{share(c.exposed_share)} of the kernel busy time ({duration_ns(c.exposed_ns)} exposed of "
             f"{duration_ns(c.collective_ns)} in collectives); {kinds}.")
@@ -68,6 +82,10 @@ def next_words(a: Analysis) -> dict[str, str]:
         lever = ("overlap the collectives with the compute they do not depend on: all-reduce each gradient bucket "
                  "during backward (DDP, bucket_cap_mb), prefetch FSDP's all-gathers, or launch your own on a side "
                  "stream and wait on its event only where the result is read")
-    return {"lever": lever, "why": f"{exposed}, mostly moving bytes: {duration_ns(top.transfer_ns)} of {top.kind}"
-                                   f"{bus_phrase(top, 'next.because')}{link}",
+    why = (f"{exposed}, mostly moving bytes: {duration_ns(top.transfer_ns)} of {top.kind}"
+           f"{bus_phrase(top, 'next.because')}{link}")
+    if top.unsplit_ns > top.transfer_ns:
+        why = (f"{exposed}; whether {top.kind}'s {duration_ns(top.unsplit_ns)} is moving bytes or waiting for a peer, "
+               "this trace cannot tell (no message size, no op shapes)")
+    return {"lever": lever, "why": why,
             "waste": "faster kernels: the step waits on the collectives, not on arithmetic or memory"}

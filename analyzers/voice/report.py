@@ -216,10 +216,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
-                               workers_start_up=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
-                                                     and getattr(nx.lever.assumption, "start_up", False)),
-                               lone_batch=bool(nx.lever and nx.lever.lever == DATALOADER_WORKERS
-                                               and getattr(nx.lever.assumption, "lone", False)),
+                               lever=nx.lever.assumption if nx.lever else None,
                                fuse_chains=_fuse_chains(a), fuse_found=_fuse_found(a), trains=trains(a)),
                "why": _idle_why(a, nx.cause, ev, nx.gain_share), "waste": WASTE[nx.cause]}
         if nx.cause is Cause.HOST_WORK and not copies and runtime_only.dispatch_between_launches(a):

@@ -25,6 +25,7 @@ from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
 from tracetriage.analyzers.model.units import count, duration_ns
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
     Assumption,
@@ -57,6 +58,10 @@ class Graphed(Assumption):
     min_gap_ns: int = 0              # kernels back to back this far apart
     gap_measured: bool = False
     replays: int = 0                 # graph replays taken into a stretch's graph with the launches around them
+    # a decode whose KV cache grows a token each step (levers.growing_cache): its keys' first and last lengths; no
+    # graph captures that loop until its cache is static (0, 0: none found)
+    cache_from: int = 0
+    cache_to: int = 0
 
 
 def graph_cost(c: Context) -> tuple[int, str]:
@@ -143,8 +148,10 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     eager_in = int((movable & ~from_replays).sum())
     taken = np.zeros(g.n_calls, bool)
     taken[g.g_call[from_replays]] = True
+    grows = growing_cache(c.trace) if eager_in else None
     return (Graphed("cuda_graphs", eager_in, per_kernel_ns=per_kernel, source=source,
-                    min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum())),
+                    min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum()),
+                    cache_from=grows.first if grows else 0, cache_to=grows.last if grows else 0),
             {"graphs": int(has.sum()), "kernels": eager_in, "replays": int(taken.sum())})
 
 
@@ -271,6 +278,9 @@ def says(a: Graphed) -> str:
         "assumed; no queued kernels here"
     replays = (f"; the {count(a.replays, 'graph replay', 'graph replays')} among those launches go into their "
                "stretch's graph" if a.replays else "")
+    if a.cache_to:
+        replays += (f"; a bound: the decode's KV cache grows a token each step (keys {a.cache_from} to "
+                    f"{a.cache_to} tokens long), so no graph captures the loop until the cache is static")
     return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
             f"({SOURCE_WORDS[a.source]}); dispatch and launch calls vanish; kernels run back to back "
             f"{duration_ns(a.min_gap_ns)} apart ({gap}){replays}")

@@ -46,6 +46,17 @@ A multi-process iterator whose `__next__` never lasts that long keeps up already
    persistent_workers=True still removes the start-up, and the later batch's profile shows the rest. Two
    sustainbench A5000 ViT iterations (one batch of 32 images each) waited 0.78 s and 5.1 s in their only
    `__next__` beside 20-59 ms of GPU work, and were told to lighten the transform of workers that did not keep up.
+7. A flat per-batch cost is not workers falling behind. Workers behind make the loop wait unevenly: a long wait each
+   W-th batch as the prefetched ones run out, short fetches between (numpy_features' after trace: 1.7, 45.1, 1.8,
+   43.6 ms among 50-70 µs fetches; dataloader_cnn's 25 and 31 ms among 50-90 µs). Where FLAT_SHARE or more of the
+   calls last a long host stretch and FLAT_WITHIN of those lie within 2x of their median either way, every batch
+   costs the main process about the same (under FLAT_MAX_NS): receiving a batch the workers made (the queue's get,
+   unpickling its tensors' shared-memory handles, the pin-memory thread's hand-off), which more workers or a deeper
+   prefetch do not shrink (heldout-user18 lstmtrain_4090l: 4 workers, a 6.5 KB batch, 15 of 20 `__next__` at
+   0.28-0.90 ms, said "make the workers keep up ... raise num_workers"). Priced as 4. (the cost gone: the dataset
+   kept on the GPU and sliced there makes no batch to receive), said as that per-batch cost with its levers: fewer,
+   bigger batches, or the data on the device. A trace cannot prove which of the two it is (the workers are not
+   traced): the words say how to tell (time num_workers doubled: a receive cost stays).
 This is
 the bound of the knob (workers that keep up), not a count of workers: the trace does not record how many there
 are, nor how long a batch takes them (their processes are not traced).
@@ -114,6 +125,16 @@ MULTI_PROCESS_BATCH = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__ne
 # W-th one at least); and at least 3 other __next__ calls, so one worker cycle's single wait is not read as a start
 STARTUP_SHARE = 2 / 3
 STARTUP_MIN_CALLS = 3
+# 7.: a flat per-batch receive cost: this share of the calls last a long host stretch, and this share of those lie
+# within 2x of their median
+FLAT_SHARE = 2 / 3
+FLAT_WITHIN = 0.75
+FLAT_MIN_CALLS = 5
+# ... and their median under this: receiving a batch costs the main process 0.3-0.9 ms (heldout-user18 lstmtrain_4090l,
+# a 6.5 KB batch) to ~1.3 ms (traces/fixes/loader tokenize_lm's after trace) on the dev captures; workers that fall
+# behind in a steady state make the loop wait evenly too (each batch: a worker's batch time over W, less the loop's
+# own), and a flat wait of several ms is that, not a receive
+FLAT_MAX_NS = 2_000_000
 ITER_FRAME = re.compile(r"torch/utils/data/dataloader\.py\(\d+\): __iter__$")
 
 
@@ -130,6 +151,8 @@ class WorkersMakeBatches(Assumption):
     waited_ns: int = 0
     start_up: bool = False           # the wait is one iterator's start-up (5.), not workers falling behind
     lone: bool = False               # ... read from the trace's only batch (6.): a start-up most likely, untold
+    flat_ns: int = 0                 # 7.: each batch costs the main process about this (the long calls' median),
+                                     # flat from batch to batch: receiving it, not waiting for workers (0: not flat)
 
 
 def batch_rows(c: Context, name: str = SINGLE_PROCESS_BATCH) -> np.ndarray:
@@ -215,9 +238,23 @@ def _keep_up(c: Context, p) -> tuple[WorkersMakeBatches, dict]:
     handed = shorten_wakes(c, p, ev.start[w], ev.end[w])
     a = WorkersMakeBatches("dataloader_workers", len(w), iterators=0, stacks=stacks, workers_on=True,
                            waited_ns=int((ev.end[w] - ev.start[w]).sum()), start_up=start_up is not None,
-                           lone=lone)
+                           lone=lone, flat_ns=0 if start_up is not None else flat_cost(c, rows))
     return a, {"batches": len(w), "multi_process_batches": len(rows), "host_taken_ns": host,
                "handed_taken_ns": handed, "start_added_ns": 0}
+
+
+def flat_cost(c: Context, rows: np.ndarray) -> int:
+    """7. of the module's model: the median of the multi-process `__next__` calls lasting a long host stretch, where
+    they are FLAT_SHARE of the calls or more, FLAT_WITHIN of them lie within 2x of that median and it is under
+    FLAT_MAX_NS; else 0."""
+    ev = c.trace.ev
+    dur = (ev.end[rows] - ev.start[rows]).astype(np.int64)
+    long_ = dur[dur >= c.g.host_long_ns]
+    if len(long_) < FLAT_MIN_CALLS or len(long_) < FLAT_SHARE * len(dur):
+        return 0
+    mid = int(np.median(long_))
+    within = (long_ >= mid // 2) & (long_ <= 2 * mid)
+    return mid if within.mean() >= FLAT_WITHIN and mid < FLAT_MAX_NS else 0
 
 
 def _start_up(c: Context, rows: np.ndarray) -> int | None:
@@ -246,6 +283,11 @@ def says(a: WorkersMakeBatches) -> str:
         return (f"the workers kept across epochs (persistent_workers=True): the iterator's start-up, "
                 f"{duration_ns(a.waited_ns)} in one _MultiProcessingDataLoaderIter.__next__ while the workers start "
                 "and each makes its first batch, is not paid again; once per epoch, the other batches as they ran")
+    if a.workers_on and a.flat_ns:
+        return (f"no batch to receive (the data kept on the GPU): each of the {count(a.count, 'batch', 'batches')} "
+                f"costs the main process about {duration_ns(a.flat_ns)} inside _MultiProcessingDataLoaderIter.__next__ "
+                f"({duration_ns(a.waited_ns)} in all), flat from batch to batch, and that time goes; the batches' "
+                "copies stay")
     if a.workers_on:
         return (f"workers that keep up (more of them, a lighter per-sample transform, a deeper prefetch): each of "
                 f"the {count(a.count, 'batch', 'batches')} the loop waited for ({duration_ns(a.waited_ns)} inside "
@@ -267,6 +309,8 @@ def _change(a: WorkersMakeBatches) -> str:
                 "warmup=1, active=3)) to see whether the workers keep up")
     if a.workers_on and a.start_up:
         return "DataLoader(..., persistent_workers=True), or longer epochs (not more workers)"
+    if a.workers_on and a.flat_ns:
+        return "a larger batch_size (fewer batches to receive), or the dataset kept on the GPU and sliced there"
     if a.workers_on:
         return "DataLoader(..., num_workers=<more than now>, prefetch_factor=4), or a lighter per-sample transform"
     return f"DataLoader(..., num_workers={a.workers})" + (

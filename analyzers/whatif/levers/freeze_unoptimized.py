@@ -19,11 +19,14 @@ launch's cost, predicted 0.675 where the fix measured 0.466; 0.501 so. The forwa
 saves no activations, which the trace does not price).
 
 What would make it fire falsely: an optimizer that holds every parameter with a gradient (the greedy match then ends
-at the last AccumulateGrad: nothing after it, nothing to price); an input that requires grad on purpose (adversarial
-examples, saliency maps) with the optimizer's parameters all early: the nodes after them are then the input's
-gradient, which the user wants; the lever asks for at least UNREAD_AT_LEAST gradients accumulated after the cut that
-the optimizer does not read, so an input's gradient alone (no AccumulateGrad) is not it. Distributed wrappers that
-flatten parameters (FSDP) do not show per-parameter shapes in the step: no match, nothing counted.
+at the last AccumulateGrad: nothing after it, nothing to price); several backward passes before one step (a multitask
+model's loss.backward() per task): the later passes accumulate into the optimizer's own parameters again, so a gradient
+counts as unread only where no tensor the step updates has its shape (a parameter outside the optimizer that shares
+a shape with one inside goes uncounted: the trace cannot tell them apart); an input that requires grad on purpose
+(adversarial examples, saliency maps) with the optimizer's parameters all early: the nodes after them are then the
+input's gradient, which the user wants; the lever asks for at least UNREAD_AT_LEAST gradients accumulated after the
+cut that the optimizer does not read, so an input's gradient alone (no AccumulateGrad) is not it. Distributed
+wrappers that flatten parameters (FSDP) do not show per-parameter shapes in the step: no match, nothing counted.
 """
 from __future__ import annotations
 
@@ -138,7 +141,11 @@ def unread_backward(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray, dic
         if cut is None:
             continue
         after = mine[ev.start[mine] > ev.end[cut]]
-        unread = [sh for a in after.tolist() for sh in _first_arg_shapes(c, a)[:1]]
+        # a gradient of a shape the step updates is no proof of a parameter outside the optimizer: a second
+        # loss.backward() before the step (one per task of a multitask model) accumulates into the same parameters
+        # again (fresh12 multitask_ranker: 3 passes, every parameter in Adam's foreach lists, 18 repeats read as
+        # unread and the Next said to freeze them). Only a shape the optimizer updates nowhere is unread.
+        unread = [sh for a in after.tolist() for sh in _first_arg_shapes(c, a)[:1] if sh not in want]
         if len(unread) < UNREAD_AT_LEAST:
             continue
         # the nodes from the cut to the step, on the backward's thread(s)
