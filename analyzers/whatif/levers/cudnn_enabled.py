@@ -2,8 +2,8 @@
 left in) and every convolution and recurrent layer runs ATen's fallback paths.
 
 What any trace of it shows, on a CUDA or ROCm device: no cuDNN (or MIOpen) anywhere -- no op whose name holds
-"cudnn" or "miopen" (aten::cudnn_convolution, aten::_cudnn_rnn, cuDNN's attention), no kernel whose name holds
-"cudnn" -- and the ops only the fallbacks run, launching work on the device:
+"cudnn" or "miopen" (aten::cudnn_convolution, aten::_cudnn_rnn), no kernel whose name holds "cudnn" (cuDNN's
+attention aside: SDPA runs it whatever cudnn.enabled says) -- and the ops only the fallbacks run, launching work on the device:
   1. convolutions through ATen's native im2col path: aten::_slow_conv2d_forward / _slow_conv2d_backward
      (slow_conv3d, slow_conv_dilated, slow_conv_transpose alike): per image of the batch an im2col (col2im) kernel
      and a GEMM, hundreds of small kernels a layer where cuDNN runs a few implicit-GEMM ones;
@@ -84,10 +84,17 @@ QUERIES = ("is_acceptable", "_use_cudnn", "_use_miopen")   # ops that ask whethe
                                                            # with cuDNN off too
 
 
+# cuDNN's attention (SDPA's cuDNN backend: aten::_scaled_dot_product_cudnn_attention, aten::_cudnn_attention_forward,
+# kernels cudnn_generated_fort_native_sdpa_*) runs whatever torch.backends.cudnn.enabled says: SDPA picks its backend
+# by torch.backends.cuda's flags (pairs4 bert_bigru_classifier_cudnn_off: cuDNN off, its BERT's attention on cuDNN)
+ATTENTION = ("attention", "sdpa")
+
+
 def _has_cudnn(c: Context) -> bool:
-    """The trace ran cuDNN (or MIOpen) somewhere: an op or a kernel naming it, not one that only asks (QUERIES)."""
+    """The trace ran cuDNN (or MIOpen) somewhere cudnn.enabled governs: an op or a kernel naming it, not one that only
+    asks (QUERIES), nor cuDNN's attention (ATTENTION)."""
     return any(("cudnn" in (low := n.lower()) or "miopen" in low) and not any(q in low for q in QUERIES)
-               for n in c.trace.names)
+               and not any(a in low for a in ATTENTION) for n in c.trace.names)
 
 
 def conv_flops(c: Context, op: int) -> tuple[float, str] | None:
@@ -264,7 +271,8 @@ def says(a: CudnnOff) -> str:
         parts.append(f"{units.integer(a.rnns)} calls of recurrent layers ({a.rnn_op}) without cuDNN's RNN (a GEMM "
                      f"and a fused cell dispatched per time step){back}: cuDNN launches the same kernels back to back, "
                      f"{units.duration_ns(a.host_ns)} of host time between them gone")
-    return "no cuDNN anywhere in this trace (torch.backends.cudnn.enabled = False): " + "; ".join(parts)
+    return ("no cuDNN in this trace but attention's (torch.backends.cudnn.enabled = False): "
+            + "; ".join(parts))
 
 
 def fallbacks(m: Measured) -> int:
@@ -280,7 +288,8 @@ SPEC = LeverSpec(
     applied_words="cuDNN turned back on (torch.backends.cudnn.enabled = True)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.backends.cudnn.enabled = True (the default): drop the line that sets it False",
-              evidence="no op or kernel naming cuDNN (or MIOpen) anywhere, and ATen's fallbacks launching GPU work: "
+              evidence="no op or kernel naming cuDNN (or MIOpen) anywhere but cuDNN's attention (SDPA's backend, "
+                       "run whatever cudnn.enabled says), and ATen's fallbacks launching GPU work: "
                        "aten::_slow_conv2d_forward/backward (im2col), or an aten::lstm/gru without aten::_cudnn_rnn "
                        "(_thnn_fused_lstm_cell per time step)",
               applies="every NVIDIA GPU with cuDNN (MIOpen on ROCm); PyTorch's default",
