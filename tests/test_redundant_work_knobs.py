@@ -357,6 +357,46 @@ def test_sgds_sparse_update_costs_the_host_one_sparse_add_not_adagrads_coalescin
     assert lv.predicted_ratio < 0.9, lv.predicted_ratio
 
 
+def _skipgram_step(rows: int = 500_000) -> dict:
+    """word2vec's step, host-paced: per step an input-table lookup's backward, and the output table's two (context
+    words, 2,048 indices; negatives, rows / 4 indices: dense enough alone), each in its autograd node with 400 us of host
+    (the dense path's sort and scatter: 50-odd runtime calls), the output table's two gradients summed there; then an
+    SGD step of 300 us."""
+    tl = _Timeline()
+    for step in range(2):
+        s = tl.t
+        tl.launch("aten::bmm", dims=[[2048, 1, 300], [2048, 300, 1]], types=["float"] * 2, gpu_ns=50 * US)
+        for n, summed in ((2048, False), (2048, False), (rows // 4, True)):
+            node = tl.t
+            tl.launch("aten::embedding_dense_backward", dims=[[n, 300], [n], [], [], []],
+                      types=["float", "long", "", "", ""], host_ns=400 * US, gpu_ns=100 * US,
+                      **{"Concrete Inputs": ["", "", str(rows), "-1", "False"]})
+            if summed:
+                tl.launch("aten::add_", dims=[[rows, 300], [rows, 300]], types=["float"] * 2, gpu_ns=150 * US)
+            tl.ev.append(op("autograd::engine::evaluate_function: EmbeddingBackward0", node - 1 * US, tl.t, None,
+                            tid=MAIN))
+        o = tl.t
+        tl.launch("aten::_foreach_add_", dims=[[], []], types=["TensorList"] * 2, gpu_ns=300 * US)
+        tl.ev.append(annotation("Optimizer.step#SGD.step", o - 1 * US, tl.t, tid=MAIN))
+        tl.ev.append(annotation(f"ProfilerStep#{step + 3}", s - 1 * US, tl.t, tid=MAIN))
+    return tl.doc()
+
+
+def test_a_dense_backwards_host_work_goes_with_its_kernels_and_every_lookup_of_a_sparse_table_goes_sparse(tmp_path):
+    """The dense path's autograd node holds 0.4-0.5 ms of host (its sort, fill and scatter launches) and the sum of a
+    table's two gradients; the sparse backward is a dozen ops that launch nothing. sparse=True is the module's, so a
+    lookup of the same table dense enough alone goes sparse too. pairs3 word2vec_sgns_dense_table_grads: 0.821
+    predicted (the nodes' host and the sum kept, the negatives' lookup counted as a dense table), 0.421 measured;
+    0.494 now."""
+    from tracetriage.analyzers.whatif.levers import SPARSE_EMBEDDING
+
+    lv = _predict(tmp_path, _skipgram_step(), SPARSE_EMBEDDING)
+    a = lv.assumption
+    assert a.count == 4 and a.table_share > 0.99
+    assert a.dense_ns == 2 * (3 * 100 + 150) * US       # the sum of the output table's gradients goes too
+    assert lv.predicted_ratio < 0.4, lv.predicted_ratio
+
+
 # --- the Next: removal before speed-up; a warm-up only where the steady state cannot be read ------------------------
 
 def _choice(lever: str, saving_share: float, count: int = 1):
