@@ -227,7 +227,8 @@ def _tcn_step(h: Host) -> None:
     """A dilated conv1d on ATen's fallback (slow_conv_dilated2d: per image and tap, select, fill_ and copy_ ops and a
     small kernel, 30 us of host before each launch, and a GEMM), then its backward, which records no op of its own
     inside aten::convolution_backward, then a ReLU."""
-    per_image = [("elementwise_kernel_fill", 2 * US, "kernel", 7, 0), ("elementwise_kernel_copy", 2 * US, "kernel", 7, 0),
+    per_image = [("elementwise_kernel_fill", 2 * US, "kernel", 7, 0),
+                 ("elementwise_kernel_copy", 2 * US, "kernel", 7, 0),
                  ("nvjet_sm90_tst_bf16_gemm", 10 * US, "kernel", 7, 0)]
     h.op("aten::slow_conv_dilated2d", dims=[[8, 64, 1, 4096], [64, 64, 1, 7], [], [64], [], [], []],
          types=[BF16, BF16, "ScalarList", BF16, "ScalarList", "ScalarList", "ScalarList"],

@@ -395,9 +395,9 @@ def test_sgds_sparse_update_costs_the_host_one_sparse_add_not_adagrads_coalescin
 
 def _skipgram_step(rows: int = 500_000) -> dict:
     """word2vec's step, host-paced: per step an input-table lookup's backward, and the output table's two (context
-    words, 2,048 indices; negatives, rows / 4 indices: dense enough alone), each in its autograd node with 400 us of host
-    (the dense path's sort and scatter: 50-odd runtime calls), the output table's two gradients summed there; then an
-    SGD step of 300 us."""
+    words, 2,048 indices; negatives, rows / 4 indices: dense enough alone), each in its autograd node with 400 us of
+    host (the dense path's sort and scatter: 50-odd runtime calls), the output table's two gradients summed there;
+    then an SGD step of 300 us."""
     tl = _Timeline()
     for step in range(2):
         s = tl.t

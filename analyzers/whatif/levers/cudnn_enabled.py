@@ -3,7 +3,8 @@ left in) and every convolution and recurrent layer runs ATen's fallback paths.
 
 What any trace of it shows, on a CUDA or ROCm device: no cuDNN (or MIOpen) anywhere -- no op whose name holds
 "cudnn" or "miopen" (aten::cudnn_convolution, aten::_cudnn_rnn), no kernel whose name holds "cudnn" (cuDNN's
-attention aside: SDPA runs it whatever cudnn.enabled says) -- and the ops only the fallbacks run, launching work on the device:
+attention aside: SDPA runs it whatever cudnn.enabled says) -- and the ops only the fallbacks run, launching work on
+the device:
   1. convolutions through ATen's native im2col path: aten::_slow_conv2d_forward / _slow_conv2d_backward
      (slow_conv3d, slow_conv_dilated, slow_conv_transpose alike): per image of the batch an im2col (col2im) kernel
      and a GEMM, hundreds of small kernels a layer where cuDNN runs a few implicit-GEMM ones;
@@ -15,11 +16,11 @@ A trace with cuDNN on shows none of these for the layers cuDNN supports.
 The price, in the graph:
   - each fallback convolution (and each aten::convolution_backward holding no fallback op of its own, in a trace with
     fallbacks: slow_conv_dilated2d's backward) loses its host loop (ATen's per-image select, fill_ and copy_ ops and
-    their launches: cuDNN's call launches a few kernels), and its GPU work becomes one kernel of its FLOPs (2 x N x C_out x the output's pixels x
-    C_in x the kernel's taps, forward; the backward's, one such product per gradient its output_mask asks) at the
-    rate this trace's own matrix products reach in the weights' precision (sdpa.trace_gemm_rate: a fair floor for
-    cuDNN's implicit GEMM, which runs near cuBLAS's rate and fp32 in TF32 by default), its other launches gone
-    with their dispatch;
+    their launches: cuDNN's call launches a few kernels), and its GPU work becomes one kernel of its FLOPs (2 x N x
+    C_out x the output's pixels x C_in x the kernel's taps, forward; the backward's, one such product per gradient its
+    output_mask asks) at the rate this trace's own matrix products reach in the weights' precision
+    (sdpa.trace_gemm_rate: a fair floor for cuDNN's implicit GEMM, which runs near cuBLAS's rate and fp32 in TF32 by
+    default), its other launches gone with their dispatch;
   - each recurrent layer without cuDNN keeps its kernels (cuDNN runs the same per-step GEMM and cell, and a floor:
     in TF32 where the inputs are fp32), but the host time between their launches goes, each launch call keeping what
     a launch costs (cuDNN launches them back to back from its own loop): in the forward the aten::lstm op's window,
@@ -313,6 +314,7 @@ SPEC = LeverSpec(
                        "(_thnn_fused_lstm_cell per time step)",
               applies="every NVIDIA GPU with cuDNN (MIOpen on ROCm); PyTorch's default",
               model="each fallback convolution's kernels become one of its FLOPs at this trace's GEMM rate in its "
-                    "precision, its host loop gone; each recurrent layer keeps its kernels, the host time between their launches gone",
+                    "precision, its host loop gone; each recurrent layer keeps its kernels, the host time between "
+                    "their launches gone",
               guide="torch.backends.cudnn (enabled controls whether cuDNN is used; the Performance Tuning Guide's "
                     "cuDNN auto-tuner assumes it on)"))

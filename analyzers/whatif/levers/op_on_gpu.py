@@ -241,10 +241,10 @@ SPEC = LeverSpec(
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change="run the op on the device (torchvision.ops.nms, F.ctc_loss ... on the GPU tensors), in place of "
                      "copying its inputs to the host for it",
-              evidence="an outermost op whose launch call is a device-to-host memcpy, then within three ops (small host ops between "
-                       "not counted) an op "
-                       "holding 100 µs or more that launches nothing (not a reduction: reduce_on_gpu's), twice or "
-                       "more; its autograd node, launching nothing before a host-to-device copy, with it",
+              evidence="an outermost op whose launch call is a device-to-host memcpy, then within three ops (small "
+                       "host ops between not counted) an op holding 100 µs or more that launches nothing (not a "
+                       "reduction: reduce_on_gpu's), twice or more; its autograd node, launching nothing before a "
+                       "host-to-device copy, with it",
               applies="every device and dtype, where the op has a CUDA kernel",
               model="the trips' copies, syncs and the host op's time (and its backward node's) removed in the replay; "
                     "the op's kernels on the device not added",

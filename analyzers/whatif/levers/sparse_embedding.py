@@ -10,15 +10,16 @@ the rows are DENSE_OVER_TOUCHED times the indices or more, nearly all of that is
 ctr_huge_tables_dense_grads: 26 tables, 30M rows x 64, 8,192 lookups each; the step's optimizer passes stream ~7.7 GB
 tensors several times.
 
-Price (in the graph): the dense backward's autograd node goes whole, its host time and the kernels launched inside
-(a sparse gradient is the indices and the rows looked up, no table-sized tensor: the fill, sort and scatter go, and the
-sum of a table's two dense gradients where it is looked up twice), SPARSE_BACKWARD_PLAIN_OPS ops that launch nothing in
-its place; every lookup of a table found sparse enough goes sparse (sparse=True is the module's); the optimizer step's kernels keep only the share of the parameters that are not
-tables (the tables' elements against the GEMMs' weights, by their recorded shapes); and each table's sparse update
-costs the host, added before the step's first launch: Adagrad's and SparseAdam's SPARSE_UPDATE_HOST_NS (coalescing
-the indices, masking the state, the per-parameter path an optimizer takes for sparse gradients: measured ~0.8-1.1 ms
-a table under the profiler in the fresh9 pair's after trace, the one pair this is fitted to), SGD's one sparse add
-(SGD_SPARSE_ADD_PLAIN_OPS ops that launch nothing and one that launches, at this trace's own op costs).
+Price (in the graph): the dense backward's autograd node goes whole, its host time and the kernels launched inside (a
+sparse gradient is the indices and the rows looked up, no table-sized tensor: the fill, sort and scatter go, and the sum
+of a table's two dense gradients where it is looked up twice), SPARSE_BACKWARD_PLAIN_OPS ops that launch nothing in its
+place; every lookup of a table found sparse enough goes sparse (sparse=True is the module's); the optimizer step's
+kernels keep only the share of the parameters that are not tables (the tables' elements against the GEMMs' weights, by
+their recorded shapes); and each table's sparse update costs the host, added before the step's first launch: Adagrad's
+and SparseAdam's SPARSE_UPDATE_HOST_NS (coalescing the indices, masking the state, the per-parameter path an optimizer
+takes for sparse gradients: measured ~0.8-1.1 ms a table under the profiler in the fresh9 pair's after trace, the one
+pair this is fitted to), SGD's one sparse add (SGD_SPARSE_ADD_PLAIN_OPS ops that launch nothing and one that launches,
+at this trace's own op costs).
 
 What would make it fire falsely: a table most of whose rows a step does touch (a small vocabulary): under
 DENSE_OVER_TOUCHED, not counted. An optimizer that cannot take sparse gradients (Adam, AdamW: SparseAdam's lazy update
