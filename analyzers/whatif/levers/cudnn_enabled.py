@@ -291,7 +291,7 @@ def says(a: CudnnOff) -> str:
         parts.append(f"{units.integer(a.rnns)} calls of recurrent layers ({a.rnn_op}) without cuDNN's RNN (a GEMM "
                      f"and a fused cell dispatched per time step){back}: cuDNN launches the same kernels back to back, "
                      f"{units.duration_ns(a.host_ns)} of host time between them gone")
-    return ("no cuDNN in this trace but attention's (torch.backends.cudnn.enabled = False): "
+    return ("no cuDNN outside attention in this trace (torch.backends.cudnn.enabled = False): "
             + "; ".join(parts))
 
 
