@@ -175,7 +175,7 @@ CONV = dict(dims=[[32, 64, 32, 32], [64, 64, 3, 3], [], [64], [], []],
 CONV_FLOPS = 2.0 * 32 * 64 * 32 * 32 * 64 * 9          # N x C_out x H x W x C_in x taps, twice
 
 
-def _crnn_step(h: Host, cudnn_somewhere: bool = False) -> None:
+def _crnn_step(h: Host, cudnn_somewhere: bool = False, cudnn_attention: bool = False) -> None:
     """A convolution on ATen's im2col path (per image an im2col kernel and a GEMM), then an LSTM stepped by ATen
     (per time step a GEMM and a fused cell, 30 µs of host before each launch)."""
     per_image = [("im2col_kernel", 20 * US, "kernel", 7, 0), ("nvjet_sm90_tst_bf16_gemm", 30 * US, "kernel", 7, 0)]
@@ -187,6 +187,10 @@ def _crnn_step(h: Host, cudnn_somewhere: bool = False) -> None:
     if cudnn_somewhere:
         h.op("aten::cudnn_convolution", dims=[[32, 64, 32, 32], [64, 64, 3, 3]], types=[BF16, BF16],
              launches=[("sm90_xmma_fprop_implicit_gemm_bf16", 40 * US, "kernel", 7, 0)])
+    if cudnn_attention:      # SDPA's cuDNN backend: chosen by torch.backends.cuda's flags, not cudnn.enabled
+        h.op("aten::_scaled_dot_product_cudnn_attention", dims=[[32, 12, 16, 64]] * 3, types=[BF16] * 3,
+             launches=[("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7", 20 * US, "kernel", 7,
+                        0)])
     h.op("aten::cudnn_is_acceptable", dims=[[32, 16, 512]], types=["float"])   # asked with cuDNN off too
 
 
@@ -217,6 +221,43 @@ def test_convolutions_and_an_lstm_on_atens_fallbacks_with_no_cudnn_are_told_cudn
 def test_a_trace_where_cudnn_ran_somewhere_is_not_told_to_turn_it_on(tmp_path):
     a = whatif.predict(_crnn(tmp_path, cudnn_somewhere=True), [CUDNN_ENABLED]).lever(CUDNN_ENABLED).assumption
     assert a.count == 0 and a.convs == 0 and a.rnns == 0
+
+
+def _tcn_step(h: Host) -> None:
+    """A dilated conv1d on ATen's fallback (slow_conv_dilated2d: per image and tap, select, fill_ and copy_ ops and a
+    small kernel, 30 us of host before each launch, and a GEMM), then its backward, which records no op of its own
+    inside aten::convolution_backward, then a ReLU."""
+    per_image = [("elementwise_kernel_fill", 2 * US, "kernel", 7, 0),
+                 ("elementwise_kernel_copy", 2 * US, "kernel", 7, 0),
+                 ("nvjet_sm90_tst_bf16_gemm", 10 * US, "kernel", 7, 0)]
+    h.op("aten::slow_conv_dilated2d", dims=[[8, 64, 1, 4096], [64, 64, 1, 7], [], [64], [], [], []],
+         types=[BF16, BF16, "ScalarList", BF16, "ScalarList", "ScalarList", "ScalarList"],
+         concrete=["", "", "[1, 7]", "", "[1, 1]", "[0, 12]", "[1, 2]"], launches=per_image * 8, host_ns=30 * US)
+    h.op("aten::convolution_backward", dims=[[8, 64, 4108], [8, 64, 4096], [64, 64, 7]] + [[]] * 8,
+         types=[BF16, BF16, BF16] + ["ScalarList"] * 8,
+         concrete=[""] * 10 + ["[True, True, True]"], launches=per_image * 16, host_ns=30 * US)
+    h.op("aten::relu", dims=[[8, 64, 4096]], types=[BF16], launches=[("relu_kernel", 5 * US, "kernel", 7, 0)])
+
+
+def test_a_fallback_convolutions_host_loop_and_its_bare_backward_go_with_cudnn(tmp_path):
+    """ATen's dilated convolution runs a host loop (select, fill_, copy_ per image and tap) that cuDNN's one call does
+    not, and its backward records no op of its own: pairs4 tcn_ecg_dilated_conv1d_cudnn_off priced 0.298 (the
+    forward's kernels fused, its host loop and the 8 backwards kept), 0.192 measured; 0.177 now."""
+    h = Host()
+    for _ in range(3):
+        h.step(lambda: _tcn_step(h))
+    lv = whatif.predict(h.trace(tmp_path, "tcn.json.gz"), [CUDNN_ENABLED]).lever(CUDNN_ENABLED)
+    a = lv.assumption
+    assert (a.convs, a.priced_convs) == (6, 6)       # each step's forward and its bare backward
+    assert lv.predicted_ratio < 0.2, lv.predicted_ratio
+
+
+def test_cudnns_attention_kernels_run_with_cudnn_off_and_do_not_hide_the_fallbacks(tmp_path):
+    """cuDNN's SDPA kernels (cudnn_generated_fort_native_sdpa_*) run whatever cudnn.enabled says: pairs4
+    bert_bigru_classifier_cudnn_off (its BERT's attention on cuDNN, its GRU on ATen's loop) was found to have cuDNN
+    somewhere, 1.000 predicted, 0.785 measured; 0.589 now."""
+    a = whatif.predict(_crnn(tmp_path, cudnn_attention=True), [CUDNN_ENABLED]).lever(CUDNN_ENABLED).assumption
+    assert (a.convs, a.rnns) == (3, 3)
 
 
 # --- kv_on_device -----------------------------------------------------------------------------------------------

@@ -64,18 +64,11 @@ NEXT_TODAY = {
 # ratio, and what the after trace shows the replay leaves out (two profiled steps each side).
 KNOWN_MISSES = {
     "convnext_activations_offloaded":
-        "predicted 0.299 (0.349 before the hooks' host work was priced), measured 0.149 [0.148, 0.150], profiled "
-        "0.150: the replay prices 70.5 ms of the 83.5 ms of copies over the two steps and the pack and unpack hooks' "
-        "ops around them, and keeps the kernels as they ran, but the depthwise convolutions' backward on activations "
-        "brought back from the host ran ATen's conv_depthwise2d kernels (9.9 ms), cuDNN's after the fix (kernels "
-        "28.3 -> 17.1 ms)",
-    "neumf_dense_table_grads":
-        "predicted 0.670 (0.530 unprofiled), measured 0.549 [0.506, 0.565], profiled 0.668: with every table priced "
-        "sparse (the item tables, 61 rows an index, were left dense at 64 rows an index) the optimizer's kernels and "
-        "all four dense backwards go, and SGD's sparse update is one sparse add a table (0.8 ms of Adagrad's before); "
-        "the replay matches the profiled ratio and its unprofiled replay the unprofiled one, but this test reads the "
-        "profiled prediction against the unprofiled runs, and the profiler slowed the before (1.29x) less than "
-        "the after (1.57x)",
+        "predicted 0.282 (0.349 before the hooks' host work was priced, 0.299 before the Python calls between "
+        "consecutive hooks were), measured 0.149 [0.148, 0.150], profiled 0.150: the replay prices 70.5 ms of the "
+        "83.5 ms of copies over the two steps and the pack and unpack hooks' ops around them, and keeps the kernels "
+        "as they ran, but the depthwise convolutions' backward on activations brought back from the host ran ATen's "
+        "conv_depthwise2d kernels (9.9 ms), cuDNN's after the fix (kernels 28.3 -> 17.1 ms)",
     "resnet18_offloaded_between_requests":
         "predicted 0.260 (0.224 unprofiled), measured 0.121 [0.119, 0.125], profiled 0.223: the replay now takes the "
         "walk to the host whole and each copying aten::to of the walk back down to a no-op (35 ms of host time over "

@@ -12,7 +12,8 @@ Price (in the graph): the matched copies go (both ways) with their launch calls'
 forward's copies' ops made stop blocking the host (the hook's sync waits for its own copy). The hooks' host work
 around them goes too (hook_windows): the pack hook's pinned buffer (its aten::empty) and its aten::copy_ whole (the
 dispatch, the capture check, an expanded tensor made contiguous first: a clone kernel), the unpack hook's aten::to
-whole. Keeping them left ~40 us a copy in fresh9 pythia_activations_offloaded's forward (0.47 predicted, 0.40 so,
+whole, and the gap before a hook that follows another with nothing between (the Python hook's call from autograd).
+Keeping them left ~40 us a copy in fresh9 pythia_activations_offloaded's forward (0.47 predicted, 0.40 so,
 0.23 measured) and traces/pending2 convnext_activations_offloaded (0.35, 0.30 so, 0.15 measured; most of the rest
 is its depthwise convolutions' backward, ATen's conv_depthwise2d kernels on the tensors brought back, cuDNN's after
 the fix). The memory the activations then hold on the device is not in the trace: the advice says "where memory
@@ -155,8 +156,31 @@ def hook_windows(c: Context, out: np.ndarray, back: np.ndarray) -> tuple[np.ndar
     if not starts:
         z = np.zeros(0, np.int64)
         return z, z, z
-    return (np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64),
-            np.concatenate(out_keys))
+    s, e, k = (np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64),
+               np.concatenate(out_keys))
+    return _with_calls_between(c, s, e, k), e, k
+
+
+def _with_calls_between(c: Context, s: np.ndarray, e: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Each hook's start taken back to the end of the hook before it on its thread where nothing ran between (no op
+    starts, no runtime call): that gap is the Python hook's call from autograd, save_on_cpu's pack_to_cpu or
+    unpack_from_cpu (pairs3 vit_small_activations_offloaded: 20-50 us between one saved tensor's copy and the next
+    one's pinned buffer, 39 tensors a step each way; the after trace ran 8 ms a step where the replay left 10)."""
+    ev, g = c.trace.ev, c.g
+    ops = ops_named(c, lambda n: True)
+    o_keys = thread_keys(ev, ops)
+    out = s.copy()
+    for key in distinct(k).tolist():
+        mine = np.flatnonzero(k == key)
+        mine = mine[np.argsort(s[mine], kind="stable")]
+        if len(mine) < 2:
+            continue
+        began = np.sort(np.concatenate((ev.start[ops[o_keys == key]], g.c_start[c.call_keys == key])))
+        prev_end, this_start = e[mine[:-1]], s[mine[1:]]
+        between = np.searchsorted(began, this_start, side="left") - np.searchsorted(began, prev_end, side="right")
+        take = (between == 0) & (prev_end <= this_start)
+        out[mine[1:][take]] = prev_end[take]
+    return out
 
 
 def says(a: Offloaded) -> str:

@@ -4,7 +4,9 @@ Hugging Face's model(encoder_outputs=enc, ...) in place of model(input_features=
 
 What any trace of it shows (record_shapes): the host's outermost ops of a step, each as its name and Input Dims. A
 signature that recurs REPEATS_AT_LEAST times in the step starts a stretch that is the same op for op, shape for shape,
-at each recurrence, for BLOCK_OPS_AT_LEAST ops or more (its common run), and the run ends before the next recurrence:
+at each recurrence, for BLOCK_OPS_AT_LEAST ops or more, or holding a layer stack (LAYER_OPS_AT_LEAST ops or more
+followed at once by the same ops: an encoder's whole layers, pairs3 vit_captioner_reencodes_image's 62-op ViT of 3
+blocks), its common run, and the run ends before the next recurrence:
 after each run comes a loop body, the same ops each pass, whose shapes grow by one constant step from pass to pass
 (a decoder whose KV cache grows a token at a time: an autoregressive loop, whose input does not change while it
 decodes). The least evidence of that loop is two alike bodies whose shapes grow: the bodies between runs and the one
@@ -18,7 +20,7 @@ A layer stack is not it: its layers repeat back to back (the run from one layer'
 it is periodic, not a stretch with changing work between). Nor a loop whose every op keeps its shapes each pass (a
 diffusion sampler, micro-batches of gradient accumulation, a static-cache decode): the run from one pass reaches the
 next. A decode step with a growing cache repeats only a few ops before its shapes change (a cat with the past):
-under BLOCK_OPS_AT_LEAST.
+under BLOCK_OPS_AT_LEAST, and part of one layer, never two whole ones.
 
 Price (in the graph): each repeat after a step's first loses its host time and the GPU work launched inside it with
 its launch calls (as no_checkpointing removes a recomputed forward); the first stays.
@@ -53,6 +55,7 @@ from tracetriage.analyzers.whatif.levers.spec import (
 
 REPEATS_AT_LEAST = 3        # a loop's body: twice may be a deliberate pair (two inputs of one shape)
 BLOCK_OPS_AT_LEAST = 100    # a model's worth of ops (an encoder's layers), not a layer's few ops with a cache's cat
+LAYER_OPS_AT_LEAST = 8      # ... or a shorter stretch holding whole layers: two alike back to back, each this long
 BODIES_AT_LEAST = 2        # alike loop bodies (between runs or after the last) whose shapes grow: 3 runs or more
 MAX_ANCHOR_REPEATS = 256    # a signature that recurs more often is an elementwise op, not a block's head
 
@@ -140,6 +143,22 @@ def _decode_loop_between(c: Context, rows: np.ndarray, sig: np.ndarray, at: np.n
     return bool(((steps == steps[0]) & (steps[0] > 0)).all(axis=0).any())
 
 
+def _holds_layers(sig: np.ndarray, a: int, run: int) -> bool:
+    """The stretch sig[a:a + run] holds a layer stack: some LAYER_OPS_AT_LEAST ops or more followed at once by the
+    same ops, shape for shape (a ViT's blocks: 62 ops, 3 blocks of 18, pairs3 vit_captioner_reencodes_image). A
+    decode step's stretch before its cache's cat holds part of one layer, never two whole ones, however many ops the
+    model's prefix has."""
+    if run < 2 * LAYER_OPS_AT_LEAST:
+        return False
+    part = sig[a:a + run]
+    for i in range(run - 2 * LAYER_OPS_AT_LEAST + 1):
+        later = np.flatnonzero(part[i + LAYER_OPS_AT_LEAST:run - (LAYER_OPS_AT_LEAST - 1)] == part[i])
+        for j in (later + i + LAYER_OPS_AT_LEAST).tolist():
+            if 2 * j - i <= run and (part[i:j] == part[j:2 * j - i]).all():
+                return True
+    return False
+
+
 def repeated_blocks(c: Context) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per step and per repeated stretch: (the stretch's op rows of every run, each run's index) -- only the rows."""
     ev = c.trace.ev
@@ -151,7 +170,7 @@ def repeated_blocks(c: Context) -> list[tuple[np.ndarray, np.ndarray]]:
     main = tops[key == ks[np.argmax(counts)]]          # the thread that runs the model's ops
     found = []
     for rows in _steps(c, main):
-        if len(rows) < REPEATS_AT_LEAST * BLOCK_OPS_AT_LEAST:
+        if len(rows) < REPEATS_AT_LEAST * 2 * LAYER_OPS_AT_LEAST:
             continue
         # the signature of an op: its name and its Input Dims and types (not its Concrete Inputs: a step counter or
         # a learning rate passed as a scalar changes each pass, the work does not)
@@ -176,7 +195,7 @@ def repeated_blocks(c: Context) -> list[tuple[np.ndarray, np.ndarray]]:
             # the common run with each later repeat (one the step's end cuts short tells nothing)
             runs = [r for b in at[1:].tolist() for r in [_common_run(sig, int(at[0]), b, gap)] if r < len(sig) - b]
             run = min(runs) if runs else 0
-            if run < BLOCK_OPS_AT_LEAST:
+            if run < BLOCK_OPS_AT_LEAST and not _holds_layers(sig, int(at[0]), run):
                 continue
             if not _decode_loop_between(c, rows, sig, at, run):
                 continue
@@ -261,7 +280,8 @@ SPEC = LeverSpec(
     applied_words="the repeated stretch computed once", weighed_only_if_found=True, removes_work=True,
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change=CHANGE,
-              evidence="a stretch of 100 or more outermost ops, the same names and Input Dims op for op, run 3 or more "
+              evidence="a stretch of 100 or more outermost ops (or fewer holding two whole layers alike back to back), "
+                       "the same names and Input Dims op for op, run 3 or more "
                        "times in one step, the work after its runs growing by one step a pass in two alike bodies or "
                        "more (not a layer stack, not a loop whose every pass is the same)",
               applies="every device, where the stretch's input is the same tensor each time (the shapes cannot tell)",

@@ -2,8 +2,9 @@
 left in) and every convolution and recurrent layer runs ATen's fallback paths.
 
 What any trace of it shows, on a CUDA or ROCm device: no cuDNN (or MIOpen) anywhere -- no op whose name holds
-"cudnn" or "miopen" (aten::cudnn_convolution, aten::_cudnn_rnn, cuDNN's attention), no kernel whose name holds
-"cudnn" -- and the ops only the fallbacks run, launching work on the device:
+"cudnn" or "miopen" (aten::cudnn_convolution, aten::_cudnn_rnn), no kernel whose name holds "cudnn" (cuDNN's
+attention aside: SDPA runs it whatever cudnn.enabled says) -- and the ops only the fallbacks run, launching work on
+the device:
   1. convolutions through ATen's native im2col path: aten::_slow_conv2d_forward / _slow_conv2d_backward
      (slow_conv3d, slow_conv_dilated, slow_conv_transpose alike): per image of the batch an im2col (col2im) kernel
      and a GEMM, hundreds of small kernels a layer where cuDNN runs a few implicit-GEMM ones;
@@ -13,11 +14,13 @@ What any trace of it shows, on a CUDA or ROCm device: no cuDNN (or MIOpen) anywh
 A trace with cuDNN on shows none of these for the layers cuDNN supports.
 
 The price, in the graph:
-  - each fallback convolution's GPU work becomes one kernel of its FLOPs (2 x N x C_out x the output's pixels x
-    C_in x the kernel's taps, forward; the backward's, one such product per gradient its output_mask asks) at the
-    rate this trace's own matrix products reach in the weights' precision (sdpa.trace_gemm_rate: a fair floor for
-    cuDNN's implicit GEMM, which runs near cuBLAS's rate and fp32 in TF32 by default), its other launches gone
-    with their dispatch;
+  - each fallback convolution (and each aten::convolution_backward holding no fallback op of its own, in a trace with
+    fallbacks: slow_conv_dilated2d's backward) loses its host loop (ATen's per-image select, fill_ and copy_ ops and
+    their launches: cuDNN's call launches a few kernels), and its GPU work becomes one kernel of its FLOPs (2 x N x
+    C_out x the output's pixels x C_in x the kernel's taps, forward; the backward's, one such product per gradient its
+    output_mask asks) at the rate this trace's own matrix products reach in the weights' precision
+    (sdpa.trace_gemm_rate: a fair floor for cuDNN's implicit GEMM, which runs near cuBLAS's rate and fp32 in TF32 by
+    default), its other launches gone with their dispatch;
   - each recurrent layer without cuDNN keeps its kernels (cuDNN runs the same per-step GEMM and cell, and a floor:
     in TF32 where the inputs are fp32), but the host time between their launches goes, each launch call keeping what
     a launch costs (cuDNN launches them back to back from its own loop): in the forward the aten::lstm op's window,
@@ -69,6 +72,10 @@ FORWARD = frozenset(("aten::_slow_conv2d_forward", "aten::slow_conv3d_forward"))
 BACKWARD = frozenset(("aten::_slow_conv2d_backward", "aten::slow_conv3d_backward"))  # (grad_output, self, weight,
                                                                                      # kernel_size, stride, padding,
                                                                                      # output_mask)
+# the backward of a convolution whose fallback records no op of its own (slow_conv_dilated2d's backward runs inside
+# aten::convolution_backward: pairs4 tcn_ecg_dilated_conv1d_cudnn_off, 8 of them, 1.2 ms of host each)
+CONV_BACKWARD = "aten::convolution_backward"   # (grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                                               # transposed, output_padding, groups, output_mask)
 RNNS = frozenset(("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"))
 CUDNN_RNN = ("aten::_cudnn_rnn", "aten::miopen_rnn")
 CELL_BACKWARD = ("autograd::engine::evaluate_function: ThnnFusedLstmCellBackward0",
@@ -84,10 +91,17 @@ QUERIES = ("is_acceptable", "_use_cudnn", "_use_miopen")   # ops that ask whethe
                                                            # with cuDNN off too
 
 
+# cuDNN's attention (SDPA's cuDNN backend: aten::_scaled_dot_product_cudnn_attention, aten::_cudnn_attention_forward,
+# kernels cudnn_generated_fort_native_sdpa_*) runs whatever torch.backends.cudnn.enabled says: SDPA picks its backend
+# by torch.backends.cuda's flags (pairs4 bert_bigru_classifier_cudnn_off: cuDNN off, its BERT's attention on cuDNN)
+ATTENTION = ("attention", "sdpa")
+
+
 def _has_cudnn(c: Context) -> bool:
-    """The trace ran cuDNN (or MIOpen) somewhere: an op or a kernel naming it, not one that only asks (QUERIES)."""
+    """The trace ran cuDNN (or MIOpen) somewhere cudnn.enabled governs: an op or a kernel naming it, not one that only
+    asks (QUERIES), nor cuDNN's attention (ATTENTION)."""
     return any(("cudnn" in (low := n.lower()) or "miopen" in low) and not any(q in low for q in QUERIES)
-               for n in c.trace.names)
+               and not any(a in low for a in ATTENTION) for n in c.trace.names)
 
 
 def conv_flops(c: Context, op: int) -> tuple[float, str] | None:
@@ -112,20 +126,20 @@ def conv_flops(c: Context, op: int) -> tuple[float, str] | None:
         out = [(x.dims[2 + i] + 2 * padding[i] - taps[i]) // stride[i] + 1 for i in range(nsp)]
         flops = 2.0 * x.dims[0] * w.dims[0] * float(np.prod(out)) * w.dims[1] * float(np.prod(taps))
         return flops, _PRECISION.get(w.dtype or "", "fp32")
-    if name in BACKWARD and len(args) >= 3:
+    if (name in BACKWARD or name == CONV_BACKWARD) and len(args) >= 3:
         go, x, w = args[0], args[1], args[2]
         if go.kind != "tensor" or x.kind != "tensor" or w.kind != "tensor" or len(w.dims) < 3:
             return None
-        grads = sum(1 for m in _mask(args)[:2] if m)
+        grads = sum(1 for m in _mask(args, 10 if name == CONV_BACKWARD else 6)[:2] if m)
         one = 2.0 * float(np.prod(go.dims)) * x.dims[1] * float(np.prod(w.dims[2:]))
         return one * grads, _PRECISION.get(w.dtype or "", "fp32")
     return None
 
 
-def _mask(args) -> list[bool]:
-    """The backward's output_mask ("[True, True, True]": grad_input, grad_weight, grad_bias); all asked where it is not
-    recorded."""
-    raw = args[6].concrete.strip() if len(args) > 6 else ""
+def _mask(args, at: int = 6) -> list[bool]:
+    """The backward's output_mask ("[True, True, True]": grad_input, grad_weight, grad_bias), argument `at`; all asked
+    where it is not recorded."""
+    raw = args[at].concrete.strip() if len(args) > at else ""
     if raw.startswith("[") and raw.endswith("]"):
         parts = [p.strip() for p in raw[1:-1].split(",")]
         if all(p in ("True", "False") for p in parts):
@@ -134,9 +148,16 @@ def _mask(args) -> list[bool]:
 
 
 def slow_convs(c: Context) -> np.ndarray:
-    """The outermost fallback convolution ops (SLOW_CONV) in a trace with no cuDNN; empty elsewhere."""
+    """The outermost fallback convolution ops (SLOW_CONV) in a trace with no cuDNN, and the convolution backwards
+    holding none of them (a fallback whose backward records no op of its own: CONV_BACKWARD); empty elsewhere."""
     rows = outermost(c, ops_named(c, lambda n: n.startswith(SLOW_CONV)))
-    return rows if len(rows) and not _has_cudnn(c) else rows[:0]
+    if not len(rows) or _has_cudnn(c):
+        return rows[:0]
+    ev = c.trace.ev
+    back = outermost(c, ops_named(c, lambda n: n == CONV_BACKWARD))
+    bare = [r for r in back.tolist() if not ((ev.start[rows] >= ev.start[r]) & (ev.end[rows] <= ev.end[r])
+                                             & (ev.tid[rows] == ev.tid[r])).any()]
+    return np.sort(np.concatenate((rows, np.array(bare, np.int64))))
 
 
 def slow_rnns(c: Context) -> np.ndarray:
@@ -223,6 +244,12 @@ def apply(c: Context, p, o: Options) -> tuple[CudnnOff, dict]:
         windows.append((int(ev.start[r]), int(ev.end[r]), int(key), min(priced)))
         precisions.append(precision)
     conv_ns, cudnn_ns = fuse_windows(c, p, windows) if windows else (0, 0)
+    # ... and the fallback's host loop goes with its kernels: per image and per tap, ATen's select, fill_ and copy_
+    # ops that launch nothing or a small kernel (pairs4 tcn_ecg_dilated_conv1d_cudnn_off: slow_conv_dilated2d held
+    # 8,736 selects, 4,134 fills and 4,186 copies over two steps, 80 ms of host); cuDNN's call keeps one launch
+    conv_host_ns = remove_host_windows(c, p, np.array([w[0] for w in windows], np.int64),
+                                       np.array([w[1] for w in windows], np.int64),
+                                       np.array([w[2] for w in windows], np.int64))[1] if windows else 0
     runs = cell_backward_runs(c) if len(rnns) else []
     starts = np.array([int(ev.start[r]) for r in rnns.tolist()] + [s for s, _, _ in runs], np.int64)
     ends = np.array([int(ev.end[r]) for r in rnns.tolist()] + [e for _, e, _ in runs], np.int64)
@@ -237,7 +264,7 @@ def apply(c: Context, p, o: Options) -> tuple[CudnnOff, dict]:
                      tflops=max(rates.get(precision, 0.0), own_flops / own_ns * NS_PER_S if own_ns else 0.0) / 1e12,
                      precision=precision, rnns=len(rnns), rnn_backward=len(runs), host_ns=host_ns,
                      rnn_op=_most_common([c.trace.name_of(int(r)) for r in rnns.tolist()])),
-            {"fallbacks": len(convs) + len(rnns), "fallback_ns": conv_ns + host_ns})
+            {"fallbacks": len(convs) + len(rnns), "fallback_ns": conv_ns + host_ns + conv_host_ns})
 
 
 def _most_common(names: list[str]) -> str:
@@ -264,7 +291,8 @@ def says(a: CudnnOff) -> str:
         parts.append(f"{units.integer(a.rnns)} calls of recurrent layers ({a.rnn_op}) without cuDNN's RNN (a GEMM "
                      f"and a fused cell dispatched per time step){back}: cuDNN launches the same kernels back to back, "
                      f"{units.duration_ns(a.host_ns)} of host time between them gone")
-    return "no cuDNN anywhere in this trace (torch.backends.cudnn.enabled = False): " + "; ".join(parts)
+    return ("no cuDNN outside attention in this trace (torch.backends.cudnn.enabled = False): "
+            + "; ".join(parts))
 
 
 def fallbacks(m: Measured) -> int:
@@ -280,11 +308,13 @@ SPEC = LeverSpec(
     applied_words="cuDNN turned back on (torch.backends.cudnn.enabled = True)", weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
     knob=Knob(change="torch.backends.cudnn.enabled = True (the default): drop the line that sets it False",
-              evidence="no op or kernel naming cuDNN (or MIOpen) anywhere, and ATen's fallbacks launching GPU work: "
+              evidence="no op or kernel naming cuDNN (or MIOpen) anywhere but cuDNN's attention (SDPA's backend, "
+                       "run whatever cudnn.enabled says), and ATen's fallbacks launching GPU work: "
                        "aten::_slow_conv2d_forward/backward (im2col), or an aten::lstm/gru without aten::_cudnn_rnn "
                        "(_thnn_fused_lstm_cell per time step)",
               applies="every NVIDIA GPU with cuDNN (MIOpen on ROCm); PyTorch's default",
               model="each fallback convolution's kernels become one of its FLOPs at this trace's GEMM rate in its "
-                    "precision; each recurrent layer keeps its kernels, the host time between their launches gone",
+                    "precision, its host loop gone; each recurrent layer keeps its kernels, the host time between "
+                    "their launches gone",
               guide="torch.backends.cudnn (enabled controls whether cuDNN is used; the Performance Tuning Guide's "
                     "cuDNN auto-tuner assumes it on)"))

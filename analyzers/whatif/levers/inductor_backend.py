@@ -5,6 +5,8 @@ What the construct looks like in any trace: torch.compile's compiled ranges (Com
 CompiledFunctionBackward: AOTAutograd's wrapper, which every backend but a plain "eager" runs) hold the kernels of
 stock ATen ops (aten::native_layer_norm, gelu, _to_copy ...) launched one by one, and the trace holds no generated
 code: no Triton kernel (a name holding "triton") and no Inductor wrapper range ("## Call CompiledFxGraph ... ##").
+Under torch.no_grad (inference) AOTAutograd makes no autograd.Function and the trace has no CompiledFunction range:
+dynamo's "Torch-Compiled Region: N/M" around each compiled call is then the compiled range (pairs3 mixer scoring).
 Inductor would emit Triton kernels for those ops' elementwise chains. Found where the compiled ranges launch
 MIN_KERNELS kernels or more.
 
@@ -37,6 +39,9 @@ from tracetriage.analyzers.whatif.levers.knob import gpu_of_calls, is_matrix_ker
 from tracetriage.analyzers.whatif.levers.spec import Assumption, Context, Knob, LeverSpec, Options, Recognise, went
 
 COMPILED = ("CompiledFunction", "CompiledFunctionBackward")
+# dynamo's range around each compiled call, whatever the backend: under torch.no_grad (inference) AOTAutograd builds
+# no autograd.Function, so no CompiledFunction range marks the compiled code, only this one (pairs3 mixer scoring)
+DYNAMO_REGION = "Torch-Compiled Region"
 GENERATED = ("## Call CompiledFxGraph", "triton")
 MIN_KERNELS = 20       # kernels launched inside the compiled ranges: a compiled model, not a two-op helper
 
@@ -59,9 +64,14 @@ def _generated(c: Context) -> bool:
 
 
 def regions(c: Context) -> np.ndarray:
-    """The compiled ranges (COMPILED, by exact name) where no code was generated; empty elsewhere."""
+    """The compiled ranges where no code was generated; empty elsewhere. AOTAutograd's (COMPILED, by exact name)
+    where the trace has them (training: its forward and backward calls); else dynamo's (Torch-Compiled Region: N/M),
+    the only mark of a compiled call run under torch.no_grad, which encloses the same kernels (an Inductor run shows
+    its generated code there too: Triton kernels, ## Call CompiledFxGraph)."""
+    if _generated(c):
+        return np.zeros(0, np.int64)
     rows = ops_named(c, lambda n: n in COMPILED)
-    return rows if len(rows) and not _generated(c) else rows[:0]
+    return rows if len(rows) else ops_named(c, lambda n: n.startswith(DYNAMO_REGION))
 
 
 def apply(c: Context, p, o: Options) -> tuple[NoFusionBackend, dict]:
@@ -119,7 +129,7 @@ def says(a: NoFusionBackend) -> str:
         return (f"{units.integer(a.regions)} compiled ranges launch {units.integer(a.kernels)} ATen kernels and no "
                 "generated code, but hold no elementwise chain to fuse")
     share = f" moving {100 * a.fused_bytes / a.eager_bytes:.0f}% of their bytes" if a.eager_bytes else ""
-    return (f"the compiled ranges (CompiledFunction: {units.integer(a.regions)} calls) launch "
+    return (f"the compiled ranges ({units.integer(a.regions)} calls) launch "
             f"{units.integer(a.kernels)} stock ATen kernels and no Triton kernel: the backend generates no code "
             f"(aot_eager or eager); with Inductor their {units.integer(a.chains)} elementwise chains "
             f"({units.integer(a.chain_kernels)} kernels) become one kernel a pass{share}, priced as the fuse lever "
@@ -143,7 +153,8 @@ SPEC = LeverSpec(
     applied_words='the Inductor backend (backend="inductor")', weighed_only_if_found=True,
     experiment=Experiment.TURN_KNOB,
     knob=Knob(change='torch.compile(model) with backend="inductor" (the default), in place of backend="aot_eager"',
-              evidence="CompiledFunction / CompiledFunctionBackward ranges launching 20 or more kernels, and no "
+              evidence="CompiledFunction / CompiledFunctionBackward ranges (under torch.no_grad, where AOTAutograd "
+                       "makes none, dynamo's Torch-Compiled Region ranges) launching 20 or more kernels, and no "
                        "Triton kernel nor Inductor wrapper (## Call CompiledFxGraph) anywhere in the trace",
               applies="every CUDA device Triton supports; PyTorch 2.0 and later",
               model="the fuse lever's edit on the elementwise chains inside the compiled ranges (one kernel a pass "

@@ -7,7 +7,8 @@ one names any other op that launches nothing, and prices what the same round tri
 
 What the construct looks like in any trace: on one host thread, an outermost op that copies device memory to the
 host (an aten::to/_to_copy/copy_ whose launch call is a device-to-host memcpy, and the sync that waits for it), then,
-past at most MAX_LOOKAHEAD outermost ops (more copies off the device, views), an op that launches nothing, holds
+past at most MAX_LOOKAHEAD outermost ops (more copies off the device; small host ops, views and scalar glue, not
+counted, up to MAX_GLUE ops in all), an op that launches nothing, holds
 HOST_OP_AT_LEAST of host time or more per call and is not one of reduce_on_gpu's reductions: the op ran on the CPU,
 on the copied tensor. Its result goes back (an op within MAX_LOOKAHEAD after it whose launch call is a host-to-device
 memcpy: aten::index of a device tensor by the host's kept indices, a `.to(device)`), and where autograd runs it its
@@ -52,6 +53,10 @@ from tracetriage.analyzers.whatif.levers.spec import (
 from tracetriage.analyzers.whatif.levers.tensors_on_device import top_level_ops
 
 MAX_LOOKAHEAD = 3          # outermost ops from the copy off the device to the host op (a second copy, a view)
+# small host ops between the copy and the op (torchvision's batched_nms: a max, casts, scalar adds and a multiply that
+# offset each class's boxes on the host, 11 outermost ops before nms: pairs3 retinanet) are glue, not counted in the
+# look-ahead; at most this many outermost ops are read past the copy
+MAX_GLUE = 24
 HOST_OP_AT_LEAST = 100_000  # ns a call: an op doing work on the host, not a view or a scalar's bookkeeping
 MIN_TRIPS = 2              # one read at the end of a run is a result; two or more a loop's round trips
 NODE = "autograd::engine::evaluate_function: "
@@ -106,7 +111,8 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
             if not holds_call(c, r, d2h):
                 continue
             copied = set(_tensor_dims(c, r)[:1])
-            for j in range(i + 1, min(i + 1 + MAX_LOOKAHEAD, len(mine))):
+            steps = 0               # ops looked at past the copy, the small host ops between not counted
+            for j in range(i + 1, min(i + 1 + MAX_GLUE, len(mine))):
                 q = mine[j]
                 name = tr.name_of(q)
                 if holds_call(c, q, d2h):
@@ -114,7 +120,10 @@ def find(c: Context) -> list[tuple[int, int, int, int, str]]:
                     continue        # a second copy off the device (boxes, then scores)
                 on_host = not holds_call(c, q, calls)
                 if on_host and ev.end[q] - ev.start[q] < HOST_OP_AT_LEAST:
-                    continue        # a view or a small op between the copy and the work
+                    continue        # a view or a small op between the copy and the work (batched_nms's offsets)
+                steps += 1
+                if steps > MAX_LOOKAHEAD:
+                    break
                 # the op computes on the copied tensor (one of its inputs has the copy's shape: not a host randn, not
                 # an op on host data the copy did not feed), launches nothing, and is not a copy or a reduction
                 if not on_host or name in REDUCTIONS or name in MOVES or q in seen \
@@ -232,9 +241,10 @@ SPEC = LeverSpec(
     experiment=Experiment.TURN_KNOB, most_saved=most_saved,
     knob=Knob(change="run the op on the device (torchvision.ops.nms, F.ctc_loss ... on the GPU tensors), in place of "
                      "copying its inputs to the host for it",
-              evidence="an outermost op whose launch call is a device-to-host memcpy, then within three ops an op "
-                       "holding 100 µs or more that launches nothing (not a reduction: reduce_on_gpu's), twice or "
-                       "more; its autograd node, launching nothing before a host-to-device copy, with it",
+              evidence="an outermost op whose launch call is a device-to-host memcpy, then within three ops (small "
+                       "host ops between not counted) an op holding 100 µs or more that launches nothing (not a "
+                       "reduction: reduce_on_gpu's), twice or more; its autograd node, launching nothing before a "
+                       "host-to-device copy, with it",
               applies="every device and dtype, where the op has a CUDA kernel",
               model="the trips' copies, syncs and the host op's time (and its backward node's) removed in the replay; "
                     "the op's kernels on the device not added",

@@ -10,13 +10,16 @@ the rows are DENSE_OVER_TOUCHED times the indices or more, nearly all of that is
 ctr_huge_tables_dense_grads: 26 tables, 30M rows x 64, 8,192 lookups each; the step's optimizer passes stream ~7.7 GB
 tensors several times.
 
-Price (in the graph): the kernels launched inside the dense backward go (a sparse gradient is the indices and the
-rows looked up, no table-sized tensor); the optimizer step's kernels keep only the share of the parameters that are not
-tables (the tables' elements against the GEMMs' weights, by their recorded shapes); and each table's sparse update
-costs the host, added before the step's first launch: Adagrad's and SparseAdam's SPARSE_UPDATE_HOST_NS (coalescing
-the indices, masking the state, the per-parameter path an optimizer takes for sparse gradients: measured ~0.8-1.1 ms
-a table under the profiler in the fresh9 pair's after trace, the one pair this is fitted to), SGD's one sparse add
-(SGD_SPARSE_ADD_PLAIN_OPS ops that launch nothing and one that launches, at this trace's own op costs).
+Price (in the graph): the dense backward's autograd node goes whole, its host time and the kernels launched inside (a
+sparse gradient is the indices and the rows looked up, no table-sized tensor: the fill, sort and scatter go, and the sum
+of a table's two dense gradients where it is looked up twice), SPARSE_BACKWARD_PLAIN_OPS ops that launch nothing in its
+place; every lookup of a table found sparse enough goes sparse (sparse=True is the module's); the optimizer step's
+kernels keep only the share of the parameters that are not tables (the tables' elements against the GEMMs' weights, by
+their recorded shapes); and each table's sparse update costs the host, added before the step's first launch: Adagrad's
+and SparseAdam's SPARSE_UPDATE_HOST_NS (coalescing the indices, masking the state, the per-parameter path an optimizer
+takes for sparse gradients: measured ~0.8-1.1 ms a table under the profiler in the fresh9 pair's after trace, the one
+pair this is fitted to), SGD's one sparse add (SGD_SPARSE_ADD_PLAIN_OPS ops that launch nothing and one that launches,
+at this trace's own op costs).
 
 What would make it fire falsely: a table most of whose rows a step does touch (a small vocabulary): under
 DENSE_OVER_TOUCHED, not counted. An optimizer that cannot take sparse gradients (Adam, AdamW: SparseAdam's lazy update
@@ -31,8 +34,10 @@ import numpy as np
 
 from tracetriage.analyzers.analyses.opargs import as_int
 from tracetriage.analyzers.model import units
+from tracetriage.analyzers.model.trace import thread_keys
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.whatif.levers.foreach_fused import step_class
+from tracetriage.analyzers.whatif.levers.host_windows import remove_host_windows
 from tracetriage.analyzers.whatif.levers.knob import (
     calls_inside,
     gpu_of_calls,
@@ -66,6 +71,10 @@ SPARSE_UPDATE_HOST_NS = 800_000   # one table's sparse update on the host, Adagr
 # and indices, squeezes and reshapes them (about 15 ops that launch nothing) and launches one index_add_ (traces/
 # pending2 neumf_dense_table_grads' after trace: 30-115 us a table under the profiler, not Adagrad's 0.8 ms)
 SGD_SPARSE_ADD_PLAIN_OPS = 15
+# the sparse backward (aten::embedding_sparse_backward): reshapes, views, _sparse_coo_tensor_unsafe and its empties and
+# resizes, about 12 ops that launch nothing (pairs3 word2vec_sgns_dense_table_grads' after trace: 40-60 us a node)
+SPARSE_BACKWARD_PLAIN_OPS = 12
+NODE = "autograd::engine::evaluate_function: EmbeddingBackward"
 TAKE_SPARSE = frozenset(("SGD", "Adagrad", "SparseAdam"))
 
 
@@ -81,8 +90,8 @@ class SparseTables(Assumption):
     update_ns: int = 0          # one table's sparse update on the host (sparse_update_host_ns)
 
 
-def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
-    """(dense backward op row, table rows, indices looked up, embedding dim) of each sparse-enough table."""
+def _dense_backwards(c: Context) -> list[tuple[int, int, int, int]]:
+    """(dense backward op row, table rows, indices looked up, embedding dim) of every dense backward the trace sizes."""
     out = []
     for r in ops_named(c, lambda n: n == DENSE_BACKWARD).tolist():
         dims, _, concrete = c.trace.shapes(r)
@@ -92,27 +101,47 @@ def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
         grad, idx = dims[0], dims[1]
         if not rows or not isinstance(idx, list) or not isinstance(grad, list) or not grad:
             continue
-        n = int(np.prod(idx)) if idx else 1
-        if n and rows >= DENSE_OVER_TOUCHED * n:
-            out.append((r, rows, n, int(grad[-1])))
+        out.append((r, rows, int(np.prod(idx)) if idx else 1, int(grad[-1])))
     return out
+
+
+def dense_tables(c: Context) -> list[tuple[int, int, int, int]]:
+    """(dense backward op row, table rows, indices looked up, embedding dim) of each sparse-enough table."""
+    return [t for t in _dense_backwards(c) if t[2] and t[1] >= DENSE_OVER_TOUCHED * t[2]]
+
+
+def same_tables(c: Context, found: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """The other dense backwards of a table found sparse enough: sparse=True is the module's, so every lookup of it
+    gets a sparse gradient (word2vec's output table, looked up for the context words and, 5 rows an index, for the
+    negatives); a table is told by its rows and dim alone, as nothing else names it."""
+    shapes = {(rows, d) for _, rows, _, d in found}
+    mine = {r for r, *_ in found}
+    return [t for t in _dense_backwards(c) if t[0] not in mine and (t[1], t[3]) in shapes]
+
+
+def embedding_nodes(c: Context, rows: np.ndarray) -> np.ndarray:
+    """Each dense backward's autograd node (NODE, the op around it on its thread), or the dense backward itself where
+    the trace has none (a backward called outside the autograd engine)."""
+    ev = c.trace.ev
+    nodes = ops_named(c, lambda n: n.startswith(NODE))
+    out = []
+    for r in rows.tolist():
+        around = nodes[(ev.start[nodes] <= ev.start[r]) & (ev.end[nodes] >= ev.end[r])
+                       & (thread_keys(ev, nodes) == thread_keys(ev, np.array([r]))[0])]
+        out.append(int(around[0]) if len(around) else r)
+    return np.array(sorted(set(out)), np.int64)
 
 
 def _steps(c: Context) -> np.ndarray:
     return ranges_named(c, lambda n: n.startswith(STEP_RANGE))
 
 
-def _dense_enough_elems(c: Context) -> int:
-    """Elements of the tables whose batch touches enough of their rows to keep a dense gradient (all steps)."""
-    out = 0
-    for r in ops_named(c, lambda n: n == DENSE_BACKWARD).tolist():
-        dims, _, concrete = c.trace.shapes(r)
-        rows = as_int(concrete[2]) if concrete and len(concrete) > 2 else None
-        if rows and dims and isinstance(dims[0], list) and dims[0] and isinstance(dims[1], list):
-            n = int(np.prod(dims[1])) if dims[1] else 1
-            if rows < DENSE_OVER_TOUCHED * n:
-                out += rows * int(dims[0][-1])
-    return out
+def _dense_enough_elems(c: Context, found: list[tuple[int, int, int, int]]) -> int:
+    """Elements of the tables whose batch touches enough of their rows to keep a dense gradient (all steps), none of
+    them of a table found sparse enough (same_tables)."""
+    shapes = {(rows, d) for _, rows, _, d in found}
+    return sum(rows * d for _, rows, n, d in _dense_backwards(c)
+               if rows < DENSE_OVER_TOUCHED * n and (rows, d) not in shapes)
 
 
 def _other_weights(c: Context) -> int:
@@ -147,11 +176,24 @@ def apply(c: Context, p, o: Options) -> tuple[SparseTables, dict]:
     per_step = max(len(found) // len(steps), 1)
     n_steps = len(found) / per_step
     table_elems = sum(rows * d for _, rows, _, d in found) / n_steps
-    share = table_elems / (table_elems + _other_weights(c) + _dense_enough_elems(c) / n_steps)
-    dense = gpu_of_calls(c, calls_inside(c, np.array([r for r, *_ in found])))
+    share = table_elems / (table_elems + _other_weights(c) + _dense_enough_elems(c, found) / n_steps)
+    # the dense backwards' autograd nodes go whole, host and device: the zero-fill, the sort and scatter into the
+    # table-sized gradient, and the sum of a table's two gradients (a table looked up twice: word2vec's output table,
+    # for the context and the negatives), with the 50-odd runtime calls that launch them (pairs3
+    # word2vec_sgns_dense_table_grads: 0.44-0.52 ms of host a node before, 40-60 us after)
+    nodes = embedding_nodes(c, np.array([r for r, *_ in found + same_tables(c, found)]))
+    ws, we, wk = ev.start[nodes], ev.end[nodes], thread_keys(ev, nodes)
+    dense = gpu_of_calls(c, calls_inside(c, nodes))
     dense_ns = int(g.g_dur[dense].sum())
-    p.g_dur[dense] = 0
-    p.g_gap[dense] = 0
+    remove_host_windows(c, p, ws, we, wk, drop_gpu=True)
+    # ... and the sparse backward takes their place: a view of the rows looked up wrapped as a sparse tensor,
+    # SPARSE_BACKWARD_PLAIN_OPS ops that launch nothing, before the thread's next call
+    sparse_ns = int(SPARSE_BACKWARD_PLAIN_OPS * op_cost(c).plain_ns)
+    c_key = c.call_keys
+    for e, k in zip(we.tolist(), wk.tolist()):
+        nxt = np.flatnonzero((c_key == k) & (g.c_start >= e))
+        if len(nxt):
+            p.c_gap[nxt[np.argmin(g.c_start[nxt])]] += sparse_ns
     in_step = gpu_of_calls(c, calls_inside(c, steps))
     step_ns = int(g.g_dur[in_step].sum())
     p.g_dur[in_step] = np.round(g.g_dur[in_step] * (1.0 - share)).astype(p.g_dur.dtype)
@@ -211,7 +253,8 @@ SPEC = LeverSpec(
                        "indices looked up (Input Dims)",
               applies="every device, under an optimizer that takes sparse gradients (SGD, Adagrad, SparseAdam; not "
                       "Adam/AdamW)",
-              model="the dense backward's kernels go, the optimizer's kernels keep the non-table parameters' share, "
+              model="the dense backward's autograd node goes, host and kernels (a dozen plain ops in its place), the "
+                    "optimizer's kernels keep the non-table parameters' share, "
                     "and each table's sparse update adds host time: 0.8 ms under Adagrad or SparseAdam (one measured "
                     "pair), one sparse add at the trace's op costs under SGD",
               guide="torch.nn.Embedding (sparse=True); torch.optim.SparseAdam",
