@@ -107,3 +107,18 @@ def test_a_bf16_concatenation_is_costed_at_the_element_size_its_kernel_names(tmp
     cat = [p for p in a.roof.points if p.name == "aten::cat"]
     assert cat and cat[0].dtype == "bf16" and not a.roof.above_peak
     assert a.verdict.unknown_us == 0
+
+
+def test_each_product_signature_is_read_once_however_many_calls_repeat_it(tmp_path, monkeypatch):
+    """The products' (M, K, N) are parsed once per (name, shapes) signature: 16 layers of three products and a scale
+    and an add repeat 5 signatures, where reading each row (a 293 MB trace's ~50k products, scales and adds in
+    Python) cost the report ~0.1 s. The finding is the same."""
+    from tracetriage.analyzers.analyses import rework
+
+    read = []
+    real = rework._mkn
+    monkeypatch.setattr(rework, "_mkn", lambda trace, row, name: read.append(name) or real(trace, row, name))
+    a = _adapter_layers(full_twin=True).analyze(tmp_path, "lora_once")
+    assert a.next_experiment.rework is not None and a.next_experiment.rework.kind == LOW_RANK
+    assert a.next_experiment.rework.calls == 32 and a.next_experiment.rework.rank == 16
+    assert sorted(read) == ["aten::add", "aten::mm", "aten::mm", "aten::mm", "aten::mul"], read

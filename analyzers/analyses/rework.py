@@ -235,33 +235,44 @@ def _cat_shape(shapes: list[tuple], dim_text: str) -> tuple | None:
 
 
 def _low_rank(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int, trains: bool) -> Rework | None:
-    names = trace.names
     ops, op_ns = _named(trace, ops, op_ns, _PRODUCTS_SCALES_ADDS)   # (the scale and add follow among these)
-    rows = [(int(r), names[trace.ev.name[r]], int(ns)) for r, ns in zip(ops.tolist(), op_ns.tolist())]
-    gemm: list[tuple[int, int, int] | None] = []
-    for r, name, _ in rows:
-        gemm.append(_mkn(trace, r, name))
-    full = {g for g in gemm if g is not None}
+    if len(ops) < 2:
+        return None
+    m_, k_, n_ = _mkn_per_row(trace, ops)             # (M, K, N) of each 2-D product, -1 for anything else
+    # a rank-r pair: the down product (M, K) x (K, r) right before the up product (M, r) x (r, N)
+    m, k, r, m2, r2, n = m_[:-1], k_[:-1], n_[:-1], m_[1:], k_[1:], n_[1:]
+    pair = ((m >= 0) & (m2 >= 0) & (m == m2) & (r == r2) & (r <= RANK_AT_MOST)
+            & (k >= RANK_BELOW * r) & (n >= RANK_BELOW * r))
+    full = set(zip(m_[m_ >= 0].tolist(), k_[m_ >= 0].tolist(), n_[m_ >= 0].tolist()))
     pairs, ns, rank, mine = 0, 0, 0, []
     weight = adapter = ()
-    for i in range(1, len(rows)):
-        up, down = gemm[i], gemm[i - 1]
-        if up is None or down is None:
-            continue
-        (m, k, r), (m2, r2, n) = down, up
-        if not (m == m2 and r == r2 and r <= RANK_AT_MOST and k >= RANK_BELOW * r and n >= RANK_BELOW * r):
-            continue
-        if (m, k, n) not in full:
+    for i in (np.flatnonzero(pair) + 1).tolist():
+        mi, ki, ri, ni = int(m_[i - 1]), int(k_[i - 1]), int(n_[i - 1]), int(n_[i])
+        if (mi, ki, ni) not in full:
             continue
         pairs += 1
-        scale_add_ns, scale_add = _scale_and_add(trace, rows, i, m * n)
-        ns += rows[i - 1][2] + rows[i][2] + scale_add_ns
-        mine += [rows[i - 1][0], rows[i][0], *scale_add]
-        rank, weight, adapter = r, (k, n), (k, r)
+        scale_add_ns, scale_add = _scale_and_add(trace, ops, op_ns, i, mi * ni)
+        ns += int(op_ns[i - 1]) + int(op_ns[i]) + scale_add_ns
+        mine += [int(ops[i - 1]), int(ops[i]), *scale_add]
+        rank, weight, adapter = ri, (ki, ni), (ki, ri)
     if not pairs:
         return None
     return Rework(LOW_RANK, "aten::mm", 2 * pairs, pairs, ns, ns / total, ns / total, weight, adapter, rank, trains,
                   ops=tuple(mine))
+
+
+def _mkn_per_row(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each op's (M, K, N) as three int64 columns (-1 where _mkn answers None), parsed once per (name, shapes)
+    signature: the 293 MB benchmark trace's ~50k products, scales and adds hold a few hundred signatures."""
+    names = trace.names
+    name_id = trace.ev.name[ops].astype(np.int64)
+    shape_id = trace.ev.shape[ops].astype(np.int64) + 1          # (NONE, -1, becomes 0)
+    sig = name_id * (int(shape_id.max()) + 1) + shape_id
+    _, first, inv = np.unique(sig, return_index=True, return_inverse=True)
+    per_sig = np.asarray([_mkn(trace, int(ops[f]), names[int(name_id[f])]) or (-1, -1, -1) for f in first.tolist()],
+                         np.int64).reshape(-1, 3)
+    mkn = per_sig[inv.ravel()]
+    return mkn[:, 0], mkn[:, 1], mkn[:, 2]
 
 
 def _mkn(trace: Trace, row: int, name: str) -> tuple[int, int, int] | None:
@@ -278,11 +289,12 @@ def _mkn(trace: Trace, row: int, name: str) -> tuple[int, int, int] | None:
     return (a[0], a[1], b[1]) if a[1] == b[0] else None
 
 
-def _scale_and_add(trace: Trace, rows: list, i: int, elements: int) -> tuple[int, list[int]]:
+def _scale_and_add(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, i: int, elements: int) -> tuple[int, list[int]]:
     """The kernel time and rows of the scalar `mul` and the `add` over the pair's output elements that follow it
     (a scalar is recorded as a 0-d argument: "double" or "Scalar")."""
     ns, found, want = 0, [], {"aten::mul": True, "aten::add": True}
-    for r, name, t in rows[i + 1:i + 1 + FOLLOW]:
+    for j in range(i + 1, min(i + 1 + FOLLOW, len(ops))):
+        r, name, t = int(ops[j]), trace.names[trace.ev.name[ops[j]]], int(op_ns[j])
         if not want.get(name):
             continue
         args = _args(trace, r)
