@@ -115,7 +115,8 @@ def advice(cause: Cause, ev: Evidence | None = None, only: str | None = None,
         # a graph replays fixed shapes: a decode whose KV cache grows a token each step is no graph as it stands
         # (whatif.levers.growing_cache)
         return ("cut launches, which here takes a restructure: the decode's KV cache grows a token each step (its "
-                f"attention reads keys {lever.cache_from} to {lever.cache_to} tokens long), a new shape every step, so "
+                f"attention reads keys {integer(lever.cache_from)} to {integer(lever.cache_to)} tokens long), a new "
+                "shape every step, so "
                 "neither torch.compile(mode='reduce-overhead') nor torch.cuda.graph captures the loop as written; a "
                 "static cache first (generate(..., cache_implementation=\"static\") with the decode step compiled, "
                 "mode='reduce-overhead'), or more sequences per call (bigger batch); the prediction is the bound "

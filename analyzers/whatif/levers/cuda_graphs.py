@@ -23,7 +23,7 @@ from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
-from tracetriage.analyzers.model.units import count, duration_ns
+from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -279,8 +279,8 @@ def says(a: Graphed) -> str:
     replays = (f"; the {count(a.replays, 'graph replay', 'graph replays')} among those launches go into their "
                "stretch's graph" if a.replays else "")
     if a.cache_to:
-        replays += (f"; a bound: the decode's KV cache grows a token each step (keys {a.cache_from} to "
-                    f"{a.cache_to} tokens long), so no graph captures the loop until the cache is static")
+        replays += (f"; a bound: the decode's KV cache grows a token each step (keys {integer(a.cache_from)} to "
+                    f"{integer(a.cache_to)} tokens long), so no graph captures the loop until the cache is static")
     return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
             f"({SOURCE_WORDS[a.source]}); dispatch and launch calls vanish; kernels run back to back "
             f"{duration_ns(a.min_gap_ns)} apart ({gap}){replays}")
