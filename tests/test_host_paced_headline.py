@@ -29,5 +29,5 @@ def test_a_busy_span_keeps_its_kernels_headline(tmp_path):
 
 def test_the_pacing_threshold_is_the_verdicts_idle_bound():
     from tracetriage.analyzers.analyses.roofline import OVERHEAD_IDLE_SHARE
-    from tracetriage.analyzers.voice.host_paced import IDLE_BOUND_PAST
-    assert IDLE_BOUND_PAST == OVERHEAD_IDLE_SHARE
+    from tracetriage.analyzers.voice import host_paced
+    assert host_paced.OVERHEAD_IDLE_SHARE == OVERHEAD_IDLE_SHARE

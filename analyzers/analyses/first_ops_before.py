@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import FIRST_FACTOR
+from tracetriage.analyzers.analyses.first_calls import FIRST_FACTOR, SETUP_FLOOR_NS
 from tracetriage.analyzers.model.evidence import FirstCall
 from tracetriage.analyzers.model.groups import stable_order
 from tracetriage.analyzers.model.trace import CPU_OP, Trace
-
-SETUP_FLOOR_NS = 500_000   # (as analyses.setup's: a slow call is not yet set-up)
 
 
 def first_ops_before(trace: Trace, span_start: int, k: int = 3) -> tuple[FirstCall, ...]:

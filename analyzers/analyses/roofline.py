@@ -40,7 +40,7 @@ from tracetriage.analyzers.model.kernels import is_collective, is_fp32_cuda_core
 from tracetriage.analyzers.model.names import distinct_names, name_codes
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, NONE, Trace
-from tracetriage.analyzers.model.verdicts import BOUNDS, Bound, Regime
+from tracetriage.analyzers.model.verdicts import BOUNDS, OVERHEAD_IDLE_SHARE, Bound, Regime
 
 # Kernel bound codes (arrays of int8) index BOUNDS.
 UNKNOWN, COMPUTE, MEMORY, COMM, LATENCY = (BOUNDS.index(b) for b in (Bound.UNKNOWN, Bound.COMPUTE, Bound.MEMORY,
@@ -75,7 +75,6 @@ ABOVE_PEAK_WHY = 5     # ... or its op's cost would put it above the device's pe
 UNKNOWN_MAJORITY = 0.5
 FP32_MATH_MAJORITY = 0.5    # fp32 GEMMs/convolutions on CUDA cores holding this share of kernel time: most of it
 NAMED_BOUND_MAJORITY = 0.75   # this share of the voting kernel time memory-bound by names: the guessed bound is said
-OVERHEAD_IDLE_SHARE = 0.5   # a span whose device idles more than half of it is overhead-bound
 RATE_FROM_COSTED = 0.1   # an achieved rate is quoted where costed kernels hold a tenth of its bound's time or more
 UNKNOWN_NAMED = 0.05   # ... and named beside compute and memory above this share
 LATENCY_NAMED = 0.005  # latency-bound kernel time is named when it rounds to 1% of the kernel time or more

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import profiler_steps, script_compile_hole
+from tracetriage.analyzers.analyses.first_calls import SETUP_FLOOR_NS, profiler_steps, script_compile_hole
 from tracetriage.analyzers.analyses.first_ops_before import first_ops_before
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import module_loading
@@ -61,7 +61,6 @@ from tracetriage.analyzers.model.trace import (
 
 EARLY = 2                  # the first occurrences of a name that may pay set-up
 SETUP_FACTOR = 3.0         # ... when they run this many times the name's steady median
-SETUP_FLOOR_NS = 500_000   # ... and at least this much longer (a slow call is not yet set-up)
 MIN_STEPS = 4              # a trace repeats a step this often before its early steps are told from the rest
 COLD_MIN_GROUP = 3         # a cold pass's group needs this many occurrences for its lower quartile to be a warm one
 

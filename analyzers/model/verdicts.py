@@ -100,6 +100,10 @@ EXPERIMENT_FOR_CAUSE = {Cause.LAUNCH_OVERHEAD: Experiment.CUT_LAUNCHES, Cause.HO
                         Cause.SYNCHRONIZATION: Experiment.REMOVE_SYNCS, Cause.DATA_TRANSFER: Experiment.OVERLAP_COPIES,
                         Cause.OTHER: Experiment.RECAPTURE}
 
+# A span whose device idles more than this share of it is overhead-bound (analyses.roofline's verdict); below it the
+# Regime line may still say the host paces the kernels (voice.host_paced), the two reading the one bound.
+OVERHEAD_IDLE_SHARE = 0.5
+
 # Steady steps (after a cold start) idling this share of each (the median step's idle over its wall): their gaps recur,
 # a regime the Regime line says (voice/cold_start.py) and a week's waste no "its biggest gaps do not recur" dismisses
 # (heldout-user17 r18compile: steady steps 35% idle, mostly launch overhead, beside that waste line).

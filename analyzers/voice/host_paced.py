@@ -1,7 +1,7 @@
 """A compute-, memory- or latency-bound span whose device still idles much of it waiting on the host: the Regime
 line's headline says the host paces it before the kernels' bound.
 
-The verdict is idle-bound only past half the span (analyses.roofline.OVERHEAD_IDLE_SHARE). Below that, the headline
+The verdict is idle-bound only past half the span (model.verdicts.OVERHEAD_IDLE_SHARE). Below that, the headline
 was the kernel-time split alone: heldout-user18 swin_a4000_warm read "compute-bound: of kernel time, 56% is
 compute-bound ..." where its own Idle line said the GPU idles 46% of the span, all of it host work and launch
 overhead (28 gaps each holding only a launch): a blind judge read the headline as false, the run host-paced. Where
@@ -15,12 +15,11 @@ left out of the share that decides.
 from __future__ import annotations
 
 from tracetriage.analyzers.model.units import share
-from tracetriage.analyzers.model.verdicts import Cause, Regime
+from tracetriage.analyzers.model.verdicts import OVERHEAD_IDLE_SHARE, Cause, Regime
 from tracetriage.analyzers.voice.common import CAUSE_WORDS
 
 HOST_PACED = 0.4         # the device idles this share of the span ...
 HOST_CAUSES_HOLD = 0.75  # ... and host work and launch overhead hold this share of that idle
-IDLE_BOUND_PAST = 0.5    # analyses.roofline.OVERHEAD_IDLE_SHARE: past it, a non-idle verdict read a cold start out
 
 
 def host_paced(a) -> bool:
@@ -28,7 +27,7 @@ def host_paced(a) -> bool:
     # (past OVERHEAD_IDLE_SHARE the idle is a cold start's, which the verdict read the regime without: the Regime line
     # says that cold start beside the bound, voice.cold_start.recurring_qualifier)
     if v.regime not in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY) or not a.idle_ns \
-            or not HOST_PACED <= v.idle_share <= IDLE_BOUND_PAST:
+            or not HOST_PACED <= v.idle_share <= OVERHEAD_IDLE_SHARE:
         return False
     host = sum(a.by_cause_ns.get(c, 0) for c in (Cause.HOST_WORK, Cause.LAUNCH_OVERHEAD))
     return host >= HOST_CAUSES_HOLD * a.idle_ns
