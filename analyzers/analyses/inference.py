@@ -16,6 +16,12 @@ BatchPrefill* and BatchDecode*) is mixed whatever its shapes say. Steps whose sh
 trace (CUDA-graph replays record none) take the kind of the recorded steps of their structure, or, when
 none of them is recorded, decode if they repeat after a prefill (one replay per token): said as such.
 
+Only a trace that shows a sequence model is read so: token ids looked up in an embedding (aten::embedding), an
+attention op or kernel (SDPA, flash, fmha, paged KV), or a `generate` frame in its stacks. Matrix rows alone say
+nothing of tokens: a script that multiplies 100x100 matrices once and then replays them from a CUDA graph 19
+times read as 'a 100-token prompt' and '19 decode steps' (heldout-user19 gp_cudagraph), and any loop whose first
+step is larger than the rest would too.
+
 TTFT of a request: from its prefill step's host start until its first token reaches the host: the end of the
 first device-to-host copy issued after the prefill's last matmul (the logits), before the step after it ends
 (HF generate copies each token back for its streamer and its stopping check; an engine copies the sampled ids).
@@ -28,6 +34,7 @@ and p90 over the decode steps.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
@@ -38,7 +45,7 @@ from tracetriage.analyzers.analyses.idle import dominant_cause
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline, regime
 from tracetriage.analyzers.analyses.steps import Step, Steps, StepSummary, summarize
 from tracetriage.analyzers.model.names import name_flags
-from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, Trace
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, PYTHON, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
 
 EMBEDDING_OPS = frozenset({"aten::embedding"})
@@ -47,6 +54,10 @@ ATTENTION_OPS = frozenset({"aten::scaled_dot_product_attention", "aten::_scaled_
                            "aten::_flash_attention_forward", "aten::_efficient_attention_forward",
                            "aten::_cudnn_attention_forward"})
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::linear", "aten::matmul"})
+# a sequence model's own ops and kernels by name: attention in any of its spellings (aten's SDPA variants,
+# flash-attn, xformers' fmha, FlashInfer's and vLLM's paged-KV kernels, Inductor kernels that fused an SDPA)
+_ATTENTION_NAME = re.compile(r"attention|flash_?attn|flash_fwd|fmha|paged_?kv|pagedattention", re.I)
+_GENERATE_FRAME = re.compile(r"\(\d+\): (generate|_sample|_greedy_search|greedy_search|sample)$")
 
 
 class PhasesFrom(str, Enum):
@@ -255,9 +266,20 @@ def _by_structure(read: tuple[StepTokens, ...], steps: Steps) -> tuple[StepToken
     return tuple(out)
 
 
+def sequence_model(trace: Trace) -> bool:
+    """Whether the trace shows a sequence model at work: an embedding lookup or an attention op among its ops, an
+    attention kernel, or a generate() frame (transformers' generation loop) in its stacks."""
+    ev = trace.ev
+    ops = np.unique(ev.name[(ev.cat == CPU_OP) | (ev.cat == KERNEL)])
+    if any(trace.names[i] in EMBEDDING_OPS or _ATTENTION_NAME.search(trace.names[i]) for i in ops.tolist()):
+        return True
+    frames = np.unique(ev.name[ev.cat == PYTHON])
+    return any(_GENERATE_FRAME.search(trace.names[i]) for i in frames.tolist())
+
+
 def find(trace: Trace, steps: Steps, roof: Roofline, devices=(), framework=None) -> Inference | None:
-    """Prefill and decode from the steps' shapes; None unless the trace has both."""
-    if not steps.found:
+    """Prefill and decode from the steps' shapes; None unless the trace has both, and shows a sequence model."""
+    if not steps.found or not sequence_model(trace):
         return None
     kinds = classify(trace, steps)
     by_kind = {k: [s for s, t in zip(steps.steps, kinds) if t.kind is k] for k in StepKind}
