@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tracetriage.analyzers.analyses.frame_labels import mislabelled
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import NONE, PYTHON, Trace
@@ -146,8 +147,11 @@ def index(trace: Trace) -> Stacks | None:
             elif p != NONE:
                 user[i], callee[i] = (p, i) if is_user[p] else (user[p], callee[p])
             stack.append(i)
-    return Stacks(start, end, ev.name[rows], np.array(parent, np.int64), np.array(user, np.int64),
-                  np.array(callee, np.int64), by_tid)
+    callee_at = np.array(callee, np.int64)
+    # a built-in frame the profiler named after an earlier call (analyses.frame_labels) names no call of the line
+    wrong = mislabelled(trace, rows)
+    callee_at[(callee_at != NONE) & wrong[np.maximum(callee_at, 0)]] = NONE
+    return Stacks(start, end, ev.name[rows], np.array(parent, np.int64), np.array(user, np.int64), callee_at, by_tid)
 
 
 def innermost(st: Stacks, tid: np.ndarray, t: np.ndarray) -> np.ndarray:
