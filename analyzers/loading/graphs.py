@@ -34,7 +34,17 @@ from tracetriage.analyzers.model.runtime_calls import (
     is_graph_launch,
     is_launch,
 )
-from tracetriage.analyzers.model.trace import CAPTURED_OP, GPU_CATS, HOST_CALL_CATS, KERNEL, NONE, Caveat, Events, Trace
+from tracetriage.analyzers.model.trace import (
+    CAPTURED_OP,
+    GPU_CATS,
+    GRAPH_UNJOINED_KINDS,
+    HOST_CALL_CATS,
+    KERNEL,
+    NONE,
+    Caveat,
+    Events,
+    Trace,
+)
 
 KERNEL_NODE, COPY_NODE = 0, 1      # what a captured call records, and what a replayed activity is
 
@@ -203,14 +213,21 @@ def join(trace: Trace) -> tuple[np.ndarray | None, list[Caveat]]:
         if c is not None:
             graph_op_of[r.rows] = c.ops       # (a node whose call was in no op stays NONE, as an eager one would)
             joined.append(r)
-    return graph_op_of, _caveats(reps, joined)
+    return graph_op_of, _caveats(reps, joined, trace, caps)
 
 
-def _caveats(reps: list[Replay], joined: list[Replay]) -> list[Caveat]:
-    """The GPU activities of replays that no capture explains."""
+def _caveats(reps: list[Replay], joined: list[Replay], trace: Trace, caps: list[Capture]) -> list[Caveat]:
+    """The GPU activities of replays that no capture explains: graph_capture_unrecorded where the trace holds
+    captures (cudaStreamBeginCapture ... EndCapture) but no launch call made under any of them (the profiler of
+    some torch/CUDA versions records none: heldout-user19 gp_cudagraph captures its graph in the window, and was
+    told it was 'captured outside the profiled window ... profile the capture too'), else graph_replay_unjoined."""
     total = sum(len(r.rows) for r in reps)
     done = sum(len(r.rows) for r in joined)
-    return [Caveat("graph_replay_unjoined", total - done, total)] if done < total else []
+    if done >= total:
+        return []
+    if not caps and len(capture_windows(trace)[2]):
+        return [Caveat("graph_capture_unrecorded", total - done, total)]
+    return [Caveat("graph_replay_unjoined", total - done, total)]
 
 
 def with_capture(trace: Trace, capture: Trace) -> Trace:
@@ -253,7 +270,7 @@ def with_capture(trace: Trace, capture: Trace) -> Trace:
         graph_op_of[r.rows] = [wanted[o] if o != NONE else NONE for o in c.ops.tolist()]
     pad = np.full(k, NONE, np.int64)
     graph_op_of = np.concatenate([graph_op_of, pad])
-    caveats = [x for x in trace.caveats if x.kind != "graph_replay_unjoined"] + _caveats(reps, joined)
+    caveats = [x for x in trace.caveats if x.kind not in GRAPH_UNJOINED_KINDS] + _caveats(reps, joined, trace, own)
     return replace(trace, names=names, shapes_raw=shapes, ev=Events(**cols),
                    launch_of=np.concatenate([trace.launch_of, pad]), op_of=np.concatenate([trace.op_of, pad]),
                    graph_op_of=graph_op_of, caveats=tuple(caveats))

@@ -64,11 +64,16 @@ class Caveat:
     external_id_by_time (launch calls linked to their op by time, not by their External id: it was the call's own
     correlation id, torch 2.0/2.1) | external_id_own_id (... it was the call's own id: a ROCm trace, no correlation) |
     external_id_elsewhere (... it named an op that does not enclose the call) |
-    stream_overlap; count of the events concerned, out of total where that matters.
+    stream_overlap | graph_replay_unjoined (replayed GPU activities no capture in the trace explains) |
+    graph_capture_unrecorded (... where the trace holds the capture, but none of the launch calls made under it);
+    count of the events concerned, out of total where that matters.
     """
     kind: str
     count: int = 0
     total: int = 0
+
+
+GRAPH_UNJOINED_KINDS = ("graph_replay_unjoined", "graph_capture_unrecorded")   # replays left with no op
 
 
 # --- the model ------------------------------------------------------------------

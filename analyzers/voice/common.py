@@ -11,7 +11,7 @@ from __future__ import annotations
 from tracetriage.analyzers.model.attention_masks import attention_masked
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.kernels import is_attention, matrix_precision_by_name
-from tracetriage.analyzers.model.trace import STREAM_OVERLAP_NS, Caveat
+from tracetriage.analyzers.model.trace import GRAPH_UNJOINED_KINDS, STREAM_OVERLAP_NS, Caveat
 from tracetriage.analyzers.model.units import count, duration_ns, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
@@ -67,6 +67,13 @@ def caveat(c: Caveat) -> str:
                 "match no capture in the trace: the graphs were captured outside the profiled window (or several "
                 "captures fit), so their ops and shapes are not known; profile the capture too (warm-up inside the "
                 "profiler), or pass the capture's trace (--graph-capture), to cost them by op")
+    if c.kind == "graph_capture_unrecorded":
+        # the capture is in the window, but none of its launch calls is: nothing to profile again, and no capture
+        # elsewhere to pass (heldout-user19 gp_cudagraph)
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} replayed from CUDA graphs "
+                "are not joined to their ops: the trace holds the graphs' capture, but the profiler recorded none of "
+                "the launch calls made under it, so which op launched each replayed kernel, and its shapes, is not "
+                "known")
     raise ValueError(f"unknown caveat kind {c.kind!r}")
 
 
@@ -596,7 +603,7 @@ def attends(a: Analysis) -> bool:
 
 def replayed_from_graphs(a: Analysis) -> bool:
     """Most of the trace's GPU activities replay from CUDA graphs captured outside it (the graph-replay caveat)."""
-    return any(c.kind == "graph_replay_unjoined" and c.count >= 0.5 * max(a.kernels, 1) for c in a.trace.caveats)
+    return any(c.kind in GRAPH_UNJOINED_KINDS and c.count >= 0.5 * max(a.kernels, 1) for c in a.trace.caveats)
 
 
 def matrix_precision(a: Analysis) -> str | None:

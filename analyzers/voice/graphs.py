@@ -7,9 +7,17 @@ from tracetriage.analyzers.model.units import count, duration_ns, integer, share
 from tracetriage.analyzers.voice.said import claim
 
 
+def _recorded(c) -> str:
+    """'12 launches recorded into graphs, not run', or where the profiler recorded no launch made under the capture
+    (heldout-user19 gp_cudagraph: '0 launches recorded into graphs' beside replays of 11 kernels) that it did not."""
+    if not c.recorded:
+        return "the profiler recorded none of the launches made under " + ("it" if c.graphs == 1 else "them")
+    return f"{count(c.recorded, 'launch', 'launches')} recorded into graphs, not run"
+
+
 def capture_caveat(c) -> str:
-    return (f"the trace captures {count(c.graphs, 'CUDA graph')} ({count(c.recorded, 'launch', 'launches')} "
-            f"recorded into graphs, not run; {duration_ns(c.window_ns)} of capture and instantiation): the "
+    return (f"the trace captures {count(c.graphs, 'CUDA graph')} ({_recorded(c)}; "
+            f"{duration_ns(c.window_ns)} of capture and instantiation): the "
             f"{duration_ns(c.idle_ns)} the device idles meanwhile ({share(c.share)} of the span) is one-time "
             "set-up that the replays never pay")
 
