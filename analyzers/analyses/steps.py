@@ -34,9 +34,10 @@ from enum import Enum
 
 import numpy as np
 
-from tracetriage.analyzers.analyses import model_build
+from tracetriage.analyzers.analyses import element_loops, model_build
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
+from tracetriage.analyzers.analyses.loop_start import from_the_loops_start
 from tracetriage.analyzers.analyses.passes import Passes, whole_passes
 from tracetriage.analyzers.analyses.profiler_steps import working_profiler_steps
 from tracetriage.analyzers.analyses.queued import drained_before_own, queued_before_window
@@ -226,6 +227,7 @@ class Steps:
     repeats: int = 0                   # why_none ONE_PASS (or UNMARKED_LOOP): how often the layer-like unit repeats
     repeat_op: str | None = None       # ... and the op that starts it
     passes: Passes | None = None       # ... and the whole copies of one op sequence, if so (analyses.passes)
+    per_element: bool = False          # ONE_PASS: its units each work on one-element tensors (analyses.element_loops)
     model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
     cut_off: tuple[tuple[str, int], ...] = ()   # ProfilerStep ranges left out as the profiler's stub or a fragment
                                                 # its start or stop cut (analyses.profiler_steps): name, wall
@@ -542,12 +544,14 @@ def search(trace: Trace) -> Steps | tuple[tuple, dict]:
         c = _choose(cuts)[0]
         why = NoSteps.UNMARKED_LOOP if marks.any() and _loop_around(trace, rows, cuts, c) else NoSteps.ONE_PASS
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name],
+                     per_element=why is NoSteps.ONE_PASS
+                     and element_loops.per_element(trace, rows, c.positions, c.regular, c.unit_ops),
                      passes=whole_passes(trace, rows, TORCH_RANGE_PREFIXES, STEP_MIN_REPEATS))
     silent = np.append(gpu_ns == 0, True)   # per token: it launched no kernel time (a sync, a poll)
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok, silent)
     pos = one_per_run(pos, boundary in (Boundary.AFTER_SYNC, Boundary.AFTER_OPTIMIZER), silent)
     if boundary is Boundary.AT_OP:
-        pos = _from_the_loops_start(tok, pos)
+        pos = from_the_loops_start(tok, pos)
         anchor = trace.names[int(tok[pos[0]])]   # the op each step now starts at
     if pos[0] > 0 and _prologue_launches(trace, rows[: pos[0]]):
         pos = np.concatenate(([0], pos))   # work before the first unit (a first request's prefill, set-up): a step
@@ -608,20 +612,6 @@ def user_range_repeats(trace: Trace) -> bool:
     ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
     user = ann[~name_flags(trace, ann, lambda n: n.startswith(TORCH_RANGE_PREFIXES))] if len(ann) else ann
     return bool(len(user) and np.unique(ev.name[user], return_counts=True)[1].max() >= STEP_MIN_REPEATS)
-
-
-def _from_the_loops_start(tok: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Units cut at an op inside the iteration (the loop's first op occurs twice per iteration, so the cut is its
-    second op) leave the first iteration's head before the first unit: when what comes before the first unit is
-    exactly what comes before every other unit, the units start there (a 20-iteration loop is 20 steps, numbered
-    as its iterations, not a one-op prologue and 20 steps from the second op on)."""
-    j = int(pos[0])
-    if j == 0 or len(pos) < 2 or np.any(np.diff(pos) <= j):
-        return pos
-    head = tok[:j]
-    if all(np.array_equal(tok[p - j:p], head) for p in pos[1:].tolist()):
-        return pos - j
-    return pos
 
 
 def _boundaries(trace: Trace, cut: _Cut, rows: np.ndarray, sync_tok: np.ndarray, silent: np.ndarray):

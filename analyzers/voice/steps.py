@@ -84,6 +84,12 @@ def steps_clause(st, apart=()) -> str:
             held = f", one under {passes.range_name}" if passes.range_name else ""
             return (f"; no repeated steps: {integer(passes.count)} passes of one op sequence{held}, too few to "
                     "read as steps")
+        if st.why_none is not None and st.why_none.value == "one_pass" and getattr(st, "per_element", False):
+            # a loop over single elements, not the model's layers (analyses.element_loops; heldout-user19
+            # gp_d2h_sync: 12,286 per-element iterations of `.cpu()` and `+=` were 'layers of it')
+            return (f"; no repeated steps: one pass, whose {count(st.repeats, 'repeat')} of one op sequence (from "
+                    f"{st.repeat_op}) each work on one-element tensors: a loop over single elements, one per "
+                    "iteration, not layers of a model")
         if st.why_none is not None and st.why_none.value == "one_pass":
             return (f"; no repeated steps: one pass (its {count(st.repeats, 'repeat')} of one op sequence, from "
                     f"{st.repeat_op}, are layers of it, not steps)")
