@@ -45,8 +45,8 @@ def per_element(trace: Trace, rows: np.ndarray, positions: np.ndarray, regular: 
     starts = positions[regular][:SAMPLE]
     if not len(starts) or unit_ops <= 0:
         return False
-    picked = rows[(starts[:, None] + np.arange(unit_ops)[None, :]).ravel()]
-    picked = picked[picked < len(trace.ev)]
+    at = (starts[:, None] + np.arange(unit_ops)[None, :]).ravel()
+    picked = rows[at[at < len(rows)]]          # (the last unit may end with the rows)
     with_shapes = picked[trace.ev.shape[picked] != NONE]
     if not len(with_shapes):
         return False
