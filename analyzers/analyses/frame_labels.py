@@ -67,7 +67,7 @@ def mislabelled(trace: Trace, rows: np.ndarray) -> np.ndarray:
         op_code[int(n)] = codes.get(_bare(trace.names[int(n)]), -2)
     frame_name = ev.name[rows[cand]].astype(np.int64)
     match = held & (frame_code[frame_name] == op_code[ev.name[np.maximum(first, 0)]])
-    honest = np.unique(frame_name[match])         # names some frame of which ran the op it is named after
+    honest = distinct(frame_name[match])         # names some frame of which ran the op it is named after
     wrong = held & ~match & np.isin(frame_name, honest)
     out[cand[wrong]] = True
     return out

@@ -44,6 +44,7 @@ import numpy as np
 from tracetriage.analyzers.analyses.idle import dominant_cause
 from tracetriage.analyzers.analyses.roofline import RegimeVerdict, Roofline, regime
 from tracetriage.analyzers.analyses.steps import Step, Steps, StepSummary, summarize
+from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.names import name_flags
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, PYTHON, Trace
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause
@@ -269,11 +270,13 @@ def _by_structure(read: tuple[StepTokens, ...], steps: Steps) -> tuple[StepToken
 def sequence_model(trace: Trace) -> bool:
     """Whether the trace shows a sequence model at work: an embedding lookup or an attention op among its ops, an
     attention kernel, or a generate() frame (transformers' generation loop) in its stacks."""
+    if not any(n in EMBEDDING_OPS or _ATTENTION_NAME.search(n) or _GENERATE_FRAME.search(n) for n in trace.names):
+        return False      # (a few thousand names: no pass over the rows where no name says so)
     ev = trace.ev
-    ops = np.unique(ev.name[(ev.cat == CPU_OP) | (ev.cat == KERNEL)])
+    ops = distinct(ev.name[(ev.cat == CPU_OP) | (ev.cat == KERNEL)])
     if any(trace.names[i] in EMBEDDING_OPS or _ATTENTION_NAME.search(trace.names[i]) for i in ops.tolist()):
         return True
-    frames = np.unique(ev.name[ev.cat == PYTHON])
+    frames = distinct(ev.name[ev.cat == PYTHON])
     return any(_GENERATE_FRAME.search(trace.names[i]) for i in frames.tolist())
 
 
