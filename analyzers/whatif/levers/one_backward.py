@@ -71,8 +71,8 @@ def repeated(c: Context) -> tuple[np.ndarray, int, int]:
     rows = rows[np.lexsort((ev.start[rows], thread_keys(ev, rows)))]
     keys, seq = thread_keys(ev, rows), ev.seq[rows]
     numbered = seq != NONE
-    pairs = keys[numbered] * (1 << 32) + seq[numbered]         # (thread, sequence number); numbers stay below 2^32
-    _, first, counts = np.unique(pairs, return_index=True, return_counts=True)
+    pairs = np.stack((keys[numbered], seq[numbered]), axis=1)   # (thread, sequence number)
+    _, first, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
     again = np.zeros(len(rows), bool)
     idx = np.flatnonzero(numbered)
     again[idx] = True
