@@ -1,0 +1,63 @@
+"""Bulk copies to and from the host (MB each, pageable) are data the host needs, not values it reads: the sync lever
+leaves them to pinned memory and non_blocking (async_copies), where a scalar read (.item(), 8 bytes) stays its own.
+(heldout-user19 gp_streams: 100 pageable `.to("cpu")` of 4 MB each were called syncs to "remove or defer ... read
+once every N steps", −26%, and pinning was demoted as "a bigger change".)"""
+import kineto_factory as kf
+from kineto_factory import call, document, gpu, op
+from other_peoples_traces import US, with_device
+from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.output import claims, serialize
+from tracetriage.analyzers.triage.report import analyze_file
+from tracetriage.analyzers.whatif import predict as whatif
+
+
+def _products_and_copies(rounds: int = 20, nbytes: int = 4_194_304, d2h_ns: int = 800 * US) -> dict:
+    """Each round: one 1 ms GEMM, a blocking pageable `.to("cpu")` of its result (the call holds the host for the
+    copy, then the stream sync torch adds) and a blocking pageable `.to("cuda")` of the next input, `nbytes` each."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    g = t
+    for _ in range(rounds):
+        ev += [op("aten::mm", t, t + 20 * US, ext), call("cudaLaunchKernel", t + 5 * US, t + 12 * US, corr, ext),
+               gpu("ampere_sgemm_128x64_nn", max(g, t + 15 * US), max(g, t + 15 * US) + 1000 * US, corr)]
+        g = max(g, t + 15 * US) + 1000 * US
+        t, ext, corr = t + 30 * US, ext + 1, corr + 1
+        # the copy off the device waits for the GEMM (same stream), then runs d2h_ns
+        c0 = max(g, t + 10 * US)
+        ev += [op("aten::copy_", t, c0 + d2h_ns + 40 * US, ext),
+               call("cudaMemcpyAsync", t + 5 * US, c0 + d2h_ns + 20 * US, corr, ext),
+               gpu("Memcpy DtoH (Device -> Pageable)", c0, c0 + d2h_ns, corr, cat="gpu_memcpy", bytes=nbytes),
+               call("cudaStreamSynchronize", c0 + d2h_ns + 25 * US, c0 + d2h_ns + 35 * US, corr + 1, ext)]
+        g = c0 + d2h_ns
+        t, ext, corr = c0 + d2h_ns + 60 * US, ext + 1, corr + 2
+        ev += [op("aten::copy_", t, t + d2h_ns + 60 * US, ext),
+               call("cudaMemcpyAsync", t + 5 * US, t + d2h_ns + 30 * US, corr, ext),
+               gpu("Memcpy HtoD (Pageable -> Device)", t + 20 * US, t + 20 * US + d2h_ns, corr, cat="gpu_memcpy",
+                   bytes=nbytes),
+               call("cudaStreamSynchronize", t + d2h_ns + 35 * US, t + d2h_ns + 50 * US, corr + 1, ext)]
+        g = max(g, t + 20 * US + d2h_ns)
+        t, ext, corr = t + d2h_ns + 80 * US, ext + 1, corr + 2
+    ev.append(call("cudaDeviceSynchronize", t, max(t, g) + 10 * US, corr))
+    return with_device(document(ev), "NVIDIA A100-SXM4-80GB")
+
+
+def _report(tmp_path, doc):
+    path = kf.write(tmp_path / "t.json", doc)
+    return path, serialize.report(analyze_file(path))
+
+
+def test_bulk_pageable_copies_are_priced_by_pinning_not_by_removing_syncs(tmp_path):
+    path, out = _report(tmp_path, _products_and_copies())
+    nx = out["lines"][4]
+    assert out["next_experiment"]["whatif_lever"] == "async_copies"
+    assert nx.startswith("Next: pin host memory, copy with non_blocking=True")
+    assert "remove or defer the syncs" not in nx and "read them once every N steps" not in nx
+    levers = {x.lever: x for x in whatif.predict(load(path), ['remove_syncs']).levers}
+    assert levers["remove_syncs"].assumption.count == 0      # the 4 MB copies are no syncs to remove
+    assert claims.check(out) == []
+
+
+def test_scalar_reads_off_the_device_stay_the_sync_levers(tmp_path):
+    # the same loop reading 8 bytes a round (.item()): values the host reads, which can stay on the device
+    path, _ = _report(tmp_path, _products_and_copies(nbytes=8, d2h_ns=3 * US))
+    levers = {x.lever: x for x in whatif.predict(load(path), ['remove_syncs']).levers}
+    assert levers["remove_syncs"].assumption.count >= 20
