@@ -61,3 +61,53 @@ def test_scalar_reads_off_the_device_stay_the_sync_levers(tmp_path):
     path, _ = _report(tmp_path, _products_and_copies(nbytes=8, d2h_ns=3 * US))
     levers = {x.lever: x for x in whatif.predict(load(path), ['remove_syncs']).levers}
     assert levers["remove_syncs"].assumption.count >= 20
+
+
+def _products_beside_longer_copies(copy_ns: int = 1_000 * US, tail_copies: int = 5) -> dict:
+    """Ten 1 ms GEMMs queued on stream 7 (their launches 20 µs apart), ten pageable `.to("cuda")` of 4 MB on stream 24
+    beside them (each call holding the host for its `copy_ns` copy), then `tail_copies` pageable `.to("cpu")` of 4 MB,
+    1.5 ms each, after the last GEMM: the kernels keep the device busy over half the span, the copies longer."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    g = t + 20 * US
+    for _ in range(10):
+        ev += [op("aten::mm", t, t + 15 * US, ext), call("cudaLaunchKernel", t + 3 * US, t + 10 * US, corr, ext),
+               gpu("ampere_sgemm_128x64_nn", g, g + 1000 * US, corr)]
+        g, t, ext, corr = g + 1000 * US, t + 20 * US, ext + 1, corr + 1
+    c = t + 10 * US
+    for _ in range(10):
+        ev += [op("aten::copy_", t, c + copy_ns + 10 * US, ext),
+               call("cudaMemcpyAsync", t + 5 * US, c + copy_ns + 5 * US, corr, ext),
+               gpu("Memcpy HtoD (Pageable -> Device)", c, c + copy_ns, corr, stream=24, cat="gpu_memcpy",
+                   bytes=4_194_304)]
+        t, ext, corr = c + copy_ns + 20 * US, ext + 1, corr + 1
+        c = t + 10 * US
+    c = max(c, g + 10 * US)
+    for _ in range(tail_copies):
+        ev += [op("aten::copy_", t, c + 1500 * US + 10 * US, ext),
+               call("cudaMemcpyAsync", t + 5 * US, c + 1500 * US + 5 * US, corr, ext),
+               gpu("Memcpy DtoH (Device -> Pageable)", c, c + 1500 * US, corr, stream=22, cat="gpu_memcpy",
+                   bytes=4_194_304)]
+        t, ext, corr = c + 1500 * US + 20 * US, ext + 1, corr + 1
+        c = t + 10 * US
+    return with_device(document(ev), "NVIDIA A100-SXM4-80GB")
+
+
+def test_copies_that_hold_the_device_longer_than_the_kernels_make_the_span_transfer_bound(tmp_path):
+    # (heldout-user19 gp_streams: "Regime: GPU-bound in fp32 math on CUDA cores ... the device is busy 51% of the
+    # span", where the copies held the device 269.9 ms against the GEMMs' 261.7 ms and the span's last 176 ms was
+    # copies alone)
+    _, out = _report(tmp_path, _products_beside_longer_copies())
+    assert out["idle_share"] < 0.5                     # not idle-bound: the kernels' mix decided the regime before
+    regime = out["lines"][3]
+    assert regime.startswith("Regime: transfer-bound: copies over the link hold the device 17.5 ms, more than its "
+                             "kernels' 10.0 ms, and the span runs ")
+    assert "; its kernels (" in regime
+    assert out["regime_detail"]["bound"] == "transfer"
+    assert claims.check(out) == []
+
+
+def test_copies_shorter_than_the_kernels_leave_the_regime_to_the_kernels(tmp_path):
+    _, out = _report(tmp_path, _products_beside_longer_copies(copy_ns=200 * US, tail_copies=0))
+    assert not out["lines"][3].startswith("Regime: transfer-bound")
+    assert out["regime_detail"]["bound"] != "transfer"
+    assert claims.check(out) == []
