@@ -81,6 +81,7 @@ from tracetriage.analyzers.voice.common import (
 )
 from tracetriage.analyzers.voice.construct_clause import construct_clause
 from tracetriage.analyzers.voice.copies import copies_advice
+from tracetriage.analyzers.voice.element_reads import element_reads_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import (
     capture_caveat,
@@ -214,7 +215,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
         copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) or decode_words.sync_advice(a)
-                            if nx.cause is Cause.SYNCHRONIZATION else None)
+                            or element_reads_advice(a) if nx.cause is Cause.SYNCHRONIZATION else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),

@@ -21,6 +21,7 @@ from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers import element_reads
 from tracetriage.analyzers.whatif.levers.host_windows import gap_inside_the_loop, longest_loop_gap_ns
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -46,6 +47,8 @@ BULK_COPY_BYTES = 1 << 20
 class SyncsGone(Assumption):
     only: str | None = None          # the op whose syncs go (None: every sync)
     call_ns: int = 0                 # what a copy to the host still costs (a launch call)
+    element_reads: int = 0           # reads of a tensor element by element in a loop, gone whole (element_reads)
+    element_shape: tuple = ()        # ... the tensor those loops slice (the largest loop's)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
@@ -89,9 +92,16 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     after = straight & ~inside
     p.c_gap[after] = np.maximum(p.c_gap[after] - longest_loop_gap_ns(g), 0)
     p.c_dur[copy] = p.c_min[copy]
-    return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns),
+    # a loop reading one tensor's elements one at a time: one read of the tensor takes each iteration's round trip
+    # whole, its dispatch and launches with its wait (element_reads)
+    loops = element_reads.find(c, np.flatnonzero(copy)) if n_blocking else []
+    element_reads.remove(c, p, loops)
+    n_reads = sum(x.reads for x in loops)
+    shape = max(loops, key=lambda x: x.reads).source_shape if loops else ()
+    return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns, element_reads=n_reads,
+                      element_shape=shape),
             {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
-             "waited_ns_by_op": by_op})
+             "waited_ns_by_op": by_op, "element_reads": n_reads})
 
 
 def focus_op(detail: dict) -> str | None:
@@ -174,9 +184,12 @@ def says(a: SyncsGone) -> str:
     where = f"syncs called from {a.only}" if a.only else "syncs"
     if a.count == 0:
         return f"no blocking {where} in this trace: nothing to remove"
+    loop = (f"; a loop's {a.element_reads:,} reads of a {list(a.element_shape)} tensor, one element each, go but the "
+            "first (their indexing and copy ops, calls, copies and waits: one read of the tensor), the host ops on "
+            "each value stay" if a.element_reads else "")
     return (f"the host no longer waits in {where}: sync calls vanish (with the Python that called them "
             f"directly), copies to the host return after one call's cost ({duration_ns(a.call_ns)}, the median "
-            "launch call here); the GPU work stays")
+            f"launch call here); the GPU work stays{loop}")
 
 
 def sync_points(m: Measured) -> int:
