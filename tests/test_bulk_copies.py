@@ -111,3 +111,19 @@ def test_copies_shorter_than_the_kernels_leave_the_regime_to_the_kernels(tmp_pat
     assert not out["lines"][3].startswith("Regime: transfer-bound")
     assert out["regime_detail"]["bound"] != "transfer"
     assert claims.check(out) == []
+
+
+def test_the_pinned_rate_a_trace_measures_prices_its_pageable_copies_both_ways(tmp_path):
+    # (heldout-user19 gp_streams: its own pinned DtoH copies ran 12.5 GB/s beside pageable ones at 5.1 GB/s; the
+    # pageable HtoD copies were priced at an assumed 16 GB/s, and the Next said no rate of the trace's pinned copies)
+    doc = _products_and_copies()
+    for i, e in enumerate(x for x in doc["traceEvents"] if x.get("name") == "Memcpy DtoH (Device -> Pageable)"):
+        if i % 2:
+            e["name"], e["dur"] = "Memcpy DtoH (Device -> Pinned)", 300     # 4 MB in 300 µs: 14.0 GB/s
+    path, out = _report(tmp_path, doc)
+    pin = whatif.predict(load(path), ["async_copies"]).levers[0].assumption
+    assert pin.d2h_source == "trace" and pin.h2d_source == "trace_other_way" and pin.h2d_gbps == pin.d2h_gbps
+    assert out["next_experiment"]["whatif_lever"] == "async_copies"
+    assert "(this trace's own pinned copies run at 14 GB/s from the device: the rate the replay gives its " \
+           "pageable copies pinned)" in out["lines"][4]
+    assert claims.check(out) == []
