@@ -7,6 +7,7 @@ from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.voice.analysis import Analysis
 from tracetriage.analyzers.voice.common import ADVICE
 from tracetriage.analyzers.voice.said import claim
+from tracetriage.analyzers.whatif.levers import ASYNC_COPIES
 
 OVERLAP_COMPUTE = "so copies overlap compute"
 NO_KERNELS = "no kernel runs here: the copies are the workload, with no compute to overlap"
@@ -49,7 +50,7 @@ def _pinned_rate(a: Analysis) -> str:
     the because's (heldout-user19 gp_streams: pageable copies at 5.1 GB/s beside pinned ones at 12.5 GB/s, the pinned
     ones unsaid)."""
     lever = a.next_experiment.lever
-    x = lever.assumption if lever is not None and lever.lever == "async_copies" else None
+    x = lever.assumption if lever is not None and lever.lever == ASYNC_COPIES else None
     if x is None:
         return ""
     ways = ((x.h2d_gbps, x.h2d_source, "to"), (x.d2h_gbps, x.d2h_source, "from"))
