@@ -68,7 +68,7 @@ def find(c: Context, reads: np.ndarray) -> list[ElementLoop]:
         mine = ops[key == k]
         pos = np.searchsorted(ev.start[mine], ev.start[outer], side="right") - 1
         on = (pos >= 0) & (mine[np.maximum(pos, 0)] == outer)
-        at = np.unique(pos[on])
+        at = distinct(pos[on])
         if len(at) < MIN_ITERATIONS + 1:
             continue
         mine_calls = np.flatnonzero(calls_key == k)

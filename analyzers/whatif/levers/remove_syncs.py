@@ -4,10 +4,10 @@ The fix: keep values and decisions on the device, read them once every N steps. 
 sync calls vanish (with the Python that called them straight, like torch.cuda.synchronize()), and a
 copy to the host (.item(), .cpu(), .tolist() of a result) returns after one call's cost; the GPU
 work stays. Not removed: a sync that waits for a host-to-device copy (the blocking .to(device) of a
-pageable tensor: the copy's own wait, async_copies' fix), a bulk copy to the host (BULK_COPY_BYTES or more: data the
-host reads, whose wait only pinned memory and non_blocking take off it) and the sync after it, nor one that waits for
-work launched before the
-profiled window (the first recorded step draining the unrecorded warm-up's kernels: the window's edge).
+pageable tensor: the copy's own wait, async_copies' fix), a bulk pageable copy to the host (BULK_COPY_BYTES or more:
+data the host reads, whose wait only pinned memory and non_blocking take off it) and the sync after it, nor one that
+waits for work launched before the profiled window (the first recorded step draining the unrecorded warm-up's kernels:
+the window's edge).
 """
 from __future__ import annotations
 
@@ -35,11 +35,12 @@ from tracetriage.analyzers.whatif.levers.spec import (
 )
 
 _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
-# A copy of this many bytes or more is data the host needs, not a value read: at PCIe rates (5-25 GB/s) its bytes take
-# 40-200 µs, past a sync's round trip (~10 µs), so "read it once every N steps" cannot remove it; only pinned memory
-# and non_blocking (async_copies) take its wait off the host. A scalar (.item(): 4-8 bytes), a few values (.tolist()
-# of a batch's losses) or a row of logits read for a decision stay well under it. gp_streams (heldout-user19): 100
-# pageable `.to("cpu")` of 4 MB each were "syncs" to "keep on the device", −26%, the pinned copies demoted.
+# A pageable copy of this many bytes or more is data the host needs, not a value read: at PCIe rates (5-25 GB/s) its
+# bytes take 40-200 µs, past a sync's round trip (~10 µs), so "read it once every N steps" cannot remove it; only
+# pinned memory and non_blocking (async_copies) take its wait off the host. A scalar (.item(): 4-8 bytes), a few
+# values (.tolist() of a batch's losses) or a row of logits read for a decision stay well under it. gp_streams
+# (heldout-user19): 100 pageable `.to("cpu")` of 4 MB each were "syncs" to "keep on the device", −26%, the pinned
+# copies demoted.
 BULK_COPY_BYTES = 1 << 20
 
 
@@ -59,11 +60,14 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     # ... but not a sync that waits for its own host-to-device copy (.to(device) without non_blocking: the copy's
     # wait, which async_copies prices with the copy pinned and overlapped), nor one at the window's edge
     to_device = c.gpu_named(lambda n: "HtoD" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
-    # ... nor a bulk copy to the host (BULK_COPY_BYTES or more: the data itself, which the host reads) or a sync that
-    # waits for one (torch's blocking .to("cpu") syncs its stream after the copy): async_copies' fix too
+    # ... nor a bulk pageable copy to the host (BULK_COPY_BYTES or more: the data itself, which the host reads, into
+    # memory the copy engine cannot write on its own) or a sync that waits for one (torch's blocking .to("cpu") syncs
+    # its stream after the copy): async_copies' fix too. A pinned one's wait is the code's to drop (save_on_cpu's
+    # activation copies: library_syncs names them), and stays this lever's
     bulk = np.zeros(g.n_calls, bool)
     if g.n_calls and len(g.g_row):
-        bulk = (g.g_nbytes[aw] >= BULK_COPY_BYTES) & to_host & (p.c_awaited >= 0)
+        bulk = ((g.g_nbytes[aw] >= BULK_COPY_BYTES) & to_host & (p.c_awaited >= 0)
+                & c.gpu_named(lambda n: "Pageable" in n, aw))
     sync = ((g.c_kind == dg.SYNC_CALL) & ~_context_creation(c) & ~_drains_the_backlog(c, p)
             & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked))
     copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked & ~bulk
