@@ -119,7 +119,7 @@ def test_an_ops_call_site_is_the_line_that_holds_most_of_its_time_across_module_
     # vocabulary head's 1 call of 111, where 80 calls and ~70% of the GEMM time came through the experts' forward:
     # each expert's Sequential is a module instance of its own name, and the instances were 40 small sites)
     out, time = _time_line(tmp_path, _experts_and_a_head())
-    assert ("aten::addmm 100% (9 calls; 8 kernels from the `Sequential(...)` in `forward` (experts.py:10), 1 kernel "
+    assert ("aten::addmm 100% (9 calls; 8 calls from the `Sequential(...)` in `forward` (experts.py:10), 1 call "
             "from the `Sequential(...)` in `forward` (model.py:50))") in time
     assert claims.check(out) == []
 
@@ -127,5 +127,42 @@ def test_an_ops_call_site_is_the_line_that_holds_most_of_its_time_across_module_
 def test_the_call_sites_left_unnamed_are_counted_past_the_three_kept(tmp_path):
     # (heldout-user15 switch_moe_8k: '... and 1 more call site' where the attention's Linears and the gate's were two)
     out, time = _time_line(tmp_path, _experts_and_a_head(small_sites=3))
-    assert ("1 kernel from the `Sequential(...)` in `forward` (model.py:50), and 3 more call sites)") in time
+    assert ("1 call from the `Sequential(...)` in `forward` (model.py:50), and 3 more call sites)") in time
     assert claims.check(out) == []
+
+
+def _products_with_workspace_memsets(calls: int = 10) -> dict:
+    """`streams1` (s.py:5) and `streams2` (s.py:18) each call `torch.matmul` `calls` times; each aten::mm launches
+    cuBLAS's workspace memset (cudaMemsetAsync, a `Memset (Device)`) and then its GEMM: two activities, one call."""
+    ev, t, ext, corr = [], 100 * US, 1, 1000
+    tid = kf.TID
+    for frame in ("s.py(5): streams1", "s.py(18): streams2"):
+        t0 = t
+        for _ in range(calls):
+            ev.append(claim_traces.python_frame("<built-in function matmul>", t, t + 60 * US, tid=tid))
+            ev += [op("aten::mm", t + 2 * US, t + 50 * US, ext),
+                   call("cudaMemsetAsync", t + 5 * US, t + 10 * US, corr, ext),
+                   gpu("Memset (Device)", t + 12 * US, t + 13 * US, corr, cat="gpu_memset"),
+                   call("cudaLaunchKernel", t + 15 * US, t + 22 * US, corr + 1, ext),
+                   gpu("ampere_sgemm_128x64_nn", t + 25 * US, t + 95 * US, corr + 1)]
+            t, ext, corr = t + 100 * US, ext + 1, corr + 2
+        ev.append(claim_traces.python_frame(frame, t0 - 5 * US, t - 5 * US, tid=tid))
+        t += 50 * US
+    ev.append(call("cudaDeviceSynchronize", t, t + 10 * US, corr, None))
+    return with_device(document(ev), "NVIDIA A100-PCIE-40GB")
+
+
+def test_a_call_that_launches_a_memset_and_a_gemm_is_one_call_of_its_site(tmp_path):
+    # (heldout-user19 gp_streams: "aten::mm 49% (2,000 calls; 2,000 kernels from the `matmul()` in `streams1`,
+    # 2,000 kernels from the `matmul()` in `streams2`)": each site's 1,000 GEMMs and 1,000 workspace memsets
+    # counted, the parts twice the whole)
+    out, time = _time_line(tmp_path, _products_with_workspace_memsets())
+    assert ("aten::mm 100% (20 calls; 10 calls from the `matmul()` in `streams1` (s.py:5), 10 calls from the "
+            "`matmul()` in `streams2` (s.py:18))") in time
+    assert claims.check(out) == []
+
+
+def test_the_sites_said_cannot_count_more_calls_than_the_op_made(tmp_path):
+    out, _ = _time_line(tmp_path, _products_with_workspace_memsets())
+    out["hotspots"][0]["calls"] = 12
+    assert claims.check(out) == ["the Time line's call sites of aten::mm count 20 calls, more than the 12 it made"]

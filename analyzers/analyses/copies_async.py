@@ -72,6 +72,8 @@ class CopiesAsync:
     kernels: int             # kernels the trace runs (0: the copies are the workload)
     on_kernel_streams: bool = False   # some copy shares a stream with kernels: it waits for compute, and compute for it
     same_upload: SameUpload | None = None   # the module docstring's same upload every step, or None
+    after_kernels_ns: int = 0   # the copies' union after the last kernel ends: the span ends in copies alone
+    tail_ns: int = 0            # from the last kernel's end to the last copy's (0: no copy ends after the kernels)
 
     @property
     def already(self) -> bool:
@@ -96,13 +98,18 @@ def copies_async(trace: Trace) -> CopiesAsync | None:
     pinned = name_flags(trace, link, lambda n: "Pinned" in n)
     call_dur = (ev.end[call[has]] - ev.start[call[has]]) if has.any() else np.zeros(1, np.int64)
     us, ue = iv.union(ev.start[link], ev.end[link])
+    kernels = ev.cat == KERNEL
+    last = int(ev.end[kernels].max()) if kernels.any() else None
+    after = int(iv.total(np.maximum(us, last), np.maximum(ue, last))) if last is not None else 0
+    tail = max(int(ue[-1]) - last, 0) if last is not None and len(ue) else 0
     return CopiesAsync(copies=len(link), copy_ns=int(dur.sum()),
                        pinned_async_ns=int(dur[pinned & returned_early].sum()),
                        call_median_ns=int(np.median(call_dur)), streams=len(distinct(ev.stream[link])),
                        overlap_ns=int(dur.sum()) - int(iv.total(us, ue)),
                        kernels=int((ev.cat == KERNEL).sum()),
                        on_kernel_streams=bool(np.isin(ev.stream[link], ev.stream[ev.cat == KERNEL]).any()),
-                       same_upload=same_upload(trace, link[name_flags(trace, link, lambda n: "HtoD" in n)]))
+                       same_upload=same_upload(trace, link[name_flags(trace, link, lambda n: "HtoD" in n)]),
+                       after_kernels_ns=after, tail_ns=tail)
 
 
 _DTYPES = {"long int": "int64", "long": "int64",

@@ -208,8 +208,9 @@ def _user_parent(st: Stacks, pos: np.ndarray) -> np.ndarray:
 
 
 def lines(trace: Trace, st: Stacks, frame: np.ndarray, callee: np.ndarray, weight_ns: np.ndarray,
-          k: int = 3) -> tuple[SourceLine, ...]:
-    """The k user frames (with what they called) that hold the most weight, most first."""
+          k: int = 3, counts: np.ndarray | None = None) -> tuple[SourceLine, ...]:
+    """The k user frames (with what they called) that hold the most weight, most first. Each event counts once, or
+    `counts` of one (an op's calls over its GPU activities: a call that launched a memset and a GEMM is one call)."""
     ok = frame != NONE
     if not ok.any():
         return ()
@@ -219,7 +220,7 @@ def lines(trace: Trace, st: Stacks, frame: np.ndarray, callee: np.ndarray, weigh
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.ravel()
     w = np.bincount(inv, weights=weight_ns[ok].astype(np.float64))
-    n = np.bincount(inv)
+    n = np.bincount(inv) if counts is None else np.round(np.bincount(inv, weights=counts[ok])).astype(np.int64)
     out = []
     for i in np.argsort(-w, kind="stable")[:k]:
         file, line, func = parse(trace.names[int(uniq[i][0])])
@@ -244,15 +245,16 @@ def _call_keys(trace: Trace, names: np.ndarray) -> np.ndarray:
     return out
 
 
-def at_rows(trace: Trace, st: Stacks, rows: np.ndarray, weight_ns: np.ndarray, k: int = 3) -> tuple[SourceLine, ...]:
+def at_rows(trace: Trace, st: Stacks, rows: np.ndarray, weight_ns: np.ndarray, k: int = 3,
+            counts: np.ndarray | None = None) -> tuple[SourceLine, ...]:
     """Where the user's code was when each host row (a launch call, a sync, an op) began."""
     ev = trace.ev
     frame, callee = user_frames_at(st, ev.tid[rows], ev.start[rows])
-    return lines(trace, st, frame, callee, weight_ns, k)
+    return lines(trace, st, frame, callee, weight_ns, k, counts)
 
 
 def grouped(trace: Trace, st: Stacks, rows: np.ndarray, keys: np.ndarray, weight_ns: np.ndarray, label,
-            wanted: set[str], k: int = 3) -> dict[str, tuple[SourceLine, ...]]:
+            wanted: set[str], k: int = 3, counts: np.ndarray | None = None) -> dict[str, tuple[SourceLine, ...]]:
     """at_rows for each group of host rows (keys: a hotspot's key per row), for the groups named in wanted."""
     out = {}
     ok = rows != NONE
@@ -261,7 +263,7 @@ def grouped(trace: Trace, st: Stacks, rows: np.ndarray, keys: np.ndarray, weight
         if name not in wanted:
             continue
         m = ok & (keys == key)
-        found = at_rows(trace, st, rows[m], weight_ns[m], k)
+        found = at_rows(trace, st, rows[m], weight_ns[m], k, None if counts is None else counts[m])
         if found:
             out[name] = found
     return out

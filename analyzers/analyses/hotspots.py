@@ -111,5 +111,27 @@ def by_op(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
     return group(trace, rows, keys, label, k, calls_of)
 
 
+def call_shares(trace: Trace, rows: np.ndarray, keys: np.ndarray, op: np.ndarray) -> np.ndarray:
+    """Each GPU activity's share of its op's calls, as by_op counts them: a run of the op is one call however many
+    activities it launched (aten::mm's cuBLAS workspace memset and its GEMM: two activities, one call), a twin whose
+    launch is not in the trace at the op's activities per run, a kernel name's own item one per activity. Summed
+    over a call site's activities, the site's calls: gp_streams said "2,000 kernels from streams1, 2,000 kernels
+    from streams2" of aten::mm's 2,000 calls, each site's 1,000 GEMMs and 1,000 memsets counted."""
+    run = trace.op_run(rows, op)
+    out = np.ones(len(rows), np.float64)
+    ran = run != NONE
+    if not ran.any():
+        return out
+    runs, inverse, per_run = np.unique(run[ran], return_inverse=True, return_counts=True)
+    out[ran] = 1.0 / per_run[inverse.ravel()]
+    twins = ~ran & (keys >= 0)          # an op's activities without a launch: at the op's activities per run
+    for key in distinct(keys[twins]).tolist():
+        mine = keys == key
+        n_runs, n_ran = len(distinct(run[mine & ran])), int((mine & ran).sum())
+        if n_runs:
+            out[twins & mine] = n_runs / n_ran
+    return out
+
+
 def by_kernel(trace: Trace, rows: np.ndarray, k: int = 10) -> tuple[Hotspot, ...]:
     return group(trace, rows, trace.ev.name[rows], lambda key: _short(trace.names[key]), k)

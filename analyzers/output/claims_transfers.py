@@ -3,7 +3,9 @@ rest); each reads only the JSON contract (docs/json.md).
 
 - pinned memory is asked for only where the host-to-device copies hold PIN_PAYS of the span;
 - the idle's data transfer is copies over the link (host<->device, peer), never device-to-device copies or memsets;
-- a copies Next's because gives the data-transfer share of the span, not the whole idle.
+- a copies Next's because gives the data-transfer share of the span, not the whole idle;
+- a transfer-bound Regime of a span that is not idle-bound says the Measured line's copy and kernel times, the copies
+  the longer (voice.transfer_bound), and the copies it says of the span's end fit in that end.
 """
 from __future__ import annotations
 
@@ -16,7 +18,26 @@ _SHARE_TOLERANCE = 0.01   # a share said in whole percents: within a point of it
 def transfer_relations(said, out: dict, lines: list[str]) -> list[str]:
     """The data-transfer relations' breaches, in words (empty: none)."""
     return (_copies_because_holds_the_copies_share(said, out) + _transfers_are_over_the_link(out, lines)
-            + _pinning_only_where_the_copies_count(out, lines))
+            + _pinning_only_where_the_copies_count(out, lines) + _copies_hold_the_device(said, out))
+
+
+def _copies_hold_the_device(said, out: dict) -> list[str]:
+    """regime.transfer.copy_us is copy_us, regime.transfer.kernel_us kernel_busy_us, and the first exceeds the second;
+    regime.transfer.after_kernels_us <= regime.transfer.tail_us."""
+    if said is None or said.get("regime.transfer.copy_us") is None:
+        return []
+    copy_us, kernel_us = said.value("regime.transfer.copy_us"), said.value("regime.transfer.kernel_us")
+    bad = []
+    if abs(copy_us - (out.get("copy_us") or 0.0)) > 1.0 or abs(kernel_us - (out.get("kernel_busy_us") or 0.0)) > 1.0:
+        bad.append(f"the Regime line's copies ({copy_us / 1e3:.1f} ms) and kernels ({kernel_us / 1e3:.1f} ms) are not "
+                   "the Measured line's")
+    if copy_us <= kernel_us:
+        bad.append("the Regime line says transfer-bound where the copies hold the device no longer than the kernels")
+    tail, alone = said.value("regime.transfer.tail_us"), said.value("regime.transfer.after_kernels_us")
+    if tail is not None and alone is not None and alone > tail + 1.0:
+        bad.append(f"the Regime line says copies run {alone / 1e3:.1f} ms of the {tail / 1e3:.1f} ms past the last "
+                   "kernel")
+    return bad
 
 
 def _pinning_only_where_the_copies_count(out: dict, lines: list[str]) -> list[str]:

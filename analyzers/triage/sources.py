@@ -68,9 +68,10 @@ def source_lines(trace: Trace, gpu_rows: np.ndarray, hot: tuple[Hotspot, ...], k
         return _with_call_lines(trace, SourceLines(by_hot, {}, {}, len(st.start)))
     launch = trace.launch_of[gpu_rows]
     dur = ev.dur[gpu_rows]
-    keys, _ = hs.op_keys(trace, gpu_rows)
+    keys, op = hs.op_keys(trace, gpu_rows)
+    # a site counts the op's calls it made, as the hotspot does (its GEMMs and their workspace memsets, one call)
     every = fr.grouped(trace, st, launch, keys, dur, lambda k: hs.op_label(trace, k),
-                       {h.name for h in hot} | KNOB_OPS, k=ALL_SITES)
+                       {h.name for h in hot} | KNOB_OPS, k=ALL_SITES, counts=hs.call_shares(trace, gpu_rows, keys, op))
     by_hot = {name: lines[:KEPT_SITES] for name, lines in every.items()}
     more = {name: lines[KEPT_SITES:] for name, lines in every.items() if len(lines) > KEPT_SITES}
     by_kernel = fr.grouped(trace, st, launch, ev.name[gpu_rows].astype(np.int64), dur,

@@ -122,3 +122,5 @@ class Analysis(Caveated, Protocol):
     def graph_breaks(self) -> Any: ...                   # analyses.graph_breaks.GraphBreaks | None
     @property
     def pace(self) -> Any: ...                           # triage.pace.Pace | None
+    @property
+    def copies_async(self) -> Any: ...                   # analyses.copies_async.CopiesAsync | None

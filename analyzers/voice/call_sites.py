@@ -5,9 +5,11 @@ One ATen op is often called from places that do different things: aten::copy_ ru
 keep the result on the device). Naming only the largest call site for all of the op's calls hides the others
 (heldout-user13 xxaa: "aten::copy_ 96% (15 calls; from the `.to()` ...)" where 5 of the 15 were the `.cpu()`'s
 device-to-host copies, 27% of the GPU's busy time). So where a second call site holds SITE_MIN_SHARE of the op's
-device time, each such site is said with the activities it launched ("10 HtoD from the `.to()` in ..., 5 DtoH from
+device time, each such site is said with the op's calls it made ("10 HtoD from the `.to()` in ..., 5 DtoH from
 the `.cpu()` in ..."), a copy's by its direction (the Memcpy kind its frame launched), and the sites left over
-are counted.
+are counted. A call is counted once however many activities it launched (aten::mm's GEMM and its cuBLAS workspace
+memset), so the sites add up to the op's calls: gp_streams read "(2,000 calls; 2,000 kernels from ... streams1,
+2,000 kernels from ... streams2)", each site's 1,000 GEMMs and 1,000 memsets counted.
 
 What would make it say too much: the with_stack frames charge an op to the user's innermost frame; a helper
 called from two places is one site (its own frame), so two sites are two frames of the user's code, never one line
@@ -55,7 +57,7 @@ def hotspot_sites(a, name: str, index: int = -1) -> str:
         return f";{hotspot_source(src)}" if src else ""
     parts = []
     for x in named:
-        what = x.direction or ("kernel" if x.count == 1 else "kernels")
+        what = x.direction or ("call" if x.count == 1 else "calls")     # the op's calls, as its "(N calls; ...)"
         parts.append(f"{claim(f'time.sites.{index}', x.count, integer(x.count))} {what} from {x.words}")
     rest = len(sites) - len(named)
     more = f", and {rest} more call site{'s' if rest > 1 else ''}" if rest else ""

@@ -43,6 +43,7 @@ from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import rework as rework_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import then as then_words
+from tracetriage.analyzers.voice import transfer_bound as transfer_words
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.because import because
 from tracetriage.analyzers.voice.because import bound_because as _bound_because
@@ -78,7 +79,9 @@ from tracetriage.analyzers.voice.common import (
     trains,
     uncosted_phrase,
 )
+from tracetriage.analyzers.voice.construct_clause import construct_clause
 from tracetriage.analyzers.voice.copies import copies_advice
+from tracetriage.analyzers.voice.element_reads import element_reads_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import (
     capture_caveat,
@@ -212,7 +215,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         construct = Construct.DATALOADER if nx.lever and nx.lever.lever == DATALOADER_WORKERS else nx.construct
         copies = copies_advice(a) if nx.cause is Cause.DATA_TRANSFER else None
         copies = copies or (coalesce_advice(a) or lib_syncs.library_sync_advice(a) or decode_words.sync_advice(a)
-                            if nx.cause is Cause.SYNCHRONIZATION else None)
+                            or element_reads_advice(a) if nx.cause is Cause.SYNCHRONIZATION else None)
         out = {"lever": copies or advice(nx.cause, ev, nx.lever.only if nx.lever else None, construct,
                                workers_on=_dataloader_workers_on(a), compiled=_compiled_already(a),
                                pinned=_copies_pinned(a), pin_pays=pinning_pays(a), training=training_loop(a),
@@ -559,7 +562,7 @@ def five_lines(a: Analysis) -> list[str]:
         idle_pct = claim("idle.share", a.idle_share, idle_pct)
         l3 = (f"Idle: the GPU is idle {idle_pct} of the span ({duration_ns(a.idle_ns)}): {split}; "
               f"mostly {_mostly(a)}{pace_words.idle_dry(a.pace, a.dominant is Cause.LAUNCH_OVERHEAD)}"
-              f"{_serialising_syncs(a)}{_construct_clause(a)}{_idle_source(a)}{pace_words.idle_window(a.pace)}"
+              f"{_serialising_syncs(a)}{construct_clause(a)}{_idle_source(a)}{pace_words.idle_window(a.pace)}"
               + (replay_idle(rc, True) if rc is not None else "") + ".")
     else:
         l3 = replay_idle(rc, False) if rc is not None else "Idle: the GPU never idles inside its span."
@@ -592,26 +595,6 @@ def _idle_source(a: Analysis) -> str:
     return source_clause(found[0] if found else None)
 
 
-def _construct_clause(a: Analysis) -> str:
-    """'; 82% of the idle is inside AdamW's step (Optimizer.step): 12,800 launches in 8 calls'."""
-    x = a.construct_named
-    if x is None:
-        return ""
-    # one-time set-up is painted over every construct (analyses.framework): the idle inside a construct that ran
-    # through the set-up (a cold forward, +0.6..+316 ms, its first calls 71% of the idle) is its share of the idle
-    # outside the set-up, said so (heldout-user11 rn18_h200_cold: "28% of the idle is inside nn.Module forwards",
-    # where all of it was)
-    setup = a.framework.share_of(Construct.SETUP)
-    past = a.framework.idle_ns - (setup.idle_ns if setup is not None else 0)
-    if setup is not None and setup.idle_ns >= x.idle_ns and past > 0:   # (where the set-up holds more of the idle)
-        held = x.idle_ns / past
-        return (f"; {claim('idle.construct_share', held, share(held))} of the idle outside the one-time set-up is "
-                f"inside {construct_phrase(x, a.framework.optimizer)}")
-    held = x.idle_ns / a.framework.idle_ns
-    return (f"; {claim('idle.construct_share', held, share(held))} of the idle is inside "
-            f"{construct_phrase(x, a.framework.optimizer)}")
-
-
 def _serialising_syncs(a: Analysis) -> str:
     """Syncs that serialise host work with GPU work, named with the overlap they prevent, whatever holds more
     of the idle: '; the syncs in aten::item serialise the host with the GPU: removing them overlaps ...'."""
@@ -639,6 +622,8 @@ def regime_bound(a: Analysis) -> str | None:
         return "cudnn_trials"
     if v.regime is Regime.OVERHEAD:
         return _idle_bound_kind(a)[0]
+    if transfer_words.transfer_bound(a):
+        return "transfer"
     if v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:
         return "fp32_cuda_cores"
     if v.regime is Regime.UNKNOWN and a.decode is not None:
@@ -781,6 +766,7 @@ def _regime_line(a: Analysis) -> str:
                    f"{named_why_phrase(v)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = host_paced.lead(a, line[:-1] + execution_words.regime_clauses(a.execution) + ".")
+    line = transfer_words.lead(a, line)   # (copies holding the device longer than the kernels: transfer-bound first)
     if a.phases:
         line = line[:-1] + f"; {step_words.phases_regime(a.phases)}."
     if pk is not None and peak_words.source(pk):

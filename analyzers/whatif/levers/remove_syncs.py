@@ -4,8 +4,10 @@ The fix: keep values and decisions on the device, read them once every N steps. 
 sync calls vanish (with the Python that called them straight, like torch.cuda.synchronize()), and a
 copy to the host (.item(), .cpu(), .tolist() of a result) returns after one call's cost; the GPU
 work stays. Not removed: a sync that waits for a host-to-device copy (the blocking .to(device) of a
-pageable tensor: the copy's own wait, async_copies' fix), nor one that waits for work launched before the
-profiled window (the first recorded step draining the unrecorded warm-up's kernels: the window's edge).
+pageable tensor: the copy's own wait, async_copies' fix), a bulk pageable copy to the host (BULK_COPY_BYTES or more:
+data the host reads, whose wait only pinned memory and non_blocking take off it) and the sync after it, nor one that
+waits for work launched before the profiled window (the first recorded step draining the unrecorded warm-up's kernels:
+the window's edge).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import depgraph as dg
+from tracetriage.analyzers.whatif.levers import element_reads
 from tracetriage.analyzers.whatif.levers.host_windows import gap_inside_the_loop, longest_loop_gap_ns
 from tracetriage.analyzers.whatif.levers.spec import (
     Assumption,
@@ -32,12 +35,21 @@ from tracetriage.analyzers.whatif.levers.spec import (
 )
 
 _API_PREFIXES = ("cuda", "cu", "hip")   # a sync called straight from Python is its own outermost "op"
+# A pageable copy of this many bytes or more is data the host needs, not a value read: at PCIe rates (5-25 GB/s) its
+# bytes take 40-200 µs, past a sync's round trip (~10 µs), so "read it once every N steps" cannot remove it; only
+# pinned memory and non_blocking (async_copies) take its wait off the host. A scalar (.item(): 4-8 bytes), a few
+# values (.tolist() of a batch's losses) or a row of logits read for a decision stay well under it. gp_streams
+# (heldout-user19): 100 pageable `.to("cpu")` of 4 MB each were "syncs" to "keep on the device", −26%, the pinned
+# copies demoted.
+BULK_COPY_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class SyncsGone(Assumption):
     only: str | None = None          # the op whose syncs go (None: every sync)
     call_ns: int = 0                 # what a copy to the host still costs (a launch call)
+    element_reads: int = 0           # reads of a tensor element by element in a loop, gone whole (element_reads)
+    element_shape: tuple = ()        # ... the tensor those loops slice (the largest loop's)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
@@ -48,9 +60,17 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     # ... but not a sync that waits for its own host-to-device copy (.to(device) without non_blocking: the copy's
     # wait, which async_copies prices with the copy pinned and overlapped), nor one at the window's edge
     to_device = c.gpu_named(lambda n: "HtoD" in n, aw) if g.n_calls and len(g.g_row) else np.zeros(g.n_calls, bool)
+    # ... nor a bulk pageable copy to the host (BULK_COPY_BYTES or more: the data itself, which the host reads, into
+    # memory the copy engine cannot write on its own) or a sync that waits for one (torch's blocking .to("cpu") syncs
+    # its stream after the copy): async_copies' fix too. A pinned one's wait is the code's to drop (save_on_cpu's
+    # activation copies: library_syncs names them), and stays this lever's
+    bulk = np.zeros(g.n_calls, bool)
+    if g.n_calls and len(g.g_row):
+        bulk = ((g.g_nbytes[aw] >= BULK_COPY_BYTES) & to_host & (p.c_awaited >= 0)
+                & c.gpu_named(lambda n: "Pageable" in n, aw))
     sync = ((g.c_kind == dg.SYNC_CALL) & ~_context_creation(c) & ~_drains_the_backlog(c, p)
-            & ~(to_device & p.c_blocked))
-    copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked
+            & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked))
+    copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked & ~bulk
     if o.only:
         inside = _inside_op(c, o.only)
         sync &= inside
@@ -76,9 +96,16 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     after = straight & ~inside
     p.c_gap[after] = np.maximum(p.c_gap[after] - longest_loop_gap_ns(g), 0)
     p.c_dur[copy] = p.c_min[copy]
-    return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns),
+    # a loop reading one tensor's elements one at a time: one read of the tensor takes each iteration's round trip
+    # whole, its dispatch and launches with its wait (element_reads)
+    loops = element_reads.find(c, np.flatnonzero(copy)) if n_blocking else []
+    element_reads.remove(c, p, loops)
+    n_reads = sum(x.reads for x in loops)
+    shape = max(loops, key=lambda x: x.reads).source_shape if loops else ()
+    return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns, element_reads=n_reads,
+                      element_shape=shape),
             {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
-             "waited_ns_by_op": by_op})
+             "waited_ns_by_op": by_op, "element_reads": n_reads})
 
 
 def focus_op(detail: dict) -> str | None:
@@ -161,9 +188,12 @@ def says(a: SyncsGone) -> str:
     where = f"syncs called from {a.only}" if a.only else "syncs"
     if a.count == 0:
         return f"no blocking {where} in this trace: nothing to remove"
+    loop = (f"; a loop's {a.element_reads:,} reads of a {list(a.element_shape)} tensor, one element each, go but the "
+            "first (their indexing and copy ops, calls, copies and waits: one read of the tensor), the host ops on "
+            "each value stay" if a.element_reads else "")
     return (f"the host no longer waits in {where}: sync calls vanish (with the Python that called them "
             f"directly), copies to the host return after one call's cost ({duration_ns(a.call_ns)}, the median "
-            "launch call here); the GPU work stays")
+            f"launch call here); the GPU work stays{loop}")
 
 
 def sync_points(m: Measured) -> int:

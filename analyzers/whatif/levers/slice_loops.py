@@ -182,7 +182,7 @@ def _anchored_runs(names: list[str], indexing: np.ndarray | None = None) -> list
     return out
 
 
-def _boundaries(c: Context) -> tuple[np.ndarray, np.ndarray]:
+def boundaries(c: Context) -> tuple[np.ndarray, np.ndarray]:
     """Where profiler steps start, and where the user's other named ranges start (sorted)."""
     ev = c.trace.ev
     ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
@@ -205,7 +205,7 @@ def find(c: Context) -> list[SliceLoop]:
     span_ns = _span(c)
     if len(ops) < MIN_ITERATIONS or span_ns <= 0:
         return []
-    steps, ranges = _boundaries(c)
+    steps, ranges = boundaries(c)
     key = thread_keys(ev, ops)
     is_indexing = np.zeros(len(c.trace.names), bool)     # per name id
     is_indexing[[i for i, n in enumerate(c.trace.names) if n in INDEXING]] = True

@@ -52,7 +52,9 @@ class WhatIfError(ValueError):
 
 
 # Where a lever's figure was measured: the `source` of an Assumption's figure.
-SOURCE_WORDS = {"trace": "measured in this trace", "ceilings": "measured ceilings (tracetriage capture ceilings)",
+SOURCE_WORDS = {"trace": "measured in this trace",
+                "trace_other_way": "measured in this trace the other way: the link runs each direction at one rate",
+                "ceilings": "measured ceilings (tracetriage capture ceilings)",
                 "pcie5": "datasheet PCIe Gen5 x16 link", "pcie4": "datasheet PCIe Gen4 x16 link",
                 "pcie3": "datasheet PCIe Gen3 x16 link",
                 "c2c": "NVLink-C2C to the Grace CPU, 900 GB/s both ways: NVIDIA GH200 Grace Hopper Superchip datasheet",
