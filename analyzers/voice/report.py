@@ -51,7 +51,6 @@ from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
-    only_predicts,
     saving,
     waste_prediction,
 )
@@ -79,6 +78,7 @@ from tracetriage.analyzers.voice.common import (
     uncosted_phrase,
 )
 from tracetriage.analyzers.voice.copies import copies_advice
+from tracetriage.analyzers.voice.dominant import dominant_clause
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import (
     capture_caveat,
@@ -234,9 +234,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out["why"] += graphs_aside(nx.cause is Cause.SYNCHRONIZATION)   # (not CUDA graphs priced on graphed work)
     elif nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
                                           and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
-        d = nx.dominant
-        out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
-                       f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
+        out["why"] += dominant_clause(nx)
     if nx.close_call is not None:
         c = nx.close_call
         # a close call goes to the smaller change, or between equal ones to the fix of the dominant cause

