@@ -43,6 +43,7 @@ from tracetriage.analyzers.voice import peaks as peak_words
 from tracetriage.analyzers.voice import rework as rework_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import then as then_words
+from tracetriage.analyzers.voice.above_peak import above_peak_caveat
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.because import because
 from tracetriage.analyzers.voice.because import bound_because as _bound_because
@@ -125,15 +126,8 @@ def analysis_caveats(a: Caveated) -> list[str]:
         found = [c for c in found if c.kind != "no_gpu_activity"]
     out = [caveat(c) for c in found]
     above = getattr(a, "above_peak", ())
-    if above:   # an attribution error, never an achievement
-        top = above[0]
-        out.append(f"{len(above)} op signature{'s' if len(above) > 1 else ''} would sit above the device's peak "
-                   f"({top.name} {f'[{top.shapes}] ' if top.shapes else ''}at {top.achieved:,.0f} {top.unit}, "
-                   f"{top.times_peak:.2f}× the {top.peak:,.0f} {top.unit} peak): an attribution error, not an "
-                   "achievement (the op's shapes do not describe what its kernels moved or computed: kernels charged "
-                   "to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less arithmetic than the "
-                   "shapes say, or data the cache served rather than memory), so they are left out of the roofline "
-                   "and the regime")
+    if above:   # never an achievement: an attribution error, or data a cache served
+        out.append(above_peak_caveat(above))
     if getattr(a, "graph_capture", None) is not None:   # (a diff's Side has none)
         out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
