@@ -44,5 +44,6 @@ def test_an_op_past_the_memory_peak_on_a_cache_sized_working_set_reads_as_the_ca
     a = analyze_file(write(tmp_path / "t.json", doc))
     assert a.above_peak and a.above_peak[0].cache_sized
     said = [c for c in analysis_caveats(a) if "above the device's peak" in c]
-    assert said and "most likely data the cache served" in said[0] and "33.6 MB a call" in said[0]
+    assert said and "most likely data the cache served" in said[0]
+    assert "33.6 MB a call are few enough that the L2" in said[0]
     assert "an attribution error" not in said[0]

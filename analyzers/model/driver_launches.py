@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.model.groups import any_of
+from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.last_trace import last_trace
 from tracetriage.analyzers.model.trace import GPU_CATS, HOST_CALL_CATS, NONE, Events, Trace
 
@@ -31,7 +31,7 @@ def unrecorded_launches(ev: Events, gpu: np.ndarray, calls: np.ndarray, launch_o
     # launched in the window, in order with recorded calls: its id lies strictly between two of theirs
     interleaved = (g_corr != NONE) & (g_corr > corr.min()) & (g_corr < corr.max())
     # ... and of a name no recorded call ever launched
-    linked_names = np.unique(ev.name[gpu[~unlinked]])
+    linked_names = distinct(ev.name[gpu[~unlinked]])
     return unlinked & interleaved & ~np.isin(ev.name[gpu], linked_names)
 
 

@@ -18,9 +18,9 @@ def above_peak_caveat(above) -> str:
     tail = "so they are left out of the roofline and the regime"
     if top.cache_sized:
         return (f"{head}: most likely data the cache served rather than memory, not a faster memory (its "
-                f"{size(top.bytes_per_call)} a call fit in a recent GPU's L2 (tens of MB), which holds what the op "
-                "before it just wrote); else its shapes do not describe what its kernels moved (kernels charged to the "
-                f"wrong op, an input only sliced), {tail}")
+                f"{size(top.bytes_per_call)} a call are few enough that the L2, where the op before it just wrote "
+                "them, serves much of them); else its shapes do not describe what its kernels moved (kernels charged "
+                f"to the wrong op, an input only sliced), {tail}")
     return (f"{head}: an attribution error, not an achievement (the op's shapes do not describe what its kernels moved "
             "or computed: kernels charged to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less "
             f"arithmetic than the shapes say, or data the cache served rather than memory), {tail}")
