@@ -14,7 +14,7 @@ from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS, CUDNN_ENABLED, KV_ON_DEVICE, LEVERS, TOPK, blocks_graphs
-from tracetriage.analyzers.whatif.levers.topk import bytes_ratio
+from tracetriage.analyzers.whatif.levers.topk import time_ratio
 
 US = 1_000
 BF16 = "c10::BFloat16"
@@ -69,7 +69,7 @@ class Host:
 # --- topk -------------------------------------------------------------------------------------------------------
 
 def _retrieval_step(h: Host, n: int = 65536, keep: int = 100, topk: bool = False, sort_kernels: int = 40,
-                    kernel_us: int = 200) -> None:
+                    kernel_us: int = 200, keys: str = BF16) -> None:
     """Scores for 256 requests over n items, then the top `keep` of each row: by a full argsort sliced to `keep`
     (40 radix-sort kernels of 200 µs), or by torch.topk."""
     h.op("aten::mm", dims=[[256, 128], [128, n]], types=[BF16, BF16], launches=[("nvjet_sm90_gemm", 100 * US,
@@ -79,8 +79,8 @@ def _retrieval_step(h: Host, n: int = 65536, keep: int = 100, topk: bool = False
              concrete=["", str(keep), "1", "True", "True"],
              launches=[("gatherTopK", 300 * US, "kernel", 7, 0)])
         return
-    sort = ("aten::sort", [[256, n], [], [], []], [BF16, "Scalar", "Scalar", "Scalar"], ["", "False", "1", "True"])
-    h.op("aten::argsort", dims=[[256, n], [], []], types=[BF16, "Scalar", "Scalar"], concrete=["", "1", "True"],
+    sort = ("aten::sort", [[256, n], [], [], []], [keys, "Scalar", "Scalar", "Scalar"], ["", "False", "1", "True"])
+    h.op("aten::argsort", dims=[[256, n], [], []], types=[keys, "Scalar", "Scalar"], concrete=["", "1", "True"],
          inner=[sort], launches=[("DeviceRadixSortOnesweepKernel", kernel_us * US, "kernel", 7, 0)] * sort_kernels,
          host_ns=5 * US)
     h.op("aten::slice", dims=[[256, n], [], [], [], []], types=["long int", "Scalar", "Scalar", "Scalar", "Scalar"],
@@ -100,13 +100,26 @@ def test_an_argsort_sliced_to_its_first_k_is_told_topk_priced_from_the_sort_kern
     a = lv.assumption
     assert (a.count, a.n, a.k, a.rows) == (3, 65536, 100, 256)
     assert a.sort_ns == 3 * 40 * 200 * US
-    assert a.topk_ns == round(a.sort_ns * bytes_ratio(2))        # bf16 keys: 8 of 50 bytes a element
-    assert bytes_ratio(2) == 8 / 50
+    assert a.topk_ns == round(a.sort_ns * time_ratio(2))         # bf16 keys: 2 counting passes and a gather
     assert lv.predicted_ratio < 0.4
     out = serialize.report(analyze_trace(tr))
     assert out["next_experiment"]["whatif_lever"] == TOPK
     assert "torch.topk(x, 100" in out["lines"][4]
     assert claims.check(out) == []
+
+
+def test_topk_is_priced_per_element_in_passes_so_wider_keys_take_a_smaller_share_of_the_sort(tmp_path):
+    # radix select's counting passes only read the keys and cost about the same per element for bf16 and fp32 (H100:
+    # 1.84 and 1.99 ps), while each pass of the sort moves keys and int64 indices: fp32's four passes against bf16's
+    # two make topk a smaller share of the sort (pairs4 sasrec_recommend_top10_argsort, fp32: 1.26 of 8.45 ms a step
+    # measured, 0.15, where a bytes ratio priced 0.22)
+    share = {}
+    for keys in (BF16, "float"):
+        a = whatif.predict(_retrieval(tmp_path, f"r_{len(keys)}.json.gz", keys=keys), [TOPK]).lever(TOPK).assumption
+        share[keys] = a.topk_ns / a.sort_ns
+    assert share["float"] < share[BF16]
+    assert 0.12 < share["float"] < 0.16
+    assert 0.14 < share[BF16] < 0.17
 
 
 def test_a_sort_of_many_short_kernels_paced_by_its_launches_is_priced_within_what_its_edit_takes_out(tmp_path):

@@ -27,7 +27,6 @@ from tracetriage.analyzers.model.trace import CPU_OP, DRIVER, KERNEL, NONE, RUNT
 from tracetriage.analyzers.model.verdicts import Construct
 
 FIRST_FACTOR = 10      # a first call this many times its later calls' typical cost held the host in set-up
-SETUP_FLOOR_NS = 500_000   # ... and at least this much longer (a slow call is not yet set-up: analyses.setup too)
 
 
 @dataclass(frozen=True)

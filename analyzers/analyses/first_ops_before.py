@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import FIRST_FACTOR, SETUP_FLOOR_NS
+from tracetriage.analyzers.analyses.first_calls import FIRST_FACTOR
 from tracetriage.analyzers.model.evidence import FirstCall
 from tracetriage.analyzers.model.groups import stable_order
+from tracetriage.analyzers.model.module_loading import SETUP_FLOOR_NS
 from tracetriage.analyzers.model.trace import CPU_OP, Trace
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracetriage.analyzers.analyses.first_calls import SETUP_FLOOR_NS, profiler_steps, script_compile_hole
+from tracetriage.analyzers.analyses.first_calls import profiler_steps, script_compile_hole
 from tracetriage.analyzers.analyses.first_ops_before import first_ops_before
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import module_loading
@@ -46,6 +46,7 @@ from tracetriage.analyzers.model import runtime_calls as rc
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.last_trace import last_trace
+from tracetriage.analyzers.model.module_loading import SETUP_FLOOR_NS
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
     DRIVER,

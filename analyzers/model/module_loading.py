@@ -9,7 +9,7 @@ What any trace of it shows:
   host CONTEXT_FLOOR_NS or more (cudaFree(0), cudaGetDeviceCount, cudaDeviceGetStreamPriorityRange, cudaSetDevice:
   whichever the process calls first pays cuInit and the context; a process whose context is up runs it in µs);
 - lazy module loads: a launch (or cuModuleLoad*, cuLibraryLoad*, cudaGetFuncBySymbol, cuModuleGetFunction) that holds
-  the host LAZY_FLOOR_NS past the trace's median launch.
+  the host SETUP_FLOOR_NS past the trace's median launch.
 What would make it fire falsely: a first call that is long for another reason (a host under memory pressure, a
 driver that waits for a busy device in another process): read as context creation, EAGER is not advised, which costs
 nothing but the alternative; a launch held by a full launch queue (the device far behind) reads as a lazy load.
@@ -24,7 +24,9 @@ from tracetriage.analyzers.model.names import name_codes
 from tracetriage.analyzers.model.trace import DRIVER, RUNTIME, Trace
 
 CONTEXT_FLOOR_NS = 20_000_000   # context creation takes 50 ms to seconds; a warm first call runs in µs
-LAZY_FLOOR_NS = 500_000         # analyses.setup.SETUP_FLOOR_NS: a launch this far past the median loads its module
+# One floor for every one-time set-up the analyses name: a launch this far past the median loads its module, and a
+# first op call at least this much longer than its later calls is set-up (analyses.setup, analyses.first_ops_before).
+SETUP_FLOOR_NS = 500_000
 MODULE_CALLS = ("cuModuleLoad", "cuLibraryLoad", "cudaGetFuncBySymbol", "cuModuleGetFunction", "cuLibraryGetKernel",
                 "hipModuleLoad", "hipGetFuncBySymbol", "hipModuleGetFunction")
 
@@ -55,7 +57,7 @@ def context_created_inside(trace: Trace) -> bool:
 
 
 def lazy_module_loads(trace: Trace) -> bool:
-    """Some launch or module call holds the host LAZY_FLOOR_NS past the median launch (module docstring)."""
+    """Some launch or module call holds the host SETUP_FLOOR_NS past the median launch (module docstring)."""
     calls = _calls(trace)
     if not len(calls):
         return False
@@ -67,7 +69,7 @@ def lazy_module_loads(trace: Trace) -> bool:
     launch = np.array([rc.is_launch(n) and not rc.is_graph_launch(n) for n in names], bool)[inverse]
     module = np.array([n.startswith(MODULE_CALLS) for n in names], bool)[inverse]
     warm = float(np.median(dur[launch])) if launch.any() else 0.0
-    return bool(((launch | module) & (dur - warm >= LAZY_FLOOR_NS)).any())
+    return bool(((launch | module) & (dur - warm >= SETUP_FLOOR_NS)).any())
 
 
 def eager_loading_knob(trace: Trace) -> str:

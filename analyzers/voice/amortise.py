@@ -12,8 +12,15 @@ DataLoader: a launch-overhead Next names torch.compile and CUDA graphs already);
 batch (kernels N times larger are not in the trace), so no prediction is given for it, and CUDA graphs' own is quoted
 where the what-if priced them.
 
+Not said where the batches are made in the main process (a single-process DataLoader's __next__ ranges, SINGLE_BATCH):
+there the step's host cost is the dataset's __getitem__ per sample and the collate, which a bigger batch makes longer
+in proportion, not a flat cost to amortise (traces/probe-host-dataloader: 9.46 ms steps of which the loader's
+__next__ holds the host, told "the model is small beside its per-step host cost, which more work per step amortises"
+beside its Next of DataLoader workers). A worker-fed loader's main process only receives the batch (heldout-user18
+lstmtrain_4090l: ~400 µs a batch, flat from batch to batch): said there.
+
 What would make it fire falsely: a step whose host time is one stage a bigger batch makes longer in proportion (a
-per-sample Python transform); the words offer the knob, they do not promise its saving.
+per-sample Python transform outside a DataLoader); the words offer the knob, they do not promise its saving.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.voice.claims import saving
 from tracetriage.analyzers.voice.said import claim
 from tracetriage.analyzers.whatif.levers import CUDA_GRAPHS
+from tracetriage.analyzers.whatif.levers.dataloader_workers import SINGLE_PROCESS_BATCH as SINGLE_BATCH
 
 STEP_IDLES = 0.8   # the median steady step idles this share of its wall: its kernels are a sliver of it
 
@@ -34,7 +42,7 @@ def amortise_clause(a) -> str:
     if s is None or not s.median_ns or s.steps < 5 or nx.cause is not Cause.HOST_WORK:
         return ""
     idle = s.median_idle_ns / s.median_ns
-    if idle < STEP_IDLES:
+    if idle < STEP_IDLES or SINGLE_BATCH in a.trace.names:   # (batches made sample by sample: not a flat cost)
         return ""
     graphs = next((c for c in getattr(a, "lever_choices", ()) or () if c.lever == CUDA_GRAPHS), None)
     priced = (f", CUDA graphs {saving('next.amortise.graphs_saving', graphs.saving_ns, graphs.baseline_ns)} here"

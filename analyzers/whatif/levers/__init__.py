@@ -45,6 +45,7 @@ from tracetriage.analyzers.whatif.levers import (
     no_checkpointing,
     no_host_work,
     no_recompiles,
+    one_backward,
     op_on_gpu,
     overlap_comm,
     pinned_batches,
@@ -97,6 +98,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     topk.SPEC,
     cudnn_enabled.SPEC,
     kv_on_device.SPEC,
+    one_backward.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -132,6 +134,7 @@ INDUCTOR_BACKEND = inductor_backend.SPEC.name  # torch.compile(backend="aot_eage
 CUDNN_ENABLED = cudnn_enabled.SPEC.name        # torch.backends.cudnn.enabled = False left in -> True
 KV_ON_DEVICE = kv_on_device.SPEC.name          # generate(cache_implementation="offloaded") -> the default
 TOPK = topk.SPEC.name                          # argsort(x)[:, :k] -> torch.topk(x, k)
+ONE_BACKWARD = one_backward.SPEC.name          # a backward per loss (retain_graph) -> sum(losses).backward()
 OP_ON_GPU = op_on_gpu.SPEC.name                # nms(boxes.cpu(), scores.cpu()) -> nms on the device tensors
 VALUE_CHECKS = value_checks.SPEC.name          # if torch.isnan(h).any(): raise after each layer -> off the hot path
 DROP_FLOAT64 = drop_float64.SPEC.name          # torch.set_default_dtype(torch.float64) left on -> float32
@@ -205,6 +208,9 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # written from one fresh11 development pair (H100: an OLMo-style generate() with cache_implementation="offloaded"),
     # no fix workload yet
     KV_ON_DEVICE,
+    # written from one fresh12 development pair (H100: a multi-task ranker, a backward per task loss over a shared
+    # trunk), no fix workload yet
+    ONE_BACKWARD,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

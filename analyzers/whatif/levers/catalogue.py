@@ -233,6 +233,8 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("past the guides", "a decoder's KV cache kept on the device, not offloaded to the host each layer",
           "model.generate(...) without cache_implementation=\"offloaded\" (the default DynamicCache)",
           lever="kv_on_device"),
+    Entry("past the guides", "one backward of the summed losses in place of a backward per loss over a shared trunk",
+          "sum(losses).backward() in place of for l in losses: l.backward(retain_graph=True)", lever="one_backward"),
     Entry("past the guides", "F.gelu(approximate='tanh') for a tanh GELU written out",
           "torch.nn.functional.gelu(x, approximate=\"tanh\") (Hugging Face: hidden_act=\"gelu_pytorch_tanh\")",
           seen="aten::pow(x, 3), mul, add, mul, tanh, add, mul over one shape, per layer (Hugging Face's "

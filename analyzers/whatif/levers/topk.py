@@ -11,14 +11,18 @@ to keep k of them. torch.topk selects them by radix select: per digit a pass tha
 gathers the k, never writing the n keys or indices back.
 
 The price: the sort's GPU work (every kernel, memset and copy its op launched) becomes one kernel of the sort kernels'
-own time times topk's bytes over the sort's, per element of the input (kb: the key's bytes; 8: an int64 index;
-P = 8 * kb / 8, the radix sort's 8-bit digit passes):
-    sort  kb (histogram) + 8 (the indices written) + P * 2 * (kb + 8) (each pass reads and writes keys and indices)
-    topk  (P + 2) * kb (each digit's counting pass reads the keys, the gather reads them and then what it keeps:
-          PyTorch's mbtopk on an H100 took 0.47 ms for each counting pass over 512 MB of bf16 keys, 0.89 ms to gather:
-          two passes' worth; fresh11 retrieval_full_argsort_for_topk's after trace)
-bf16 keys: 8 of 50 bytes, 0.16 of the sort kernels' time. The launches of the sort's other kernels (a segmented sort
-launches a few per row) go with their dispatch.
+own time times topk's time over the sort's per element of the input, both counted in passes over the keys (P = 8 * kb
+/ 8 for kb-byte keys, the 8-bit digit passes):
+    sort  P * SORT_PASS + SORT_FIXED (each pass reads and writes keys and their int64 indices; the histogram, the
+          indices' fill and the keys' copy before the first)
+    topk  P * COUNT_PASS + GATHER (each digit's counting pass only reads the keys; one gather of the k)
+Both cost per element, not per byte: on an H100 PyTorch's mbtopk counted 1.84 ps an element a pass over bf16 keys
+(fresh11 retrieval_full_argsort_for_topk's after trace: 0.47 ms over 256M) and 1.99 ps over fp32 ones (pairs4
+sasrec_recommend_top10_argsort's: 0.20 ms over 102M), its gather 3.5 and 3.7 ps; the segmented sort took 48 ps an
+element for bf16 (2 passes) and 82.5 ps for fp32 (4). Priced by bytes (keys and indices read and written against keys
+read) fp32 came out at 0.22 of the sort where its after trace took 0.15 (1.26 of 8.45 ms a step): a counting pass reads
+4 bytes an element in the time a sort's pass moves 24. Here bf16 keys: 0.15 of the sort kernels' time, fp32: 0.14.
+The launches of the sort's other kernels (a segmented sort launches a few per row) go with their dispatch.
 
 What would make it fire falsely: a sort whose full order is used elsewhere (a rank of every item, a later slice
 of another range): the slice is then one reader among others; the trace cannot tell, and the knob says "where only
@@ -56,9 +60,12 @@ WRITES = frozenset(("aten::fill_", "aten::copy_", "aten::zero_", "aten::masked_f
 MIN_N = 4096            # a row this long sorts through global memory (segmented radix sort); shorter ones in a block
 FEW = 16                # k * FEW <= n: the slice keeps few of the row (a top-k), not most of it
 LOOK_AHEAD = 6          # outermost ops after the sort on its thread in which its slice is looked for
-INDEX_BYTES = 8         # the int64 indices a sort writes beside its keys
 DIGIT_BITS = 8          # radix sort and radix select go 8 bits a pass
-GATHER_PASSES = 2       # topk's gather: a pass reading the keys and then the kept ones (module docstring)
+# per element of the input, in ps on an H100 (module docstring): only their ratio is used
+SORT_PASS_PS = 17.25    # a segmented radix sort's digit pass
+SORT_FIXED_PS = 13.5    # its histogram, the indices' fill and the keys' copy
+COUNT_PASS_PS = 1.9     # radix select's counting pass (reads the keys)
+GATHER_PS = 3.6         # its gather of the k
 INT_MAX = 1 << 62       # a slice's end at or past this is "to the end" (Python's [-k:] records INT64_MAX)
 
 
@@ -73,11 +80,10 @@ class SortSlice:
     largest: bool = True  # the slice keeps the largest (a descending sort's first k, an ascending one's last k)
 
 
-def bytes_ratio(key_bytes: int) -> float:
-    """topk's bytes over the sort's, per element (module docstring)."""
+def time_ratio(key_bytes: int) -> float:
+    """topk's time over the sort's, per element: both in digit passes over the keys (module docstring)."""
     passes = max(1, key_bytes * 8 // DIGIT_BITS)
-    sort = key_bytes + INDEX_BYTES + passes * 2 * (key_bytes + INDEX_BYTES)
-    return (passes + GATHER_PASSES) * key_bytes / sort
+    return (passes * COUNT_PASS_PS + GATHER_PS) / (passes * SORT_PASS_PS + SORT_FIXED_PS)
 
 
 def _sorted_dim(args, ndim: int) -> int:
@@ -182,7 +188,7 @@ class TopK(Assumption):
     kernels: int = 0           # GPU activities the sorts launched
     sort_ns: int = 0           # their time on the device
     topk_ns: int = 0           # the topk kernels' predicted time
-    ratio: float = 0.0         # topk's bytes over the sort's
+    ratio: float = 0.0         # topk's time over the sort's, per element
     taken_ns: int = 0          # the host and device time the edit takes out (kernels, bubbles, launches)
     smallest: int = 0          # of the sorts, those whose slice keeps the smallest (topk's largest=False)
 
@@ -201,7 +207,7 @@ def apply(c: Context, p, o: Options) -> tuple[TopK, dict]:
         rows = gpu_of_calls(c, np.flatnonzero(inside))
         kernels += len(rows)
         windows.append((int(ev.start[f.op]), int(ev.end[f.op]), key,
-                        float(g.g_dur[rows].sum()) * bytes_ratio(f.key_bytes)))
+                        float(g.g_dur[rows].sum()) * time_ratio(f.key_bytes)))
     windows = [w for w in windows if w[3] > 0]
     if not windows:
         return TopK("topk", 0), {"sorts": 0}
@@ -212,7 +218,7 @@ def apply(c: Context, p, o: Options) -> tuple[TopK, dict]:
     taken = int(np.clip(g.g_dur - p.g_dur, 0, None).sum() + np.clip(g.g_gap - p.g_gap, 0, None).sum()
                 + np.clip(g.c_dur - p.c_dur, 0, None).sum() + np.clip(g.c_gap - p.c_gap, 0, None).sum())
     return (TopK("topk", len(windows), n=max(f.n for f in found), k=max(f.k for f in found), rows=found[0].rows,
-                 kernels=kernels, sort_ns=sort_ns, topk_ns=topk_ns, ratio=bytes_ratio(found[0].key_bytes),
+                 kernels=kernels, sort_ns=sort_ns, topk_ns=topk_ns, ratio=time_ratio(found[0].key_bytes),
                  taken_ns=taken, smallest=sum(not f.largest for f in found)),
             {"sorts": len(windows), "sort_ns": sort_ns, "threads": len(distinct(keys))})
 
@@ -224,7 +230,8 @@ def says(a: TopK) -> str:
     return (f"{units.integer(a.count)} sorts of {units.integer(a.rows)} rows of {units.integer(a.n)} "
             f"({units.integer(a.kernels)} GPU activities, {units.duration_ns(a.sort_ns)}) of which a slice keeps "
             f"{units.integer(a.k)}: torch.topk selects them by radix select, reading the keys a few times and writing "
-            f"no sorted copy, priced at {a.ratio:.2f} of the sort's time (its bytes over the sort's): "
+            f"no sorted copy, priced at {a.ratio:.2f} of the sort's time (its passes over the keys against the "
+            f"sort's): "
             f"{units.duration_ns(a.topk_ns)}")
 
 
@@ -255,7 +262,8 @@ SPEC = LeverSpec(
                        "aten::slice (or narrow) of its values or int64 indices along that dim keeping the first or "
                        "last k, k at most 1/16 of it, read (no fill or copy into it next)",
               applies="every device; PyTorch's topk (radix select) on CUDA and ROCm",
-              model="the sort's GPU work becomes one kernel of the sort kernels' time x topk's bytes over the "
-                    "sort's (bf16 keys: 0.16), the other launches gone with their dispatch",
+              model="the sort's GPU work becomes one kernel of the sort kernels' time x topk's time over the "
+                    "sort's, per element in digit passes (bf16 keys: 0.15, fp32: 0.14), the other launches gone with "
+                    "their dispatch",
               guide="past the guides: torch.topk (the documentation's selection op; argsort sorts every element)",
               line=change_for))
