@@ -89,6 +89,18 @@ def test_an_unmerged_low_rank_adapter_beside_its_full_product_leads_the_next(tmp
     assert claims.check(serialize.report(a)) == []
 
 
+def test_a_merge_that_removes_launches_is_priced_as_an_estimate_not_a_kernel_time_bound(tmp_path):
+    """fresh12 llama_lora_unmerged_scoring: "a bound, not a prediction ... up to −18% of the span" counted the adapters'
+    kernel time alone; the merge removed their launches and Python too and measured −26% (−41% traced)."""
+    a = _adapter_layers(full_twin=True).analyze(tmp_path, "lora_estimate")
+    assert a.next_experiment.rework.launches == 64          # 16 x (two products, a scale, an add)
+    nxt = five_lines(a)[4]
+    merge = nxt.split("; the trace has no backward pass")[0]
+    assert "a bound, not a prediction" not in merge and "up to −" not in merge
+    assert "an estimate, not a prediction" in merge
+    assert "more where their 64 launches and the adapters' Python go too" in merge
+
+
 def test_a_low_rank_pair_without_a_full_twin_is_no_adapter(tmp_path):
     a = _adapter_layers(full_twin=False).analyze(tmp_path, "bottleneck")
     assert a.next_experiment.rework is None

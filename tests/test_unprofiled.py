@@ -2,6 +2,7 @@
 dependency graph, checked against the H200 runs timed with and without the profiler."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +95,9 @@ def test_a_launch_bound_verdict_still_idling_half_its_span_without_the_profiler_
 
 
 def test_the_next_line_gives_the_unprofiled_saving_where_it_differs():
-    a = analyze_file(TRACES / "smell-launch-small-mlp.json.gz")
+    # (a sync's removal: the host work the profiler adds stays; a CUDA graph's replay takes it with the launches,
+    # so smell-launch-small-mlp's graphs save about the same share either way now)
+    a = analyze_file(TRACES / "control-sync-light.json.gz")
     lv = a.next_experiment.lever
     assert lv.unprofiled_ratio is not None and lv.unprofiled_differs
     assert "; without the profiler −" in five_lines(a)[4]
@@ -188,8 +191,33 @@ def test_off_the_host_the_costs_were_fitted_on_the_slowdown_is_said_with_the_fit
     # "1.6× or more") and said nothing of how far where it under-states (bart: 1.86x beside "1.3× or more")
     lo, hi = on_h100.profiler.slowdown_range
     assert lo < on_h100.profiler.slowdown < hi
-    assert f"takes ~{on_h100.profiler.slowdown:.1f}× (likely {lo:.1f}-{hi:.1f}×) as long as without it" in said, said
-    assert "the measured slowdown fell within 0.90-1.30× of the fitted one in 9 of 10, under-stated most often" in said
-    assert "without it the work takes ~" in said and "(likely between " in said
+    lo, hi = math.floor(lo * 10) / 10, math.ceil(hi * 10) / 10      # rounded outward
+    assert f"takes ~{on_h100.profiler.slowdown:.1f}× as long as without it ({lo:.1f}-{hi:.1f}×: the fit's error on " \
+        "136 H100 captures timed both ways, 0.90-1.30× of the fitted slowdown, puts 9 in 10 there, most of the rest " \
+        "above)" in said, said
+    assert "without it the work takes ~" in said and "for the same 9 in 10, most of the rest below)" in said
     kept = next(c for c in analysis_caveats(on_h200) if c.startswith("under the profiler"))
     assert " or more" not in kept and " or less" not in kept
+
+
+def test_the_profiler_caveats_bound_and_range_agree_and_round_outward(tmp_path):
+    """heldout-user19: "adds ~114.4 ms or more of host time" beside an unprofiled range whose upper end left 92.7 ms
+    added, and a slowdown range's upper end 2.06 cut to "2.0". The range is said rounded outward, the host time as
+    the fit's point with no one-sided bound the range contradicts, and the unprofiled time from the same range."""
+    import gzip
+    import json
+    import re
+
+    doc = json.loads(gzip.open(TRACES / "realworld" / "cnn_b1--before.json.gz").read())
+    for d in doc["deviceProperties"]:
+        d["name"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "h100.json").write_text(json.dumps(doc))
+    a = analyze_file(tmp_path / "h100.json")
+    said = next(c for c in analysis_caveats(a) if c.startswith("under the profiler"))
+    assert " or more of host time" not in said
+    lo, hi = a.profiler.slowdown_range
+    said_lo, said_hi = (float(x) for x in re.search(r"\((\d+\.\d)-(\d+\.\d)×", said).groups())
+    assert said_lo <= lo and said_hi >= hi
+    ms = [float(x) for x in re.search(r"between ([\d.]+) ms and ([\d.]+) ms for the same", said).groups()]
+    profiled_ms = a.profiler.profiled_ns / 1e6
+    assert ms[0] <= profiled_ms / said_hi + 0.05 and ms[1] >= profiled_ms / said_lo - 0.05

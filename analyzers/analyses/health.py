@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracetriage.analyzers.model.driver_launches import unrecorded
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.health import Finding, Health, Problem, Verdict
 from tracetriage.analyzers.model.names import name_flags
@@ -109,7 +110,8 @@ def _dropped(trace: Trace, gpu: np.ndarray, launches: np.ndarray) -> list[Findin
     # whose launch the trace has, and was launched before the trace began, not dropped
     first = int(ev.start[gpu[linked]].min()) if linked.any() else hi
     inner = gpu[(ev.start[gpu] > max(lo + EDGE_NS, first)) & (ev.end[gpu] < hi - EDGE_NS)]
-    orphans = int(np.sum(trace.launch_of[inner] == NONE))
+    # (a kernel launched by an API the capture does not record, Triton's cuLaunchKernel, is no dropped record)
+    orphans = int(np.sum((trace.launch_of[inner] == NONE) & ~unrecorded(trace)[inner]))
     if orphans and orphans > DROPPED_SHARE * len(gpu):
         out.append(Finding(Problem.KERNELS_WITHOUT_LAUNCH, orphans, len(gpu), takes=_takes(orphans, len(gpu))))
     plain = launches[~name_flags(trace, launches, is_graph_launch)] if len(launches) else launches

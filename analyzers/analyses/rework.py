@@ -83,6 +83,8 @@ def _find(trace: Trace, kernel_rows: np.ndarray, trains: bool) -> Rework | None:
     ops, op_ns = ops[order], op_ns[order]
     # a trained adapter is not merged while it learns: no low-rank finding in a trace with a backward pass
     low_rank = None if trains else _low_rank(trace, ops, op_ns, total, trains)
+    if low_rank is not None:   # the kernels its ops launch: a merge removes their launches and Python too
+        low_rank = dataclasses.replace(low_rank, launches=int(np.isin(op, low_rank.ops).sum()))
     found = [_with_twins(trace, kernel_rows, op, dur, f, total)
              for f in (_growing_cat(trace, ops, op_ns, total), low_rank) if f is not None]
     best = max((f for f in found if f.kernel_share >= NAMED_AT_LEAST), key=lambda f: f.bound_share, default=None)

@@ -32,7 +32,7 @@ import numpy as np
 from tracetriage.analyzers.loading.cache_key import cache_dir, digest, enabled, entry_path  # (numpy-free)
 from tracetriage.analyzers.model.trace import EVENT_COLUMNS, Caveat, Events, Trace
 
-FORMAT = 14  # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
+FORMAT = 16  # 5: caveats are typed (kind, count, total); 6: distributedInfo's world_size; 7: op_of by time
              # where External ids name no enclosing op (tracetriage.analyzers.loading.containment), the ranks
              # of a merged multi-rank file, device names with their properties where the name says nothing;
              # 8: graph node ids, collectives' groups, the graph replays' captured ops; 9: autograd's sequence
@@ -42,6 +42,8 @@ FORMAT = 14  # 5: caveats are typed (kind, count, total); 6: distributedInfo's w
              # calls placed by time split by what their id was (loading.link: a ROCm trace's own ids apart);
              # 14: replays left unjoined where the capture is in the trace but none of its launches
              # (loading.graphs: graph_capture_unrecorded)
+             # 15: kernels launched by an API the capture does not record (model.driver_launches) apart
+             # 16: both of them, merged
 _TRAILER_MAGIC = b"TTC4"           # entry = Parquet bytes + CRC-32 of them (4 bytes, little endian) + magic
 _STALE_TMP_S = 3600
 _COLUMNS = EVENT_COLUMNS

@@ -20,6 +20,7 @@ import numpy as np
 from tracetriage.analyzers.loading.containment import innermost_enclosing
 from tracetriage.analyzers.loading.external_pairs import pair_by_external_id
 from tracetriage.analyzers.loading.graphs import join as join_graph_replays
+from tracetriage.analyzers.model.driver_launches import unrecorded_launches
 from tracetriage.analyzers.model.groups import any_of
 from tracetriage.analyzers.model.trace import (
     CPU_OP,
@@ -112,7 +113,10 @@ def _link_caveats(ev: Events, names, gpu: np.ndarray, allcalls: np.ndarray, laun
     if len(gpu) == 0:
         return [Caveat("no_gpu_activity")]
     out = []
-    unlinked = int(np.sum(launch_of[gpu] == NONE))
+    driver = int(unrecorded_launches(ev, gpu, allcalls[ev.corr[allcalls] != NONE], launch_of).sum())
+    unlinked = int(np.sum(launch_of[gpu] == NONE)) - driver
+    if driver:
+        out.append(Caveat("unrecorded_launches", driver, len(gpu)))
     if unlinked:
         out.append(Caveat("unlinked_gpu", unlinked, len(gpu)))
     for form, n in (by_time or {}).items():

@@ -25,7 +25,8 @@ class Rework:
     rank: int = 0              # LOW_RANK: r
     trains: bool = False       # the trace has a backward pass (LOW_RANK: no merge advice then)
     ops: tuple = ()            # the op rows whose kernels re-do the work (not said)
-    launches: int = 0          # LAUNCH_KINDS: the kernels launched inside the source's ops (forward and backward)
+    launches: int = 0          # LAUNCH_KINDS: the kernels launched inside the source's ops (forward and backward);
+                               # LOW_RANK: the kernels the pairs', scales' and adds' ops launch
     launch_share: float = 0.0  # ... their share of the span's kernels
     shapes: int = 0            # POWER_PER_TENSOR: the distinct shapes the power ran on
     span_bound: float = 0.0    # the saving's bound on the span: bound_share x the busy share (triage.rework_first)

@@ -60,7 +60,8 @@ CLOCK_TOL_NS = 2_000       # CUPTI aligns CPU and GPU clocks to about a µs: clo
 class Caveat:
     """Something about the trace itself that a reader must know (tracetriage.analyzers.voice says it).
 
-    kind: dropped_events | duplicate_events | no_gpu_activity | unlinked_gpu | dangling_external_id |
+    kind: dropped_events | duplicate_events | no_gpu_activity | unlinked_gpu | unrecorded_launches (GPU work launched
+    by an API the capture does not record: model.driver_launches) | dangling_external_id |
     external_id_by_time (launch calls linked to their op by time, not by their External id: it was the call's own
     correlation id, torch 2.0/2.1) | external_id_own_id (... it was the call's own id: a ROCm trace, no correlation) |
     external_id_elsewhere (... it named an op that does not enclose the call) |

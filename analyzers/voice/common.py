@@ -36,6 +36,11 @@ def caveat(c: Caveat) -> str:
         return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} have no launch call in "
                 "the trace (missing correlation, or launched before profiling started): the idle before them "
                 "counts as other")
+    if c.kind == "unrecorded_launches":
+        return (f"{integer(c.count)} of {count(c.total, 'GPU activity', 'GPU activities')} were launched through an "
+                "API this capture does not record (the driver's cuLaunchKernel, as Triton and Inductor launch their "
+                "kernels): no record was dropped (their correlation ids fall between the recorded calls'), and the "
+                "idle before them is read from what the host ran in it")
     if c.kind == "dangling_external_id":
         # the calls left with no op at all: the id names none and no op encloses the call (moe_fp32_bs8_a100 said
         # "1 runtime call carries an External id that no cpu_op has" where 751 carry such an id, 750 of them placed

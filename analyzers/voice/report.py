@@ -44,6 +44,7 @@ from tracetriage.analyzers.voice import rework as rework_words
 from tracetriage.analyzers.voice import steps as step_words
 from tracetriage.analyzers.voice import then as then_words
 from tracetriage.analyzers.voice import transfer_bound as transfer_words
+from tracetriage.analyzers.voice.above_peak import above_peak_caveat
 from tracetriage.analyzers.voice.analysis import Analysis, Caveated
 from tracetriage.analyzers.voice.because import because
 from tracetriage.analyzers.voice.because import bound_because as _bound_because
@@ -52,7 +53,6 @@ from tracetriage.analyzers.voice.call_sites import hotspot_sites
 from tracetriage.analyzers.voice.claims import (
     COMPILED_IDLE_SHARE,
     INPUT_BOUND_IDLE_SHARE,
-    only_predicts,
     saving,
     waste_prediction,
 )
@@ -81,6 +81,7 @@ from tracetriage.analyzers.voice.common import (
 )
 from tracetriage.analyzers.voice.construct_clause import construct_clause
 from tracetriage.analyzers.voice.copies import copies_advice
+from tracetriage.analyzers.voice.dominant import dominant_clause
 from tracetriage.analyzers.voice.element_reads import element_reads_advice
 from tracetriage.analyzers.voice.gaps import few_large_gaps
 from tracetriage.analyzers.voice.graphs import (
@@ -128,15 +129,8 @@ def analysis_caveats(a: Caveated) -> list[str]:
         found = [c for c in found if c.kind != "no_gpu_activity"]
     out = [caveat(c) for c in found]
     above = getattr(a, "above_peak", ())
-    if above:   # an attribution error, never an achievement
-        top = above[0]
-        out.append(f"{len(above)} op signature{'s' if len(above) > 1 else ''} would sit above the device's peak "
-                   f"({top.name} {f'[{top.shapes}] ' if top.shapes else ''}at {top.achieved:,.0f} {top.unit}, "
-                   f"{top.times_peak:.2f}× the {top.peak:,.0f} {top.unit} peak): an attribution error, not an "
-                   "achievement (the op's shapes do not describe what its kernels moved or computed: kernels charged "
-                   "to the wrong op, an input only sliced, a Winograd/FFT algorithm doing less arithmetic than the "
-                   "shapes say, or data the cache served rather than memory), so they are left out of the roofline "
-                   "and the regime")
+    if above:   # never an achievement: an attribution error, or data a cache served
+        out.append(above_peak_caveat(above))
     if getattr(a, "graph_capture", None) is not None:   # (a diff's Side has none)
         out.append(capture_caveat(a.graph_capture))
     if a.setup_worth_naming:
@@ -237,9 +231,7 @@ def next_experiment(a: Analysis) -> dict[str, str]:
         out["why"] += graphs_aside(nx.cause is Cause.SYNCHRONIZATION)   # (not CUDA graphs priced on graphed work)
     elif nx.dominant is not None and not (LEVERS[nx.dominant.lever].cause is Cause.DATA_TRANSFER
                                           and "pin_memory=True" in out["lever"]):   # (not "pinning saves 0%")
-        d = nx.dominant
-        out["why"] += (f"; {CAUSE_WORDS[LEVERS[d.lever].cause]} holds more of the idle, but "
-                       f"{LEVERS[d.lever].words} {only_predicts(d.saving_ns, d.baseline_ns)}")
+        out["why"] += dominant_clause(nx)
     if nx.close_call is not None:
         c = nx.close_call
         # a close call goes to the smaller change, or between equal ones to the fix of the dominant cause

