@@ -141,3 +141,98 @@ def test_each_concatenation_signature_is_read_once_however_many_calls_repeat_it(
     read.clear()
     a = report_mod.analyze_file(_cat_loop(tmp_path, grows=True))
     assert len(read) == 40 and a.next_experiment.rework is not None and a.next_experiment.rework.calls == 40
+
+
+@pytest.fixture
+def streamed_small(monkeypatch):
+    if not streamed.enabled():
+        pytest.skip("the native scan is not built")
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
+    monkeypatch.setattr(streamed, "MIN_BYTES", 0)        # (a small trace scanned as it arrives, as a large one is)
+
+
+def _join_freeing_threads() -> None:
+    for t in threading.enumerate():
+        if t.name.startswith("tracetriage free"):
+            t.join()
+
+
+def test_a_streamed_scans_column_maps_are_released_in_a_thread_once_assembled(tmp_path, monkeypatch):
+    path = _small_trace(tmp_path)
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
+    expected = load_mod.load(path, use_cache=False)          # (a small text: scanned after its read, not streamed)
+    if not streamed.enabled():
+        pytest.skip("the native scan is not built")
+    monkeypatch.setattr(streamed, "MIN_BYTES", 0)
+    released = []
+    real = streamed.eventscan.release
+
+    def release(buffer):
+        released.append((threading.current_thread() is threading.main_thread(), type(buffer).__name__))
+        real(buffer)
+
+    monkeypatch.setattr(streamed.eventscan, "release", release)
+    trace = load_mod.parse_text(path, [read_bytes(path, scan=True)])
+    _join_freeing_threads()
+    assert released and all(not main and kind == "mmap" for main, kind in released), released
+    _same_events(trace, expected)
+
+
+def test_no_column_map_is_released_where_an_assembled_column_shares_its_memory(tmp_path, monkeypatch, streamed_small):
+    import dataclasses
+
+    path = _small_trace(tmp_path)
+    released = []
+    monkeypatch.setattr(streamed.eventscan, "release", released.append)
+    real = load_mod.assemble
+
+    def sharing(parts, where):
+        tables = real(parts, where)
+        n = len(tables.ev)
+        return dataclasses.replace(tables, ev=dataclasses.replace(tables.ev, name=parts[0].cols["name"][:n]))
+
+    monkeypatch.setattr(load_mod, "assemble", sharing)
+    load_mod.parse_text(path, [read_bytes(path, scan=True)])
+    _join_freeing_threads()
+    assert released == []
+
+
+@needs_scan
+def test_the_scan_finds_a_parts_rows_of_a_category_without_np_isin(monkeypatch):
+    from pathlib import Path
+
+    from tracetriage.analyzers.loading import native
+
+    path = Path(__file__).resolve().parents[1] / "traces" / "gpt-eager.json.gz"
+    text = read_bytes(path)
+    expected = native.scan_parts(text, path)
+
+    def isin(*a, **k):
+        raise AssertionError("np.isin over a part's rows")
+
+    monkeypatch.setattr(np, "isin", isin)
+    parts = native.scan_parts(text, path)
+    monkeypatch.undo()
+    assert parts is not None and expected is not None and len(parts) == len(expected)
+    for ours, theirs in zip(parts, expected):
+        assert set(ours.cols) == set(theirs.cols)
+        for k in ours.cols:
+            assert np.array_equal(ours.cols[k], theirs.cols[k]) and ours.cols[k].dtype == theirs.cols[k].dtype, k
+
+
+def test_the_calls_ops_are_found_in_a_second_thread_as_one_thread_finds_them(monkeypatch):
+    from pathlib import Path
+
+    from tracetriage.analyzers.loading import link
+
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
+    path = Path(__file__).resolve().parents[1] / "traces" / "gpt-eager.json.gz"
+    one = load_mod.load(path, use_cache=False)
+    where = []
+    real = link._ops_of_calls
+    monkeypatch.setattr(link, "_ops_of_calls", lambda *a: where.append(threading.current_thread().name) or real(*a))
+    monkeypatch.setattr(link, "THREADED_ROWS", 0)
+    two = load_mod.load(path, use_cache=False)
+    assert len(where) == 1 and where[0] != threading.main_thread().name
+    _same_events(two, one)
+    assert one.caveats == two.caveats
