@@ -236,3 +236,35 @@ def test_the_calls_ops_are_found_in_a_second_thread_as_one_thread_finds_them(mon
     assert len(where) == 1 and where[0] != threading.main_thread().name
     _same_events(two, one)
     assert one.caveats == two.caveats
+
+
+def test_the_report_waits_for_a_streamed_read_ahead_to_end_before_it_imports_its_analyses(tmp_path, streamed_small):
+    from tracetriage.analyzers.loading import read
+
+    path = _small_trace(tmp_path)
+    assert read.read_ahead(path, parse=load_mod.parse_text)
+    ahead = read._ahead
+    ahead.streaming.wait(5)
+    read.wait_for_streamed_read(path)
+    assert ahead.read.is_set() and ahead.error is None
+    trace = load_mod.load(path, use_cache=False)
+    assert read._ahead is None
+    _same_events(trace, load_mod.load(path, use_cache=False))
+
+
+def test_a_read_ahead_that_is_not_streamed_is_not_waited_for(tmp_path, monkeypatch):
+    from tracetriage.analyzers.loading import read
+
+    monkeypatch.setenv("TRACETRIAGE_NO_CACHE", "1")
+    path = write(tmp_path / "plain.json", document([op("aten::mm", 0, 5 * US, 1)]))
+    assert read.read_ahead(path, parse=load_mod.parse_text)
+    ahead = read._ahead
+    ahead.thread.join()
+    assert not ahead.streaming.is_set()
+
+    def never(*a):
+        raise AssertionError("waited for a read that was not streamed")
+
+    monkeypatch.setattr(ahead.read, "wait", never)
+    read.wait_for_streamed_read(path)
+    read.forget_read_ahead()
