@@ -268,3 +268,17 @@ def test_a_read_ahead_that_is_not_streamed_is_not_waited_for(tmp_path, monkeypat
     monkeypatch.setattr(ahead.read, "wait", never)
     read.wait_for_streamed_read(path)
     read.forget_read_ahead()
+
+
+def test_work_beside_is_finished_before_the_next_fork():
+    # (a child forked while the load's pages were being handed back would keep them, copy-on-write, until it exits)
+    from tracetriage.analyzers.loading import forked
+
+    if not forked.can_fork():
+        pytest.skip("no fork here")
+    go, done = threading.Event(), []
+    forked.beside(lambda: go.wait(5) and done.append(True), "tracetriage free test")
+    threading.Timer(0.05, go.set).start()
+    child = forked.start(lambda: 1)
+    assert done == [True]
+    assert child is not None and child.result() == (True, 1)

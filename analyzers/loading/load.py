@@ -13,13 +13,12 @@ import gc
 import mmap
 import os
 import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from tracetriage.analyzers.loading import cache, formats, side_inputs, streamed
+from tracetriage.analyzers.loading import cache, forked, formats, side_inputs, streamed
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
 from tracetriage.analyzers.loading.read import forget_read_ahead, parsed_ahead, read_bytes
@@ -121,7 +120,7 @@ def _free_beside(text: bytearray) -> None:
     release = getattr(streamed.eventscan, "release", None)
     if release is None or len(text) < FREE_BESIDE_BYTES or sys.getrefcount(text) > 3:
         return
-    threading.Thread(target=release, args=(text,), name="tracetriage free text", daemon=True).start()
+    forked.beside(lambda: release(text), "tracetriage free text")
 
 
 def _free_columns_beside(parts: list, assembled) -> None:
@@ -148,8 +147,7 @@ def _free_columns_beside(parts: list, assembled) -> None:
     if any(np.may_share_memory(getattr(assembled.ev, k), v) for k in EVENT_COLUMNS for v in views):
         return
     del views
-    threading.Thread(target=lambda: [release(m) for m in maps.values()], name="tracetriage free columns",
-                     daemon=True).start()
+    forked.beside(lambda: [release(m) for m in maps.values()], "tracetriage free columns")
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:
