@@ -76,6 +76,11 @@ def _gate_exit(g, line: str | None) -> int:
 
 
 def cmd_report(a) -> int:
+    from tracetriage.analyzers.loading.read import wait_for_streamed_read
+
+    # a large .gz read ahead: the analysis modules import once its gunzip and scan are over, beside its parse (one
+    # thread), not beside them (two threads on two cores)
+    wait_for_streamed_read(Path(a.trace))
     from tracetriage.analyzers.loading.merged import MergedRanks
     from tracetriage.analyzers.loading.progress import set_quiet
     from tracetriage.analyzers.model.trace import TraceError

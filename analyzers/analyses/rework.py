@@ -197,19 +197,19 @@ def _named(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, wanted) -> tuple[np
 def _growing_cat(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int) -> Rework | None:
     open_chains: dict[tuple, int] = {}    # the output shape a chain's last call returned -> the chain
     chains: list[list[tuple[int, tuple, int, int]]] = []   # per chain: (kernel ns, output shape, elements, op row)
-    for row, ns in zip(*_named(trace, ops, op_ns, _CATS)):
-        args = _args(trace, row)
-        if not args or args[0].kind != "tensorlist" or len(args[0].dims) < 2:
+    signatures: dict[tuple[int, int], tuple | None] = {}    # (name, shapes) -> _cat_signature's: a loop repeats a few
+    rows, rows_ns = _named(trace, ops, op_ns, _CATS)
+    keys = zip(trace.ev.name[rows].tolist(), trace.ev.shape[rows].tolist())
+    for row, ns, key in zip(rows.tolist(), rows_ns.tolist(), keys):
+        sig = signatures[key] if key in signatures else signatures.setdefault(key, _cat_signature(trace, row))
+        if sig is None:
             continue
-        shapes = [tuple(s) for s in args[0].dims]
-        out = _cat_shape(shapes, args[1].concrete if len(args) > 1 else "0")
-        if out is None:
-            continue
-        k = next((open_chains.pop(s) for s in shapes if s in open_chains and math.prod(s) > 0), None)
+        live, out, elements = sig
+        k = next((open_chains.pop(s) for s in live if s in open_chains), None)
         if k is None:
             k = len(chains)
             chains.append([])
-        chains[k].append((int(ns), out, math.prod(out), int(row)))
+        chains[k].append((ns, out, elements, row))
         open_chains[out] = k
     grown = [c for c in chains if len(c) >= GROWS_AT_LEAST]
     if not grown:
@@ -220,6 +220,19 @@ def _growing_cat(trace: Trace, ops: np.ndarray, op_ns: np.ndarray, total: int) -
     longest = max(grown, key=len)
     return Rework(GROWING_CAT, "aten::cat", sum(len(c) for c in grown), len(grown), ns, ns / total,
                   (ns - kept) / total, longest[0][1], longest[-1][1], ops=tuple(x[3] for c in grown for x in c))
+
+
+def _cat_signature(trace: Trace, row: int) -> tuple[tuple[tuple, ...], tuple, int] | None:
+    """A concatenation's inputs' shapes that hold elements (the shapes a chain's earlier output may be), its output
+    shape and the output's elements, read once per (name, shapes) signature; None: no concatenation of tensors."""
+    args = _args(trace, row)
+    if not args or args[0].kind != "tensorlist" or len(args[0].dims) < 2:
+        return None
+    shapes = [tuple(s) for s in args[0].dims]
+    out = _cat_shape(shapes, args[1].concrete if len(args) > 1 else "0")
+    if out is None:
+        return None
+    return tuple(s for s in shapes if math.prod(s) > 0), out, math.prod(out)
 
 
 def _cat_shape(shapes: list[tuple], dim_text: str) -> tuple | None:

@@ -643,13 +643,17 @@ def _graph_and_collective_columns(cols: dict, args: list, cat_ids: dict, name_id
         cols["group"][r] = _int_or(a.group)
 
 
-def ns_from_us(us: np.ndarray) -> np.ndarray:
-    """µs (float64, 3 decimals) -> int64 ns, exact even where float64 spacing is ~1 ns."""
+def ns_from_us(us: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """µs (float64, 3 decimals) -> int64 ns, exact even where float64 spacing is ~1 ns; into `out` where given."""
     whole = np.floor(us)
     frac = us - whole
     frac *= 1000.0
     np.rint(frac, out=frac)
-    ns = whole.astype(np.int64)
+    if out is None:
+        ns = whole.astype(np.int64)
+    else:
+        ns = out
+        np.copyto(ns, whole, casting="unsafe")      # (astype's cast, into the caller's column)
     ns *= 1000
     ns += frac.astype(np.int64)     # (in place: the same sums, half the temporary arrays)
     return ns

@@ -24,6 +24,8 @@
 #include <windows.h>
 #else
 #include <time.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #endif
 #if defined(__SSE2__) && defined(__GNUC__)
 #include <emmintrin.h>      // (x86-64 always has SSE2: a string 16 bytes a step)
@@ -859,6 +861,32 @@ static PyObject *py_text_buffer(PyObject *self, PyObject *arg) {
     return PyByteArray_FromStringAndSize(NULL, n);      // (its bytes not set: malloc's, a fresh mapping when large)
 }
 
+PyDoc_STRVAR(release_doc,
+"release(buffer) -> None: hand the whole pages inside a writable buffer back to the system (madvise MADV_DONTNEED),\n"
+"without the GIL; its bytes read as zeros after. For a text no one reads again (the load's, once decoded): its free\n"
+"then unmaps pages that are no longer there, where the free of a 293 MB text took 20-24 ms holding the GIL. A no-op\n"
+"where the system has no MADV_DONTNEED.");
+
+static PyObject *py_release(PyObject *self, PyObject *arg) {
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_WRITABLE) < 0) return NULL;
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) {
+        // (whole pages only: malloc's bookkeeping before and after the buffer stays as it was)
+        uintptr_t lo = ((uintptr_t)buf.buf + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+        uintptr_t hi = ((uintptr_t)buf.buf + (uintptr_t)buf.len) & ~((uintptr_t)page - 1);
+        if (hi > lo) {
+            Py_BEGIN_ALLOW_THREADS
+            (void)madvise((void *)lo, (size_t)(hi - lo), MADV_DONTNEED);
+            Py_END_ALLOW_THREADS
+        }
+    }
+#endif
+    PyBuffer_Release(&buf);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
     {"text_buffer", py_text_buffer, METH_O, text_buffer_doc},
@@ -866,6 +894,7 @@ static PyMethodDef methods[] = {
     {"scan_tail", py_scan_tail, METH_VARARGS, scan_tail_doc},
     {"advance", py_advance, METH_VARARGS, advance_doc},
     {"find_events", py_find_events, METH_O, find_doc},
+    {"release", py_release, METH_O, release_doc},
     {NULL, NULL, 0, NULL},
 };
 

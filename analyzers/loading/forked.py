@@ -23,6 +23,7 @@ import pickle
 import signal
 import struct
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -128,6 +129,24 @@ def _reap_exited() -> None:
             _exiting.remove(pid)
 
 
+_beside: list[threading.Thread] = []     # work on memory that is handed back (beside()), finished before a fork
+
+
+def beside(work: Callable[[], Any], name: str) -> None:
+    """work() in a thread of its own, finished before the next fork (start()): the load hands a decoded text's pages
+    back to the system there, without the GIL, while it goes on; a child forked while that ran would keep the pages,
+    copy-on-write, until it exits."""
+    _beside[:] = [t for t in _beside if t.is_alive()]
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    _beside.append(thread)
+    thread.start()
+
+
+def _finish_beside() -> None:
+    while _beside:
+        _beside.pop().join()
+
+
 def can_fork() -> bool:
     return sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1
 
@@ -141,6 +160,7 @@ def start(work: Callable[..., Any], handoff: bool = False) -> Child | None:
     if not can_fork():
         return None
     _reap_exited()
+    _finish_beside()
     _return_free_memory()
     try:
         channel = _handoff_channel() if handoff else None

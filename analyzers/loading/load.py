@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import errno
 import gc
+import mmap
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-from tracetriage.analyzers.loading import cache, formats, side_inputs, streamed
+import numpy as np
+
+from tracetriage.analyzers.loading import cache, forked, formats, side_inputs, streamed
 from tracetriage.analyzers.loading.assemble import assemble
 from tracetriage.analyzers.loading.link import link
 from tracetriage.analyzers.loading.read import forget_read_ahead, parsed_ahead, read_bytes
-from tracetriage.analyzers.model.trace import Trace, TraceError
+from tracetriage.analyzers.model.trace import EVENT_COLUMNS, Trace, TraceError
+
+# A decoded text this long is freed beside the rest of the load: its pages go back to the system in a thread of their
+# own, without the GIL (eventscan.release), while assemble and link go on. Freed in line, a 293 MB text's pages took
+# 20-24 ms of the read-ahead thread between decode and assemble (the report's one-core stretch: the other core waits)
+FREE_BESIDE_BYTES = 32 << 20
 
 
 def load(path: str | os.PathLike, *, use_cache: bool = True, progress=None) -> Trace:
@@ -85,6 +94,7 @@ def parse_text(path: Path, box: list[bytearray], progress=lambda stage: None) ->
         parts = formats.decode(data, path)    # its format's decoder (tracetriage.analyzers.loading.decode)
     finally:
         streamed.forget()     # (the events a native scan read as the text arrived: the decoder's, if it took them)
+    _free_beside(data)
     del data
     if not parts[0].has_trace_events:
         raise TraceError(f"{path}: JSON, but not a trace: no 'traceEvents' list; pass the .json or .json.gz "
@@ -97,7 +107,47 @@ def parse_text(path: Path, box: list[bytearray], progress=lambda stage: None) ->
     if len(assembled.ev) == 0:
         raise TraceError(f"{path}: none of its {_n(assembled.events_in_file, 'event')} is a complete event "
                          "(\"ph\": \"X\") with a usable ts and dur: nothing to analyse; capture the trace again")
+    _free_columns_beside(parts, assembled)
+    del parts
     return link(assembled)
+
+
+def _free_beside(text: bytearray) -> None:
+    """Hand a large decoded text's pages back to the system in a thread of its own (the caller drops its name for it
+    next, and the thread's is then the last: the text is freed there, its pages already gone). Only a text no one else
+    holds (the caller's name, this call's and getrefcount's own): its bytes read as zeros after (a text the caller was
+    given to keep, a test's, is left as it is). Nothing where the scan was not built."""
+    release = getattr(streamed.eventscan, "release", None)
+    if release is None or len(text) < FREE_BESIDE_BYTES or sys.getrefcount(text) > 3:
+        return
+    forked.beside(lambda: release(text), "tracetriage free text")
+
+
+def _free_columns_beside(parts: list, assembled) -> None:
+    """The memory maps a streamed scan wrote the parts' columns into (a 293 MB trace's: ~150 MB of pages, whose unmap
+    took 9-14 ms of the read-ahead thread before link), handed back in a thread of their own, as the text is: assemble
+    gathered every column into arrays of its own, so no one reads them again. Not where an assembled column shares
+    their memory (then nothing is released)."""
+    release = getattr(streamed.eventscan, "release", None)
+    if release is None:
+        return
+    maps: dict[int, mmap.mmap] = {}
+    for part in parts:
+        for column in part.cols.values():
+            owner = column
+            while isinstance(owner, np.ndarray):
+                owner = owner.base
+            if isinstance(owner, memoryview):      # (np.frombuffer's base: a view of the map)
+                owner = owner.obj
+            if isinstance(owner, mmap.mmap):
+                maps[id(owner)] = owner
+    if not maps:
+        return
+    views = [np.frombuffer(m, np.uint8) for m in maps.values()]
+    if any(np.may_share_memory(getattr(assembled.ev, k), v) for k in EVENT_COLUMNS for v in views):
+        return
+    del views
+    forked.beside(lambda: [release(m) for m in maps.values()], "tracetriage free columns")
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:

@@ -434,6 +434,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     decode = decode_mod.find(trace, rng_all, steps, kernel_rows) if steps is not None and devs else None
     apart = steps_apart.apart(trace, steps)
     cache = compile_cache_mod.find(trace) if fw is not None and fw.first_compilations else None
+    # (the op table's re-done work, ~0.035 s of the 293 MB trace's, reads no lever: found before they are waited for)
+    rework = rework_first.found(trace, kernel_rows, fw) if devs and not range_name else None
     levers = (_range_levers(trace, sel, span) if range_name else _levers_of(trace, early, roof)) \
         if devs and not health.withheld(Verdict.WHATIF) else None
     choices = tuple(weigh_levers(levers)) if levers else ()
@@ -459,7 +461,7 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
         fed = arithmetic_well(verdict, roof.peaks, busy / span if span else 0.0, choices, LEVER_FLOOR, HEADROOM)
         nx = dataclasses.replace(nx, arithmetic_well=fed)
     if devs and not range_name:   # the op table's re-done work, where removing it bounds more (triage.rework_first)
-        nx = rework_first.lead(nx, trace, kernel_rows, fw, busy / span if span else 0.0,
+        nx = rework_first.lead(nx, rework, busy / span if span else 0.0,
                                by_cause.get(Cause.LAUNCH_OVERHEAD, 0) / span if span else 0.0)
     execution = None if range_name else execution_mod.notes(trace, roof, verdict.regime, rows[ev.cat[rows] == KERNEL],
                                                             nx.kind)

@@ -31,10 +31,16 @@ def span_bound(rework: Rework, busy_share: float, launch_idle_share: float = 0.0
     return rework.bound_share * busy_share + launches
 
 
-def lead(nx, trace, kernel_rows, fw, busy_share: float, launch_idle_share: float = 0.0):
-    """The Next with `rework` set where the re-done work bounds more than its lever saves (module docstring)."""
+def found(trace, kernel_rows, fw) -> Rework | None:
+    """The re-done work of the trace's op table (analyses.rework), which reads no lever: the report finds it while the
+    levers' child still replays them, and lead() weighs it against the Next once the levers are in."""
     trains = fw is not None and any(fw.share_of(c) is not None for c in (Construct.OPTIMIZER, Construct.BACKWARD))
-    rework = rework_mod.find(trace, kernel_rows, trains)
+    return rework_mod.find(trace, kernel_rows, trains)
+
+
+def lead(nx, rework: Rework | None, busy_share: float, launch_idle_share: float = 0.0):
+    """The Next with `rework` (found()'s) set where the re-done work bounds more than its lever saves (module
+    docstring)."""
     if rework is None:
         return nx
     lv = nx.lever
