@@ -7,7 +7,7 @@ work stays. Not removed: a sync that waits for a host-to-device copy (the blocki
 pageable tensor: the copy's own wait, async_copies' fix), a bulk pageable copy to the host (BULK_COPY_BYTES or more:
 data the host reads, whose wait only pinned memory and non_blocking take off it) and the sync after it, nor one that
 waits for work launched before the profiled window (the first recorded step draining the unrecorded warm-up's kernels:
-the window's edge).
+the window's edge), nor a timer's sync (analyses.timed_regions: the measurement's, not the workload's).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.sync_sites import below_regions
+from tracetriage.analyzers.analyses.timed_regions import timing_syncs
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
@@ -68,8 +69,11 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     if g.n_calls and len(g.g_row):
         bulk = ((g.g_nbytes[aw] >= BULK_COPY_BYTES) & to_host & (p.c_awaited >= 0)
                 & c.gpu_named(lambda n: "Pageable" in n, aw))
+    # ... nor a timer's: the sync closing each repetition of a timed region, or waiting on an elapsed_time() pair,
+    # is the measurement's (analyses.timed_regions): removing it changes what is timed, not the code timed
+    timer = np.isin(g.c_row, timing_syncs(c.trace)) if g.n_calls else np.zeros(0, bool)
     sync = ((g.c_kind == dg.SYNC_CALL) & ~_context_creation(c) & ~_drains_the_backlog(c, p)
-            & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked))
+            & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked) & ~timer)
     copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked & ~bulk
     if o.only:
         inside = _inside_op(c, o.only)
