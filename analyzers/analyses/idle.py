@@ -51,6 +51,7 @@ from tracetriage.analyzers.model.evidence import (
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
+from tracetriage.analyzers.model.module_loading import MODULE_CALLS
 from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
 from tracetriage.analyzers.model.op_extents import NO_EXTENTS, op_extents
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
@@ -239,8 +240,12 @@ def _host_context(trace: Trace) -> _HostContext:
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
     # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
-    setup_mask = (((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy
-                  & (~name_is_sync | name_is_free))
+    # A module load (MIOpen's or a JIT's code objects: hipModuleLoadData, cuModuleLoad*) is set-up whatever its length:
+    # it loads code for a first call (Frameworks101's cold ConvolutionBackward0 on ROCm: three loads of 0.8-2.7 ms
+    # between MIOpen's untraced find, 11.6 ms read "launch overhead")
+    loads = name_flags(trace, call_rows, lambda n: n.startswith(MODULE_CALLS))
+    setup_mask = ((((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy
+                   & (~name_is_sync | name_is_free)) | loads)
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
     wait_calls = {int(tid): (ev.start[w], w) for tid in distinct(ev.tid[call_rows[name_is_wait]])
