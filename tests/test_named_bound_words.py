@@ -49,3 +49,18 @@ def test_a_split_placed_by_names_alone_says_it_is_a_guess(tmp_path):
     a = analyze_trace(load(_trace(tmp_path, "rt.json.gz", kernels, ops=False), use_cache=False))
     line = serialize.report(a)["lines"][3]
     assert "of kernel time, by the kernels' names (a guess: no op's shapes cost them), 50% is compute-bound" in line
+
+
+def test_gemm_kernels_recorded_without_shapes_read_compute_bound_by_their_names(tmp_path):
+    """transformer_nuggets' qlora bench (its own NF4 dequantize, record_shapes off): 76% of its kernel time in
+    ampere_bf16_s16816gemm_..._256x128 kernels read "unknown ... which roof holds them is what the shapes would
+    tell"."""
+    gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+    a = analyze_trace(load(_trace(tmp_path, "gemm.json.gz", [(gemm, 2 * MS)] * 8 + [(MUL, 1 * MS)] * 2, ops=True),
+                           use_cache=False))
+    assert a.verdict.regime is Regime.UNKNOWN   # (the JSON regime stays unknown: no shapes, no roofline)
+    out = serialize.report(a)
+    assert out["lines"][3].startswith("Regime: compute-bound by the kernels' names, a guess: 89% of kernel time is in "
+                                      "matrix kernels"), out["lines"][3]
+    assert out["regime_detail"]["bound"] == "compute_by_names"
+    assert claims.check(out) == []
