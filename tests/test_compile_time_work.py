@@ -20,12 +20,15 @@ def _compiled_first_call(tmp_path):
           annotation("_compile.compile_inner (dynamo_timed)", 10 * US, 15_000 * US)]
     for i in range(10):
         s = 100 * US + i * 1_000 * US
-        ev += [op("aten::copy_", s, s + 50 * US, ext=i + 1), call("cudaMemcpyAsync", s + 5 * US, s + 40 * US, i + 1, i + 1),
+        ev += [op("aten::copy_", s, s + 50 * US, ext=i + 1),
+               call("cudaMemcpyAsync", s + 5 * US, s + 40 * US, i + 1, i + 1),
                gpu("Memcpy DtoD (Device -> Device)", s + 10 * US, s + 40 * US, i + 1, cat="gpu_memcpy")]
     ev += [op("Torch-Compiled Region: 0/0", 16_000 * US, 19_000 * US),
-           op("aten::mm", 16_100 * US, 16_200 * US, ext=50), call("cudaLaunchKernel", 16_110 * US, 16_150 * US, 50, 50),
+           op("aten::mm", 16_100 * US, 16_200 * US, ext=50),
+           call("cudaLaunchKernel", 16_110 * US, 16_150 * US, 50, 50),
            gpu("ampere_sgemm_128x32_tn", 16_200 * US, 16_220 * US, 50),
-           op("aten::add", 16_300 * US, 16_400 * US, ext=51), call("cudaLaunchKernel", 16_310 * US, 16_350 * US, 51, 51),
+           op("aten::add", 16_300 * US, 16_400 * US, ext=51),
+           call("cudaLaunchKernel", 16_310 * US, 16_350 * US, 51, 51),
            gpu("void at::native::elementwise_kernel<128, 2>(int)", 16_400 * US, 16_405 * US, 51)]
     return write(tmp_path / "compiled.json.gz", document(ev))
 

@@ -13,8 +13,8 @@ from tracetriage.analyzers.whatif import predict as whatif
 
 US = 1_000
 GEMM = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
-MATERIALISE = [("aten::fill_", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>()", 5),
-               (None, "void kDequantizeBlockwise<float, 512, 64, 8, 0>(float*, unsigned char*, float*, float*, int)", 7),
+MATERIALISE = [("aten::fill_", "void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>()", 5),
+               (None, "void kDequantizeBlockwise<float, 512, 64, 8, 0>(float*, unsigned char*, float*, float*)", 7),
                ("aten::add_", "void at::native::elementwise_kernel<128, 2, CUDAFunctor_add<float>>()", 7),
                (None, "void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned char*, float*, __half*)", 200),
                ("aten::copy_", "void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>()", 226)]
@@ -58,5 +58,6 @@ def test_the_next_turns_the_dequantize_knob(tmp_path):
 
 def test_an_op_around_more_products_than_dequantizes_is_no_quantized_linear(tmp_path):
     """One dequantize beside three products in one op (a compiled region, a whole layer): not one product a weight."""
-    lever = whatif.predict_file(_qlora(tmp_path, products_per_op=3), levers=["dequantize_once"]).lever("dequantize_once")
+    path = _qlora(tmp_path, products_per_op=3)
+    lever = whatif.predict_file(path, levers=["dequantize_once"]).lever("dequantize_once")
     assert lever.detail["products"] == 0

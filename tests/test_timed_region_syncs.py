@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kineto_factory import annotation, call, document, gpu, op, write
-from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.analyses import idle
+from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif import predict as whatif
 
@@ -42,7 +42,8 @@ def _timed_loop(tmp_path, *, ranged: bool = True, sync_every_launch: bool = Fals
             ev.append(call("cudaEventRecord", host, host + 2 * US))
             host += 3 * US
         for i in range(LAUNCHES):
-            ev += [op("aten::mm", host, host + 8 * US, ext=k), call("cudaLaunchKernel", host + 2 * US, host + 7 * US, k, k),
+            ev += [op("aten::mm", host, host + 8 * US, ext=k),
+                   call("cudaLaunchKernel", host + 2 * US, host + 7 * US, k, k),
                    gpu(KERNELS[i % 2], max(gpu_t, host + 12 * US),
                        max(gpu_t, host + 12 * US) + KERNEL, k)]
             gpu_t = max(gpu_t, host + 12 * US) + KERNEL

@@ -46,7 +46,7 @@ def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:
 def outside_compiling(trace: Trace, rows: np.ndarray) -> np.ndarray:
     """The rows whose launch call is not inside torch.compile's compiling (its dynamo_timed ranges); all of them where
     every one is (a trace of the compile alone still has hotspots to show)."""
-    from tracetriage.analyzers.analyses.first_calls import compiling_windows   # (first_calls imports much)
+    from tracetriage.analyzers.analyses.first_calls import compiling_windows  # (first_calls imports much)
 
     cs, ce = compiling_windows(trace)
     if not len(cs) or not len(rows):
