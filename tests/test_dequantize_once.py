@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
+from tracetriage.analyzers.output import claims, serialize
 from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.whatif import predict as whatif
@@ -54,6 +55,7 @@ def test_the_next_turns_the_dequantize_knob(tmp_path):
     a = analyze_trace(load(_qlora(tmp_path)))
     assert a.next_experiment.lever.lever == "dequantize_once"
     assert "stop dequantizing the weights before every matmul" in five_lines(a)[4]
+    assert claims.check(serialize.report(a)) == []     # (its saving within what its edit takes out, host included)
 
 
 def test_an_op_around_more_products_than_dequantizes_is_no_quantized_linear(tmp_path):

@@ -29,12 +29,13 @@ KERNELS = ("void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned ch
 
 
 def _timed_loop(tmp_path, *, ranged: bool = True, sync_every_launch: bool = False,
-               python_after_sync: int = PYTHON_AFTER_SYNC, events: str = ""):
+               python_after_sync: int = PYTHON_AFTER_SYNC, events: str = "", quantized: bool = False):
     """ITERS iterations of LAUNCHES launches (each an op, its call, its kernel), each iteration closed by a
     cudaDeviceSynchronize called straight from Python (inside the iteration's named range when `ranged`; after every
     launch too with `sync_every_launch`), then `python_after_sync` of untraced Python before the next iteration.
     events="pair": the iteration timed by CUDA events instead (a start record, the launches, an end record, its
-    cudaEventSynchronize); events="wait": one record after the launches, waited on (probe-sync-event)."""
+    cudaEventSynchronize); events="wait": one record after the launches, waited on (probe-sync-event). quantized:
+    each dequantize and the product after it inside one op (bitsandbytes' MatMul4Bit)."""
     ev, k, t = [], 1, 0
     for _ in range(ITERS):
         t0, host, gpu_t = t, t, t + 20 * US
@@ -47,6 +48,8 @@ def _timed_loop(tmp_path, *, ranged: bool = True, sync_every_launch: bool = Fals
                    gpu(KERNELS[i % 2], max(gpu_t, host + 12 * US),
                        max(gpu_t, host + 12 * US) + KERNEL, k)]
             gpu_t = max(gpu_t, host + 12 * US) + KERNEL
+            if quantized and i % 2:
+                ev.append(op("MatMul4Bit", host - 11 * US, host + 9 * US))
             k += 1
             host += 10 * US
             if sync_every_launch:
@@ -129,3 +132,18 @@ def test_the_timing_loops_python_after_its_sync_is_not_host_work_to_move(tmp_pat
     −6%" for it)."""
     lever = whatif.predict_file(_timed_loop(tmp_path), levers=["no_host_work"]).lever("no_host_work")
     assert lever.detail["host_ns"] == 0
+
+
+def test_the_next_says_the_syncs_beside_it_are_the_benchmarks_timer(tmp_path):
+    """qlora_bnb: the Next turned the dequantize knob and said "synchronization holds more of the idle, but removing
+    the syncs predicts no saving (0%)", as if the syncs were the workload's and removing them merely bought nothing."""
+    from tracetriage.analyzers.output import claims, serialize
+    from tracetriage.analyzers.triage.report import analyze_trace
+    from tracetriage.analyzers.voice.report import five_lines
+
+    a = analyze_trace(load(_timed_loop(tmp_path, quantized=True)))
+    nxt = five_lines(a)[4]
+    assert a.next_experiment.lever.lever == "dequantize_once", nxt
+    assert "synchronization holds more of the idle, all of it after the benchmark's own timer syncs (5 closing its " \
+           "timed regions)" in nxt, nxt
+    assert claims.check(serialize.report(a)) == []

@@ -51,6 +51,7 @@ class Dequantized(Assumption):
     gpu_ns: int = 0             # ... their time
     product_ns: int = 0         # the products' own matrix kernels, kept
     op: str = ""                # the op that materialises (bitsandbytes' MatMul4Bit)
+    host_ns: int = 0            # the host time their launches and dispatch took, gone with them
 
 
 def materialising(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,11 +99,13 @@ def apply(c: Context, p, o: Options) -> tuple[Dequantized, dict]:
         return Dequantized("dequantize_once", 0), {"products": 0}
     g = c.g
     gpu_ns = int(g.g_dur[gone].sum())
+    host_before = int(p.c_dur.sum() + p.c_gap.sum())
     remove_gpu_work(c, p, gone, dispatch="op")
+    host_ns = max(host_before - int(p.c_dur.sum() + p.c_gap.sum()), 0)   # their launches and their ops' dispatch
     names = [c.trace.name_of(int(r)) for r in ops[:50]]
     op = max(set(names), key=names.count) if names else ""
     return (Dequantized("dequantize_once", len(products), products=len(products), kernels=len(gone), gpu_ns=gpu_ns,
-                        product_ns=int(g.g_dur[products].sum()), op=op),
+                        product_ns=int(g.g_dur[products].sum()), op=op, host_ns=host_ns),
             {"products": len(products), "materialising_ns": gpu_ns})
 
 
@@ -120,7 +123,7 @@ def products(m: Measured) -> int:
 
 
 def most_saved(a: Dequantized) -> int:
-    return a.gpu_ns if a.count else 0
+    return a.gpu_ns + a.host_ns if a.count else 0
 
 
 SPEC = LeverSpec(

@@ -51,6 +51,7 @@ class SyncsGone(Assumption):
     call_ns: int = 0                 # what a copy to the host still costs (a launch call)
     element_reads: int = 0           # reads of a tensor element by element in a loop, gone whole (element_reads)
     element_shape: tuple = ()        # ... the tensor those loops slice (the largest loop's)
+    timers: int = 0                  # blocking syncs kept as a benchmark's timer's (analyses.timed_regions)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
@@ -107,7 +108,7 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     n_reads = sum(x.reads for x in loops)
     shape = max(loops, key=lambda x: x.reads).source_shape if loops else ()
     return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns, element_reads=n_reads,
-                      element_shape=shape),
+                      element_shape=shape, timers=int((timer & p.c_blocked).sum()) if g.n_calls else 0),
             {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
              "waited_ns_by_op": by_op, "element_reads": n_reads})
 
@@ -190,6 +191,9 @@ def _sync_ops(c: Context) -> list[str]:
 
 def says(a: SyncsGone) -> str:
     where = f"syncs called from {a.only}" if a.only else "syncs"
+    if a.count == 0 and a.timers:
+        return (f"no blocking {where} but a benchmark's timer's ({a.timers} closing its timed regions: the "
+                "measurement's, not the workload's): nothing to remove")
     if a.count == 0:
         return f"no blocking {where} in this trace: nothing to remove"
     loop = (f"; a loop's {a.element_reads:,} reads of a {list(a.element_shape)} tensor, one element each, go but the "
