@@ -63,9 +63,16 @@ def next_words(a: Analysis) -> dict[str, str]:
                "time is collectives with no compute beside them "
                f"({duration_ns(c.exposed_ns)})")
     if nx.kind is Experiment.FIND_STRAGGLER:
-        return {"lever": "find the rank the others wait for: report every rank's trace together (tracetriage report "
-                         "DIR) to name it and what holds it up (its host: data loading, a sync, uneven work; or a "
-                         "slower GPU), then even it out",
+        # measured against every rank's same calls, this report is part of `report DIR` already, and the rank it
+        # waits for may change from call to call (heldout-user21 moeep: 2 ranks each waiting for the other in turn)
+        lever = ("find what holds up the rank that arrives last at each call this rank waits in (the Straggler line "
+                 "names it, or the ranks that take turns): its host between the collectives (first calls, a "
+                 "blocked launch, a sync, data loading, uneven work) or a slower GPU, then even it out"
+                 if c.against_peers else
+                 "find the rank the others wait for: report every rank's trace together (tracetriage report "
+                 "DIR) to name it and what holds it up (its host: data loading, a sync, uneven work; or a "
+                 "slower GPU), then even it out")
+        return {"lever": lever,
                 "why": f"{exposed}, and {duration_ns(c.wait_ns)} of it is waiting for a peer to arrive, not moving "
                        "bytes",
                 "waste": "faster kernels or more overlap on this rank: it waits for a peer that arrives late"}
