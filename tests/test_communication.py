@@ -305,3 +305,18 @@ def test_calls_whose_ops_took_the_same_shapes_are_held_against_the_fastest_of_th
     other = _unsized(spec, [[4096, 4096]] * 3 + [[32000, 4096]])
     c = analyze_file(write(tmp_path / "o.json.gz", document(other, rank=0))).verdict.communication
     assert c.top.unsplit_ns == 0 and c.top.wait_ns == 0        # a lone call of its shape is all transfer
+
+
+def test_the_measured_busy_share_says_how_much_of_it_is_collectives_waiting_for_a_peer(tmp_path):
+    """heldout-user21 moeep_after rank 0: 'kernels busy 75% of it' where 74% of the span was all_to_all kernels
+    spinning for a peer beside ~0.3 ms of GEMMs: the busy share read as work. Here 12 of the 16 ms wait."""
+    spec = [("mm", 0, 1 * MS)] + [("ar", (1 + 5 * i) * MS, (6 + 5 * i) * MS) for i in range(3)] + \
+           [("ar", 16 * MS, 17 * MS)]
+    measured = five_lines(analyze_file(trace_of(tmp_path, "s.json.gz", spec)))[0]
+    assert ("kernels busy 100% of it, 71% of the span collective kernels waiting for a peer (against its own fastest "
+            "call), spinning, not working") in measured
+
+
+def test_collectives_that_move_their_bytes_leave_the_busy_share_unqualified():
+    measured = five_lines(analyze_file(TRACES / "ddp-skewed" / "rank0.json.gz"))[0]
+    assert "waiting for a peer" not in measured

@@ -528,6 +528,7 @@ def five_lines(a: Analysis) -> list[str]:
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
     rc = a.replay_clock
     busy_words = replay_measured(rc) if rc is not None and rc.busy_unmeasured else f"kernels busy {share(busy)} of it"
+    busy_words += communication.busy_wait_clause(a.verdict.communication, a.span_ns, a.kernel_busy_ns)
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, {busy_words} "
           f"({count(a.kernels, 'kernel')}, "
