@@ -75,6 +75,7 @@ from tracetriage.analyzers.voice.common import (
     pinning_pays,
     replayed_from_graphs,
     setup_holds_host_work,
+    stream_waits_words,
     training_loop,
     trains,
     uncosted_phrase,
@@ -291,7 +292,8 @@ def _cause_words(a: Analysis, cause: Cause) -> str:
     of it the first cuBLAS call's cudaOccupancyMaxActiveBlocksPerMultiprocessor, read 'host work 7%')."""
     if cause is Cause.HOST_WORK and setup_holds_host_work(a.evidence.get(Cause.HOST_WORK)):
         return "one-time set-up (host work)"
-    return CAUSE_WORDS[cause]
+    return (stream_waits_words(a.evidence.get(cause)) if cause is Cause.SYNCHRONIZATION else None) \
+        or CAUSE_WORDS[cause]
 
 
 def _copies(a: Analysis) -> str:
