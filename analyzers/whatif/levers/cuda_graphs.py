@@ -19,12 +19,14 @@ from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
+from tracetriage.analyzers.model.driver_launches import unrecorded
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.whatif.depgraph import SYNC_CALL
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -115,12 +117,16 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     first_rev = li[::-1]
     first[gid[first_rev]] = first_rev
     post_lat = max(g.lat_typ_ns - g.launch_cost_ns, 0)
-    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)] & ~staged[np.maximum(g.g_call, 0)]
-    grp = gid[np.maximum(g.g_call, 0)]
+    # each activity's launch position: its launch call, or for work launched through an API the capture does not
+    # record (Triton's cuLaunchKernel), the call whose stretch it was issued in (_issued_in)
+    issuer, driver = _issued_in(c, p, order)
+    at = np.maximum(issuer, 0)
+    movable = (g.g_linked | driver) & ~p.c_blocked[at] & ~staged[at]
+    grp = gid[at]
     gl_call = first[grp]
     movable &= gl_call >= 0
     n_in = np.bincount(grp[movable], minlength=n_groups)
-    outside = np.bincount(grp[movable & ~replayed[np.maximum(g.g_call, 0)]], minlength=n_groups)
+    outside = np.bincount(grp[movable & ~replayed[at]], minlength=n_groups)
     # stretches too short to be worth a graph stay as they were, and so do those of graph replays alone
     eager = (n_in < MIN_GRAPH_KERNELS) | (outside == 0)
     movable &= ~eager[grp]
@@ -153,7 +159,7 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     # count: the kernels the graphs take over (0: nothing in the trace for graphs to change)
     # count: the kernels launched outside any graph that the graphs take over (0: nothing in the trace for graphs to
     # change); the replays taken into a stretch's graph with them are counted apart
-    from_replays = movable & replayed[np.maximum(g.g_call, 0)]
+    from_replays = movable & replayed[at]
     eager_in = int((movable & ~from_replays).sum())
     taken = np.zeros(g.n_calls, bool)
     taken[g.g_call[from_replays]] = True
@@ -162,6 +168,31 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
                     min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum()),
                     cache_from=grows.first if grows else 0, cache_to=grows.last if grows else 0),
             {"graphs": int(has.sum()), "kernels": eager_in, "replays": int(taken.sum())})
+
+
+def _issued_in(c: Context, p, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU activity, the call whose stretch issued it (its launch call where it has one; NONE where none is
+    known), and whether it was launched through an API the capture does not record (model.driver_launches: Triton's
+    and Inductor's cuLaunchKernel). Such work has no call of its own: the dependency graph anchors it to the last call
+    before it started, and it was issued in the gap after that call, before the next call on its thread. That gap
+    belongs to the anchor's stretch, unless the anchor was a sync or blocked: it returned, then the next stretch's
+    work was issued, whether or not it waited for any (heldout-user19 gp_fusion's 16 Triton kernels after a
+    torch.cuda.synchronize(), in the compiled call's gap before its first cudaLaunchKernel), so the gap belongs to
+    the next call's. Without a position the replay left them at their traced offset from the sync, ~1 ms of the
+    compiled call's Python with them."""
+    g = c.g
+    issuer = np.where(g.g_linked, g.g_call, NONE)
+    driver = unrecorded(c.trace)[g.g_row] & ~g.g_linked & (g.g_call >= 0)
+    if not driver.any():
+        return issuer, driver
+    # each call's next call on its thread (`order`: by thread, then start)
+    nxt = np.full(g.n_calls, NONE, np.int64)
+    same = g.c_thread[order][1:] == g.c_thread[order][:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    anchor = g.g_call[driver]
+    after_sync = (p.c_blocked[anchor] | (g.c_kind[anchor] == SYNC_CALL)) & (nxt[anchor] != NONE)
+    issuer[driver] = np.where(after_sync, nxt[anchor], anchor)
+    return issuer, driver
 
 
 def _inside_the_captured_forward(c: Context) -> np.ndarray:
