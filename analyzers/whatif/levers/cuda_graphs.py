@@ -220,7 +220,8 @@ CAPTURED = (Construct.MODULE, Construct.BACKWARD, Construct.OPTIMIZER, Construct
 def _host_a_replay_runs(c: Context) -> np.ndarray:
     """Per call, the host work of its preceding stretch that a graph replay still runs: all of it but what lies in
     the constructs a graph captures (the forward, the autograd engine's backward, the optimizer's step, compiled
-    code), on a thread whose ops the trace records: the loop's own Python and CPU computation outside them run
+    code) or between the phases of one step (_phased_steps: the graph captures the step whole), on a thread whose
+    ops the trace records: the loop's own Python and CPU computation outside them run
     every time around it (heldout-user19 h100_mlp_train: Adam's step and the backward's AccumulateGrad go with the
     replay). A thread that records no op (a runtime-only capture) runs the per-op dispatch between its launches,
     which the report reads it as: none of it stays."""
@@ -230,7 +231,7 @@ def _host_a_replay_runs(c: Context) -> np.ndarray:
         return out
     c_key = c.call_keys
     with_ops = np.isin(c_key, distinct(thread_keys(ev, np.flatnonzero(ev.cat == CPU_OP))))
-    captured = [c.construct_windows(k) for k in CAPTURED]
+    captured = [c.construct_windows(k)[:3] for k in CAPTURED] + [_phased_steps(c)]
     cap_s = np.concatenate([w[0] for w in captured])
     cap_e = np.concatenate([w[1] for w in captured])
     cap_k = np.concatenate([w[2] for w in captured])
@@ -316,29 +317,68 @@ def _step_starts(c: Context) -> np.ndarray:
     opening a stretch at each cut heldout-user h100_transformer's steps into pieces under MIN_GRAPH_KERNELS that
     stayed eager (−37% predicted where the replayed step is ~5× shorter)."""
     ev, g = c.trace.ev, c.g
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
     out = np.zeros(g.n_calls, bool)
-    if not len(ann) or not g.n_calls:
+    if not g.n_calls:
         return out
-    ids, n = np.unique(ev.name[ann], return_counts=True)
-    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
-    # ProfilerStep#1, #2 ... repeat as one range; a lone ProfilerStep around a loop is no step (the loop's
-    # iterations are: traces/fixes/small_mlp profiles 8 "iteration" ranges inside ProfilerStep#1)
-    repeated = set(ids[n >= 2].tolist()) | (set(steps) if len(steps) >= 2 else set())
-    ann = ann[np.isin(ev.name[ann], list(repeated))]
     c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
-    for pid, tid in set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist())):
+    for pid, tid, a, outermost in _repeated_ranges(c):
         m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
-        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
-        a = a[np.lexsort((-ev.end[a], ev.start[a]))]
-        reach = np.maximum.accumulate(ev.end[a]) if len(a) else ev.end[a]
-        outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
         # ... but a compiled region always opens one: reduce-overhead graphs each compiled call on its own
         compiled = np.array([construct_of(c.trace.names[i]) is Construct.COMPILED for i in ev.name[a].tolist()], bool)
         a = a[(outermost & ~_later_phase(c, a)) | compiled]
         k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
         out[m[k[k < len(m)]]] = True
     return out
+
+
+def _repeated_ranges(c: Context):
+    """Per host thread with repeated user ranges (a step, an iteration, a layer): (pid, tid, its repeated ranges'
+    rows in start order, outermost first, and which of them are outermost)."""
+    ev = c.trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if not len(ann):
+        return
+    ids, n = np.unique(ev.name[ann], return_counts=True)
+    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
+    # ProfilerStep#1, #2 ... repeat as one range; a lone ProfilerStep around a loop is no step (the loop's
+    # iterations are: traces/fixes/small_mlp profiles 8 "iteration" ranges inside ProfilerStep#1)
+    repeated = set(ids[n >= 2].tolist()) | (set(steps) if len(steps) >= 2 else set())
+    ann = ann[np.isin(ev.name[ann], list(repeated))]
+    for pid, tid in sorted(set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist()))):
+        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
+        a = a[np.lexsort((-ev.end[a], ev.start[a]))]
+        reach = np.maximum.accumulate(ev.end[a]) if len(a) else ev.end[a]
+        outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
+        yield pid, tid, a, outermost
+
+
+def _phased_steps(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a step made of phases ran on the host: (starts, ends, thread keys), from each step's opening range to
+    the end of the later phases that follow it (_later_phase: a range per line of the loop, or forward / backward /
+    step ranges). The step's graph captures the code between its phases with them: the Python between the lines of
+    one iteration (heldout-user19 h100_mlp_train: the instrumenter's range exit and the optimizer's wrapper between
+    the backward's line and Adam.step's range, ~110 µs an iteration that cut each step's graph in two)."""
+    ev = c.trace.ev
+    starts, ends, keys = [], [], []
+    for _, _, a, outermost in _repeated_ranges(c):
+        later = _later_phase(c, a) & outermost
+        if not later.any():
+            continue
+        o = a[outermost]
+        later_o = later[outermost]
+        run = np.cumsum(~later_o) - 1            # each outermost range that is no later phase opens a run
+        ok = run >= 0
+        n_runs = int(run.max()) + 1 if len(run) else 0
+        end = np.full(n_runs, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(end, run[ok], ev.end[o[ok]])
+        phased = np.bincount(run[ok & later_o], minlength=n_runs) > 0
+        openers = o[~later_o]
+        starts.append(ev.start[openers][phased])
+        ends.append(end[phased])
+        keys.append(thread_keys(ev, openers[phased]))
+    if not starts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(starts), np.concatenate(ends), np.concatenate(keys)
 
 
 def _later_phase(c: Context, a: np.ndarray) -> np.ndarray:
