@@ -51,7 +51,7 @@ class Facts:
                                                    #   "peak_tflops", "peak_gbps", "bound"}], most device time first
     peak_gbps: float | None = None  # the device's HBM peak (measured ceilings, else the datasheet)
     declared: dict = field(default_factory=dict)   # what the capture's sidecar declares it measured (weight_bytes ...)
-    next_kind: str | None = None   # the report's Next (tracetriage.analyzers.triage.report.NextExperiment): its kind,
+    next_kind: str | None = None   # the report's Next (triage.next_experiment.NextExperiment): its kind,
     next_lever: str | None = None  # ... the registry lever it rests on,
     waste_lever: str | None = None  # ... and the lever that would waste the week
     waste_levers: tuple = ()       # ... with every lever predicting within WASTE_BAND of it: {lever: saving share}

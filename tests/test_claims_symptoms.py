@@ -117,7 +117,8 @@ def test_code_compiled_already_is_not_told_to_torch_compile_and_the_checker_catc
     # hta-v100-rank1 (a public trace): the launch idle sits in autograd's evaluate_function: CompiledFunctionBackward,
     # and the Next said "torch.compile to fuse" (issue 32: never torch.compile on code already compiled)
     from tracetriage.analyzers.model.verdicts import Cause
-    from tracetriage.analyzers.output.claims import check, compiled_already
+    from tracetriage.analyzers.output.claims import check
+    from tracetriage.analyzers.output.claims_next import compiled_already
     from tracetriage.analyzers.voice.common import advice
 
     said = advice(Cause.LAUNCH_OVERHEAD, compiled=True)

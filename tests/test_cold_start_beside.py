@@ -8,8 +8,9 @@ import copy
 import dataclasses
 
 from test_steps import MS, US, Timeline
+from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE
 from tracetriage.analyzers.output import claims, serialize
-from tracetriage.analyzers.triage.report import EXPERIMENT_FOR_CAUSE, analyze_trace
+from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.voice import cold_start
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.whatif.levers import LEVERS

@@ -147,7 +147,7 @@ def test_a_memory_bound_regimes_intensity_is_its_memory_bound_ops():
 
 
 def test_a_memory_bound_regime_above_its_ridge_is_caught():
-    said = claims._Said([{"key": "regime.intensity", "value": 80.0, "said": "80"}])
+    said = claims.Said([{"key": "regime.intensity", "value": 80.0, "said": "80"}])
     assert regime_intensity_on_its_side(said, {"regime_detail": {"regime": "memory", "ridge": 19.9}})
     assert regime_intensity_on_its_side(said, {"regime_detail": {"regime": "compute", "ridge": 19.9}}) == []
     assert regime_intensity_on_its_side(said, {"regime_detail": {"regime": "overhead", "ridge": 19.9}}) == []

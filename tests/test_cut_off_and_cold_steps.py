@@ -12,7 +12,7 @@ from tracetriage.analyzers.analyses import idle, setup, steps
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.output import claims, serialize
-from tracetriage.analyzers.output.claims import _Said
+from tracetriage.analyzers.output.claims_said import Said
 from tracetriage.analyzers.output.claims_setup import (
     caveat_setup_is_the_nexts,
     construct_share_is_of_the_idle_it_names,
@@ -97,8 +97,8 @@ def test_a_warm_short_loop_keeps_every_batch_steady(tmp_path):
     assert st.found and not any(s.setup for s in st.steps)
 
 
-def _said(saving: float, setup: float) -> _Said:
-    return _Said([{"key": "next.saving", "value": saving, "said": f"−{100 * saving:.0f}%"},
+def _said(saving: float, setup: float) -> Said:
+    return Said([{"key": "next.saving", "value": saving, "said": f"−{100 * saving:.0f}%"},
                   {"key": "next.because.setup_share", "value": setup, "said": f"{100 * setup:.0f}%"}])
 
 
@@ -186,8 +186,8 @@ def test_the_checker_holds_a_constructs_share_to_the_idle_it_names():
     def out(line: str) -> dict:
         return {"lines": ["Measured: x", "Time: x", line], "framework": fw}
 
-    def said(v: float) -> _Said:
-        return _Said([{"key": "idle.construct_share", "value": v, "said": f"{100 * v:.0f}%"}])
+    def said(v: float) -> Said:
+        return Said([{"key": "idle.construct_share", "value": v, "said": f"{100 * v:.0f}%"}])
 
     old = "Idle: ...; 28% of the idle is inside nn.Module forwards: 93 launches in 1 call"
     new = "Idle: ...; 99% of the idle outside the one-time set-up is inside nn.Module forwards: 93 launches in 1 call"

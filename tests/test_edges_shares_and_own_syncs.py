@@ -14,9 +14,11 @@ from tracetriage.analyzers.analyses.frames import is_library
 from tracetriage.analyzers.analyses.sparse_syncs import coalesce_syncs
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.verdicts import Cause
-from tracetriage.analyzers.output.claims import _Said
 from tracetriage.analyzers.output.claims_idle import within_the_idle
-from tracetriage.analyzers.triage.report import LeverChoice, analyze_trace, priced_beyond_the_idle
+from tracetriage.analyzers.output.claims_said import Said
+from tracetriage.analyzers.triage.lever_choice import LeverChoice
+from tracetriage.analyzers.triage.next_experiment import priced_beyond_the_idle
+from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.voice.report import five_lines
 from tracetriage.analyzers.whatif import predict as whatif
 
@@ -45,7 +47,7 @@ def test_a_host_side_fix_priced_past_the_idle_into_the_tail_is_not_called_for():
 
 
 def _said(*claims):
-    return _Said([{"key": k, "value": v, "said": s} for k, v, s in claims])
+    return Said([{"key": k, "value": v, "said": s} for k, v, s in claims])
 
 
 def test_the_checker_catches_an_overlap_longer_than_the_idle():

@@ -10,7 +10,8 @@ from tests.kineto_factory import call, document, gpu, op, write
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.verdicts import Experiment, Regime
 from tracetriage.analyzers.triage.healthy import HEAVY_AT_MOST, no_lever_without_profiler
-from tracetriage.analyzers.triage.report import LEVER_FLOOR, LeverChoice, NextExperiment
+from tracetriage.analyzers.triage.lever_choice import LEVER_FLOOR, LeverChoice
+from tracetriage.analyzers.triage.next_experiment import NextExperiment
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS
 
@@ -248,9 +249,9 @@ def test_a_restructure_that_saves_a_tenth_without_the_profiler_keeps_the_next():
 
 
 def _said(**values):
-    from tracetriage.analyzers.output.claims import _Said
+    from tracetriage.analyzers.output.claims_said import Said
 
-    return _Said([{"key": f"next.healthy.{k}", "value": v, "said": f"{100 * v:.0f}%"} for k, v in values.items()])
+    return Said([{"key": f"next.healthy.{k}", "value": v, "said": f"{100 * v:.0f}%"} for k, v in values.items()])
 
 
 def test_the_checker_catches_no_one_line_lever_beside_a_fix_that_holds_up_without_the_profiler():

@@ -132,4 +132,4 @@ def test_a_rate_above_a_datasheet_peak_is_said_as_the_cache_or_the_timer_with_it
     assert peak_words.passed(h200.judged_by(h200.bytes_per_s * 1.02, {})).startswith("HBM ")
     old = {"lines": ["", "", "", "Regime: x (datasheet peaks; HBM 323 GB/s, the best a kernel here reached, past the "
                      "datasheet's 320 GB/s).", ""], "peaks": {"bytes_per_s": 323e9, "flops_per_s": {}}, "trace": {}}
-    assert any("passed the datasheet's peak as a fact" in p for p in claims._one_peak(claims._Said([]), old))
+    assert any("passed the datasheet's peak as a fact" in p for p in claims._one_peak(claims.Said([]), old))

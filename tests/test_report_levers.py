@@ -125,7 +125,7 @@ def test_a_causes_fixed_waste_words_give_way_where_the_whatif_prices_a_lever_the
     would waste the week; where the what-if prices cuda_graphs at −13% (t4_amp_train.json, a T4, as main printed
     it) the week's waste is the lever that saves least instead (issue 33), and where none they name saves the
     words stand."""
-    from tracetriage.analyzers.triage.report import LEVER_FLOOR, LeverChoice
+    from tracetriage.analyzers.triage.lever_choice import LEVER_FLOOR, LeverChoice
     from tracetriage.analyzers.triage.waste import waste_beside_words
     from tracetriage.analyzers.whatif.levers.spec import Assumption
 

@@ -8,9 +8,11 @@ from pathlib import Path
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.model.verdicts import Experiment
 from tracetriage.analyzers.output import claims, serialize
-from tracetriage.analyzers.output.claims import _Said
+from tracetriage.analyzers.output.claims_said import Said
 from tracetriage.analyzers.triage import unprofiled_choice
-from tracetriage.analyzers.triage.report import LEVER_FLOOR, LeverChoice, NextExperiment, analyze_trace, weigh_levers
+from tracetriage.analyzers.triage.lever_choice import LEVER_FLOOR, LeverChoice
+from tracetriage.analyzers.triage.next_experiment import NextExperiment, weigh_levers
+from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.triage.unprofiled_choice import UNPROFILED_MARGIN, by_unprofiled, reweighed
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -86,21 +88,21 @@ def test_a_fix_that_saves_under_the_profiler_is_not_read_as_slower_without_it():
     assert bare["fuse"].unprofiled_ratio == 1.0 and bare["fuse"].saving_ns == 0
 
 
-def _claims(**values) -> _Said:
-    return _Said([{"key": k.replace("_", ".", 1), "value": v, "said": f"−{100 * v:.0f}%"} for k, v in values.items()])
+def _claims(**values) -> Said:
+    return Said([{"key": k.replace("_", ".", 1), "value": v, "said": f"−{100 * v:.0f}%"} for k, v in values.items()])
 
 
 def test_the_checker_orders_the_next_and_the_waste_by_their_savings_without_the_profiler_where_both_are_said():
     lines = ["", "", "", "", "Next: ..."]
     both = {"next_saving": 0.03, "waste_saving": 0.05, "next_unprofiled_saving": 0.25}
-    assert claims._waste_saves_least(_claims(**both, waste_unprofiled_saving=0.03), lines) == []
-    assert claims._waste_saves_least(_claims(**both, waste_unprofiled_saving=0.30), lines) != []
-    assert claims._waste_saves_least(_claims(next_saving=0.03, waste_saving=0.05), lines) != []
+    assert claims.waste_saves_least(_claims(**both, waste_unprofiled_saving=0.03), lines) == []
+    assert claims.waste_saves_least(_claims(**both, waste_unprofiled_saving=0.30), lines) != []
+    assert claims.waste_saves_least(_claims(next_saving=0.03, waste_saving=0.05), lines) != []
 
 
 def test_a_next_chosen_by_its_saving_without_the_profiler_is_not_said_to_save_nothing():
-    assert claims._next_saves_something(_claims(next_saving=0.0, next_unprofiled_saving=0.05), "next") == []
-    assert claims._next_saves_something(_claims(next_saving=0.0), "next") != []
+    assert claims.next_saves_something(_claims(next_saving=0.0, next_unprofiled_saving=0.05), "next") == []
+    assert claims.next_saves_something(_claims(next_saving=0.0), "next") != []
 
 
 def test_a_launch_bound_loop_whose_syncs_cost_more_without_the_profiler_names_that_saving():

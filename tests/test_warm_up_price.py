@@ -11,7 +11,8 @@ from other_peoples_traces import MS, US, steady
 from tracetriage.analyzers.analyses import steps as steps_mod
 from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.output import claims, serialize
-from tracetriage.analyzers.triage.report import LeverChoice, analyze_file
+from tracetriage.analyzers.triage.lever_choice import LeverChoice
+from tracetriage.analyzers.triage.report import analyze_file
 from tracetriage.analyzers.triage.warm_price import priced_by_setup_idle, setup_idle_ns
 from tracetriage.analyzers.whatif.levers.warm_up import SetUpGone
 

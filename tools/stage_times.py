@@ -96,7 +96,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (_A + "analyses.queued", "queued_before_window", "queued before the window"),
     (_A + "analyses.steps", "drained_before_own", "queued before the window"),
     (_A + "analyses.loader_start", "start_ns", "loader start"),
-    (_A + "triage.report", "cold_causes", "cold causes"),
+    (_A + "triage.next_experiment", "cold_causes", "cold causes"),
     (_A + "triage.report", "phases_of_ranges", "phases"),
     (_A + "triage.report", "phases_of_shapes", "phases"),
     (_A + "triage.report", "copies_async", "copies async"),

@@ -82,18 +82,50 @@ A rank's own fix beside the straggler (claims under "next.own") is held to 1 and
 multi-rank output each rank's wait for a peer is the run's (against the fastest rank's same call).
 `check_ranks`, `check_whatif` and `check_diff` do the same for the other outputs. It reads only the JSON
 contract (docs/json.md), like the invariants, so it checks what a user gets. The relations are each a
-function below, named after what they verify.
+function named after what they verify: below, or in a claims_* module of one subject (claims_next: 1 and 2,
+claims_regime: 3 to 5, claims_idle_bound: 8; claims_said: the claims by key they all read).
 """
 from __future__ import annotations
 
 import re
 import statistics
 
-from tracetriage.analyzers.model.kernels import matrix_precision_by_name
 from tracetriage.analyzers.model.units import gbps, tflops
-from tracetriage.analyzers.model.verdicts import EXPERIMENT_FOR_CAUSE, LOOP_IDLES_TOO, Cause, Experiment
+from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.output.claims_counts import count_relations
 from tracetriage.analyzers.output.claims_idle import within_the_idle
+from tracetriage.analyzers.output.claims_idle_bound import idle_bound_says_what_it_waits_on
+from tracetriage.analyzers.output.claims_next import (
+    because_rests_on_something,
+    idle_next_recurs,
+    launch_because_counts_only_eager_launches,
+    launch_because_has_short_kernels,
+    loop_fix_within_the_warm_up,
+    next_saves_something,
+    no_compile_for_compiled,
+    no_graphs_for_graphs,
+    saving_within_what_it_removes,
+    warm_up_holds_the_first_compilations,
+    warm_up_saves_at_most_its_set_up,
+    waste_agrees_with_the_steady_steps,
+    waste_saves_least,
+)
+from tracetriage.analyzers.output.claims_regime import (
+    device_can_take_the_advice,
+    kernel_names_decide_the_arithmetic,
+    phases_only_where_they_change,
+    withheld_verdicts_not_given,
+)
+from tracetriage.analyzers.output.claims_said import (
+    CAUSE_OF_KIND,
+    FLOOR_TOLERANCE,
+    NEXTS,
+    SAID_ZERO,
+    SHARE_TOLERANCE,
+    Said,
+    line_of,
+    said_of,
+)
 from tracetriage.analyzers.output.claims_setup import setup_relations
 from tracetriage.analyzers.output.claims_transfers import transfer_relations
 from tracetriage.analyzers.output.healthy_claims import no_lever_only_where_the_profiler_holds_the_saving
@@ -103,23 +135,11 @@ from tracetriage.analyzers.output.next_line_claims import (
     no_fix_recommended_beside_its_zero,
 )
 from tracetriage.analyzers.triage.launch_queue import DRY_FLOOR
-from tracetriage.analyzers.voice.claims import (
-    COMPILED_IDLE_SHARE,
-    INPUT_BOUND_IDLE_SHARE,
-    STEADY_IDLE_BOUND,
-    steady_idle_share,
-)
-from tracetriage.analyzers.voice.common import SETUP_HOLDS_HOST_WORK
 from tracetriage.analyzers.voice.roof import AT_THE_ROOF, ROOF_IDLE
 
-_LINE_OF = {"measured": 0, "time": 1, "idle": 2, "regime": 3, "next": 4, "waste": 4}
 _PERCENT = re.compile(r"(?<![\w.,])[−+]?(?:<1|\d[\d,]*(?:\.\d+)?)%")
-_SAID_ZERO = re.compile(r"^[−+]?0(?:\.0+)?(?: |%|$)")
 _ROUNDED_TO_NOTHING = re.compile(r"(?<![\d.,])0 (FLOP/byte|GB/s|TFLOP/s)")
-_SETUP_TOLERANCE = 0.05   # the warm-up's saving and its set-up share sit on different spans (traced vs GPU)
-_SHARE_TOLERANCE = 0.01   # a share said in whole percents: within a point of its field
-_NEXTS = ("next", "next.own")   # the Next, and a rank's own fix beside the straggler
-_CAUSE_OF_KIND = {e.value: c.value for c, e in EXPERIMENT_FOR_CAUSE.items()}   # an idle fix's kind -> its cause
+
 
 
 def check(out: dict) -> list[str]:
@@ -129,19 +149,19 @@ def check(out: dict) -> list[str]:
     lines = out.get("lines") or []
     if len(lines) < 5:
         return []
-    said = _claims(out)
+    said = said_of(out)
     return (_said_on_their_lines(said, lines) + _numbers_are_claims(said, lines) + _claims_are_fields(said, out)
-            + [p for nx in _NEXTS for p in _because_rests_on_something(said, nx)
-               + _warm_up_saves_at_most_its_set_up(said, nx) + _launch_because_has_short_kernels(said, nx)
-               + _next_saves_something(said, nx) + _saving_within_what_it_removes(said, nx)]
-            + _waste_saves_least(said, lines) + _waste_agrees_with_the_steady_steps(said, out) + _idle_next_recurs(out)
-            + _loop_fix_within_the_warm_up(said, out)
-            + _no_graphs_for_graphs(said, out) + _no_compile_for_compiled(said, out)
-            + _withheld_verdicts_not_given(said, out) + _kernel_names_decide_the_arithmetic(said, out, lines)
-            + _device_can_take_the_advice(said, out) + _phases_only_where_they_change(said, out)
+            + [p for nx in NEXTS for p in because_rests_on_something(said, nx)
+               + warm_up_saves_at_most_its_set_up(said, nx) + launch_because_has_short_kernels(said, nx)
+               + next_saves_something(said, nx) + saving_within_what_it_removes(said, nx)]
+            + waste_saves_least(said, lines) + waste_agrees_with_the_steady_steps(said, out) + idle_next_recurs(out)
+            + loop_fix_within_the_warm_up(said, out)
+            + no_graphs_for_graphs(said, out) + no_compile_for_compiled(said, out)
+            + withheld_verdicts_not_given(said, out) + kernel_names_decide_the_arithmetic(said, out, lines)
+            + device_can_take_the_advice(said, out) + phases_only_where_they_change(said, out)
             + _one_peak(said, out) + _no_number_rounded_to_nothing(lines) + _no_claim_rounded_to_nothing(said)
-            + _idle_bound_says_what_it_waits_on(said, out, lines)
-            + _launch_because_counts_only_eager_launches(said, out) + _warm_up_holds_the_first_compilations(said, out)
+            + idle_bound_says_what_it_waits_on(said, out, lines)
+            + launch_because_counts_only_eager_launches(said, out) + warm_up_holds_the_first_compilations(said, out)
             + _outlier_is_what_its_steps_show(said, out)
             + transfer_relations(said, out, lines) + _sync_calls_counted_once(out)
             + _overlap_at_most_the_gpu_work(said, out) + _no_intensity_beside_a_verdict_by_names(said, out)
@@ -155,7 +175,7 @@ def check(out: dict) -> list[str]:
             + setup_relations(said, out))
 
 
-def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
+def _no_lever_only_at_the_roof(said: Said, out: dict) -> list[str]:
     """"No one-line lever" is said only of a step whose compute-bound kernels reach the roof and whose GPU idles
     little: the reach it states is at least AT_THE_ROOF, the idle it states is the report's and under ROOF_IDLE."""
     reach, idle = said.value("next.roof.reach"), said.value("next.roof.idle_share")
@@ -166,24 +186,24 @@ def _no_lever_only_at_the_roof(said: _Said, out: dict) -> list[str]:
         bad.append(f"no one-line lever is said at {100 * reach:.0f}% of the compute roof, under {AT_THE_ROOF:.0%}")
     # the idle a host-side fix could reach, where it is said, is within the idle and small
     reachable = said.value("next.roof.reachable_share")
-    small = idle is not None and (idle < ROOF_IDLE or (reachable is not None and reachable <= idle + _SHARE_TOLERANCE
+    small = idle is not None and (idle < ROOF_IDLE or (reachable is not None and reachable <= idle + SHARE_TOLERANCE
                                                          and reachable < ROOF_IDLE))
-    if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE or not small:
+    if idle is None or abs(idle - (out.get("idle_share") or 0.0)) > SHARE_TOLERANCE or not small:
         bad.append("no one-line lever is said beside an idle share that is not the report's, or not small")
     return bad
 
 
-def _loader_saving_within_its_wait(said: _Said) -> list[str]:
+def _loader_saving_within_its_wait(said: Said) -> list[str]:
     """A Next whose because cites the loop's wait inside the DataLoader's __next__ saves no more than that wait."""
     wait, saving, base = (said.value("next.because.dataloader_wait_us"), said.value("next.saving"),
                           said.value("next.baseline_us"))
-    if wait is None or saving is None or not base or saving * base <= wait * (1 + _FLOOR_TOLERANCE) + 1.0:
+    if wait is None or saving is None or not base or saving * base <= wait * (1 + FLOOR_TOLERANCE) + 1.0:
         return []
     return [f"the Next saves {said.get('next.saving')['said']} ({saving * base / 1000:.1f} ms), more than the "
             f"{wait / 1000:.1f} ms its because says the loop waited for the DataLoader"]
 
 
-def _window_busy_is_the_reports(said: _Said, out: dict) -> list[str]:
+def _window_busy_is_the_reports(said: Said, out: dict) -> list[str]:
     """The traced window said around the GPU span outlasts the span, and the kernels are busy the report's busy time
     of it (the Idle line's clause and the Regime line's, each against the fields)."""
     bad = []
@@ -195,13 +215,13 @@ def _window_busy_is_the_reports(said: _Said, out: dict) -> list[str]:
         if traced < span:
             bad.append(f"the {line.capitalize()} line's traced window ({traced / 1000:.1f} ms) is shorter than the "
                        f"GPU span ({span / 1000:.1f} ms)")
-        elif abs(share - busy / traced) > _SHARE_TOLERANCE:
+        elif abs(share - busy / traced) > SHARE_TOLERANCE:
             bad.append(f"the {line.capitalize()} line says kernels are busy {100 * share:.2f}% of the traced window, "
                        f"the report's busy time gives {100 * busy / traced:.2f}%")
     return bad
 
 
-def _dry_queue_because_has_a_dry_queue(said: _Said, out: dict) -> list[str]:
+def _dry_queue_because_has_a_dry_queue(said: Said, out: dict) -> list[str]:
     """A launch-bound because that says the queue ran dry (its gaps claimed: next.because.gaps) counts as dry only
     the gaps where it did (not those whose next kernel was queued already: the device's own spacing), and those hold
     launch_queue.DRY_FLOOR of the span: less, and no launch cut is the experiment (a 97%-busy RTX 2080 Ti, 22 of 23
@@ -229,7 +249,6 @@ def _dry_queue_because_has_a_dry_queue(said: _Said, out: dict) -> list[str]:
 # passes' host work away and keeps their kernels.
 KERNEL_KEEPING = ("cuda_graphs", "remove_syncs", "no_host_work", "warm_up", "dataloader_workers", "batch_items",
                   "batch_passes")
-_FLOOR_TOLERANCE = 0.02   # the replay rescaled to the traced span by its own miss (predict: baseline / replay)
 
 
 def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
@@ -242,16 +261,16 @@ def _kernel_keeping_next_above_its_gpu_work(out: dict) -> list[str]:
     gpu = out.get("kernel_busy_us") or 0.0      # the kernels alone: copies may run beside them
     d = out.get("regime_detail") or {}
     summed = sum(d.get(k, 0.0) for k in ("compute_us", "memory_us", "unknown_us", "latency_us", "comm_us"))
-    if summed > (1 + _FLOOR_TOLERANCE) * gpu:
+    if summed > (1 + FLOOR_TOLERANCE) * gpu:
         return []   # kernels ran beside each other on several streams: a replay may overlap them further
                     # (deepseek-h800-train: collectives beside compute, no_host_work 2.7% under the union busy)
-    if base * ratio < (1 - _FLOOR_TOLERANCE) * gpu:
+    if base * ratio < (1 - FLOOR_TOLERANCE) * gpu:
         return [f"the Next ({lever}) changes no kernel but predicts {base * ratio / 1000:.1f} ms, below the "
                 f"{gpu / 1000:.1f} ms of GPU work it keeps"]
     return []
 
 
-def _no_intensity_beside_a_verdict_by_names(said: _Said, out: dict) -> list[str]:
+def _no_intensity_beside_a_verdict_by_names(said: Said, out: dict) -> list[str]:
     """A compute-bound verdict with no achieved FLOP/s (or a memory-bound one with no GB/s) rests on kernel names:
     an intensity beside it is the costed ops', which the verdict is not about (fresh4 mlp_gemm_roof-after:
     'compute-bound ... its ops average 0.2 FLOP/byte against a fp32 ridge of 20' for bf16 GEMMs)."""
@@ -268,7 +287,7 @@ def _no_intensity_beside_a_verdict_by_names(said: _Said, out: dict) -> list[str]
 _OVERLAP_KEYS = ("idle.syncs.overlap_us", "next.because.overlap_us", "next.own.because.overlap_us")
 
 
-def _overlap_at_most_the_gpu_work(said: _Said, out: dict) -> list[str]:
+def _overlap_at_most_the_gpu_work(said: Said, out: dict) -> list[str]:
     """An overlap cannot exceed the GPU work it overlaps with (heldout-user3 cs521_induction_a10g: 'the syncs
     serialise the host with the GPU: removing them overlaps 2.64 s' where the device's work was 62 µs)."""
     work = (out.get("kernel_busy_us") or 0.0) + (out.get("copy_us") or 0.0)
@@ -330,379 +349,61 @@ def check_diff(out: dict) -> list[str]:
     return _no_number_rounded_to_nothing(out.get("lines") or [])
 
 
-class _Said:
-    """A report's claims by key (the first where a key is said twice: a because gives one figure once)."""
-
-    def __init__(self, claims: list[dict]):
-        self.all = claims
-        self.by_key: dict[str, dict] = {}
-        for c in claims:
-            self.by_key.setdefault(c["key"], c)
-
-    def get(self, key: str) -> dict | None:
-        return self.by_key.get(key)
-
-    def value(self, key: str) -> float | None:
-        c = self.by_key.get(key)
-        return None if c is None else c["value"]
-
-    def under(self, prefix: str) -> list[dict]:
-        return [c for c in self.all if c["key"].startswith(prefix)]
-
-
-def _claims(out: dict) -> _Said:
-    return _Said(out.get("claims") or [])
-
-
-def _line_of(key: str) -> int:
-    return _LINE_OF[key.split(".", 1)[0]]
-
-
 # --- 0. every claim is said, every figure of the relations is a claim, and a claim is its field ---------------
 
-def _said_on_their_lines(said: _Said, lines: list[str]) -> list[str]:
+def _said_on_their_lines(said: Said, lines: list[str]) -> list[str]:
     return [f"the {c['key']} claim says {c['said']!r}, which its line does not" for c in said.all
-            if c["said"] and c["said"] not in lines[_line_of(c["key"])]]
+            if c["said"] and c["said"] not in lines[line_of(c["key"])]]
 
 
-def _numbers_are_claims(said: _Said, lines: list[str]) -> list[str]:
+def _numbers_are_claims(said: Said, lines: list[str]) -> list[str]:
     """Every percentage of the Idle line's split and of the Next line is a claim of that line: no figure there
     comes from anywhere but a field."""
     bad = []
     split = lines[2].split(":", 2)[-1].split(";")[0] if lines[2].startswith("Idle: the GPU is idle") else ""
     for line, text in ((2, split), (4, lines[4])):
-        mine = {c["said"] for c in said.all if c["said"] and _line_of(c["key"]) == line}
+        mine = {c["said"] for c in said.all if c["said"] and line_of(c["key"]) == line}
         for m in _PERCENT.finditer(text):
             if not any(m.group(0) in s for s in mine):
                 bad.append(f"{m.group(0)} on the {'Idle' if line == 2 else 'Next'} line is no claim of a field")
     return bad
 
 
-def _claims_are_fields(said: _Said, out: dict) -> list[str]:
+def _claims_are_fields(said: Said, out: dict) -> list[str]:
     """The Idle line's split is each cause's idle over the span, the idle share the report's, the Next's saving its
     lever's ratio, and the idle share its because gives the Idle line's (within a point: they round separately)."""
     bad = []
     span = out.get("span_us") or 0
     for c in said.under("idle.cause."):
         field = out["idle"]["by_cause_us"].get(c["key"].rsplit(".", 1)[1], 0.0) / span if span else 0.0
-        if abs(field - c["value"]) > _SHARE_TOLERANCE:
+        if abs(field - c["value"]) > SHARE_TOLERANCE:
             bad.append(f"the Idle line says {c['key'].rsplit('.', 1)[1]} {c['said']}, its field is {100 * field:.1f}%")
     idle = said.value("idle.share")
-    if idle is not None and abs(idle - (out.get("idle_share") or 0.0)) > _SHARE_TOLERANCE:
+    if idle is not None and abs(idle - (out.get("idle_share") or 0.0)) > SHARE_TOLERANCE:
         bad.append(f"the Idle line's share {100 * idle:.1f}% is not the report's {100 * out['idle_share']:.1f}%")
-    for nx in _NEXTS:
+    for nx in NEXTS:
         because = said.value(f"{nx}.because.idle_share")
-        if because is not None and span and abs(because - out["idle_us"] / span) > _SHARE_TOLERANCE:
+        if because is not None and span and abs(because - out["idle_us"] / span) > SHARE_TOLERANCE:
             bad.append(f"the Next's because says the GPU idles {said.get(f'{nx}.because.idle_share')['said']}, the "
                        f"Idle line's share is {100 * out['idle_us'] / span:.1f}%")
     nx = out.get("next_experiment") or {}
     for key, kind in (("next", nx.get("kind")), ("next.own", (nx.get("own_fix") or {}).get("kind"))):
-        c, cause = said.get(f"{key}.because.cause_share"), _CAUSE_OF_KIND.get(kind or "")
+        c, cause = said.get(f"{key}.because.cause_share"), CAUSE_OF_KIND.get(kind or "")
         whole = said.get(f"{key}.because.idle_share")
         held = out["idle"]["by_cause_us"].get(cause, 0.0) if cause else 0.0
         if whole is not None and c is None and cause and 2 * held < out["idle_us"]:
             bad.append(f"the Next's because gives its {cause} fix the whole idle ({whole['said']}), which that cause "
                        "holds under half of, and never says its share")
         field = out["idle"]["by_cause_us"].get(cause, 0.0) / span if span and cause else None
-        if c is not None and field is not None and abs(field - c["value"]) > _SHARE_TOLERANCE:
+        if c is not None and field is not None and abs(field - c["value"]) > SHARE_TOLERANCE:
             bad.append(f"the Next's because gives {cause} {c['said']} of the span, the Idle line's field is "
                        f"{100 * field:.1f}%")
     for key, ratio in (("next.saving", nx.get("predicted_ratio")),
                        ("next.own.saving", (nx.get("own_fix") or {}).get("predicted_ratio"))):
         saving = said.value(key)
-        if saving is not None and ratio is not None and abs((1 - ratio) - saving) > _SHARE_TOLERANCE:
+        if saving is not None and ratio is not None and abs((1 - ratio) - saving) > SHARE_TOLERANCE:
             bad.append(f"the {'Next' if key == 'next.saving' else 'rank own fix'} says {said.get(key)['said']}, its "
                        f"lever's ratio is {ratio}")
-    return bad
-
-
-# --- 1. the because agrees with the prediction ---------------------------------------------------------------
-
-def _because_rests_on_something(said: _Said, nx: str) -> list[str]:
-    return [f"the Next's because rests on nothing ({c['key']} said {c['said']!r})"
-            for c in said.under(f"{nx}.because.") if c["value"] <= 0 or _SAID_ZERO.match(c["said"])]
-
-
-def _warm_up_saves_at_most_its_set_up(said: _Said, nx: str) -> list[str]:
-    """A warm-up's saving is the set-up share its because names: one figure, said twice (issue 33: "−7% ..., because
-    49% of the span is one-time set-up"; heldout-user7 tp2x4090: "−8% ..., because 52% ...; of it, 8% lies on the
-    critical path", beside a 372 ms set-up gap the device idled through on the only critical path)."""
-    setup, saving = said.get(f"{nx}.because.setup_share"), said.get(f"{nx}.saving")
-    if setup is None or saving is None or saving["value"] <= 0:
-        return []
-    if abs(saving["value"] - setup["value"]) > _SHARE_TOLERANCE:
-        return [f"the warm-up predicts {saving['said']} but says {setup['said']} of the span is set-up"]
-    return []
-
-
-def _warm_up_holds_the_first_compilations(said: _Said, out: dict) -> list[str]:
-    """torch.compile compiling functions for the first time is one-time set-up, on the critical path while the device
-    idles through it: a warm-up's because gives at least the share of the span the Idle line's compile idle is, and
-    its prediction saves at least that (heldout-user6 rtx4090d_compile_warmup: "90% of the idle is inside
-    torch.compile compiling", then "−3% ..., because 32% of the span is one-time set-up ...; of it, 3% ... lies on
-    the critical path")."""
-    nx = out.get("next_experiment") or {}
-    compile_ = next((x for x in out.get("framework") or [] if x["construct"] == "compile"), None)
-    span = out.get("span_us") or 0.0
-    if nx.get("kind") != Experiment.WARM_UP.value or compile_ is None or not compile_.get("first_compilations") \
-            or not span:
-        return []
-    held = compile_.get("idle_us", 0.0) / span
-    bad = []
-    setup, saving = said.get("next.because.setup_share"), said.get("next.saving")
-    if setup is not None and setup["value"] < held - _SETUP_TOLERANCE:
-        bad.append(f"the warm-up's because says {setup['said']} of the span is set-up, but the device idles "
-                   f"{100 * held:.0f}% of it while torch.compile compiles functions for the first time (set-up too)")
-    if saving is not None and saving["value"] < held - _SETUP_TOLERANCE:
-        bad.append(f"the warm-up predicts {saving['said']}, but the device idles {100 * held:.0f}% of the span while "
-                   "torch.compile compiles functions for the first time, all of it on the critical path")
-    return bad
-
-
-def _launch_because_counts_only_eager_launches(said: _Said, out: dict) -> list[str]:
-    """A launch-bound because on a trace that replays CUDA graphs says how many kernels are launched one by one
-    outside them: the replayed ones are no launches to cut."""
-    ev = out["idle"]["evidence"].get("launch_overhead") or {}
-    graphed, kernels = ev.get("graphed_kernels", 0), ev.get("kernels", 0)
-    if not (graphed and said.get("next.because.kernels") is not None and graphed < kernels):
-        return []
-    eager = said.value("next.because.eager_kernels")
-    if eager != kernels - graphed:
-        return [f"the Next's because counts {kernels} kernels as launches to cut, {graphed} of them replayed from "
-                "CUDA graphs" + ("" if eager is None else f" (it says {eager:g} outside them)")]
-    return []
-
-
-def _launch_because_has_short_kernels(said: _Said, nx: str) -> list[str]:
-    launch, kernel = said.get(f"{nx}.because.launch_outlasts_kernel_us"), said.get(f"{nx}.because.kernel_median_us")
-    if launch is None or kernel is None or kernel["value"] < launch["value"]:
-        return []
-    return [f"the Next says each launch costs more than a kernel's run, but kernels run {kernel['said']} against a "
-            f"{launch['value']} µs launch call"]
-
-
-def _saving_within_what_it_removes(said: _Said, nx: str) -> list[str]:
-    """A lever whose edit only takes time out (the allocator's calls and the drains they wait for) saves no more
-    than that time: its saving is the span's fall, which cannot exceed what left the graph."""
-    removed, saving, base = (said.value(f"{nx}.bound.removed_us"), said.value(f"{nx}.saving"),
-                             said.value(f"{nx}.baseline_us"))
-    if removed is None or saving is None or not base or saving * base <= removed * (1 + _FLOOR_TOLERANCE) + 1.0:
-        return []
-    return [f"the Next saves {said.get(f'{nx}.saving')['said']} ({saving * base / 1000:.1f} ms) but its edit takes out "
-            f"only {removed / 1000:.1f} ms"]
-
-
-# --- 2. the Next saves something, the waste saves least -------------------------------------------------------
-
-def _next_saves_something(said: _Said, nx: str) -> list[str]:
-    c = said.get(f"{nx}.saving")
-    if c is None or (c["value"] > 0 and not _SAID_ZERO.match(c["said"])):
-        return []
-    bare = said.get(f"{nx}.unprofiled_saving")    # (chosen by its saving without the profiler: that one is said)
-    if bare is not None and bare["value"] > 0 and not _SAID_ZERO.match(bare["said"]):
-        return []
-    return [f"the Next is predicted to save nothing ({c['said']})"]
-
-
-def _waste_saves_least(said: _Said, lines: list[str]) -> list[str]:
-    waste, nxt = said.get("waste.saving"), said.get("next.saving")
-    if waste is None:
-        return []
-    bad = []
-    if waste["said"].startswith("+") and f"predicted to slow the run ({waste['said']})" not in lines[4]:
-        bad.append(f"the waste lever slows the run but is phrased as a prediction of a saving: {waste['said']}")
-    w_bare, n_bare = said.get("waste.unprofiled_saving"), said.get("next.unprofiled_saving")
-    if w_bare is not None and n_bare is not None:   # chosen by their savings without the profiler: those order them
-        waste, nxt = w_bare, n_bare
-    if nxt is not None and nxt["value"] > 0 and waste["value"] > nxt["value"]:
-        bad.append(f"the waste lever saves {waste['said']}, more than the Next's {nxt['said']}")
-    return bad
-
-
-def _loop_fix_within_the_warm_up(said: _Said, out: dict) -> list[str]:
-    """The loop's fix said after a warm-up saves no more than the span the warm-up leaves (its replay on the cold trace
-    would otherwise price the cold start twice)."""
-    if (out.get("next_experiment") or {}).get("kind") != Experiment.WARM_UP.value:
-        return []
-    then, left, base = said.value("next.then.saving"), said.value("next.predicted_us"), said.value("next.baseline_us")
-    if then is None or left is None or not base or then * base <= left * (1 + _FLOOR_TOLERANCE):
-        return []
-    return [f"the loop's fix after the warm-up saves {said.get('next.then.saving')['said']} of the span "
-            f"({then * base / 1000:.1f} ms), more than the {left / 1000:.1f} ms the warm-up leaves"]
-
-
-def _waste_agrees_with_the_steady_steps(said: _Said, out: dict) -> list[str]:
-    """"Would waste the week: optimising what this profile shows: its biggest gaps do not recur" only where the steps
-    after the cold start idle under LOOP_IDLES_TOO of each: their gaps recur (heldout-user6 rtx4090d_graphbreaks,
-    beside "a steady step idles 90% of its time"; heldout-user17 r18compile, 35%, mostly launch overhead)."""
-    steady = steady_idle_share(out.get("steps"))
-    waste = said.get("waste.nothing_recurs")
-    if waste is not None and out.get("regime") not in (None, "overhead") and "what this profile shows" in waste["said"]:
-        # (heldout-user18 llama4l_4090: the kernels after the cold start are communication-bound and recur)
-        return [f"the waste line says nothing the profile shows recurs, but the Regime line bounds the work after the "
-                f"cold start ({out.get('regime')}): it recurs"]
-    if waste is None or steady is None or steady < LOOP_IDLES_TOO:
-        return []
-    return [f"the waste line says the profile's gaps do not recur, but a steady step idles {100 * steady:.0f}% of its "
-            "time: the loop's gaps recur"]
-
-
-COLD_FIRST_STEP = 0.9   # this share of a cause's idle over the steps in the first one: it is the cold start's
-
-
-def _idle_next_recurs(out: dict) -> list[str]:
-    """An idle cause's Next (take the host work off the critical path, remove the syncs ...) rests on idle that recurs:
-    where the trace repeats a step three times or more and the first step holds COLD_FIRST_STEP of that cause's idle
-    over the steps, the gaps are the cold start's, a warm-up's to remove (heldout-user6 rtx4090d_resnet_compiled:
-    "take the host work off the critical path ... because ... median gap 8.73 ms", every one of those gaps in the
-    first iteration, beside a Caveat calling one of them one-time set-up)."""
-    nx = out.get("next_experiment") or {}
-    cause = _CAUSE_OF_KIND.get(nx.get("kind") or "")
-    per = ((out.get("steps") or {}).get("per_step") or {}).get("idle_by_cause_us", {}).get(cause or "")
-    if cause is None or not per or len(per) < 3 or not sum(per):
-        return []
-    if per[0] < COLD_FIRST_STEP * sum(per):
-        return []
-    return [f"the Next removes {cause.replace('_', ' ')}, but {100 * per[0] / sum(per):.0f}% of that idle over the "
-            f"{len(per)} steps is in the first one: a cold start the steady steps never pay"]
-
-
-def _no_graphs_for_graphs(said: _Said, out: dict) -> list[str]:
-    graphs = (out["idle"]["evidence"].get("launch_overhead") or {}).get("graph_launches", 0)
-    if graphs and said.get("waste.lever.cuda_graphs") is not None:
-        return [f"the trace replays CUDA graphs already ({graphs} graph launches), yet CUDA graphs would waste the "
-                "week"]
-    return []
-
-
-def compiled_already(framework: list[dict]) -> bool:
-    """The idle sits in torch.compile's code: compiled regions and compiled functions' backward hold at least
-    COMPILED_IDLE_SHARE of it (the report's own rule, voice.report._compiled_already)."""
-    return sum(x.get("idle_share", 0.0) for x in framework
-               if x["construct"] == "compiled" or any("CompiledFunction" in n for n in x.get("names", ()))) \
-        >= COMPILED_IDLE_SHARE
-
-
-def _no_compile_for_compiled(said: _Said, out: dict) -> list[str]:
-    asks = said.get("next.asks.torch_compile")
-    if compiled_already(out.get("framework") or []) and asks is not None:
-        return ["the trace runs torch.compile's code already, yet the Next says to torch.compile it"]
-    if asks is not None and asks["value"] == 0:   # the fuse lever's chains: none to fuse
-        return ["the Next says torch.compile to fuse where the what-if finds no eager chain to fuse"]
-    if asks is not None and said.get("waste.lever.fuse") is not None:
-        return ["the Next says torch.compile to fuse, and its own waste line says fusing would waste the week"]
-    return []
-
-
-# --- 3. a withheld verdict is given nowhere --------------------------------------------------------------------
-
-def _withheld(out: dict) -> set[str]:
-    health = out.get("health") or {}
-    return {v for f in health.get("findings", []) if f.get("shown") for v in f.get("withholds", [])}
-
-
-def _withheld_verdicts_not_given(said: _Said, out: dict) -> list[str]:
-    withheld = _withheld(out)
-    bad = []
-    split = said.under("regime.compute_share") + said.under("regime.memory_share")
-    if "regime" in withheld and split:
-        bad.append(f"the health check withholds the regime, yet a line says {split[0]['said']} "
-                   f"{split[0]['key'].split('.')[1].replace('_share', '')}-bound")
-    if "whatif" in withheld and any(c["key"].endswith("saving") for c in said.all):
-        bad.append("the health check withholds the what-if, yet a line gives a prediction")
-    return bad
-
-
-_FP32_MATH_MAJORITY = 0.5   # tracetriage.analyzers.analyses.roofline.FP32_MATH_MAJORITY
-
-
-def _kernel_names_decide_the_arithmetic(said: _Said, out: dict, lines: list[str]) -> list[str]:
-    """Without shapes the kernels' names still say fp32 GEMMs and convolutions on CUDA cores: a span where they hold
-    most of the kernel time is not told there is "nothing else to decide by", nor sent to capture again, where its
-    device runs a half precision faster on tensor cores; a share of that time said is its field."""
-    d = out.get("regime_detail") or {}
-    voting = sum(d.get(k, 0.0) for k in ("compute_us", "memory_us", "unknown_us", "latency_us"))
-    fp32 = d.get("fp32_cuda_core_us", 0.0)
-    bad = []
-    rates = ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
-    faster = max(rates.get("fp16", 0), rates.get("bf16", 0)) > 2 * rates.get("fp32", float("inf"))
-    if voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting:
-        if "nothing else to decide by" in lines[3]:
-            bad.append(f"the Regime line says nothing else decides, but {100 * fp32 / voting:.0f}% of kernel time is "
-                       "fp32 GEMMs/convolutions on CUDA cores by their names")
-        if faster and (out.get("next_experiment") or {}).get("kind") == "find_the_bound":
-            bad.append("the Next looks for the bound of fp32 CUDA-core kernels on a device whose tensor cores run a "
-                       "half precision faster (mixed precision helps whichever roof holds them)")
-    nx = out.get("next_experiment") or {}
-    ratio, span = nx.get("predicted_ratio"), out.get("span_us") or 0.0
-    if faster and d.get("bound") == "fp32_cuda_cores" and voting > 0 and fp32 >= _FP32_MATH_MAJORITY * voting \
-            and nx.get("whatif_lever") and ratio is not None and span:
-        floor = 0.5 * (out.get("kernel_busy_us") or 0.0) / span * fp32 / voting
-        if 1 - ratio < floor - _SHARE_TOLERANCE:
-            bad.append(f"the Next ({nx['whatif_lever']}) saves {100 * (1 - ratio):.0f}% where fp32 GEMMs/convolutions "
-                       f"on CUDA cores would give back at least {100 * floor:.0f}% in a half precision")
-    for key in ("regime.fp32_math_share", "next.because.fp32_math_share"):
-        c = said.get(key)
-        if c is not None and (not voting or abs(c["value"] - fp32 / voting) > _SHARE_TOLERANCE):
-            bad.append(f"a line says {c['said']} of kernel time is fp32 on CUDA cores, its field is "
-                       f"{100 * fp32 / voting if voting else 0:.1f}%")
-    return bad
-
-
-# --- 4. the device can take the advice ------------------------------------------------------------------------
-
-_FASTER_THAN = {"fp8": "fp16", "tf32": "fp32", "bf16": "fp32", "fp16": "fp32"}
-
-
-def _device_can_take_the_advice(said: _Said, out: dict) -> list[str]:
-    rates = ((out.get("peaks") or {}).get("limit_flops_per_s")) or {}
-    device = out["trace"].get("device_name") or "a device"
-    bad = []
-    iters = [n for f in out.get("framework") or [] for n in f.get("names") or []]
-    if said.get("next.asks.dataloader_workers") is not None and \
-            any("_MultiProcessingDataLoaderIter" in n for n in iters):
-        bad.append("the Next asks for DataLoader workers, but the trace's DataLoader already runs them")
-    for c in said.under("next.precision.") + said.under("next.own.precision."):
-        p = c["key"].rsplit(".", 1)[1]
-        if not rates.get(p, 0) > rates.get(_FASTER_THAN[p], 0):
-            bad.append(f"the Next names {c['said']} on {device}, where it is no faster than {_FASTER_THAN[p]}")
-        held = _matrix_precision_of_top_kernels(out)
-        if held is not None and _CHEAPNESS.get(p, 0) <= _CHEAPNESS.get(held, 0):
-            bad.append(f"the Next names {c['said']} as cheaper arithmetic, but the top GEMMs/convolutions already run "
-                       f"{held} by their names")
-    return bad
-
-
-_CHEAPNESS = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 2, "fp8": 3}
-
-
-def _matrix_precision_of_top_kernels(out: dict) -> str | None:
-    """The precision holding most of the top kernels' GEMM/convolution time, read from the kernels' names (a graph
-    replay's GEMMs carry no shapes, their names still say bf16: fresh4 mlp_gemm_roof-after was told "TF32 or
-    bf16"), else None."""
-    by: dict[str, float] = {}
-    for k in out.get("top_kernels") or []:
-        p = matrix_precision_by_name(k.get("name", ""))
-        if p is not None:
-            by[p] = by.get(p, 0.0) + k.get("device_us", 0.0)
-    return max(by, key=by.get) if by else None
-
-
-# --- 5. phases only where they are there -------------------------------------------------------------------
-
-def _phases_only_where_they_change(said: _Said, out: dict) -> list[str]:
-    ttft = said.get("measured.ttft_us")
-    if ttft is None:
-        return []
-    decode = said.value("measured.decode_steps") or 0
-    field = ((out.get("phases") or {}).get("decode") or {}).get("count", 0)
-    bad = []
-    if decode < 2 or field < 2:
-        bad.append(f"a line speaks of prefill and decode (TTFT) but the trace has {int(min(decode, field))} "
-                   "decode steps")
-    if ttft["value"] > out.get("span_us", 0) and said.get("measured.ttft_counts_host") is None:
-        bad.append("the TTFT is longer than the GPU span, and no word says host time before the first kernel "
-                   "is counted")
     return bad
 
 
@@ -713,7 +414,7 @@ def lines_of(out: dict) -> list[str]:
     return list(out.get("lines") or []) + list((out.get("trace") or {}).get("caveats") or [])
 
 
-def _one_peak(said: _Said, out: dict) -> list[str]:
+def _one_peak(said: Said, out: dict) -> list[str]:
     pk = out.get("peaks")
     if not pk:
         return []
@@ -728,7 +429,7 @@ def _one_peak(said: _Said, out: dict) -> list[str]:
     for line in lines_of(out):
         if "past the datasheet's" in line:   # a datasheet figure is not passed by a faster device (voice.peaks)
             bad.append(f"a line says a kernel passed the datasheet's peak as a fact: {line[:60]!r}")
-    for line in ("regime", *_NEXTS):
+    for line in ("regime", *NEXTS):
         for unit, say in (("gbps", gbps), ("tflops", tflops)):
             reached, peak = said.get(f"{line}.achieved_{unit}"), said.get(f"{line}.peak_{unit}")
             if reached is not None and peak is not None and say(reached["value"]) != say(peak["value"]) \
@@ -744,94 +445,10 @@ def _no_number_rounded_to_nothing(lines: list[str]) -> list[str]:
             for line in lines for m in _ROUNDED_TO_NOTHING.finditer(line)]
 
 
-def _no_claim_rounded_to_nothing(said: _Said) -> list[str]:
+def _no_claim_rounded_to_nothing(said: Said) -> list[str]:
     return [f"a number rounded to nothing: {c['key']} is {c['value']:g}, said {c['said']!r}" for c in said.all
-            if c["value"] > 0 and _SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
+            if c["value"] > 0 and SAID_ZERO.match(c["said"]) and not c["key"].endswith("saving")
             and ".because." not in c["key"]]
-
-
-# --- 8. an idle-bound span names what it waits on --------------------------------------------------------------
-
-_SET_UP_KINDS = ("warm_up", "profile_replays")
-# the JSON's regime_detail.bound and the words the Regime line opens with: the two say one thing (heldout-user3: the
-# text said transfer-bound or set-up-bound where the JSON said only "overhead")
-_BOUND_WORDS = {"overhead": "overhead-bound", "set_up": "set-up-bound", "input": "input-bound",
-                "compile": "compile-bound", "transfer": "transfer-bound", "host": "host-bound", "sync": "sync-bound",
-                "fp32_cuda_cores": "GPU-bound in fp32 math",
-                "decode_memory": "memory-bound decode", "cudnn_trials": "bound by cuDNN's benchmark trials"}
-
-
-def _construct_idle_share(out: dict, construct: str) -> float:
-    return next((x.get("idle_share", 0.0) for x in out.get("framework") or [] if x["construct"] == construct), 0.0)
-
-
-def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) -> list[str]:
-    bad = []
-    kind = (out.get("next_experiment") or {}).get("kind")
-    loader, compiling = _construct_idle_share(out, "dataloader"), _construct_idle_share(out, "compile")
-    idle = out.get("idle") or {}
-    idle_us = sum((idle.get("by_cause_us") or {}).values())
-    copying = (idle.get("by_cause_us") or {}).get("data_transfer", 0.0) / idle_us if idle_us else 0.0
-    hosting = (idle.get("by_cause_us") or {}).get("host_work", 0.0) / idle_us if idle_us else 0.0
-    launching = (idle.get("by_cause_us") or {}).get("launch_overhead", 0.0) / idle_us if idle_us else 0.0
-    syncing = (idle.get("by_cause_us") or {}).get("synchronization", 0.0) / idle_us if idle_us else 0.0
-    host_ev = (idle.get("evidence") or {}).get("host_work") or {}
-    host_is_setup = bool(host_ev.get("total_us")) and \
-        host_ev.get("setup_us", 0.0) >= SETUP_HOLDS_HOST_WORK * host_ev["total_us"]
-    steady = steady_idle_share(out.get("steps"))
-    loop_idles = steady is not None and steady > STEADY_IDLE_BOUND
-    dominant = idle.get("dominant")
-    if lines[3].startswith("Regime: set-up-bound") and kind == Experiment.WARM_UP.value:
-        if loop_idles:
-            bad.append(f"the Regime line says set-up-bound, but the steady steps idle {100 * steady:.0f}% of their "
-                       "time: the loop is idle-bound after the cold start too")
-        if dominant == Cause.LAUNCH_OVERHEAD.value:
-            bad.append("the Regime line says set-up-bound, not launch overhead, where the Idle line's dominant cause "
-                       "is launch overhead")
-    said_steady = said.get("regime.steady_idle_share")
-    if said_steady is not None and (steady is None or abs(said_steady["value"] - steady) > _SHARE_TOLERANCE):
-        bad.append(f"the Regime line says a steady step idles {said_steady['said']}, its steps give "
-                   + ("none" if steady is None else f"{100 * steady:.1f}%"))
-    if "not launch overhead" in lines[3] and dominant == Cause.LAUNCH_OVERHEAD.value:
-        bad.append("the Regime line says 'not launch overhead' where the Idle line's dominant cause is launch overhead")
-    if lines[3].startswith("Regime: overhead-bound"):
-        if kind == Experiment.PROFILE_REPLAYS.value or (kind == Experiment.WARM_UP.value and not loop_idles
-                                         and dominant != Cause.LAUNCH_OVERHEAD.value):
-            bad.append("the Regime line says overhead-bound of a cold start (its Next is one-time set-up)")
-        elif loader >= INPUT_BOUND_IDLE_SHARE:
-            bad.append(f"the Regime line says overhead-bound where {100 * loader:.0f}% of the idle is inside the "
-                       "DataLoader (input-bound)")
-        elif compiling >= INPUT_BOUND_IDLE_SHARE:
-            bad.append(f"the Regime line says overhead-bound where {100 * compiling:.0f}% of the idle is "
-                       "torch.compile compiling (compile-bound)")
-        elif copying >= INPUT_BOUND_IDLE_SHARE and idle.get("dominant") == "data_transfer":
-            bad.append(f"the Regime line says overhead-bound where {100 * copying:.0f}% of the idle is copies "
-                       "(transfer-bound), the Idle line's own dominant cause")
-        elif hosting >= INPUT_BOUND_IDLE_SHARE and dominant == "host_work" and not host_is_setup \
-                and launching < hosting / 2:
-            bad.append(f"the Regime line says overhead-bound where {100 * hosting:.0f}% of the idle is the host "
-                       "running work that issues no GPU work (host-bound), the Idle line's own dominant cause")
-        elif syncing >= INPUT_BOUND_IDLE_SHARE and dominant == "synchronization" and launching < syncing / 2:
-            bad.append(f"the Regime line says overhead-bound where {100 * syncing:.0f}% of the idle is the host "
-                       "waiting in syncs (sync-bound), the Idle line's own dominant cause")
-    for key, field, where in (("regime.input_share", loader, "inside the DataLoader"),
-                              ("regime.compile_share", compiling, "torch.compile compiling"),
-                              ("regime.transfer_share", copying, "waiting on copies"),
-                              ("regime.host_share", hosting, "the host running work that issues no GPU work"),
-                              ("regime.sync_share", syncing, "the host waiting in syncs")):
-        c = said.get(key)
-        if c is not None and (abs(c["value"] - field) > _SHARE_TOLERANCE or field < INPUT_BOUND_IDLE_SHARE):
-            bad.append(f"the Regime line says {c['said']} of the idle is {where}, its field is {100 * field:.1f}%")
-    bound = (out.get("regime_detail") or {}).get("bound")
-    if bound in _BOUND_WORDS and not lines[3].startswith(f"Regime: {_BOUND_WORDS[bound]}"):
-        bad.append(f"the Regime line does not say {_BOUND_WORDS[bound]!r}, its JSON regime_detail.bound {bound!r}")
-    setup, because = said.get("regime.setup_share"), said.get("next.because.setup_share")
-    if setup is not None and kind not in _SET_UP_KINDS:
-        bad.append("the Regime line says set-up-bound, but the Next is no warm-up")
-    if setup is not None and because is not None and abs(setup["value"] - because["value"]) > _SHARE_TOLERANCE:
-        bad.append(f"the Regime line says set-up holds {setup['said']} of the span, the Next's because "
-                   f"{because['said']}")
-    return bad
 
 
 # --- 9. the outlier step is what its steps show ------------------------------------------------------------------
@@ -839,7 +456,7 @@ def _idle_bound_says_what_it_waits_on(said: _Said, out: dict, lines: list[str]) 
 _MOST_OF_THE_EXCESS = 0.5   # steps.OUTLIER_CAUSE_SHARE: the reason named holds at least half of the extra time
 
 
-def _outlier_is_what_its_steps_show(said: _Said, out: dict) -> list[str]:
+def _outlier_is_what_its_steps_show(said: Said, out: dict) -> list[str]:
     st = out.get("steps") or {}
     o = (st.get("summary") or {}).get("outlier")
     cols = st.get("per_step") or {}

@@ -3,14 +3,14 @@
 - Removing syncs overlaps host work with GPU work only where the GPU idled: the Idle line's "removing the syncs
   overlaps X" is at most the idle (heldout-user9 vllm_h100: "overlaps 40.3 ms" beside 28.6 ms of idle, the rest the
   host's time after the profiler's last kernel). (A Next's prediction may pass the idle: a first iteration's host work
-  before its first launch is outside the GPU span, and measured so: triage.report.priced_beyond_the_idle.)
+  before its first launch is outside the GPU span, and measured so: triage.next_experiment.priced_beyond_the_idle.)
 - Each share of the Regime line's "no cost model" split equals its field (regime_detail.uncosted_why_us over their
   sum), and the shares said add up to no more than the whole (heldout-user9 vllm_h100: "no shapes 57% / graph replays
   43%" where the replays held 57%).
 """
 from __future__ import annotations
 
-IDLE_SLACK = 1.1          # triage.report.IDLE_SLACK: the replay's error past the idle
+IDLE_SLACK = 1.1          # triage.next_experiment.IDLE_SLACK: the replay's error past the idle
 SLACK_US = 100.0          # ... and 0.1 ms
 SPLIT_TOLERANCE = 0.01    # a share said in whole percents
 

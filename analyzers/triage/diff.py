@@ -57,7 +57,8 @@ from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP_RANGE
 from tracetriage.analyzers.model.trace import KERNEL, NONE, Caveat, TraceError
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Regime
-from tracetriage.analyzers.triage.report import SETUP_NAMED, Analysis, analyze_file
+from tracetriage.analyzers.triage.analysis import SETUP_NAMED
+from tracetriage.analyzers.triage.report import Analysis, analyze_file
 from tracetriage.analyzers.whatif import predict as whatif
 from tracetriage.analyzers.whatif.levers import LEVERS, by_recognition
 from tracetriage.analyzers.whatif.levers.spec import Measured

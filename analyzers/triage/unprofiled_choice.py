@@ -33,7 +33,7 @@ SLOWDOWN_REWEIGHED = 1.1   # the profiled span predicted this much longer than t
 # replay (whatif.predict.UNPROFILED_BEST)
 WEIGHED_AT_MOST = UNPROFILED_BEST
 # Another rewrite than the traced Next is picked only where it saves this much more of the span without the profiler:
-# each figure is a replay checked to 0.05 (triage.report.CLOSE_CALL), and the profiler's per-event cost under both
+# each figure is a replay checked to 0.05 (next_experiment.CLOSE_CALL), and the profiler's per-event cost under both
 # is a fitted estimate (whatif/unprofiled.py); a knob placed before the traced Next needs the knob-before-rewrite
 # rule to hold by the replay's error (_knob_first_holds)
 UNPROFILED_MARGIN = 0.10
@@ -133,7 +133,7 @@ def _said_relations_hold(nx):
     """The fixes said beside the Next by how they compare with it (about as much, predicts only, headroom beyond it)
     kept only where the traced figures they are said with compare so too: a relation found without the profiler,
     said with the traced figures, would read false."""
-    from tracetriage.analyzers.triage.report import CLOSE_CALL  # (report imports this module)
+    from tracetriage.analyzers.triage.next_experiment import CLOSE_CALL  # (report imports this module)
 
     lv, swap = nx.lever, {}
     if nx.close_call is not None and abs(nx.close_call.saving_ns - lv.saving_ns) >= CLOSE_CALL * lv.baseline_ns:
@@ -146,11 +146,11 @@ def _said_relations_hold(nx):
 
 
 def _knob_first_holds(knob: float, rewrite: float) -> bool:
-    """A knob goes before a rewrite that saves up to KNOB_BEFORE_REWRITE times as much (triage.report); without the
+    """A knob goes before a rewrite that saves up to KNOB_BEFORE_REWRITE times as much (lever_choice); without the
     profiler it does so by more than the replay's error (CLOSE_CALL of the span), or the traced order stands: a
     ResNet-18 at batch 1 (an H200) prices channels_last -28% and CUDA graphs -80% without the profiler (measured -80%),
     3 x 28 over 80 by a point."""
-    from tracetriage.analyzers.triage.report import CLOSE_CALL, KNOB_BEFORE_REWRITE  # (report imports this module)
+    from tracetriage.analyzers.triage.next_experiment import CLOSE_CALL, KNOB_BEFORE_REWRITE  # (report imports us)
 
     return KNOB_BEFORE_REWRITE * knob - rewrite >= CLOSE_CALL
 

@@ -77,7 +77,7 @@ class Analysis(Caveated, Protocol):
     @property
     def above_peak(self) -> Sequence[Any]: ...           # op signatures above the device's peak
     @property
-    def host_only(self) -> Any: ...                      # triage.report.HostOnly | None (no GPU timeline)
+    def host_only(self) -> Any: ...                      # triage.analysis.HostOnly | None (no GPU timeline)
     @property
     def accelerator(self) -> str | None: ...
     @property
@@ -95,7 +95,7 @@ class Analysis(Caveated, Protocol):
     @property
     def lever_choices(self) -> Sequence[Any]: ...        # triage.report.LeverChoice, largest saving first
     @property
-    def next_experiment(self) -> Any: ...                # triage.report.NextExperiment
+    def next_experiment(self) -> Any: ...                # triage.next_experiment.NextExperiment
     @property
     def serialising_syncs(self) -> Any: ...              # triage.report.LeverChoice | None
     @property
