@@ -81,6 +81,7 @@ class Health:
     gpu_named: str | None    # the GPU the trace's deviceProperties name (None: none)
     replayed_share: float = 0.0   # of the kernel time, CUDA-graph replays no captured op costs: shapes recorded in the
                                   # profile cannot reach them (their ops ran at capture)
+    capture_unrecorded: bool = False   # ... and their capture is in the trace, with none of the launches made under it
 
     @property
     def shown(self) -> tuple[Finding, ...]:

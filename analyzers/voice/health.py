@@ -75,9 +75,15 @@ def finding_words(f: Finding, h: Health) -> str:
         # record_shapes reaches the ops the profile runs, not the CUDA-graph replays whose ops ran at capture
         # (heldout-user17 gb10decode: '(profile with record_shapes=True)' beside 83% of the kernel time in replays)
         means = "no roofline: no kernel's rate is measured"
+        if h.capture_unrecorded:
+            # the capture is in the trace already, without the launches made under it: profiling it again, or passing
+            # a capture trace the same profiler wrote, records none of them either (heldout-user19 gp_cudagraph)
+            where = ("ran at the capture, which the trace holds without the launch calls made under it, so profile "
+                     "one eager step (no CUDA graphs) with record_shapes=True to see their ops and shapes")
+        else:
+            where = "ran at capture, so profile the capture too or pass its trace with --graph-capture"
         fix = (f"record_shapes=True would cost only the ops outside the CUDA-graph replays, which hold "
-               f"{share(h.replayed_share)} of the kernel time: their ops ran at capture, so profile the capture "
-               "too or pass its trace with --graph-capture")
+               f"{share(h.replayed_share)} of the kernel time: their ops {where}")
     if f.problem is Problem.CLOCKS_OUT_OF_ORDER and f.one_process:
         means, fix = _one_session_clocks(f)
     what = what.format(n=f"{f.count:,}", total=f"{f.total:,}", gpu=h.gpu_named or "GPU")

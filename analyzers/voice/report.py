@@ -402,7 +402,7 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
         return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
-        return find_the_bound(v, a.replay_clock)
+        return find_the_bound(v, a.replay_clock, a.trace)
     if a.next_experiment.kind is Experiment.MIXED_PRECISION:
         return precision.next_words(a)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
@@ -709,11 +709,11 @@ def _regime_line(a: Analysis) -> str:
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
-        line = precision.regime_line(v)
+        line = precision.regime_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
         line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
-        line = named_bound.memory_line(v)
+        line = named_bound.memory_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
@@ -722,10 +722,10 @@ def _regime_line(a: Analysis) -> str:
         # (GPU-bound is decidable without a cost model, triage.pace; said, and its claim made, only where nothing
         # else is: claim() records what the line says)
         gpu_bound = "" if known else pace_words.gpu_bound(a.pace)
+        rest = (f"the rest of kernel time is {' and '.join(known)}: too little to decide" if known
+                else gpu_bound or "nothing else to decide by")
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
-                f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
-                                                     "to decide" if known else gpu_bound or "nothing else to decide by")
-                + f"{_ridge(v)}.")
+                f"because {uncosted_phrase(v, trace=a.trace)}; {rest}{_ridge(v)}.")
     elif v.regime is Regime.LATENCY:
         rate = (f" and reach {claim('regime.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}"
                 if v.achieved_tflops else "")   # no FLOPs: no '0 TFLOP/s'
@@ -746,7 +746,7 @@ def _regime_line(a: Analysis) -> str:
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
+            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v, a.trace)})."
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -758,7 +758,7 @@ def _regime_line(a: Analysis) -> str:
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
             line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
-                   f"{named_why_phrase(v)})."
+                   f"{named_why_phrase(v, a.trace)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = host_paced.lead(a, line[:-1] + execution_words.regime_clauses(a.execution) + ".")
     line = transfer_words.lead(a, line)   # (copies holding the device longer than the kernels: transfer-bound first)
