@@ -62,6 +62,13 @@ class Finding:
     # the verdicts it takes away; None: the problem's own (WITHHOLDS), else what the check decided for this much
     # of it (a few dropped kernels leave the what-if standing)
     takes: tuple[Verdict, ...] | None = None
+    # CLOCKS_OUT_OF_ORDER: the host calls all come from one process (one torch.profiler session: the skew is the
+    # profiler's GPU-to-host time conversion, not two machines), and how much further ahead of their launches the GPU
+    # activities of the later half of the trace start than the earlier half's (drift), over how long
+    one_process: bool = False
+    drift_ns: int = 0
+    drift_over_ns: int = 0
+    lead_ns: int = 0         # the furthest any GPU activity starts ahead of its launch call
 
     @property
     def withholds(self) -> tuple[Verdict, ...]:

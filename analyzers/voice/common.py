@@ -502,6 +502,16 @@ def waited_phrase(waited) -> str:
     return ", ".join(f"{w.name} ×{integer(w.count)}" for w in waited[:2])
 
 
+def stream_waits_words(ev: Evidence | None) -> str | None:
+    """The synchronization idle named for what it is when most of it is queued work waiting on another stream's
+    event (SyncEvidence.waits_on_dependency): the GPU waited, not the host in a sync call (heldout-user21
+    moeep_after rank 0: "synchronization 24%" for queued work waiting on cudaStreamWaitEvent behind the all_to_alls);
+    None otherwise."""
+    if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
+        return "cross-stream waits (on the GPU, not a host sync)"
+    return None
+
+
 def mostly(a: Analysis) -> str:
     """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
     dom = a.dominant
@@ -509,7 +519,7 @@ def mostly(a: Analysis) -> str:
         return "none"
     ev = a.evidence[dom]
     most = ", most of it one-time set-up" if setup_holds_host_work(ev) else ""
-    return f"{CAUSE_WORDS[dom]}{most}: {evidence_phrase(ev)}"
+    return f"{stream_waits_words(ev) or CAUSE_WORDS[dom]}{most}: {evidence_phrase(ev)}"
 
 
 # --- framework constructs ---------------------------------------------------------------------------

@@ -75,6 +75,7 @@ from tracetriage.analyzers.voice.common import (
     pinning_pays,
     replayed_from_graphs,
     setup_holds_host_work,
+    stream_waits_words,
     training_loop,
     trains,
     uncosted_phrase,
@@ -291,7 +292,8 @@ def _cause_words(a: Analysis, cause: Cause) -> str:
     of it the first cuBLAS call's cudaOccupancyMaxActiveBlocksPerMultiprocessor, read 'host work 7%')."""
     if cause is Cause.HOST_WORK and setup_holds_host_work(a.evidence.get(Cause.HOST_WORK)):
         return "one-time set-up (host work)"
-    return CAUSE_WORDS[cause]
+    return (stream_waits_words(a.evidence.get(cause)) if cause is Cause.SYNCHRONIZATION else None) \
+        or CAUSE_WORDS[cause]
 
 
 def _copies(a: Analysis) -> str:
@@ -528,6 +530,7 @@ def five_lines(a: Analysis) -> list[str]:
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
     rc = a.replay_clock
     busy_words = replay_measured(rc) if rc is not None and rc.busy_unmeasured else f"kernels busy {share(busy)} of it"
+    busy_words += communication.busy_wait_clause(a.verdict.communication, a.span_ns, a.kernel_busy_ns)
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, {busy_words} "
           f"({count(a.kernels, 'kernel')}, "
