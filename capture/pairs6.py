@@ -15,6 +15,7 @@ import torch
 from fresh_harness import DEVICE, IS_CUDA, SMALL, Runner, Suite, amp
 
 SUITE = Suite("pairs6", budget_s=200)
+WORKLOADS = SUITE.workloads
 workload = SUITE.workload
 HF = ("transformers",)
 

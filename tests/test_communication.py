@@ -305,3 +305,39 @@ def test_calls_whose_ops_took_the_same_shapes_are_held_against_the_fastest_of_th
     other = _unsized(spec, [[4096, 4096]] * 3 + [[32000, 4096]])
     c = analyze_file(write(tmp_path / "o.json.gz", document(other, rank=0))).verdict.communication
     assert c.top.unsplit_ns == 0 and c.top.wait_ns == 0        # a lone call of its shape is all transfer
+
+
+def test_the_measured_busy_share_says_how_much_of_it_is_collectives_waiting_for_a_peer(tmp_path):
+    """heldout-user21 moeep_after rank 0: 'kernels busy 75% of it' where 74% of the span was all_to_all kernels
+    spinning for a peer beside ~0.3 ms of GEMMs: the busy share read as work. Here 12 of the 16 ms wait."""
+    spec = [("mm", 0, 1 * MS)] + [("ar", (1 + 5 * i) * MS, (6 + 5 * i) * MS) for i in range(3)] + \
+           [("ar", 16 * MS, 17 * MS)]
+    measured = five_lines(analyze_file(trace_of(tmp_path, "s.json.gz", spec)))[0]
+    assert ("kernels busy 100% of it, 71% of the span collective kernels waiting for a peer (against its own fastest "
+            "call), spinning, not working") in measured
+
+
+def test_collectives_that_move_their_bytes_leave_the_busy_share_unqualified():
+    measured = five_lines(analyze_file(TRACES / "ddp-skewed" / "rank0.json.gz"))[0]
+    assert "waiting for a peer" not in measured
+
+
+def test_a_diff_whose_kernel_time_grew_in_collectives_waiting_says_it_is_a_later_peer_not_more_work(tmp_path):
+    """heldout-user21 moeep rank 0 before → after: 'kernel busy time grew by 10.5 ms' explained the change as kernel
+    time, where the all_to_alls waited 12.9 ms longer for the other rank: lateness, not work."""
+    from tracetriage.analyzers.triage.diff import diff_files
+    from tracetriage.analyzers.voice.diff import diff_lines
+
+    def run(ars):     # a matmul, the all-reduces of 8 kB, a matmul, back to back
+        spec, t = [("mm", 0, 1 * MS)], 2 * MS
+        for dur in ars:
+            spec.append(("ar", t, t + dur, 7, 4096))
+            t += dur + 1 * MS
+        return spec + [("mm", t, t + 1 * MS)]
+
+    before = trace_of(tmp_path, "before.json.gz", run([MS // 10] * 4))
+    after = trace_of(tmp_path, "after.json.gz", run([4 * MS] * 3 + [MS // 10]))
+    line = next(x for x in diff_lines(diff_files(before, after)) if x.startswith("Explained"))
+    assert line.startswith("Explained by kernel time: kernel busy time grew by 11.7 ms")
+    assert "and the collective kernels' waiting for a peer grew by 11.7 ms: a peer arriving later, not more work" \
+        in line

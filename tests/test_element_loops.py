@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from test_steps import US, Timeline
 from tracetriage.analyzers.analyses.steps import NoSteps
+from tracetriage.analyzers.output import serialize
 from tracetriage.analyzers.triage.report import analyze_trace
 from tracetriage.analyzers.voice.report import five_lines
 
@@ -39,3 +40,15 @@ def test_a_loop_over_rows_of_many_elements_keeps_its_reading(tmp_path):
     a = analyze_trace(tl.write(tmp_path / "rows.json"))
     assert a.steps.why_none is NoSteps.ONE_PASS and not a.steps.per_element
     assert "are layers of it, not steps" in five_lines(a)[0]
+
+
+def test_the_json_says_a_loop_over_single_elements_is_one_not_layers(tmp_path):
+    """`why_none: "one_pass"` alone reads as layers of one pass (docs/json.md): `per_element` says which."""
+    tl = Timeline()
+    _loop(tl, [1])
+    st = serialize.report(analyze_trace(tl.write(tmp_path / "elements.json")))["steps"]
+    assert st["why_none"] == "one_pass" and st["per_element"] is True
+    tl = Timeline()
+    _loop(tl, [1, 512])
+    st = serialize.report(analyze_trace(tl.write(tmp_path / "rows.json")))["steps"]
+    assert st["why_none"] == "one_pass" and st["per_element"] is False

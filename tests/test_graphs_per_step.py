@@ -136,3 +136,37 @@ def test_a_range_per_line_of_the_loop_is_one_step_not_five_graphs(tmp_path):
         t += 10 * US
     lv = whatif.predict(load(write(tmp_path / "lines.json.gz", document(ev))), ["cuda_graphs"]).levers[0]
     assert lv.detail["graphs"] == 3 and lv.detail["kernels"] == 21
+
+
+def _lines_with_python_between(tmp_path):
+    """Three steps, each a range per line of the loop (forward 3 ops, backward 1, optimizer step 3), with 110 µs of
+    untraced Python between the lines (the instrumenter's range exit, the optimizer's wrapper) and 300 µs before each
+    step's first line (the loop fetching its batch)."""
+    ev, t, ext = [], 0, 1
+    for s in range(3):
+        t += 300 * US                      # the loop's own Python before the step: a replay still runs it
+        for line, n in (("train:67-67", 3), ("train:70-70", 1), ("train:72-72", 3)):
+            r0 = t
+            for _ in range(n):
+                ev += [op("aten::add", t, t + 12 * US, ext), call("cudaLaunchKernel", t + 5 * US, t + 10 * US,
+                                                                 1000 + ext, ext),
+                       gpu("add_kernel", t + 14 * US, t + 19 * US, 1000 + ext)]
+                t += 20 * US
+                ext += 1
+            ev.append(annotation(line, r0, t))
+            t += 110 * US                  # Python between two lines of one step
+    return load(write(tmp_path / "lines_python.json.gz", document(ev)))
+
+
+def test_the_python_between_the_phases_of_a_step_goes_with_its_graph(tmp_path):
+    """One graph captures the step whole, the Python between its lines with it: a replay runs none of it (heldout-user19
+    h100_mlp_train: ~110 µs an iteration between the backward's line and Adam.step's range stayed and cut each step's
+    graph in two, the backward's line alone and eager). What runs before a step's first line stays."""
+    trace = _lines_with_python_between(tmp_path)
+    w = whatif.predict(trace, ["cuda_graphs"])
+    lv = w.levers[0]
+    assert lv.detail["graphs"] == 3 and lv.detail["kernels"] == 21   # one graph a step, every kernel in it
+    # the 410 µs between two steps (the last line's 110 µs and the next fetch's 300) stay, twice; the 2 x 110 µs
+    # between a step's lines go, and its seven launches with them (traced: 1.9 ms; each line eager on the branch
+    # before, its 3, 1 and 3 kernels under MIN_GRAPH_KERNELS: no graph at all)
+    assert 2 * 410 * US < lv.predicted_ns < 2 * 410 * US + 3 * 100 * US

@@ -125,6 +125,32 @@ def test_gpu_activity_before_its_launch_call_means_the_clocks_disagree(tmp_path)
     assert f.count == f.total == 40
 
 
+def test_clocks_that_disagree_inside_one_session_are_not_sent_to_capture_on_one_machine_again(tmp_path):
+    """heldout-user21 dsv3b200: one process, one torch.profiler session on one B200, yet kernels start up to 200 µs
+    before their launches; the Health line told the user to 'capture again on one machine with one torch.profiler
+    session', which that capture already was."""
+    launches = [kf.Launch(op_start=t - 2_000, op_end=t + 30_000, call_start=t, call_end=t + 4_000,
+                          gpu_start=t - 10_000, gpu_end=t - 2_000) for t in range(100_000, 2_100_000, 50_000)]
+    line = health_line(analyze_file(_write(tmp_path, kf.events_for(launches))).health)
+    assert "capture again on one machine" not in line
+    assert ("this is one profiler session, so the skew is in the profiler's conversion of GPU timestamps to host "
+            "time, a lead of up to 10.0 µs; kernel times and the gaps between kernels (the GPU's own clock) "
+            "stand") in line
+
+
+def test_a_lead_over_the_launches_that_grows_through_the_trace_is_said_to_drift(tmp_path):
+    """dsv3b200's GPU clock ran 1.5% behind the host's: the lead grew from 90 µs to 187 µs over 6.4 ms."""
+    launches = [kf.Launch(op_start=t - 2_000, op_end=t + 30_000, call_start=t, call_end=t + 4_000,
+                          gpu_start=t - 3 * t // 200, gpu_end=t - 3 * t // 200 + 5_000)
+                for t in range(200_000, 6_200_000, 100_000)]
+    f = next(x for x in analyze_file(_write(tmp_path, kf.events_for(launches))).health.shown
+             if x.problem is Problem.CLOCKS_OUT_OF_ORDER)
+    assert f.one_process and f.drift_ns / f.drift_over_ns == pytest.approx(0.015, rel=0.05)
+    line = health_line(analyze_file(_write(tmp_path, kf.events_for(launches))).health)
+    assert "and it drifts: the GPU's lead over its launches grows by 1.5% of the time elapsed, up to 91.5 µs" in line
+    assert "profile a shorter window (schedule(active=1)) so a drift has less time to grow" in line
+
+
 def test_no_input_shapes_withhold_a_compute_or_memory_verdict(tmp_path):
     # a device-bound chain: idle under half the span, so the regime is the roofline's to give, and it has none
     ev = kf.events_for(kf.chain(40, queued=True, kernel_ns=200_000))

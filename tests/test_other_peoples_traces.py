@@ -48,6 +48,15 @@ def test_kernel_queued_behind_a_stream_wait_is_a_wait_not_launch_overhead(tmp_pa
                                                       "cudaStreamWaitEvent")
 
 
+def test_idle_of_work_queued_behind_a_stream_wait_is_named_a_cross_stream_wait_not_a_host_sync(tmp_path):
+    """heldout-user21 moeep_after rank 0: 'synchronization 24%' (the word for a host blocked in a sync) for queued
+    work waiting on cudaStreamWaitEvent behind the all_to_alls' stream."""
+    idle = next(x for x in report(tmp_path, opt.queued_behind_a_stream_wait())["lines"] if x.startswith("Idle:"))
+    assert "cross-stream waits (on the GPU, not a host sync) " in idle
+    assert "mostly cross-stream waits (on the GPU, not a host sync): queued work waited" in idle
+    assert "synchronization" not in idle
+
+
 def test_launch_bound_trace_that_already_replays_graphs_is_not_told_to_use_cuda_graphs(tmp_path):
     from kineto_factory import document, events_for
 

@@ -32,7 +32,7 @@ def test_graph_replays_say_their_capture_is_not_in_the_trace(tmp_path):
     regime = five_lines(a)[3]
     assert "no shapes recorded" not in regime
     assert ("(their FLOPs are not in the trace: they were replayed from CUDA graphs whose capture is not in the trace, "
-            "so no op recorded their shapes)") in regime
+            "so their ops and shapes are not known)") in regime
     assert any("replayed from CUDA graphs match no capture in the trace" in c for c in analysis_caveats(a))
     out = serialize.report(a)
     assert "named_why_us" not in out["regime_detail"]      # the words' field only: the JSON keeps its keys

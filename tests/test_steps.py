@@ -142,6 +142,22 @@ def test_a_host_stall_inside_one_step_of_a_loop_cut_at_its_second_op_names_that_
     assert "20 steps (the repeated op sequence" in line and "step 11 took" in line
 
 
+def test_a_loop_cut_inside_its_iteration_after_a_prologue_starts_each_step_where_the_iteration_does(tmp_path):
+    """A prologue, then 20 iterations of three copy_, a fill_ and an mm (heldout-user19 gp_cudagraph: eleven copies
+    into a graph's inputs, the replay's fill_ and its launch). copy_ occurs thrice per iteration, so the loop is cut
+    at fill_: step 0 took the prologue and the first iteration's copies, and the last step was a fill_ and an mm.
+    The steps are the prologue and the 20 iterations, each starting at its first copy_."""
+    tl = Timeline()
+    for name in ("aten::zeros", "aten::zeros", "aten::matmul", "aten::ones"):
+        tl.op(name, 50 * US)
+    for _ in range(20):
+        for name in ("aten::copy_", "aten::copy_", "aten::copy_", "aten::fill_", "aten::mm"):
+            tl.op(name, 30 * US)
+    st = steps.find(tl.write(tmp_path / "rotated.json"))
+    assert st.boundary is Boundary.AT_OP and st.anchor == "aten::copy_"
+    assert len(st.steps) == 21 and [s.kernels for s in st.steps] == [4] + [5] * 20
+
+
 def test_profiler_steps_are_the_steps_when_the_trace_has_them(tmp_path):
     tl = Timeline()
     for i in range(4):

@@ -44,6 +44,8 @@ from tracetriage.analyzers.model.verdicts import Cause
 
 SPREAD_OF_STEP = 0.20        # a gap between ranks counts when it exceeds this share of the median step
 OUTLIER = 3.0                # a collective call this many times its rank's median is reported apart
+ONE_RANK_HOLDS = 0.75        # a rank whose late arrivals hold this share of the run's peer waiting is the one waited
+                             # for; below it, the ranks hold each other up in turn
 
 
 # --- the results -----------------------------------------------------------------------------------
@@ -160,6 +162,16 @@ class PeerWait:
 
 
 @dataclass(frozen=True)
+class LateArrival:
+    """The waiting one rank's late arrivals cost its peers: in each call it was the last to arrive at (its call the
+    shortest: it waited for nobody), the peers' calls ran on for it. Only calls where a peer waited OUTLIER times
+    the call's own transfer count: a few µs of arrival order in every call is no one's lateness."""
+    rank: int
+    calls: tuple[int, ...]    # the calls (1-based, in time order) it arrived last at
+    held_ns: int              # the peers' waiting in those calls, summed over the peers
+
+
+@dataclass(frozen=True)
 class RanksReport:
     rows: tuple[RankRow, ...]
     files: int
@@ -173,6 +185,14 @@ class RanksReport:
     peer_waits: tuple[PeerWait, ...] = ()   # per rank, where every rank ran the same collective calls
     peer_transfer_ns: tuple[int, ...] = ()  # ... and per call, what the fastest rank's same call took: each rank's
                                             # own report splits its waiting from its transfer by it
+    late: tuple[LateArrival, ...] = ()      # who the waiting was for, most held first (late_arrivals)
+
+    @property
+    def in_turn(self) -> bool:
+        """Two or more ranks arrive last at the calls their peers wait in, and none holds ONE_RANK_HOLDS of the
+        waiting: the ranks hold each other up in turn, and no one rank is the straggler."""
+        total = sum(x.held_ns for x in self.late)
+        return len(self.late) >= 2 and total > 0 and self.late[0].held_ns < ONE_RANK_HOLDS * total
 
 
 # --- per rank (runs in a worker process) ------------------------------------------------
@@ -360,6 +380,25 @@ def peer_waits(rows: list[RankRow]) -> tuple[PeerWait, ...]:
     return tuple(PeerWait(r.rank, int((calls[i] - transfer).sum()), int(transfer.sum())) for i, r in enumerate(with_c))
 
 
+def late_arrivals(rows: list[RankRow]) -> tuple[LateArrival, ...]:
+    """Per rank, the calls it arrived last at while a peer waited for it (peer_waits' matching of the calls), and
+    that waiting; the rank that held its peers longest first. () where the calls cannot be matched."""
+    transfer = np.array(peer_transfers(rows), np.int64)
+    if not len(transfer):
+        return ()
+    with_c = [r for r in rows if r.r.collectives.calls > 0]
+    calls = np.array([r.r.collectives.call_ns for r in with_c], np.int64)   # ranks x calls
+    wait = calls - transfer
+    held = wait.max(axis=0) > OUTLIER * np.maximum(transfer, 1)           # a peer waited long in this call
+    last = calls.argmin(axis=0)                                            # the rank that waited for nobody
+    out = []
+    for i, r in enumerate(with_c):
+        mine = held & (last == i)
+        if mine.any():
+            out.append(LateArrival(r.rank, tuple((np.flatnonzero(mine) + 1).tolist()), int(wait[:, mine].sum())))
+    return tuple(sorted(out, key=lambda x: (-x.held_ns, x.rank)))
+
+
 # --- the merge -----------------------------------------------------------------------------
 
 def _strip_path(msg: str, p: Path) -> str:
@@ -394,7 +433,7 @@ def merge(results: dict[Path, RankReport | RankError], workers: int = 1) -> Rank
     return RanksReport(rows=tuple(rows), files=len(results), workers=workers, errors=errors,
                        duplicates={k: tuple(v) for k, v in seen.items() if len(v) > 1}, missing=missing,
                        straggler=strag, world_size=world, cpu_only=cpu_only, peer_waits=peer_waits(gpu_rows),
-                       peer_transfer_ns=peer_transfers(gpu_rows))
+                       peer_transfer_ns=peer_transfers(gpu_rows), late=late_arrivals(gpu_rows))
 
 
 def mixed_runs(good: list[tuple[Path, RankReport]]) -> tuple[str, dict] | None:

@@ -62,6 +62,13 @@ class Finding:
     # the verdicts it takes away; None: the problem's own (WITHHOLDS), else what the check decided for this much
     # of it (a few dropped kernels leave the what-if standing)
     takes: tuple[Verdict, ...] | None = None
+    # CLOCKS_OUT_OF_ORDER: the host calls all come from one process (one torch.profiler session: the skew is the
+    # profiler's GPU-to-host time conversion, not two machines), and how much further ahead of their launches the GPU
+    # activities of the later half of the trace start than the earlier half's (drift), over how long
+    one_process: bool = False
+    drift_ns: int = 0
+    drift_over_ns: int = 0
+    lead_ns: int = 0         # the furthest any GPU activity starts ahead of its launch call
 
     @property
     def withholds(self) -> tuple[Verdict, ...]:
@@ -74,6 +81,7 @@ class Health:
     gpu_named: str | None    # the GPU the trace's deviceProperties name (None: none)
     replayed_share: float = 0.0   # of the kernel time, CUDA-graph replays no captured op costs: shapes recorded in the
                                   # profile cannot reach them (their ops ran at capture)
+    capture_unrecorded: bool = False   # ... and their capture is in the trace, with none of the launches made under it
 
     @property
     def shown(self) -> tuple[Finding, ...]:

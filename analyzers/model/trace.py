@@ -235,6 +235,13 @@ class Trace(Tables):
         return tuple(_decode_raw(r) for r in self.shapes_raw[sid])  # type: ignore[return-value]
 
 
+def capture_unrecorded(trace: Trace) -> bool:
+    """Graph replays left unjoined though the trace holds their capture: the profiler recorded none of the launch
+    calls made under it (loading.graphs: graph_capture_unrecorded), so which op each replayed kernel is, and its
+    shapes, is not known, and profiling the capture again would not record them either."""
+    return any(c.kind == "graph_capture_unrecorded" for c in trace.caveats)
+
+
 def _decode_raw(raw) -> Any:
     # msgspec is imported here, not at the top: the model (and the lever registry above it) is read by
     # the capture harness on GPU machines that have torch but no msgspec

@@ -199,8 +199,8 @@ def steps(a) -> dict:
     inf = a.inference
     return {"found_from": plain(st.found_from), "boundary": plain(st.boundary), "anchor": st.anchor,
             "unit_ops": st.unit_ops, "why_none": plain(st.why_none), "repeats": st.repeats,
-            "repeat_op": st.repeat_op, "count": len(st.steps), "setup_steps": len(st.setup_steps),
-            "setup_us": _r(st.setup_ns / 1e3), "summary": _summary(st.summary),
+            "repeat_op": st.repeat_op, "per_element": st.per_element, "count": len(st.steps),
+            "setup_steps": len(st.setup_steps), "setup_us": _r(st.setup_ns / 1e3), "summary": _summary(st.summary),
             "decode_summary": _summary(inf.decode_summary) if inf is not None else None,
             "per_step": _step_columns(st, inf.steps if inf is not None else None)}
 def source_lines(a) -> dict:

@@ -49,7 +49,7 @@ from tracetriage.analyzers.loading.load import load
 from tracetriage.analyzers.loading.merged import MergedRanks
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.health import Verdict
-from tracetriage.analyzers.model.trace import KERNEL, MEMSET, Trace, thread_key
+from tracetriage.analyzers.model.trace import KERNEL, MEMSET, Trace, capture_unrecorded, thread_key
 from tracetriage.analyzers.model.verdicts import CAUSES, Cause, Experiment
 from tracetriage.analyzers.triage import execution as execution_mod
 from tracetriage.analyzers.triage import healthy as healthy_mod
@@ -138,7 +138,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     verdict = withhold_regime(verdict, health, roof_mod.guessed_why_us(trace, roof, kernel_rows))
     if verdict.kernel_us > 0 and verdict.uncosted_why_us.get("graph_replay", 0.0) > 0:
         health = dataclasses.replace(
-            health, replayed_share=verdict.uncosted_why_us["graph_replay"] / verdict.kernel_us)
+            health, replayed_share=verdict.uncosted_why_us["graph_replay"] / verdict.kernel_us,
+            capture_unrecorded=capture_unrecorded(trace))
     # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None

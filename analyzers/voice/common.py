@@ -11,7 +11,7 @@ from __future__ import annotations
 from tracetriage.analyzers.model.attention_masks import attention_masked
 from tracetriage.analyzers.model.evidence import Evidence, HostEvidence, LaunchEvidence, SyncEvidence, TransferEvidence
 from tracetriage.analyzers.model.kernels import is_attention, matrix_precision_by_name
-from tracetriage.analyzers.model.trace import GRAPH_UNJOINED_KINDS, STREAM_OVERLAP_NS, Caveat
+from tracetriage.analyzers.model.trace import GRAPH_UNJOINED_KINDS, STREAM_OVERLAP_NS, Caveat, capture_unrecorded
 from tracetriage.analyzers.model.units import count, duration_ns, duration_us, gbps, integer, num, plural, share, size
 from tracetriage.analyzers.model.verdicts import Cause, Construct
 from tracetriage.analyzers.voice.analysis import Analysis
@@ -502,6 +502,16 @@ def waited_phrase(waited) -> str:
     return ", ".join(f"{w.name} ×{integer(w.count)}" for w in waited[:2])
 
 
+def stream_waits_words(ev: Evidence | None) -> str | None:
+    """The synchronization idle named for what it is when most of it is queued work waiting on another stream's
+    event (SyncEvidence.waits_on_dependency): the GPU waited, not the host in a sync call (heldout-user21
+    moeep_after rank 0: "synchronization 24%" for queued work waiting on cudaStreamWaitEvent behind the all_to_alls);
+    None otherwise."""
+    if isinstance(ev, SyncEvidence) and ev.waits_on_dependency:
+        return "cross-stream waits (on the GPU, not a host sync)"
+    return None
+
+
 def mostly(a: Analysis) -> str:
     """'<cause words>: <its evidence>' for the dominant cause of an analysis; 'none' without idle."""
     dom = a.dominant
@@ -509,7 +519,7 @@ def mostly(a: Analysis) -> str:
         return "none"
     ev = a.evidence[dom]
     most = ", most of it one-time set-up" if setup_holds_host_work(ev) else ""
-    return f"{CAUSE_WORDS[dom]}{most}: {evidence_phrase(ev)}"
+    return f"{stream_waits_words(ev) or CAUSE_WORDS[dom]}{most}: {evidence_phrase(ev)}"
 
 
 # --- framework constructs ---------------------------------------------------------------------------
@@ -545,6 +555,9 @@ UNCOSTED_WORDS = {
                             "called straight from Python): no op's shapes say what they compute",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
     "graph_replay": "they are CUDA-graph replays (one launch call, no op of their own)",
+    # the capture in the trace, with none of the launches made under it: their ops are there, not which kernel is whose
+    "graph_replay_unrecorded": "they are CUDA-graph replays whose capture the trace holds without the launch calls "
+                               "made under it, so which op each kernel is, and its shapes, are not known",
     "above_peak": "their ops' shapes would put them above the device's peak (an attribution error)",
 }
 
@@ -556,29 +569,38 @@ NAMED_WHY_WORDS = {
                        "captured)",
     "launched_outside_ops": "they were launched outside any recorded op, so no op's shapes say what they compute",
     "no_cost_model": "their ops have no cost model here (custom or library ops)",
-    "graph_replay": "they were replayed from CUDA graphs whose capture is not in the trace, so no op recorded their "
-                    "shapes",
+    # their shapes are not known, not absent: the ops that had them ran at a capture the trace lacks (it said 'no op
+    # recorded their shapes', which reads as record_shapes off, of a trace recorded with shapes)
+    "graph_replay": "they were replayed from CUDA graphs whose capture is not in the trace, so their ops and shapes "
+                    "are not known",
+    # the capture in the trace, with none of the launches made under it (loading.graphs: graph_capture_unrecorded)
+    "graph_replay_unrecorded": "they were replayed from CUDA graphs whose capture the trace holds without the "
+                               "launch calls made under it, so which op each kernel is, and its shapes, are not known",
 }
 
 
-def named_why_phrase(v) -> str:
+def named_why_phrase(v, trace) -> str:
     """Why the verdict's bound's kernels carry no FLOPs or bytes: the one or two reasons holding most of their time
     (a trace recorded with shapes whose kernels were CUDA-graph replays said 'no shapes recorded')."""
     items = list(v.named_why_us)[:2]
     if len(items) == 2 and v.named_why_us[items[1]] < 0.05 * sum(v.named_why_us.values()):
         items = items[:1]
-    return "; ".join(NAMED_WHY_WORDS[w] for w in items) or "no op recorded their shapes"
+    unrecorded = capture_unrecorded(trace)
+    return "; ".join(NAMED_WHY_WORDS["graph_replay_unrecorded" if unrecorded and w == "graph_replay" else w]
+                     for w in items) or "no op recorded their shapes"
 
 
-def uncosted_phrase(v, key: str | None = "regime.uncosted_why") -> str:
+def uncosted_phrase(v, key: str | None = "regime.uncosted_why", trace=None) -> str:
     """Why kernel time has no cost model: the largest reasons, in words (each share claimed as `key`.REASON on the
-    Regime line; `key` None elsewhere)."""
+    Regime line; `key` None elsewhere); given the trace, replays whose capture it holds unrecorded say so."""
+    unrecorded = trace is not None and capture_unrecorded(trace)
     tot = sum(v.uncosted_why_us.values()) or 1.0
     items = list(v.uncosted_why_us.items())[:2]
 
     def said(w: str, x: float) -> str:
         return claim(f"{key}.{w}", x, share(x)) if key else share(x)
-    parts = [UNCOSTED_WORDS[w] + (f" ({said(w, us / tot)})" if len(items) > 1 else "") for w, us in items]
+    parts = [UNCOSTED_WORDS["graph_replay_unrecorded" if unrecorded and w == "graph_replay" else w]
+             + (f" ({said(w, us / tot)})" if len(items) > 1 else "") for w, us in items]
     return "; ".join(parts) or "their kernels carry no cost"
 
 

@@ -34,7 +34,7 @@ def regime_line(a: Any) -> str:
     d, v = a.decode, a.verdict
     return (f"Regime: memory-bound decode (its weights read once a step): {_steps(d)}; {_weights(d)}; no "
             f"rate is measured: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
-            f"because {uncosted_phrase(v)}.")
+            f"because {uncosted_phrase(v, trace=a.trace)}.")
 
 
 def next_words(a: Any) -> dict[str, str]:

@@ -136,6 +136,24 @@ def prediction_line(p) -> str:
             f"({duration_ns(p.after_ns)}): {verdict}.")
 
 
+WAIT_EXPLAINS = 0.5   # collectives' waiting for a peer that moved this share of the busy change is said beside it
+
+
+def _peer_wait_part(d, change_us: float) -> str:
+    """', and the collective kernels' waiting for a peer grew by 12.9 ms: a peer arriving later, not more work' where
+    the collectives' waiting
+    for a peer moved with the busy time and holds WAIT_EXPLAINS of its change: a collective kernel spins until its
+    peer arrives, so busy time that grows there is lateness, not work (heldout-user21 moeep rank 0: 'kernel busy time
+    grew by 10.5 ms' as all_to_alls waited 13 ms longer for the other rank; regime overhead → communication)."""
+    cb, ca = d.before.regime_detail.communication, d.after.regime_detail.communication
+    wait_us = ((ca.wait_ns if ca else 0) - (cb.wait_ns if cb else 0)) / 1e3
+    if not change_us or wait_us * change_us <= 0 or abs(wait_us) < WAIT_EXPLAINS * abs(change_us):
+        return ""
+    grew = "grew" if wait_us > 0 else "shrank"
+    return (f", and the collective kernels' waiting for a peer {grew} by {duration_us(abs(wait_us))}: a peer "
+            f"arriving {'later' if wait_us > 0 else 'sooner'}, not {'more' if wait_us > 0 else 'less'} work")
+
+
 def _explanation_line(d) -> str:
     b, a = d.compared_before, d.compared_after
     regime_b, regime_a = d.before.regime, d.after.regime
@@ -168,7 +186,8 @@ def _explanation_line(d) -> str:
                     else f"; {ta.name} stays the top op")
         launches = f" (launch calls {_times(d, lr)}: not the lever)" if d.launches_moved else ""
         return (f"Explained by kernel time: kernel busy time {verb} by {duration_us(ch)}, {share(ch / -saved)} of the "
-                f"{duration_us(saved)} {sense}{launches}{tops}; regime {regime_b} → {regime_a}.")
+                f"{duration_us(saved)} {sense}{_peer_wait_part(d, ch)}{launches}{tops}; regime {regime_b} → "
+                f"{regime_a}.")
     if how == "launches":
         pb, pa = b.span_per_launch_us, a.span_per_launch_us
         cost = ""

@@ -75,12 +75,43 @@ def finding_words(f: Finding, h: Health) -> str:
         # record_shapes reaches the ops the profile runs, not the CUDA-graph replays whose ops ran at capture
         # (heldout-user17 gb10decode: '(profile with record_shapes=True)' beside 83% of the kernel time in replays)
         means = "no roofline: no kernel's rate is measured"
+        if h.capture_unrecorded:
+            # the capture is in the trace already, without the launches made under it: profiling it again, or passing
+            # a capture trace the same profiler wrote, records none of them either (heldout-user19 gp_cudagraph)
+            where = ("ran at the capture, which the trace holds without the launch calls made under it, so profile "
+                     "one eager step (no CUDA graphs) with record_shapes=True to see their ops and shapes")
+        else:
+            where = "ran at capture, so profile the capture too or pass its trace with --graph-capture"
         fix = (f"record_shapes=True would cost only the ops outside the CUDA-graph replays, which hold "
-               f"{share(h.replayed_share)} of the kernel time: their ops ran at capture, so profile the capture "
-               "too or pass its trace with --graph-capture")
+               f"{share(h.replayed_share)} of the kernel time: their ops {where}")
+    if f.problem is Problem.CLOCKS_OUT_OF_ORDER and f.one_process:
+        means, fix = _one_session_clocks(f)
     what = what.format(n=f"{f.count:,}", total=f"{f.total:,}", gpu=h.gpu_named or "GPU")
     means = means.format(whatif=", and the what-if is not given" if Verdict.WHATIF in f.withholds else "")
     return f"{what}; {means} ({fix})"
+
+
+def _one_session_clocks(f: Finding) -> tuple[str, str]:
+    """(what it means, what to do) when every launch call comes from one process: one torch.profiler session on one
+    machine already, so capturing 'on one machine with one session' again changes nothing (heldout-user21 dsv3b200).
+    The profiler converts the GPU's timestamps to host time: kernel times and the gaps between kernels are read on the
+    GPU's clock and stand; what the host did in a gap, and launch latencies, are read across the two clocks."""
+    means = ("this is one profiler session, so the skew is in the profiler's conversion of GPU timestamps to host "
+             "time")
+    if f.drift_ns:
+        rate = abs(f.drift_ns) / f.drift_over_ns
+        means += (f", and it drifts: the GPU's lead over its launches {'grows' if f.drift_ns > 0 else 'shrinks'} by "
+                  f"{rate:.1%} of the time elapsed, up to {duration_ns(f.lead_ns)}")
+    else:
+        means += f", a lead of up to {duration_ns(f.lead_ns)}"
+    means += ("; kernel times and the gaps between kernels (the GPU's own clock) stand, but launch latencies and what "
+              "the host did in each gap are off by as much{whatif}")
+    fix = ("profile a shorter window (schedule(active=1)) so a drift has less time to grow, and read host and GPU on "
+           "one timeline with Nsight Systems (nsys profile); a newer driver and torch may convert the clocks better"
+           if f.drift_ns else
+           "read host and GPU on one timeline with Nsight Systems (nsys profile); a newer driver and torch may "
+           "convert the clocks better")
+    return means, fix
 
 
 def health_line(h: Health | None) -> str | None:

@@ -27,20 +27,21 @@ def mix_source(v) -> str:
     return "by the kernels' names (a guess: no op's shapes cost them), " if guessed else ""
 
 
-def memory_line(v) -> str:
+def memory_line(v, trace=None) -> str:
     """The Regime line of a span without shapes whose kernel time is mostly memory-bound by the kernels' names."""
     voting = v.kernel_us - v.comm_us
     x = v.guessed_us[1] / voting if voting > 0 else 0.0
     return (f"Regime: memory-bound by the kernels' names, a guess: "
             f"{claim('regime.memory_by_names_share', x, share(x))} of kernel time is in kernels whose names read "
             f"memory-bound (elementwise, reductions, copies); no rate is "
-            f"measured, because {uncosted_phrase(v)}.")
+            f"measured, because {uncosted_phrase(v, trace=trace)}.")
 
 
-def compute_line(v) -> str:
+def compute_line(v, trace=None) -> str:
     """The Regime line of a span without shapes whose kernel time is mostly compute-bound by the kernels' names."""
     voting = v.kernel_us - v.comm_us
     x = v.guessed_us[0] / voting if voting > 0 else 0.0
     return (f"Regime: compute-bound by the kernels' names, a guess: "
             f"{claim('regime.compute_by_names_share', x, share(x))} of kernel time is in matrix kernels (GEMMs, "
-            f"convolutions) whose tile sizes read compute-bound; no rate is measured, because {uncosted_phrase(v)}.")
+            f"convolutions) whose tile sizes read compute-bound; no rate is measured, because "
+            f"{uncosted_phrase(v, trace=trace)}.")

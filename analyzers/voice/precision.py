@@ -27,12 +27,12 @@ def fp32_share(v, key: str) -> str:
             f"{names})")
 
 
-def regime_line(v) -> str:
+def regime_line(v, trace=None) -> str:
     """The Regime line of a span the names say is fp32 math on CUDA cores, its bound unmeasured."""
     busy = 1 - v.idle_share
     return (f"Regime: GPU-bound in fp32 math on CUDA cores, its roof unmeasured: the device is busy {share(busy)} of "
             f"the span and {fp32_share(v, 'regime.fp32_math_share')}; whether they are compute- or memory-bound is "
-            f"unknown, because {uncosted_phrase(v)}.")
+            f"unknown, because {uncosted_phrase(v, trace=trace)}.")
 
 
 def _lower(pk) -> str:

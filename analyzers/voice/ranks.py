@@ -72,6 +72,32 @@ def straggler_line(s) -> str:
     return line + f". Its own report: {own_idle(me.row.r)}."
 
 
+def in_turn_phrase(rr) -> str:
+    """'the ranks hold each other up in turn, so no one rank is the straggler: rank 1 arrived last at calls #2, #5
+    (its peers waited 9.49 ms for it), rank 0 at #9 (1.93 ms)'; '' unless they do (RanksReport.in_turn)."""
+    if not rr.late:
+        return ""
+    if not rr.in_turn:
+        if rr.straggler.found:
+            return ""
+        x, total = rr.late[0], sum(y.held_ns for y in rr.late)
+        calls = ", ".join(f"#{c}" for c in x.calls[:4]) + (" ..." if len(x.calls) > 4 else "")
+        # the per-step medians see no steady straggler, yet one rank's late arrivals hold most of the waiting
+        return (f"yet rank {x.rank} arrived last at the {'call' if len(x.calls) == 1 else 'calls'} its peers waited "
+                f"longest in ({calls}: {duration_ns(x.held_ns)} of the run's {duration_ns(total)} of waiting), "
+                f"in {integer(len(x.calls))} of {count(len(rr.peer_transfer_ns), 'call')}, not every step: what "
+                f"delays it there (its host between the collectives: first calls, a blocked launch, a sync) is the "
+                "lever, not the collectives")
+    each = []
+    for i, x in enumerate(rr.late[:4]):
+        calls = ", ".join(f"#{c}" for c in x.calls[:4]) + (" ..." if len(x.calls) > 4 else "")
+        held = (f"its peers waited {duration_ns(x.held_ns)} for it" if i == 0 else duration_ns(x.held_ns))
+        each.append(f"rank {x.rank} arrived last at {'call' if len(x.calls) == 1 else 'calls'} {calls} ({held})")
+    return ("the ranks hold each other up in turn, so no one rank is the straggler: " + ", ".join(each)
+            + "; what delays each late arrival (its host between the collectives: first calls, a blocked launch, a "
+            "sync) is the lever, not the collectives")
+
+
 def ranks_caveats(rr) -> list[str]:
     out = [f"{name}: {msg} (skipped)" for name, msg in rr.errors.items()]
     out += [f"rank {k} appears in {len(v)} files ({', '.join(v)}): two runs in one directory?"
@@ -132,7 +158,11 @@ def ranks_lines(rr) -> list[str]:
                      "fastest rank's same call)")
         lines.append(f"  rank {r.rank}: idle {share(r.r.idle_share)} ({cause_words(r.r.dominant)}), kernels busy "
                      f"{duration_us(r.r.kernel_busy_us)}, {coll}.")
-    lines.append(straggler_line(rr.straggler))
+    turn = in_turn_phrase(rr)
+    strag = straggler_line(rr.straggler)
+    if turn:   # the per-step medians can miss waits that change hands (heldout-user21 moeep: 2 ranks, 12 all_to_alls)
+        strag = strag[:-1] + ("; yet the long waits change hands: " if rr.straggler.found else "; ") + turn + "."
+    lines.append(strag)
     compared = [r for r in rows if r.r.has_gpu] or rows   # a CPU-only rank is never the one shown
     worst = max(compared, key=lambda r: (r.r.idle_share, -r.rank))
     lines.append(f"Rank {worst.rank} ({'largest idle share, ' if n > 1 else ''}{share(worst.r.idle_share)} of its "

@@ -75,6 +75,7 @@ from tracetriage.analyzers.voice.common import (
     pinning_pays,
     replayed_from_graphs,
     setup_holds_host_work,
+    stream_waits_words,
     training_loop,
     trains,
     uncosted_phrase,
@@ -291,7 +292,8 @@ def _cause_words(a: Analysis, cause: Cause) -> str:
     of it the first cuBLAS call's cudaOccupancyMaxActiveBlocksPerMultiprocessor, read 'host work 7%')."""
     if cause is Cause.HOST_WORK and setup_holds_host_work(a.evidence.get(Cause.HOST_WORK)):
         return "one-time set-up (host work)"
-    return CAUSE_WORDS[cause]
+    return (stream_waits_words(a.evidence.get(cause)) if cause is Cause.SYNCHRONIZATION else None) \
+        or CAUSE_WORDS[cause]
 
 
 def _copies(a: Analysis) -> str:
@@ -400,7 +402,7 @@ def _regime_next(a: Analysis) -> dict[str, str]:
     if a.next_experiment.kind in (Experiment.OVERLAP_COMM, Experiment.FIND_STRAGGLER):
         return communication.next_words(a)
     if a.next_experiment.kind is Experiment.FIND_THE_BOUND:
-        return find_the_bound(v, a.replay_clock)
+        return find_the_bound(v, a.replay_clock, a.trace)
     if a.next_experiment.kind is Experiment.MIXED_PRECISION:
         return precision.next_words(a)
     if a.next_experiment.kind is Experiment.BETTER_KERNELS:
@@ -528,6 +530,7 @@ def five_lines(a: Analysis) -> list[str]:
     busy = a.kernel_busy_ns / a.span_ns if a.span_ns else 0.0
     rc = a.replay_clock
     busy_words = replay_measured(rc) if rc is not None and rc.busy_unmeasured else f"kernels busy {share(busy)} of it"
+    busy_words += communication.busy_wait_clause(a.verdict.communication, a.span_ns, a.kernel_busy_ns)
     l1 = (f"Measured: {Path(tr.path).name}{scope} on {dev}: {count(tr.events_in_file, 'event')}, "
           f"{a_or_an(duration_ns(a.span_ns))} GPU span, {busy_words} "
           f"({count(a.kernels, 'kernel')}, "
@@ -708,13 +711,13 @@ def _regime_line(a: Analysis) -> str:
     elif v.regime is Regime.COMMUNICATION:
         line = communication.regime_line(v)
     elif v.regime is Regime.UNKNOWN and v.mostly_fp32_cuda_core:   # the names say what the shapes cannot
-        line = precision.regime_line(v)
+        line = precision.regime_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN and a.decode is not None:   # ... and a decode engine's steps what they cannot
         line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
-        line = named_bound.memory_line(v)
+        line = named_bound.memory_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN and v.compute_by_names:  # (GEMM kernels' names and tiles, no shapes)
-        line = named_bound.compute_line(v)
+        line = named_bound.compute_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),
@@ -723,10 +726,10 @@ def _regime_line(a: Analysis) -> str:
         # (GPU-bound is decidable without a cost model, triage.pace; said, and its claim made, only where nothing
         # else is: claim() records what the line says)
         gpu_bound = "" if known else pace_words.gpu_bound(a.pace)
+        rest = (f"the rest of kernel time is {' and '.join(known)}: too little to decide" if known
+                else gpu_bound or "nothing else to decide by")
         line = (f"Regime: unknown: {share(v.uncosted_share)} of kernel time (collectives aside) has no cost model, "
-                f"because {uncosted_phrase(v)}; " + (f"the rest of kernel time is {' and '.join(known)}: too little "
-                                                     "to decide" if known else gpu_bound or "nothing else to decide by")
-                + f"{_ridge(v)}.")
+                f"because {uncosted_phrase(v, trace=a.trace)}; {rest}{_ridge(v)}.")
     elif v.regime is Regime.LATENCY:
         rate = (f" and reach {claim('regime.achieved_tflops', v.achieved_tflops, tflops(v.achieved_tflops))}"
                 if v.achieved_tflops else "")   # no FLOPs: no '0 TFLOP/s'
@@ -747,7 +750,7 @@ def _regime_line(a: Analysis) -> str:
         else:   # the verdict rests on kernels' names: the costed ops' intensity is other ops', not theirs (fresh4
             # mlp_gemm_roof-after: compiled bf16 GEMMs said 'compute-bound ... average 0.2 FLOP/byte against a fp32
             # ridge of 20', the intensity of its fp32 casts)
-            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v)})."
+            line = f"Regime: {hd}: {mix} (their FLOPs are not in the trace: {named_why_phrase(v, a.trace)})."
     else:
         mix = _mix(v, pk is not None)
         if v.achieved_gbps:
@@ -759,7 +762,7 @@ def _regime_line(a: Analysis) -> str:
                     f"{pace_words.slow_rate_regime(a.pace)}{_ridge(v)}.")
         else:   # likewise: the verdict rests on kernels' names
             line = f"Regime: {ground.headline(v, 'memory-bound', True)}: {mix} (their bytes are not in the trace: " \
-                   f"{named_why_phrase(v)})."
+                   f"{named_why_phrase(v, a.trace)})."
     if v.regime in (Regime.COMPUTE, Regime.MEMORY, Regime.LATENCY):
         line = host_paced.lead(a, line[:-1] + execution_words.regime_clauses(a.execution) + ".")
     line = transfer_words.lead(a, line)   # (copies holding the device longer than the kernels: transfer-bound first)

@@ -8,7 +8,7 @@ from tracetriage.analyzers.voice.graphs import replay_next
 from tracetriage.analyzers.voice.said import claim
 
 
-def find_the_bound(v, replays=None) -> dict[str, str]:
+def find_the_bound(v, replays=None, trace=None) -> dict[str, str]:
     """Next, when the regime is unknown: nothing rests on a bound that was not measured. `replays`: graph replays
     whose stamps the profiler laid end to end (analyses.replay_clock), where the host's clock shows time between
     their kernels: the check that time calls for comes first (a re-capture to cost the kernels would not show it)."""
@@ -28,7 +28,7 @@ def find_the_bound(v, replays=None) -> dict[str, str]:
                       "ops' shapes would put them above the device's peak, so the trace cannot say what they cost",
     }[top]
     uncosted = claim("next.because.uncosted_share", v.uncosted_share, share(v.uncosted_share))
-    why = f"{uncosted} of the kernel time has no cost model: {uncosted_phrase(v, 'next.because.uncosted_why')}"
+    why = f"{uncosted} of the kernel time has no cost model: {uncosted_phrase(v, 'next.because.uncosted_why', trace)}"
     waste = "choosing between fewer bytes and cheaper arithmetic now: the trace does not say which limits the kernels"
     if top == "graph_replay" and replays is not None and replays.unseen_ns > 0:
         return replay_next(replays, why, waste)

@@ -19,12 +19,14 @@ from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model.constructs import construct_of
 from tracetriage.analyzers.model.cupti_rows import profiler_own_rows
+from tracetriage.analyzers.model.driver_launches import unrecorded
 from tracetriage.analyzers.model.groups import distinct
 from tracetriage.analyzers.model.runtime_calls import is_graph_launch
 from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.whatif.depgraph import SYNC_CALL
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
 from tracetriage.analyzers.whatif.levers.spec import (
     SOURCE_WORDS,
@@ -115,12 +117,16 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     first_rev = li[::-1]
     first[gid[first_rev]] = first_rev
     post_lat = max(g.lat_typ_ns - g.launch_cost_ns, 0)
-    movable = g.g_linked & ~p.c_blocked[np.maximum(g.g_call, 0)] & ~staged[np.maximum(g.g_call, 0)]
-    grp = gid[np.maximum(g.g_call, 0)]
+    # each activity's launch position: its launch call, or for work launched through an API the capture does not
+    # record (Triton's cuLaunchKernel), the call whose stretch it was issued in (_issued_in)
+    issuer, driver = _issued_in(c, p, order)
+    at = np.maximum(issuer, 0)
+    movable = (g.g_linked | driver) & ~p.c_blocked[at] & ~staged[at]
+    grp = gid[at]
     gl_call = first[grp]
     movable &= gl_call >= 0
     n_in = np.bincount(grp[movable], minlength=n_groups)
-    outside = np.bincount(grp[movable & ~replayed[np.maximum(g.g_call, 0)]], minlength=n_groups)
+    outside = np.bincount(grp[movable & ~replayed[at]], minlength=n_groups)
     # stretches too short to be worth a graph stay as they were, and so do those of graph replays alone
     eager = (n_in < MIN_GRAPH_KERNELS) | (outside == 0)
     movable &= ~eager[grp]
@@ -153,7 +159,7 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     # count: the kernels the graphs take over (0: nothing in the trace for graphs to change)
     # count: the kernels launched outside any graph that the graphs take over (0: nothing in the trace for graphs to
     # change); the replays taken into a stretch's graph with them are counted apart
-    from_replays = movable & replayed[np.maximum(g.g_call, 0)]
+    from_replays = movable & replayed[at]
     eager_in = int((movable & ~from_replays).sum())
     taken = np.zeros(g.n_calls, bool)
     taken[g.g_call[from_replays]] = True
@@ -162,6 +168,31 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
                     min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum()),
                     cache_from=grows.first if grows else 0, cache_to=grows.last if grows else 0),
             {"graphs": int(has.sum()), "kernels": eager_in, "replays": int(taken.sum())})
+
+
+def _issued_in(c: Context, p, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU activity, the call whose stretch issued it (its launch call where it has one; NONE where none is
+    known), and whether it was launched through an API the capture does not record (model.driver_launches: Triton's
+    and Inductor's cuLaunchKernel). Such work has no call of its own: the dependency graph anchors it to the last call
+    before it started, and it was issued in the gap after that call, before the next call on its thread. That gap
+    belongs to the anchor's stretch, unless the anchor was a sync or blocked: it returned, then the next stretch's
+    work was issued, whether or not it waited for any (heldout-user19 gp_fusion's 16 Triton kernels after a
+    torch.cuda.synchronize(), in the compiled call's gap before its first cudaLaunchKernel), so the gap belongs to
+    the next call's. Without a position the replay left them at their traced offset from the sync, ~1 ms of the
+    compiled call's Python with them."""
+    g = c.g
+    issuer = np.where(g.g_linked, g.g_call, NONE)
+    driver = unrecorded(c.trace)[g.g_row] & ~g.g_linked & (g.g_call >= 0)
+    if not driver.any():
+        return issuer, driver
+    # each call's next call on its thread (`order`: by thread, then start)
+    nxt = np.full(g.n_calls, NONE, np.int64)
+    same = g.c_thread[order][1:] == g.c_thread[order][:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    anchor = g.g_call[driver]
+    after_sync = (p.c_blocked[anchor] | (g.c_kind[anchor] == SYNC_CALL)) & (nxt[anchor] != NONE)
+    issuer[driver] = np.where(after_sync, nxt[anchor], anchor)
+    return issuer, driver
 
 
 def _inside_the_captured_forward(c: Context) -> np.ndarray:
@@ -189,7 +220,8 @@ CAPTURED = (Construct.MODULE, Construct.BACKWARD, Construct.OPTIMIZER, Construct
 def _host_a_replay_runs(c: Context) -> np.ndarray:
     """Per call, the host work of its preceding stretch that a graph replay still runs: all of it but what lies in
     the constructs a graph captures (the forward, the autograd engine's backward, the optimizer's step, compiled
-    code), on a thread whose ops the trace records: the loop's own Python and CPU computation outside them run
+    code) or between the phases of one step (_phased_steps: the graph captures the step whole), on a thread whose
+    ops the trace records: the loop's own Python and CPU computation outside them run
     every time around it (heldout-user19 h100_mlp_train: Adam's step and the backward's AccumulateGrad go with the
     replay). A thread that records no op (a runtime-only capture) runs the per-op dispatch between its launches,
     which the report reads it as: none of it stays."""
@@ -199,7 +231,7 @@ def _host_a_replay_runs(c: Context) -> np.ndarray:
         return out
     c_key = c.call_keys
     with_ops = np.isin(c_key, distinct(thread_keys(ev, np.flatnonzero(ev.cat == CPU_OP))))
-    captured = [c.construct_windows(k) for k in CAPTURED]
+    captured = [c.construct_windows(k)[:3] for k in CAPTURED] + [_phased_steps(c)]
     cap_s = np.concatenate([w[0] for w in captured])
     cap_e = np.concatenate([w[1] for w in captured])
     cap_k = np.concatenate([w[2] for w in captured])
@@ -285,29 +317,68 @@ def _step_starts(c: Context) -> np.ndarray:
     opening a stretch at each cut heldout-user h100_transformer's steps into pieces under MIN_GRAPH_KERNELS that
     stayed eager (−37% predicted where the replayed step is ~5× shorter)."""
     ev, g = c.trace.ev, c.g
-    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
     out = np.zeros(g.n_calls, bool)
-    if not len(ann) or not g.n_calls:
+    if not g.n_calls:
         return out
-    ids, n = np.unique(ev.name[ann], return_counts=True)
-    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
-    # ProfilerStep#1, #2 ... repeat as one range; a lone ProfilerStep around a loop is no step (the loop's
-    # iterations are: traces/fixes/small_mlp profiles 8 "iteration" ranges inside ProfilerStep#1)
-    repeated = set(ids[n >= 2].tolist()) | (set(steps) if len(steps) >= 2 else set())
-    ann = ann[np.isin(ev.name[ann], list(repeated))]
     c_pid, c_tid = ev.pid[g.c_row], ev.tid[g.c_row]
-    for pid, tid in set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist())):
+    for pid, tid, a, outermost in _repeated_ranges(c):
         m = np.flatnonzero((c_pid == pid) & (c_tid == tid))
-        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
-        a = a[np.lexsort((-ev.end[a], ev.start[a]))]
-        reach = np.maximum.accumulate(ev.end[a]) if len(a) else ev.end[a]
-        outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
         # ... but a compiled region always opens one: reduce-overhead graphs each compiled call on its own
         compiled = np.array([construct_of(c.trace.names[i]) is Construct.COMPILED for i in ev.name[a].tolist()], bool)
         a = a[(outermost & ~_later_phase(c, a)) | compiled]
         k = np.searchsorted(g.c_start[m], ev.start[a], side="left")
         out[m[k[k < len(m)]]] = True
     return out
+
+
+def _repeated_ranges(c: Context):
+    """Per host thread with repeated user ranges (a step, an iteration, a layer): (pid, tid, its repeated ranges'
+    rows in start order, outermost first, and which of them are outermost)."""
+    ev = c.trace.ev
+    ann = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if not len(ann):
+        return
+    ids, n = np.unique(ev.name[ann], return_counts=True)
+    steps = [i for i in ids.tolist() if c.trace.names[i].startswith(PROFILER_STEP)]
+    # ProfilerStep#1, #2 ... repeat as one range; a lone ProfilerStep around a loop is no step (the loop's
+    # iterations are: traces/fixes/small_mlp profiles 8 "iteration" ranges inside ProfilerStep#1)
+    repeated = set(ids[n >= 2].tolist()) | (set(steps) if len(steps) >= 2 else set())
+    ann = ann[np.isin(ev.name[ann], list(repeated))]
+    for pid, tid in sorted(set(zip(ev.pid[ann].tolist(), ev.tid[ann].tolist()))):
+        a = ann[(ev.pid[ann] == pid) & (ev.tid[ann] == tid)]
+        a = a[np.lexsort((-ev.end[a], ev.start[a]))]
+        reach = np.maximum.accumulate(ev.end[a]) if len(a) else ev.end[a]
+        outermost = np.r_[True, reach[:-1] < ev.end[a][1:]] if len(a) else np.zeros(0, bool)
+        yield pid, tid, a, outermost
+
+
+def _phased_steps(c: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a step made of phases ran on the host: (starts, ends, thread keys), from each step's opening range to
+    the end of the later phases that follow it (_later_phase: a range per line of the loop, or forward / backward /
+    step ranges). The step's graph captures the code between its phases with them: the Python between the lines of
+    one iteration (heldout-user19 h100_mlp_train: the instrumenter's range exit and the optimizer's wrapper between
+    the backward's line and Adam.step's range, ~110 µs an iteration that cut each step's graph in two)."""
+    ev = c.trace.ev
+    starts, ends, keys = [], [], []
+    for _, _, a, outermost in _repeated_ranges(c):
+        later = _later_phase(c, a) & outermost
+        if not later.any():
+            continue
+        o = a[outermost]
+        later_o = later[outermost]
+        run = np.cumsum(~later_o) - 1            # each outermost range that is no later phase opens a run
+        ok = run >= 0
+        n_runs = int(run.max()) + 1 if len(run) else 0
+        end = np.full(n_runs, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(end, run[ok], ev.end[o[ok]])
+        phased = np.bincount(run[ok & later_o], minlength=n_runs) > 0
+        openers = o[~later_o]
+        starts.append(ev.start[openers][phased])
+        ends.append(end[phased])
+        keys.append(thread_keys(ev, openers[phased]))
+    if not starts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(starts), np.concatenate(ends), np.concatenate(keys)
 
 
 def _later_phase(c: Context, a: np.ndarray) -> np.ndarray:
