@@ -45,3 +45,15 @@ def compute_line(v, trace=None) -> str:
             f"{claim('regime.compute_by_names_share', x, share(x))} of kernel time is in matrix kernels (GEMMs, "
             f"convolutions) whose tile sizes read compute-bound; no rate is measured, because "
             f"{uncosted_phrase(v, trace=trace)}.")
+
+
+def split_line(v, trace=None) -> str:
+    """The Regime line of a span without shapes whose kernel time the names place mostly, split between the bounds."""
+    voting = v.kernel_us - v.comm_us
+    c = v.guessed_us[0] / voting if voting > 0 else 0.0
+    m = v.guessed_us[1] / voting if voting > 0 else 0.0
+    return (f"Regime: split by the kernels' names, a guess: "
+            f"{claim('regime.compute_by_names_share', c, share(c))} of kernel time is in matrix kernels (GEMMs, "
+            f"convolutions) whose tile sizes read compute-bound and "
+            f"{claim('regime.memory_by_names_share', m, share(m))} in kernels whose names read memory-bound "
+            f"(elementwise, dequantizes, copies); no rate is measured, because {uncosted_phrase(v, trace=trace)}.")
