@@ -68,8 +68,8 @@ def test_gemm_kernels_recorded_without_shapes_read_compute_bound_by_their_names(
 
 def test_gemms_beside_memory_bound_kernels_recorded_without_shapes_read_as_a_split_by_names(tmp_path):
     """transformer_nuggets' qlora bench with bitsandbytes (record_shapes off): 45% of its kernel time bf16 GEMMs, 54%
-    the weights' dequantize (kDequantizeBlockwise), its cast and elementwise ops, read "unknown ... which roof holds them
-    is what the shapes would tell"."""
+    the weights' dequantize (kDequantizeBlockwise), its cast and elementwise ops, read "unknown ... which roof holds
+    them is what the shapes would tell"."""
     gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
     dequant = "void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned char*, float*, __half*, int, int)"
     kernels = [(gemm, 900 * US), (dequant, 600 * US), (MUL, 500 * US)] * 6
