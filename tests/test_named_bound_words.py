@@ -49,3 +49,35 @@ def test_a_split_placed_by_names_alone_says_it_is_a_guess(tmp_path):
     a = analyze_trace(load(_trace(tmp_path, "rt.json.gz", kernels, ops=False), use_cache=False))
     line = serialize.report(a)["lines"][3]
     assert "of kernel time, by the kernels' names (a guess: no op's shapes cost them), 50% is compute-bound" in line
+
+
+def test_gemm_kernels_recorded_without_shapes_read_compute_bound_by_their_names(tmp_path):
+    """transformer_nuggets' qlora bench (its own NF4 dequantize, record_shapes off): 76% of its kernel time in
+    ampere_bf16_s16816gemm_..._256x128 kernels read "unknown ... which roof holds them is what the shapes would
+    tell"."""
+    gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+    a = analyze_trace(load(_trace(tmp_path, "gemm.json.gz", [(gemm, 2 * MS)] * 8 + [(MUL, 1 * MS)] * 2, ops=True),
+                           use_cache=False))
+    assert a.verdict.regime is Regime.UNKNOWN   # (the JSON regime stays unknown: no shapes, no roofline)
+    out = serialize.report(a)
+    assert out["lines"][3].startswith("Regime: compute-bound by the kernels' names, a guess: 89% of kernel time is in "
+                                      "matrix kernels"), out["lines"][3]
+    assert out["regime_detail"]["bound"] == "compute_by_names"
+    assert claims.check(out) == []
+
+
+def test_gemms_beside_memory_bound_kernels_recorded_without_shapes_read_as_a_split_by_names(tmp_path):
+    """transformer_nuggets' qlora bench with bitsandbytes (record_shapes off): 45% of its kernel time bf16 GEMMs, 54%
+    the weights' dequantize (kDequantizeBlockwise), its cast and elementwise ops, read "unknown ... which roof holds
+    them is what the shapes would tell"."""
+    gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+    dequant = "void kDequantizeBlockwise<__half, 512, 64, 8, 2>(float*, unsigned char*, float*, __half*, int, int)"
+    kernels = [(gemm, 900 * US), (dequant, 600 * US), (MUL, 500 * US)] * 6
+    a = analyze_trace(load(_trace(tmp_path, "mixed.json.gz", kernels, ops=True), use_cache=False))
+    assert a.verdict.regime is Regime.UNKNOWN
+    out = serialize.report(a)
+    assert out["lines"][3].startswith("Regime: split by the kernels' names, a guess: 45% of kernel time is in matrix "
+                                      "kernels (GEMMs, convolutions) whose tile sizes read compute-bound and 55% in "
+                                      "kernels whose names read memory-bound"), out["lines"][3]
+    assert out["regime_detail"]["bound"] == "split_by_names"
+    assert claims.check(out) == []

@@ -182,6 +182,17 @@ def compiling_windows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     if not len(rows):
         z = np.empty(0, np.int64)
         return z, z
+    # a range around a compiled function's run is no compiling, whatever its name: the user's own range named
+    # like Inductor's ("inductor_conv" around torch.compile(model)(x), compile and first run: CS521-mp2)
+    ran = np.flatnonzero(np.isin(trace.ev.name, [i for i, n in enumerate(trace.names)
+                                                 if construct_of(n) is Construct.COMPILED]))
+    if len(ran):
+        rs = np.sort(trace.ev.start[ran])
+        k = np.searchsorted(rs, trace.ev.start[rows], side="left")
+        rows = rows[~((k < len(rs)) & (rs[np.minimum(k, len(rs) - 1)] < trace.ev.end[rows]))]
+    if not len(rows):
+        z = np.empty(0, np.int64)
+        return z, z
     return iv.union(trace.ev.start[rows], trace.ev.end[rows])
 
 

@@ -5,6 +5,11 @@ op, e.g. aten::mm under aten::linear), or for a CUDA-graph replay the op that la
 it when the graph was captured. Activities whose launch has no op (Inductor's Triton
 launches) are charged to the kernel's own name, unless their launch call is missing from the trace and their
 kernel is one that a single op launched elsewhere in it (then that op's: _unlaunched_to_their_op).
+
+GPU work launched while torch.compile compiles (Inductor benchmarking its choices, lifting constants) is the
+compiler's, not the program's: outside_compiling() keeps it out of the program's hotspots (CS521-mp2's cold compiled
+convolution: "aten::copy_ 59% (48 calls)", 48 copies of pad_mm's benchmark and lift_fresh, ranked over the model's own
+kernels).
 """
 from __future__ import annotations
 
@@ -36,6 +41,21 @@ def gpu_rows(trace: Trace, device: int | None = None) -> np.ndarray:
     if device is not None:
         m &= trace.ev.device == device
     return np.flatnonzero(m)
+
+
+def outside_compiling(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The rows whose launch call is not inside torch.compile's compiling (its dynamo_timed ranges); all of them where
+    every one is (a trace of the compile alone still has hotspots to show)."""
+    from tracetriage.analyzers.analyses.first_calls import compiling_windows  # (first_calls imports much)
+
+    cs, ce = compiling_windows(trace)
+    if not len(cs) or not len(rows):
+        return rows
+    call = trace.launch_of[rows]
+    t = trace.ev.start[np.maximum(call, 0)]
+    k = np.searchsorted(cs, t, side="right") - 1
+    inside = (call != NONE) & (k >= 0) & (t < ce[np.maximum(k, 0)])
+    return rows[~inside] if (~inside).any() else rows
 
 
 def group(trace: Trace, rows: np.ndarray, keys: np.ndarray, label, k: int, calls_of=None) -> tuple[Hotspot, ...]:

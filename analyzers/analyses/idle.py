@@ -33,6 +33,7 @@ from tracetriage.analyzers.analyses.first_compiles import compilations
 from tracetriage.analyzers.analyses.held_host import host_events_in, launching_threads, python_in, ranked, top_times
 from tracetriage.analyzers.analyses.sync_calls import at_window_edge, blocking_copies
 from tracetriage.analyzers.analyses.sync_sites import below_regions
+from tracetriage.analyzers.analyses.timed_regions import bare_syncs
 from tracetriage.analyzers.loading.graphs import in_capture
 from tracetriage.analyzers.model import intervals as iv
 from tracetriage.analyzers.model import runtime_calls as rc
@@ -50,6 +51,7 @@ from tracetriage.analyzers.model.evidence import (
 from tracetriage.analyzers.model.groups import any_of, distinct
 from tracetriage.analyzers.model.large_gaps import few_large
 from tracetriage.analyzers.model.lockstep import lockstep_awaited
+from tracetriage.analyzers.model.module_loading import MODULE_CALLS
 from tracetriage.analyzers.model.names import name_codes, name_flags, name_tests
 from tracetriage.analyzers.model.op_extents import NO_EXTENTS, op_extents
 from tracetriage.analyzers.model.runtime_calls import COPY_PREFIXES, SYNC_CALLS, UNMEASURED_LAUNCH_NS
@@ -238,8 +240,12 @@ def _host_context(trace: Trace) -> _HostContext:
     # One-time set-up held in an API call (a first launch loading its module, cudaFree or cudaMalloc
     # growing the pool, stream creation): a call this long that is neither a sync nor a copy is not
     # issuing work, whatever its name. Syncs and copies wait on the device and are judged as such.
-    setup_mask = (((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy
-                  & (~name_is_sync | name_is_free))
+    # A module load (MIOpen's or a JIT's code objects: hipModuleLoadData, cuModuleLoad*) is set-up whatever its length:
+    # it loads code for a first call (Frameworks101's cold ConvolutionBackward0 on ROCm: three loads of 0.8-2.7 ms
+    # between MIOpen's untraced find, 11.6 ms read "launch overhead")
+    loads = name_flags(trace, call_rows, lambda n: n.startswith(MODULE_CALLS))
+    setup_mask = ((((ev.end[call_rows] - ev.start[call_rows]) > setup_long) & ~name_is_copy
+                   & (~name_is_sync | name_is_free)) | loads)
     bc = call_rows[blocking_copy]
     bc = bc[np.argsort(ev.start[bc], kind="stable")]
     wait_calls = {int(tid): (ev.start[w], w) for tid in distinct(ev.tid[call_rows[name_is_wait]])
@@ -537,6 +543,17 @@ def rule_sync(p: _Pieces, free_s, free_e, f: WhatFollows, synced, long_host, hs)
         p.add(synced & long_host & (cause == c), free_s, hs, c, f.sync_row)
 
 
+def _lead_lost_in_sync(trace: Trace, free_s: np.ndarray, f: WhatFollows) -> np.ndarray:
+    """How far the host was ahead of the device when it drained: how long the host had waited in the sync by then.
+    Host work after a bare sync (one that reads nothing back: the work cannot need its result; after .item() or
+    .cpu() it uses the value) no longer than this would have run while the queued kernels did, had the host not
+    waited: the sync exposed it, and its idle is the sync's (a benchmark's timing loop: ~150 µs of the loop's Python
+    after each torch.cuda.synchronize() it had waited 1.5 ms in read "host work", transformer_nuggets' qlora bench).
+    Longer host work would idle the device even without the sync: host work still (rule_host_or_launch)."""
+    row = np.maximum(f.sync_row, 0)
+    return np.where(f.sync_row != NONE, free_s - trace.ev.start[row], 0)
+
+
 def rule_host_or_launch(p: _Pieces, free_e, f: WhatFollows, todo, long_host, hs, he, host_long: int):
     """The host's stretch before the launch: host work when it is much longer than a launch and mostly
     issues nothing, launch overhead otherwise; then the launch call itself, in flight when the device
@@ -569,6 +586,8 @@ def classify(trace: Trace, device: int, free: FreeIntervals, f: WhatFollows, ctx
     hs, he, issuing = host_stretches(trace, free_s, free_e, f, host_caused, ctx)
     non_issuing = np.maximum(he - hs, 0) - issuing
     long_host = (non_issuing >= host_long_ns(ctx.launch_cost_ns)) & (non_issuing >= issuing)
+    exposed = synced & np.isin(f.sync_row, bare_syncs(trace)) & (non_issuing <= _lead_lost_in_sync(trace, free_s, f))
+    long_host &= ~exposed   # host work a bare sync exposed is the sync's (_lead_lost_in_sync)
     rule_sync(p, free_s, free_e, f, synced, long_host, hs)
     late, call_e = rule_host_or_launch(p, free_e, f, host_caused & (~synced | long_host), long_host, hs, he,
                                        host_long_ns(ctx.launch_cost_ns))

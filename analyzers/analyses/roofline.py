@@ -57,6 +57,9 @@ _TF32_KINDS = ("matmul", "convolution")
 _MEMORY_NAME = re.compile(
     r"elementwise|reduce|reduction|triton_(poi|red|per)_|softmax|norm|copy|fill|cat_|index|gather|scatter|"
     r"embedding|rotary|splitkreduce|gemv|memcpy|memset|argmax|topk|sort|where|fused_|"
+    # a dequantize: a pass reading packed weights and writing them in full precision (bitsandbytes'
+    # kDequantizeBlockwise), no arithmetic to speak of
+    r"dequant|"
     # torch's multi-tensor kernels (foreach/fused optimizer steps): an elementwise pass over tensor lists
     r"multi_tensor_apply", re.I)
 _GEMM_NAME = re.compile(r"gemm|nvjet|xmma|cutlass|wgmma|sm\d+_.*mma|ampere_.*_tn|volta_.*gemm", re.I)
@@ -546,6 +549,27 @@ class RegimeVerdict:
         reductions, copies): the bound a span without shapes is guessed to have."""
         voting = self.kernel_us - self.comm_us
         return voting > 0 and self.guessed_us[1] >= NAMED_BOUND_MAJORITY * voting
+
+    @property
+    def compute_by_names(self) -> bool:
+        """Most of the kernel time that votes reads compute-bound by the kernels' names (GEMMs and convolutions with
+        their tensor-core tiles): the bound a span without shapes is guessed to have (transformer_nuggets' qlora bench
+        with its own NF4 dequantize, record_shapes off: 76% of its kernel time in ampere_bf16_s16816gemm_..._256x128
+        kernels, read "unknown ... which roof holds them is what the shapes would tell")."""
+        voting = self.kernel_us - self.comm_us
+        return voting > 0 and self.guessed_us[0] >= NAMED_BOUND_MAJORITY * voting
+
+    @property
+    def split_by_names(self) -> bool:
+        """The kernels' names place most of the kernel time that votes (compute- and memory-bound together, at
+        NAMED_BOUND_MAJORITY or more) though neither bound alone holds that majority: a split a span without shapes
+        can say as a guess (the qlora bench with bitsandbytes: 45% of its kernel time bf16 GEMMs, 54% the weights'
+        dequantize, casts and elementwise ops, read "unknown ... which roof holds them is what the shapes would
+        tell")."""
+        voting = self.kernel_us - self.comm_us
+        return (voting > 0 and not self.compute_by_names and not self.memory_by_names
+                and self.guessed_us[0] > 0 and self.guessed_us[1] > 0
+                and self.guessed_us[0] + self.guessed_us[1] >= NAMED_BOUND_MAJORITY * voting)
 
     @property
     def kernel_us(self) -> float:

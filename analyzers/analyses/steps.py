@@ -34,7 +34,7 @@ from enum import Enum
 
 import numpy as np
 
-from tracetriage.analyzers.analyses import element_loops, model_build
+from tracetriage.analyzers.analyses import element_loops, model_build, tile_loops
 from tracetriage.analyzers.analyses.idle import DeviceIdle, dominant_cause
 from tracetriage.analyzers.analyses.layers import alike_inside
 from tracetriage.analyzers.analyses.loop_start import from_the_loops_start
@@ -228,6 +228,7 @@ class Steps:
     repeat_op: str | None = None       # ... and the op that starts it
     passes: Passes | None = None       # ... and the whole copies of one op sequence, if so (analyses.passes)
     per_element: bool = False          # ONE_PASS: its units each work on one-element tensors (analyses.element_loops)
+    tiles: bool = False                # ONE_PASS: its units are tiles of one matrix product (analyses.tile_loops)
     model_build_ns: int = 0            # a single step: its time building the model (analyses.model_build)
     cut_off: tuple[tuple[str, int], ...] = ()   # ProfilerStep ranges left out as the profiler's stub or a fragment
                                                 # its start or stop cut (analyses.profiler_steps): name, wall
@@ -546,6 +547,8 @@ def search(trace: Trace) -> Steps | tuple[tuple, dict]:
         return Steps(None, why_none=why, repeats=len(c.positions), repeat_op=trace.names[c.name],
                      per_element=why is NoSteps.ONE_PASS
                      and element_loops.per_element(trace, rows, c.positions, c.regular, c.unit_ops),
+                     tiles=why is NoSteps.ONE_PASS
+                     and tile_loops.tiled(trace, rows, c.positions, c.regular, c.unit_ops),
                      passes=whole_passes(trace, rows, TORCH_RANGE_PREFIXES, STEP_MIN_REPEATS))
     silent = np.append(gpu_ns == 0, True)   # per token: it launched no kernel time (a sync, a poll)
     pos, boundary, anchor = _boundaries(trace, cut, rows, sync_tok, silent)

@@ -143,7 +143,8 @@ def _analyze(trace: Trace, range_name: str | None, window: tuple[int, int] | Non
     # what reads no lever comes before the levers are waited for: the child replays them meanwhile
     capture = capture_mod.analyze(trace, devs) if devs else None
     inf = inference_mod.find(trace, steps, roof, devs, fw) if steps is not None and devs else None
-    hot, kern = hotspots.by_op(trace, rows), hotspots.by_kernel(trace, rows)
+    program = hotspots.outside_compiling(trace, rows)   # (torch.compile's own GPU work while compiling aside)
+    hot, kern = hotspots.by_op(trace, program), hotspots.by_kernel(trace, program)
     host_only = None if devs else host_only_of(trace)
     source_lines = sources.source_lines(trace, rows, host_only.hotspots if host_only else hot, kern, devs,
                                         host_only is not None)

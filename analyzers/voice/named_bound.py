@@ -5,7 +5,8 @@ kernel: the roofline places them by their names alone (`sgemm` compute, `element
 latency). heldout-user18's captures read "of kernel time, 44% is compute-bound and 41% memory-bound" (swin_a4000_cold,
 no CPU op recorded) as if measured, and dynavis_rtx6000, its kernels elementwise Gaussians on 131 M-element tensors,
 withheld any bound ("nothing else to decide by") where its names say memory-bound plainly. The split is said with
-where it comes from; a span whose kernel time is mostly memory-bound by names says that bound as a guess.
+where it comes from; a span whose kernel time is mostly memory-bound (or compute-bound: GEMM kernels with their
+tiles) by names says that bound as a guess.
 
 What would make it fire falsely: a name that misleads (a fused Triton kernel named for its first op); the names'
 rules live in the roofline (analyses.roofline), and the words never give a rate for a guessed bound.
@@ -34,3 +35,25 @@ def memory_line(v, trace=None) -> str:
             f"{claim('regime.memory_by_names_share', x, share(x))} of kernel time is in kernels whose names read "
             f"memory-bound (elementwise, reductions, copies); no rate is "
             f"measured, because {uncosted_phrase(v, trace=trace)}.")
+
+
+def compute_line(v, trace=None) -> str:
+    """The Regime line of a span without shapes whose kernel time is mostly compute-bound by the kernels' names."""
+    voting = v.kernel_us - v.comm_us
+    x = v.guessed_us[0] / voting if voting > 0 else 0.0
+    return (f"Regime: compute-bound by the kernels' names, a guess: "
+            f"{claim('regime.compute_by_names_share', x, share(x))} of kernel time is in matrix kernels (GEMMs, "
+            f"convolutions) whose tile sizes read compute-bound; no rate is measured, because "
+            f"{uncosted_phrase(v, trace=trace)}.")
+
+
+def split_line(v, trace=None) -> str:
+    """The Regime line of a span without shapes whose kernel time the names place mostly, split between the bounds."""
+    voting = v.kernel_us - v.comm_us
+    c = v.guessed_us[0] / voting if voting > 0 else 0.0
+    m = v.guessed_us[1] / voting if voting > 0 else 0.0
+    return (f"Regime: split by the kernels' names, a guess: "
+            f"{claim('regime.compute_by_names_share', c, share(c))} of kernel time is in matrix kernels (GEMMs, "
+            f"convolutions) whose tile sizes read compute-bound and "
+            f"{claim('regime.memory_by_names_share', m, share(m))} in kernels whose names read memory-bound "
+            f"(elementwise, dequantizes, copies); no rate is measured, because {uncosted_phrase(v, trace=trace)}.")

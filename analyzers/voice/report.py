@@ -625,6 +625,10 @@ def regime_bound(a: Analysis) -> str | None:
         return "decode_memory"
     if v.regime is Regime.UNKNOWN and v.memory_by_names:
         return "memory_by_names"
+    if v.regime is Regime.UNKNOWN and v.compute_by_names:
+        return "compute_by_names"
+    if v.regime is Regime.UNKNOWN and v.split_by_names:
+        return "split_by_names"
     return v.regime.value
 
 
@@ -714,6 +718,10 @@ def _regime_line(a: Analysis) -> str:
         line = decode_words.regime_line(a)
     elif v.regime is Regime.UNKNOWN and v.memory_by_names:   # (elementwise kernels' names, no shapes)
         line = named_bound.memory_line(v, a.trace)
+    elif v.regime is Regime.UNKNOWN and v.compute_by_names:  # (GEMM kernels' names and tiles, no shapes)
+        line = named_bound.compute_line(v, a.trace)
+    elif v.regime is Regime.UNKNOWN and v.split_by_names:    # (both bounds by names, neither a majority)
+        line = named_bound.split_line(v, a.trace)
     elif v.regime is Regime.UNKNOWN:
         known = [f"{claim(f'regime.{key}_share', x / tot, share(x / tot)) if key else share(x / tot)} {what}"
                  for x, key, what in ((v.compute_us, "compute", "compute-bound"),

@@ -90,6 +90,12 @@ def steps_clause(st, apart=()) -> str:
             return (f"; no repeated steps: one pass, whose {count(st.repeats, 'repeat')} of one op sequence (from "
                     f"{st.repeat_op}) each work on one-element tensors: a loop over single elements, one per "
                     "iteration, not layers of a model")
+        if st.why_none is not None and st.why_none.value == "one_pass" and getattr(st, "tiles", False):
+            # one product cut into tiles of its reduction dimension (analyses.tile_loops; CS521-mp2's im2col
+            # convolution, `out += cols[..., k0:k1] @ w[:, k0:k1].T`, was 'layers of it')
+            return (f"; no repeated steps: one pass, whose {count(st.repeats, 'repeat')} of one op sequence (from "
+                    f"{st.repeat_op}) each multiply slices and add the product into one output in place: a loop "
+                    "over tiles of one matrix product, not layers of a model")
         if st.why_none is not None and st.why_none.value == "one_pass":
             return (f"; no repeated steps: one pass (its {count(st.repeats, 'repeat')} of one op sequence, from "
                     f"{st.repeat_op}, are layers of it, not steps)")

@@ -9,9 +9,9 @@ cudnn_benchmark, inference_mode, dataloader_workers, keep_allocator_cache, kv_ca
 value_checks, reduce_on_gpu, batch_passes, drop_float64, convert_on_gpu, no_checkpointing, autocast_fp16, sdpa_math,
 broadcast_matmul, layer_norm, validate_args, cross_entropy, embedding_max_norm, module_round_trip, freeze_unoptimized,
 activations_on_gpu, logits_to_keep, compute_once, sparse_embedding, weight_only_int8, op_on_gpu, inductor_backend, topk,
-cudnn_enabled, kv_on_device, one_backward: the last thirty-nine are knobs, one line of the user's code each, the five
-before the last seven, topk, kv_on_device and one_backward removing work the program does not use), each with its edit,
-its typed assumption and its words.
+cudnn_enabled, kv_on_device, one_backward, dequantize_once: the last forty are knobs, one line of the user's code each,
+the five before the last eight, topk, kv_on_device and one_backward removing work the program does not use), each with
+its edit, its typed assumption and its words.
 
 Every figure a lever uses is measured in the trace where the trace has it (launch call cost,
 launch-to-start latency, kernel-to-kernel gap, pinned copy bandwidth, graph launch cost), and the

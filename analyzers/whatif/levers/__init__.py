@@ -27,6 +27,7 @@ from tracetriage.analyzers.whatif.levers import (
     cudnn_benchmark,
     cudnn_enabled,
     dataloader_workers,
+    dequantize_once,
     drop_float64,
     embedding_max_norm,
     freeze_unoptimized,
@@ -99,6 +100,7 @@ LEVERS: dict[str, LeverSpec] = {s.name: s for s in (
     cudnn_enabled.SPEC,
     kv_on_device.SPEC,
     one_backward.SPEC,
+    dequantize_once.SPEC,
 )}
 NAMES: tuple[str, ...] = tuple(LEVERS)
 
@@ -152,6 +154,7 @@ LOGITS_TO_KEEP = logits_to_keep.SPEC.name   # head(h)[:, -1] -> head(h[:, -1:]) 
 COMPUTE_ONCE = compute_once.SPEC.name   # an encoder re-run each decode step -> encoder_outputs=enc
 SPARSE_EMBEDDING = sparse_embedding.SPEC.name   # nn.Embedding(n, d) over a huge table -> sparse=True
 WEIGHT_ONLY_INT8 = weight_only_int8.SPEC.name   # a decode step's bf16 weights -> int8 (weight-only quantization)
+DEQUANTIZE_ONCE = dequantize_once.SPEC.name     # a 4-bit weight dequantized before every matmul -> once, or fused
 VALIDATE_ARGS = validate_args.SPEC.name        # Categorical(logits=...) validating each step -> validate_args=False
 # Knobs captured on the H200 before their lever is written: the before/after pair is what the lever is then
 # fitted to and checked on, so a fix workload (capture/realworld_knobs*.py) may name them as variants. Nothing
@@ -211,6 +214,9 @@ CAPTURE_PENDING: tuple[str, ...] = (
     # written from one fresh12 development pair (H100: a multi-task ranker, a backward per task loss over a shared
     # trunk), no fix workload yet
     ONE_BACKWARD,
+    # written from two public traces of transformer_nuggets' qlora bench (heldout-user20, an A100: bitsandbytes' NF4
+    # MatMul4Bit), no fix workload yet
+    DEQUANTIZE_ONCE,
 )
 HEADROOM = next(s.name for s in LEVERS.values() if s.headroom)   # kernels_2x: the Amdahl check, said beside a fix
 

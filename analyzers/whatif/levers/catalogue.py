@@ -216,6 +216,9 @@ CATALOGUE: tuple[Entry, ...] = (
           "token", lever="compute_once"),
     Entry("past the guides", "weight-only quantization of a decode step's weights (int8; fp8 where the device runs it)",
           "torchao: quantize_(model, int8_weight_only())", lever="weight_only_int8"),
+    Entry("past the guides", "quantized weights dequantized once (or inside a fused quantized matmul), not before "
+          "every product", "w = dequantize(w_q).to(torch.bfloat16) once at load, in place of dequantizing inside each "
+          "forward (bitsandbytes' Linear4bit); or torchao's int4 weight-only matmul", lever="dequantize_once"),
     Entry("past the guides", "sparse gradients for embedding tables a batch barely touches",
           "nn.Embedding(n, dim, sparse=True) with SGD, Adagrad or SparseAdam", lever="sparse_embedding"),
     Entry("past the guides", "argmax/top-k on the GPU for a reduction made on the host each step",

@@ -7,12 +7,16 @@ for its work through such a stretch (a DataLoader's pin-memory thread, waiting f
 waits for) waits that much less (host_windows.shorten_wakes): without it, the stretch left the main thread and
 stayed in the pin thread's wait, and a loader's 85% of the idle was priced at −2%. Only the loop's stretches go
 (host_windows.loop_host_ns): of the script's start-up before its first GPU work no more than its thread's longest
-stretch in the loop, and nothing of what it runs after its last (the window's tail is in no step).
+stretch in the loop, and nothing of what it runs after its last (the window's tail is in no step). Nor the stretch
+after a benchmark's timing sync (analyses.timed_regions): the timing loop's own Python between measured iterations.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from tracetriage.analyzers.analyses.timed_regions import timing_syncs
 from tracetriage.analyzers.model.units import duration_ns
 from tracetriage.analyzers.model.verdicts import Cause
 from tracetriage.analyzers.whatif.levers.host_windows import loop_host_ns, shorten_wakes
@@ -36,12 +40,28 @@ class HostWorkGone(Assumption):
 def apply(c: Context, p, o: Options) -> tuple[HostWorkGone, dict]:
     g = c.g
     host = loop_host_ns(g)
-    m = host > 0
+    m = (host > 0) & ~_after_a_timer(c)
     p.c_gap[m] -= host[m]
     # the stretch sits at the end of the call's gap (what precedes the call right before it is its dispatch)
     handed = shorten_wakes(c, p, g.c_start[m] - host[m], g.c_start[m])
     detail = {"stretches": int(m.sum()), "host_ns": int(host[m].sum()), "handed_ns": handed, MOVES_HOST: True}
     return HostWorkGone("no_host_work", int(m.sum()), long_ns=g.host_long_ns), detail
+
+
+def _after_a_timer(c: Context) -> np.ndarray:
+    """Per call: the thread's previous call is a timing sync (analyses.timed_regions): the stretch between is the
+    timing loop's own Python between measured iterations (its range's exit and entry, the loop), the benchmark's, not
+    the work it times (transformer_nuggets' qlora bench: "take the host work off the critical path −6%" for the ~200 µs
+    after each iteration's timer sync)."""
+    g = c.g
+    timer = np.isin(g.c_row, timing_syncs(c.trace)) if g.n_calls else np.zeros(0, bool)
+    out = np.zeros(g.n_calls, bool)
+    if not timer.any():
+        return out
+    order = np.lexsort((g.c_start, g.c_thread))
+    same = g.c_thread[order][1:] == g.c_thread[order][:-1]
+    out[order[1:]] = same & timer[order[:-1]]
+    return out
 
 
 def says(a: HostWorkGone) -> str:

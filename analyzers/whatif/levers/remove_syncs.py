@@ -7,7 +7,7 @@ work stays. Not removed: a sync that waits for a host-to-device copy (the blocki
 pageable tensor: the copy's own wait, async_copies' fix), a bulk pageable copy to the host (BULK_COPY_BYTES or more:
 data the host reads, whose wait only pinned memory and non_blocking take off it) and the sync after it, nor one that
 waits for work launched before the profiled window (the first recorded step draining the unrecorded warm-up's kernels:
-the window's edge).
+the window's edge), nor a timer's sync (analyses.timed_regions: the measurement's, not the workload's).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracetriage.analyzers.analyses.sync_sites import below_regions
+from tracetriage.analyzers.analyses.timed_regions import timing_syncs
 from tracetriage.analyzers.model.runtime_calls import ALLOCATOR_SYNC_CALLS, SYNC_CALLS
 from tracetriage.analyzers.model.trace import CPU_OP
 from tracetriage.analyzers.model.units import duration_ns
@@ -50,6 +51,7 @@ class SyncsGone(Assumption):
     call_ns: int = 0                 # what a copy to the host still costs (a launch call)
     element_reads: int = 0           # reads of a tensor element by element in a loop, gone whole (element_reads)
     element_shape: tuple = ()        # ... the tensor those loops slice (the largest loop's)
+    timers: int = 0                  # blocking syncs kept as a benchmark's timer's (analyses.timed_regions)
 
 
 def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
@@ -68,8 +70,11 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     if g.n_calls and len(g.g_row):
         bulk = ((g.g_nbytes[aw] >= BULK_COPY_BYTES) & to_host & (p.c_awaited >= 0)
                 & c.gpu_named(lambda n: "Pageable" in n, aw))
+    # ... nor a timer's: the sync closing each repetition of a timed region, or waiting on an elapsed_time() pair,
+    # is the measurement's (analyses.timed_regions): removing it changes what is timed, not the code timed
+    timer = np.isin(g.c_row, timing_syncs(c.trace)) if g.n_calls else np.zeros(0, bool)
     sync = ((g.c_kind == dg.SYNC_CALL) & ~_context_creation(c) & ~_drains_the_backlog(c, p)
-            & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked))
+            & ~(to_device & p.c_blocked) & ~(bulk & p.c_blocked) & ~timer)
     copy = (g.c_kind == dg.COPY_CALL) & to_host & p.c_blocked & ~bulk
     if o.only:
         inside = _inside_op(c, o.only)
@@ -103,7 +108,7 @@ def apply(c: Context, p, o: Options) -> tuple[SyncsGone, dict]:
     n_reads = sum(x.reads for x in loops)
     shape = max(loops, key=lambda x: x.reads).source_shape if loops else ()
     return (SyncsGone("remove_syncs", n_blocking, only=o.only, call_ns=g.launch_cost_ns, element_reads=n_reads,
-                      element_shape=shape),
+                      element_shape=shape, timers=int((timer & p.c_blocked).sum()) if g.n_calls else 0),
             {"syncs": int(sync.sum()), "blocking_copies": int(copy.sum()), "waited_ns": waited,
              "waited_ns_by_op": by_op, "element_reads": n_reads})
 
@@ -186,6 +191,9 @@ def _sync_ops(c: Context) -> list[str]:
 
 def says(a: SyncsGone) -> str:
     where = f"syncs called from {a.only}" if a.only else "syncs"
+    if a.count == 0 and a.timers:
+        return (f"no blocking {where} but a benchmark's timer's ({a.timers} closing its timed regions: the "
+                "measurement's, not the workload's): nothing to remove")
     if a.count == 0:
         return f"no blocking {where} in this trace: nothing to remove"
     loop = (f"; a loop's {a.element_reads:,} reads of a {list(a.element_shape)} tensor, one element each, go but the "

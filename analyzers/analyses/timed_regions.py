@@ -1,0 +1,161 @@
+"""Timing syncs: the syncs a measurement makes, not the workload.
+
+A benchmark times a region by making the host wait for the device at its end, so the region's wall time is the GPU's:
+`with record_function("bench"): fn(); torch.cuda.synchronize()` repeated, or two CUDA events recorded around the work
+and the second one waited on (`start.record(); fn(); end.record(); end.synchronize(); start.elapsed_time(end)`).
+Removing such a sync changes what is measured, not the code measured: it is no fix to propose
+(transformer_nuggets' qlora bench was told "remove or defer the syncs ... −9%" for the sync closing each timed
+iteration, beside a dequantize holding half its kernel time).
+
+Two shapes, read from what the timeline shows:
+1. a bare sync (device, stream or event; no copy, nothing read back) called straight from Python (no op around it)
+   that is the last call of a named range repeated at least twice, each repetition launching a program (kernels of
+   PROGRAM_KERNELS names or more) and closed so;
+2. an event sync waiting on the second of two event records that bracket launched work, no sync between them: an
+   elapsed_time() pair. A record immediately waited on with no start event before the work (a per-iteration
+   `event.record(); event.synchronize()`) is a sync like any other, the workload's.
+A sync inside the range before its end, a per-iteration sync no named range closes, and timing inside the workload's
+step (a profiler step, or a repeated range, holding several timed regions: per-op timing with host clocks) stay the
+workload's.
+
+Input: a Trace. Output: timing_syncs(trace), the rows of those sync calls; bare_syncs(trace), every sync that reads
+nothing back, called straight from Python (analyses.idle: the host's work after one cannot need its result).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tracetriage.analyzers.model import runtime_calls as rc
+from tracetriage.analyzers.model.groups import any_of, distinct
+from tracetriage.analyzers.model.last_trace import last_trace
+from tracetriage.analyzers.model.names import name_tests
+from tracetriage.analyzers.model.op_extents import NO_EXTENTS, op_extents
+from tracetriage.analyzers.model.span import PROFILER_STEP
+from tracetriage.analyzers.model.trace import DRIVER, KERNEL, NONE, RUNTIME, USER_ANNOTATION, Trace
+
+# waits for the device and reads nothing back: what a timer calls (a copy's sync brings a value the code needs)
+BARE_SYNCS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                        "cudaThreadSynchronize", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+                        "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize"})
+EVENT_SYNCS = frozenset({"cudaEventSynchronize", "cuEventSynchronize", "hipEventSynchronize"})
+EVENT_RECORDS = frozenset({"cudaEventRecord", "cudaEventRecordWithFlags", "cuEventRecord", "cuEventRecordWithFlags",
+                           "hipEventRecord", "hipEventRecordWithFlags"})
+MIN_REPEATS = 2     # one region closed by a sync is a script's end; a repeated one is a timing loop
+# A benchmark's iteration runs a program (a forward: its products, activations, casts): kernels of two names or more.
+# A range around one kernel's launches (one op, once or a few times) closed by a sync is an op timed by hand with host
+# clocks inside the loop, the loop's to remove (the sample library's smell-sync-explicit, one matmul a 'timed_op';
+# probe-sync-stream, three of one GEMM an 'iteration').
+PROGRAM_KERNELS = 2
+
+
+@last_trace
+def timing_syncs(trace: Trace) -> np.ndarray:
+    """Rows of the sync calls that close a timed region (shape 1) or wait on an elapsed_time() pair (shape 2)."""
+    ev = trace.ev
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    if not len(calls):
+        return np.empty(0, np.int64)
+    calls = calls[np.argsort(ev.start[calls], kind="stable")]
+    bare, event_sync, record, launch = name_tests(trace, calls, BARE_SYNCS.__contains__, EVENT_SYNCS.__contains__,
+                                                  EVENT_RECORDS.__contains__, rc.is_launch)
+    bare &= ~_inside_an_op(trace, calls)
+    found = np.union1d(_closing_range_syncs(trace, calls, bare, launch),
+                       _event_pair_syncs(trace, calls, event_sync, record, launch)).astype(np.int64)
+    return found[~_several_in_one_step(trace, found)]
+
+
+@last_trace
+def bare_syncs(trace: Trace) -> np.ndarray:
+    """Rows of the bare syncs called straight from Python (torch.cuda.synchronize(), stream.synchronize(),
+    event.synchronize()): they read nothing back, so the host's work after one cannot need its result."""
+    ev = trace.ev
+    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    if not len(calls):
+        return np.empty(0, np.int64)
+    bare = name_tests(trace, calls, BARE_SYNCS.__contains__)[0]
+    return np.sort(calls[bare & ~_inside_an_op(trace, calls)])
+
+
+def _several_in_one_step(trace: Trace, syncs: np.ndarray) -> np.ndarray:
+    """Per sync: a unit of the loop (a profiler step, or a named range that repeats) holds it and another such sync:
+    the timing is inside the workload's step, instrumentation the step pays every time (the sample library's
+    smell-sync-explicit: 24 'timed_op' ranges a ProfilerStep, each closed by torch.cuda.synchronize()), the step's
+    to remove, not a benchmark's measurement of the whole."""
+    ev = trace.ev
+    out = np.zeros(len(syncs), bool)
+    if len(syncs) < 2:
+        return out
+    ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    names = ev.name[ranges]
+    ids, counts = np.unique(names, return_counts=True)
+    repeated = np.isin(names, ids[counts >= MIN_REPEATS]) | np.array(
+        [trace.names[i].startswith(PROFILER_STEP) for i in names.tolist()], bool)
+    t = ev.start[syncs]
+    for r in ranges[repeated].tolist():
+        inside = (ev.tid[syncs] == ev.tid[r]) & (t >= ev.start[r]) & (ev.end[syncs] <= ev.end[r])
+        if inside.sum() >= MIN_REPEATS:
+            out |= inside
+    return out
+
+
+def _inside_an_op(trace: Trace, calls: np.ndarray) -> np.ndarray:
+    """Per call: a cpu_op on its thread encloses it (aten::item's sync is the op's, not a timer's)."""
+    ev = trace.ev
+    extents = op_extents(trace)
+    out = np.zeros(len(calls), bool)
+    for tid in distinct(ev.tid[calls]).tolist():
+        s, e, _ = extents.get(int(tid), NO_EXTENTS)
+        m = np.flatnonzero(ev.tid[calls] == tid)
+        if not len(s):
+            continue
+        k = np.searchsorted(s, ev.start[calls[m]], side="right") - 1
+        out[m] = (k >= 0) & (ev.start[calls[m]] < e[np.maximum(k, 0)])
+    return out
+
+
+def _closing_range_syncs(trace: Trace, calls: np.ndarray, bare: np.ndarray, launch: np.ndarray) -> np.ndarray:
+    """Shape 1: per named range repeated MIN_REPEATS times or more, each repetition that launched work and whose last
+    call on its thread is a bare sync from Python; kept when MIN_REPEATS repetitions or more are closed so."""
+    ev = trace.ev
+    ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    kern = np.flatnonzero(ev.cat == KERNEL)
+    k_call = trace.launch_of[kern] if len(kern) else np.empty(0, np.int64)
+    kern, k_call = kern[k_call != NONE], k_call[k_call != NONE]
+    found = []
+    for name in distinct(ev.name[ranges]).tolist():
+        reps = ranges[ev.name[ranges] == name]
+        if len(reps) < MIN_REPEATS:
+            continue
+        closing = []
+        for r in reps.tolist():
+            on = np.flatnonzero((ev.tid[calls] == ev.tid[r]) & (ev.start[calls] >= ev.start[r])
+                                & (ev.end[calls] <= ev.end[r]))
+            if not (len(on) and bare[on[-1]] and launch[on[:-1]].any()):
+                continue
+            mine = (ev.tid[k_call] == ev.tid[r]) & (ev.start[k_call] >= ev.start[r]) & (ev.end[k_call] <= ev.end[r])
+            if len(distinct(ev.name[kern[mine]])) >= PROGRAM_KERNELS:
+                closing.append(calls[on[-1]])
+        if len(closing) >= MIN_REPEATS:
+            found += closing
+    return np.asarray(found, np.int64)
+
+
+def _event_pair_syncs(trace: Trace, calls: np.ndarray, event_sync: np.ndarray, record: np.ndarray,
+                      launch: np.ndarray) -> np.ndarray:
+    """Shape 2: an event sync whose last record before it (the end event) follows another record (the start event)
+    with work launched between them and no sync between them."""
+    ev = trace.ev
+    any_sync = np.isin(ev.name[calls], [i for i, n in enumerate(trace.names) if n in rc.SYNC_CALLS])
+    found = []
+    for tid in distinct(ev.tid[calls[event_sync]]).tolist():
+        on = np.flatnonzero(ev.tid[calls] == tid)
+        recs = on[record[on]]
+        for j in on[event_sync[on]].tolist():
+            before = recs[recs < j]
+            if len(before) < 2:
+                continue
+            start, end = before[-2], before[-1]
+            between = on[(on > start) & (on < end)]
+            if launch[between].any() and not any_sync[between].any():
+                found.append(calls[j])
+    return np.asarray(found, np.int64)
