@@ -120,15 +120,6 @@ def test_the_capture_span_and_the_model_span_agree_on_every_committed_trace():
         assert abs(ours - theirs) < 0.01, p.name
 
 
-def test_graph_launch_reference_is_what_gpt_graphs_measures():
-    t = load(TRACES / "gpt-graphs.json.gz")
-    g = depgraph.build(t)
-    ctx = Context(t, g)
-    per_kernel, source = cuda_graphs.graph_cost(ctx)
-    assert source == "trace"
-    assert abs(per_kernel - cuda_graphs.GRAPH_NS_PER_KERNEL) <= 0.1 * cuda_graphs.GRAPH_NS_PER_KERNEL
-
-
 def test_issue_example_names_the_sync_and_the_host_work_and_kernels_save_less():
     w = _predict("item_python")
     assert {w.levers[0].lever, w.levers[1].lever} == {"remove_syncs", "no_host_work"}

@@ -2,12 +2,12 @@
 
 The fix: capture the step once with torch.cuda.graph (or torch.compile(mode="reduce-overhead")) and
 replay it. In the graph every non-blocking call but the stretch's first costs nothing, that first
-call becomes the graph launch (its cost per kernel measured on the trace's own graph launches, else
-the reference below), and the kernels run back to back at the device's minimum gap. A graph is captured per
-step (the outermost repeated range; each compiled region on its own, as reduce-overhead does). Host work that
-is not dispatch stays, unless it is the Python of an nn.Module forward the graph captures, and so does a pageable
-copy with its op (CUDA refuses to capture one), and so
-does a call made while a graph is being captured (it is in a graph already).
+call becomes the graph launch (a fixed part and a part per kernel, fitted on the trace's own graph launches, else
+the reference line: whatif.graph_launch), and the kernels run back to back at the device's minimum gap. A graph is
+captured per step (the outermost repeated range; each compiled region on its own, as reduce-overhead does). Host
+work that is not dispatch stays, unless it is the Python of an nn.Module forward the graph captures, and so does a
+pageable copy with its op (CUDA refuses to capture one), and so does a call made while a graph is being captured (it
+is in a graph already).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from tracetriage.analyzers.model.span import PROFILER_STEP
 from tracetriage.analyzers.model.trace import CPU_OP, KERNEL, MEMCPY, NONE, USER_ANNOTATION, thread_keys
 from tracetriage.analyzers.model.units import count, duration_ns, integer
 from tracetriage.analyzers.model.verdicts import Cause, Construct
+from tracetriage.analyzers.whatif import graph_launch
 from tracetriage.analyzers.whatif.depgraph import SYNC_CALL
 from tracetriage.analyzers.whatif.levers.growing_cache import find as growing_cache
 from tracetriage.analyzers.whatif.levers.spec import (
@@ -38,10 +39,6 @@ from tracetriage.analyzers.whatif.levers.spec import (
     Recognise,
 )
 
-# A graph launch under torch.profiler costs about this much per kernel in the graph: the median
-# cudaGraphLaunch duration per kernel in traces/gpt-graphs.json.gz (H200, torch 2.11 profiler,
-# 95 kernels a launch; tests/test_whatif.py re-derives it). Used when the trace has no graph launch.
-GRAPH_NS_PER_KERNEL = 2_300
 # Between two graph replays the host runs its loop around them (the call to replay, the step's own Python):
 # the median stretch between consecutive cudaGraphLaunch calls in the CUDA-graph fix traces of traces/fixes
 # and traces/realworld (H200 under torch.profiler, 35-90 µs; tests/test_whatif.py re-derives it). Used when
@@ -55,7 +52,8 @@ MIN_GRAPH_KERNELS = 4
 
 @dataclass(frozen=True)
 class Graphed(Assumption):
-    per_kernel_ns: int = 0           # graph launch cost per kernel
+    fixed_ns: int = 0                # a graph launch's cost: this ...
+    per_kernel_ns: int = 0           # ... and this per kernel in the graph
     source: str = ""                 # where that cost was measured (SOURCE_WORDS)
     min_gap_ns: int = 0              # kernels back to back this far apart
     gap_measured: bool = False
@@ -66,21 +64,17 @@ class Graphed(Assumption):
     cache_to: int = 0
 
 
-def graph_cost(c: Context) -> tuple[int, str]:
-    """Per-kernel cost of a graph launch: measured on the trace's own graph launches, else the reference."""
+def graph_cost(c: Context) -> graph_launch.LaunchCost:
+    """A graph launch's cost, fixed and per kernel: fitted on the trace's own graph launches, else the reference."""
     g = c.g
     gl = np.flatnonzero(c.calls_named(is_graph_launch))   # cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch
-    if len(gl):
-        n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
-        ok = n > 0
-        if ok.any():
-            return int(np.median(g.c_dur[gl][ok] / n[ok])), "trace"
-    return GRAPH_NS_PER_KERNEL, "reference"
+    n = np.bincount(g.g_call[g.g_linked], minlength=g.n_calls)[gl]
+    return graph_launch.fit(g.c_dur[gl], n)
 
 
 def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     g = c.g
-    per_kernel, source = graph_cost(c)
+    cost = graph_cost(c)
     # host work inside what a graph captures ran once, at capture: a replay runs only the kernels, so the host gaps
     # it holds between the launches go (heldout-user h100_transformer kept the forward's Python and split each step's
     # graph in pieces: −37% predicted where the replayed step is ~5× shorter; heldout-user19 h100_mlp_train kept
@@ -145,7 +139,7 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     p.c_gap[stays] = g.c_gap[stays]
     p.c_dur[~p.c_blocked & ~stays] = kept_call[~p.c_blocked & ~stays]
     has = first >= 0
-    p.c_dur[first[has]] = per_kernel * n_in[has]
+    p.c_dur[first[has]] = cost.of(n_in[has])     # 240 kernels: 5.2 µs + 240 x 1.49 µs = 363 µs (reference)
     # the Python that calls each graph runs every time around the loop: what lies outside any op before
     # a stretch's first call stays, up to what a loop around graph replays costs (inside the stretch, and
     # at its top inside the captured function, the graph replays no Python)
@@ -164,7 +158,8 @@ def apply(c: Context, p, o: Options) -> tuple[Graphed, dict]:
     taken = np.zeros(g.n_calls, bool)
     taken[g.g_call[from_replays]] = True
     grows = growing_cache(c.trace) if eager_in else None
-    return (Graphed("cuda_graphs", eager_in, per_kernel_ns=per_kernel, source=source,
+    return (Graphed("cuda_graphs", eager_in, fixed_ns=cost.fixed_ns, per_kernel_ns=cost.per_node_ns,
+                    source=cost.source,
                     min_gap_ns=g.min_gap_ns, gap_measured=g.min_gap_measured, replays=int(taken.sum()),
                     cache_from=grows.first if grows else 0, cache_to=grows.last if grows else 0),
             {"graphs": int(has.sum()), "kernels": eager_in, "replays": int(taken.sum())})
@@ -408,7 +403,8 @@ def says(a: Graphed) -> str:
     if a.cache_to:
         replays += (f"; a bound: the decode's KV cache grows a token each step (keys {integer(a.cache_from)} to "
                     f"{integer(a.cache_to)} tokens long), so no graph captures the loop until the cache is static")
-    return (f"one graph launch per sync-free stretch at {duration_ns(a.per_kernel_ns)} per kernel "
+    return (f"one graph launch per sync-free stretch at {duration_ns(a.fixed_ns)} and {duration_ns(a.per_kernel_ns)} "
+            f"per kernel "
             f"({SOURCE_WORDS[a.source]}); dispatch and launch calls vanish; kernels run back to back "
             f"{duration_ns(a.min_gap_ns)} apart ({gap}){replays}")
 

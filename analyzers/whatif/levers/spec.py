@@ -61,6 +61,10 @@ SOURCE_WORDS = {"trace": "measured in this trace",
                 "sheet": "the device's datasheet",
                 "guess": "assumed (no measurement, unknown device)",
                 "reference": "measured on an H200 under torch.profiler (traces/gpt-graphs.json.gz)",
+                "graph_reference": "the line through the graph launches of 20 committed H200 traces under "
+                                   "torch.profiler, 10 to 13,062 kernels a graph",
+                "trace_scaled": "the line through 20 H200 traces' graph launches, scaled to this trace's own, all of "
+                                "one size",
                 "devhost": "read on tracetriage's development host, a CPU machine without a GPU, not on a GPU host"}
 
 
