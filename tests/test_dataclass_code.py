@@ -2,6 +2,7 @@
 class made again is made from the kept code, with the methods Python's own compilation gives; another module's
 classes and another Python's file are left alone."""
 import dataclasses
+import io
 import sys
 import types
 
@@ -68,3 +69,25 @@ def test_a_file_another_python_wrote_is_not_read(kept):
     path.write_bytes(b"\0\0\0\0" + b"anything")
     _make("tracetriage.probe_point")
     assert len(dataclass_code._added) >= 5   # every method compiled here, none taken from that file
+
+
+def test_the_kept_file_is_read_whole_in_one_read_not_piece_by_piece(kept, monkeypatch):
+    # marshal.load(file) asks the file object for each string and code object it holds: ~7,000 reads for the
+    # report's 1.5 MB file, 37 ms of CPU against 6 ms for marshal.loads of the whole file
+    _make("tracetriage.probe_point")
+    dataclass_code._write()
+    reads = []
+
+    class CountingReader(io.BufferedReader):
+        def read(self, *a):
+            reads.append("read")
+            return super().read(*a)
+
+        def readinto(self, b):
+            reads.append("readinto")
+            return super().readinto(b)
+
+    monkeypatch.setattr(dataclass_code, "open", lambda path, mode: CountingReader(io.FileIO(path, mode)),
+                        raising=False)
+    codes = dataclass_code._read()
+    assert len(codes) >= 5 and len(reads) == 1

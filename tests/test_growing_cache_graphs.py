@@ -53,3 +53,16 @@ def test_lengths_that_skip_or_are_too_few_are_no_growing_cache(tmp_path):
     assert find(load(kf.write(tmp_path / "b.json", _decode([5, 6, 7])))) is None
     g = find(load(kf.write(tmp_path / "c.json", _decode([5, 6, 7, 8, 9]))))
     assert g is not None and (g.first, g.last, g.calls) == (5, 9, 5)
+
+
+def test_each_distinct_shape_is_decoded_once_and_counted_for_every_call_that_has_it(tmp_path, monkeypatch):
+    # 3 passes over the same 5 lengths: 15 attention calls of 5 shapes (the x5 benchmark trace: 5,940 calls of 6)
+    from tracetriage.analyzers.loading.load import load
+    from tracetriage.analyzers.model.trace import Trace
+    trace = load(kf.write(tmp_path / "t.json", _decode([5, 6, 7, 8, 9] * 3)))
+    decoded = []
+    shapes = Trace.shapes
+    monkeypatch.setattr(Trace, "shapes", lambda self, row: decoded.append(row) or shapes(self, row))
+    g = find(trace)
+    assert g is not None and (g.first, g.last, g.calls) == (5, 9, 15)
+    assert len(decoded) == 5

@@ -116,7 +116,9 @@ def test_a_one_file_report_analyses_without_the_garbage_collector_and_gives_it_b
     assert "Measured:" in capsys.readouterr().out
 
 
-def test_the_levers_child_reads_the_setup_windows_the_report_hands_it(monkeypatch):
+def test_the_levers_child_reads_the_setup_windows_and_top_level_ops_the_report_hands_it(monkeypatch):
+    # the top-level ops: found by the parent for the windows, read by the child's levers as the ops' sequence (0.03-0.05
+    # s of the child's CPU at x5 where it found them again)
     from tracetriage.analyzers.analyses import roofline, setup, steps
 
     path = ROOT / "traces" / "realworld" / "warm_up_cold--before.json.gz"
@@ -124,8 +126,9 @@ def test_the_levers_child_reads_the_setup_windows_the_report_hands_it(monkeypatc
     here = report_mod._levers(trace)            # (the levers replayed in this process, finding the windows themselves)
     excess = setup.windows(trace, cold_pass=setup.one_pass(trace))
     assert len(excess[0])      # (a cold trace: set-up windows to hand)
-    handed = (roofline.analyze(trace), steps.search(trace), excess)
+    handed = (roofline.analyze(trace), steps.search(trace), excess, setup.top_level_ops(trace))
     monkeypatch.setattr(setup, "windows", lambda *a, **k: pytest.fail("the child found the windows again"))
+    monkeypatch.setattr(setup, "_top_level", lambda *a, **k: pytest.fail("the child found the top-level ops again"))
     child = report_mod._levers(load(path), handed=lambda: handed)     # (a trace of its own, as the fork's is)
     assert [(p.lever, p.predicted_ns, p.unprofiled_ratio) for p in child.all.levers] == \
         [(p.lever, p.predicted_ns, p.unprofiled_ratio) for p in here.all.levers]

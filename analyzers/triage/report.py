@@ -89,8 +89,11 @@ def analyze_trace(trace: Trace, range_name: str | None = None,
             found = steps_mod.search(trace)
             if early is not None:
                 # ... and the levers' set-up windows, which only the child reads: the child's levers took longer than
-                # the parent's analyses (x5: the parent waited 0.05-0.09 s for it), the windows ~0.035 s of them
-                early.hand((roof, found, setup_mod.setup_excess(trace)))
+                # the parent's analyses (x5: the parent waited 0.05-0.09 s for it), the windows ~0.035 s of them;
+                # with the top-level ops the windows were found from (setup.top_level_ops), which the levers read
+                # as the ops' sequence: 0.03-0.05 s of the child's CPU at x5 where it found them again, handed as
+                # 1.3 MB of int64 rows (158k)
+                early.hand((roof, found, setup_mod.setup_excess(trace), setup_mod.top_level_ops(trace)))
         return _analyze(trace, range_name, window, early, peer_transfer_ns, roof)
     finally:
         if early is not None:
@@ -233,9 +236,10 @@ def _levers(trace: Trace, roof: Roofline | None = None, handed=None) -> whatif.L
         if handed is None:
             return whatif.predict_levers(trace, roof)
         graph = depgraph.build(trace)
-        roof, found, excess = handed()
+        roof, found, excess, top_ops = handed()
         steps_mod.search.remember(trace, found)
         setup_mod.setup_excess.remember(trace, excess)
+        setup_mod.top_level_ops.remember(trace, top_ops)
         return whatif.predict_levers(trace, roof, graph)
     except whatif.WhatIfError:
         return None
