@@ -115,29 +115,66 @@ def _inside_an_op(trace: Trace, calls: np.ndarray) -> np.ndarray:
 
 def _closing_range_syncs(trace: Trace, calls: np.ndarray, bare: np.ndarray, launch: np.ndarray) -> np.ndarray:
     """Shape 1: per named range repeated MIN_REPEATS times or more, each repetition that launched work and whose last
-    call on its thread is a bare sync from Python; kept when MIN_REPEATS repetitions or more are closed so."""
+    call on its thread is a bare sync from Python; kept when MIN_REPEATS repetitions or more are closed so.
+
+    Linear in the calls: each repetition's calls are one slice of its thread's calls in time order, found by a binary
+    search (a 942k-event trace holds ~330 repeated ranges over ~300k runtime calls: a scan of every call per range
+    took 0.53 s)."""
     ev = trace.ev
     ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if not len(ranges):
+        return np.empty(0, np.int64)
+    _, inverse, counts = np.unique(ev.name[ranges], return_inverse=True, return_counts=True)
+    ranges = ranges[counts[inverse] >= MIN_REPEATS]
+    # 1. the calls by thread, then by start (`calls` come by start: a stable sort keeps that order in each thread)
+    order = np.argsort(ev.tid[calls], kind="stable")
+    rows, is_bare, launched = calls[order], bare[order], launch[order]
+    c_tid, c_start, c_end = ev.tid[rows], ev.start[rows], ev.end[rows]
+    launches_before = np.concatenate(([0], np.cumsum(launched)))        # launches among the first i calls
+    # 2. per repetition: its thread's calls starting inside it; the last of them that also ends inside it
+    seg_lo = np.searchsorted(c_tid, ev.tid[ranges], side="left")
+    seg_hi = np.searchsorted(c_tid, ev.tid[ranges], side="right")
+    lo = np.empty(len(ranges), np.int64)
+    hi = np.empty(len(ranges), np.int64)
+    for tid in distinct(ev.tid[ranges]).tolist():
+        m = np.flatnonzero(ev.tid[ranges] == tid)
+        a, b = int(seg_lo[m[0]]), int(seg_hi[m[0]])
+        lo[m] = a + np.searchsorted(c_start[a:b], ev.start[ranges[m]], side="left")
+        hi[m] = a + np.searchsorted(c_start[a:b], ev.end[ranges[m]], side="right")
+    last = hi - 1
+    for i in np.flatnonzero((last >= lo) & (c_end[np.maximum(last, 0)] > ev.end[ranges])).tolist():
+        while last[i] >= lo[i] and c_end[last[i]] > ev.end[ranges[i]]:     # (rare: a call running past the end)
+            last[i] -= 1
+    # 3. closed by a bare sync, with work launched before it inside the repetition
+    ok = last >= lo
+    ok[ok] = is_bare[last[ok]] & (launches_before[last[ok]] > launches_before[lo[ok]])
+    cand = np.flatnonzero(ok)
+    if not len(cand):
+        return np.empty(0, np.int64)
+    # 4. ... and running a program: its calls launched kernels of PROGRAM_KERNELS names or more
     kern = np.flatnonzero(ev.cat == KERNEL)
     k_call = trace.launch_of[kern] if len(kern) else np.empty(0, np.int64)
     kern, k_call = kern[k_call != NONE], k_call[k_call != NONE]
-    found = []
-    for name in distinct(ev.name[ranges]).tolist():
-        reps = ranges[ev.name[ranges] == name]
-        if len(reps) < MIN_REPEATS:
-            continue
-        closing = []
-        for r in reps.tolist():
-            on = np.flatnonzero((ev.tid[calls] == ev.tid[r]) & (ev.start[calls] >= ev.start[r])
-                                & (ev.end[calls] <= ev.end[r]))
-            if not (len(on) and bare[on[-1]] and launch[on[:-1]].any()):
-                continue
-            mine = (ev.tid[k_call] == ev.tid[r]) & (ev.start[k_call] >= ev.start[r]) & (ev.end[k_call] <= ev.end[r])
-            if len(distinct(ev.name[kern[mine]])) >= PROGRAM_KERNELS:
-                closing.append(calls[on[-1]])
-        if len(closing) >= MIN_REPEATS:
-            found += closing
-    return np.asarray(found, np.int64)
+    by = np.lexsort((ev.start[k_call], ev.tid[k_call]))
+    kern, k_call = kern[by], k_call[by]
+    k_tid, k_start, k_end = ev.tid[k_call], ev.start[k_call], ev.end[k_call]
+    closing = []
+    for i in cand.tolist():
+        r = ranges[i]
+        a = np.searchsorted(k_tid, ev.tid[r], side="left")
+        b = np.searchsorted(k_tid, ev.tid[r], side="right")
+        j0 = a + np.searchsorted(k_start[a:b], ev.start[r], side="left")
+        j1 = a + np.searchsorted(k_start[a:b], ev.end[r], side="right")
+        names = ev.name[kern[j0:j1][k_end[j0:j1] <= ev.end[r]]]
+        if len(distinct(names)) >= PROGRAM_KERNELS:
+            closing.append(i)
+    # 5. kept per range name where MIN_REPEATS repetitions or more are closed so
+    closing_at = np.asarray(closing, np.int64)
+    if not len(closing_at):
+        return np.empty(0, np.int64)
+    names, counts = np.unique(ev.name[ranges[closing_at]], return_counts=True)
+    kept = np.isin(ev.name[ranges[closing_at]], names[counts >= MIN_REPEATS])
+    return np.sort(rows[last[closing_at[kept]]]).astype(np.int64)
 
 
 def _event_pair_syncs(trace: Trace, calls: np.ndarray, event_sync: np.ndarray, record: np.ndarray,
@@ -151,11 +188,11 @@ def _event_pair_syncs(trace: Trace, calls: np.ndarray, event_sync: np.ndarray, r
         on = np.flatnonzero(ev.tid[calls] == tid)
         recs = on[record[on]]
         for j in on[event_sync[on]].tolist():
-            before = recs[recs < j]
-            if len(before) < 2:
+            k = int(np.searchsorted(recs, j))           # the records before it: recs[:k]
+            if k < 2:
                 continue
-            start, end = before[-2], before[-1]
-            between = on[(on > start) & (on < end)]
+            start, end = recs[k - 2], recs[k - 1]
+            between = on[np.searchsorted(on, start, side="right"):np.searchsorted(on, end, side="left")]
             if launch[between].any() and not any_sync[between].any():
                 found.append(calls[j])
     return np.asarray(found, np.int64)
