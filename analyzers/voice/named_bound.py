@@ -27,10 +27,15 @@ def mix_source(v) -> str:
     return "by the kernels' names (a guess: no op's shapes cost them), " if guessed else ""
 
 
+def _named_share(v, bound: int) -> float:
+    """The share of the non-collective kernel time whose names read bound (0: compute, 1: memory)."""
+    voting = v.kernel_us - v.comm_us
+    return v.guessed_us[bound] / voting if voting > 0 else 0.0
+
+
 def memory_line(v, trace=None) -> str:
     """The Regime line of a span without shapes whose kernel time is mostly memory-bound by the kernels' names."""
-    voting = v.kernel_us - v.comm_us
-    x = v.guessed_us[1] / voting if voting > 0 else 0.0
+    x = _named_share(v, 1)
     return (f"Regime: memory-bound by the kernels' names, a guess: "
             f"{claim('regime.memory_by_names_share', x, share(x))} of kernel time is in kernels whose names read "
             f"memory-bound (elementwise, reductions, copies); no rate is "
@@ -39,8 +44,7 @@ def memory_line(v, trace=None) -> str:
 
 def compute_line(v, trace=None) -> str:
     """The Regime line of a span without shapes whose kernel time is mostly compute-bound by the kernels' names."""
-    voting = v.kernel_us - v.comm_us
-    x = v.guessed_us[0] / voting if voting > 0 else 0.0
+    x = _named_share(v, 0)
     return (f"Regime: compute-bound by the kernels' names, a guess: "
             f"{claim('regime.compute_by_names_share', x, share(x))} of kernel time is in matrix kernels (GEMMs, "
             f"convolutions) whose tile sizes read compute-bound; no rate is measured, because "
@@ -49,9 +53,7 @@ def compute_line(v, trace=None) -> str:
 
 def split_line(v, trace=None) -> str:
     """The Regime line of a span without shapes whose kernel time the names place mostly, split between the bounds."""
-    voting = v.kernel_us - v.comm_us
-    c = v.guessed_us[0] / voting if voting > 0 else 0.0
-    m = v.guessed_us[1] / voting if voting > 0 else 0.0
+    c, m = _named_share(v, 0), _named_share(v, 1)
     return (f"Regime: split by the kernels' names, a guess: "
             f"{claim('regime.compute_by_names_share', c, share(c))} of kernel time is in matrix kernels (GEMMs, "
             f"convolutions) whose tile sizes read compute-bound and "
