@@ -52,7 +52,7 @@ PROGRAM_KERNELS = 2
 def timing_syncs(trace: Trace) -> np.ndarray:
     """Rows of the sync calls that close a timed region (shape 1) or wait on an elapsed_time() pair (shape 2)."""
     ev = trace.ev
-    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    calls = _host_calls(trace)
     if not len(calls):
         return np.empty(0, np.int64)
     calls = calls[np.argsort(ev.start[calls], kind="stable")]
@@ -68,12 +68,26 @@ def timing_syncs(trace: Trace) -> np.ndarray:
 def bare_syncs(trace: Trace) -> np.ndarray:
     """Rows of the bare syncs called straight from Python (torch.cuda.synchronize(), stream.synchronize(),
     event.synchronize()): they read nothing back, so the host's work after one cannot need its result."""
-    ev = trace.ev
-    calls = np.flatnonzero(any_of(ev.cat, (RUNTIME, DRIVER)))
+    calls = _host_calls(trace)
     if not len(calls):
         return np.empty(0, np.int64)
     bare = name_tests(trace, calls, BARE_SYNCS.__contains__)[0]
     return np.sort(calls[bare & ~_inside_an_op(trace, calls)])
+
+
+def _host_calls(trace: Trace) -> np.ndarray:
+    """Rows of the runtime and driver calls, in trace order."""
+    return np.flatnonzero(any_of(trace.ev.cat, (RUNTIME, DRIVER)))
+
+
+def _repeated_ranges(trace: Trace) -> np.ndarray:
+    """Rows of the named ranges whose name comes MIN_REPEATS times or more (a loop's units)."""
+    ev = trace.ev
+    ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    if not len(ranges):
+        return ranges
+    _, inverse, counts = np.unique(ev.name[ranges], return_inverse=True, return_counts=True)
+    return ranges[counts[inverse] >= MIN_REPEATS]
 
 
 def _several_in_one_step(trace: Trace, syncs: np.ndarray) -> np.ndarray:
@@ -86,12 +100,9 @@ def _several_in_one_step(trace: Trace, syncs: np.ndarray) -> np.ndarray:
     if len(syncs) < 2:
         return out
     ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
-    names = ev.name[ranges]
-    ids, counts = np.unique(names, return_counts=True)
-    repeated = np.isin(names, ids[counts >= MIN_REPEATS]) | np.array(
-        [trace.names[i].startswith(PROFILER_STEP) for i in names.tolist()], bool)
+    steps = ranges[[trace.names[i].startswith(PROFILER_STEP) for i in ev.name[ranges].tolist()]]
     t = ev.start[syncs]
-    for r in ranges[repeated].tolist():
+    for r in np.union1d(_repeated_ranges(trace), steps).tolist():
         inside = (ev.tid[syncs] == ev.tid[r]) & (t >= ev.start[r]) & (ev.end[syncs] <= ev.end[r])
         if inside.sum() >= MIN_REPEATS:
             out |= inside
@@ -121,11 +132,9 @@ def _closing_range_syncs(trace: Trace, calls: np.ndarray, bare: np.ndarray, laun
     search (a 942k-event trace holds ~330 repeated ranges over ~300k runtime calls: a scan of every call per range
     took 0.53 s)."""
     ev = trace.ev
-    ranges = np.flatnonzero(ev.cat == USER_ANNOTATION)
+    ranges = _repeated_ranges(trace)
     if not len(ranges):
         return np.empty(0, np.int64)
-    _, inverse, counts = np.unique(ev.name[ranges], return_inverse=True, return_counts=True)
-    ranges = ranges[counts[inverse] >= MIN_REPEATS]
     # 1. the calls by thread, then by start (`calls` come by start: a stable sort keeps that order in each thread)
     order = np.argsort(ev.tid[calls], kind="stable")
     rows, is_bare, launched = calls[order], bare[order], launch[order]
