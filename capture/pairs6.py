@@ -11,6 +11,8 @@ never tune on them). The harness is fresh_harness.py: 5 unprofiled timed runs a 
     DEVICE=cpu SMALL=1 python pairs6.py --out /tmp/p6     # plumbing dry run (tiny sizes)
 """
 
+import contextlib
+
 import torch
 from fresh_harness import DEVICE, IS_CUDA, SMALL, Runner, Suite, amp
 
@@ -28,6 +30,18 @@ def _on_device(cls, config):
 
 def _ids(vocab, *shape):
     return torch.randint(0, vocab, shape, device=DEVICE)
+
+
+def _train_step(model, opt, ids, autocast=True):
+    """One causal-LM training step on `ids` (the labels too), its forward under bf16 autocast or not."""
+    def step():
+        with amp() if autocast else contextlib.nullcontext():
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
 
 
 @workload(
@@ -108,16 +122,7 @@ def build_llama_attention(variant):
     with torch.device(DEVICE):
         model = LlamaForCausalLM._from_config(cfg, attn_implementation=impl).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=IS_CUDA)
-    ids = _ids(cfg.vocab_size, batch, seq)
-
-    def step():
-        with amp():
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return Runner(step)
+    return Runner(_train_step(model, opt, _ids(cfg.vocab_size, batch, seq)))
 
 
 @workload(
@@ -180,19 +185,7 @@ def build_neox_fp32(variant):
         batch, seq = 8, 512
     model = _on_device(GPTNeoXForCausalLM, cfg).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=IS_CUDA)
-    ids = _ids(cfg.vocab_size, batch, seq)
-
-    def step():
-        if variant == "before":
-            loss = model(input_ids=ids, labels=ids).loss
-        else:
-            with amp():
-                loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return Runner(step)
+    return Runner(_train_step(model, opt, _ids(cfg.vocab_size, batch, seq), autocast=variant == "after"))
 
 
 if __name__ == "__main__":
